@@ -1,0 +1,72 @@
+//! Freshness expectations and the staleness rule (retrieval 2.4).
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::{DAY, HOUR, UnixMs};
+
+/// How fresh a business expects its records of a type to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "cadence", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FreshnessExpectation {
+    Hourly,
+    Daily,
+    Weekly,
+    Monthly,
+    Quarterly,
+    Yearly,
+    Interval { interval_hours: u32 },
+}
+
+impl FreshnessExpectation {
+    /// The window after `published_at` in which a record is fresh. Hourly,
+    /// daily and weekly are 1 hour, 24 hours and 7 days; the spec fixes
+    /// monthly at 31 days, quarterly at 92 and yearly at 366.
+    pub fn window_ms(self) -> i64 {
+        match self {
+            FreshnessExpectation::Hourly => HOUR,
+            FreshnessExpectation::Daily => DAY,
+            FreshnessExpectation::Weekly => 7 * DAY,
+            FreshnessExpectation::Monthly => 31 * DAY,
+            FreshnessExpectation::Quarterly => 92 * DAY,
+            FreshnessExpectation::Yearly => 366 * DAY,
+            FreshnessExpectation::Interval { interval_hours } => i64::from(interval_hours) * HOUR,
+        }
+    }
+}
+
+/// Stale when now minus `published_at` exceeds the window; with no
+/// expectation a record is never stale.
+pub fn is_stale(published_at: UnixMs, now: UnixMs, expectation: Option<FreshnessExpectation>) -> bool {
+    expectation.is_some_and(|e| now.0 - published_at.0 > e.window_ms())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // rule: R2.4.19, R2.4.20
+    #[test]
+    fn wire_forms() {
+        assert_eq!(serde_json::to_value(FreshnessExpectation::Monthly).unwrap(), json!({"cadence": "monthly"}));
+        assert_eq!(
+            serde_json::to_value(FreshnessExpectation::Interval { interval_hours: 6 }).unwrap(),
+            json!({"cadence": "interval", "interval_hours": 6})
+        );
+        assert!(serde_json::from_value::<FreshnessExpectation>(json!({"cadence": "fortnightly"})).is_err());
+        assert!(serde_json::from_value::<FreshnessExpectation>(json!({"cadence": "interval"})).is_err());
+    }
+
+    // rule: R2.4.21, R2.4.22
+    #[test]
+    fn stale_exactly_past_the_window() {
+        let p = UnixMs(1_000_000_000_000);
+        let monthly = Some(FreshnessExpectation::Monthly);
+        assert!(!is_stale(p, p.plus(31 * DAY), monthly));
+        assert!(is_stale(p, p.plus(31 * DAY + 1), monthly));
+        assert!(is_stale(p, p.plus(92 * DAY + 1), Some(FreshnessExpectation::Quarterly)));
+        assert!(!is_stale(p, p.plus(366 * DAY), Some(FreshnessExpectation::Yearly)));
+        assert!(is_stale(p, p.plus(6 * HOUR + 1), Some(FreshnessExpectation::Interval { interval_hours: 6 })));
+        assert!(!is_stale(p, p.plus(10_000 * DAY), None));
+    }
+}

@@ -1,0 +1,28 @@
+//! `svc-core`: the pure logic of svc.
+//!
+//! Formats, cryptography, rules and windows. Nothing here reads the clock, the
+//! filesystem or the network: time is passed in as [`time::UnixMs`], keys and
+//! nonce stores are passed in as closures, and every function returns what the
+//! caller must apply.
+
+pub mod ai_policy;
+pub mod b64;
+pub mod canonical;
+pub mod digest;
+pub mod dsse;
+pub mod freshness;
+pub mod http_sig;
+pub mod ids;
+pub mod keys;
+pub mod merkle;
+pub mod problem;
+pub mod projection;
+pub mod reason;
+pub mod receipt;
+pub mod records;
+pub mod seal;
+pub mod sidecar;
+pub mod source_line;
+pub mod time;
+
+pub use reason::Reason;
