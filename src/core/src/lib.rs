@@ -17,6 +17,7 @@ pub mod keys;
 pub mod merkle;
 pub mod problem;
 pub mod projection;
+pub mod publish;
 pub mod reason;
 pub mod receipt;
 pub mod records;
