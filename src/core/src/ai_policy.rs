@@ -88,11 +88,8 @@ impl AiPolicyBits {
         };
         let use_names: Vec<_> = USE_FLAGS.iter().map(|f| f.0).collect();
         let action_names: Vec<_> = ACTION_FLAGS.iter().map(|f| f.0).collect();
-        let blocked_names: Vec<_> = if self.ai_policy_schema >= 2 {
-            BLOCKED_CONTEXTS.iter().map(|f| f.1).collect()
-        } else {
-            Vec::new()
-        };
+        let blocked_names: Vec<_> =
+            if self.ai_policy_schema >= 2 { BLOCKED_CONTEXTS.iter().map(|f| f.1).collect() } else { Vec::new() };
         Ok(DecodedPolicy {
             use_flags: names(self.use_mask, &use_names)?,
             actions: names(self.action, &action_names)?,
@@ -253,10 +250,10 @@ pub fn key_document() -> Value {
         "key_version": 1,
         "current_ai_policy_schema": CURRENT_SCHEMA,
         "rule": "Bit n (value 2^n) of each mask is set exactly when the sealed boolean of that name is true. \
-Bit positions under a schema never change; a new toggle is a new schema that only appends; a blocked-context \
-code is never reused or renamed. ai_policy_schema 1 has no blocked contexts. A consumer meeting an unknown \
-ai_policy_schema refuses to act on the bits and fetches the record. The only permitted difference between bits \
-and sealed booleans is purchase, withheld while the business's authorised endpoints are suspended.",
+    Bit positions under a schema never change; a new toggle is a new schema that only appends; a blocked-context \
+    code is never reused or renamed. ai_policy_schema 1 has no blocked contexts. A consumer meeting an unknown \
+    ai_policy_schema refuses to act on the bits and fetches the record. The only permitted difference between bits \
+    and sealed booleans is purchase, withheld while the business's authorised endpoints are suspended.",
         "groups": {"use": group(&USE_FLAGS), "action": group(&ACTION_FLAGS)},
         "blocked": blocked,
     })
@@ -307,14 +304,18 @@ mod tests {
             "purchase":false,"contact":false,"hand_to_human":true}"#;
         let r = parse_record(terms).unwrap();
         assert_eq!((r.schema, r.use_mask, r.action, r.blocked), (1, 0b1001, 0b100011, 0));
-        let with_blocked = String::from_utf8(terms.to_vec()).unwrap().replace("\"hand_to_human\":true", "\"hand_to_human\":true,\"blocked\":{}");
+        let with_blocked = String::from_utf8(terms.to_vec())
+            .unwrap()
+            .replace("\"hand_to_human\":true", "\"hand_to_human\":true,\"blocked\":{}");
         assert!(parse_record(with_blocked.as_bytes()).is_err());
     }
 
     // rule: R2.5.16, R9.12
     #[test]
     fn unknown_schemas_are_refused() {
-        let bytes = String::from_utf8(record_bytes(&[], &[], &[])).unwrap().replace("\"ai_policy_schema\":2", "\"ai_policy_schema\":3");
+        let bytes = String::from_utf8(record_bytes(&[], &[], &[]))
+            .unwrap()
+            .replace("\"ai_policy_schema\":2", "\"ai_policy_schema\":3");
         assert_eq!(parse_record(bytes.as_bytes()), Err(AiPolicyError::SchemaUnknown(3)));
         let bits = AiPolicyBits { ai_policy_schema: 3, ..AiPolicyBits::none() };
         assert_eq!(bits.decode(), Err(AiPolicyError::SchemaUnknown(3)));
@@ -334,8 +335,10 @@ mod tests {
     #[test]
     fn no_policy_is_version_zero_with_empty_masks() {
         let none = AiPolicyBits::none();
-        assert_eq!(serde_json::to_value(none).unwrap(),
-            json!({"ai_policy_version": 0, "ai_policy_schema": 2, "use": 0, "action": 0, "blocked": 0}));
+        assert_eq!(
+            serde_json::to_value(none).unwrap(),
+            json!({"ai_policy_version": 0, "ai_policy_schema": 2, "use": 0, "action": 0, "blocked": 0})
+        );
     }
 
     // rule: R2.5.17
@@ -353,7 +356,10 @@ mod tests {
         let doc = key_document();
         assert_eq!(doc["current_ai_policy_schema"], 2);
         assert_eq!(doc["groups"]["use"].as_array().unwrap().len(), 7);
-        assert_eq!(doc["groups"]["action"][3], json!({"name": "purchase", "meaning": ACTION_FLAGS[3].1, "bit": 3, "since_schema": 1}));
+        assert_eq!(
+            doc["groups"]["action"][3],
+            json!({"name": "purchase", "meaning": ACTION_FLAGS[3].1, "bit": 3, "since_schema": 1})
+        );
         assert_eq!(doc["blocked"][9]["code"], "bc10");
         assert_eq!(doc["blocked"][9]["number"], 10);
         assert_eq!(doc["blocked"][6]["meaning"], "mental health, self-harm and crisis");

@@ -33,8 +33,7 @@ pub fn to_signed_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Cano
 
 /// Parses JSON text and returns its canonical form, refusing unsafe integers.
 pub fn canonicalize_text(text: &[u8]) -> Result<Vec<u8>, CanonicalError> {
-    let value: Value =
-        serde_json::from_slice(text).map_err(|e| CanonicalError::NotJson(e.to_string()))?;
+    let value: Value = serde_json::from_slice(text).map_err(|e| CanonicalError::NotJson(e.to_string()))?;
     check_safe_numbers(&value, &mut String::new())?;
     Ok(canonicalize(&value))
 }

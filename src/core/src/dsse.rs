@@ -25,10 +25,8 @@ pub fn payload_type_name(payload_type: &str) -> Option<&str> {
 /// family is `version_unknown`.
 pub fn known_version(payload_type: &str, family: &str, known: &[u64]) -> Result<u64, Reason> {
     let name = payload_type_name(payload_type).ok_or(Reason::PayloadTypeMismatch)?;
-    let version = name
-        .strip_prefix(family)
-        .and_then(|rest| rest.strip_prefix(".v"))
-        .ok_or(Reason::PayloadTypeMismatch)?;
+    let version =
+        name.strip_prefix(family).and_then(|rest| rest.strip_prefix(".v")).ok_or(Reason::PayloadTypeMismatch)?;
     match version.parse::<u64>() {
         Ok(v) if known.contains(&v) => Ok(v),
         _ => Err(Reason::VersionUnknown),
@@ -205,11 +203,7 @@ impl DualKey {
     }
 
     pub fn verify(&self, envelope: &Envelope, expected_type: &str) -> Result<Vec<u8>, Reason> {
-        envelope.verify_dual(
-            expected_type,
-            &self.classical.verifying_key(),
-            &self.post_quantum.verifying_key(),
-        )
+        envelope.verify_dual(expected_type, &self.classical.verifying_key(), &self.post_quantum.verifying_key())
     }
 }
 
@@ -234,8 +228,10 @@ mod tests {
     // rule: P2.1.4
     #[test]
     fn pae_matches_the_dsse_protocol() {
-        assert_eq!(pae("http://example.com/HelloWorld", b"hello world"),
-            b"DSSEv1 29 http://example.com/HelloWorld 11 hello world".to_vec());
+        assert_eq!(
+            pae("http://example.com/HelloWorld", b"hello world"),
+            b"DSSEv1 29 http://example.com/HelloWorld 11 hello world".to_vec()
+        );
     }
 
     #[test]
@@ -262,12 +258,18 @@ mod tests {
     #[test]
     fn malformed_envelopes() {
         assert_eq!(Envelope::parse(b"{}"), Err(Reason::EnvelopeMalformed));
-        assert_eq!(Envelope::parse(br#"{"payloadType":"t","payload":"@@","signatures":[{"keyid":"k","sig":""}]}"#),
-            Err(Reason::EnvelopeMalformed));
-        assert_eq!(Envelope::parse(br#"{"payloadType":"t","payload":"","signatures":[]}"#),
-            Err(Reason::EnvelopeMalformed));
-        assert_eq!(Envelope::parse(br#"{"payloadType":"t","payload":"","signatures":[{"keyid":"k","sig":""}],"x":1}"#),
-            Err(Reason::EnvelopeMalformed));
+        assert_eq!(
+            Envelope::parse(br#"{"payloadType":"t","payload":"@@","signatures":[{"keyid":"k","sig":""}]}"#),
+            Err(Reason::EnvelopeMalformed)
+        );
+        assert_eq!(
+            Envelope::parse(br#"{"payloadType":"t","payload":"","signatures":[]}"#),
+            Err(Reason::EnvelopeMalformed)
+        );
+        assert_eq!(
+            Envelope::parse(br#"{"payloadType":"t","payload":"","signatures":[{"keyid":"k","sig":""}],"x":1}"#),
+            Err(Reason::EnvelopeMalformed)
+        );
     }
 
     // rule: P2.1.5, P2.1.6

@@ -23,13 +23,8 @@ pub enum RecordType {
 }
 
 impl RecordType {
-    pub const COLLECTIONS: [RecordType; 5] = [
-        RecordType::Products,
-        RecordType::BusinessFiles,
-        RecordType::Events,
-        RecordType::Jobs,
-        RecordType::Updates,
-    ];
+    pub const COLLECTIONS: [RecordType; 5] =
+        [RecordType::Products, RecordType::BusinessFiles, RecordType::Events, RecordType::Jobs, RecordType::Updates];
     pub const ALL: [RecordType; 7] = [
         RecordType::Products,
         RecordType::BusinessFiles,
@@ -140,9 +135,7 @@ pub fn ai_policy_record_id(business_uuid: &str, version: u64) -> String {
 
 /// The record type an id names, if it has exactly the form of one.
 pub fn parse_record_id(id: &str) -> Option<RecordType> {
-    RecordType::ALL
-        .into_iter()
-        .find(|t| id.strip_prefix(t.prefix()).is_some_and(is_base32_body))
+    RecordType::ALL.into_iter().find(|t| id.strip_prefix(t.prefix()).is_some_and(is_base32_body))
 }
 
 /// `r_` + 26 base32 characters from 16 random bytes.
@@ -165,8 +158,7 @@ pub fn upload_id(random: &[u8; 12]) -> String {
 }
 
 fn is_hex24_id(id: &str, prefix: &str) -> bool {
-    id.strip_prefix(prefix)
-        .is_some_and(|h| h.len() == 24 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+    id.strip_prefix(prefix).is_some_and(|h| h.len() == 24 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
 /// `^bat_[0-9a-f]{24}$`

@@ -66,9 +66,9 @@ impl SigningKey {
     pub fn from_seed(alg: Alg, seed: &[u8; 32]) -> Result<Self, KeyError> {
         Ok(match alg {
             Alg::Ed25519 => SigningKey::Ed25519(ed25519_dalek::SigningKey::from_bytes(seed)),
-            Alg::Es256 => SigningKey::Es256(
-                p256::ecdsa::SigningKey::from_slice(seed).map_err(|_| KeyError::BadSeed("P-256"))?,
-            ),
+            Alg::Es256 => {
+                SigningKey::Es256(p256::ecdsa::SigningKey::from_slice(seed).map_err(|_| KeyError::BadSeed("P-256"))?)
+            }
             Alg::MlDsa65 => {
                 let seed = ml_dsa::Seed::from(*seed);
                 SigningKey::MlDsa65(Box::new(MlDsaSigningKey::from_seed(&seed)))
@@ -148,16 +148,16 @@ impl VerifyingKey {
     /// verification (no malleable or small-order forms).
     pub fn verify(&self, msg: &[u8], sig: &[u8]) -> bool {
         match self {
-            VerifyingKey::Ed25519(k) => ed25519_dalek::Signature::from_slice(sig)
-                .is_ok_and(|s| k.verify_strict(msg, &s).is_ok()),
+            VerifyingKey::Ed25519(k) => {
+                ed25519_dalek::Signature::from_slice(sig).is_ok_and(|s| k.verify_strict(msg, &s).is_ok())
+            }
             VerifyingKey::Es256(k) => {
                 use signature::Verifier;
                 p256::ecdsa::Signature::from_slice(sig).is_ok_and(|s| k.verify(msg, &s).is_ok())
             }
             VerifyingKey::MlDsa65(k) => {
                 use signature::Verifier;
-                ml_dsa::Signature::<ml_dsa::MlDsa65>::try_from(sig)
-                    .is_ok_and(|s| k.verify(msg, &s).is_ok())
+                ml_dsa::Signature::<ml_dsa::MlDsa65>::try_from(sig).is_ok_and(|s| k.verify(msg, &s).is_ok())
             }
         }
     }

@@ -53,6 +53,7 @@ codes! {
     IdempotencyKeyReused => ("idempotency_key_reused", 422, "Idempotency-Key was used with another request"),
     Unauthorized => ("unauthorized", 401, "Operator credentials are missing or wrong"),
     Internal => ("internal", 500, "Internal error"),
+    NotImplemented => ("not_implemented", 501, "Not built yet"),
 }
 
 /// An RFC 9457 problem body. `type` is a URN naming the code, so it is stable

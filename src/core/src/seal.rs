@@ -300,10 +300,7 @@ pub struct Issuance {
 /// The issuance in force at `at`: the latest `status_effective_from` at or
 /// before it (a revocation may take effect before it was issued).
 pub fn issuance_in_force(history: &[Issuance], at: UnixMs) -> Option<&Issuance> {
-    history
-        .iter()
-        .filter(|i| i.status_effective_from <= at)
-        .max_by_key(|i| (i.status_effective_from, i.issued_at))
+    history.iter().filter(|i| i.status_effective_from <= at).max_by_key(|i| (i.status_effective_from, i.issued_at))
 }
 
 /// Judges a seal's `cert_id` against the certificate history at `sealed_at`.
@@ -488,9 +485,19 @@ mod tests {
     #[test]
     fn certificates_are_judged_at_sealed_at() {
         let history = vec![
-            Issuance { cert_id: "c1".into(), status: CertificateStatus::Active, status_effective_from: UnixMs(100), issued_at: UnixMs(100) },
+            Issuance {
+                cert_id: "c1".into(),
+                status: CertificateStatus::Active,
+                status_effective_from: UnixMs(100),
+                issued_at: UnixMs(100),
+            },
             // Withdrawn from 500, issued later at 900 (effective date precedes issue).
-            Issuance { cert_id: "c2".into(), status: CertificateStatus::Withdrawn, status_effective_from: UnixMs(500), issued_at: UnixMs(900) },
+            Issuance {
+                cert_id: "c2".into(),
+                status: CertificateStatus::Withdrawn,
+                status_effective_from: UnixMs(500),
+                issued_at: UnixMs(900),
+            },
         ];
         assert!(judge_certificate(&history, "c1", UnixMs(499)).is_ok());
         assert_eq!(judge_certificate(&history, "c1", UnixMs(500)), Err(Reason::CertificateWithdrawn));
@@ -498,7 +505,12 @@ mod tests {
         assert_eq!(judge_certificate(&history, "c9", UnixMs(200)), Err(Reason::CertificateUnknown));
         let suspended = vec![
             history[0].clone(),
-            Issuance { cert_id: "c3".into(), status: CertificateStatus::Suspended, status_effective_from: UnixMs(300), issued_at: UnixMs(300) },
+            Issuance {
+                cert_id: "c3".into(),
+                status: CertificateStatus::Suspended,
+                status_effective_from: UnixMs(300),
+                issued_at: UnixMs(300),
+            },
         ];
         assert_eq!(judge_certificate(&suspended, "c1", UnixMs(301)), Err(Reason::CertificateNotInForce));
         assert_eq!(judge_certificate(&suspended, "c3", UnixMs(301)), Err(Reason::CertificateNotInForce));

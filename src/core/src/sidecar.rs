@@ -96,7 +96,12 @@ mod tests {
             cert_id: "c".into(),
             certificate_status: "active".into(),
             ai_policy_version: 2,
-            scope: ResolvedScope { basis: "mandate".into(), id: "m".into(), record_types: vec!["products".into()], countries: vec!["FR".into()] },
+            scope: ResolvedScope {
+                basis: "mandate".into(),
+                id: "m".into(),
+                record_types: vec!["products".into()],
+                countries: vec!["FR".into()],
+            },
             batch_id: Some("bat_000000000000000000000000".into()),
             leaf_index: Some(4),
             geocoded: Some(GeoPoint { lat: 48.85, lng: 2.35 }),

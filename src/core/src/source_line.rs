@@ -67,10 +67,21 @@ mod tests {
     fn renders_and_parses_the_exact_form() {
         let origin = format!("sha256:{}", "1".repeat(64));
         let cert = format!("sha256:{}", "2".repeat(64));
-        let line = SourceLine::new("svc_aaaaaaaaaaaaaaaaaaaaaaaaaa", &origin, &cert, UnixMs(1_793_534_400_000), "https://verify.example/");
+        let line = SourceLine::new(
+            "svc_aaaaaaaaaaaaaaaaaaaaaaaaaa",
+            &origin,
+            &cert,
+            UnixMs(1_793_534_400_000),
+            "https://verify.example/",
+        );
         let text = line.render();
-        assert_eq!(text, format!("svc-source/1 record=svc_aaaaaaaaaaaaaaaaaaaaaaaaaa origin={origin} cert={cert} \
-served=2026-11-01T12:00:00Z verify=https://verify.example/v1/verify/svc_aaaaaaaaaaaaaaaaaaaaaaaaaa?origin={origin}"));
+        assert_eq!(
+            text,
+            format!(
+                "svc-source/1 record=svc_aaaaaaaaaaaaaaaaaaaaaaaaaa origin={origin} cert={cert} \
+served=2026-11-01T12:00:00Z verify=https://verify.example/v1/verify/svc_aaaaaaaaaaaaaaaaaaaaaaaaaa?origin={origin}"
+            )
+        );
         assert_eq!(SourceLine::parse(&text), Some(line));
         assert_eq!(SourceLine::parse(&text.replace("svc-source/1", "svc-source/2")), None);
         assert_eq!(SourceLine::parse(&text.replace("origin=sha256:1", "origin=sha256:x")), None);

@@ -121,7 +121,11 @@ fn rfc6962_roots_inclusion_and_consistency() {
         for case in tree["consistency"].as_array().unwrap() {
             let (old, new) = (case["old_size"].as_u64().unwrap(), case["new_size"].as_u64().unwrap());
             let proof = hashes(&case["proof_hex"]);
-            assert_eq!(merkle::consistency_proof(&leaves[..new as usize], old as usize).unwrap(), proof, "{old}->{new}");
+            assert_eq!(
+                merkle::consistency_proof(&leaves[..new as usize], old as usize).unwrap(),
+                proof,
+                "{old}->{new}"
+            );
             assert!(merkle::verify_consistency(old, new, &proof, &root_at(old), &root_at(new)));
             if let Some((first, rest)) = proof.split_first() {
                 let mut broken = vec![{
