@@ -1,1 +1,21 @@
-//! svc
+//! svc: the platform where verified businesses publish sealed records and AI
+//! companies search, fetch and verify them.
+//!
+//! This crate does the I/O: storage, actors, HTTP and the command line. Every
+//! rule lives in `svc-core`; handlers and actors call it and apply what it
+//! returns.
+
+pub mod actors;
+pub mod blocklist;
+pub mod cli;
+pub mod client;
+pub mod clock;
+pub mod config;
+pub mod http;
+pub mod node;
+pub mod publish;
+pub mod registry;
+pub mod replication;
+pub mod sandbox;
+pub mod service_keys;
+pub mod store;

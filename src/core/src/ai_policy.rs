@@ -281,6 +281,46 @@ mod tests {
         assert_eq!(decoded.blocked, vec!["adult_sexual", "politics_elections", "tobacco_vaping_drugs"]);
     }
 
+    // The table of retrieval 2.5 written out literally, so that a reordering
+    // of the constants above fails here.
+    // rule: R2.5.11, R2.5.12, R2.5.13, R2.5.14
+    #[test]
+    fn bit_table_is_exactly_the_spec() {
+        let use_names = [
+            "cite_as_source",
+            "definitive_source",
+            "prefer_over_inference",
+            "include_in_recommendations",
+            "quote_policy_verbatim",
+            "prices_indicative",
+            "state_publish_date",
+        ];
+        let action_names = ["answer", "quote", "reserve", "purchase", "contact", "hand_to_human"];
+        let blocked = [
+            ("bc1", "adult_sexual"),
+            ("bc2", "alcohol"),
+            ("bc3", "crime_illegal"),
+            ("bc4", "death_tragedy_disaster"),
+            ("bc5", "firearms_weapons_violence"),
+            ("bc6", "gambling_betting"),
+            ("bc7", "mental_health_self_harm"),
+            ("bc8", "politics_elections"),
+            ("bc9", "regulated_advice"),
+            ("bc10", "tobacco_vaping_drugs"),
+        ];
+        for (bit, name) in use_names.iter().enumerate() {
+            assert_eq!(parse_record(&record_bytes(&[name], &[], &[])).unwrap().use_mask, 1 << bit, "{name}");
+        }
+        for (bit, name) in action_names.iter().enumerate() {
+            assert_eq!(parse_record(&record_bytes(&[], &[name], &[])).unwrap().action, 1 << bit, "{name}");
+        }
+        for (bit, (code, name)) in blocked.iter().enumerate() {
+            assert_eq!(parse_record(&record_bytes(&[], &[], &[name])).unwrap().blocked, 1 << bit, "{name}");
+            assert_eq!(BLOCKED_CONTEXTS[bit].0, *code);
+        }
+        assert_eq!((USE_FLAGS.len(), ACTION_FLAGS.len(), BLOCKED_CONTEXTS.len()), (7, 6, 10));
+    }
+
     #[test]
     fn each_single_flag_sets_its_own_bit() {
         for (bit, (name, _, _)) in USE_FLAGS.iter().enumerate() {

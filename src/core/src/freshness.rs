@@ -14,7 +14,10 @@ pub enum FreshnessExpectation {
     Monthly,
     Quarterly,
     Yearly,
-    Interval { interval_hours: u32 },
+    /// At least one hour: an interval of zero would make every record stale.
+    Interval {
+        interval_hours: std::num::NonZeroU32,
+    },
 }
 
 impl FreshnessExpectation {
@@ -29,7 +32,7 @@ impl FreshnessExpectation {
             FreshnessExpectation::Monthly => 31 * DAY,
             FreshnessExpectation::Quarterly => 92 * DAY,
             FreshnessExpectation::Yearly => 366 * DAY,
-            FreshnessExpectation::Interval { interval_hours } => i64::from(interval_hours) * HOUR,
+            FreshnessExpectation::Interval { interval_hours } => i64::from(interval_hours.get()) * HOUR,
         }
     }
 }
@@ -45,16 +48,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn six() -> std::num::NonZeroU32 {
+        std::num::NonZeroU32::new(6).unwrap()
+    }
+
     // rule: R2.4.19, R2.4.20
     #[test]
     fn wire_forms() {
         assert_eq!(serde_json::to_value(FreshnessExpectation::Monthly).unwrap(), json!({"cadence": "monthly"}));
         assert_eq!(
-            serde_json::to_value(FreshnessExpectation::Interval { interval_hours: 6 }).unwrap(),
+            serde_json::to_value(FreshnessExpectation::Interval { interval_hours: six() }).unwrap(),
             json!({"cadence": "interval", "interval_hours": 6})
         );
         assert!(serde_json::from_value::<FreshnessExpectation>(json!({"cadence": "fortnightly"})).is_err());
         assert!(serde_json::from_value::<FreshnessExpectation>(json!({"cadence": "interval"})).is_err());
+        let zero = json!({"cadence": "interval", "interval_hours": 0});
+        assert!(serde_json::from_value::<FreshnessExpectation>(zero).is_err());
     }
 
     // rule: R2.4.21, R2.4.22
@@ -66,7 +75,15 @@ mod tests {
         assert!(is_stale(p, p.plus(31 * DAY + 1), monthly));
         assert!(is_stale(p, p.plus(92 * DAY + 1), Some(FreshnessExpectation::Quarterly)));
         assert!(!is_stale(p, p.plus(366 * DAY), Some(FreshnessExpectation::Yearly)));
-        assert!(is_stale(p, p.plus(6 * HOUR + 1), Some(FreshnessExpectation::Interval { interval_hours: 6 })));
+        assert!(is_stale(p, p.plus(6 * HOUR + 1), Some(FreshnessExpectation::Interval { interval_hours: six() })));
         assert!(!is_stale(p, p.plus(10_000 * DAY), None));
+        for (cadence, window) in [
+            (FreshnessExpectation::Hourly, HOUR),
+            (FreshnessExpectation::Daily, DAY),
+            (FreshnessExpectation::Weekly, 7 * DAY),
+        ] {
+            assert!(!is_stale(p, p.plus(window), Some(cadence)), "{cadence:?}");
+            assert!(is_stale(p, p.plus(window + 1), Some(cadence)), "{cadence:?}");
+        }
     }
 }

@@ -162,12 +162,25 @@ mod tests {
             (Code::SortNotAllowed, 400),
             (Code::SealInvalid, 422),
             (Code::SeqNotIncreasing, 409),
+            (Code::SignatureInvalid, 401),
+            (Code::SignatureExpired, 401),
+            (Code::SortRequired, 400),
+            (Code::UnknownField, 400),
+            (Code::OperatorNotAllowed, 400),
+            (Code::CertificateWithdrawn, 422),
+            (Code::OutOfScope, 403),
+            (Code::MethodNotAllowed, 405),
+            (Code::IdempotencyKeyReused, 422),
+            (Code::Unauthorized, 401),
+            (Code::Internal, 500),
+            (Code::NotImplemented, 501),
         ] {
             assert_eq!(code.status(), status, "{}", code.as_str());
         }
         for code in Code::ALL {
             assert_eq!(serde_json::to_value(code).unwrap(), code.as_str());
         }
+        assert_eq!(Code::ALL.len(), 28, "a new code gets its status pinned above");
     }
 
     // rule: R7.1, R2.9.2, R2.9.3, R2.9.4, R2.9.5, R7.14

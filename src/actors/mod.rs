@@ -1,0 +1,6 @@
+//! The actors of a node, one per file. Each owns one piece of mutable state,
+//! handles its messages one at a time, and answers `Observe` with a snapshot.
+
+pub mod nonce_store;
+pub mod publisher;
+pub mod push_worker;

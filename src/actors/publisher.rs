@@ -1,0 +1,119 @@
+//! The home region's publisher: the single writer of the replication log.
+//! It accepts pushes, commits their chunks, ends records and applies the
+//! operator's registry changes, one message at a time.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use svc_core::time::UnixMs;
+
+use crate::publish::{Created, Engine, EngineError, NewPush, Refused, Saved, SealedSave};
+use crate::replication::{Change, LogWriter};
+use crate::service_keys::ServiceKeys;
+use crate::store::Store;
+use crate::store::model::{IdempotentAnswer, PushRecord, RecordHead};
+
+pub type Flags = BTreeMap<u64, Vec<(String, String, String)>>;
+
+pub enum PublisherMsg {
+    CreatePush(Box<NewPush>, String, RpcReplyPort<Result<Result<Created, Refused>, String>>),
+    CommitChunk {
+        push_id: String,
+        chunk: u64,
+        flagged: Flags,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<PushRecord, String>>,
+    },
+    Finish {
+        push_id: String,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<PushRecord, String>>,
+    },
+    RememberAnswer {
+        key_id: String,
+        idem: String,
+        answer: IdempotentAnswer,
+        reply: RpcReplyPort<Result<(), String>>,
+    },
+    EndRecord {
+        business_uuid: String,
+        record_id: String,
+        delete: bool,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<Option<RecordHead>, String>>,
+    },
+    /// A record a person sealed with a passkey (Path B).
+    SaveSealed(Box<SealedSave>, RpcReplyPort<Result<Result<Saved, Vec<svc_core::records::RecordError>>, String>>),
+    Apply {
+        change: Change,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<Option<u64>, String>>,
+    },
+    Observe(RpcReplyPort<PublisherSnapshot>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublisherSnapshot {
+    /// The newest replication log sequence number.
+    pub last_seq: u64,
+}
+
+pub struct Publisher;
+
+pub struct PublisherArgs {
+    pub store: Store,
+    pub keys: Arc<ServiceKeys>,
+}
+
+fn text<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+impl Actor for Publisher {
+    type Msg = PublisherMsg;
+    type State = Engine;
+    type Arguments = PublisherArgs;
+
+    async fn pre_start(&self, _me: ActorRef<PublisherMsg>, args: PublisherArgs) -> Result<Engine, ActorProcessingErr> {
+        Ok(Engine::new(LogWriter::open(args.store)?, args.keys))
+    }
+
+    async fn handle(
+        &self,
+        _me: ActorRef<PublisherMsg>,
+        msg: PublisherMsg,
+        engine: &mut Engine,
+    ) -> Result<(), ActorProcessingErr> {
+        // CPU-heavy work (validation, signing) runs here on purpose: the
+        // publisher is the one writer, and a chunk is at most 200 records.
+        match msg {
+            PublisherMsg::CreatePush(push, push_id, reply) => {
+                let _ = reply.send(tokio::task::block_in_place(|| engine.create_push(*push, push_id)).map_err(text));
+            }
+            PublisherMsg::CommitChunk { push_id, chunk, flagged, now, reply } => {
+                let result = tokio::task::block_in_place(|| engine.commit_chunk(&push_id, chunk, &flagged, now));
+                let _ = reply.send(result.map_err(|e: EngineError| e.to_string()));
+            }
+            PublisherMsg::Finish { push_id, now, reply } => {
+                let _ = reply.send(engine.finish(&push_id, now).map_err(text));
+            }
+            PublisherMsg::RememberAnswer { key_id, idem, answer, reply } => {
+                let _ = reply.send(engine.remember_answer(&key_id, &idem, answer).map_err(text));
+            }
+            PublisherMsg::EndRecord { business_uuid, record_id, delete, now, reply } => {
+                let _ = reply.send(engine.end_record(&business_uuid, &record_id, delete, now).map_err(text));
+            }
+            PublisherMsg::SaveSealed(save, reply) => {
+                let _ = reply.send(tokio::task::block_in_place(|| engine.save_sealed(*save)).map_err(text));
+            }
+            PublisherMsg::Apply { change, now, reply } => {
+                let _ = reply.send(engine.apply(change, now).map_err(text));
+            }
+            PublisherMsg::Observe(reply) => {
+                let _ = reply.send(PublisherSnapshot { last_seq: engine.last_seq() });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,152 @@
+//! Background pushes: takes accepted pushes one at a time and commits them
+//! chunk by chunk through the publisher. On start it resumes every push a
+//! crash left unsettled.
+
+use std::sync::Arc;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+
+use crate::actors::publisher::{Flags, PublisherMsg};
+use crate::blocklist::Blocklist;
+use crate::clock::SharedClock;
+use crate::publish::{CHUNK, leaf_key};
+use crate::store::model::{PushLeaf, PushRecord};
+use crate::store::{Store, cf, key};
+
+pub enum PushWorkerMsg {
+    /// Process (or resume) a push.
+    Run(String),
+    Observe(RpcReplyPort<PushWorkerSnapshot>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PushWorkerSnapshot {
+    pub pushes_settled: u64,
+    pub chunks_committed: u64,
+}
+
+pub struct PushWorkerArgs {
+    pub store: Store,
+    pub publisher: ActorRef<PublisherMsg>,
+    pub clock: SharedClock,
+    pub blocklist: Option<Arc<Blocklist>>,
+}
+
+pub struct PushWorker;
+
+pub struct PushWorkerState {
+    args: PushWorkerArgs,
+    snapshot: PushWorkerSnapshot,
+}
+
+/// `url_flagged` errors for the pending leaves of one chunk.
+pub async fn flag_chunk(
+    store: &Store,
+    blocklist: Option<&Blocklist>,
+    push_id: &str,
+    chunk: u64,
+) -> Result<Flags, String> {
+    let Some(blocklist) = blocklist else { return Ok(Flags::new()) };
+    let prefix = key(&[push_id.as_bytes()]);
+    let from = leaf_key(push_id, chunk * CHUNK as u64);
+    let leaves: Vec<(Vec<u8>, PushLeaf)> =
+        store.scan(cf::PUSH_RESULTS, &prefix, Some(&from), CHUNK).unwrap_or_default();
+    let urls: Vec<(u64, Vec<(String, String)>)> = leaves
+        .into_iter()
+        .filter(|(k, leaf)| k.len() == prefix.len() + 9 && leaf.outcome == "pending")
+        .filter_map(|(_, leaf)| {
+            let value: serde_json::Value = serde_json::from_slice(&leaf.bytes).ok()?;
+            Some((leaf.leaf_index, svc_core::records::urls(&value)))
+        })
+        .collect();
+    Ok(blocklist.flag(&urls).await)
+}
+
+/// Commits every remaining chunk of a push, then settles it. Used by the
+/// worker and by requests that process a push inline.
+pub async fn run_push(
+    store: &Store,
+    publisher: &ActorRef<PublisherMsg>,
+    clock: &SharedClock,
+    blocklist: Option<&Blocklist>,
+    push_id: &str,
+) -> Result<PushRecord, String> {
+    let push: PushRecord =
+        store.get(cf::PUSHES, push_id.as_bytes()).map_err(|e| e.to_string())?.ok_or("unknown push")?;
+    for chunk in push.chunks_done..push.chunks {
+        let flagged = flag_chunk(store, blocklist, push_id, chunk).await?;
+        let now = clock.now();
+        ractor::call!(publisher, |reply| PublisherMsg::CommitChunk {
+            push_id: push_id.to_owned(),
+            chunk,
+            flagged,
+            now,
+            reply
+        })
+        .map_err(|e| e.to_string())??;
+    }
+    let now = clock.now();
+    ractor::call!(publisher, |reply| PublisherMsg::Finish { push_id: push_id.to_owned(), now, reply })
+        .map_err(|e| e.to_string())?
+}
+
+impl Actor for PushWorker {
+    type Msg = PushWorkerMsg;
+    type State = PushWorkerState;
+    type Arguments = PushWorkerArgs;
+
+    async fn pre_start(
+        &self,
+        _me: ActorRef<PushWorkerMsg>,
+        args: PushWorkerArgs,
+    ) -> Result<PushWorkerState, ActorProcessingErr> {
+        Ok(PushWorkerState { args, snapshot: PushWorkerSnapshot::default() })
+    }
+
+    async fn post_start(
+        &self,
+        me: ActorRef<PushWorkerMsg>,
+        state: &mut PushWorkerState,
+    ) -> Result<(), ActorProcessingErr> {
+        // Resume what a crash left unsettled, oldest first.
+        let mut unsettled: Vec<PushRecord> = state
+            .args
+            .store
+            .scan::<PushRecord>(cf::PUSHES, &[], None, usize::MAX)?
+            .into_iter()
+            .map(|(_, p)| p)
+            .filter(|p| p.completed_at.is_none())
+            .collect();
+        unsettled.sort_by_key(|p| p.received_at);
+        for push in unsettled {
+            tracing::info!(push_id = %push.push_id, done = push.chunks_done, chunks = push.chunks, "resuming push");
+            me.send_message(PushWorkerMsg::Run(push.push_id))?;
+        }
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        _me: ActorRef<PushWorkerMsg>,
+        msg: PushWorkerMsg,
+        state: &mut PushWorkerState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            PushWorkerMsg::Run(push_id) => {
+                let a = &state.args;
+                match run_push(&a.store, &a.publisher, &a.clock, a.blocklist.as_deref(), &push_id).await {
+                    Ok(push) => {
+                        state.snapshot.pushes_settled += 1;
+                        state.snapshot.chunks_committed += push.chunks;
+                    }
+                    // The push stays unsettled; a resend or a restart resumes it.
+                    Err(e) => tracing::error!(push_id, error = %e, "push did not settle"),
+                }
+            }
+            PushWorkerMsg::Observe(reply) => {
+                let _ = reply.send(state.snapshot.clone());
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,370 @@
+//! `svc admin ...`: the operator's commands. Each one calls the admin API and
+//! prints its JSON answer. Passkey ceremonies (mandates, AI policies) are
+//! scripted with a software authenticator over a passkey key file.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+use svc_core::time::{DAY, UnixMs};
+
+use crate::client::keyfile;
+use crate::client::sealing::{self, Passkey, SealContext};
+use crate::client::transport::Transport;
+
+#[derive(Debug, Args)]
+pub struct AdminArgs {
+    /// The node's admin API.
+    #[arg(long, env = "SVC_ADMIN_URL", default_value = "http://127.0.0.1:8081")]
+    pub url: String,
+    /// The operator's token; read from `--token-file` when absent.
+    #[arg(long, env = "SVC_ADMIN_TOKEN")]
+    pub token: Option<String>,
+    /// Where `svc up` wrote the token.
+    #[arg(long, default_value = "svc-data/home/admin_token")]
+    pub token_file: PathBuf,
+    #[command(subcommand)]
+    pub command: AdminCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// The node's region, role, environment, authority and passkey relying party.
+    Config,
+    /// Snapshots of the node's actors.
+    Observe,
+    #[command(subcommand)]
+    Business(BusinessCommand),
+    #[command(subcommand)]
+    Key(KeyCommand),
+    #[command(subcommand)]
+    Mandate(MandateCommand),
+    #[command(subcommand, name = "ai-policy")]
+    AiPolicy(AiPolicyCommand),
+    #[command(subcommand)]
+    Company(CompanyCommand),
+    #[command(subcommand)]
+    Group(GroupCommand),
+    #[command(subcommand, name = "retrieval-key")]
+    RetrievalKey(RetrievalKeyCommand),
+    /// A business blocks (or unblocks) an AI group.
+    Block {
+        #[arg(long)]
+        business: String,
+        #[arg(long)]
+        group: String,
+        #[arg(long)]
+        unblock: bool,
+    },
+    /// Sets a company's prepay allowance.
+    Allowance {
+        #[arg(long)]
+        company: String,
+        #[arg(long)]
+        prepay: bool,
+        #[arg(long)]
+        remaining: i64,
+    },
+    /// Publishes the sandbox corpus again: new versions, same ids and bytes.
+    #[command(name = "sandbox-republish")]
+    SandboxRepublish,
+    /// Publishes a version of the AI-company Terms.
+    Terms {
+        #[arg(long)]
+        version: u64,
+        #[arg(long)]
+        text_file: PathBuf,
+        #[arg(long)]
+        effective_from: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BusinessCommand {
+    /// Creates a verified business and issues its first certificate.
+    Create {
+        #[arg(long)]
+        legal_name: String,
+        #[arg(long)]
+        country: String,
+        /// A brand the business owns or sells (repeatable).
+        #[arg(long = "brand")]
+        brands: Vec<String>,
+    },
+    /// The business, its certificate in force and its AI policy version.
+    Show { uuid: String },
+    /// A certificate status change (a new issuance).
+    Status {
+        uuid: String,
+        #[arg(long)]
+        status: String,
+        #[arg(long)]
+        effective_from: Option<String>,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Registers the public half of a key file: an integration key or a passkey.
+    Register {
+        business: String,
+        #[arg(long)]
+        key_file: PathBuf,
+        /// `integration` or `sealing` (a passkey).
+        #[arg(long, default_value = "integration")]
+        purpose: String,
+        /// Passkeys: `owner`, `admin` or `developer`.
+        #[arg(long)]
+        role: Option<String>,
+        #[arg(long)]
+        valid_until: Option<String>,
+    },
+    /// Revokes a key, optionally naming the moment it was compromised.
+    Revoke {
+        key_id: String,
+        #[arg(long)]
+        effective_from: Option<String>,
+        #[arg(long)]
+        compromised_at: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MandateCommand {
+    /// Seals a mandate for an integration key with an owner's or admin's passkey.
+    Seal {
+        #[arg(long)]
+        passkey: PathBuf,
+        #[arg(long)]
+        business: String,
+        #[arg(long)]
+        key_id: String,
+        #[arg(long, default_value = "m-1")]
+        id: String,
+        #[arg(long, value_delimiter = ',', default_value = "products")]
+        record_types: Vec<String>,
+        #[arg(long, value_delimiter = ',', required = true)]
+        countries: Vec<String>,
+        #[arg(long, default_value_t = 100_000)]
+        records_per_hour: u64,
+        #[arg(long, default_value_t = 1 << 30)]
+        bytes_per_day: u64,
+        /// Validity in days from now (at most 92).
+        #[arg(long, default_value_t = 92)]
+        days: i64,
+    },
+    /// Revokes a mandate now.
+    Revoke { key_id: String, mandate_id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AiPolicyCommand {
+    /// Seals the next version of a business's AI policy with a passkey.
+    Seal {
+        #[arg(long)]
+        passkey: PathBuf,
+        #[arg(long)]
+        business: String,
+        /// The `service/ai_policy/1` record, exact bytes.
+        #[arg(long)]
+        record: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CompanyCommand {
+    Create {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        verified: bool,
+        /// The Terms version the company accepted.
+        #[arg(long)]
+        terms_accepted: Option<u64>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GroupCommand {
+    Create {
+        company: String,
+        #[arg(long)]
+        name: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RetrievalKeyCommand {
+    /// Registers a retrieval key; in the sandbox the answer carries the grant and bearer token.
+    Register {
+        group: String,
+        #[arg(long)]
+        key_file: PathBuf,
+    },
+}
+
+/// A connection to the admin API.
+pub struct Admin {
+    transport: Transport,
+    token: String,
+}
+
+impl Admin {
+    pub fn new(url: &str, token: String) -> Result<Admin, String> {
+        Ok(Admin { transport: Transport::new(url)?, token })
+    }
+
+    /// One admin call; a problem answer becomes an error carrying its body.
+    pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, String> {
+        let bytes = body.map(|b| serde_json::to_vec(&b).unwrap_or_default()).unwrap_or_default();
+        let request = axum::http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("authorization", format!("Bearer {}", self.token))
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(bytes))
+            .map_err(|e| e.to_string())?;
+        let answer = self.transport.send(request).await?;
+        if (200..300).contains(&answer.status) {
+            Ok(answer.json())
+        } else {
+            Err(format!("{} {path}: {}", answer.status, String::from_utf8_lossy(&answer.bytes)))
+        }
+    }
+}
+
+fn token(args: &AdminArgs) -> Result<String, String> {
+    match &args.token {
+        Some(t) => Ok(t.clone()),
+        None => std::fs::read_to_string(&args.token_file)
+            .map(|t| t.trim().to_owned())
+            .map_err(|e| format!("{}: {e} (pass --token or --token-file)", args.token_file.display())),
+    }
+}
+
+fn now() -> UnixMs {
+    use crate::clock::Clock;
+    crate::clock::SystemClock.now()
+}
+
+pub async fn run(args: AdminArgs) -> Result<Value, String> {
+    let admin = Admin::new(&args.url, token(&args)?)?;
+    match args.command {
+        AdminCommand::Config => admin.call("GET", "/admin/config", None).await,
+        AdminCommand::Observe => admin.call("GET", "/admin/observe", None).await,
+        AdminCommand::Business(BusinessCommand::Create { legal_name, country, brands }) => {
+            let body = json!({"legal_name": legal_name, "country": country, "brands": brands});
+            admin.call("POST", "/admin/businesses", Some(body)).await
+        }
+        AdminCommand::Business(BusinessCommand::Show { uuid }) => {
+            admin.call("GET", &format!("/admin/businesses/{uuid}"), None).await
+        }
+        AdminCommand::Business(BusinessCommand::Status { uuid, status, effective_from, reason }) => {
+            let body = json!({"status": status, "effective_from": effective_from, "reason": reason});
+            admin.call("POST", &format!("/admin/businesses/{uuid}/certificate-status"), Some(body)).await
+        }
+        AdminCommand::Key(KeyCommand::Register { business, key_file, purpose, role, valid_until }) => {
+            let key = keyfile::read(&key_file)?;
+            let body = json!({"jwk": key.verifying_key().to_jwk(), "purpose": purpose, "role": role,
+                "valid_until": valid_until});
+            admin.call("POST", &format!("/admin/businesses/{business}/keys"), Some(body)).await
+        }
+        AdminCommand::Key(KeyCommand::Revoke { key_id, effective_from, compromised_at }) => {
+            let body = json!({"effective_from": effective_from, "compromised_at": compromised_at});
+            admin.call("POST", &format!("/admin/keys/{key_id}/revoke"), Some(body)).await
+        }
+        AdminCommand::Mandate(MandateCommand::Seal {
+            passkey,
+            business,
+            key_id,
+            id,
+            record_types,
+            countries,
+            records_per_hour,
+            bytes_per_day,
+            days,
+        }) => {
+            let config = admin.call("GET", "/admin/config", None).await?;
+            let key = keyfile::read(&passkey)?;
+            let now = now();
+            let payload = sealing::mandate_payload(
+                &id,
+                &business,
+                &key_id,
+                &record_types,
+                &countries,
+                records_per_hour,
+                bytes_per_day,
+                now.minus(60_000),
+                now.plus(days.clamp(1, 92) * DAY - 120_000),
+            );
+            let envelope = passkey_of(&key, &config)?.seal_mandate(&payload)?;
+            admin.call("POST", "/admin/mandates", Some(json!({"envelope": envelope}))).await
+        }
+        AdminCommand::Mandate(MandateCommand::Revoke { key_id, mandate_id }) => {
+            admin.call("POST", &format!("/admin/mandates/{key_id}/{mandate_id}/revoke"), None).await
+        }
+        AdminCommand::AiPolicy(AiPolicyCommand::Seal { passkey, business, record }) => {
+            let config = admin.call("GET", "/admin/config", None).await?;
+            let shown = admin.call("GET", &format!("/admin/businesses/{business}"), None).await?;
+            let key = keyfile::read(&passkey)?;
+            let bytes = std::fs::read(&record).map_err(|e| format!("{}: {e}", record.display()))?;
+            seal_ai_policy(&admin, &config, &shown, &key, &business, &bytes, now()).await
+        }
+        AdminCommand::Company(CompanyCommand::Create { name, verified, terms_accepted }) => {
+            let body = json!({"name": name, "verified": verified, "terms_accepted": terms_accepted});
+            admin.call("POST", "/admin/companies", Some(body)).await
+        }
+        AdminCommand::Group(GroupCommand::Create { company, name }) => {
+            admin.call("POST", &format!("/admin/companies/{company}/groups"), Some(json!({"name": name}))).await
+        }
+        AdminCommand::RetrievalKey(RetrievalKeyCommand::Register { group, key_file }) => {
+            let key = keyfile::read(&key_file)?;
+            let body = json!({"jwk": key.verifying_key().to_jwk()});
+            admin.call("POST", &format!("/admin/groups/{group}/retrieval-keys"), Some(body)).await
+        }
+        AdminCommand::Block { business, group, unblock } => {
+            let body = json!({"business_uuid": business, "ai_group_id": group, "blocked": !unblock});
+            admin.call("POST", "/admin/blocks", Some(body)).await
+        }
+        AdminCommand::Allowance { company, prepay, remaining } => {
+            let body = json!({"ai_company_uuid": company, "prepay": prepay, "remaining": remaining});
+            admin.call("POST", "/admin/allowances", Some(body)).await
+        }
+        AdminCommand::SandboxRepublish => admin.call("POST", "/admin/sandbox/republish", None).await,
+        AdminCommand::Terms { version, text_file, effective_from } => {
+            let text = std::fs::read_to_string(&text_file).map_err(|e| format!("{}: {e}", text_file.display()))?;
+            let body = json!({"version": version, "text": text, "effective_from": effective_from});
+            admin.call("POST", "/admin/terms", Some(body)).await
+        }
+    }
+}
+
+/// The software authenticator for the node's relying party.
+pub fn passkey_of<'a>(key: &'a svc_core::keys::SigningKey, config: &'a Value) -> Result<Passkey<'a>, String> {
+    let rp_id = config["passkey_rp_id"].as_str().ok_or("the node names no passkey relying party")?;
+    let origin = config["passkey_origin"].as_str().ok_or("the node names no passkey origin")?;
+    Ok(Passkey { key, rp_id, origin })
+}
+
+/// Seals the next AI policy version over `bytes` and registers it.
+pub async fn seal_ai_policy(
+    admin: &Admin,
+    config: &Value,
+    shown: &Value,
+    key: &svc_core::keys::SigningKey,
+    business: &str,
+    bytes: &[u8],
+    now: UnixMs,
+) -> Result<Value, String> {
+    let current = shown["ai_policy_version"].as_u64().unwrap_or(0);
+    let context = SealContext {
+        cert_id: shown["cert_id"].as_str().ok_or("the business has no certificate in force")?.to_owned(),
+        ai_policy_version: current,
+    };
+    let seal = passkey_of(key, config)?.seal_record(&context, "ai_policy", bytes, now, Some(current + 1))?;
+    let body = json!({"record_base64": svc_core::b64::std_encode(bytes), "seal": seal});
+    admin.call("POST", &format!("/admin/businesses/{business}/ai-policy"), Some(body)).await
+}

@@ -1,0 +1,187 @@
+//! The `svc` command line.
+
+pub mod admin;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "svc", version, about = "Sealed business records: publish, search, fetch, verify.")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a home region on this machine (read regions and the corpus follow).
+    Up {
+        /// Where the node keeps its data.
+        #[arg(long, default_value = "svc-data")]
+        data_dir: std::path::PathBuf,
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: std::net::SocketAddr,
+        #[arg(long, default_value = "127.0.0.1:8081")]
+        admin_listen: std::net::SocketAddr,
+        /// The sandbox corpus's seed: the same seed gives the same corpus.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Print the payload types, record schemas and projection hashes this build speaks.
+    Formats,
+    /// Write a new private key file (Ed25519 or ES256) and print its public half.
+    Keygen {
+        /// `ed25519` or `es256` (passkeys are `es256`).
+        #[arg(long, default_value = "ed25519")]
+        alg: String,
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
+    /// The operator's commands against a node's admin API; each prints JSON.
+    Admin(admin::AdminArgs),
+}
+
+/// What `svc up` will start once it is built.
+pub const NOT_YET: &[&str] = &[
+    "bulk uploads and imports (issue 3)",
+    "read regions: search, fetch, receipts, billing (issue 4)",
+    "replication between regions and the front door (issue 5)",
+    "public verification routes and the transparency log (issue 6)",
+];
+
+pub fn run(cli: Cli) -> i32 {
+    match cli.command {
+        Command::Up { data_dir, listen, admin_listen, seed } => match up(data_dir, listen, admin_listen, seed) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("svc up: {e}");
+                1
+            }
+        },
+        Command::Formats => {
+            println!("{}", serde_json::to_string_pretty(&formats()).unwrap_or_default());
+            0
+        }
+        Command::Keygen { alg, out } => print_result(keygen(&alg, &out)),
+        Command::Admin(args) => print_result(block_on(admin::run(args))),
+    }
+}
+
+/// Prints a JSON answer to stdout (exit 0) or an error to stderr (exit 1).
+fn print_result(result: Result<serde_json::Value, String>) -> i32 {
+    match result {
+        Ok(value) => {
+            println!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
+            0
+        }
+        Err(e) => {
+            eprintln!("svc: {e}");
+            1
+        }
+    }
+}
+
+fn block_on<T>(future: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(future)
+}
+
+fn keygen(alg: &str, out: &std::path::Path) -> Result<serde_json::Value, String> {
+    let alg = match alg.to_ascii_lowercase().as_str() {
+        "ed25519" => svc_core::keys::Alg::Ed25519,
+        "es256" | "p256" | "p-256" => svc_core::keys::Alg::Es256,
+        other => return Err(format!("--alg {other}: ed25519 or es256")),
+    };
+    let key = crate::client::keyfile::generate(alg)?;
+    let file = crate::client::keyfile::write(out, &key)?;
+    Ok(serde_json::json!({"key_file": out, "alg": file.alg, "key_id": file.key_id, "jwk": file.jwk}))
+}
+
+/// The formats this build reads and writes, with the hashes that pin them.
+pub fn formats() -> serde_json::Value {
+    use svc_core::dsse::payload_type;
+    let projections: Vec<serde_json::Value> = svc_core::projection::specs()
+        .iter()
+        .map(|spec| serde_json::json!({"version": spec.version, "sha256": spec.sha256}))
+        .collect();
+    let payload_types: Vec<String> =
+        ["seal.v1", "seal.v2", "batch-seal.v2", "receipt.v1", "receipt.v2", "receipt.v3", "sidecar.v2"]
+            .iter()
+            .map(|n| payload_type(n))
+            .collect();
+    serde_json::json!({
+        "payload_types": payload_types,
+        "projections": projections,
+        "ai_policy_schema": svc_core::ai_policy::CURRENT_SCHEMA,
+    })
+}
+
+fn up(
+    data_dir: std::path::PathBuf,
+    listen: std::net::SocketAddr,
+    admin_listen: std::net::SocketAddr,
+    seed: u64,
+) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        let home_dir = data_dir.join("home");
+        std::fs::create_dir_all(&home_dir).map_err(|e| format!("{}: {e}", home_dir.display()))?;
+        let mut config = crate::config::NodeConfig::local_home(home_dir.clone(), listen, admin_listen);
+        config.admin_token = admin_token(&home_dir)?;
+        let token_file = home_dir.join("admin_token");
+        let node = crate::node::Node::start(config, std::sync::Arc::new(crate::clock::SystemClock)).await?;
+        println!("svc {}: home region up (sandbox)", env!("CARGO_PKG_VERSION"));
+        println!("  business API   http://{}  (sign for authority api.svc.localhost)", node.addr);
+        println!("  admin API      http://{}  (token in {})", node.admin_addr, token_file.display());
+        let corpus = crate::sandbox::corpus::generate(seed, crate::sandbox::corpus::Sizes::default());
+        let started = std::time::Instant::now();
+        let report = |p: crate::sandbox::seed::Progress| {
+            eprint!("\r  seeding the sandbox corpus: {} {}/{}   ", p.stage, p.done, p.total);
+        };
+        let seeded = crate::sandbox::seed::ensure_seeded(&node.state, &corpus, &report).await?;
+        eprintln!();
+        println!(
+            "  sandbox corpus  seed {}: {} businesses, {} records ({:.1} s)",
+            seeded.seed,
+            seeded.businesses.len(),
+            corpus.record_count(),
+            started.elapsed().as_secs_f64()
+        );
+        println!("Try:");
+        println!("  svc admin --url http://{} --token-file {} observe", node.admin_addr, token_file.display());
+        println!(
+            "  svc admin --url http://{} --token-file {} business show {}",
+            node.admin_addr,
+            token_file.display(),
+            seeded.businesses.first().map(|b| b.0.as_str()).unwrap_or("<uuid>")
+        );
+        println!("Not yet:");
+        for item in NOT_YET {
+            println!("  - {item}");
+        }
+        println!("Ctrl-C stops the node (in-flight requests drain first).");
+        let _ = tokio::signal::ctrl_c().await;
+        node.stop().await;
+        Ok(())
+    })
+}
+
+/// The operator's admin token for this data directory: made once, kept in
+/// `admin_token` (readable by its owner only), so `svc admin` can find it.
+fn admin_token(dir: &std::path::Path) -> Result<String, String> {
+    let path = dir.join("admin_token");
+    if let Ok(token) = std::fs::read_to_string(&path) {
+        return Ok(token.trim().to_owned());
+    }
+    let token = hex::encode(crate::clock::random::<24>());
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    use std::io::Write;
+    let mut file = options.open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    file.write_all(token.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(token)
+}

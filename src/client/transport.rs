@@ -1,0 +1,54 @@
+//! Sending requests to a node over HTTP (HTTP/1.1 or, with prior knowledge,
+//! HTTP/2), and reading the answer whole.
+
+use axum::body::Body;
+use axum::http::{Request, Uri};
+use http_body_util::BodyExt;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+/// An answer read whole.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: axum::http::HeaderMap,
+    pub bytes: Vec<u8>,
+}
+
+impl Answer {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.bytes).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// A pooled HTTP client to one node. The request's `Host` header keeps the
+/// public authority it was signed for; only the connection goes to `base`.
+#[derive(Clone)]
+pub struct Transport {
+    base: Uri,
+    client: Client<HttpConnector, Body>,
+}
+
+impl Transport {
+    pub fn new(base_url: &str) -> Result<Transport, String> {
+        let base: Uri = base_url.parse().map_err(|e| format!("{base_url}: {e}"))?;
+        if base.scheme_str() != Some("http") || base.authority().is_none() {
+            return Err(format!("{base_url}: an http:// address with a host is expected"));
+        }
+        let client = Client::builder(TokioExecutor::new()).build_http();
+        Ok(Transport { base, client })
+    }
+
+    /// Sends a request whose URI is a path (and query).
+    pub async fn send(&self, mut request: Request<Body>) -> Result<Answer, String> {
+        let path = request.uri().path_and_query().map(|p| p.as_str().to_owned()).unwrap_or_else(|| "/".into());
+        let authority = self.base.authority().map(|a| a.as_str()).unwrap_or_default();
+        *request.uri_mut() = format!("http://{authority}{path}").parse().map_err(|e| format!("{path}: {e}"))?;
+        let response = self.client.request(request).await.map_err(|e| format!("{}: {e}", self.base))?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes().to_vec();
+        Ok(Answer { status, headers, bytes })
+    }
+}

@@ -1,0 +1,81 @@
+//! A node's configuration: which region it is, where it keeps its data, and
+//! the addresses and authorities it answers for.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::model::Environment;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Accepts writes, sequences the replication log, bills.
+    Home,
+    /// Serves retrieval from what the log delivered.
+    Read,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// The region's name, as receipts and the key set name it.
+    pub region: String,
+    pub role: Role,
+    pub environment: Environment,
+    pub data_dir: PathBuf,
+    /// The public API (business and retrieval routes).
+    pub listen: SocketAddr,
+    /// The operator's admin API; loopback unless deliberately opened.
+    pub admin_listen: SocketAddr,
+    /// The host every signed request must address (`@authority`): shared by
+    /// all regions of a deployment, lower case, no default port.
+    pub public_authority: String,
+    /// Base URL of the public verification routes, used in source lines.
+    pub verify_base_url: String,
+    /// The operator's bearer token for the admin API.
+    pub admin_token: String,
+    /// WebAuthn relying party of the business portal (passkey seals).
+    pub passkey_rp_id: String,
+    pub passkey_origin: String,
+    /// DNS blocklist used for `url_flagged`; none disables the check.
+    #[serde(default)]
+    pub url_blocklist: Option<BlocklistConfig>,
+}
+
+/// A DNS blocklist zone: a URL's host `h` is flagged when `h.<zone>` has an A record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlocklistConfig {
+    pub zone: String,
+    /// The resolver to ask (for example 127.0.0.1:5353).
+    pub resolver: SocketAddr,
+    /// How long to wait for an answer before treating a URL as unchecked.
+    #[serde(default = "default_blocklist_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+fn default_blocklist_timeout_ms() -> u64 {
+    2_000
+}
+
+impl NodeConfig {
+    /// A home node of a local deployment, used by `svc up` and tests.
+    pub fn local_home(data_dir: PathBuf, listen: SocketAddr, admin_listen: SocketAddr) -> NodeConfig {
+        NodeConfig {
+            region: "home".into(),
+            role: Role::Home,
+            environment: Environment::Sandbox,
+            data_dir,
+            listen,
+            admin_listen,
+            public_authority: "api.svc.localhost".into(),
+            verify_base_url: "http://verify.svc.localhost".into(),
+            admin_token: hex::encode(crate::clock::random::<16>()),
+            passkey_rp_id: "portal.svc.localhost".into(),
+            passkey_origin: "https://portal.svc.localhost".into(),
+            url_blocklist: None,
+        }
+    }
+}

@@ -1,0 +1,798 @@
+//! The operator's admin API (the spec shows none). Bound to loopback by
+//! default and authenticated with the operator's bearer token. Every change
+//! goes through the publisher, so it replicates to the read regions.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use svc_core::digest::sha256_prefixed;
+use svc_core::dsse::{Envelope, payload_type};
+use svc_core::ids::{self, RecordType};
+use svc_core::keys::{Jwk, VerifyingKey};
+use svc_core::problem::Code;
+use svc_core::seal::CertificateStatus;
+use svc_core::time::UnixMs;
+
+use super::AppState;
+use super::problem::{ApiError, ApiResult};
+use crate::actors::publisher::PublisherMsg;
+use crate::clock::random;
+use crate::registry::keys;
+use crate::replication::Change;
+use crate::store::cf;
+use crate::store::model::*;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/admin/config", get(config))
+        .route("/admin/observe", get(observe))
+        .route("/admin/businesses", post(create_business))
+        .route("/admin/businesses/{uuid}", get(show_business))
+        .route("/admin/businesses/{uuid}/certificate-status", post(change_certificate_status))
+        .route("/admin/businesses/{uuid}/keys", post(register_business_key))
+        .route("/admin/businesses/{uuid}/ai-policy", post(seal_ai_policy))
+        .route("/admin/businesses/{uuid}/records", post(save_sealed_record))
+        .route("/admin/keys/{key_id}/revoke", post(revoke_business_key))
+        .route("/admin/mandates", post(register_mandate))
+        .route("/admin/mandates/{key_id}/{mandate_id}/revoke", post(revoke_mandate))
+        .route("/admin/companies", post(create_company))
+        .route("/admin/companies/{uuid}/groups", post(create_group))
+        .route("/admin/groups/{group_id}/retrieval-keys", post(register_retrieval_key))
+        .route("/admin/blocks", post(set_block))
+        .route("/admin/allowances", post(set_allowance))
+        .route("/admin/terms", post(publish_terms))
+        .route("/admin/sandbox/republish", post(republish_sandbox))
+}
+
+fn authorize(state: &AppState, headers: &HeaderMap) -> ApiResult<()> {
+    let presented =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    // Compare digests so the comparison time says nothing about the token.
+    match presented {
+        Some(token) if sha256_prefixed(token.as_bytes()) == sha256_prefixed(state.config.admin_token.as_bytes()) => {
+            Ok(())
+        }
+        _ => Err(ApiError::new(Code::Unauthorized)),
+    }
+}
+
+async fn apply(state: &AppState, change: Change) -> ApiResult<Option<u64>> {
+    let now = state.clock.now();
+    ractor::call!(state.publisher, |reply| PublisherMsg::Apply { change, now, reply })
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)
+}
+
+fn created(body: Value) -> Response {
+    (StatusCode::CREATED, Json(body)).into_response()
+}
+
+fn invalid(detail: impl Into<String>) -> ApiError {
+    ApiError::detail(Code::RequestInvalid, detail)
+}
+
+fn parse_time(value: &Option<String>, default: UnixMs) -> ApiResult<UnixMs> {
+    match value {
+        None => Ok(default),
+        Some(text) => UnixMs::parse_rfc3339(text).ok_or_else(|| invalid(format!("{text} is not an RFC 3339 time"))),
+    }
+}
+
+async fn config(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Json<Value>> {
+    authorize(&state, &headers)?;
+    let c = &state.config;
+    Ok(Json(json!({
+        "region": c.region,
+        "role": c.role,
+        "environment": c.environment,
+        "public_authority": c.public_authority,
+        "passkey_rp_id": c.passkey_rp_id,
+        "passkey_origin": c.passkey_origin,
+    })))
+}
+
+async fn observe(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Json<Value>> {
+    authorize(&state, &headers)?;
+    let publisher = ractor::call!(state.publisher, PublisherMsg::Observe).map_err(ApiError::internal)?;
+    let nonces =
+        ractor::call!(state.nonces, crate::actors::nonce_store::NonceMsg::Observe).map_err(ApiError::internal)?;
+    let worker = ractor::call!(state.push_worker, crate::actors::push_worker::PushWorkerMsg::Observe)
+        .map_err(ApiError::internal)?;
+    Ok(Json(json!({
+        "publisher": {"last_seq": publisher.last_seq},
+        "nonce_store": {"held": nonces.held},
+        "push_worker": {"pushes_settled": worker.pushes_settled, "chunks_committed": worker.chunks_committed},
+    })))
+}
+
+/// Issues a certificate: a dual-signed `certificate.v1` whose `cert_id` is the
+/// SHA-256 of its canonical payload.
+pub fn issue_certificate(
+    state: &AppState,
+    business: &Business,
+    verified_since: UnixMs,
+    status: CertificateStatus,
+    status_effective_from: UnixMs,
+    status_reason: Option<String>,
+    issued_at: UnixMs,
+) -> ApiResult<CertificateIssuance> {
+    let statement = format!(
+        "{} ({}) was verified by the service on {}. Status: {}.",
+        business.legal_name,
+        business.country,
+        &verified_since.to_rfc3339_secs()[..10],
+        status.as_str()
+    );
+    let mut payload = json!({
+        "v": 1,
+        "subject": "business",
+        "business_uuid": business.uuid,
+        "legal_name": business.legal_name,
+        "country": business.country,
+        "verified_since": verified_since.to_rfc3339_secs(),
+        "status": status.as_str(),
+        "status_effective_from": status_effective_from.to_rfc3339_secs(),
+        "issued_at": issued_at.to_rfc3339_millis(),
+        "statement": statement,
+        "sandbox": state.config.environment.is_sandbox(),
+    });
+    if let Some(reason) = &status_reason {
+        payload["status_reason"] = json!(reason);
+    }
+    let bytes = svc_core::canonical::to_signed_bytes(&payload).map_err(ApiError::internal)?;
+    let envelope = state.keys.issuance.sign(&payload_type("certificate.v1"), &bytes);
+    Ok(CertificateIssuance {
+        cert_id: sha256_prefixed(&bytes),
+        business_uuid: business.uuid.clone(),
+        status,
+        status_effective_from,
+        issued_at,
+        status_reason,
+        envelope: envelope.to_json(),
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewBusiness {
+    legal_name: String,
+    country: String,
+    #[serde(default)]
+    brands: Vec<String>,
+}
+
+async fn create_business(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(req): Json<NewBusiness>,
+) -> ApiResult<Response> {
+    authorize(&state, &headers)?;
+    if !ids::is_country(&req.country) {
+        return Err(invalid("country must be an ISO 3166-1 alpha-2 code"));
+    }
+    if req.legal_name.trim().is_empty() || req.legal_name.len() > 200 {
+        return Err(invalid("legal_name must be 1 to 200 characters"));
+    }
+    let now = state.clock.now();
+    let business = Business {
+        uuid: ids::uuid_v4(random()),
+        legal_name: req.legal_name,
+        country: req.country,
+        created_at: now,
+        brands: req.brands,
+    };
+    let cert = issue_certificate(&state, &business, now, CertificateStatus::Active, now, None, now)?;
+    let mut change = Change::new();
+    change.put(cf::BUSINESSES, business.uuid.as_bytes(), &business);
+    change.put(cf::CERTIFICATES, &keys::certificate(&business.uuid, now, &cert.cert_id), &cert);
+    apply(&state, change).await?;
+    Ok(created(json!({"business_uuid": business.uuid, "cert_id": cert.cert_id, "status": "active"})))
+}
+
+/// A business as the operator sees it: its certificate in force and the AI
+/// policy version a seal made now must name.
+async fn show_business(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(uuid): Path<String>,
+) -> ApiResult<Json<Value>> {
+    authorize(&state, &headers)?;
+    let business = state.registry.business(&uuid)?.ok_or_else(|| ApiError::new(Code::NotFound))?;
+    let now = state.clock.now();
+    let cert = state.registry.certificate_in_force(&uuid, now)?;
+    let policy = state.registry.ai_policy_at(&uuid, now)?;
+    Ok(Json(json!({
+        "business_uuid": business.uuid,
+        "legal_name": business.legal_name,
+        "country": business.country,
+        "brands": business.brands,
+        "cert_id": cert.as_ref().map(|c| c.cert_id.clone()),
+        "certificate_status": cert.as_ref().map(|c| c.status.as_str()),
+        "ai_policy_version": policy.as_ref().map_or(0, |p| p.version),
+    })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatusChange {
+    status: CertificateStatus,
+    effective_from: Option<String>,
+    reason: Option<String>,
+}
+
+async fn change_certificate_status(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(uuid): Path<String>,
+    Json(req): Json<StatusChange>,
+) -> ApiResult<Response> {
+    authorize(&state, &headers)?;
+    let business = state.registry.business(&uuid)?.ok_or_else(|| ApiError::new(Code::NotFound))?;
+    let now = state.clock.now();
+    let effective = parse_time(&req.effective_from, now)?;
+    let verified_since = state.registry.certificates(&uuid)?.first().map_or(now, |c| c.issued_at);
+    let cert = issue_certificate(&state, &business, verified_since, req.status, effective, req.reason, now)?;
+    let mut change = Change::new();
+    change.put(cf::CERTIFICATES, &keys::certificate(&uuid, now, &cert.cert_id), &cert);
+    apply(&state, change).await?;
+    Ok(created(json!({"business_uuid": uuid, "cert_id": cert.cert_id, "status": req.status.as_str(),
+        "status_effective_from": effective.to_rfc3339_secs()})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewBusinessKey {
+    jwk: Jwk,
+    /// `integration`, or `sealing` for a passkey.
+    purpose: String,
+    /// Passkeys: `owner`, `admin` or `developer`.
+    role: Option<String>,
+    valid_from: Option<String>,
+    valid_until: Option<String>,
+}
+
+async fn register_business_key(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(uuid): Path<String>,
+    Json(req): Json<NewBusinessKey>,
+) -> ApiResult<Response> {
+    authorize(&state, &headers)?;
+    state.registry.business(&uuid)?.ok_or_else(|| ApiError::new(Code::NotFound))?;
+    let key = VerifyingKey::from_jwk(&req.jwk).map_err(|e| invalid(e.to_string()))?;
+    let now = state.clock.now();
+    let (cf_name, kind) = match (req.purpose.as_str(), key.alg(), req.role.as_deref()) {
+        ("integration", svc_core::keys::Alg::Ed25519, None) => (cf::INTEGRATION_KEYS, "ed25519"),
+        ("integration", svc_core::keys::Alg::Es256, None) => (cf::INTEGRATION_KEYS, "p256"),
+        ("sealing", svc_core::keys::Alg::Es256, Some("owner" | "admin" | "developer")) => (cf::PASSKEYS, "passkey"),
+        _ => {
+            return Err(invalid(
+                "integration keys are Ed25519 or P-256 without a role; passkeys are P-256 with a role",
+            ));
+        }
+    };
+    let record = BusinessKey {
+        key_id: key.thumbprint(),
+        business_uuid: uuid,
+        purpose: req.purpose,
+        kind: kind.into(),
+        role: req.role,
+        jwk: serde_json::to_vec(&key.to_jwk()).map_err(ApiError::internal)?,
+        valid_from: parse_time(&req.valid_from, now)?,
+        valid_until: req.valid_until.as_ref().map(|t| parse_time(&Some(t.clone()), now)).transpose()?,
+        revocation_effective_from: None,
+        compromised_at: None,
+        registered_at: now,
+        environment: state.config.environment,
+    };
+    if state.store.contains(cf::INTEGRATION_KEYS, record.key_id.as_bytes())?
+        || state.store.contains(cf::PASSKEYS, record.key_id.as_bytes())?
+    {
+        return Err(invalid("this key is already registered"));
+    }
+    let mut change = Change::new();
+    change.put(cf_name, record.key_id.as_bytes(), &record);
+    apply(&state, change).await?;
+    Ok(created(json!({"key_id": record.key_id, "purpose": record.purpose, "kind": record.kind})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Revocation {
+    effective_from: Option<String>,
+    compromised_at: Option<String>,
+}
+
+async fn revoke_business_key(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(key_id): Path<String>,
+    Json(req): Json<Revocation>,
+) -> ApiResult<Json<Value>> {
+    authorize(&state, &headers)?;
+    let now = state.clock.now();
+    let (cf_name, mut key) = match state.registry.integration_key(&key_id)? {
+        Some(k) => (cf::INTEGRATION_KEYS, k),
+        None => (cf::PASSKEYS, state.registry.passkey(&key_id)?.ok_or_else(|| ApiError::new(Code::NotFound))?),
+    };
+    key.revocation_effective_from = Some(parse_time(&req.effective_from, now)?);
+    key.compromised_at = req.compromised_at.as_ref().map(|t| parse_time(&Some(t.clone()), now)).transpose()?;
+    let mut change = Change::new();
+    change.put(cf_name, key_id.as_bytes(), &key);
+    apply(&state, change).await?;
+    Ok(Json(
+        json!({"key_id": key_id, "revocation_effective_from": key.revocation_effective_from.map(|t| t.to_rfc3339_secs()),
+        "compromised_at": key.compromised_at.map(|t| t.to_rfc3339_secs())}),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MandateRegistration {
+    /// The passkey-sealed `mandate.v1` envelope.
+    envelope: Envelope,
+}
+
+async fn register_mandate(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(req): Json<MandateRegistration>,
+) -> ApiResult<Response> {
+    authorize(&state, &headers)?;
+    let registry = &state.registry;
+    let mandate = svc_core::publish::mandate::verify_mandate(
+        &req.envelope,
+        |keyid| {
+            let key = registry.passkey(keyid).ok().flatten()?;
+            let public = super::auth::key_from_jwk(&key.jwk)?;
+            Some((public, key.role.unwrap_or_default()))
+        },
+        &state.config.passkey_rp_id,
+        &state.config.passkey_origin,
+    )
+    .map_err(|r| ApiError::detail(Code::SealInvalid, format!("mandate refused: {r}")))?;
+    // The sealing passkey and the integration key belong to the mandate's business.
+    let signer_business = req.envelope.signatures.iter().find_map(|s| registry.passkey(&s.keyid).ok().flatten());
+    let key = registry
+        .integration_key(&mandate.key_id)?
+        .ok_or_else(|| invalid("the mandate names an unknown integration key"))?;
+    if key.business_uuid != mandate.business_uuid
+        || signer_business.is_none_or(|p| p.business_uuid != mandate.business_uuid)
+    {
+        return Err(ApiError::detail(
+            Code::SealInvalid,
+            "the mandate, its key and its passkey belong to different businesses",
+        ));
+    }
+    let (Some(valid_from), Some(valid_until)) = (mandate.valid_from_ms(), mandate.valid_until_ms()) else {
+        return Err(invalid("mandate validity"));
+    };
+    let record = MandateRecord {
+        mandate_id: mandate.mandate_id.clone(),
+        business_uuid: mandate.business_uuid.clone(),
+        key_id: mandate.key_id.clone(),
+        envelope: req.envelope.to_json(),
+        record_types: mandate.scope.record_types.clone(),
+        countries: mandate.scope.countries.clone(),
+        records_per_hour: mandate.scope.caps.records_per_hour,
+        bytes_per_day: mandate.scope.caps.bytes_per_day,
+        source_ip_allow_list: mandate.scope.source_ip_allow_list.clone(),
+        valid_from,
+        valid_until,
+        revoked_at: None,
+    };
+    let mut change = Change::new();
+    change.put(cf::MANDATES, &keys::mandate(&record.key_id, &record.mandate_id), &record);
+    apply(&state, change).await?;
+    Ok(created(json!({"mandate_id": record.mandate_id, "key_id": record.key_id,
+        "valid_until": valid_until.to_rfc3339_secs()})))
+}
+
+async fn revoke_mandate(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((key_id, mandate_id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    authorize(&state, &headers)?;
+    let mut mandate = state
+        .registry
+        .mandates_of_key(&key_id)?
+        .into_iter()
+        .find(|m| m.mandate_id == mandate_id)
+        .ok_or_else(|| ApiError::new(Code::NotFound))?;
+    let now = state.clock.now();
+    mandate.revoked_at = Some(now);
+    let mut change = Change::new();
+    change.put(cf::MANDATES, &keys::mandate(&key_id, &mandate_id), &mandate);
+    apply(&state, change).await?;
+    Ok(Json(json!({"mandate_id": mandate_id, "revoked_at": now.to_rfc3339_secs()})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AiPolicySeal {
+    record_base64: String,
+    /// `seal.v2` signed by an owner's or admin's passkey, naming
+    /// `next_ai_policy_version`.
+    seal: Envelope,
+}
+
+async fn seal_ai_policy(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(uuid): Path<String>,
+    Json(req): Json<AiPolicySeal>,
+) -> ApiResult<Response> {
+    authorize(&state, &headers)?;
+    let refused = |detail: String| ApiError::detail(Code::SealInvalid, detail);
+    let bytes = svc_core::b64::std_decode(&req.record_base64).ok_or_else(|| invalid("record_base64 is not base64"))?;
+    svc_core::ai_policy::parse_record(&bytes).map_err(|e| invalid(format!("AI policy record: {e}")))?;
+    let seal = svc_core::seal::read_record_seal(&req.seal).map_err(|r| refused(r.to_string()))?;
+    let svc_core::seal::RecordSeal::V2(seal) = seal else {
+        return Err(refused("AI policies are sealed with seal.v2".into()));
+    };
+    let passkey = verify_passkey_signature(&state, &uuid, &seal.key_id, &req.seal)?;
+    if !matches!(passkey.role.as_deref(), Some("owner" | "admin")) {
+        return Err(refused("an AI policy is sealed by an owner's or admin's passkey".into()));
+    }
+    svc_core::seal::check_hash(&seal.hash, &bytes).map_err(|r| refused(r.to_string()))?;
+    let now = state.clock.now();
+    let current = state.registry.ai_policy_at(&uuid, now)?.map_or(0, |p| p.version);
+    let next = current + 1;
+    if seal.record_type != RecordType::AiPolicy.name()
+        || seal.next_ai_policy_version != Some(next)
+        || seal.ai_policy_version != current
+    {
+        return Err(ApiError(
+            svc_core::problem::Problem::new(Code::SealInvalid)
+                .detail(format!("the seal must name ai_policy_version {current} and next_ai_policy_version {next}"))
+                .ai_policy_version(current),
+        ));
+    }
+    let record_id = ids::ai_policy_record_id(&uuid, next);
+    let version = AiPolicyVersion {
+        business_uuid: uuid.clone(),
+        version: next,
+        record_id: record_id.clone(),
+        bytes,
+        seal: req.seal.to_json(),
+        live_from: now,
+    };
+    let mut change = Change::new();
+    change.put(cf::AI_POLICIES, &keys::ai_policy(&uuid, next), &version);
+    apply(&state, change).await?;
+    Ok(created(json!({"business_uuid": uuid, "ai_policy_version": next, "ai_policy_record_id": record_id,
+        "live_from": now.to_rfc3339_secs()})))
+}
+
+/// Checks that a passkey of `business_uuid` made the envelope's WebAuthn
+/// signature, and answers the passkey.
+fn verify_passkey_signature(
+    state: &AppState,
+    business_uuid: &str,
+    key_id: &str,
+    envelope: &Envelope,
+) -> ApiResult<BusinessKey> {
+    let refused = |detail: String| ApiError::detail(Code::SealInvalid, detail);
+    let passkey = state
+        .registry
+        .passkey(key_id)?
+        .filter(|p| p.business_uuid == business_uuid)
+        .ok_or_else(|| refused("the seal's key is not a passkey of this business".into()))?;
+    let public = super::auth::key_from_jwk(&passkey.jwk).ok_or_else(|| ApiError::internal("stored passkey"))?;
+    let opened = envelope.open().map_err(|r| refused(r.to_string()))?;
+    let signature = envelope
+        .signatures
+        .iter()
+        .find(|s| s.keyid == key_id)
+        .ok_or_else(|| refused("no signature by the key".into()))?;
+    svc_core::publish::webauthn::verify_assertion(
+        signature,
+        &envelope.payload_type,
+        &opened.payload,
+        &public,
+        &state.config.passkey_rp_id,
+        &state.config.passkey_origin,
+    )
+    .map_err(|r| refused(r.to_string()))?;
+    Ok(passkey)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SealedRecord {
+    record_type: String,
+    record_base64: String,
+    /// `seal.v2` by a passkey of the business over the record's bytes.
+    seal: Envelope,
+}
+
+/// The business portal's save (Path B), scripted: a person sealed one record
+/// with a passkey. Judged like a Path A seal: key validity, hash, the
+/// certificate and AI policy version in force at `sealed_at`, and the
+/// five-minute window; then the record is validated and published.
+async fn save_sealed_record(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(uuid): Path<String>,
+    Json(req): Json<SealedRecord>,
+) -> ApiResult<Response> {
+    authorize(&state, &headers)?;
+    let now = state.clock.now();
+    let refused = |detail: String| ApiError::detail(Code::SealInvalid, detail);
+    let record_type = RecordType::from_name(&req.record_type)
+        .filter(|t| t.is_collection())
+        .ok_or_else(|| invalid("record_type is a collection name"))?;
+    let bytes = svc_core::b64::std_decode(&req.record_base64).ok_or_else(|| invalid("record_base64 is not base64"))?;
+    let svc_core::seal::RecordSeal::V2(seal) =
+        svc_core::seal::read_record_seal(&req.seal).map_err(|r| refused(r.to_string()))?
+    else {
+        return Err(refused("records are sealed with seal.v2".into()));
+    };
+    let passkey = verify_passkey_signature(&state, &uuid, &seal.key_id, &req.seal)?;
+    svc_core::seal::check_hash(&seal.hash, &bytes).map_err(|r| refused(r.to_string()))?;
+    if seal.record_type != record_type.name() {
+        return Err(refused("the seal names another record type".into()));
+    }
+    let sealed_at = UnixMs::parse_rfc3339_millis_utc(&seal.sealed_at).ok_or_else(|| refused("sealed_at".into()))?;
+    if !svc_core::seal::sealed_at_fresh(sealed_at, now) {
+        return Err(refused("sealed_at is more than five minutes from receipt".into()));
+    }
+    passkey.validity().judge(sealed_at).map_err(|r| refused(format!("the passkey at sealed_at: {r}")))?;
+    let history = state.registry.certificates(&uuid)?;
+    let core: Vec<_> = history.iter().map(CertificateIssuance::as_core).collect();
+    match svc_core::seal::judge_certificate(&core, &seal.cert_id, sealed_at) {
+        Ok(()) => {}
+        Err(svc_core::Reason::CertificateWithdrawn) => return Err(ApiError::new(Code::CertificateWithdrawn)),
+        Err(r) => return Err(refused(format!("certificate: {r}"))),
+    }
+    let in_force = state.registry.ai_policy_at(&uuid, sealed_at)?.map_or(0, |p| p.version);
+    if seal.ai_policy_version != in_force {
+        return Err(ApiError(
+            svc_core::problem::Problem::new(Code::SealInvalid)
+                .detail(format!("the AI policy version in force at sealed_at is {in_force}"))
+                .ai_policy_version(in_force),
+        ));
+    }
+    let save = crate::publish::SealedSave {
+        business_uuid: uuid,
+        record_type,
+        bytes,
+        seal_json: req.seal.to_json(),
+        key_id: passkey.key_id,
+        cert_id: seal.cert_id,
+        certificate_status: CertificateStatus::Active.as_str().into(),
+        ai_policy_version: seal.ai_policy_version,
+        now,
+    };
+    let saved = ractor::call!(state.publisher, |reply| PublisherMsg::SaveSealed(Box::new(save), reply))
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    Ok(match saved {
+        Ok(saved) => created(json!({"outcome": saved.outcome, "record_id": saved.record_id,
+            "version": saved.version, "sha256": saved.sha256})),
+        Err(errors) => {
+            let errors: Vec<Value> = errors
+                .iter()
+                .map(|e| json!({"code": e.code.as_str(), "pointer": e.pointer, "detail": e.detail}))
+                .collect();
+            (StatusCode::OK, Json(json!({"outcome": "rejected", "errors": errors}))).into_response()
+        }
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewCompany {
+    name: String,
+    #[serde(default)]
+    verified: bool,
+    terms_accepted: Option<u64>,
+}
+
+async fn create_company(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(req): Json<NewCompany>,
+) -> ApiResult<Response> {
+    authorize(&state, &headers)?;
+    if req.name.trim().is_empty() {
+        return Err(invalid("name is required"));
+    }
+    let company = Company {
+        uuid: ids::uuid_v4(random()),
+        name: req.name,
+        verified: req.verified,
+        terms_accepted: req.terms_accepted,
+        environment: state.config.environment,
+        created_at: state.clock.now(),
+    };
+    let mut change = Change::new();
+    change.put(cf::COMPANIES, company.uuid.as_bytes(), &company);
+    apply(&state, change).await?;
+    Ok(created(json!({"ai_company_uuid": company.uuid, "name": company.name})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewGroup {
+    name: String,
+}
+
+async fn create_group(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(uuid): Path<String>,
+    Json(req): Json<NewGroup>,
+) -> ApiResult<Response> {
+    authorize(&state, &headers)?;
+    state.registry.company(&uuid)?.ok_or_else(|| ApiError::new(Code::NotFound))?;
+    let group = Group { group_id: format!("grp_{}", hex::encode(random::<12>())), company_uuid: uuid, name: req.name };
+    let mut change = Change::new();
+    change.put(cf::GROUPS, group.group_id.as_bytes(), &group);
+    apply(&state, change).await?;
+    Ok(created(json!({"ai_group_id": group.group_id, "name": group.name})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewRetrievalKey {
+    jwk: Jwk,
+}
+
+async fn register_retrieval_key(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(group_id): Path<String>,
+    Json(req): Json<NewRetrievalKey>,
+) -> ApiResult<Response> {
+    authorize(&state, &headers)?;
+    let group = state.registry.group(&group_id)?.ok_or_else(|| ApiError::new(Code::NotFound))?;
+    let company = state.registry.company(&group.company_uuid)?.ok_or_else(|| ApiError::new(Code::NotFound))?;
+    let key = VerifyingKey::from_jwk(&req.jwk).map_err(|e| invalid(e.to_string()))?;
+    if !matches!(key.alg(), svc_core::keys::Alg::Ed25519 | svc_core::keys::Alg::Es256) {
+        return Err(invalid("retrieval keys are Ed25519 or P-256"));
+    }
+    let sandbox = state.config.environment.is_sandbox();
+    if !sandbox && !(company.verified && company.terms_accepted.is_some()) {
+        return Err(invalid("a production key needs a verified company that accepted the Terms"));
+    }
+    let now = state.clock.now();
+    let key_id = key.thumbprint();
+    let (grant, token) = if sandbox {
+        let grant =
+            format!("svc_sbxk1.{}", svc_core::b64::url_encode(format!("{{\"key_id\":\"{key_id}\"}}").as_bytes()));
+        (Some(grant), Some(svc_core::b64::url_encode(&random::<32>())))
+    } else {
+        (None, None)
+    };
+    let record = RetrievalKey {
+        key_id: key_id.clone(),
+        group_id,
+        company_uuid: company.uuid,
+        jwk: serde_json::to_vec(&key.to_jwk()).map_err(ApiError::internal)?,
+        environment: state.config.environment,
+        registered_at: now,
+        revoked_at: None,
+        grant: grant.clone(),
+        bearer_sha256: token.as_ref().map(|t| sha256_prefixed(t.as_bytes())),
+        bearer_until: token.as_ref().map(|_| now.plus(svc_core::time::HOUR)),
+        introduced: false,
+    };
+    let mut change = Change::new();
+    change.put(cf::RETRIEVAL_KEYS, key_id.as_bytes(), &record);
+    apply(&state, change).await?;
+    let mut body = json!({"key_id": key_id, "environment": state.config.environment});
+    if let (Some(grant), Some(token)) = (grant, token) {
+        body["sandbox_key_grant"] = json!(grant);
+        body["sandbox_bearer_token"] = json!(token);
+        body["sandbox_bearer_valid_until"] = json!(now.plus(svc_core::time::HOUR).to_rfc3339_secs());
+    }
+    Ok(created(body))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlockChange {
+    business_uuid: String,
+    ai_group_id: String,
+    #[serde(default = "yes")]
+    blocked: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+async fn set_block(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(req): Json<BlockChange>,
+) -> ApiResult<Json<Value>> {
+    authorize(&state, &headers)?;
+    state.registry.business(&req.business_uuid)?.ok_or_else(|| ApiError::new(Code::NotFound))?;
+    state.registry.group(&req.ai_group_id)?.ok_or_else(|| ApiError::new(Code::NotFound))?;
+    let now = state.clock.now();
+    let key = keys::block(&req.business_uuid, &req.ai_group_id);
+    let mut change = Change::new();
+    if req.blocked {
+        change.put(
+            cf::BLOCKS,
+            &key,
+            &Block { business_uuid: req.business_uuid.clone(), group_id: req.ai_group_id.clone(), since: now },
+        );
+    } else {
+        change.delete(cf::BLOCKS, &key);
+    }
+    apply(&state, change).await?;
+    Ok(Json(json!({"business_uuid": req.business_uuid, "ai_group_id": req.ai_group_id, "blocked": req.blocked})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AllowanceChange {
+    ai_company_uuid: String,
+    prepay: bool,
+    remaining: i64,
+}
+
+async fn set_allowance(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(req): Json<AllowanceChange>,
+) -> ApiResult<Json<Value>> {
+    authorize(&state, &headers)?;
+    state.registry.company(&req.ai_company_uuid)?.ok_or_else(|| ApiError::new(Code::NotFound))?;
+    let allowance =
+        Allowance { company_uuid: req.ai_company_uuid.clone(), prepay: req.prepay, remaining: req.remaining };
+    let mut change = Change::new();
+    change.put(cf::ALLOWANCES, req.ai_company_uuid.as_bytes(), &allowance);
+    apply(&state, change).await?;
+    Ok(Json(json!({"ai_company_uuid": req.ai_company_uuid, "prepay": req.prepay, "remaining": req.remaining})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewTerms {
+    version: u64,
+    effective_from: Option<String>,
+    text: String,
+}
+
+async fn publish_terms(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(req): Json<NewTerms>,
+) -> ApiResult<Response> {
+    authorize(&state, &headers)?;
+    if state.store.contains(cf::TERMS, &crate::store::be(req.version))? {
+        return Err(invalid("that Terms version exists; versions are never edited"));
+    }
+    let now = state.clock.now();
+    let terms = TermsVersion {
+        version: req.version,
+        effective_from: parse_time(&req.effective_from, now)?,
+        sha256: sha256_prefixed(req.text.as_bytes()),
+        text: req.text,
+    };
+    let mut change = Change::new();
+    change.put(cf::TERMS, &crate::store::be(terms.version), &terms);
+    apply(&state, change).await?;
+    Ok(created(
+        json!({"version": terms.version, "effective_from": terms.effective_from.to_rfc3339_secs(), "sha256": terms.sha256}),
+    ))
+}
+
+/// Republishes the sandbox corpus (the nightly job, on demand): new versions
+/// with the same ids and bytes. Answers once every push has settled.
+async fn republish_sandbox(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Json<Value>> {
+    authorize(&state, &headers)?;
+    if !state.config.environment.is_sandbox() {
+        return Err(invalid("only a sandbox node holds the sandbox corpus"));
+    }
+    crate::sandbox::seed::republish(&state, &|_| {}).await.map(Json).map_err(|e| invalid(e))
+}

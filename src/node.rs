@@ -1,0 +1,113 @@
+//! A running node: its store, actors and HTTP servers, started together and
+//! stopped together.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use ractor::Actor;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::actors::nonce_store::{NonceMsg, NonceStore};
+use crate::actors::publisher::{Publisher, PublisherArgs};
+use crate::actors::push_worker::{PushWorker, PushWorkerArgs};
+use crate::blocklist::Blocklist;
+use crate::clock::SharedClock;
+use crate::config::NodeConfig;
+use crate::http::{self, AppState};
+use crate::registry::Registry;
+use crate::service_keys::ServiceKeys;
+use crate::store::Store;
+
+pub struct Node {
+    pub state: AppState,
+    pub addr: SocketAddr,
+    pub admin_addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    servers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Starts the actors of a node over its store, without listening.
+pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppState, String> {
+    std::fs::create_dir_all(&config.data_dir).map_err(|e| e.to_string())?;
+    let store = Store::open(&config.data_dir.join("db")).map_err(|e| e.to_string())?;
+    let keys = Arc::new(ServiceKeys::load_or_create(&store).map_err(|e| e.to_string())?);
+    let blocklist = match &config.url_blocklist {
+        Some(b) => Some(Arc::new(Blocklist::new(b)?)),
+        None => None,
+    };
+    let (publisher, _) = Actor::spawn(None, Publisher, PublisherArgs { store: store.clone(), keys: keys.clone() })
+        .await
+        .map_err(|e| e.to_string())?;
+    let (nonces, _) = Actor::spawn(None, NonceStore, store.clone()).await.map_err(|e| e.to_string())?;
+    let (push_worker, _) = Actor::spawn(
+        None,
+        PushWorker,
+        PushWorkerArgs {
+            store: store.clone(),
+            publisher: publisher.clone(),
+            clock: clock.clone(),
+            blocklist: blocklist.clone(),
+        },
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let purge_clock = clock.clone();
+    nonces.send_interval(std::time::Duration::from_secs(60), move || NonceMsg::Purge { now: purge_clock.now() });
+    Ok(AppState {
+        config: Arc::new(config),
+        registry: Registry::new(store.clone()),
+        store,
+        keys,
+        clock,
+        publisher,
+        push_worker,
+        nonces,
+        blocklist,
+    })
+}
+
+impl Node {
+    /// Starts a node and its two listeners.
+    pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Node, String> {
+        let listener = TcpListener::bind(config.listen).await.map_err(|e| format!("{}: {e}", config.listen))?;
+        let admin_listener =
+            TcpListener::bind(config.admin_listen).await.map_err(|e| format!("{}: {e}", config.admin_listen))?;
+        let state = start_state(config, clock).await?;
+        let (shutdown, _) = watch::channel(false);
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let admin_addr = admin_listener.local_addr().map_err(|e| e.to_string())?;
+        let servers = vec![
+            serve(listener, http::public_router(state.clone()), shutdown.subscribe()),
+            serve(admin_listener, http::admin_router(state.clone()), shutdown.subscribe()),
+        ];
+        Ok(Node { state, addr, admin_addr, shutdown, servers })
+    }
+
+    /// Stops accepting, drains in-flight requests, then stops the actors.
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(true);
+        for server in self.servers {
+            let _ = server.await;
+        }
+        self.state.push_worker.stop(None);
+        self.state.publisher.stop(None);
+        self.state.nonces.stop(None);
+    }
+}
+
+fn serve(
+    listener: TcpListener,
+    router: axum::Router,
+    mut shutdown: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let app = router.into_make_service_with_connect_info::<SocketAddr>();
+        let stopping = async move {
+            let _ = shutdown.wait_for(|stop| *stop).await;
+        };
+        if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stopping).await {
+            tracing::error!(error = %e, "server stopped");
+        }
+    })
+}

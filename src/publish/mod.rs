@@ -1,0 +1,710 @@
+//! The home region's write path for records: creating a push (the moment a
+//! batch is accepted), committing it chunk by chunk, withdrawing and deleting.
+//!
+//! `Engine` is owned by the publisher actor, so these steps run one at a
+//! time and sequence numbers have a single writer. Each step is one atomic
+//! write: a record's version, head, row, sidecar, push result and replication
+//! entry land together or not at all, so a crash at any point loses nothing
+//! accepted and a resume publishes nothing twice.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use svc_core::digest::{sha256, sha256_prefixed};
+use svc_core::dsse::Envelope;
+use svc_core::ids::RecordType;
+use svc_core::merkle::{self, BatchTree, Hash};
+use svc_core::projection::{self, ProjectionContext};
+use svc_core::publish::caps::UsageLedger;
+use svc_core::publish::price_shock;
+use svc_core::records::{self, ValidRecord, ValidationContext};
+use svc_core::seal::{BatchMembership, BatchSealV2, ServedSeal};
+use svc_core::sidecar::{self, ResolvedScope, Sidecar};
+use svc_core::time::UnixMs;
+
+use crate::registry::{Registry, keys};
+use crate::replication::{Change, LogWriter};
+use crate::service_keys::ServiceKeys;
+use crate::store::model::*;
+use crate::store::{StoreError, StoreResult, be, cf, key};
+
+pub use svc_core::publish::outcome::CHUNK;
+
+/// What the handler checked and hands over to be accepted.
+pub struct NewPush {
+    pub business_uuid: String,
+    pub key_id: String,
+    pub record_type: RecordType,
+    pub seq: u64,
+    /// `api` or `bulk`.
+    pub source: &'static str,
+    pub received_at: UnixMs,
+    pub batch_seal_json: Vec<u8>,
+    pub batch_seal: BatchSealV2,
+    pub mandate: MandateRecord,
+    pub records: Vec<Vec<u8>>,
+    pub sealed_at_fresh: bool,
+    /// `Idempotency-Key` and the fingerprint of the whole request.
+    pub idempotency: Option<(String, Vec<u8>)>,
+    pub body_bytes: u64,
+}
+
+/// A record a person sealed with a passkey, its seal already verified.
+pub struct SealedSave {
+    pub business_uuid: String,
+    pub record_type: RecordType,
+    pub bytes: Vec<u8>,
+    /// The seal envelope's JSON as received.
+    pub seal_json: Vec<u8>,
+    /// The passkey that sealed it.
+    pub key_id: String,
+    pub cert_id: String,
+    pub certificate_status: String,
+    pub ai_policy_version: u64,
+    pub now: UnixMs,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Saved {
+    pub outcome: &'static str,
+    pub record_id: String,
+    pub version: u64,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Created {
+    /// A new push, accepted now.
+    New(String),
+    /// The exact batch again: resume (or report) the existing push.
+    Resume(String),
+    /// The same `Idempotency-Key` and request: the first answer, again.
+    Replay(IdempotentAnswer),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    SeqNotIncreasing,
+    SealedAtStale,
+    IdempotencyKeyReused,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The fingerprint that identifies "the exact same batch": the batch seal
+/// payload and every record's bytes, in order.
+pub fn batch_fingerprint(batch_seal_payload: &[u8], records: &[Vec<u8>]) -> Vec<u8> {
+    let mut all = Vec::with_capacity(32 * (records.len() + 1));
+    all.extend_from_slice(&sha256(batch_seal_payload));
+    for r in records {
+        all.extend_from_slice(&sha256(r));
+    }
+    sha256(&all).to_vec()
+}
+
+pub fn push_key(push_id: &str) -> Vec<u8> {
+    push_id.as_bytes().to_vec()
+}
+
+pub fn leaf_key(push_id: &str, leaf: u64) -> Vec<u8> {
+    key(&[push_id.as_bytes(), &be(leaf)])
+}
+
+/// Kept outside every push's key range (`~` sorts after `bat_`), so scans of
+/// a push's leaves never meet it.
+fn leaf_hashes_key(push_id: &str) -> Vec<u8> {
+    key(&[b"~leaf_hashes", push_id.as_bytes()])
+}
+
+fn seq_key(key_id: &str, seq: u64) -> Vec<u8> {
+    key(&[key_id.as_bytes(), &be(seq)])
+}
+
+fn idempotency_key(key_id: &str, idem: &str) -> Vec<u8> {
+    key(&[key_id.as_bytes(), idem.as_bytes()])
+}
+
+pub fn attempt_key(business_uuid: &str, received_at: UnixMs, push_id: &str) -> Vec<u8> {
+    key(&[business_uuid.as_bytes(), &be(received_at.0 as u64), push_id.as_bytes()])
+}
+
+const OUTCOMES: [&str; 5] = ["accepted", "updated", "rejected", "held", "pending"];
+
+fn count_index(outcome: &str) -> usize {
+    OUTCOMES.iter().position(|o| *o == outcome).unwrap_or(4)
+}
+
+/// What every record of one business is judged with.
+struct BusinessContext {
+    business: Business,
+    validation: ValidationContext,
+}
+
+pub struct Engine {
+    log: LogWriter,
+    registry: Registry,
+    keys: Arc<ServiceKeys>,
+    trees: HashMap<String, Arc<BatchTree>>,
+}
+
+impl Engine {
+    pub fn new(log: LogWriter, keys: Arc<ServiceKeys>) -> Self {
+        let registry = Registry::new(log.store().clone());
+        Engine { log, registry, keys, trees: HashMap::new() }
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub fn last_seq(&self) -> u64 {
+        self.log.last_seq()
+    }
+
+    /// Commits an operator's change to the registry (it replicates).
+    pub fn apply(&mut self, change: Change, now: UnixMs) -> StoreResult<Option<u64>> {
+        self.log.commit(change, now)
+    }
+
+    fn business_context(
+        &self,
+        business_uuid: &str,
+        mandate_countries: Option<Vec<String>>,
+    ) -> Result<BusinessContext, EngineError> {
+        let businesses = self.registry.businesses()?;
+        let business = businesses
+            .iter()
+            .find(|b| b.uuid == business_uuid)
+            .cloned()
+            .ok_or_else(|| EngineError::Invalid("unknown business".into()))?;
+        let other_brands = businesses
+            .iter()
+            .filter(|b| b.uuid != business_uuid)
+            .flat_map(|b| std::iter::once(b.legal_name.clone()).chain(b.brands.iter().cloned()))
+            .collect();
+        let validation = ValidationContext { own_brands: business.brands.clone(), other_brands, mandate_countries };
+        Ok(BusinessContext { business, validation })
+    }
+
+    /// Accepts a batch: after this commit it is never lost. Every record gets
+    /// its result row (`pending`, or `rejected` with all its reasons) in the
+    /// same write, before any record is stored.
+    pub fn create_push(&mut self, push: NewPush, push_id: String) -> Result<Result<Created, Refused>, EngineError> {
+        let store = self.log.store().clone();
+        let fingerprint = batch_fingerprint(&push_payload(&push.batch_seal_json), &push.records);
+        if let Some((idem, request_fp)) = &push.idempotency
+            && let Some(answer) =
+                store.get::<IdempotentAnswer>(cf::IDEMPOTENCY, &idempotency_key(&push.key_id, idem))?
+        {
+            return Ok(if &answer.fingerprint == request_fp {
+                Ok(Created::Replay(answer))
+            } else {
+                Err(Refused::IdempotencyKeyReused)
+            });
+        }
+        if let Some(entry) = store.get::<SeqEntry>(cf::SEQS, &seq_key(&push.key_id, push.seq))? {
+            return Ok(if entry.fingerprint == fingerprint {
+                Ok(Created::Resume(entry.push_id))
+            } else {
+                Err(Refused::SeqNotIncreasing)
+            });
+        }
+        // The seal's own checks come before `seq` (section 4.1's order).
+        if !push.sealed_at_fresh {
+            return Ok(Err(Refused::SealedAtStale));
+        }
+        let last = store.get::<u64>(cf::SEQS, push.key_id.as_bytes())?;
+        if !svc_core::seal::seq_increases(push.seq, last) {
+            return Ok(Err(Refused::SeqNotIncreasing));
+        }
+
+        let ctx = self.business_context(&push.business_uuid, Some(push.mandate.countries.clone()))?;
+        let mut change = Change::new();
+        let mut counts = [0u64; 5];
+        let mut valid: Vec<ValidRecord> = Vec::new();
+        for (i, bytes) in push.records.iter().enumerate() {
+            let leaf = match records::validate(bytes, push.record_type, &ctx.validation) {
+                Ok(record) => {
+                    let leaf = pending_leaf(i as u64, bytes, &record, &push.business_uuid);
+                    valid.push(record);
+                    leaf
+                }
+                Err(errors) => rejected_leaf(i as u64, bytes, &errors),
+            };
+            counts[count_index(&leaf.outcome)] += 1;
+            change.put(cf::PUSH_RESULTS, &leaf_key(&push_id, i as u64), &leaf);
+        }
+        let held_reasons = if push.record_type == RecordType::Products {
+            self.price_shock(&push.business_uuid, &valid)?
+        } else {
+            Vec::new()
+        };
+        let leaf_hashes: Vec<Hash> = push.records.iter().map(|r| merkle::leaf_hash(r)).collect();
+        change.put(cf::PUSH_RESULTS, &leaf_hashes_key(&push_id), &leaf_hashes);
+        let chunks = push.records.len().div_ceil(CHUNK) as u64;
+        let record = PushRecord {
+            push_id: push_id.clone(),
+            business_uuid: push.business_uuid.clone(),
+            key_id: push.key_id.clone(),
+            record_type: push.record_type.name().into(),
+            seq: push.seq,
+            source: push.source.into(),
+            state: "queued".into(),
+            held: !held_reasons.is_empty(),
+            held_reasons,
+            records: push.records.len() as u64,
+            received_at: push.received_at,
+            updated_at: push.received_at,
+            completed_at: None,
+            error: None,
+            chunks,
+            chunks_done: 0,
+            fingerprint: fingerprint.clone(),
+            batch_seal: push.batch_seal_json.clone(),
+            cert_id: push.batch_seal.cert_id.clone(),
+            ai_policy_version: push.batch_seal.ai_policy_version,
+            mandate_id: push.mandate.mandate_id.clone(),
+            counts,
+            last_step_at: push.received_at,
+        };
+        change.put(cf::PUSHES, &push_key(&push_id), &record);
+        change.put(cf::ATTEMPTS, &attempt_key(&push.business_uuid, push.received_at, &push_id), &());
+        change.put(cf::SEQS, push.key_id.as_bytes(), &push.seq);
+        change.put(cf::SEQS, &seq_key(&push.key_id, push.seq), &SeqEntry { push_id: push_id.clone(), fingerprint });
+        let mut ledger: UsageLedger = store.get(cf::USAGE, push.key_id.as_bytes())?.unwrap_or_default();
+        ledger.record(push.received_at, push.records.len() as u64, push.body_bytes);
+        ledger.prune(push.received_at);
+        change.put(cf::USAGE, push.key_id.as_bytes(), &ledger);
+        self.log.commit(change, push.received_at)?;
+        self.trees.insert(push_id.clone(), Arc::new(BatchTree::from_leaf_hashes(&leaf_hashes)));
+        Ok(Ok(Created::New(push_id)))
+    }
+
+    /// The held reasons of the price-shock rule for these valid products.
+    fn price_shock(&self, business_uuid: &str, valid: &[ValidRecord]) -> StoreResult<Vec<String>> {
+        let mut catalogue = BTreeMap::new();
+        for record_id in self.registry.catalogue_ids(business_uuid, "products", None, usize::MAX)? {
+            if let Some(head) = self.registry.record_head(&record_id)?
+                && head.state == RecordState::Live
+            {
+                for (country, currency, amount) in head.prices {
+                    catalogue
+                        .insert((record_id.clone(), country), price_shock::Price { currency, amount_minor: amount });
+                }
+            }
+        }
+        let mut pushed: BTreeMap<String, BTreeMap<String, price_shock::Price>> = BTreeMap::new();
+        for record in valid {
+            pushed.insert(
+                record.record_id(business_uuid),
+                product_prices(record)
+                    .into_iter()
+                    .map(|(c, cur, a)| (c, price_shock::Price { currency: cur, amount_minor: a }))
+                    .collect(),
+            );
+        }
+        Ok(price_shock::judge(&catalogue, &pushed).unwrap_or_default().into_iter().map(String::from).collect())
+    }
+
+    pub fn push(&self, push_id: &str) -> StoreResult<Option<PushRecord>> {
+        self.log.store().get(cf::PUSHES, &push_key(push_id))
+    }
+
+    fn tree(&mut self, push_id: &str) -> StoreResult<Arc<BatchTree>> {
+        if let Some(tree) = self.trees.get(push_id) {
+            return Ok(tree.clone());
+        }
+        let hashes: Vec<Hash> = self.log.store().get(cf::PUSH_RESULTS, &leaf_hashes_key(push_id))?.unwrap_or_default();
+        let tree = Arc::new(BatchTree::from_leaf_hashes(&hashes));
+        self.trees.insert(push_id.to_owned(), tree.clone());
+        Ok(tree)
+    }
+
+    /// Settles every still-pending record of one chunk in one atomic write.
+    /// Records already settled keep their outcome, so running a chunk again
+    /// (after a crash) publishes nothing twice.
+    pub fn commit_chunk(
+        &mut self,
+        push_id: &str,
+        chunk: u64,
+        flagged: &BTreeMap<u64, Vec<(String, String, String)>>,
+        now: UnixMs,
+    ) -> Result<PushRecord, EngineError> {
+        let store = self.log.store().clone();
+        let mut push = self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?;
+        if matches!(push.state.as_str(), "complete" | "held" | "failed") {
+            return Ok(push);
+        }
+        let from = leaf_key(push_id, chunk * CHUNK as u64);
+        let prefix = key(&[push_id.as_bytes()]);
+        let mut leaves: Vec<(Vec<u8>, PushLeaf)> = Vec::new();
+        for (k, leaf) in store.scan::<PushLeaf>(cf::PUSH_RESULTS, &prefix, Some(&from), CHUNK)? {
+            if k.len() == prefix.len() + 9 && leaves.len() < CHUNK {
+                leaves.push((k, leaf));
+            }
+        }
+        let tree = self.tree(push_id)?;
+        let record_type =
+            RecordType::from_name(&push.record_type).ok_or_else(|| EngineError::Invalid("record type".into()))?;
+        let mandate_countries = self
+            .registry
+            .mandates_of_key(&push.key_id)?
+            .into_iter()
+            .find(|m| m.mandate_id == push.mandate_id)
+            .map(|m| m.countries);
+        let ctx = self.business_context(&push.business_uuid, mandate_countries.clone())?;
+        let envelope = Envelope::parse(&push.batch_seal).map_err(|r| EngineError::Invalid(r.to_string()))?;
+        let sealed_at = svc_core::seal::read_batch_seal(&envelope)
+            .ok()
+            .and_then(|b| UnixMs::parse_rfc3339_millis_utc(&b.sealed_at))
+            .ok_or_else(|| EngineError::Invalid("stored batch seal".into()))?;
+        let cert_status = self
+            .registry
+            .certificate_in_force(&push.business_uuid, sealed_at)?
+            .map(|c| c.status.as_str())
+            .ok_or_else(|| EngineError::Invalid("no certificate in force at sealed_at".into()))?;
+        let mut heads: HashMap<String, RecordHead> = HashMap::new();
+        let mut change = Change::new();
+        for (k, mut leaf) in leaves {
+            if leaf.outcome != "pending" {
+                continue;
+            }
+            push.counts[4] = push.counts[4].saturating_sub(1);
+            let flags = flagged.get(&leaf.leaf_index).cloned().unwrap_or_default();
+            let record = match records::validate(&leaf.bytes, record_type, &ctx.validation) {
+                Ok(record) if flags.is_empty() => record,
+                Ok(_) => {
+                    leaf.outcome = "rejected".into();
+                    leaf.errors = flags;
+                    leaf.bytes.clear();
+                    push.counts[count_index("rejected")] += 1;
+                    change.put(cf::PUSH_RESULTS, &k, &leaf);
+                    continue;
+                }
+                Err(errors) => {
+                    let settled = rejected_leaf(leaf.leaf_index, &leaf.bytes, &errors);
+                    push.counts[count_index("rejected")] += 1;
+                    change.put(cf::PUSH_RESULTS, &k, &settled);
+                    continue;
+                }
+            };
+            let record_id = record.record_id(&push.business_uuid);
+            let head = match heads.remove(&record_id) {
+                Some(h) => Some(h),
+                None => self.registry.record_head(&record_id)?,
+            };
+            let generation = head.as_ref().map_or(1, |h| h.generation + 1);
+            let proof = tree
+                .inclusion_proof(leaf.leaf_index as usize)
+                .ok_or_else(|| EngineError::Invalid("no inclusion proof for the leaf".into()))?;
+            let served = ServedSeal::Batch(BatchMembership::new(envelope.clone(), leaf.leaf_index, &proof));
+            let seal_json = serde_json::to_vec(&served).unwrap_or_default();
+            let seal_digest = sha256_prefixed(&seal_json);
+            let origin = record.origin();
+            let was_live = head.as_ref().is_some_and(|h| h.state == RecordState::Live && h.live_generation > 0);
+            let (outcome, new_head, version) = if push.held {
+                let new_head = match head {
+                    Some(mut h) => {
+                        h.generation = generation;
+                        h.last_updated = now;
+                        h
+                    }
+                    None => RecordHead {
+                        record_id: record_id.clone(),
+                        record_type: record_type.name().into(),
+                        business_uuid: push.business_uuid.clone(),
+                        own_id: record.own_id().to_owned(),
+                        generation,
+                        live_generation: 0,
+                        state: RecordState::Held,
+                        last_updated: now,
+                        source: push_source(&push.source).into(),
+                        prices: Vec::new(),
+                    },
+                };
+                let version = RecordVersion {
+                    record_id: record_id.clone(),
+                    generation,
+                    bytes: leaf.bytes.clone(),
+                    seal: seal_json,
+                    sidecar: Vec::new(),
+                    row: Vec::new(),
+                    published_at: now,
+                    push_id: push_id.to_owned(),
+                };
+                ("held", new_head, version)
+            } else {
+                let sidecar = Sidecar {
+                    v: 2,
+                    record_id: record_id.clone(),
+                    business_uuid: push.business_uuid.clone(),
+                    record_type: record_type.name().into(),
+                    origin: origin.clone(),
+                    generation,
+                    path: "A".into(),
+                    seal_digest: seal_digest.clone(),
+                    key_id: push.key_id.clone(),
+                    cert_id: push.cert_id.clone(),
+                    certificate_status: cert_status.into(),
+                    ai_policy_version: push.ai_policy_version,
+                    scope: ResolvedScope {
+                        basis: "mandate".into(),
+                        id: push.mandate_id.clone(),
+                        record_types: vec![record_type.name().into()],
+                        countries: mandate_countries.clone().unwrap_or_default(),
+                    },
+                    batch_id: Some(push_id.to_owned()),
+                    leaf_index: Some(leaf.leaf_index),
+                    geocoded: None,
+                    accepted_at: now.to_rfc3339_millis(),
+                };
+                self.live_version(&record, &ctx.business, was_live, seal_json, sidecar, push_id, &push.source, now)?
+            };
+            change.put(cf::VERSIONS, &keys::version(&record_id, generation), &version);
+            change.put(cf::RECORDS, record_id.as_bytes(), &new_head);
+            if outcome != "held" {
+                change.put(cf::CATALOGUE, &keys::catalogue(&push.business_uuid, record_type.name(), &record_id), &());
+            }
+            heads.insert(record_id.clone(), new_head);
+            leaf.outcome = outcome.into();
+            leaf.record_id = Some(record_id);
+            leaf.version = Some(generation);
+            leaf.sha256 = Some(origin);
+            leaf.seal_digest = Some(seal_digest);
+            leaf.bytes.clear();
+            push.counts[count_index(outcome)] += 1;
+            change.put(cf::PUSH_RESULTS, &k, &leaf);
+        }
+        push.chunks_done = push.chunks_done.max(chunk + 1);
+        push.state = "processing".into();
+        push.updated_at = now;
+        push.last_step_at = now;
+        change.put(cf::PUSHES, &push_key(push_id), &push);
+        self.log.commit(change, now)?;
+        Ok(push)
+    }
+
+    /// A record's new live version: its row projected and signed, its
+    /// sidecar signed, its head pointing at it. The caller stores them.
+    #[allow(clippy::too_many_arguments)]
+    fn live_version(
+        &self,
+        record: &ValidRecord,
+        business: &Business,
+        was_live: bool,
+        seal_json: Vec<u8>,
+        sidecar: Sidecar,
+        push_id: &str,
+        source: &str,
+        now: UnixMs,
+    ) -> Result<(&'static str, RecordHead, RecordVersion), EngineError> {
+        let pctx = ProjectionContext {
+            record_id: sidecar.record_id.clone(),
+            business_uuid: business.uuid.clone(),
+            business_name: business.legal_name.clone(),
+            published_at: now,
+        };
+        let row = projection::project(record, &pctx, &self.keys.projection);
+        let generation = sidecar.generation;
+        let record_id = sidecar.record_id.clone();
+        let signed = sidecar::make(&sidecar, &self.keys.sidecar).map_err(|e| EngineError::Invalid(e.to_string()))?;
+        let version = RecordVersion {
+            record_id: record_id.clone(),
+            generation,
+            bytes: record.bytes().to_vec(),
+            seal: seal_json,
+            sidecar: signed.to_json(),
+            row: serde_json::to_vec(&row).unwrap_or_default(),
+            published_at: now,
+            push_id: push_id.to_owned(),
+        };
+        let head = RecordHead {
+            record_id,
+            record_type: record.record_type().name().into(),
+            business_uuid: business.uuid.clone(),
+            own_id: record.own_id().to_owned(),
+            generation,
+            live_generation: generation,
+            state: RecordState::Live,
+            last_updated: now,
+            source: push_source(source).into(),
+            prices: product_prices(record),
+        };
+        Ok((if was_live { "updated" } else { "accepted" }, head, version))
+    }
+
+    /// Publishes one record a person sealed with a passkey (Path B, the
+    /// business portal's save). The caller has verified the seal; this
+    /// validates the record and stores its live version in one write.
+    pub fn save_sealed(&mut self, save: SealedSave) -> Result<Result<Saved, Vec<records::RecordError>>, EngineError> {
+        let ctx = self.business_context(&save.business_uuid, None)?;
+        let record = match records::validate(&save.bytes, save.record_type, &ctx.validation) {
+            Ok(record) => record,
+            Err(errors) => return Ok(Err(errors)),
+        };
+        let record_id = record.record_id(&save.business_uuid);
+        let head = self.registry.record_head(&record_id)?;
+        let generation = head.as_ref().map_or(1, |h| h.generation + 1);
+        let was_live = head.as_ref().is_some_and(|h| h.state == RecordState::Live && h.live_generation > 0);
+        let sidecar = Sidecar {
+            v: 2,
+            record_id: record_id.clone(),
+            business_uuid: save.business_uuid.clone(),
+            record_type: save.record_type.name().into(),
+            origin: record.origin(),
+            generation,
+            path: "B".into(),
+            seal_digest: sha256_prefixed(&save.seal_json),
+            key_id: save.key_id.clone(),
+            cert_id: save.cert_id.clone(),
+            certificate_status: save.certificate_status.clone(),
+            ai_policy_version: save.ai_policy_version,
+            scope: ResolvedScope {
+                basis: "grant".into(),
+                id: save.key_id.clone(),
+                record_types: vec![save.record_type.name().into()],
+                countries: record.countries().to_vec(),
+            },
+            batch_id: None,
+            leaf_index: None,
+            geocoded: None,
+            accepted_at: save.now.to_rfc3339_millis(),
+        };
+        let (outcome, head, version) =
+            self.live_version(&record, &ctx.business, was_live, save.seal_json, sidecar, "", "manual", save.now)?;
+        let mut change = Change::new();
+        change.put(cf::VERSIONS, &keys::version(&record_id, generation), &version);
+        change.put(cf::RECORDS, record_id.as_bytes(), &head);
+        change.put(cf::CATALOGUE, &keys::catalogue(&save.business_uuid, save.record_type.name(), &record_id), &());
+        self.log.commit(change, save.now)?;
+        Ok(Ok(Saved { outcome, record_id, version: generation, sha256: record.origin() }))
+    }
+
+    /// Marks a push whose every record is settled as `complete` or `held`.
+    pub fn finish(&mut self, push_id: &str, now: UnixMs) -> Result<PushRecord, EngineError> {
+        let mut push = self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?;
+        if push.completed_at.is_some() || push.counts[4] > 0 {
+            return Ok(push);
+        }
+        push.state = if push.held { "held" } else { "complete" }.into();
+        push.completed_at = Some(now);
+        push.updated_at = now;
+        push.last_step_at = now;
+        let mut change = Change::new();
+        change.put(cf::PUSHES, &push_key(push_id), &push);
+        self.log.commit(change, now)?;
+        self.trees.remove(push_id);
+        tracing::info!(push_id, business = %push.business_uuid, state = %push.state, "push settled; owners and admins notified");
+        Ok(push)
+    }
+
+    /// Stores the first answer given for an `Idempotency-Key`.
+    pub fn remember_answer(&mut self, key_id: &str, idem: &str, answer: IdempotentAnswer) -> StoreResult<()> {
+        let mut change = Change::new();
+        change.put(cf::IDEMPOTENCY, &idempotency_key(key_id, idem), &answer);
+        self.log.commit(change, answer.at).map(|_| ())
+    }
+
+    /// Takes a live record out of serving (`withdraw`) or purges its bytes
+    /// too (`delete`). Hashes, rows' origins and log leaves stay.
+    pub fn end_record(
+        &mut self,
+        business_uuid: &str,
+        record_id: &str,
+        delete: bool,
+        now: UnixMs,
+    ) -> Result<Option<RecordHead>, EngineError> {
+        let Some(mut head) = self.registry.record_head(record_id)? else { return Ok(None) };
+        if head.business_uuid != business_uuid || matches!(head.state, RecordState::Deleted) {
+            return Ok(None);
+        }
+        if !delete && head.state == RecordState::Withdrawn {
+            return Ok(None);
+        }
+        let mut change = Change::new();
+        head.state = if delete { RecordState::Deleted } else { RecordState::Withdrawn };
+        head.last_updated = now;
+        head.prices.clear();
+        if delete {
+            for generation in 1..=head.generation {
+                if let Some(mut version) = self.registry.record_version(record_id, generation)? {
+                    version.bytes.clear();
+                    change.put(cf::VERSIONS, &keys::version(record_id, generation), &version);
+                }
+            }
+        }
+        change.put(cf::RECORDS, record_id.as_bytes(), &head);
+        change.delete(cf::CATALOGUE, &keys::catalogue(business_uuid, &head.record_type, record_id));
+        self.log.commit(change, now)?;
+        Ok(Some(head))
+    }
+}
+
+fn push_source(source: &str) -> &'static str {
+    match source {
+        "bulk" => "import",
+        "manual" => "manual",
+        _ => "api",
+    }
+}
+
+/// The JSON payload bytes inside a batch seal envelope.
+fn push_payload(envelope_json: &[u8]) -> Vec<u8> {
+    Envelope::parse(envelope_json).ok().and_then(|e| e.payload_bytes().ok()).unwrap_or_default()
+}
+
+/// A product's prices as (country, currency, amount × 10^4).
+fn product_prices(record: &ValidRecord) -> Vec<(String, String, i64)> {
+    let Some(prices) = record.value().get("prices").and_then(|p| p.as_array()) else { return Vec::new() };
+    prices
+        .iter()
+        .filter_map(|p| {
+            let country = p.get("country")?.as_str()?.to_owned();
+            let currency = p.get("currency")?.as_str()?.to_owned();
+            let amount = price_shock::parse_amount(p.get("amount")?.as_str()?)?;
+            Some((country, currency, amount))
+        })
+        .collect()
+}
+
+fn text_member(value: &serde_json::Value, name: &str) -> Option<String> {
+    value.get(name).and_then(|v| v.as_str()).map(str::to_owned)
+}
+
+fn pending_leaf(i: u64, bytes: &[u8], record: &ValidRecord, business_uuid: &str) -> PushLeaf {
+    PushLeaf {
+        leaf_index: i,
+        bytes: bytes.to_vec(),
+        outcome: "pending".into(),
+        record_id: Some(record.record_id(business_uuid)),
+        version: None,
+        sha256: Some(record.origin()),
+        seal_digest: None,
+        errors: Vec::new(),
+        business_product_id: Some(record.own_id().to_owned()),
+        product_name: text_member(record.value(), "product_name"),
+    }
+}
+
+fn rejected_leaf(i: u64, bytes: &[u8], errors: &[records::RecordError]) -> PushLeaf {
+    let value: Option<serde_json::Value> = serde_json::from_slice(bytes).ok();
+    let member = |name: &str| value.as_ref().and_then(|v| text_member(v, name));
+    PushLeaf {
+        leaf_index: i,
+        bytes: Vec::new(),
+        outcome: "rejected".into(),
+        record_id: None,
+        version: None,
+        sha256: Some(sha256_prefixed(bytes)),
+        seal_digest: None,
+        errors: errors.iter().map(|e| (e.code.as_str().to_owned(), e.pointer.clone(), e.detail.clone())).collect(),
+        business_product_id: member("business_product_id"),
+        product_name: member("product_name"),
+    }
+}

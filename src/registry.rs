@@ -1,0 +1,158 @@
+//! Typed reads of the registry: businesses, certificates, keys, mandates, AI
+//! policies, companies, groups and blocks. Writes go through the publisher so
+//! they replicate.
+
+use svc_core::time::UnixMs;
+
+use crate::store::model::*;
+use crate::store::{Store, StoreResult, be, cf, key};
+
+/// Key layouts, shared by readers and the writers that build changes.
+pub mod keys {
+    use super::*;
+
+    pub fn certificate(business_uuid: &str, issued_at: UnixMs, cert_id: &str) -> Vec<u8> {
+        key(&[business_uuid.as_bytes(), &be(issued_at.0 as u64), cert_id.as_bytes()])
+    }
+    pub fn mandate(key_id: &str, mandate_id: &str) -> Vec<u8> {
+        key(&[key_id.as_bytes(), mandate_id.as_bytes()])
+    }
+    pub fn ai_policy(business_uuid: &str, version: u64) -> Vec<u8> {
+        key(&[business_uuid.as_bytes(), &be(version)])
+    }
+    pub fn block(business_uuid: &str, group_id: &str) -> Vec<u8> {
+        key(&[business_uuid.as_bytes(), group_id.as_bytes()])
+    }
+    pub fn catalogue(business_uuid: &str, record_type: &str, record_id: &str) -> Vec<u8> {
+        key(&[business_uuid.as_bytes(), record_type.as_bytes(), record_id.as_bytes()])
+    }
+    pub fn version(record_id: &str, generation: u64) -> Vec<u8> {
+        key(&[record_id.as_bytes(), &be(generation)])
+    }
+    /// Records of a business by type, for the catalogue: uuid, type, id.
+    pub fn prefix(parts: &[&str]) -> Vec<u8> {
+        let mut k = key(&parts.iter().map(|p| p.as_bytes()).collect::<Vec<_>>());
+        k.push(0);
+        k
+    }
+}
+
+#[derive(Clone)]
+pub struct Registry {
+    store: Store,
+}
+
+impl Registry {
+    pub fn new(store: Store) -> Self {
+        Registry { store }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn business(&self, uuid: &str) -> StoreResult<Option<Business>> {
+        self.store.get(cf::BUSINESSES, uuid.as_bytes())
+    }
+
+    pub fn businesses(&self) -> StoreResult<Vec<Business>> {
+        Ok(self.store.scan(cf::BUSINESSES, &[], None, usize::MAX)?.into_iter().map(|(_, b)| b).collect())
+    }
+
+    /// Every issuance of a business's certificate, oldest first.
+    pub fn certificates(&self, business_uuid: &str) -> StoreResult<Vec<CertificateIssuance>> {
+        let prefix = keys::prefix(&[business_uuid]);
+        Ok(self.store.scan(cf::CERTIFICATES, &prefix, None, usize::MAX)?.into_iter().map(|(_, c)| c).collect())
+    }
+
+    /// The issuance in force at `at`.
+    pub fn certificate_in_force(&self, business_uuid: &str, at: UnixMs) -> StoreResult<Option<CertificateIssuance>> {
+        let history = self.certificates(business_uuid)?;
+        let core: Vec<_> = history.iter().map(CertificateIssuance::as_core).collect();
+        let in_force = svc_core::seal::issuance_in_force(&core, at).map(|i| i.cert_id.clone());
+        Ok(in_force.and_then(|id| history.into_iter().rev().find(|c| c.cert_id == id)))
+    }
+
+    pub fn integration_key(&self, key_id: &str) -> StoreResult<Option<BusinessKey>> {
+        self.store.get(cf::INTEGRATION_KEYS, key_id.as_bytes())
+    }
+
+    pub fn passkey(&self, key_id: &str) -> StoreResult<Option<BusinessKey>> {
+        self.store.get(cf::PASSKEYS, key_id.as_bytes())
+    }
+
+    /// The newest mandate of a key live at `now` that covers `record_type`.
+    pub fn live_mandate(&self, key_id: &str, record_type: &str, now: UnixMs) -> StoreResult<Option<MandateRecord>> {
+        Ok(self
+            .mandates_of_key(key_id)?
+            .into_iter()
+            .filter(|m| m.live_at(now) && m.record_types.iter().any(|t| t == record_type))
+            .max_by_key(|m| m.valid_from))
+    }
+
+    pub fn mandates_of_key(&self, key_id: &str) -> StoreResult<Vec<MandateRecord>> {
+        let prefix = keys::prefix(&[key_id]);
+        Ok(self.store.scan(cf::MANDATES, &prefix, None, usize::MAX)?.into_iter().map(|(_, m)| m).collect())
+    }
+
+    /// Every sealed AI policy version of a business, oldest first.
+    pub fn ai_policies(&self, business_uuid: &str) -> StoreResult<Vec<AiPolicyVersion>> {
+        let prefix = keys::prefix(&[business_uuid]);
+        Ok(self.store.scan(cf::AI_POLICIES, &prefix, None, usize::MAX)?.into_iter().map(|(_, p)| p).collect())
+    }
+
+    /// The AI policy version in force at `at` (the newest live by then).
+    pub fn ai_policy_at(&self, business_uuid: &str, at: UnixMs) -> StoreResult<Option<AiPolicyVersion>> {
+        Ok(self.ai_policies(business_uuid)?.into_iter().filter(|p| p.live_from <= at).max_by_key(|p| p.version))
+    }
+
+    pub fn company(&self, uuid: &str) -> StoreResult<Option<Company>> {
+        self.store.get(cf::COMPANIES, uuid.as_bytes())
+    }
+
+    pub fn group(&self, group_id: &str) -> StoreResult<Option<Group>> {
+        self.store.get(cf::GROUPS, group_id.as_bytes())
+    }
+
+    pub fn retrieval_key(&self, key_id: &str) -> StoreResult<Option<RetrievalKey>> {
+        self.store.get(cf::RETRIEVAL_KEYS, key_id.as_bytes())
+    }
+
+    /// Groups a business has blocked.
+    pub fn blocks_of(&self, business_uuid: &str) -> StoreResult<Vec<Block>> {
+        let prefix = keys::prefix(&[business_uuid]);
+        Ok(self.store.scan(cf::BLOCKS, &prefix, None, usize::MAX)?.into_iter().map(|(_, b)| b).collect())
+    }
+
+    pub fn terms(&self) -> StoreResult<Vec<TermsVersion>> {
+        Ok(self.store.scan(cf::TERMS, &[], None, usize::MAX)?.into_iter().map(|(_, t)| t).collect())
+    }
+
+    pub fn record_head(&self, record_id: &str) -> StoreResult<Option<RecordHead>> {
+        self.store.get(cf::RECORDS, record_id.as_bytes())
+    }
+
+    pub fn record_version(&self, record_id: &str, generation: u64) -> StoreResult<Option<RecordVersion>> {
+        self.store.get(cf::VERSIONS, &keys::version(record_id, generation))
+    }
+
+    /// Record ids of a business's records of one type, in id order, from
+    /// `after` (exclusive) on, at most `limit`.
+    pub fn catalogue_ids(
+        &self,
+        business_uuid: &str,
+        record_type: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<String>> {
+        let prefix = keys::prefix(&[business_uuid, record_type]);
+        let from = after.map(|a| {
+            let mut k = prefix.clone();
+            k.extend_from_slice(a.as_bytes());
+            k.push(0);
+            k
+        });
+        let rows: Vec<(Vec<u8>, ())> = self.store.scan(cf::CATALOGUE, &prefix, from.as_deref(), limit)?;
+        Ok(rows.into_iter().filter_map(|(k, _)| String::from_utf8(k[prefix.len()..].to_vec()).ok()).collect())
+    }
+}

@@ -1,0 +1,251 @@
+//! Seeds (and republishes) the sandbox corpus through the same pipeline a
+//! real business uses: the admin API for the registry and passkey seals, and
+//! signed business API requests for product batches. Nothing is written
+//! around the checks.
+
+use axum::body::Body;
+use axum::http::Request;
+use http_body_util::BodyExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use svc_core::keys::{Alg, SigningKey};
+use svc_core::time::{DAY, UnixMs};
+use tower::ServiceExt;
+
+use super::corpus::{BusinessSpec, Corpus};
+use crate::client::sealing::{self, Passkey, SealContext};
+use crate::client::{Signer, Unsigned};
+use crate::http::{AppState, admin_router, public_router};
+use crate::store::cf;
+
+/// What the seeder remembers, so a restart does not seed twice and a
+/// republish finds the businesses it made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeedState {
+    pub seed: u64,
+    pub businesses: Vec<(String, String)>,
+    pub sandbox_company: String,
+    pub research_group: String,
+    pub assistants_group: String,
+}
+
+const SEED_STATE_KEY: &[u8] = b"sandbox_seed";
+
+/// Progress of a seeding run, for whoever is watching.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub stage: &'static str,
+    pub done: usize,
+    pub total: usize,
+}
+
+async fn call(router: axum::Router, request: Request<Body>) -> Result<(u16, Value), String> {
+    let response = router.oneshot(request).await.map_err(|e| e.to_string())?;
+    let status = response.status().as_u16();
+    let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+    Ok((status, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
+}
+
+async fn admin(state: &AppState, method: &str, path: &str, body: Value) -> Result<Value, String> {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("authorization", format!("Bearer {}", state.config.admin_token))
+        .header("content-type", "application/json")
+        .body(Body::from(serde_json::to_vec(&body).unwrap_or_default()))
+        .map_err(|e| e.to_string())?;
+    match call(admin_router(state.clone()), request).await? {
+        (200..=299, value) => Ok(value),
+        (status, value) => Err(format!("{method} {path}: {status} {value}")),
+    }
+}
+
+fn keys_of(spec: &BusinessSpec) -> Result<(SigningKey, SigningKey), String> {
+    let integration = SigningKey::from_seed(Alg::Ed25519, &spec.integration_seed).map_err(|e| e.to_string())?;
+    let passkey = SigningKey::from_seed(Alg::Es256, &spec.passkey_seed).map_err(|e| e.to_string())?;
+    Ok((integration, passkey))
+}
+
+/// Seeds the corpus unless this store already holds it.
+pub async fn ensure_seeded(
+    state: &AppState,
+    corpus: &Corpus,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<SeedState, String> {
+    if let Some(seeded) = state.store.get::<SeedState>(cf::META, SEED_STATE_KEY).map_err(|e| e.to_string())? {
+        return Ok(seeded);
+    }
+    let company = admin(state, "POST", "/admin/companies", json!({"name": "Sandbox AI", "verified": true})).await?;
+    let company_uuid = company["ai_company_uuid"].as_str().unwrap_or_default().to_owned();
+    let group = |name: &'static str| {
+        let path = format!("/admin/companies/{company_uuid}/groups");
+        async move { admin(state, "POST", &path, json!({"name": name})).await }
+    };
+    let assistants = group("assistants").await?["ai_group_id"].as_str().unwrap_or_default().to_owned();
+    let research = group("research").await?["ai_group_id"].as_str().unwrap_or_default().to_owned();
+
+    let mut businesses = Vec::new();
+    for (i, spec) in corpus.businesses.iter().enumerate() {
+        progress(Progress { stage: "businesses", done: i, total: corpus.businesses.len() });
+        businesses.push(register_business(state, spec, &research).await?);
+    }
+    let seeded = SeedState {
+        seed: corpus.seed,
+        businesses,
+        sandbox_company: company_uuid,
+        research_group: research,
+        assistants_group: assistants,
+    };
+    publish_all(state, corpus, &seeded, progress).await?;
+    state.store.put(cf::META, SEED_STATE_KEY, &seeded).map_err(|e| e.to_string())?;
+    Ok(seeded)
+}
+
+/// Publishes every record of the corpus again: new versions, same ids and bytes.
+pub async fn republish(state: &AppState, progress: &(dyn Fn(Progress) + Sync)) -> Result<Value, String> {
+    let seeded = state
+        .store
+        .get::<SeedState>(cf::META, SEED_STATE_KEY)
+        .map_err(|e| e.to_string())?
+        .ok_or("this node holds no sandbox corpus")?;
+    let corpus = super::corpus::generate(seeded.seed, super::corpus::Sizes::default());
+    let published = publish_all(state, &corpus, &seeded, progress).await?;
+    Ok(json!({"seed": seeded.seed, "records": published}))
+}
+
+/// Creates the business, its keys, its mandate, its AI policy and its block.
+async fn register_business(state: &AppState, spec: &BusinessSpec, research: &str) -> Result<(String, String), String> {
+    let created = admin(
+        state,
+        "POST",
+        "/admin/businesses",
+        json!({"legal_name": spec.legal_name, "country": spec.country, "brands": [spec.brand]}),
+    )
+    .await?;
+    let uuid = created["business_uuid"].as_str().unwrap_or_default().to_owned();
+    let cert_id = created["cert_id"].as_str().unwrap_or_default().to_owned();
+    let (integration, passkey) = keys_of(spec)?;
+    let keys_path = format!("/admin/businesses/{uuid}/keys");
+    admin(state, "POST", &keys_path, json!({"jwk": integration.verifying_key().to_jwk(), "purpose": "integration"}))
+        .await?;
+    admin(
+        state,
+        "POST",
+        &keys_path,
+        json!({"jwk": passkey.verifying_key().to_jwk(), "purpose": "sealing", "role": "owner"}),
+    )
+    .await?;
+    let now = state.clock.now();
+    let config = &state.config;
+    let authenticator = Passkey { key: &passkey, rp_id: &config.passkey_rp_id, origin: &config.passkey_origin };
+    let mandate = sealing::mandate_payload(
+        "sandbox",
+        &uuid,
+        &integration.verifying_key().thumbprint(),
+        &["products".to_owned()],
+        &spec.countries,
+        1_000_000,
+        1 << 34,
+        now.minus(60_000),
+        now.plus(92 * DAY - 120_000),
+    );
+    admin(state, "POST", "/admin/mandates", json!({"envelope": authenticator.seal_mandate(&mandate)?})).await?;
+    if let Some(policy) = &spec.ai_policy {
+        let context = SealContext { cert_id: cert_id.clone(), ai_policy_version: 0 };
+        let seal = authenticator.seal_record(&context, "ai_policy", policy, now, Some(1))?;
+        let body = json!({"record_base64": svc_core::b64::std_encode(policy), "seal": seal});
+        admin(state, "POST", &format!("/admin/businesses/{uuid}/ai-policy"), body).await?;
+    }
+    if spec.blocks_research {
+        admin(state, "POST", "/admin/blocks", json!({"business_uuid": uuid, "ai_group_id": research})).await?;
+    }
+    Ok((uuid, cert_id))
+}
+
+/// Publishes every business's records: products as one signed batch each
+/// (processed in the background), the other types as passkey-sealed saves.
+/// Waits until every push has settled.
+async fn publish_all(
+    state: &AppState,
+    corpus: &Corpus,
+    seeded: &SeedState,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<usize, String> {
+    let total = corpus.record_count();
+    let mut done = 0;
+    let mut pushes = Vec::new();
+    for (spec, (uuid, _)) in corpus.businesses.iter().zip(&seeded.businesses) {
+        let (integration, passkey) = keys_of(spec)?;
+        let shown = admin(state, "GET", &format!("/admin/businesses/{uuid}"), Value::Null).await?;
+        let context = SealContext {
+            cert_id: shown["cert_id"].as_str().ok_or("no certificate in force")?.to_owned(),
+            ai_policy_version: shown["ai_policy_version"].as_u64().unwrap_or(0),
+        };
+        let now = state.clock.now();
+        if !spec.products.is_empty() {
+            pushes.push(publish_products(state, &integration, &context, &spec.products, now).await?);
+        }
+        let config = &state.config;
+        let authenticator = Passkey { key: &passkey, rp_id: &config.passkey_rp_id, origin: &config.passkey_origin };
+        let others = std::iter::once(("business_files", &spec.business_file))
+            .chain(spec.events.iter().map(|r| ("events", r)))
+            .chain(spec.jobs.iter().map(|r| ("jobs", r)))
+            .chain(spec.updates.iter().map(|r| ("updates", r)));
+        for (record_type, record) in others {
+            let seal = authenticator.seal_record(&context, record_type, record, now, None)?;
+            let body = json!({"record_type": record_type, "record_base64": svc_core::b64::std_encode(record),
+                "seal": seal});
+            let saved = admin(state, "POST", &format!("/admin/businesses/{uuid}/records"), body).await?;
+            if saved["outcome"] == "rejected" {
+                return Err(format!("sandbox {record_type} record rejected: {saved}"));
+            }
+            done += 1;
+        }
+        progress(Progress { stage: "records", done, total });
+    }
+    // Wait for the background pushes, reporting as they settle.
+    loop {
+        let mut settled = 0;
+        let mut pending = false;
+        for push_id in &pushes {
+            let push: Option<crate::store::model::PushRecord> =
+                state.store.get(cf::PUSHES, push_id.as_bytes()).map_err(|e| e.to_string())?;
+            let push = push.ok_or("a sandbox push vanished")?;
+            settled += (push.counts[0] + push.counts[1] + push.counts[2] + push.counts[3]) as usize;
+            pending |= push.completed_at.is_none();
+            if push.counts[2] > 0 {
+                return Err(format!("sandbox push {push_id} rejected {} products", push.counts[2]));
+            }
+        }
+        progress(Progress { stage: "records", done: done + settled, total });
+        if !pending {
+            return Ok(done + settled);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+/// One signed product batch; answers its push id.
+async fn publish_products(
+    state: &AppState,
+    key: &SigningKey,
+    context: &SealContext,
+    records: &[Vec<u8>],
+    now: UnixMs,
+) -> Result<String, String> {
+    // A fresh, strictly increasing seq: the millisecond of sealing.
+    let seq = now.0 as u64;
+    let seal = sealing::batch_seal(key, context, "products", records, seq, now)?;
+    let body = sealing::publish_body(&seal, records);
+    let signer = Signer::new(key.clone(), &state.config.public_authority, "svc-push");
+    let idempotency = format!("sandbox-{seq}-{}", key.verifying_key().thumbprint());
+    let request = signer.sign_now(
+        Unsigned::new("POST", "/v1/publish/products", body).header("idempotency-key", &idempotency),
+        now.as_secs(),
+    )?;
+    let (status, answer) = call(public_router(state.clone()), request).await?;
+    match status {
+        200 | 202 => answer["batch_id"].as_str().map(str::to_owned).ok_or_else(|| format!("no batch id: {answer}")),
+        _ => Err(format!("sandbox publish refused: {status} {answer}")),
+    }
+}

@@ -1,0 +1,97 @@
+//! The service's own keys: root, issuance, statement (dual P-256 + ML-DSA-65),
+//! projection, sidecar, receipt and log checkpoint (Ed25519).
+//!
+//! Seeds are drawn from the operating system at a node's first start and kept
+//! in its store, so a restart signs with the same keys.
+
+use serde::{Deserialize, Serialize};
+use svc_core::dsse::DualKey;
+use svc_core::keys::{Alg, SigningKey};
+
+use crate::store::{Store, StoreResult, cf};
+
+const META_KEY: &[u8] = b"service_key_seeds";
+
+#[derive(Clone, Serialize, Deserialize)]
+struct Seeds {
+    root: ([u8; 32], [u8; 32]),
+    issuance: ([u8; 32], [u8; 32]),
+    statement: ([u8; 32], [u8; 32]),
+    projection: [u8; 32],
+    sidecar: [u8; 32],
+    receipt: [u8; 32],
+    checkpoint: [u8; 32],
+}
+
+impl Seeds {
+    fn draw() -> Seeds {
+        use crate::clock::random;
+        Seeds {
+            root: (random(), random()),
+            issuance: (random(), random()),
+            statement: (random(), random()),
+            projection: random(),
+            sidecar: random(),
+            receipt: random(),
+            checkpoint: random(),
+        }
+    }
+}
+
+/// Every key a node signs with.
+#[derive(Clone)]
+pub struct ServiceKeys {
+    pub root: DualKey,
+    pub issuance: DualKey,
+    pub statement: DualKey,
+    pub projection: SigningKey,
+    pub sidecar: SigningKey,
+    pub receipt: SigningKey,
+    pub checkpoint: SigningKey,
+}
+
+impl ServiceKeys {
+    /// Loads the node's keys, drawing and storing them on first start.
+    pub fn load_or_create(store: &Store) -> StoreResult<ServiceKeys> {
+        let seeds = match store.get::<Seeds>(cf::META, META_KEY)? {
+            Some(seeds) => seeds,
+            None => {
+                let seeds = Seeds::draw();
+                store.put(cf::META, META_KEY, &seeds)?;
+                seeds
+            }
+        };
+        Ok(Self::from_seeds(&seeds))
+    }
+
+    /// Deterministic keys for tests and benchmarks.
+    pub fn from_test_seed(n: u8) -> ServiceKeys {
+        let s = |i: u8| [n.wrapping_mul(31).wrapping_add(i); 32];
+        Self::from_seeds(&Seeds {
+            root: (s(1), s(2)),
+            issuance: (s(3), s(4)),
+            statement: (s(5), s(6)),
+            projection: s(7),
+            sidecar: s(8),
+            receipt: s(9),
+            checkpoint: s(10),
+        })
+    }
+
+    fn from_seeds(s: &Seeds) -> ServiceKeys {
+        let dual = |(c, p): ([u8; 32], [u8; 32])| {
+            // A drawn P-256 seed out of range has probability about 2^-128.
+            DualKey::from_seeds(&c, &p).expect("P-256 seed in range")
+        };
+        let ed = |seed: [u8; 32]| SigningKey::from_seed(Alg::Ed25519, &seed).expect("Ed25519 takes any seed");
+        ServiceKeys {
+            root: dual(s.root),
+            issuance: dual(s.issuance),
+            statement: dual(s.statement),
+            projection: ed(s.projection),
+            sidecar: ed(s.sidecar),
+            receipt: ed(s.receipt),
+            checkpoint: ed(s.checkpoint),
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! RocksDB: column families, postcard-encoded values, atomic write batches.
+//!
+//! Every value is postcard (a documented, stable serde format). JSON that
+//! must be served byte for byte (records, envelopes, rows) is stored as bytes
+//! inside those values, never re-encoded.
+
+pub mod model;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rocksdb::{ColumnFamilyDescriptor, DB, Direction, IteratorMode, Options, WriteBatch, WriteOptions};
+use serde::{Serialize, de::DeserializeOwned};
+
+/// Column families. One per kind of thing, named for it.
+pub mod cf {
+    pub const META: &str = "meta";
+    pub const BUSINESSES: &str = "businesses";
+    pub const CERTIFICATES: &str = "certificates";
+    pub const INTEGRATION_KEYS: &str = "integration_keys";
+    pub const PASSKEYS: &str = "passkeys";
+    pub const MANDATES: &str = "mandates";
+    pub const AI_POLICIES: &str = "ai_policies";
+    pub const CUSTODY: &str = "custody";
+    pub const COMPANIES: &str = "companies";
+    pub const GROUPS: &str = "groups";
+    pub const RETRIEVAL_KEYS: &str = "retrieval_keys";
+    pub const BLOCKS: &str = "blocks";
+    pub const TERMS: &str = "terms";
+    pub const ALLOWANCES: &str = "allowances";
+    pub const RECORDS: &str = "records";
+    pub const VERSIONS: &str = "versions";
+    pub const PUSHES: &str = "pushes";
+    pub const PUSH_RESULTS: &str = "push_results";
+    pub const ATTEMPTS: &str = "attempts";
+    pub const SEQS: &str = "seqs";
+    pub const IDEMPOTENCY: &str = "idempotency";
+    pub const USAGE: &str = "usage";
+    pub const NONCES: &str = "nonces";
+    pub const UPLOADS: &str = "uploads";
+    /// Home-only index: business, type, record id.
+    pub const CATALOGUE: &str = "catalogue";
+    pub const REPLOG: &str = "replog";
+
+    pub const ALL: &[&str] = &[
+        META,
+        BUSINESSES,
+        CERTIFICATES,
+        INTEGRATION_KEYS,
+        PASSKEYS,
+        MANDATES,
+        AI_POLICIES,
+        CUSTODY,
+        COMPANIES,
+        GROUPS,
+        RETRIEVAL_KEYS,
+        BLOCKS,
+        TERMS,
+        ALLOWANCES,
+        RECORDS,
+        VERSIONS,
+        PUSHES,
+        PUSH_RESULTS,
+        ATTEMPTS,
+        SEQS,
+        IDEMPOTENCY,
+        USAGE,
+        NONCES,
+        UPLOADS,
+        CATALOGUE,
+        REPLOG,
+    ];
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("storage: {0}")]
+    Rocks(#[from] rocksdb::Error),
+    #[error("stored value does not decode: {0}")]
+    Decode(#[from] postcard::Error),
+    #[error("unknown column family {0}")]
+    NoColumnFamily(&'static str),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// A node's embedded database. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    db: Arc<DB>,
+}
+
+impl Store {
+    pub fn open(path: &Path) -> StoreResult<Store> {
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+        opts.increase_parallelism(2);
+        let cfs = cf::ALL.iter().map(|name| ColumnFamilyDescriptor::new(*name, Options::default()));
+        let db = DB::open_cf_descriptors(&opts, path, cfs)?;
+        Ok(Store { db: Arc::new(db) })
+    }
+
+    fn handle(&self, name: &'static str) -> StoreResult<&rocksdb::ColumnFamily> {
+        self.db.cf_handle(name).ok_or(StoreError::NoColumnFamily(name))
+    }
+
+    pub fn get<T: DeserializeOwned>(&self, cf: &'static str, key: &[u8]) -> StoreResult<Option<T>> {
+        match self.db.get_pinned_cf(self.handle(cf)?, key)? {
+            Some(bytes) => Ok(Some(postcard::from_bytes(&bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    pub fn contains(&self, cf: &'static str, key: &[u8]) -> StoreResult<bool> {
+        Ok(self.db.get_pinned_cf(self.handle(cf)?, key)?.is_some())
+    }
+
+    /// Every (key, value) whose key starts with `prefix`, in key order,
+    /// starting at `from` (inclusive) when given, at most `limit`.
+    pub fn scan<T: DeserializeOwned>(
+        &self,
+        cf: &'static str,
+        prefix: &[u8],
+        from: Option<&[u8]>,
+        limit: usize,
+    ) -> StoreResult<Vec<(Vec<u8>, T)>> {
+        let start = from.unwrap_or(prefix);
+        let iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::From(start, Direction::Forward));
+        let mut out = Vec::new();
+        for item in iter {
+            let (key, value) = item?;
+            if !key.starts_with(prefix) || out.len() >= limit {
+                break;
+            }
+            out.push((key.to_vec(), postcard::from_bytes(&value)?));
+        }
+        Ok(out)
+    }
+
+    /// The last key of a column family (the highest sequence of a log).
+    pub fn last_key(&self, cf: &'static str) -> StoreResult<Option<Vec<u8>>> {
+        let mut iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::End);
+        match iter.next() {
+            Some(item) => Ok(Some(item?.0.to_vec())),
+            None => Ok(None),
+        }
+    }
+
+    pub fn batch(&self) -> Batch<'_> {
+        Batch { store: self, batch: WriteBatch::default(), error: None }
+    }
+
+    /// A single put, synced.
+    pub fn put<T: Serialize>(&self, cf: &'static str, key: &[u8], value: &T) -> StoreResult<()> {
+        let mut batch = self.batch();
+        batch.put(cf, key, value);
+        batch.commit()
+    }
+}
+
+/// An atomic group of writes. `commit` writes them all or none, synced to
+/// disk: whatever a commit acknowledged survives a crash.
+pub struct Batch<'a> {
+    store: &'a Store,
+    batch: WriteBatch,
+    error: Option<StoreError>,
+}
+
+impl Batch<'_> {
+    pub fn put<T: Serialize>(&mut self, cf: &'static str, key: &[u8], value: &T) {
+        match (self.store.handle(cf), postcard::to_stdvec(value)) {
+            (Ok(handle), Ok(bytes)) => self.batch.put_cf(handle, key, bytes),
+            (Err(e), _) => self.error = Some(e),
+            (_, Err(e)) => self.error = Some(e.into()),
+        }
+    }
+
+    /// Writes bytes that are already postcard-encoded.
+    pub fn put_raw(&mut self, cf: &'static str, key: &[u8], value: &[u8]) {
+        match self.store.handle(cf) {
+            Ok(handle) => self.batch.put_cf(handle, key, value),
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    pub fn delete(&mut self, cf: &'static str, key: &[u8]) {
+        match self.store.handle(cf) {
+            Ok(handle) => self.batch.delete_cf(handle, key),
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+
+    pub fn commit(self) -> StoreResult<()> {
+        self.write(true)
+    }
+
+    /// Commits without waiting for the disk: survives a crash of the process
+    /// (the write-ahead log is in the operating system's hands) but not of the
+    /// machine. For state that is cheap to lose that way, such as nonces.
+    pub fn commit_unsynced(self) -> StoreResult<()> {
+        self.write(false)
+    }
+
+    fn write(self, sync: bool) -> StoreResult<()> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let mut opts = WriteOptions::default();
+        opts.set_sync(sync);
+        self.store.db.write_opt(self.batch, &opts)?;
+        Ok(())
+    }
+}
+
+/// Key building: parts joined by 0x00, numbers big-endian so keys sort.
+pub fn key(parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push(0);
+        }
+        out.extend_from_slice(part);
+    }
+    out
+}
+
+pub fn be(n: u64) -> [u8; 8] {
+    n.to_be_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_are_atomic_and_scans_are_ordered() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut batch = store.batch();
+        for n in [3u64, 1, 2] {
+            batch.put(cf::REPLOG, &be(n), &format!("entry {n}"));
+        }
+        batch.commit().unwrap();
+        let all: Vec<(Vec<u8>, String)> = store.scan(cf::REPLOG, &[], None, 10).unwrap();
+        assert_eq!(all.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>(), ["entry 1", "entry 2", "entry 3"]);
+        assert_eq!(store.last_key(cf::REPLOG).unwrap(), Some(be(3).to_vec()));
+        drop(store);
+        let reopened = Store::open(dir.path()).unwrap();
+        assert_eq!(reopened.get::<String>(cf::REPLOG, &be(2)).unwrap().as_deref(), Some("entry 2"));
+    }
+}

@@ -1,0 +1,298 @@
+//! What the store holds. Every struct here is postcard-encoded; JSON that is
+//! served byte for byte (records, envelopes, rows, JWKs) is kept as bytes.
+
+use serde::{Deserialize, Serialize};
+use svc_core::seal::CertificateStatus;
+use svc_core::time::UnixMs;
+
+/// Production or sandbox. Keys, tokens and data of one never serve the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Environment {
+    Production,
+    Sandbox,
+}
+
+impl Environment {
+    pub fn is_sandbox(self) -> bool {
+        self == Environment::Sandbox
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Business {
+    pub uuid: String,
+    pub legal_name: String,
+    pub country: String,
+    pub created_at: UnixMs,
+    /// Brand names the business owns or sells (from its business file), used
+    /// by the scope check. Kept here so every record push can read them.
+    pub brands: Vec<String>,
+}
+
+/// One issuance of a certificate. A status change is a new issuance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CertificateIssuance {
+    pub cert_id: String,
+    pub business_uuid: String,
+    pub status: CertificateStatus,
+    pub status_effective_from: UnixMs,
+    pub issued_at: UnixMs,
+    pub status_reason: Option<String>,
+    /// The dual-signed `certificate.v1` envelope, as issued.
+    pub envelope: Vec<u8>,
+}
+
+impl CertificateIssuance {
+    pub fn as_core(&self) -> svc_core::seal::Issuance {
+        svc_core::seal::Issuance {
+            cert_id: self.cert_id.clone(),
+            status: self.status,
+            status_effective_from: self.status_effective_from,
+            issued_at: self.issued_at,
+        }
+    }
+}
+
+/// A business's key: an integration key (Ed25519 or P-256) or a sealing passkey.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BusinessKey {
+    pub key_id: String,
+    pub business_uuid: String,
+    /// `integration` or `sealing`.
+    pub purpose: String,
+    /// `ed25519`, `p256` or `passkey`.
+    pub kind: String,
+    /// For passkeys: `owner`, `admin` or `developer`.
+    pub role: Option<String>,
+    pub jwk: Vec<u8>,
+    pub valid_from: UnixMs,
+    pub valid_until: Option<UnixMs>,
+    pub revocation_effective_from: Option<UnixMs>,
+    pub compromised_at: Option<UnixMs>,
+    pub registered_at: UnixMs,
+    pub environment: Environment,
+}
+
+impl BusinessKey {
+    pub fn validity(&self) -> svc_core::seal::KeyValidity {
+        svc_core::seal::KeyValidity {
+            valid_from: self.valid_from,
+            valid_until: self.valid_until,
+            revocation_effective_from: self.revocation_effective_from,
+            compromised_at: self.compromised_at,
+        }
+    }
+
+    /// Usable to sign a request at `now`: registered, not revoked, in validity.
+    pub fn live_at(&self, now: UnixMs) -> bool {
+        self.validity().judge(now).is_ok()
+    }
+}
+
+/// A mandate, as sealed and as judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MandateRecord {
+    pub mandate_id: String,
+    pub business_uuid: String,
+    pub key_id: String,
+    /// The passkey-sealed `mandate.v1` envelope.
+    pub envelope: Vec<u8>,
+    pub record_types: Vec<String>,
+    pub countries: Vec<String>,
+    pub records_per_hour: u64,
+    pub bytes_per_day: u64,
+    pub source_ip_allow_list: Option<Vec<String>>,
+    pub valid_from: UnixMs,
+    pub valid_until: UnixMs,
+    pub revoked_at: Option<UnixMs>,
+}
+
+impl MandateRecord {
+    pub fn live_at(&self, now: UnixMs) -> bool {
+        self.valid_from <= now && now <= self.valid_until && self.revoked_at.is_none_or(|r| now < r)
+    }
+}
+
+/// One sealed version of a business's AI policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AiPolicyVersion {
+    pub business_uuid: String,
+    pub version: u64,
+    pub record_id: String,
+    pub bytes: Vec<u8>,
+    pub seal: Vec<u8>,
+    pub live_from: UnixMs,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Company {
+    pub uuid: String,
+    pub name: String,
+    pub verified: bool,
+    pub terms_accepted: Option<u64>,
+    pub environment: Environment,
+    pub created_at: UnixMs,
+}
+
+/// An AI group: the unit a business blocks and whose keys share receipts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    pub group_id: String,
+    pub company_uuid: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetrievalKey {
+    pub key_id: String,
+    pub group_id: String,
+    pub company_uuid: String,
+    pub jwk: Vec<u8>,
+    pub environment: Environment,
+    pub registered_at: UnixMs,
+    pub revoked_at: Option<UnixMs>,
+    /// Sandbox keys: the grant that introduces the key on its first request.
+    pub grant: Option<String>,
+    /// Sandbox keys: SHA-256 of the one-hour bearer token, and its end.
+    pub bearer_sha256: Option<String>,
+    pub bearer_until: Option<UnixMs>,
+    /// Sandbox keys: set once the sandbox has seen the grant.
+    pub introduced: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Block {
+    pub business_uuid: String,
+    pub group_id: String,
+    pub since: UnixMs,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TermsVersion {
+    pub version: u64,
+    pub effective_from: UnixMs,
+    pub text: String,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Allowance {
+    pub company_uuid: String,
+    pub prepay: bool,
+    /// Billable units left for a prepay company.
+    pub remaining: i64,
+}
+
+/// Where a record stands now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordState {
+    Live,
+    Held,
+    Withdrawn,
+    Deleted,
+}
+
+/// A record's current state, one per record id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordHead {
+    pub record_id: String,
+    pub record_type: String,
+    pub business_uuid: String,
+    pub own_id: String,
+    /// The newest stored version (held versions included).
+    pub generation: u64,
+    /// The version served; 0 when none ever went live.
+    pub live_generation: u64,
+    pub state: RecordState,
+    pub last_updated: UnixMs,
+    /// `api`, `import` or `manual`.
+    pub source: String,
+    /// Live prices for the price-shock rule: (country, currency, amount × 10^4).
+    pub prices: Vec<(String, String, i64)>,
+}
+
+/// One stored version of a record: its exact bytes and what was signed for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordVersion {
+    pub record_id: String,
+    pub generation: u64,
+    pub bytes: Vec<u8>,
+    /// JSON of the served seal (record envelope or batch membership).
+    pub seal: Vec<u8>,
+    /// JSON of the signed sidecar envelope.
+    pub sidecar: Vec<u8>,
+    /// JSON of the signed row.
+    pub row: Vec<u8>,
+    pub published_at: UnixMs,
+    pub push_id: String,
+}
+
+/// A push (an API batch or a bulk import), as the business polls it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PushRecord {
+    pub push_id: String,
+    pub business_uuid: String,
+    pub key_id: String,
+    pub record_type: String,
+    pub seq: u64,
+    /// `api` or `bulk`.
+    pub source: String,
+    /// `queued`, `processing`, `complete`, `held` or `failed`.
+    pub state: String,
+    pub held: bool,
+    pub held_reasons: Vec<String>,
+    pub records: u64,
+    pub received_at: UnixMs,
+    pub updated_at: UnixMs,
+    pub completed_at: Option<UnixMs>,
+    pub error: Option<String>,
+    pub chunks: u64,
+    pub chunks_done: u64,
+    /// SHA-256 over the batch seal payload and every record: the resend key.
+    pub fingerprint: Vec<u8>,
+    /// The batch seal envelope JSON as received.
+    pub batch_seal: Vec<u8>,
+    pub cert_id: String,
+    pub ai_policy_version: u64,
+    pub mandate_id: String,
+    /// accepted, updated, rejected, held, pending.
+    pub counts: [u64; 5],
+    pub last_step_at: UnixMs,
+}
+
+/// One record of a push: its bytes until settled, then its outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PushLeaf {
+    pub leaf_index: u64,
+    /// The record's exact bytes; cleared once the leaf is settled.
+    pub bytes: Vec<u8>,
+    /// `pending`, `accepted`, `updated`, `rejected` or `held`.
+    pub outcome: String,
+    pub record_id: Option<String>,
+    pub version: Option<u64>,
+    pub sha256: Option<String>,
+    pub seal_digest: Option<String>,
+    /// (code, JSON pointer, detail).
+    pub errors: Vec<(String, String, String)>,
+    pub business_product_id: Option<String>,
+    pub product_name: Option<String>,
+}
+
+/// The batch a key sent under one `seq`, for the resend rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeqEntry {
+    pub push_id: String,
+    pub fingerprint: Vec<u8>,
+}
+
+/// A stored first answer for an `Idempotency-Key`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdempotentAnswer {
+    pub fingerprint: Vec<u8>,
+    pub status: u16,
+    pub body: Vec<u8>,
+    pub location: Option<String>,
+    pub at: UnixMs,
+}
