@@ -34,6 +34,10 @@ pub struct NodeConfig {
     pub public_authority: String,
     /// Base URL of the public verification routes, used in source lines.
     pub verify_base_url: String,
+    /// Where clients reach this node's public API, used in upload addresses;
+    /// `http://<listen>` when absent.
+    #[serde(default)]
+    pub public_base_url: Option<String>,
     /// The operator's bearer token for the admin API.
     pub admin_token: String,
     /// WebAuthn relying party of the business portal (passkey seals).
@@ -61,6 +65,11 @@ fn default_blocklist_timeout_ms() -> u64 {
 }
 
 impl NodeConfig {
+    /// The base URL clients reach this node's public API at.
+    pub fn public_base(&self) -> String {
+        self.public_base_url.clone().unwrap_or_else(|| format!("http://{}", self.listen))
+    }
+
     /// A home node of a local deployment, used by `svc up` and tests.
     pub fn local_home(data_dir: PathBuf, listen: SocketAddr, admin_listen: SocketAddr) -> NodeConfig {
         NodeConfig {
@@ -72,6 +81,7 @@ impl NodeConfig {
             admin_listen,
             public_authority: "api.svc.localhost".into(),
             verify_base_url: "http://verify.svc.localhost".into(),
+            public_base_url: None,
             admin_token: hex::encode(crate::clock::random::<16>()),
             passkey_rp_id: "portal.svc.localhost".into(),
             passkey_origin: "https://portal.svc.localhost".into(),

@@ -32,6 +32,8 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
     std::fs::create_dir_all(&config.data_dir).map_err(|e| e.to_string())?;
     let store = Store::open(&config.data_dir.join("db")).map_err(|e| e.to_string())?;
     let keys = Arc::new(ServiceKeys::load_or_create(&store).map_err(|e| e.to_string())?);
+    let uploads = config.data_dir.join("uploads");
+    std::fs::create_dir_all(&uploads).map_err(|e| format!("{}: {e}", uploads.display()))?;
     let blocklist = match &config.url_blocklist {
         Some(b) => Some(Arc::new(Blocklist::new(b)?)),
         None => None,
@@ -48,6 +50,7 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
             publisher: publisher.clone(),
             clock: clock.clone(),
             blocklist: blocklist.clone(),
+            uploads: uploads.clone(),
         },
     )
     .await
@@ -64,6 +67,7 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         push_worker,
         nonces,
         blocklist,
+        uploads,
     })
 }
 

@@ -48,6 +48,9 @@ pub struct ServiceKeys {
     pub sidecar: SigningKey,
     pub receipt: SigningKey,
     pub checkpoint: SigningKey,
+    /// Signs upload policies (bulk upload addresses). Never leaves the home
+    /// region; derived from the sidecar seed so the stored seeds keep their form.
+    pub upload: SigningKey,
 }
 
 impl ServiceKeys {
@@ -92,6 +95,7 @@ impl ServiceKeys {
             sidecar: ed(s.sidecar),
             receipt: ed(s.receipt),
             checkpoint: ed(s.checkpoint),
+            upload: ed(svc_core::digest::sha256(&[b"svc-upload-policy/1\0".as_slice(), &s.sidecar].concat())),
         }
     }
 }

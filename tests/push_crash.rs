@@ -33,7 +33,7 @@ async fn a_crash_mid_push_resumes_and_publishes_nothing_twice() {
         batch_seal_json: seal.to_json(),
         batch_seal: batch,
         mandate,
-        records,
+        records: svc::publish::PushRecords::Inline(records),
         sealed_at_fresh: true,
         idempotency: None,
         body_bytes: 1000,

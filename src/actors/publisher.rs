@@ -25,6 +25,20 @@ pub enum PublisherMsg {
         now: UnixMs,
         reply: RpcReplyPort<Result<PushRecord, String>>,
     },
+    /// Stages the records a bulk file delivered.
+    StageFile {
+        push_id: String,
+        records: Vec<Vec<u8>>,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<PushRecord, String>>,
+    },
+    /// Ends a push that cannot go on, with its code.
+    Fail {
+        push_id: String,
+        code: String,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<PushRecord, String>>,
+    },
     Finish {
         push_id: String,
         now: UnixMs,
@@ -94,6 +108,13 @@ impl Actor for Publisher {
             PublisherMsg::CommitChunk { push_id, chunk, flagged, now, reply } => {
                 let result = tokio::task::block_in_place(|| engine.commit_chunk(&push_id, chunk, &flagged, now));
                 let _ = reply.send(result.map_err(|e: EngineError| e.to_string()));
+            }
+            PublisherMsg::StageFile { push_id, records, now, reply } => {
+                let result = tokio::task::block_in_place(|| engine.stage_file(&push_id, records, now));
+                let _ = reply.send(result.map_err(text));
+            }
+            PublisherMsg::Fail { push_id, code, now, reply } => {
+                let _ = reply.send(engine.fail(&push_id, &code, now).map_err(text));
             }
             PublisherMsg::Finish { push_id, now, reply } => {
                 let _ = reply.send(engine.finish(&push_id, now).map_err(text));

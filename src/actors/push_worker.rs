@@ -2,6 +2,7 @@
 //! chunk by chunk through the publisher. On start it resumes every push a
 //! crash left unsettled.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -25,12 +26,19 @@ pub struct PushWorkerSnapshot {
     pub chunks_committed: u64,
 }
 
-pub struct PushWorkerArgs {
+/// What running a push needs. The worker holds one; a request that
+/// processes a push inline builds one from the node's state.
+#[derive(Clone)]
+pub struct PushRunner {
     pub store: Store,
     pub publisher: ActorRef<PublisherMsg>,
     pub clock: SharedClock,
     pub blocklist: Option<Arc<Blocklist>>,
+    /// Where bulk files are kept.
+    pub uploads: PathBuf,
 }
+
+pub type PushWorkerArgs = PushRunner;
 
 pub struct PushWorker;
 
@@ -62,19 +70,65 @@ pub async fn flag_chunk(
     Ok(blocklist.flag(&urls).await)
 }
 
-/// Commits every remaining chunk of a push, then settles it. Used by the
-/// worker and by requests that process a push inline.
-pub async fn run_push(
-    store: &Store,
-    publisher: &ActorRef<PublisherMsg>,
-    clock: &SharedClock,
-    blocklist: Option<&Blocklist>,
-    push_id: &str,
-) -> Result<PushRecord, String> {
-    let push: PushRecord =
+/// The bulk file of an upload.
+pub fn upload_path(uploads: &Path, upload_id: &str) -> PathBuf {
+    uploads.join(format!("{upload_id}.ndjson"))
+}
+
+/// Reads an import's file once and checks it is exactly what the batch seal
+/// names. `Err(Ok(code))` ends the import with that code; `Err(Err(_))` is a
+/// failure on the service's side, left to resume.
+fn read_import(runner: &PushRunner, push: &PushRecord) -> Result<Vec<Vec<u8>>, Result<&'static str, String>> {
+    let upload_id = push.upload_id.as_deref().ok_or(Err("an import without an upload".to_owned()))?;
+    let bytes = std::fs::read(upload_path(&runner.uploads, upload_id)).map_err(|e| Err(e.to_string()))?;
+    let records = svc_core::publish::bulk::read_records(&bytes).map_err(|_| Ok("seal_invalid"))?;
+    let envelope = svc_core::dsse::Envelope::parse(&push.batch_seal).map_err(|r| Err(r.to_string()))?;
+    let seal = svc_core::seal::read_batch_seal(&envelope).map_err(|r| Err(r.to_string()))?;
+    if !svc_core::publish::bulk::file_matches_seal(&records, seal.tree_size, &seal.root) {
+        return Err(Ok("seal_invalid"));
+    }
+    Ok(records)
+}
+
+/// Commits every remaining chunk of a push, then settles it. A bulk import
+/// is first read from its file and staged (or failed `seal_invalid` when the
+/// file is not what its seal names). Used by the worker and by requests that
+/// process a push inline.
+pub async fn run_push(runner: &PushRunner, push_id: &str) -> Result<PushRecord, String> {
+    let (store, publisher, clock) = (&runner.store, &runner.publisher, &runner.clock);
+    let mut push: PushRecord =
         store.get(cf::PUSHES, push_id.as_bytes()).map_err(|e| e.to_string())?.ok_or("unknown push")?;
+    if push.completed_at.is_some() {
+        return Ok(push);
+    }
+    if !push.staged {
+        let reader = runner.clone();
+        let unstaged = push.clone();
+        let read =
+            tokio::task::spawn_blocking(move || read_import(&reader, &unstaged)).await.map_err(|e| e.to_string())?;
+        let now = clock.now();
+        push = match read {
+            Ok(records) => ractor::call!(publisher, |reply| PublisherMsg::StageFile {
+                push_id: push_id.to_owned(),
+                records,
+                now,
+                reply
+            })
+            .map_err(|e| e.to_string())??,
+            Err(Ok(code)) => {
+                return ractor::call!(publisher, |reply| PublisherMsg::Fail {
+                    push_id: push_id.to_owned(),
+                    code: code.to_owned(),
+                    now,
+                    reply
+                })
+                .map_err(|e| e.to_string())?;
+            }
+            Err(Err(e)) => return Err(e),
+        };
+    }
     for chunk in push.chunks_done..push.chunks {
-        let flagged = flag_chunk(store, blocklist, push_id, chunk).await?;
+        let flagged = flag_chunk(store, runner.blocklist.as_deref(), push_id, chunk).await?;
         let now = clock.now();
         ractor::call!(publisher, |reply| PublisherMsg::CommitChunk {
             push_id: push_id.to_owned(),
@@ -86,8 +140,18 @@ pub async fn run_push(
         .map_err(|e| e.to_string())??;
     }
     let now = clock.now();
-    ractor::call!(publisher, |reply| PublisherMsg::Finish { push_id: push_id.to_owned(), now, reply })
-        .map_err(|e| e.to_string())?
+    let settled = ractor::call!(publisher, |reply| PublisherMsg::Finish { push_id: push_id.to_owned(), now, reply })
+        .map_err(|e| e.to_string())??;
+    // A bulk file is deleted once its import completes.
+    if let Some(upload_id) = &settled.upload_id {
+        let path = upload_path(&runner.uploads, upload_id);
+        if let Err(e) = std::fs::remove_file(&path)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %path.display(), error = %e, "bulk file not deleted");
+        }
+    }
+    Ok(settled)
 }
 
 impl Actor for PushWorker {
@@ -133,8 +197,7 @@ impl Actor for PushWorker {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             PushWorkerMsg::Run(push_id) => {
-                let a = &state.args;
-                match run_push(&a.store, &a.publisher, &a.clock, a.blocklist.as_deref(), &push_id).await {
+                match run_push(&state.args, &push_id).await {
                     Ok(push) => {
                         state.snapshot.pushes_settled += 1;
                         state.snapshot.chunks_committed += push.chunks;

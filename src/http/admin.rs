@@ -232,9 +232,12 @@ async fn change_certificate_status(
 ) -> ApiResult<Response> {
     authorize(&state, &headers)?;
     let business = state.registry.business(&uuid)?.ok_or_else(|| ApiError::new(Code::NotFound))?;
-    let now = state.clock.now();
+    let history = state.registry.certificates(&uuid)?;
+    // Each issuance is strictly later than the one before, so the history
+    // has one order even when two are made within a millisecond.
+    let now = history.last().map_or(state.clock.now(), |last| state.clock.now().max(last.issued_at.plus(1)));
     let effective = parse_time(&req.effective_from, now)?;
-    let verified_since = state.registry.certificates(&uuid)?.first().map_or(now, |c| c.issued_at);
+    let verified_since = history.first().map_or(now, |c| c.issued_at);
     let cert = issue_certificate(&state, &business, verified_since, req.status, effective, req.reason, now)?;
     let mut change = Change::new();
     change.put(cf::CERTIFICATES, &keys::certificate(&uuid, now, &cert.cert_id), &cert);
@@ -447,7 +450,7 @@ async fn seal_ai_policy(
         || seal.next_ai_policy_version != Some(next)
         || seal.ai_policy_version != current
     {
-        return Err(ApiError(
+        return Err(ApiError::from(
             svc_core::problem::Problem::new(Code::SealInvalid)
                 .detail(format!("the seal must name ai_policy_version {current} and next_ai_policy_version {next}"))
                 .ai_policy_version(current),
@@ -552,7 +555,7 @@ async fn save_sealed_record(
     }
     let in_force = state.registry.ai_policy_at(&uuid, sealed_at)?.map_or(0, |p| p.version);
     if seal.ai_policy_version != in_force {
-        return Err(ApiError(
+        return Err(ApiError::from(
             svc_core::problem::Problem::new(Code::SealInvalid)
                 .detail(format!("the AI policy version in force at sealed_at is {in_force}"))
                 .ai_policy_version(in_force),
@@ -658,7 +661,7 @@ async fn register_retrieval_key(
         return Err(invalid("retrieval keys are Ed25519 or P-256"));
     }
     let sandbox = state.config.environment.is_sandbox();
-    if !sandbox && !(company.verified && company.terms_accepted.is_some()) {
+    if !(sandbox || company.verified && company.terms_accepted.is_some()) {
         return Err(invalid("a production key needs a verified company that accepted the Terms"));
     }
     let now = state.clock.now();
@@ -794,5 +797,5 @@ async fn republish_sandbox(State(state): State<AppState>, headers: HeaderMap) ->
     if !state.config.environment.is_sandbox() {
         return Err(invalid("only a sandbox node holds the sandbox corpus"));
     }
-    crate::sandbox::seed::republish(&state, &|_| {}).await.map(Json).map_err(|e| invalid(e))
+    crate::sandbox::seed::republish(&state, &|_| {}).await.map(Json).map_err(invalid)
 }

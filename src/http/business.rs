@@ -28,7 +28,7 @@ use super::problem::{ApiError, ApiResult};
 use crate::actors::publisher::PublisherMsg;
 use crate::actors::push_worker::{PushWorkerMsg, run_push};
 use crate::clock::random;
-use crate::publish::{Created, NewPush, Refused, leaf_key, push_key};
+use crate::publish::{Created, NewPush, PushRecords, Refused, leaf_key, push_key};
 use crate::store::model::*;
 use crate::store::{cf, key};
 
@@ -46,14 +46,12 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/push-attempts", get(push_attempts))
         .route("/v1/pushes/{push_id}", get(push_status_handler))
         .route("/v1/seal-context", get(seal_context))
-        .route("/v1/bulk-uploads", post(not_yet))
-        .route("/v1/bulk-imports", post(not_yet))
         .route("/v1/analytics/daily", get(not_yet))
         .route("/v1/analytics/who-is-asking", get(not_yet))
 }
 
 async fn not_yet() -> ApiError {
-    ApiError::detail(Code::NotImplemented, "bulk files and analytics are not built yet (README, Not yet)")
+    ApiError::detail(Code::NotImplemented, "analytics are not built yet (README, Not yet)")
 }
 
 /// A bare DELETE is refused: a sealed document is required (P1.4, P7.16).
@@ -62,13 +60,19 @@ async fn bare_delete() -> ApiError {
 }
 
 /// A verified business request: the integration key that signed it.
-struct Signed {
-    key: BusinessKey,
-    body: bytes::Bytes,
-    parts: axum::http::request::Parts,
+pub(super) struct Signed {
+    pub key: BusinessKey,
+    pub body: bytes::Bytes,
+    pub parts: axum::http::request::Parts,
 }
 
-async fn signed(state: &AppState, req: Request<Body>, tag: &str, limit: usize, now: UnixMs) -> ApiResult<Signed> {
+pub(super) async fn signed(
+    state: &AppState,
+    req: Request<Body>,
+    tag: &str,
+    limit: usize,
+    now: UnixMs,
+) -> ApiResult<Signed> {
     let (parts, body) = req.into_parts();
     let body = read_limited(&parts.headers, body, limit, now).await?;
     let registry = state.registry.clone();
@@ -88,7 +92,7 @@ async fn signed(state: &AppState, req: Request<Body>, tag: &str, limit: usize, n
     Ok(Signed { key, body, parts })
 }
 
-fn idempotency_key(headers: &HeaderMap, required: bool) -> ApiResult<Option<String>> {
+pub(super) fn idempotency_key(headers: &HeaderMap, required: bool) -> ApiResult<Option<String>> {
     match headers.get("idempotency-key").map(|v| v.to_str().map(str::to_owned)) {
         Some(Ok(k)) if out::idempotency_key_valid(&k) => Ok(Some(k)),
         Some(_) => Err(ApiError::detail(Code::RequestInvalid, "Idempotency-Key is 1 to 255 visible ASCII characters")),
@@ -111,7 +115,7 @@ fn publish_type(kind: &str) -> ApiResult<RecordType> {
 /// The key's live mandate for the type, honoured only from inside its
 /// source allow-list (checked before the caps, so an outsider learns nothing
 /// of them).
-fn writing_mandate(
+pub(super) fn writing_mandate(
     state: &AppState,
     key: &BusinessKey,
     record_type: RecordType,
@@ -133,20 +137,66 @@ fn writing_mandate(
 }
 
 /// The AI policy version in force at `sealed_at` must be the one sealed.
-fn check_ai_policy_version(state: &AppState, business_uuid: &str, sealed: u64, sealed_at: UnixMs) -> ApiResult<()> {
+pub(super) fn check_ai_policy_version(
+    state: &AppState,
+    business_uuid: &str,
+    sealed: u64,
+    sealed_at: UnixMs,
+) -> ApiResult<()> {
     let in_force = state.registry.ai_policy_at(business_uuid, sealed_at)?.map_or(0, |p| p.version);
     if sealed == in_force {
         return Ok(());
     }
-    Err(ApiError(
+    Err(ApiError::from(
         Problem::new(Code::SealInvalid)
             .detail(format!("the AI policy version in force at sealed_at is {in_force}"))
             .ai_policy_version(in_force),
     ))
 }
 
-fn seal_invalid(detail: impl Into<String>) -> ApiError {
+pub(super) fn seal_invalid(detail: impl Into<String>) -> ApiError {
     ApiError::detail(Code::SealInvalid, detail)
+}
+
+/// Everything a batch seal is judged by before a push is accepted, in the
+/// spec's order: the verified business, the seal's signature by the signing
+/// key, the key's validity at `sealed_at`, the Merkle root over the raw
+/// records (when they are in the request), the certificate in force and the
+/// AI policy version at `sealed_at`, and the mandate at `sealed_at`.
+pub(super) fn judge_batch_seal(
+    state: &AppState,
+    key: &BusinessKey,
+    mandate: &MandateRecord,
+    batch_seal: &Value,
+    record_type: RecordType,
+    records: Option<&[Vec<u8>]>,
+) -> ApiResult<(Envelope, seal::BatchSealV2, UnixMs)> {
+    let history = state.registry.certificates(&key.business_uuid)?;
+    if state.registry.business(&key.business_uuid)?.is_none() || history.is_empty() {
+        return Err(seal_invalid("the business is not verified"));
+    }
+    let envelope = Envelope::from_value(batch_seal).map_err(|r| seal_invalid(format!("batch seal: {r}")))?;
+    let public = key_from_jwk(&key.jwk).ok_or_else(|| ApiError::internal("stored key"))?;
+    let batch = seal::verify_batch_seal(&envelope, &public).map_err(|r| seal_invalid(format!("batch seal: {r}")))?;
+    if batch.record_type != record_type.name() {
+        return Err(seal_invalid("the batch seal names another record type"));
+    }
+    let sealed_at = UnixMs::parse_rfc3339_millis_utc(&batch.sealed_at).ok_or_else(|| seal_invalid("sealed_at"))?;
+    key.validity().judge(sealed_at).map_err(|r| seal_invalid(format!("the key at sealed_at: {r}")))?;
+    if let Some(records) = records {
+        seal::check_batch_root(&batch, records).map_err(|_| seal_invalid("root does not match the records"))?;
+    }
+    let core_history: Vec<_> = history.iter().map(CertificateIssuance::as_core).collect();
+    match judge_certificate(&core_history, &batch.cert_id, sealed_at) {
+        Ok(()) => {}
+        Err(svc_core::Reason::CertificateWithdrawn) => return Err(ApiError::new(Code::CertificateWithdrawn)),
+        Err(r) => return Err(seal_invalid(format!("certificate: {r}"))),
+    }
+    check_ai_policy_version(state, &key.business_uuid, batch.ai_policy_version, sealed_at)?;
+    if !mandate.live_at(sealed_at) {
+        return Err(ApiError::detail(Code::OutOfScope, "sealed outside the mandate's validity"));
+    }
+    Ok((envelope, batch, sealed_at))
 }
 
 #[derive(Deserialize)]
@@ -188,59 +238,24 @@ async fn publish_inner(state: &AppState, kind: &str, req: Request<Body>) -> ApiR
         );
     }
 
-    // The verified business.
-    let business = state.registry.business(&key.business_uuid)?.ok_or_else(|| ApiError::new(Code::KeyUnknown))?;
-    let history = state.registry.certificates(&business.uuid)?;
-    if history.is_empty() {
-        return Err(seal_invalid("the business is not verified"));
-    }
-    // The batch seal.
-    let envelope = Envelope::from_value(&parsed.batch_seal).map_err(|r| seal_invalid(format!("batch seal: {r}")))?;
-    let public = key_from_jwk(&key.jwk).ok_or_else(|| ApiError::internal("stored key"))?;
-    let batch = seal::verify_batch_seal(&envelope, &public).map_err(|r| seal_invalid(format!("batch seal: {r}")))?;
-    if batch.record_type != record_type.name() {
-        return Err(seal_invalid("the batch seal names another record type"));
-    }
-    let sealed_at = UnixMs::parse_rfc3339_millis_utc(&batch.sealed_at).ok_or_else(|| seal_invalid("sealed_at"))?;
-    key.validity().judge(sealed_at).map_err(|r| seal_invalid(format!("the key at sealed_at: {r}")))?;
-    // The Merkle root over the raw records.
-    seal::check_batch_root(&batch, &records).map_err(|_| seal_invalid("root does not match the records"))?;
-    // The certificate in force at sealed_at.
-    let core_history: Vec<_> = history.iter().map(CertificateIssuance::as_core).collect();
-    match judge_certificate(&core_history, &batch.cert_id, sealed_at) {
-        Ok(()) => {}
-        Err(svc_core::Reason::CertificateWithdrawn) => return Err(ApiError::new(Code::CertificateWithdrawn)),
-        Err(r) => return Err(seal_invalid(format!("certificate: {r}"))),
-    }
-    // The AI policy version in force at sealed_at.
-    check_ai_policy_version(state, &business.uuid, batch.ai_policy_version, sealed_at)?;
-    if !mandate.live_at(sealed_at) {
-        return Err(ApiError::detail(Code::OutOfScope, "sealed outside the mandate's validity"));
-    }
-
-    let request_fp = {
-        let mut all = parts.uri.path().as_bytes().to_vec();
-        all.extend_from_slice(&sha256(&body));
-        sha256(&all).to_vec()
-    };
+    let (envelope, batch, sealed_at) =
+        judge_batch_seal(state, &key, &mandate, &parsed.batch_seal, record_type, Some(&records))?;
+    let request_fp = request_fingerprint(&parts, &body);
     if let Some(idem) = &idem
-        && let Some(answer) = state
-            .store
-            .get::<IdempotentAnswer>(cf::IDEMPOTENCY, &crate::store::key(&[key.key_id.as_bytes(), idem.as_bytes()]))?
-        && answer.fingerprint == request_fp
+        && let Some(answer) = replayed(state, &key.key_id, idem, &request_fp)?
     {
-        return Ok(stored_answer(&answer));
+        return Ok(answer);
     }
     let background = state.push_worker.get_status() == ractor::ActorStatus::Running;
     if out::answer_mode(records.len(), background) == AnswerMode::Unavailable {
         let mut problem = Problem::new(Code::Unavailable).detail("background processing is unavailable; resend later");
         problem.retry_after_ms = Some(out::FALLBACK_RETRY_AFTER_SECONDS * 1000);
         problem.retry_after_seconds = Some(out::FALLBACK_RETRY_AFTER_SECONDS);
-        return Err(ApiError(problem));
+        return Err(ApiError::from(problem));
     }
     let record_count = records.len();
     let push = NewPush {
-        business_uuid: business.uuid.clone(),
+        business_uuid: key.business_uuid.clone(),
         key_id: key.key_id.clone(),
         record_type,
         seq: batch.seq,
@@ -249,7 +264,7 @@ async fn publish_inner(state: &AppState, kind: &str, req: Request<Body>) -> ApiR
         batch_seal_json: envelope.to_json(),
         batch_seal: batch,
         mandate,
-        records,
+        records: PushRecords::Inline(records),
         sealed_at_fresh: seal::sealed_at_fresh(sealed_at, received_at),
         idempotency: idem.clone().map(|k| (k, request_fp.clone())),
         body_bytes: body.len() as u64,
@@ -291,30 +306,56 @@ async fn publish_inner(state: &AppState, kind: &str, req: Request<Body>) -> ApiR
             let push = if settled {
                 push
             } else {
-                run_push(&state.store, &state.publisher, &state.clock, state.blocklist.as_deref(), &push_id)
-                    .await
-                    .map_err(ApiError::internal)?
+                run_push(&state.push_runner(), &push_id).await.map_err(ApiError::internal)?
             };
             (StatusCode::OK, serde_json::to_vec(&publish_outcome(state, &push)?).unwrap_or_default(), None)
         }
     };
     if let Some(idem) = idem {
-        let answer = IdempotentAnswer {
-            fingerprint: request_fp,
-            status: status.as_u16(),
-            body: body.clone(),
-            location: location.clone(),
-            at: state.clock.now(),
-        };
-        let key_id = key.key_id.clone();
-        ractor::call!(state.publisher, |reply| PublisherMsg::RememberAnswer { key_id, idem, answer, reply })
-            .map_err(ApiError::internal)?
-            .map_err(ApiError::internal)?;
+        remember(state, &key.key_id, idem, request_fp, status, &body, location.clone()).await?;
     }
     Ok(json_response(status, body, location))
 }
 
-fn json_response(status: StatusCode, body: Vec<u8>, location: Option<String>) -> Response {
+/// What identifies "the same request" for `Idempotency-Key`: the path and
+/// the body's bytes.
+pub(super) fn request_fingerprint(parts: &axum::http::request::Parts, body: &[u8]) -> Vec<u8> {
+    let mut all = parts.uri.path().as_bytes().to_vec();
+    all.extend_from_slice(&sha256(body));
+    sha256(&all).to_vec()
+}
+
+/// The first answer given for this key and `Idempotency-Key`, when the
+/// request is the same; a different request under the same key is refused.
+pub(super) fn replayed(state: &AppState, key_id: &str, idem: &str, fingerprint: &[u8]) -> ApiResult<Option<Response>> {
+    let stored: Option<IdempotentAnswer> =
+        state.store.get(cf::IDEMPOTENCY, &crate::store::key(&[key_id.as_bytes(), idem.as_bytes()]))?;
+    match stored {
+        Some(answer) if answer.fingerprint == fingerprint => Ok(Some(stored_answer(&answer))),
+        Some(_) => Err(ApiError::new(Code::IdempotencyKeyReused)),
+        None => Ok(None),
+    }
+}
+
+/// Keeps the first answer for an `Idempotency-Key`.
+pub(super) async fn remember(
+    state: &AppState,
+    key_id: &str,
+    idem: String,
+    fingerprint: Vec<u8>,
+    status: StatusCode,
+    body: &[u8],
+    location: Option<String>,
+) -> ApiResult<()> {
+    let answer =
+        IdempotentAnswer { fingerprint, status: status.as_u16(), body: body.to_vec(), location, at: state.clock.now() };
+    let key_id = key_id.to_owned();
+    ractor::call!(state.publisher, |reply| PublisherMsg::RememberAnswer { key_id, idem, answer, reply })
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)
+}
+
+pub(super) fn json_response(status: StatusCode, body: Vec<u8>, location: Option<String>) -> Response {
     let mut response = (status, body).into_response();
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if let Some(location) = location.and_then(|l| HeaderValue::from_str(&l).ok()) {
@@ -323,7 +364,7 @@ fn json_response(status: StatusCode, body: Vec<u8>, location: Option<String>) ->
     response
 }
 
-fn stored_answer(answer: &IdempotentAnswer) -> Response {
+pub(super) fn stored_answer(answer: &IdempotentAnswer) -> Response {
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
     json_response(status, answer.body.clone(), answer.location.clone())
 }
@@ -369,7 +410,7 @@ fn publish_outcome(state: &AppState, push: &PushRecord) -> ApiResult<out::Publis
     Ok(out::PublishOutcome { batch_id: push.push_id.clone(), seq: push.seq, held: push.held, results })
 }
 
-fn push_status(
+pub(super) fn push_status(
     state: &AppState,
     push: &PushRecord,
     with_page: bool,

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod auth;
 pub mod body;
+pub mod bulk;
 pub mod business;
 pub mod problem;
 
@@ -34,12 +35,27 @@ pub struct AppState {
     pub push_worker: ActorRef<PushWorkerMsg>,
     pub nonces: ActorRef<NonceMsg>,
     pub blocklist: Option<Arc<Blocklist>>,
+    /// Where bulk files are kept.
+    pub uploads: std::path::PathBuf,
+}
+
+impl AppState {
+    /// What running a push inline needs.
+    pub fn push_runner(&self) -> crate::actors::push_worker::PushRunner {
+        crate::actors::push_worker::PushRunner {
+            store: self.store.clone(),
+            publisher: self.publisher.clone(),
+            clock: self.clock.clone(),
+            blocklist: self.blocklist.clone(),
+            uploads: self.uploads.clone(),
+        }
+    }
 }
 
 /// The public API: business routes (and, as they land, retrieval and
 /// verification routes).
 pub fn public_router(state: AppState) -> Router {
-    business::routes().with_state(state)
+    business::routes().merge(bulk::routes()).with_state(state)
 }
 
 /// The operator's admin API.

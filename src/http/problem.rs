@@ -6,24 +6,24 @@ use svc_core::problem::{Code, Problem};
 
 /// A refusal or failure, answered as `application/problem+json`.
 #[derive(Debug, Clone)]
-pub struct ApiError(pub Problem);
+pub struct ApiError(pub Box<Problem>);
 
 impl ApiError {
     pub fn new(code: Code) -> Self {
-        ApiError(Problem::new(code))
+        ApiError(Box::new(Problem::new(code)))
     }
 
     pub fn detail(code: Code, detail: impl Into<String>) -> Self {
-        ApiError(Problem::new(code).detail(detail))
+        ApiError(Box::new(Problem::new(code).detail(detail)))
     }
 
     pub fn internal(error: impl std::fmt::Display) -> Self {
         tracing::error!(%error, "internal error");
-        ApiError(Problem::new(Code::Internal))
+        ApiError(Box::new(Problem::new(Code::Internal)))
     }
 
     pub fn retry_after(code: Code, ms: u64, detail: impl Into<String>) -> Self {
-        ApiError(Problem::new(code).detail(detail).retry_after_ms(ms))
+        ApiError(Box::new(Problem::new(code).detail(detail).retry_after_ms(ms)))
     }
 
     pub fn code(&self) -> Code {
@@ -33,7 +33,7 @@ impl ApiError {
 
 impl From<Problem> for ApiError {
     fn from(p: Problem) -> Self {
-        ApiError(p)
+        ApiError(Box::new(p))
     }
 }
 

@@ -42,7 +42,7 @@ pub struct NewPush {
     pub batch_seal_json: Vec<u8>,
     pub batch_seal: BatchSealV2,
     pub mandate: MandateRecord,
-    pub records: Vec<Vec<u8>>,
+    pub records: PushRecords,
     pub sealed_at_fresh: bool,
     /// `Idempotency-Key` and the fingerprint of the whole request.
     pub idempotency: Option<(String, Vec<u8>)>,
@@ -70,6 +70,12 @@ pub struct Saved {
     pub record_id: String,
     pub version: u64,
     pub sha256: String,
+}
+
+/// The records of a push: in the request, or in a bulk file read later.
+pub enum PushRecords {
+    Inline(Vec<Vec<u8>>),
+    File { upload_id: String, records: u64 },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +111,13 @@ pub fn batch_fingerprint(batch_seal_payload: &[u8], records: &[Vec<u8>]) -> Vec<
     for r in records {
         all.extend_from_slice(&sha256(r));
     }
+    sha256(&all).to_vec()
+}
+
+/// "The exact same import": the batch seal payload and the upload it names.
+pub fn file_fingerprint(batch_seal_payload: &[u8], upload_id: &str) -> Vec<u8> {
+    let mut all = sha256(batch_seal_payload).to_vec();
+    all.extend_from_slice(upload_id.as_bytes());
     sha256(&all).to_vec()
 }
 
@@ -197,7 +210,11 @@ impl Engine {
     /// same write, before any record is stored.
     pub fn create_push(&mut self, push: NewPush, push_id: String) -> Result<Result<Created, Refused>, EngineError> {
         let store = self.log.store().clone();
-        let fingerprint = batch_fingerprint(&push_payload(&push.batch_seal_json), &push.records);
+        let payload = push_payload(&push.batch_seal_json);
+        let (fingerprint, records) = match &push.records {
+            PushRecords::Inline(records) => (batch_fingerprint(&payload, records), records.len() as u64),
+            PushRecords::File { upload_id, records } => (file_fingerprint(&payload, upload_id), *records),
+        };
         if let Some((idem, request_fp)) = &push.idempotency
             && let Some(answer) =
                 store.get::<IdempotentAnswer>(cf::IDEMPOTENCY, &idempotency_key(&push.key_id, idem))?
@@ -224,12 +241,62 @@ impl Engine {
             return Ok(Err(Refused::SeqNotIncreasing));
         }
 
-        let ctx = self.business_context(&push.business_uuid, Some(push.mandate.countries.clone()))?;
+        let mut record = PushRecord {
+            push_id: push_id.clone(),
+            business_uuid: push.business_uuid.clone(),
+            key_id: push.key_id.clone(),
+            record_type: push.record_type.name().into(),
+            seq: push.seq,
+            source: push.source.into(),
+            state: "queued".into(),
+            held: false,
+            held_reasons: Vec::new(),
+            records,
+            received_at: push.received_at,
+            updated_at: push.received_at,
+            completed_at: None,
+            error: None,
+            chunks: records.div_ceil(CHUNK as u64),
+            chunks_done: 0,
+            fingerprint: fingerprint.clone(),
+            batch_seal: push.batch_seal_json.clone(),
+            cert_id: push.batch_seal.cert_id.clone(),
+            ai_policy_version: push.batch_seal.ai_policy_version,
+            mandate_id: push.mandate.mandate_id.clone(),
+            counts: [0, 0, 0, 0, records],
+            last_step_at: push.received_at,
+            upload_id: None,
+            staged: false,
+        };
         let mut change = Change::new();
+        match &push.records {
+            PushRecords::Inline(records) => self.stage(&mut change, &mut record, records)?,
+            PushRecords::File { upload_id, .. } => record.upload_id = Some(upload_id.clone()),
+        }
+        change.put(cf::PUSHES, &push_key(&push_id), &record);
+        change.put(cf::ATTEMPTS, &attempt_key(&push.business_uuid, push.received_at, &push_id), &());
+        change.put(cf::SEQS, push.key_id.as_bytes(), &push.seq);
+        change.put(cf::SEQS, &seq_key(&push.key_id, push.seq), &SeqEntry { push_id: push_id.clone(), fingerprint });
+        let mut ledger: UsageLedger = store.get(cf::USAGE, push.key_id.as_bytes())?.unwrap_or_default();
+        ledger.record(push.received_at, records, push.body_bytes);
+        ledger.prune(push.received_at);
+        change.put(cf::USAGE, push.key_id.as_bytes(), &ledger);
+        self.log.commit(change, push.received_at)?;
+        Ok(Ok(Created::New(push_id)))
+    }
+
+    /// Gives every record of a push its result row (`pending`, or `rejected`
+    /// with all its reasons), judges the price-shock hold, and keeps the
+    /// leaf hashes for inclusion proofs. Nothing is stored as a record yet.
+    fn stage(&mut self, change: &mut Change, push: &mut PushRecord, records: &[Vec<u8>]) -> Result<(), EngineError> {
+        let record_type =
+            RecordType::from_name(&push.record_type).ok_or_else(|| EngineError::Invalid("record type".into()))?;
+        let countries = self.mandate_countries(push)?;
+        let ctx = self.business_context(&push.business_uuid, countries)?;
         let mut counts = [0u64; 5];
         let mut valid: Vec<ValidRecord> = Vec::new();
-        for (i, bytes) in push.records.iter().enumerate() {
-            let leaf = match records::validate(bytes, push.record_type, &ctx.validation) {
+        for (i, bytes) in records.iter().enumerate() {
+            let leaf = match records::validate(bytes, record_type, &ctx.validation) {
                 Ok(record) => {
                     let leaf = pending_leaf(i as u64, bytes, &record, &push.business_uuid);
                     valid.push(record);
@@ -238,52 +305,67 @@ impl Engine {
                 Err(errors) => rejected_leaf(i as u64, bytes, &errors),
             };
             counts[count_index(&leaf.outcome)] += 1;
-            change.put(cf::PUSH_RESULTS, &leaf_key(&push_id, i as u64), &leaf);
+            change.put(cf::PUSH_RESULTS, &leaf_key(&push.push_id, i as u64), &leaf);
         }
-        let held_reasons = if push.record_type == RecordType::Products {
+        push.held_reasons = if record_type == RecordType::Products {
             self.price_shock(&push.business_uuid, &valid)?
         } else {
             Vec::new()
         };
-        let leaf_hashes: Vec<Hash> = push.records.iter().map(|r| merkle::leaf_hash(r)).collect();
-        change.put(cf::PUSH_RESULTS, &leaf_hashes_key(&push_id), &leaf_hashes);
-        let chunks = push.records.len().div_ceil(CHUNK) as u64;
-        let record = PushRecord {
-            push_id: push_id.clone(),
-            business_uuid: push.business_uuid.clone(),
-            key_id: push.key_id.clone(),
-            record_type: push.record_type.name().into(),
-            seq: push.seq,
-            source: push.source.into(),
-            state: "queued".into(),
-            held: !held_reasons.is_empty(),
-            held_reasons,
-            records: push.records.len() as u64,
-            received_at: push.received_at,
-            updated_at: push.received_at,
-            completed_at: None,
-            error: None,
-            chunks,
-            chunks_done: 0,
-            fingerprint: fingerprint.clone(),
-            batch_seal: push.batch_seal_json.clone(),
-            cert_id: push.batch_seal.cert_id.clone(),
-            ai_policy_version: push.batch_seal.ai_policy_version,
-            mandate_id: push.mandate.mandate_id.clone(),
-            counts,
-            last_step_at: push.received_at,
-        };
-        change.put(cf::PUSHES, &push_key(&push_id), &record);
-        change.put(cf::ATTEMPTS, &attempt_key(&push.business_uuid, push.received_at, &push_id), &());
-        change.put(cf::SEQS, push.key_id.as_bytes(), &push.seq);
-        change.put(cf::SEQS, &seq_key(&push.key_id, push.seq), &SeqEntry { push_id: push_id.clone(), fingerprint });
-        let mut ledger: UsageLedger = store.get(cf::USAGE, push.key_id.as_bytes())?.unwrap_or_default();
-        ledger.record(push.received_at, push.records.len() as u64, push.body_bytes);
-        ledger.prune(push.received_at);
-        change.put(cf::USAGE, push.key_id.as_bytes(), &ledger);
-        self.log.commit(change, push.received_at)?;
-        self.trees.insert(push_id.clone(), Arc::new(BatchTree::from_leaf_hashes(&leaf_hashes)));
-        Ok(Ok(Created::New(push_id)))
+        push.held = !push.held_reasons.is_empty();
+        push.counts = counts;
+        push.records = records.len() as u64;
+        push.chunks = records.len().div_ceil(CHUNK) as u64;
+        push.staged = true;
+        let leaf_hashes: Vec<Hash> = records.iter().map(|r| merkle::leaf_hash(r)).collect();
+        change.put(cf::PUSH_RESULTS, &leaf_hashes_key(&push.push_id), &leaf_hashes);
+        self.trees.insert(push.push_id.clone(), Arc::new(BatchTree::from_leaf_hashes(&leaf_hashes)));
+        Ok(())
+    }
+
+    /// The countries of the mandate a push was accepted under.
+    fn mandate_countries(&self, push: &PushRecord) -> StoreResult<Option<Vec<String>>> {
+        Ok(self
+            .registry
+            .mandates_of_key(&push.key_id)?
+            .into_iter()
+            .find(|m| m.mandate_id == push.mandate_id)
+            .map(|m| m.countries))
+    }
+
+    /// Stages the records a bulk file delivered (read once, in the
+    /// background, after the import was accepted). Staging twice is a no-op.
+    pub fn stage_file(&mut self, push_id: &str, records: Vec<Vec<u8>>, now: UnixMs) -> Result<PushRecord, EngineError> {
+        let mut push = self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?;
+        if push.staged || push.completed_at.is_some() {
+            return Ok(push);
+        }
+        let mut change = Change::new();
+        self.stage(&mut change, &mut push, &records)?;
+        push.updated_at = now;
+        push.last_step_at = now;
+        change.put(cf::PUSHES, &push_key(push_id), &push);
+        self.log.commit(change, now)?;
+        Ok(push)
+    }
+
+    /// Ends a push that cannot go on (its file does not match its seal):
+    /// `failed`, with the code, before any record was checked.
+    pub fn fail(&mut self, push_id: &str, code: &str, now: UnixMs) -> Result<PushRecord, EngineError> {
+        let mut push = self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?;
+        if push.completed_at.is_some() {
+            return Ok(push);
+        }
+        push.state = "failed".into();
+        push.error = Some(code.to_owned());
+        push.completed_at = Some(now);
+        push.updated_at = now;
+        push.last_step_at = now;
+        let mut change = Change::new();
+        change.put(cf::PUSHES, &push_key(push_id), &push);
+        self.log.commit(change, now)?;
+        tracing::warn!(push_id, code, "push failed");
+        Ok(push)
     }
 
     /// The held reasons of the price-shock rule for these valid products.
@@ -352,12 +434,7 @@ impl Engine {
         let tree = self.tree(push_id)?;
         let record_type =
             RecordType::from_name(&push.record_type).ok_or_else(|| EngineError::Invalid("record type".into()))?;
-        let mandate_countries = self
-            .registry
-            .mandates_of_key(&push.key_id)?
-            .into_iter()
-            .find(|m| m.mandate_id == push.mandate_id)
-            .map(|m| m.countries);
+        let mandate_countries = self.mandate_countries(&push)?;
         let ctx = self.business_context(&push.business_uuid, mandate_countries.clone())?;
         let envelope = Envelope::parse(&push.batch_seal).map_err(|r| EngineError::Invalid(r.to_string()))?;
         let sealed_at = svc_core::seal::read_batch_seal(&envelope)

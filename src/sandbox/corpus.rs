@@ -49,7 +49,7 @@ impl Rng {
         Rng(seed)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -58,7 +58,7 @@ impl Rng {
     }
 
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.next_u64() % n.max(1)
     }
 
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
@@ -90,6 +90,7 @@ pub struct BusinessSpec {
 #[derive(Debug, Clone)]
 pub struct Corpus {
     pub seed: u64,
+    pub sizes: Sizes,
     pub businesses: Vec<BusinessSpec>,
 }
 
@@ -100,7 +101,7 @@ impl Corpus {
 }
 
 /// Sizes of a corpus. The default is what `svc up` seeds.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Sizes {
     pub businesses: usize,
     pub products: usize,
@@ -144,7 +145,7 @@ pub fn generate(seed: u64, sizes: Sizes) -> Corpus {
             business(&mut rng, seed, i, products, sizes)
         })
         .collect();
-    Corpus { seed, businesses }
+    Corpus { seed, sizes, businesses }
 }
 
 fn business(rng: &mut Rng, seed: u64, i: usize, product_count: usize, sizes: Sizes) -> BusinessSpec {
@@ -198,7 +199,7 @@ fn business(rng: &mut Rng, seed: u64, i: usize, product_count: usize, sizes: Siz
         "payment": {"methods": ["card", "bank_transfer"]},
         "locations": [{"name": format!("{brand} {city}"), "address": format!("{} Market Street", 1 + i), "city": city,
             "country": country, "geo": {"lat": lat, "lng": lng}}],
-        "ships_internationally": i % 3 != 0,
+        "ships_internationally": !i.is_multiple_of(3),
         "year_established": 1950 + (i as i64 * 3),
         "represent": {
             "who_we_are": format!("{brand} is a {vertical} business based in {city}."),
@@ -206,7 +207,7 @@ fn business(rng: &mut Rng, seed: u64, i: usize, product_count: usize, sizes: Siz
             "how_to_describe_us": format!("{brand}, the {vertical} shop from {city}."),
         },
     });
-    if i % 4 == 0 {
+    if i.is_multiple_of(4) {
         file["endpoints"] = json!({"domains": [domain], "checkout_url": format!("https://{domain}/checkout")});
     }
 
@@ -285,7 +286,7 @@ fn business(rng: &mut Rng, seed: u64, i: usize, product_count: usize, sizes: Siz
     // Every fourth business (from the fourth) has no AI policy; two block
     // the `research` group.
     let ai_policy = (i % 4 != 3).then(|| {
-        let blocked: &[&str] = if i % 5 == 0 { &["alcohol", "gambling_betting"] } else { &[] };
+        let blocked: &[&str] = if i.is_multiple_of(5) { &["alcohol", "gambling_betting"] } else { &[] };
         svc_core::ai_policy::record_bytes(
             &["cite_as_source", "state_publish_date"],
             &["answer", "quote", "purchase", "hand_to_human"],

@@ -23,6 +23,7 @@ use crate::store::cf;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeedState {
     pub seed: u64,
+    pub sizes: super::corpus::Sizes,
     pub businesses: Vec<(String, String)>,
     pub sandbox_company: String,
     pub research_group: String,
@@ -91,6 +92,7 @@ pub async fn ensure_seeded(
     }
     let seeded = SeedState {
         seed: corpus.seed,
+        sizes: corpus.sizes,
         businesses,
         sandbox_company: company_uuid,
         research_group: research,
@@ -108,7 +110,7 @@ pub async fn republish(state: &AppState, progress: &(dyn Fn(Progress) + Sync)) -
         .get::<SeedState>(cf::META, SEED_STATE_KEY)
         .map_err(|e| e.to_string())?
         .ok_or("this node holds no sandbox corpus")?;
-    let corpus = super::corpus::generate(seeded.seed, super::corpus::Sizes::default());
+    let corpus = super::corpus::generate(seeded.seed, seeded.sizes);
     let published = publish_all(state, &corpus, &seeded, progress).await?;
     Ok(json!({"seed": seeded.seed, "records": published}))
 }

@@ -260,6 +260,30 @@ pub struct PushRecord {
     /// accepted, updated, rejected, held, pending.
     pub counts: [u64; 5],
     pub last_step_at: UnixMs,
+    /// Bulk imports: the upload whose file holds the records.
+    pub upload_id: Option<String>,
+    /// Every record has its result row (always, for API pushes; once the
+    /// file was read, for bulk imports).
+    pub staged: bool,
+}
+
+/// A bulk upload address and, once it arrived, its file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadRecord {
+    pub upload_id: String,
+    pub business_uuid: String,
+    pub key_id: String,
+    pub record_type: String,
+    pub created_at: UnixMs,
+    pub expires_at: UnixMs,
+    /// Set once the file is stored: its size and line count.
+    pub bytes: Option<u64>,
+    pub records: Option<u64>,
+    pub uploaded_at: Option<UnixMs>,
+    /// The import that reads it, once one was accepted.
+    pub push_id: Option<String>,
+    /// Set when the file is deleted (import complete, or kept 7 days).
+    pub deleted_at: Option<UnixMs>,
 }
 
 /// One record of a push: its bytes until settled, then its outcome.

@@ -8,6 +8,7 @@
 //!   a software authenticator for the CLI and tests.
 //! * [`mandate`]: the mandate an owner or admin seals with a passkey, its
 //!   scope, validity and source allow-list (section 2.4).
+//! * [`bulk`]: the signed upload policy and bulk files read against their seal.
 //! * [`caps`]: the mandate's caps, judged before a body is parsed.
 //! * [`price_shock`]: the hold on pushes that would move too many prices.
 //! * [`documents`]: sealed withdraw and delete documents (section 2.3).
@@ -15,6 +16,7 @@
 //!   section 8.
 //! * [`cursor`]: opaque page cursors.
 
+pub mod bulk;
 pub mod caps;
 pub mod cursor;
 pub mod documents;
