@@ -77,6 +77,17 @@ impl Registry {
         self.store.get(cf::INTEGRATION_KEYS, key_id.as_bytes())
     }
 
+    /// The sandbox integration key whose one-hour bearer token this is.
+    pub fn integration_key_by_bearer(&self, token: &str, now: UnixMs) -> StoreResult<Option<BusinessKey>> {
+        let keys: Vec<(Vec<u8>, BusinessKey)> = self.store.scan(cf::INTEGRATION_KEYS, &[], None, usize::MAX)?;
+        Ok(keys.into_iter().map(|(_, k)| k).find(|k| {
+            k.live_at(now)
+                && k.sandbox
+                    .as_ref()
+                    .is_some_and(|c| svc_core::sandbox::bearer_accepted(token, &c.bearer_sha256, k.registered_at, now))
+        }))
+    }
+
     pub fn passkey(&self, key_id: &str) -> StoreResult<Option<BusinessKey>> {
         self.store.get(cf::PASSKEYS, key_id.as_bytes())
     }

@@ -10,34 +10,7 @@ use common::*;
 use serde_json::{Value, json};
 use svc_core::time::MINUTE;
 
-const BOUNDARY: &str = "svc-test-boundary";
-
-fn multipart(fields: &Value, file: &[u8]) -> Vec<u8> {
-    let mut body = Vec::new();
-    for (name, value) in fields.as_object().unwrap() {
-        body.extend_from_slice(
-            format!(
-                "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{}\r\n",
-                value.as_str().unwrap()
-            )
-            .as_bytes(),
-        );
-    }
-    body.extend_from_slice(
-        format!(
-            "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"records.ndjson\"\r\n\
-             Content-Type: application/x-ndjson\r\n\r\n"
-        )
-        .as_bytes(),
-    );
-    body.extend_from_slice(file);
-    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
-    body
-}
-
-fn ndjson(records: &[Vec<u8>]) -> Vec<u8> {
-    records.iter().flat_map(|r| format!("{}\n", svc_core::b64::std_encode(r)).into_bytes()).collect()
-}
+use svc::client::bulk::{content_type, form, ndjson, upload_path};
 
 async fn create_upload(home: &Home, b: &Business, idem: &str) -> Answer {
     let body = serde_json::to_vec(&json!({"record_type": "products"})).unwrap();
@@ -45,13 +18,12 @@ async fn create_upload(home: &Home, b: &Business, idem: &str) -> Answer {
 }
 
 async fn send_file(home: &Home, upload: &Value, file: &[u8]) -> Answer {
-    let url = upload["url"].as_str().unwrap();
-    let path = &url[url.find("/v1/uploads/").unwrap()..];
+    let path = upload_path(upload["url"].as_str().unwrap()).unwrap();
     let request = Request::builder()
         .method("POST")
         .uri(path)
-        .header("content-type", format!("multipart/form-data; boundary={BOUNDARY}"))
-        .body(Body::from(multipart(&upload["fields"], file)))
+        .header("content-type", content_type())
+        .body(Body::from(form(&upload["fields"], file)))
         .unwrap();
     home.send(request).await
 }

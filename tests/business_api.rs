@@ -4,8 +4,11 @@
 
 mod common;
 
+use axum::body::Body;
+use axum::http::Request;
 use common::*;
 use serde_json::json;
+use svc_core::keys::{Alg, SigningKey};
 use svc_core::time::{MINUTE, SECOND};
 
 async fn wait_settled(home: &Home, business: &Business, push_id: &str) -> serde_json::Value {
@@ -424,4 +427,94 @@ async fn unsigned_or_unknown_keys_are_refused() {
         .signed(&b.key, "POST", "/v1/publish/products", b"{}", "svc-business-read", &[("idempotency-key", "a")])
         .await;
     assert_eq!(wrong_tag.body["code"], "signature_invalid");
+}
+
+/// Registers a fresh integration key of `business` through the admin API.
+async fn register_key(home: &Home, business_uuid: &str, seed: &str) -> (SigningKey, serde_json::Value) {
+    let key = SigningKey::from_seed(Alg::Ed25519, &svc_core::digest::sha256(seed.as_bytes())).unwrap();
+    let reg = home
+        .admin(
+            "POST",
+            &format!("/admin/businesses/{business_uuid}/keys"),
+            json!({"jwk": key.verifying_key().to_jwk(), "purpose": "integration"}),
+        )
+        .await;
+    assert_eq!(reg.status, 201, "{:?}", reg.body);
+    (key, reg.body)
+}
+
+// rule: P4.1.4, P4.1.5, P4.1.6, P5.10, P5.11, R5.37, R5.38, R5.40
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandbox_key_is_introduced_by_its_grant_and_gets_a_sandbox_mandate() {
+    let home = Home::start_sandbox().await;
+    let created = home
+        .admin("POST", "/admin/businesses", json!({"legal_name": "Lumio", "country": "FR", "brands": ["Lumio"]}))
+        .await;
+    let uuid = created.body["business_uuid"].as_str().unwrap().to_owned();
+    let (key, reg) = register_key(&home, &uuid, "sandbox key").await;
+    let grant = reg["sandbox_key_grant"].as_str().unwrap().to_owned();
+    assert!(grant.starts_with("svc_sbxk1."));
+    assert!(reg["sandbox_bearer_token"].is_string());
+
+    let unseen = home.signed(&key, "GET", "/v1/seal-context", b"", "svc-business-read", &[]).await;
+    assert_eq!((unseen.status, unseen.body["code"].as_str()), (401, Some("key_unknown")));
+    let other_grant = svc_core::sandbox::grant_for("someone-else");
+    let wrong = home
+        .signed(&key, "GET", "/v1/seal-context", b"", "svc-business-read", &[("svc-sandbox-key", &other_grant)])
+        .await;
+    assert_eq!(wrong.status, 401);
+    let first =
+        home.signed(&key, "GET", "/v1/seal-context", b"", "svc-business-read", &[("svc-sandbox-key", &grant)]).await;
+    assert_eq!(first.status, 200, "{:?}", first.body);
+    let later = home.signed(&key, "GET", "/v1/seal-context", b"", "svc-business-read", &[]).await;
+    assert_eq!(later.status, 200, "introduced once, known after");
+
+    // The sandbox mandate lets the key publish with no passkey ceremony.
+    let b = Business {
+        uuid: uuid.clone(),
+        cert_id: created.body["cert_id"].as_str().unwrap().to_owned(),
+        key_id: key.verifying_key().thumbprint(),
+        key: key.clone(),
+        passkey: key.clone(),
+        seq: std::sync::atomic::AtomicU64::new(1),
+    };
+    let published = home.publish(&b, &[product("Lumio", "SKU-1", "1.00")], "k-1").await;
+    assert_eq!(published.status, 200, "{:?}", published.body);
+    assert_eq!(published.body["results"][0]["outcome"], "accepted");
+}
+
+// rule: R5.40, R5.41, R5.42, P5.11, P1.11
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sandbox_bearer_token_lasts_an_hour_and_production_never_takes_one() {
+    let home = Home::start_sandbox().await;
+    let created = home.admin("POST", "/admin/businesses", json!({"legal_name": "Lumio", "country": "FR"})).await;
+    let uuid = created.body["business_uuid"].as_str().unwrap().to_owned();
+    let (_, reg) = register_key(&home, &uuid, "bearer key").await;
+    let token = reg["sandbox_bearer_token"].as_str().unwrap().to_owned();
+    let bearer = |token: String| {
+        Request::builder()
+            .uri("/v1/seal-context")
+            .header("host", AUTHORITY)
+            .header("authorization", format!("Bearer {token}"))
+            .body(Body::empty())
+            .unwrap()
+    };
+    let ok = home.send(bearer(token.clone())).await;
+    assert_eq!(ok.status, 200, "{:?}", ok.body);
+    assert_eq!(ok.body["business_uuid"], uuid.as_str());
+    assert_eq!(home.send(bearer("not-the-token".into())).await.status, 401);
+    home.clock.advance(61 * MINUTE);
+    assert_eq!(home.send(bearer(token)).await.status, 401, "one hour only");
+
+    let production = Home::start().await;
+    let p = production.business("Lumio", products_scope(10)).await;
+    let refused = production.send(bearer("anything".into())).await;
+    assert_eq!((refused.status, refused.body["code"].as_str()), (401, Some("signature_missing")));
+    // Production ignores the grant header: its keys need none.
+    let read = production
+        .signed(&p.key, "GET", "/v1/seal-context", b"", "svc-business-read", &[("svc-sandbox-key", "svc_sbxk1.x")])
+        .await;
+    assert_eq!(read.status, 200);
+    let (_, production_reg) = register_key(&production, &p.uuid, "production key").await;
+    assert!(production_reg.get("sandbox_key_grant").is_none() && production_reg.get("sandbox_bearer_token").is_none());
 }

@@ -12,7 +12,7 @@ use svc::sandbox::seed::{ensure_seeded, republish};
 // rule: R1.31, R1.41, P3.12, P3.13
 #[tokio::test(flavor = "multi_thread")]
 async fn the_corpus_is_seeded_once_and_republished_with_the_same_bytes() {
-    let home = Home::start().await;
+    let home = Home::start_sandbox().await;
     let sizes =
         Sizes { businesses: 4, products: 90, events_per_business: 2, jobs_per_business: 2, updates_per_business: 1 };
     let corpus = generate(11, sizes);

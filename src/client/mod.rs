@@ -3,6 +3,7 @@
 //! sign and seal through here, so there is one implementation of the
 //! caller's half of the protocol.
 
+pub mod bulk;
 pub mod keyfile;
 pub mod sealing;
 pub mod transport;

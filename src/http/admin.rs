@@ -278,7 +278,7 @@ async fn register_business_key(
             ));
         }
     };
-    let record = BusinessKey {
+    let mut record = BusinessKey {
         key_id: key.thumbprint(),
         business_uuid: uuid,
         purpose: req.purpose,
@@ -291,7 +291,19 @@ async fn register_business_key(
         compromised_at: None,
         registered_at: now,
         environment: state.config.environment,
+        sandbox: None,
     };
+    // A sandbox integration key is introduced by its grant on its first
+    // request, and may use a bearer token for its first hour.
+    let token = (state.config.environment.is_sandbox() && cf_name == cf::INTEGRATION_KEYS)
+        .then(|| svc_core::b64::url_encode(&random::<32>()));
+    if let Some(token) = &token {
+        record.sandbox = Some(SandboxCredentials {
+            grant: svc_core::sandbox::grant_for(&record.key_id),
+            bearer_sha256: svc_core::sandbox::bearer_digest(token),
+            introduced: false,
+        });
+    }
     if state.store.contains(cf::INTEGRATION_KEYS, record.key_id.as_bytes())?
         || state.store.contains(cf::PASSKEYS, record.key_id.as_bytes())?
     {
@@ -300,7 +312,13 @@ async fn register_business_key(
     let mut change = Change::new();
     change.put(cf_name, record.key_id.as_bytes(), &record);
     apply(&state, change).await?;
-    Ok(created(json!({"key_id": record.key_id, "purpose": record.purpose, "kind": record.kind})))
+    let mut body = json!({"key_id": record.key_id, "purpose": record.purpose, "kind": record.kind});
+    if let (Some(sandbox), Some(token)) = (&record.sandbox, token) {
+        body["sandbox_key_grant"] = json!(sandbox.grant);
+        body["sandbox_bearer_token"] = json!(token);
+        body["sandbox_bearer_valid_until"] = json!(now.plus(svc_core::sandbox::BEARER_VALID_MS).to_rfc3339_secs());
+    }
+    Ok(created(body))
 }
 
 #[derive(Deserialize)]
@@ -667,8 +685,7 @@ async fn register_retrieval_key(
     let now = state.clock.now();
     let key_id = key.thumbprint();
     let (grant, token) = if sandbox {
-        let grant =
-            format!("svc_sbxk1.{}", svc_core::b64::url_encode(format!("{{\"key_id\":\"{key_id}\"}}").as_bytes()));
+        let grant = svc_core::sandbox::grant_for(&key_id);
         (Some(grant), Some(svc_core::b64::url_encode(&random::<32>())))
     } else {
         (None, None)
@@ -682,7 +699,7 @@ async fn register_retrieval_key(
         registered_at: now,
         revoked_at: None,
         grant: grant.clone(),
-        bearer_sha256: token.as_ref().map(|t| sha256_prefixed(t.as_bytes())),
+        bearer_sha256: token.as_ref().map(|t| svc_core::sandbox::bearer_digest(t)),
         bearer_until: token.as_ref().map(|_| now.plus(svc_core::time::HOUR)),
         introduced: false,
     };

@@ -75,6 +75,19 @@ pub(super) async fn signed(
 ) -> ApiResult<Signed> {
     let (parts, body) = req.into_parts();
     let body = read_limited(&parts.headers, body, limit, now).await?;
+    let sandbox = state.config.environment.is_sandbox();
+    // Sandbox only: the bearer token in place of a signature, for the
+    // key's first hour. Production never looks at it.
+    if sandbox
+        && !parts.headers.contains_key("signature-input")
+        && let Some(token) = bearer(&parts.headers)
+    {
+        let key =
+            state.registry.integration_key_by_bearer(token, now)?.ok_or_else(|| ApiError::new(Code::KeyUnknown))?;
+        let key = introduce(state, key, now).await?;
+        return Ok(Signed { key, body, parts });
+    }
+    let grant = parts.headers.get(svc_core::sandbox::GRANT_HEADER).and_then(|v| v.to_str().ok());
     let registry = state.registry.clone();
     let environment = state.config.environment;
     let mut found = None;
@@ -83,13 +96,54 @@ pub(super) async fn signed(
         if key.environment != environment || !key.live_at(now) {
             return None;
         }
+        // A sandbox key the sandbox has not seen needs its grant.
+        if let Some(credentials) = &key.sandbox
+            && sandbox
+            && !credentials.introduced
+            && !svc_core::sandbox::introduces(grant, &credentials.grant)
+        {
+            return None;
+        }
         let public = key_from_jwk(&key.jwk)?;
         found = Some(key);
         Some(public)
     })
     .await?;
     let key = found.ok_or_else(|| ApiError::new(Code::KeyUnknown))?;
+    let key = if sandbox { introduce(state, key, now).await? } else { key };
     Ok(Signed { key, body, parts })
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")
+}
+
+/// The first request of a sandbox key registers it, with a sandbox mandate
+/// for every collection and country. Later requests pass through.
+async fn introduce(state: &AppState, mut key: BusinessKey, now: UnixMs) -> ApiResult<BusinessKey> {
+    let Some(credentials) = key.sandbox.as_mut().filter(|c| !c.introduced) else { return Ok(key) };
+    credentials.introduced = true;
+    let mandate = MandateRecord {
+        mandate_id: "sandbox".into(),
+        business_uuid: key.business_uuid.clone(),
+        key_id: key.key_id.clone(),
+        envelope: Vec::new(),
+        record_types: RecordType::COLLECTIONS.iter().map(|t| t.name().to_owned()).collect(),
+        countries: svc_core::ids::countries().map(str::to_owned).collect(),
+        records_per_hour: 100_000,
+        bytes_per_day: 1 << 30,
+        source_ip_allow_list: None,
+        valid_from: now,
+        valid_until: now.plus(svc_core::publish::mandate::MAX_VALIDITY_MS),
+        revoked_at: None,
+    };
+    let mut change = crate::replication::Change::new();
+    change.put(cf::INTEGRATION_KEYS, key.key_id.as_bytes(), &key);
+    change.put(cf::MANDATES, &crate::registry::keys::mandate(&key.key_id, &mandate.mandate_id), &mandate);
+    ractor::call!(state.publisher, |reply| PublisherMsg::Apply { change, now, reply })
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    Ok(key)
 }
 
 pub(super) fn idempotency_key(headers: &HeaderMap, required: bool) -> ApiResult<Option<String>> {

@@ -40,14 +40,16 @@ pub struct Progress {
     pub total: usize,
 }
 
-async fn call(router: axum::Router, request: Request<Body>) -> Result<(u16, Value), String> {
+/// Sends one request through a router in-process; answers status and JSON.
+pub async fn call(router: axum::Router, request: Request<Body>) -> Result<(u16, Value), String> {
     let response = router.oneshot(request).await.map_err(|e| e.to_string())?;
     let status = response.status().as_u16();
     let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
     Ok((status, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
 }
 
-async fn admin(state: &AppState, method: &str, path: &str, body: Value) -> Result<Value, String> {
+/// One admin API call through the node's own admin router.
+pub async fn admin(state: &AppState, method: &str, path: &str, body: Value) -> Result<Value, String> {
     let request = Request::builder()
         .method(method)
         .uri(path)
@@ -61,7 +63,8 @@ async fn admin(state: &AppState, method: &str, path: &str, body: Value) -> Resul
     }
 }
 
-fn keys_of(spec: &BusinessSpec) -> Result<(SigningKey, SigningKey), String> {
+/// The business's integration key and owner's passkey, from its seeds.
+pub fn keys_of(spec: &BusinessSpec) -> Result<(SigningKey, SigningKey), String> {
     let integration = SigningKey::from_seed(Alg::Ed25519, &spec.integration_seed).map_err(|e| e.to_string())?;
     let passkey = SigningKey::from_seed(Alg::Es256, &spec.passkey_seed).map_err(|e| e.to_string())?;
     Ok((integration, passkey))
@@ -115,8 +118,13 @@ pub async fn republish(state: &AppState, progress: &(dyn Fn(Progress) + Sync)) -
     Ok(json!({"seed": seeded.seed, "records": published}))
 }
 
-/// Creates the business, its keys, its mandate, its AI policy and its block.
-async fn register_business(state: &AppState, spec: &BusinessSpec, research: &str) -> Result<(String, String), String> {
+/// Creates the business, its keys, its mandate, its AI policy and, when it
+/// blocks one, its block of the `research` group.
+pub async fn register_business(
+    state: &AppState,
+    spec: &BusinessSpec,
+    research: &str,
+) -> Result<(String, String), String> {
     let created = admin(
         state,
         "POST",
@@ -205,11 +213,21 @@ async fn publish_all(
         }
         progress(Progress { stage: "records", done, total });
     }
-    // Wait for the background pushes, reporting as they settle.
+    wait_settled(state, &pushes, done, total, progress).await
+}
+
+/// Waits until every push has settled, reporting as records settle.
+pub async fn wait_settled(
+    state: &AppState,
+    pushes: &[String],
+    done: usize,
+    total: usize,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<usize, String> {
     loop {
         let mut settled = 0;
         let mut pending = false;
-        for push_id in &pushes {
+        for push_id in pushes {
             let push: Option<crate::store::model::PushRecord> =
                 state.store.get(cf::PUSHES, push_id.as_bytes()).map_err(|e| e.to_string())?;
             let push = push.ok_or("a sandbox push vanished")?;
@@ -223,12 +241,12 @@ async fn publish_all(
         if !pending {
             return Ok(done + settled);
         }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
 }
 
 /// One signed product batch; answers its push id.
-async fn publish_products(
+pub async fn publish_products(
     state: &AppState,
     key: &SigningKey,
     context: &SealContext,
@@ -242,7 +260,10 @@ async fn publish_products(
     let signer = Signer::new(key.clone(), &state.config.public_authority, "svc-push");
     let idempotency = format!("sandbox-{seq}-{}", key.verifying_key().thumbprint());
     let request = signer.sign_now(
-        Unsigned::new("POST", "/v1/publish/products", body).header("idempotency-key", &idempotency),
+        Unsigned::new("POST", "/v1/publish/products", body)
+            .header("idempotency-key", &idempotency)
+            // Introduces the key on its first sandbox request; production ignores it.
+            .header(svc_core::sandbox::GRANT_HEADER, &svc_core::sandbox::grant_for(&key.verifying_key().thumbprint())),
         now.as_secs(),
     )?;
     let (status, answer) = call(public_router(state.clone()), request).await?;

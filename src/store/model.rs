@@ -72,6 +72,17 @@ pub struct BusinessKey {
     pub compromised_at: Option<UnixMs>,
     pub registered_at: UnixMs,
     pub environment: Environment,
+    /// Sandbox integration keys: the grant that introduces the key on its
+    /// first request, the one-hour bearer token's digest, and whether the
+    /// sandbox has seen the grant.
+    pub sandbox: Option<SandboxCredentials>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxCredentials {
+    pub grant: String,
+    pub bearer_sha256: String,
+    pub introduced: bool,
 }
 
 impl BusinessKey {

@@ -65,13 +65,22 @@ impl Home {
     }
 
     pub async fn start_in(dir: tempfile::TempDir) -> Home {
+        Self::start_with(dir, Environment::Production).await
+    }
+
+    /// A sandbox home region.
+    pub async fn start_sandbox() -> Home {
+        Self::start_with(tempfile::tempdir().unwrap(), Environment::Sandbox).await
+    }
+
+    pub async fn start_with(dir: tempfile::TempDir, environment: Environment) -> Home {
         let clock = ManualClock::at(START);
         let mut config = NodeConfig::local_home(
             dir.path().to_path_buf(),
             "127.0.0.1:0".parse().unwrap(),
             "127.0.0.1:0".parse().unwrap(),
         );
-        config.environment = Environment::Production;
+        config.environment = environment;
         config.admin_token = "operator-token".into();
         let state = svc::node::start_state(config, Arc::new(clock.clone())).await.unwrap();
         Home { state, clock, dir, nonce: std::sync::atomic::AtomicU64::new(1) }

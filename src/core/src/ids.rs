@@ -199,6 +199,11 @@ MQ MR MS MT MU MV MW MX MY MZ NA NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG
 RO RS RU RW SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK TL TM TN TO TR TT TV \
 TW TZ UA UG UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW";
 
+/// Every assigned ISO 3166-1 alpha-2 code.
+pub fn countries() -> impl Iterator<Item = &'static str> {
+    COUNTRIES.split(' ')
+}
+
 /// `^[A-Z]{2}$` and an assigned ISO 3166-1 alpha-2 code.
 pub fn is_country(code: &str) -> bool {
     code.len() == 2 && code.bytes().all(|b| b.is_ascii_uppercase()) && COUNTRIES.split(' ').any(|c| c == code)

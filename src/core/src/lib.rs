@@ -21,6 +21,7 @@ pub mod publish;
 pub mod reason;
 pub mod receipt;
 pub mod records;
+pub mod sandbox;
 pub mod seal;
 pub mod sidecar;
 pub mod source_line;

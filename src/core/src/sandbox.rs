@@ -1,0 +1,66 @@
+//! Sandbox credentials (retrieval 5, publishing 4.1 and 5): a key's grant,
+//! which introduces the key on its first request, and the one-hour bearer
+//! token returned with the registration. Production accepts neither.
+
+use crate::digest::sha256_prefixed;
+use crate::time::{HOUR, UnixMs};
+
+/// The header carrying a sandbox grant. It is not part of the signature.
+pub const GRANT_HEADER: &str = "svc-sandbox-key";
+pub const GRANT_PREFIX: &str = "svc_sbxk1.";
+pub const GRANT_MAX_CHARS: usize = 8192;
+/// How long after registration the bearer token is accepted.
+pub const BEARER_VALID_MS: i64 = HOUR;
+
+/// A grant names the key it introduces; it holds no secret.
+pub fn grant_for(key_id: &str) -> String {
+    format!("{GRANT_PREFIX}{}", crate::b64::url_encode(format!("{{\"key_id\":\"{key_id}\"}}").as_bytes()))
+}
+
+/// The header's form: begins `svc_sbxk1.`, 1 to 8192 characters.
+pub fn is_grant(text: &str) -> bool {
+    text.starts_with(GRANT_PREFIX) && text.chars().count() <= GRANT_MAX_CHARS
+}
+
+/// Whether a request introduces a key the sandbox has not seen: it must
+/// carry exactly the key's grant.
+pub fn introduces(presented: Option<&str>, key_grant: &str) -> bool {
+    presented.is_some_and(|g| is_grant(g) && g == key_grant)
+}
+
+/// What the store keeps of a bearer token: its hash, never the token.
+pub fn bearer_digest(token: &str) -> String {
+    sha256_prefixed(token.as_bytes())
+}
+
+/// Whether `token` is the key's bearer token and still within its hour.
+pub fn bearer_accepted(token: &str, stored_digest: &str, registered_at: UnixMs, now: UnixMs) -> bool {
+    bearer_digest(token) == stored_digest && now <= registered_at.plus(BEARER_VALID_MS) && now >= registered_at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // rule: R5.37, R5.38, P4.1.5, P4.1.6
+    #[test]
+    fn a_grant_introduces_only_its_own_key() {
+        let grant = grant_for("abc");
+        assert!(is_grant(&grant));
+        assert!(introduces(Some(&grant), &grant));
+        assert!(!introduces(Some(&grant_for("other")), &grant));
+        assert!(!introduces(None, &grant));
+        assert!(!is_grant("svc_sbxk2.x"));
+        assert!(!is_grant(&format!("{GRANT_PREFIX}{}", "a".repeat(GRANT_MAX_CHARS))));
+    }
+
+    // rule: R5.40, R5.41, P5.11
+    #[test]
+    fn a_bearer_token_lasts_one_hour_from_registration() {
+        let at = UnixMs(1_000_000);
+        let digest = bearer_digest("token");
+        assert!(bearer_accepted("token", &digest, at, at.plus(HOUR)));
+        assert!(!bearer_accepted("token", &digest, at, at.plus(HOUR + 1)));
+        assert!(!bearer_accepted("other", &digest, at, at));
+    }
+}
