@@ -26,6 +26,11 @@ pub enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Run one region from its configuration file (`regions/<name>.toml`).
+    Node {
+        #[arg(long)]
+        config: std::path::PathBuf,
+    },
     /// Print the payload types, record schemas and projection hashes this build speaks.
     Formats,
     /// Write a new private key file (Ed25519 or ES256) and print its public half.
@@ -54,6 +59,13 @@ pub fn run(cli: Cli) -> i32 {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("svc up: {e}");
+                1
+            }
+        },
+        Command::Node { config } => match node(&config) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("svc node: {e}");
                 1
             }
         },
@@ -160,6 +172,33 @@ fn up(
         }
         println!("Ctrl-C stops the node (in-flight requests drain first).");
         let _ = tokio::signal::ctrl_c().await;
+        node.stop().await;
+        Ok(())
+    })
+}
+
+/// Runs one node until SIGINT or SIGTERM, then drains and stops. Its first
+/// line on stdout is a JSON object with the bound addresses, for scripts.
+fn node(path: &std::path::Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let config: crate::config::NodeConfig = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if config.role == crate::config::Role::Read {
+        return Err("read regions are not built yet (README, Not yet)".into());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        let region = config.region.clone();
+        let node = crate::node::Node::start(config, std::sync::Arc::new(crate::clock::SystemClock)).await?;
+        println!(
+            "{}",
+            serde_json::json!({"region": region, "listen": node.addr.to_string(), "admin_listen": node.admin_addr.to_string()})
+        );
+        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| e.to_string())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
         node.stop().await;
         Ok(())
     })
