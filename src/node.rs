@@ -68,6 +68,7 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         nonces,
         blocklist,
         uploads,
+        catalogue_reads: Default::default(),
     })
 }
 

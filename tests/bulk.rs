@@ -44,7 +44,7 @@ async fn wait_settled(home: &Home, b: &Business, push_id: &str) -> Value {
     panic!("import {push_id} never settled");
 }
 
-// rule: P4.1.35, P4.1.36, P4.1.37, P4.1.38, P4.1.39, P4.1.41, P4.1.44, P4.1.46, P4.1.47, P8.13
+// rule: P4.1.15, P4.1.16, P4.1.37, P4.1.38, P4.1.39, P4.1.40, P4.1.41, P4.1.42, P4.1.43, P4.1.45, P4.1.49, P4.1.51, P4.1.52, P4.1.3
 #[tokio::test(flavor = "multi_thread")]
 async fn an_uploaded_file_is_imported_as_a_queued_push() {
     let home = Home::start().await;
@@ -87,7 +87,7 @@ async fn an_uploaded_file_is_imported_as_a_queued_push() {
     assert_eq!((again.status, again.body["state"].as_str()), (200, Some("complete")));
 }
 
-// rule: P4.1.45
+// rule: P4.1.50
 #[tokio::test(flavor = "multi_thread")]
 async fn a_file_that_is_not_what_the_seal_names_fails_before_any_record() {
     let home = Home::start().await;
@@ -107,7 +107,7 @@ async fn a_file_that_is_not_what_the_seal_names_fails_before_any_record() {
     assert!(home.state.registry.catalogue_ids(&b.uuid, "products", None, usize::MAX).unwrap().is_empty());
 }
 
-// rule: P4.1.37, P4.1.40, P4.1.44
+// rule: P4.1.38, P4.1.41, P4.1.53
 #[tokio::test(flavor = "multi_thread")]
 async fn the_upload_address_is_judged_by_its_signed_policy() {
     let home = Home::start().await;
@@ -135,7 +135,7 @@ async fn the_upload_address_is_judged_by_its_signed_policy() {
     assert!(late.body["detail"].as_str().unwrap().contains("expired"), "{:?}", late.body);
 }
 
-// rule: P4.1.43, P4.1.55
+// rule: P4.1.48, P4.1.56
 #[tokio::test(flavor = "multi_thread")]
 async fn an_import_over_the_caps_is_refused_before_the_file_is_read() {
     let home = Home::start().await;
@@ -150,7 +150,7 @@ async fn an_import_over_the_caps_is_refused_before_the_file_is_read() {
     assert!(refused.headers.contains_key("retry-after"));
 }
 
-// rule: P4.1.35
+// rule: P4.1.44
 #[tokio::test(flavor = "multi_thread")]
 async fn an_upload_needs_a_live_mandate_for_the_type() {
     let home = Home::start().await;

@@ -443,7 +443,7 @@ async fn register_key(home: &Home, business_uuid: &str, seed: &str) -> (SigningK
     (key, reg.body)
 }
 
-// rule: P4.1.4, P4.1.5, P4.1.6, P5.10, P5.11, R5.37, R5.38, R5.40
+// rule: P4.1.4, P4.1.5, P4.1.6, P5.10, R5.40
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sandbox_key_is_introduced_by_its_grant_and_gets_a_sandbox_mandate() {
     let home = Home::start_sandbox().await;
@@ -483,7 +483,7 @@ async fn a_sandbox_key_is_introduced_by_its_grant_and_gets_a_sandbox_mandate() {
     assert_eq!(published.body["results"][0]["outcome"], "accepted");
 }
 
-// rule: R5.40, R5.41, R5.42, P5.11, P1.11
+// rule: P5.11, P5.12, R5.43
 #[tokio::test(flavor = "multi_thread")]
 async fn the_sandbox_bearer_token_lasts_an_hour_and_production_never_takes_one() {
     let home = Home::start_sandbox().await;

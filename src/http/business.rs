@@ -630,7 +630,7 @@ async fn delete_record(State(state): State<AppState>, Path(kind): Path<String>, 
     end_route(&state, &kind, req, true).await.unwrap_or_else(IntoResponse::into_response)
 }
 
-/// Catalogue reads above this many records a minute are rate-limited (P-NS-19).
+/// Entries in one catalogue page.
 pub const CATALOGUE_PAGE: usize = 1_000;
 
 #[derive(Deserialize)]
@@ -655,6 +655,18 @@ async fn catalogue_route(state: &AppState, req: Request<Body>) -> ApiResult<Resp
         Some(c) => Some(cursor::decode(c).ok_or_else(|| ApiError::detail(Code::RequestInvalid, "cursor"))?),
         None => None,
     };
+    // Read-back above 1,000 records a minute waits (P8.20).
+    {
+        let mut reads = state.catalogue_reads.lock().map_err(|_| ApiError::internal("catalogue read ledger"))?;
+        let window = reads.entry(key.key_id.clone()).or_default();
+        if let Err(wait_ms) = window.judge(now) {
+            return Err(ApiError::retry_after(
+                Code::RateLimited,
+                wait_ms,
+                "catalogue read-back is over 1,000 records a minute",
+            ));
+        }
+    }
     let ids = state.registry.catalogue_ids(&key.business_uuid, kind.name(), after.as_deref(), CATALOGUE_PAGE + 1)?;
     let more = ids.len() > CATALOGUE_PAGE;
     let mut entries = Vec::new();
@@ -667,6 +679,9 @@ async fn catalogue_route(state: &AppState, req: Request<Body>) -> ApiResult<Resp
         }
     }
     let next_cursor = if more { ids.get(CATALOGUE_PAGE - 1).map(|id| cursor::encode(id)) } else { None };
+    if let Ok(mut reads) = state.catalogue_reads.lock() {
+        reads.entry(key.key_id.clone()).or_default().record(now, entries.len() as u64);
+    }
     Ok(Json(json!({"entries": entries, "next_cursor": next_cursor})).into_response())
 }
 

@@ -37,6 +37,10 @@ pub struct AppState {
     pub blocklist: Option<Arc<Blocklist>>,
     /// Where bulk files are kept.
     pub uploads: std::path::PathBuf,
+    /// Catalogue records read per key in the last minute (the read-back
+    /// limit). Kept in memory: a restart forgets at most a minute of reads.
+    pub catalogue_reads:
+        Arc<std::sync::Mutex<std::collections::HashMap<String, svc_core::publish::read_rate::ReadWindow>>>,
 }
 
 impl AppState {

@@ -74,14 +74,21 @@ impl Home {
     }
 
     pub async fn start_with(dir: tempfile::TempDir, environment: Environment) -> Home {
+        Self::start_with_config(dir, |config| config.environment = environment).await
+    }
+
+    /// A production home region whose config `configure` adjusts before the
+    /// node starts (for example to set `url_blocklist`).
+    pub async fn start_with_config(dir: tempfile::TempDir, configure: impl FnOnce(&mut NodeConfig)) -> Home {
         let clock = ManualClock::at(START);
         let mut config = NodeConfig::local_home(
             dir.path().to_path_buf(),
             "127.0.0.1:0".parse().unwrap(),
             "127.0.0.1:0".parse().unwrap(),
         );
-        config.environment = environment;
+        config.environment = Environment::Production;
         config.admin_token = "operator-token".into();
+        configure(&mut config);
         let state = svc::node::start_state(config, Arc::new(clock.clone())).await.unwrap();
         Home { state, clock, dir, nonce: std::sync::atomic::AtomicU64::new(1) }
     }

@@ -42,7 +42,7 @@ pub fn bearer_accepted(token: &str, stored_digest: &str, registered_at: UnixMs, 
 mod tests {
     use super::*;
 
-    // rule: R5.37, R5.38, P4.1.5, P4.1.6
+    // rule: R5.40, R5.41, R5.42, P5.10
     #[test]
     fn a_grant_introduces_only_its_own_key() {
         let grant = grant_for("abc");
@@ -54,7 +54,7 @@ mod tests {
         assert!(!is_grant(&format!("{GRANT_PREFIX}{}", "a".repeat(GRANT_MAX_CHARS))));
     }
 
-    // rule: R5.40, R5.41, P5.11
+    // rule: P5.11
     #[test]
     fn a_bearer_token_lasts_one_hour_from_registration() {
         let at = UnixMs(1_000_000);

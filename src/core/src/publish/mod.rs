@@ -12,6 +12,7 @@
 //! * [`caps`]: the mandate's caps, judged before a body is parsed.
 //! * [`price_shock`]: the hold on pushes that would move too many prices.
 //! * [`documents`]: sealed withdraw and delete documents (section 2.3).
+//! * [`read_rate`]: the catalogue read-back limit.
 //! * [`outcome`]: PublishOutcome and PushStatus shapes, and the limits of
 //!   section 8.
 //! * [`cursor`]: opaque page cursors.
@@ -23,4 +24,5 @@ pub mod documents;
 pub mod mandate;
 pub mod outcome;
 pub mod price_shock;
+pub mod read_rate;
 pub mod webauthn;
