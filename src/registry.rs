@@ -17,6 +17,9 @@ pub mod keys {
     pub fn mandate(key_id: &str, mandate_id: &str) -> Vec<u8> {
         key(&[key_id.as_bytes(), mandate_id.as_bytes()])
     }
+    pub fn custody(business_uuid: &str, issued_at: UnixMs, statement_id: &str) -> Vec<u8> {
+        key(&[business_uuid.as_bytes(), &be(issued_at.0 as u64), statement_id.as_bytes()])
+    }
     pub fn ai_policy(business_uuid: &str, version: u64) -> Vec<u8> {
         key(&[business_uuid.as_bytes(), &be(version)])
     }
@@ -104,6 +107,12 @@ impl Registry {
     pub fn mandates_of_key(&self, key_id: &str) -> StoreResult<Vec<MandateRecord>> {
         let prefix = keys::prefix(&[key_id]);
         Ok(self.store.scan(cf::MANDATES, &prefix, None, usize::MAX)?.into_iter().map(|(_, m)| m).collect())
+    }
+
+    /// Every key-custody statement of a business, oldest issued first.
+    pub fn custody_statements(&self, business_uuid: &str) -> StoreResult<Vec<CustodyRecord>> {
+        let prefix = keys::prefix(&[business_uuid]);
+        Ok(self.store.scan(cf::CUSTODY, &prefix, None, usize::MAX)?.into_iter().map(|(_, c)| c).collect())
     }
 
     /// Every sealed AI policy version of a business, oldest first.

@@ -518,3 +518,28 @@ async fn the_sandbox_bearer_token_lasts_an_hour_and_production_never_takes_one()
     let (_, production_reg) = register_key(&production, &p.uuid, "production key").await;
     assert!(production_reg.get("sandbox_key_grant").is_none() && production_reg.get("sandbox_bearer_token").is_none());
 }
+
+// rule: P2.6.24, P2.6.26, P2.6.28, P2.6.29
+#[tokio::test(flavor = "multi_thread")]
+async fn every_key_gets_a_dual_signed_custody_statement_and_restating_adds_one() {
+    let home = Home::start().await;
+    let b = home.business("Lumio", products_scope(10)).await;
+    let statements = home.state.registry.custody_statements(&b.uuid).unwrap();
+    assert_eq!(statements.len(), 2, "the integration key and the passkey");
+    let first = statements.iter().find(|c| c.key_id == b.key_id).unwrap();
+    assert_eq!(first.custody, "self");
+    let envelope = svc_core::dsse::Envelope::parse(&first.envelope).unwrap();
+    let payload = home.state.keys.issuance.verify(&envelope, &svc_core::dsse::payload_type("key-custody.v1")).unwrap();
+    assert_eq!(svc_core::digest::sha256_prefixed(&payload), first.statement_id);
+
+    let restated = home.admin("POST", &format!("/admin/keys/{}/custody", b.key_id), json!({"custody": "hosted"})).await;
+    assert_eq!(restated.status, 201, "{:?}", restated.body);
+    let statements = home.state.registry.custody_statements(&b.uuid).unwrap();
+    assert_eq!(statements.len(), 3, "re-issued, never edited");
+    let of_key: Vec<_> = statements.iter().filter(|c| c.key_id == b.key_id).collect();
+    let pairs: Vec<_> = of_key.iter().map(|c| (c.effective_from, c.issued_at)).collect();
+    let now = svc_core::custody::in_force(&pairs, home.clock.now()).unwrap();
+    assert_eq!(of_key[now].custody, "hosted");
+    let bad = home.admin("POST", &format!("/admin/keys/{}/custody", b.key_id), json!({"custody": "shared"})).await;
+    assert_eq!(bad.status, 400);
+}

@@ -121,6 +121,14 @@ pub enum KeyCommand {
         #[arg(long)]
         valid_until: Option<String>,
     },
+    /// Re-states who holds a key (`hosted` or `self`): a new signed statement.
+    Custody {
+        key_id: String,
+        #[arg(long)]
+        custody: String,
+        #[arg(long)]
+        effective_from: Option<String>,
+    },
     /// Revokes a key, optionally naming the moment it was compromised.
     Revoke {
         key_id: String,
@@ -270,6 +278,10 @@ pub async fn run(args: AdminArgs) -> Result<Value, String> {
             let body = json!({"jwk": key.verifying_key().to_jwk(), "purpose": purpose, "role": role,
                 "valid_until": valid_until});
             admin.call("POST", &format!("/admin/businesses/{business}/keys"), Some(body)).await
+        }
+        AdminCommand::Key(KeyCommand::Custody { key_id, custody, effective_from }) => {
+            let body = json!({"custody": custody, "effective_from": effective_from});
+            admin.call("POST", &format!("/admin/keys/{key_id}/custody"), Some(body)).await
         }
         AdminCommand::Key(KeyCommand::Revoke { key_id, effective_from, compromised_at }) => {
             let body = json!({"effective_from": effective_from, "compromised_at": compromised_at});

@@ -37,6 +37,7 @@ pub fn routes() -> Router<AppState> {
         .route("/admin/businesses/{uuid}/ai-policy", post(seal_ai_policy))
         .route("/admin/businesses/{uuid}/records", post(save_sealed_record))
         .route("/admin/keys/{key_id}/revoke", post(revoke_business_key))
+        .route("/admin/keys/{key_id}/custody", post(restate_custody))
         .route("/admin/mandates", post(register_mandate))
         .route("/admin/mandates/{key_id}/{mandate_id}/revoke", post(revoke_mandate))
         .route("/admin/companies", post(create_company))
@@ -311,14 +312,80 @@ async fn register_business_key(
     }
     let mut change = Change::new();
     change.put(cf_name, record.key_id.as_bytes(), &record);
+    // A key the business registered itself is in its own custody.
+    let custody = custody_statement(&state, &record, svc_core::custody::Custody::OwnKey, now, now);
+    change.put(cf::CUSTODY, &keys::custody(&custody.business_uuid, now, &custody.statement_id), &custody);
     apply(&state, change).await?;
-    let mut body = json!({"key_id": record.key_id, "purpose": record.purpose, "kind": record.kind});
+    let mut body = json!({"key_id": record.key_id, "purpose": record.purpose, "kind": record.kind,
+        "custody": custody.custody, "custody_statement_id": custody.statement_id});
     if let (Some(sandbox), Some(token)) = (&record.sandbox, token) {
         body["sandbox_key_grant"] = json!(sandbox.grant);
         body["sandbox_bearer_token"] = json!(token);
         body["sandbox_bearer_valid_until"] = json!(now.plus(svc_core::sandbox::BEARER_VALID_MS).to_rfc3339_secs());
     }
     Ok(created(body))
+}
+
+/// A dual-signed key-custody statement for `key`.
+fn custody_statement(
+    state: &AppState,
+    key: &BusinessKey,
+    custody: svc_core::custody::Custody,
+    issued_at: UnixMs,
+    effective_from: UnixMs,
+) -> CustodyRecord {
+    let issued = svc_core::custody::issue(
+        &key.business_uuid,
+        &key.key_id,
+        custody,
+        issued_at,
+        effective_from,
+        &state.keys.issuance,
+    );
+    CustodyRecord {
+        business_uuid: key.business_uuid.clone(),
+        key_id: key.key_id.clone(),
+        custody: custody.as_str().into(),
+        effective_from,
+        issued_at,
+        statement_id: issued.statement_id,
+        envelope: issued.envelope.to_json(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CustodyChange {
+    /// `hosted` or `self`.
+    custody: String,
+    effective_from: Option<String>,
+}
+
+/// Re-states who holds a key: a new statement, never an edit.
+async fn restate_custody(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(key_id): Path<String>,
+    Json(req): Json<CustodyChange>,
+) -> ApiResult<Response> {
+    authorize(&state, &headers)?;
+    let custody =
+        svc_core::custody::Custody::parse(&req.custody).ok_or_else(|| invalid("custody is hosted or self"))?;
+    let key = match state.registry.integration_key(&key_id)? {
+        Some(k) => k,
+        None => state.registry.passkey(&key_id)?.ok_or_else(|| ApiError::new(Code::NotFound))?,
+    };
+    let last = state.registry.custody_statements(&key.business_uuid)?.last().map(|c| c.issued_at);
+    // Strictly after the previous statement, so the history has one order.
+    let now = state.clock.now();
+    let issued_at = last.map_or(now, |l| now.max(l.plus(1)));
+    let effective = parse_time(&req.effective_from, now)?;
+    let statement = custody_statement(&state, &key, custody, issued_at, effective);
+    let mut change = Change::new();
+    change.put(cf::CUSTODY, &keys::custody(&key.business_uuid, issued_at, &statement.statement_id), &statement);
+    apply(&state, change).await?;
+    Ok(created(json!({"key_id": key_id, "custody": statement.custody, "statement_id": statement.statement_id,
+        "effective_from": effective.to_rfc3339_secs()})))
 }
 
 #[derive(Deserialize)]

@@ -101,6 +101,20 @@ impl BusinessKey {
     }
 }
 
+/// A key-custody statement, as issued (never edited; a change is a new one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CustodyRecord {
+    pub business_uuid: String,
+    pub key_id: String,
+    /// `hosted` or `self`.
+    pub custody: String,
+    pub effective_from: UnixMs,
+    pub issued_at: UnixMs,
+    pub statement_id: String,
+    /// The dual-signed `key-custody.v1` envelope.
+    pub envelope: Vec<u8>,
+}
+
 /// A mandate, as sealed and as judged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MandateRecord {

@@ -8,6 +8,7 @@
 pub mod ai_policy;
 pub mod b64;
 pub mod canonical;
+pub mod custody;
 pub mod digest;
 pub mod dsse;
 pub mod freshness;
