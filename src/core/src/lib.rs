@@ -24,6 +24,7 @@ pub mod receipt;
 pub mod records;
 pub mod sandbox;
 pub mod seal;
+pub mod search;
 pub mod sidecar;
 pub mod source_line;
 pub mod time;
