@@ -3,6 +3,7 @@
 //! query an index can run as it is; what is refused names the member.
 
 pub mod fields;
+pub mod serve;
 
 use serde_json::{Map, Value};
 
