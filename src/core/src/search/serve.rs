@@ -11,7 +11,7 @@ use crate::freshness::FreshnessExpectation;
 use crate::receipt::ReceiptRow;
 
 /// The mean Earth radius used for `near` (IUGG), in kilometres.
-pub const EARTH_RADIUS_KM: f64 = 6_371.0088;
+pub const EARTH_RADIUS_KM: f64 = 6_371.008_8;
 
 /// Great-circle distance between two points, by the haversine formula.
 pub fn haversine_km(lat1: f64, lng1: f64, lat2: f64, lng2: f64) -> f64 {
