@@ -43,6 +43,9 @@ pub struct NodeConfig {
     /// WebAuthn relying party of the business portal (passkey seals).
     pub passkey_rp_id: String,
     pub passkey_origin: String,
+    /// tantivy shards per collection.
+    #[serde(default = "default_shards")]
+    pub shards_per_collection: usize,
     /// DNS blocklist used for `url_flagged`; none disables the check.
     #[serde(default)]
     pub url_blocklist: Option<BlocklistConfig>,
@@ -58,6 +61,10 @@ pub struct BlocklistConfig {
     /// How long to wait for an answer before treating a URL as unchecked.
     #[serde(default = "default_blocklist_timeout_ms")]
     pub timeout_ms: u64,
+}
+
+fn default_shards() -> usize {
+    2
 }
 
 fn default_blocklist_timeout_ms() -> u64 {
@@ -86,6 +93,7 @@ impl NodeConfig {
             passkey_rp_id: "portal.svc.localhost".into(),
             passkey_origin: "https://portal.svc.localhost".into(),
             url_blocklist: None,
+            shards_per_collection: default_shards(),
         }
     }
 }

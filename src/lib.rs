@@ -17,5 +17,6 @@ pub mod publish;
 pub mod registry;
 pub mod replication;
 pub mod sandbox;
+pub mod search;
 pub mod service_keys;
 pub mod store;

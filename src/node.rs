@@ -8,6 +8,8 @@ use ractor::Actor;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::actors::index_shard::IndexShard;
+use crate::actors::indexer::{Indexer, IndexerArgs, IndexerMsg};
 use crate::actors::nonce_store::{NonceMsg, NonceStore};
 use crate::actors::publisher::{Publisher, PublisherArgs};
 use crate::actors::push_worker::{PushWorker, PushWorkerArgs};
@@ -55,6 +57,22 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
     )
     .await
     .map_err(|e| e.to_string())?;
+    let (index, writers) = crate::search::open_all(&config.data_dir.join("index"), config.shards_per_collection)?;
+    let mut shards = std::collections::HashMap::new();
+    let mut index_shards = Vec::new();
+    for (collection, n, writer) in writers {
+        let (shard, _) = Actor::spawn(None, IndexShard, writer).await.map_err(|e| e.to_string())?;
+        index_shards.push(shard.clone());
+        shards.insert((collection, n), shard);
+    }
+    let (indexer, _) = Actor::spawn(
+        None,
+        Indexer,
+        IndexerArgs { store: store.clone(), shards, shards_per_collection: config.shards_per_collection.max(1) },
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    indexer.send_interval(std::time::Duration::from_millis(20), || IndexerMsg::Tick);
     let purge_clock = clock.clone();
     nonces.send_interval(std::time::Duration::from_secs(60), move || NonceMsg::Purge { now: purge_clock.now() });
     Ok(AppState {
@@ -69,6 +87,9 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         blocklist,
         uploads,
         catalogue_reads: Default::default(),
+        index: Arc::new(index),
+        indexer,
+        index_shards,
     })
 }
 
@@ -95,9 +116,7 @@ impl Node {
         for server in self.servers {
             let _ = server.await;
         }
-        self.state.push_worker.stop(None);
-        self.state.publisher.stop(None);
-        self.state.nonces.stop(None);
+        self.state.stop_actors().await;
     }
 }
 

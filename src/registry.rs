@@ -138,6 +138,17 @@ impl Registry {
         self.store.get(cf::RETRIEVAL_KEYS, key_id.as_bytes())
     }
 
+    /// The sandbox retrieval key whose one-hour bearer token this is.
+    pub fn retrieval_key_by_bearer(&self, token: &str, now: UnixMs) -> StoreResult<Option<RetrievalKey>> {
+        let keys: Vec<(Vec<u8>, RetrievalKey)> = self.store.scan(cf::RETRIEVAL_KEYS, &[], None, usize::MAX)?;
+        Ok(keys.into_iter().map(|(_, k)| k).find(|k| {
+            k.revoked_at.is_none_or(|r| now < r)
+                && k.bearer_sha256
+                    .as_deref()
+                    .is_some_and(|d| svc_core::sandbox::bearer_accepted(token, d, k.registered_at, now))
+        }))
+    }
+
     /// Groups a business has blocked.
     pub fn blocks_of(&self, business_uuid: &str) -> StoreResult<Vec<Block>> {
         let prefix = keys::prefix(&[business_uuid]);

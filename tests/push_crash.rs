@@ -59,8 +59,7 @@ async fn a_crash_mid_push_resumes_and_publishes_nothing_twice() {
         .unwrap();
     }
     // Crash: every actor stops where it is; the third chunk never ran.
-    home.state.publisher.stop(None);
-    home.state.nonces.stop(None);
+    home.state.stop_actors().await;
     // The store closes once the last handle to it (the state) is gone.
     let Home { dir, state, .. } = home;
     drop(state);

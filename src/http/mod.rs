@@ -6,6 +6,7 @@ pub mod body;
 pub mod bulk;
 pub mod business;
 pub mod problem;
+pub mod retrieval;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -39,11 +40,28 @@ pub struct AppState {
     pub uploads: std::path::PathBuf,
     /// Catalogue records read per key in the last minute (the read-back
     /// limit). Kept in memory: a restart forgets at most a minute of reads.
+    /// The search index's readers, shared by every search.
+    pub index: Arc<crate::search::SearchIndex>,
+    pub indexer: ActorRef<crate::actors::indexer::IndexerMsg>,
+    pub index_shards: Vec<ActorRef<crate::actors::index_shard::IndexShardMsg>>,
     pub catalogue_reads:
         Arc<std::sync::Mutex<std::collections::HashMap<String, svc_core::publish::read_rate::ReadWindow>>>,
 }
 
 impl AppState {
+    /// Stops every actor and waits until each has let go of its state (the
+    /// store, the index writers), so the node's directories can be opened again.
+    pub async fn stop_actors(&self) {
+        let wait = Some(std::time::Duration::from_secs(10));
+        let _ = self.push_worker.stop_and_wait(None, wait).await;
+        let _ = self.indexer.stop_and_wait(None, wait).await;
+        for shard in &self.index_shards {
+            let _ = shard.stop_and_wait(None, wait).await;
+        }
+        let _ = self.publisher.stop_and_wait(None, wait).await;
+        let _ = self.nonces.stop_and_wait(None, wait).await;
+    }
+
     /// What running a push inline needs.
     pub fn push_runner(&self) -> crate::actors::push_worker::PushRunner {
         crate::actors::push_worker::PushRunner {
@@ -59,7 +77,7 @@ impl AppState {
 /// The public API: business routes (and, as they land, retrieval and
 /// verification routes).
 pub fn public_router(state: AppState) -> Router {
-    business::routes().merge(bulk::routes()).with_state(state)
+    business::routes().merge(bulk::routes()).merge(retrieval::routes()).with_state(state)
 }
 
 /// The operator's admin API.

@@ -285,3 +285,56 @@ pub fn product(brand: &str, sku: &str, price: &str) -> Vec<u8> {
     }))
     .unwrap()
 }
+
+/// An AI company's retrieval key, registered by the operator.
+pub struct Caller {
+    pub key: SigningKey,
+    pub key_id: String,
+    pub group_id: String,
+    pub company_uuid: String,
+}
+
+impl Home {
+    /// A verified AI company that accepted the Terms, one group, one Ed25519 retrieval key.
+    pub async fn caller(&self, name: &str) -> Caller {
+        let company =
+            self.admin("POST", "/admin/companies", json!({"name": name, "verified": true, "terms_accepted": 1})).await;
+        assert_eq!(company.status, 201, "{:?}", company.body);
+        let company_uuid = company.body["ai_company_uuid"].as_str().unwrap().to_owned();
+        let group =
+            self.admin("POST", &format!("/admin/companies/{company_uuid}/groups"), json!({"name": "assistants"})).await;
+        let group_id = group.body["ai_group_id"].as_str().unwrap().to_owned();
+        let key =
+            SigningKey::from_seed(Alg::Ed25519, &svc_core::digest::sha256(format!("retrieval {name}").as_bytes()))
+                .unwrap();
+        let reg = self
+            .admin(
+                "POST",
+                &format!("/admin/groups/{group_id}/retrieval-keys"),
+                json!({"jwk": key.verifying_key().to_jwk()}),
+            )
+            .await;
+        assert_eq!(reg.status, 201, "{:?}", reg.body);
+        Caller { key_id: key.verifying_key().thumbprint(), key, group_id, company_uuid }
+    }
+
+    /// Waits until the index has applied every replication log entry.
+    pub async fn wait_indexed(&self) {
+        for _ in 0..500 {
+            let last =
+                ractor::call!(self.state.publisher, svc::actors::publisher::PublisherMsg::Observe).unwrap().last_seq;
+            let applied =
+                ractor::call!(self.state.indexer, svc::actors::indexer::IndexerMsg::Observe).unwrap().applied_seq;
+            if applied >= last {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the index never caught up");
+    }
+
+    /// A signed search as an AI company sends it.
+    pub async fn search(&self, caller: &Caller, path: &str, body: Value) -> Answer {
+        self.signed(&caller.key, "POST", path, &serde_json::to_vec(&body).unwrap(), "svc-retrieval", &[]).await
+    }
+}

@@ -1,0 +1,165 @@
+//! Feeds the index shards from the replication log, and from nothing else.
+//! It reads entries after the sequence it last applied, turns record and
+//! block changes into shard batches, waits for every shard to commit, then
+//! records the sequence. A crash between the two re-applies a batch, which
+//! is harmless: every document is written as delete-then-add by id.
+
+use std::collections::{BTreeMap, HashMap};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use svc_core::ids::RecordType;
+
+use crate::actors::index_shard::IndexShardMsg;
+use crate::registry::Registry;
+use crate::replication::{Op, decode, entries_after};
+use crate::search::doc::{Blocked, IndexDoc, index_doc};
+use crate::search::shard_of;
+use crate::store::model::{RecordHead, RecordState};
+use crate::store::{Store, cf};
+
+const APPLIED_KEY: &[u8] = b"index_applied_seq";
+/// Entries read per step.
+const BATCH: usize = 2_000;
+
+pub enum IndexerMsg {
+    /// Apply whatever the log holds beyond the applied sequence.
+    Tick,
+    Observe(RpcReplyPort<IndexerSnapshot>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexerSnapshot {
+    pub applied_seq: u64,
+}
+
+pub struct IndexerArgs {
+    pub store: Store,
+    pub shards: HashMap<(RecordType, usize), ActorRef<IndexShardMsg>>,
+    pub shards_per_collection: usize,
+}
+
+pub struct Indexer;
+
+pub struct IndexerState {
+    args: IndexerArgs,
+    registry: Registry,
+    applied: u64,
+}
+
+/// What to do to one record in the index.
+enum Change {
+    Upsert(IndexDoc, Vec<String>),
+    Delete,
+}
+
+impl IndexerState {
+    /// The index's view of a record now: its live row, or nothing.
+    fn record_change(&self, head: &RecordHead) -> Result<Option<(RecordType, Change)>, String> {
+        let Some(collection) = RecordType::from_name(&head.record_type).filter(|t| t.is_collection()) else {
+            return Ok(None);
+        };
+        if head.state != RecordState::Live || head.live_generation == 0 {
+            return Ok(Some((collection, Change::Delete)));
+        }
+        let version = self.registry.record_version(&head.record_id, head.live_generation).map_err(|e| e.to_string())?;
+        let Some(doc) = version.and_then(|v| index_doc(collection, &v.row)) else {
+            return Ok(Some((collection, Change::Delete)));
+        };
+        let blocked = self.registry.blocks_of(&head.business_uuid).map_err(|e| e.to_string())?;
+        Ok(Some((collection, Change::Upsert(doc, blocked.into_iter().map(|b| b.group_id).collect()))))
+    }
+
+    /// Applies every entry after the applied sequence; answers whether it did any.
+    async fn step(&mut self) -> Result<bool, String> {
+        let entries = entries_after(&self.args.store, self.applied, BATCH).map_err(|e| e.to_string())?;
+        let Some(last) = entries.last().map(|e| e.seq) else { return Ok(false) };
+        // The newest change of each record wins within a step.
+        let mut changes: BTreeMap<String, (RecordType, Change)> = BTreeMap::new();
+        let mut reblock: Vec<String> = Vec::new();
+        for entry in entries {
+            for op in entry.ops {
+                match op {
+                    Op::Put { cf: name, value, .. } if name == cf::RECORDS => {
+                        if let Some(head) = decode::<RecordHead>(&value)
+                            && let Some(change) = self.record_change(&head)?
+                        {
+                            changes.insert(head.record_id.clone(), change);
+                        }
+                    }
+                    Op::Put { cf: name, key, .. } | Op::Delete { cf: name, key } if name == cf::BLOCKS => {
+                        let business = key.split(|b| *b == 0).next().unwrap_or_default();
+                        reblock.push(String::from_utf8_lossy(business).into_owned());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // A block or unblock re-indexes every live record of the business.
+        if !reblock.is_empty() {
+            let heads: Vec<(Vec<u8>, RecordHead)> =
+                self.args.store.scan(cf::RECORDS, &[], None, usize::MAX).map_err(|e| e.to_string())?;
+            for (_, head) in heads.into_iter().filter(|(_, h)| reblock.contains(&h.business_uuid)) {
+                if let Some(change) = self.record_change(&head)? {
+                    changes.insert(head.record_id.clone(), change);
+                }
+            }
+        }
+        let k = self.args.shards_per_collection;
+        let mut batches: HashMap<(RecordType, usize), (Vec<Blocked>, Vec<String>)> = HashMap::new();
+        for (record_id, (collection, change)) in changes {
+            let batch = batches.entry((collection, shard_of(&record_id, k))).or_default();
+            match change {
+                Change::Upsert(doc, blocked) => batch.0.push((doc, blocked)),
+                Change::Delete => batch.1.push(record_id),
+            }
+        }
+        for (shard, (upserts, deletes)) in batches {
+            let actor = self.args.shards.get(&shard).ok_or("no such shard")?;
+            ractor::call!(actor, |reply| IndexShardMsg::Apply { upserts, deletes, reply })
+                .map_err(|e| e.to_string())??;
+        }
+        self.args.store.put(cf::META, APPLIED_KEY, &last).map_err(|e| e.to_string())?;
+        self.applied = last;
+        Ok(true)
+    }
+}
+
+impl Actor for Indexer {
+    type Msg = IndexerMsg;
+    type State = IndexerState;
+    type Arguments = IndexerArgs;
+
+    async fn pre_start(
+        &self,
+        _me: ActorRef<IndexerMsg>,
+        args: IndexerArgs,
+    ) -> Result<IndexerState, ActorProcessingErr> {
+        let applied = args.store.get::<u64>(cf::META, APPLIED_KEY)?.unwrap_or(0);
+        Ok(IndexerState { registry: Registry::new(args.store.clone()), args, applied })
+    }
+
+    async fn handle(
+        &self,
+        _me: ActorRef<IndexerMsg>,
+        msg: IndexerMsg,
+        state: &mut IndexerState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            IndexerMsg::Tick => loop {
+                match state.step().await {
+                    Ok(true) => continue,
+                    Ok(false) => break,
+                    // Left for the next tick: nothing is marked applied.
+                    Err(e) => {
+                        tracing::error!(error = %e, "index step failed");
+                        break;
+                    }
+                }
+            },
+            IndexerMsg::Observe(reply) => {
+                let _ = reply.send(IndexerSnapshot { applied_seq: state.applied });
+            }
+        }
+        Ok(())
+    }
+}
