@@ -64,7 +64,9 @@ async fn batch_run(seed: u64) -> Duration {
     let started = Instant::now();
     let push_id = publish_products(&node.state, &key, &context, &spec.products, SystemClock.now()).await.unwrap();
     settled(&node.state, &push_id, spec.products.len()).await;
-    started.elapsed()
+    let took = started.elapsed();
+    node.state.stop_actors().await;
+    took
 }
 
 /// Import request to committed for one 100,000-record bulk file (the
@@ -106,12 +108,14 @@ async fn bulk_run(seed: u64) -> (Duration, Duration) {
     let (status, accepted) = call(public_router(state.clone()), request).await.unwrap();
     assert_eq!(status, 202, "{accepted}");
     settled(state, accepted["push_id"].as_str().unwrap(), spec.products.len()).await;
-    (started.elapsed(), upload_time)
+    let took = started.elapsed();
+    state.stop_actors().await;
+    (took, upload_time)
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
-    samples[samples.len() / 2]
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
 }
 
 fn arg(name: &str, default: usize) -> usize {

@@ -47,9 +47,9 @@ pub enum Command {
 
 /// What `svc up` will start once it is built.
 pub const NOT_YET: &[&str] = &[
-    "bulk uploads and imports (issue 3)",
-    "read regions: search, fetch, receipts, billing (issue 4)",
-    "replication between regions and the front door (issue 5)",
+    "analytics, releasing a held push (issue 3)",
+    "fetch, receipts list, billing, limits and svc client; search is served by the home node (issue 4)",
+    "read regions, replication between regions and the front door (issue 5)",
     "public verification routes and the transparency log (issue 6)",
 ];
 

@@ -124,7 +124,7 @@ async fn introduce(state: &AppState, mut key: BusinessKey, now: UnixMs) -> ApiRe
     let Some(credentials) = key.sandbox.as_mut().filter(|c| !c.introduced) else { return Ok(key) };
     credentials.introduced = true;
     let mandate = MandateRecord {
-        mandate_id: "sandbox".into(),
+        mandate_id: "sandbox-grant".into(),
         business_uuid: key.business_uuid.clone(),
         key_id: key.key_id.clone(),
         envelope: Vec::new(),
@@ -133,8 +133,10 @@ async fn introduce(state: &AppState, mut key: BusinessKey, now: UnixMs) -> ApiRe
         records_per_hour: 100_000,
         bytes_per_day: 1 << 30,
         source_ip_allow_list: None,
-        valid_from: now,
-        valid_until: now.plus(svc_core::publish::mandate::MAX_VALIDITY_MS),
+        // From the key's registration, so a seal made before this first
+        // request is inside it.
+        valid_from: key.registered_at,
+        valid_until: key.registered_at.plus(svc_core::publish::mandate::MAX_VALIDITY_MS),
         revoked_at: None,
     };
     let mut change = crate::replication::Change::new();

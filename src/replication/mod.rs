@@ -32,8 +32,18 @@ pub const REPLICATED: &[&str] = &[
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Op {
-    Put { cf: String, key: Vec<u8>, value: Vec<u8> },
-    Delete { cf: String, key: Vec<u8> },
+    Put {
+        cf: String,
+        #[serde(with = "serde_bytes")]
+        key: Vec<u8>,
+        #[serde(with = "serde_bytes")]
+        value: Vec<u8>,
+    },
+    Delete {
+        cf: String,
+        #[serde(with = "serde_bytes")]
+        key: Vec<u8>,
+    },
 }
 
 /// One log entry: a sequence number, when home committed it, and its writes.

@@ -40,6 +40,7 @@ pub struct CertificateIssuance {
     pub issued_at: UnixMs,
     pub status_reason: Option<String>,
     /// The dual-signed `certificate.v1` envelope, as issued.
+    #[serde(with = "serde_bytes")]
     pub envelope: Vec<u8>,
 }
 
@@ -65,6 +66,7 @@ pub struct BusinessKey {
     pub kind: String,
     /// For passkeys: `owner`, `admin` or `developer`.
     pub role: Option<String>,
+    #[serde(with = "serde_bytes")]
     pub jwk: Vec<u8>,
     pub valid_from: UnixMs,
     pub valid_until: Option<UnixMs>,
@@ -112,6 +114,7 @@ pub struct CustodyRecord {
     pub issued_at: UnixMs,
     pub statement_id: String,
     /// The dual-signed `key-custody.v1` envelope.
+    #[serde(with = "serde_bytes")]
     pub envelope: Vec<u8>,
 }
 
@@ -122,6 +125,7 @@ pub struct MandateRecord {
     pub business_uuid: String,
     pub key_id: String,
     /// The passkey-sealed `mandate.v1` envelope.
+    #[serde(with = "serde_bytes")]
     pub envelope: Vec<u8>,
     pub record_types: Vec<String>,
     pub countries: Vec<String>,
@@ -145,7 +149,9 @@ pub struct AiPolicyVersion {
     pub business_uuid: String,
     pub version: u64,
     pub record_id: String,
+    #[serde(with = "serde_bytes")]
     pub bytes: Vec<u8>,
+    #[serde(with = "serde_bytes")]
     pub seal: Vec<u8>,
     pub live_from: UnixMs,
 }
@@ -173,6 +179,7 @@ pub struct RetrievalKey {
     pub key_id: String,
     pub group_id: String,
     pub company_uuid: String,
+    #[serde(with = "serde_bytes")]
     pub jwk: Vec<u8>,
     pub environment: Environment,
     pub registered_at: UnixMs,
@@ -243,12 +250,16 @@ pub struct RecordHead {
 pub struct RecordVersion {
     pub record_id: String,
     pub generation: u64,
+    #[serde(with = "serde_bytes")]
     pub bytes: Vec<u8>,
     /// JSON of the served seal (record envelope or batch membership).
+    #[serde(with = "serde_bytes")]
     pub seal: Vec<u8>,
     /// JSON of the signed sidecar envelope.
+    #[serde(with = "serde_bytes")]
     pub sidecar: Vec<u8>,
     /// JSON of the signed row.
+    #[serde(with = "serde_bytes")]
     pub row: Vec<u8>,
     pub published_at: UnixMs,
     pub push_id: String,
@@ -276,8 +287,10 @@ pub struct PushRecord {
     pub chunks: u64,
     pub chunks_done: u64,
     /// SHA-256 over the batch seal payload and every record: the resend key.
+    #[serde(with = "serde_bytes")]
     pub fingerprint: Vec<u8>,
     /// The batch seal envelope JSON as received.
+    #[serde(with = "serde_bytes")]
     pub batch_seal: Vec<u8>,
     pub cert_id: String,
     pub ai_policy_version: u64,
@@ -316,6 +329,7 @@ pub struct UploadRecord {
 pub struct PushLeaf {
     pub leaf_index: u64,
     /// The record's exact bytes; cleared once the leaf is settled.
+    #[serde(with = "serde_bytes")]
     pub bytes: Vec<u8>,
     /// `pending`, `accepted`, `updated`, `rejected` or `held`.
     pub outcome: String,
@@ -333,14 +347,17 @@ pub struct PushLeaf {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeqEntry {
     pub push_id: String,
+    #[serde(with = "serde_bytes")]
     pub fingerprint: Vec<u8>,
 }
 
 /// A stored first answer for an `Idempotency-Key`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IdempotentAnswer {
+    #[serde(with = "serde_bytes")]
     pub fingerprint: Vec<u8>,
     pub status: u16,
+    #[serde(with = "serde_bytes")]
     pub body: Vec<u8>,
     pub location: Option<String>,
     pub at: UnixMs,
