@@ -34,6 +34,11 @@ pub fn authority(parts: &Parts) -> String {
         .unwrap_or_default()
 }
 
+/// The sandbox bearer token of a request, if it carries one.
+pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")
+}
+
 /// A JWK stored as JSON bytes, as a verifying key.
 pub fn key_from_jwk(jwk: &[u8]) -> Option<VerifyingKey> {
     let jwk: Jwk = serde_json::from_slice(jwk).ok()?;

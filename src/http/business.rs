@@ -22,7 +22,7 @@ use svc_core::seal::{self, judge_certificate};
 use svc_core::time::UnixMs;
 
 use super::AppState;
-use super::auth::{key_from_jwk, verify_signed};
+use super::auth::{bearer, key_from_jwk, verify_signed};
 use super::body::{DEFAULT_LIMIT, PUBLISH_LIMIT, read_limited};
 use super::problem::{ApiError, ApiResult};
 use crate::actors::publisher::PublisherMsg;
@@ -112,10 +112,6 @@ pub(super) async fn signed(
     let key = found.ok_or_else(|| ApiError::new(Code::KeyUnknown))?;
     let key = if sandbox { introduce(state, key, now).await? } else { key };
     Ok(Signed { key, body, parts })
-}
-
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")
 }
 
 /// The first request of a sandbox key registers it, with a sandbox mandate

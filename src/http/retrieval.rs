@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, Request, StatusCode, header};
+use axum::http::{Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -21,7 +21,7 @@ use svc_core::search::serve::{self, ServeTime};
 use svc_core::time::UnixMs;
 
 use super::AppState;
-use super::auth::{key_from_jwk, verify_signed};
+use super::auth::{bearer, key_from_jwk, verify_signed};
 use super::body::{DEFAULT_LIMIT, read_limited};
 use super::problem::{ApiError, ApiResult};
 use crate::actors::publisher::PublisherMsg;
@@ -50,10 +50,6 @@ pub struct Caller {
     pub key: RetrievalKey,
     pub verified: Option<Verified>,
     pub body: bytes::Bytes,
-}
-
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")
 }
 
 /// The seven steps of section 5 with this region's retrieval keys. In the

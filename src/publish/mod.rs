@@ -356,14 +356,8 @@ impl Engine {
         if push.completed_at.is_some() {
             return Ok(push);
         }
-        push.state = "failed".into();
         push.error = Some(code.to_owned());
-        push.completed_at = Some(now);
-        push.updated_at = now;
-        push.last_step_at = now;
-        let mut change = Change::new();
-        change.put(cf::PUSHES, &push_key(push_id), &push);
-        self.log.commit(change, now)?;
+        self.settle(&mut push, "failed", now)?;
         tracing::warn!(push_id, code, "push failed");
         Ok(push)
     }
@@ -663,20 +657,27 @@ impl Engine {
         Ok(Ok(Saved { outcome, record_id, version: generation, sha256: record.origin() }))
     }
 
+    /// Writes a push's final state: settled pushes are never touched again.
+    fn settle(&mut self, push: &mut PushRecord, state: &str, now: UnixMs) -> StoreResult<()> {
+        push.state = state.into();
+        push.completed_at = Some(now);
+        push.updated_at = now;
+        push.last_step_at = now;
+        let mut change = Change::new();
+        change.put(cf::PUSHES, &push_key(&push.push_id), &*push);
+        self.log.commit(change, now)?;
+        self.trees.remove(&push.push_id);
+        Ok(())
+    }
+
     /// Marks a push whose every record is settled as `complete` or `held`.
     pub fn finish(&mut self, push_id: &str, now: UnixMs) -> Result<PushRecord, EngineError> {
         let mut push = self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?;
         if push.completed_at.is_some() || push.counts[4] > 0 {
             return Ok(push);
         }
-        push.state = if push.held { "held" } else { "complete" }.into();
-        push.completed_at = Some(now);
-        push.updated_at = now;
-        push.last_step_at = now;
-        let mut change = Change::new();
-        change.put(cf::PUSHES, &push_key(push_id), &push);
-        self.log.commit(change, now)?;
-        self.trees.remove(push_id);
+        let state = if push.held { "held" } else { "complete" };
+        self.settle(&mut push, state, now)?;
         tracing::info!(push_id, business = %push.business_uuid, state = %push.state, "push settled; owners and admins notified");
         Ok(push)
     }
