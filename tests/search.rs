@@ -188,3 +188,44 @@ async fn refusals_name_the_member_and_signatures_come_first() {
     let wrong_tag = home.signed(&caller.key, "POST", "/v1/search", &body, "svc-push", &[]).await;
     assert_eq!(wrong_tag.body["code"], "signature_invalid");
 }
+
+fn event(id: &str, title: &str, lat: f64, lng: f64, start: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "schema": "service/events/1", "language": "fr", "event_id": id, "countries": ["FR"], "title": title,
+        "start_at": start, "end_at": "2027-06-01T20:00:00Z", "event_type": "market", "attendance_mode": "in_person",
+        "geo": {"lat": lat, "lng": lng},
+    }))
+    .unwrap()
+}
+
+// rule: R2.2.22, R2.3.26, R2.3.28, R2.3.33
+#[tokio::test(flavor = "multi_thread")]
+async fn near_keeps_only_points_within_the_radius() {
+    let home = Home::start().await;
+    let b = home.business("Lumio", products_scope(10)).await;
+    for (id, title, lat, lng, start) in [
+        ("lyon", "Lumio market Lyon", 45.764, 4.8357, "2027-06-01T09:00:00Z"),
+        ("villeurbanne", "Lumio market Villeurbanne", 45.7719, 4.8902, "2027-05-01T09:00:00Z"),
+        ("paris", "Lumio market Paris", 48.8566, 2.3522, "2027-04-01T09:00:00Z"),
+    ] {
+        let saved = home.save_sealed(&b, "events", &event(id, title, lat, lng, start)).await;
+        assert_eq!(saved.status, 201, "{:?}", saved.body);
+    }
+    home.wait_indexed().await;
+    let caller = home.caller("Acme AI").await;
+    let near = |radius: f64| {
+        json!({"filter": {"all": [{"country": "FR"}, {"geo": {"near": {"lat": 45.764, "lng": 4.8357, "radius_km": radius}}}]},
+            "sort_by": "start_at:asc"})
+    };
+    let titles = |a: &Answer| -> Vec<String> {
+        a.body["rows"].as_array().unwrap().iter().map(|r| r["title"].as_str().unwrap().to_owned()).collect()
+    };
+    let close = home.search(&caller, "/v1/events/search", near(10.0)).await;
+    assert_eq!(close.status, 200, "{:?}", close.body);
+    assert_eq!(titles(&close), vec!["Lumio market Villeurbanne", "Lumio market Lyon"]);
+    let wide = home.search(&caller, "/v1/events/search", near(400.0)).await;
+    assert_eq!(titles(&wide), vec!["Lumio market Paris", "Lumio market Villeurbanne", "Lumio market Lyon"]);
+    // Paris is 392 km away: inside the box at 380 km but outside the radius.
+    let edge = home.search(&caller, "/v1/events/search", near(380.0)).await;
+    assert_eq!(titles(&edge).len(), 2);
+}

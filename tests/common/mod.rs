@@ -338,3 +338,20 @@ impl Home {
         self.signed(&caller.key, "POST", path, &serde_json::to_vec(&body).unwrap(), "svc-retrieval", &[]).await
     }
 }
+
+impl Home {
+    /// A record the business's owner seals with a passkey and saves (Path B).
+    pub async fn save_sealed(&self, business: &Business, record_type: &str, record: &[u8]) -> Answer {
+        let config = &self.state.config;
+        let passkey = svc::client::sealing::Passkey {
+            key: &business.passkey,
+            rp_id: &config.passkey_rp_id,
+            origin: &config.passkey_origin,
+        };
+        let context = svc::client::sealing::SealContext { cert_id: business.cert_id.clone(), ai_policy_version: 0 };
+        let seal = passkey.seal_record(&context, record_type, record, self.clock.now(), None).unwrap();
+        let body =
+            json!({"record_type": record_type, "record_base64": svc_core::b64::std_encode(record), "seal": seal});
+        self.admin("POST", &format!("/admin/businesses/{}/records", business.uuid), body).await
+    }
+}
