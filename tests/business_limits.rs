@@ -7,9 +7,6 @@ mod common;
 
 use common::*;
 use serde_json::{Value, json};
-use svc::actors::publisher::PublisherMsg;
-use svc::publish::{Created, NewPush, PushRecords};
-use svc_core::ids::RecordType;
 use svc_core::time::{MINUTE, SECOND};
 
 async fn read(home: &Home, b: &Business, path: &str) -> Answer {
@@ -136,26 +133,8 @@ async fn a_queued_push_shows_pending_rows_and_reports_stalled() {
     bad["on_sale"] = json!("no");
     let mut records = records;
     records[3] = serde_json::to_vec(&bad).unwrap();
-    let seal = home.batch_seal(&b, &records, 1, 0, home.clock.now());
-    let push = NewPush {
-        business_uuid: b.uuid.clone(),
-        key_id: b.key_id.clone(),
-        record_type: RecordType::Products,
-        seq: 1,
-        source: "api",
-        received_at: home.clock.now(),
-        batch_seal_json: seal.to_json(),
-        batch_seal: svc_core::seal::read_batch_seal(&seal).unwrap(),
-        mandate: home.state.registry.live_mandate(&b.key_id, "products", home.clock.now()).unwrap().unwrap(),
-        records: PushRecords::Inline(records),
-        sealed_at_fresh: true,
-        idempotency: None,
-        body_bytes: 1_000,
-    };
     let push_id = "bat_0000000000000000000000ab".to_owned();
-    let created =
-        ractor::call!(home.state.publisher, |r| PublisherMsg::CreatePush(Box::new(push), push_id.clone(), r)).unwrap();
-    assert_eq!(created.unwrap().unwrap(), Created::New(push_id.clone()));
+    home.accept_push(&b, records, &push_id).await;
 
     // Every record has a row before any is stored: pending, or rejected.
     let status = read(&home, &b, &format!("/v1/pushes/{push_id}?outcome=pending")).await;

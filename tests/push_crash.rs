@@ -9,10 +9,8 @@ use std::collections::HashMap;
 
 use common::*;
 use svc::actors::publisher::PublisherMsg;
-use svc::publish::{Created, NewPush};
 use svc::replication::{Op, entries_after};
 use svc::store::cf;
-use svc_core::ids::RecordType;
 
 // rule: P4.1.33, P3.16, P3.17, P3.27, P4.1.29
 #[tokio::test(flavor = "multi_thread")]
@@ -20,32 +18,10 @@ async fn a_crash_mid_push_resumes_and_publishes_nothing_twice() {
     let home = Home::start().await;
     let b = home.business("Lumio", products_scope(100_000)).await;
     let records: Vec<Vec<u8>> = (0..600).map(|i| product("Lumio", &format!("SKU-{i}"), "3.00")).collect();
-    let seal = home.batch_seal(&b, &records, 1, 0, home.clock.now());
-    let batch = svc_core::seal::read_batch_seal(&seal).unwrap();
-    let mandate = home.state.registry.live_mandate(&b.key_id, "products", home.clock.now()).unwrap().unwrap();
-    let push = NewPush {
-        business_uuid: b.uuid.clone(),
-        key_id: b.key_id.clone(),
-        record_type: RecordType::Products,
-        seq: 1,
-        source: "api",
-        received_at: home.clock.now(),
-        batch_seal_json: seal.to_json(),
-        batch_seal: batch,
-        mandate,
-        records: svc::publish::PushRecords::Inline(records),
-        sealed_at_fresh: true,
-        idempotency: None,
-        body_bytes: 1000,
-    };
     // Stop the background worker so only this test drives the push.
     home.state.push_worker.stop(None);
     let push_id = "bat_00000000000000000000000a".to_owned();
-    let created = ractor::call!(home.state.publisher, |r| PublisherMsg::CreatePush(Box::new(push), push_id.clone(), r))
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(created, Created::New(push_id.clone()));
+    home.accept_push(&b, records, &push_id).await;
     for chunk in 0..2 {
         let now = home.clock.now();
         ractor::call!(home.state.publisher, |reply| PublisherMsg::CommitChunk {

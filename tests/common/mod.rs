@@ -355,3 +355,36 @@ impl Home {
         self.admin("POST", &format!("/admin/businesses/{}/records", business.uuid), body).await
     }
 }
+
+impl Home {
+    /// Accepts `records` as a push straight through the publisher (seq 1),
+    /// for tests that drive a push's steps themselves.
+    pub async fn accept_push(&self, business: &Business, records: Vec<Vec<u8>>, push_id: &str) {
+        let seal = self.batch_seal(business, &records, 1, 0, self.clock.now());
+        let push = svc::publish::NewPush {
+            business_uuid: business.uuid.clone(),
+            key_id: business.key_id.clone(),
+            record_type: svc_core::ids::RecordType::Products,
+            seq: 1,
+            source: "api",
+            received_at: self.clock.now(),
+            batch_seal_json: seal.to_json(),
+            batch_seal: svc_core::seal::read_batch_seal(&seal).unwrap(),
+            mandate: self.state.registry.live_mandate(&business.key_id, "products", self.clock.now()).unwrap().unwrap(),
+            records: svc::publish::PushRecords::Inline(records),
+            sealed_at_fresh: true,
+            idempotency: None,
+            body_bytes: 1_000,
+        };
+        let id = push_id.to_owned();
+        let created = ractor::call!(self.state.publisher, |r| svc::actors::publisher::PublisherMsg::CreatePush(
+            Box::new(push),
+            id,
+            r
+        ))
+        .unwrap()
+        .unwrap()
+        .unwrap();
+        assert_eq!(created, svc::publish::Created::New(push_id.to_owned()));
+    }
+}
