@@ -631,21 +631,8 @@ async fn save_sealed_record(
         return Err(refused("sealed_at is more than five minutes from receipt".into()));
     }
     passkey.validity().judge(sealed_at).map_err(|r| refused(format!("the passkey at sealed_at: {r}")))?;
-    let history = state.registry.certificates(&uuid)?;
-    let core: Vec<_> = history.iter().map(CertificateIssuance::as_core).collect();
-    match svc_core::seal::judge_certificate(&core, &seal.cert_id, sealed_at) {
-        Ok(()) => {}
-        Err(svc_core::Reason::CertificateWithdrawn) => return Err(ApiError::new(Code::CertificateWithdrawn)),
-        Err(r) => return Err(refused(format!("certificate: {r}"))),
-    }
-    let in_force = state.registry.ai_policy_at(&uuid, sealed_at)?.map_or(0, |p| p.version);
-    if seal.ai_policy_version != in_force {
-        return Err(ApiError::from(
-            svc_core::problem::Problem::new(Code::SealInvalid)
-                .detail(format!("the AI policy version in force at sealed_at is {in_force}"))
-                .ai_policy_version(in_force),
-        ));
-    }
+    super::business::check_certificate_in_force(&state.registry.certificates(&uuid)?, &seal.cert_id, sealed_at)?;
+    super::business::check_ai_policy_version(&state, &uuid, seal.ai_policy_version, sealed_at)?;
     let save = crate::publish::SealedSave {
         business_uuid: uuid,
         record_type,

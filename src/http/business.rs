@@ -189,7 +189,7 @@ pub(super) fn writing_mandate(
 }
 
 /// The AI policy version in force at `sealed_at` must be the one sealed.
-pub(super) fn check_ai_policy_version(
+pub(crate) fn check_ai_policy_version(
     state: &AppState,
     business_uuid: &str,
     sealed: u64,
@@ -206,7 +206,23 @@ pub(super) fn check_ai_policy_version(
     ))
 }
 
-pub(super) fn seal_invalid(detail: impl Into<String>) -> ApiError {
+/// The certificate a seal names must be the one in force at `sealed_at`: a
+/// withdrawal is `certificate_withdrawn`, anything else not in force is
+/// `seal_invalid`.
+pub(crate) fn check_certificate_in_force(
+    history: &[CertificateIssuance],
+    cert_id: &str,
+    sealed_at: UnixMs,
+) -> ApiResult<()> {
+    let history: Vec<_> = history.iter().map(CertificateIssuance::as_core).collect();
+    match judge_certificate(&history, cert_id, sealed_at) {
+        Ok(()) => Ok(()),
+        Err(svc_core::Reason::CertificateWithdrawn) => Err(ApiError::new(Code::CertificateWithdrawn)),
+        Err(r) => Err(seal_invalid(format!("certificate: {r}"))),
+    }
+}
+
+pub(crate) fn seal_invalid(detail: impl Into<String>) -> ApiError {
     ApiError::detail(Code::SealInvalid, detail)
 }
 
@@ -238,12 +254,7 @@ pub(super) fn judge_batch_seal(
     if let Some(records) = records {
         seal::check_batch_root(&batch, records).map_err(|_| seal_invalid("root does not match the records"))?;
     }
-    let core_history: Vec<_> = history.iter().map(CertificateIssuance::as_core).collect();
-    match judge_certificate(&core_history, &batch.cert_id, sealed_at) {
-        Ok(()) => {}
-        Err(svc_core::Reason::CertificateWithdrawn) => return Err(ApiError::new(Code::CertificateWithdrawn)),
-        Err(r) => return Err(seal_invalid(format!("certificate: {r}"))),
-    }
+    check_certificate_in_force(&history, &batch.cert_id, sealed_at)?;
     check_ai_policy_version(state, &key.business_uuid, batch.ai_policy_version, sealed_at)?;
     if !mandate.live_at(sealed_at) {
         return Err(ApiError::detail(Code::OutOfScope, "sealed outside the mandate's validity"));
@@ -597,13 +608,7 @@ async fn end_route(state: &AppState, kind: &str, req: Request<Body>, delete: boo
         return Err(ApiError::detail(Code::OutOfScope, "sealed outside the mandate's validity"));
     }
     check_ai_policy_version(state, &key.business_uuid, seal.ai_policy_version, sealed_at)?;
-    let history: Vec<_> =
-        state.registry.certificates(&key.business_uuid)?.iter().map(CertificateIssuance::as_core).collect();
-    match judge_certificate(&history, &seal.cert_id, sealed_at) {
-        Ok(()) => {}
-        Err(svc_core::Reason::CertificateWithdrawn) => return Err(ApiError::new(Code::CertificateWithdrawn)),
-        Err(r) => return Err(seal_invalid(format!("certificate: {r}"))),
-    }
+    check_certificate_in_force(&state.registry.certificates(&key.business_uuid)?, &seal.cert_id, sealed_at)?;
     let (business_uuid, record_id) = (key.business_uuid.clone(), document.record_id.clone());
     let ended = ractor::call!(state.publisher, |reply| PublisherMsg::EndRecord {
         business_uuid,
