@@ -754,7 +754,6 @@ async fn register_retrieval_key(
         revoked_at: None,
         grant: grant.clone(),
         bearer_sha256: token.as_ref().map(|t| svc_core::sandbox::bearer_digest(t)),
-        bearer_until: token.as_ref().map(|_| now.plus(svc_core::time::HOUR)),
         introduced: false,
     };
     let mut change = Change::new();

@@ -45,18 +45,20 @@ pub fn key_from_jwk(jwk: &[u8]) -> Option<VerifyingKey> {
     VerifyingKey::from_jwk(&jwk).ok()
 }
 
-/// Verifies a request's signature for `tag`, then claims its nonce.
+/// Verifies a request's signature for `tag`, then claims its nonce, and
+/// answers the key record that signed.
 ///
-/// `lookup_key` answers the registered, unrevoked key for a key id.
-pub async fn verify_signed(
+/// `lookup_key` answers the registered, usable key for a key id: its record
+/// and its public key. `None` is `key_unknown` (step 4).
+pub async fn verify_signed<K>(
     parts: &Parts,
     body: &[u8],
     authority_expected: &str,
     tag: &str,
     now: UnixMs,
     nonces: &ActorRef<NonceMsg>,
-    lookup_key: impl FnOnce(&str) -> Option<VerifyingKey>,
-) -> Result<Verified, ApiError> {
+    lookup_key: impl FnOnce(&str) -> Option<(K, VerifyingKey)>,
+) -> Result<(Verified, K), ApiError> {
     let headers: Vec<(&str, &str)> =
         parts.headers.iter().filter_map(|(name, value)| Some((name.as_str(), value.to_str().ok()?))).collect();
     let authority = authority(parts);
@@ -70,7 +72,14 @@ pub async fn verify_signed(
     };
     let policy = Policy { authority: authority_expected, tag, now_secs: now.as_secs() };
     // Step 7 (the nonce) is claimed below, after steps 1 to 6 passed here.
-    let verified = http_sig::verify(&req, &policy, lookup_key, |_, _, _| true).map_err(sig_error)?;
+    let mut record = None;
+    let lookup = |key_id: &str| {
+        let (found, public) = lookup_key(key_id)?;
+        record = Some(found);
+        Some(public)
+    };
+    let verified = http_sig::verify(&req, &policy, lookup, |_, _, _| true).map_err(sig_error)?;
+    let record = record.ok_or_else(|| sig_error(SigError::KeyUnknown))?;
     let claimed = ractor::call!(nonces, |reply| NonceMsg::Claim {
         key_id: verified.keyid.clone(),
         nonce: verified.nonce.clone(),
@@ -82,5 +91,5 @@ pub async fn verify_signed(
     if !claimed {
         return Err(sig_error(SigError::NonceReused));
     }
-    Ok(verified)
+    Ok((verified, record))
 }

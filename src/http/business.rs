@@ -90,8 +90,7 @@ pub(super) async fn signed(
     let grant = parts.headers.get(svc_core::sandbox::GRANT_HEADER).and_then(|v| v.to_str().ok());
     let registry = state.registry.clone();
     let environment = state.config.environment;
-    let mut found = None;
-    verify_signed(&parts, &body, &state.config.public_authority, tag, now, &state.nonces, |key_id| {
+    let (_, key) = verify_signed(&parts, &body, &state.config.public_authority, tag, now, &state.nonces, |key_id| {
         let key = registry.integration_key(key_id).ok().flatten()?;
         if key.environment != environment || !key.live_at(now) {
             return None;
@@ -99,17 +98,14 @@ pub(super) async fn signed(
         // A sandbox key the sandbox has not seen needs its grant.
         if let Some(credentials) = &key.sandbox
             && sandbox
-            && !credentials.introduced
-            && !svc_core::sandbox::introduces(grant, &credentials.grant)
+            && !svc_core::sandbox::admits(credentials.introduced, Some(&credentials.grant), grant)
         {
             return None;
         }
         let public = key_from_jwk(&key.jwk)?;
-        found = Some(key);
-        Some(public)
+        Some((key, public))
     })
     .await?;
-    let key = found.ok_or_else(|| ApiError::new(Code::KeyUnknown))?;
     let key = if sandbox { introduce(state, key, now).await? } else { key };
     Ok(Signed { key, body, parts })
 }

@@ -70,25 +70,19 @@ pub async fn retrieval_signed(state: &AppState, req: Request<Body>, limit: usize
     let grant = parts.headers.get(svc_core::sandbox::GRANT_HEADER).and_then(|v| v.to_str().ok());
     let registry = state.registry.clone();
     let environment = state.config.environment;
-    let mut found = None;
-    let verified =
-        verify_signed(&parts, &body, &state.config.public_authority, TAG_RETRIEVAL, now, &state.nonces, |key_id| {
-            let key = registry.retrieval_key(key_id).ok().flatten()?;
-            if key.environment != environment || key.revoked_at.is_some_and(|r| r <= now) {
-                return None;
-            }
-            if sandbox
-                && !key.introduced
-                && !key.grant.as_deref().is_some_and(|g| svc_core::sandbox::introduces(grant, g))
-            {
-                return None;
-            }
-            let public = key_from_jwk(&key.jwk)?;
-            found = Some(key);
-            Some(public)
-        })
-        .await?;
-    let key = found.ok_or_else(|| ApiError::new(Code::KeyUnknown))?;
+    let authority = &state.config.public_authority;
+    let (verified, key) = verify_signed(&parts, &body, authority, TAG_RETRIEVAL, now, &state.nonces, |key_id| {
+        let key = registry.retrieval_key(key_id).ok().flatten()?;
+        if key.environment != environment || key.revoked_at.is_some_and(|r| r <= now) {
+            return None;
+        }
+        if sandbox && !svc_core::sandbox::admits(key.introduced, key.grant.as_deref(), grant) {
+            return None;
+        }
+        let public = key_from_jwk(&key.jwk)?;
+        Some((key, public))
+    })
+    .await?;
     let key = if sandbox { introduce(state, key, now).await? } else { key };
     Ok(Caller { key, verified: Some(verified), body })
 }

@@ -186,9 +186,9 @@ pub struct RetrievalKey {
     pub revoked_at: Option<UnixMs>,
     /// Sandbox keys: the grant that introduces the key on its first request.
     pub grant: Option<String>,
-    /// Sandbox keys: SHA-256 of the one-hour bearer token, and its end.
+    /// Sandbox keys: SHA-256 of the one-hour bearer token (valid for the
+    /// hour after `registered_at`).
     pub bearer_sha256: Option<String>,
-    pub bearer_until: Option<UnixMs>,
     /// Sandbox keys: set once the sandbox has seen the grant.
     pub introduced: bool,
 }

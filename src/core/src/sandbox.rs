@@ -28,6 +28,12 @@ pub fn introduces(presented: Option<&str>, key_grant: &str) -> bool {
     presented.is_some_and(|g| is_grant(g) && g == key_grant)
 }
 
+/// Whether the sandbox takes a request from a key: a key it has already
+/// seen, or one whose grant the request carries.
+pub fn admits(introduced: bool, key_grant: Option<&str>, presented: Option<&str>) -> bool {
+    introduced || key_grant.is_some_and(|g| introduces(presented, g))
+}
+
 /// What the store keeps of a bearer token: its hash, never the token.
 pub fn bearer_digest(token: &str) -> String {
     sha256_prefixed(token.as_bytes())
@@ -52,6 +58,10 @@ mod tests {
         assert!(!introduces(None, &grant));
         assert!(!is_grant("svc_sbxk2.x"));
         assert!(!is_grant(&format!("{GRANT_PREFIX}{}", "a".repeat(GRANT_MAX_CHARS))));
+        assert!(admits(true, None, None));
+        assert!(admits(false, Some(&grant), Some(&grant)));
+        assert!(!admits(false, Some(&grant), None));
+        assert!(!admits(false, None, Some(&grant)));
     }
 
     // rule: P5.11
