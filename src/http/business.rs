@@ -428,11 +428,40 @@ pub(super) fn stored_answer(answer: &IdempotentAnswer) -> Response {
     json_response(status, answer.body.clone(), answer.location.clone())
 }
 
-fn leaves(state: &AppState, push_id: &str) -> ApiResult<Vec<PushLeaf>> {
+/// Visits a push's result rows in leaf order from leaf `first`, reading them
+/// a slice at a time, until `visit` answers false: a page of a 100,000-record
+/// import reads its page, not the whole push.
+fn leaves_while(state: &AppState, push_id: &str, first: u64, mut visit: impl FnMut(PushLeaf) -> bool) -> ApiResult<()> {
+    const SLICE: usize = 256;
     let prefix = key(&[push_id.as_bytes()]);
-    let rows: Vec<(Vec<u8>, PushLeaf)> =
-        state.store.scan(cf::PUSH_RESULTS, &prefix, Some(&leaf_key(push_id, 0)), usize::MAX)?;
-    Ok(rows.into_iter().filter(|(k, _)| k.len() == prefix.len() + 9).map(|(_, l)| l).collect())
+    let mut from = leaf_key(push_id, first);
+    loop {
+        let rows: Vec<(Vec<u8>, PushLeaf)> = state.store.scan(cf::PUSH_RESULTS, &prefix, Some(&from), SLICE)?;
+        let full = rows.len() == SLICE;
+        let mut next = None;
+        for (k, leaf) in rows {
+            if k.len() != prefix.len() + 9 {
+                continue;
+            }
+            next = Some(leaf.leaf_index + 1);
+            if !visit(leaf) {
+                return Ok(());
+            }
+        }
+        match next {
+            Some(n) if full => from = leaf_key(push_id, n),
+            _ => return Ok(()),
+        }
+    }
+}
+
+fn leaves(state: &AppState, push_id: &str) -> ApiResult<Vec<PushLeaf>> {
+    let mut all = Vec::new();
+    leaves_while(state, push_id, 0, |leaf| {
+        all.push(leaf);
+        true
+    })?;
+    Ok(all)
 }
 
 fn outcome_of(leaf: &PushLeaf) -> Outcome {
@@ -494,15 +523,20 @@ pub(super) fn push_status(
     let stalled = !push_state.is_settled() && out::is_stalled(push.last_step_at, now);
     let source = if push.source == "bulk" { out::Source::Bulk } else { out::Source::Api };
     let page = if with_page {
-        let results: Vec<out::StatusResult> = leaves(state, &push.push_id)?
-            .iter()
-            .map(|leaf| out::StatusResult {
-                leaf_index: leaf.leaf_index,
-                outcome: outcome_of(leaf),
-                business_product_id: leaf.business_product_id.clone(),
-                errors: errors_of(leaf),
-            })
-            .collect();
+        // Read from the cursor's leaf until one result past a page is found.
+        let after = cursor.and_then(cursor::decode).and_then(|c| c.parse::<u64>().ok());
+        let mut results: Vec<out::StatusResult> = Vec::new();
+        leaves_while(state, &push.push_id, after.map_or(0, |a| a.saturating_add(1)), |leaf| {
+            if outcome.is_none_or(|o| o == outcome_of(&leaf)) {
+                results.push(out::StatusResult {
+                    leaf_index: leaf.leaf_index,
+                    outcome: outcome_of(&leaf),
+                    business_product_id: leaf.business_product_id.clone(),
+                    errors: errors_of(&leaf),
+                });
+            }
+            results.len() <= out::RESULTS_PAGE
+        })?;
         Some(
             out::results_page(&results, outcome, cursor)
                 .ok_or_else(|| ApiError::detail(Code::RequestInvalid, "cursor"))?,
@@ -768,30 +802,36 @@ async fn attempts_route(state: &AppState, req: Request<Body>) -> ApiResult<Respo
     let mut attempts = Vec::new();
     let mut passed = after.is_none();
     let mut next_cursor = None;
-    'outer: for (k, ()) in pushes {
+    for (k, ()) in pushes {
         let push_id = String::from_utf8_lossy(&k[prefix.len() + 9..]).into_owned();
         let Some(push) = state.store.get::<PushRecord>(cf::PUSHES, &push_key(&push_id))? else { continue };
         if push.received_at >= to {
             break;
         }
-        for leaf in leaves(state, &push_id)? {
+        let mut full = false;
+        leaves_while(state, &push_id, 0, |leaf| {
             let position = format!("{push_id}:{}", leaf.leaf_index);
             if !passed {
                 passed = after.as_deref() == Some(position.as_str());
-                continue;
+                return true;
             }
             if status.is_some_and(|s| s != outcome_of(&leaf)) {
-                continue;
+                return true;
             }
             if attempts.len() == out::RESULTS_PAGE {
                 next_cursor = attempts.last().and_then(|a: &Value| a["_position"].as_str().map(cursor::encode));
-                break 'outer;
+                full = true;
+                return false;
             }
             let reason = leaf.errors.first().map(|(code, _, _)| code.clone());
             attempts.push(json!({"batch_id": push_id, "leaf_index": leaf.leaf_index,
                 "received_at": push.received_at.to_rfc3339_millis(), "source": push.source, "key_id": push.key_id,
                 "business_product_id": leaf.business_product_id, "product_name": leaf.product_name,
                 "outcome": leaf.outcome, "reason": reason, "_position": position}));
+            true
+        })?;
+        if full {
+            break;
         }
     }
     for a in &mut attempts {
