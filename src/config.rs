@@ -49,6 +49,35 @@ pub struct NodeConfig {
     /// DNS blocklist used for `url_flagged`; none disables the check.
     #[serde(default)]
     pub url_blocklist: Option<BlocklistConfig>,
+    /// Per-key retrieval limits (the spec leaves the numbers to the operator).
+    #[serde(default)]
+    pub retrieval_limits: RetrievalLimits,
+    /// How long a search may look before it answers with what it has
+    /// (`partial: true`), counted from the request's arrival.
+    #[serde(default = "default_search_budget_ms")]
+    pub search_budget_ms: u64,
+}
+
+fn default_search_budget_ms() -> u64 {
+    250
+}
+
+/// The request rate and the per-minute query-cost budget of one retrieval
+/// key (retrieval 8: "numeric values not shown").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrievalLimits {
+    /// Requests a key may make in any rolling second.
+    pub requests_per_second: u64,
+    /// Query cost a key may spend in any rolling minute; zero-row searches
+    /// spend none (`svc_core::limits::search_cost`).
+    pub query_cost_per_minute: u64,
+}
+
+impl Default for RetrievalLimits {
+    fn default() -> Self {
+        RetrievalLimits { requests_per_second: 100, query_cost_per_minute: 30_000 }
+    }
 }
 
 /// A DNS blocklist zone: a URL's host `h` is flagged when `h.<zone>` has an A record.
@@ -94,6 +123,8 @@ impl NodeConfig {
             passkey_origin: "https://portal.svc.localhost".into(),
             url_blocklist: None,
             shards_per_collection: default_shards(),
+            retrieval_limits: RetrievalLimits::default(),
+            search_budget_ms: default_search_budget_ms(),
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod client;
 pub mod clock;
 pub mod config;
 pub mod http;
+pub mod limits;
 pub mod node;
 pub mod publish;
 pub mod registry;

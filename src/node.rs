@@ -8,15 +8,18 @@ use ractor::Actor;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::actors::billing::Billing;
 use crate::actors::index_shard::IndexShard;
 use crate::actors::indexer::{Indexer, IndexerArgs, IndexerMsg};
 use crate::actors::nonce_store::{NonceMsg, NonceStore};
 use crate::actors::publisher::{Publisher, PublisherArgs};
 use crate::actors::push_worker::{PushWorker, PushWorkerArgs};
+use crate::actors::receipt_log::ReceiptLog;
 use crate::blocklist::Blocklist;
 use crate::clock::SharedClock;
 use crate::config::NodeConfig;
 use crate::http::{self, AppState};
+use crate::limits::Limits;
 use crate::registry::Registry;
 use crate::service_keys::ServiceKeys;
 use crate::store::Store;
@@ -44,6 +47,8 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         .await
         .map_err(|e| e.to_string())?;
     let (nonces, _) = Actor::spawn(None, NonceStore, store.clone()).await.map_err(|e| e.to_string())?;
+    let (billing, _) = Actor::spawn(None, Billing, store.clone()).await.map_err(|e| e.to_string())?;
+    let (receipts, _) = Actor::spawn(None, ReceiptLog, store.clone()).await.map_err(|e| e.to_string())?;
     let (push_worker, _) = Actor::spawn(
         None,
         PushWorker,
@@ -75,6 +80,7 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
     indexer.send_interval(std::time::Duration::from_millis(20), || IndexerMsg::Tick);
     let purge_clock = clock.clone();
     nonces.send_interval(std::time::Duration::from_secs(60), move || NonceMsg::Purge { now: purge_clock.now() });
+    let config_limits = config.retrieval_limits;
     Ok(AppState {
         config: Arc::new(config),
         registry: Registry::new(store.clone()),
@@ -86,10 +92,12 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         nonces,
         blocklist,
         uploads,
-        catalogue_reads: Default::default(),
         index: Arc::new(index),
         indexer,
         index_shards,
+        limits: Arc::new(Limits::new(config_limits)),
+        billing,
+        receipts,
     })
 }
 

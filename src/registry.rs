@@ -155,6 +155,14 @@ impl Registry {
         Ok(self.store.scan(cf::BLOCKS, &prefix, None, usize::MAX)?.into_iter().map(|(_, b)| b).collect())
     }
 
+    pub fn blocks(&self, business_uuid: &str, group_id: &str) -> StoreResult<bool> {
+        self.store.contains(cf::BLOCKS, &keys::block(business_uuid, group_id))
+    }
+
+    pub fn endpoints_suspension(&self, business_uuid: &str) -> StoreResult<Option<EndpointsSuspension>> {
+        self.store.get(cf::ENDPOINTS, business_uuid.as_bytes())
+    }
+
     pub fn terms(&self) -> StoreResult<Vec<TermsVersion>> {
         Ok(self.store.scan(cf::TERMS, &[], None, usize::MAX)?.into_iter().map(|(_, t)| t).collect())
     }

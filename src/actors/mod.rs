@@ -1,8 +1,10 @@
 //! The actors of a node, one per file. Each owns one piece of mutable state,
 //! handles its messages one at a time, and answers `Observe` with a snapshot.
 
+pub mod billing;
 pub mod index_shard;
 pub mod indexer;
 pub mod nonce_store;
 pub mod publisher;
 pub mod push_worker;
+pub mod receipt_log;

@@ -19,6 +19,7 @@ use svc_core::time::UnixMs;
 
 use super::AppState;
 use super::problem::{ApiError, ApiResult};
+use crate::actors::billing::BillingMsg;
 use crate::actors::publisher::PublisherMsg;
 use crate::clock::random;
 use crate::registry::keys;
@@ -45,6 +46,7 @@ pub fn routes() -> Router<AppState> {
         .route("/admin/groups/{group_id}/retrieval-keys", post(register_retrieval_key))
         .route("/admin/blocks", post(set_block))
         .route("/admin/allowances", post(set_allowance))
+        .route("/admin/endpoints", post(set_endpoints))
         .route("/admin/terms", post(publish_terms))
         .route("/admin/sandbox/republish", post(republish_sandbox))
 }
@@ -807,6 +809,40 @@ async fn set_block(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct EndpointsChange {
+    business_uuid: String,
+    suspended: bool,
+    #[serde(default)]
+    reason: String,
+}
+
+/// Suspends (domain assurance lost) or restores a business's authorised
+/// endpoints: while suspended, `purchase` is withheld on its rows and its
+/// business file's `endpoints` read `suspended`.
+async fn set_endpoints(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(req): Json<EndpointsChange>,
+) -> ApiResult<Json<Value>> {
+    authorize(&state, &headers)?;
+    state.registry.business(&req.business_uuid)?.ok_or_else(|| ApiError::new(Code::NotFound))?;
+    let mut change = Change::new();
+    if req.suspended {
+        let suspension = EndpointsSuspension {
+            business_uuid: req.business_uuid.clone(),
+            since: state.clock.now(),
+            reason: req.reason,
+        };
+        change.put(cf::ENDPOINTS, req.business_uuid.as_bytes(), &suspension);
+    } else {
+        change.delete(cf::ENDPOINTS, req.business_uuid.as_bytes());
+    }
+    apply(&state, change).await?;
+    Ok(Json(json!({"business_uuid": req.business_uuid, "endpoints": if req.suspended { "suspended" } else { "live" }})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct AllowanceChange {
     ai_company_uuid: String,
     prepay: bool,
@@ -822,9 +858,10 @@ async fn set_allowance(
     state.registry.company(&req.ai_company_uuid)?.ok_or_else(|| ApiError::new(Code::NotFound))?;
     let allowance =
         Allowance { company_uuid: req.ai_company_uuid.clone(), prepay: req.prepay, remaining: req.remaining };
-    let mut change = Change::new();
-    change.put(cf::ALLOWANCES, req.ai_company_uuid.as_bytes(), &allowance);
-    apply(&state, change).await?;
+    // Allowances belong to the billing actor, which judges every reservation.
+    ractor::call!(state.billing, |reply| BillingMsg::SetAllowance { allowance, reply })
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
     Ok(Json(json!({"ai_company_uuid": req.ai_company_uuid, "prepay": req.prepay, "remaining": req.remaining})))
 }
 

@@ -40,7 +40,7 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/publish/{kind}", post(publish))
         .route("/v1/publish/{kind}/withdraw", post(withdraw))
         .route("/v1/publish/{kind}/delete", post(delete_record))
-        .route("/v1/records/{id}", delete(bare_delete))
+        .route("/v1/records/{record_id}", delete(bare_delete))
         .route("/v1/catalogue", get(catalogue))
         .route("/v1/catalogue/{id}", get(catalogue_record).delete(bare_delete))
         .route("/v1/push-attempts", get(push_attempts))
@@ -689,16 +689,12 @@ async fn catalogue_route(state: &AppState, req: Request<Body>) -> ApiResult<Resp
         None => None,
     };
     // Read-back above 1,000 records a minute waits (P8.20).
-    {
-        let mut reads = state.catalogue_reads.lock().map_err(|_| ApiError::internal("catalogue read ledger"))?;
-        let window = reads.entry(key.key_id.clone()).or_default();
-        if let Err(wait_ms) = window.judge(now) {
-            return Err(ApiError::retry_after(
-                Code::RateLimited,
-                wait_ms,
-                "catalogue read-back is over 1,000 records a minute",
-            ));
-        }
+    if let Err(wait_ms) = state.limits.catalogue_reads.judge(&key.key_id, now) {
+        return Err(ApiError::retry_after(
+            Code::RateLimited,
+            wait_ms,
+            "catalogue read-back is over 1,000 records a minute",
+        ));
     }
     let ids = state.registry.catalogue_ids(&key.business_uuid, kind.name(), after.as_deref(), CATALOGUE_PAGE + 1)?;
     let more = ids.len() > CATALOGUE_PAGE;
@@ -712,9 +708,7 @@ async fn catalogue_route(state: &AppState, req: Request<Body>) -> ApiResult<Resp
         }
     }
     let next_cursor = if more { ids.get(CATALOGUE_PAGE - 1).map(|id| cursor::encode(id)) } else { None };
-    if let Ok(mut reads) = state.catalogue_reads.lock() {
-        reads.entry(key.key_id.clone()).or_default().record(now, entries.len() as u64);
-    }
+    state.limits.catalogue_reads.spend(&key.key_id, now, entries.len() as u64);
     Ok(Json(json!({"entries": entries, "next_cursor": next_cursor})).into_response())
 }
 

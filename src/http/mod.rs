@@ -38,14 +38,14 @@ pub struct AppState {
     pub blocklist: Option<Arc<Blocklist>>,
     /// Where bulk files are kept.
     pub uploads: std::path::PathBuf,
-    /// Catalogue records read per key in the last minute (the read-back
-    /// limit). Kept in memory: a restart forgets at most a minute of reads.
     /// The search index's readers, shared by every search.
     pub index: Arc<crate::search::SearchIndex>,
     pub indexer: ActorRef<crate::actors::indexer::IndexerMsg>,
     pub index_shards: Vec<ActorRef<crate::actors::index_shard::IndexShardMsg>>,
-    pub catalogue_reads:
-        Arc<std::sync::Mutex<std::collections::HashMap<String, svc_core::publish::read_rate::ReadWindow>>>,
+    /// Per-key budgets: catalogue read-back, request rate, query cost.
+    pub limits: Arc<crate::limits::Limits>,
+    pub billing: ActorRef<crate::actors::billing::BillingMsg>,
+    pub receipts: ActorRef<crate::actors::receipt_log::ReceiptLogMsg>,
 }
 
 impl AppState {
@@ -60,6 +60,8 @@ impl AppState {
         }
         let _ = self.publisher.stop_and_wait(None, wait).await;
         let _ = self.nonces.stop_and_wait(None, wait).await;
+        let _ = self.billing.stop_and_wait(None, wait).await;
+        let _ = self.receipts.stop_and_wait(None, wait).await;
     }
 
     /// What running a push inline needs.

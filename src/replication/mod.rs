@@ -12,7 +12,7 @@ use svc_core::time::UnixMs;
 use crate::store::{Batch, Store, StoreResult, be, cf};
 
 /// Column families whose writes replicate to read regions. The rest (pushes,
-/// attempts, idempotency, usage, nonces, uploads) is the home region's own.
+/// attempts, idempotency, usage, allowances, receipts, nonces, uploads) is the home region's own.
 pub const REPLICATED: &[&str] = &[
     cf::BUSINESSES,
     cf::CERTIFICATES,
@@ -26,6 +26,7 @@ pub const REPLICATED: &[&str] = &[
     cf::RETRIEVAL_KEYS,
     cf::BLOCKS,
     cf::TERMS,
+    cf::ENDPOINTS,
     cf::RECORDS,
     cf::VERSIONS,
 ];

@@ -35,7 +35,16 @@ pub mod cf {
     pub const ATTEMPTS: &str = "attempts";
     pub const SEQS: &str = "seqs";
     pub const IDEMPOTENCY: &str = "idempotency";
+    /// Billed requests, one per (key id, nonce).
     pub const USAGE: &str = "usage";
+    /// Billed requests counted per company and UTC day.
+    pub const USAGE_DAYS: &str = "usage_days";
+    /// Receipts this region issued, by its own sequence (served order).
+    pub const RECEIPTS: &str = "receipts";
+    /// Receipts by group and time: group, served ms, sequence.
+    pub const RECEIPTS_BY_GROUP: &str = "receipts_by_group";
+    /// Businesses whose authorised endpoints are suspended.
+    pub const ENDPOINTS: &str = "endpoints";
     pub const NONCES: &str = "nonces";
     pub const UPLOADS: &str = "uploads";
     /// Home-only index: business, type, record id.
@@ -65,6 +74,10 @@ pub mod cf {
         SEQS,
         IDEMPOTENCY,
         USAGE,
+        USAGE_DAYS,
+        RECEIPTS,
+        RECEIPTS_BY_GROUP,
+        ENDPOINTS,
         NONCES,
         UPLOADS,
         CATALOGUE,

@@ -362,3 +362,57 @@ pub struct IdempotentAnswer {
     pub location: Option<String>,
     pub at: UnixMs,
 }
+
+/// What a billed request was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageKind {
+    Search,
+    Fetch,
+}
+
+/// One billed request. Keyed by (key id, nonce), so each signed request is
+/// counted once whichever region answered it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageEvent {
+    pub company_uuid: String,
+    pub group_id: String,
+    pub key_id: String,
+    pub nonce: String,
+    pub kind: UsageKind,
+    pub retrieval_id: String,
+    pub region: String,
+    pub at: UnixMs,
+}
+
+/// Billed requests of one company on one UTC day.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DayUsage {
+    pub searches: u64,
+    pub fetches: u64,
+}
+
+/// A receipt as this region issued it, in served order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredReceipt {
+    /// The region's receipt sequence; set by the receipt log.
+    pub seq: u64,
+    pub group_id: String,
+    pub company_uuid: String,
+    pub caller_key_id: String,
+    pub retrieval_id: String,
+    pub kind: UsageKind,
+    pub served_at: UnixMs,
+    /// The signed envelope's JSON.
+    #[serde(with = "serde_bytes")]
+    pub envelope: Vec<u8>,
+}
+
+/// A business whose authorised endpoints lost domain assurance: `purchase`
+/// is withheld on its rows and its business file shows `suspended`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointsSuspension {
+    pub business_uuid: String,
+    pub since: UnixMs,
+    pub reason: String,
+}

@@ -202,6 +202,22 @@ pub enum ServedSeal {
     Record(Envelope),
 }
 
+impl ServedSeal {
+    /// The seal's envelope: the batch seal, or the record's own.
+    pub fn envelope(&self) -> &Envelope {
+        match self {
+            ServedSeal::Batch(b) => &b.batch_seal,
+            ServedSeal::Record(e) => e,
+        }
+    }
+
+    /// The seal's transparency log leaf, `sha256:` of the RFC 6962 leaf
+    /// hash over the envelope's JSON. Records of one batch share it.
+    pub fn log_leaf(&self) -> String {
+        format!("sha256:{}", hex::encode(merkle::leaf_hash(&self.envelope().to_json())))
+    }
+}
+
 impl BatchMembership {
     pub fn new(batch_seal: Envelope, leaf_index: u64, path: &[Hash]) -> Self {
         BatchMembership { batch_seal, leaf_index, inclusion_proof: path.iter().map(hex::encode).collect() }

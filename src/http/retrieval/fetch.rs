@@ -1,0 +1,204 @@
+//! Fetch of one record (retrieval 2.7): the sealed bytes verbatim with their
+//! seal, sidecar, AI policy and provenance, and a receipt. Every kind of
+//! absence answers one 404, never sooner than 20 ms after arrival.
+
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, Request, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{Value, json};
+use svc_core::digest::sha256_prefixed;
+use svc_core::ids::RecordType;
+use svc_core::problem::{Code, Problem};
+use svc_core::receipt::{Receipt, ReceiptRow};
+use svc_core::seal::ServedSeal;
+use svc_core::source_line::SourceLine;
+use svc_core::time::UnixMs;
+
+use super::search::serve_time;
+use super::{Caller, Served, admit, deliver, retrieval_signed};
+use crate::clock::random;
+use crate::http::AppState;
+use crate::http::body::DEFAULT_LIMIT;
+use crate::http::problem::{ApiError, ApiResult, problem_response};
+use crate::store::model::{RecordHead, RecordState, RecordVersion, UsageKind};
+
+/// No 404 leaves sooner than this after the request arrived (R2.7.14), so
+/// its timing says nothing about why the record is absent.
+pub const NOT_FOUND_FLOOR: Duration = Duration::from_millis(20);
+
+pub async fn fetch(State(state): State<AppState>, Path(record_id): Path<String>, req: Request<Body>) -> Response {
+    let arrived = Instant::now();
+    let path = req.uri().path().to_owned();
+    match fetch_route(&state, &record_id, req).await {
+        Ok(Some(response)) => response,
+        Ok(None) => {
+            tokio::time::sleep_until((arrived + NOT_FOUND_FLOOR).into()).await;
+            problem_response(&Problem::new(Code::NotFound).instance(path))
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `None` is the one 404 (blocked, withdrawn, deleted, never existed,
+/// malformed id, type not fetchable).
+async fn fetch_route(state: &AppState, record_id: &str, req: Request<Body>) -> ApiResult<Option<Response>> {
+    let now = state.clock.now();
+    let caller = retrieval_signed(state, req, DEFAULT_LIMIT, now).await?;
+    let held = admit(state, &caller, now).await?;
+    let Some((head, version)) = served_version(state, &caller, record_id)? else { return Ok(None) };
+    let retrieval_id = svc_core::ids::retrieval_id(&random());
+    let at = serve_time(state, &head.business_uuid, now)?;
+    let receipt = Receipt {
+        retrieval_id: retrieval_id.clone(),
+        served_at: now.to_rfc3339_millis(),
+        region: state.config.region.clone(),
+        request_hash: caller.request_hash(),
+        country: None,
+        rows: vec![ReceiptRow {
+            id: head.record_id.clone(),
+            adl_origin: None,
+            row_sig: None,
+            sha256: Some(sha256_prefixed(&version.bytes)),
+            ai_policy_version: Some(at.bits.ai_policy_version),
+            sponsored: None,
+        }],
+        key_id: String::new(),
+        caller_key_id: Some(caller.key.key_id.clone()),
+        sandbox: state.config.environment.is_sandbox(),
+    };
+    let body = fetched(state, &head, &version, at.endpoints_suspended, now)?;
+    let served = Served { kind: UsageKind::Fetch, billable: true, cost: svc_core::limits::FETCH_COST };
+    let envelope = deliver(state, &caller, held, receipt, served, now).await?;
+    let body = body.finish(&envelope)?;
+    let mut response = (StatusCode::OK, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Ok(id) = HeaderValue::from_str(&retrieval_id) {
+        headers.insert("x-request-id", id);
+    }
+    Ok(Some(response))
+}
+
+/// The live version of a fetchable record the caller's group may see.
+fn served_version(
+    state: &AppState,
+    caller: &Caller,
+    record_id: &str,
+) -> ApiResult<Option<(RecordHead, RecordVersion)>> {
+    let fetchable = svc_core::ids::parse_record_id(record_id).is_some_and(RecordType::is_collection);
+    if !fetchable {
+        return Ok(None);
+    }
+    let Some(head) = state.registry.record_head(record_id)? else { return Ok(None) };
+    if head.state != RecordState::Live || head.live_generation == 0 {
+        return Ok(None);
+    }
+    if state.registry.blocks(&head.business_uuid, &caller.key.group_id)? {
+        return Ok(None);
+    }
+    let Some(version) = state.registry.record_version(record_id, head.live_generation)? else { return Ok(None) };
+    Ok(Some((head, version)))
+}
+
+/// A JSON object written member by member, so sealed bytes go in verbatim
+/// (never parsed and re-serialised).
+struct RawObject(Vec<u8>);
+
+impl RawObject {
+    fn new() -> Self {
+        RawObject(b"{".to_vec())
+    }
+
+    fn key(&mut self, name: &str) {
+        if self.0.len() > 1 {
+            self.0.push(b',');
+        }
+        self.0.extend_from_slice(&serde_json::to_vec(name).unwrap_or_default());
+        self.0.push(b':');
+    }
+
+    /// JSON text as stored (a record, a seal, an envelope).
+    fn raw(&mut self, name: &str, json_text: &[u8]) {
+        self.key(name);
+        self.0.extend_from_slice(json_text);
+    }
+
+    fn value(&mut self, name: &str, value: &impl Serialize) -> ApiResult<()> {
+        self.key(name);
+        serde_json::to_writer(&mut self.0, value).map_err(ApiError::internal)
+    }
+
+    fn finish(mut self, receipt: &Value) -> ApiResult<Vec<u8>> {
+        self.value("receipt", receipt)?;
+        self.0.push(b'}');
+        Ok(self.0)
+    }
+}
+
+/// The fetch response, all but its receipt.
+fn fetched(
+    state: &AppState,
+    head: &RecordHead,
+    version: &RecordVersion,
+    endpoints_suspended: bool,
+    now: UnixMs,
+) -> ApiResult<RawObject> {
+    let business_uuid = head.business_uuid.as_str();
+    let mut out = RawObject::new();
+    out.value("record_id", &head.record_id)?;
+    out.value("business_uuid", &business_uuid)?;
+    out.value("type", &head.record_type)?;
+    out.value("published_at", &version.published_at.to_rfc3339_secs())?;
+    out.raw("record", &version.bytes);
+    out.raw("seal", &version.seal);
+    out.raw("sidecar", &version.sidecar);
+
+    out.key("ai_policy");
+    match state.registry.ai_policy_at(business_uuid, now)? {
+        Some(policy) => {
+            let mut inner = RawObject::new();
+            inner.value("version", &policy.version)?;
+            inner.raw("record", &policy.bytes);
+            inner.raw("seal", &policy.seal);
+            inner.0.push(b'}');
+            out.0.extend_from_slice(&inner.0);
+        }
+        None => out.0.extend_from_slice(br#"{"version":0,"record":null,"seal":null}"#),
+    }
+
+    if head.record_type == RecordType::BusinessFiles.name() {
+        let record: Value = serde_json::from_slice(&version.bytes).map_err(ApiError::internal)?;
+        if let Some(represent) = record.get("represent") {
+            out.value("represent", represent)?;
+        }
+        if record.get("endpoints").is_some() {
+            let status = if endpoints_suspended { "suspended" } else { "live" };
+            out.value("endpoints", &json!({"status": status}))?;
+        }
+    }
+
+    let seal: ServedSeal = serde_json::from_slice(&version.seal).map_err(ApiError::internal)?;
+    let row: Value = serde_json::from_slice(&version.row).map_err(ApiError::internal)?;
+    let certificate = match state.registry.certificate_in_force(business_uuid, now)? {
+        Some(c) => Some(c),
+        None => state.registry.certificates(business_uuid)?.pop(),
+    };
+    let cert = certificate.map(|c| sha256_prefixed(&c.envelope)).unwrap_or_default();
+    let verify_base = state.config.verify_base_url.trim_end_matches('/');
+    let origin = sha256_prefixed(&version.bytes);
+    let source_line = SourceLine::new(&head.record_id, &origin, &cert, now, verify_base).render();
+    out.value(
+        "provenance",
+        &json!({
+            "certificate_url": format!("{verify_base}/v1/certificates/{business_uuid}"),
+            "projection_version": row.get("adl_proj"),
+            "log_leaf": seal.log_leaf(),
+            "source_line": source_line,
+        }),
+    )?;
+    Ok(out)
+}

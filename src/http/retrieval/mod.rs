@@ -1,0 +1,259 @@
+//! The retrieval API (retrieval sections 2, 4, 5, 7 and 8): signed searches
+//! and fetches, each answered with a format 3 receipt signed by this region's
+//! key, plus the caller's receipts, usage and the Terms.
+//!
+//! Every route runs the same gate: the seven signing steps, then the key's
+//! request rate. Routes that can bill (search, fetch) also judge the
+//! query-cost budget and reserve a unit of the company's allowance before
+//! serving, and deliver through [`deliver`], which logs the receipt and
+//! settles the bill before the answer leaves.
+
+mod account;
+mod fetch;
+mod search;
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::Request;
+use axum::routing::{get, post};
+use svc_core::ai_policy::AiPolicyBits;
+use svc_core::http_sig::Verified;
+use svc_core::ids::RecordType;
+use svc_core::problem::Code;
+use svc_core::receipt::{self, Receipt};
+use svc_core::time::UnixMs;
+
+use super::AppState;
+use super::auth::{bearer, key_from_jwk, verify_signed};
+use super::body::read_limited;
+use super::problem::{ApiError, ApiResult};
+use crate::actors::billing::{BillingMsg, Reservation, Settled};
+use crate::actors::publisher::PublisherMsg;
+use crate::actors::receipt_log::ReceiptLogMsg;
+use crate::replication::Change;
+use crate::store::cf;
+use crate::store::model::{RetrievalKey, StoredReceipt, UsageEvent, UsageKind};
+
+pub const TAG_RETRIEVAL: &str = "svc-retrieval";
+
+/// How long a request waits for the billing actor before the allowance
+/// counts as uncheckable (503, failing closed).
+const BILLING_WAIT: Duration = Duration::from_secs(2);
+
+/// What a 503 asks the caller to wait.
+const UNAVAILABLE_RETRY_MS: u64 = 5_000;
+
+pub fn routes() -> Router<AppState> {
+    use search::search;
+    Router::new()
+        .route("/v1/search", post(|s, r| search(s, None, r)))
+        .route("/v1/products/search", post(|s, r| search(s, Some(RecordType::Products), r)))
+        .route("/v1/business-files/search", post(|s, r| search(s, Some(RecordType::BusinessFiles), r)))
+        .route("/v1/events/search", post(|s, r| search(s, Some(RecordType::Events), r)))
+        .route("/v1/jobs/search", post(|s, r| search(s, Some(RecordType::Jobs), r)))
+        .route("/v1/updates/search", post(|s, r| search(s, Some(RecordType::Updates), r)))
+        .route("/v1/records/{record_id}", get(fetch::fetch))
+        .route("/v1/receipts", get(account::receipts))
+        .route("/v1/usage", get(account::usage))
+        .route("/v1/terms", get(account::terms_in_force))
+        .route("/v1/terms/{version}", get(account::terms_version))
+}
+
+/// A verified retrieval request: the key that signed it and its group.
+pub struct Caller {
+    pub key: RetrievalKey,
+    /// `None` for a sandbox bearer token.
+    pub verified: Option<Verified>,
+    pub body: bytes::Bytes,
+}
+
+impl Caller {
+    fn request_hash(&self) -> String {
+        self.verified.as_ref().map(Verified::request_hash).unwrap_or_default()
+    }
+
+    /// The nonce that makes this request billable once; a bearer request
+    /// (sandbox only) has none, so its retrieval id stands in.
+    fn nonce_or(&self, retrieval_id: &str) -> String {
+        self.verified.as_ref().map_or_else(|| retrieval_id.to_owned(), |v| v.nonce.clone())
+    }
+}
+
+/// The gate of every retrieval route: the seven signing steps (section 5),
+/// then the key's request rate. In the sandbox, a key not yet seen needs its
+/// grant, and the one-hour bearer token stands in for a signature;
+/// production reads neither.
+pub async fn retrieval_signed(state: &AppState, req: Request<Body>, limit: usize, now: UnixMs) -> ApiResult<Caller> {
+    let caller = authenticate(state, req, limit, now).await?;
+    if let Err(wait_ms) = state.limits.request_rate.take(&caller.key.key_id, now, 1) {
+        return Err(ApiError::retry_after(Code::RateLimited, wait_ms, "the key's request rate is exceeded"));
+    }
+    Ok(caller)
+}
+
+async fn authenticate(state: &AppState, req: Request<Body>, limit: usize, now: UnixMs) -> ApiResult<Caller> {
+    let (parts, body) = req.into_parts();
+    let body = read_limited(&parts.headers, body, limit, now).await?;
+    let sandbox = state.config.environment.is_sandbox();
+    if sandbox
+        && !parts.headers.contains_key("signature-input")
+        && let Some(token) = bearer(&parts.headers)
+    {
+        let key = state.registry.retrieval_key_by_bearer(token, now)?.ok_or_else(|| ApiError::new(Code::KeyUnknown))?;
+        let key = introduce(state, key, now).await?;
+        return Ok(Caller { key, verified: None, body });
+    }
+    let grant = parts.headers.get(svc_core::sandbox::GRANT_HEADER).and_then(|v| v.to_str().ok());
+    let registry = state.registry.clone();
+    let environment = state.config.environment;
+    let authority = &state.config.public_authority;
+    let (verified, key) = verify_signed(&parts, &body, authority, TAG_RETRIEVAL, now, &state.nonces, |key_id| {
+        let key = registry.retrieval_key(key_id).ok().flatten()?;
+        if key.environment != environment || key.revoked_at.is_some_and(|r| r <= now) {
+            return None;
+        }
+        if sandbox && !svc_core::sandbox::admits(key.introduced, key.grant.as_deref(), grant) {
+            return None;
+        }
+        let public = key_from_jwk(&key.jwk)?;
+        Some((key, public))
+    })
+    .await?;
+    let key = if sandbox { introduce(state, key, now).await? } else { key };
+    Ok(Caller { key, verified: Some(verified), body })
+}
+
+/// A sandbox key's first request registers it.
+async fn introduce(state: &AppState, mut key: RetrievalKey, now: UnixMs) -> ApiResult<RetrievalKey> {
+    if key.introduced {
+        return Ok(key);
+    }
+    key.introduced = true;
+    let mut change = Change::new();
+    change.put(cf::RETRIEVAL_KEYS, key.key_id.as_bytes(), &key);
+    ractor::call!(state.publisher, |reply| PublisherMsg::Apply { change, now, reply })
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    Ok(key)
+}
+
+fn unavailable(detail: &str) -> ApiError {
+    ApiError::retry_after(Code::Unavailable, UNAVAILABLE_RETRY_MS, detail)
+}
+
+/// A unit of the caller's allowance, held while a billable route serves.
+/// Dropped without [`deliver`], it goes back to the allowance.
+pub struct Held {
+    state: AppState,
+    reservation: Option<Reservation>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(reservation) = self.reservation.take() {
+            let _ = self.state.billing.cast(BillingMsg::Release { reservation });
+        }
+    }
+}
+
+/// Before a billable route serves: the query-cost budget, then the
+/// company's allowance. A spent budget is 429, a spent prepay allowance
+/// 402, and an allowance that cannot be checked 503 (fail closed).
+pub async fn admit(state: &AppState, caller: &Caller, now: UnixMs) -> ApiResult<Held> {
+    if let Err(wait_ms) = state.limits.query_cost.judge(&caller.key.key_id, now) {
+        return Err(ApiError::retry_after(
+            Code::RateLimited,
+            wait_ms,
+            "the key's per-minute query-cost budget is spent",
+        ));
+    }
+    let company_uuid = caller.key.company_uuid.clone();
+    let reserved = ractor::call_t!(
+        state.billing,
+        |reply| BillingMsg::Reserve { company_uuid, reply },
+        BILLING_WAIT.as_millis() as u64
+    );
+    match reserved {
+        Ok(Ok(Some(reservation))) => Ok(Held { state: state.clone(), reservation: Some(reservation) }),
+        Ok(Ok(None)) => Err(ApiError::detail(Code::AllowanceExhausted, "the prepaid allowance is spent")),
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "allowance check failed");
+            Err(unavailable("the allowance cannot be checked"))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "billing actor unreachable");
+            Err(unavailable("the allowance cannot be checked"))
+        }
+    }
+}
+
+/// What a billable route served.
+pub struct Served {
+    pub kind: UsageKind,
+    /// Billable: a search with rows, a fetch with its record.
+    pub billable: bool,
+    pub cost: u64,
+}
+
+/// Signs the receipt, logs it, and settles the bill, in that order; only
+/// then may the answer leave. Answers the receipt envelope as JSON.
+pub async fn deliver(
+    state: &AppState,
+    caller: &Caller,
+    mut held: Held,
+    receipt: Receipt,
+    served: Served,
+    now: UnixMs,
+) -> ApiResult<serde_json::Value> {
+    let retrieval_id = receipt.retrieval_id.clone();
+    let envelope = receipt::make(receipt, &state.keys.receipt).map_err(ApiError::internal)?;
+    let stored = StoredReceipt {
+        seq: 0,
+        group_id: caller.key.group_id.clone(),
+        company_uuid: caller.key.company_uuid.clone(),
+        caller_key_id: caller.key.key_id.clone(),
+        retrieval_id: retrieval_id.clone(),
+        kind: served.kind,
+        served_at: now,
+        envelope: envelope.to_json(),
+    };
+    ractor::call!(state.receipts, |reply| ReceiptLogMsg::Append { receipt: Box::new(stored), reply })
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    let event = served.billable.then(|| UsageEvent {
+        company_uuid: caller.key.company_uuid.clone(),
+        group_id: caller.key.group_id.clone(),
+        key_id: caller.key.key_id.clone(),
+        nonce: caller.nonce_or(&retrieval_id),
+        kind: served.kind,
+        retrieval_id,
+        region: state.config.region.clone(),
+        at: now,
+    });
+    let Some(reservation) = held.reservation.take() else {
+        return Err(ApiError::internal("an allowance unit was delivered twice"));
+    };
+    let settled = ractor::call_t!(
+        state.billing,
+        |reply| BillingMsg::Settle { reservation, event, reply },
+        BILLING_WAIT.as_millis() as u64
+    );
+    match settled {
+        Ok(Ok(Settled::Billed | Settled::AlreadyBilled | Settled::Released)) => {}
+        // A billable answer that cannot be billed is not served.
+        Ok(Err(e)) => return Err(unavailable(&format!("billing failed: {e}"))),
+        Err(e) => return Err(unavailable(&format!("billing unreachable: {e}"))),
+    }
+    state.limits.query_cost.spend(&caller.key.key_id, now, served.cost);
+    serde_json::to_value(&envelope).map_err(ApiError::internal)
+}
+
+/// The AI policy bits in force now for a business (version 0, masks 0,
+/// when it never sealed one).
+fn bits_now(state: &AppState, business_uuid: &str, now: UnixMs) -> ApiResult<AiPolicyBits> {
+    let Some(policy) = state.registry.ai_policy_at(business_uuid, now)? else { return Ok(AiPolicyBits::none()) };
+    let record = svc_core::ai_policy::parse_record(&policy.bytes).map_err(ApiError::internal)?;
+    Ok(record.bits(policy.version))
+}

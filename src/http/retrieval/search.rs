@@ -1,0 +1,101 @@
+//! Signed searches (retrieval 2.2–2.4): judged whole, run over the index
+//! with the caller's group excluded inside the query, answered with rows
+//! exactly as projected plus their serve-time members.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{Request, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+use svc_core::ai_policy::AiPolicyBits;
+use svc_core::ids::RecordType;
+use svc_core::problem::Problem;
+use svc_core::receipt::Receipt;
+use svc_core::search::serve::{self, ServeTime};
+
+use super::{Served, admit, bits_now, deliver, retrieval_signed};
+use crate::clock::random;
+use crate::http::AppState;
+use crate::http::body::DEFAULT_LIMIT;
+use crate::http::problem::{ApiError, ApiResult};
+use crate::store::model::UsageKind;
+
+pub async fn search(State(state): State<AppState>, typed: Option<RecordType>, req: Request<Body>) -> Response {
+    search_route(&state, typed, req).await.unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn search_route(state: &AppState, typed: Option<RecordType>, req: Request<Body>) -> ApiResult<Response> {
+    let arrived = Instant::now();
+    let now = state.clock.now();
+    let caller = retrieval_signed(state, req, DEFAULT_LIMIT, now).await?;
+    let query = svc_core::search::judge(&caller.body, typed)
+        .map_err(|refusal| ApiError::from(Problem::new(refusal.code).detail(refusal.detail)))?;
+    let held = admit(state, &caller, now).await?;
+    let index = state.index.clone();
+    let group = caller.key.group_id.clone();
+    let deadline = arrived + Duration::from_millis(state.config.search_budget_ms);
+    let searched = query.clone();
+    let hits = tokio::task::spawn_blocking(move || index.search(&searched, &group, deadline))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+
+    let mut serve_times: HashMap<String, ServeTime> = HashMap::new();
+    let mut rows = Vec::with_capacity(hits.rows.len());
+    let mut entries = Vec::with_capacity(hits.rows.len());
+    for row in &hits.rows {
+        let signed: Map<String, Value> = serde_json::from_slice(row).map_err(ApiError::internal)?;
+        let business = signed.get("business_uuid").and_then(Value::as_str).unwrap_or_default();
+        let at = match serve_times.get(business) {
+            Some(at) => *at,
+            None => {
+                let at = serve_time(state, business, now)?;
+                serve_times.insert(business.to_owned(), at);
+                at
+            }
+        };
+        entries.push(serve::receipt_row(&signed, &at));
+        rows.push(Value::Object(serve::serve_row(&signed, &at)));
+    }
+    let retrieval_id = svc_core::ids::retrieval_id(&random());
+    let receipt = Receipt {
+        retrieval_id: retrieval_id.clone(),
+        served_at: now.to_rfc3339_millis(),
+        region: state.config.region.clone(),
+        request_hash: caller.request_hash(),
+        country: Some(query.country.clone()),
+        rows: entries,
+        key_id: String::new(),
+        caller_key_id: Some(caller.key.key_id.clone()),
+        sandbox: state.config.environment.is_sandbox(),
+    };
+    let served = Served {
+        kind: UsageKind::Search,
+        billable: !rows.is_empty(),
+        cost: svc_core::limits::search_cost(&query, rows.len()),
+    };
+    let envelope = deliver(state, &caller, held, receipt, served, now).await?;
+    let mut body = json!({
+        "retrieval_id": retrieval_id,
+        "collection": query.collection.name(),
+        "country": query.country,
+        "rows": rows,
+        "receipt": envelope,
+    });
+    if hits.partial {
+        body["partial"] = json!(true);
+    }
+    Ok((StatusCode::OK, Json(body)).into_response())
+}
+
+/// The serve-time members of a business's rows now: its AI policy bits,
+/// with `purchase` withheld while its endpoints are suspended.
+pub(super) fn serve_time(state: &AppState, business_uuid: &str, now: svc_core::time::UnixMs) -> ApiResult<ServeTime> {
+    let bits: AiPolicyBits = bits_now(state, business_uuid, now)?;
+    let endpoints_suspended = state.registry.endpoints_suspension(business_uuid)?.is_some();
+    Ok(ServeTime { bits, endpoints_suspended, sponsored: false, freshness: None })
+}
