@@ -535,3 +535,72 @@ async fn a_search_past_its_time_budget_answers_partial_and_is_not_billed() {
     assert_eq!(answer.body["rows"], json!([]), "the budget ran out before the first segment");
     assert_eq!(usage(&home, &caller).await["totals"]["billed"], 0);
 }
+
+fn business_file(name: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "schema": "service/business_files/1",
+        "language": "fr",
+        "business_file_id": "main",
+        "countries": ["FR"],
+        "description": format!("{name} sells lamps from Lyon."),
+        "brands_owned": [{"name": name}],
+        "represent": {"who_we_are": format!("{name} is a lamp maker in Lyon.")},
+        "endpoints": {"domains": ["lumio.example"], "checkout_url": "https://lumio.example/checkout"},
+    }))
+    .unwrap()
+}
+
+/// Bit 3 of the action mask (retrieval 2.5).
+const PURCHASE: u64 = 1 << 3;
+
+// rule: R2.5.17, R2.7.7, R2.7.9, R2.7.10, R2.7.11
+#[tokio::test(flavor = "multi_thread")]
+async fn suspended_endpoints_withhold_purchase_and_show_on_the_business_file() {
+    let home = Home::start().await;
+    let lumio = home.business("Lumio", products_scope(1_000)).await;
+    let file = business_file("Lumio");
+    let saved = home.save_sealed(&lumio, "business_files", &file).await;
+    assert_eq!(saved.status, 201, "{:?}", saved.body);
+    // An AI policy that allows purchase, sealed by the owner's passkey.
+    let policy = svc_core::ai_policy::record_bytes(&["cite_as_source"], &["answer", "purchase"], &[]);
+    let config = &home.state.config;
+    let passkey = svc::client::sealing::Passkey {
+        key: &lumio.passkey,
+        rp_id: &config.passkey_rp_id,
+        origin: &config.passkey_origin,
+    };
+    let context = svc::client::sealing::SealContext { cert_id: lumio.cert_id.clone(), ai_policy_version: 0 };
+    let seal = passkey.seal_record(&context, "ai_policy", &policy, home.clock.now(), Some(1)).unwrap();
+    let body = json!({"record_base64": svc_core::b64::std_encode(&policy), "seal": seal});
+    let sealed = home.admin("POST", &format!("/admin/businesses/{}/ai-policy", lumio.uuid), body).await;
+    assert!(sealed.status < 300, "{:?}", sealed.body);
+    home.wait_indexed().await;
+    let caller = home.caller("Acme AI").await;
+    let search =
+        json!({"collection": "business_files", "filter": {"all": [{"country": "FR"}]}, "sort_by": "published_at:desc"});
+    let file_id = saved.body["record_id"].as_str().unwrap().to_owned();
+    let action = |answer: &Answer| answer.body["rows"][0]["ai_policy_bits"]["action"].as_u64().unwrap();
+
+    let live = home.search(&caller, "/v1/search", search.clone()).await;
+    assert_eq!(live.status, 200, "{:?}", live.body);
+    assert_eq!(action(&live) & PURCHASE, PURCHASE);
+    let fetched = get(&home, &caller, &format!("/v1/records/{file_id}")).await;
+    assert_eq!(fetched.status, 200, "{:?}", fetched.body);
+    assert_eq!(fetched.body["endpoints"], json!({"status": "live"}));
+    assert_eq!(fetched.body["represent"]["who_we_are"], "Lumio is a lamp maker in Lyon.");
+    assert_eq!(fetched.body["ai_policy"]["version"], 1);
+    let embedded = format!("\"record\":{}", String::from_utf8(policy.clone()).unwrap());
+    assert!(String::from_utf8(fetched.bytes).unwrap().contains(&embedded), "the policy's bytes verbatim");
+
+    let suspend = json!({"business_uuid": lumio.uuid, "suspended": true, "reason": "domain assurance lost"});
+    assert_eq!(home.admin("POST", "/admin/endpoints", suspend).await.status, 200);
+    let suspended = home.search(&caller, "/v1/search", search.clone()).await;
+    assert_eq!(action(&suspended) & PURCHASE, 0, "purchase withheld while suspended");
+    assert_eq!(action(&suspended), action(&live) & !PURCHASE, "nothing else changes");
+    let fetched = get(&home, &caller, &format!("/v1/records/{file_id}")).await;
+    assert_eq!(fetched.body["endpoints"], json!({"status": "suspended"}));
+
+    let restore = json!({"business_uuid": lumio.uuid, "suspended": false});
+    assert_eq!(home.admin("POST", "/admin/endpoints", restore).await.status, 200);
+    assert_eq!(action(&home.search(&caller, "/v1/search", search).await) & PURCHASE, PURCHASE);
+}

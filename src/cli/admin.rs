@@ -65,6 +65,16 @@ pub enum AdminCommand {
         #[arg(long)]
         remaining: i64,
     },
+    /// Suspends a business's authorised endpoints (domain assurance lost),
+    /// or restores them.
+    Endpoints {
+        #[arg(long)]
+        business: String,
+        #[arg(long)]
+        restore: bool,
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
     /// Publishes the sandbox corpus again: new versions, same ids and bytes.
     #[command(name = "sandbox-republish")]
     SandboxRepublish,
@@ -344,6 +354,10 @@ pub async fn run(args: AdminArgs) -> Result<Value, String> {
         AdminCommand::Allowance { company, prepay, remaining } => {
             let body = json!({"ai_company_uuid": company, "prepay": prepay, "remaining": remaining});
             admin.call("POST", "/admin/allowances", Some(body)).await
+        }
+        AdminCommand::Endpoints { business, restore, reason } => {
+            let body = json!({"business_uuid": business, "suspended": !restore, "reason": reason});
+            admin.call("POST", "/admin/endpoints", Some(body)).await
         }
         AdminCommand::SandboxRepublish => admin.call("POST", "/admin/sandbox/republish", None).await,
         AdminCommand::Terms { version, text_file, effective_from } => {
