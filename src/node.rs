@@ -81,6 +81,12 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
     let purge_clock = clock.clone();
     nonces.send_interval(std::time::Duration::from_secs(60), move || NonceMsg::Purge { now: purge_clock.now() });
     let config_limits = config.retrieval_limits;
+    let keys_from = ServiceKeys::created_at(&store, clock.now()).map_err(|e| e.to_string())?;
+    let key_set = http::public::PublicDocument::new(&svc_core::keyset::document(
+        &keys.entries(&config.region, keys_from),
+        clock.now(),
+        &keys.root,
+    ));
     Ok(AppState {
         config: Arc::new(config),
         registry: Registry::new(store.clone()),
@@ -98,6 +104,7 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         limits: Arc::new(Limits::new(config_limits)),
         billing,
         receipts,
+        key_set,
     })
 }
 

@@ -7,10 +7,14 @@
 use serde::{Deserialize, Serialize};
 use svc_core::dsse::DualKey;
 use svc_core::keys::{Alg, SigningKey};
+use svc_core::keyset::{KeyEntry, Purpose};
+use svc_core::time::UnixMs;
 
 use crate::store::{Store, StoreResult, cf};
 
 const META_KEY: &[u8] = b"service_key_seeds";
+/// When the seeds were drawn: the keys' `valid_from` in the key set.
+const CREATED_KEY: &[u8] = b"service_keys_created_at";
 
 #[derive(Clone, Serialize, Deserialize)]
 struct Seeds {
@@ -65,6 +69,39 @@ impl ServiceKeys {
             }
         };
         Ok(Self::from_seeds(&seeds))
+    }
+
+    /// When this node's keys were drawn, recorded at `now` the first time it
+    /// is asked (stores made before the record existed get it then).
+    pub fn created_at(store: &Store, now: UnixMs) -> StoreResult<UnixMs> {
+        match store.get::<UnixMs>(cf::META, CREATED_KEY)? {
+            Some(at) => Ok(at),
+            None => {
+                store.put(cf::META, CREATED_KEY, &now)?;
+                Ok(now)
+            }
+        }
+    }
+
+    /// Every public key with its purpose, for the key set. Receipt keys are
+    /// the region's own.
+    pub fn entries(&self, region: &str, valid_from: UnixMs) -> Vec<KeyEntry> {
+        let entry = |key: &SigningKey, purpose: Purpose| {
+            let region = (purpose == Purpose::Receipt).then_some(region);
+            KeyEntry::new(&key.verifying_key(), purpose, region, valid_from)
+        };
+        vec![
+            entry(&self.root.classical, Purpose::Root),
+            entry(&self.root.post_quantum, Purpose::Root),
+            entry(&self.issuance.classical, Purpose::Issuance),
+            entry(&self.issuance.post_quantum, Purpose::Issuance),
+            entry(&self.statement.classical, Purpose::Statement),
+            entry(&self.statement.post_quantum, Purpose::Statement),
+            entry(&self.projection, Purpose::Projection),
+            entry(&self.sidecar, Purpose::Sidecar),
+            entry(&self.receipt, Purpose::Receipt),
+            entry(&self.checkpoint, Purpose::LogCheckpoint),
+        ]
     }
 
     /// Deterministic keys for tests and benchmarks.

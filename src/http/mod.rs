@@ -6,6 +6,7 @@ pub mod body;
 pub mod bulk;
 pub mod business;
 pub mod problem;
+pub mod public;
 pub mod retrieval;
 
 use std::net::SocketAddr;
@@ -46,6 +47,8 @@ pub struct AppState {
     pub limits: Arc<crate::limits::Limits>,
     pub billing: ActorRef<crate::actors::billing::BillingMsg>,
     pub receipts: ActorRef<crate::actors::receipt_log::ReceiptLogMsg>,
+    /// The signed key set, prepared at start.
+    pub key_set: public::PublicDocument,
 }
 
 impl AppState {
@@ -76,10 +79,9 @@ impl AppState {
     }
 }
 
-/// The public API: business routes (and, as they land, retrieval and
-/// verification routes).
+/// The public API: business, retrieval and public verification routes.
 pub fn public_router(state: AppState) -> Router {
-    business::routes().merge(bulk::routes()).merge(retrieval::routes()).with_state(state)
+    business::routes().merge(bulk::routes()).merge(retrieval::routes()).merge(public::routes()).with_state(state)
 }
 
 /// The operator's admin API.

@@ -15,6 +15,7 @@ pub mod freshness;
 pub mod http_sig;
 pub mod ids;
 pub mod keys;
+pub mod keyset;
 pub mod limits;
 pub mod merkle;
 pub mod problem;

@@ -1,0 +1,82 @@
+//! Unauthenticated public routes (publishing 4.2): never rate-limited, CORS
+//! `*` without credentials, and cacheable by a CDN. Today: the key set.
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use bytes::Bytes;
+use svc_core::digest::sha256_hex;
+
+use super::AppState;
+
+/// A public document, prepared once: its bytes and their ETag.
+#[derive(Clone)]
+pub struct PublicDocument {
+    pub bytes: Bytes,
+    pub etag: String,
+}
+
+impl PublicDocument {
+    pub fn new(value: &serde_json::Value) -> PublicDocument {
+        let bytes = Bytes::from(serde_json::to_vec(value).unwrap_or_default());
+        let etag = format!("\"{}\"", &sha256_hex(&bytes)[..32]);
+        PublicDocument { bytes, etag }
+    }
+}
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/.well-known/keys", get(keys).options(preflight))
+}
+
+fn cors(headers: &mut HeaderMap) {
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+}
+
+/// Answers a preflight for the public routes: GET and HEAD from anywhere,
+/// no credentials.
+async fn preflight() -> Response {
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let headers = response.headers_mut();
+    cors(headers);
+    headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, HEAD, OPTIONS"));
+    headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static("accept, if-none-match"));
+    headers.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("86400"));
+    response
+}
+
+/// A cacheable JSON answer: `304` when the caller already holds it.
+fn cached(document: &PublicDocument, request_headers: &HeaderMap, max_age: u32) -> Response {
+    let fresh = request_headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| tags.split(',').any(|t| t.trim() == document.etag || t.trim() == "*"));
+    let mut response = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let mut r = Response::new(Body::from(document.bytes.clone()));
+        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        r
+    };
+    let headers = response.headers_mut();
+    cors(headers);
+    if let Ok(etag) = HeaderValue::from_str(&document.etag) {
+        headers.insert(header::ETAG, etag);
+    }
+    if let Ok(control) = HeaderValue::from_str(&format!("public, max-age={max_age}")) {
+        headers.insert(header::CACHE_CONTROL, control);
+    }
+    headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    response
+}
+
+/// `GET /.well-known/keys`: the dual-signed `jwks.v1` key set.
+async fn keys(State(state): State<AppState>, method: Method, headers: HeaderMap) -> Response {
+    let mut response = cached(&state.key_set, &headers, 300);
+    if method == Method::HEAD {
+        *response.body_mut() = Body::empty();
+    }
+    response
+}
