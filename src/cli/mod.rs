@@ -1,6 +1,7 @@
 //! The `svc` command line.
 
 pub mod admin;
+pub mod client;
 
 use clap::{Parser, Subcommand};
 
@@ -43,6 +44,9 @@ pub enum Command {
     },
     /// The operator's commands against a node's admin API; each prints JSON.
     Admin(admin::AdminArgs),
+    /// An AI company's signed calls: search, fetch, receipts, usage, Terms,
+    /// and the key set; answers are checked offline.
+    Client(client::ClientArgs),
 }
 
 /// What `svc up` will start once it is built.
@@ -75,6 +79,7 @@ pub fn run(cli: Cli) -> i32 {
         }
         Command::Keygen { alg, out } => print_result(keygen(&alg, &out)),
         Command::Admin(args) => print_result(block_on(admin::run(args))),
+        Command::Client(args) => client::run(args),
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod bulk;
 pub mod keyfile;
+pub mod retrieval;
 pub mod sealing;
 pub mod transport;
 

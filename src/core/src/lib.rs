@@ -18,6 +18,7 @@ pub mod keys;
 pub mod keyset;
 pub mod limits;
 pub mod merkle;
+pub mod offline;
 pub mod problem;
 pub mod projection;
 pub mod publish;

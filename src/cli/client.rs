@@ -1,0 +1,257 @@
+//! `svc client`: an AI company's command line. Each command signs one
+//! request with a key file, prints the answer's body, and checks what can be
+//! checked offline (receipts, row signatures, record hashes and proofs)
+//! against the service's key set, verified under pinned root anchors.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+use svc_core::keys::{Jwk, VerifyingKey};
+use svc_core::keyset::{KeySet, RootAnchors};
+use svc_core::offline;
+
+use crate::client::keyfile;
+use crate::client::retrieval::RetrievalClient;
+use crate::client::transport::Answer;
+
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// Where the region listens.
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    pub base_url: String,
+    /// The public host requests are signed for (`@authority`).
+    #[arg(long, default_value = "api.svc.localhost")]
+    pub authority: String,
+    /// The retrieval key file (`svc keygen`), Ed25519 or ES256.
+    #[arg(long)]
+    pub key: PathBuf,
+    /// Sandbox only: the key's grant, needed until the sandbox has seen the key.
+    #[arg(long, env = "SVC_SANDBOX_KEY")]
+    pub grant: Option<String>,
+    /// A saved key set (`svc client keys --out`); fetched from the region when absent.
+    #[arg(long)]
+    pub keys: Option<PathBuf>,
+    /// Pinned root anchors (`svc client keys --anchors-out`); without them the
+    /// key set's own root is trusted on first use, and the output says so.
+    #[arg(long)]
+    pub anchors: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: ClientCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClientCommand {
+    /// A signed search; the receipt and every row are checked.
+    Search {
+        #[arg(long, default_value = "products")]
+        collection: String,
+        #[arg(long, default_value = "*")]
+        q: String,
+        #[arg(long)]
+        country: String,
+        #[arg(long, default_value = "_text_match:desc")]
+        sort: String,
+        #[arg(long)]
+        limit: Option<u64>,
+        /// More filter clauses, as a JSON array (`[{"on_sale": true}]`).
+        #[arg(long)]
+        filter: Option<String>,
+    },
+    /// Fetches one record; the receipt, the record's hash, the sidecar and
+    /// the batch proof are checked.
+    Fetch { record_id: String },
+    /// The group's receipts, oldest first.
+    Receipts {
+        #[arg(long)]
+        from: Option<String>,
+        #[arg(long)]
+        to: Option<String>,
+        #[arg(long)]
+        cursor: Option<String>,
+    },
+    /// The company's billed requests per day.
+    Usage {
+        #[arg(long)]
+        from: Option<String>,
+        #[arg(long)]
+        to: Option<String>,
+    },
+    /// The Terms in force, or one version.
+    Terms {
+        #[arg(long)]
+        version: Option<u64>,
+    },
+    /// Fetches the key set; saves it and its root anchors when asked.
+    Keys {
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long)]
+        anchors_out: Option<PathBuf>,
+    },
+}
+
+/// Runs a client command: the body goes to stdout, checks to stderr. Fails
+/// (exit 1) on a refusal or a failed check.
+pub fn run(args: ClientArgs) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("svc client: {e}");
+            return 1;
+        }
+    };
+    match runtime.block_on(execute(args)) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("svc client: {e}");
+            1
+        }
+    }
+}
+
+fn query(pairs: &[(&str, Option<String>)]) -> String {
+    let parts: Vec<String> =
+        pairs.iter().filter_map(|(name, value)| value.as_ref().map(|v| format!("{name}={}", percent(v)))).collect();
+    if parts.is_empty() { String::new() } else { format!("?{}", parts.join("&")) }
+}
+
+/// Percent-encodes a query value (RFC 3986 unreserved characters pass).
+fn percent(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn print_body(answer: &Answer) -> Result<(), String> {
+    match serde_json::from_slice::<Value>(&answer.bytes) {
+        Ok(v) => println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?),
+        Err(_) => println!("{}", String::from_utf8_lossy(&answer.bytes)),
+    }
+    if answer.status >= 400 {
+        return Err(format!("the region answered {}", answer.status));
+    }
+    Ok(())
+}
+
+async fn execute(args: ClientArgs) -> Result<(), String> {
+    let key = keyfile::read(&args.key)?;
+    let client = RetrievalClient::new(&args.base_url, &args.authority, key, args.grant.clone())?;
+    match &args.command {
+        ClientCommand::Search { collection, q, country, sort, limit, filter } => {
+            let mut clauses = vec![json!({"country": country})];
+            if let Some(more) = filter {
+                let more: Vec<Value> = serde_json::from_str(more).map_err(|e| format!("--filter: {e}"))?;
+                clauses.extend(more);
+            }
+            let mut body = json!({"collection": collection, "q": q, "filter": {"all": clauses}, "sort_by": sort});
+            if let Some(limit) = limit {
+                body["limit"] = json!(limit);
+            }
+            let bytes = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+            let answer = client.call("POST", "/v1/search", bytes).await?;
+            print_body(&answer)?;
+            let keys = key_set(&args, &client).await?;
+            let checked = offline::check_search(&answer.json(), &keys, &client.key_id()).map_err(refused)?;
+            eprintln!(
+                "checked offline: receipt format {} from region {} names all {} rows; every row signature holds",
+                checked.receipt.format, checked.receipt.receipt.region, checked.rows
+            );
+        }
+        ClientCommand::Fetch { record_id } => {
+            let answer = client.call("GET", &format!("/v1/records/{}", percent(record_id)), Vec::new()).await?;
+            print_body(&answer)?;
+            let keys = key_set(&args, &client).await?;
+            let checked = offline::check_fetch(&answer.bytes, &keys, &client.key_id()).map_err(refused)?;
+            eprintln!(
+                "checked offline: receipt format {} from region {}; record bytes match the receipt and the sidecar{}; \
+                 the business's seal signature needs its key register (svc verify, not yet)",
+                checked.receipt.format,
+                checked.receipt.receipt.region,
+                if checked.inclusion { "; batch inclusion proof holds" } else { "" }
+            );
+        }
+        ClientCommand::Receipts { from, to, cursor } => {
+            let q = query(&[("from", from.clone()), ("to", to.clone()), ("cursor", cursor.clone())]);
+            print_body(&client.call("GET", &format!("/v1/receipts{q}"), Vec::new()).await?)?;
+        }
+        ClientCommand::Usage { from, to } => {
+            let q = query(&[("from", from.clone()), ("to", to.clone())]);
+            print_body(&client.call("GET", &format!("/v1/usage{q}"), Vec::new()).await?)?;
+        }
+        ClientCommand::Terms { version } => {
+            let path = version.map_or_else(|| "/v1/terms".to_owned(), |v| format!("/v1/terms/{v}"));
+            print_body(&client.call("GET", &path, Vec::new()).await?)?;
+        }
+        ClientCommand::Keys { out, anchors_out } => {
+            let answer = client.key_set().await?;
+            if answer.status != 200 {
+                return Err(format!("the key set answered {}", answer.status));
+            }
+            let document = answer.json();
+            let keys = verified(&args, &document)?;
+            if let Some(out) = out {
+                std::fs::write(out, &answer.bytes).map_err(|e| format!("{}: {e}", out.display()))?;
+            }
+            if let Some(path) = anchors_out {
+                let anchors = keys.anchors().ok_or("the key set names no root")?;
+                let pinned =
+                    json!({"classical": anchors.classical.to_jwk(), "post_quantum": anchors.post_quantum.to_jwk()});
+                std::fs::write(path, serde_json::to_vec_pretty(&pinned).map_err(|e| e.to_string())?)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            println!("{}", serde_json::to_string_pretty(&document["keys"]).map_err(|e| e.to_string())?);
+        }
+    }
+    Ok(())
+}
+
+fn refused(reason: svc_core::Reason) -> String {
+    format!("offline check failed: {}", reason)
+}
+
+/// The key set to check against: the saved one, or the region's.
+async fn key_set(args: &ClientArgs, client: &RetrievalClient) -> Result<KeySet, String> {
+    let document: Value = match &args.keys {
+        Some(path) => {
+            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        None => client.key_set().await?.json(),
+    };
+    verified(args, &document)
+}
+
+/// Verifies a key set under the pinned anchors, or under its own root (trust
+/// on first use) when none are pinned.
+fn verified(args: &ClientArgs, document: &Value) -> Result<KeySet, String> {
+    let anchors = match &args.anchors {
+        Some(path) => {
+            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let pinned: Value = serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+            let key = |name: &str| -> Result<VerifyingKey, String> {
+                let jwk: Jwk = serde_json::from_value(pinned[name].clone()).map_err(|e| format!("{name}: {e}"))?;
+                VerifyingKey::from_jwk(&jwk).map_err(|e| format!("{name}: {e}"))
+            };
+            RootAnchors { classical: key("classical")?, post_quantum: key("post_quantum")? }
+        }
+        None => {
+            let unverified = svc_core::keyset::KeySet {
+                issued_at: svc_core::time::UnixMs(0),
+                keys: document["keys"]
+                    .as_array()
+                    .ok_or("the key set has no keys")?
+                    .iter()
+                    .filter_map(|k| svc_core::keyset::KeyEntry::from_value(k).ok())
+                    .collect(),
+            };
+            eprintln!("note: no --anchors pinned; trusting the key set's own root (first use)");
+            unverified.anchors().ok_or("the key set names no root")?
+        }
+    };
+    svc_core::keyset::verify(document, &anchors).map_err(|r| format!("the key set does not verify: {}", r))
+}

@@ -1,0 +1,52 @@
+//! An AI company's side of the retrieval API: every call signed afresh with
+//! its retrieval key (tag `svc-retrieval`), the sandbox grant sent while the
+//! key may still need introducing, and the key set fetched unsigned.
+
+use svc_core::keys::SigningKey;
+
+use super::transport::{Answer, Transport};
+use super::{Signer, Unsigned};
+
+pub const TAG_RETRIEVAL: &str = "svc-retrieval";
+
+pub struct RetrievalClient {
+    transport: Transport,
+    signer: Signer,
+    /// The sandbox grant (`svc_sbxk1.`…), sent on every call: production
+    /// ignores it, and the sandbox needs it until it has seen the key.
+    grant: Option<String>,
+}
+
+impl RetrievalClient {
+    pub fn new(base_url: &str, authority: &str, key: SigningKey, grant: Option<String>) -> Result<Self, String> {
+        Ok(RetrievalClient {
+            transport: Transport::new(base_url)?,
+            signer: Signer::new(key, authority, TAG_RETRIEVAL),
+            grant,
+        })
+    }
+
+    pub fn key_id(&self) -> String {
+        self.signer.key.verifying_key().thumbprint()
+    }
+
+    /// A signed call; `body` empty for a GET.
+    pub async fn call(&self, method: &str, path_and_query: &str, body: Vec<u8>) -> Result<Answer, String> {
+        let mut unsigned = Unsigned::new(method, path_and_query, body);
+        if let Some(grant) = &self.grant {
+            unsigned = unsigned.header(svc_core::sandbox::GRANT_HEADER, grant);
+        }
+        let now = crate::clock::Clock::now(&crate::clock::SystemClock).as_secs();
+        let request = self.signer.sign_now(unsigned, now)?;
+        self.transport.send(request).await
+    }
+
+    /// `GET /.well-known/keys`, unauthenticated.
+    pub async fn key_set(&self) -> Result<Answer, String> {
+        let request = axum::http::Request::get("/.well-known/keys")
+            .header("host", self.signer.authority.as_str())
+            .body(axum::body::Body::empty())
+            .map_err(|e| e.to_string())?;
+        self.transport.send(request).await
+    }
+}

@@ -1,0 +1,196 @@
+//! `svc client` against a running sandbox region over TCP: signed calls with
+//! a key file and the sandbox grant, and the offline checks of receipts,
+//! rows and fetched records against the key set under pinned anchors.
+
+use std::process::Command;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use svc::client::retrieval::RetrievalClient;
+use svc::clock::SystemClock;
+use svc::config::NodeConfig;
+use svc::node::Node;
+use svc::sandbox::corpus::{Sizes, generate};
+use svc::sandbox::seed::{admin, ensure_seeded};
+use svc_core::Reason;
+use svc_core::keys::{Alg, SigningKey};
+use svc_core::keyset::{self, Purpose};
+use svc_core::offline::{check_fetch, check_search};
+
+struct Region {
+    node: Node,
+    dir: tempfile::TempDir,
+    country: String,
+    grant: String,
+    key_file: std::path::PathBuf,
+    key: SigningKey,
+}
+
+async fn region() -> Region {
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        NodeConfig::local_home(dir.path().join("home"), "127.0.0.1:0".parse().unwrap(), "127.0.0.1:0".parse().unwrap());
+    let node = Node::start(config, Arc::new(SystemClock)).await.unwrap();
+    let sizes =
+        Sizes { businesses: 2, products: 40, events_per_business: 0, jobs_per_business: 0, updates_per_business: 0 };
+    let corpus = generate(7, sizes);
+    let country = corpus.businesses[0].country.clone();
+    ensure_seeded(&node.state, &corpus, &|_| {}).await.unwrap();
+    let company = admin(&node.state, "POST", "/admin/companies", json!({"name": "Tour AI"})).await.unwrap();
+    let uuid = company["ai_company_uuid"].as_str().unwrap();
+    let group =
+        admin(&node.state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await.unwrap();
+    let key = SigningKey::from_seed(Alg::Ed25519, &[42; 32]).unwrap();
+    let key_file = dir.path().join("ai.json");
+    svc::client::keyfile::write(&key_file, &key).unwrap();
+    let group_id = group["ai_group_id"].as_str().unwrap();
+    let reg = admin(
+        &node.state,
+        "POST",
+        &format!("/admin/groups/{group_id}/retrieval-keys"),
+        json!({"jwk": key.verifying_key().to_jwk()}),
+    )
+    .await
+    .unwrap();
+    let grant = reg["sandbox_key_grant"].as_str().unwrap().to_owned();
+    Region { node, dir, country, grant, key_file, key }
+}
+
+impl Region {
+    fn base_url(&self) -> String {
+        format!("http://{}", self.node.addr)
+    }
+
+    /// Runs `svc client … <args>`; answers (exit code, stdout, stderr).
+    async fn svc_client(&self, args: &[&str]) -> (i32, String, String) {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_svc"));
+        command.args([
+            "client",
+            "--base-url",
+            &self.base_url(),
+            "--key",
+            self.key_file.to_str().unwrap(),
+            "--grant",
+            &self.grant,
+        ]);
+        command.args(args);
+        let output = tokio::task::spawn_blocking(move || command.output().unwrap()).await.unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    /// Searches until the index has the corpus.
+    async fn rows(&self, client: &RetrievalClient) -> Value {
+        let body = json!({"collection": "products", "filter": {"all": [{"country": self.country}]}, "sort_by": "published_at:desc", "limit": 5});
+        for _ in 0..200 {
+            let answer = client.call("POST", "/v1/search", serde_json::to_vec(&body).unwrap()).await.unwrap();
+            assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+            if !answer.json()["rows"].as_array().unwrap().is_empty() {
+                return answer.json();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("the index never served the corpus");
+    }
+}
+
+// rule: R2.6.14, R2.7.3, R5.40
+#[tokio::test(flavor = "multi_thread")]
+async fn answers_check_offline_and_tampering_is_caught() {
+    let region = region().await;
+    let client =
+        RetrievalClient::new(&region.base_url(), "api.svc.localhost", region.key.clone(), Some(region.grant.clone()))
+            .unwrap();
+    let found = region.rows(&client).await;
+    let document = client.key_set().await.unwrap().json();
+    let keys = &region.node.state.keys;
+    let anchors = keyset::RootAnchors {
+        classical: keys.root.classical.verifying_key(),
+        post_quantum: keys.root.post_quantum.verifying_key(),
+    };
+    let set = keyset::verify(&document, &anchors).unwrap();
+    let me = client.key_id();
+
+    let checked = check_search(&found, &set, &me).expect("a genuine answer checks");
+    assert_eq!(checked.rows, found["rows"].as_array().unwrap().len());
+    assert_eq!(check_search(&found, &set, "someone-else").unwrap_err(), Reason::ReceiptCallerMismatch);
+    let mut edited = found.clone();
+    edited["rows"][0]["brand"] = json!("Not the brand");
+    assert_eq!(check_search(&edited, &set, &me).unwrap_err(), Reason::RowSignatureInvalid);
+    let mut dropped = found.clone();
+    dropped["rows"].as_array_mut().unwrap().pop();
+    assert_eq!(check_search(&dropped, &set, &me).unwrap_err(), Reason::ReceiptRowMismatch);
+
+    let id = found["rows"][0]["record_id"].as_str().unwrap();
+    let fetched = client.call("GET", &format!("/v1/records/{id}"), Vec::new()).await.unwrap();
+    assert_eq!(fetched.status, 200);
+    let checked = check_fetch(&fetched.bytes, &set, &me).expect("a genuine fetch checks");
+    assert!(checked.inclusion, "a batch record's proof was checked");
+    // One byte of the record changed: the receipt no longer names it.
+    let text = String::from_utf8(fetched.bytes.clone()).unwrap();
+    let brand = fetched.json()["record"]["brand"].as_str().unwrap().to_owned();
+    let forged = text.replacen(&format!("\"brand\":\"{brand}\""), "\"brand\":\"Forged\"", 1);
+    assert_ne!(forged, text);
+    assert_eq!(check_fetch(forged.as_bytes(), &set, &me).unwrap_err(), Reason::ReceiptRowMismatch);
+    // A receipt key the set does not hold is unknown.
+    let mut other = set.clone();
+    other.keys.retain(|k| k.purpose != Purpose::Receipt);
+    assert_eq!(check_fetch(&fetched.bytes, &other, &me).unwrap_err(), Reason::KeyUnknown);
+    region.node.stop().await;
+}
+
+// rule: R5.40, R4.10, R4.12
+#[tokio::test(flavor = "multi_thread")]
+async fn the_command_line_signs_prints_and_checks() {
+    let region = region().await;
+    let client =
+        RetrievalClient::new(&region.base_url(), "api.svc.localhost", region.key.clone(), Some(region.grant.clone()))
+            .unwrap();
+    let found = region.rows(&client).await;
+    let keys_file = region.dir.path().join("keys.json");
+    let anchors_file = region.dir.path().join("anchors.json");
+    let (code, stdout, stderr) = region
+        .svc_client(&["keys", "--out", keys_file.to_str().unwrap(), "--anchors-out", anchors_file.to_str().unwrap()])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("\"purpose\": \"receipt\""));
+    let pinned = ["--keys", keys_file.to_str().unwrap(), "--anchors", anchors_file.to_str().unwrap()];
+
+    let mut search = pinned.to_vec();
+    search.extend(["search", "--country", &region.country, "--sort", "published_at:desc", "--limit", "3"]);
+    let (code, stdout, stderr) = region.svc_client(&search).await;
+    assert_eq!(code, 0, "{stderr}");
+    let body: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(body["rows"].as_array().unwrap().len(), 3);
+    assert!(stderr.contains("names all 3 rows; every row signature holds"), "{stderr}");
+
+    let id = found["rows"][0]["record_id"].as_str().unwrap();
+    let mut fetch = pinned.to_vec();
+    fetch.extend(["fetch", id]);
+    let (code, stdout, stderr) = region.svc_client(&fetch).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["record_id"], id);
+    assert!(stderr.contains("batch inclusion proof holds"), "{stderr}");
+
+    let (code, stdout, _) = region.svc_client(&["receipts"]).await;
+    assert_eq!(code, 0);
+    assert!(!serde_json::from_str::<Value>(&stdout).unwrap()["receipts"].as_array().unwrap().is_empty());
+    let (code, stdout, _) = region.svc_client(&["usage"]).await;
+    assert_eq!(code, 0);
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["invoiced"], false);
+    let (code, stdout, _) = region.svc_client(&["terms"]).await;
+    assert_eq!(code, 1, "no Terms in force: a 404");
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["code"], "not_found");
+
+    // Anchors of another root: the key set does not verify, nothing is trusted.
+    let stranger = svc_core::dsse::DualKey::from_seeds(&[5; 32], &[6; 32]).unwrap();
+    let wrong = json!({"classical": stranger.classical.verifying_key().to_jwk(), "post_quantum": stranger.post_quantum.verifying_key().to_jwk()});
+    std::fs::write(&anchors_file, serde_json::to_vec(&wrong).unwrap()).unwrap();
+    let (code, _, stderr) = region.svc_client(&search).await;
+    assert_eq!(code, 1);
+    assert!(stderr.contains("the key set does not verify"), "{stderr}");
+    region.node.stop().await;
+}
