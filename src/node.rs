@@ -8,6 +8,7 @@ use ractor::Actor;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::actors::analytics::{Analytics, AnalyticsMsg};
 use crate::actors::billing::Billing;
 use crate::actors::index_shard::IndexShard;
 use crate::actors::indexer::{Indexer, IndexerArgs, IndexerMsg};
@@ -49,6 +50,8 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
     let (nonces, _) = Actor::spawn(None, NonceStore, store.clone()).await.map_err(|e| e.to_string())?;
     let (billing, _) = Actor::spawn(None, Billing, store.clone()).await.map_err(|e| e.to_string())?;
     let (receipts, _) = Actor::spawn(None, ReceiptLog, store.clone()).await.map_err(|e| e.to_string())?;
+    let (analytics, _) = Actor::spawn(None, Analytics, store.clone()).await.map_err(|e| e.to_string())?;
+    analytics.send_interval(std::time::Duration::from_secs(1), || AnalyticsMsg::Tick);
     let (push_worker, _) = Actor::spawn(
         None,
         PushWorker,
@@ -104,6 +107,7 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         limits: Arc::new(Limits::new(config_limits)),
         billing,
         receipts,
+        analytics,
         key_set,
     })
 }

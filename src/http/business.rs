@@ -46,12 +46,8 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/push-attempts", get(push_attempts))
         .route("/v1/pushes/{push_id}", get(push_status_handler))
         .route("/v1/seal-context", get(seal_context))
-        .route("/v1/analytics/daily", get(not_yet))
-        .route("/v1/analytics/who-is-asking", get(not_yet))
-}
-
-async fn not_yet() -> ApiError {
-    ApiError::detail(Code::NotImplemented, "analytics are not built yet (README, Not yet)")
+        .route("/v1/analytics/daily", get(super::analytics::daily))
+        .route("/v1/analytics/who-is-asking", get(super::analytics::who_is_asking))
 }
 
 /// A bare DELETE is refused: a sealed document is required (P1.4, P7.16).

@@ -1,6 +1,7 @@
 //! HTTP: one router per surface, one module per resource, one error type.
 
 pub mod admin;
+pub mod analytics;
 pub mod auth;
 pub mod body;
 pub mod bulk;
@@ -47,6 +48,7 @@ pub struct AppState {
     pub limits: Arc<crate::limits::Limits>,
     pub billing: ActorRef<crate::actors::billing::BillingMsg>,
     pub receipts: ActorRef<crate::actors::receipt_log::ReceiptLogMsg>,
+    pub analytics: ActorRef<crate::actors::analytics::AnalyticsMsg>,
     /// The signed key set, prepared at start.
     pub key_set: public::PublicDocument,
 }
@@ -65,6 +67,7 @@ impl AppState {
         let _ = self.nonces.stop_and_wait(None, wait).await;
         let _ = self.billing.stop_and_wait(None, wait).await;
         let _ = self.receipts.stop_and_wait(None, wait).await;
+        let _ = self.analytics.stop_and_wait(None, wait).await;
     }
 
     /// What running a push inline needs.

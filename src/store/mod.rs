@@ -43,6 +43,8 @@ pub mod cf {
     pub const RECEIPTS: &str = "receipts";
     /// Receipts by group and time: group, served ms, sequence.
     pub const RECEIPTS_BY_GROUP: &str = "receipts_by_group";
+    /// Analytics: business, hour, country, group → counts, folded from receipts.
+    pub const ANALYTICS: &str = "analytics";
     /// Businesses whose authorised endpoints are suspended.
     pub const ENDPOINTS: &str = "endpoints";
     pub const NONCES: &str = "nonces";
@@ -77,6 +79,7 @@ pub mod cf {
         USAGE_DAYS,
         RECEIPTS,
         RECEIPTS_BY_GROUP,
+        ANALYTICS,
         ENDPOINTS,
         NONCES,
         UPLOADS,

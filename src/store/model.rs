@@ -403,6 +403,10 @@ pub struct StoredReceipt {
     pub retrieval_id: String,
     pub kind: UsageKind,
     pub served_at: UnixMs,
+    /// The country a search named (a fetch names none).
+    pub country: Option<String>,
+    /// The businesses whose records were served, each once (analytics).
+    pub businesses: Vec<String>,
     /// The signed envelope's JSON.
     #[serde(with = "serde_bytes")]
     pub envelope: Vec<u8>,
@@ -415,4 +419,13 @@ pub struct EndpointsSuspension {
     pub business_uuid: String,
     pub since: UnixMs,
     pub reason: String,
+}
+
+/// What one AI group asked of one business in one country and hour.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HourCounts {
+    /// Searches that served at least one of the business's rows.
+    pub searches: u64,
+    /// Fetches of the business's records.
+    pub fetches: u64,
 }

@@ -6,6 +6,7 @@
 //! caller must apply.
 
 pub mod ai_policy;
+pub mod analytics;
 pub mod b64;
 pub mod canonical;
 pub mod custody;

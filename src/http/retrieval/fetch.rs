@@ -71,7 +71,13 @@ async fn fetch_route(state: &AppState, record_id: &str, req: Request<Body>) -> A
         sandbox: state.config.environment.is_sandbox(),
     };
     let body = fetched(state, &head, &version, at.endpoints_suspended, now)?;
-    let served = Served { kind: UsageKind::Fetch, billable: true, cost: svc_core::limits::FETCH_COST };
+    let served = Served {
+        kind: UsageKind::Fetch,
+        billable: true,
+        cost: svc_core::limits::FETCH_COST,
+        country: None,
+        businesses: vec![head.business_uuid.clone()],
+    };
     let envelope = deliver(state, &caller, held, receipt, served, now).await?;
     let body = body.finish(&envelope)?;
     let mut response = (StatusCode::OK, body).into_response();

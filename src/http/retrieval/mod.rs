@@ -195,6 +195,10 @@ pub struct Served {
     /// Billable: a search with rows, a fetch with its record.
     pub billable: bool,
     pub cost: u64,
+    /// The country a search named.
+    pub country: Option<String>,
+    /// The businesses whose records were served, each once.
+    pub businesses: Vec<String>,
 }
 
 /// Signs the receipt, logs it, and settles the bill, in that order; only
@@ -217,6 +221,8 @@ pub async fn deliver(
         retrieval_id: retrieval_id.clone(),
         kind: served.kind,
         served_at: now,
+        country: served.country,
+        businesses: served.businesses,
         envelope: envelope.to_json(),
     };
     ractor::call!(state.receipts, |reply| ReceiptLogMsg::Append { receipt: Box::new(stored), reply })

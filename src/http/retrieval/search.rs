@@ -77,6 +77,8 @@ async fn search_route(state: &AppState, typed: Option<RecordType>, req: Request<
         kind: UsageKind::Search,
         billable: !rows.is_empty(),
         cost: svc_core::limits::search_cost(&query, rows.len()),
+        country: Some(query.country.clone()),
+        businesses: serve_times.into_keys().collect(),
     };
     let envelope = deliver(state, &caller, held, receipt, served, now).await?;
     let mut body = json!({
