@@ -543,3 +543,90 @@ async fn every_key_gets_a_dual_signed_custody_statement_and_restating_adds_one()
     let bad = home.admin("POST", &format!("/admin/keys/{}/custody", b.key_id), json!({"custody": "shared"})).await;
     assert_eq!(bad.status, 400);
 }
+
+/// An owner's (or another person's) passkey confirmation of a held push.
+fn release(
+    home: &Home,
+    passkey: &svc_core::keys::SigningKey,
+    push_id: &str,
+    business: &str,
+    decision: &str,
+    at: svc_core::time::UnixMs,
+) -> serde_json::Value {
+    let config = &home.state.config;
+    let person =
+        svc::client::sealing::Passkey { key: passkey, rp_id: &config.passkey_rp_id, origin: &config.passkey_origin };
+    json!({"envelope": person.seal_release(push_id, business, decision, at).unwrap()})
+}
+
+// rule: P3.15, P3.35
+#[tokio::test(flavor = "multi_thread")]
+async fn an_owner_releases_or_discards_a_held_push() {
+    let home = Home::start().await;
+    let b = home.business("Lumio", products_scope(10_000)).await;
+    let catalogue: Vec<Vec<u8>> = (0..20).map(|i| product("Lumio", &format!("SKU-{i}"), "10.00")).collect();
+    assert_eq!(home.publish(&b, &catalogue, "a").await.status, 200);
+    let five: Vec<Vec<u8>> = (10..15).map(|i| product("Lumio", &format!("SKU-{i}"), "17.00")).collect();
+    let held = home.publish(&b, &five, "b").await;
+    assert_eq!(held.body["held"], true);
+    let push_id = held.body["batch_id"].as_str().unwrap().to_owned();
+    let path = format!("/admin/pushes/{push_id}/release");
+
+    // A developer's passkey cannot release it, nor can a stale confirmation.
+    let developer = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Es256, &[77; 32]).unwrap();
+    let reg = home
+        .admin(
+            "POST",
+            &format!("/admin/businesses/{}/keys", b.uuid),
+            json!({"jwk": developer.verifying_key().to_jwk(), "purpose": "sealing", "role": "developer"}),
+        )
+        .await;
+    assert_eq!(reg.status, 201, "{:?}", reg.body);
+    let now = home.clock.now();
+    let by_developer = home.admin("POST", &path, release(&home, &developer, &push_id, &b.uuid, "publish", now)).await;
+    assert_eq!(
+        (by_developer.status, by_developer.body["code"].as_str()),
+        (422, Some("seal_invalid")),
+        "{:?}",
+        by_developer.body
+    );
+    let stale = home
+        .admin("POST", &path, release(&home, &b.passkey, &push_id, &b.uuid, "publish", now.minus(6 * 60_000)))
+        .await;
+    assert_eq!(stale.body["code"], "seal_invalid");
+    let other_push = home
+        .admin("POST", &path, release(&home, &b.passkey, "bat_000000000000000000000000", &b.uuid, "publish", now))
+        .await;
+    assert_eq!(other_push.body["code"], "seal_invalid");
+
+    let released = home.admin("POST", &path, release(&home, &b.passkey, &push_id, &b.uuid, "publish", now)).await;
+    assert_eq!(released.status, 200, "{:?}", released.body);
+    assert_eq!((released.body["state"].as_str(), released.body["held"].as_bool()), (Some("complete"), Some(false)));
+    assert_eq!(released.body["counts"]["updated"], 5);
+    assert_eq!(released.body["counts"]["held"], 0);
+    let head = home.state.registry.record_head(&svc_core::ids::product_id(&b.uuid, "SKU-10")).unwrap().unwrap();
+    assert_eq!((head.generation, head.live_generation), (2, 2), "the held version is live");
+    assert_eq!(head.prices[0].2, 170_000, "at its new price");
+    let status = home.signed(&b.key, "GET", &format!("/v1/pushes/{push_id}"), b"", "svc-business-read", &[]).await;
+    assert_eq!(status.body["state"], "complete");
+    assert_eq!(status.body["results"][0]["outcome"], "updated");
+    let again = home.admin("POST", &path, release(&home, &b.passkey, &push_id, &b.uuid, "publish", now)).await;
+    assert_eq!(again.status, 400, "only a held push is released");
+
+    // Discarded: the push ends and the held versions are never served.
+    let six: Vec<Vec<u8>> = (0..6).map(|i| product("Lumio", &format!("SKU-{i}"), "3.00")).collect();
+    let held = home.publish(&b, &six, "c").await;
+    assert_eq!(held.body["held"], true);
+    let push_id = held.body["batch_id"].as_str().unwrap().to_owned();
+    let discarded = home
+        .admin(
+            "POST",
+            &format!("/admin/pushes/{push_id}/release"),
+            release(&home, &b.passkey, &push_id, &b.uuid, "discard", now),
+        )
+        .await;
+    assert_eq!(discarded.body["state"], "complete");
+    assert_eq!(discarded.body["counts"]["held"], 6);
+    let head = home.state.registry.record_head(&svc_core::ids::product_id(&b.uuid, "SKU-0")).unwrap().unwrap();
+    assert_eq!(head.live_generation, 1, "the original stays live");
+}

@@ -59,6 +59,19 @@ pub enum PublisherMsg {
     },
     /// A record a person sealed with a passkey (Path B).
     SaveSealed(Box<SealedSave>, RpcReplyPort<Result<Result<Saved, Vec<svc_core::records::RecordError>>, String>>),
+    /// Publishes one chunk of a held push's held records (a person confirmed).
+    ReleaseChunk {
+        push_id: String,
+        from: u64,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<(PushRecord, Option<u64>), String>>,
+    },
+    /// Ends a held push without publishing it.
+    Discard {
+        push_id: String,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<PushRecord, String>>,
+    },
     Apply {
         change: Change,
         now: UnixMs,
@@ -127,6 +140,13 @@ impl Actor for Publisher {
             }
             PublisherMsg::SaveSealed(save, reply) => {
                 let _ = reply.send(tokio::task::block_in_place(|| engine.save_sealed(*save)).map_err(text));
+            }
+            PublisherMsg::ReleaseChunk { push_id, from, now, reply } => {
+                let result = tokio::task::block_in_place(|| engine.release_chunk(&push_id, from, now));
+                let _ = reply.send(result.map_err(text));
+            }
+            PublisherMsg::Discard { push_id, now, reply } => {
+                let _ = reply.send(engine.discard(&push_id, now).map_err(text));
             }
             PublisherMsg::Apply { change, now, reply } => {
                 let _ = reply.send(engine.apply(change, now).map_err(text));

@@ -42,6 +42,8 @@ pub enum AdminCommand {
     #[command(subcommand, name = "ai-policy")]
     AiPolicy(AiPolicyCommand),
     #[command(subcommand)]
+    Push(PushCommand),
+    #[command(subcommand)]
     Company(CompanyCommand),
     #[command(subcommand)]
     Group(GroupCommand),
@@ -192,6 +194,22 @@ pub enum AiPolicyCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum PushCommand {
+    /// An owner or admin releases a held push with their passkey: publish
+    /// its held records, or discard them.
+    Release {
+        push_id: String,
+        #[arg(long)]
+        passkey: PathBuf,
+        #[arg(long)]
+        business: String,
+        /// `publish` or `discard`.
+        #[arg(long, default_value = "publish")]
+        decision: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum CompanyCommand {
     Create {
         #[arg(long)]
@@ -334,6 +352,12 @@ pub async fn run(args: AdminArgs) -> Result<Value, String> {
             let key = keyfile::read(&passkey)?;
             let bytes = std::fs::read(&record).map_err(|e| format!("{}: {e}", record.display()))?;
             seal_ai_policy(&admin, &config, &shown, &key, &business, &bytes, now()).await
+        }
+        AdminCommand::Push(PushCommand::Release { push_id, passkey, business, decision }) => {
+            let config = admin.call("GET", "/admin/config", None).await?;
+            let key = keyfile::read(&passkey)?;
+            let envelope = passkey_of(&key, &config)?.seal_release(&push_id, &business, &decision, now())?;
+            admin.call("POST", &format!("/admin/pushes/{push_id}/release"), Some(json!({"envelope": envelope}))).await
         }
         AdminCommand::Company(CompanyCommand::Create { name, verified, terms_accepted }) => {
             let body = json!({"name": name, "verified": verified, "terms_accepted": terms_accepted});

@@ -111,6 +111,20 @@ impl Passkey<'_> {
     }
 
     /// A `mandate.v1` for an integration key.
+    /// An owner's or admin's confirmation of a held push (`publish` or `discard`).
+    pub fn seal_release(
+        &self,
+        push_id: &str,
+        business_uuid: &str,
+        decision: &str,
+        now: UnixMs,
+    ) -> Result<Envelope, String> {
+        let payload = json!({"v": 1, "push_id": push_id, "business_uuid": business_uuid, "decision": decision,
+            "confirmed_at": now.to_rfc3339_millis()});
+        let bytes = svc_core::canonical::to_signed_bytes(&payload).map_err(|e| e.to_string())?;
+        self.seal(svc_core::publish::release::PUSH_RELEASE_V1, &bytes)
+    }
+
     pub fn seal_mandate(&self, mandate: &Value) -> Result<Envelope, String> {
         let bytes = svc_core::canonical::to_signed_bytes(mandate).map_err(|e| e.to_string())?;
         self.seal("mandate.v1", &bytes)

@@ -47,6 +47,7 @@ pub fn routes() -> Router<AppState> {
         .route("/admin/blocks", post(set_block))
         .route("/admin/allowances", post(set_allowance))
         .route("/admin/endpoints", post(set_endpoints))
+        .route("/admin/pushes/{push_id}/release", post(release_push))
         .route("/admin/terms", post(publish_terms))
         .route("/admin/sandbox/republish", post(republish_sandbox))
 }
@@ -805,6 +806,79 @@ async fn set_block(
     }
     apply(&state, change).await?;
     Ok(Json(json!({"business_uuid": req.business_uuid, "ai_group_id": req.ai_group_id, "blocked": req.blocked})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PushRelease {
+    envelope: Envelope,
+}
+
+/// An owner's or admin's confirmation of a held push, made in the portal:
+/// a `push-release.v1` sealed by their passkey, naming the push, its
+/// business and the decision, confirmed within the last five minutes.
+async fn release_push(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(push_id): Path<String>,
+    Json(req): Json<PushRelease>,
+) -> ApiResult<Json<Value>> {
+    use svc_core::publish::release::{Decision, verify_release};
+    authorize(&state, &headers)?;
+    let push = state
+        .store
+        .get::<PushRecord>(cf::PUSHES, &crate::publish::push_key(&push_id))?
+        .ok_or_else(|| ApiError::new(Code::NotFound))?;
+    let now = state.clock.now();
+    let registry = &state.registry;
+    let release = verify_release(
+        &req.envelope,
+        |keyid| {
+            let key = registry.passkey(keyid).ok().flatten()?;
+            let usable = key.business_uuid == push.business_uuid && key.live_at(now);
+            let public = super::auth::key_from_jwk(&key.jwk).filter(|_| usable)?;
+            Some((public, key.role.unwrap_or_default()))
+        },
+        &state.config.passkey_rp_id,
+        &state.config.passkey_origin,
+        now,
+    )
+    .map_err(|r| ApiError::detail(Code::SealInvalid, format!("release refused: {r}")))?;
+    if release.push_id != push_id || release.business_uuid != push.business_uuid {
+        return Err(ApiError::detail(Code::SealInvalid, "the confirmation names another push or business"));
+    }
+    if push.state != "held" {
+        return Err(invalid(format!("the push is {}, not held", push.state)));
+    }
+    let settled = match release.decision {
+        Decision::Publish => {
+            let mut from = Some(0);
+            let mut settled = push;
+            while let Some(leaf) = from {
+                let id = push_id.clone();
+                let (pushed, next) = ractor::call!(state.publisher, |reply| PublisherMsg::ReleaseChunk {
+                    push_id: id,
+                    from: leaf,
+                    now,
+                    reply
+                })
+                .map_err(ApiError::internal)?
+                .map_err(invalid)?;
+                settled = pushed;
+                from = next;
+            }
+            settled
+        }
+        Decision::Discard => {
+            let id = push_id.clone();
+            ractor::call!(state.publisher, |reply| PublisherMsg::Discard { push_id: id, now, reply })
+                .map_err(ApiError::internal)?
+                .map_err(invalid)?
+        }
+    };
+    Ok(Json(
+        json!({"push_id": push_id, "state": settled.state, "held": settled.held, "counts": settled.outcome_counts()}),
+    ))
 }
 
 #[derive(Deserialize)]

@@ -509,8 +509,7 @@ pub(super) fn push_status(
         "failed" => PushState::Failed,
         _ => PushState::Queued,
     };
-    let c = push.counts;
-    let counts = out::Counts { accepted: c[0], updated: c[1], rejected: c[2], held: c[3], pending: c[4] };
+    let counts = push.outcome_counts();
     let stage = match push_state {
         PushState::Queued => out::Stage::Queued,
         PushState::Processing => out::Stage::Publishing,

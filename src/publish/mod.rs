@@ -30,6 +30,8 @@ use crate::store::{StoreError, StoreResult, be, cf, key};
 
 pub use svc_core::publish::outcome::CHUNK;
 
+mod release;
+
 /// What the handler checked and hands over to be accepted.
 pub struct NewPush {
     pub business_uuid: String,
@@ -154,6 +156,55 @@ fn count_index(outcome: &str) -> usize {
 }
 
 /// What every record of one business is judged with.
+/// A push's record type, business, seal and certificate, for its chunks.
+struct PushContext {
+    record_type: RecordType,
+    mandate_countries: Option<Vec<String>>,
+    ctx: BusinessContext,
+    envelope: Envelope,
+    cert_status: &'static str,
+}
+
+impl PushContext {
+    /// The sidecar of a batch record accepted (or released) now.
+    #[allow(clippy::too_many_arguments)]
+    fn sidecar(
+        &self,
+        push: &PushRecord,
+        record_id: &str,
+        origin: &str,
+        generation: u64,
+        seal_digest: &str,
+        leaf_index: u64,
+        now: UnixMs,
+    ) -> Sidecar {
+        Sidecar {
+            v: 2,
+            record_id: record_id.to_owned(),
+            business_uuid: push.business_uuid.clone(),
+            record_type: self.record_type.name().into(),
+            origin: origin.to_owned(),
+            generation,
+            path: "A".into(),
+            seal_digest: seal_digest.to_owned(),
+            key_id: push.key_id.clone(),
+            cert_id: push.cert_id.clone(),
+            certificate_status: self.cert_status.into(),
+            ai_policy_version: push.ai_policy_version,
+            scope: ResolvedScope {
+                basis: "mandate".into(),
+                id: push.mandate_id.clone(),
+                record_types: vec![self.record_type.name().into()],
+                countries: self.mandate_countries.clone().unwrap_or_default(),
+            },
+            batch_id: Some(push.push_id.clone()),
+            leaf_index: Some(leaf_index),
+            geocoded: None,
+            accepted_at: now.to_rfc3339_millis(),
+        }
+    }
+}
+
 struct BusinessContext {
     business: Business,
     validation: ValidationContext,
@@ -402,6 +453,25 @@ impl Engine {
         Ok(tree)
     }
 
+    /// What every chunk of a push is judged and signed with.
+    fn push_context(&self, push: &PushRecord) -> Result<PushContext, EngineError> {
+        let record_type =
+            RecordType::from_name(&push.record_type).ok_or_else(|| EngineError::Invalid("record type".into()))?;
+        let mandate_countries = self.mandate_countries(push)?;
+        let ctx = self.business_context(&push.business_uuid, mandate_countries.clone())?;
+        let envelope = Envelope::parse(&push.batch_seal).map_err(|r| EngineError::Invalid(r.to_string()))?;
+        let sealed_at = svc_core::seal::read_batch_seal(&envelope)
+            .ok()
+            .and_then(|b| UnixMs::parse_rfc3339_millis_utc(&b.sealed_at))
+            .ok_or_else(|| EngineError::Invalid("stored batch seal".into()))?;
+        let cert_status = self
+            .registry
+            .certificate_in_force(&push.business_uuid, sealed_at)?
+            .map(|c| c.status.as_str())
+            .ok_or_else(|| EngineError::Invalid("no certificate in force at sealed_at".into()))?;
+        Ok(PushContext { record_type, mandate_countries, ctx, envelope, cert_status })
+    }
+
     /// Settles every still-pending record of one chunk in one atomic write.
     /// Records already settled keep their outcome, so running a chunk again
     /// (after a crash) publishes nothing twice.
@@ -426,20 +496,8 @@ impl Engine {
             }
         }
         let tree = self.tree(push_id)?;
-        let record_type =
-            RecordType::from_name(&push.record_type).ok_or_else(|| EngineError::Invalid("record type".into()))?;
-        let mandate_countries = self.mandate_countries(&push)?;
-        let ctx = self.business_context(&push.business_uuid, mandate_countries.clone())?;
-        let envelope = Envelope::parse(&push.batch_seal).map_err(|r| EngineError::Invalid(r.to_string()))?;
-        let sealed_at = svc_core::seal::read_batch_seal(&envelope)
-            .ok()
-            .and_then(|b| UnixMs::parse_rfc3339_millis_utc(&b.sealed_at))
-            .ok_or_else(|| EngineError::Invalid("stored batch seal".into()))?;
-        let cert_status = self
-            .registry
-            .certificate_in_force(&push.business_uuid, sealed_at)?
-            .map(|c| c.status.as_str())
-            .ok_or_else(|| EngineError::Invalid("no certificate in force at sealed_at".into()))?;
+        let pctx = self.push_context(&push)?;
+        let (record_type, ctx, envelope) = (pctx.record_type, &pctx.ctx, &pctx.envelope);
         let mut heads: HashMap<String, RecordHead> = HashMap::new();
         let mut change = Change::new();
         for (k, mut leaf) in leaves {
@@ -511,30 +569,7 @@ impl Engine {
                 };
                 ("held", new_head, version)
             } else {
-                let sidecar = Sidecar {
-                    v: 2,
-                    record_id: record_id.clone(),
-                    business_uuid: push.business_uuid.clone(),
-                    record_type: record_type.name().into(),
-                    origin: origin.clone(),
-                    generation,
-                    path: "A".into(),
-                    seal_digest: seal_digest.clone(),
-                    key_id: push.key_id.clone(),
-                    cert_id: push.cert_id.clone(),
-                    certificate_status: cert_status.into(),
-                    ai_policy_version: push.ai_policy_version,
-                    scope: ResolvedScope {
-                        basis: "mandate".into(),
-                        id: push.mandate_id.clone(),
-                        record_types: vec![record_type.name().into()],
-                        countries: mandate_countries.clone().unwrap_or_default(),
-                    },
-                    batch_id: Some(push_id.to_owned()),
-                    leaf_index: Some(leaf.leaf_index),
-                    geocoded: None,
-                    accepted_at: now.to_rfc3339_millis(),
-                };
+                let sidecar = pctx.sidecar(&push, &record_id, &origin, generation, &seal_digest, leaf.leaf_index, now);
                 self.live_version(&record, &ctx.business, was_live, seal_json, sidecar, push_id, &push.source, now)?
             };
             change.put(cf::VERSIONS, &keys::version(&record_id, generation), &version);

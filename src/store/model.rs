@@ -343,6 +343,15 @@ pub struct PushLeaf {
     pub product_name: Option<String>,
 }
 
+impl PushRecord {
+    /// The counts by outcome (stored in the order accepted, updated,
+    /// rejected, held, pending).
+    pub fn outcome_counts(&self) -> svc_core::publish::outcome::Counts {
+        let c = &self.counts;
+        svc_core::publish::outcome::Counts { accepted: c[0], updated: c[1], rejected: c[2], held: c[3], pending: c[4] }
+    }
+}
+
 /// The batch a key sent under one `seq`, for the resend rule.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeqEntry {

@@ -206,11 +206,28 @@ where
     F: Fn(&str) -> Option<(VerifyingKey, R)>,
     R: AsRef<str>,
 {
+    let payload = sealed_by_owner_or_admin(envelope, "mandate", passkey_for, rp_id, origin)?;
+    read_mandate(&payload)
+}
+
+/// The payload of an envelope of payload type family `family` (version 1)
+/// that an owner's or admin's passkey sealed; refusals as for a mandate.
+/// Signatures are checked before the payload is read, so a forgery learns
+/// nothing about it.
+pub fn sealed_by_owner_or_admin<F, R>(
+    envelope: &Envelope,
+    family: &str,
+    passkey_for: F,
+    rp_id: &str,
+    origin: &str,
+) -> Result<Vec<u8>, Reason>
+where
+    F: Fn(&str) -> Option<(VerifyingKey, R)>,
+    R: AsRef<str>,
+{
     let opened = envelope.open()?;
-    known_version(&envelope.payload_type, "mandate", &[1])?;
-    // Signature first: a forged mandate learns nothing about its payload.
+    known_version(&envelope.payload_type, family, &[1])?;
     let mut refusal = Reason::KeyUnknown;
-    let mut sealed = false;
     for sig in &envelope.signatures {
         let Some((key, role)) = passkey_for(&sig.keyid) else { continue };
         if !SEALING_ROLES.contains(&role.as_ref()) {
@@ -220,17 +237,11 @@ where
             continue;
         }
         match verify_assertion(sig, &envelope.payload_type, &opened.payload, &key, rp_id, origin) {
-            Ok(()) => {
-                sealed = true;
-                break;
-            }
+            Ok(()) => return Ok(opened.payload),
             Err(reason) => refusal = reason,
         }
     }
-    if !sealed {
-        return Err(refusal);
-    }
-    read_mandate(&opened.payload)
+    Err(refusal)
 }
 
 /// One entry of a source allow-list.

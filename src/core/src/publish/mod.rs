@@ -25,4 +25,5 @@ pub mod mandate;
 pub mod outcome;
 pub mod price_shock;
 pub mod read_rate;
+pub mod release;
 pub mod webauthn;

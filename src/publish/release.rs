@@ -1,0 +1,99 @@
+//! Releasing a held push once an owner or admin confirmed it: publish its
+//! held records as they were sealed, a chunk at a time, or discard them.
+//! Each chunk moves its leaves from `held` to `accepted`/`updated` in the
+//! same write that makes them live, so a resume publishes nothing twice.
+
+use svc_core::digest::sha256_prefixed;
+use svc_core::records;
+use svc_core::time::UnixMs;
+
+use super::{CHUNK, Engine, EngineError, count_index, leaf_key, push_key};
+use crate::registry::keys;
+use crate::replication::Change;
+use crate::store::model::{PushLeaf, PushRecord, RecordState};
+use crate::store::{cf, key};
+
+impl Engine {
+    /// Publishes the held records of one chunk of a held push, from leaf
+    /// `from`. Answers the push and the leaf to go on from; `None` when the
+    /// push is done, and then `complete`. A record with a newer version
+    /// since the hold keeps its `held` leaf: the newer version stands.
+    pub fn release_chunk(
+        &mut self,
+        push_id: &str,
+        from: u64,
+        now: UnixMs,
+    ) -> Result<(PushRecord, Option<u64>), EngineError> {
+        let store = self.log.store().clone();
+        let mut push = self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?;
+        if push.state != "held" {
+            return Err(EngineError::Invalid(format!("the push is {}, not held", push.state)));
+        }
+        let pctx = self.push_context(&push)?;
+        let prefix = key(&[push_id.as_bytes()]);
+        let leaves: Vec<(Vec<u8>, PushLeaf)> = store
+            .scan::<PushLeaf>(cf::PUSH_RESULTS, &prefix, Some(&leaf_key(push_id, from)), CHUNK)?
+            .into_iter()
+            .filter(|(k, _)| k.len() == prefix.len() + 9)
+            .collect();
+        let next = (leaves.len() == CHUNK).then(|| leaves.last().map(|(_, l)| l.leaf_index + 1)).flatten();
+        let mut change = Change::new();
+        for (k, mut leaf) in leaves {
+            if leaf.outcome != "held" {
+                continue;
+            }
+            let (Some(record_id), Some(generation)) = (leaf.record_id.clone(), leaf.version) else { continue };
+            let Some(head) = self.registry.record_head(&record_id)? else { continue };
+            let Some(version) = self.registry.record_version(&record_id, generation)? else { continue };
+            if head.generation != generation {
+                continue;
+            }
+            // It was valid when held; a rule that changed since refuses it now.
+            let Ok(record) = records::validate(&version.bytes, pctx.record_type, &pctx.ctx.validation) else {
+                continue;
+            };
+            let was_live = head.state == RecordState::Live && head.live_generation > 0;
+            let seal_digest = sha256_prefixed(&version.seal);
+            let sidecar =
+                pctx.sidecar(&push, &record_id, &record.origin(), generation, &seal_digest, leaf.leaf_index, now);
+            let (outcome, new_head, live) = self.live_version(
+                &record,
+                &pctx.ctx.business,
+                was_live,
+                version.seal,
+                sidecar,
+                push_id,
+                &push.source,
+                now,
+            )?;
+            change.put(cf::VERSIONS, &keys::version(&record_id, generation), &live);
+            change.put(cf::RECORDS, record_id.as_bytes(), &new_head);
+            change.put(cf::CATALOGUE, &keys::catalogue(&push.business_uuid, pctx.record_type.name(), &record_id), &());
+            push.counts[count_index("held")] = push.counts[count_index("held")].saturating_sub(1);
+            push.counts[count_index(outcome)] += 1;
+            leaf.outcome = outcome.into();
+            change.put(cf::PUSH_RESULTS, &k, &leaf);
+        }
+        if next.is_none() {
+            push.state = "complete".into();
+            push.held = false;
+            push.completed_at = Some(now);
+        }
+        push.updated_at = now;
+        push.last_step_at = now;
+        change.put(cf::PUSHES, &push_key(push_id), &push);
+        self.log.commit(change, now)?;
+        Ok((push, next))
+    }
+
+    /// Ends a held push without publishing: its held versions stay stored and
+    /// unserved, and the push is `complete`.
+    pub fn discard(&mut self, push_id: &str, now: UnixMs) -> Result<PushRecord, EngineError> {
+        let mut push = self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?;
+        if push.state != "held" {
+            return Err(EngineError::Invalid(format!("the push is {}, not held", push.state)));
+        }
+        self.settle(&mut push, "complete", now)?;
+        Ok(push)
+    }
+}
