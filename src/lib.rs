@@ -5,6 +5,11 @@
 //! rule lives in `svc-core`; handlers and actors call it and apply what it
 //! returns.
 
+/// Every program that links svc (the node, its tests and benchmarks)
+/// allocates with mimalloc.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod actors;
 pub mod blocklist;
 pub mod cli;

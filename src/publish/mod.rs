@@ -10,6 +10,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use svc_core::digest::{sha256, sha256_prefixed};
 use svc_core::dsse::Envelope;
 use svc_core::ids::RecordType;
@@ -149,6 +151,62 @@ pub fn attempt_key(business_uuid: &str, received_at: UnixMs, push_id: &str) -> V
     key(&[business_uuid.as_bytes(), &be(received_at.0 as u64), push_id.as_bytes()])
 }
 
+/// The head of a record whose new version goes live now, and whether that
+/// is an `accepted` or an `updated`.
+fn live_head(
+    record: &ValidRecord,
+    business: &Business,
+    was_live: bool,
+    generation: u64,
+    source: &str,
+    now: UnixMs,
+) -> (&'static str, RecordHead) {
+    let head = RecordHead {
+        record_id: record.record_id(&business.uuid),
+        record_type: record.record_type().name().into(),
+        business_uuid: business.uuid.clone(),
+        own_id: record.own_id().to_owned(),
+        generation,
+        live_generation: generation,
+        state: RecordState::Live,
+        last_updated: now,
+        source: push_source(source).into(),
+        prices: product_prices(record),
+    };
+    (if was_live { "updated" } else { "accepted" }, head)
+}
+
+/// A live version: the row projected and signed, the sidecar signed. Pure
+/// work over one record, so a chunk's records are signed in parallel.
+fn sign_version(
+    keys: &ServiceKeys,
+    record: &ValidRecord,
+    business: &Business,
+    seal_json: Vec<u8>,
+    sidecar: &Sidecar,
+    push_id: &str,
+    now: UnixMs,
+) -> Result<RecordVersion, EngineError> {
+    let pctx = ProjectionContext {
+        record_id: sidecar.record_id.clone(),
+        business_uuid: business.uuid.clone(),
+        business_name: business.legal_name.clone(),
+        published_at: now,
+    };
+    let row = projection::project(record, &pctx, &keys.projection);
+    let signed = sidecar::make(sidecar, &keys.sidecar).map_err(|e| EngineError::Invalid(e.to_string()))?;
+    Ok(RecordVersion {
+        record_id: sidecar.record_id.clone(),
+        generation: sidecar.generation,
+        bytes: record.bytes().to_vec(),
+        seal: seal_json,
+        sidecar: signed.to_json(),
+        row: serde_json::to_vec(&row).unwrap_or_default(),
+        published_at: now,
+        push_id: push_id.to_owned(),
+    })
+}
+
 const OUTCOMES: [&str; 5] = ["accepted", "updated", "rejected", "held", "pending"];
 
 fn count_index(outcome: &str) -> usize {
@@ -215,12 +273,29 @@ pub struct Engine {
     registry: Registry,
     keys: Arc<ServiceKeys>,
     trees: HashMap<String, Arc<BatchTree>>,
+    /// What the chunk commit still in flight wrote: record heads and the
+    /// push, read by the next chunk before the store has them.
+    in_flight: InFlight,
+}
+
+#[derive(Default)]
+struct InFlight {
+    heads: HashMap<String, RecordHead>,
+    pushes: HashMap<String, PushRecord>,
 }
 
 impl Engine {
     pub fn new(log: LogWriter, keys: Arc<ServiceKeys>) -> Self {
         let registry = Registry::new(log.store().clone());
-        Engine { log, registry, keys, trees: HashMap::new() }
+        Engine { log, registry, keys, trees: HashMap::new(), in_flight: InFlight::default() }
+    }
+
+    /// Waits until every chunk commit is on disk. Every step but a chunk
+    /// commit starts here, so it reads the store as the last chunk left it.
+    pub fn settle_writes(&mut self) -> StoreResult<()> {
+        let drained = self.log.drain();
+        self.in_flight = InFlight::default();
+        drained
     }
 
     pub fn registry(&self) -> &Registry {
@@ -233,6 +308,7 @@ impl Engine {
 
     /// Commits an operator's change to the registry (it replicates).
     pub fn apply(&mut self, change: Change, now: UnixMs) -> StoreResult<Option<u64>> {
+        self.settle_writes()?;
         self.log.commit(change, now)
     }
 
@@ -260,6 +336,7 @@ impl Engine {
     /// its result row (`pending`, or `rejected` with all its reasons) in the
     /// same write, before any record is stored.
     pub fn create_push(&mut self, push: NewPush, push_id: String) -> Result<Result<Created, Refused>, EngineError> {
+        self.settle_writes()?;
         let store = self.log.store().clone();
         let payload = push_payload(&push.batch_seal_json);
         let (fingerprint, records) = match &push.records {
@@ -346,8 +423,10 @@ impl Engine {
         let ctx = self.business_context(&push.business_uuid, countries)?;
         let mut counts = [0u64; 5];
         let mut valid: Vec<ValidRecord> = Vec::new();
-        for (i, bytes) in records.iter().enumerate() {
-            let leaf = match records::validate(bytes, record_type, &ctx.validation) {
+        let validated: Vec<_> =
+            records.par_iter().map(|bytes| records::validate(bytes, record_type, &ctx.validation)).collect();
+        for (i, (bytes, validated)) in records.iter().zip(validated).enumerate() {
+            let leaf = match validated {
                 Ok(record) => {
                     let leaf = pending_leaf(i as u64, bytes, &record, &push.business_uuid);
                     valid.push(record);
@@ -387,6 +466,7 @@ impl Engine {
     /// Stages the records a bulk file delivered (read once, in the
     /// background, after the import was accepted). Staging twice is a no-op.
     pub fn stage_file(&mut self, push_id: &str, records: Vec<Vec<u8>>, now: UnixMs) -> Result<PushRecord, EngineError> {
+        self.settle_writes()?;
         let mut push = self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?;
         if push.staged || push.completed_at.is_some() {
             return Ok(push);
@@ -403,6 +483,7 @@ impl Engine {
     /// Ends a push that cannot go on (its file does not match its seal):
     /// `failed`, with the code, before any record was checked.
     pub fn fail(&mut self, push_id: &str, code: &str, now: UnixMs) -> Result<PushRecord, EngineError> {
+        self.settle_writes()?;
         let mut push = self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?;
         if push.completed_at.is_some() {
             return Ok(push);
@@ -483,7 +564,15 @@ impl Engine {
         now: UnixMs,
     ) -> Result<PushRecord, EngineError> {
         let store = self.log.store().clone();
-        let mut push = self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?;
+        // The chunk before may still be on its way to disk: read what it wrote.
+        let in_flight = self.in_flight.pushes.remove(push_id);
+        let mut push = match in_flight {
+            Some(push) => push,
+            None => {
+                self.settle_writes()?;
+                self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?
+            }
+        };
         if matches!(push.state.as_str(), "complete" | "held" | "failed") {
             return Ok(push);
         }
@@ -498,15 +587,22 @@ impl Engine {
         let tree = self.tree(push_id)?;
         let pctx = self.push_context(&push)?;
         let (record_type, ctx, envelope) = (pctx.record_type, &pctx.ctx, &pctx.envelope);
+        // Validation and signing are pure work per record: spread over the
+        // cores. Heads and generations are settled in leaf order between.
+        let mut validated: Vec<Option<Result<ValidRecord, Vec<records::RecordError>>>> = leaves
+            .par_iter()
+            .map(|(_, leaf)| {
+                (leaf.outcome == "pending").then(|| records::validate(&leaf.bytes, record_type, &ctx.validation))
+            })
+            .collect();
         let mut heads: HashMap<String, RecordHead> = HashMap::new();
+        let mut to_sign: Vec<(ValidRecord, Vec<u8>, Sidecar)> = Vec::new();
         let mut change = Change::new();
-        for (k, mut leaf) in leaves {
-            if leaf.outcome != "pending" {
-                continue;
-            }
+        for (i, (k, mut leaf)) in leaves.into_iter().enumerate() {
+            let Some(validated) = validated[i].take() else { continue };
             push.counts[4] = push.counts[4].saturating_sub(1);
             let flags = flagged.get(&leaf.leaf_index).cloned().unwrap_or_default();
-            let record = match records::validate(&leaf.bytes, record_type, &ctx.validation) {
+            let record = match validated {
                 Ok(record) if flags.is_empty() => record,
                 Ok(_) => {
                     leaf.outcome = "rejected".into();
@@ -524,7 +620,7 @@ impl Engine {
                 }
             };
             let record_id = record.record_id(&push.business_uuid);
-            let head = match heads.remove(&record_id) {
+            let head = match heads.remove(&record_id).or_else(|| self.in_flight.heads.get(&record_id).cloned()) {
                 Some(h) => Some(h),
                 None => self.registry.record_head(&record_id)?,
             };
@@ -537,7 +633,7 @@ impl Engine {
             let seal_digest = sha256_prefixed(&seal_json);
             let origin = record.origin();
             let was_live = head.as_ref().is_some_and(|h| h.state == RecordState::Live && h.live_generation > 0);
-            let (outcome, new_head, version) = if push.held {
+            let (outcome, new_head) = if push.held {
                 let new_head = match head {
                     Some(mut h) => {
                         h.generation = generation;
@@ -567,12 +663,14 @@ impl Engine {
                     published_at: now,
                     push_id: push_id.to_owned(),
                 };
-                ("held", new_head, version)
+                change.put(cf::VERSIONS, &keys::version(&record_id, generation), &version);
+                ("held", new_head)
             } else {
                 let sidecar = pctx.sidecar(&push, &record_id, &origin, generation, &seal_digest, leaf.leaf_index, now);
-                self.live_version(&record, &ctx.business, was_live, seal_json, sidecar, push_id, &push.source, now)?
+                let live = live_head(&record, &ctx.business, was_live, generation, &push.source, now);
+                to_sign.push((record, seal_json, sidecar));
+                live
             };
-            change.put(cf::VERSIONS, &keys::version(&record_id, generation), &version);
             change.put(cf::RECORDS, record_id.as_bytes(), &new_head);
             if outcome != "held" {
                 change.put(cf::CATALOGUE, &keys::catalogue(&push.business_uuid, record_type.name(), &record_id), &());
@@ -587,12 +685,24 @@ impl Engine {
             push.counts[count_index(outcome)] += 1;
             change.put(cf::PUSH_RESULTS, &k, &leaf);
         }
+        let signed: Vec<Result<RecordVersion, EngineError>> = to_sign
+            .par_iter()
+            .map(|(record, seal_json, sidecar)| {
+                sign_version(&self.keys, record, &ctx.business, seal_json.clone(), sidecar, push_id, now)
+            })
+            .collect();
+        for version in signed {
+            let version = version?;
+            change.put(cf::VERSIONS, &keys::version(&version.record_id, version.generation), &version);
+        }
         push.chunks_done = push.chunks_done.max(chunk + 1);
         push.state = "processing".into();
         push.updated_at = now;
         push.last_step_at = now;
         change.put(cf::PUSHES, &push_key(push_id), &push);
-        self.log.commit(change, now)?;
+        // The disk wait of this chunk overlaps the work of the next one.
+        self.log.commit_pipelined(change, now)?;
+        self.in_flight = InFlight { heads, pushes: HashMap::from([(push_id.to_owned(), push.clone())]) };
         Ok(push)
     }
 
@@ -610,45 +720,16 @@ impl Engine {
         source: &str,
         now: UnixMs,
     ) -> Result<(&'static str, RecordHead, RecordVersion), EngineError> {
-        let pctx = ProjectionContext {
-            record_id: sidecar.record_id.clone(),
-            business_uuid: business.uuid.clone(),
-            business_name: business.legal_name.clone(),
-            published_at: now,
-        };
-        let row = projection::project(record, &pctx, &self.keys.projection);
-        let generation = sidecar.generation;
-        let record_id = sidecar.record_id.clone();
-        let signed = sidecar::make(&sidecar, &self.keys.sidecar).map_err(|e| EngineError::Invalid(e.to_string()))?;
-        let version = RecordVersion {
-            record_id: record_id.clone(),
-            generation,
-            bytes: record.bytes().to_vec(),
-            seal: seal_json,
-            sidecar: signed.to_json(),
-            row: serde_json::to_vec(&row).unwrap_or_default(),
-            published_at: now,
-            push_id: push_id.to_owned(),
-        };
-        let head = RecordHead {
-            record_id,
-            record_type: record.record_type().name().into(),
-            business_uuid: business.uuid.clone(),
-            own_id: record.own_id().to_owned(),
-            generation,
-            live_generation: generation,
-            state: RecordState::Live,
-            last_updated: now,
-            source: push_source(source).into(),
-            prices: product_prices(record),
-        };
-        Ok((if was_live { "updated" } else { "accepted" }, head, version))
+        let (outcome, head) = live_head(record, business, was_live, sidecar.generation, source, now);
+        let version = sign_version(&self.keys, record, business, seal_json, &sidecar, push_id, now)?;
+        Ok((outcome, head, version))
     }
 
     /// Publishes one record a person sealed with a passkey (Path B, the
     /// business portal's save). The caller has verified the seal; this
     /// validates the record and stores its live version in one write.
     pub fn save_sealed(&mut self, save: SealedSave) -> Result<Result<Saved, Vec<records::RecordError>>, EngineError> {
+        self.settle_writes()?;
         let ctx = self.business_context(&save.business_uuid, None)?;
         let record = match records::validate(&save.bytes, save.record_type, &ctx.validation) {
             Ok(record) => record,
@@ -707,6 +788,7 @@ impl Engine {
 
     /// Marks a push whose every record is settled as `complete` or `held`.
     pub fn finish(&mut self, push_id: &str, now: UnixMs) -> Result<PushRecord, EngineError> {
+        self.settle_writes()?;
         let mut push = self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?;
         if push.completed_at.is_some() || push.counts[4] > 0 {
             return Ok(push);
@@ -719,6 +801,7 @@ impl Engine {
 
     /// Stores the first answer given for an `Idempotency-Key`.
     pub fn remember_answer(&mut self, key_id: &str, idem: &str, answer: IdempotentAnswer) -> StoreResult<()> {
+        self.settle_writes()?;
         let mut change = Change::new();
         change.put(cf::IDEMPOTENCY, &idempotency_key(key_id, idem), &answer);
         self.log.commit(change, answer.at).map(|_| ())
@@ -733,6 +816,7 @@ impl Engine {
         delete: bool,
         now: UnixMs,
     ) -> Result<Option<RecordHead>, EngineError> {
+        self.settle_writes()?;
         let Some(mut head) = self.registry.record_head(record_id)? else { return Ok(None) };
         if head.business_uuid != business_uuid || matches!(head.state, RecordState::Deleted) {
             return Ok(None);

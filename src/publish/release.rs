@@ -24,6 +24,7 @@ impl Engine {
         from: u64,
         now: UnixMs,
     ) -> Result<(PushRecord, Option<u64>), EngineError> {
+        self.settle_writes()?;
         let store = self.log.store().clone();
         let mut push = self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?;
         if push.state != "held" {
@@ -89,6 +90,7 @@ impl Engine {
     /// Ends a held push without publishing: its held versions stay stored and
     /// unserved, and the push is `complete`.
     pub fn discard(&mut self, push_id: &str, now: UnixMs) -> Result<PushRecord, EngineError> {
+        self.settle_writes()?;
         let mut push = self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?;
         if push.state != "held" {
             return Err(EngineError::Invalid(format!("the push is {}, not held", push.state)));

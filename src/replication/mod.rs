@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use svc_core::time::UnixMs;
 
-use crate::store::{Batch, Store, StoreResult, be, cf};
+use crate::store::{Batch, ReadyBatch, Store, StoreResult, be, cf};
 
 /// Column families whose writes replicate to read regions. The rest (pushes,
 /// attempts, idempotency, usage, allowances, receipts, nonces, uploads) is the home region's own.
@@ -118,23 +118,36 @@ fn apply_op(batch: &mut Batch<'_>, op: &Op) {
 pub struct LogWriter {
     store: Store,
     next_seq: u64,
+    /// Writes every pipelined commit, in order, synced.
+    committer: Option<Committer>,
+}
+
+/// A thread that writes batches in the order they came, each synced, and
+/// answers each when it is on disk.
+struct Committer {
+    jobs: std::sync::mpsc::Sender<(ReadyBatch, std::sync::mpsc::SyncSender<StoreResult<()>>)>,
+    /// The answer of the write still in flight, if one is.
+    in_flight: Option<std::sync::mpsc::Receiver<StoreResult<()>>>,
 }
 
 impl LogWriter {
     pub fn open(store: Store) -> StoreResult<LogWriter> {
-        let last = store.last_key(cf::REPLOG)?.and_then(|k| <[u8; 8]>::try_from(k.as_slice()).ok());
-        let next_seq = last.map(u64::from_be_bytes).unwrap_or(0) + 1;
-        Ok(LogWriter { store, next_seq })
+        let next_seq = Self::next_after_stored(&store)?;
+        Ok(LogWriter { store, next_seq, committer: None })
     }
 
-    /// The sequence number of the newest entry (0 before any).
+    fn next_after_stored(store: &Store) -> StoreResult<u64> {
+        let last = store.last_key(cf::REPLOG)?.and_then(|k| <[u8; 8]>::try_from(k.as_slice()).ok());
+        Ok(last.map(u64::from_be_bytes).unwrap_or(0) + 1)
+    }
+
+    /// The sequence number of the newest entry (0 before any), in flight
+    /// included.
     pub fn last_seq(&self) -> u64 {
         self.next_seq - 1
     }
 
-    /// Commits a change atomically, with its log entry when it has
-    /// replicated writes. Returns the entry's sequence number, if any.
-    pub fn commit(&mut self, change: Change, at: UnixMs) -> StoreResult<Option<u64>> {
+    fn batch_of(&self, change: Change, at: UnixMs) -> StoreResult<(ReadyBatch, Option<u64>)> {
         let mut batch = self.store.batch();
         for op in change.ops.iter().chain(change.local.iter()) {
             apply_op(&mut batch, op);
@@ -146,15 +159,83 @@ impl LogWriter {
             batch.put(cf::REPLOG, &be(entry.seq), &entry);
             Some(entry.seq)
         };
-        batch.commit()?;
+        Ok((batch.ready()?, seq))
+    }
+
+    /// Commits a change atomically, with its log entry when it has
+    /// replicated writes, after every pipelined commit before it. Returns the
+    /// entry's sequence number, if any.
+    pub fn commit(&mut self, change: Change, at: UnixMs) -> StoreResult<Option<u64>> {
+        self.drain()?;
+        let (batch, seq) = self.batch_of(change, at)?;
+        self.store.write_ready(batch, true)?;
         if seq.is_some() {
             self.next_seq += 1;
         }
         Ok(seq)
     }
 
+    /// Commits like [`commit`](Self::commit) but returns once the write is
+    /// handed to the committer: the caller's next step (CPU work) overlaps
+    /// this write's disk wait. At most one write is in flight, and the next
+    /// commit or [`drain`](Self::drain) waits for it and reports its error,
+    /// so a failed write never leaves a gap in the log.
+    pub fn commit_pipelined(&mut self, change: Change, at: UnixMs) -> StoreResult<Option<u64>> {
+        self.drain()?;
+        let (batch, seq) = self.batch_of(change, at)?;
+        let committer = match &mut self.committer {
+            Some(c) => c,
+            None => self.committer.insert(Committer::start(self.store.clone())?),
+        };
+        let (answer, answered) = std::sync::mpsc::sync_channel(1);
+        if committer.jobs.send((batch, answer)).is_err() {
+            // The thread is gone: nothing was written.
+            self.committer = None;
+            return Err(crate::store::StoreError::Closed);
+        }
+        committer.in_flight = Some(answered);
+        if seq.is_some() {
+            self.next_seq += 1;
+        }
+        Ok(seq)
+    }
+
+    /// Waits until every commit is on disk. On a failed write the sequence
+    /// is read back from the store, so the next entry follows the last one
+    /// written.
+    pub fn drain(&mut self) -> StoreResult<()> {
+        let Some(answered) = self.committer.as_mut().and_then(|c| c.in_flight.take()) else { return Ok(()) };
+        let written = answered.recv().unwrap_or(Err(crate::store::StoreError::Closed));
+        if written.is_err() {
+            self.next_seq = Self::next_after_stored(&self.store)?;
+        }
+        written
+    }
+
     pub fn store(&self) -> &Store {
         &self.store
+    }
+}
+
+impl Committer {
+    fn start(store: Store) -> StoreResult<Committer> {
+        let (jobs, incoming) = std::sync::mpsc::channel::<(ReadyBatch, std::sync::mpsc::SyncSender<StoreResult<()>>)>();
+        std::thread::Builder::new()
+            .name("log-committer".into())
+            .spawn(move || {
+                for (batch, answer) in incoming {
+                    let _ = answer.send(store.write_ready(batch, true));
+                }
+            })
+            .map_err(|_| crate::store::StoreError::Closed)?;
+        Ok(Committer { jobs, in_flight: None })
+    }
+}
+
+impl Drop for LogWriter {
+    fn drop(&mut self) {
+        // Whatever was handed over is written before the writer goes.
+        let _ = self.drain();
     }
 }
 
@@ -194,5 +275,29 @@ mod tests {
         drop(log);
         let reopened = LogWriter::open(store.clone()).unwrap();
         assert_eq!(reopened.last_seq(), 1, "sequence numbers continue after a restart");
+    }
+
+    #[test]
+    fn pipelined_commits_land_in_order_with_no_gap() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut log = LogWriter::open(store.clone()).unwrap();
+        for i in 0..5u64 {
+            let mut change = Change::new();
+            change.put(cf::BUSINESSES, &be(i), &i);
+            assert_eq!(log.commit_pipelined(change, UnixMs(i as i64)).unwrap(), Some(i + 1));
+        }
+        assert_eq!(log.last_seq(), 5, "the write in flight has its number");
+        // A plain commit waits for the pipelined ones, then follows them.
+        let mut change = Change::new();
+        change.put(cf::BUSINESSES, b"last", &99u64);
+        assert_eq!(log.commit(change, UnixMs(9)).unwrap(), Some(6));
+        let seqs: Vec<u64> = entries_after(&store, 0, 10).unwrap().iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6]);
+        let mut change = Change::new();
+        change.put(cf::BUSINESSES, b"after", &1u64);
+        log.commit_pipelined(change, UnixMs(10)).unwrap();
+        drop(log);
+        assert_eq!(store.get::<u64>(cf::BUSINESSES, b"after").unwrap(), Some(1), "dropping the writer drains it");
     }
 }

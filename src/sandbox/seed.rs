@@ -253,19 +253,35 @@ pub async fn publish_products(
     records: &[Vec<u8>],
     now: UnixMs,
 ) -> Result<String, String> {
-    // A fresh, strictly increasing seq: the millisecond of sealing.
+    let request = publish_request(state, key, context, records, now)?;
+    send_publish(state, request).await
+}
+
+/// A business system's signed publish request for `records`: sealed as one
+/// batch under a fresh, strictly increasing `seq` (the millisecond of sealing).
+pub fn publish_request(
+    state: &AppState,
+    key: &SigningKey,
+    context: &SealContext,
+    records: &[Vec<u8>],
+    now: UnixMs,
+) -> Result<Request<Body>, String> {
     let seq = now.0 as u64;
     let seal = sealing::batch_seal(key, context, "products", records, seq, now)?;
     let body = sealing::publish_body(&seal, records);
     let signer = Signer::new(key.clone(), &state.config.public_authority, "svc-push");
     let idempotency = format!("sandbox-{seq}-{}", key.verifying_key().thumbprint());
-    let request = signer.sign_now(
+    signer.sign_now(
         Unsigned::new("POST", "/v1/publish/products", body)
             .header("idempotency-key", &idempotency)
             // Introduces the key on its first sandbox request; production ignores it.
             .header(svc_core::sandbox::GRANT_HEADER, &svc_core::sandbox::grant_for(&key.verifying_key().thumbprint())),
         now.as_secs(),
-    )?;
+    )
+}
+
+/// Sends a publish request through the node's router; answers the batch id.
+pub async fn send_publish(state: &AppState, request: Request<Body>) -> Result<String, String> {
     let (status, answer) = call(public_router(state.clone()), request).await?;
     match status {
         200 | 202 => answer["batch_id"].as_str().map(str::to_owned).ok_or_else(|| format!("no batch id: {answer}")),

@@ -96,6 +96,8 @@ pub enum StoreError {
     Decode(#[from] postcard::Error),
     #[error("unknown column family {0}")]
     NoColumnFamily(&'static str),
+    #[error("the log committer stopped")]
+    Closed,
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -224,12 +226,28 @@ impl Batch<'_> {
     }
 
     fn write(self, sync: bool) -> StoreResult<()> {
-        if let Some(e) = self.error {
-            return Err(e);
+        let store = self.store.clone();
+        store.write_ready(self.ready()?, sync)
+    }
+
+    /// The batch, checked, to be written later or from another thread.
+    pub fn ready(self) -> StoreResult<ReadyBatch> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(ReadyBatch(self.batch)),
         }
+    }
+}
+
+/// A checked batch of writes that owns its data.
+pub struct ReadyBatch(WriteBatch);
+
+impl Store {
+    /// Writes a ready batch atomically; `sync` waits for the disk.
+    pub fn write_ready(&self, batch: ReadyBatch, sync: bool) -> StoreResult<()> {
         let mut opts = WriteOptions::default();
         opts.set_sync(sync);
-        self.store.db.write_opt(self.batch, &opts)?;
+        self.db.write_opt(batch.0, &opts)?;
         Ok(())
     }
 }
