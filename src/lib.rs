@@ -18,6 +18,7 @@ pub mod clock;
 pub mod config;
 pub mod http;
 pub mod limits;
+pub mod loadgen;
 pub mod node;
 pub mod publish;
 pub mod registry;

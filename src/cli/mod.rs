@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod client;
+pub mod loadgen;
 
 use clap::{Parser, Subcommand};
 
@@ -47,6 +48,9 @@ pub enum Command {
     /// An AI company's signed calls: search, fetch, receipts, usage, Terms,
     /// and the key set; answers are checked offline.
     Client(client::ClientArgs),
+    /// Signed product searches against a running region from N connections;
+    /// prints requests/s and latency percentiles as JSON.
+    Loadgen(loadgen::LoadgenArgs),
 }
 
 /// What `svc up` will start once it is built.
@@ -80,6 +84,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Keygen { alg, out } => print_result(keygen(&alg, &out)),
         Command::Admin(args) => print_result(block_on(admin::run(args))),
         Command::Client(args) => client::run(args),
+        Command::Loadgen(args) => print_result(loadgen::run(args)),
     }
 }
 

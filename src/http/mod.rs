@@ -8,6 +8,7 @@ pub mod bulk;
 pub mod business;
 pub mod problem;
 pub mod public;
+pub mod raw_json;
 pub mod retrieval;
 
 use std::net::SocketAddr;

@@ -93,7 +93,12 @@ fn open(dir: &Path, collection: RecordType) -> Result<(Index, IndexReader, Field
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let (schema, fields) = schema(collection);
     let directory = MmapDirectory::open(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let index = Index::open_or_create(directory, schema).map_err(|e| e.to_string())?;
+    // Rows are read back for every answer (up to 50 a search): an
+    // uncompressed doc store makes that a copy rather than a decompression.
+    let settings =
+        tantivy::IndexSettings { docstore_compression: tantivy::store::Compressor::None, ..Default::default() };
+    let index =
+        Index::builder().schema(schema).settings(settings).open_or_create(directory).map_err(|e| e.to_string())?;
     // Reloaded by the writer after each commit, so a search sees a commit
     // as soon as the shard acknowledged it.
     let reader = index

@@ -6,9 +6,8 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, Request, StatusCode, header};
+use axum::http::{HeaderValue, Request};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
 use serde_json::{Value, json};
 use svc_core::digest::sha256_prefixed;
 use svc_core::ids::RecordType;
@@ -24,6 +23,7 @@ use crate::clock::random;
 use crate::http::AppState;
 use crate::http::body::DEFAULT_LIMIT;
 use crate::http::problem::{ApiError, ApiResult, problem_response};
+use crate::http::raw_json::{RawObject, json_response};
 use crate::store::model::{RecordHead, RecordState, RecordVersion, UsageKind};
 
 /// No 404 leaves sooner than this after the request arrived (R2.7.14), so
@@ -79,12 +79,11 @@ async fn fetch_route(state: &AppState, record_id: &str, req: Request<Body>) -> A
         businesses: vec![head.business_uuid.clone()],
     };
     let envelope = deliver(state, &caller, held, receipt, served, now).await?;
-    let body = body.finish(&envelope)?;
-    let mut response = (StatusCode::OK, body).into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let mut body = body;
+    body.value("receipt", &envelope)?;
+    let mut response = json_response(body.close());
     if let Ok(id) = HeaderValue::from_str(&retrieval_id) {
-        headers.insert("x-request-id", id);
+        response.headers_mut().insert("x-request-id", id);
     }
     Ok(Some(response))
 }
@@ -110,41 +109,6 @@ fn served_version(
     Ok(Some((head, version)))
 }
 
-/// A JSON object written member by member, so sealed bytes go in verbatim
-/// (never parsed and re-serialised).
-struct RawObject(Vec<u8>);
-
-impl RawObject {
-    fn new() -> Self {
-        RawObject(b"{".to_vec())
-    }
-
-    fn key(&mut self, name: &str) {
-        if self.0.len() > 1 {
-            self.0.push(b',');
-        }
-        self.0.extend_from_slice(&serde_json::to_vec(name).unwrap_or_default());
-        self.0.push(b':');
-    }
-
-    /// JSON text as stored (a record, a seal, an envelope).
-    fn raw(&mut self, name: &str, json_text: &[u8]) {
-        self.key(name);
-        self.0.extend_from_slice(json_text);
-    }
-
-    fn value(&mut self, name: &str, value: &impl Serialize) -> ApiResult<()> {
-        self.key(name);
-        serde_json::to_writer(&mut self.0, value).map_err(ApiError::internal)
-    }
-
-    fn finish(mut self, receipt: &Value) -> ApiResult<Vec<u8>> {
-        self.value("receipt", receipt)?;
-        self.0.push(b'}');
-        Ok(self.0)
-    }
-}
-
 /// The fetch response, all but its receipt.
 fn fetched(
     state: &AppState,
@@ -163,17 +127,15 @@ fn fetched(
     out.raw("seal", &version.seal);
     out.raw("sidecar", &version.sidecar);
 
-    out.key("ai_policy");
     match state.registry.ai_policy_at(business_uuid, now)? {
         Some(policy) => {
             let mut inner = RawObject::new();
             inner.value("version", &policy.version)?;
             inner.raw("record", &policy.bytes);
             inner.raw("seal", &policy.seal);
-            inner.0.push(b'}');
-            out.0.extend_from_slice(&inner.0);
+            out.raw("ai_policy", &inner.close());
         }
-        None => out.0.extend_from_slice(br#"{"version":0,"record":null,"seal":null}"#),
+        None => out.raw("ai_policy", br#"{"version":0,"record":null,"seal":null}"#),
     }
 
     if head.record_type == RecordType::BusinessFiles.name() {

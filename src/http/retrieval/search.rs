@@ -5,12 +5,10 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{Request, StatusCode};
+use axum::http::Request;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Map, Value, json};
 use svc_core::ai_policy::AiPolicyBits;
 use svc_core::ids::RecordType;
 use svc_core::problem::Problem;
@@ -22,6 +20,7 @@ use crate::clock::random;
 use crate::http::AppState;
 use crate::http::body::DEFAULT_LIMIT;
 use crate::http::problem::{ApiError, ApiResult};
+use crate::http::raw_json::{RawObject, json_response};
 use crate::store::model::UsageKind;
 
 pub async fn search(State(state): State<AppState>, typed: Option<RecordType>, req: Request<Body>) -> Response {
@@ -45,21 +44,23 @@ async fn search_route(state: &AppState, typed: Option<RecordType>, req: Request<
         .map_err(ApiError::internal)?;
 
     let mut serve_times: HashMap<String, ServeTime> = HashMap::new();
-    let mut rows = Vec::with_capacity(hits.rows.len());
+    let mut rows: Vec<Vec<u8>> = Vec::with_capacity(hits.rows.len());
     let mut entries = Vec::with_capacity(hits.rows.len());
     for row in &hits.rows {
-        let signed: Map<String, Value> = serde_json::from_slice(row).map_err(ApiError::internal)?;
-        let business = signed.get("business_uuid").and_then(Value::as_str).unwrap_or_default();
-        let at = match serve_times.get(business) {
+        // Rows go out as the projection wrote them: read only their ids.
+        let ids = serve::row_ids(row).ok_or_else(|| ApiError::internal("an indexed row does not read"))?;
+        let at = match serve_times.get(ids.business_uuid.as_ref()) {
             Some(at) => *at,
             None => {
-                let at = serve_time(state, business, now)?;
-                serve_times.insert(business.to_owned(), at);
+                let at = serve_time(state, &ids.business_uuid, now)?;
+                serve_times.insert(ids.business_uuid.clone().into_owned(), at);
                 at
             }
         };
-        entries.push(serve::receipt_row(&signed, &at));
-        rows.push(Value::Object(serve::serve_row(&signed, &at)));
+        entries.push(serve::receipt_row_of(&ids, &at));
+        rows.push(
+            serve::serve_row_text(row, &at).ok_or_else(|| ApiError::internal("an indexed row is not an object"))?,
+        );
     }
     let retrieval_id = svc_core::ids::retrieval_id(&random());
     let receipt = Receipt {
@@ -81,17 +82,16 @@ async fn search_route(state: &AppState, typed: Option<RecordType>, req: Request<
         businesses: serve_times.into_keys().collect(),
     };
     let envelope = deliver(state, &caller, held, receipt, served, now).await?;
-    let mut body = json!({
-        "retrieval_id": retrieval_id,
-        "collection": query.collection.name(),
-        "country": query.country,
-        "rows": rows,
-        "receipt": envelope,
-    });
+    let mut body = RawObject::new();
+    body.value("retrieval_id", &retrieval_id)?;
+    body.value("collection", &query.collection.name())?;
+    body.value("country", &query.country)?;
+    body.raw_array("rows", rows.iter().map(Vec::as_slice));
+    body.value("receipt", &envelope)?;
     if hits.partial {
-        body["partial"] = json!(true);
+        body.value("partial", &true)?;
     }
-    Ok((StatusCode::OK, Json(body)).into_response())
+    Ok(json_response(body.close()))
 }
 
 /// The serve-time members of a business's rows now: its AI policy bits,

@@ -4,6 +4,9 @@
 //! Also the exact distance check behind `near` (the index only narrows by
 //! a bounding box).
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::ai_policy::AiPolicyBits;
@@ -78,6 +81,65 @@ pub fn receipt_row(signed: &Map<String, Value>, at: &ServeTime) -> ReceiptRow {
     }
 }
 
+/// The members of a stored row that serving needs, read from its JSON text
+/// without building the row.
+#[derive(Debug, Deserialize)]
+pub struct RowIds<'a> {
+    #[serde(borrow)]
+    pub record_id: Cow<'a, str>,
+    #[serde(borrow)]
+    pub business_uuid: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub adl_origin: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub adl_row_sig: Option<Cow<'a, str>>,
+}
+
+/// Reads a stored row's ids; `None` when the text is not such a row.
+pub fn row_ids(row: &[u8]) -> Option<RowIds<'_>> {
+    serde_json::from_slice(row).ok()
+}
+
+/// The row as served, as JSON text: the stored row's own text, untouched,
+/// with the serve-time members appended inside its braces. Equal, as JSON,
+/// to [`serve_row`] of the parsed row.
+pub fn serve_row_text(row: &[u8], at: &ServeTime) -> Option<Vec<u8>> {
+    let trimmed = row.trim_ascii();
+    let inner = trimmed.strip_prefix(b"{")?.strip_suffix(b"}")?;
+    let mut out = Vec::with_capacity(trimmed.len() + 160);
+    out.push(b'{');
+    out.extend_from_slice(inner);
+    let mut member = |name: &str, value: Value| {
+        if !inner.trim_ascii().is_empty() || out.len() > inner.len() + 1 {
+            out.push(b',');
+        }
+        out.extend_from_slice(format!("\"{name}\":").as_bytes());
+        out.extend_from_slice(&serde_json::to_vec(&value).unwrap_or_else(|_| b"null".to_vec()));
+    };
+    let bits = if at.endpoints_suspended { at.bits.with_purchase_withheld() } else { at.bits };
+    member("ai_policy_bits", serde_json::to_value(bits).unwrap_or(Value::Null));
+    if at.sponsored {
+        member("sponsored", Value::Bool(true));
+    }
+    if let Some(freshness) = at.freshness {
+        member("freshness_expectation", serde_json::to_value(freshness).unwrap_or(Value::Null));
+    }
+    out.push(b'}');
+    Some(out)
+}
+
+/// A search receipt's entry for a served row, from its ids.
+pub fn receipt_row_of(ids: &RowIds<'_>, at: &ServeTime) -> ReceiptRow {
+    ReceiptRow {
+        id: ids.record_id.clone().into_owned(),
+        adl_origin: ids.adl_origin.as_ref().map(|s| s.clone().into_owned()),
+        row_sig: ids.adl_row_sig.as_ref().map(|s| s.clone().into_owned()),
+        sha256: None,
+        ai_policy_version: Some(at.bits.ai_policy_version),
+        sponsored: at.sponsored.then_some(true),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +188,34 @@ mod tests {
         let entry = receipt_row(&signed, &suspended);
         assert_eq!((entry.id.as_str(), entry.ai_policy_version, entry.sponsored), ("svc_x", Some(3), Some(true)));
         assert_eq!(entry.row_sig.as_deref(), Some("c2ln"));
+    }
+
+    #[test]
+    fn a_row_served_as_text_equals_the_row_served_as_a_map() {
+        let signed = json!({"record_id": "svc_x", "business_uuid": "b", "adl_origin": "sha256:aa", "adl_row_sig": "c2ln",
+            "product_name": "Caf\u{e9} \"quoted\"", "price_FR": 12.5});
+        let text = serde_json::to_vec(&signed).unwrap();
+        let bits = AiPolicyBits { ai_policy_version: 3, ai_policy_schema: 2, use_mask: 1, action: 0b1001, blocked: 2 };
+        for at in [
+            ServeTime { bits, endpoints_suspended: false, sponsored: false, freshness: None },
+            ServeTime {
+                bits,
+                endpoints_suspended: true,
+                sponsored: true,
+                freshness: Some(FreshnessExpectation::Daily),
+            },
+        ] {
+            let served: Value = serde_json::from_slice(&serve_row_text(&text, &at).unwrap()).unwrap();
+            assert_eq!(served, Value::Object(serve_row(signed.as_object().unwrap(), &at)));
+            let ids = row_ids(&text).unwrap();
+            assert_eq!(receipt_row_of(&ids, &at), receipt_row(signed.as_object().unwrap(), &at));
+        }
+        let empty =
+            serve_row_text(b" {} ", &ServeTime { bits, endpoints_suspended: false, sponsored: false, freshness: None });
+        assert!(serde_json::from_slice::<Value>(&empty.unwrap()).is_ok(), "an empty object takes members too");
+        assert!(
+            serve_row_text(b"[1]", &ServeTime { bits, endpoints_suspended: false, sponsored: false, freshness: None })
+                .is_none()
+        );
     }
 }

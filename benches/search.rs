@@ -1,0 +1,254 @@
+//! Signed search throughput at a region, and what the HTTP path costs over
+//! tantivy alone. One run: a sandbox node in-process on 127.0.0.1 with the
+//! corpus scaled up (seeded through the real publishing pipeline), 32
+//! retrieval keys, then
+//!
+//! (a) the load generator over real TCP: signed product searches with fresh
+//!     nonces from N keep-alive connections, and
+//! (b) the same searches judged once and run straight on the index from N
+//!     threads, for as long,
+//!
+//! printing both and their ratios. The target (issue 4): 2,000 signed
+//! searches/s or more with p99 at 20 ms or less, 100,000 products, 32
+//! connections.
+//!
+//! `cargo bench --bench search -- --products 100000 --connections 32 --seconds 20`
+//! (also `--warmup S`, `--queries N`, `--seed N`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use svc::actors::indexer::IndexerMsg;
+use svc::actors::publisher::PublisherMsg;
+use svc::clock::SystemClock;
+use svc::config::{NodeConfig, RetrievalLimits};
+use svc::http::AppState;
+use svc::loadgen::{self, Latency, Plan, Query, summarize};
+use svc::node::Node;
+use svc::sandbox::corpus::{Sizes, generate};
+use svc::sandbox::seed::{admin, ensure_seeded};
+use svc_core::keys::{Alg, SigningKey};
+use svc_core::search::SearchQuery;
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// Waits until the index has applied every replication log entry.
+async fn wait_indexed(state: &AppState) {
+    loop {
+        let last = ractor::call!(state.publisher, PublisherMsg::Observe).expect("publisher").last_seq;
+        let applied = ractor::call!(state.indexer, IndexerMsg::Observe).expect("indexer").applied_seq;
+        if applied >= last {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// One AI company, one group, `count` Ed25519 retrieval keys in it.
+async fn retrieval_keys(state: &AppState, count: usize) -> (String, Vec<SigningKey>) {
+    let company =
+        admin(state, "POST", "/admin/companies", json!({"name": "Bench AI", "verified": true})).await.expect("company");
+    let company = company["ai_company_uuid"].as_str().unwrap().to_owned();
+    let group = admin(state, "POST", &format!("/admin/companies/{company}/groups"), json!({"name": "assistants"}))
+        .await
+        .expect("group");
+    let group = group["ai_group_id"].as_str().unwrap().to_owned();
+    let mut keys = Vec::with_capacity(count);
+    for i in 0..count {
+        let seed = svc_core::digest::sha256(format!("bench retrieval {i}").as_bytes());
+        let key = SigningKey::from_seed(Alg::Ed25519, &seed).unwrap();
+        let path = format!("/admin/groups/{group}/retrieval-keys");
+        admin(state, "POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await.expect("retrieval key");
+        keys.push(key);
+    }
+    (group, keys)
+}
+
+/// The judged searches run straight on the index from `threads` threads:
+/// answers per second and latencies after the warm-up.
+fn direct(
+    state: &AppState,
+    group: &str,
+    judged: &[SearchQuery],
+    threads: usize,
+    warmup: Duration,
+    window: Duration,
+) -> (f64, Latency) {
+    let from = Instant::now() + warmup;
+    let until = from + window;
+    let latencies: Vec<Duration> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|n| {
+                let index = state.index.clone();
+                // The route's own budget, so a slow query stops where it would.
+                let budget = Duration::from_millis(state.config.search_budget_ms);
+                scope.spawn(move || {
+                    let mut seen = Vec::new();
+                    // The load generator's starting offsets, so both runs see the same mix.
+                    let mut next = n * judged.len() / threads;
+                    while Instant::now() < until {
+                        let query = &judged[next % judged.len()];
+                        next += 1;
+                        let began = Instant::now();
+                        let hits = index.search(query, group, began + budget);
+                        let took = began.elapsed();
+                        hits.expect("direct search");
+                        if began >= from {
+                            seen.push(took);
+                        }
+                    }
+                    seen
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().expect("search thread")).collect()
+    });
+    (latencies.len() as f64 / window.as_secs_f64(), summarize(latencies))
+}
+
+/// CPU seconds this process has used (Linux; user + system, 100 ticks a
+/// second). Over a phase, divided by its length, it shows how many cores
+/// the bench had: fewer than the machine's means something else ran.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    Some((ticks(11)? + ticks(12)?) / 100.0)
+}
+
+/// The cores this process kept busy since `cpu` seconds at `since`.
+fn cores_since((cpu, since): (Option<f64>, Instant)) -> f64 {
+    cpu_seconds().zip(cpu).map_or(f64::NAN, |(now, then)| (now - then) / since.elapsed().as_secs_f64())
+}
+
+fn line(label: &str, rps: f64, latency: &Latency) -> String {
+    format!(
+        "{label:<24} {rps:>9.0} req/s   p50 {:>7.3} ms   p90 {:>7.3} ms   p99 {:>7.3} ms   max {:>8.3} ms",
+        latency.p50_ms, latency.p90_ms, latency.p99_ms, latency.max_ms
+    )
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing
+    // and expects a quick run, so the bench runs only when asked.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let products = arg("--products", 100_000) as usize;
+    let connections = arg("--connections", 32) as usize;
+    let window = Duration::from_secs(arg("--seconds", 20));
+    let warmup = Duration::from_secs(arg("--warmup", 3));
+    let mix = arg("--queries", 256) as usize;
+    let seed = arg("--seed", 1);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let mut config = NodeConfig::local_home(
+            dir.path().to_path_buf(),
+            "127.0.0.1:0".parse().unwrap(),
+            "127.0.0.1:0".parse().unwrap(),
+        );
+        // Per-key limits far above what the machine can do: the bench
+        // measures the search path, not the limiter refusing it.
+        config.retrieval_limits =
+            RetrievalLimits { requests_per_second: 1_000_000_000, query_cost_per_minute: 1_000_000_000_000 };
+        let node = Node::start(config, Arc::new(SystemClock)).await.expect("node starts");
+        let state = node.state.clone();
+
+        let seeding = Instant::now();
+        let corpus = generate(seed, Sizes { products, ..Sizes::default() });
+        let progress =
+            |p: svc::sandbox::seed::Progress| eprint!("\r  seeding: {} {}/{}        ", p.stage, p.done, p.total);
+        ensure_seeded(&state, &corpus, &progress).await.expect("corpus seeded");
+        let seeded = seeding.elapsed();
+        wait_indexed(&state).await;
+        eprintln!();
+        eprintln!(
+            "corpus: {products} products, {} records; published {:.1} s, indexed {:.1} s",
+            corpus.record_count(),
+            seeded.as_secs_f64(),
+            seeding.elapsed().as_secs_f64()
+        );
+        let (group, keys) = retrieval_keys(&state, connections).await;
+
+        let queries: Vec<Query> = loadgen::product_mix(seed, mix);
+        let judged: Vec<SearchQuery> = queries
+            .iter()
+            .map(|q| q.judge().unwrap_or_else(|r| panic!("the mix holds a refused search: {r:?}")))
+            .collect();
+        // What the mix finds, so the figures can be read against it.
+        let rows: Vec<usize> = judged
+            .iter()
+            .map(|q| state.index.search(q, &group, Instant::now() + Duration::from_secs(5)).expect("search").rows.len())
+            .collect();
+        eprintln!(
+            "mix: {} searches, {:.1} rows per answer on average, {} with no row",
+            rows.len(),
+            rows.iter().sum::<usize>() as f64 / rows.len() as f64,
+            rows.iter().filter(|n| **n == 0).count()
+        );
+
+        eprintln!("(a) HTTP: {connections} connections, {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
+        let plan = Plan {
+            base_url: format!("http://{}", node.addr),
+            authority: state.config.public_authority.clone(),
+            keys,
+            connections,
+            warmup,
+            duration: window,
+            queries,
+            sandbox_grant: true,
+        };
+        let started = (cpu_seconds(), Instant::now());
+        let http = loadgen::run(plan).await.expect("load generator");
+        let http_cores = cores_since(started);
+
+        eprintln!("(b) direct: {connections} threads, {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
+        let started = (cpu_seconds(), Instant::now());
+        let (direct_rps, direct_latency) = direct(&state, &group, &judged, connections, warmup, window);
+        let direct_cores = cores_since(started);
+        // With more threads than cores, a direct search's latency is mostly
+        // waiting for a core; one thread per core shows what a search costs.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        eprintln!("(c) direct: {cores} threads (one per core), {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
+        let started = (cpu_seconds(), Instant::now());
+        let (per_core_rps, per_core_latency) = direct(&state, &group, &judged, cores, warmup, window);
+        let per_core_cores = cores_since(started);
+
+        let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+        let summary: Value = json!({
+            "products": products,
+            "connections": connections,
+            "seconds": window.as_secs(),
+            "http": http,
+            "direct": {"requests_per_second": direct_rps, "latency": direct_latency},
+            "direct_one_thread_per_core": {"threads": cores, "requests_per_second": per_core_rps,
+                "latency": per_core_latency},
+            "cores_used": {"http": http_cores, "direct": direct_cores, "direct_one_thread_per_core": per_core_cores},
+            "ratio_http_to_direct": {
+                "requests_per_second": ratio(http.requests_per_second, direct_rps),
+                "p50": ratio(http.latency.p50_ms, direct_latency.p50_ms),
+                "p99": ratio(http.latency.p99_ms, direct_latency.p99_ms),
+            },
+            "target_met": http.ok_per_second >= 2_000.0 && http.latency.p99_ms <= 20.0,
+        });
+        println!("{}", line("search/http_signed", http.requests_per_second, &http.latency));
+        println!("{}", line("search/direct_tantivy", direct_rps, &direct_latency));
+        println!("{}", line(&format!("search/direct_{cores}_threads"), per_core_rps, &per_core_latency));
+        println!(
+            "search/ratio http:direct   req/s {:.3}   p50 {:.2}x   p99 {:.2}x   statuses {:?}   transport errors {}",
+            ratio(http.requests_per_second, direct_rps),
+            ratio(http.latency.p50_ms, direct_latency.p50_ms),
+            ratio(http.latency.p99_ms, direct_latency.p99_ms),
+            http.statuses,
+            http.transport_errors
+        );
+        println!("{}", serde_json::to_string_pretty(&summary).unwrap());
+        node.stop().await;
+    });
+}

@@ -1,0 +1,427 @@
+//! A load generator for the retrieval API: signed searches, each with a fresh
+//! nonce and the current time, from N concurrent keep-alive connections
+//! against a running region, reporting requests/s and latency percentiles.
+//! `svc loadgen` and `benches/search.rs` drive it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::Uri;
+use http_body_util::BodyExt;
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use serde::Serialize;
+use serde_json::{Value, json};
+use svc_core::ids::RecordType;
+use svc_core::keys::SigningKey;
+use svc_core::search::{Refusal, SearchQuery};
+
+use crate::client::retrieval::TAG_RETRIEVAL;
+use crate::client::{Signer, Unsigned};
+use crate::clock::{Clock, SystemClock};
+use crate::sandbox::corpus::{MARKETS, Rng};
+
+/// One search request: the address and its JSON body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Query {
+    pub path: String,
+    pub body: Vec<u8>,
+}
+
+impl Query {
+    /// The collection of a typed address (`/v1/products/search`); `None`
+    /// for `/v1/search`, whose body names it.
+    pub fn typed(&self) -> Option<RecordType> {
+        let segment = self.path.strip_prefix("/v1/")?.strip_suffix("/search")?;
+        RecordType::from_name(&segment.replace('-', "_"))
+    }
+
+    /// The query as the search route judges it.
+    pub fn judge(&self) -> Result<SearchQuery, Refusal> {
+        svc_core::search::judge(&self.body, self.typed())
+    }
+}
+
+/// What to run.
+pub struct Plan {
+    /// Where the connections go: `http://host:port`.
+    pub base_url: String,
+    /// The public authority requests are signed for (sent as `Host`).
+    pub authority: String,
+    /// Retrieval keys; connection `i` signs with key `i % keys.len()`.
+    pub keys: Vec<SigningKey>,
+    pub connections: usize,
+    /// Requests before the measured window: connections open, keys are
+    /// introduced, caches fill. Not counted.
+    pub warmup: Duration,
+    pub duration: Duration,
+    /// Cycled through; each connection starts at a different offset.
+    pub queries: Vec<Query>,
+    /// Sends each key's sandbox grant header (not signed), so a sandbox
+    /// region admits a key on its first request. Production ignores it.
+    pub sandbox_grant: bool,
+}
+
+/// Latency percentiles, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Latency {
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub mean_ms: f64,
+}
+
+/// What a run measured, over the window after the warm-up.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub connections: usize,
+    pub seconds: f64,
+    /// Answers received (any status).
+    pub requests: u64,
+    /// Answers by HTTP status.
+    pub statuses: BTreeMap<u16, u64>,
+    /// Requests that got no answer (connection refused, reset, closed).
+    pub transport_errors: u64,
+    pub requests_per_second: f64,
+    /// Only the 200 answers, per second.
+    pub ok_per_second: f64,
+    /// From the request leaving (signed) to the last byte of the answer.
+    pub latency: Latency,
+}
+
+/// The nearest-rank percentile `p` (0–100) of sorted samples.
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The percentiles of unsorted samples.
+pub fn summarize(mut samples: Vec<Duration>) -> Latency {
+    samples.sort_unstable();
+    let ms = |d: Duration| d.as_secs_f64() * 1_000.0;
+    let mean =
+        if samples.is_empty() { 0.0 } else { samples.iter().map(|d| ms(*d)).sum::<f64>() / samples.len() as f64 };
+    Latency {
+        p50_ms: ms(percentile(&samples, 50.0)),
+        p90_ms: ms(percentile(&samples, 90.0)),
+        p99_ms: ms(percentile(&samples, 99.0)),
+        max_ms: ms(samples.last().copied().unwrap_or_default()),
+        mean_ms: mean,
+    }
+}
+
+/// What one connection saw inside the window.
+#[derive(Default)]
+struct Tally {
+    latencies: Vec<Duration>,
+    statuses: BTreeMap<u16, u64>,
+    transport_errors: u64,
+}
+
+/// Runs the plan: every connection sends, waits for the whole answer, and
+/// sends again, until the window closes.
+pub async fn run(plan: Plan) -> Result<Report, String> {
+    if plan.connections == 0 || plan.keys.is_empty() || plan.queries.is_empty() {
+        return Err("a load needs at least one connection, one key and one query".into());
+    }
+    let base: Uri = plan.base_url.parse().map_err(|e| format!("{}: {e}", plan.base_url))?;
+    let addr = match (base.scheme_str(), base.host()) {
+        (Some("http"), Some(host)) => format!("{host}:{}", base.port_u16().unwrap_or(80)),
+        _ => return Err(format!("{}: an http://host:port address is expected", plan.base_url)),
+    };
+    let queries = Arc::new(plan.queries);
+    let signers: Vec<Arc<Signer>> =
+        plan.keys.into_iter().map(|k| Arc::new(Signer::new(k, &plan.authority, TAG_RETRIEVAL))).collect();
+    let from = Instant::now() + plan.warmup;
+    let until = from + plan.duration;
+    let mut tasks = Vec::with_capacity(plan.connections);
+    for n in 0..plan.connections {
+        let signer = signers[n % signers.len()].clone();
+        let grant = plan.sandbox_grant.then(|| svc_core::sandbox::grant_for(&signer.key.verifying_key().thumbprint()));
+        // Spread the starting offsets so connections do not send the same
+        // query in lockstep.
+        let start = n * queries.len() / plan.connections;
+        tasks.push(tokio::spawn(connection(addr.clone(), signer, grant, queries.clone(), start, from, until)));
+    }
+    let mut total = Tally::default();
+    let mut failed = None;
+    for task in tasks {
+        // Every task is awaited (none left running behind an error).
+        let tally = match task.await.map_err(|e| e.to_string()).and_then(|t| t) {
+            Ok(tally) => tally,
+            Err(e) => {
+                failed.get_or_insert(e);
+                continue;
+            }
+        };
+        total.latencies.extend(tally.latencies);
+        total.transport_errors += tally.transport_errors;
+        for (status, count) in tally.statuses {
+            *total.statuses.entry(status).or_default() += count;
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let seconds = plan.duration.as_secs_f64();
+    let requests = total.latencies.len() as u64;
+    let ok = total.statuses.get(&200).copied().unwrap_or(0);
+    Ok(Report {
+        connections: plan.connections,
+        seconds,
+        requests,
+        statuses: total.statuses,
+        transport_errors: total.transport_errors,
+        requests_per_second: requests as f64 / seconds,
+        ok_per_second: ok as f64 / seconds,
+        latency: summarize(total.latencies),
+    })
+}
+
+/// One HTTP/1.1 keep-alive connection of its own (no pool), so N tasks are
+/// exactly N connections.
+async fn connect(addr: &str) -> Result<SendRequest<Body>, String> {
+    let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("{addr}: {e}"))?;
+    // Small requests and answers: do not wait for Nagle.
+    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+    let (sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| format!("{addr}: {e}"))?;
+    tokio::spawn(async move {
+        // Ends when the sender is dropped or the server closes.
+        let _ = connection.await;
+    });
+    Ok(sender)
+}
+
+async fn connection(
+    addr: String,
+    signer: Arc<Signer>,
+    grant: Option<String>,
+    queries: Arc<Vec<Query>>,
+    mut next: usize,
+    from: Instant,
+    until: Instant,
+) -> Result<Tally, String> {
+    let mut tally = Tally::default();
+    // The first connect must work: a wrong address is an error, not a report.
+    let mut sender = Some(connect(&addr).await?);
+    while Instant::now() < until {
+        let mut live = match sender.take() {
+            Some(s) if !s.is_closed() => s,
+            _ => match connect(&addr).await {
+                Ok(s) => s,
+                Err(_) => {
+                    if Instant::now() >= from {
+                        tally.transport_errors += 1;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+            },
+        };
+        let query = &queries[next % queries.len()];
+        next += 1;
+        let mut unsigned = Unsigned::new("POST", &query.path, query.body.clone());
+        if let Some(grant) = &grant {
+            unsigned = unsigned.header(svc_core::sandbox::GRANT_HEADER, grant);
+        }
+        // Signed afresh each time: a new nonce and the current time.
+        let request = signer.sign_now(unsigned, SystemClock.now().as_secs())?;
+        let began = Instant::now();
+        let answered = async {
+            live.ready().await.map_err(|e| e.to_string())?;
+            let response = live.send_request(request).await.map_err(|e| e.to_string())?;
+            let status = response.status().as_u16();
+            response.into_body().collect().await.map_err(|e| e.to_string())?;
+            Ok::<u16, String>(status)
+        }
+        .await;
+        let counted = began >= from && began < until;
+        match answered {
+            Ok(status) => {
+                if counted {
+                    tally.latencies.push(began.elapsed());
+                    *tally.statuses.entry(status).or_default() += 1;
+                }
+                sender = Some(live);
+            }
+            // Drop the connection; the next turn opens a new one.
+            Err(_) if counted => tally.transport_errors += 1,
+            Err(_) => {}
+        }
+    }
+    Ok(tally)
+}
+
+/// Words that occur in the sandbox corpus's product texts (names, tags,
+/// descriptions, brands); a test checks each one against the generator.
+const WORDS: [&str; 32] = [
+    "lamp",
+    "table",
+    "chair",
+    "mirror",
+    "jacket",
+    "scarf",
+    "sweater",
+    "boots",
+    "speaker",
+    "headphones",
+    "radio",
+    "turntable",
+    "coffee",
+    "tea",
+    "honey",
+    "chocolate",
+    "tent",
+    "backpack",
+    "helmet",
+    "compass",
+    "cream",
+    "serum",
+    "soap",
+    "oak",
+    "linen",
+    "copper",
+    "velvet",
+    "alpine",
+    "organic",
+    "lumio",
+    "brisa",
+    "nordel",
+];
+
+/// Two-word queries as an assistant would send them (any word matches).
+const PHRASES: [&str; 8] = [
+    "oak table",
+    "linen jacket",
+    "copper lamp",
+    "organic coffee",
+    "alpine tent",
+    "velvet chair",
+    "silver headphones",
+    "olive oil",
+];
+
+const SORTS: [&str; 3] = ["_text_match:desc", "price_amount:asc", "published_at:desc"];
+
+/// Price bands in the corpus's range (5 to 500 in each currency).
+const PRICE_BANDS: [(&str, &str); 3] = [("0", "50"), ("20", "150"), ("100", "500")];
+
+/// A deterministic mix of `count` realistic product searches over the
+/// sandbox corpus: text queries on words that occur in it (one word or
+/// two), some browsing without text, one market's country clause each,
+/// price bands and availability filters, the three sorts, 10 or 20 rows.
+/// Most go to the typed address, a quarter to `/v1/search`.
+pub fn product_mix(seed: u64, count: usize) -> Vec<Query> {
+    let mut rng = Rng::new(seed);
+    (0..count)
+        .map(|i| {
+            let country = MARKETS[i % MARKETS.len()].0;
+            let text = match rng.below(10) {
+                0 | 1 => None,
+                2..=4 => Some(*rng.pick(&PHRASES)),
+                _ => Some(*rng.pick(&WORDS)),
+            };
+            let mut clauses = vec![json!({"country": country})];
+            // Browsing without text always narrows by price, as a shopper would.
+            if text.is_none() || rng.below(3) == 0 {
+                let (low, high) = *rng.pick(&PRICE_BANDS);
+                clauses.push(json!({"price_amount": {"gte": low, "lt": high}}));
+            }
+            if rng.below(4) == 0 {
+                clauses.push(json!({"availability": {"in": ["in_stock", "preorder"]}}));
+            }
+            let sort = match text {
+                Some(_) => *rng.pick(&SORTS),
+                None => *rng.pick(&SORTS[1..]),
+            };
+            let mut body = json!({
+                "filter": {"all": clauses},
+                "sort_by": sort,
+                "limit": *rng.pick(&[10, 10, 20]),
+            });
+            if let Some(text) = text {
+                body["q"] = Value::from(text);
+            }
+            let path = if i % 4 == 3 {
+                body["collection"] = Value::from("products");
+                "/v1/search"
+            } else {
+                "/v1/products/search"
+            };
+            Query { path: path.to_owned(), body: serde_json::to_vec(&body).unwrap_or_default() }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let samples: Vec<Duration> = (1..=100).rev().map(Duration::from_millis).collect();
+        let latency = summarize(samples);
+        assert_eq!((latency.p50_ms, latency.p90_ms, latency.p99_ms, latency.max_ms), (50.0, 90.0, 99.0, 100.0));
+        assert_eq!(latency.mean_ms, 50.5);
+        let one = [Duration::from_millis(7)];
+        assert_eq!(percentile(&one, 50.0), one[0]);
+        assert_eq!(percentile(&one, 99.0), one[0]);
+        assert_eq!(percentile(&[], 99.0), Duration::ZERO);
+        assert_eq!(summarize(Vec::new()), Latency::default());
+    }
+
+    #[test]
+    fn the_mix_is_deterministic_varied_and_always_judged_valid() {
+        let mix = product_mix(1, 400);
+        assert_eq!(mix, product_mix(1, 400));
+        assert_ne!(mix, product_mix(2, 400));
+        let mut sorts = std::collections::BTreeSet::new();
+        let mut countries = std::collections::BTreeSet::new();
+        let (mut with_text, mut with_price) = (0, 0);
+        for query in &mix {
+            let judged = query.judge().unwrap_or_else(|r| panic!("{:?}: {r:?}", String::from_utf8_lossy(&query.body)));
+            assert_eq!(judged.collection, RecordType::Products);
+            sorts.insert(judged.sort[0].field.chars().take(5).collect::<String>());
+            countries.insert(judged.country.clone());
+            with_text += usize::from(judged.text.is_some());
+            with_price += usize::from(judged.clauses.iter().any(|c| c.field.starts_with("price_")));
+        }
+        assert_eq!(sorts.len(), 3, "{sorts:?}");
+        assert_eq!(countries.len(), MARKETS.len());
+        assert!((200..400).contains(&with_text) && with_price > 50, "{with_text} {with_price}");
+        assert!(mix.iter().any(|q| q.typed().is_none()) && mix.iter().any(|q| q.typed().is_some()));
+    }
+
+    #[test]
+    fn every_query_word_occurs_in_the_corpus() {
+        let sizes = crate::sandbox::corpus::Sizes { products: 4_000, ..Default::default() };
+        let corpus = crate::sandbox::corpus::generate(1, sizes);
+        let text: String = corpus
+            .businesses
+            .iter()
+            .flat_map(|b| &b.products)
+            .map(|p| String::from_utf8_lossy(p).to_lowercase())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let words: std::collections::BTreeSet<&str> =
+            text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+        for word in WORDS.iter().chain(PHRASES.iter().flat_map(|p| p.split(' ')).collect::<Vec<_>>().iter()) {
+            assert!(words.contains(word), "{word} does not occur in the corpus");
+        }
+    }
+
+    #[test]
+    fn typed_addresses_name_their_collection() {
+        let query = |path: &str| Query { path: path.into(), body: Vec::new() };
+        assert_eq!(query("/v1/products/search").typed(), Some(RecordType::Products));
+        assert_eq!(query("/v1/business-files/search").typed(), Some(RecordType::BusinessFiles));
+        assert_eq!(query("/v1/search").typed(), None);
+    }
+}
