@@ -13,7 +13,7 @@
 //! connections.
 //!
 //! `cargo bench --bench search -- --products 100000 --connections 32 --seconds 20`
-//! (also `--warmup S`, `--queries N`, `--seed N`).
+//! (also `--warmup S`, `--queries N`, `--seed N`, `--shards K` per collection, default the node's).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -144,6 +144,7 @@ fn main() {
     let warmup = Duration::from_secs(arg("--warmup", 3));
     let mix = arg("--queries", 256) as usize;
     let seed = arg("--seed", 1);
+    let shards = arg("--shards", 1) as usize;
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
@@ -155,6 +156,7 @@ fn main() {
         );
         // Per-key limits far above what the machine can do: the bench
         // measures the search path, not the limiter refusing it.
+        config.shards_per_collection = shards;
         config.retrieval_limits =
             RetrievalLimits { requests_per_second: 1_000_000_000, query_cost_per_minute: 1_000_000_000_000 };
         let node = Node::start(config, Arc::new(SystemClock)).await.expect("node starts");

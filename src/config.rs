@@ -43,7 +43,10 @@ pub struct NodeConfig {
     /// WebAuthn relying party of the business portal (passkey seals).
     pub passkey_rp_id: String,
     pub passkey_origin: String,
-    /// tantivy shards per collection.
+    /// tantivy shards per collection. One by default: a search visits its
+    /// shards one after another, so on a small machine more shards only add
+    /// per-search overhead (measured: 1 shard 1.4x the searches/s of 2 at
+    /// 100,000 products on 2 cores).
     #[serde(default = "default_shards")]
     pub shards_per_collection: usize,
     /// DNS blocklist used for `url_flagged`; none disables the check.
@@ -93,7 +96,7 @@ pub struct BlocklistConfig {
 }
 
 fn default_shards() -> usize {
-    2
+    1
 }
 
 fn default_blocklist_timeout_ms() -> u64 {

@@ -65,7 +65,11 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
     )
     .await
     .map_err(|e| e.to_string())?;
-    let (index, writers) = crate::search::open_all(&config.data_dir.join("index"), config.shards_per_collection)?;
+    let index_dir = config.data_dir.join("index");
+    if crate::search::index::prepare_layout(&index_dir, config.shards_per_collection)? {
+        crate::actors::indexer::forget_applied(&store).map_err(|e| e.to_string())?;
+    }
+    let (index, writers) = crate::search::open_all(&index_dir, config.shards_per_collection)?;
     let mut shards = std::collections::HashMap::new();
     let mut index_shards = Vec::new();
     for (collection, n, writer) in writers {

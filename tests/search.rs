@@ -229,3 +229,51 @@ async fn near_keeps_only_points_within_the_radius() {
     let edge = home.search(&caller, "/v1/events/search", near(380.0)).await;
     assert_eq!(titles(&edge).len(), 2);
 }
+
+// rule: R1.9, R2.2.29, R2.4.4
+#[tokio::test(flavor = "multi_thread")]
+async fn top_rows_over_many_candidates_match_a_full_sort() {
+    let home = Home::start().await;
+    let shop = home.business("Lumio", products_scope(10_000)).await;
+    // 300 lamps whose prices are a scrambled sequence, published 50 a batch;
+    // every third is an "oak" lamp for the relevance sort.
+    let price = |i: u64| (i * 7_919) % 1_000 + 1;
+    for batch in 0..6u64 {
+        let records: Vec<Vec<u8>> = (batch * 50..batch * 50 + 50)
+            .map(|i| {
+                let name = if i % 3 == 0 { format!("Oak lamp {i}") } else { format!("Lamp {i}") };
+                priced("Lumio", &format!("S-{i}"), &name, &format!("{}.00", price(i)))
+            })
+            .collect();
+        let answer = home.publish(&shop, &records, &format!("p{batch}")).await;
+        assert_eq!(answer.status, 200, "{:?}", answer.body);
+    }
+    home.wait_indexed().await;
+    let caller = home.caller("Acme AI").await;
+    let mut prices: Vec<u64> = (0..300).map(price).collect();
+    prices.sort_unstable();
+    for (direction, expected) in
+        [("asc", prices[..10].to_vec()), ("desc", prices.iter().rev().take(10).copied().collect())]
+    {
+        let answer = home
+            .search(
+                &caller,
+                "/v1/search",
+                json!({"collection": "products", "filter": {"all": [{"country": "FR"}]}, "sort_by": format!("price_amount:{direction}"), "limit": 10}),
+            )
+            .await;
+        let got: Vec<u64> =
+            answer.body["rows"].as_array().unwrap().iter().map(|r| r["price_FR"].as_f64().unwrap() as u64).collect();
+        assert_eq!(got, expected, "{direction}");
+    }
+    let relevant = home
+        .search(
+            &caller,
+            "/v1/search",
+            json!({"collection": "products", "q": "oak", "filter": {"all": [{"country": "FR"}]}, "sort_by": "_text_match:desc", "limit": 50}),
+        )
+        .await;
+    let names = ids(&relevant);
+    assert_eq!(names.len(), 50);
+    assert!(names.iter().all(|n| n.starts_with("Oak lamp")), "{names:?}");
+}

@@ -21,6 +21,14 @@ const APPLIED_KEY: &[u8] = b"index_applied_seq";
 /// Entries read per step.
 const BATCH: usize = 2_000;
 
+/// Forgets what the index applied, so it is fed again from the first entry
+/// (after its directory was rebuilt).
+pub fn forget_applied(store: &Store) -> crate::store::StoreResult<()> {
+    let mut batch = store.batch();
+    batch.delete(cf::META, APPLIED_KEY);
+    batch.commit()
+}
+
 pub enum IndexerMsg {
     /// Apply whatever the log holds beyond the applied sequence.
     Tick,

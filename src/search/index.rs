@@ -13,7 +13,7 @@ use std::time::Instant;
 use svc_core::ids::RecordType;
 use svc_core::search::fields::Kind;
 use svc_core::search::{Condition, Direction, Scalar, SearchQuery};
-use tantivy::collector::{Collector, SegmentCollector};
+use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::columnar::{Column, DynamicColumn, NumericalType};
 use tantivy::directory::MmapDirectory;
 use tantivy::indexer::IndexWriterOptions;
@@ -167,6 +167,27 @@ pub type NamedWriter = (RecordType, usize, ShardWriter);
 
 /// Opens (or creates) every shard under `dir`: the writers for the actors,
 /// the readers for searches.
+/// Makes the index directory hold `shards` shards per collection. An index
+/// laid out for another count (or from before the layout was recorded, when
+/// two was the default) is removed, and `true` is answered: the caller
+/// re-feeds it from the replication log, the index being derived data.
+pub fn prepare_layout(dir: &Path, shards: usize) -> Result<bool, String> {
+    let marker = dir.join("layout");
+    let wanted = format!("shards={}\n", shards.max(1));
+    let found = std::fs::read_to_string(&marker).ok();
+    let rebuilt = match found {
+        Some(found) if found == wanted => false,
+        None if !dir.exists() => false,
+        _ => {
+            std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            true
+        }
+    };
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::write(&marker, wanted).map_err(|e| format!("{}: {e}", marker.display()))?;
+    Ok(rebuilt)
+}
+
 pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedWriter>), String> {
     let mut readers: HashMap<RecordType, Vec<Arc<ShardReader>>> = HashMap::new();
     let mut writers = Vec::new();
@@ -349,7 +370,14 @@ impl SearchIndex {
     /// by segment, stopping at the deadline with what it has.
     pub fn search(&self, q: &SearchQuery, group: &str, deadline: Instant) -> Result<Hits, String> {
         let Some(shards) = self.shards.get(&q.collection) else { return Ok(Hits::default()) };
-        let mut found: Vec<(Vec<SortValue>, usize, DocAddress)> = Vec::new();
+        let mut found: Vec<(SortValues, usize, DocAddress)> = Vec::new();
+        let directions: Vec<Direction> = q.sort.iter().map(|k| k.direction).collect();
+        // Relevance alone: tantivy's own top-k, which skips documents that
+        // cannot beat the k-th score (block-max WAND).
+        let by_score_only = q.text.is_some()
+            && q.sort.len() == 1
+            && q.sort[0].field == "_text_match"
+            && q.sort[0].direction == Direction::Desc;
         let mut partial = false;
         // One searcher per shard for the whole search: addresses stay valid.
         let searchers: Vec<tantivy::Searcher> = shards.iter().map(|s| s.reader.searcher()).collect();
@@ -376,10 +404,17 @@ impl SearchIndex {
                     partial = true;
                     break 'shards;
                 }
-                let fruit =
-                    collector.collect_segment(weight.as_ref(), ord as u32, segment).map_err(|e| e.to_string())?;
-                found.extend(fruit.into_iter().map(|(key, doc)| (key, n, doc)));
-                sort_and_cut(&mut found, q.limit, &q.sort.iter().map(|k| k.direction).collect::<Vec<_>>());
+                if by_score_only && collector.near.is_empty() {
+                    let top = TopDocs::with_limit(q.limit).order_by_score();
+                    let fruit = top.collect_segment(weight.as_ref(), ord as u32, segment).map_err(|e| e.to_string())?;
+                    let scored = top.merge_fruits(vec![fruit]).map_err(|e| e.to_string())?;
+                    found.extend(scored.into_iter().map(|(score, doc)| ([Some(f64::from(score)), None, None], n, doc)));
+                } else {
+                    let fruit =
+                        collector.collect_segment(weight.as_ref(), ord as u32, segment).map_err(|e| e.to_string())?;
+                    found.extend(fruit.into_iter().map(|(key, doc)| (key, n, doc)));
+                }
+                sort_and_cut(&mut found, q.limit, &directions);
             }
         }
         let mut rows = Vec::with_capacity(found.len());
@@ -411,7 +446,11 @@ struct SortKey {
 /// A sort value; a missing one sorts last whatever the direction.
 type SortValue = Option<f64>;
 
-fn compare(a: &[SortValue], b: &[SortValue], directions: &[Direction]) -> Ordering {
+/// A candidate's sort values, one per sort key (at most three; unused ones
+/// stay `None` and are never compared). Held inline: no allocation per doc.
+type SortValues = [SortValue; svc_core::search::MAX_SORT_KEYS];
+
+fn compare(a: &SortValues, b: &SortValues, directions: &[Direction]) -> Ordering {
     for ((x, y), direction) in a.iter().zip(b).zip(directions) {
         let order = match (x, y) {
             (Some(x), Some(y)) => {
@@ -429,7 +468,7 @@ fn compare(a: &[SortValue], b: &[SortValue], directions: &[Direction]) -> Orderi
     Ordering::Equal
 }
 
-fn sort_and_cut<T>(items: &mut Vec<(Vec<SortValue>, T, DocAddress)>, limit: usize, directions: &[Direction]) {
+fn sort_and_cut<T>(items: &mut Vec<(SortValues, T, DocAddress)>, limit: usize, directions: &[Direction]) {
     items.sort_by(|a, b| {
         compare(&a.0, &b.0, directions).then_with(|| (a.2.segment_ord, a.2.doc_id).cmp(&(b.2.segment_ord, b.2.doc_id)))
     });
@@ -460,11 +499,14 @@ struct TopKeysSegment {
     directions: Vec<Direction>,
     columns: Vec<Option<Option<Column<f64>>>>,
     near: Vec<NearColumns>,
-    found: Vec<(Vec<SortValue>, (), DocAddress)>,
+    found: Vec<(SortValues, (), DocAddress)>,
+    /// The last kept candidate once `limit` are kept: a later doc must beat
+    /// it (a tie goes to the earlier doc) to be worth keeping.
+    worst: Option<SortValues>,
 }
 
 impl Collector for TopKeys {
-    type Fruit = Vec<(Vec<SortValue>, DocAddress)>;
+    type Fruit = Vec<(SortValues, DocAddress)>;
     type Child = TopKeysSegment;
 
     fn for_segment(&self, ord: u32, segment: &SegmentReader) -> tantivy::Result<TopKeysSegment> {
@@ -487,6 +529,7 @@ impl Collector for TopKeys {
                 })
                 .collect(),
             found: Vec::new(),
+            worst: None,
         })
     }
 
@@ -496,7 +539,7 @@ impl Collector for TopKeys {
 
     fn merge_fruits(&self, fruits: Vec<Self::Fruit>) -> tantivy::Result<Self::Fruit> {
         let directions: Vec<Direction> = self.keys.iter().map(|k| k.direction).collect();
-        let mut all: Vec<(Vec<SortValue>, (), DocAddress)> =
+        let mut all: Vec<(SortValues, (), DocAddress)> =
             fruits.into_iter().flatten().map(|(k, d)| (k, (), d)).collect();
         sort_and_cut(&mut all, self.limit, &directions);
         Ok(all.into_iter().map(|(k, (), d)| (k, d)).collect())
@@ -504,7 +547,7 @@ impl Collector for TopKeys {
 }
 
 impl SegmentCollector for TopKeysSegment {
-    type Fruit = Vec<(Vec<SortValue>, DocAddress)>;
+    type Fruit = Vec<(SortValues, DocAddress)>;
 
     fn collect(&mut self, doc: DocId, score: Score) {
         for (lat_column, lng_column, lat, lng, radius) in &self.near {
@@ -514,23 +557,49 @@ impl SegmentCollector for TopKeysSegment {
                 return;
             }
         }
-        let key = self
-            .columns
-            .iter()
-            .map(|c| match c {
+        let mut key: SortValues = Default::default();
+        for (slot, c) in key.iter_mut().zip(&self.columns) {
+            *slot = match c {
                 None => Some(f64::from(score)),
                 Some(column) => column.as_ref().and_then(|c| c.first(doc)),
-            })
-            .collect();
+            };
+        }
+        if let Some(worst) = &self.worst
+            && compare(&key, worst, &self.directions) != Ordering::Less
+        {
+            return;
+        }
         self.found.push((key, (), DocAddress::new(self.ord, doc)));
         // Cut now and then so a broad match stays within memory.
         if self.found.len() >= self.limit.max(1) * 8 {
             sort_and_cut(&mut self.found, self.limit, &self.directions);
+            if self.found.len() == self.limit {
+                self.worst = self.found.last().map(|(k, _, _)| *k);
+            }
         }
     }
 
     fn harvest(mut self) -> Self::Fruit {
         sort_and_cut(&mut self.found, self.limit, &self.directions);
         self.found.into_iter().map(|(k, (), d)| (k, d)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_index_laid_out_for_another_shard_count_is_rebuilt() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("index");
+        assert!(!prepare_layout(&dir, 1).unwrap(), "a new index");
+        std::fs::write(dir.join("products-0"), b"docs").unwrap();
+        assert!(!prepare_layout(&dir, 1).unwrap(), "the same layout is kept");
+        assert!(dir.join("products-0").exists());
+        assert!(prepare_layout(&dir, 2).unwrap(), "another count rebuilds");
+        assert!(!dir.join("products-0").exists());
+        std::fs::remove_file(dir.join("layout")).unwrap();
+        assert!(prepare_layout(&dir, 2).unwrap(), "an index from before the layout was recorded");
     }
 }
