@@ -441,24 +441,13 @@ async fn a_claimed_nonce_is_still_refused_after_a_restart() {
     assert_eq!((again.status, again.body["code"].as_str()), (401, Some("nonce_reused")), "{:?}", again.body);
 }
 
-/// A sandbox AI company's key: the key, its grant and its bearer token.
-async fn sandbox_key(home: &Home, seed: u8) -> (svc_core::keys::SigningKey, String, String) {
-    let company = home.admin("POST", "/admin/companies", json!({"name": "Sandbox AI"})).await;
-    let company_uuid = company.body["ai_company_uuid"].as_str().unwrap().to_owned();
-    let group = home.admin("POST", &format!("/admin/companies/{company_uuid}/groups"), json!({"name": "bots"})).await;
-    let group_id = group.body["ai_group_id"].as_str().unwrap();
+/// A sandbox AI company's key: the caller, its grant and its bearer token.
+async fn sandbox_key(home: &Home, seed: u8) -> (Caller, String, String) {
     let key = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[seed; 32]).unwrap();
-    let reg = home
-        .admin(
-            "POST",
-            &format!("/admin/groups/{group_id}/retrieval-keys"),
-            json!({"jwk": key.verifying_key().to_jwk()}),
-        )
-        .await;
-    assert_eq!(reg.status, 201, "{:?}", reg.body);
+    let (caller, reg) = home.caller_with(json!({"name": "Sandbox AI"}), key).await;
     let grant = reg.body["sandbox_key_grant"].as_str().unwrap().to_owned();
     let token = reg.body["sandbox_bearer_token"].as_str().unwrap().to_owned();
-    (key, grant, token)
+    (caller, grant, token)
 }
 
 /// Copies a retrieval key's record into another node's registry, already
@@ -477,8 +466,8 @@ async fn copy_key(from: &Home, to: &Home, key_id: &str) {
 async fn sandbox_and_production_never_accept_each_others_keys_or_tokens() {
     let production = Home::start().await;
     let sandbox = Home::start_sandbox().await;
-    let (sandbox_signing, grant, token) = sandbox_key(&sandbox, 9).await;
-    let sandbox_key_id = sandbox_signing.verifying_key().thumbprint();
+    let (sandbox_caller, grant, token) = sandbox_key(&sandbox, 9).await;
+    let (sandbox_signing, sandbox_key_id) = (sandbox_caller.key.clone(), sandbox_caller.key_id.clone());
     let prod = production.caller("Prod AI").await;
     let body = serde_json::to_vec(&miss_search()).unwrap();
     let grant_header = [("svc-sandbox-key", grant.as_str())];
@@ -516,8 +505,6 @@ async fn sandbox_and_production_never_accept_each_others_keys_or_tokens() {
     let crossed = sandbox.signed(&prod.key, "POST", "/v1/search", &body, "svc-retrieval", &[]).await;
     assert_eq!(crossed.body["code"], "key_unknown");
 
-    let sandbox_caller =
-        Caller { key: sandbox_signing, key_id: sandbox_key_id, group_id: String::new(), company_uuid: String::new() };
     let usage = usage(&sandbox, &sandbox_caller).await;
     assert_eq!((usage["environment"].as_str(), usage["invoiced"].as_bool()), (Some("sandbox"), Some(false)));
 }

@@ -34,8 +34,13 @@ pub fn authority(parts: &Parts) -> String {
         .unwrap_or_default()
 }
 
-/// The sandbox bearer token of a request, if it carries one.
-pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+/// The sandbox bearer token standing in for a signature: only in the
+/// sandbox, and only on a request that carries no signature. Production
+/// never looks at it.
+pub fn sandbox_bearer(sandbox: bool, headers: &axum::http::HeaderMap) -> Option<&str> {
+    if !sandbox || headers.contains_key("signature-input") {
+        return None;
+    }
     headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")
 }
 

@@ -22,7 +22,7 @@ use svc_core::seal::{self, judge_certificate};
 use svc_core::time::UnixMs;
 
 use super::AppState;
-use super::auth::{bearer, key_from_jwk, verify_signed};
+use super::auth::{key_from_jwk, sandbox_bearer, verify_signed};
 use super::body::{DEFAULT_LIMIT, PUBLISH_LIMIT, read_limited};
 use super::problem::{ApiError, ApiResult};
 use crate::actors::publisher::PublisherMsg;
@@ -73,11 +73,8 @@ pub(super) async fn signed(
     let body = read_limited(&parts.headers, body, limit, now).await?;
     let sandbox = state.config.environment.is_sandbox();
     // Sandbox only: the bearer token in place of a signature, for the
-    // key's first hour. Production never looks at it.
-    if sandbox
-        && !parts.headers.contains_key("signature-input")
-        && let Some(token) = bearer(&parts.headers)
-    {
+    // key's first hour.
+    if let Some(token) = sandbox_bearer(sandbox, &parts.headers) {
         let key =
             state.registry.integration_key_by_bearer(token, now)?.ok_or_else(|| ApiError::new(Code::KeyUnknown))?;
         let key = introduce(state, key, now).await?;

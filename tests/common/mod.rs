@@ -297,16 +297,22 @@ pub struct Caller {
 impl Home {
     /// A verified AI company that accepted the Terms, one group, one Ed25519 retrieval key.
     pub async fn caller(&self, name: &str) -> Caller {
-        let company =
-            self.admin("POST", "/admin/companies", json!({"name": name, "verified": true, "terms_accepted": 1})).await;
+        let company = json!({"name": name, "verified": true, "terms_accepted": 1});
+        let key =
+            SigningKey::from_seed(Alg::Ed25519, &svc_core::digest::sha256(format!("retrieval {name}").as_bytes()))
+                .unwrap();
+        self.caller_with(company, key).await.0
+    }
+
+    /// An AI company as `company` describes it, one group, and `key`
+    /// registered in it; also the registration's answer (sandbox grant).
+    pub async fn caller_with(&self, company: Value, key: SigningKey) -> (Caller, Answer) {
+        let company = self.admin("POST", "/admin/companies", company).await;
         assert_eq!(company.status, 201, "{:?}", company.body);
         let company_uuid = company.body["ai_company_uuid"].as_str().unwrap().to_owned();
         let group =
             self.admin("POST", &format!("/admin/companies/{company_uuid}/groups"), json!({"name": "assistants"})).await;
         let group_id = group.body["ai_group_id"].as_str().unwrap().to_owned();
-        let key =
-            SigningKey::from_seed(Alg::Ed25519, &svc_core::digest::sha256(format!("retrieval {name}").as_bytes()))
-                .unwrap();
         let reg = self
             .admin(
                 "POST",
@@ -315,7 +321,7 @@ impl Home {
             )
             .await;
         assert_eq!(reg.status, 201, "{:?}", reg.body);
-        Caller { key_id: key.verifying_key().thumbprint(), key, group_id, company_uuid }
+        (Caller { key_id: key.verifying_key().thumbprint(), key, group_id, company_uuid }, reg)
     }
 
     /// Waits until the index has applied every replication log entry.

@@ -26,7 +26,7 @@ use svc_core::receipt::{self, Receipt};
 use svc_core::time::UnixMs;
 
 use super::AppState;
-use super::auth::{bearer, key_from_jwk, verify_signed};
+use super::auth::{key_from_jwk, sandbox_bearer, verify_signed};
 use super::body::read_limited;
 use super::problem::{ApiError, ApiResult};
 use crate::actors::billing::{BillingMsg, Reservation, Settled};
@@ -97,10 +97,7 @@ async fn authenticate(state: &AppState, req: Request<Body>, limit: usize, now: U
     let (parts, body) = req.into_parts();
     let body = read_limited(&parts.headers, body, limit, now).await?;
     let sandbox = state.config.environment.is_sandbox();
-    if sandbox
-        && !parts.headers.contains_key("signature-input")
-        && let Some(token) = bearer(&parts.headers)
-    {
+    if let Some(token) = sandbox_bearer(sandbox, &parts.headers) {
         let key = state.registry.retrieval_key_by_bearer(token, now)?.ok_or_else(|| ApiError::new(Code::KeyUnknown))?;
         let key = introduce(state, key, now).await?;
         return Ok(Caller { key, verified: None, body });
