@@ -591,3 +591,72 @@ async fn suspended_endpoints_withhold_purchase_and_show_on_the_business_file() {
     assert_eq!(home.admin("POST", "/admin/endpoints", restore).await.status, 200);
     assert_eq!(action(&home.search(&caller, "/v1/search", search).await) & PURCHASE, PURCHASE);
 }
+
+fn unsigned_search(body: Vec<u8>, declared: bool) -> axum::http::Request<axum::body::Body> {
+    let mut builder = axum::http::Request::post("/v1/search").header("host", AUTHORITY);
+    if declared {
+        builder = builder.header("content-length", body.len());
+    }
+    builder.body(axum::body::Body::from(body)).unwrap()
+}
+
+/// A body sent in 1 KiB chunks that counts how many were asked for.
+struct Counted {
+    left: usize,
+    polled: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl axum::body::HttpBody for Counted {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, Self::Error>>> {
+        if self.left == 0 {
+            return std::task::Poll::Ready(None);
+        }
+        self.left -= 1;
+        self.polled.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::task::Poll::Ready(Some(Ok(http_body::Frame::data(bytes::Bytes::from(vec![b' '; 1024])))))
+    }
+}
+
+// rule: R7.10
+#[tokio::test(flavor = "multi_thread")]
+async fn an_undeclared_body_is_not_read_past_the_limit() {
+    let home = Home::start().await;
+    let polled = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // 1 MiB offered in 1 KiB chunks; the limit is 16 KiB.
+    let body = Counted { left: 1024, polled: polled.clone() };
+    let request =
+        axum::http::Request::post("/v1/search").header("host", AUTHORITY).body(axum::body::Body::new(body)).unwrap();
+    let answer = home.send(request).await;
+    assert_eq!(answer.body["code"], "record_too_large");
+    let read = polled.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(read <= 17, "{read} chunks of 1 KiB were read");
+}
+
+// rule: R7.8, R7.9, R8.7, R9.13, R9.14
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_over_16_kib_is_refused_declared_or_not_before_anything_else() {
+    let home = Home::start().await;
+    let over = vec![b' '; 16 * 1024 + 1];
+    for declared in [true, false] {
+        let answer = home.send(unsigned_search(over.clone(), declared)).await;
+        assert_eq!(
+            (answer.status, answer.body["code"].as_str()),
+            (413, Some("record_too_large")),
+            "declared: {declared}"
+        );
+    }
+    // At the limit the body is read, and the missing signature is what refuses it.
+    let at = home.send(unsigned_search(vec![b' '; 16 * 1024], false)).await;
+    assert_eq!(at.body["code"], "signature_missing");
+    // Before 5 October 2026 a declared length over the limit was 400.
+    home.clock.set(svc_core::time::UnixMs::parse_rfc3339("2026-10-04T23:59:59Z").unwrap());
+    let earlier = home.send(unsigned_search(over.clone(), true)).await;
+    assert_eq!((earlier.status, earlier.body["code"].as_str()), (400, Some("request_invalid")));
+    assert_eq!(home.send(unsigned_search(over, false)).await.status, 413, "read past the limit is always 413");
+}
