@@ -128,6 +128,7 @@ struct Committer {
     jobs: std::sync::mpsc::Sender<(ReadyBatch, std::sync::mpsc::SyncSender<StoreResult<()>>)>,
     /// The answer of the write still in flight, if one is.
     in_flight: Option<std::sync::mpsc::Receiver<StoreResult<()>>>,
+    thread: std::thread::JoinHandle<()>,
 }
 
 impl LogWriter {
@@ -220,7 +221,7 @@ impl LogWriter {
 impl Committer {
     fn start(store: Store) -> StoreResult<Committer> {
         let (jobs, incoming) = std::sync::mpsc::channel::<(ReadyBatch, std::sync::mpsc::SyncSender<StoreResult<()>>)>();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("log-committer".into())
             .spawn(move || {
                 for (batch, answer) in incoming {
@@ -228,14 +229,20 @@ impl Committer {
                 }
             })
             .map_err(|_| crate::store::StoreError::Closed)?;
-        Ok(Committer { jobs, in_flight: None })
+        Ok(Committer { jobs, in_flight: None, thread })
     }
 }
 
 impl Drop for LogWriter {
     fn drop(&mut self) {
-        // Whatever was handed over is written before the writer goes.
+        // Whatever was handed over is written before the writer goes, and
+        // the committer lets go of the store before this returns: a store
+        // closed by a stray thread while the process exits aborts RocksDB.
         let _ = self.drain();
+        if let Some(Committer { jobs, thread, .. }) = self.committer.take() {
+            drop(jobs);
+            let _ = thread.join();
+        }
     }
 }
 
