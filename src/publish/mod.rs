@@ -686,9 +686,9 @@ impl Engine {
             change.put(cf::PUSH_RESULTS, &k, &leaf);
         }
         let signed: Vec<Result<RecordVersion, EngineError>> = to_sign
-            .par_iter()
+            .into_par_iter()
             .map(|(record, seal_json, sidecar)| {
-                sign_version(&self.keys, record, &ctx.business, seal_json.clone(), sidecar, push_id, now)
+                sign_version(&self.keys, &record, &ctx.business, seal_json, &sidecar, push_id, now)
             })
             .collect();
         for version in signed {

@@ -80,7 +80,7 @@ async fn fetch_route(state: &AppState, record_id: &str, req: Request<Body>) -> A
     };
     let envelope = deliver(state, &caller, held, receipt, served, now).await?;
     let mut body = body;
-    body.value("receipt", &envelope)?;
+    body.raw("receipt", &envelope);
     let mut response = json_response(body.close());
     if let Ok(id) = HeaderValue::from_str(&retrieval_id) {
         response.headers_mut().insert("x-request-id", id);

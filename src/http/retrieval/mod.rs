@@ -199,7 +199,8 @@ pub struct Served {
 }
 
 /// Signs the receipt, logs it, and settles the bill, in that order; only
-/// then may the answer leave. Answers the receipt envelope as JSON.
+/// then may the answer leave. Answers the receipt envelope's JSON text, the
+/// same bytes the receipt log stored.
 pub async fn deliver(
     state: &AppState,
     caller: &Caller,
@@ -207,7 +208,7 @@ pub async fn deliver(
     receipt: Receipt,
     served: Served,
     now: UnixMs,
-) -> ApiResult<serde_json::Value> {
+) -> ApiResult<Vec<u8>> {
     let retrieval_id = receipt.retrieval_id.clone();
     let envelope = receipt::make(receipt, &state.keys.receipt).map_err(ApiError::internal)?;
     let stored = StoredReceipt {
@@ -222,6 +223,7 @@ pub async fn deliver(
         businesses: served.businesses,
         envelope: envelope.to_json(),
     };
+    let envelope_json = stored.envelope.clone();
     ractor::call!(state.receipts, |reply| ReceiptLogMsg::Append { receipt: Box::new(stored), reply })
         .map_err(ApiError::internal)?
         .map_err(ApiError::internal)?;
@@ -250,7 +252,7 @@ pub async fn deliver(
         Err(e) => return Err(unavailable(&format!("billing unreachable: {e}"))),
     }
     state.limits.query_cost.spend(&caller.key.key_id, now, served.cost);
-    serde_json::to_value(&envelope).map_err(ApiError::internal)
+    Ok(envelope_json)
 }
 
 /// The AI policy bits in force now for a business (version 0, masks 0,

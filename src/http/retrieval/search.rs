@@ -87,7 +87,7 @@ async fn search_route(state: &AppState, typed: Option<RecordType>, req: Request<
     body.value("collection", &query.collection.name())?;
     body.value("country", &query.country)?;
     body.raw_array("rows", rows.iter().map(Vec::as_slice));
-    body.value("receipt", &envelope)?;
+    body.raw("receipt", &envelope);
     if hits.partial {
         body.value("partial", &true)?;
     }
