@@ -328,7 +328,7 @@ impl Engine {
             .filter(|b| b.uuid != business_uuid)
             .flat_map(|b| std::iter::once(b.legal_name.clone()).chain(b.brands.iter().cloned()))
             .collect();
-        let validation = ValidationContext { own_brands: business.brands.clone(), other_brands, mandate_countries };
+        let validation = ValidationContext::new(business.brands.clone(), other_brands, mandate_countries);
         Ok(BusinessContext { business, validation })
     }
 

@@ -341,11 +341,11 @@ mod tests {
         let brands: Vec<String> =
             corpus.businesses.iter().flat_map(|b| [b.brand.clone(), b.legal_name.clone()]).collect();
         for business in &corpus.businesses {
-            let ctx = ValidationContext {
-                own_brands: vec![business.brand.clone()],
-                other_brands: brands.iter().filter(|n| !n.starts_with(&business.brand)).cloned().collect(),
-                mandate_countries: Some(business.countries.clone()),
-            };
+            let ctx = ValidationContext::new(
+                vec![business.brand.clone()],
+                brands.iter().filter(|n| !n.starts_with(&business.brand)).cloned().collect(),
+                Some(business.countries.clone()),
+            );
             let sets: [(RecordType, Vec<&Vec<u8>>); 5] = [
                 (RecordType::Products, business.products.iter().take(50).collect()),
                 (RecordType::BusinessFiles, vec![&business.business_file]),

@@ -82,7 +82,7 @@ const PRODUCT: &[u8] = br#"{"schema":"service/products/1","language":"fr","busin
 
 fn row_projection(c: &mut Criterion) {
     let key = SigningKey::from_seed(Alg::Ed25519, &[11; 32]).unwrap();
-    let vctx = ValidationContext { own_brands: vec!["Lumio".into()], ..ValidationContext::default() };
+    let vctx = ValidationContext::new(vec!["Lumio".into()], Vec::new(), None);
     let record = records::validate(PRODUCT, RecordType::Products, &vctx).unwrap();
     let ctx = ProjectionContext {
         record_id: record.record_id("6f1d2c3b-4a59-4e68-9d7c-8b9a0f1e2d3c"),

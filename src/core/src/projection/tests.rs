@@ -18,7 +18,7 @@ fn key() -> SigningKey {
 }
 
 fn vctx() -> ValidationContext {
-    ValidationContext { own_brands: vec!["Lumio".into()], ..ValidationContext::default() }
+    ValidationContext::new(vec!["Lumio".into()], Vec::new(), None)
 }
 
 fn valid(bytes: &[u8], kind: RecordType) -> ValidRecord {

@@ -115,14 +115,13 @@ fn index(pointer: &str, i: usize) -> String {
 /// Collects errors while walking one record.
 pub(super) struct Checker<'c> {
     ctx: &'c ValidationContext,
-    scope: Matcher,
+    scope: std::borrow::Cow<'c, Matcher>,
     errors: Vec<RecordError>,
 }
 
 impl<'c> Checker<'c> {
-    /// `declared`: own brands the record itself declares (a business file's).
-    pub(super) fn new(ctx: &'c ValidationContext, declared: &[String]) -> Self {
-        let scope = Matcher::new(ctx.own_brands.iter().chain(declared), &ctx.other_brands);
+    /// `scope`: the matcher of the business's brands and any the record declares.
+    pub(super) fn new(ctx: &'c ValidationContext, scope: std::borrow::Cow<'c, Matcher>) -> Self {
         Checker { ctx, scope, errors: Vec::new() }
     }
 

@@ -231,14 +231,34 @@ impl RecordError {
 }
 
 /// What validation needs to know about the publishing business and its mandate.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct ValidationContext {
-    /// `brands_owned` and `brands_sold` of the business: naming them is in scope.
-    pub own_brands: Vec<String>,
+    /// `brands_owned` and `brands_sold` of the business: naming them is in
+    /// scope. Private with `other_brands`, as the matcher is built from both.
+    own_brands: Vec<String>,
     /// Brand and company names of other businesses on the platform.
-    pub other_brands: Vec<String>,
+    other_brands: Vec<String>,
     /// The mandate's countries, when the record is pushed under one (Path A).
     pub mandate_countries: Option<Vec<String>>,
+    /// The scope matcher of records that declare no brands themselves, built
+    /// once per context rather than once per record.
+    base_scope: std::sync::OnceLock<scope::Matcher>,
+}
+
+impl ValidationContext {
+    pub fn new(own_brands: Vec<String>, other_brands: Vec<String>, mandate_countries: Option<Vec<String>>) -> Self {
+        ValidationContext { own_brands, other_brands, mandate_countries, base_scope: Default::default() }
+    }
+
+    /// The scope matcher for a record declaring `declared` brands of its own.
+    fn scope(&self, declared: &[String]) -> std::borrow::Cow<'_, scope::Matcher> {
+        if declared.is_empty() {
+            let base = self.base_scope.get_or_init(|| scope::Matcher::new(&self.own_brands, &self.other_brands));
+            std::borrow::Cow::Borrowed(base)
+        } else {
+            std::borrow::Cow::Owned(scope::Matcher::new(self.own_brands.iter().chain(declared), &self.other_brands))
+        }
+    }
 }
 
 /// A record that passed [`validate`]. Its fields are private so that one can
@@ -355,7 +375,7 @@ pub fn validate(bytes: &[u8], expected: RecordType, ctx: &ValidationContext) -> 
     // A business file declares the brands it owns and sells: naming them in
     // its own texts is in scope even before the file is stored.
     let declared = if kind == RecordType::BusinessFiles { business_files::declared_brands(map) } else { Vec::new() };
-    let mut checker = form::Checker::new(ctx, &declared);
+    let mut checker = form::Checker::new(ctx, ctx.scope(&declared));
     checker.object(map, def.fields, "");
     (def.cross)(&mut checker, map);
     errors.extend(checker.into_errors());

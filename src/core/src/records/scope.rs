@@ -59,7 +59,8 @@ pub fn words(text: &str) -> Vec<String> {
     cleaned.split_whitespace().map(str::to_owned).collect()
 }
 
-/// Brand lists and phrases, normalised once per validation.
+/// Brand lists and phrases, normalised once per validation context.
+#[derive(Debug, Clone)]
 pub(super) struct Matcher {
     own: Vec<Vec<String>>,
     other: Vec<(String, Vec<String>)>,

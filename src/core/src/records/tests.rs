@@ -4,11 +4,7 @@ use serde_json::{Value, json};
 use super::*;
 
 fn ctx() -> ValidationContext {
-    ValidationContext {
-        own_brands: vec!["Lumio".into()],
-        other_brands: vec!["Acme".into(), "Globex Corporation".into(), "AT&T".into()],
-        mandate_countries: None,
-    }
+    ValidationContext::new(vec!["Lumio".into()], vec!["Acme".into(), "Globex Corporation".into(), "AT&T".into()], None)
 }
 
 fn product() -> Value {
@@ -537,8 +533,11 @@ fn scope_violation_names_another_brand_or_directs_other_sources() {
     // Word boundaries: a longer word containing a brand is not that brand.
     assert!(run(&with(product(), "/product_name", json!("Acmeish lamp")), RecordType::Products).is_ok());
     // An other brand that is also the business's own (sold) brand is in scope.
-    let mut own = ctx();
-    own.own_brands.push("acme".into());
+    let own = ValidationContext::new(
+        vec!["Lumio".into(), "acme".into()],
+        vec!["Acme".into(), "Globex Corporation".into(), "AT&T".into()],
+        None,
+    );
     let bytes = serde_json::to_vec(&with(product(), "/brand", json!("Acme"))).unwrap();
     assert!(validate(&bytes, RecordType::Products, &own).is_ok());
     // A business file's own brands_sold makes the brand in scope for its texts.
@@ -546,8 +545,11 @@ fn scope_violation_names_another_brand_or_directs_other_sources() {
     let undeclared = with(business_file(), "/brands_sold", json!([]));
     assert_eq!(one(&undeclared, RecordType::BusinessFiles), ("scope_violation", "/description".into()));
     // A mention inside the business's own brand name is not another brand.
-    let mut shadow = ctx();
-    shadow.own_brands = vec!["Acme Lighting Partners".into()];
+    let shadow = ValidationContext::new(
+        vec!["Acme Lighting Partners".into()],
+        vec!["Acme".into(), "Globex Corporation".into(), "AT&T".into()],
+        None,
+    );
     let bytes = serde_json::to_vec(&with(product(), "/brand", json!("Acme Lighting Partners"))).unwrap();
     assert!(validate(&bytes, RecordType::Products, &shadow).is_ok());
     // Places and categories are checked for directives only.
