@@ -12,6 +12,7 @@ pub mod canonical;
 pub mod custody;
 pub mod digest;
 pub mod dsse;
+pub mod frames;
 pub mod freshness;
 pub mod http_sig;
 pub mod ids;
