@@ -39,7 +39,8 @@ fn arg(name: &str, default: u64) -> u64 {
 /// Waits until the index has applied every replication log entry.
 async fn wait_indexed(state: &AppState) {
     loop {
-        let last = ractor::call!(state.publisher, PublisherMsg::Observe).expect("publisher").last_seq;
+        let last =
+            ractor::call!(state.home.as_ref().unwrap().publisher, PublisherMsg::Observe).expect("publisher").last_seq;
         let applied = ractor::call!(state.indexer, IndexerMsg::Observe).expect("indexer").applied_seq;
         if applied >= last {
             return;

@@ -59,6 +59,30 @@ pub struct NodeConfig {
     /// (`partial: true`), counted from the request's arrival.
     #[serde(default = "default_search_budget_ms")]
     pub search_budget_ms: u64,
+    /// How this region reaches the others: home's address for a read
+    /// region, and the token both sides present on the internal routes.
+    #[serde(default)]
+    pub replication: Option<ReplicationConfig>,
+}
+
+/// The internal link between a read region and home.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicationConfig {
+    /// Home's public API base URL (`http://host:port`), reached over HTTP/2.
+    /// Required for a read region; home leaves it out.
+    #[serde(default)]
+    pub home_url: Option<String>,
+    /// The bearer token of the internal routes, shared by a deployment's regions.
+    pub token: String,
+    /// A read region is ready while it was caught up with home within this
+    /// many milliseconds.
+    #[serde(default = "default_ready_max_lag_ms")]
+    pub ready_max_lag_ms: u64,
+}
+
+fn default_ready_max_lag_ms() -> u64 {
+    5_000
 }
 
 fn default_search_budget_ms() -> u64 {
@@ -128,6 +152,46 @@ impl NodeConfig {
             shards_per_collection: default_shards(),
             retrieval_limits: RetrievalLimits::default(),
             search_budget_ms: default_search_budget_ms(),
+            replication: None,
         }
     }
+}
+
+/// Checks the regions of one deployment together: one home; every read
+/// region pulls from it with the deployment's token; one public authority
+/// and environment for all (a signed request is valid at any region); and
+/// no two regions share a name, an address or a data directory.
+pub fn check_deployment(regions: &[NodeConfig]) -> Result<(), String> {
+    let homes: Vec<&NodeConfig> = regions.iter().filter(|r| r.role == Role::Home).collect();
+    let [home] = homes.as_slice() else { return Err(format!("{} home regions; one is expected", homes.len())) };
+    let token = home.replication.as_ref().map(|r| r.token.as_str()).ok_or("home has no [replication] token")?;
+    let home_url = format!("http://{}", home.listen);
+    let mut seen = std::collections::HashSet::new();
+    for region in regions {
+        let name = &region.region;
+        for (what, value) in [
+            ("name", name.clone()),
+            ("listen", region.listen.to_string()),
+            ("admin_listen", region.admin_listen.to_string()),
+            ("data_dir", region.data_dir.display().to_string()),
+        ] {
+            if !seen.insert((what, value.clone())) {
+                return Err(format!("{name}: {what} {value} is used twice"));
+            }
+        }
+        if region.public_authority != home.public_authority || region.environment != home.environment {
+            return Err(format!("{name}: public_authority and environment must be home's"));
+        }
+        let link = region.replication.as_ref().ok_or_else(|| format!("{name}: no [replication]"))?;
+        if link.token != token {
+            return Err(format!("{name}: replication token differs from home's"));
+        }
+        match (region.role, link.home_url.as_deref()) {
+            (Role::Read, Some(url)) if url == home_url => {}
+            (Role::Read, other) => return Err(format!("{name}: home_url is {other:?}, home listens at {home_url}")),
+            (Role::Home, Some(_)) => return Err(format!("{name}: home has no home_url")),
+            (Role::Home, None) => {}
+        }
+    }
+    Ok(())
 }

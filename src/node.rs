@@ -16,10 +16,12 @@ use crate::actors::nonce_store::{NonceMsg, NonceStore};
 use crate::actors::publisher::{Publisher, PublisherArgs};
 use crate::actors::push_worker::{PushWorker, PushWorkerArgs};
 use crate::actors::receipt_log::ReceiptLog;
+use crate::actors::replicator::{ReplicationStatus, Replicator, ReplicatorArgs};
 use crate::blocklist::Blocklist;
+use crate::client::transport::Transport;
 use crate::clock::SharedClock;
-use crate::config::NodeConfig;
-use crate::http::{self, AppState};
+use crate::config::{NodeConfig, Role};
+use crate::http::{self, AppState, HomeActors, Replica};
 use crate::limits::Limits;
 use crate::registry::Registry;
 use crate::service_keys::ServiceKeys;
@@ -44,27 +46,38 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         Some(b) => Some(Arc::new(Blocklist::new(b)?)),
         None => None,
     };
-    let (publisher, _) = Actor::spawn(None, Publisher, PublisherArgs { store: store.clone(), keys: keys.clone() })
-        .await
-        .map_err(|e| e.to_string())?;
     let (nonces, _) = Actor::spawn(None, NonceStore, store.clone()).await.map_err(|e| e.to_string())?;
     let (billing, _) = Actor::spawn(None, Billing, store.clone()).await.map_err(|e| e.to_string())?;
     let (receipts, _) = Actor::spawn(None, ReceiptLog, store.clone()).await.map_err(|e| e.to_string())?;
     let (analytics, _) = Actor::spawn(None, Analytics, store.clone()).await.map_err(|e| e.to_string())?;
     analytics.send_interval(std::time::Duration::from_secs(1), || AnalyticsMsg::Tick);
-    let (push_worker, _) = Actor::spawn(
-        None,
-        PushWorker,
-        PushWorkerArgs {
-            store: store.clone(),
-            publisher: publisher.clone(),
-            clock: clock.clone(),
-            blocklist: blocklist.clone(),
-            uploads: uploads.clone(),
-        },
-    )
-    .await
-    .map_err(|e| e.to_string())?;
+    let home = match config.role {
+        Role::Home => {
+            let (publisher, _) =
+                Actor::spawn(None, Publisher, PublisherArgs { store: store.clone(), keys: keys.clone() })
+                    .await
+                    .map_err(|e| e.to_string())?;
+            let (push_worker, _) = Actor::spawn(
+                None,
+                PushWorker,
+                PushWorkerArgs {
+                    store: store.clone(),
+                    publisher: publisher.clone(),
+                    clock: clock.clone(),
+                    blocklist: blocklist.clone(),
+                    uploads: uploads.clone(),
+                },
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            Some(HomeActors { publisher, push_worker })
+        }
+        Role::Read => None,
+    };
+    let replica = match config.role {
+        Role::Home => None,
+        Role::Read => Some(start_replica(&config, &store, &clock).await?),
+    };
     let index_dir = config.data_dir.join("index");
     if crate::search::index::prepare_layout(&index_dir, config.shards_per_collection)? {
         crate::actors::indexer::forget_applied(&store).map_err(|e| e.to_string())?;
@@ -100,8 +113,8 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         store,
         keys,
         clock,
-        publisher,
-        push_worker,
+        home,
+        replica,
         nonces,
         blocklist,
         uploads,
@@ -114,6 +127,23 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         analytics,
         key_set,
     })
+}
+
+/// A read region's replicator, pulling from home over HTTP/2.
+async fn start_replica(config: &NodeConfig, store: &Store, clock: &SharedClock) -> Result<Replica, String> {
+    let link = config.replication.as_ref().ok_or("a read region needs [replication]")?;
+    let home_url = link.home_url.as_deref().ok_or("a read region needs replication.home_url")?;
+    let home = Transport::http2(home_url)?;
+    let status = Arc::new(ReplicationStatus::default());
+    let args = ReplicatorArgs {
+        store: store.clone(),
+        home: home.clone(),
+        token: link.token.clone(),
+        clock: clock.clone(),
+        status: status.clone(),
+    };
+    let (replicator, _) = Actor::spawn(None, Replicator, args).await.map_err(|e| e.to_string())?;
+    Ok(Replica { replicator, status, home })
 }
 
 impl Node {

@@ -143,7 +143,7 @@ async fn every_absence_is_one_404_no_sooner_than_20_ms() {
         let record_id = product_id(&lumio.uuid, sku);
         let business_uuid = lumio.uuid.clone();
         let now = home.clock.now();
-        ractor::call!(home.state.publisher, |reply| PublisherMsg::EndRecord {
+        ractor::call!(home.state.home.as_ref().unwrap().publisher, |reply| PublisherMsg::EndRecord {
             business_uuid,
             record_id,
             delete,
@@ -458,7 +458,9 @@ async fn copy_key(from: &Home, to: &Home, key_id: &str) {
     let mut change = svc::replication::Change::new();
     change.put(svc::store::cf::RETRIEVAL_KEYS, key_id.as_bytes(), &record);
     let now = to.clock.now();
-    ractor::call!(to.state.publisher, |reply| PublisherMsg::Apply { change, now, reply }).unwrap().unwrap();
+    ractor::call!(to.state.home.as_ref().unwrap().publisher, |reply| PublisherMsg::Apply { change, now, reply })
+        .unwrap()
+        .unwrap();
 }
 
 // rule: R1.34, R1.36, R1.37, R1.38, R5.40, R5.43, R5.47, R5.3

@@ -9,3 +9,4 @@ pub mod nonce_store;
 pub mod publisher;
 pub mod push_worker;
 pub mod receipt_log;
+pub mod replicator;

@@ -197,9 +197,6 @@ fn up(
 fn node(path: &std::path::Path) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let config: crate::config::NodeConfig = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    if config.role == crate::config::Role::Read {
-        return Err("read regions are not built yet (README, Not yet)".into());
-    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
         let region = config.region.clone();

@@ -32,20 +32,38 @@ pub struct Transport {
 
 impl Transport {
     pub fn new(base_url: &str) -> Result<Transport, String> {
+        Self::build(base_url, false)
+    }
+
+    /// HTTP/2 with prior knowledge: one connection multiplexes every
+    /// request, as between the regions of a deployment.
+    pub fn http2(base_url: &str) -> Result<Transport, String> {
+        Self::build(base_url, true)
+    }
+
+    fn build(base_url: &str, http2: bool) -> Result<Transport, String> {
         let base: Uri = base_url.parse().map_err(|e| format!("{base_url}: {e}"))?;
         if base.scheme_str() != Some("http") || base.authority().is_none() {
             return Err(format!("{base_url}: an http:// address with a host is expected"));
         }
-        let client = Client::builder(TokioExecutor::new()).build_http();
+        let client = Client::builder(TokioExecutor::new()).http2_only(http2).build_http();
         Ok(Transport { base, client })
     }
 
-    /// Sends a request whose URI is a path (and query).
-    pub async fn send(&self, mut request: Request<Body>) -> Result<Answer, String> {
+    /// Sends a request whose URI is a path (and query) and streams the answer.
+    pub async fn forward(
+        &self,
+        mut request: Request<Body>,
+    ) -> Result<axum::http::Response<hyper::body::Incoming>, String> {
         let path = request.uri().path_and_query().map(|p| p.as_str().to_owned()).unwrap_or_else(|| "/".into());
         let authority = self.base.authority().map(|a| a.as_str()).unwrap_or_default();
         *request.uri_mut() = format!("http://{authority}{path}").parse().map_err(|e| format!("{path}: {e}"))?;
-        let response = self.client.request(request).await.map_err(|e| format!("{}: {e}", self.base))?;
+        self.client.request(request).await.map_err(|e| format!("{}: {e}", self.base))
+    }
+
+    /// Sends a request whose URI is a path (and query).
+    pub async fn send(&self, request: Request<Body>) -> Result<Answer, String> {
+        let response = self.forward(request).await?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes().to_vec();

@@ -53,20 +53,20 @@ pub fn routes() -> Router<AppState> {
 }
 
 fn authorize(state: &AppState, headers: &HeaderMap) -> ApiResult<()> {
+    if bearer_matches(headers, &state.config.admin_token) { Ok(()) } else { Err(ApiError::new(Code::Unauthorized)) }
+}
+
+/// Whether the request presents `expected` as its bearer token.
+pub(crate) fn bearer_matches(headers: &HeaderMap, expected: &str) -> bool {
     let presented =
         headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     // Compare digests so the comparison time says nothing about the token.
-    match presented {
-        Some(token) if sha256_prefixed(token.as_bytes()) == sha256_prefixed(state.config.admin_token.as_bytes()) => {
-            Ok(())
-        }
-        _ => Err(ApiError::new(Code::Unauthorized)),
-    }
+    presented.is_some_and(|token| sha256_prefixed(token.as_bytes()) == sha256_prefixed(expected.as_bytes()))
 }
 
 async fn apply(state: &AppState, change: Change) -> ApiResult<Option<u64>> {
     let now = state.clock.now();
-    ractor::call!(state.publisher, |reply| PublisherMsg::Apply { change, now, reply })
+    ractor::call!(state.home()?.publisher, |reply| PublisherMsg::Apply { change, now, reply })
         .map_err(ApiError::internal)?
         .map_err(ApiError::internal)
 }
@@ -101,10 +101,10 @@ async fn config(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<
 
 async fn observe(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Json<Value>> {
     authorize(&state, &headers)?;
-    let publisher = ractor::call!(state.publisher, PublisherMsg::Observe).map_err(ApiError::internal)?;
+    let publisher = ractor::call!(state.home()?.publisher, PublisherMsg::Observe).map_err(ApiError::internal)?;
     let nonces =
         ractor::call!(state.nonces, crate::actors::nonce_store::NonceMsg::Observe).map_err(ApiError::internal)?;
-    let worker = ractor::call!(state.push_worker, crate::actors::push_worker::PushWorkerMsg::Observe)
+    let worker = ractor::call!(state.home()?.push_worker, crate::actors::push_worker::PushWorkerMsg::Observe)
         .map_err(ApiError::internal)?;
     Ok(Json(json!({
         "publisher": {"last_seq": publisher.last_seq},
@@ -647,7 +647,7 @@ async fn save_sealed_record(
         ai_policy_version: seal.ai_policy_version,
         now,
     };
-    let saved = ractor::call!(state.publisher, |reply| PublisherMsg::SaveSealed(Box::new(save), reply))
+    let saved = ractor::call!(state.home()?.publisher, |reply| PublisherMsg::SaveSealed(Box::new(save), reply))
         .map_err(ApiError::internal)?
         .map_err(ApiError::internal)?;
     Ok(match saved {
@@ -856,7 +856,7 @@ async fn release_push(
             let mut settled = push;
             while let Some(leaf) = from {
                 let id = push_id.clone();
-                let (pushed, next) = ractor::call!(state.publisher, |reply| PublisherMsg::ReleaseChunk {
+                let (pushed, next) = ractor::call!(state.home()?.publisher, |reply| PublisherMsg::ReleaseChunk {
                     push_id: id,
                     from: leaf,
                     now,
@@ -871,7 +871,7 @@ async fn release_push(
         }
         Decision::Discard => {
             let id = push_id.clone();
-            ractor::call!(state.publisher, |reply| PublisherMsg::Discard { push_id: id, now, reply })
+            ractor::call!(state.home()?.publisher, |reply| PublisherMsg::Discard { push_id: id, now, reply })
                 .map_err(ApiError::internal)?
                 .map_err(invalid)?
         }

@@ -59,7 +59,7 @@ async fn put_upload(state: &AppState, upload: &UploadRecord) -> ApiResult<()> {
     let mut change = Change::new();
     change.put(cf::UPLOADS, upload.upload_id.as_bytes(), upload);
     let now = state.clock.now();
-    ractor::call!(state.publisher, |reply| PublisherMsg::Apply { change, now, reply })
+    ractor::call!(state.home()?.publisher, |reply| PublisherMsg::Apply { change, now, reply })
         .map_err(ApiError::internal)?
         .map_err(ApiError::internal)?;
     Ok(())
@@ -296,9 +296,10 @@ async fn create_import_route(state: &AppState, req: Request<Body>) -> ApiResult<
         body_bytes: file_bytes,
     };
     let push_id = svc_core::ids::batch_id(&random());
-    let created = ractor::call!(state.publisher, |reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply))
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)?;
+    let created =
+        ractor::call!(state.home()?.publisher, |reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply))
+            .map_err(ApiError::internal)?
+            .map_err(ApiError::internal)?;
     let push_id = match created {
         Ok(Created::Replay(answer)) => return Ok(super::business::stored_answer(&answer)),
         Ok(Created::New(id)) | Ok(Created::Resume(id)) => id,
@@ -338,7 +339,7 @@ async fn import_status(state: &AppState, push: &PushRecord) -> ApiResult<Respons
     if push.completed_at.is_some() {
         return Ok(json_response(StatusCode::OK, body, None));
     }
-    state.push_worker.send_message(PushWorkerMsg::Run(push.push_id.clone())).map_err(|_| {
+    state.home()?.push_worker.send_message(PushWorkerMsg::Run(push.push_id.clone())).map_err(|_| {
         unavailable(300, "import_unavailable", "bulk import is unavailable; ask again with the same request")
     })?;
     Ok(json_response(StatusCode::ACCEPTED, body, Some(out::status_url(&push.push_id))))

@@ -127,7 +127,7 @@ async fn introduce(state: &AppState, mut key: BusinessKey, now: UnixMs) -> ApiRe
     let mut change = crate::replication::Change::new();
     change.put(cf::INTEGRATION_KEYS, key.key_id.as_bytes(), &key);
     change.put(cf::MANDATES, &crate::registry::keys::mandate(&key.key_id, &mandate.mandate_id), &mandate);
-    ractor::call!(state.publisher, |reply| PublisherMsg::Apply { change, now, reply })
+    ractor::call!(state.home()?.publisher, |reply| PublisherMsg::Apply { change, now, reply })
         .map_err(ApiError::internal)?
         .map_err(ApiError::internal)?;
     Ok(key)
@@ -298,7 +298,7 @@ async fn publish_inner(state: &AppState, kind: &str, req: Request<Body>) -> ApiR
     {
         return Ok(answer);
     }
-    let background = state.push_worker.get_status() == ractor::ActorStatus::Running;
+    let background = state.home()?.push_worker.get_status() == ractor::ActorStatus::Running;
     if out::answer_mode(records.len(), background) == AnswerMode::Unavailable {
         let mut problem = Problem::new(Code::Unavailable).detail("background processing is unavailable; resend later");
         problem.retry_after_ms = Some(out::FALLBACK_RETRY_AFTER_SECONDS * 1000);
@@ -322,9 +322,10 @@ async fn publish_inner(state: &AppState, kind: &str, req: Request<Body>) -> ApiR
         body_bytes: body.len() as u64,
     };
     let push_id = svc_core::ids::batch_id(&random());
-    let created = ractor::call!(state.publisher, |reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply))
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)?;
+    let created =
+        ractor::call!(state.home()?.publisher, |reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply))
+            .map_err(ApiError::internal)?
+            .map_err(ApiError::internal)?;
     let push_id = match created {
         Ok(Created::Replay(answer)) => return Ok(stored_answer(&answer)),
         Ok(Created::New(ref id)) | Ok(Created::Resume(ref id)) => id.clone(),
@@ -350,7 +351,7 @@ async fn publish_inner(state: &AppState, kind: &str, req: Request<Body>) -> ApiR
             (StatusCode::ACCEPTED, serde_json::to_vec(&status).unwrap_or_default(), Some(out::status_url(&push_id)))
         }
         (false, AnswerMode::Background) => {
-            state.push_worker.send_message(PushWorkerMsg::Run(push_id.clone())).map_err(ApiError::internal)?;
+            state.home()?.push_worker.send_message(PushWorkerMsg::Run(push_id.clone())).map_err(ApiError::internal)?;
             let status = push_status(state, &push, false, None, None)?;
             (StatusCode::ACCEPTED, serde_json::to_vec(&status).unwrap_or_default(), Some(out::status_url(&push_id)))
         }
@@ -358,7 +359,7 @@ async fn publish_inner(state: &AppState, kind: &str, req: Request<Body>) -> ApiR
             let push = if settled {
                 push
             } else {
-                run_push(&state.push_runner(), &push_id).await.map_err(ApiError::internal)?
+                run_push(&state.push_runner()?, &push_id).await.map_err(ApiError::internal)?
             };
             (StatusCode::OK, serde_json::to_vec(&publish_outcome(state, &push)?).unwrap_or_default(), None)
         }
@@ -402,7 +403,7 @@ pub(super) async fn remember(
     let answer =
         IdempotentAnswer { fingerprint, status: status.as_u16(), body: body.to_vec(), location, at: state.clock.now() };
     let key_id = key_id.to_owned();
-    ractor::call!(state.publisher, |reply| PublisherMsg::RememberAnswer { key_id, idem, answer, reply })
+    ractor::call!(state.home()?.publisher, |reply| PublisherMsg::RememberAnswer { key_id, idem, answer, reply })
         .map_err(ApiError::internal)?
         .map_err(ApiError::internal)
 }
@@ -632,7 +633,7 @@ async fn end_route(state: &AppState, kind: &str, req: Request<Body>, delete: boo
     check_ai_policy_version(state, &key.business_uuid, seal.ai_policy_version, sealed_at)?;
     check_certificate_in_force(&state.registry.certificates(&key.business_uuid)?, &seal.cert_id, sealed_at)?;
     let (business_uuid, record_id) = (key.business_uuid.clone(), document.record_id.clone());
-    let ended = ractor::call!(state.publisher, |reply| PublisherMsg::EndRecord {
+    let ended = ractor::call!(state.home()?.publisher, |reply| PublisherMsg::EndRecord {
         business_uuid,
         record_id,
         delete,

@@ -6,6 +6,9 @@ pub mod auth;
 pub mod body;
 pub mod bulk;
 pub mod business;
+pub mod forward;
+pub mod health;
+pub mod internal;
 pub mod problem;
 pub mod public;
 pub mod raw_json;
@@ -15,6 +18,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
+use svc_core::problem::Code;
+
+use problem::{ApiError, ApiResult};
 use ractor::ActorRef;
 
 use crate::actors::nonce_store::NonceMsg;
@@ -35,8 +41,10 @@ pub struct AppState {
     pub registry: Registry,
     pub keys: Arc<ServiceKeys>,
     pub clock: SharedClock,
-    pub publisher: ActorRef<PublisherMsg>,
-    pub push_worker: ActorRef<PushWorkerMsg>,
+    /// The writers only the home region runs; `None` at a read region.
+    pub home: Option<HomeActors>,
+    /// A read region's link to home; `None` at home.
+    pub replica: Option<Replica>,
     pub nonces: ActorRef<NonceMsg>,
     pub blocklist: Option<Arc<Blocklist>>,
     /// Where bulk files are kept.
@@ -54,17 +62,47 @@ pub struct AppState {
     pub key_set: public::PublicDocument,
 }
 
+/// The actors that write: the home region's alone.
+#[derive(Clone)]
+pub struct HomeActors {
+    pub publisher: ActorRef<PublisherMsg>,
+    pub push_worker: ActorRef<PushWorkerMsg>,
+}
+
+/// A read region's replication: its puller, its progress, and home.
+#[derive(Clone)]
+pub struct Replica {
+    pub replicator: ActorRef<crate::actors::replicator::ReplicatorMsg>,
+    pub status: Arc<crate::actors::replicator::ReplicationStatus>,
+    pub home: crate::client::transport::Transport,
+}
+
 impl AppState {
+    /// The home region's writers, or 503 at a read region (whose write
+    /// routes are forwarded to home before they get here).
+    pub fn home(&self) -> ApiResult<&HomeActors> {
+        self.home
+            .as_ref()
+            .ok_or_else(|| ApiError::retry_after(Code::Unavailable, 1_000, "writes are taken by the home region"))
+    }
+
     /// Stops every actor and waits until each has let go of its state (the
     /// store, the index writers), so the node's directories can be opened again.
     pub async fn stop_actors(&self) {
         let wait = Some(std::time::Duration::from_secs(10));
-        let _ = self.push_worker.stop_and_wait(None, wait).await;
+        if let Some(replica) = &self.replica {
+            let _ = replica.replicator.stop_and_wait(None, wait).await;
+        }
+        if let Some(home) = &self.home {
+            let _ = home.push_worker.stop_and_wait(None, wait).await;
+        }
         let _ = self.indexer.stop_and_wait(None, wait).await;
         for shard in &self.index_shards {
             let _ = shard.stop_and_wait(None, wait).await;
         }
-        let _ = self.publisher.stop_and_wait(None, wait).await;
+        if let Some(home) = &self.home {
+            let _ = home.publisher.stop_and_wait(None, wait).await;
+        }
         let _ = self.nonces.stop_and_wait(None, wait).await;
         let _ = self.billing.stop_and_wait(None, wait).await;
         let _ = self.receipts.stop_and_wait(None, wait).await;
@@ -72,20 +110,27 @@ impl AppState {
     }
 
     /// What running a push inline needs.
-    pub fn push_runner(&self) -> crate::actors::push_worker::PushRunner {
-        crate::actors::push_worker::PushRunner {
+    pub fn push_runner(&self) -> ApiResult<crate::actors::push_worker::PushRunner> {
+        Ok(crate::actors::push_worker::PushRunner {
             store: self.store.clone(),
-            publisher: self.publisher.clone(),
+            publisher: self.home()?.publisher.clone(),
             clock: self.clock.clone(),
             blocklist: self.blocklist.clone(),
             uploads: self.uploads.clone(),
-        }
+        })
     }
 }
 
-/// The public API: business, retrieval and public verification routes.
+/// The public API: business, retrieval and public verification routes,
+/// health, and at home the internal log route. A read region serves
+/// retrieval and public routes itself and forwards everything else to home.
 pub fn public_router(state: AppState) -> Router {
-    business::routes().merge(bulk::routes()).merge(retrieval::routes()).merge(public::routes()).with_state(state)
+    let served = retrieval::routes().merge(public::routes()).merge(health::routes());
+    if state.home.is_some() {
+        served.merge(business::routes()).merge(bulk::routes()).merge(internal::routes()).with_state(state)
+    } else {
+        served.fallback(forward::to_home).with_state(state)
+    }
 }
 
 /// The operator's admin API.

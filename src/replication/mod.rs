@@ -138,8 +138,7 @@ impl LogWriter {
     }
 
     fn next_after_stored(store: &Store) -> StoreResult<u64> {
-        let last = store.last_key(cf::REPLOG)?.and_then(|k| <[u8; 8]>::try_from(k.as_slice()).ok());
-        Ok(last.map(u64::from_be_bytes).unwrap_or(0) + 1)
+        Ok(last_seq(store)? + 1)
     }
 
     /// The sequence number of the newest entry (0 before any), in flight
@@ -252,6 +251,72 @@ pub fn entries_after(store: &Store, after: u64, limit: usize) -> StoreResult<Vec
     Ok(store.scan::<Entry>(cf::REPLOG, &[], Some(&from), limit)?.into_iter().map(|(_, e)| e).collect())
 }
 
+/// The header by which home tells a region its newest sequence number.
+pub const LOG_HEAD_HEADER: &str = "x-svc-log-head";
+
+/// The newest sequence number in this store's log (0 before any).
+pub fn last_seq(store: &Store) -> StoreResult<u64> {
+    let last = store.last_key(cf::REPLOG)?.and_then(|k| <[u8; 8]>::try_from(k.as_slice()).ok());
+    Ok(last.map(u64::from_be_bytes).unwrap_or(0))
+}
+
+/// Entries as frames (`svc_core::frames`), stopping before `max_bytes`
+/// unless that leaves none.
+pub fn encode_frames(entries: &[Entry], max_bytes: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for entry in entries {
+        let payload = postcard::to_stdvec(entry).unwrap_or_default();
+        if !out.is_empty() && out.len() + payload.len() > max_bytes {
+            break;
+        }
+        svc_core::frames::encode(entry.seq, &payload, &mut out);
+    }
+    out
+}
+
+/// What a read region did with an answer of frames.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The last sequence number now applied.
+    pub last: u64,
+    pub entries: usize,
+    /// Why reading stopped before the end; nothing from there on was applied.
+    pub refused: Option<String>,
+}
+
+/// Applies the frames that follow the store's last entry, in one synced
+/// write: each entry's writes and the entry itself, under home's sequence
+/// numbers, so the region's indexer tails its own log as home's does. The
+/// first cut, corrupt, out-of-sequence or undecodable frame ends the write;
+/// what follows is fetched again.
+pub fn apply_frames(store: &Store, bytes: &[u8]) -> StoreResult<Applied> {
+    let after = last_seq(store)?;
+    let (frames, stopped) = svc_core::frames::decode(bytes, after);
+    let mut refused = stopped.map(|e| e.to_string());
+    let mut batch = store.batch();
+    let mut last = after;
+    let mut entries = 0;
+    for (seq, payload) in frames {
+        let entry = match postcard::from_bytes::<Entry>(payload) {
+            Ok(entry) if entry.seq == seq => entry,
+            _ => {
+                refused = Some(format!("frame {seq} does not hold entry {seq}"));
+                break;
+            }
+        };
+        for op in &entry.ops {
+            apply_op(&mut batch, op);
+        }
+        batch.put(cf::REPLOG, &be(seq), &entry);
+        last = seq;
+        entries += 1;
+    }
+    if entries > 0 {
+        store.write_ready(batch.ready()?, true)?;
+    }
+    Ok(Applied { last, entries, refused })
+}
+
 /// Decodes a replicated value (what `Change::put` encoded).
 pub fn decode<T: DeserializeOwned>(value: &[u8]) -> Option<T> {
     postcard::from_bytes(value).ok()
@@ -282,6 +347,38 @@ mod tests {
         drop(log);
         let reopened = LogWriter::open(store.clone()).unwrap();
         assert_eq!(reopened.last_seq(), 1, "sequence numbers continue after a restart");
+    }
+
+    #[test]
+    fn a_region_applies_frames_once_in_order_and_refuses_what_follows_a_bad_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Store::open(&dir.path().join("home")).unwrap();
+        let region = Store::open(&dir.path().join("region")).unwrap();
+        let mut log = LogWriter::open(home.clone()).unwrap();
+        for i in 1..=4u64 {
+            let mut change = Change::new();
+            change.put(cf::BUSINESSES, &be(i), &i).put(cf::PUSHES, &be(i), &i);
+            log.commit(change, UnixMs(i as i64)).unwrap();
+        }
+        let entries = entries_after(&home, 0, 10).unwrap();
+        let mut bytes = encode_frames(&entries[..2], usize::MAX);
+        let good = bytes.len();
+        bytes.extend(encode_frames(&entries[2..], usize::MAX));
+        // A flipped byte in the third frame: two entries apply, the rest waits.
+        bytes[good + 14] ^= 0x40;
+        let applied = apply_frames(&region, &bytes).unwrap();
+        assert_eq!((applied.last, applied.entries), (2, 2));
+        assert!(applied.refused.unwrap().contains("checksum"));
+        assert_eq!(region.get::<u64>(cf::BUSINESSES, &be(3)).unwrap(), None, "nothing of a corrupt frame lands");
+        // Fetched again from where it stopped: the same frames twice apply once.
+        let again = encode_frames(&entries_after(&home, 2, 10).unwrap(), usize::MAX);
+        assert_eq!(apply_frames(&region, &again).unwrap(), Applied { last: 4, entries: 2, refused: None });
+        let replay = apply_frames(&region, &again).unwrap();
+        assert_eq!((replay.last, replay.entries), (4, 0));
+        assert!(replay.refused.unwrap().contains("expected"), "a replayed frame is out of sequence");
+        assert_eq!(region.get::<u64>(cf::BUSINESSES, &be(4)).unwrap(), Some(4));
+        assert_eq!(region.get::<u64>(cf::PUSHES, &be(4)).unwrap(), None, "home-only writes stay home");
+        assert_eq!(entries_after(&region, 0, 10).unwrap(), entries, "the region's log is home's");
     }
 
     #[test]

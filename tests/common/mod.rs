@@ -327,8 +327,12 @@ impl Home {
     /// Waits until the index has applied every replication log entry.
     pub async fn wait_indexed(&self) {
         for _ in 0..500 {
-            let last =
-                ractor::call!(self.state.publisher, svc::actors::publisher::PublisherMsg::Observe).unwrap().last_seq;
+            let last = ractor::call!(
+                self.state.home.as_ref().unwrap().publisher,
+                svc::actors::publisher::PublisherMsg::Observe
+            )
+            .unwrap()
+            .last_seq;
             let applied =
                 ractor::call!(self.state.indexer, svc::actors::indexer::IndexerMsg::Observe).unwrap().applied_seq;
             if applied >= last {
@@ -383,11 +387,9 @@ impl Home {
             body_bytes: 1_000,
         };
         let id = push_id.to_owned();
-        let created = ractor::call!(self.state.publisher, |r| svc::actors::publisher::PublisherMsg::CreatePush(
-            Box::new(push),
-            id,
-            r
-        ))
+        let created = ractor::call!(self.state.home.as_ref().unwrap().publisher, |r| {
+            svc::actors::publisher::PublisherMsg::CreatePush(Box::new(push), id, r)
+        })
         .unwrap()
         .unwrap()
         .unwrap();

@@ -122,15 +122,16 @@ async fn authenticate(state: &AppState, req: Request<Body>, limit: usize, now: U
     Ok(Caller { key, verified: Some(verified), body })
 }
 
-/// A sandbox key's first request registers it.
+/// A sandbox key's first request registers it. Only home writes; a read
+/// region keeps admitting the key with its grant until home has seen it.
 async fn introduce(state: &AppState, mut key: RetrievalKey, now: UnixMs) -> ApiResult<RetrievalKey> {
-    if key.introduced {
+    if key.introduced || state.home.is_none() {
         return Ok(key);
     }
     key.introduced = true;
     let mut change = Change::new();
     change.put(cf::RETRIEVAL_KEYS, key.key_id.as_bytes(), &key);
-    ractor::call!(state.publisher, |reply| PublisherMsg::Apply { change, now, reply })
+    ractor::call!(state.home()?.publisher, |reply| PublisherMsg::Apply { change, now, reply })
         .map_err(ApiError::internal)?
         .map_err(ApiError::internal)?;
     Ok(key)

@@ -1,0 +1,133 @@
+//! A read region's link to home: pulls the replication log over HTTP/2 from
+//! the last sequence number it applied, and applies each answer in one
+//! write (`replication::apply_frames`). A cut, corrupt or out-of-sequence
+//! frame is refused and fetched again; nothing after it is applied. Its
+//! progress is shared through [`ReplicationStatus`] so health and metrics
+//! never wait behind a long poll.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, header};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+
+use crate::client::transport::Transport;
+use crate::clock::SharedClock;
+use crate::replication::{LOG_HEAD_HEADER, apply_frames, last_seq};
+use crate::store::Store;
+
+/// How long home may hold a pull open when there is nothing new.
+const LONG_POLL_MS: u64 = 2_000;
+/// The wait before pulling again after a failure.
+const BACKOFF: Duration = Duration::from_millis(500);
+
+/// What a region knows about its replication, readable without the actor.
+#[derive(Debug, Default)]
+pub struct ReplicationStatus {
+    /// The last sequence number applied here.
+    pub applied: AtomicU64,
+    /// Home's newest sequence number, as of the last answer.
+    pub head: AtomicU64,
+    /// When the region last knew itself caught up with home (ms; 0 never).
+    pub caught_up_at: AtomicI64,
+    /// Answers refused for a bad frame, since start.
+    pub refused: AtomicU64,
+}
+
+impl ReplicationStatus {
+    /// Milliseconds since the region was last known caught up.
+    pub fn lag_ms(&self, now_ms: i64) -> i64 {
+        match self.caught_up_at.load(Ordering::Relaxed) {
+            0 => i64::MAX,
+            at => (now_ms - at).max(0),
+        }
+    }
+}
+
+pub enum ReplicatorMsg {
+    Pull,
+}
+
+pub struct ReplicatorArgs {
+    pub store: Store,
+    pub home: Transport,
+    pub token: String,
+    pub clock: SharedClock,
+    pub status: Arc<ReplicationStatus>,
+}
+
+pub struct Replicator;
+
+impl Replicator {
+    async fn pull(args: &ReplicatorArgs) -> Result<(), String> {
+        let after = last_seq(&args.store).map_err(|e| e.to_string())?;
+        args.status.applied.store(after, Ordering::Relaxed);
+        let request = Request::get(format!("/internal/v1/log?after={after}&wait_ms={LONG_POLL_MS}"))
+            .header(header::AUTHORIZATION, format!("Bearer {}", args.token))
+            .body(Body::empty())
+            .map_err(|e| e.to_string())?;
+        let answer = args.home.send(request).await?;
+        if answer.status != 200 {
+            return Err(format!("home answered {}", answer.status));
+        }
+        let head = answer
+            .headers
+            .get(LOG_HEAD_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .ok_or("home's answer has no log head")?;
+        let store = args.store.clone();
+        let applied = tokio::task::spawn_blocking(move || apply_frames(&store, &answer.bytes))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        args.status.applied.store(applied.last, Ordering::Relaxed);
+        args.status.head.store(head.max(applied.last), Ordering::Relaxed);
+        if let Some(reason) = applied.refused {
+            args.status.refused.fetch_add(1, Ordering::Relaxed);
+            return Err(format!("refused from {}: {reason}", applied.last + 1));
+        }
+        if applied.last >= head {
+            args.status.caught_up_at.store(args.clock.now().0, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+impl Actor for Replicator {
+    type Msg = ReplicatorMsg;
+    type State = ReplicatorArgs;
+    type Arguments = ReplicatorArgs;
+
+    async fn pre_start(
+        &self,
+        me: ActorRef<ReplicatorMsg>,
+        args: ReplicatorArgs,
+    ) -> Result<ReplicatorArgs, ActorProcessingErr> {
+        args.status.applied.store(last_seq(&args.store)?, Ordering::Relaxed);
+        me.send_message(ReplicatorMsg::Pull)?;
+        Ok(args)
+    }
+
+    async fn handle(
+        &self,
+        me: ActorRef<ReplicatorMsg>,
+        msg: ReplicatorMsg,
+        args: &mut ReplicatorArgs,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            ReplicatorMsg::Pull => {
+                if let Err(e) = Self::pull(args).await {
+                    tracing::warn!(error = %e, "replication pull failed; pulling again");
+                    tokio::time::sleep(BACKOFF).await;
+                }
+                // The next pull is a message, so a stop request between
+                // pulls is taken.
+                let _ = me.send_message(ReplicatorMsg::Pull);
+            }
+        }
+        Ok(())
+    }
+}

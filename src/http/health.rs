@@ -1,0 +1,50 @@
+//! `/healthz` (the process answers) and `/readyz` (the region serves fresh
+//! data: at a read region, caught up with home within the configured lag,
+//! and its index caught up with what it replicated).
+
+use std::sync::atomic::Ordering;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::json;
+
+use super::AppState;
+use crate::actors::indexer::IndexerMsg;
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz))
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    let role = if state.home.is_some() { "home" } else { "read" };
+    axum::Json(json!({"status": "ok", "region": state.config.region, "role": role})).into_response()
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    let indexed = ractor::call!(state.indexer, IndexerMsg::Observe).map(|s| s.applied_seq).ok();
+    let logged = crate::replication::last_seq(&state.store).ok();
+    let index_caught_up = matches!((indexed, logged), (Some(i), Some(l)) if i >= l);
+    let (ready, mut body) = match &state.replica {
+        None => (indexed.is_some(), json!({"role": "home"})),
+        Some(replica) => {
+            let lag_ms = replica.status.lag_ms(state.clock.now().0);
+            let max = state.config.replication.as_ref().map_or(0, |r| r.ready_max_lag_ms) as i64;
+            let body = json!({
+                "role": "read",
+                "applied_seq": replica.status.applied.load(Ordering::Relaxed),
+                "head_seq": replica.status.head.load(Ordering::Relaxed),
+                "lag_ms": (lag_ms != i64::MAX).then_some(lag_ms),
+                "max_lag_ms": max,
+            });
+            (index_caught_up && lag_ms <= max, body)
+        }
+    };
+    body["region"] = json!(state.config.region);
+    body["ready"] = json!(ready);
+    body["indexed_seq"] = json!(indexed);
+    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, axum::Json(body)).into_response()
+}

@@ -1,0 +1,143 @@
+//! A home region and a read region as two nodes over TCP: the read region
+//! pulls home's replication log over HTTP/2, serves searches from what it
+//! applied, forwards writes to home, and answers 503 for writes while home
+//! is unreachable (while still serving searches).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use svc::client::retrieval::RetrievalClient;
+use svc::client::transport::Transport;
+use svc::clock::SystemClock;
+use svc::config::{NodeConfig, ReplicationConfig, Role};
+use svc::node::Node;
+use svc::sandbox::corpus::{Sizes, generate};
+use svc::sandbox::seed::{admin, ensure_seeded};
+use svc_core::keys::{Alg, SigningKey};
+
+const TOKEN: &str = "replication-token-for-tests";
+
+fn config(dir: &std::path::Path, region: &str, role: Role, home_url: Option<String>) -> NodeConfig {
+    let mut config =
+        NodeConfig::local_home(dir.join(region), "127.0.0.1:0".parse().unwrap(), "127.0.0.1:0".parse().unwrap());
+    config.region = region.into();
+    config.role = role;
+    config.replication = Some(ReplicationConfig { home_url, token: TOKEN.into(), ready_max_lag_ms: 5_000 });
+    config
+}
+
+async fn get(base: &str, path: &str, token: Option<&str>) -> svc::client::transport::Answer {
+    let mut request = axum::http::Request::get(path);
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    Transport::new(base).unwrap().send(request.body(axum::body::Body::empty()).unwrap()).await.unwrap()
+}
+
+/// Polls `check` every 25 ms for up to 20 s.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..800 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{what} never happened");
+}
+
+// rule: R5.1
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_region_serves_what_home_published_and_forwards_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
+    let home_url = format!("http://{}", home.addr);
+    let read =
+        Node::start(config(dir.path(), "eu", Role::Read, Some(home_url.clone())), Arc::new(SystemClock)).await.unwrap();
+    let read_url = format!("http://{}", read.addr);
+
+    // Published at home, through home's own routes.
+    let sizes =
+        Sizes { businesses: 2, products: 30, events_per_business: 0, jobs_per_business: 0, updates_per_business: 0 };
+    let corpus = generate(11, sizes);
+    let country = corpus.businesses[0].country.clone();
+    ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
+    let company = admin(&home.state, "POST", "/admin/companies", json!({"name": "Far AI"})).await.unwrap();
+    let uuid = company["ai_company_uuid"].as_str().unwrap();
+    let group =
+        admin(&home.state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await.unwrap();
+    let key = SigningKey::from_seed(Alg::Ed25519, &[43; 32]).unwrap();
+    let group_id = group["ai_group_id"].as_str().unwrap();
+    let path = format!("/admin/groups/{group_id}/retrieval-keys");
+    let registered = admin(&home.state, "POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await.unwrap();
+    let grant = registered["sandbox_key_grant"].as_str().unwrap().to_owned();
+    let home_head = svc::replication::last_seq(&home.state.store).unwrap();
+
+    // The read region catches up to home's head and says so.
+    eventually("the read region is ready at home's head", || async {
+        let ready = get(&read_url, "/readyz", None).await;
+        ready.status == 200 && ready.json()["applied_seq"].as_u64() >= Some(home_head)
+    })
+    .await;
+    let ready = get(&read_url, "/readyz", None).await.json();
+    assert_eq!(ready["region"], "eu");
+    assert_eq!(ready["role"], "read");
+    assert!(ready["indexed_seq"].as_u64() >= Some(home_head), "{ready}");
+    assert_eq!(
+        svc::replication::entries_after(&read.state.store, 0, usize::MAX).unwrap(),
+        svc::replication::entries_after(&home.state.store, 0, usize::MAX).unwrap(),
+        "the region's log is home's, entry for entry"
+    );
+
+    // The same search answers the same rows at both regions.
+    let body = json!({"collection": "products", "filter": {"all": [{"country": country}]}, "sort_by": "published_at:desc", "limit": 10});
+    let rows = |base: String| {
+        let key = key.clone();
+        let grant = grant.clone();
+        let body = body.clone();
+        async move {
+            let client = RetrievalClient::new(&base, "api.svc.localhost", key, Some(grant)).unwrap();
+            let answer = client.call("POST", "/v1/search", serde_json::to_vec(&body).unwrap()).await.unwrap();
+            assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+            answer.json()["rows"].clone()
+        }
+    };
+    eventually("home's index serves the corpus", || {
+        let found = rows(home_url.clone());
+        async move { !found.await.as_array().unwrap().is_empty() }
+    })
+    .await;
+    let at_home = rows(home_url.clone()).await;
+    assert_eq!(rows(read_url.clone()).await, at_home, "the read region serves home's rows");
+
+    // A write route at the read region is home's answer, byte for byte
+    // apart from `instance`; the internal log needs the token.
+    let catalogue = "/v1/catalogue";
+    let via_read = get(&read_url, catalogue, None).await;
+    let at_home_direct = get(&home_url, catalogue, None).await;
+    assert_eq!(via_read.status, at_home_direct.status);
+    assert_eq!(via_read.json()["code"], at_home_direct.json()["code"]);
+    assert_eq!(get(&home_url, "/internal/v1/log?after=0", Some("wrong")).await.status, 401);
+    let log = get(&home_url, "/internal/v1/log?after=0", Some(TOKEN)).await;
+    assert_eq!(log.status, 200);
+    // (The search at home introduced the sandbox key: one entry more.)
+    let head_now = svc::replication::last_seq(&home.state.store).unwrap();
+    assert_eq!(log.headers["x-svc-log-head"].to_str().unwrap(), head_now.to_string());
+    let (frames, stopped) = svc_core::frames::decode(&log.bytes, 0);
+    assert_eq!((frames.len() as u64, stopped), (head_now, None));
+
+    // Home goes away: searches go on, writes are refused with 503.
+    home.stop().await;
+    let refused = get(&read_url, catalogue, None).await;
+    assert_eq!(refused.status, 503, "{}", String::from_utf8_lossy(&refused.bytes));
+    assert_eq!(refused.json()["code"], "unavailable");
+    assert!(refused.headers.contains_key("retry-after"));
+    assert_eq!(rows(read_url.clone()).await, at_home, "the read region still serves");
+    let health: Value = get(&read_url, "/healthz", None).await.json();
+    assert_eq!(health["status"], "ok");
+    read.stop().await;
+}

@@ -1,0 +1,45 @@
+//! Every file in `regions/` is a valid node configuration, and together
+//! they make one deployment (`config::check_deployment`).
+
+use svc::config::{NodeConfig, Role, check_deployment};
+
+fn load(path: &std::path::Path) -> NodeConfig {
+    let text = std::fs::read_to_string(path).unwrap();
+    toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn regions() -> Vec<NodeConfig> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("regions");
+    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files.iter().filter(|p| p.extension().is_some_and(|e| e == "toml")).map(|p| load(p)).collect()
+}
+
+#[test]
+fn the_localhost_deployment_is_one_home_and_at_least_two_read_regions() {
+    let regions = regions();
+    assert_eq!(regions.iter().filter(|r| r.role == Role::Home).count(), 1);
+    assert!(regions.iter().filter(|r| r.role == Role::Read).count() >= 2);
+    check_deployment(&regions).unwrap();
+}
+
+#[test]
+fn a_broken_deployment_is_refused_with_the_region_named() {
+    let regions = regions();
+    let read = regions.iter().position(|r| r.role == Role::Read).unwrap();
+    let mut other_authority = regions.clone();
+    other_authority[read].public_authority = "api.elsewhere.example".into();
+    assert!(check_deployment(&other_authority).unwrap_err().contains("public_authority"));
+    let mut wrong_token = regions.clone();
+    wrong_token[read].replication.as_mut().unwrap().token = "guess".into();
+    assert!(check_deployment(&wrong_token).unwrap_err().contains("token"));
+    let mut no_home = regions.clone();
+    no_home.retain(|r| r.role == Role::Read);
+    assert!(check_deployment(&no_home).unwrap_err().contains("0 home"));
+    let mut same_port = regions.clone();
+    same_port[read].listen = regions.iter().find(|r| r.role == Role::Home).unwrap().listen;
+    assert!(check_deployment(&same_port).unwrap_err().contains("listen"));
+    let mut astray = regions;
+    astray[read].replication.as_mut().unwrap().home_url = Some("http://127.0.0.1:1".into());
+    assert!(check_deployment(&astray).unwrap_err().contains("home_url"));
+}
