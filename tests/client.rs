@@ -161,9 +161,19 @@ async fn the_command_line_signs_prints_and_checks() {
 
     let mut search = pinned.to_vec();
     search.extend(["search", "--country", &region.country, "--sort", "published_at:desc", "--limit", "3"]);
-    let (code, stdout, stderr) = region.svc_client(&search).await;
+    // A search that ran out of its time budget (a loaded test machine while
+    // the index still takes the corpus) answers `partial`; ask again.
+    let (mut code, mut stdout, mut stderr) = region.svc_client(&search).await;
+    for _ in 0..20 {
+        if code != 0 || serde_json::from_str::<Value>(&stdout).map_or(true, |b| b["partial"] != true) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        (code, stdout, stderr) = region.svc_client(&search).await;
+    }
     assert_eq!(code, 0, "{stderr}");
     let body: Value = serde_json::from_str(&stdout).unwrap();
+    assert_ne!(body["partial"], true, "{body}");
     assert_eq!(body["rows"].as_array().unwrap().len(), 3);
     assert!(stderr.contains("names all 3 rows; every row signature holds"), "{stderr}");
 
