@@ -79,6 +79,33 @@ pub struct ReplicationConfig {
     /// many milliseconds.
     #[serde(default = "default_ready_max_lag_ms")]
     pub ready_max_lag_ms: u64,
+    /// Home: how long an allowance lease lasts.
+    #[serde(default = "default_lease_ms")]
+    pub lease_ms: u64,
+    /// A read region: how many allowance units it asks for at a time.
+    #[serde(default = "default_lease_units")]
+    pub lease_units: i64,
+}
+
+impl ReplicationConfig {
+    /// A link with every default: home's address (none at home) and the token.
+    pub fn new(home_url: Option<String>, token: &str) -> Self {
+        ReplicationConfig {
+            home_url,
+            token: token.to_owned(),
+            ready_max_lag_ms: default_ready_max_lag_ms(),
+            lease_ms: default_lease_ms(),
+            lease_units: default_lease_units(),
+        }
+    }
+}
+
+fn default_lease_ms() -> u64 {
+    60_000
+}
+
+fn default_lease_units() -> i64 {
+    100
 }
 
 fn default_ready_max_lag_ms() -> u64 {

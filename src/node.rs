@@ -4,19 +4,21 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use ractor::Actor;
+use ractor::{Actor, ActorRef};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::actors::analytics::{Analytics, AnalyticsMsg};
-use crate::actors::billing::Billing;
+use crate::actors::billing::{Billing, BillingArgs, BillingRole};
 use crate::actors::index_shard::IndexShard;
 use crate::actors::indexer::{Indexer, IndexerArgs, IndexerMsg};
-use crate::actors::nonce_store::{NonceMsg, NonceStore};
+use crate::actors::nonce_feed::{NonceFeed, NonceFeedArgs};
+use crate::actors::nonce_store::{NonceArgs, NonceMsg, NonceRole, NonceStore};
 use crate::actors::publisher::{Publisher, PublisherArgs};
 use crate::actors::push_worker::{PushWorker, PushWorkerArgs};
 use crate::actors::receipt_log::ReceiptLog;
 use crate::actors::replicator::{ReplicationStatus, Replicator, ReplicatorArgs};
+use crate::actors::uplink::{Uplink, UplinkArgs, UplinkMsg};
 use crate::blocklist::Blocklist;
 use crate::client::transport::Transport;
 use crate::clock::SharedClock;
@@ -24,6 +26,8 @@ use crate::config::{NodeConfig, Role};
 use crate::http::{self, AppState, HomeActors, Replica};
 use crate::limits::Limits;
 use crate::registry::Registry;
+use crate::replication::exchange;
+use crate::replication::link::HomeLink;
 use crate::service_keys::ServiceKeys;
 use crate::store::Store;
 
@@ -46,8 +50,23 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         Some(b) => Some(Arc::new(Blocklist::new(b)?)),
         None => None,
     };
-    let (nonces, _) = Actor::spawn(None, NonceStore, store.clone()).await.map_err(|e| e.to_string())?;
-    let (billing, _) = Actor::spawn(None, Billing, store.clone()).await.map_err(|e| e.to_string())?;
+    let (nonce_role, billing_role) = match config.role {
+        Role::Home => {
+            let lease_ms = config.replication.as_ref().map_or(60_000, |r| r.lease_ms) as i64;
+            let feed = exchange::nonce_feed(&store).map_err(|e| e.to_string())?;
+            (NonceRole::Home { feed }, BillingRole::Home { lease_ms })
+        }
+        Role::Read => {
+            let outbox = exchange::outbox(&store).map_err(|e| e.to_string())?;
+            (NonceRole::Region { outbox: outbox.clone() }, BillingRole::Region { outbox })
+        }
+    };
+    let (nonces, _) = Actor::spawn(None, NonceStore, NonceArgs { store: store.clone(), role: nonce_role })
+        .await
+        .map_err(|e| e.to_string())?;
+    let (billing, _) = Actor::spawn(None, Billing, BillingArgs { store: store.clone(), role: billing_role })
+        .await
+        .map_err(|e| e.to_string())?;
     let (receipts, _) = Actor::spawn(None, ReceiptLog, store.clone()).await.map_err(|e| e.to_string())?;
     let (analytics, _) = Actor::spawn(None, Analytics, store.clone()).await.map_err(|e| e.to_string())?;
     analytics.send_interval(std::time::Duration::from_secs(1), || AnalyticsMsg::Tick);
@@ -76,7 +95,7 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
     };
     let replica = match config.role {
         Role::Home => None,
-        Role::Read => Some(start_replica(&config, &store, &clock).await?),
+        Role::Read => Some(start_replica(&config, &store, &clock, &nonces).await?),
     };
     let index_dir = config.data_dir.join("index");
     if crate::search::index::prepare_layout(&index_dir, config.shards_per_collection)? {
@@ -129,22 +148,37 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
     })
 }
 
-/// A read region's replicator, pulling from home over HTTP/2.
-async fn start_replica(config: &NodeConfig, store: &Store, clock: &SharedClock) -> Result<Replica, String> {
-    let link = config.replication.as_ref().ok_or("a read region needs [replication]")?;
-    let home_url = link.home_url.as_deref().ok_or("a read region needs replication.home_url")?;
-    let home = Transport::http2(home_url)?;
+/// A read region's link to home over HTTP/2: the replicator pulling the
+/// log, the nonce feed, and the uplink shipping the outbox.
+async fn start_replica(
+    config: &NodeConfig,
+    store: &Store,
+    clock: &SharedClock,
+    nonces: &ActorRef<NonceMsg>,
+) -> Result<Replica, String> {
+    let settings = config.replication.as_ref().ok_or("a read region needs [replication]")?;
+    let home_url = settings.home_url.as_deref().ok_or("a read region needs replication.home_url")?;
+    let link = Arc::new(HomeLink::new(
+        Transport::http2(home_url)?,
+        settings.token.clone(),
+        config.region.clone(),
+        settings.lease_units,
+    ));
     let status = Arc::new(ReplicationStatus::default());
-    let args = ReplicatorArgs {
-        store: store.clone(),
-        home: home.clone(),
-        token: link.token.clone(),
-        clock: clock.clone(),
-        status: status.clone(),
-    };
+    let args =
+        ReplicatorArgs { store: store.clone(), link: link.clone(), clock: clock.clone(), status: status.clone() };
     let (replicator, _) = Actor::spawn(None, Replicator, args).await.map_err(|e| e.to_string())?;
-    Ok(Replica { replicator, status, home })
+    let feed_args = NonceFeedArgs { link: link.clone(), nonces: nonces.clone(), status: status.clone() };
+    let (nonce_feed, _) = Actor::spawn(None, NonceFeed, feed_args).await.map_err(|e| e.to_string())?;
+    let uplink_args =
+        UplinkArgs { store: store.clone(), link: link.clone(), region: config.region.clone(), status: status.clone() };
+    let (uplink, _) = Actor::spawn(None, Uplink, uplink_args).await.map_err(|e| e.to_string())?;
+    uplink.send_interval(std::time::Duration::from_millis(UPLINK_INTERVAL_MS), || UplinkMsg::Ship);
+    Ok(Replica { replicator, uplink, nonce_feed, status, link })
 }
+
+/// How often a read region ships its outbox: part of the replay window.
+const UPLINK_INTERVAL_MS: u64 = 20;
 
 impl Node {
     /// Starts a node and its two listeners.

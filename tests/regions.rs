@@ -23,7 +23,7 @@ fn config(dir: &std::path::Path, region: &str, role: Role, home_url: Option<Stri
         NodeConfig::local_home(dir.join(region), "127.0.0.1:0".parse().unwrap(), "127.0.0.1:0".parse().unwrap());
     config.region = region.into();
     config.role = role;
-    config.replication = Some(ReplicationConfig { home_url, token: TOKEN.into(), ready_max_lag_ms: 5_000 });
+    config.replication = Some(ReplicationConfig::new(home_url, TOKEN));
     config
 }
 
@@ -140,4 +140,128 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     let health: Value = get(&read_url, "/healthz", None).await.json();
     assert_eq!(health["status"], "ok");
     read.stop().await;
+}
+
+/// A fresh nonce, as a caller draws one.
+fn nonce() -> String {
+    svc_core::http_sig::nonce_from_bytes(&svc::clock::random::<32>())
+}
+
+fn now_secs() -> i64 {
+    svc::clock::Clock::now(&SystemClock).as_secs()
+}
+
+/// The totals home counted for the caller's company.
+async fn billed_at_home(client: &RetrievalClient) -> (u64, Value) {
+    let usage = client.call("GET", "/v1/usage", vec![]).await.unwrap();
+    assert_eq!(usage.status, 200, "{}", String::from_utf8_lossy(&usage.bytes));
+    let usage = usage.json();
+    (usage["totals"]["billed"].as_u64().unwrap(), usage["allowance"].clone())
+}
+
+// rule: R1.26, R1.27, R1.28, R1.29, R5.36
+#[tokio::test(flavor = "multi_thread")]
+async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
+    let home_url = format!("http://{}", home.addr);
+    let mut eu_config = config(dir.path(), "eu", Role::Read, Some(home_url.clone()));
+    if let Some(link) = eu_config.replication.as_mut() {
+        link.lease_units = 3;
+    }
+    let eu = Node::start(eu_config, Arc::new(SystemClock)).await.unwrap();
+    let eu_url = format!("http://{}", eu.addr);
+
+    let sizes =
+        Sizes { businesses: 1, products: 10, events_per_business: 0, jobs_per_business: 0, updates_per_business: 0 };
+    let corpus = generate(12, sizes);
+    let country = corpus.businesses[0].country.clone();
+    ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
+    let company = admin(&home.state, "POST", "/admin/companies", json!({"name": "Prepaid AI"})).await.unwrap();
+    let uuid = company["ai_company_uuid"].as_str().unwrap();
+    admin(&home.state, "POST", "/admin/allowances", json!({"ai_company_uuid": uuid, "prepay": true, "remaining": 20}))
+        .await
+        .unwrap();
+    let group =
+        admin(&home.state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await.unwrap();
+    let key = SigningKey::from_seed(Alg::Ed25519, &[44; 32]).unwrap();
+    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().unwrap());
+    let registered = admin(&home.state, "POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await.unwrap();
+    let grant = Some(registered["sandbox_key_grant"].as_str().unwrap().to_owned());
+    let at_home = RetrievalClient::new(&home_url, "api.svc.localhost", key.clone(), grant.clone()).unwrap();
+    let at_eu = RetrievalClient::new(&eu_url, "api.svc.localhost", key, grant).unwrap();
+    let search = serde_json::to_vec(&json!({"collection": "products", "filter": {"all": [{"country": country}]},
+        "sort_by": "published_at:desc", "limit": 5}))
+    .unwrap();
+    eventually("both regions serve the corpus", || async {
+        let mut served = true;
+        for client in [&at_home, &at_eu] {
+            let answer = client.call("POST", "/v1/search", search.clone()).await.unwrap();
+            served &= answer.status == 200 && !answer.json()["rows"].as_array().unwrap().is_empty();
+        }
+        served
+    })
+    .await;
+    let outbox_empty = || async { svc::replication::exchange::pending(&eu.state.store, 1).unwrap().is_empty() };
+    eventually("eu reported all it served", outbox_empty).await;
+    let (billed, _) = billed_at_home(&at_home).await;
+
+    // Served at eu; once the claim has gone round, a replay at home is refused.
+    let (created, n1) = (now_secs(), nonce());
+    assert_eq!(at_eu.call_as("POST", "/v1/search", search.clone(), created, &n1).await.unwrap().status, 200);
+    let replay = async |client: &RetrievalClient, n: &str| {
+        client.call_as("POST", "/v1/search", search.clone(), created, n).await.unwrap()
+    };
+    eventually("a replay at home is refused", || async {
+        let answer = replay(&at_home, &n1).await;
+        answer.status == 401 && answer.json()["code"] == "nonce_reused"
+    })
+    .await;
+    // Served at home; once eu learned it from the feed, a replay at eu is refused.
+    let n2 = nonce();
+    assert_eq!(replay(&at_home, &n2).await.status, 200);
+    eventually("a replay at eu is refused", || async {
+        let answer = replay(&at_eu, &n2).await;
+        answer.status == 401 && answer.json()["code"] == "nonce_reused"
+    })
+    .await;
+
+    // Sent to both at once, before either heard of it: served twice at
+    // most, billed once. Tried until both regions served the same request.
+    let mut both_served = 0;
+    let mut distinct = 2;
+    for _ in 0..10 {
+        let n = nonce();
+        let (a, b) = tokio::join!(replay(&at_home, &n), replay(&at_eu, &n));
+        assert!(a.status == 200 || b.status == 200);
+        distinct += 1;
+        if a.status == 200 && b.status == 200 {
+            both_served += 1;
+        }
+    }
+    assert!(both_served > 0, "a replay inside the window was served at both regions at least once");
+    eventually("home billed each signed request once", || async {
+        billed_at_home(&at_home).await.0 == billed + distinct
+    })
+    .await;
+    let (billed, allowance) = billed_at_home(&at_home).await;
+    assert_eq!(
+        allowance["remaining"].as_u64(),
+        Some(20 - billed),
+        "the allowance spent is what was billed: {allowance}"
+    );
+
+    // Home goes away: eu serves from its lease (at most 3 units), then fails closed.
+    home.stop().await;
+    let mut answers = Vec::new();
+    for _ in 0..5 {
+        answers.push(at_eu.call("POST", "/v1/search", search.clone()).await.unwrap());
+    }
+    let served = answers.iter().filter(|a| a.status == 200).count();
+    assert!(served <= 3, "never more than the lease: {served}");
+    let refused = answers.last().unwrap();
+    assert_eq!(refused.status, 503, "{}", String::from_utf8_lossy(&refused.bytes));
+    assert_eq!(refused.json()["code"], "unavailable");
+    assert!(refused.headers.contains_key("retry-after"));
+    eu.stop().await;
 }

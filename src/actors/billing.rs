@@ -3,20 +3,44 @@
 //! before it is served (so a spent allowance is refused, never overdrawn),
 //! then settles: a billable answer records its usage event, anything else
 //! gives the unit back. Each (key id, nonce) is counted once.
+//!
+//! Home holds the allowances and the counts. A read region serves a prepay
+//! company only from a lease of units home set aside for it, and reports
+//! each billed request (with its lease) through its outbox; home counts each
+//! (key id, nonce) once whichever regions served it, and a returned lease
+//! gives back the units home did not bill.
 
 use std::collections::HashMap;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use svc_core::time::UnixMs;
 
-use crate::store::model::{Allowance, DayUsage, UsageEvent, UsageKind};
-use crate::store::{Store, cf, key};
+use crate::replication::exchange::{LeaseAsk, LeaseGrant, Outgoing, Report, ReportTaken, Sequence};
+use crate::store::model::{Allowance, DayUsage, GrantedLease, HeldLease, UsageEvent, UsageKind};
+use crate::store::{Batch, Store, be, cf, key};
+
+/// Where home keeps its last lease id.
+const LEASE_SEQ: &[u8] = b"lease_seq";
 
 /// A unit held for a request while it is served.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reservation {
     pub company_uuid: String,
     prepay: bool,
+    /// The region's lease the unit came from; 0 at home.
+    lease_id: u64,
+}
+
+/// What a reservation found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reserved {
+    /// A unit is held. `renew`: a region's lease is running low or out of
+    /// time, and a fresh one should be asked for now.
+    Unit { reservation: Reservation, renew: bool },
+    /// The prepay allowance is spent (402).
+    Exhausted,
+    /// A read region holds no lease in force for the company: ask home.
+    NeedLease,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,10 +62,10 @@ pub struct UsageReport {
 }
 
 pub enum BillingMsg {
-    /// `Ok(None)` from `Reserve` means the allowance is spent.
     Reserve {
         company_uuid: String,
-        reply: RpcReplyPort<Result<Option<Reservation>, String>>,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<Reserved, String>>,
     },
     Settle {
         reservation: Reservation,
@@ -62,14 +86,48 @@ pub enum BillingMsg {
         to_day: String,
         reply: RpcReplyPort<Result<UsageReport, String>>,
     },
+    /// Home: sets units aside for a region.
+    Grant {
+        ask: LeaseAsk,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<LeaseGrant, String>>,
+    },
+    /// Home: a region's usage events and lease returns, in order.
+    Take {
+        report: Report,
+        reply: RpcReplyPort<Result<ReportTaken, String>>,
+    },
+    /// A read region: serve the company from this lease now.
+    Hold {
+        grant: LeaseGrant,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<(), String>>,
+    },
+}
+
+/// Home or a read region.
+#[derive(Clone)]
+pub enum BillingRole {
+    /// Leases last `lease_ms`.
+    Home { lease_ms: i64 },
+    /// Usage and lease returns go to the outbox.
+    Region { outbox: Sequence },
+}
+
+pub struct BillingArgs {
+    pub store: Store,
+    pub role: BillingRole,
 }
 
 pub struct Billing;
 
 pub struct BillingState {
     store: Store,
-    /// Units reserved by requests being served, per prepay company.
-    reserved: HashMap<String, i64>,
+    role: BillingRole,
+    /// Units reserved by requests being served, per (company, lease id).
+    reserved: HashMap<(String, u64), i64>,
+    /// A read region's leases, by company (also stored).
+    leases: HashMap<String, HeldLease>,
 }
 
 fn usage_key(key_id: &str, nonce: &str) -> Vec<u8> {
@@ -85,33 +143,154 @@ pub fn day_of(at: UnixMs) -> String {
     at.to_rfc3339_secs()[..10].to_owned()
 }
 
+/// Billing writes gathered for one batch: each value read once, changed in
+/// memory, written at the end, so many events in one batch add up.
+struct Tally<'a> {
+    store: &'a Store,
+    days: HashMap<Vec<u8>, DayUsage>,
+    allowances: HashMap<String, Option<Allowance>>,
+    leases: HashMap<u64, Option<GrantedLease>>,
+    counted: std::collections::HashSet<Vec<u8>>,
+}
+
+impl<'a> Tally<'a> {
+    fn new(store: &'a Store) -> Self {
+        Tally {
+            store,
+            days: HashMap::new(),
+            allowances: HashMap::new(),
+            leases: HashMap::new(),
+            counted: Default::default(),
+        }
+    }
+
+    fn allowance(&mut self, company_uuid: &str) -> Result<&mut Option<Allowance>, String> {
+        if !self.allowances.contains_key(company_uuid) {
+            let found =
+                self.store.get::<Allowance>(cf::ALLOWANCES, company_uuid.as_bytes()).map_err(|e| e.to_string())?;
+            self.allowances.insert(company_uuid.to_owned(), found);
+        }
+        Ok(self.allowances.get_mut(company_uuid).expect("just inserted"))
+    }
+
+    fn lease(&mut self, lease_id: u64) -> Result<&mut Option<GrantedLease>, String> {
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.leases.entry(lease_id) {
+            slot.insert(self.store.get::<GrantedLease>(cf::LEASES_GRANTED, &be(lease_id)).map_err(|e| e.to_string())?);
+        }
+        Ok(self.leases.get_mut(&lease_id).expect("just inserted"))
+    }
+
+    /// Counts a usage event unless its (key id, nonce) was counted before;
+    /// answers whether it was counted now.
+    fn count(&mut self, batch: &mut Batch<'_>, event: &UsageEvent) -> Result<bool, String> {
+        let k = usage_key(&event.key_id, &event.nonce);
+        if self.counted.contains(&k) || self.store.contains(cf::USAGE, &k).map_err(|e| e.to_string())? {
+            return Ok(false);
+        }
+        let day = day_key(&event.company_uuid, &day_of(event.at));
+        if !self.days.contains_key(&day) {
+            let found = self.store.get(cf::USAGE_DAYS, &day).map_err(|e| e.to_string())?.unwrap_or_default();
+            self.days.insert(day.clone(), found);
+        }
+        let counts = self.days.get_mut(&day).expect("just inserted");
+        match event.kind {
+            UsageKind::Search => counts.searches += 1,
+            UsageKind::Fetch => counts.fetches += 1,
+        }
+        batch.put(cf::USAGE, &k, event);
+        self.counted.insert(k);
+        Ok(true)
+    }
+
+    /// Spends one unit of a prepay allowance: from the lease it was served
+    /// under while home still holds it, else from the allowance itself.
+    fn charge(&mut self, company_uuid: &str, lease_id: u64) -> Result<(), String> {
+        if lease_id != 0
+            && let Some(lease) = self.lease(lease_id)?
+        {
+            lease.billed += 1;
+            return Ok(());
+        }
+        if let Some(allowance) = self.allowance(company_uuid)?.as_mut().filter(|a| a.prepay) {
+            allowance.remaining -= 1;
+        }
+        Ok(())
+    }
+
+    fn write(self, batch: &mut Batch<'_>) {
+        for (day, counts) in &self.days {
+            batch.put(cf::USAGE_DAYS, day, counts);
+        }
+        for allowance in self.allowances.values().flatten() {
+            batch.put(cf::ALLOWANCES, allowance.company_uuid.as_bytes(), allowance);
+        }
+        for (id, lease) in &self.leases {
+            match lease {
+                Some(lease) => batch.put(cf::LEASES_GRANTED, &be(*id), lease),
+                None => batch.delete(cf::LEASES_GRANTED, &be(*id)),
+            }
+        }
+    }
+}
+
 impl BillingState {
     fn allowance(&self, company_uuid: &str) -> Result<Option<Allowance>, String> {
         self.store.get::<Allowance>(cf::ALLOWANCES, company_uuid.as_bytes()).map_err(|e| e.to_string())
     }
 
-    fn reserve(&mut self, company_uuid: String) -> Result<Option<Reservation>, String> {
+    fn held(&self, company_uuid: &str, lease_id: u64) -> i64 {
+        self.reserved.get(&(company_uuid.to_owned(), lease_id)).copied().unwrap_or(0)
+    }
+
+    fn hold_unit(&mut self, company_uuid: &str, lease_id: u64) {
+        *self.reserved.entry((company_uuid.to_owned(), lease_id)).or_default() += 1;
+    }
+
+    fn reserve(&mut self, company_uuid: String, now: UnixMs) -> Result<Reserved, String> {
+        if let BillingRole::Region { .. } = self.role {
+            return Ok(self.reserve_from_lease(company_uuid, now));
+        }
         let prepay = match self.allowance(&company_uuid)? {
             Some(a) if a.prepay => {
-                let held = self.reserved.entry(company_uuid.clone()).or_default();
-                if a.remaining - *held <= 0 {
-                    return Ok(None);
+                if a.remaining - self.held(&company_uuid, 0) <= 0 {
+                    return Ok(Reserved::Exhausted);
                 }
-                *held += 1;
+                self.hold_unit(&company_uuid, 0);
                 true
             }
             _ => false,
         };
-        Ok(Some(Reservation { company_uuid, prepay }))
+        Ok(Reserved::Unit { reservation: Reservation { company_uuid, prepay, lease_id: 0 }, renew: false })
+    }
+
+    fn reserve_from_lease(&mut self, company_uuid: String, now: UnixMs) -> Reserved {
+        let Some(lease) = self.leases.get(&company_uuid).filter(|l| l.expires_at > now).cloned() else {
+            return Reserved::NeedLease;
+        };
+        // Past four fifths of its time, a lease is renewed ahead.
+        let late = (now.0 - lease.granted_at.0) * 5 > (lease.expires_at.0 - lease.granted_at.0) * 4;
+        if !lease.prepay {
+            let reservation = Reservation { company_uuid, prepay: false, lease_id: 0 };
+            return Reserved::Unit { reservation, renew: late };
+        }
+        let free = lease.left - self.held(&company_uuid, lease.lease_id);
+        if free <= 0 {
+            return if lease.granted == 0 { Reserved::Exhausted } else { Reserved::NeedLease };
+        }
+        self.hold_unit(&company_uuid, lease.lease_id);
+        let renew = late || (free - 1) * 5 <= lease.granted;
+        Reserved::Unit { reservation: Reservation { company_uuid, prepay: true, lease_id: lease.lease_id }, renew }
     }
 
     fn release(&mut self, reservation: &Reservation) {
-        if reservation.prepay
-            && let Some(held) = self.reserved.get_mut(&reservation.company_uuid)
-        {
+        if !reservation.prepay {
+            return;
+        }
+        let k = (reservation.company_uuid.clone(), reservation.lease_id);
+        if let Some(held) = self.reserved.get_mut(&k) {
             *held -= 1;
             if *held <= 0 {
-                self.reserved.remove(&reservation.company_uuid);
+                self.reserved.remove(&k);
             }
         }
     }
@@ -119,24 +298,26 @@ impl BillingState {
     fn settle(&mut self, reservation: Reservation, event: Option<UsageEvent>) -> Result<Settled, String> {
         self.release(&reservation);
         let Some(event) = event else { return Ok(Settled::Released) };
-        let k = usage_key(&event.key_id, &event.nonce);
-        if self.store.contains(cf::USAGE, &k).map_err(|e| e.to_string())? {
+        let mut batch = self.store.batch();
+        let mut tally = Tally::new(&self.store);
+        if !tally.count(&mut batch, &event)? {
             return Ok(Settled::AlreadyBilled);
         }
-        let day = day_key(&event.company_uuid, &day_of(event.at));
-        let mut counts: DayUsage = self.store.get(cf::USAGE_DAYS, &day).map_err(|e| e.to_string())?.unwrap_or_default();
-        match event.kind {
-            UsageKind::Search => counts.searches += 1,
-            UsageKind::Fetch => counts.fetches += 1,
-        }
-        let mut batch = self.store.batch();
-        batch.put(cf::USAGE, &k, &event);
-        batch.put(cf::USAGE_DAYS, &day, &counts);
-        if reservation.prepay
-            && let Some(mut allowance) = self.allowance(&event.company_uuid)?
-        {
-            allowance.remaining -= 1;
-            batch.put(cf::ALLOWANCES, event.company_uuid.as_bytes(), &allowance);
+        match &self.role {
+            BillingRole::Home { .. } => {
+                if reservation.prepay {
+                    tally.charge(&event.company_uuid, 0)?;
+                }
+                tally.write(&mut batch);
+            }
+            BillingRole::Region { outbox } => {
+                let lease_id = reservation.prepay.then_some(reservation.lease_id);
+                outbox.append(&mut batch, &Outgoing::Usage { event: event.clone(), lease_id });
+                if let Some(lease) = self.leases.get_mut(&event.company_uuid).filter(|l| Some(l.lease_id) == lease_id) {
+                    lease.left -= 1;
+                    batch.put(cf::LEASES_HELD, event.company_uuid.as_bytes(), &*lease);
+                }
+            }
         }
         // Not synced: a crash of the process keeps it (the WAL is written);
         // the request is answered only after this returns.
@@ -153,17 +334,119 @@ impl BillingState {
             .map(|(k, counts)| (String::from_utf8_lossy(&k[prefix.len()..]).into_owned(), counts))
             .take_while(|(day, _)| day.as_str() <= to_day)
             .collect();
-        Ok(UsageReport { days, allowance: self.allowance(company_uuid)? })
+        // Units leased to regions and not billed yet are still the company's.
+        let mut allowance = self.allowance(company_uuid)?;
+        if let Some(allowance) = allowance.as_mut().filter(|a| a.prepay) {
+            let leases = self.store.scan::<GrantedLease>(cf::LEASES_GRANTED, &[], None, usize::MAX);
+            for (_, lease) in leases.map_err(|e| e.to_string())? {
+                if lease.company_uuid == company_uuid {
+                    allowance.remaining += lease.granted - lease.billed;
+                }
+            }
+        }
+        Ok(UsageReport { days, allowance })
+    }
+
+    /// Home: sets aside up to `ask.units` of what a prepay allowance has
+    /// free (not held by requests at home) for the asking region.
+    fn grant(&mut self, ask: LeaseAsk, now: UnixMs) -> Result<LeaseGrant, String> {
+        let BillingRole::Home { lease_ms } = self.role else { return Err("leases are granted by home".into()) };
+        let expires_at = now.plus(lease_ms);
+        let no_lease =
+            LeaseGrant { lease_id: 0, company_uuid: ask.company_uuid.clone(), prepay: false, units: 0, expires_at };
+        let Some(mut allowance) = self.allowance(&ask.company_uuid)?.filter(|a| a.prepay) else { return Ok(no_lease) };
+        let free = (allowance.remaining - self.held(&ask.company_uuid, 0)).max(0);
+        let units = ask.units.clamp(0, free);
+        let last: u64 = self.store.get(cf::META, LEASE_SEQ).map_err(|e| e.to_string())?.unwrap_or(0);
+        let lease_id = last + 1;
+        allowance.remaining -= units;
+        let lease =
+            GrantedLease { company_uuid: ask.company_uuid.clone(), region: ask.region, granted: units, billed: 0 };
+        let mut batch = self.store.batch();
+        batch.put(cf::META, LEASE_SEQ, &lease_id);
+        batch.put(cf::ALLOWANCES, allowance.company_uuid.as_bytes(), &allowance);
+        batch.put(cf::LEASES_GRANTED, &be(lease_id), &lease);
+        batch.commit().map_err(|e| e.to_string())?;
+        Ok(LeaseGrant { lease_id, prepay: true, units, ..no_lease })
+    }
+
+    /// Home: a region's usage events and lease returns, in one write.
+    fn take(&mut self, report: Report) -> Result<ReportTaken, String> {
+        let mut taken = ReportTaken::default();
+        let mut batch = self.store.batch();
+        let mut tally = Tally::new(&self.store);
+        for entry in &report.entries {
+            match entry {
+                Outgoing::Claim(_) => {}
+                Outgoing::Usage { event, lease_id } => {
+                    if !tally.count(&mut batch, event)? {
+                        taken.already_billed += 1;
+                        continue;
+                    }
+                    taken.billed += 1;
+                    if let Some(lease_id) = lease_id {
+                        tally.charge(&event.company_uuid, *lease_id)?;
+                    }
+                }
+                Outgoing::Return { lease_id } => {
+                    let slot = tally.lease(*lease_id)?;
+                    if let Some(lease) = slot.take()
+                        && let Some(allowance) = tally.allowance(&lease.company_uuid)?.as_mut()
+                    {
+                        allowance.remaining += lease.granted - lease.billed;
+                    }
+                }
+            }
+        }
+        tally.write(&mut batch);
+        // Synced: the region deletes its outbox once this is answered.
+        batch.commit().map_err(|e| e.to_string())?;
+        Ok(taken)
+    }
+
+    /// A read region: serve the company from `grant` now; a lease it
+    /// replaces goes back to home (after the usage already in the outbox).
+    fn hold(&mut self, grant: LeaseGrant, now: UnixMs) -> Result<(), String> {
+        let BillingRole::Region { outbox } = &self.role else { return Err("leases are held by read regions".into()) };
+        let mut batch = self.store.batch();
+        if let Some(old) = self.leases.get(&grant.company_uuid)
+            && old.lease_id != 0
+            && old.lease_id != grant.lease_id
+        {
+            outbox.append(&mut batch, &Outgoing::Return { lease_id: old.lease_id });
+        }
+        let lease = HeldLease {
+            lease_id: grant.lease_id,
+            prepay: grant.prepay,
+            granted: grant.units,
+            left: grant.units,
+            granted_at: now,
+            expires_at: grant.expires_at,
+        };
+        batch.put(cf::LEASES_HELD, grant.company_uuid.as_bytes(), &lease);
+        batch.commit().map_err(|e| e.to_string())?;
+        self.leases.insert(grant.company_uuid, lease);
+        Ok(())
     }
 }
 
 impl Actor for Billing {
     type Msg = BillingMsg;
     type State = BillingState;
-    type Arguments = Store;
+    type Arguments = BillingArgs;
 
-    async fn pre_start(&self, _me: ActorRef<BillingMsg>, store: Store) -> Result<BillingState, ActorProcessingErr> {
-        Ok(BillingState { store, reserved: HashMap::new() })
+    async fn pre_start(
+        &self,
+        _me: ActorRef<BillingMsg>,
+        args: BillingArgs,
+    ) -> Result<BillingState, ActorProcessingErr> {
+        let leases = args
+            .store
+            .scan::<HeldLease>(cf::LEASES_HELD, &[], None, usize::MAX)?
+            .into_iter()
+            .map(|(k, lease)| (String::from_utf8_lossy(&k).into_owned(), lease))
+            .collect();
+        Ok(BillingState { store: args.store, role: args.role, reserved: HashMap::new(), leases })
     }
 
     async fn handle(
@@ -173,8 +456,8 @@ impl Actor for Billing {
         state: &mut BillingState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            BillingMsg::Reserve { company_uuid, reply } => {
-                let _ = reply.send(state.reserve(company_uuid));
+            BillingMsg::Reserve { company_uuid, now, reply } => {
+                let _ = reply.send(state.reserve(company_uuid, now));
             }
             BillingMsg::Settle { reservation, event, reply } => {
                 let _ = reply.send(state.settle(reservation, event));
@@ -188,6 +471,15 @@ impl Actor for Billing {
             BillingMsg::Usage { company_uuid, from_day, to_day, reply } => {
                 let _ = reply.send(state.usage(&company_uuid, &from_day, &to_day));
             }
+            BillingMsg::Grant { ask, now, reply } => {
+                let _ = reply.send(state.grant(ask, now));
+            }
+            BillingMsg::Take { report, reply } => {
+                let _ = reply.send(state.take(report));
+            }
+            BillingMsg::Hold { grant, now, reply } => {
+                let _ = reply.send(state.hold(grant, now));
+            }
         }
         Ok(())
     }
@@ -196,11 +488,16 @@ impl Actor for Billing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replication::exchange;
 
-    fn state() -> (BillingState, tempfile::TempDir) {
+    fn state(role: &str) -> (BillingState, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        (BillingState { store, reserved: HashMap::new() }, dir)
+        let role = match role {
+            "home" => BillingRole::Home { lease_ms: 60_000 },
+            _ => BillingRole::Region { outbox: exchange::outbox(&store).unwrap() },
+        };
+        (BillingState { store, role, reserved: HashMap::new(), leases: HashMap::new() }, dir)
     }
 
     fn event(nonce: &str, at: UnixMs) -> UsageEvent {
@@ -216,36 +513,127 @@ mod tests {
         }
     }
 
+    fn unit(reserved: Result<Reserved, String>) -> Reservation {
+        match reserved.unwrap() {
+            Reserved::Unit { reservation, .. } => reservation,
+            other => panic!("a unit, not {other:?}"),
+        }
+    }
+
+    fn prepay(billing: &BillingState, remaining: i64) {
+        let allowance = Allowance { company_uuid: "c".into(), prepay: true, remaining };
+        billing.store.put(cf::ALLOWANCES, b"c", &allowance).unwrap();
+    }
+
+    /// Ships a region's outbox to home, as the uplink does.
+    fn ship(region: &BillingState, home: &mut BillingState) -> ReportTaken {
+        let pending = exchange::pending(&region.store, 100).unwrap();
+        let mut batch = region.store.batch();
+        for (k, _) in &pending {
+            batch.delete(cf::OUTBOX, k);
+        }
+        batch.commit().unwrap();
+        let entries = pending.into_iter().map(|(_, e)| e).collect();
+        home.take(Report { region: "eu".into(), entries }).unwrap()
+    }
+
+    const AT: UnixMs = UnixMs(1_795_000_000_000);
+
     // rule: R1.26
     #[test]
     fn a_key_and_nonce_is_counted_once() {
-        let (mut billing, _dir) = state();
-        let at = UnixMs(1_795_000_000_000);
-        let first = billing.reserve("c".into()).unwrap().unwrap();
-        assert_eq!(billing.settle(first, Some(event("n1", at))).unwrap(), Settled::Billed);
-        let again = billing.reserve("c".into()).unwrap().unwrap();
-        assert_eq!(billing.settle(again, Some(event("n1", at.plus(5)))).unwrap(), Settled::AlreadyBilled);
+        let (mut billing, _dir) = state("home");
+        let first = unit(billing.reserve("c".into(), AT));
+        assert_eq!(billing.settle(first, Some(event("n1", AT))).unwrap(), Settled::Billed);
+        let again = unit(billing.reserve("c".into(), AT));
+        assert_eq!(billing.settle(again, Some(event("n1", AT.plus(5)))).unwrap(), Settled::AlreadyBilled);
         let report = billing.usage("c", "2000-01-01", "2999-12-31").unwrap();
-        assert_eq!(report.days, vec![(day_of(at), DayUsage { searches: 1, fetches: 0 })]);
+        assert_eq!(report.days, vec![(day_of(AT), DayUsage { searches: 1, fetches: 0 })]);
     }
 
     // rule: R1.27
     #[test]
     fn a_prepay_allowance_is_never_overdrawn_by_requests_in_flight() {
-        let (mut billing, _dir) = state();
-        billing
-            .store
-            .put(cf::ALLOWANCES, b"c", &Allowance { company_uuid: "c".into(), prepay: true, remaining: 2 })
-            .unwrap();
-        let a = billing.reserve("c".into()).unwrap().expect("first unit");
-        let b = billing.reserve("c".into()).unwrap().expect("second unit");
-        assert_eq!(billing.reserve("c".into()).unwrap(), None, "two units, both held");
+        let (mut billing, _dir) = state("home");
+        prepay(&billing, 2);
+        let a = unit(billing.reserve("c".into(), AT));
+        let b = unit(billing.reserve("c".into(), AT));
+        assert_eq!(billing.reserve("c".into(), AT).unwrap(), Reserved::Exhausted, "two units, both held");
         assert_eq!(billing.settle(a, None).unwrap(), Settled::Released);
-        let c = billing.reserve("c".into()).unwrap().expect("the released unit is free again");
-        let at = UnixMs(1_795_000_000_000);
-        billing.settle(b, Some(event("n1", at))).unwrap();
-        billing.settle(c, Some(event("n2", at))).unwrap();
-        assert_eq!(billing.reserve("c".into()).unwrap(), None, "spent");
+        let c = unit(billing.reserve("c".into(), AT));
+        billing.settle(b, Some(event("n1", AT))).unwrap();
+        billing.settle(c, Some(event("n2", AT))).unwrap();
+        assert_eq!(billing.reserve("c".into(), AT).unwrap(), Reserved::Exhausted, "spent");
         assert_eq!(billing.allowance("c").unwrap().unwrap().remaining, 0);
+    }
+
+    // rule: R1.26, R1.27
+    #[test]
+    fn regions_serve_from_leases_and_home_bills_each_pair_once() {
+        let (mut home, _h) = state("home");
+        let (mut eu, _e) = state("region");
+        let (mut ap, _a) = state("region");
+        prepay(&home, 10);
+        assert_eq!(eu.reserve("c".into(), AT).unwrap(), Reserved::NeedLease, "no lease yet");
+
+        let ask = |region: &str| LeaseAsk { region: region.into(), company_uuid: "c".into(), units: 4 };
+        let grant = home.grant(ask("eu"), AT).unwrap();
+        assert_eq!((grant.prepay, grant.units), (true, 4));
+        assert_eq!(home.allowance("c").unwrap().unwrap().remaining, 6, "set aside at home");
+        eu.hold(grant, AT).unwrap();
+        ap.hold(home.grant(ask("ap"), AT).unwrap(), AT).unwrap();
+        assert_eq!(home.allowance("c").unwrap().unwrap().remaining, 2);
+
+        // eu bills n1 and n2 and releases one unit; ap serves a replay of n1.
+        for nonce in ["n1", "n2"] {
+            let r = unit(eu.reserve("c".into(), AT));
+            assert_eq!(eu.settle(r, Some(event(nonce, AT))).unwrap(), Settled::Billed);
+        }
+        let r = unit(eu.reserve("c".into(), AT));
+        eu.settle(r, None).unwrap();
+        let r = unit(ap.reserve("c".into(), AT));
+        assert_eq!(ap.settle(r, Some(event("n1", AT))).unwrap(), Settled::Billed, "ap had not learned n1");
+
+        assert_eq!(ship(&eu, &mut home), ReportTaken { billed: 2, already_billed: 0 });
+        assert_eq!(ship(&ap, &mut home), ReportTaken { billed: 0, already_billed: 1 }, "n1 is billed once");
+        assert_eq!(ship(&eu, &mut home), ReportTaken::default(), "a shipped outbox is empty");
+        let report = home.usage("c", "2000-01-01", "2999-12-31").unwrap();
+        assert_eq!(report.days, vec![(day_of(AT), DayUsage { searches: 2, fetches: 0 })]);
+
+        // New leases replace the old ones, which go back with what was not billed.
+        eu.hold(home.grant(ask("eu"), AT.plus(1)).unwrap(), AT.plus(1)).unwrap();
+        ap.hold(home.grant(ask("ap"), AT.plus(1)).unwrap(), AT.plus(1)).unwrap();
+        ship(&eu, &mut home);
+        ship(&ap, &mut home);
+        let leased: i64 = [&eu, &ap].iter().map(|r| r.leases["c"].granted).sum();
+        assert_eq!(
+            home.allowance("c").unwrap().unwrap().remaining + leased,
+            10 - 2,
+            "the allowance spent is exactly what was billed"
+        );
+    }
+
+    // rule: R1.27, R1.28
+    #[test]
+    fn a_region_without_a_lease_in_force_asks_and_a_spent_allowance_grants_nothing() {
+        let (mut home, _h) = state("home");
+        let (mut eu, _e) = state("region");
+        prepay(&home, 1);
+        let ask = LeaseAsk { region: "eu".into(), company_uuid: "c".into(), units: 5 };
+        eu.hold(home.grant(ask.clone(), AT).unwrap(), AT).unwrap();
+        let r = unit(eu.reserve("c".into(), AT));
+        eu.settle(r, Some(event("n1", AT))).unwrap();
+        assert_eq!(eu.reserve("c".into(), AT).unwrap(), Reserved::NeedLease, "the one unit is spent");
+        eu.hold(home.grant(ask.clone(), AT).unwrap(), AT).unwrap();
+        assert_eq!(eu.reserve("c".into(), AT).unwrap(), Reserved::Exhausted, "home had nothing left to grant");
+        assert_eq!(
+            eu.reserve("c".into(), AT.plus(60_000)).unwrap(),
+            Reserved::NeedLease,
+            "an expired lease is never served from"
+        );
+        // A company without a prepay allowance is served and reported.
+        let postpaid = LeaseAsk { company_uuid: "d".into(), ..ask };
+        eu.hold(home.grant(postpaid, AT).unwrap(), AT).unwrap();
+        assert!(matches!(eu.reserve("d".into(), AT).unwrap(), Reserved::Unit { .. }));
     }
 }

@@ -1,12 +1,22 @@
 //! Claims (key id, nonce) pairs: each is accepted once, held until its
 //! signature expires, and persisted so a restart still refuses it.
+//!
+//! Across regions: a read region writes each claim to its outbox in the
+//! same write (the uplink reports it to home); home writes each claim it
+//! learns, its own or a region's, to the nonce feed in the same write, and
+//! every region learns the feed. Once a claim has gone round, a replay to
+//! any region is refused.
 
 use std::collections::HashMap;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use svc_core::time::UnixMs;
 
+use crate::replication::exchange::{Claimed, FeedEntry, Outgoing, Sequence};
 use crate::store::{Store, cf, key};
+
+/// Where the feed cursor of a read region is kept.
+const FEED_CURSOR: &[u8] = b"nonce_feed_cursor";
 
 pub enum NonceMsg {
     /// Claims a nonce; answers true when it was not seen before.
@@ -16,6 +26,16 @@ pub enum NonceMsg {
         expires_secs: i64,
         now: UnixMs,
         reply: RpcReplyPort<bool>,
+    },
+    /// Home: claims a region reported. Each new one joins the feed.
+    Learn {
+        claims: Vec<Claimed>,
+        reply: RpcReplyPort<Result<(), String>>,
+    },
+    /// A read region: a page of home's feed, applied with its cursor.
+    LearnFeed {
+        entries: Vec<FeedEntry>,
+        reply: RpcReplyPort<Result<(), String>>,
     },
     /// Forgets nonces whose signatures have expired.
     Purge {
@@ -27,28 +47,97 @@ pub enum NonceMsg {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NonceSnapshot {
     pub held: usize,
+    /// Home: the feed's newest sequence number. A region: the last one it learned.
+    pub feed_seq: u64,
+}
+
+/// What a node does with a claim besides holding it.
+#[derive(Clone)]
+pub enum NonceRole {
+    /// Home: every new claim joins the feed.
+    Home { feed: Sequence },
+    /// A read region: every claim of its own goes to the outbox.
+    Region { outbox: Sequence },
+}
+
+pub struct NonceArgs {
+    pub store: Store,
+    pub role: NonceRole,
 }
 
 pub struct NonceStore;
 
 pub struct NonceState {
     store: Store,
+    role: NonceRole,
     /// (key id, nonce) → expires (Unix seconds).
     held: HashMap<(String, String), i64>,
+    /// A read region's position in home's feed.
+    feed_cursor: u64,
 }
 
 fn nonce_key(key_id: &str, nonce: &str) -> Vec<u8> {
     key(&[key_id.as_bytes(), nonce.as_bytes()])
 }
 
+impl NonceState {
+    fn is_held(&self, k: &(String, String), now_secs: i64) -> bool {
+        self.held.get(k).is_some_and(|expires| *expires >= now_secs)
+    }
+
+    /// Holds the claims not held yet, in one write; answers how many were new.
+    fn hold(&mut self, claims: Vec<Claimed>, from_feed: Option<u64>, now_secs: i64) -> Result<usize, String> {
+        let mut batch = self.store.batch();
+        let mut fresh = Vec::new();
+        for claimed in claims {
+            let k = (claimed.key_id.clone(), claimed.nonce.clone());
+            if self.is_held(&k, now_secs) || fresh.iter().any(|(f, _)| *f == k) {
+                continue;
+            }
+            batch.put(cf::NONCES, &nonce_key(&k.0, &k.1), &claimed.expires_secs);
+            match (&self.role, from_feed) {
+                (NonceRole::Home { feed }, _) => {
+                    feed.append(&mut batch, &claimed);
+                }
+                (NonceRole::Region { outbox }, None) => {
+                    outbox.append(&mut batch, &Outgoing::Claim(claimed.clone()));
+                }
+                (NonceRole::Region { .. }, Some(_)) => {}
+            }
+            fresh.push((k, claimed.expires_secs));
+        }
+        if let Some(cursor) = from_feed {
+            batch.put(cf::META, FEED_CURSOR, &cursor);
+        }
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        // Not synced: a crash of the process keeps it (the WAL is written).
+        batch.commit_unsynced().map_err(|e| e.to_string())?;
+        if let Some(cursor) = from_feed {
+            self.feed_cursor = cursor;
+        }
+        let n = fresh.len();
+        self.held.extend(fresh);
+        Ok(n)
+    }
+
+    fn feed_seq(&self) -> u64 {
+        match &self.role {
+            NonceRole::Home { feed } => feed.last(),
+            NonceRole::Region { .. } => self.feed_cursor,
+        }
+    }
+}
+
 impl Actor for NonceStore {
     type Msg = NonceMsg;
     type State = NonceState;
-    type Arguments = Store;
+    type Arguments = NonceArgs;
 
-    async fn pre_start(&self, _me: ActorRef<NonceMsg>, store: Store) -> Result<NonceState, ActorProcessingErr> {
+    async fn pre_start(&self, _me: ActorRef<NonceMsg>, args: NonceArgs) -> Result<NonceState, ActorProcessingErr> {
         let mut held = HashMap::new();
-        for (k, expires) in store.scan::<i64>(cf::NONCES, &[], None, usize::MAX)? {
+        for (k, expires) in args.store.scan::<i64>(cf::NONCES, &[], None, usize::MAX)? {
             let mut parts = k.splitn(2, |b| *b == 0);
             let (Some(key_id), Some(nonce)) = (parts.next(), parts.next()) else { continue };
             held.insert(
@@ -56,7 +145,8 @@ impl Actor for NonceStore {
                 expires,
             );
         }
-        Ok(NonceState { store, held })
+        let feed_cursor = args.store.get::<u64>(cf::META, FEED_CURSOR)?.unwrap_or(0);
+        Ok(NonceState { store: args.store, role: args.role, held, feed_cursor })
     }
 
     async fn handle(
@@ -67,22 +157,23 @@ impl Actor for NonceStore {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             NonceMsg::Claim { key_id, nonce, expires_secs, now, reply } => {
-                let k = (key_id, nonce);
-                let fresh = match state.held.get(&k) {
-                    Some(expires) => *expires < now.as_secs(),
-                    None => true,
-                };
-                if fresh {
-                    let mut batch = state.store.batch();
-                    batch.put(cf::NONCES, &nonce_key(&k.0, &k.1), &expires_secs);
-                    // A nonce store that cannot persist must not accept: refuse.
-                    if batch.commit_unsynced().is_err() {
-                        let _ = reply.send(false);
-                        return Ok(());
-                    }
-                    state.held.insert(k, expires_secs);
-                }
+                let claimed = Claimed { key_id, nonce, expires_secs };
+                // A nonce store that cannot persist must not accept: refuse.
+                let fresh = state.hold(vec![claimed], None, now.as_secs()).unwrap_or(0) == 1;
                 let _ = reply.send(fresh);
+            }
+            NonceMsg::Learn { claims, reply } => {
+                // Expired claims are held too: an expired signature is
+                // refused anyway, and the purge forgets them.
+                let _ = reply.send(state.hold(claims, None, i64::MIN).map(|_| ()));
+            }
+            NonceMsg::LearnFeed { entries, reply } => {
+                let Some(last) = entries.last().map(|e| e.seq) else {
+                    let _ = reply.send(Ok(()));
+                    return Ok(());
+                };
+                let claims = entries.into_iter().map(|e| e.claimed).collect();
+                let _ = reply.send(state.hold(claims, Some(last), i64::MIN).map(|_| ()));
             }
             NonceMsg::Purge { now } => {
                 let cutoff = now.as_secs();
@@ -93,12 +184,70 @@ impl Actor for NonceStore {
                     batch.delete(cf::NONCES, &nonce_key(key_id, nonce));
                     state.held.remove(&(key_id.clone(), nonce.clone()));
                 }
+                if let NonceRole::Home { .. } = state.role {
+                    // The feed is nearly in expiry order: drop its expired head.
+                    for (k, claimed) in state.store.scan::<Claimed>(cf::NONCE_FEED, &[], None, 10_000)? {
+                        if claimed.expires_secs >= cutoff {
+                            break;
+                        }
+                        batch.delete(cf::NONCE_FEED, &k);
+                    }
+                }
                 batch.commit_unsynced()?;
             }
             NonceMsg::Observe(reply) => {
-                let _ = reply.send(NonceSnapshot { held: state.held.len() });
+                let _ = reply.send(NonceSnapshot { held: state.held.len(), feed_seq: state.feed_seq() });
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replication::exchange;
+
+    fn claimed(nonce: &str) -> Claimed {
+        Claimed { key_id: "k".into(), nonce: nonce.into(), expires_secs: 2_000_000_000 }
+    }
+
+    fn state(store: &Store, home: bool) -> NonceState {
+        let role = if home {
+            NonceRole::Home { feed: exchange::nonce_feed(store).unwrap() }
+        } else {
+            NonceRole::Region { outbox: exchange::outbox(store).unwrap() }
+        };
+        NonceState { store: store.clone(), role, held: HashMap::new(), feed_cursor: 0 }
+    }
+
+    // rule: R5.36
+    #[test]
+    fn a_claim_goes_round_once_region_to_home_to_every_region() {
+        let (eu_dir, home_dir, ap_dir) =
+            (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (eu_store, home_store, ap_store) = (
+            Store::open(eu_dir.path()).unwrap(),
+            Store::open(home_dir.path()).unwrap(),
+            Store::open(ap_dir.path()).unwrap(),
+        );
+        let (mut eu, mut home, mut ap) = (state(&eu_store, false), state(&home_store, true), state(&ap_store, false));
+        let now = 1_795_000_000;
+
+        assert_eq!(eu.hold(vec![claimed("n1")], None, now).unwrap(), 1, "eu serves n1");
+        assert_eq!(eu.hold(vec![claimed("n1")], None, now).unwrap(), 0, "a replay at eu is refused");
+        let outbox = exchange::pending(&eu_store, 10).unwrap();
+        assert_eq!(outbox.len(), 1, "the claim waits in eu's outbox");
+        let Outgoing::Claim(shipped) = &outbox[0].1 else { panic!("a claim") };
+
+        home.hold(vec![shipped.clone()], None, i64::MIN).unwrap();
+        home.hold(vec![shipped.clone()], None, i64::MIN).unwrap();
+        let page = exchange::feed_after(&home_store, 0, 10).unwrap();
+        assert_eq!(page.len(), 1, "a report taken twice joins the feed once");
+
+        ap.hold(page.iter().map(|e| e.claimed.clone()).collect(), Some(page[0].seq), i64::MIN).unwrap();
+        assert_eq!(ap.feed_cursor, 1);
+        assert_eq!(ap.hold(vec![claimed("n1")], None, now).unwrap(), 0, "once learned, a replay at ap is refused");
+        assert!(exchange::pending(&ap_store, 10).unwrap().is_empty(), "what ap learned is not reported back");
     }
 }

@@ -9,12 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::{Request, header};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
-use crate::client::transport::Transport;
 use crate::clock::SharedClock;
+use crate::replication::link::HomeLink;
 use crate::replication::{LOG_HEAD_HEADER, apply_frames, last_seq};
 use crate::store::Store;
 
@@ -34,6 +32,13 @@ pub struct ReplicationStatus {
     pub caught_up_at: AtomicI64,
     /// Answers refused for a bad frame, since start.
     pub refused: AtomicU64,
+    /// Outbox entries home took, since start.
+    pub reported: AtomicU64,
+    /// Usage events home had already billed from another region, since start.
+    pub billed_elsewhere: AtomicU64,
+    /// Home's newest nonce feed sequence, and the last one learned here.
+    pub feed_head: AtomicU64,
+    pub feed_learned: AtomicU64,
 }
 
 impl ReplicationStatus {
@@ -52,8 +57,7 @@ pub enum ReplicatorMsg {
 
 pub struct ReplicatorArgs {
     pub store: Store,
-    pub home: Transport,
-    pub token: String,
+    pub link: Arc<HomeLink>,
     pub clock: SharedClock,
     pub status: Arc<ReplicationStatus>,
 }
@@ -64,14 +68,10 @@ impl Replicator {
     async fn pull(args: &ReplicatorArgs) -> Result<(), String> {
         let after = last_seq(&args.store).map_err(|e| e.to_string())?;
         args.status.applied.store(after, Ordering::Relaxed);
-        let request = Request::get(format!("/internal/v1/log?after={after}&wait_ms={LONG_POLL_MS}"))
-            .header(header::AUTHORIZATION, format!("Bearer {}", args.token))
-            .body(Body::empty())
-            .map_err(|e| e.to_string())?;
-        let answer = args.home.send(request).await?;
-        if answer.status != 200 {
-            return Err(format!("home answered {}", answer.status));
-        }
+        let path = format!("/internal/v1/log?after={after}&wait_ms={LONG_POLL_MS}");
+        // Bounded: a partitioned home must not hold the pull for ever.
+        let wait = Duration::from_millis(LONG_POLL_MS) + Duration::from_secs(5);
+        let answer = args.link.send("GET", &path, Vec::new(), wait).await?;
         let head = answer
             .headers
             .get(LOG_HEAD_HEADER)

@@ -41,6 +41,23 @@ impl RetrievalClient {
         self.transport.send(request).await
     }
 
+    /// A call signed at `created` with `nonce`: the same arguments give the
+    /// same signed request, so a test or a benchmark can replay it.
+    pub async fn call_as(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        body: Vec<u8>,
+        created: i64,
+        nonce: &str,
+    ) -> Result<Answer, String> {
+        let mut unsigned = Unsigned::new(method, path_and_query, body);
+        if let Some(grant) = &self.grant {
+            unsigned = unsigned.header(svc_core::sandbox::GRANT_HEADER, grant);
+        }
+        self.transport.send(self.signer.sign(unsigned, created, nonce)?).await
+    }
+
     /// `GET /.well-known/keys`, unauthenticated.
     pub async fn key_set(&self) -> Result<Answer, String> {
         let request = axum::http::Request::get("/.well-known/keys")

@@ -20,7 +20,7 @@ pub async fn to_home(State(state): State<AppState>, request: Request) -> Respons
     let Some(replica) = &state.replica else {
         return ApiError::new(Code::NotFound).into_response();
     };
-    match replica.home.forward(request).await {
+    match replica.link.home.forward(request).await {
         Ok(answer) => answer.map(Body::new),
         Err(e) => {
             tracing::warn!(error = %e, "home unreachable for a forwarded request");

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::AppState;
 use crate::actors::indexer::IndexerMsg;
+use crate::actors::nonce_store::NonceMsg;
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz))
@@ -28,7 +29,7 @@ async fn readyz(State(state): State<AppState>) -> Response {
     let logged = crate::replication::last_seq(&state.store).ok();
     let index_caught_up = matches!((indexed, logged), (Some(i), Some(l)) if i >= l);
     let (ready, mut body) = match &state.replica {
-        None => (indexed.is_some(), json!({"role": "home"})),
+        None => (indexed.is_some(), json!({"role": "home", "head_seq": logged})),
         Some(replica) => {
             let lag_ms = replica.status.lag_ms(state.clock.now().0);
             let max = state.config.replication.as_ref().map_or(0, |r| r.ready_max_lag_ms) as i64;
@@ -38,6 +39,7 @@ async fn readyz(State(state): State<AppState>) -> Response {
                 "head_seq": replica.status.head.load(Ordering::Relaxed),
                 "lag_ms": (lag_ms != i64::MAX).then_some(lag_ms),
                 "max_lag_ms": max,
+                "nonce_feed_head": replica.status.feed_head.load(Ordering::Relaxed),
             });
             (index_caught_up && lag_ms <= max, body)
         }
@@ -45,6 +47,8 @@ async fn readyz(State(state): State<AppState>) -> Response {
     body["region"] = json!(state.config.region);
     body["ready"] = json!(ready);
     body["indexed_seq"] = json!(indexed);
+    // Home: the newest claim in the nonce feed; a read region: the last it learned.
+    body["nonce_feed_seq"] = json!(ractor::call!(state.nonces, NonceMsg::Observe).map(|s| s.feed_seq).ok());
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, axum::Json(body)).into_response()
 }

@@ -73,8 +73,10 @@ pub struct HomeActors {
 #[derive(Clone)]
 pub struct Replica {
     pub replicator: ActorRef<crate::actors::replicator::ReplicatorMsg>,
+    pub uplink: ActorRef<crate::actors::uplink::UplinkMsg>,
+    pub nonce_feed: ActorRef<crate::actors::nonce_feed::NonceFeedMsg>,
     pub status: Arc<crate::actors::replicator::ReplicationStatus>,
-    pub home: crate::client::transport::Transport,
+    pub link: Arc<crate::replication::link::HomeLink>,
 }
 
 impl AppState {
@@ -92,6 +94,7 @@ impl AppState {
         let wait = Some(std::time::Duration::from_secs(10));
         if let Some(replica) = &self.replica {
             let _ = replica.replicator.stop_and_wait(None, wait).await;
+            let _ = replica.nonce_feed.stop_and_wait(None, wait).await;
         }
         if let Some(home) = &self.home {
             let _ = home.push_worker.stop_and_wait(None, wait).await;
@@ -105,6 +108,10 @@ impl AppState {
         }
         let _ = self.nonces.stop_and_wait(None, wait).await;
         let _ = self.billing.stop_and_wait(None, wait).await;
+        if let Some(replica) = &self.replica {
+            // After billing and the nonce store: it ships what they wrote as it stops.
+            let _ = replica.uplink.stop_and_wait(None, wait).await;
+        }
         let _ = self.receipts.stop_and_wait(None, wait).await;
         let _ = self.analytics.stop_and_wait(None, wait).await;
     }
@@ -125,7 +132,7 @@ impl AppState {
 /// health, and at home the internal log route. A read region serves
 /// retrieval and public routes itself and forwards everything else to home.
 pub fn public_router(state: AppState) -> Router {
-    let served = retrieval::routes().merge(public::routes()).merge(health::routes());
+    let served = retrieval::routes(state.home.is_some()).merge(public::routes()).merge(health::routes());
     if state.home.is_some() {
         served.merge(business::routes()).merge(bulk::routes()).merge(internal::routes()).with_state(state)
     } else {

@@ -6,6 +6,9 @@
 //! atomic write as the change itself, so the log never misses a change and
 //! never holds one that did not happen.
 
+pub mod exchange;
+pub mod link;
+
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use svc_core::time::UnixMs;
 

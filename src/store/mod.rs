@@ -52,6 +52,14 @@ pub mod cf {
     /// Home-only index: business, type, record id.
     pub const CATALOGUE: &str = "catalogue";
     pub const REPLOG: &str = "replog";
+    /// A read region's reports to home, in order: claims, usage, lease returns.
+    pub const OUTBOX: &str = "outbox";
+    /// Home's fan-out of claimed nonces, by sequence.
+    pub const NONCE_FEED: &str = "nonce_feed";
+    /// Home: allowance units set aside for regions, by lease id.
+    pub const LEASES_GRANTED: &str = "leases_granted";
+    /// A read region: the lease it serves each company from.
+    pub const LEASES_HELD: &str = "leases_held";
 
     pub const ALL: &[&str] = &[
         META,
@@ -85,6 +93,10 @@ pub mod cf {
         UPLOADS,
         CATALOGUE,
         REPLOG,
+        OUTBOX,
+        NONCE_FEED,
+        LEASES_GRANTED,
+        LEASES_HELD,
     ];
 }
 

@@ -394,6 +394,29 @@ pub struct UsageEvent {
     pub at: UnixMs,
 }
 
+/// Home: allowance units set aside for a region's lease, and how many of
+/// them home has billed so far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantedLease {
+    pub company_uuid: String,
+    pub region: String,
+    pub granted: i64,
+    pub billed: i64,
+}
+
+/// A read region: the lease it serves a company from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldLease {
+    /// 0 for a company without a prepay allowance (nothing to return).
+    pub lease_id: u64,
+    pub prepay: bool,
+    pub granted: i64,
+    /// Units not yet billed.
+    pub left: i64,
+    pub granted_at: UnixMs,
+    pub expires_at: UnixMs,
+}
+
 /// Billed requests of one company on one UTC day.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DayUsage {

@@ -29,10 +29,11 @@ use super::AppState;
 use super::auth::{key_from_jwk, sandbox_bearer, verify_signed};
 use super::body::read_limited;
 use super::problem::{ApiError, ApiResult};
-use crate::actors::billing::{BillingMsg, Reservation, Settled};
+use crate::actors::billing::{BillingMsg, Reservation, Reserved, Settled};
 use crate::actors::publisher::PublisherMsg;
 use crate::actors::receipt_log::ReceiptLogMsg;
 use crate::replication::Change;
+use crate::replication::exchange::LeaseGrant;
 use crate::store::cf;
 use crate::store::model::{RetrievalKey, StoredReceipt, UsageEvent, UsageKind};
 
@@ -45,9 +46,11 @@ const BILLING_WAIT: Duration = Duration::from_secs(2);
 /// What a 503 asks the caller to wait.
 const UNAVAILABLE_RETRY_MS: u64 = 5_000;
 
-pub fn routes() -> Router<AppState> {
+/// The retrieval routes. Usage is counted at home, so a read region leaves
+/// `/v1/usage` to its forwarder.
+pub fn routes(home: bool) -> Router<AppState> {
     use search::search;
-    Router::new()
+    let routes = Router::new()
         .route("/v1/search", post(|s, r| search(s, None, r)))
         .route("/v1/products/search", post(|s, r| search(s, Some(RecordType::Products), r)))
         .route("/v1/business-files/search", post(|s, r| search(s, Some(RecordType::BusinessFiles), r)))
@@ -56,9 +59,9 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/updates/search", post(|s, r| search(s, Some(RecordType::Updates), r)))
         .route("/v1/records/{record_id}", get(fetch::fetch))
         .route("/v1/receipts", get(account::receipts))
-        .route("/v1/usage", get(account::usage))
         .route("/v1/terms", get(account::terms_in_force))
-        .route("/v1/terms/{version}", get(account::terms_version))
+        .route("/v1/terms/{version}", get(account::terms_version));
+    if home { routes.route("/v1/usage", get(account::usage)) } else { routes }
 }
 
 /// A verified retrieval request: the key that signed it and its group.
@@ -167,15 +170,46 @@ pub async fn admit(state: &AppState, caller: &Caller, now: UnixMs) -> ApiResult<
             "the key's per-minute query-cost budget is spent",
         ));
     }
-    let company_uuid = caller.key.company_uuid.clone();
+    let company_uuid = &caller.key.company_uuid;
+    let mut asked = false;
+    loop {
+        match reserve(state, company_uuid, now).await? {
+            Reserved::Unit { reservation, renew } => {
+                if renew {
+                    renew_lease(state, company_uuid);
+                }
+                return Ok(Held { state: state.clone(), reservation: Some(reservation) });
+            }
+            Reserved::Exhausted => {
+                return Err(ApiError::detail(Code::AllowanceExhausted, "the prepaid allowance is spent"));
+            }
+            // A read region without a lease in force asks home once; when
+            // home cannot be reached, the allowance cannot be checked.
+            Reserved::NeedLease if !asked => {
+                asked = true;
+                let Some(replica) = &state.replica else { return Err(unavailable("no lease at home")) };
+                match replica.link.lease(company_uuid, now).await {
+                    Ok(grant) => hold_lease(state, grant, now).await?,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "no allowance lease from home");
+                        return Err(unavailable("the allowance cannot be checked: home is unreachable"));
+                    }
+                }
+            }
+            Reserved::NeedLease => return Err(unavailable("the allowance cannot be checked")),
+        }
+    }
+}
+
+async fn reserve(state: &AppState, company_uuid: &str, now: UnixMs) -> ApiResult<Reserved> {
+    let company_uuid = company_uuid.to_owned();
     let reserved = ractor::call_t!(
         state.billing,
-        |reply| BillingMsg::Reserve { company_uuid, reply },
+        |reply| BillingMsg::Reserve { company_uuid, now, reply },
         BILLING_WAIT.as_millis() as u64
     );
     match reserved {
-        Ok(Ok(Some(reservation))) => Ok(Held { state: state.clone(), reservation: Some(reservation) }),
-        Ok(Ok(None)) => Err(ApiError::detail(Code::AllowanceExhausted, "the prepaid allowance is spent")),
+        Ok(Ok(reserved)) => Ok(reserved),
         Ok(Err(e)) => {
             tracing::error!(error = %e, "allowance check failed");
             Err(unavailable("the allowance cannot be checked"))
@@ -185,6 +219,34 @@ pub async fn admit(state: &AppState, caller: &Caller, now: UnixMs) -> ApiResult<
             Err(unavailable("the allowance cannot be checked"))
         }
     }
+}
+
+async fn hold_lease(state: &AppState, grant: LeaseGrant, now: UnixMs) -> ApiResult<()> {
+    ractor::call!(state.billing, |reply| BillingMsg::Hold { grant, now, reply })
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)
+}
+
+/// Asks home for a fresh lease in the background, one at a time per company.
+fn renew_lease(state: &AppState, company_uuid: &str) {
+    let Some(replica) = &state.replica else { return };
+    if !replica.link.start_renewal(company_uuid) {
+        return;
+    }
+    let (state, company_uuid) = (state.clone(), company_uuid.to_owned());
+    tokio::spawn(async move {
+        let Some(replica) = &state.replica else { return };
+        let now = state.clock.now();
+        match replica.link.lease(&company_uuid, now).await {
+            Ok(grant) => {
+                if let Err(e) = hold_lease(&state, grant, now).await {
+                    tracing::warn!(code = ?e.code(), "a renewed lease was not kept");
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "lease renewal failed"),
+        }
+        replica.link.end_renewal(&company_uuid);
+    });
 }
 
 /// What a billable route served.

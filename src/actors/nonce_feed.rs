@@ -1,0 +1,78 @@
+//! A read region's copy of home's nonce feed: long-polls the nonces every
+//! region claimed and hands them to the nonce store, so a replay of a
+//! request served elsewhere is refused here once it arrived.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+
+use super::nonce_store::NonceMsg;
+use super::replicator::ReplicationStatus;
+use crate::replication::exchange::FeedPage;
+use crate::replication::link::HomeLink;
+
+/// How long home may hold a pull open when there is nothing new.
+const LONG_POLL_MS: u64 = 2_000;
+const BACKOFF: Duration = Duration::from_millis(500);
+
+pub enum NonceFeedMsg {
+    Pull,
+}
+
+pub struct NonceFeedArgs {
+    pub link: Arc<HomeLink>,
+    pub nonces: ActorRef<NonceMsg>,
+    pub status: Arc<ReplicationStatus>,
+}
+
+pub struct NonceFeed;
+
+impl NonceFeed {
+    async fn pull(args: &NonceFeedArgs) -> Result<(), String> {
+        let after = ractor::call!(args.nonces, NonceMsg::Observe).map_err(|e| e.to_string())?.feed_seq;
+        let path = format!("/internal/v1/nonces?after={after}&wait_ms={LONG_POLL_MS}");
+        let wait = Duration::from_millis(LONG_POLL_MS) + Duration::from_secs(5);
+        let page: FeedPage = args.link.call::<(), _>("GET", &path, None, wait).await?;
+        args.status.feed_head.store(page.head, Ordering::Relaxed);
+        let learned = page.entries.last().map_or(after, |e| e.seq);
+        let entries = page.entries;
+        ractor::call!(args.nonces, |reply| NonceMsg::LearnFeed { entries, reply }).map_err(|e| e.to_string())??;
+        args.status.feed_learned.store(learned, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl Actor for NonceFeed {
+    type Msg = NonceFeedMsg;
+    type State = NonceFeedArgs;
+    type Arguments = NonceFeedArgs;
+
+    async fn pre_start(
+        &self,
+        me: ActorRef<NonceFeedMsg>,
+        args: NonceFeedArgs,
+    ) -> Result<NonceFeedArgs, ActorProcessingErr> {
+        me.send_message(NonceFeedMsg::Pull)?;
+        Ok(args)
+    }
+
+    async fn handle(
+        &self,
+        me: ActorRef<NonceFeedMsg>,
+        msg: NonceFeedMsg,
+        args: &mut NonceFeedArgs,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            NonceFeedMsg::Pull => {
+                if let Err(e) = Self::pull(args).await {
+                    tracing::debug!(error = %e, "nonce feed pull failed; pulling again");
+                    tokio::time::sleep(BACKOFF).await;
+                }
+                let _ = me.send_message(NonceFeedMsg::Pull);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,96 @@
+//! A read region's reports to home: ships its outbox (claimed nonces, usage
+//! events, lease returns) in order, and deletes what home took. Home takes a
+//! report idempotently, so a report lost in flight is simply sent again.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+
+use super::replicator::ReplicationStatus;
+use crate::replication::exchange::{self, Report, ReportTaken};
+use crate::replication::link::HomeLink;
+use crate::store::{Store, cf};
+
+/// Entries one report carries at most.
+const REPORT_MAX: usize = 2_000;
+const REPORT_WAIT: Duration = Duration::from_secs(3);
+
+pub enum UplinkMsg {
+    /// Ships what is pending (sent on an interval).
+    Ship,
+}
+
+pub struct UplinkArgs {
+    pub store: Store,
+    pub link: Arc<HomeLink>,
+    pub region: String,
+    pub status: Arc<ReplicationStatus>,
+}
+
+pub struct Uplink;
+
+impl Uplink {
+    /// Ships one report; answers how many entries went.
+    async fn ship(args: &UplinkArgs) -> Result<usize, String> {
+        let pending = exchange::pending(&args.store, REPORT_MAX).map_err(|e| e.to_string())?;
+        if pending.is_empty() {
+            return Ok(0);
+        }
+        let keys: Vec<Vec<u8>> = pending.iter().map(|(k, _)| k.clone()).collect();
+        let report = Report { region: args.region.clone(), entries: pending.into_iter().map(|(_, e)| e).collect() };
+        let taken: ReportTaken = args.link.call("POST", "/internal/v1/report", Some(&report), REPORT_WAIT).await?;
+        let mut batch = args.store.batch();
+        for k in &keys {
+            batch.delete(cf::OUTBOX, k);
+        }
+        batch.commit_unsynced().map_err(|e| e.to_string())?;
+        args.status.reported.fetch_add(keys.len() as u64, Ordering::Relaxed);
+        args.status.billed_elsewhere.fetch_add(taken.already_billed, Ordering::Relaxed);
+        Ok(keys.len())
+    }
+}
+
+impl Actor for Uplink {
+    type Msg = UplinkMsg;
+    type State = UplinkArgs;
+    type Arguments = UplinkArgs;
+
+    async fn pre_start(&self, _me: ActorRef<UplinkMsg>, args: UplinkArgs) -> Result<UplinkArgs, ActorProcessingErr> {
+        Ok(args)
+    }
+
+    /// A stopping region reports what it still holds, if home answers;
+    /// what is left stays in the outbox for the next start.
+    async fn post_stop(&self, _me: ActorRef<UplinkMsg>, args: &mut UplinkArgs) -> Result<(), ActorProcessingErr> {
+        if let Err(e) = Self::ship(args).await {
+            tracing::info!(error = %e, "the outbox waits for the next start");
+        }
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        _me: ActorRef<UplinkMsg>,
+        msg: UplinkMsg,
+        args: &mut UplinkArgs,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            UplinkMsg::Ship => {
+                // A full report means more waits: ship again at once.
+                loop {
+                    match Self::ship(args).await {
+                        Ok(n) if n == REPORT_MAX => continue,
+                        Ok(_) => break,
+                        Err(e) => {
+                            tracing::debug!(error = %e, "report to home failed; sending again later");
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

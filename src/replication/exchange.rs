@@ -1,0 +1,169 @@
+//! What flows from read regions back to home, beside the log that flows out:
+//! claimed nonces and usage events (so each (key id, nonce) is billed once
+//! whichever regions served it, and a replay elsewhere is refused once the
+//! fan-out lands), and allowance leases (so a region serves a prepay company
+//! only against units home set aside for it).
+//!
+//! A region writes what it must report to its outbox in the same write as
+//! the claim or the bill itself, so a crash loses nothing it answered; the
+//! uplink ships the outbox in order and deletes it only once home took it.
+//! Home takes a report idempotently, so a report sent twice counts once.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use svc_core::time::UnixMs;
+
+use crate::store::model::UsageEvent;
+use crate::store::{Batch, Store, StoreResult, be, cf};
+
+/// A (key id, nonce) a region accepted, held until its signature expires.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claimed {
+    pub key_id: String,
+    pub nonce: String,
+    pub expires_secs: i64,
+}
+
+/// One thing a region reports to home, in the order it happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outgoing {
+    Claim(Claimed),
+    /// A billed request, and the lease whose unit it spent (prepay only).
+    Usage {
+        event: UsageEvent,
+        lease_id: Option<u64>,
+    },
+    /// A lease the region no longer serves from; home credits back what
+    /// was granted and not billed.
+    Return {
+        lease_id: u64,
+    },
+}
+
+/// A batch of a region's outbox, shipped to home (`POST /internal/v1/report`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    pub region: String,
+    pub entries: Vec<Outgoing>,
+}
+
+/// What home made of a report.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportTaken {
+    /// Usage events counted now.
+    pub billed: u64,
+    /// Usage events whose (key id, nonce) was counted before.
+    pub already_billed: u64,
+}
+
+/// A region's request for allowance units (`POST /internal/v1/lease`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseAsk {
+    pub region: String,
+    pub company_uuid: String,
+    pub units: i64,
+}
+
+/// Home's answer: units set aside for the region until `expires_at`. A
+/// company without a prepay allowance gets `prepay: false` and no units: the
+/// region serves it and reports usage. A prepay company whose allowance is
+/// spent gets zero units.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseGrant {
+    pub lease_id: u64,
+    pub company_uuid: String,
+    pub prepay: bool,
+    pub units: i64,
+    pub expires_at: UnixMs,
+}
+
+/// One claimed nonce as home fans it out (`GET /internal/v1/nonces`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedEntry {
+    pub seq: u64,
+    pub claimed: Claimed,
+}
+
+/// A page of home's nonce feed, with its newest sequence number.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeedPage {
+    pub head: u64,
+    pub entries: Vec<FeedEntry>,
+}
+
+/// Sequence numbers of a column family written in order by more than one
+/// actor (a region's outbox; home's nonce feed).
+#[derive(Clone)]
+pub struct Sequence {
+    cf: &'static str,
+    last: Arc<AtomicU64>,
+}
+
+impl Sequence {
+    /// Continues after the last key stored in `cf`.
+    pub fn open(store: &Store, cf: &'static str) -> StoreResult<Sequence> {
+        let last = store.last_key(cf)?.and_then(|k| k.try_into().ok()).map(u64::from_be_bytes).unwrap_or(0);
+        Ok(Sequence { cf, last: Arc::new(AtomicU64::new(last)) })
+    }
+
+    /// Adds `value` under the next sequence number to `batch`.
+    pub fn append<T: Serialize>(&self, batch: &mut Batch<'_>, value: &T) -> u64 {
+        let seq = self.last.fetch_add(1, Ordering::Relaxed) + 1;
+        batch.put(self.cf, &be(seq), value);
+        seq
+    }
+
+    pub fn last(&self) -> u64 {
+        self.last.load(Ordering::Relaxed)
+    }
+}
+
+/// A region's outbox: what it still has to report to home.
+pub fn outbox(store: &Store) -> StoreResult<Sequence> {
+    Sequence::open(store, cf::OUTBOX)
+}
+
+/// Home's feed of claimed nonces.
+pub fn nonce_feed(store: &Store) -> StoreResult<Sequence> {
+    Sequence::open(store, cf::NONCE_FEED)
+}
+
+/// Up to `max` outbox entries, oldest first, with their keys.
+pub fn pending(store: &Store, max: usize) -> StoreResult<Vec<(Vec<u8>, Outgoing)>> {
+    store.scan::<Outgoing>(cf::OUTBOX, &[], None, max)
+}
+
+/// The feed entries after `after`, oldest first.
+pub fn feed_after(store: &Store, after: u64, max: usize) -> StoreResult<Vec<FeedEntry>> {
+    let from = be(after.saturating_add(1));
+    let rows = store.scan::<Claimed>(cf::NONCE_FEED, &[], Some(&from), max)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(k, claimed)| Some(FeedEntry { seq: u64::from_be_bytes(k.try_into().ok()?), claimed }))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequences_continue_after_a_restart_and_the_feed_pages_from_a_cursor() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let feed = nonce_feed(&store).unwrap();
+        let mut batch = store.batch();
+        for n in 0..3 {
+            let claimed = Claimed { key_id: "k".into(), nonce: format!("n{n}"), expires_secs: 10 };
+            feed.append(&mut batch, &claimed);
+        }
+        batch.commit().unwrap();
+        let reopened = nonce_feed(&store).unwrap();
+        assert_eq!(reopened.last(), 3);
+        let page = feed_after(&store, 1, 10).unwrap();
+        assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(page[0].claimed.nonce, "n1");
+    }
+}
