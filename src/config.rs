@@ -187,21 +187,24 @@ impl NodeConfig {
 /// Checks the regions of one deployment together: one home; every read
 /// region pulls from it with the deployment's token; one public authority
 /// and environment for all (a signed request is valid at any region); and
-/// no two regions share a name, an address or a data directory.
-pub fn check_deployment(regions: &[NodeConfig]) -> Result<(), String> {
+/// no two regions share a name (nor, on one host, an address or a data
+/// directory).
+pub fn check_deployment(regions: &[NodeConfig], hosts: Hosts) -> Result<(), String> {
     let homes: Vec<&NodeConfig> = regions.iter().filter(|r| r.role == Role::Home).collect();
     let [home] = homes.as_slice() else { return Err(format!("{} home regions; one is expected", homes.len())) };
     let token = home.replication.as_ref().map(|r| r.token.as_str()).ok_or("home has no [replication] token")?;
-    let home_url = format!("http://{}", home.listen);
     let mut seen = std::collections::HashSet::new();
     for region in regions {
         let name = &region.region;
-        for (what, value) in [
-            ("name", name.clone()),
-            ("listen", region.listen.to_string()),
-            ("admin_listen", region.admin_listen.to_string()),
-            ("data_dir", region.data_dir.display().to_string()),
-        ] {
+        let mut unique = vec![("name", name.clone())];
+        if hosts == Hosts::One {
+            unique.extend([
+                ("listen", region.listen.to_string()),
+                ("admin_listen", region.admin_listen.to_string()),
+                ("data_dir", region.data_dir.display().to_string()),
+            ]);
+        }
+        for (what, value) in unique {
             if !seen.insert((what, value.clone())) {
                 return Err(format!("{name}: {what} {value} is used twice"));
             }
@@ -214,11 +217,33 @@ pub fn check_deployment(regions: &[NodeConfig]) -> Result<(), String> {
             return Err(format!("{name}: replication token differs from home's"));
         }
         match (region.role, link.home_url.as_deref()) {
-            (Role::Read, Some(url)) if url == home_url => {}
-            (Role::Read, other) => return Err(format!("{name}: home_url is {other:?}, home listens at {home_url}")),
+            (Role::Read, Some(url)) if reaches(url, home.listen, hosts) => {}
+            (Role::Read, other) => {
+                return Err(format!("{name}: home_url is {other:?}, home listens at {}", home.listen));
+            }
             (Role::Home, Some(_)) => return Err(format!("{name}: home has no home_url")),
             (Role::Home, None) => {}
         }
     }
     Ok(())
+}
+
+/// Whether the regions of a deployment share one machine (so their ports
+/// and data folders must differ) or each has its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hosts {
+    One,
+    Many,
+}
+
+/// Whether `home_url` reaches a home listening at `listen`: the same
+/// address on one host; on many, home's port under whatever name the
+/// network gives it.
+fn reaches(home_url: &str, listen: SocketAddr, hosts: Hosts) -> bool {
+    match hosts {
+        Hosts::One => home_url == format!("http://{listen}"),
+        Hosts::Many => home_url.parse::<axum::http::Uri>().is_ok_and(|u| {
+            u.scheme_str() == Some("http") && u.port_u16().unwrap_or(80) == listen.port() && u.path() == "/"
+        }),
+    }
 }

@@ -19,6 +19,7 @@ pub mod config;
 pub mod http;
 pub mod limits;
 pub mod loadgen;
+pub mod metrics;
 pub mod node;
 pub mod publish;
 pub mod registry;

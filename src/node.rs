@@ -145,6 +145,7 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         receipts,
         analytics,
         key_set,
+        metrics: crate::metrics::Metrics::default(),
     })
 }
 

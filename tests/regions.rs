@@ -130,6 +130,36 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     let (frames, stopped) = svc_core::frames::decode(&log.bytes, 0);
     assert_eq!((frames.len() as u64, stopped), (head_now, None));
 
+    // Both admin listeners expose metrics a Prometheus parser reads, with
+    // the searches above counted by route and code.
+    for (node, role) in [(&home, "home"), (&read, "read")] {
+        let scrape = get(&format!("http://{}", node.admin_addr), "/metrics", None).await;
+        assert_eq!(scrape.status, 200);
+        let text = String::from_utf8(scrape.bytes.to_vec()).unwrap();
+        let parsed = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+        let value = |name: &str, labels: &[(&str, &str)]| {
+            parsed
+                .samples
+                .iter()
+                .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+                .map(|s| match s.value {
+                    prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) => v,
+                    prometheus_parse::Value::Untyped(v) => v,
+                    _ => f64::NAN,
+                })
+        };
+        let searches = value("svc_http_requests_total", &[("route", "/v1/search"), ("code", "200")]);
+        assert!(searches >= Some(1.0), "{role}: {text}");
+        assert!(value("svc_replication_applied_seq", &[]) >= Some(home_head as f64), "{role}: {text}");
+        assert!(value("svc_index_documents", &[("collection", "products")]) >= Some(30.0), "{role}: {text}");
+        assert!(value("svc_nonce_store_size", &[]) >= Some(1.0), "{role}: {text}");
+        assert!(parsed.samples.iter().any(|s| s.metric.starts_with("svc_http_request_duration_seconds")), "{role}");
+        if role == "read" {
+            assert!(value("svc_replication_lag_seconds", &[]).is_some(), "{text}");
+            assert_eq!(value("svc_replication_head_seq", &[]), value("svc_replication_applied_seq", &[]));
+        }
+    }
+
     // Home goes away: searches go on, writes are refused with 503.
     home.stop().await;
     let refused = get(&read_url, catalogue, None).await;

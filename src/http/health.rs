@@ -1,6 +1,7 @@
 //! `/healthz` (the process answers) and `/readyz` (the region serves fresh
 //! data: at a read region, caught up with home within the configured lag,
-//! and its index caught up with what it replicated).
+//! and its index caught up with what it replicated); `/metrics` (on the
+//! admin listener) with the same figures for Prometheus.
 
 use std::sync::atomic::Ordering;
 
@@ -51,4 +52,44 @@ async fn readyz(State(state): State<AppState>) -> Response {
     body["nonce_feed_seq"] = json!(ractor::call!(state.nonces, NonceMsg::Observe).map(|s| s.feed_seq).ok());
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, axum::Json(body)).into_response()
+}
+
+pub fn metrics_route() -> Router<AppState> {
+    Router::new().route("/metrics", get(metrics))
+}
+
+/// Reads the gauges now, then renders everything recorded.
+async fn metrics(State(state): State<AppState>) -> Response {
+    let m = &state.metrics;
+    let none: &[(&str, String)] = &[];
+    if let Ok(indexer) = ractor::call!(state.indexer, IndexerMsg::Observe) {
+        m.gauge("svc_index_applied_seq", none, indexer.applied_seq as f64);
+    }
+    for (collection, docs) in state.index.documents() {
+        m.gauge("svc_index_documents", &[("collection", collection.name().to_owned())], docs as f64);
+    }
+    if let Ok(nonces) = ractor::call!(state.nonces, NonceMsg::Observe) {
+        m.gauge("svc_nonce_store_size", none, nonces.held as f64);
+        m.gauge("svc_nonce_feed_seq", none, nonces.feed_seq as f64);
+    }
+    let logged = crate::replication::last_seq(&state.store).unwrap_or(0);
+    m.gauge("svc_replication_applied_seq", none, logged as f64);
+    match &state.replica {
+        None => m.gauge("svc_replication_head_seq", none, logged as f64),
+        Some(replica) => {
+            let status = &replica.status;
+            m.gauge("svc_replication_head_seq", none, status.head.load(Ordering::Relaxed) as f64);
+            let lag_ms = status.lag_ms(state.clock.now().0);
+            if lag_ms != i64::MAX {
+                m.gauge("svc_replication_lag_seconds", none, lag_ms as f64 / 1000.0);
+            }
+            m.total("svc_replication_refused_total", none, status.refused.load(Ordering::Relaxed));
+            m.total("svc_outbox_reported_total", none, status.reported.load(Ordering::Relaxed));
+            m.gauge("svc_nonce_feed_head", none, status.feed_head.load(Ordering::Relaxed) as f64);
+            let pending = crate::replication::exchange::pending(&state.store, 100_000).map_or(0, |p| p.len());
+            m.gauge("svc_outbox_pending", none, pending as f64);
+        }
+    }
+    let text = m.render();
+    ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }

@@ -98,6 +98,10 @@ async fn report(State(state): State<AppState>, req: axum::extract::Request) -> A
     let taken = ractor::call!(state.billing, |reply| BillingMsg::Take { report, reply })
         .map_err(ApiError::internal)?
         .map_err(ApiError::internal)?;
+    let reported = [("billed", taken.billed), ("already_billed", taken.already_billed)];
+    for (outcome, n) in reported {
+        state.metrics.count("svc_billing_reported_total", &[("outcome", outcome.to_owned())], n);
+    }
     postcard_answer(&taken)
 }
 

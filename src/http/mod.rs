@@ -60,6 +60,7 @@ pub struct AppState {
     pub analytics: ActorRef<crate::actors::analytics::AnalyticsMsg>,
     /// The signed key set, prepared at start.
     pub key_set: public::PublicDocument,
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// The actors that write: the home region's alone.
@@ -133,16 +134,18 @@ impl AppState {
 /// retrieval and public routes itself and forwards everything else to home.
 pub fn public_router(state: AppState) -> Router {
     let served = retrieval::routes(state.home.is_some()).merge(public::routes()).merge(health::routes());
-    if state.home.is_some() {
-        served.merge(business::routes()).merge(bulk::routes()).merge(internal::routes()).with_state(state)
+    let routed = if state.home.is_some() {
+        served.merge(business::routes()).merge(bulk::routes()).merge(internal::routes())
     } else {
-        served.fallback(forward::to_home).with_state(state)
-    }
+        served.fallback(forward::to_home)
+    };
+    let recorded = axum::middleware::from_fn_with_state(state.metrics.clone(), crate::metrics::record);
+    routed.layer(recorded).with_state(state)
 }
 
-/// The operator's admin API.
+/// The operator's admin API, and `/metrics` for Prometheus.
 pub fn admin_router(state: AppState) -> Router {
-    admin::routes().with_state(state)
+    admin::routes().merge(health::metrics_route()).with_state(state)
 }
 
 /// The client address of a request, as the server saw it.

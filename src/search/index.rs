@@ -383,6 +383,17 @@ impl SearchIndex {
         self.count
     }
 
+    /// Documents per collection, as searches see them now.
+    pub fn documents(&self) -> Vec<(RecordType, u64)> {
+        let mut counts: Vec<(RecordType, u64)> = self
+            .shards
+            .iter()
+            .map(|(collection, shards)| (*collection, shards.iter().map(|s| s.reader.searcher().num_docs()).sum()))
+            .collect();
+        counts.sort_by_key(|(c, _)| c.name());
+        counts
+    }
+
     /// Runs a judged search for a caller's group, shard by shard and segment
     /// by segment, stopping at the deadline with what it has.
     pub fn search(&self, q: &SearchQuery, group: &str, deadline: Instant) -> Result<Hits, String> {

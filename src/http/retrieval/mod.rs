@@ -309,7 +309,14 @@ pub async fn deliver(
         BILLING_WAIT.as_millis() as u64
     );
     match settled {
-        Ok(Ok(Settled::Billed | Settled::AlreadyBilled | Settled::Released)) => {}
+        Ok(Ok(settled)) => {
+            let outcome = match settled {
+                Settled::Billed => "billed",
+                Settled::AlreadyBilled => "already_billed",
+                Settled::Released => "not_billable",
+            };
+            state.metrics.count("svc_billing_events_total", &[("outcome", outcome.to_owned())], 1);
+        }
         // A billable answer that cannot be billed is not served.
         Ok(Err(e)) => return Err(unavailable(&format!("billing failed: {e}"))),
         Err(e) => return Err(unavailable(&format!("billing unreachable: {e}"))),
