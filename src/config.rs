@@ -85,6 +85,10 @@ pub struct ReplicationConfig {
     /// A read region: how many allowance units it asks for at a time.
     #[serde(default = "default_lease_units")]
     pub lease_units: i64,
+    /// A read region: how long a forwarded write may wait for home's
+    /// answer before the caller gets 503 (home stalled, not just down).
+    #[serde(default = "default_forward_timeout_ms")]
+    pub forward_timeout_ms: u64,
 }
 
 impl ReplicationConfig {
@@ -96,6 +100,7 @@ impl ReplicationConfig {
             ready_max_lag_ms: default_ready_max_lag_ms(),
             lease_ms: default_lease_ms(),
             lease_units: default_lease_units(),
+            forward_timeout_ms: default_forward_timeout_ms(),
         }
     }
 }
@@ -106,6 +111,10 @@ fn default_lease_ms() -> u64 {
 
 fn default_lease_units() -> i64 {
     100
+}
+
+fn default_forward_timeout_ms() -> u64 {
+    10_000
 }
 
 fn default_ready_max_lag_ms() -> u64 {

@@ -14,7 +14,7 @@ use crate::actors::index_shard::IndexShard;
 use crate::actors::indexer::{Indexer, IndexerArgs, IndexerMsg};
 use crate::actors::nonce_feed::{NonceFeed, NonceFeedArgs};
 use crate::actors::nonce_store::{NonceArgs, NonceMsg, NonceRole, NonceStore};
-use crate::actors::publisher::{Publisher, PublisherArgs};
+use crate::actors::publisher::{Publisher, PublisherArgs, PublisherMsg};
 use crate::actors::push_worker::{PushWorker, PushWorkerArgs};
 use crate::actors::receipt_log::ReceiptLog;
 use crate::actors::replicator::{ReplicationStatus, Replicator, ReplicatorArgs};
@@ -24,6 +24,7 @@ use crate::client::transport::Transport;
 use crate::clock::SharedClock;
 use crate::config::{NodeConfig, Role};
 use crate::http::{self, AppState, HomeActors, Replica};
+use crate::key_set::{Certifier, KeyView};
 use crate::limits::Limits;
 use crate::registry::Registry;
 use crate::replication::exchange;
@@ -50,16 +51,17 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         Some(b) => Some(Arc::new(Blocklist::new(b)?)),
         None => None,
     };
-    let (nonce_role, billing_role) = match config.role {
-        Role::Home => {
+    let outbox = match config.role {
+        Role::Home => None,
+        Role::Read => Some(exchange::outbox(&store).map_err(|e| e.to_string())?),
+    };
+    let (nonce_role, billing_role) = match &outbox {
+        None => {
             let lease_ms = config.replication.as_ref().map_or(60_000, |r| r.lease_ms) as i64;
             let feed = exchange::nonce_feed(&store).map_err(|e| e.to_string())?;
             (NonceRole::Home { feed }, BillingRole::Home { lease_ms })
         }
-        Role::Read => {
-            let outbox = exchange::outbox(&store).map_err(|e| e.to_string())?;
-            (NonceRole::Region { outbox: outbox.clone() }, BillingRole::Region { outbox })
-        }
+        Some(outbox) => (NonceRole::Region { outbox: outbox.clone() }, BillingRole::Region { outbox: outbox.clone() }),
     };
     let (nonces, _) = Actor::spawn(None, NonceStore, NonceArgs { store: store.clone(), role: nonce_role })
         .await
@@ -120,12 +122,21 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
     let purge_clock = clock.clone();
     nonces.send_interval(std::time::Duration::from_secs(60), move || NonceMsg::Purge { now: purge_clock.now() });
     let config_limits = config.retrieval_limits;
-    let keys_from = ServiceKeys::created_at(&store, clock.now()).map_err(|e| e.to_string())?;
-    let key_set = http::public::PublicDocument::new(&svc_core::keyset::document(
-        &keys.entries(&config.region, keys_from),
-        clock.now(),
-        &keys.root,
-    ));
+    let certifier = match (&home, outbox) {
+        (Some(home), _) => {
+            let valid_from = ServiceKeys::created_at(&store, clock.now()).map_err(|e| e.to_string())?;
+            let now = clock.now();
+            ractor::call!(home.publisher, |reply| PublisherMsg::FoundKeySet { valid_from, now, reply })
+                .map_err(|e| e.to_string())??;
+            Certifier::Publisher(home.publisher.clone())
+        }
+        (None, Some(outbox)) => Certifier::Outbox(outbox),
+        (None, None) => return Err("a read region without an outbox".into()),
+    };
+    let key_set = KeyView::open(store.clone(), &config.region, &keys, certifier).map_err(|e| e.to_string())?;
+    // Home certifies its receipt key now; a region's request waits in its
+    // outbox until home takes it.
+    key_set.ask_certification(clock.now()).await?;
     Ok(AppState {
         config: Arc::new(config),
         registry: Registry::new(store.clone()),

@@ -1,7 +1,10 @@
 //! Three `svc node` processes on 127.0.0.1: home and two read regions. A
 //! batch published at home becomes searchable in both read regions; one of
 //! them, killed with SIGKILL while it replicates and then restarted,
-//! catches up with no gap and answers the same queries as its peer.
+//! catches up with no gap and answers the same queries as its peer. With
+//! home cut off (SIGSTOP), the read regions serve searches, refuse writes
+//! with 503 and fail closed once their allowance lease is spent; after the
+//! cut heals everything they served is billed at home, once.
 
 use std::time::Duration;
 
@@ -18,7 +21,7 @@ use svc_core::keys::{Alg, SigningKey};
 
 mod process;
 
-use process::{AUTHORITY, TOKEN, onboard, product, start};
+use process::{AUTHORITY, TOKEN, onboard, product, start, start_with};
 
 /// Home's newest sequence number, from its log route.
 async fn home_head(home: &Transport) -> u64 {
@@ -155,6 +158,163 @@ async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_pe
         assert_eq!(at_eu["rows"], at_ap["rows"], "eu and ap answer alike");
     }
 
+    for region in [eu, ap, home] {
+        region.kill();
+    }
+}
+
+/// Publishes `records` at home as one batch and waits until the push is complete.
+async fn publish(home_api: &Transport, key: &SigningKey, context: &sealing::SealContext, records: &[Vec<u8>], n: u64) {
+    let seal = sealing::batch_seal(key, context, "products", records, n, SystemClock.now()).unwrap();
+    let request = Signer::new(key.clone(), AUTHORITY, "svc-push")
+        .sign_now(
+            Unsigned::new("POST", "/v1/publish/products", sealing::publish_body(&seal, records))
+                .header("idempotency-key", &format!("cut-{n}")),
+            SystemClock.now().as_secs(),
+        )
+        .unwrap();
+    let accepted = home_api.send(request).await.unwrap();
+    // A small batch is published at once (200); a large one as a push (202).
+    if accepted.status == 200 {
+        return;
+    }
+    assert_eq!(accepted.status, 202, "{}", String::from_utf8_lossy(&accepted.bytes));
+    let push = format!("/v1/pushes/{}", accepted.json()["push_id"].as_str().unwrap());
+    for _ in 0..2400 {
+        let request = Signer::new(key.clone(), AUTHORITY, "svc-business-read")
+            .sign_now(Unsigned::new("GET", &push, vec![]), SystemClock.now().as_secs())
+            .unwrap();
+        if home_api.send(request).await.unwrap().json()["state"] == "complete" {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("push {n} never completed");
+}
+
+/// What home billed the caller's company, and its allowance left.
+async fn usage(client: &RetrievalClient) -> (u64, i64) {
+    let answer = client.call("GET", "/v1/usage", vec![]).await.unwrap();
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+    let usage = answer.json();
+    (usage["totals"]["billed"].as_u64().unwrap(), usage["allowance"]["remaining"].as_i64().unwrap())
+}
+
+/// Waits until home's count settles at `billed`, and stays there.
+async fn billed_settles_at(client: &RetrievalClient, billed: u64) -> i64 {
+    let mut last = (0, 0);
+    for _ in 0..800 {
+        last = usage(client).await;
+        if last.0 == billed {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let again = usage(client).await;
+            assert_eq!(again.0, billed, "billed more than once");
+            return again.1;
+        }
+        assert!(last.0 < billed, "home billed {} for {billed} served", last.0);
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("home billed {} of {billed}", last.0);
+}
+
+// rule: R1.26, R1.27, R1.28, R5.36
+#[tokio::test(flavor = "multi_thread")]
+async fn with_home_cut_off_regions_serve_searches_refuse_writes_fail_closed_and_catch_up_after() {
+    const LEASE: usize = 4;
+    let dir = tempfile::tempdir().unwrap();
+    let home = start(dir.path(), "home", None);
+    let settings = format!("lease_units = {LEASE}\nforward_timeout_ms = 1500");
+    let eu = start_with(dir.path(), "eu", Some(&home.public_url), &settings);
+    let ap = start_with(dir.path(), "ap", Some(&home.public_url), &settings);
+    let admin = Admin::new(&home.admin_url, TOKEN.into()).unwrap();
+    let home_api = Transport::new(&home.public_url).unwrap();
+    let (eu_api, ap_api) = (Transport::new(&eu.public_url).unwrap(), Transport::new(&ap.public_url).unwrap());
+
+    let key = SigningKey::from_seed(Alg::Ed25519, &[34; 32]).unwrap();
+    let passkey = SigningKey::from_seed(Alg::Es256, &[35; 32]).unwrap();
+    let context = onboard(&admin, &key, &passkey).await;
+    let company = admin
+        .call("POST", "/admin/companies", Some(json!({"name": "Prepaid AI", "verified": true, "terms_accepted": 1})))
+        .await
+        .unwrap();
+    let uuid = company["ai_company_uuid"].as_str().unwrap();
+    let allowance = json!({"ai_company_uuid": uuid, "prepay": true, "remaining": 1000});
+    admin.call("POST", "/admin/allowances", Some(allowance)).await.unwrap();
+    let group =
+        admin.call("POST", &format!("/admin/companies/{uuid}/groups"), Some(json!({"name": "bots"}))).await.unwrap();
+    let ai_key = SigningKey::from_seed(Alg::Ed25519, &[36; 32]).unwrap();
+    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().unwrap());
+    admin.call("POST", &path, Some(json!({"jwk": ai_key.verifying_key().to_jwk()}))).await.unwrap();
+    let records: Vec<Vec<u8>> = (0..20).map(product).collect();
+    publish(&home_api, &key, &context, &records, 1).await;
+    let head = home_head(&home_api).await;
+    caught_up(&eu_api, head).await;
+    caught_up(&ap_api, head).await;
+
+    let client = |url: &str| RetrievalClient::new(url, AUTHORITY, ai_key.clone(), None).unwrap();
+    let (at_home, at_eu, at_ap) = (client(&home.public_url), client(&eu.public_url), client(&ap.public_url));
+    let body = |q: &str| {
+        serde_json::to_vec(&json!({"collection": "products", "q": q, "filter": {"all": [{"country": "FR"}]},
+            "sort_by": "_text_match:desc", "limit": 5}))
+        .unwrap()
+    };
+    // Every answered search with rows is billed: this counts what home must bill.
+    let mut served = 0u64;
+
+    // The same signed request sent to two regions at once is billed once.
+    let created = SystemClock.now().as_secs();
+    let nonce = svc_core::http_sig::nonce_from_bytes(&svc::clock::random::<32>());
+    let (a, b) = tokio::join!(
+        at_eu.call_as("POST", "/v1/search", body("Lampe"), created, &nonce),
+        at_ap.call_as("POST", "/v1/search", body("Lampe"), created, &nonce)
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(a.status == 200 || b.status == 200, "{} {}", a.status, b.status);
+    assert!([a.status, b.status].iter().all(|s| *s == 200 || *s == 401), "{} {}", a.status, b.status);
+    served += 1;
+    billed_settles_at(&at_home, served).await;
+
+    // Home cut off: it holds its sockets open and answers nothing.
+    home.signal("STOP");
+    let catalogue = eu_api.send(Request::get("/v1/catalogue").body(Body::empty()).unwrap()).await.unwrap();
+    assert_eq!(catalogue.status, 503, "{}", String::from_utf8_lossy(&catalogue.bytes));
+    assert_eq!(catalogue.json()["code"], "unavailable");
+    assert!(catalogue.headers.contains_key("retry-after"));
+    // Searches go on from each region's lease, then fail closed.
+    for region in [&at_eu, &at_ap] {
+        let mut answers = Vec::new();
+        for _ in 0..LEASE + 2 {
+            let answer = region.call("POST", "/v1/search", body("Lampe")).await.unwrap();
+            assert!(answer.status == 200 || answer.status == 503, "{}", String::from_utf8_lossy(&answer.bytes));
+            answers.push(answer);
+        }
+        let ok = answers.iter().filter(|a| a.status == 200).count();
+        assert!(ok >= 1, "a region serves searches while home is cut off");
+        assert!(ok <= LEASE, "never more than the lease: {ok}");
+        let last = answers.last().unwrap();
+        assert_eq!(last.status, 503, "fails closed once the lease is spent");
+        assert_eq!(last.json()["code"], "unavailable");
+        assert!(last.headers.contains_key("retry-after"));
+        served += ok as u64;
+    }
+
+    // The cut heals: the regions report what they served, home bills each
+    // once, and what home publishes next reaches both.
+    home.signal("CONT");
+    let remaining = billed_settles_at(&at_home, served).await;
+    assert_eq!(remaining, 1000 - served as i64, "the allowance spent is what was billed");
+    let more: Vec<Vec<u8>> = (20..30).map(product).collect();
+    publish(&home_api, &key, &context, &more, 2).await;
+    let head = home_head(&home_api).await;
+    caught_up(&eu_api, head).await;
+    caught_up(&ap_api, head).await;
+    for region in [&at_eu, &at_ap] {
+        let answer = region.call("POST", "/v1/search", body("29")).await.unwrap();
+        assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+        assert_eq!(answer.json()["rows"][0]["product_name"], "Lampe 29");
+        served += 1;
+    }
+    billed_settles_at(&at_home, served).await;
     for region in [eu, ap, home] {
         region.kill();
     }

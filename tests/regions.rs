@@ -209,7 +209,7 @@ async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed
     ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
     let company = admin(&home.state, "POST", "/admin/companies", json!({"name": "Prepaid AI"})).await.unwrap();
     let uuid = company["ai_company_uuid"].as_str().unwrap();
-    admin(&home.state, "POST", "/admin/allowances", json!({"ai_company_uuid": uuid, "prepay": true, "remaining": 20}))
+    admin(&home.state, "POST", "/admin/allowances", json!({"ai_company_uuid": uuid, "prepay": true, "remaining": 200}))
         .await
         .unwrap();
     let group =
@@ -263,7 +263,14 @@ async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed
     for _ in 0..10 {
         let n = nonce();
         let (a, b) = tokio::join!(replay(&at_home, &n), replay(&at_eu, &n));
-        assert!(a.status == 200 || b.status == 200);
+        assert!(
+            a.status == 200 || b.status == 200,
+            "{} {} {} {}",
+            a.status,
+            String::from_utf8_lossy(&a.bytes),
+            b.status,
+            String::from_utf8_lossy(&b.bytes)
+        );
         distinct += 1;
         if a.status == 200 && b.status == 200 {
             both_served += 1;
@@ -277,7 +284,7 @@ async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed
     let (billed, allowance) = billed_at_home(&at_home).await;
     assert_eq!(
         allowance["remaining"].as_u64(),
-        Some(20 - billed),
+        Some(200 - billed),
         "the allowance spent is what was billed: {allowance}"
     );
 
@@ -294,4 +301,115 @@ async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed
     assert_eq!(refused.json()["code"], "unavailable");
     assert!(refused.headers.contains_key("retry-after"));
     eu.stop().await;
+}
+
+/// A company, a group and a retrieval key registered at home: the key and
+/// its sandbox grant.
+async fn caller(home: &Node, seed: u8) -> (SigningKey, Option<String>) {
+    let company = admin(&home.state, "POST", "/admin/companies", json!({"name": "Keyed AI"})).await.unwrap();
+    let uuid = company["ai_company_uuid"].as_str().unwrap();
+    let group =
+        admin(&home.state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await.unwrap();
+    let key = SigningKey::from_seed(Alg::Ed25519, &[seed; 32]).unwrap();
+    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().unwrap());
+    let registered = admin(&home.state, "POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await.unwrap();
+    (key, Some(registered["sandbox_key_grant"].as_str().unwrap().to_owned()))
+}
+
+// rule: P2.6.33, P2.6.34, P2.6.36, P2.6.37, R2.6.14
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rotates_it_with_an_overlap() {
+    use svc_core::keyset::{self, RECEIPT_KEY_OVERLAP_MS, RootAnchors};
+    let dir = tempfile::tempdir().unwrap();
+    let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
+    let home_url = format!("http://{}", home.addr);
+    let eu =
+        Node::start(config(dir.path(), "eu", Role::Read, Some(home_url.clone())), Arc::new(SystemClock)).await.unwrap();
+    let eu_url = format!("http://{}", eu.addr);
+    let sizes =
+        Sizes { businesses: 1, products: 10, events_per_business: 0, jobs_per_business: 0, updates_per_business: 0 };
+    let corpus = generate(13, sizes);
+    let country = corpus.businesses[0].country.clone();
+    ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
+    let (key, grant) = caller(&home, 45).await;
+    let at_eu = RetrievalClient::new(&eu_url, "api.svc.localhost", key, grant).unwrap();
+    let search = serde_json::to_vec(&json!({"collection": "products", "filter": {"all": [{"country": country}]},
+        "sort_by": "published_at:desc", "limit": 5}))
+    .unwrap();
+
+    // Only home holds a root: the region's own root never signs anything.
+    let root = &home.state.keys.root;
+    let anchors =
+        RootAnchors { classical: root.classical.verifying_key(), post_quantum: root.post_quantum.verifying_key() };
+    let eu_kid = eu.state.keys.receipt.verifying_key().thumbprint();
+    let home_kid = home.state.keys.receipt.verifying_key().thumbprint();
+    assert_ne!(eu_kid, home_kid);
+    let names = |document: &Value, kid: &str| {
+        keyset::verify(document, &anchors)
+            .is_ok_and(|set| set.keys.iter().any(|k| k.kid == kid && k.region.as_deref() == Some("eu")))
+    };
+    eventually("eu serves home's key set naming eu's receipt key", || async {
+        let document = get(&eu_url, "/.well-known/keys", None).await;
+        document.status == 200 && names(&document.json(), &eu_kid)
+    })
+    .await;
+    let at_home = get(&home_url, "/.well-known/keys", None).await;
+    let at_region = get(&eu_url, "/.well-known/keys", None).await;
+    assert_eq!(at_region.bytes, at_home.bytes, "one key set, signed by home, served everywhere");
+    assert_eq!(at_region.headers["etag"], at_home.headers["etag"]);
+    let ready = get(&eu_url, "/readyz", None).await.json();
+    assert_eq!(ready["receipt_key_certified"], true, "{ready}");
+
+    // A search at eu carries a receipt of region eu, signed by eu's key,
+    // which checks offline under home's anchors.
+    let searched = || async {
+        let answer = at_eu.call("POST", "/v1/search", search.clone()).await.unwrap();
+        assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+        answer.json()
+    };
+    eventually("eu serves the corpus", || async { !searched().await["rows"].as_array().unwrap().is_empty() }).await;
+    let before = searched().await;
+    let receipt_of = |body: &Value| {
+        let envelope = svc_core::dsse::Envelope::from_value(&body["receipt"]).unwrap();
+        serde_json::from_slice::<Value>(&envelope.payload_bytes().unwrap()).unwrap()
+    };
+    assert_eq!(receipt_of(&before)["region"], "eu");
+    assert_eq!(receipt_of(&before)["key_id"], eu_kid.as_str());
+    let set = keyset::verify(&at_region.json(), &anchors).unwrap();
+    svc_core::offline::check_search(&before, &set, &at_eu.key_id()).expect("eu's receipt checks under home's anchors");
+
+    // Rotation: a new key, certified by home; eu switches to it, and the
+    // old one stays valid for the overlap, so earlier receipts still check.
+    let admin_url = format!("http://{}", eu.admin_addr);
+    let request = axum::http::Request::post("/admin/receipt-key/rotate")
+        .header("authorization", format!("Bearer {}", eu.state.config.admin_token))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let rotated = Transport::new(&admin_url).unwrap().send(request).await.unwrap();
+    assert_eq!(rotated.status, 200, "{}", String::from_utf8_lossy(&rotated.bytes));
+    let new_kid = rotated.json()["kid"].as_str().unwrap().to_owned();
+    assert_ne!(new_kid, eu_kid);
+    eventually("eu signs with its new key", || async { receipt_of(&searched().await)["key_id"] == new_kid.as_str() })
+        .await;
+    let document = get(&eu_url, "/.well-known/keys", None).await.json();
+    let set = keyset::verify(&document, &anchors).unwrap();
+    let entry = |kid: &str| set.keys.iter().find(|k| k.kid == kid).unwrap().clone();
+    let (old, new) = (entry(&eu_kid), entry(&new_kid));
+    assert_eq!(new.region.as_deref(), Some("eu"));
+    assert_eq!(old.valid_until, Some(new.valid_from.plus(RECEIPT_KEY_OVERLAP_MS)), "old and new overlap");
+    assert_eq!(new.valid_until, None);
+    assert!(entry(&home_kid).valid_until.is_none(), "home's receipt key is not touched");
+    svc_core::offline::check_search(&before, &set, &at_eu.key_id()).expect("an old receipt still checks");
+    svc_core::offline::check_search(&searched().await, &set, &at_eu.key_id()).expect("a new one checks");
+
+    // A restart keeps the new key.
+    eu.stop().await;
+    let eu =
+        Node::start(config(dir.path(), "eu", Role::Read, Some(home_url.clone())), Arc::new(SystemClock)).await.unwrap();
+    assert_eq!(
+        eu.state.key_set.signer(svc::clock::Clock::now(&SystemClock)).unwrap().verifying_key().thumbprint(),
+        new_kid
+    );
+    eu.stop().await;
+    home.stop().await;
 }

@@ -4,6 +4,7 @@
 //! one container per region.
 
 use svc::config::{Hosts, NodeConfig, Role, check_deployment};
+use svc::front_door::FrontDoorConfig;
 
 fn load(path: &std::path::Path) -> NodeConfig {
     let text = std::fs::read_to_string(path).unwrap();
@@ -18,7 +19,8 @@ fn folder(name: &str) -> Vec<NodeConfig> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
     let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
-    files.iter().filter(|p| p.extension().is_some_and(|e| e == "toml")).map(|p| load(p)).collect()
+    let nodes = files.iter().filter(|p| p.extension().is_some_and(|e| e == "toml") && !p.ends_with("front-door.toml"));
+    nodes.map(|p| load(p)).collect()
 }
 
 #[test]
@@ -42,6 +44,19 @@ fn the_compose_deployment_is_one_home_and_two_read_regions_in_their_own_containe
     let read = astray.iter().position(|r| r.role == Role::Read).unwrap();
     astray[read].replication.as_mut().unwrap().home_url = Some("http://home:7999".into());
     assert!(check_deployment(&astray, Hosts::Many).unwrap_err().contains("home_url"));
+}
+
+#[test]
+fn the_localhost_front_door_routes_to_every_region_at_its_public_port() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("regions/front-door.toml");
+    let door: FrontDoorConfig = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let regions = regions();
+    assert_eq!(door.regions.len(), regions.len());
+    for region in &regions {
+        let route = door.regions.iter().find(|r| r.region == region.region).expect("every region has a route");
+        assert_eq!(route.url, format!("http://{}", region.listen));
+        assert_ne!(door.listen, region.listen);
+    }
 }
 
 #[test]

@@ -113,7 +113,7 @@ async fn a_fetch_answers_the_sealed_bytes_verbatim_with_their_proofs_and_a_recei
 
     let envelope = Envelope::from_value(&body["receipt"]).unwrap();
     let check = ReceiptCheck {
-        receipt_key: |_: &str, _| Some(home.state.keys.receipt.verifying_key()),
+        receipt_key: |_: &str, _: &str, _| Some(home.state.keys.receipt.verifying_key()),
         presenter: Some(&caller.key_id),
         rows: None,
     };
@@ -367,7 +367,7 @@ async fn receipts_list_the_groups_own_oldest_first_a_hundred_a_page() {
         let envelope = Envelope::from_value(&entry["receipt"]).unwrap();
         let presenter = entry["caller_key_id"].as_str().unwrap();
         let check = ReceiptCheck {
-            receipt_key: |_: &str, _| Some(home.state.keys.receipt.verifying_key()),
+            receipt_key: |_: &str, _: &str, _| Some(home.state.keys.receipt.verifying_key()),
             presenter: Some(presenter),
             rows: None,
         };

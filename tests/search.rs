@@ -62,7 +62,7 @@ async fn a_text_search_answers_projected_rows_and_a_receipt() {
     let envelope = svc_core::dsse::Envelope::from_value(&answer.body["receipt"]).unwrap();
     let row_maps: Vec<_> = rows.iter().map(|r| r.as_object().unwrap().clone()).collect();
     let check = ReceiptCheck {
-        receipt_key: |_: &str, _| Some(home.state.keys.receipt.verifying_key()),
+        receipt_key: |_: &str, _: &str, _| Some(home.state.keys.receipt.verifying_key()),
         presenter: Some(&caller.key_id),
         rows: Some(&row_maps),
     };

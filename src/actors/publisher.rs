@@ -77,6 +77,19 @@ pub enum PublisherMsg {
         now: UnixMs,
         reply: RpcReplyPort<Result<Option<u64>, String>>,
     },
+    /// Registers home's own keys in the key set, the first time.
+    FoundKeySet {
+        valid_from: UnixMs,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<(), String>>,
+    },
+    /// Certifies a region's receipt key (idempotent).
+    CertifyReceiptKey {
+        region: String,
+        key: svc_core::keys::VerifyingKey,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<(), String>>,
+    },
     Observe(RpcReplyPort<PublisherSnapshot>),
 }
 
@@ -150,6 +163,14 @@ impl Actor for Publisher {
             }
             PublisherMsg::Apply { change, now, reply } => {
                 let _ = reply.send(engine.apply(change, now).map_err(text));
+            }
+            PublisherMsg::FoundKeySet { valid_from, now, reply } => {
+                let result = tokio::task::block_in_place(|| engine.found_key_set(valid_from, now));
+                let _ = reply.send(result.map_err(text));
+            }
+            PublisherMsg::CertifyReceiptKey { region, key, now, reply } => {
+                let result = tokio::task::block_in_place(|| engine.certify_receipt_key(&region, &key, now));
+                let _ = reply.send(result.map_err(text));
             }
             PublisherMsg::Observe(reply) => {
                 let _ = reply.send(PublisherSnapshot { last_seq: engine.last_seq() });

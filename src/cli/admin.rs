@@ -80,6 +80,9 @@ pub enum AdminCommand {
     /// Publishes the sandbox corpus again: new versions, same ids and bytes.
     #[command(name = "sandbox-republish")]
     SandboxRepublish,
+    /// Draws the region's next receipt key and asks home to certify it (run
+    /// against the region's own admin API, with its token).
+    RotateReceiptKey,
     /// Publishes a version of the AI-company Terms.
     Terms {
         #[arg(long)]
@@ -384,6 +387,7 @@ pub async fn run(args: AdminArgs) -> Result<Value, String> {
             admin.call("POST", "/admin/endpoints", Some(body)).await
         }
         AdminCommand::SandboxRepublish => admin.call("POST", "/admin/sandbox/republish", None).await,
+        AdminCommand::RotateReceiptKey => admin.call("POST", "/admin/receipt-key/rotate", None).await,
         AdminCommand::Terms { version, text_file, effective_from } => {
             let text = std::fs::read_to_string(&text_file).map_err(|e| format!("{}: {e}", text_file.display()))?;
             let body = json!({"version": version, "text": text, "effective_from": effective_from});

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod client;
 pub mod loadgen;
+pub mod up;
 
 use clap::{Parser, Subcommand};
 
@@ -15,18 +16,33 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a home region on this machine (read regions and the corpus follow).
+    /// Run a deployment on this machine: a home region, two read regions
+    /// (eu, ap) replicating from it, and a front door, with the sandbox corpus.
     Up {
-        /// Where the node keeps its data.
+        /// Where the regions keep their data (one folder each).
         #[arg(long, default_value = "svc-data")]
         data_dir: std::path::PathBuf,
+        /// The front door: each request goes to the nearest ready region.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: std::net::SocketAddr,
+        /// Home's admin API.
         #[arg(long, default_value = "127.0.0.1:8081")]
         admin_listen: std::net::SocketAddr,
+        /// Each region's own public port: home on this one, eu 10 above, ap 20
+        /// above (their admin APIs one above that).
+        #[arg(long, default_value_t = 8100)]
+        ports_from: u16,
+        /// The front door's latency table, `region=ms` (nearest is lowest).
+        #[arg(long, value_delimiter = ',', default_value = "eu=10,home=25,ap=40")]
+        latency: Vec<String>,
         /// The sandbox corpus's seed: the same seed gives the same corpus.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+    },
+    /// Run a front door from its configuration file (`regions/front-door.toml`).
+    FrontDoor {
+        #[arg(long)]
+        config: std::path::PathBuf,
     },
     /// Run one region from its configuration file (`regions/<name>.toml`).
     Node {
@@ -53,20 +69,29 @@ pub enum Command {
     Loadgen(loadgen::LoadgenArgs),
 }
 
-/// What `svc up` will start once it is built.
+/// What `svc up` does not run yet.
 pub const NOT_YET: &[&str] = &[
-    "svc client publish; the 100,000-record bulk import is above its 30 s target (issue 3)",
-    "search and fetch are served by the home node until read regions exist (issues 4 and 5)",
-    "read regions, replication between regions and the front door (issue 5)",
-    "public verification routes and the transparency log (issue 6)",
+    "svc client publish (business systems sign publish requests with svc::client)",
+    "public verification routes, receipt folding and the transparency log (issue 6)",
+    "ads and the MCP surfaces",
 ];
 
 pub fn run(cli: Cli) -> i32 {
     match cli.command {
-        Command::Up { data_dir, listen, admin_listen, seed } => match up(data_dir, listen, admin_listen, seed) {
+        Command::Up { data_dir, listen, admin_listen, ports_from, latency, seed } => {
+            let plan = up::Plan { data_dir, listen, admin_listen, ports_from, latency, seed };
+            match up::run(plan) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("svc up: {e}");
+                    1
+                }
+            }
+        }
+        Command::FrontDoor { config } => match front_door(&config) {
             Ok(()) => 0,
             Err(e) => {
-                eprintln!("svc up: {e}");
+                eprintln!("svc front-door: {e}");
                 1
             }
         },
@@ -137,61 +162,6 @@ pub fn formats() -> serde_json::Value {
     })
 }
 
-fn up(
-    data_dir: std::path::PathBuf,
-    listen: std::net::SocketAddr,
-    admin_listen: std::net::SocketAddr,
-    seed: u64,
-) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
-    runtime.block_on(async move {
-        let home_dir = data_dir.join("home");
-        std::fs::create_dir_all(&home_dir).map_err(|e| format!("{}: {e}", home_dir.display()))?;
-        let mut config = crate::config::NodeConfig::local_home(home_dir.clone(), listen, admin_listen);
-        config.admin_token = admin_token(&home_dir)?;
-        let token_file = home_dir.join("admin_token");
-        let node = crate::node::Node::start(config, std::sync::Arc::new(crate::clock::SystemClock)).await?;
-        println!("svc {}: home region up (sandbox)", env!("CARGO_PKG_VERSION"));
-        println!("  business API   http://{}  (sign for authority api.svc.localhost)", node.addr);
-        println!("  admin API      http://{}  (token in {})", node.admin_addr, token_file.display());
-        let corpus = crate::sandbox::corpus::generate(seed, crate::sandbox::corpus::Sizes::default());
-        let started = std::time::Instant::now();
-        let report = |p: crate::sandbox::seed::Progress| {
-            eprint!("\r  seeding the sandbox corpus: {} {}/{}   ", p.stage, p.done, p.total);
-        };
-        let seeded = crate::sandbox::seed::ensure_seeded(&node.state, &corpus, &report).await?;
-        eprintln!();
-        println!(
-            "  sandbox corpus  seed {}: {} businesses, {} records ({:.1} s)",
-            seeded.seed,
-            seeded.businesses.len(),
-            corpus.record_count(),
-            started.elapsed().as_secs_f64()
-        );
-        println!("Try:");
-        println!("  svc admin --url http://{} --token-file {} observe", node.admin_addr, token_file.display());
-        println!(
-            "  svc admin --url http://{} --token-file {} business show {}",
-            node.admin_addr,
-            token_file.display(),
-            seeded.businesses.first().map(|b| b.0.as_str()).unwrap_or("<uuid>")
-        );
-        println!("  svc keygen --alg ed25519 --out ai.json    # then the README tour: a retrieval key and svc client");
-        println!(
-            "  svc client --base-url http://{} --key ai.json --grant <sandbox_key_grant> search --country FR --q lamp",
-            node.addr
-        );
-        println!("Not yet:");
-        for item in NOT_YET {
-            println!("  - {item}");
-        }
-        println!("Ctrl-C stops the node (in-flight requests drain first).");
-        let _ = tokio::signal::ctrl_c().await;
-        node.stop().await;
-        Ok(())
-    })
-}
-
 /// Runs one node until SIGINT or SIGTERM, then drains and stops. Its first
 /// line on stdout is a JSON object with the bound addresses, for scripts.
 fn node(path: &std::path::Path) -> Result<(), String> {
@@ -205,22 +175,43 @@ fn node(path: &std::path::Path) -> Result<(), String> {
             "{}",
             serde_json::json!({"region": region, "listen": node.addr.to_string(), "admin_listen": node.admin_addr.to_string()})
         );
-        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|e| e.to_string())?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate.recv() => {}
-        }
+        stopped().await?;
         node.stop().await;
         Ok(())
     })
 }
 
-/// The operator's admin token for this data directory: made once, kept in
-/// `admin_token` (readable by its owner only), so `svc admin` can find it.
-fn admin_token(dir: &std::path::Path) -> Result<String, String> {
-    let path = dir.join("admin_token");
-    if let Ok(token) = std::fs::read_to_string(&path) {
+/// Waits for SIGINT or SIGTERM.
+pub(crate) async fn stopped() -> Result<(), String> {
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|e| e.to_string())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+    Ok(())
+}
+
+/// Runs a front door until SIGINT or SIGTERM. Its first line on stdout is
+/// a JSON object with its address.
+fn front_door(path: &std::path::Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let config: crate::front_door::FrontDoorConfig =
+        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        let door = crate::front_door::FrontDoor::start(config).await?;
+        println!("{}", serde_json::json!({"front_door": door.addr.to_string()}));
+        stopped().await?;
+        door.stop().await;
+        Ok(())
+    })
+}
+
+/// A secret (an admin or replication token) kept in a file: made once,
+/// readable by its owner only, so `svc admin` can find it.
+pub(crate) fn secret_file(path: &std::path::Path) -> Result<String, String> {
+    if let Ok(token) = std::fs::read_to_string(path) {
         return Ok(token.trim().to_owned());
     }
     let token = hex::encode(crate::clock::random::<24>());
@@ -232,7 +223,7 @@ fn admin_token(dir: &std::path::Path) -> Result<String, String> {
         options.mode(0o600);
     }
     use std::io::Write;
-    let mut file = options.open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut file = options.open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     file.write_all(token.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(token)
 }

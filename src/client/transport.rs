@@ -51,14 +51,23 @@ impl Transport {
     }
 
     /// Sends a request whose URI is a path (and query) and streams the answer.
-    pub async fn forward(
+    pub async fn forward(&self, request: Request<Body>) -> Result<axum::http::Response<hyper::body::Incoming>, String> {
+        self.try_forward(request).await.map_err(|e| format!("{}: {e}", self.base))
+    }
+
+    /// Like [`forward`](Self::forward), with the client's error, which tells
+    /// a refused connection (the request never left) from a failure after.
+    pub async fn try_forward(
         &self,
         mut request: Request<Body>,
-    ) -> Result<axum::http::Response<hyper::body::Incoming>, String> {
-        let path = request.uri().path_and_query().map(|p| p.as_str().to_owned()).unwrap_or_else(|| "/".into());
+    ) -> Result<axum::http::Response<hyper::body::Incoming>, hyper_util::client::legacy::Error> {
+        let path = request.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
         let authority = self.base.authority().map(|a| a.as_str()).unwrap_or_default();
-        *request.uri_mut() = format!("http://{authority}{path}").parse().map_err(|e| format!("{path}: {e}"))?;
-        self.client.request(request).await.map_err(|e| format!("{}: {e}", self.base))
+        // Base and path were both checked as URI parts: together they parse.
+        if let Ok(uri) = format!("http://{authority}{path}").parse() {
+            *request.uri_mut() = uri;
+        }
+        self.client.request(request).await
     }
 
     /// Sends a request whose URI is a path (and query).

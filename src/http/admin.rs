@@ -50,6 +50,7 @@ pub fn routes() -> Router<AppState> {
         .route("/admin/pushes/{push_id}/release", post(release_push))
         .route("/admin/terms", post(publish_terms))
         .route("/admin/sandbox/republish", post(republish_sandbox))
+        .route("/admin/receipt-key/rotate", post(rotate_receipt_key))
 }
 
 fn authorize(state: &AppState, headers: &HeaderMap) -> ApiResult<()> {
@@ -110,6 +111,22 @@ async fn observe(State(state): State<AppState>, headers: HeaderMap) -> ApiResult
         "publisher": {"last_seq": publisher.last_seq},
         "nonce_store": {"held": nonces.held},
         "push_worker": {"pushes_settled": worker.pushes_settled, "chunks_committed": worker.chunks_committed},
+    })))
+}
+
+/// Draws this region's next receipt key and asks home to certify it. The
+/// region signs with its current key until the key set names the new one;
+/// the old key stays valid for the overlap after that.
+async fn rotate_receipt_key(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Json<Value>> {
+    authorize(&state, &headers)?;
+    let now = state.clock.now();
+    let key = state.key_set.rotate(now).await.map_err(ApiError::internal)?;
+    let signing = state.key_set.signer(now).map(|k| k.verifying_key().thumbprint());
+    Ok(Json(json!({
+        "region": state.config.region,
+        "kid": key.thumbprint(),
+        "signing_kid": signing,
+        "overlap_ms": svc_core::keyset::RECEIPT_KEY_OVERLAP_MS,
     })))
 }
 

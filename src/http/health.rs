@@ -45,6 +45,10 @@ async fn readyz(State(state): State<AppState>) -> Response {
             (index_caught_up && lag_ms <= max, body)
         }
     };
+    // Receipts are signed only by a key home certified.
+    let certified = state.key_set.signer(state.clock.now()).is_some();
+    let ready = ready && certified;
+    body["receipt_key_certified"] = json!(certified);
     body["region"] = json!(state.config.region);
     body["ready"] = json!(ready);
     body["indexed_seq"] = json!(indexed);

@@ -12,6 +12,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use svc_core::keys::{Alg, VerifyingKey};
 use svc_core::problem::Code;
 
 use super::AppState;
@@ -20,6 +21,7 @@ use super::body::read_limited;
 use super::problem::{ApiError, ApiResult};
 use crate::actors::billing::BillingMsg;
 use crate::actors::nonce_store::NonceMsg;
+use crate::actors::publisher::PublisherMsg;
 use crate::replication::exchange::{self, FeedPage, LeaseAsk, Outgoing, Report};
 use crate::replication::{LOG_HEAD_HEADER, encode_frames, entries_after};
 
@@ -84,12 +86,27 @@ async fn nonces(State(state): State<AppState>, headers: HeaderMap, query: Query<
     postcard_answer(&FeedPage { head: snapshot.feed_seq, entries })
 }
 
-/// A region's report: its claims join home's nonce store (and so the feed),
-/// then its usage events and lease returns are billed, in order.
+/// A region's report: its receipt keys are certified, its claims join
+/// home's nonce store (and so the feed), then its usage events and lease
+/// returns are billed, in order.
 async fn report(State(state): State<AppState>, req: axum::extract::Request) -> ApiResult<Response> {
     let (parts, body) = req.into_parts();
     admitted(&state, &parts.headers)?;
     let report: Report = read_postcard(&state, &parts.headers, body).await?;
+    let publisher = &state.home.as_ref().ok_or_else(|| ApiError::new(Code::NotFound))?.publisher;
+    for entry in &report.entries {
+        if let Outgoing::ReceiptKey { jwk } = entry {
+            let key = serde_json::from_str(jwk)
+                .ok()
+                .and_then(|jwk| VerifyingKey::from_jwk(&jwk).ok())
+                .filter(|key| key.alg() == Alg::Ed25519)
+                .ok_or_else(|| ApiError::detail(Code::RequestInvalid, "a receipt key must be an Ed25519 JWK"))?;
+            let (region, now) = (report.region.clone(), state.clock.now());
+            ractor::call!(publisher, |reply| PublisherMsg::CertifyReceiptKey { region, key, now, reply })
+                .map_err(ApiError::internal)?
+                .map_err(ApiError::internal)?;
+        }
+    }
     let claims =
         report.entries.iter().filter_map(|e| if let Outgoing::Claim(c) = e { Some(c.clone()) } else { None }).collect();
     ractor::call!(state.nonces, |reply| NonceMsg::Learn { claims, reply })

@@ -58,8 +58,8 @@ pub struct AppState {
     pub billing: ActorRef<crate::actors::billing::BillingMsg>,
     pub receipts: ActorRef<crate::actors::receipt_log::ReceiptLogMsg>,
     pub analytics: ActorRef<crate::actors::analytics::AnalyticsMsg>,
-    /// The signed key set, prepared at start.
-    pub key_set: public::PublicDocument,
+    /// The key set home signed, and this region's receipt key in it.
+    pub key_set: crate::key_set::KeyView,
     pub metrics: crate::metrics::Metrics,
 }
 

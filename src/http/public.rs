@@ -11,6 +11,8 @@ use bytes::Bytes;
 use svc_core::digest::sha256_hex;
 
 use super::AppState;
+use super::problem::ApiError;
+use svc_core::problem::Code;
 
 /// A public document, prepared once: its bytes and their ETag.
 #[derive(Clone)]
@@ -74,7 +76,12 @@ fn cached(document: &PublicDocument, request_headers: &HeaderMap, max_age: u32) 
 
 /// `GET /.well-known/keys`: the dual-signed `jwks.v1` key set.
 async fn keys(State(state): State<AppState>, method: Method, headers: HeaderMap) -> Response {
-    let mut response = cached(&state.key_set, &headers, 300);
+    let Some(document) = state.key_set.document(state.clock.now()) else {
+        // A read region that has not yet replicated home's key set.
+        let detail = "this region has not received the key set from home yet";
+        return ApiError::retry_after(Code::Unavailable, 5_000, detail).into_response();
+    };
+    let mut response = cached(&document, &headers, 300);
     if method == Method::HEAD {
         *response.body_mut() = Body::empty();
     }

@@ -312,6 +312,29 @@ impl Engine {
         self.log.commit(change, now)
     }
 
+    /// Registers home's own keys in the key set (read and written here, by
+    /// the one writer, so no certification is lost between the two).
+    pub fn found_key_set(&mut self, valid_from: UnixMs, now: UnixMs) -> StoreResult<()> {
+        self.settle_writes()?;
+        if let Some(change) = crate::key_set::founding(self.log.store(), &self.keys, valid_from, now)? {
+            self.log.commit(change, now)?;
+        }
+        Ok(())
+    }
+
+    pub fn certify_receipt_key(
+        &mut self,
+        region: &str,
+        key: &svc_core::keys::VerifyingKey,
+        now: UnixMs,
+    ) -> StoreResult<()> {
+        self.settle_writes()?;
+        if let Some(change) = crate::key_set::certification(self.log.store(), &self.keys, region, key, now)? {
+            self.log.commit(change, now)?;
+        }
+        Ok(())
+    }
+
     fn business_context(
         &self,
         business_uuid: &str,

@@ -40,6 +40,10 @@ pub enum Outgoing {
     Return {
         lease_id: u64,
     },
+    /// A receipt key the region drew, for home to certify (its JWK as JSON).
+    ReceiptKey {
+        jwk: String,
+    },
 }
 
 /// A batch of a region's outbox, shipped to home (`POST /internal/v1/report`).

@@ -32,6 +32,7 @@ pub const REPLICATED: &[&str] = &[
     cf::ENDPOINTS,
     cf::RECORDS,
     cf::VERSIONS,
+    cf::KEY_SET,
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

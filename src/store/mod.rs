@@ -60,6 +60,8 @@ pub mod cf {
     pub const LEASES_GRANTED: &str = "leases_granted";
     /// A read region: the lease it serves each company from.
     pub const LEASES_HELD: &str = "leases_held";
+    /// The key set home certified (replicated): its entries and document.
+    pub const KEY_SET: &str = "key_set";
 
     pub const ALL: &[&str] = &[
         META,
@@ -97,6 +99,7 @@ pub mod cf {
         NONCE_FEED,
         LEASES_GRANTED,
         LEASES_HELD,
+        KEY_SET,
     ];
 }
 

@@ -24,6 +24,13 @@ pub struct Process {
 impl Process {
     /// SIGKILL, then reap.
     pub fn kill(self) {}
+
+    /// Sends `signal` (`STOP`, `CONT`) to the process: a stopped node keeps
+    /// its sockets open and answers nothing, as a stalled or cut-off host.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("sh").arg("-c").arg(format!("kill -{signal} {}", self.child.id())).status().unwrap();
+        assert!(status.success(), "kill -{signal}");
+    }
 }
 
 impl Drop for Process {
@@ -37,6 +44,11 @@ impl Drop for Process {
 /// Starts `svc node` for `region` with its data under `dir`. A read region
 /// pulls from `home_url`; every region shares the token and the authority.
 pub fn start(dir: &std::path::Path, region: &str, home_url: Option<&str>) -> Process {
+    start_with(dir, region, home_url, "")
+}
+
+/// Like [`start`], with more `[replication]` settings (TOML lines).
+pub fn start_with(dir: &std::path::Path, region: &str, home_url: Option<&str>, replication: &str) -> Process {
     let role = if home_url.is_some() { "read" } else { "home" };
     let home_line = home_url.map(|u| format!("home_url = \"{u}\"\n")).unwrap_or_default();
     let config = format!(
@@ -54,6 +66,7 @@ passkey_origin = "https://portal.svc.localhost"
 
 [replication]
 {home_line}token = "{TOKEN}"
+{replication}
 "#,
         dir.join(region).display()
     );

@@ -106,6 +106,31 @@ impl KeyEntry {
     }
 }
 
+/// How long a region's old receipt key stays valid once its next one is
+/// certified: time for the new key to replicate to the region (which then
+/// signs with it) and for caches of the key set (5 minutes) to see it.
+pub const RECEIPT_KEY_OVERLAP_MS: i64 = 60 * 60 * 1000;
+
+/// Adds `key` as a receipt key of `region`, valid from `now`, to the set's
+/// entries. The region's receipt keys still open close at `now` plus
+/// [`RECEIPT_KEY_OVERLAP_MS`], so old and new overlap while the region
+/// switches. A key already in the set changes nothing (a region asks again
+/// until it sees the answer). Returns whether the entries changed.
+pub fn certify_receipt_key(entries: &mut Vec<KeyEntry>, key: &VerifyingKey, region: &str, now: UnixMs) -> bool {
+    let kid = key.thumbprint();
+    if entries.iter().any(|e| e.kid == kid) {
+        return false;
+    }
+    let closes = now.plus(RECEIPT_KEY_OVERLAP_MS);
+    for entry in entries.iter_mut() {
+        if entry.purpose == Purpose::Receipt && entry.region.as_deref() == Some(region) {
+            entry.valid_until = Some(entry.valid_until.map_or(closes, |until| until.min(closes)));
+        }
+    }
+    entries.push(KeyEntry::new(key, Purpose::Receipt, Some(region), now));
+    true
+}
+
 /// The key set document: the plain `keys` copy and the signed envelope.
 /// `certificates` holds one root-signed `key-certificate.v1` per non-root key,
 /// so a single key can be shown to someone holding only the root anchors.
@@ -151,6 +176,15 @@ impl KeySet {
     /// The key of `purpose` with id `kid` that was valid at `at`.
     pub fn key(&self, purpose: Purpose, kid: &str, at: UnixMs) -> Option<VerifyingKey> {
         let entry = self.keys.iter().find(|e| e.purpose == purpose && e.kid == kid && e.valid_at(at))?;
+        VerifyingKey::from_jwk(&entry.jwk).ok()
+    }
+
+    /// The receipt key `kid` of `region`, valid at `at`: a receipt signed by
+    /// another region's key does not verify.
+    pub fn receipt_key(&self, kid: &str, region: &str, at: UnixMs) -> Option<VerifyingKey> {
+        let entry = self.keys.iter().find(|e| {
+            e.purpose == Purpose::Receipt && e.kid == kid && e.region.as_deref() == Some(region) && e.valid_at(at)
+        })?;
         VerifyingKey::from_jwk(&entry.jwk).ok()
     }
 
@@ -235,6 +269,47 @@ mod tests {
         let payload: Value =
             serde_json::from_slice(&Envelope::from_value(&doc["signed"]).unwrap().payload_bytes().unwrap()).unwrap();
         assert_eq!(payload["certificates"].as_array().unwrap().len(), 1);
+    }
+
+    // rule: P2.6.37
+    #[test]
+    fn a_receipt_key_answers_only_for_its_own_region() {
+        let root = root(1);
+        let receipt = SigningKey::from_seed(Alg::Ed25519, &[9; 32]).unwrap();
+        let verified = verify(&set(&root, &receipt), &anchors(&root)).unwrap();
+        let kid = receipt.verifying_key().thumbprint();
+        let t = verified.issued_at;
+        assert_eq!(verified.receipt_key(&kid, "eu-west", t), Some(receipt.verifying_key()));
+        assert_eq!(verified.receipt_key(&kid, "ap-south", t), None, "another region's receipt");
+        assert_eq!(verified.receipt_key(&kid, "eu-west", t.plus(1_000)), None, "compromised");
+    }
+
+    #[test]
+    fn a_new_receipt_key_overlaps_the_old_one_then_takes_over() {
+        let old = SigningKey::from_seed(Alg::Ed25519, &[9; 32]).unwrap().verifying_key();
+        let new = SigningKey::from_seed(Alg::Ed25519, &[10; 32]).unwrap().verifying_key();
+        let other = SigningKey::from_seed(Alg::Ed25519, &[11; 32]).unwrap().verifying_key();
+        let t0 = UnixMs(1_795_000_000_000);
+        let mut entries = Vec::new();
+        assert!(certify_receipt_key(&mut entries, &old, "eu", t0));
+        assert!(certify_receipt_key(&mut entries, &other, "ap", t0));
+        assert!(!certify_receipt_key(&mut entries, &old, "eu", t0.plus(5)), "asked again: no change");
+        let t1 = t0.plus(86_400_000);
+        assert!(certify_receipt_key(&mut entries, &new, "eu", t1));
+        let set = KeySet { issued_at: t1, keys: entries.clone() };
+        let (old_kid, new_kid) = (old.thumbprint(), new.thumbprint());
+        // Before the rotation only the old key; during the overlap both;
+        // after it only the new one. Old receipts verify for ever.
+        assert!(set.receipt_key(&old_kid, "eu", t0.plus(1)).is_some());
+        assert!(set.receipt_key(&new_kid, "eu", t0.plus(1)).is_none());
+        let during = t1.plus(RECEIPT_KEY_OVERLAP_MS - 1);
+        assert!(set.receipt_key(&old_kid, "eu", during).is_some());
+        assert!(set.receipt_key(&new_kid, "eu", during).is_some());
+        let after = t1.plus(RECEIPT_KEY_OVERLAP_MS);
+        assert!(set.receipt_key(&old_kid, "eu", after).is_none());
+        assert!(set.receipt_key(&new_kid, "eu", after).is_some());
+        assert!(set.receipt_key(&other.thumbprint(), "ap", after).is_some(), "other regions untouched");
+        assert_eq!(entries.iter().filter(|e| e.valid_until.is_none()).count(), 2);
     }
 
     #[test]

@@ -34,7 +34,7 @@ fn receipt_of(
 ) -> Result<VerifiedReceipt, Reason> {
     let envelope = Envelope::from_value(body.get("receipt").ok_or(Reason::EnvelopeMalformed)?)?;
     let check = ReceiptCheck {
-        receipt_key: |kid: &str, at: UnixMs| keys.key(Purpose::Receipt, kid, at),
+        receipt_key: |kid: &str, region: &str, at: UnixMs| keys.receipt_key(kid, region, at),
         presenter: Some(presenter),
         rows,
     };

@@ -71,7 +71,7 @@ pub fn make(mut receipt: Receipt, key: &SigningKey) -> Result<Envelope, crate::c
 }
 
 /// What the party checking a receipt knows besides the envelope.
-pub struct ReceiptCheck<'a, F: Fn(&str, UnixMs) -> Option<VerifyingKey>> {
+pub struct ReceiptCheck<'a, F: Fn(&str, &str, UnixMs) -> Option<VerifyingKey>> {
     /// The region's receipt key valid at `served_at`, by key id.
     pub receipt_key: F,
     /// The retrieval key presenting the receipt, when one does.
@@ -85,7 +85,7 @@ pub struct ReceiptCheck<'a, F: Fn(&str, UnixMs) -> Option<VerifyingKey>> {
 /// Order: payload type and shape, key valid at `served_at`, signature, the
 /// presenting key (`receipt_caller_mismatch`), then each given row against its
 /// entry (`receipt_row_mismatch`).
-pub fn verify<F: Fn(&str, UnixMs) -> Option<VerifyingKey>>(
+pub fn verify<F: Fn(&str, &str, UnixMs) -> Option<VerifyingKey>>(
     envelope: &Envelope,
     check: &ReceiptCheck<'_, F>,
 ) -> Result<VerifiedReceipt, Reason> {
@@ -101,7 +101,7 @@ pub fn verify<F: Fn(&str, UnixMs) -> Option<VerifyingKey>>(
     let (true, Some(served_at)) = (shaped, served_at) else {
         return Err(Reason::PayloadMalformed);
     };
-    let key = (check.receipt_key)(&receipt.key_id, served_at).ok_or(Reason::KeyUnknown)?;
+    let key = (check.receipt_key)(&receipt.key_id, &receipt.region, served_at).ok_or(Reason::KeyUnknown)?;
     if key.thumbprint() != receipt.key_id {
         return Err(Reason::KeyMismatch);
     }
@@ -158,7 +158,7 @@ mod tests {
         }
     }
 
-    fn lookup(_: &str, _: UnixMs) -> Option<VerifyingKey> {
+    fn lookup(_: &str, _: &str, _: UnixMs) -> Option<VerifyingKey> {
         Some(region_key().verifying_key())
     }
 
@@ -227,7 +227,7 @@ mod tests {
     #[test]
     fn wrong_region_key_or_tampering_fails() {
         let env = make(search_receipt(), &region_key()).unwrap();
-        let none = ReceiptCheck { receipt_key: |_: &str, _| None, presenter: None, rows: None };
+        let none = ReceiptCheck { receipt_key: |_: &str, _: &str, _| None, presenter: None, rows: None };
         assert_eq!(verify(&env, &none), Err(Reason::KeyUnknown));
         let mut tampered = env.clone();
         let mut payload: serde_json::Value = serde_json::from_slice(&env.payload_bytes().unwrap()).unwrap();

@@ -273,7 +273,9 @@ pub async fn deliver(
     now: UnixMs,
 ) -> ApiResult<Vec<u8>> {
     let retrieval_id = receipt.retrieval_id.clone();
-    let envelope = receipt::make(receipt, &state.keys.receipt).map_err(ApiError::internal)?;
+    // Only a key the key set names signs: a receipt must verify.
+    let key = state.key_set.signer(now).ok_or_else(|| unavailable("this region's receipt key is not certified yet"))?;
+    let envelope = receipt::make(receipt, &key).map_err(ApiError::internal)?;
     let stored = StoredReceipt {
         seq: 0,
         group_id: caller.key.group_id.clone(),

@@ -1,0 +1,168 @@
+//! `svc up`: a whole deployment in one process. Home, and two read regions
+//! that pull home's replication log over HTTP/2 on loopback, each on its own
+//! ports and in its own data folder; a front door before them; the sandbox
+//! corpus published at home.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::clock::SystemClock;
+use crate::config::{NodeConfig, ReplicationConfig, Role};
+use crate::front_door::{FrontDoor, FrontDoorConfig, Route};
+use crate::node::Node;
+
+pub struct Plan {
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub admin_listen: SocketAddr,
+    pub ports_from: u16,
+    pub latency: Vec<String>,
+    pub seed: u64,
+}
+
+/// The regions `svc up` runs, with the offset of their public port.
+const REGIONS: &[(&str, Role, u16)] = &[("home", Role::Home, 0), ("eu", Role::Read, 10), ("ap", Role::Read, 20)];
+
+/// Parses `region=ms` pairs; every region of the deployment needs one.
+fn latency_table(pairs: &[String]) -> Result<Vec<(String, u64)>, String> {
+    let mut table = Vec::new();
+    for pair in pairs {
+        let (region, ms) = pair.split_once('=').ok_or_else(|| format!("--latency {pair}: region=ms"))?;
+        let ms = ms.trim().parse::<u64>().map_err(|_| format!("--latency {pair}: ms is a whole number"))?;
+        table.push((region.trim().to_owned(), ms));
+    }
+    for (region, _, _) in REGIONS {
+        if !table.iter().any(|(r, _)| r == region) {
+            return Err(format!("--latency names no latency for {region}"));
+        }
+    }
+    Ok(table)
+}
+
+/// One region's configuration under `data_dir/<region>`; a read region
+/// pulls from `home_url`.
+fn region_config(
+    plan: &Plan,
+    (region, role, offset): (&str, Role, u16),
+    home_url: Option<String>,
+    token: &str,
+) -> Result<NodeConfig, String> {
+    let dir = plan.data_dir.join(region);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let ip = plan.listen.ip();
+    // Port 0 everywhere (tests) lets the system choose.
+    let port = |n: u16| if plan.ports_from == 0 { 0 } else { plan.ports_from + n };
+    let public = SocketAddr::new(ip, port(offset));
+    let admin = match role {
+        Role::Home => plan.admin_listen,
+        Role::Read => SocketAddr::new(ip, port(offset + 1)),
+    };
+    let mut config = NodeConfig::local_home(dir.clone(), public, admin);
+    config.region = region.to_owned();
+    config.role = role;
+    config.admin_token = super::secret_file(&dir.join("admin_token"))?;
+    config.replication = Some(ReplicationConfig::new(home_url, token));
+    Ok(config)
+}
+
+/// A running deployment: its regions (home first) and the door before them.
+pub struct Up {
+    pub nodes: Vec<Node>,
+    pub door: FrontDoor,
+}
+
+impl Up {
+    /// Starts home, then the read regions pulling from it, then the door.
+    pub async fn start(plan: &Plan) -> Result<Up, String> {
+        let latency = latency_table(&plan.latency)?;
+        std::fs::create_dir_all(&plan.data_dir).map_err(|e| format!("{}: {e}", plan.data_dir.display()))?;
+        let token = super::secret_file(&plan.data_dir.join("replication_token"))?;
+        let mut nodes: Vec<Node> = Vec::new();
+        for &(region, role, offset) in REGIONS {
+            let home_url = nodes.first().map(|home| format!("http://{}", home.addr));
+            let config = region_config(plan, (region, role, offset), home_url, &token)?;
+            nodes.push(Node::start(config, Arc::new(SystemClock)).await?);
+        }
+        let routes = nodes
+            .iter()
+            .map(|node| {
+                let region = node.state.config.region.clone();
+                let latency_ms = latency.iter().find(|(r, _)| *r == region).map_or(u64::MAX, |(_, ms)| *ms);
+                Route { region, url: format!("http://{}", node.addr), latency_ms }
+            })
+            .collect();
+        let door = FrontDoor::start(FrontDoorConfig { listen: plan.listen, probe_ms: 250, regions: routes }).await?;
+        Ok(Up { nodes, door })
+    }
+
+    /// Stops the door first, so no new request reaches a stopping region,
+    /// then the read regions, then home.
+    pub async fn stop(self) {
+        self.door.stop().await;
+        for node in self.nodes.into_iter().rev() {
+            node.stop().await;
+        }
+    }
+}
+
+pub fn run(plan: Plan) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        let up = Up::start(&plan).await?;
+        print_addresses(&plan.data_dir, &up.door, &up.nodes);
+        let home = &up.nodes[0];
+        let corpus = crate::sandbox::corpus::generate(plan.seed, crate::sandbox::corpus::Sizes::default());
+        let started = std::time::Instant::now();
+        let report = |p: crate::sandbox::seed::Progress| {
+            eprint!("\r  seeding the sandbox corpus at home: {} {}/{}   ", p.stage, p.done, p.total);
+        };
+        let seeded = crate::sandbox::seed::ensure_seeded(&home.state, &corpus, &report).await?;
+        eprintln!();
+        println!(
+            "  sandbox corpus  seed {}: {} businesses, {} records ({:.1} s); the read regions replicate it",
+            seeded.seed,
+            seeded.businesses.len(),
+            corpus.record_count(),
+            started.elapsed().as_secs_f64()
+        );
+        print_tour(&plan.data_dir, &up.door, home, seeded.businesses.first().map(|b| b.0.as_str()));
+        super::stopped().await?;
+        up.stop().await;
+        Ok(())
+    })
+}
+
+fn print_addresses(data_dir: &Path, door: &FrontDoor, nodes: &[Node]) {
+    println!("svc {}: a home region and two read regions (sandbox)", env!("CARGO_PKG_VERSION"));
+    println!("  front door     http://{}  (sign for authority api.svc.localhost)", door.addr);
+    println!("  region  role  public                 admin                  latency");
+    for (route, health) in door.table() {
+        let Some(node) = nodes.iter().find(|n| n.state.config.region == route.region) else { continue };
+        let role = if node.state.home.is_some() { "home" } else { "read" };
+        println!(
+            "  {:<7} {:<5} http://{:<15} http://{:<15} {} ms ({health:?})",
+            route.region, role, node.addr, node.admin_addr, route.latency_ms
+        );
+    }
+    println!("  admin tokens   {}/<region>/admin_token", data_dir.display());
+}
+
+fn print_tour(data_dir: &Path, door: &FrontDoor, home: &Node, business: Option<&str>) {
+    let token_file = data_dir.join("home").join("admin_token");
+    let admin = format!("svc admin --url http://{} --token-file {}", home.admin_addr, token_file.display());
+    println!("Try (the README's tour goes on from here):");
+    println!("  {admin} observe");
+    println!("  {admin} business show {}", business.unwrap_or("<uuid>"));
+    println!("  svc keygen --alg ed25519 --out ai.json");
+    println!("  {admin} company create --name 'Example AI'    # then a group and a retrieval key, as in the tour");
+    println!(
+        "  svc client --base-url http://{} --key ai.json --grant <sandbox_key_grant> search --country FR --q lamp",
+        door.addr
+    );
+    println!("Not yet:");
+    for item in super::NOT_YET {
+        println!("  - {item}");
+    }
+    println!("Ctrl-C stops the front door, then each region (in-flight requests drain first).");
+}

@@ -1,0 +1,242 @@
+//! The front door: one public port that sends each request to the nearest
+//! healthy region, as an anycast edge or GeoDNS would.
+//!
+//! "Nearest" comes from a latency table (each region's latency from where
+//! the door stands, in milliseconds). A prober asks every region's
+//! `/readyz` four times a second: ready regions come first, then regions
+//! that answer but lag, nearest first within each. A request whose region
+//! cannot be connected to goes to the next one (its body, up to 1 MiB, is
+//! kept for that); a region is never retried once it may have seen the
+//! request. Every answer names the region that gave it in `x-svc-region`.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
+use http_body_util::BodyExt;
+use serde::{Deserialize, Serialize};
+use svc_core::problem::Code;
+
+use crate::client::transport::Transport;
+use crate::http::problem::ApiError;
+
+/// The header naming the region that answered.
+pub const REGION_HEADER: &str = "x-svc-region";
+/// A body up to this size is kept so the request can go to another region.
+const REPLAYABLE_BODY: usize = 1024 * 1024;
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrontDoorConfig {
+    pub listen: SocketAddr,
+    /// How often each region's readiness is asked.
+    #[serde(default = "default_probe_ms")]
+    pub probe_ms: u64,
+    pub regions: Vec<Route>,
+}
+
+fn default_probe_ms() -> u64 {
+    250
+}
+
+/// One region behind the door: where it listens and how far it is.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    pub region: String,
+    pub url: String,
+    pub latency_ms: u64,
+}
+
+/// What the prober last saw of a region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Health {
+    Ready,
+    /// Answers, but is not ready (behind home, or its key not certified).
+    Lagging,
+    Down,
+}
+
+struct Region {
+    route: Route,
+    transport: Transport,
+    health: RwLock<Health>,
+}
+
+#[derive(Clone)]
+struct Door {
+    regions: Arc<Vec<Region>>,
+}
+
+impl Door {
+    fn health(&self, i: usize) -> Health {
+        *self.regions[i].health.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn mark(&self, i: usize, health: Health) {
+        *self.regions[i].health.write().unwrap_or_else(|p| p.into_inner()) = health;
+    }
+
+    /// Regions to try, best first: ready before lagging, nearest first;
+    /// down regions last (the prober may not have seen them come back).
+    fn order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.regions.len()).collect();
+        order.sort_by_key(|&i| (self.health(i), self.regions[i].route.latency_ms));
+        order
+    }
+
+    /// Asks every region at once whether it is ready.
+    async fn probe(&self) {
+        let mut probes = tokio::task::JoinSet::new();
+        for i in 0..self.regions.len() {
+            let door = self.clone();
+            probes.spawn(async move {
+                let mut request = axum::http::Request::new(Body::empty());
+                *request.uri_mut() = axum::http::Uri::from_static("/readyz");
+                let ask = door.regions[i].transport.send(request);
+                let health = match tokio::time::timeout(PROBE_TIMEOUT, ask).await {
+                    Ok(Ok(answer)) if answer.status == 200 => Health::Ready,
+                    Ok(Ok(_)) => Health::Lagging,
+                    _ => Health::Down,
+                };
+                door.mark(i, health);
+            });
+        }
+        while probes.join_next().await.is_some() {}
+    }
+}
+
+/// A running front door.
+pub struct FrontDoor {
+    pub addr: SocketAddr,
+    door: Door,
+    shutdown: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl FrontDoor {
+    pub async fn start(config: FrontDoorConfig) -> Result<FrontDoor, String> {
+        if config.regions.is_empty() {
+            return Err("a front door needs at least one region".into());
+        }
+        let mut regions = Vec::new();
+        for route in config.regions {
+            let transport = Transport::new(&route.url)?;
+            regions.push(Region { route, transport, health: RwLock::new(Health::Lagging) });
+        }
+        let door = Door { regions: Arc::new(regions) };
+        door.probe().await;
+        let listener =
+            tokio::net::TcpListener::bind(config.listen).await.map_err(|e| format!("{}: {e}", config.listen))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let (shutdown, _) = tokio::sync::watch::channel(false);
+        let prober = {
+            let door = door.clone();
+            let mut stop = shutdown.subscribe();
+            let every = Duration::from_millis(config.probe_ms.max(10));
+            tokio::spawn(async move {
+                let stopping = async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                };
+                tokio::pin!(stopping);
+                loop {
+                    tokio::select! {
+                        _ = tokio::time::sleep(every) => door.probe().await,
+                        _ = &mut stopping => return,
+                    }
+                }
+            })
+        };
+        let server = {
+            let app = axum::Router::new().fallback(route).with_state(door.clone());
+            let mut stop = shutdown.subscribe();
+            tokio::spawn(async move {
+                let stopping = async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                };
+                if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stopping).await {
+                    tracing::error!(error = %e, "front door stopped");
+                }
+            })
+        };
+        Ok(FrontDoor { addr, door, shutdown, tasks: vec![prober, server] })
+    }
+
+    /// Each region and what the prober last saw of it, in the door's order.
+    pub fn table(&self) -> Vec<(Route, Health)> {
+        self.door.order().into_iter().map(|i| (self.door.regions[i].route.clone(), self.door.health(i))).collect()
+    }
+
+    /// Stops accepting, lets requests in flight finish, stops probing.
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Sends the request to the best region that takes the connection.
+async fn route(State(door): State<Door>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let declared = parts
+        .headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    // A small body is kept so a refused connection can go elsewhere; a
+    // large or unsized one streams to the first region only.
+    let kept = match declared {
+        Some(n) if n <= REPLAYABLE_BODY => match body.collect().await {
+            Ok(collected) => Ok(collected.to_bytes()),
+            Err(e) => return ApiError::detail(Code::RequestInvalid, e.to_string()).into_response(),
+        },
+        _ => Err(body),
+    };
+    let mut stream = None;
+    let kept = match kept {
+        Ok(bytes) => Some(bytes),
+        Err(body) => {
+            stream = Some(body);
+            None
+        }
+    };
+    for i in door.order() {
+        let body = match (&kept, stream.take()) {
+            (Some(bytes), _) => Body::from(bytes.clone()),
+            (None, Some(body)) => body,
+            (None, None) => break,
+        };
+        let mut attempt = axum::http::Request::new(body);
+        *attempt.method_mut() = parts.method.clone();
+        *attempt.uri_mut() = parts.uri.clone();
+        *attempt.headers_mut() = parts.headers.clone();
+        attempt.headers_mut().remove(axum::http::header::CONNECTION);
+        let region = &door.regions[i];
+        match region.transport.try_forward(attempt).await {
+            Ok(answer) => {
+                let mut answer = answer.map(Body::new);
+                if let Ok(name) = HeaderValue::from_str(&region.route.region) {
+                    answer.headers_mut().insert(REGION_HEADER, name);
+                }
+                return answer;
+            }
+            Err(e) if e.is_connect() => {
+                tracing::warn!(region = %region.route.region, error = %e, "front door: region refused the connection");
+                door.mark(i, Health::Down);
+            }
+            Err(e) => {
+                // The region may have taken the request: not sent again.
+                tracing::warn!(region = %region.route.region, error = %e, "front door: region failed mid-request");
+                door.mark(i, Health::Down);
+                break;
+            }
+        }
+    }
+    ApiError::retry_after(Code::Unavailable, 5_000, "no region can be reached").into_response()
+}

@@ -1,0 +1,93 @@
+//! `svc up`: home and two read regions in one process, each on its own
+//! port, behind a front door that routes by a latency table and fails over
+//! when a region goes down.
+
+use std::time::Duration;
+
+use serde_json::json;
+use svc::cli::up::{Plan, Up};
+use svc::client::retrieval::RetrievalClient;
+use svc::client::transport::Transport;
+use svc::front_door::REGION_HEADER;
+use svc::sandbox::corpus::{Sizes, generate};
+use svc::sandbox::seed::{admin, ensure_seeded};
+use svc_core::keys::{Alg, SigningKey};
+
+async fn get(base: &str, path: &str) -> svc::client::transport::Answer {
+    let request = axum::http::Request::get(path).body(axum::body::Body::empty()).unwrap();
+    Transport::new(base).unwrap().send(request).await.unwrap()
+}
+
+fn region_of(answer: &svc::client::transport::Answer) -> String {
+    answer.headers.get(REGION_HEADER).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn svc_up_runs_three_regions_behind_a_front_door_that_routes_to_the_nearest_and_fails_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan {
+        data_dir: dir.path().to_owned(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        admin_listen: "127.0.0.1:0".parse().unwrap(),
+        ports_from: 0,
+        latency: vec!["eu=10".into(), "home=25".into(), "ap=40".into()],
+        seed: 1,
+    };
+    let mut up = Up::start(&plan).await.unwrap();
+    let door = format!("http://{}", up.door.addr);
+    let roles: Vec<(String, bool)> =
+        up.nodes.iter().map(|n| (n.state.config.region.clone(), n.state.home.is_some())).collect();
+    assert_eq!(roles, [("home".into(), true), ("eu".into(), false), ("ap".into(), false)]);
+    // Each region answers on its own port too.
+    for node in &up.nodes {
+        let health = get(&format!("http://{}", node.addr), "/healthz").await.json();
+        assert_eq!(health["region"], node.state.config.region.as_str());
+    }
+
+    let home = &up.nodes[0];
+    let sizes =
+        Sizes { businesses: 1, products: 10, events_per_business: 0, jobs_per_business: 0, updates_per_business: 0 };
+    let corpus = generate(14, sizes);
+    let country = corpus.businesses[0].country.clone();
+    ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
+    let company = admin(&home.state, "POST", "/admin/companies", json!({"name": "Door AI"})).await.unwrap();
+    let uuid = company["ai_company_uuid"].as_str().unwrap();
+    let group =
+        admin(&home.state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await.unwrap();
+    let key = SigningKey::from_seed(Alg::Ed25519, &[46; 32]).unwrap();
+    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().unwrap());
+    let registered = admin(&home.state, "POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await.unwrap();
+    let grant = Some(registered["sandbox_key_grant"].as_str().unwrap().to_owned());
+    let client = RetrievalClient::new(&door, "api.svc.localhost", key, grant).unwrap();
+    let search = serde_json::to_vec(&json!({"collection": "products", "filter": {"all": [{"country": country}]},
+        "sort_by": "published_at:desc", "limit": 5}))
+    .unwrap();
+
+    // The nearest ready region answers: eu, once it has caught up.
+    let mut served = None;
+    for _ in 0..800 {
+        let answer = client.call("POST", "/v1/search", search.clone()).await.unwrap();
+        if answer.status == 200 && region_of(&answer) == "eu" && !answer.json()["rows"].as_array().unwrap().is_empty() {
+            served = Some(answer);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let served = served.expect("eu served a search through the door");
+    assert_eq!(served.json()["rows"].as_array().unwrap().len(), 5);
+    // A business route through the door is answered by eu, which forwards it home.
+    let catalogue = get(&door, "/v1/catalogue").await;
+    assert_eq!(region_of(&catalogue), "eu");
+    assert_eq!(catalogue.status, get(&format!("http://{}", home.addr), "/v1/catalogue").await.status);
+
+    // eu goes down: the very next request goes to home, the next nearest.
+    let eu = up.nodes.remove(1);
+    eu.stop().await;
+    let answer = client.call("POST", "/v1/search", search.clone()).await.unwrap();
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+    assert_eq!(region_of(&answer), "home");
+    assert_eq!(answer.json()["rows"], served.json()["rows"], "the same rows from another region");
+    let table = up.door.table();
+    assert_eq!(table.last().map(|(route, _)| route.region.as_str()), Some("eu"), "a down region goes last");
+    up.stop().await;
+}
