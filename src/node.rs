@@ -97,7 +97,7 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
     };
     let replica = match config.role {
         Role::Home => None,
-        Role::Read => Some(start_replica(&config, &store, &clock, &nonces).await?),
+        Role::Read => Some(start_replica(&config, &store, &clock, &nonces, outbox.clone()).await?),
     };
     let index_dir = config.data_dir.join("index");
     if crate::search::index::prepare_layout(&index_dir, config.shards_per_collection)? {
@@ -167,7 +167,9 @@ async fn start_replica(
     store: &Store,
     clock: &SharedClock,
     nonces: &ActorRef<NonceMsg>,
+    outbox: Option<exchange::Sequence>,
 ) -> Result<Replica, String> {
+    let outbox = outbox.ok_or("a read region without an outbox")?;
     let settings = config.replication.as_ref().ok_or("a read region needs [replication]")?;
     let home_url = settings.home_url.as_deref().ok_or("a read region needs replication.home_url")?;
     let link = Arc::new(HomeLink::new(
@@ -186,7 +188,7 @@ async fn start_replica(
         UplinkArgs { store: store.clone(), link: link.clone(), region: config.region.clone(), status: status.clone() };
     let (uplink, _) = Actor::spawn(None, Uplink, uplink_args).await.map_err(|e| e.to_string())?;
     uplink.send_interval(std::time::Duration::from_millis(UPLINK_INTERVAL_MS), || UplinkMsg::Ship);
-    Ok(Replica { replicator, uplink, nonce_feed, status, link })
+    Ok(Replica { replicator, uplink, nonce_feed, status, link, outbox, introductions: Default::default() })
 }
 
 /// How often a read region ships its outbox: part of the replay window.

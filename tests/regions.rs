@@ -316,7 +316,7 @@ async fn caller(home: &Node, seed: u8) -> (SigningKey, Option<String>) {
     (key, Some(registered["sandbox_key_grant"].as_str().unwrap().to_owned()))
 }
 
-// rule: P2.6.33, P2.6.34, P2.6.36, P2.6.37, R2.6.14
+// rule: P2.6.33, P2.6.34, P2.6.36, P2.6.37, R2.6.14, R5.40
 #[tokio::test(flavor = "multi_thread")]
 async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rotates_it_with_an_overlap() {
     use svc_core::keyset::{self, RECEIPT_KEY_OVERLAP_MS, RootAnchors};
@@ -369,6 +369,24 @@ async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rot
     };
     eventually("eu serves the corpus", || async { !searched().await["rows"].as_array().unwrap().is_empty() }).await;
     let before = searched().await;
+    // The grant introduced the key at eu; eu reported it home, and once
+    // that change replicated the key needs no grant at either region.
+    let key_id = at_eu.key_id();
+    eventually("home marks the key introduced", || async {
+        home.state.registry.retrieval_key(&key_id).unwrap().is_some_and(|k| k.introduced)
+    })
+    .await;
+    let no_grant = RetrievalClient::new(
+        &eu_url,
+        "api.svc.localhost",
+        SigningKey::from_seed(Alg::Ed25519, &[45; 32]).unwrap(),
+        None,
+    )
+    .unwrap();
+    eventually("eu admits the key without its grant", || async {
+        no_grant.call("POST", "/v1/search", search.clone()).await.unwrap().status == 200
+    })
+    .await;
     let receipt_of = |body: &Value| {
         let envelope = svc_core::dsse::Envelope::from_value(&body["receipt"]).unwrap();
         serde_json::from_slice::<Value>(&envelope.payload_bytes().unwrap()).unwrap()

@@ -95,6 +95,11 @@ async fn report(State(state): State<AppState>, req: axum::extract::Request) -> A
     let report: Report = read_postcard(&state, &parts.headers, body).await?;
     let publisher = &state.home.as_ref().ok_or_else(|| ApiError::new(Code::NotFound))?.publisher;
     for entry in &report.entries {
+        if let Outgoing::Introduced { key_id } = entry
+            && let Some(key) = state.registry.retrieval_key(key_id).map_err(ApiError::internal)?
+        {
+            crate::http::retrieval::mark_introduced(publisher, key, state.clock.now()).await?;
+        }
         if let Outgoing::ReceiptKey { jwk } = entry {
             let key = serde_json::from_str(jwk)
                 .ok()

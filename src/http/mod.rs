@@ -78,6 +78,10 @@ pub struct Replica {
     pub nonce_feed: ActorRef<crate::actors::nonce_feed::NonceFeedMsg>,
     pub status: Arc<crate::actors::replicator::ReplicationStatus>,
     pub link: Arc<crate::replication::link::HomeLink>,
+    /// What the region reports home, written with what it reports.
+    pub outbox: crate::replication::exchange::Sequence,
+    /// Sandbox keys this region asked home to mark introduced.
+    pub introductions: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 impl AppState {

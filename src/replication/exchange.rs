@@ -44,6 +44,11 @@ pub enum Outgoing {
     ReceiptKey {
         jwk: String,
     },
+    /// A sandbox retrieval key's first request reached this region: home
+    /// marks it introduced, so it no longer needs its grant anywhere.
+    Introduced {
+        key_id: String,
+    },
 }
 
 /// A batch of a region's outbox, shipped to home (`POST /internal/v1/report`).

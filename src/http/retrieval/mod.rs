@@ -33,7 +33,7 @@ use crate::actors::billing::{BillingMsg, Reservation, Reserved, Settled};
 use crate::actors::publisher::PublisherMsg;
 use crate::actors::receipt_log::ReceiptLogMsg;
 use crate::replication::Change;
-use crate::replication::exchange::LeaseGrant;
+use crate::replication::exchange::{LeaseGrant, Outgoing};
 use crate::store::cf;
 use crate::store::model::{RetrievalKey, StoredReceipt, UsageEvent, UsageKind};
 
@@ -125,16 +125,41 @@ async fn authenticate(state: &AppState, req: Request<Body>, limit: usize, now: U
     Ok(Caller { key, verified: Some(verified), body })
 }
 
-/// A sandbox key's first request registers it. Only home writes; a read
-/// region keeps admitting the key with its grant until home has seen it.
-async fn introduce(state: &AppState, mut key: RetrievalKey, now: UnixMs) -> ApiResult<RetrievalKey> {
-    if key.introduced || state.home.is_none() {
+/// A sandbox key's first request registers it. Only home writes: a read
+/// region reports it home (once), and keeps admitting the key with its
+/// grant until the change comes back through the log.
+async fn introduce(state: &AppState, key: RetrievalKey, now: UnixMs) -> ApiResult<RetrievalKey> {
+    if key.introduced {
+        return Ok(key);
+    }
+    match (&state.home, &state.replica) {
+        (Some(home), _) => mark_introduced(&home.publisher, key, now).await,
+        (None, Some(replica)) => {
+            let first = replica.introductions.lock().map(|mut asked| asked.insert(key.key_id.clone())).unwrap_or(true);
+            if first {
+                let mut batch = state.store.batch();
+                replica.outbox.append(&mut batch, &Outgoing::Introduced { key_id: key.key_id.clone() });
+                batch.commit().map_err(ApiError::internal)?;
+            }
+            Ok(key)
+        }
+        (None, None) => Ok(key),
+    }
+}
+
+/// Home: records a sandbox key as introduced (a no-op when it already is).
+pub async fn mark_introduced(
+    publisher: &ractor::ActorRef<PublisherMsg>,
+    mut key: RetrievalKey,
+    now: UnixMs,
+) -> ApiResult<RetrievalKey> {
+    if key.introduced {
         return Ok(key);
     }
     key.introduced = true;
     let mut change = Change::new();
     change.put(cf::RETRIEVAL_KEYS, key.key_id.as_bytes(), &key);
-    ractor::call!(state.home()?.publisher, |reply| PublisherMsg::Apply { change, now, reply })
+    ractor::call!(publisher, |reply| PublisherMsg::Apply { change, now, reply })
         .map_err(ApiError::internal)?
         .map_err(ApiError::internal)?;
     Ok(key)

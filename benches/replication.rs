@@ -1,0 +1,213 @@
+//! Replication lag from home to a read region under a sustained publish.
+//!
+//! One run: a home node and a read region in-process, each on its own
+//! 127.0.0.1 port, the region pulling home's log over HTTP/2 as in any
+//! deployment. A business publishes `--batch` records every
+//! `--batch / --rate` seconds for `--seconds` (1,000 records/s by default),
+//! through home's router. The region's applied sequence is sampled every
+//! millisecond; an entry's lag is the time from home stamping it (its `at`)
+//! to the region first holding it. Printed: records/s achieved, entries,
+//! lag p50, p99 and max. Target (issue 5): p99 at 1 s or less.
+//!
+//! Then the replay window: a signed search is answered at one region, and
+//! the same request (same nonce) is sent once at the other after a delay.
+//! For each delay, how many of `--replays` such replays were still served
+//! (the rest refused `nonce_reused`), each way: region to home through the
+//! region's report, home to region through the nonce feed.
+//!
+//! `cargo bench --bench replication -- --rate 1000 --batch 100 --seconds 30 --replays 50`
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use svc::client::retrieval::RetrievalClient;
+use svc::client::sealing::SealContext;
+use svc::clock::{Clock, SystemClock};
+use svc::config::{NodeConfig, ReplicationConfig, Role};
+use svc::node::Node;
+use svc::sandbox::corpus::{Sizes, generate};
+use svc::sandbox::seed::{admin, keys_of, publish_request, register_business, send_publish};
+use svc_core::keys::{Alg, SigningKey};
+
+const TOKEN: &str = "replication-bench-token";
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn config(dir: &std::path::Path, region: &str, role: Role, home_url: Option<String>) -> NodeConfig {
+    let loopback = "127.0.0.1:0".parse().unwrap();
+    let mut config = NodeConfig::local_home(dir.join(region), loopback, loopback);
+    config.region = region.into();
+    config.role = role;
+    config.replication = Some(ReplicationConfig::new(home_url, TOKEN));
+    config
+}
+
+fn percentile(sorted: &[i64], p: f64) -> i64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn main() {
+    let (rate, batch, seconds) = (arg("--rate", 1000), arg("--batch", 100).max(1), arg("--seconds", 30));
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async move {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
+        let home_url = format!("http://{}", home.addr);
+        let eu = Node::start(config(dir.path(), "eu", Role::Read, Some(home_url)), Arc::new(SystemClock)).await.unwrap();
+
+        let total = (rate * seconds) as usize;
+        let sizes = Sizes {
+            businesses: 1,
+            products: total,
+            events_per_business: 0,
+            jobs_per_business: 0,
+            updates_per_business: 0,
+        };
+        let spec = generate(7, sizes).businesses.remove(0);
+        let (uuid, _) = register_business(&home.state, &spec, "").await.unwrap();
+        let shown = admin(&home.state, "GET", &format!("/admin/businesses/{uuid}"), serde_json::Value::Null).await;
+        let shown = shown.unwrap();
+        let context = SealContext {
+            cert_id: shown["cert_id"].as_str().unwrap().to_owned(),
+            ai_policy_version: shown["ai_policy_version"].as_u64().unwrap(),
+        };
+        let (key, _) = keys_of(&spec).unwrap();
+        let status = eu.state.replica.as_ref().unwrap().status.clone();
+        let first = svc::replication::last_seq(&home.state.store).unwrap();
+        while status.applied.load(Ordering::Relaxed) < first {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+
+        // The sampler: when the region first held each sequence number.
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let sampler = {
+            let status = status.clone();
+            tokio::spawn(async move {
+                let mut seen = BTreeMap::new();
+                let mut last = status.applied.load(Ordering::Relaxed);
+                let mut tick = tokio::time::interval(Duration::from_millis(1));
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+                while !*stopped.borrow() {
+                    tick.tick().await;
+                    let applied = status.applied.load(Ordering::Relaxed);
+                    if applied > last {
+                        let now = SystemClock.now().0;
+                        for seq in last + 1..=applied {
+                            seen.insert(seq, now);
+                        }
+                        last = applied;
+                    }
+                }
+                seen
+            })
+        };
+
+        // The publisher: a batch on every tick, for `seconds`.
+        let every = Duration::from_secs_f64(batch as f64 / rate as f64);
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+        let started = Instant::now();
+        let mut published = 0usize;
+        for chunk in spec.products.chunks(batch as usize) {
+            tick.tick().await;
+            let request = publish_request(&home.state, &key, &context, chunk, SystemClock.now()).unwrap();
+            send_publish(&home.state, request).await.unwrap();
+            published += chunk.len();
+        }
+        let publishing = started.elapsed();
+        let last = svc::replication::last_seq(&home.state.store).unwrap();
+        while status.applied.load(Ordering::Relaxed) < last {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let _ = stop.send(true);
+        let seen = sampler.await.unwrap();
+
+        let entries = svc::replication::entries_after(&home.state.store, first, usize::MAX).unwrap();
+        let mut lags: Vec<i64> =
+            entries.iter().filter_map(|e| seen.get(&e.seq).map(|at| (at - e.at.0).max(0))).collect();
+        lags.sort_unstable();
+        println!(
+            "{}",
+            serde_json::json!({
+                "target_records_per_s": rate,
+                "batch": batch,
+                "records": published,
+                "records_per_s": (published as f64 / publishing.as_secs_f64()).round(),
+                "entries": entries.len(),
+                "entries_measured": lags.len(),
+                "lag_ms": {"p50": percentile(&lags, 0.50), "p99": percentile(&lags, 0.99), "max": lags.last().copied().unwrap_or(0)},
+            })
+        );
+
+        let replays = arg("--replays", 50) as usize;
+        let (eu_to_home, home_to_eu) = replay_windows(&home, &eu, replays).await;
+        println!("{}", serde_json::json!({"replays_served_after_delay": {"served_at_eu_replayed_at_home": eu_to_home, "served_at_home_replayed_at_eu": home_to_eu}}));
+        eu.stop().await;
+        home.stop().await;
+    });
+}
+
+/// Delays (ms) after which the same request is sent again at the other region.
+const DELAYS_MS: &[u64] = &[0, 5, 10, 20, 30, 40, 50, 75, 100, 150, 200, 300];
+
+/// For each delay, of `trials` requests answered at `first` and sent again
+/// once at `second` after that delay, how many `second` still served. (A
+/// replay sent once: a served replay claims the nonce at `second` itself.)
+async fn windows(first: &RetrievalClient, second: &RetrievalClient, trials: usize) -> serde_json::Value {
+    let body = serde_json::to_vec(&json!({"collection": "products", "q": "nothing-matches-this",
+        "filter": {"all": [{"country": "FR"}]}, "sort_by": "_text_match:desc", "limit": 1}))
+    .unwrap();
+    let mut served_after = serde_json::Map::new();
+    for &delay in DELAYS_MS {
+        let mut served = 0;
+        for _ in 0..trials {
+            let nonce = svc_core::http_sig::nonce_from_bytes(&svc::clock::random::<32>());
+            let created = SystemClock.now().as_secs();
+            let answer = first.call_as("POST", "/v1/search", body.clone(), created, &nonce).await.unwrap();
+            assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            let replay = second.call_as("POST", "/v1/search", body.clone(), created, &nonce).await.unwrap();
+            match replay.status {
+                200 => served += 1,
+                401 => assert_eq!(replay.json()["code"], "nonce_reused"),
+                other => panic!("{other}: {}", String::from_utf8_lossy(&replay.bytes)),
+            }
+        }
+        served_after.insert(format!("{delay}ms"), json!(format!("{served}/{trials}")));
+    }
+    serde_json::Value::Object(served_after)
+}
+
+async fn replay_windows(home: &Node, eu: &Node, trials: usize) -> (serde_json::Value, serde_json::Value) {
+    let state = &home.state;
+    let company = admin(state, "POST", "/admin/companies", json!({"name": "Replay AI"})).await.unwrap();
+    let uuid = company["ai_company_uuid"].as_str().unwrap();
+    let group =
+        admin(state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await.unwrap();
+    let key = SigningKey::from_seed(Alg::Ed25519, &[77; 32]).unwrap();
+    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().unwrap());
+    let registered = admin(state, "POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await.unwrap();
+    let grant = registered["sandbox_key_grant"].as_str().map(str::to_owned);
+    let authority = &state.config.public_authority;
+    let at_home =
+        RetrievalClient::new(&format!("http://{}", home.addr), authority, key.clone(), grant.clone()).unwrap();
+    let at_eu = RetrievalClient::new(&format!("http://{}", eu.addr), authority, key, grant).unwrap();
+    // The key reaches eu through the log first.
+    let probe = serde_json::to_vec(&json!({"collection": "products", "filter": {"all": [{"country": "FR"}]},
+        "sort_by": "published_at:desc", "limit": 1}))
+    .unwrap();
+    while at_eu.call("POST", "/v1/search", probe.clone()).await.unwrap().status != 200 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (windows(&at_eu, &at_home, trials).await, windows(&at_home, &at_eu, trials).await)
+}
