@@ -26,11 +26,10 @@ use serde_json::json;
 use svc::client::retrieval::RetrievalClient;
 use svc::client::sealing::SealContext;
 use svc::clock::{Clock, SystemClock};
-use svc::config::{NodeConfig, ReplicationConfig, Role};
+use svc::config::{NodeConfig, ReplicationConfig, RetrievalLimits, Role};
 use svc::node::Node;
 use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{admin, keys_of, publish_request, register_business, send_publish};
-use svc_core::keys::{Alg, SigningKey};
+use svc::sandbox::seed::{admin, ai_caller, keys_of, publish_request, register_business, send_publish};
 
 const TOKEN: &str = "replication-bench-token";
 
@@ -45,6 +44,9 @@ fn config(dir: &std::path::Path, region: &str, role: Role, home_url: Option<Stri
     config.region = region.into();
     config.role = role;
     config.replication = Some(ReplicationConfig::new(home_url, TOKEN));
+    // The replay trials send faster than a key's default rate allows.
+    config.retrieval_limits =
+        RetrievalLimits { requests_per_second: 1_000_000_000, query_cost_per_minute: 1_000_000_000_000 };
     config
 }
 
@@ -87,41 +89,51 @@ fn main() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
 
-        // The sampler: when the region first held each sequence number.
+        // The sampler: when home first held each sequence number (durable in
+        // its log) and when the region first did.
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let sampler = {
             let status = status.clone();
+            let home_store = home.state.store.clone();
             tokio::spawn(async move {
-                let mut seen = BTreeMap::new();
-                let mut last = status.applied.load(Ordering::Relaxed);
+                let (mut at_home, mut at_region) = (BTreeMap::new(), BTreeMap::new());
+                let (mut home_last, mut region_last) = (first, status.applied.load(Ordering::Relaxed));
                 let mut tick = tokio::time::interval(Duration::from_millis(1));
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
                 while !*stopped.borrow() {
                     tick.tick().await;
-                    let applied = status.applied.load(Ordering::Relaxed);
-                    if applied > last {
-                        let now = SystemClock.now().0;
-                        for seq in last + 1..=applied {
-                            seen.insert(seq, now);
-                        }
-                        last = applied;
+                    let now = SystemClock.now().0;
+                    let committed = svc::replication::last_seq(&home_store).unwrap_or(home_last);
+                    for seq in home_last + 1..=committed {
+                        at_home.insert(seq, now);
                     }
+                    home_last = home_last.max(committed);
+                    let applied = status.applied.load(Ordering::Relaxed);
+                    for seq in region_last + 1..=applied {
+                        at_region.insert(seq, now);
+                    }
+                    region_last = region_last.max(applied);
                 }
-                seen
+                (at_home, at_region)
             })
         };
 
-        // The publisher: a batch on every tick, for `seconds`.
+        // Each batch is sent on its tick without waiting for the one before,
+        // so the offered rate holds whatever home's answer time.
         let every = Duration::from_secs_f64(batch as f64 / rate as f64);
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
         let started = Instant::now();
-        let mut published = 0usize;
+        let mut sends = tokio::task::JoinSet::new();
         for chunk in spec.products.chunks(batch as usize) {
             tick.tick().await;
             let request = publish_request(&home.state, &key, &context, chunk, SystemClock.now()).unwrap();
-            send_publish(&home.state, request).await.unwrap();
-            published += chunk.len();
+            let (state, records) = (home.state.clone(), chunk.len());
+            sends.spawn(async move { send_publish(&state, request).await.map(|_| records) });
+        }
+        let mut published = 0usize;
+        while let Some(sent) = sends.join_next().await {
+            published += sent.unwrap().unwrap();
         }
         let publishing = started.elapsed();
         let last = svc::replication::last_seq(&home.state.store).unwrap();
@@ -130,28 +142,34 @@ fn main() {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
         let _ = stop.send(true);
-        let seen = sampler.await.unwrap();
+        let (at_home, at_region) = sampler.await.unwrap();
 
         let entries = svc::replication::entries_after(&home.state.store, first, usize::MAX).unwrap();
-        let mut lags: Vec<i64> =
-            entries.iter().filter_map(|e| seen.get(&e.seq).map(|at| (at - e.at.0).max(0))).collect();
-        lags.sort_unstable();
+        // From home's durable commit to the region holding the entry, and
+        // from the entry's stamp (the request's time at home, before the
+        // batch was validated and signed) to the same.
+        let lags = |from: &dyn Fn(&svc::replication::Entry) -> Option<i64>| {
+            let mut lags: Vec<i64> =
+                entries.iter().filter_map(|e| Some((at_region.get(&e.seq)? - from(e)?).max(0))).collect();
+            lags.sort_unstable();
+            json!({"measured": lags.len(), "p50": percentile(&lags, 0.50), "p99": percentile(&lags, 0.99),
+                "max": lags.last().copied().unwrap_or(0)})
+        };
         println!(
             "{}",
-            serde_json::json!({
+            json!({
                 "target_records_per_s": rate,
                 "batch": batch,
                 "records": published,
                 "records_per_s": (published as f64 / publishing.as_secs_f64()).round(),
                 "entries": entries.len(),
-                "entries_measured": lags.len(),
-                "lag_ms": {"p50": percentile(&lags, 0.50), "p99": percentile(&lags, 0.99), "max": lags.last().copied().unwrap_or(0)},
+                "lag_ms_from_home_commit": lags(&|e| at_home.get(&e.seq).copied()),
+                "lag_ms_from_entry_stamp": lags(&|e| Some(e.at.0)),
             })
         );
-
         let replays = arg("--replays", 50) as usize;
         let (eu_to_home, home_to_eu) = replay_windows(&home, &eu, replays).await;
-        println!("{}", serde_json::json!({"replays_served_after_delay": {"served_at_eu_replayed_at_home": eu_to_home, "served_at_home_replayed_at_eu": home_to_eu}}));
+        println!("{}", json!({"replays_served_after_delay": {"served_at_eu_replayed_at_home": eu_to_home, "served_at_home_replayed_at_eu": home_to_eu}}));
         eu.stop().await;
         home.stop().await;
     });
@@ -167,7 +185,7 @@ async fn windows(first: &RetrievalClient, second: &RetrievalClient, trials: usiz
     let body = serde_json::to_vec(&json!({"collection": "products", "q": "nothing-matches-this",
         "filter": {"all": [{"country": "FR"}]}, "sort_by": "_text_match:desc", "limit": 1}))
     .unwrap();
-    let mut served_after = serde_json::Map::new();
+    let mut served_after = Vec::new();
     for &delay in DELAYS_MS {
         let mut served = 0;
         for _ in 0..trials {
@@ -183,21 +201,14 @@ async fn windows(first: &RetrievalClient, second: &RetrievalClient, trials: usiz
                 other => panic!("{other}: {}", String::from_utf8_lossy(&replay.bytes)),
             }
         }
-        served_after.insert(format!("{delay}ms"), json!(format!("{served}/{trials}")));
+        served_after.push(json!({"delay_ms": delay, "served": served, "of": trials}));
     }
-    serde_json::Value::Object(served_after)
+    json!(served_after)
 }
 
 async fn replay_windows(home: &Node, eu: &Node, trials: usize) -> (serde_json::Value, serde_json::Value) {
     let state = &home.state;
-    let company = admin(state, "POST", "/admin/companies", json!({"name": "Replay AI"})).await.unwrap();
-    let uuid = company["ai_company_uuid"].as_str().unwrap();
-    let group =
-        admin(state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await.unwrap();
-    let key = SigningKey::from_seed(Alg::Ed25519, &[77; 32]).unwrap();
-    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().unwrap());
-    let registered = admin(state, "POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await.unwrap();
-    let grant = registered["sandbox_key_grant"].as_str().map(str::to_owned);
+    let (key, grant) = ai_caller(state, "Replay AI", 77).await.unwrap();
     let authority = &state.config.public_authority;
     let at_home =
         RetrievalClient::new(&format!("http://{}", home.addr), authority, key.clone(), grant.clone()).unwrap();

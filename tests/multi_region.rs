@@ -21,7 +21,7 @@ use svc_core::keys::{Alg, SigningKey};
 
 mod process;
 
-use process::{AUTHORITY, TOKEN, onboard, product, start, start_with};
+use process::{AUTHORITY, TOKEN, ai_company, onboard, product, start, start_with};
 
 /// Home's newest sequence number, from its log route.
 async fn home_head(home: &Transport) -> u64 {
@@ -76,16 +76,7 @@ async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_pe
     let key = SigningKey::from_seed(Alg::Ed25519, &[31; 32]).unwrap();
     let passkey = SigningKey::from_seed(Alg::Es256, &[32; 32]).unwrap();
     let context = onboard(&admin, &key, &passkey).await;
-    let company = admin
-        .call("POST", "/admin/companies", Some(json!({"name": "Far AI", "verified": true, "terms_accepted": 1})))
-        .await
-        .unwrap();
-    let uuid = company["ai_company_uuid"].as_str().unwrap();
-    let group =
-        admin.call("POST", &format!("/admin/companies/{uuid}/groups"), Some(json!({"name": "bots"}))).await.unwrap();
-    let ai_key = SigningKey::from_seed(Alg::Ed25519, &[33; 32]).unwrap();
-    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().unwrap());
-    admin.call("POST", &path, Some(json!({"jwk": ai_key.verifying_key().to_jwk()}))).await.unwrap();
+    let ai_key = ai_company(&admin, "Far AI", 33, None).await;
 
     // A 10,000-record batch, published at home as a background push.
     let records: Vec<Vec<u8>> = (0..10_000).map(product).collect();
@@ -233,18 +224,7 @@ async fn with_home_cut_off_regions_serve_searches_refuse_writes_fail_closed_and_
     let key = SigningKey::from_seed(Alg::Ed25519, &[34; 32]).unwrap();
     let passkey = SigningKey::from_seed(Alg::Es256, &[35; 32]).unwrap();
     let context = onboard(&admin, &key, &passkey).await;
-    let company = admin
-        .call("POST", "/admin/companies", Some(json!({"name": "Prepaid AI", "verified": true, "terms_accepted": 1})))
-        .await
-        .unwrap();
-    let uuid = company["ai_company_uuid"].as_str().unwrap();
-    let allowance = json!({"ai_company_uuid": uuid, "prepay": true, "remaining": 1000});
-    admin.call("POST", "/admin/allowances", Some(allowance)).await.unwrap();
-    let group =
-        admin.call("POST", &format!("/admin/companies/{uuid}/groups"), Some(json!({"name": "bots"}))).await.unwrap();
-    let ai_key = SigningKey::from_seed(Alg::Ed25519, &[36; 32]).unwrap();
-    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().unwrap());
-    admin.call("POST", &path, Some(json!({"jwk": ai_key.verifying_key().to_jwk()}))).await.unwrap();
+    let ai_key = ai_company(&admin, "Prepaid AI", 36, Some(1000)).await;
     let records: Vec<Vec<u8>> = (0..20).map(product).collect();
     publish(&home_api, &key, &context, &records, 1).await;
     let head = home_head(&home_api).await;

@@ -13,7 +13,7 @@ use svc::clock::SystemClock;
 use svc::config::{NodeConfig, ReplicationConfig, Role};
 use svc::node::Node;
 use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{admin, ensure_seeded};
+use svc::sandbox::seed::{admin, ai_caller, ensure_seeded};
 use svc_core::keys::{Alg, SigningKey};
 
 const TOKEN: &str = "replication-token-for-tests";
@@ -66,15 +66,8 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     let corpus = generate(11, sizes);
     let country = corpus.businesses[0].country.clone();
     ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
-    let company = admin(&home.state, "POST", "/admin/companies", json!({"name": "Far AI"})).await.unwrap();
-    let uuid = company["ai_company_uuid"].as_str().unwrap();
-    let group =
-        admin(&home.state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await.unwrap();
-    let key = SigningKey::from_seed(Alg::Ed25519, &[43; 32]).unwrap();
-    let group_id = group["ai_group_id"].as_str().unwrap();
-    let path = format!("/admin/groups/{group_id}/retrieval-keys");
-    let registered = admin(&home.state, "POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await.unwrap();
-    let grant = registered["sandbox_key_grant"].as_str().unwrap().to_owned();
+    let (key, grant) = ai_caller(&home.state, "Far AI", 43).await.unwrap();
+    let grant = grant.unwrap();
     let home_head = svc::replication::last_seq(&home.state.store).unwrap();
 
     // The read region catches up to home's head and says so.
@@ -303,19 +296,6 @@ async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed
     eu.stop().await;
 }
 
-/// A company, a group and a retrieval key registered at home: the key and
-/// its sandbox grant.
-async fn caller(home: &Node, seed: u8) -> (SigningKey, Option<String>) {
-    let company = admin(&home.state, "POST", "/admin/companies", json!({"name": "Keyed AI"})).await.unwrap();
-    let uuid = company["ai_company_uuid"].as_str().unwrap();
-    let group =
-        admin(&home.state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await.unwrap();
-    let key = SigningKey::from_seed(Alg::Ed25519, &[seed; 32]).unwrap();
-    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().unwrap());
-    let registered = admin(&home.state, "POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await.unwrap();
-    (key, Some(registered["sandbox_key_grant"].as_str().unwrap().to_owned()))
-}
-
 // rule: P2.6.33, P2.6.34, P2.6.36, P2.6.37, R2.6.14, R5.40
 #[tokio::test(flavor = "multi_thread")]
 async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rotates_it_with_an_overlap() {
@@ -331,7 +311,7 @@ async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rot
     let corpus = generate(13, sizes);
     let country = corpus.businesses[0].country.clone();
     ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
-    let (key, grant) = caller(&home, 45).await;
+    let (key, grant) = ai_caller(&home.state, "Keyed AI", 45).await.unwrap();
     let at_eu = RetrievalClient::new(&eu_url, "api.svc.localhost", key, grant).unwrap();
     let search = serde_json::to_vec(&json!({"collection": "products", "filter": {"all": [{"country": country}]},
         "sort_by": "published_at:desc", "limit": 5}))

@@ -11,27 +11,17 @@ use svc::cli::admin::Admin;
 use svc::client::retrieval::RetrievalClient;
 use svc::client::transport::Transport;
 use svc::clock::{Clock, SystemClock};
-use svc_core::keys::{Alg, SigningKey};
 
 mod process;
 
-use process::{AUTHORITY, TOKEN, start};
+use process::{AUTHORITY, TOKEN, ai_company, start};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_drains_requests_in_flight_and_keeps_what_was_claimed() {
     let dir = tempfile::tempdir().unwrap();
     let mut home = start(dir.path(), "home", None);
     let admin = Admin::new(&home.admin_url, TOKEN.into()).unwrap();
-    let company = admin
-        .call("POST", "/admin/companies", Some(json!({"name": "Calm AI", "verified": true, "terms_accepted": 1})))
-        .await
-        .unwrap();
-    let uuid = company["ai_company_uuid"].as_str().unwrap();
-    let group =
-        admin.call("POST", &format!("/admin/companies/{uuid}/groups"), Some(json!({"name": "bots"}))).await.unwrap();
-    let key = SigningKey::from_seed(Alg::Ed25519, &[37; 32]).unwrap();
-    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().unwrap());
-    admin.call("POST", &path, Some(json!({"jwk": key.verifying_key().to_jwk()}))).await.unwrap();
+    let key = ai_company(&admin, "Calm AI", 37, None).await;
     let client = RetrievalClient::new(&home.public_url, AUTHORITY, key.clone(), None).unwrap();
     let search = serde_json::to_vec(&json!({"collection": "products", "filter": {"all": [{"country": "FR"}]},
         "sort_by": "published_at:desc", "limit": 1}))

@@ -10,8 +10,7 @@ use svc::client::retrieval::RetrievalClient;
 use svc::client::transport::Transport;
 use svc::front_door::REGION_HEADER;
 use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{admin, ensure_seeded};
-use svc_core::keys::{Alg, SigningKey};
+use svc::sandbox::seed::{ai_caller, ensure_seeded};
 
 async fn get(base: &str, path: &str) -> svc::client::transport::Answer {
     let request = axum::http::Request::get(path).body(axum::body::Body::empty()).unwrap();
@@ -50,14 +49,7 @@ async fn svc_up_runs_three_regions_behind_a_front_door_that_routes_to_the_neares
     let corpus = generate(14, sizes);
     let country = corpus.businesses[0].country.clone();
     ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
-    let company = admin(&home.state, "POST", "/admin/companies", json!({"name": "Door AI"})).await.unwrap();
-    let uuid = company["ai_company_uuid"].as_str().unwrap();
-    let group =
-        admin(&home.state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await.unwrap();
-    let key = SigningKey::from_seed(Alg::Ed25519, &[46; 32]).unwrap();
-    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().unwrap());
-    let registered = admin(&home.state, "POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await.unwrap();
-    let grant = Some(registered["sandbox_key_grant"].as_str().unwrap().to_owned());
+    let (key, grant) = ai_caller(&home.state, "Door AI", 46).await.unwrap();
     let client = RetrievalClient::new(&door, "api.svc.localhost", key, grant).unwrap();
     let search = serde_json::to_vec(&json!({"collection": "products", "filter": {"all": [{"country": country}]},
         "sort_by": "published_at:desc", "limit": 5}))

@@ -63,6 +63,19 @@ pub async fn admin(state: &AppState, method: &str, path: &str, body: Value) -> R
     }
 }
 
+/// An AI company named `name` with one group and one Ed25519 retrieval key
+/// drawn from `seed`, registered through the admin API: the key and, in
+/// the sandbox, its grant.
+pub async fn ai_caller(state: &AppState, name: &str, seed: u8) -> Result<(SigningKey, Option<String>), String> {
+    let company = admin(state, "POST", "/admin/companies", json!({"name": name})).await?;
+    let uuid = company["ai_company_uuid"].as_str().ok_or("no company uuid")?;
+    let group = admin(state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await?;
+    let key = SigningKey::from_seed(Alg::Ed25519, &[seed; 32]).map_err(|e| e.to_string())?;
+    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().ok_or("no group id")?);
+    let registered = admin(state, "POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await?;
+    Ok((key, registered["sandbox_key_grant"].as_str().map(str::to_owned)))
+}
+
 /// The business's integration key and owner's passkey, from its seeds.
 pub fn keys_of(spec: &BusinessSpec) -> Result<(SigningKey, SigningKey), String> {
     let integration = SigningKey::from_seed(Alg::Ed25519, &spec.integration_seed).map_err(|e| e.to_string())?;

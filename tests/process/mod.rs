@@ -89,6 +89,25 @@ passkey_origin = "https://portal.svc.localhost"
     }
 }
 
+/// A verified AI company that accepted the Terms, with one group and one
+/// Ed25519 retrieval key drawn from `seed`; a prepay allowance when given.
+/// Answers the key.
+pub async fn ai_company(admin: &Admin, name: &str, seed: u8, prepay: Option<i64>) -> SigningKey {
+    let body = json!({"name": name, "verified": true, "terms_accepted": 1});
+    let company = admin.call("POST", "/admin/companies", Some(body)).await.unwrap();
+    let uuid = company["ai_company_uuid"].as_str().unwrap();
+    if let Some(remaining) = prepay {
+        let allowance = json!({"ai_company_uuid": uuid, "prepay": true, "remaining": remaining});
+        admin.call("POST", "/admin/allowances", Some(allowance)).await.unwrap();
+    }
+    let group =
+        admin.call("POST", &format!("/admin/companies/{uuid}/groups"), Some(json!({"name": "bots"}))).await.unwrap();
+    let key = SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[seed; 32]).unwrap();
+    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().unwrap());
+    admin.call("POST", &path, Some(json!({"jwk": key.verifying_key().to_jwk()}))).await.unwrap();
+    key
+}
+
 /// A French product of the business `Lumio`.
 pub fn product(sku: usize) -> Vec<u8> {
     serde_json::to_vec(&json!({
