@@ -15,7 +15,7 @@
 //! (the rest refused `nonce_reused`), each way: region to home through the
 //! region's report, home to region through the nonce feed.
 //!
-//! `cargo bench --bench replication -- --rate 1000 --batch 100 --seconds 30 --replays 50`
+//! `cargo bench --bench replication -- --rate 1000 --batch 100 --seconds 30 --replays 40`
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -167,7 +167,7 @@ fn main() {
                 "lag_ms_from_entry_stamp": lags(&|e| Some(e.at.0)),
             })
         );
-        let replays = arg("--replays", 50) as usize;
+        let replays = arg("--replays", 40) as usize;
         let (eu_to_home, home_to_eu) = replay_windows(&home, &eu, replays).await;
         println!("{}", json!({"replays_served_after_delay": {"served_at_eu_replayed_at_home": eu_to_home, "served_at_home_replayed_at_eu": home_to_eu}}));
         eu.stop().await;

@@ -29,6 +29,9 @@ pub const REGION_HEADER: &str = "x-svc-region";
 /// A body up to this size is kept so the request can go to another region.
 const REPLAYABLE_BODY: usize = 1024 * 1024;
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a region may take to start answering before the door gives up
+/// on it (a stalled region holds connections open without answering).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(15);
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -218,7 +221,14 @@ async fn route(State(door): State<Door>, request: Request) -> Response {
         *attempt.headers_mut() = parts.headers.clone();
         attempt.headers_mut().remove(axum::http::header::CONNECTION);
         let region = &door.regions[i];
-        match region.transport.try_forward(attempt).await {
+        let answered = tokio::time::timeout(ANSWER_TIMEOUT, region.transport.try_forward(attempt)).await;
+        let Ok(answered) = answered else {
+            // It may have taken the request: not sent again.
+            tracing::warn!(region = %region.route.region, "front door: region did not answer in time");
+            door.mark(i, Health::Down);
+            break;
+        };
+        match answered {
             Ok(answer) => {
                 let mut answer = answer.map(Body::new);
                 if let Ok(name) = HeaderValue::from_str(&region.route.region) {

@@ -65,7 +65,8 @@ impl Metrics {
     }
 }
 
-/// Counts each request by route, method and status, and times it by route.
+/// Counts each request by route, method and status, and times it by route
+/// and status.
 /// A request no route matched (a read region's forwarded writes, or a 404)
 /// is labelled by what happened to it, so labels stay few.
 pub async fn record(State(metrics): State<Metrics>, request: Request, next: Next) -> Response {
@@ -77,7 +78,12 @@ pub async fn record(State(metrics): State<Metrics>, request: Request, next: Next
     let started = Instant::now();
     let response = next.run(request).await;
     let code = response.status().as_u16().to_string();
-    metrics.count("svc_http_requests_total", &[("route", route.clone()), ("method", method), ("code", code)], 1);
-    metrics.observe("svc_http_request_duration_seconds", &[("route", route)], started.elapsed().as_secs_f64());
+    let elapsed = started.elapsed().as_secs_f64();
+    metrics.count(
+        "svc_http_requests_total",
+        &[("route", route.clone()), ("method", method), ("code", code.clone())],
+        1,
+    );
+    metrics.observe("svc_http_request_duration_seconds", &[("route", route), ("code", code)], elapsed);
     response
 }

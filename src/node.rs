@@ -9,7 +9,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::actors::analytics::{Analytics, AnalyticsMsg};
-use crate::actors::billing::{Billing, BillingArgs, BillingRole};
+use crate::actors::billing::{Billing, BillingArgs, BillingMsg, BillingRole};
 use crate::actors::index_shard::IndexShard;
 use crate::actors::indexer::{Indexer, IndexerArgs, IndexerMsg};
 use crate::actors::nonce_feed::{NonceFeed, NonceFeedArgs};
@@ -69,6 +69,12 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
     let (billing, _) = Actor::spawn(None, Billing, BillingArgs { store: store.clone(), role: billing_role })
         .await
         .map_err(|e| e.to_string())?;
+    if outbox.is_none() {
+        let reclaim_clock = clock.clone();
+        billing.send_interval(std::time::Duration::from_secs(10), move || BillingMsg::Reclaim {
+            now: reclaim_clock.now(),
+        });
+    }
     let (receipts, _) = Actor::spawn(None, ReceiptLog, store.clone()).await.map_err(|e| e.to_string())?;
     let (analytics, _) = Actor::spawn(None, Analytics, store.clone()).await.map_err(|e| e.to_string())?;
     analytics.send_interval(std::time::Duration::from_secs(1), || AnalyticsMsg::Tick);
@@ -171,6 +177,12 @@ async fn start_replica(
 ) -> Result<Replica, String> {
     let outbox = outbox.ok_or("a read region without an outbox")?;
     let settings = config.replication.as_ref().ok_or("a read region needs [replication]")?;
+    if settings.ready_max_lag_ms <= crate::actors::replicator::LONG_POLL_MS {
+        return Err(format!(
+            "replication.ready_max_lag_ms must exceed {} ms, the pull's long poll",
+            crate::actors::replicator::LONG_POLL_MS
+        ));
+    }
     let home_url = settings.home_url.as_deref().ok_or("a read region needs replication.home_url")?;
     let link = Arc::new(HomeLink::new(
         Transport::http2(home_url)?,

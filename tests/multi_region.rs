@@ -138,8 +138,7 @@ async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_pe
 
     // The same queries answer the same rows at both read regions: records
     // from the first, middle and last chunks, the last pushed after the kill.
-    // (Each query matches one record: rows tied on every sort key may come
-    // in a different order at different regions; see README, Not yet.)
+    // (Each query matches one record.)
     for sku in [0, 1234, 5000, 9999] {
         let body = json!({"collection": "products", "q": sku.to_string(), "filter": {"all": [{"country": "FR"}]}, "sort_by": "_text_match:desc", "limit": 10});
         let at_eu = search(&eu.public_url, &ai_key, &body).await;
@@ -256,10 +255,25 @@ async fn with_home_cut_off_regions_serve_searches_refuse_writes_fail_closed_and_
 
     // Home cut off: it holds its sockets open and answers nothing.
     home.signal("STOP");
-    let catalogue = eu_api.send(Request::get("/v1/catalogue").body(Body::empty()).unwrap()).await.unwrap();
-    assert_eq!(catalogue.status, 503, "{}", String::from_utf8_lossy(&catalogue.bytes));
-    assert_eq!(catalogue.json()["code"], "unavailable");
-    assert!(catalogue.headers.contains_key("retry-after"));
+    // A business write at eu: refused with 503, not answered by eu. Home
+    // may still take it once it runs again; the business retries with the
+    // same idempotency key and gets one publication either way.
+    let cut_records: Vec<Vec<u8>> = (40..45).map(product).collect();
+    let seal = sealing::batch_seal(&key, &context, "products", &cut_records, 3, SystemClock.now()).unwrap();
+    let publication = sealing::publish_body(&seal, &cut_records);
+    let write = || {
+        Signer::new(key.clone(), AUTHORITY, "svc-push")
+            .sign_now(
+                Unsigned::new("POST", "/v1/publish/products", publication.clone())
+                    .header("idempotency-key", "cut-write"),
+                SystemClock.now().as_secs(),
+            )
+            .unwrap()
+    };
+    let refused = eu_api.send(write()).await.unwrap();
+    assert_eq!(refused.status, 503, "{}", String::from_utf8_lossy(&refused.bytes));
+    assert_eq!(refused.json()["code"], "unavailable");
+    assert!(refused.headers.contains_key("retry-after"));
     // Searches go on from each region's lease, then fail closed.
     for region in [&at_eu, &at_ap] {
         let mut answers = Vec::new();
@@ -283,8 +297,10 @@ async fn with_home_cut_off_regions_serve_searches_refuse_writes_fail_closed_and_
     home.signal("CONT");
     let remaining = billed_settles_at(&at_home, served).await;
     assert_eq!(remaining, 1000 - served as i64, "the allowance spent is what was billed");
+    let retried = eu_api.send(write()).await.unwrap();
+    assert_eq!(retried.status, 200, "{}", String::from_utf8_lossy(&retried.bytes));
     let more: Vec<Vec<u8>> = (20..30).map(product).collect();
-    publish(&home_api, &key, &context, &more, 2).await;
+    publish(&home_api, &key, &context, &more, 4).await;
     let head = home_head(&home_api).await;
     caught_up(&eu_api, head).await;
     caught_up(&ap_api, head).await;
@@ -292,6 +308,10 @@ async fn with_home_cut_off_regions_serve_searches_refuse_writes_fail_closed_and_
         let answer = region.call("POST", "/v1/search", body("29")).await.unwrap();
         assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
         assert_eq!(answer.json()["rows"][0]["product_name"], "Lampe 29");
+        served += 1;
+        let answer = region.call("POST", "/v1/search", body("42")).await.unwrap();
+        let rows = answer.json()["rows"].clone();
+        assert_eq!(rows.as_array().unwrap().len(), 1, "the write made at the cut is published once: {rows}");
         served += 1;
     }
     billed_settles_at(&at_home, served).await;

@@ -281,6 +281,15 @@ async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed
         "the allowance spent is what was billed: {allowance}"
     );
 
+    // Allowances are home's: a read region's admin API does not take them.
+    let request = axum::http::Request::post("/admin/allowances")
+        .header("authorization", format!("Bearer {}", eu.state.config.admin_token))
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(json!({"ai_company_uuid": uuid, "prepay": true, "remaining": 5}).to_string()))
+        .unwrap();
+    let at_region = Transport::new(&format!("http://{}", eu.admin_addr)).unwrap().send(request).await.unwrap();
+    assert_eq!(at_region.status, 503, "{}", String::from_utf8_lossy(&at_region.bytes));
+
     // Home goes away: eu serves from its lease (at most 3 units), then fails closed.
     home.stop().await;
     let mut answers = Vec::new();

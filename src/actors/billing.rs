@@ -97,6 +97,10 @@ pub enum BillingMsg {
         report: Report,
         reply: RpcReplyPort<Result<ReportTaken, String>>,
     },
+    /// Home: takes back the unbilled units of leases long expired.
+    Reclaim {
+        now: UnixMs,
+    },
     /// A read region: serve the company from this lease now.
     Hold {
         grant: LeaseGrant,
@@ -360,14 +364,46 @@ impl BillingState {
         let last: u64 = self.store.get(cf::META, LEASE_SEQ).map_err(|e| e.to_string())?.unwrap_or(0);
         let lease_id = last + 1;
         allowance.remaining -= units;
-        let lease =
-            GrantedLease { company_uuid: ask.company_uuid.clone(), region: ask.region, granted: units, billed: 0 };
+        let lease = GrantedLease {
+            company_uuid: ask.company_uuid.clone(),
+            region: ask.region,
+            granted: units,
+            billed: 0,
+            expires_at,
+        };
         let mut batch = self.store.batch();
         batch.put(cf::META, LEASE_SEQ, &lease_id);
         batch.put(cf::ALLOWANCES, allowance.company_uuid.as_bytes(), &allowance);
         batch.put(cf::LEASES_GRANTED, &be(lease_id), &lease);
         batch.commit().map_err(|e| e.to_string())?;
         Ok(LeaseGrant { lease_id, prepay: true, units, ..no_lease })
+    }
+
+    /// Home: a lease expired more than a lease's length ago goes back to its
+    /// allowance, less what was billed from it. The region stopped serving
+    /// from it at expiry; a usage report arriving later still bills the
+    /// allowance (`Tally::charge`), so nothing is lost either way.
+    fn reclaim(&mut self, now: UnixMs) -> Result<usize, String> {
+        let BillingRole::Home { lease_ms } = self.role else { return Ok(0) };
+        let leases = self.store.scan::<GrantedLease>(cf::LEASES_GRANTED, &[], None, usize::MAX);
+        let mut batch = self.store.batch();
+        let mut tally = Tally::new(&self.store);
+        let mut reclaimed = 0;
+        for (key, lease) in leases.map_err(|e| e.to_string())? {
+            if now < lease.expires_at.plus(lease_ms) {
+                continue;
+            }
+            if let Some(allowance) = tally.allowance(&lease.company_uuid)?.as_mut() {
+                allowance.remaining += lease.granted - lease.billed;
+            }
+            batch.delete(cf::LEASES_GRANTED, &key);
+            reclaimed += 1;
+        }
+        if reclaimed > 0 {
+            tally.write(&mut batch);
+            batch.commit().map_err(|e| e.to_string())?;
+        }
+        Ok(reclaimed)
     }
 
     /// Home: a region's usage events and lease returns, in one write.
@@ -476,6 +512,11 @@ impl Actor for Billing {
             }
             BillingMsg::Take { report, reply } => {
                 let _ = reply.send(state.take(report));
+            }
+            BillingMsg::Reclaim { now } => {
+                if let Err(e) = state.reclaim(now) {
+                    tracing::warn!(error = %e, "reclaiming expired leases failed");
+                }
             }
             BillingMsg::Hold { grant, now, reply } => {
                 let _ = reply.send(state.hold(grant, now));
@@ -635,5 +676,26 @@ mod tests {
         let postpaid = LeaseAsk { company_uuid: "d".into(), ..ask };
         eu.hold(home.grant(postpaid, AT).unwrap(), AT).unwrap();
         assert!(matches!(eu.reserve("d".into(), AT).unwrap(), Reserved::Unit { .. }));
+    }
+
+    // rule: R1.27
+    #[test]
+    fn a_lease_long_expired_goes_back_to_its_allowance_and_late_usage_still_bills() {
+        let (mut home, _h) = state("home");
+        let (mut eu, _e) = state("region");
+        prepay(&home, 10);
+        let ask = LeaseAsk { region: "eu".into(), company_uuid: "c".into(), units: 4 };
+        eu.hold(home.grant(ask, AT).unwrap(), AT).unwrap();
+        let r = unit(eu.reserve("c".into(), AT));
+        eu.settle(r, Some(event("n1", AT))).unwrap();
+        assert_eq!(home.allowance("c").unwrap().unwrap().remaining, 6, "4 set aside");
+        // Expired, but within the grace for late reports: kept.
+        assert_eq!(home.reclaim(AT.plus(60_000)).unwrap(), 0);
+        // Long expired, its report never came: all 4 go back...
+        assert_eq!(home.reclaim(AT.plus(120_000)).unwrap(), 1);
+        assert_eq!(home.allowance("c").unwrap().unwrap().remaining, 10);
+        // ...and the report, when it comes, bills the allowance itself.
+        assert_eq!(ship(&eu, &mut home), ReportTaken { billed: 1, already_billed: 0 });
+        assert_eq!(home.allowance("c").unwrap().unwrap().remaining, 9, "spent exactly what was billed");
     }
 }

@@ -36,6 +36,15 @@ impl NonceFeed {
         let wait = Duration::from_millis(LONG_POLL_MS) + Duration::from_secs(5);
         let page: FeedPage = args.link.call::<(), _>("GET", &path, None, wait).await?;
         args.status.feed_head.store(page.head, Ordering::Relaxed);
+        if page.head < after {
+            tracing::warn!(
+                head = page.head,
+                cursor = after,
+                "home's nonce feed is behind this region: reading it again"
+            );
+            ractor::call!(args.nonces, NonceMsg::RewindFeed).map_err(|e| e.to_string())??;
+            return Ok(());
+        }
         let learned = page.entries.last().map_or(after, |e| e.seq);
         let entries = page.entries;
         ractor::call!(args.nonces, |reply| NonceMsg::LearnFeed { entries, reply }).map_err(|e| e.to_string())??;

@@ -13,7 +13,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use svc_core::time::UnixMs;
 
 use crate::replication::exchange::{Claimed, FeedEntry, Outgoing, Sequence};
-use crate::store::{Store, cf, key};
+use crate::store::{Store, StoreResult, cf, key};
 
 /// Where the feed cursor of a read region is kept.
 const FEED_CURSOR: &[u8] = b"nonce_feed_cursor";
@@ -37,6 +37,9 @@ pub enum NonceMsg {
         entries: Vec<FeedEntry>,
         reply: RpcReplyPort<Result<(), String>>,
     },
+    /// A read region: home's feed is behind this region's cursor (home's
+    /// store was restored), so the feed is read again from its start.
+    RewindFeed(RpcReplyPort<Result<(), String>>),
     /// Forgets nonces whose signatures have expired.
     Purge {
         now: UnixMs,
@@ -122,6 +125,31 @@ impl NonceState {
         Ok(n)
     }
 
+    /// Forgets nonces whose signatures expired before `now`.
+    fn purge(&mut self, now: UnixMs) -> StoreResult<()> {
+        let cutoff = now.as_secs();
+        let expired: Vec<(String, String)> =
+            self.held.iter().filter(|(_, e)| **e < cutoff).map(|(k, _)| k.clone()).collect();
+        let mut batch = self.store.batch();
+        for (key_id, nonce) in &expired {
+            batch.delete(cf::NONCES, &nonce_key(key_id, nonce));
+            self.held.remove(&(key_id.clone(), nonce.clone()));
+        }
+        if let NonceRole::Home { feed } = &self.role {
+            // The feed is nearly in expiry order: drop its expired head, but
+            // never its newest entry, from which the sequence goes on after
+            // a restart (regions' cursors count on it).
+            let newest = crate::store::be(feed.last());
+            for (k, claimed) in self.store.scan::<Claimed>(cf::NONCE_FEED, &[], None, 10_000)? {
+                if claimed.expires_secs >= cutoff || k == newest {
+                    break;
+                }
+                batch.delete(cf::NONCE_FEED, &k);
+            }
+        }
+        batch.commit_unsynced()
+    }
+
     fn feed_seq(&self) -> u64 {
         match &self.role {
             NonceRole::Home { feed } => feed.last(),
@@ -167,6 +195,13 @@ impl Actor for NonceStore {
                 // refused anyway, and the purge forgets them.
                 let _ = reply.send(state.hold(claims, None, i64::MIN).map(|_| ()));
             }
+            NonceMsg::RewindFeed(reply) => {
+                let rewound = state.store.put(cf::META, FEED_CURSOR, &0u64);
+                if rewound.is_ok() {
+                    state.feed_cursor = 0;
+                }
+                let _ = reply.send(rewound.map_err(|e| e.to_string()));
+            }
             NonceMsg::LearnFeed { entries, reply } => {
                 let Some(last) = entries.last().map(|e| e.seq) else {
                     let _ = reply.send(Ok(()));
@@ -175,26 +210,7 @@ impl Actor for NonceStore {
                 let claims = entries.into_iter().map(|e| e.claimed).collect();
                 let _ = reply.send(state.hold(claims, Some(last), i64::MIN).map(|_| ()));
             }
-            NonceMsg::Purge { now } => {
-                let cutoff = now.as_secs();
-                let expired: Vec<(String, String)> =
-                    state.held.iter().filter(|(_, e)| **e < cutoff).map(|(k, _)| k.clone()).collect();
-                let mut batch = state.store.batch();
-                for (key_id, nonce) in &expired {
-                    batch.delete(cf::NONCES, &nonce_key(key_id, nonce));
-                    state.held.remove(&(key_id.clone(), nonce.clone()));
-                }
-                if let NonceRole::Home { .. } = state.role {
-                    // The feed is nearly in expiry order: drop its expired head.
-                    for (k, claimed) in state.store.scan::<Claimed>(cf::NONCE_FEED, &[], None, 10_000)? {
-                        if claimed.expires_secs >= cutoff {
-                            break;
-                        }
-                        batch.delete(cf::NONCE_FEED, &k);
-                    }
-                }
-                batch.commit_unsynced()?;
-            }
+            NonceMsg::Purge { now } => state.purge(now)?,
             NonceMsg::Observe(reply) => {
                 let _ = reply.send(NonceSnapshot { held: state.held.len(), feed_seq: state.feed_seq() });
             }
@@ -219,6 +235,24 @@ mod tests {
             NonceRole::Region { outbox: exchange::outbox(store).unwrap() }
         };
         NonceState { store: store.clone(), role, held: HashMap::new(), feed_cursor: 0 }
+    }
+
+    #[test]
+    fn the_feed_keeps_counting_after_every_claim_expired_and_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut home = state(&store, true);
+        let old = |n: &str| Claimed { key_id: "k".into(), nonce: n.into(), expires_secs: 1_000 };
+        home.hold(vec![old("a"), old("b"), old("c")], None, i64::MIN).unwrap();
+        assert_eq!(home.feed_seq(), 3);
+        home.purge(UnixMs(5_000_000)).unwrap();
+        assert_eq!(home.held.len(), 0, "every claim expired");
+        let left = exchange::feed_after(&store, 0, 10).unwrap();
+        assert_eq!(left.iter().map(|e| e.seq).collect::<Vec<_>>(), [3], "the newest entry stays");
+        // Reopened, the sequence goes on: a region at cursor 3 sees the next claim.
+        let mut home = state(&store, true);
+        home.hold(vec![claimed("d")], None, i64::MIN).unwrap();
+        assert_eq!(exchange::feed_after(&store, 3, 10).unwrap().iter().map(|e| e.seq).collect::<Vec<_>>(), [4]);
     }
 
     // rule: R5.36

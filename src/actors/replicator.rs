@@ -14,10 +14,13 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use crate::clock::SharedClock;
 use crate::replication::link::HomeLink;
 use crate::replication::{LOG_HEAD_HEADER, apply_frames, last_seq};
-use crate::store::Store;
+use crate::store::{Store, be, cf};
 
 /// How long home may hold a pull open when there is nothing new.
-const LONG_POLL_MS: u64 = 2_000;
+/// How long a pull waits at home for something new. A caught-up, idle
+/// region's lag climbs to this between answers, so `ready_max_lag_ms` must
+/// exceed it (checked at start).
+pub const LONG_POLL_MS: u64 = 2_000;
 /// The wait before pulling again after a failure.
 const BACKOFF: Duration = Duration::from_millis(500);
 
@@ -28,7 +31,8 @@ pub struct ReplicationStatus {
     pub applied: AtomicU64,
     /// Home's newest sequence number, as of the last answer.
     pub head: AtomicU64,
-    /// When the region last knew itself caught up with home (ms; 0 never).
+    /// As of when the region is known to hold everything home had
+    /// committed (ms; 0 never).
     pub caught_up_at: AtomicI64,
     /// Answers refused for a bad frame, since start.
     pub refused: AtomicU64,
@@ -42,7 +46,8 @@ pub struct ReplicationStatus {
 }
 
 impl ReplicationStatus {
-    /// Milliseconds since the region was last known caught up.
+    /// Milliseconds the region may be behind home: since the moment up to
+    /// which it is known to hold everything.
     pub fn lag_ms(&self, now_ms: i64) -> i64 {
         match self.caught_up_at.load(Ordering::Relaxed) {
             0 => i64::MAX,
@@ -89,8 +94,18 @@ impl Replicator {
             args.status.refused.fetch_add(1, Ordering::Relaxed);
             return Err(format!("refused from {}: {reason}", applied.last + 1));
         }
-        if applied.last >= head {
-            args.status.caught_up_at.store(args.clock.now().0, Ordering::Relaxed);
+        // Fresh as of now when it holds home's head; otherwise as of when
+        // home committed the last entry it holds (every entry before it is
+        // here), so a region that keeps up with a busy home is not lagging.
+        let fresh_as_of = if applied.last >= head {
+            Some(args.clock.now().0)
+        } else {
+            let held: Option<crate::replication::Entry> =
+                args.store.get(cf::REPLOG, &be(applied.last)).map_err(|e| e.to_string())?;
+            held.map(|entry| entry.at.0)
+        };
+        if let Some(at) = fresh_as_of {
+            args.status.caught_up_at.fetch_max(at, Ordering::Relaxed);
         }
         Ok(())
     }

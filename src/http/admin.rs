@@ -946,6 +946,8 @@ async fn set_allowance(
     Json(req): Json<AllowanceChange>,
 ) -> ApiResult<Json<Value>> {
     authorize(&state, &headers)?;
+    // Allowances are home's: a read region serves from leases of them.
+    state.home()?;
     state.registry.company(&req.ai_company_uuid)?.ok_or_else(|| ApiError::new(Code::NotFound))?;
     let allowance =
         Allowance { company_uuid: req.ai_company_uuid.clone(), prepay: req.prepay, remaining: req.remaining };

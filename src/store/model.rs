@@ -402,6 +402,9 @@ pub struct GrantedLease {
     pub region: String,
     pub granted: i64,
     pub billed: i64,
+    /// After this (and a grace for late reports) home takes back what was
+    /// not billed.
+    pub expires_at: UnixMs,
 }
 
 /// A read region: the lease it serves a company from.
