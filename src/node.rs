@@ -16,6 +16,7 @@ use crate::actors::nonce_feed::{NonceFeed, NonceFeedArgs};
 use crate::actors::nonce_store::{NonceArgs, NonceMsg, NonceRole, NonceStore};
 use crate::actors::publisher::{Publisher, PublisherArgs, PublisherMsg};
 use crate::actors::push_worker::{PushWorker, PushWorkerArgs};
+use crate::actors::receipt_folder::{ReceiptFolder, ReceiptFolderArgs, ReceiptFolderMsg};
 use crate::actors::receipt_log::ReceiptLog;
 use crate::actors::replicator::{ReplicationStatus, Replicator, ReplicatorArgs};
 use crate::actors::uplink::{Uplink, UplinkArgs, UplinkMsg};
@@ -76,6 +77,14 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         });
     }
     let (receipts, _) = Actor::spawn(None, ReceiptLog, store.clone()).await.map_err(|e| e.to_string())?;
+    let folder_args = ReceiptFolderArgs {
+        store: store.clone(),
+        region: config.region.clone(),
+        clock: clock.clone(),
+        outbox: outbox.clone(),
+    };
+    let (receipt_folder, _) = Actor::spawn(None, ReceiptFolder, folder_args).await.map_err(|e| e.to_string())?;
+    receipt_folder.send_interval(std::time::Duration::from_secs(1), || ReceiptFolderMsg::Tick);
     let (analytics, _) = Actor::spawn(None, Analytics, store.clone()).await.map_err(|e| e.to_string())?;
     analytics.send_interval(std::time::Duration::from_secs(1), || AnalyticsMsg::Tick);
     let home = match config.role {
@@ -160,6 +169,7 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         limits: Arc::new(Limits::new(config_limits)),
         billing,
         receipts,
+        receipt_folder,
         analytics,
         key_set,
         metrics: crate::metrics::Metrics::default(),

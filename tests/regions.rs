@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use svc::actors::receipt_folder;
 use svc::client::retrieval::RetrievalClient;
 use svc::client::transport::Transport;
 use svc::clock::SystemClock;
@@ -14,6 +15,8 @@ use svc::config::{NodeConfig, ReplicationConfig, Role};
 use svc::node::Node;
 use svc::sandbox::corpus::{Sizes, generate};
 use svc::sandbox::seed::{admin, ai_caller, ensure_seeded};
+use svc::store::cf;
+use svc::store::model::StoredReceipt;
 use svc_core::keys::{Alg, SigningKey};
 
 const TOKEN: &str = "replication-token-for-tests";
@@ -305,7 +308,7 @@ async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed
     eu.stop().await;
 }
 
-// rule: P2.6.33, P2.6.34, P2.6.36, P2.6.37, R2.6.14, R5.40
+// rule: P2.6.33, P2.6.34, P2.6.36, P2.6.37, R2.6.14, R2.6.17, R5.40
 #[tokio::test(flavor = "multi_thread")]
 async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rotates_it_with_an_overlap() {
     use svc_core::keyset::{self, RECEIPT_KEY_OVERLAP_MS, RootAnchors};
@@ -409,8 +412,37 @@ async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rot
     svc_core::offline::check_search(&before, &set, &at_eu.key_id()).expect("an old receipt still checks");
     svc_core::offline::check_search(&searched().await, &set, &at_eu.key_id()).expect("a new one checks");
 
-    // A restart keeps the new key.
+    // Stopping, eu folds every receipt it served (the open minute too) and
+    // its last report takes the roots home; each receipt is proven in its part.
+    let eu_store = eu.state.store.clone();
     eu.stop().await;
+    let served: Vec<StoredReceipt> = eu_store
+        .scan::<StoredReceipt>(cf::RECEIPTS, &[], None, usize::MAX)
+        .unwrap()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    let folded = receipt_folder::roots(&eu_store, "eu").unwrap();
+    assert_eq!(folded.iter().map(|r| r.size).sum::<u64>(), served.len() as u64, "every receipt folded once");
+    assert_eq!(folded.first().map(|r| r.first_seq), Some(1));
+    assert_eq!(folded.last().map(|r| r.last_seq), served.last().map(|r| r.seq));
+    assert_eq!(receipt_folder::roots(&home.state.store, "eu").unwrap(), folded, "home holds eu's roots");
+    for part in &folded {
+        let envelopes: Vec<&[u8]> = served
+            .iter()
+            .filter(|r| (part.first_seq..=part.last_seq).contains(&r.seq))
+            .map(|r| r.envelope.as_slice())
+            .collect();
+        for (i, envelope) in envelopes.iter().enumerate() {
+            let path = svc_core::receipt_fold::proof(&envelopes, i).unwrap();
+            let leaf = svc_core::merkle::leaf_hash(envelope);
+            assert!(svc_core::merkle::verify_inclusion(&leaf, i as u64, part.size, &path, &part.root));
+        }
+    }
+
+    drop(eu_store);
+
+    // A restart keeps the new key.
     let eu =
         Node::start(config(dir.path(), "eu", Role::Read, Some(home_url.clone())), Arc::new(SystemClock)).await.unwrap();
     assert_eq!(

@@ -413,7 +413,10 @@ impl BillingState {
         let mut tally = Tally::new(&self.store);
         for entry in &report.entries {
             match entry {
-                Outgoing::Claim(_) | Outgoing::ReceiptKey { .. } | Outgoing::Introduced { .. } => {}
+                Outgoing::Claim(_)
+                | Outgoing::ReceiptKey { .. }
+                | Outgoing::Introduced { .. }
+                | Outgoing::ReceiptRoot(_) => {}
                 Outgoing::Usage { event, lease_id } => {
                     if !tally.count(&mut batch, event)? {
                         taken.already_billed += 1;

@@ -9,6 +9,7 @@ pub mod nonce_feed;
 pub mod nonce_store;
 pub mod publisher;
 pub mod push_worker;
+pub mod receipt_folder;
 pub mod receipt_log;
 pub mod replicator;
 pub mod uplink;

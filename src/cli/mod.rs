@@ -72,7 +72,7 @@ pub enum Command {
 /// What `svc up` does not run yet.
 pub const NOT_YET: &[&str] = &[
     "svc client publish (business systems sign publish requests with svc::client)",
-    "public verification routes, receipt folding and the transparency log (issue 6)",
+    "public verification routes, the transparency log and receipt proofs (issue 6)",
     "ads and the MCP surfaces",
 ];
 

@@ -24,6 +24,7 @@ use crate::actors::nonce_store::NonceMsg;
 use crate::actors::publisher::PublisherMsg;
 use crate::replication::exchange::{self, FeedPage, LeaseAsk, Outgoing, Report};
 use crate::replication::{LOG_HEAD_HEADER, encode_frames, entries_after};
+use crate::store::model::ReceiptRoot;
 
 /// Entries and bytes one answer carries at most.
 const MAX_ENTRIES: usize = 1_000;
@@ -94,7 +95,13 @@ async fn report(State(state): State<AppState>, req: axum::extract::Request) -> A
     admitted(&state, &parts.headers)?;
     let report: Report = read_postcard(&state, &parts.headers, body).await?;
     let publisher = &state.home.as_ref().ok_or_else(|| ApiError::new(Code::NotFound))?.publisher;
+    let mut roots = state.store.batch();
     for entry in &report.entries {
+        if let Outgoing::ReceiptRoot(root) = entry {
+            // Kept under the reporting region's name, whatever the root says.
+            let root = ReceiptRoot { region: report.region.clone(), ..root.clone() };
+            crate::actors::receipt_folder::keep(&mut roots, &root);
+        }
         if let Outgoing::Introduced { key_id } = entry
             && let Some(key) = state.registry.retrieval_key(key_id).map_err(ApiError::internal)?
         {
@@ -112,6 +119,7 @@ async fn report(State(state): State<AppState>, req: axum::extract::Request) -> A
                 .map_err(ApiError::internal)?;
         }
     }
+    roots.commit().map_err(ApiError::internal)?;
     let claims =
         report.entries.iter().filter_map(|e| if let Outgoing::Claim(c) = e { Some(c.clone()) } else { None }).collect();
     ractor::call!(state.nonces, |reply| NonceMsg::Learn { claims, reply })

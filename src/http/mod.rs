@@ -57,6 +57,7 @@ pub struct AppState {
     pub limits: Arc<crate::limits::Limits>,
     pub billing: ActorRef<crate::actors::billing::BillingMsg>,
     pub receipts: ActorRef<crate::actors::receipt_log::ReceiptLogMsg>,
+    pub receipt_folder: ActorRef<crate::actors::receipt_folder::ReceiptFolderMsg>,
     pub analytics: ActorRef<crate::actors::analytics::AnalyticsMsg>,
     /// The key set home signed, and this region's receipt key in it.
     pub key_set: crate::key_set::KeyView,
@@ -113,6 +114,9 @@ impl AppState {
         }
         let _ = self.nonces.stop_and_wait(None, wait).await;
         let _ = self.billing.stop_and_wait(None, wait).await;
+        // Folds everything served (the open minute too) before the uplink
+        // ships its last report.
+        let _ = self.receipt_folder.stop_and_wait(None, wait).await;
         if let Some(replica) = &self.replica {
             // After billing and the nonce store: it ships what they wrote as it stops.
             let _ = replica.uplink.stop_and_wait(None, wait).await;

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use svc_core::time::UnixMs;
 
-use crate::store::model::UsageEvent;
+use crate::store::model::{ReceiptRoot, UsageEvent};
 use crate::store::{Batch, Store, StoreResult, be, cf};
 
 /// A (key id, nonce) a region accepted, held until its signature expires.
@@ -44,6 +44,8 @@ pub enum Outgoing {
     ReceiptKey {
         jwk: String,
     },
+    /// A folded minute of the region's receipts, for home to keep.
+    ReceiptRoot(ReceiptRoot),
     /// A sandbox retrieval key's first request reached this region: home
     /// marks it introduced, so it no longer needs its grant anywhere.
     Introduced {

@@ -60,6 +60,9 @@ pub mod cf {
     pub const LEASES_GRANTED: &str = "leases_granted";
     /// A read region: the lease it serves each company from.
     pub const LEASES_HELD: &str = "leases_held";
+    /// Folded receipt roots, by region and first receipt: a region's own,
+    /// and at home every region's.
+    pub const RECEIPT_ROOTS: &str = "receipt_roots";
     /// The key set home certified (replicated): its entries and document.
     pub const KEY_SET: &str = "key_set";
 
@@ -100,6 +103,7 @@ pub mod cf {
         LEASES_GRANTED,
         LEASES_HELD,
         KEY_SET,
+        RECEIPT_ROOTS,
     ];
 }
 

@@ -447,6 +447,17 @@ pub struct StoredReceipt {
     pub envelope: Vec<u8>,
 }
 
+/// A folded part of a minute of one region's receipts (`receipt_fold`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReceiptRoot {
+    pub region: String,
+    pub minute: UnixMs,
+    pub first_seq: u64,
+    pub last_seq: u64,
+    pub size: u64,
+    pub root: [u8; 32],
+}
+
 /// A business whose authorised endpoints lost domain assurance: `purchase`
 /// is withheld on its rows and its business file shows `suspended`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

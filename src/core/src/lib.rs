@@ -26,6 +26,7 @@ pub mod projection;
 pub mod publish;
 pub mod reason;
 pub mod receipt;
+pub mod receipt_fold;
 pub mod records;
 pub mod sandbox;
 pub mod seal;

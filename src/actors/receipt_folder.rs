@@ -1,0 +1,135 @@
+//! Receipt folding: once a second, the receipts this region served are cut
+//! into minutes (in served order) and each closed minute is folded into a
+//! Merkle root (`svc_core::receipt_fold`). A read region sends its roots
+//! home through its outbox; home keeps every region's roots for the
+//! transparency log.
+//!
+//! The folded position is written in the same write as the roots, and the
+//! receipt log is written before any answer leaves, so a region that crashes
+//! folds on restart whatever it had returned. A region that stops folds
+//! everything it holds, the open minute included.
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use svc_core::receipt_fold::{self, Served};
+
+use crate::clock::SharedClock;
+use crate::replication::exchange::{Outgoing, Sequence};
+use crate::store::model::{ReceiptRoot, StoredReceipt};
+use crate::store::{Store, StoreResult, be, cf, key};
+
+const CURSOR: &[u8] = b"receipt_folded_seq";
+/// Receipts read per pass.
+const PASS: usize = 10_000;
+
+pub enum ReceiptFolderMsg {
+    Tick,
+}
+
+pub struct ReceiptFolderArgs {
+    pub store: Store,
+    pub region: String,
+    pub clock: SharedClock,
+    /// A read region's outbox; home stores its own roots directly.
+    pub outbox: Option<Sequence>,
+}
+
+pub struct ReceiptFolder;
+
+/// Where a region's root is kept: by region, then its first receipt.
+pub fn root_key(region: &str, first_seq: u64) -> Vec<u8> {
+    let mut k = key(&[region.as_bytes(), b""]);
+    k.extend_from_slice(&be(first_seq));
+    k
+}
+
+/// Stores a region's root (home: its own, or one a region reported).
+pub fn keep(batch: &mut crate::store::Batch<'_>, root: &ReceiptRoot) {
+    batch.put(cf::RECEIPT_ROOTS, &root_key(&root.region, root.first_seq), root);
+}
+
+/// Every root kept for `region`, oldest first.
+pub fn roots(store: &Store, region: &str) -> StoreResult<Vec<ReceiptRoot>> {
+    let prefix = key(&[region.as_bytes(), b""]);
+    Ok(store.scan::<ReceiptRoot>(cf::RECEIPT_ROOTS, &prefix, None, usize::MAX)?.into_iter().map(|(_, r)| r).collect())
+}
+
+impl ReceiptFolder {
+    /// Folds what is closed (everything, on `flush`); answers the roots made.
+    fn pass(args: &ReceiptFolderArgs, flush: bool) -> StoreResult<usize> {
+        let mut made = 0;
+        loop {
+            let cursor: u64 = args.store.get(cf::META, CURSOR)?.unwrap_or(0);
+            let from = be(cursor + 1);
+            let pending = args.store.scan::<StoredReceipt>(cf::RECEIPTS, &[], Some(&from), PASS)?;
+            let served: Vec<Served<'_>> = pending
+                .iter()
+                .map(|(_, r)| Served { seq: r.seq, served_at: r.served_at, envelope: &r.envelope })
+                .collect();
+            // (A pass cut by its size may close a minute in two parts: both
+            // are sound, each named by its first receipt.)
+            let parts = receipt_fold::fold(&served, args.clock.now(), flush);
+            let Some(last) = parts.last() else { return Ok(made) };
+            let mut batch = args.store.batch();
+            for part in &parts {
+                let root = ReceiptRoot {
+                    region: args.region.clone(),
+                    minute: part.minute,
+                    first_seq: part.first_seq,
+                    last_seq: part.last_seq,
+                    size: part.size,
+                    root: part.root,
+                };
+                keep(&mut batch, &root);
+                if let Some(outbox) = &args.outbox {
+                    outbox.append(&mut batch, &Outgoing::ReceiptRoot(root));
+                }
+            }
+            batch.put(cf::META, CURSOR, &last.last_seq);
+            batch.commit()?;
+            made += parts.len();
+            if pending.len() < PASS {
+                return Ok(made);
+            }
+        }
+    }
+}
+
+impl Actor for ReceiptFolder {
+    type Msg = ReceiptFolderMsg;
+    type State = ReceiptFolderArgs;
+    type Arguments = ReceiptFolderArgs;
+
+    async fn pre_start(
+        &self,
+        _me: ActorRef<ReceiptFolderMsg>,
+        args: ReceiptFolderArgs,
+    ) -> Result<ReceiptFolderArgs, ActorProcessingErr> {
+        Ok(args)
+    }
+
+    /// A stopping region folds everything it served, the open minute too.
+    async fn post_stop(
+        &self,
+        _me: ActorRef<ReceiptFolderMsg>,
+        args: &mut ReceiptFolderArgs,
+    ) -> Result<(), ActorProcessingErr> {
+        Self::pass(args, true)?;
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        _me: ActorRef<ReceiptFolderMsg>,
+        msg: ReceiptFolderMsg,
+        args: &mut ReceiptFolderArgs,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            ReceiptFolderMsg::Tick => {
+                if let Err(e) = Self::pass(args, false) {
+                    tracing::warn!(error = %e, "receipt folding failed; trying again next tick");
+                }
+            }
+        }
+        Ok(())
+    }
+}
