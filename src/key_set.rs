@@ -53,9 +53,8 @@ fn publish(entries: &[KeyEntry], keys: &ServiceKeys, now: UnixMs) -> Change {
 /// certified like any region's) the first time. `None` when already there.
 pub fn founding(store: &Store, keys: &ServiceKeys, valid_from: UnixMs, now: UnixMs) -> StoreResult<Option<Change>> {
     let mut entries = entries(store)?;
-    let own: Vec<KeyEntry> =
-        keys.entries("", valid_from).into_iter().filter(|e| e.purpose != Purpose::Receipt).collect();
-    let missing: Vec<KeyEntry> = own.into_iter().filter(|e| !entries.iter().any(|k| k.kid == e.kid)).collect();
+    let missing: Vec<KeyEntry> =
+        keys.entries(valid_from).into_iter().filter(|e| !entries.iter().any(|k| k.kid == e.kid)).collect();
     if missing.is_empty() {
         return Ok(None);
     }
@@ -245,9 +244,5 @@ impl KeyView {
         }
         self.ask_certification(now).await?;
         Ok(key.verifying_key())
-    }
-
-    pub fn region(&self) -> &str {
-        &self.inner.region
     }
 }

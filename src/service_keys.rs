@@ -83,13 +83,10 @@ impl ServiceKeys {
         }
     }
 
-    /// Every public key with its purpose, for the key set. Receipt keys are
-    /// the region's own.
-    pub fn entries(&self, region: &str, valid_from: UnixMs) -> Vec<KeyEntry> {
-        let entry = |key: &SigningKey, purpose: Purpose| {
-            let region = (purpose == Purpose::Receipt).then_some(region);
-            KeyEntry::new(&key.verifying_key(), purpose, region, valid_from)
-        };
+    /// The public keys home certifies for itself in the key set (receipt
+    /// keys are certified per region, `key_set::certification`).
+    pub fn entries(&self, valid_from: UnixMs) -> Vec<KeyEntry> {
+        let entry = |key: &SigningKey, purpose: Purpose| KeyEntry::new(&key.verifying_key(), purpose, None, valid_from);
         vec![
             entry(&self.root.classical, Purpose::Root),
             entry(&self.root.post_quantum, Purpose::Root),
@@ -99,7 +96,6 @@ impl ServiceKeys {
             entry(&self.statement.post_quantum, Purpose::Statement),
             entry(&self.projection, Purpose::Projection),
             entry(&self.sidecar, Purpose::Sidecar),
-            entry(&self.receipt, Purpose::Receipt),
             entry(&self.checkpoint, Purpose::LogCheckpoint),
         ]
     }
