@@ -319,3 +319,64 @@ async fn with_home_cut_off_regions_serve_searches_refuse_writes_fail_closed_and_
         region.kill();
     }
 }
+
+/// Every receipt `region` holds, by retrieval id, from its stopped store.
+fn receipts_of(store: &svc::store::Store) -> Vec<svc::store::model::StoredReceipt> {
+    let all = store.scan::<svc::store::model::StoredReceipt>(svc::store::cf::RECEIPTS, &[], None, usize::MAX).unwrap();
+    all.into_iter().map(|(_, r)| r).collect()
+}
+
+// rule: R2.6.17
+#[tokio::test(flavor = "multi_thread")]
+async fn a_region_killed_with_sigkill_loses_no_receipt_it_returned() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = start(dir.path(), "home", None);
+    let eu = start(dir.path(), "eu", Some(&home.public_url));
+    let admin = Admin::new(&home.admin_url, TOKEN.into()).unwrap();
+    let ai_key = ai_company(&admin, "Kept AI", 38, None).await;
+    let eu_api = Transport::new(&eu.public_url).unwrap();
+    caught_up(&eu_api, home_head(&Transport::new(&home.public_url).unwrap()).await).await;
+
+    // Searches answered at eu, each with its receipt; then eu dies at once.
+    let client = RetrievalClient::new(&eu.public_url, AUTHORITY, ai_key.clone(), None).unwrap();
+    let body = serde_json::to_vec(&json!({"collection": "products", "filter": {"all": [{"country": "FR"}]},
+        "sort_by": "published_at:desc", "limit": 1}))
+    .unwrap();
+    let mut returned = Vec::new();
+    for _ in 0..20 {
+        let answer = client.call("POST", "/v1/search", body.clone()).await.unwrap();
+        assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+        returned.push(answer.json()["retrieval_id"].as_str().unwrap().to_owned());
+    }
+    eu.kill();
+
+    // Restarted, then stopped in order: it folds what it had returned and
+    // reports the roots home.
+    let mut eu = start(dir.path(), "eu", Some(&home.public_url));
+    eu.signal("TERM");
+    assert!(eu.child.wait().unwrap().success());
+    let mut home = home;
+    home.signal("TERM");
+    assert!(home.child.wait().unwrap().success());
+
+    let eu_store = svc::store::Store::open(&dir.path().join("eu").join("db")).unwrap();
+    let served = receipts_of(&eu_store);
+    let home_store = svc::store::Store::open(&dir.path().join("home").join("db")).unwrap();
+    let roots = svc::actors::receipt_folder::roots(&home_store, "eu").unwrap();
+    for retrieval_id in &returned {
+        let receipt = served.iter().find(|r| &r.retrieval_id == retrieval_id).expect("the receipt is in eu's log");
+        let part = roots
+            .iter()
+            .find(|p| (p.first_seq..=p.last_seq).contains(&receipt.seq))
+            .expect("home holds a root covering the receipt");
+        let envelopes: Vec<&[u8]> = served
+            .iter()
+            .filter(|r| (part.first_seq..=part.last_seq).contains(&r.seq))
+            .map(|r| r.envelope.as_slice())
+            .collect();
+        let index = (receipt.seq - part.first_seq) as usize;
+        let path = svc_core::receipt_fold::proof(&envelopes, index).unwrap();
+        let leaf = svc_core::merkle::leaf_hash(&receipt.envelope);
+        assert!(svc_core::merkle::verify_inclusion(&leaf, index as u64, part.size, &path, &part.root));
+    }
+}
