@@ -192,22 +192,18 @@ async fn route(State(door): State<Door>, request: Request) -> Response {
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
-    // A small body is kept so a refused connection can go elsewhere; a
-    // large or unsized one streams to the first region only.
-    let kept = match declared {
-        Some(n) if n <= REPLAYABLE_BODY => match body.collect().await {
-            Ok(collected) => Ok(collected.to_bytes()),
+    // A small body (or none, as a GET has) is kept so a refused connection
+    // can go elsewhere; a large or unsized one streams to the first region only.
+    let small = match declared {
+        Some(n) => n <= REPLAYABLE_BODY,
+        None => axum::body::HttpBody::is_end_stream(&body),
+    };
+    let (kept, mut stream) = match small {
+        true => match body.collect().await {
+            Ok(collected) => (Some(collected.to_bytes()), None),
             Err(e) => return ApiError::detail(Code::RequestInvalid, e.to_string()).into_response(),
         },
-        _ => Err(body),
-    };
-    let mut stream = None;
-    let kept = match kept {
-        Ok(bytes) => Some(bytes),
-        Err(body) => {
-            stream = Some(body);
-            None
-        }
+        false => (None, Some(body)),
     };
     for i in door.order() {
         let body = match (&kept, stream.take()) {

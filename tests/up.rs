@@ -8,7 +8,7 @@ use serde_json::json;
 use svc::cli::up::{Plan, Up};
 use svc::client::retrieval::RetrievalClient;
 use svc::client::transport::Transport;
-use svc::front_door::REGION_HEADER;
+use svc::front_door::{FrontDoor, FrontDoorConfig, REGION_HEADER};
 use svc::sandbox::corpus::{Sizes, generate};
 use svc::sandbox::seed::{ai_caller, ensure_seeded};
 
@@ -72,9 +72,20 @@ async fn svc_up_runs_three_regions_behind_a_front_door_that_routes_to_the_neares
     assert_eq!(region_of(&catalogue), "eu");
     assert_eq!(catalogue.status, get(&format!("http://{}", home.addr), "/v1/catalogue").await.status);
 
-    // eu goes down: the very next request goes to home, the next nearest.
+    // eu goes down: the very next requests go to home, the next nearest.
+    // A second door that probes only at its start, so only a refused
+    // connection can tell it eu is gone.
+    let routes = up.door.table().into_iter().map(|(route, _)| route).collect();
+    let config = FrontDoorConfig { listen: "127.0.0.1:0".parse().unwrap(), probe_ms: 3_600_000, regions: routes };
+    let blind = FrontDoor::start(config).await.unwrap();
     let eu = up.nodes.remove(1);
     eu.stop().await;
+    for path in ["/healthz", "/v1/catalogue"] {
+        let answer = get(&format!("http://{}", blind.addr), path).await;
+        assert_eq!(region_of(&answer), "home", "a request without a body fails over: {path}");
+        assert_ne!(answer.status, 503);
+    }
+    blind.stop().await;
     let answer = client.call("POST", "/v1/search", search.clone()).await.unwrap();
     assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
     assert_eq!(region_of(&answer), "home");
