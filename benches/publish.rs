@@ -39,8 +39,7 @@ async fn node() -> Node {
 
 /// A business with `products` products, registered; its seal context.
 async fn business(state: &AppState, products: usize, seed: u64) -> (svc::sandbox::corpus::BusinessSpec, SealContext) {
-    let sizes =
-        Sizes { businesses: 1, products, events_per_business: 0, jobs_per_business: 0, updates_per_business: 0 };
+    let sizes = Sizes::products_only(1, products);
     let spec = generate(seed, sizes).businesses.remove(0);
     let (uuid, _) = register_business(state, &spec, "").await.expect("business registered");
     let shown = admin(state, "GET", &format!("/admin/businesses/{uuid}"), serde_json::Value::Null).await.unwrap();

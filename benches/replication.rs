@@ -67,13 +67,7 @@ fn main() {
         let eu = Node::start(config(dir.path(), "eu", Role::Read, Some(home_url)), Arc::new(SystemClock)).await.unwrap();
 
         let total = (rate * seconds) as usize;
-        let sizes = Sizes {
-            businesses: 1,
-            products: total,
-            events_per_business: 0,
-            jobs_per_business: 0,
-            updates_per_business: 0,
-        };
+        let sizes = Sizes::products_only(1, total);
         let spec = generate(7, sizes).businesses.remove(0);
         let (uuid, _) = register_business(&home.state, &spec, "").await.unwrap();
         let shown = admin(&home.state, "GET", &format!("/admin/businesses/{uuid}"), serde_json::Value::Null).await;

@@ -11,7 +11,6 @@
 
 use std::sync::{Arc, RwLock};
 
-use serde_json::Value;
 use svc_core::keys::{Alg, SigningKey, VerifyingKey};
 use svc_core::keyset::{KeyEntry, Purpose};
 use svc_core::time::UnixMs;
@@ -147,23 +146,22 @@ impl KeyView {
     /// Re-reads the key set when the last read is older than 250 ms (or
     /// `force`d), and chooses the signer for `now`.
     fn refresh_at(&self, now: UnixMs, force: bool) {
-        let fresh = self.read().checked_at.is_some_and(|at| !force && now.0 - at.0 < RECHECK_MS && at <= now);
-        if fresh {
+        let fresh =
+            |current: &Current| !force && current.checked_at.is_some_and(|at| now.0 - at.0 < RECHECK_MS && at <= now);
+        if fresh(&self.read()) {
+            return;
+        }
+        let mut current = self.inner.current.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Another request may have re-read it while this one waited.
+        if fresh(&current) {
             return;
         }
         let store = &self.inner.store;
         let document: Option<String> = store.get(cf::KEY_SET, DOCUMENT).ok().flatten();
-        let mut current = self.inner.current.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let changed = match (&current.document, &document) {
-            (Some(held), Some(stored)) => held.bytes != stored.as_bytes(),
-            (None, None) => false,
-            _ => true,
-        };
-        if changed {
-            current.document = document.and_then(|d| serde_json::from_str::<Value>(&d).ok()).map(|v| {
-                // Home's document is served as home signed it.
-                Arc::new(PublicDocument::new(&v))
-            });
+        let held = current.document.as_ref().map(|d| &d.bytes[..]);
+        if held != document.as_deref().map(str::as_bytes) {
+            // Served byte for byte as home signed and stored it.
+            current.document = document.map(|d| Arc::new(PublicDocument::new(d.into())));
             current.entries = entries(store).unwrap_or_default();
         }
         let local = self.inner.local.read().unwrap_or_else(|poisoned| poisoned.into_inner());

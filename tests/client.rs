@@ -31,8 +31,7 @@ async fn region() -> Region {
     let config =
         NodeConfig::local_home(dir.path().join("home"), "127.0.0.1:0".parse().unwrap(), "127.0.0.1:0".parse().unwrap());
     let node = Node::start(config, Arc::new(SystemClock)).await.unwrap();
-    let sizes =
-        Sizes { businesses: 2, products: 40, events_per_business: 0, jobs_per_business: 0, updates_per_business: 0 };
+    let sizes = Sizes::products_only(2, 40);
     let corpus = generate(7, sizes);
     let country = corpus.businesses[0].country.clone();
     ensure_seeded(&node.state, &corpus, &|_| {}).await.unwrap();

@@ -64,8 +64,7 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     let read_url = format!("http://{}", read.addr);
 
     // Published at home, through home's own routes.
-    let sizes =
-        Sizes { businesses: 2, products: 30, events_per_business: 0, jobs_per_business: 0, updates_per_business: 0 };
+    let sizes = Sizes::products_only(2, 30);
     let corpus = generate(11, sizes);
     let country = corpus.businesses[0].country.clone();
     ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
@@ -198,8 +197,7 @@ async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed
     let eu = Node::start(eu_config, Arc::new(SystemClock)).await.unwrap();
     let eu_url = format!("http://{}", eu.addr);
 
-    let sizes =
-        Sizes { businesses: 1, products: 10, events_per_business: 0, jobs_per_business: 0, updates_per_business: 0 };
+    let sizes = Sizes::products_only(1, 10);
     let corpus = generate(12, sizes);
     let country = corpus.businesses[0].country.clone();
     ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
@@ -318,8 +316,7 @@ async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rot
     let eu =
         Node::start(config(dir.path(), "eu", Role::Read, Some(home_url.clone())), Arc::new(SystemClock)).await.unwrap();
     let eu_url = format!("http://{}", eu.addr);
-    let sizes =
-        Sizes { businesses: 1, products: 10, events_per_business: 0, jobs_per_business: 0, updates_per_business: 0 };
+    let sizes = Sizes::products_only(1, 10);
     let corpus = generate(13, sizes);
     let country = corpus.businesses[0].country.clone();
     ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();

@@ -44,8 +44,7 @@ async fn svc_up_runs_three_regions_behind_a_front_door_that_routes_to_the_neares
     }
 
     let home = &up.nodes[0];
-    let sizes =
-        Sizes { businesses: 1, products: 10, events_per_business: 0, jobs_per_business: 0, updates_per_business: 0 };
+    let sizes = Sizes::products_only(1, 10);
     let corpus = generate(14, sizes);
     let country = corpus.businesses[0].country.clone();
     ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();

@@ -16,8 +16,7 @@ use crate::replication::link::HomeLink;
 use crate::replication::{LOG_HEAD_HEADER, apply_frames, last_seq};
 use crate::store::{Store, be, cf};
 
-/// How long home may hold a pull open when there is nothing new.
-/// How long a pull waits at home for something new. A caught-up, idle
+/// How long home may hold a pull open when there is nothing new. A caught-up, idle
 /// region's lag climbs to this between answers, so `ready_max_lag_ms` must
 /// exceed it (checked at start).
 pub const LONG_POLL_MS: u64 = 2_000;

@@ -55,7 +55,6 @@ pub fn run(args: LoadgenArgs) -> Result<serde_json::Value, String> {
     };
     // Many connections: a runtime with a worker per core, not the single
     // thread the other commands use.
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
-    let report = runtime.block_on(loadgen::run(plan))?;
+    let report = super::block_on_workers(loadgen::run(plan))?;
     serde_json::to_value(report).map_err(|e| e.to_string())
 }

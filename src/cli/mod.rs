@@ -132,6 +132,19 @@ fn block_on<T>(future: impl std::future::Future<Output = Result<T, String>>) -> 
     runtime.block_on(future)
 }
 
+/// Runs `future` on a runtime with a worker per core: what a node, a front
+/// door or a load generator needs.
+pub(crate) fn block_on_workers<T>(future: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(future)
+}
+
+/// A TOML configuration file, read and parsed; errors name the file.
+fn toml_file<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 fn keygen(alg: &str, out: &std::path::Path) -> Result<serde_json::Value, String> {
     let alg = match alg.to_ascii_lowercase().as_str() {
         "ed25519" => svc_core::keys::Alg::Ed25519,
@@ -165,10 +178,8 @@ pub fn formats() -> serde_json::Value {
 /// Runs one node until SIGINT or SIGTERM, then drains and stops. Its first
 /// line on stdout is a JSON object with the bound addresses, for scripts.
 fn node(path: &std::path::Path) -> Result<(), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let config: crate::config::NodeConfig = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
-    runtime.block_on(async move {
+    let config: crate::config::NodeConfig = toml_file(path)?;
+    block_on_workers(async move {
         let region = config.region.clone();
         let node = crate::node::Node::start(config, std::sync::Arc::new(crate::clock::SystemClock)).await?;
         println!(
@@ -195,11 +206,8 @@ pub(crate) async fn stopped() -> Result<(), String> {
 /// Runs a front door until SIGINT or SIGTERM. Its first line on stdout is
 /// a JSON object with its address.
 fn front_door(path: &std::path::Path) -> Result<(), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let config: crate::front_door::FrontDoorConfig =
-        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
-    runtime.block_on(async move {
+    let config: crate::front_door::FrontDoorConfig = toml_file(path)?;
+    block_on_workers(async move {
         let door = crate::front_door::FrontDoor::start(config).await?;
         println!("{}", serde_json::json!({"front_door": door.addr.to_string()}));
         stopped().await?;

@@ -107,8 +107,7 @@ impl Up {
 }
 
 pub fn run(plan: Plan) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
-    runtime.block_on(async move {
+    super::block_on_workers(async move {
         let up = Up::start(&plan).await?;
         print_addresses(&plan.data_dir, &up.door, &up.nodes);
         let home = &up.nodes[0];

@@ -90,7 +90,7 @@ async fn metrics(State(state): State<AppState>) -> Response {
             m.total("svc_replication_refused_total", none, status.refused.load(Ordering::Relaxed));
             m.total("svc_outbox_reported_total", none, status.reported.load(Ordering::Relaxed));
             m.gauge("svc_nonce_feed_head", none, status.feed_head.load(Ordering::Relaxed) as f64);
-            let pending = crate::replication::exchange::pending(&state.store, 100_000).map_or(0, |p| p.len());
+            let pending = crate::replication::exchange::pending_count(&state.store).unwrap_or(0);
             m.gauge("svc_outbox_pending", none, pending as f64);
         }
     }

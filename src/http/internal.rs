@@ -97,26 +97,30 @@ async fn report(State(state): State<AppState>, req: axum::extract::Request) -> A
     let publisher = &state.home.as_ref().ok_or_else(|| ApiError::new(Code::NotFound))?.publisher;
     let mut roots = state.store.batch();
     for entry in &report.entries {
-        if let Outgoing::ReceiptRoot(root) = entry {
-            // Kept under the reporting region's name, whatever the root says.
-            let root = ReceiptRoot { region: report.region.clone(), ..root.clone() };
-            crate::actors::receipt_folder::keep(&mut roots, &root);
-        }
-        if let Outgoing::Introduced { key_id } = entry
-            && let Some(key) = state.registry.retrieval_key(key_id).map_err(ApiError::internal)?
-        {
-            crate::http::retrieval::mark_introduced(publisher, key, state.clock.now()).await?;
-        }
-        if let Outgoing::ReceiptKey { jwk } = entry {
-            let key = serde_json::from_str(jwk)
-                .ok()
-                .and_then(|jwk| VerifyingKey::from_jwk(&jwk).ok())
-                .filter(|key| key.alg() == Alg::Ed25519)
-                .ok_or_else(|| ApiError::detail(Code::RequestInvalid, "a receipt key must be an Ed25519 JWK"))?;
-            let (region, now) = (report.region.clone(), state.clock.now());
-            ractor::call!(publisher, |reply| PublisherMsg::CertifyReceiptKey { region, key, now, reply })
-                .map_err(ApiError::internal)?
-                .map_err(ApiError::internal)?;
+        match entry {
+            Outgoing::ReceiptRoot(root) => {
+                // Kept under the reporting region's name, whatever the root says.
+                let root = ReceiptRoot { region: report.region.clone(), ..root.clone() };
+                crate::actors::receipt_folder::keep(&mut roots, &root);
+            }
+            Outgoing::Introduced { key_id } => {
+                if let Some(key) = state.registry.retrieval_key(key_id).map_err(ApiError::internal)? {
+                    crate::http::retrieval::mark_introduced(publisher, key, state.clock.now()).await?;
+                }
+            }
+            Outgoing::ReceiptKey { jwk } => {
+                let key = serde_json::from_str(jwk)
+                    .ok()
+                    .and_then(|jwk| VerifyingKey::from_jwk(&jwk).ok())
+                    .filter(|key| key.alg() == Alg::Ed25519)
+                    .ok_or_else(|| ApiError::detail(Code::RequestInvalid, "a receipt key must be an Ed25519 JWK"))?;
+                let (region, now) = (report.region.clone(), state.clock.now());
+                ractor::call!(publisher, |reply| PublisherMsg::CertifyReceiptKey { region, key, now, reply })
+                    .map_err(ApiError::internal)?
+                    .map_err(ApiError::internal)?;
+            }
+            // The nonce store and billing take these below.
+            Outgoing::Claim(_) | Outgoing::Usage { .. } | Outgoing::Return { .. } => {}
         }
     }
     roots.commit().map_err(ApiError::internal)?;

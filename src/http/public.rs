@@ -22,8 +22,7 @@ pub struct PublicDocument {
 }
 
 impl PublicDocument {
-    pub fn new(value: &serde_json::Value) -> PublicDocument {
-        let bytes = Bytes::from(serde_json::to_vec(value).unwrap_or_default());
+    pub fn new(bytes: Bytes) -> PublicDocument {
         let etag = format!("\"{}\"", &sha256_hex(&bytes)[..32]);
         PublicDocument { bytes, etag }
     }

@@ -146,6 +146,15 @@ pub fn pending(store: &Store, max: usize) -> StoreResult<Vec<(Vec<u8>, Outgoing)
     store.scan::<Outgoing>(cf::OUTBOX, &[], None, max)
 }
 
+/// How many outbox entries wait. The uplink deletes shipped entries from
+/// the oldest on, so they are the run from the first key to the last.
+pub fn pending_count(store: &Store) -> StoreResult<u64> {
+    let Some((first, _)) = pending(store, 1)?.into_iter().next() else { return Ok(0) };
+    let seq = |k: &[u8]| k.try_into().map(u64::from_be_bytes).unwrap_or(0);
+    let last = store.last_key(cf::OUTBOX)?.map_or(0, |k| seq(&k));
+    Ok(last.saturating_sub(seq(&first)) + 1)
+}
+
 /// The feed entries after `after`, oldest first.
 pub fn feed_after(store: &Store, after: u64, max: usize) -> StoreResult<Vec<FeedEntry>> {
     let from = be(after.saturating_add(1));
@@ -176,5 +185,25 @@ mod tests {
         let page = feed_after(&store, 1, 10).unwrap();
         assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![2, 3]);
         assert_eq!(page[0].claimed.nonce, "n1");
+    }
+
+    #[test]
+    fn the_outbox_counts_what_waits_after_the_uplink_took_the_oldest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(pending_count(&store).unwrap(), 0);
+        let outbox = outbox(&store).unwrap();
+        let mut batch = store.batch();
+        for lease_id in 1..=5 {
+            outbox.append(&mut batch, &Outgoing::Return { lease_id });
+        }
+        batch.commit().unwrap();
+        assert_eq!(pending_count(&store).unwrap(), 5);
+        let mut shipped = store.batch();
+        for (k, _) in pending(&store, 2).unwrap() {
+            shipped.delete(cf::OUTBOX, &k);
+        }
+        shipped.commit().unwrap();
+        assert_eq!(pending_count(&store).unwrap(), 3);
     }
 }

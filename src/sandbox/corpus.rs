@@ -122,6 +122,13 @@ impl Default for Sizes {
     }
 }
 
+impl Sizes {
+    /// Businesses with products only: no events, jobs or updates.
+    pub fn products_only(businesses: usize, products: usize) -> Sizes {
+        Sizes { businesses, products, events_per_business: 0, jobs_per_business: 0, updates_per_business: 0 }
+    }
+}
+
 fn bytes(value: Value) -> Vec<u8> {
     // Records are compact JSON; their exact bytes are what gets sealed.
     serde_json::to_vec(&value).unwrap_or_default()
