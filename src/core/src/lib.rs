@@ -34,5 +34,6 @@ pub mod search;
 pub mod sidecar;
 pub mod source_line;
 pub mod time;
+pub mod tlog;
 
 pub use reason::Reason;

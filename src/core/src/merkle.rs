@@ -98,7 +98,7 @@ pub fn root_of(leaves: &[Hash]) -> Hash {
 }
 
 /// The largest power of two strictly less than `n` (n >= 2).
-fn split(n: usize) -> usize {
+pub(crate) fn split(n: usize) -> usize {
     let mut k = 1;
     while k << 1 < n {
         k <<= 1;
@@ -108,26 +108,32 @@ fn split(n: usize) -> usize {
 
 /// Inclusion proof (audit path) over leaf hashes, as RFC 6962 PATH(m, D[n]).
 pub fn inclusion_proof_of(leaves: &[Hash], index: usize) -> Option<Vec<Hash>> {
-    if index >= leaves.len() {
+    inclusion_proof_by(&|a, b| root_of(&leaves[a..b]), leaves.len(), index)
+}
+
+/// RFC 6962 PATH(m, D[n]) over any source of subtree hashes: `mth(a, b)` is
+/// MTH(D[a..b]). The source may keep whole subtrees (the log) or hash leaves.
+pub fn inclusion_proof_by(mth: &dyn Fn(usize, usize) -> Hash, size: usize, index: usize) -> Option<Vec<Hash>> {
+    if index >= size {
         return None;
     }
     let mut path = Vec::new();
-    collect_path(leaves, index, &mut path);
+    collect_path(mth, 0, size, index, &mut path);
     Some(path)
 }
 
-fn collect_path(leaves: &[Hash], m: usize, path: &mut Vec<Hash>) {
-    let n = leaves.len();
+fn collect_path(mth: &dyn Fn(usize, usize) -> Hash, start: usize, end: usize, m: usize, path: &mut Vec<Hash>) {
+    let n = end - start;
     if n <= 1 {
         return;
     }
     let k = split(n);
     if m < k {
-        collect_path(&leaves[..k], m, path);
-        path.push(root_of(&leaves[k..]));
+        collect_path(mth, start, start + k, m, path);
+        path.push(mth(start + k, end));
     } else {
-        collect_path(&leaves[k..], m - k, path);
-        path.push(root_of(&leaves[..k]));
+        collect_path(mth, start + k, end, m - k, path);
+        path.push(mth(start, start + k));
     }
 }
 
@@ -163,29 +169,42 @@ pub fn verify_inclusion(leaf: &Hash, index: u64, size: u64, path: &[Hash], root:
 /// RFC 6962 2.1.2 PROOF(m, D[n]): the consistency proof between the tree of
 /// the first `old_size` leaves and the whole tree.
 pub fn consistency_proof(leaves: &[Hash], old_size: usize) -> Option<Vec<Hash>> {
-    if old_size == 0 || old_size > leaves.len() {
+    consistency_proof_by(&|a, b| root_of(&leaves[a..b]), leaves.len(), old_size)
+}
+
+/// RFC 6962 PROOF(m, D[n]) over any source of subtree hashes (see
+/// [`inclusion_proof_by`]).
+pub fn consistency_proof_by(mth: &dyn Fn(usize, usize) -> Hash, size: usize, old_size: usize) -> Option<Vec<Hash>> {
+    if old_size == 0 || old_size > size {
         return None;
     }
     let mut proof = Vec::new();
-    subproof(old_size, leaves, true, &mut proof);
+    subproof(mth, old_size, 0, size, true, &mut proof);
     Some(proof)
 }
 
-fn subproof(m: usize, leaves: &[Hash], complete: bool, proof: &mut Vec<Hash>) {
-    let n = leaves.len();
+fn subproof(
+    mth: &dyn Fn(usize, usize) -> Hash,
+    m: usize,
+    start: usize,
+    end: usize,
+    complete: bool,
+    proof: &mut Vec<Hash>,
+) {
+    let n = end - start;
     if m == n {
         if !complete {
-            proof.push(root_of(leaves));
+            proof.push(mth(start, end));
         }
         return;
     }
     let k = split(n);
     if m <= k {
-        subproof(m, &leaves[..k], complete, proof);
-        proof.push(root_of(&leaves[k..]));
+        subproof(mth, m, start, start + k, complete, proof);
+        proof.push(mth(start + k, end));
     } else {
-        subproof(m - k, &leaves[k..], false, proof);
-        proof.push(root_of(&leaves[..k]));
+        subproof(mth, m - k, start + k, end, false, proof);
+        proof.push(mth(start, start + k));
     }
 }
 

@@ -143,3 +143,22 @@ fn rfc6962_roots_inclusion_and_consistency() {
     }
     assert_eq!((roots, paths, proofs), (21, 127, 127));
 }
+
+// rule: P4.2.14
+#[test]
+fn signed_note_reference_example() {
+    use svc_core::tlog;
+    let v = load(include_str!("../testdata/signed_note.json"));
+    let text = |name: &str| v[name].as_str().unwrap().to_owned();
+    let encoded = text("signer_key").splitn(5, '+').nth(4).unwrap().to_owned();
+    let raw = b64::std_decode(&encoded).unwrap();
+    assert_eq!(raw[0], 0x01, "an Ed25519 signer key");
+    let signer = SigningKey::from_seed(Alg::Ed25519, &raw[1..].try_into().unwrap()).unwrap();
+    let public = signer.verifying_key();
+    assert_eq!(tlog::verifier_key(&text("name"), &public).unwrap(), text("verifier_key"));
+    // Ed25519 is deterministic: our signature is the reference's, byte for byte.
+    assert_eq!(tlog::sign_note(&text("text"), &text("name"), &signer).unwrap(), text("note"));
+    assert_eq!(tlog::open_note(&text("note"), &text("name"), &public), Ok(text("text").as_str()));
+    let tampered = text("note").replacen("problem,", "problem;", 1);
+    assert!(tlog::open_note(&tampered, &text("name"), &public).is_err());
+}
