@@ -59,6 +59,10 @@ pub struct NodeConfig {
     /// (`partial: true`), counted from the request's arrival.
     #[serde(default = "default_search_budget_ms")]
     pub search_budget_ms: u64,
+    /// How often home sequences the transparency log's waiting leaves and
+    /// signs a checkpoint: hourly, as the spec says; shorter for tests.
+    #[serde(default = "default_log_sequence_every_ms")]
+    pub log_sequence_every_ms: u64,
     /// How this region reaches the others: home's address for a read
     /// region, and the token both sides present on the internal routes.
     #[serde(default)]
@@ -119,6 +123,10 @@ fn default_forward_timeout_ms() -> u64 {
 
 fn default_ready_max_lag_ms() -> u64 {
     5_000
+}
+
+fn default_log_sequence_every_ms() -> u64 {
+    svc_core::tlog::SEQUENCE_EVERY_MS as u64
 }
 
 fn default_search_budget_ms() -> u64 {
@@ -188,6 +196,7 @@ impl NodeConfig {
             shards_per_collection: default_shards(),
             retrieval_limits: RetrievalLimits::default(),
             search_budget_ms: default_search_budget_ms(),
+            log_sequence_every_ms: default_log_sequence_every_ms(),
             replication: None,
         }
     }

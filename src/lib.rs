@@ -30,3 +30,4 @@ pub mod sandbox;
 pub mod search;
 pub mod service_keys;
 pub mod store;
+pub mod transparency;

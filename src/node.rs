@@ -19,6 +19,7 @@ use crate::actors::push_worker::{PushWorker, PushWorkerArgs};
 use crate::actors::receipt_folder::{ReceiptFolder, ReceiptFolderArgs, ReceiptFolderMsg};
 use crate::actors::receipt_log::ReceiptLog;
 use crate::actors::replicator::{ReplicationStatus, Replicator, ReplicatorArgs};
+use crate::actors::transparency_log::{TransparencyLog, TransparencyLogArgs, TransparencyLogMsg};
 use crate::actors::uplink::{Uplink, UplinkArgs, UplinkMsg};
 use crate::blocklist::Blocklist;
 use crate::client::transport::Transport;
@@ -32,6 +33,7 @@ use crate::replication::exchange;
 use crate::replication::link::HomeLink;
 use crate::service_keys::ServiceKeys;
 use crate::store::Store;
+use crate::transparency::LogView;
 
 pub struct Node {
     pub state: AppState,
@@ -87,6 +89,8 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
     receipt_folder.send_interval(std::time::Duration::from_secs(1), || ReceiptFolderMsg::Tick);
     let (analytics, _) = Actor::spawn(None, Analytics, store.clone()).await.map_err(|e| e.to_string())?;
     analytics.send_interval(std::time::Duration::from_secs(1), || AnalyticsMsg::Tick);
+    let log = LogView::open(store.clone(), crate::transparency::origin(&config.public_authority))
+        .map_err(|e| e.to_string())?;
     let home = match config.role {
         Role::Home => {
             let (publisher, _) =
@@ -106,7 +110,17 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
             )
             .await
             .map_err(|e| e.to_string())?;
-            Some(HomeActors { publisher, push_worker })
+            let log_args = TransparencyLogArgs {
+                log: log.clone(),
+                publisher: publisher.clone(),
+                key: keys.checkpoint.clone(),
+                clock: clock.clone(),
+                every_ms: config.log_sequence_every_ms.max(1) as i64,
+            };
+            let (transparency_log, _) =
+                Actor::spawn(None, TransparencyLog, log_args).await.map_err(|e| e.to_string())?;
+            transparency_log.send_interval(std::time::Duration::from_secs(1), || TransparencyLogMsg::Tick);
+            Some(HomeActors { publisher, push_worker, transparency_log })
         }
         Role::Read => None,
     };
@@ -172,6 +186,7 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         receipt_folder,
         analytics,
         key_set,
+        log,
         metrics: crate::metrics::Metrics::default(),
     })
 }

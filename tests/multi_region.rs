@@ -326,7 +326,7 @@ fn receipts_of(store: &svc::store::Store) -> Vec<svc::store::model::StoredReceip
     all.into_iter().map(|(_, r)| r).collect()
 }
 
-// rule: R2.6.17
+// rule: R2.6.17, P4.2.15, P4.2.52, P4.2.56
 #[tokio::test(flavor = "multi_thread")]
 async fn a_region_killed_with_sigkill_loses_no_receipt_it_returned() {
     let dir = tempfile::tempdir().unwrap();
@@ -343,16 +343,59 @@ async fn a_region_killed_with_sigkill_loses_no_receipt_it_returned() {
         "sort_by": "published_at:desc", "limit": 1}))
     .unwrap();
     let mut returned = Vec::new();
+    let mut receipts = Vec::new();
     for _ in 0..20 {
         let answer = client.call("POST", "/v1/search", body.clone()).await.unwrap();
         assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
         returned.push(answer.json()["retrieval_id"].as_str().unwrap().to_owned());
+        receipts.push(svc_core::canonical::to_signed_bytes(&answer.json()["receipt"]).unwrap());
     }
     eu.kill();
 
     // Restarted, then stopped in order: it folds what it had returned and
     // reports the roots home.
     let mut eu = start(dir.path(), "eu", Some(&home.public_url));
+    eu.signal("TERM");
+    assert!(eu.child.wait().unwrap().success());
+
+    // Home sequences the minute roots into its log; eu, started again,
+    // replicates the checkpoint and proves each receipt into it in two levels.
+    let sequenced = admin.call("POST", "/admin/log/sequence", None).await.unwrap();
+    let size = sequenced["tree_size"].as_u64().unwrap();
+    let eu = start(dir.path(), "eu", Some(&home.public_url));
+    let eu_api = Transport::new(&eu.public_url).unwrap();
+    caught_up(&eu_api, home_head(&Transport::new(&home.public_url).unwrap()).await).await;
+    let keys = eu_api.send(Request::get("/.well-known/keys").header("host", AUTHORITY).body(Body::empty()).unwrap());
+    let keys = keys.await.unwrap().json();
+    let checkpoint_key = keys["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["purpose"] == "log_checkpoint")
+        .map(|k| svc_core::keys::VerifyingKey::from_jwk(&serde_json::from_value(k.clone()).unwrap()).unwrap())
+        .expect("the key set names the log's checkpoint key");
+    for receipt in &receipts {
+        let path = format!("/v1/log/proof?receipt={}", svc_core::tlog::leaf_name(receipt));
+        let proof = eu_api.send(Request::get(path).header("host", AUTHORITY).body(Body::empty()).unwrap());
+        let proof = proof.await.unwrap().json();
+        assert_eq!(proof["region"], "eu", "{proof}");
+        let checkpoint = svc_core::tlog::Checkpoint::open(
+            proof["log"]["checkpoint"].as_str().expect("the minute is in the log"),
+            &format!("{AUTHORITY}/log"),
+            &checkpoint_key,
+        )
+        .unwrap();
+        assert_eq!(checkpoint.size, size);
+        let two_levels = svc_core::tlog::ReceiptProof {
+            index: proof["index"].as_u64().unwrap(),
+            path: svc_core::tlog::parse_path(&proof["path"]).unwrap(),
+            minute: svc_core::tlog::ReceiptMinute::parse(proof["minute_leaf"].as_str().unwrap().as_bytes()).unwrap(),
+            leaf_index: proof["log"]["leaf_index"].as_u64().unwrap(),
+            log_path: svc_core::tlog::parse_path(&proof["log"]["inclusion_path"]).unwrap(),
+        };
+        two_levels.check(receipt, &checkpoint).expect("a receipt eu returned is proven into home's checkpoint");
+    }
+    let mut eu = eu;
     eu.signal("TERM");
     assert!(eu.child.wait().unwrap().success());
     let mut home = home;

@@ -12,4 +12,5 @@ pub mod push_worker;
 pub mod receipt_folder;
 pub mod receipt_log;
 pub mod replicator;
+pub mod transparency_log;
 pub mod uplink;

@@ -10,11 +10,12 @@
 //! everything it holds, the open minute included.
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
+use svc_core::merkle;
 use svc_core::receipt_fold::{self, Served};
 
 use crate::clock::SharedClock;
 use crate::replication::exchange::{Outgoing, Sequence};
-use crate::store::model::{ReceiptRoot, StoredReceipt};
+use crate::store::model::{ReceiptPlace, ReceiptRoot, StoredReceipt};
 use crate::store::{Store, StoreResult, be, cf, key};
 
 const CURSOR: &[u8] = b"receipt_folded_seq";
@@ -23,6 +24,8 @@ const PASS: usize = 10_000;
 
 pub enum ReceiptFolderMsg {
     Tick,
+    /// Folds what is closed now and answers how many parts it made (tests).
+    Fold(ractor::RpcReplyPort<Result<usize, String>>),
 }
 
 pub struct ReceiptFolderArgs {
@@ -45,6 +48,13 @@ pub fn root_key(region: &str, first_seq: u64) -> Vec<u8> {
 /// Stores a region's root (home: its own, or one a region reported).
 pub fn keep(batch: &mut crate::store::Batch<'_>, root: &ReceiptRoot) {
     batch.put(cf::RECEIPT_ROOTS, &root_key(&root.region, root.first_seq), root);
+}
+
+/// Stores a root at home and queues its leaf for the transparency log.
+pub fn keep_at_home(batch: &mut crate::store::Batch<'_>, root: &ReceiptRoot, now: svc_core::time::UnixMs) {
+    keep(batch, root);
+    let leaf = crate::transparency::minute_of(root).leaf();
+    crate::transparency::queue_in_batch(batch, crate::transparency::kind::RECEIPT_MINUTE, leaf, now);
 }
 
 /// Every root kept for `region`, oldest first.
@@ -70,6 +80,7 @@ impl ReceiptFolder {
             let parts = receipt_fold::fold(&served, args.clock.now(), flush);
             let Some(last) = parts.last() else { return Ok(made) };
             let mut batch = args.store.batch();
+            let mut offset = 0;
             for part in &parts {
                 let root = ReceiptRoot {
                     region: args.region.clone(),
@@ -79,9 +90,22 @@ impl ReceiptFolder {
                     size: part.size,
                     root: part.root,
                 };
-                keep(&mut batch, &root);
-                if let Some(outbox) = &args.outbox {
-                    outbox.append(&mut batch, &Outgoing::ReceiptRoot(root));
+                // Each receipt's place, and the part's leaves: the first
+                // level of a receipt's proof, without reading receipts again.
+                let run = &served[offset..offset + part.size as usize];
+                let leaves: Vec<[u8; 32]> = run.iter().map(|r| merkle::leaf_hash(r.envelope)).collect();
+                for (index, leaf) in leaves.iter().enumerate() {
+                    let place = ReceiptPlace { first_seq: part.first_seq, index: index as u64 };
+                    batch.put(cf::RECEIPT_PLACES, leaf, &place);
+                }
+                batch.put(cf::RECEIPT_PARTS, &be(part.first_seq), &leaves);
+                offset += part.size as usize;
+                match &args.outbox {
+                    Some(outbox) => {
+                        keep(&mut batch, &root);
+                        outbox.append(&mut batch, &Outgoing::ReceiptRoot(root));
+                    }
+                    None => keep_at_home(&mut batch, &root, args.clock.now()),
                 }
             }
             batch.put(cf::META, CURSOR, &last.last_seq);
@@ -128,6 +152,9 @@ impl Actor for ReceiptFolder {
                 if let Err(e) = Self::pass(args, false) {
                     tracing::warn!(error = %e, "receipt folding failed; trying again next tick");
                 }
+            }
+            ReceiptFolderMsg::Fold(reply) => {
+                let _ = reply.send(Self::pass(args, false).map_err(|e| e.to_string()));
             }
         }
         Ok(())

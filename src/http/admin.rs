@@ -51,6 +51,7 @@ pub fn routes() -> Router<AppState> {
         .route("/admin/terms", post(publish_terms))
         .route("/admin/sandbox/republish", post(republish_sandbox))
         .route("/admin/receipt-key/rotate", post(rotate_receipt_key))
+        .route("/admin/log/sequence", post(sequence_log))
 }
 
 fn authorize(state: &AppState, headers: &HeaderMap) -> ApiResult<()> {
@@ -335,6 +336,9 @@ async fn register_business_key(
     // A key the business registered itself is in its own custody.
     let custody = custody_statement(&state, &record, svc_core::custody::Custody::OwnKey, now, now);
     change.put(cf::CUSTODY, &keys::custody(&custody.business_uuid, now, &custody.statement_id), &custody);
+    let added =
+        svc_core::tlog::key_added_leaf(&record.business_uuid, &record.key_id, &record.purpose, record.valid_from);
+    crate::transparency::queue(&mut change, crate::transparency::kind::KEY_ADDED, added, now);
     apply(&state, change).await?;
     let mut body = json!({"key_id": record.key_id, "purpose": record.purpose, "kind": record.kind,
         "custody": custody.custody, "custody_statement_id": custody.statement_id});
@@ -431,6 +435,9 @@ async fn revoke_business_key(
     key.compromised_at = req.compromised_at.as_ref().map(|t| parse_time(&Some(t.clone()), now)).transpose()?;
     let mut change = Change::new();
     change.put(cf_name, key_id.as_bytes(), &key);
+    let effective_from = key.revocation_effective_from.unwrap_or(now);
+    let revoked = svc_core::tlog::key_revoked_leaf(&key.business_uuid, &key_id, effective_from, key.compromised_at);
+    crate::transparency::queue(&mut change, crate::transparency::kind::KEY_REVOKED, revoked, now);
     apply(&state, change).await?;
     Ok(Json(
         json!({"key_id": key_id, "revocation_effective_from": key.revocation_effective_from.map(|t| t.to_rfc3339_secs()),
@@ -572,6 +579,7 @@ async fn seal_ai_policy(
     };
     let mut change = Change::new();
     change.put(cf::AI_POLICIES, &keys::ai_policy(&uuid, next), &version);
+    crate::publish::queue_seal(&mut change, &version.seal, now);
     apply(&state, change).await?;
     Ok(created(json!({"business_uuid": uuid, "ai_policy_version": next, "ai_policy_record_id": record_id,
         "live_from": now.to_rfc3339_secs()})))
@@ -998,4 +1006,19 @@ async fn republish_sandbox(State(state): State<AppState>, headers: HeaderMap) ->
         return Err(invalid("only a sandbox node holds the sandbox corpus"));
     }
     crate::sandbox::seed::republish(&state, &|_| {}).await.map(Json).map_err(invalid)
+}
+
+/// Sequences the transparency log's waiting leaves now, without waiting for
+/// the hour, and answers the checkpoint signed (home only).
+async fn sequence_log(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Json<Value>> {
+    authorize(&state, &headers)?;
+    let log = &state.home()?.transparency_log;
+    let signed = ractor::call!(log, crate::actors::transparency_log::TransparencyLogMsg::Sequence)
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    Ok(Json(json!({
+        "tree_size": signed.size,
+        "root_hash": svc_core::merkle::root_form(&signed.root),
+        "checkpoint": signed.note,
+    })))
 }

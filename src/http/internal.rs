@@ -101,7 +101,7 @@ async fn report(State(state): State<AppState>, req: axum::extract::Request) -> A
             Outgoing::ReceiptRoot(root) => {
                 // Kept under the reporting region's name, whatever the root says.
                 let root = ReceiptRoot { region: report.region.clone(), ..root.clone() };
-                crate::actors::receipt_folder::keep(&mut roots, &root);
+                crate::actors::receipt_folder::keep_at_home(&mut roots, &root, state.clock.now());
             }
             Outgoing::Introduced { key_id } => {
                 if let Some(key) = state.registry.retrieval_key(key_id).map_err(ApiError::internal)? {

@@ -9,6 +9,7 @@ pub mod business;
 pub mod forward;
 pub mod health;
 pub mod internal;
+pub mod log;
 pub mod problem;
 pub mod public;
 pub mod raw_json;
@@ -61,6 +62,8 @@ pub struct AppState {
     pub analytics: ActorRef<crate::actors::analytics::AnalyticsMsg>,
     /// The key set home signed, and this region's receipt key in it.
     pub key_set: crate::key_set::KeyView,
+    /// The transparency log as replicated here.
+    pub log: crate::transparency::LogView,
     pub metrics: crate::metrics::Metrics,
 }
 
@@ -69,6 +72,7 @@ pub struct AppState {
 pub struct HomeActors {
     pub publisher: ActorRef<PublisherMsg>,
     pub push_worker: ActorRef<PushWorkerMsg>,
+    pub transparency_log: ActorRef<crate::actors::transparency_log::TransparencyLogMsg>,
 }
 
 /// A read region's replication: its puller, its progress, and home.
@@ -110,6 +114,7 @@ impl AppState {
             let _ = shard.stop_and_wait(None, wait).await;
         }
         if let Some(home) = &self.home {
+            let _ = home.transparency_log.stop_and_wait(None, wait).await;
             let _ = home.publisher.stop_and_wait(None, wait).await;
         }
         let _ = self.nonces.stop_and_wait(None, wait).await;

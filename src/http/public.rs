@@ -1,5 +1,6 @@
 //! Unauthenticated public routes (publishing 4.2): never rate-limited, CORS
-//! `*` without credentials, and cacheable by a CDN. Today: the key set.
+//! `*` without credentials (preflight included), and cacheable by a CDN:
+//! the key set here, the transparency log in `log`.
 
 use axum::Router;
 use axum::body::Body;
@@ -29,27 +30,47 @@ impl PublicDocument {
 }
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/.well-known/keys", get(keys).options(preflight))
+    Router::new()
+        .route("/.well-known/keys", get(keys))
+        .merge(super::log::routes())
+        .layer(axum::middleware::from_fn(any_origin))
+}
+
+/// Every public answer, a problem included, may be read by any origin; a
+/// preflight is answered here for every public route.
+async fn any_origin(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if request.method() == Method::OPTIONS {
+        return preflight().await;
+    }
+    let mut response = next.run(request).await;
+    cors(response.headers_mut());
+    response
 }
 
 fn cors(headers: &mut HeaderMap) {
     headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
 }
 
-/// Answers a preflight for the public routes: GET and HEAD from anywhere,
-/// no credentials.
+/// Answers a preflight for the public routes: GET, HEAD and POST (verify)
+/// from anywhere, no credentials.
 async fn preflight() -> Response {
     let mut response = StatusCode::NO_CONTENT.into_response();
     let headers = response.headers_mut();
     cors(headers);
-    headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, HEAD, OPTIONS"));
-    headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static("accept, if-none-match"));
+    headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, HEAD, POST, OPTIONS"));
+    headers
+        .insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static("accept, content-type, if-none-match"));
     headers.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("86400"));
     response
 }
 
-/// A cacheable JSON answer: `304` when the caller already holds it.
-fn cached(document: &PublicDocument, request_headers: &HeaderMap, max_age: u32) -> Response {
+/// A cacheable answer: `304` when the caller already holds it.
+pub fn cached(
+    document: &PublicDocument,
+    request_headers: &HeaderMap,
+    max_age: u32,
+    content_type: &'static str,
+) -> Response {
     let fresh = request_headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
@@ -58,18 +79,17 @@ fn cached(document: &PublicDocument, request_headers: &HeaderMap, max_age: u32) 
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         let mut r = Response::new(Body::from(document.bytes.clone()));
-        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         r
     };
     let headers = response.headers_mut();
-    cors(headers);
     if let Ok(etag) = HeaderValue::from_str(&document.etag) {
         headers.insert(header::ETAG, etag);
     }
     if let Ok(control) = HeaderValue::from_str(&format!("public, max-age={max_age}")) {
         headers.insert(header::CACHE_CONTROL, control);
     }
-    headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    headers.insert(header::VARY, HeaderValue::from_static("accept, accept-encoding"));
     response
 }
 
@@ -80,7 +100,7 @@ async fn keys(State(state): State<AppState>, method: Method, headers: HeaderMap)
         let detail = "this region has not received the key set from home yet";
         return ApiError::retry_after(Code::Unavailable, 5_000, detail).into_response();
     };
-    let mut response = cached(&document, &headers, 300);
+    let mut response = cached(&document, &headers, 300, "application/json");
     if method == Method::HEAD {
         *response.body_mut() = Body::empty();
     }

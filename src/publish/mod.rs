@@ -432,6 +432,7 @@ impl Engine {
         ledger.record(push.received_at, records, push.body_bytes);
         ledger.prune(push.received_at);
         change.put(cf::USAGE, push.key_id.as_bytes(), &ledger);
+        queue_seal(&mut change, &push.batch_seal_json, push.received_at);
         self.log.commit(change, push.received_at)?;
         Ok(Ok(Created::New(push_id)))
     }
@@ -792,6 +793,7 @@ impl Engine {
         change.put(cf::VERSIONS, &keys::version(&record_id, generation), &version);
         change.put(cf::RECORDS, record_id.as_bytes(), &head);
         change.put(cf::CATALOGUE, &keys::catalogue(&save.business_uuid, save.record_type.name(), &record_id), &());
+        queue_seal(&mut change, &version.seal, save.now);
         self.log.commit(change, save.now)?;
         Ok(Ok(Saved { outcome, record_id, version: generation, sha256: record.origin() }))
     }
@@ -863,6 +865,14 @@ impl Engine {
         change.delete(cf::CATALOGUE, &keys::catalogue(business_uuid, &head.record_type, record_id));
         self.log.commit(change, now)?;
         Ok(Some(head))
+    }
+}
+
+/// Queues a seal's leaf for the transparency log, in the write that accepts it.
+pub fn queue_seal(change: &mut Change, envelope_json: &[u8], now: UnixMs) {
+    if let Ok(envelope) = Envelope::parse(envelope_json) {
+        let leaf = svc_core::tlog::seal_leaf(&envelope);
+        crate::transparency::queue(change, crate::transparency::kind::SEAL, leaf, now);
     }
 }
 

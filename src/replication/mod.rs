@@ -33,6 +33,9 @@ pub const REPLICATED: &[&str] = &[
     cf::RECORDS,
     cf::VERSIONS,
     cf::KEY_SET,
+    cf::TLOG_LEAVES,
+    cf::TLOG_INDEX,
+    cf::TLOG_CHECKPOINTS,
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

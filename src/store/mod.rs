@@ -65,6 +65,17 @@ pub mod cf {
     pub const RECEIPT_ROOTS: &str = "receipt_roots";
     /// The key set home certified (replicated): its entries and document.
     pub const KEY_SET: &str = "key_set";
+    /// Home: leaves waiting for the next hourly sequencing, by leaf hash.
+    pub const TLOG_PENDING: &str = "tlog_pending";
+    /// The transparency log (replicated): leaves by index, the index of each
+    /// leaf hash, and every signed checkpoint by tree size.
+    pub const TLOG_LEAVES: &str = "tlog_leaves";
+    pub const TLOG_INDEX: &str = "tlog_index";
+    pub const TLOG_CHECKPOINTS: &str = "tlog_checkpoints";
+    /// A region's folded receipts: each receipt's leaf hash to its part and
+    /// place, and each part's leaf hashes (for the first level of a proof).
+    pub const RECEIPT_PLACES: &str = "receipt_places";
+    pub const RECEIPT_PARTS: &str = "receipt_parts";
 
     pub const ALL: &[&str] = &[
         META,
@@ -104,6 +115,12 @@ pub mod cf {
         LEASES_HELD,
         KEY_SET,
         RECEIPT_ROOTS,
+        TLOG_PENDING,
+        TLOG_LEAVES,
+        TLOG_INDEX,
+        TLOG_CHECKPOINTS,
+        RECEIPT_PLACES,
+        RECEIPT_PARTS,
     ];
 }
 

@@ -458,6 +458,44 @@ pub struct ReceiptRoot {
     pub root: [u8; 32],
 }
 
+/// Where a folded receipt is: its part (by first receipt) and its place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReceiptPlace {
+    pub first_seq: u64,
+    pub index: u64,
+}
+
+/// A leaf waiting for the transparency log's next sequencing (home only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingLeaf {
+    /// `seal`, `key_added`, `key_revoked` or `receipt_minute`.
+    pub kind: String,
+    #[serde(with = "serde_bytes")]
+    pub data: Vec<u8>,
+    pub queued_at: UnixMs,
+}
+
+/// A sequenced leaf of the transparency log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogLeaf {
+    pub index: u64,
+    pub kind: String,
+    #[serde(with = "serde_bytes")]
+    pub data: Vec<u8>,
+    pub hash: [u8; 32],
+    pub sequenced_at: UnixMs,
+}
+
+/// A signed checkpoint of the transparency log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogCheckpoint {
+    pub size: u64,
+    pub root: [u8; 32],
+    /// The C2SP signed note.
+    pub note: String,
+    pub at: UnixMs,
+}
+
 /// A business whose authorised endpoints lost domain assurance: `purchase`
 /// is withheld on its rows and its business file shows `suspended`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

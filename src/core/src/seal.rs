@@ -212,9 +212,9 @@ impl ServedSeal {
     }
 
     /// The seal's transparency log leaf, `sha256:` of the RFC 6962 leaf
-    /// hash over the envelope's JSON. Records of one batch share it.
+    /// hash over the envelope's canonical JSON. Records of one batch share it.
     pub fn log_leaf(&self) -> String {
-        format!("sha256:{}", hex::encode(merkle::leaf_hash(&self.envelope().to_json())))
+        crate::tlog::leaf_name(&crate::tlog::seal_leaf(self.envelope()))
     }
 }
 

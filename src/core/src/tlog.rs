@@ -149,7 +149,7 @@ impl Tree {
         }
         self.levels[0].push(leaf);
         let mut h = 0;
-        while self.levels[h].len() % 2 == 0 {
+        while self.levels[h].len().is_multiple_of(2) {
             let n = self.levels[h].len();
             let parent = merkle::node_hash(&self.levels[h][n - 2], &self.levels[h][n - 1]);
             if self.levels.len() == h + 1 {

@@ -311,7 +311,9 @@ pub async fn deliver(
         served_at: now,
         country: served.country,
         businesses: served.businesses,
-        envelope: envelope.to_json(),
+        // Canonical (RFC 8785): the bytes served are the bytes folded into
+        // the receipt's minute, and anyone who parsed them can rebuild them.
+        envelope: svc_core::canonical::to_signed_bytes(&envelope).map_err(ApiError::internal)?,
     };
     let envelope_json = stored.envelope.clone();
     ractor::call!(state.receipts, |reply| ReceiptLogMsg::Append { receipt: Box::new(stored), reply })

@@ -1,0 +1,151 @@
+//! The transparency log's sequencer, at home only. Leaves wait in
+//! `tlog_pending`, written with what they record (a seal accepted, a key
+//! added or revoked, a region's receipt minute folded). Once per period
+//! (hourly by default, P4.2.40) this actor appends them in the order they
+//! were queued, signs a C2SP checkpoint over the new tree, and hands the
+//! leaves, their index and the checkpoint to the publisher as one change,
+//! so they replicate to every region together.
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use svc_core::keys::SigningKey;
+use svc_core::merkle::{self, Hash};
+use svc_core::time::UnixMs;
+use svc_core::tlog::Checkpoint;
+
+use crate::actors::publisher::PublisherMsg;
+use crate::clock::SharedClock;
+use crate::replication::Change;
+use crate::store::model::{LogCheckpoint, LogLeaf, PendingLeaf};
+use crate::store::{be, cf};
+use crate::transparency::LogView;
+
+/// Leaves sequenced in one checkpoint at most; the rest wait for the next.
+const MAX_LEAVES: usize = 100_000;
+
+pub enum TransparencyLogMsg {
+    /// Sequences when the period has turned since the last checkpoint.
+    Tick,
+    /// Sequences now, whatever the period (operators and tests).
+    Sequence(RpcReplyPort<Result<LogCheckpoint, String>>),
+}
+
+pub struct TransparencyLogArgs {
+    pub log: LogView,
+    pub publisher: ActorRef<PublisherMsg>,
+    pub key: SigningKey,
+    pub clock: SharedClock,
+    pub every_ms: i64,
+}
+
+pub struct TransparencyLog;
+
+/// Whether the period has turned since `last` (or nothing was signed yet).
+fn due(last: Option<UnixMs>, now: UnixMs, every_ms: i64) -> bool {
+    last.is_none_or(|last| now.0.div_euclid(every_ms) > last.0.div_euclid(every_ms))
+}
+
+impl TransparencyLog {
+    async fn sequence(args: &TransparencyLogArgs) -> Result<LogCheckpoint, String> {
+        let store = args.log.store().clone();
+        let now = args.clock.now();
+        let mut waiting =
+            store.scan::<PendingLeaf>(cf::TLOG_PENDING, &[], None, usize::MAX).map_err(|e| e.to_string())?;
+        // Queued order; the leaf hash (the key) breaks ties the same way everywhere.
+        waiting.sort_by(|(ka, a), (kb, b)| (a.queued_at, ka).cmp(&(b.queued_at, kb)));
+        waiting.truncate(MAX_LEAVES);
+        let latest = args.log.latest().map_err(|e| e.to_string())?;
+        let mut tree = args.log.writer().await.map_err(|e| e.to_string())?;
+        let start = tree.size();
+        if waiting.is_empty()
+            && let Some(latest) = latest.filter(|l| l.size == start)
+        {
+            return Ok(latest);
+        }
+        let mut change = Change::new();
+        let mut seen: std::collections::HashSet<Hash> = std::collections::HashSet::new();
+        for (key, pending) in waiting {
+            change.delete(cf::TLOG_PENDING, &key);
+            let hash = merkle::leaf_hash(&pending.data);
+            // A leaf already in the log (a batch resent after sequencing) stays one leaf.
+            if !seen.insert(hash) || args.log.find(&hash).map_err(|e| e.to_string())?.is_some() {
+                continue;
+            }
+            let index = tree.size();
+            let leaf = LogLeaf { index, kind: pending.kind, data: pending.data, hash, sequenced_at: now };
+            change.put(cf::TLOG_LEAVES, &be(index), &leaf);
+            change.put(cf::TLOG_INDEX, &hash, &index);
+            tree.push(hash);
+        }
+        let size = tree.size();
+        let root = tree.root(size).ok_or("the tree lost its leaves")?;
+        let checkpoint = Checkpoint { origin: args.log.origin().to_owned(), size, root };
+        let note = checkpoint.sign(&args.key).ok_or("the log's origin cannot name a note key")?;
+        let signed = LogCheckpoint { size, root, note, at: now };
+        change.put(cf::TLOG_CHECKPOINTS, &be(size), &signed);
+        let applied = match ractor::call!(args.publisher, |reply| PublisherMsg::Apply { change, now, reply }) {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = applied {
+            // Not stored: the tree forgets what it appended.
+            tree.truncate(start);
+            return Err(e);
+        }
+        tracing::info!(size, added = size - start, "transparency log sequenced; checkpoint signed");
+        Ok(signed)
+    }
+}
+
+impl Actor for TransparencyLog {
+    type Msg = TransparencyLogMsg;
+    type State = TransparencyLogArgs;
+    type Arguments = TransparencyLogArgs;
+
+    async fn pre_start(
+        &self,
+        _me: ActorRef<TransparencyLogMsg>,
+        args: TransparencyLogArgs,
+    ) -> Result<TransparencyLogArgs, ActorProcessingErr> {
+        Ok(args)
+    }
+
+    async fn handle(
+        &self,
+        _me: ActorRef<TransparencyLogMsg>,
+        msg: TransparencyLogMsg,
+        args: &mut TransparencyLogArgs,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            TransparencyLogMsg::Tick => {
+                let last = args.log.latest().ok().flatten().map(|c| c.at);
+                if due(last, args.clock.now(), args.every_ms)
+                    && let Err(e) = Self::sequence(args).await
+                {
+                    tracing::warn!(error = %e, "transparency log sequencing failed; trying again next tick");
+                }
+            }
+            TransparencyLogMsg::Sequence(reply) => {
+                let _ = reply.send(Self::sequence(args).await);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: i64 = 3_600_000;
+
+    // rule: P4.2.40, P8.19
+    #[test]
+    fn leaves_are_sequenced_once_the_hour_turns() {
+        let t = 1_795_000_000_000 - 1_795_000_000_000 % HOUR;
+        assert!(due(None, UnixMs(t), HOUR), "a log that never signed signs at once");
+        assert!(!due(Some(UnixMs(t + 10)), UnixMs(t + HOUR - 1), HOUR));
+        assert!(due(Some(UnixMs(t + 10)), UnixMs(t + HOUR), HOUR));
+        assert!(due(Some(UnixMs(t + HOUR - 1)), UnixMs(t + HOUR + 5), HOUR), "by the clock's hour, not an hour since");
+    }
+}
