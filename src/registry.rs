@@ -91,6 +91,26 @@ impl Registry {
         }))
     }
 
+    /// Every key of a business, integration keys and passkeys, oldest
+    /// registered first.
+    pub fn business_keys(&self, business_uuid: &str) -> StoreResult<Vec<BusinessKey>> {
+        let mut keys = Vec::new();
+        for family in [cf::INTEGRATION_KEYS, cf::PASSKEYS] {
+            let all: Vec<(Vec<u8>, BusinessKey)> = self.store.scan(family, &[], None, usize::MAX)?;
+            keys.extend(all.into_iter().map(|(_, k)| k).filter(|k| k.business_uuid == business_uuid));
+        }
+        keys.sort_by(|a, b| (a.registered_at, &a.key_id).cmp(&(b.registered_at, &b.key_id)));
+        Ok(keys)
+    }
+
+    /// A business's key of either kind.
+    pub fn business_key(&self, key_id: &str) -> StoreResult<Option<BusinessKey>> {
+        match self.integration_key(key_id)? {
+            Some(key) => Ok(Some(key)),
+            None => self.passkey(key_id),
+        }
+    }
+
     pub fn passkey(&self, key_id: &str) -> StoreResult<Option<BusinessKey>> {
         self.store.get(cf::PASSKEYS, key_id.as_bytes())
     }

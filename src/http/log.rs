@@ -4,7 +4,7 @@
 //! the region that served it, which alone holds its minute's receipts.
 
 use axum::Router;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -17,7 +17,7 @@ use svc_core::tlog::{self, path_value};
 
 use super::AppState;
 use super::problem::{ApiError, ApiResult};
-use super::public::{PublicDocument, cached};
+use super::public::{PublicDocument, cached, query};
 use crate::store::model::{LogCheckpoint, ReceiptPlace, ReceiptRoot};
 use crate::store::{be, cf};
 
@@ -37,10 +37,6 @@ fn invalid(detail: impl Into<String>) -> ApiError {
 
 fn not_found(detail: &str) -> ApiError {
     ApiError::detail(Code::NotFound, detail)
-}
-
-fn query<T: for<'de> Deserialize<'de>>(uri: &Uri) -> ApiResult<T> {
-    Query::try_from_uri(uri).map(|q| q.0).map_err(|e| invalid(e.body_text()))
 }
 
 fn leaf_hash(text: &str, name: &str) -> ApiResult<Hash> {

@@ -15,6 +15,13 @@ use super::AppState;
 use super::problem::ApiError;
 use svc_core::problem::Code;
 
+/// A public route's query, refused as an RFC 9457 problem when it does not parse.
+pub fn query<T: serde::de::DeserializeOwned>(uri: &axum::http::Uri) -> Result<T, ApiError> {
+    axum::extract::Query::try_from_uri(uri)
+        .map(|q| q.0)
+        .map_err(|e| ApiError::detail(Code::RequestInvalid, e.body_text()))
+}
+
 /// A public document, prepared once: its bytes and their ETag.
 #[derive(Clone)]
 pub struct PublicDocument {
@@ -33,6 +40,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/.well-known/keys", get(keys))
         .merge(super::log::routes())
+        .merge(super::certificates::routes())
         .layer(axum::middleware::from_fn(any_origin))
 }
 

@@ -222,6 +222,20 @@ impl VerifyingKey {
         }
     }
 
+    /// The key as a COSE_Key (RFC 9053), as a passkey presents it: a CBOR
+    /// map `{1: 2 (EC2), 3: -7 (ES256), -1: 1 (P-256), -2: x, -3: y}`.
+    /// P-256 keys only; the fixed shape needs no CBOR library.
+    pub fn cose_key(&self) -> Option<Vec<u8>> {
+        let VerifyingKey::Es256(key) = self else { return None };
+        let point = key.to_sec1_point(false);
+        let (x, y) = (point.x()?, point.y()?);
+        let mut cose = vec![0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21, 0x58, 0x20];
+        cose.extend_from_slice(x);
+        cose.extend_from_slice(&[0x22, 0x58, 0x20]);
+        cose.extend_from_slice(y);
+        Some(cose)
+    }
+
     /// RFC 7638 thumbprint (base64url SHA-256 of the required members), the
     /// `keyid` of every key in svc.
     pub fn thumbprint(&self) -> String {
