@@ -110,7 +110,7 @@ pub fn certificate_document(state: &AppState, uuid: &str, now: UnixMs) -> ApiRes
     let mut history = state.registry.certificates(uuid)?;
     let Some(current) = state.registry.certificate_in_force(uuid, now)? else { return Ok(None) };
     history.retain(|c| c.cert_id != current.cert_id && c.issued_at <= now);
-    history.sort_by(|a, b| b.issued_at.cmp(&a.issued_at));
+    history.sort_by_key(|c| std::cmp::Reverse(c.issued_at));
     let mut document = issuance_value(&current)?;
     document["subject"] = json!("business");
     document["statement"] = payload(&current)?.get("statement").cloned().unwrap_or(Value::Null);
