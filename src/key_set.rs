@@ -139,6 +139,14 @@ impl KeyView {
         self.read().signer.clone()
     }
 
+    /// A key of the set, of `purpose` and id `kid`, valid at `at`.
+    pub fn key(&self, purpose: Purpose, kid: &str, at: UnixMs, now: UnixMs) -> Option<VerifyingKey> {
+        self.refresh(now);
+        let current = self.read();
+        let entry = current.entries.iter().find(|e| e.purpose == purpose && e.kid == kid && e.valid_at(at))?;
+        VerifyingKey::from_jwk(&entry.jwk).ok()
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Current> {
         self.inner.current.read().unwrap_or_else(|poisoned| poisoned.into_inner())
     }

@@ -16,6 +16,7 @@ pub mod problem;
 pub mod public;
 pub mod raw_json;
 pub mod retrieval;
+pub mod verify;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -41,6 +41,7 @@ pub fn routes() -> Router<AppState> {
         .route("/.well-known/keys", get(keys))
         .merge(super::log::routes())
         .merge(super::certificates::routes())
+        .merge(super::verify::routes())
         .layer(axum::middleware::from_fn(any_origin))
 }
 

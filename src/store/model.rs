@@ -141,6 +141,13 @@ impl MandateRecord {
     pub fn live_at(&self, now: UnixMs) -> bool {
         self.valid_from <= now && now <= self.valid_until && self.revoked_at.is_none_or(|r| now < r)
     }
+
+    /// Whether it was live at `at` for `record_type` in every one of `countries`.
+    pub fn covers(&self, at: UnixMs, record_type: &str, countries: &[String]) -> bool {
+        self.live_at(at)
+            && self.record_types.iter().any(|t| t == record_type)
+            && countries.iter().all(|c| self.countries.contains(c))
+    }
 }
 
 /// One sealed version of a business's AI policy.

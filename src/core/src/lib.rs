@@ -35,5 +35,6 @@ pub mod sidecar;
 pub mod source_line;
 pub mod time;
 pub mod tlog;
+pub mod verify;
 
 pub use reason::Reason;
