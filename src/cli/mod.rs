@@ -181,26 +181,31 @@ fn node(path: &std::path::Path) -> Result<(), String> {
     let config: crate::config::NodeConfig = toml_file(path)?;
     block_on_workers(async move {
         let region = config.region.clone();
+        let stopped = stop_signal()?;
         let node = crate::node::Node::start(config, std::sync::Arc::new(crate::clock::SystemClock)).await?;
         println!(
             "{}",
             serde_json::json!({"region": region, "listen": node.addr.to_string(), "admin_listen": node.admin_addr.to_string()})
         );
-        stopped().await?;
+        stopped.await;
         node.stop().await;
         Ok(())
     })
 }
 
-/// Waits for SIGINT or SIGTERM.
-pub(crate) async fn stopped() -> Result<(), String> {
-    let mut terminate =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|e| e.to_string())?;
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate.recv() => {}
-    }
-    Ok(())
+/// SIGINT or SIGTERM, caught from the moment this returns: call it before
+/// announcing readiness, so a signal sent right after is a clean stop and
+/// not the default (killing) disposition.
+pub(crate) fn stop_signal() -> Result<impl std::future::Future<Output = ()>, String> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+    })
 }
 
 /// Runs a front door until SIGINT or SIGTERM. Its first line on stdout is
@@ -208,9 +213,10 @@ pub(crate) async fn stopped() -> Result<(), String> {
 fn front_door(path: &std::path::Path) -> Result<(), String> {
     let config: crate::front_door::FrontDoorConfig = toml_file(path)?;
     block_on_workers(async move {
+        let stopped = stop_signal()?;
         let door = crate::front_door::FrontDoor::start(config).await?;
         println!("{}", serde_json::json!({"front_door": door.addr.to_string()}));
-        stopped().await?;
+        stopped.await;
         door.stop().await;
         Ok(())
     })

@@ -108,6 +108,7 @@ impl Up {
 
 pub fn run(plan: Plan) -> Result<(), String> {
     super::block_on_workers(async move {
+        let stopped = super::stop_signal()?;
         let up = Up::start(&plan).await?;
         print_addresses(&plan.data_dir, &up.door, &up.nodes);
         let home = &up.nodes[0];
@@ -126,7 +127,7 @@ pub fn run(plan: Plan) -> Result<(), String> {
             started.elapsed().as_secs_f64()
         );
         print_tour(&plan.data_dir, &up.door, home, seeded.businesses.first().map(|b| b.0.as_str()));
-        super::stopped().await?;
+        stopped.await;
         up.stop().await;
         Ok(())
     })
