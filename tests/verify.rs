@@ -231,3 +231,53 @@ async fn ai_policy_bits_are_checked_against_the_sealed_policy() {
     bits_alone["ai_policy_bits"] = held.row["ai_policy_bits"].clone();
     assert_eq!(home.send(post(&bits_alone)).await.status, 400, "bits need the sealed policy to be checked");
 }
+
+// rule: P4.2.9, P4.2.10, P4.2.45, P4.2.46, P4.2.47, P4.2.48, P4.2.50, P3.40, P7.15
+#[tokio::test(flavor = "multi_thread")]
+async fn the_verify_page_needs_the_hash_and_answers_one_404_for_unknown_and_mismatch() {
+    let home = Home::start().await;
+    let business = home.business("Lumen", products_scope(1_000)).await;
+    assert_eq!(home.publish(&business, &[product("Lumen", "l-1", "19.90")], "a").await.status, 200);
+    let caller = home.caller("Reader").await;
+    home.wait_indexed().await;
+    let held = held(&home, &caller).await;
+    let record_id = held.row["record_id"].as_str().unwrap().to_owned();
+    let origin = svc_core::digest::sha256_prefixed(&held.record);
+    let get = |path: String| Request::get(path).header("host", AUTHORITY).body(Body::empty()).unwrap();
+
+    let page = home.send(get(format!("/v1/verify/{record_id}?origin={origin}&served_at=2026-11-22T10:00:30Z"))).await;
+    assert_eq!(page.status, 200, "{:?}", page.body);
+    assert_eq!(page.headers["access-control-allow-origin"], "*");
+    let body = &page.body;
+    assert_eq!(
+        (body["v"].as_u64(), body["status"].as_str(), body["valid"].as_bool()),
+        (Some(1), Some("current"), Some(true))
+    );
+    assert_eq!(body["adl_origin"], origin.as_str());
+    assert_eq!(body["business"]["business_uuid"], business.uuid.as_str());
+    assert_eq!(body["business"]["certificate"]["status"], "active");
+    assert_eq!(body["version"]["generation"], 1);
+    assert_eq!(body["version"]["sealed_under_cert_id"], business.cert_id.as_str());
+    assert_eq!(body["checks"]["served_at"], "within");
+    assert!(body["source_line"].as_str().unwrap().contains(&record_id));
+    let envelope = svc_core::dsse::Envelope::from_value(&body["statement"]).unwrap();
+    assert_eq!(envelope.payload_type, "application/vnd.service.verify-page.v1+json", "never verify-statement");
+    home.state.keys.statement.verify(&envelope, &envelope.payload_type).expect("signed by the statement key");
+
+    let html = home.send(get(format!("/v1/verify/{record_id}?origin={origin}&format=html"))).await;
+    assert_eq!(html.headers["content-type"], "text/html; charset=utf-8");
+    let text = String::from_utf8(html.bytes).unwrap();
+    assert!(text.contains("Lumen") && text.contains("current") && !text.contains("<script"));
+
+    // Unknown id and wrong hash: the same 404, byte for byte (bar `instance`).
+    let other = format!("sha256:{}", "0".repeat(64));
+    let mismatch = home.send(get(format!("/v1/verify/{record_id}?origin={other}"))).await;
+    let unknown = home.send(get(format!("/v1/verify/svc_{}?origin={origin}", "1".repeat(24)))).await;
+    assert_eq!((mismatch.status, unknown.status), (404, 404));
+    let strip = |mut v: Value| {
+        v.as_object_mut().unwrap().remove("instance");
+        v
+    };
+    assert_eq!(strip(mismatch.body), strip(unknown.body));
+    assert_eq!(home.send(get(format!("/v1/verify/{record_id}"))).await.status, 400, "origin is required");
+}

@@ -107,6 +107,13 @@ impl Actor for TransparencyLog {
         _me: ActorRef<TransparencyLogMsg>,
         args: TransparencyLogArgs,
     ) -> Result<TransparencyLogArgs, ActorProcessingErr> {
+        // A new log signs its first checkpoint before the node serves, so
+        // every region has one to prove against from the start.
+        if args.log.latest().ok().flatten().is_none()
+            && let Err(e) = Self::sequence(&args).await
+        {
+            tracing::warn!(error = %e, "the log's first checkpoint failed; trying again next tick");
+        }
         Ok(args)
     }
 

@@ -17,6 +17,7 @@ pub mod public;
 pub mod raw_json;
 pub mod retrieval;
 pub mod verify;
+pub mod verify_page;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

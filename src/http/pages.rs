@@ -94,6 +94,54 @@ A certificate says who published, not that what they publish is true.</footer>",
     page(&format!("Certificate: {}", business.legal_name), &body)
 }
 
+/// The verify page: what was sealed, by whom, under which certificate, and
+/// whether it is the version served now.
+pub fn verify(document: &Value) -> String {
+    let business = &document["business"];
+    let certificate = &business["certificate"];
+    let version = &document["version"];
+    let status = document.get("status").and_then(Value::as_str).unwrap_or("");
+    let valid = if document["valid"] == true { "valid" } else { "invalid" };
+    let mut body = format!(
+        "<h1>Record {}</h1><p>{} · seal {}</p>\
+<p class=\"statement\">Published by {}. {}</p><table>\
+<tr><th>Record type</th><td>{}</td></tr>\
+<tr><th>Content hash</th><td><code>{}</code></td></tr>\
+<tr><th>Version</th><td>{} (sealed {}, published {}{})</td></tr>\
+<tr><th>Certificate</th><td>{} <code>{}</code></td></tr>\
+<tr><th>Sealed under</th><td><code>{}</code></td></tr>",
+        text(document, "record_id"),
+        status_badge(status),
+        status_badge(valid),
+        text(business, "name"),
+        text(certificate, "statement"),
+        text(document, "record_type"),
+        text(document, "adl_origin"),
+        version["generation"],
+        text(version, "sealed_at"),
+        text(version, "published_at"),
+        version.get("ended_at").and_then(Value::as_str).map(|e| format!(", ended {}", escape(e))).unwrap_or_default(),
+        status_badge(certificate.get("status").and_then(Value::as_str).unwrap_or("")),
+        text(certificate, "cert_id"),
+        text(version, "sealed_under_cert_id"),
+    );
+    if let Some(endpoints) = document.get("endpoints") {
+        body.push_str(&format!(
+            "<tr><th>Endpoints</th><td>{}</td></tr>",
+            status_badge(endpoints["status"].as_str().unwrap_or(""))
+        ));
+    }
+    body.push_str(&format!(
+        "</table><p>Source line: <code>{}</code></p><footer>Checked {}. For every check (signature, \
+inclusion, key, certificate, AI policy, scope, log), send the record and its seal to <code>POST {}</code>. \
+The JSON form of this page (<code>?format=json</code>) carries a signed <code>verify-page.v1</code> statement.</footer>",
+        text(document, "source_line"),
+        text(document, "checked_at"),
+        text(document, "full_check"),
+    ));
+    page(&format!("Record {}", document["record_id"].as_str().unwrap_or("")), &body)
+}
+
 /// The page a browser gets for an unknown certificate or record.
 pub fn not_found() -> String {
     page("Not found", "<h1>Not found</h1><p>There is nothing to show at this address.</p>")

@@ -42,6 +42,7 @@ pub fn routes() -> Router<AppState> {
         .merge(super::log::routes())
         .merge(super::certificates::routes())
         .merge(super::verify::routes())
+        .merge(super::verify_page::routes())
         .layer(axum::middleware::from_fn(any_origin))
 }
 

@@ -53,9 +53,9 @@ struct VerifyRequest {
 }
 
 /// What the node knows, as the judgement asks for it.
-struct Lookups<'a> {
-    state: &'a AppState,
-    now: UnixMs,
+pub(crate) struct Lookups<'a> {
+    pub state: &'a AppState,
+    pub now: UnixMs,
 }
 
 impl Register for Lookups<'_> {
