@@ -141,7 +141,7 @@ async fn answers_check_offline_and_tampering_is_caught() {
     region.node.stop().await;
 }
 
-// rule: R5.40, R4.10, R4.12
+// rule: R5.40, R4.10, R4.12, P4.2.54, P4.2.56, P2.6.19
 #[tokio::test(flavor = "multi_thread")]
 async fn the_command_line_signs_prints_and_checks() {
     let region = region().await;
@@ -183,6 +183,17 @@ async fn the_command_line_signs_prints_and_checks() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["record_id"], id);
     assert!(stderr.contains("batch inclusion proof holds"), "{stderr}");
+
+    // Verify: the business's seal by its signed key statement, and the log.
+    let mut verify = pinned.to_vec();
+    verify.extend(["verify", id]);
+    let (code, _, stderr) = region.svc_client(&verify).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("seal: signed by the business's integration key"), "{stderr}");
+    admin(&region.node.state, "POST", "/admin/log/sequence", json!({})).await.unwrap();
+    let (code, _, stderr) = region.svc_client(&verify).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("log: the seal is in the checkpoint of tree size"), "{stderr}");
 
     let (code, stdout, _) = region.svc_client(&["receipts"]).await;
     assert_eq!(code, 0);

@@ -61,6 +61,10 @@ pub enum ClientCommand {
     /// Fetches one record; the receipt, the record's hash, the sidecar and
     /// the batch proof are checked.
     Fetch { record_id: String },
+    /// Fetches one record and checks it all offline under the pinned
+    /// anchors: what `fetch` checks, the business's seal signature (by its
+    /// signed key statement), and the seal and the receipt in the log.
+    Verify { record_id: String },
     /// The group's receipts, oldest first.
     Receipts {
         #[arg(long)]
@@ -169,11 +173,19 @@ async fn execute(args: ClientArgs) -> Result<(), String> {
             let checked = offline::check_fetch(&answer.bytes, &keys, &client.key_id()).map_err(refused)?;
             eprintln!(
                 "checked offline: receipt format {} from region {}; record bytes match the receipt and the sidecar{}; \
-                 the business's seal signature needs its key register (svc verify, not yet)",
+                 `svc client verify` also checks the business's seal and the log",
                 checked.receipt.format,
                 checked.receipt.receipt.region,
                 if checked.inclusion { "; batch inclusion proof holds" } else { "" }
             );
+        }
+        ClientCommand::Verify { record_id } => {
+            let answer = client.call("GET", &format!("/v1/records/{}", percent(record_id)), Vec::new()).await?;
+            print_body(&answer)?;
+            let keys = key_set(&args, &client).await?;
+            for line in verify_fetched(&client, &answer, &keys).await? {
+                eprintln!("{line}");
+            }
         }
         ClientCommand::Receipts { from, to, cursor } => {
             let q = query(&[("from", from.clone()), ("to", to.clone()), ("cursor", cursor.clone())]);
@@ -224,6 +236,60 @@ async fn key_set(args: &ClientArgs, client: &RetrievalClient) -> Result<KeySet, 
         None => client.key_set().await?.json(),
     };
     verified(args, &document)
+}
+
+/// Every offline check of a fetched record, each as a line; the first that
+/// fails ends it with its reason.
+async fn verify_fetched(
+    client: &RetrievalClient,
+    answer: &Answer,
+    keys: &svc_core::keyset::KeySet,
+) -> Result<Vec<String>, String> {
+    let checked = offline::check_fetch(&answer.bytes, keys, &client.key_id()).map_err(refused)?;
+    let mut lines = vec![format!(
+        "receipt: format {} from region {}, names this record's bytes; sidecar holds{}",
+        checked.receipt.format,
+        checked.receipt.receipt.region,
+        if checked.inclusion { "; batch inclusion proof holds" } else { "" }
+    )];
+    let body = answer.json();
+    let uuid = body["business_uuid"].as_str().ok_or("the answer names no business")?;
+    let statement = client.public_get(&format!("/v1/certificates/{uuid}/keys")).await?;
+    if statement.status != 200 {
+        return Err(format!("the business's key statement answered {}", statement.status));
+    }
+    let served_at = svc_core::time::UnixMs::parse_rfc3339(&checked.receipt.receipt.served_at).ok_or("served_at")?;
+    let business = offline::business_keys(&statement.json(), keys, served_at).map_err(refused)?;
+    let seal: svc_core::seal::ServedSeal =
+        serde_json::from_value(body["seal"].clone()).map_err(|e| format!("seal: {e}"))?;
+    lines.push(match offline::check_seal_signature(&seal, &business).map_err(refused)? {
+        true => "seal: signed by the business's integration key, as its signed key statement lists it".into(),
+        false => "seal: a passkey's record seal; its WebAuthn binding is checked by POST /v1/verify".into(),
+    });
+    let origin = client.log_origin();
+    let leaf = svc_core::tlog::seal_leaf(seal.envelope());
+    let proof = client.public_get(&format!("/v1/log/proof?leaf_hash={}", svc_core::tlog::leaf_name(&leaf))).await?;
+    lines.push(match proof.status {
+        200 => {
+            let checkpoint = offline::check_leaf_proof(&leaf, &proof.json(), keys, &origin).map_err(refused)?;
+            format!("log: the seal is in the checkpoint of tree size {}", checkpoint.size)
+        }
+        404 => "log: the seal is not in the log yet (leaves are sequenced hourly)".into(),
+        status => return Err(format!("the log proof answered {status}")),
+    });
+    let receipt = svc_core::canonical::to_signed_bytes(&body["receipt"]).map_err(|e| e.to_string())?;
+    let proof = client.public_get(&format!("/v1/log/proof?receipt={}", svc_core::tlog::leaf_name(&receipt))).await?;
+    lines.push(match proof.status {
+        200 => match offline::check_receipt_proof(&receipt, &proof.json(), keys, &origin).map_err(refused)? {
+            Some(checkpoint) => {
+                format!("log: the receipt is in its minute, in the checkpoint of size {}", checkpoint.size)
+            }
+            None => "log: the receipt is in its folded minute; the minute waits for the next sequencing".into(),
+        },
+        404 => "log: the receipt's minute is not folded yet (about 10 s after the minute ends)".into(),
+        status => return Err(format!("the receipt proof answered {status}")),
+    });
+    Ok(lines)
 }
 
 /// Verifies a key set under the pinned anchors, or under its own root (trust

@@ -60,10 +60,20 @@ impl RetrievalClient {
 
     /// `GET /.well-known/keys`, unauthenticated.
     pub async fn key_set(&self) -> Result<Answer, String> {
-        let request = axum::http::Request::get("/.well-known/keys")
+        self.public_get("/.well-known/keys").await
+    }
+
+    /// An unauthenticated `GET` of a public route.
+    pub async fn public_get(&self, path_and_query: &str) -> Result<Answer, String> {
+        let request = axum::http::Request::get(path_and_query)
             .header("host", self.signer.authority.as_str())
             .body(axum::body::Body::empty())
             .map_err(|e| e.to_string())?;
         self.transport.send(request).await
+    }
+
+    /// The log's origin at this deployment.
+    pub fn log_origin(&self) -> String {
+        format!("{}/log", self.signer.authority)
     }
 }

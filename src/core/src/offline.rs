@@ -106,3 +106,111 @@ pub fn check_fetch(answer: &[u8], keys: &KeySet, presenter: &str) -> Result<Chec
     };
     Ok(Checked { receipt: verified, rows: 0, inclusion })
 }
+
+/// A business's keys as the service stated them: the `business-keys.v1`
+/// statement, verified under the key set's statement key (P-256 and
+/// ML-DSA-65, both required). Only the signed payload is read.
+#[derive(Debug, Clone)]
+pub struct BusinessKeys {
+    pub uuid: String,
+    /// Key id, key and purpose (`integration` or `sealing`).
+    pub keys: Vec<(String, crate::keys::VerifyingKey, String)>,
+}
+
+pub fn business_keys(document: &Value, keys: &KeySet, at: UnixMs) -> Result<BusinessKeys, Reason> {
+    let envelope = Envelope::from_value(document.get("signed").ok_or(Reason::EnvelopeMalformed)?)?;
+    let statement_key = |alg: crate::keys::Alg| {
+        envelope
+            .signatures
+            .iter()
+            .filter_map(|s| keys.key(Purpose::Statement, &s.keyid, at))
+            .find(|k| k.alg() == alg)
+            .ok_or(Reason::TrustChainBroken)
+    };
+    let classical = statement_key(crate::keys::Alg::Es256)?;
+    let post_quantum = statement_key(crate::keys::Alg::MlDsa65).map_err(|_| Reason::PostQuantumRequired)?;
+    let payload = envelope.verify_dual(&crate::dsse::payload_type("business-keys.v1"), &classical, &post_quantum)?;
+    let payload: Value = serde_json::from_slice(&payload).map_err(|_| Reason::PayloadMalformed)?;
+    if payload.get("v").and_then(Value::as_u64) != Some(1) {
+        return Err(Reason::VersionUnknown);
+    }
+    let uuid = payload.get("uuid").and_then(Value::as_str).ok_or(Reason::PayloadMalformed)?.to_owned();
+    let listed = payload.get("keys").and_then(Value::as_array).ok_or(Reason::PayloadMalformed)?;
+    let mut out = Vec::with_capacity(listed.len());
+    for key in listed {
+        let jwk: crate::keys::Jwk = serde_json::from_value(key.get("jwk").cloned().unwrap_or(Value::Null))
+            .map_err(|_| Reason::PayloadMalformed)?;
+        let public = crate::keys::VerifyingKey::from_jwk(&jwk).map_err(|_| Reason::PayloadMalformed)?;
+        let kid = key.get("key_id").and_then(Value::as_str).ok_or(Reason::PayloadMalformed)?;
+        if public.thumbprint() != kid {
+            return Err(Reason::KeyMismatch);
+        }
+        let purpose = key.get("purpose").and_then(Value::as_str).unwrap_or_default().to_owned();
+        out.push((kid.to_owned(), public, purpose));
+    }
+    Ok(BusinessKeys { uuid, keys: out })
+}
+
+/// A batch seal's signature by the integration key it names, from the
+/// business's stated keys. A passkey's record seal is a WebAuthn assertion
+/// bound to the portal, which `POST /v1/verify` checks: `Ok(false)`.
+pub fn check_seal_signature(seal: &ServedSeal, business: &BusinessKeys) -> Result<bool, Reason> {
+    let ServedSeal::Batch(membership) = seal else { return Ok(false) };
+    let batch = crate::seal::read_batch_seal(&membership.batch_seal)?;
+    let (_, key, purpose) = business.keys.iter().find(|(kid, ..)| *kid == batch.key_id).ok_or(Reason::KeyUnknown)?;
+    if purpose != "integration" {
+        return Err(Reason::KeyMismatch);
+    }
+    crate::seal::verify_batch_seal(&membership.batch_seal, key)?;
+    Ok(true)
+}
+
+/// A checkpoint note opened under the key set's log-checkpoint key for
+/// `origin`.
+fn checkpoint_of(note: &str, keys: &KeySet, origin: &str) -> Result<crate::tlog::Checkpoint, Reason> {
+    keys.keys
+        .iter()
+        .filter(|e| e.purpose == Purpose::LogCheckpoint)
+        .filter_map(|e| crate::keys::VerifyingKey::from_jwk(&e.jwk).ok())
+        .find_map(|key| crate::tlog::Checkpoint::open(note, origin, &key).ok())
+        .ok_or(Reason::CheckpointInvalid)
+}
+
+/// A `GET /v1/log/proof?leaf_hash=` answer: the checkpoint under the key
+/// set, and `leaf` on its path to the checkpoint's root.
+pub fn check_leaf_proof(
+    leaf: &[u8],
+    answer: &Value,
+    keys: &KeySet,
+    origin: &str,
+) -> Result<crate::tlog::Checkpoint, Reason> {
+    let note = answer.get("checkpoint").and_then(Value::as_str).ok_or(Reason::PayloadMalformed)?;
+    let checkpoint = checkpoint_of(note, keys, origin)?;
+    let index = answer.get("leaf_index").and_then(Value::as_u64).ok_or(Reason::PayloadMalformed)?;
+    let path = crate::tlog::parse_path(answer.get("inclusion_path").unwrap_or(&Value::Null))?;
+    checkpoint.check_inclusion(&crate::merkle::leaf_hash(leaf), index, &path)?;
+    Ok(checkpoint)
+}
+
+/// A `GET /v1/log/proof?receipt=` answer: `None` while the minute waits to
+/// be sequenced; else the checkpoint the receipt is proven into, in two levels.
+pub fn check_receipt_proof(
+    receipt: &[u8],
+    answer: &Value,
+    keys: &KeySet,
+    origin: &str,
+) -> Result<Option<crate::tlog::Checkpoint>, Reason> {
+    let minute = crate::tlog::ReceiptMinute::parse(
+        answer.get("minute_leaf").and_then(Value::as_str).ok_or(Reason::PayloadMalformed)?.as_bytes(),
+    )?;
+    let index = answer.get("index").and_then(Value::as_u64).ok_or(Reason::PayloadMalformed)?;
+    let path = crate::tlog::parse_path(answer.get("path").unwrap_or(&Value::Null))?;
+    if !crate::merkle::verify_inclusion(&crate::merkle::leaf_hash(receipt), index, minute.size, &path, &minute.root) {
+        return Err(Reason::InclusionInvalid);
+    }
+    let log = match answer.get("log") {
+        Some(log) if !log.is_null() => log,
+        _ => return Ok(None),
+    };
+    check_leaf_proof(&minute.leaf(), log, keys, origin).map(Some)
+}
