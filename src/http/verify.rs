@@ -53,7 +53,7 @@ struct VerifyRequest {
 }
 
 /// What the node knows, as the judgement asks for it.
-pub(crate) struct Lookups<'a> {
+pub struct Lookups<'a> {
     pub state: &'a AppState,
     pub now: UnixMs,
 }
