@@ -23,8 +23,8 @@ use svc::loadgen::summarize;
 use svc::node::Node;
 use svc::sandbox::corpus::{Sizes, generate};
 use svc::sandbox::seed::ensure_seeded;
-use svc::store::model::PendingLeaf;
 use svc::store::cf;
+use svc::store::model::PendingLeaf;
 use svc::store::model::RecordHead;
 
 fn arg(name: &str, default: u64) -> u64 {
@@ -45,7 +45,13 @@ fn verify_body(state: &svc::http::AppState) -> Value {
     })
 }
 
-async fn http_verify(base: &str, authority: &str, body: Vec<u8>, connections: usize, run: Duration) -> (f64, Vec<Duration>) {
+async fn http_verify(
+    base: &str,
+    authority: &str,
+    body: Vec<u8>,
+    connections: usize,
+    run: Duration,
+) -> (f64, Vec<Duration>) {
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..connections {

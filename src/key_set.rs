@@ -78,6 +78,25 @@ pub fn certification(
     Ok(Some(publish(&entries, keys, now)))
 }
 
+/// Home: the change that ends service key `kid` (retired from
+/// `valid_until`, or compromised from `compromised_at`). `None` when
+/// nothing changes.
+pub fn ending(
+    store: &Store,
+    keys: &ServiceKeys,
+    kid: &str,
+    valid_until: Option<UnixMs>,
+    compromised_at: Option<UnixMs>,
+    now: UnixMs,
+) -> StoreResult<Result<Option<Change>, svc_core::Reason>> {
+    let mut entries = entries(store)?;
+    Ok(match svc_core::keyset::end_key(&mut entries, kid, valid_until, compromised_at) {
+        Ok(true) => Ok(Some(publish(&entries, keys, now))),
+        Ok(false) => Ok(None),
+        Err(reason) => Err(reason),
+    })
+}
+
 /// How a region's new receipt keys reach home for certification.
 #[derive(Clone)]
 pub enum Certifier {

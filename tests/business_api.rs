@@ -332,7 +332,7 @@ async fn a_bare_delete_is_refused() {
     assert_eq!((answer.status, answer.body["code"].as_str()), (405, Some("method_not_allowed")));
 }
 
-// rule: P2.3.1, P2.3.3, P2.3.4, P3.18, P4.1.8
+// rule: P2.3.1, P2.3.3, P2.3.4, P3.18, P4.1.8, P3.20
 #[tokio::test(flavor = "multi_thread")]
 async fn withdraw_takes_a_record_out_of_the_catalogue() {
     let home = Home::start().await;
@@ -365,6 +365,10 @@ async fn withdraw_takes_a_record_out_of_the_catalogue() {
     assert_eq!(catalogue.body["entries"].as_array().unwrap().len(), 0);
     let head = home.state.registry.record_head(&id).unwrap().unwrap();
     assert_eq!(head.state, svc::store::model::RecordState::Withdrawn);
+    // The withdrawal's seal is a leaf of the transparency log once sequenced.
+    assert_eq!(home.admin("POST", "/admin/log/sequence", json!({})).await.status, 200);
+    let leaf = svc_core::merkle::leaf_hash(&svc_core::tlog::seal_leaf(&env));
+    assert!(home.state.log.find(&leaf).unwrap().is_some(), "the withdrawal is logged");
 }
 
 // rule: P4.1.10, P4.1.11, P4.1.12, P4.1.17, P2.5.27, P2.5.28, P2.5.29, P2.5.30, P2.5.31, P4.1.35

@@ -218,3 +218,49 @@ async fn projections_and_the_ai_policy_key_are_public_and_cacheable_for_a_day() 
         assert!(key.body.get(member).is_some(), "{member}");
     }
 }
+
+// rule: P2.6.34, P2.6.37, P5.14
+#[tokio::test(flavor = "multi_thread")]
+async fn a_service_key_can_be_retired_or_marked_compromised_in_the_signed_key_set() {
+    let home = Home::start().await;
+    let keys = &home.state.keys;
+    let projection = keys.projection.verifying_key().thumbprint();
+    let sidecar = keys.sidecar.verifying_key().thumbprint();
+    let at = |ms: i64| svc_core::time::UnixMs(START.0 + ms).to_rfc3339_secs();
+    // Two minutes after the keys were drawn, one is found stolen since the first.
+    home.clock.advance(120_000);
+    let retired = home
+        .admin("POST", &format!("/admin/service-keys/{sidecar}/end"), serde_json::json!({"valid_until": at(3_600_000)}))
+        .await;
+    assert_eq!(retired.status, 200, "{:?}", retired.body);
+    let compromised = home
+        .admin(
+            "POST",
+            &format!("/admin/service-keys/{projection}/end"),
+            serde_json::json!({"compromised_at": at(60_000)}),
+        )
+        .await;
+    assert_eq!(compromised.status, 200, "{:?}", compromised.body);
+    let root = keys.root.classical.verifying_key().thumbprint();
+    let refused =
+        home.admin("POST", &format!("/admin/service-keys/{root}/end"), serde_json::json!({"valid_until": at(0)})).await;
+    assert_eq!(refused.status, 400, "a root is not ended by itself");
+    let unknown = home.admin("POST", "/admin/service-keys/nope/end", serde_json::json!({"valid_until": at(0)})).await;
+    assert_eq!(unknown.status, 404);
+
+    home.clock.advance(1_000);
+    let answer = home.send(get("/.well-known/keys")).await;
+    let anchors = RootAnchors {
+        classical: keys.root.classical.verifying_key(),
+        post_quantum: keys.root.post_quantum.verifying_key(),
+    };
+    let set = verify(&answer.body, &anchors).expect("re-signed by the root");
+    let entry = |kid: &str| set.keys.iter().find(|e| e.kid == kid).unwrap().clone();
+    assert_eq!(entry(&projection).compromised_at, Some(svc_core::time::UnixMs(START.0 + 60_000)));
+    assert_eq!(entry(&sidecar).valid_until, Some(svc_core::time::UnixMs(START.0 + 3_600_000)));
+    let t = |ms: i64| svc_core::time::UnixMs(START.0 + ms);
+    assert!(set.key(Purpose::Projection, &projection, t(59_999)).is_some(), "what it signed before stands");
+    assert!(set.key(Purpose::Projection, &projection, t(60_000)).is_none(), "nothing from the compromise on");
+    assert!(set.key(Purpose::Sidecar, &sidecar, t(3_599_999)).is_some());
+    assert!(set.key(Purpose::Sidecar, &sidecar, t(3_600_000)).is_none());
+}

@@ -54,6 +54,8 @@ pub enum PublisherMsg {
         business_uuid: String,
         record_id: String,
         delete: bool,
+        /// The sealed document's seal, for the transparency log.
+        seal_json: Vec<u8>,
         now: UnixMs,
         reply: RpcReplyPort<Result<Option<RecordHead>, String>>,
     },
@@ -82,6 +84,14 @@ pub enum PublisherMsg {
         valid_from: UnixMs,
         now: UnixMs,
         reply: RpcReplyPort<Result<(), String>>,
+    },
+    /// Ends a service key in the key set: retired or compromised.
+    EndServiceKey {
+        kid: String,
+        valid_until: Option<UnixMs>,
+        compromised_at: Option<UnixMs>,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<Result<(), svc_core::Reason>, String>>,
     },
     /// Certifies a region's receipt key (idempotent).
     CertifyReceiptKey {
@@ -148,8 +158,9 @@ impl Actor for Publisher {
             PublisherMsg::RememberAnswer { key_id, idem, answer, reply } => {
                 let _ = reply.send(engine.remember_answer(&key_id, &idem, answer).map_err(text));
             }
-            PublisherMsg::EndRecord { business_uuid, record_id, delete, now, reply } => {
-                let _ = reply.send(engine.end_record(&business_uuid, &record_id, delete, now).map_err(text));
+            PublisherMsg::EndRecord { business_uuid, record_id, delete, seal_json, now, reply } => {
+                let _ =
+                    reply.send(engine.end_record(&business_uuid, &record_id, delete, &seal_json, now).map_err(text));
             }
             PublisherMsg::SaveSealed(save, reply) => {
                 let _ = reply.send(tokio::task::block_in_place(|| engine.save_sealed(*save)).map_err(text));
@@ -166,6 +177,11 @@ impl Actor for Publisher {
             }
             PublisherMsg::FoundKeySet { valid_from, now, reply } => {
                 let result = tokio::task::block_in_place(|| engine.found_key_set(valid_from, now));
+                let _ = reply.send(result.map_err(text));
+            }
+            PublisherMsg::EndServiceKey { kid, valid_until, compromised_at, now, reply } => {
+                let result =
+                    tokio::task::block_in_place(|| engine.end_service_key(&kid, valid_until, compromised_at, now));
                 let _ = reply.send(result.map_err(text));
             }
             PublisherMsg::CertifyReceiptKey { region, key, now, reply } => {

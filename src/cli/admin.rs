@@ -83,6 +83,18 @@ pub enum AdminCommand {
     /// Draws the region's next receipt key and asks home to certify it (run
     /// against the region's own admin API, with its token).
     RotateReceiptKey,
+    /// Sequences the transparency log's waiting leaves now and signs a
+    /// checkpoint (home), without waiting for the hour.
+    LogSequence,
+    /// Ends one of the service's own keys in the key set (home): retired
+    /// from `--valid-until`, or compromised from `--compromised-at`.
+    ServiceKeyEnd {
+        kid: String,
+        #[arg(long)]
+        valid_until: Option<String>,
+        #[arg(long)]
+        compromised_at: Option<String>,
+    },
     /// Publishes a version of the AI-company Terms.
     Terms {
         #[arg(long)]
@@ -388,6 +400,11 @@ pub async fn run(args: AdminArgs) -> Result<Value, String> {
         }
         AdminCommand::SandboxRepublish => admin.call("POST", "/admin/sandbox/republish", None).await,
         AdminCommand::RotateReceiptKey => admin.call("POST", "/admin/receipt-key/rotate", None).await,
+        AdminCommand::LogSequence => admin.call("POST", "/admin/log/sequence", None).await,
+        AdminCommand::ServiceKeyEnd { kid, valid_until, compromised_at } => {
+            let body = json!({"valid_until": valid_until, "compromised_at": compromised_at});
+            admin.call("POST", &format!("/admin/service-keys/{kid}/end"), Some(body)).await
+        }
         AdminCommand::Terms { version, text_file, effective_from } => {
             let text = std::fs::read_to_string(&text_file).map_err(|e| format!("{}: {e}", text_file.display()))?;
             let body = json!({"version": version, "text": text, "effective_from": effective_from});

@@ -52,6 +52,7 @@ pub fn routes() -> Router<AppState> {
         .route("/admin/sandbox/republish", post(republish_sandbox))
         .route("/admin/receipt-key/rotate", post(rotate_receipt_key))
         .route("/admin/log/sequence", post(sequence_log))
+        .route("/admin/service-keys/{kid}/end", post(end_service_key))
 }
 
 fn authorize(state: &AppState, headers: &HeaderMap) -> ApiResult<()> {
@@ -1021,4 +1022,48 @@ async fn sequence_log(State(state): State<AppState>, headers: HeaderMap) -> ApiR
         "root_hash": svc_core::merkle::root_form(&signed.root),
         "checkpoint": signed.note,
     })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServiceKeyEnd {
+    valid_until: Option<String>,
+    compromised_at: Option<String>,
+}
+
+/// Ends one of the service's own keys in the key set (home only): retired
+/// from `valid_until` once its successor is listed, or compromised from
+/// `compromised_at` (which may precede now). Root keys are refused.
+async fn end_service_key(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(kid): Path<String>,
+    Json(req): Json<ServiceKeyEnd>,
+) -> ApiResult<Json<Value>> {
+    authorize(&state, &headers)?;
+    let now = state.clock.now();
+    let valid_until = req.valid_until.as_ref().map(|t| parse_time(&Some(t.clone()), now)).transpose()?;
+    let compromised_at = req.compromised_at.as_ref().map(|t| parse_time(&Some(t.clone()), now)).transpose()?;
+    if valid_until.is_none() && compromised_at.is_none() {
+        return Err(invalid("give valid_until, compromised_at, or both"));
+    }
+    let publisher = &state.home()?.publisher;
+    let ended = ractor::call!(publisher, |reply| PublisherMsg::EndServiceKey {
+        kid: kid.clone(),
+        valid_until,
+        compromised_at,
+        now,
+        reply
+    })
+    .map_err(ApiError::internal)?
+    .map_err(ApiError::internal)?;
+    match ended {
+        Ok(()) => Ok(Json(json!({
+            "kid": kid,
+            "valid_until": valid_until.map(|t| t.to_rfc3339_secs()),
+            "compromised_at": compromised_at.map(|t| t.to_rfc3339_secs()),
+        }))),
+        Err(svc_core::Reason::KeyUnknown) => Err(ApiError::detail(Code::NotFound, "no service key has that id")),
+        Err(_) => Err(invalid("a root key is not ended by its own root: pin a new deployment's anchors")),
+    }
 }

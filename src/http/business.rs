@@ -633,10 +633,12 @@ async fn end_route(state: &AppState, kind: &str, req: Request<Body>, delete: boo
     check_ai_policy_version(state, &key.business_uuid, seal.ai_policy_version, sealed_at)?;
     check_certificate_in_force(&state.registry.certificates(&key.business_uuid)?, &seal.cert_id, sealed_at)?;
     let (business_uuid, record_id) = (key.business_uuid.clone(), document.record_id.clone());
+    let seal_json = envelope.to_json();
     let ended = ractor::call!(state.home()?.publisher, |reply| PublisherMsg::EndRecord {
         business_uuid,
         record_id,
         delete,
+        seal_json,
         now,
         reply
     })

@@ -335,6 +335,22 @@ impl Engine {
         Ok(())
     }
 
+    /// Ends a service key in the key set (retired or compromised).
+    pub fn end_service_key(
+        &mut self,
+        kid: &str,
+        valid_until: Option<UnixMs>,
+        compromised_at: Option<UnixMs>,
+        now: UnixMs,
+    ) -> StoreResult<Result<(), svc_core::Reason>> {
+        self.settle_writes()?;
+        match crate::key_set::ending(self.log.store(), &self.keys, kid, valid_until, compromised_at, now)? {
+            Ok(Some(change)) => self.log.commit(change, now).map(|_| Ok(())),
+            Ok(None) => Ok(Ok(())),
+            Err(reason) => Ok(Err(reason)),
+        }
+    }
+
     fn business_context(
         &self,
         business_uuid: &str,
@@ -839,6 +855,7 @@ impl Engine {
         business_uuid: &str,
         record_id: &str,
         delete: bool,
+        seal_json: &[u8],
         now: UnixMs,
     ) -> Result<Option<RecordHead>, EngineError> {
         self.settle_writes()?;
@@ -863,6 +880,7 @@ impl Engine {
         }
         change.put(cf::RECORDS, record_id.as_bytes(), &head);
         change.delete(cf::CATALOGUE, &keys::catalogue(business_uuid, &head.record_type, record_id));
+        queue_seal(&mut change, seal_json, now);
         self.log.commit(change, now)?;
         Ok(Some(head))
     }

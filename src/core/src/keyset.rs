@@ -131,6 +131,33 @@ pub fn certify_receipt_key(entries: &mut Vec<KeyEntry>, key: &VerifyingKey, regi
     true
 }
 
+/// Ends a service key: from `valid_until` it signs nothing new (a planned
+/// retirement, after its successor is in the set), and with
+/// `compromised_at` everything it signed from that moment is refused, even
+/// if the moment precedes the change. A root key cannot be ended by the root
+/// it belongs to (a new root is a new deployment's anchors); an unknown id is
+/// `key_unknown`. A moment only ever moves earlier. Returns whether the
+/// entries changed.
+pub fn end_key(
+    entries: &mut [KeyEntry],
+    kid: &str,
+    valid_until: Option<UnixMs>,
+    compromised_at: Option<UnixMs>,
+) -> Result<bool, Reason> {
+    let entry = entries.iter_mut().find(|e| e.kid == kid).ok_or(Reason::KeyUnknown)?;
+    if entry.purpose == Purpose::Root {
+        return Err(Reason::KeyMismatch);
+    }
+    let earliest = |held: Option<UnixMs>, asked: Option<UnixMs>| match (held, asked) {
+        (Some(h), Some(a)) => Some(h.min(a)),
+        (h, a) => h.or(a),
+    };
+    let before = (entry.valid_until, entry.compromised_at);
+    entry.valid_until = earliest(entry.valid_until, valid_until);
+    entry.compromised_at = earliest(entry.compromised_at, compromised_at);
+    Ok(before != (entry.valid_until, entry.compromised_at))
+}
+
 /// The key set document: the plain `keys` copy and the signed envelope.
 /// `certificates` holds one root-signed `key-certificate.v1` per non-root key,
 /// so a single key can be shown to someone holding only the root anchors.
@@ -245,6 +272,27 @@ mod tests {
         ];
         entries[2].compromised_at = Some(t.plus(1_000));
         document(&entries, t, root)
+    }
+
+    // rule: P2.6.34, P3.38, P3.39
+    #[test]
+    fn a_service_key_ends_by_retirement_or_compromise_and_never_later() {
+        let t = UnixMs(1_795_000_000_000);
+        let root = root(1);
+        let projection = SigningKey::from_seed(Alg::Ed25519, &[4; 32]).unwrap().verifying_key();
+        let mut entries = vec![
+            KeyEntry::new(&root.classical.verifying_key(), Purpose::Root, None, t),
+            KeyEntry::new(&projection, Purpose::Projection, None, t),
+        ];
+        let kid = projection.thumbprint();
+        assert_eq!(end_key(&mut entries, &kid, Some(t.plus(5_000)), None), Ok(true));
+        assert!(entries[1].valid_at(t.plus(4_999)) && !entries[1].valid_at(t.plus(5_000)));
+        assert_eq!(end_key(&mut entries, &kid, Some(t.plus(9_000)), None), Ok(false), "never later");
+        assert_eq!(end_key(&mut entries, &kid, None, Some(t.plus(1_000))), Ok(true));
+        assert!(entries[1].valid_at(t.plus(999)) && !entries[1].valid_at(t.plus(1_000)), "compromised from then");
+        let root_kid = entries[0].kid.clone();
+        assert_eq!(end_key(&mut entries, &root_kid, Some(t), None), Err(Reason::KeyMismatch));
+        assert_eq!(end_key(&mut entries, "nope", Some(t), None), Err(Reason::KeyUnknown));
     }
 
     #[test]
