@@ -147,6 +147,8 @@ async fn every_absence_is_one_404_no_sooner_than_20_ms() {
             business_uuid,
             record_id,
             delete,
+            // Driven straight through the publisher: no sealed document.
+            seal_json: Vec::new(),
             now,
             reply
         })
