@@ -82,6 +82,11 @@ fn invalid(detail: impl Into<String>) -> ApiError {
     ApiError::detail(Code::RequestInvalid, detail)
 }
 
+/// An optional RFC 3339 member: absent stays absent.
+fn optional_time(value: &Option<String>) -> ApiResult<Option<UnixMs>> {
+    value.as_ref().map(|t| parse_time(&Some(t.clone()), UnixMs(0))).transpose()
+}
+
 fn parse_time(value: &Option<String>, default: UnixMs) -> ApiResult<UnixMs> {
     match value {
         None => Ok(default),
@@ -309,7 +314,7 @@ async fn register_business_key(
         role: req.role,
         jwk: serde_json::to_vec(&key.to_jwk()).map_err(ApiError::internal)?,
         valid_from: parse_time(&req.valid_from, now)?,
-        valid_until: req.valid_until.as_ref().map(|t| parse_time(&Some(t.clone()), now)).transpose()?,
+        valid_until: optional_time(&req.valid_until)?,
         revocation_effective_from: None,
         compromised_at: None,
         registered_at: now,
@@ -433,7 +438,7 @@ async fn revoke_business_key(
         None => (cf::PASSKEYS, state.registry.passkey(&key_id)?.ok_or_else(|| ApiError::new(Code::NotFound))?),
     };
     key.revocation_effective_from = Some(parse_time(&req.effective_from, now)?);
-    key.compromised_at = req.compromised_at.as_ref().map(|t| parse_time(&Some(t.clone()), now)).transpose()?;
+    key.compromised_at = optional_time(&req.compromised_at)?;
     let mut change = Change::new();
     change.put(cf_name, key_id.as_bytes(), &key);
     let effective_from = key.revocation_effective_from.unwrap_or(now);
@@ -1042,8 +1047,8 @@ async fn end_service_key(
 ) -> ApiResult<Json<Value>> {
     authorize(&state, &headers)?;
     let now = state.clock.now();
-    let valid_until = req.valid_until.as_ref().map(|t| parse_time(&Some(t.clone()), now)).transpose()?;
-    let compromised_at = req.compromised_at.as_ref().map(|t| parse_time(&Some(t.clone()), now)).transpose()?;
+    let valid_until = optional_time(&req.valid_until)?;
+    let compromised_at = optional_time(&req.compromised_at)?;
     if valid_until.is_none() && compromised_at.is_none() {
         return Err(invalid("give valid_until, compromised_at, or both"));
     }
