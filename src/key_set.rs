@@ -78,6 +78,14 @@ pub fn certification(
     Ok(Some(publish(&entries, keys, now)))
 }
 
+/// Home: the change that lists `successors` of home's own keys from `now`
+/// and closes the keys they succeed after the overlap.
+pub fn succession(store: &Store, keys: &ServiceKeys, successors: Vec<KeyEntry>, now: UnixMs) -> StoreResult<Change> {
+    let mut entries = entries(store)?;
+    svc_core::keyset::succeed(&mut entries, successors, now);
+    Ok(publish(&entries, keys, now))
+}
+
 /// Home: the change that ends service key `kid` (retired from
 /// `valid_until`, or compromised from `compromised_at`). `None` when
 /// nothing changes.

@@ -113,7 +113,7 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
             let log_args = TransparencyLogArgs {
                 log: log.clone(),
                 publisher: publisher.clone(),
-                key: keys.checkpoint.clone(),
+                keys: keys.clone(),
                 clock: clock.clone(),
                 every_ms: config.log_sequence_every_ms.max(1) as i64,
             };

@@ -13,6 +13,8 @@ use svc_core::time::UnixMs;
 use crate::store::{Store, StoreResult, cf};
 
 const META_KEY: &[u8] = b"service_key_seeds";
+/// Home's successors of its own keys, oldest first (`rotate`).
+const ROTATIONS_KEY: &[u8] = b"service_key_rotations";
 /// When the seeds were drawn: the keys' `valid_from` in the key set.
 const CREATED_KEY: &[u8] = b"service_keys_created_at";
 
@@ -42,7 +44,27 @@ impl Seeds {
     }
 }
 
-/// Every key a node signs with.
+/// One successor key home drew for a purpose; the newest of each purpose signs.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Rotation {
+    pub purpose: Purpose,
+    classical: [u8; 32],
+    /// The ML-DSA-65 half of a dual key (issuance, statement).
+    post_quantum: Option<[u8; 32]>,
+}
+
+/// The keys that sign now, where a rotation replaced the first ones.
+#[derive(Default)]
+struct Current {
+    issuance: Option<DualKey>,
+    statement: Option<DualKey>,
+    projection: Option<SigningKey>,
+    sidecar: Option<SigningKey>,
+    checkpoint: Option<SigningKey>,
+}
+
+/// Every key a node signs with. The fields are the first keys drawn; sign
+/// through the methods, which answer a rotation's successor once there is one.
 #[derive(Clone)]
 pub struct ServiceKeys {
     pub root: DualKey,
@@ -55,10 +77,12 @@ pub struct ServiceKeys {
     /// Signs upload policies (bulk upload addresses). Never leaves the home
     /// region; derived from the sidecar seed so the stored seeds keep their form.
     pub upload: SigningKey,
+    current: std::sync::Arc<std::sync::RwLock<Current>>,
 }
 
 impl ServiceKeys {
-    /// Loads the node's keys, drawing and storing them on first start.
+    /// Loads the node's keys, drawing and storing them on first start, with
+    /// every rotation since.
     pub fn load_or_create(store: &Store) -> StoreResult<ServiceKeys> {
         let seeds = match store.get::<Seeds>(cf::META, META_KEY)? {
             Some(seeds) => seeds,
@@ -68,7 +92,100 @@ impl ServiceKeys {
                 seeds
             }
         };
-        Ok(Self::from_seeds(&seeds))
+        let keys = Self::from_seeds(&seeds);
+        for rotation in Self::rotations(store)? {
+            keys.install(&rotation);
+        }
+        Ok(keys)
+    }
+
+    fn rotations(store: &Store) -> StoreResult<Vec<Rotation>> {
+        Ok(store.get(cf::META, ROTATIONS_KEY)?.unwrap_or_default())
+    }
+
+    /// Draws a successor for `purpose` (issuance, statement, projection,
+    /// sidecar or log checkpoint): its key set entries, valid from `now`,
+    /// and the stored list of rotations with it, for the caller to write in
+    /// one change before it [`install`](Self::install)s it. `None` for a
+    /// purpose home does not rotate (the root; receipt keys rotate per region).
+    pub fn draw_successor(
+        &self,
+        store: &Store,
+        purpose: Purpose,
+        now: UnixMs,
+    ) -> StoreResult<Option<(Rotation, Vec<KeyEntry>, Vec<Rotation>)>> {
+        use crate::clock::random;
+        let dual = matches!(purpose, Purpose::Issuance | Purpose::Statement);
+        if !dual && !matches!(purpose, Purpose::Projection | Purpose::Sidecar | Purpose::LogCheckpoint) {
+            return Ok(None);
+        }
+        let rotation = Rotation { purpose, classical: random(), post_quantum: dual.then(random) };
+        let entries = match Self::rotation_keys(&rotation) {
+            (Some(dual), _) => vec![
+                KeyEntry::new(&dual.classical.verifying_key(), purpose, None, now),
+                KeyEntry::new(&dual.post_quantum.verifying_key(), purpose, None, now),
+            ],
+            (None, Some(key)) => vec![KeyEntry::new(&key.verifying_key(), purpose, None, now)],
+            (None, None) => return Ok(None),
+        };
+        let mut all = Self::rotations(store)?;
+        all.push(rotation.clone());
+        Ok(Some((rotation, entries, all)))
+    }
+
+    /// Where the list of rotations is stored (home's own `meta`).
+    pub fn rotations_key() -> &'static [u8] {
+        ROTATIONS_KEY
+    }
+
+    fn rotation_keys(rotation: &Rotation) -> (Option<DualKey>, Option<SigningKey>) {
+        match rotation.post_quantum {
+            Some(pq) => (DualKey::from_seeds(&rotation.classical, &pq).ok(), None),
+            None => (None, SigningKey::from_seed(Alg::Ed25519, &rotation.classical).ok()),
+        }
+    }
+
+    /// Signs with `rotation`'s key from now on.
+    pub fn install(&self, rotation: &Rotation) {
+        let (dual, single) = Self::rotation_keys(rotation);
+        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        match rotation.purpose {
+            Purpose::Issuance => current.issuance = dual,
+            Purpose::Statement => current.statement = dual,
+            Purpose::Projection => current.projection = single,
+            Purpose::Sidecar => current.sidecar = single,
+            Purpose::LogCheckpoint => current.checkpoint = single,
+            Purpose::Root | Purpose::Receipt => {}
+        }
+    }
+
+    fn now_signing(&self) -> std::sync::RwLockReadGuard<'_, Current> {
+        self.current.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The issuance key that signs now (certificates, custody statements).
+    pub fn issuer(&self) -> DualKey {
+        self.now_signing().issuance.clone().unwrap_or_else(|| self.issuance.clone())
+    }
+
+    /// The statement key that signs now (business keys, verify statements).
+    pub fn statement_key(&self) -> DualKey {
+        self.now_signing().statement.clone().unwrap_or_else(|| self.statement.clone())
+    }
+
+    /// The projection key that signs rows now.
+    pub fn projection_key(&self) -> SigningKey {
+        self.now_signing().projection.clone().unwrap_or_else(|| self.projection.clone())
+    }
+
+    /// The sidecar key that signs now.
+    pub fn sidecar_key(&self) -> SigningKey {
+        self.now_signing().sidecar.clone().unwrap_or_else(|| self.sidecar.clone())
+    }
+
+    /// The key that signs the transparency log's checkpoints now.
+    pub fn checkpoint_key(&self) -> SigningKey {
+        self.now_signing().checkpoint.clone().unwrap_or_else(|| self.checkpoint.clone())
     }
 
     /// When this node's keys were drawn, recorded at `now` the first time it
@@ -129,6 +246,7 @@ impl ServiceKeys {
             receipt: ed(s.receipt),
             checkpoint: ed(s.checkpoint),
             upload: ed(svc_core::digest::sha256(&[b"svc-upload-policy/1\0".as_slice(), &s.sidecar].concat())),
+            current: Default::default(),
         }
     }
 }

@@ -264,3 +264,59 @@ async fn a_service_key_can_be_retired_or_marked_compromised_in_the_signed_key_se
     assert!(set.key(Purpose::Sidecar, &sidecar, t(3_599_999)).is_some());
     assert!(set.key(Purpose::Sidecar, &sidecar, t(3_600_000)).is_none());
 }
+
+// rule: P2.6.34, P2.6.37, P5.13
+#[tokio::test(flavor = "multi_thread")]
+async fn home_rotates_its_own_keys_with_an_overlap_and_keeps_the_successor_across_a_restart() {
+    let home = Home::start().await;
+    let business = home.business("Lumen", products_scope(1_000)).await;
+    let first = home.state.keys.projection.verifying_key().thumbprint();
+    let rotated = home.admin("POST", "/admin/service-keys/rotate", serde_json::json!({"purpose": "projection"})).await;
+    assert_eq!(rotated.status, 200, "{:?}", rotated.body);
+    let second = rotated.body["key_ids"][0].as_str().unwrap().to_owned();
+    assert_ne!(second, first);
+    let statement = home.admin("POST", "/admin/service-keys/rotate", serde_json::json!({"purpose": "statement"})).await;
+    assert_eq!(statement.body["key_ids"].as_array().unwrap().len(), 2, "a dual key: P-256 and ML-DSA-65");
+    assert_eq!(
+        home.admin("POST", "/admin/service-keys/rotate", serde_json::json!({"purpose": "root"})).await.status,
+        400
+    );
+
+    // The set lists both projection keys; the first closes after the overlap.
+    home.clock.advance(1_000);
+    let anchors = RootAnchors {
+        classical: home.state.keys.root.classical.verifying_key(),
+        post_quantum: home.state.keys.root.post_quantum.verifying_key(),
+    };
+    let set = verify(&home.send(get("/.well-known/keys")).await.body, &anchors).unwrap();
+    let old = set.keys.iter().find(|e| e.kid == first).unwrap();
+    let new = set.keys.iter().find(|e| e.kid == second).unwrap();
+    assert_eq!(old.valid_until, Some(new.valid_from.plus(svc_core::keyset::RECEIPT_KEY_OVERLAP_MS)));
+    // Rows published now are signed by the successor, and verify under the set.
+    assert_eq!(home.publish(&business, &[product("Lumen", "l-1", "1.00")], "a").await.status, 200);
+    let record_id = svc_core::ids::product_id(&business.uuid, "l-1");
+    let row_of = |home: &Home, id: &str| -> serde_json::Map<String, serde_json::Value> {
+        let head = home.state.registry.record_head(id).unwrap().unwrap();
+        let version = home.state.registry.record_version(id, head.live_generation).unwrap().unwrap();
+        serde_json::from_slice(&version.row).unwrap()
+    };
+    let row = row_of(&home, &record_id);
+    assert_eq!(row["adl_key_id"], second.as_str());
+    svc_core::projection::verify_row(&row, |kid| set.key(Purpose::Projection, kid, home.clock.now())).unwrap();
+    // Business keys are now stated by the new statement key.
+    let keys = home.send(get(&format!("/v1/certificates/{}/keys", business.uuid))).await;
+    let signer = svc_core::dsse::Envelope::from_value(&keys.body["signed"]).unwrap().signatures[0].keyid.clone();
+    assert_eq!(signer, statement.body["key_ids"][0].as_str().unwrap());
+
+    // After a restart the successor still signs.
+    home.state.stop_actors().await;
+    let Home { dir, state, .. } = home;
+    drop(state);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let home = Home::start_in(dir).await;
+    let mut business = business;
+    business.seq = std::sync::atomic::AtomicU64::new(2);
+    assert_eq!(home.publish(&business, &[product("Lumen", "l-2", "2.00")], "b").await.status, 200);
+    let row = row_of(&home, &svc_core::ids::product_id(&business.uuid, "l-2"));
+    assert_eq!(row["adl_key_id"], second.as_str(), "the rotation survived the restart");
+}

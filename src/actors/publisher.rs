@@ -85,6 +85,12 @@ pub enum PublisherMsg {
         now: UnixMs,
         reply: RpcReplyPort<Result<(), String>>,
     },
+    /// Draws a successor for one of home's own keys and signs with it.
+    RotateServiceKey {
+        purpose: svc_core::keyset::Purpose,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<Option<Vec<String>>, String>>,
+    },
     /// Ends a service key in the key set: retired or compromised.
     EndServiceKey {
         kid: String,
@@ -177,6 +183,10 @@ impl Actor for Publisher {
             }
             PublisherMsg::FoundKeySet { valid_from, now, reply } => {
                 let result = tokio::task::block_in_place(|| engine.found_key_set(valid_from, now));
+                let _ = reply.send(result.map_err(text));
+            }
+            PublisherMsg::RotateServiceKey { purpose, now, reply } => {
+                let result = tokio::task::block_in_place(|| engine.rotate_service_key(purpose, now));
                 let _ = reply.send(result.map_err(text));
             }
             PublisherMsg::EndServiceKey { kid, valid_until, compromised_at, now, reply } => {

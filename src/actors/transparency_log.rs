@@ -7,7 +7,6 @@
 //! so they replicate to every region together.
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use svc_core::keys::SigningKey;
 use svc_core::merkle::{self, Hash};
 use svc_core::time::UnixMs;
 use svc_core::tlog::Checkpoint;
@@ -32,7 +31,8 @@ pub enum TransparencyLogMsg {
 pub struct TransparencyLogArgs {
     pub log: LogView,
     pub publisher: ActorRef<PublisherMsg>,
-    pub key: SigningKey,
+    /// The service's keys: the log-checkpoint key signs (its newest, after a rotation).
+    pub keys: std::sync::Arc<crate::service_keys::ServiceKeys>,
     pub clock: SharedClock,
     pub every_ms: i64,
 }
@@ -79,7 +79,7 @@ impl TransparencyLog {
         let size = tree.size();
         let root = tree.root(size).ok_or("the tree lost its leaves")?;
         let checkpoint = Checkpoint { origin: args.log.origin().to_owned(), size, root };
-        let note = checkpoint.sign(&args.key).ok_or("the log's origin cannot name a note key")?;
+        let note = checkpoint.sign(&args.keys.checkpoint_key()).ok_or("the log's origin cannot name a note key")?;
         let signed = LogCheckpoint { size, root, note, at: now };
         change.put(cf::TLOG_CHECKPOINTS, &be(size), &signed);
         let applied = match ractor::call!(args.publisher, |reply| PublisherMsg::Apply { change, now, reply }) {

@@ -86,6 +86,13 @@ pub enum AdminCommand {
     /// Sequences the transparency log's waiting leaves now and signs a
     /// checkpoint (home), without waiting for the hour.
     LogSequence,
+    /// Draws a successor for one of home's own keys (`issuance`,
+    /// `statement`, `projection`, `sidecar`, `log_checkpoint`); the old one
+    /// closes an hour later.
+    ServiceKeyRotate {
+        #[arg(long)]
+        purpose: String,
+    },
     /// Ends one of the service's own keys in the key set (home): retired
     /// from `--valid-until`, or compromised from `--compromised-at`.
     ServiceKeyEnd {
@@ -400,6 +407,9 @@ pub async fn run(args: AdminArgs) -> Result<Value, String> {
         }
         AdminCommand::SandboxRepublish => admin.call("POST", "/admin/sandbox/republish", None).await,
         AdminCommand::RotateReceiptKey => admin.call("POST", "/admin/receipt-key/rotate", None).await,
+        AdminCommand::ServiceKeyRotate { purpose } => {
+            admin.call("POST", "/admin/service-keys/rotate", Some(json!({"purpose": purpose}))).await
+        }
         AdminCommand::LogSequence => admin.call("POST", "/admin/log/sequence", None).await,
         AdminCommand::ServiceKeyEnd { kid, valid_until, compromised_at } => {
             let body = json!({"valid_until": valid_until, "compromised_at": compromised_at});

@@ -53,6 +53,7 @@ pub fn routes() -> Router<AppState> {
         .route("/admin/receipt-key/rotate", post(rotate_receipt_key))
         .route("/admin/log/sequence", post(sequence_log))
         .route("/admin/service-keys/{kid}/end", post(end_service_key))
+        .route("/admin/service-keys/rotate", post(rotate_service_key))
 }
 
 fn authorize(state: &AppState, headers: &HeaderMap) -> ApiResult<()> {
@@ -172,7 +173,7 @@ pub fn issue_certificate(
         payload["status_reason"] = json!(reason);
     }
     let bytes = svc_core::canonical::to_signed_bytes(&payload).map_err(ApiError::internal)?;
-    let envelope = state.keys.issuance.sign(&payload_type("certificate.v1"), &bytes);
+    let envelope = state.keys.issuer().sign(&payload_type("certificate.v1"), &bytes);
     Ok(CertificateIssuance {
         cert_id: sha256_prefixed(&bytes),
         business_uuid: business.uuid.clone(),
@@ -370,7 +371,7 @@ fn custody_statement(
         custody,
         issued_at,
         effective_from,
-        &state.keys.issuance,
+        &state.keys.issuer(),
     );
     CustodyRecord {
         business_uuid: key.business_uuid.clone(),
@@ -1071,4 +1072,33 @@ async fn end_service_key(
         Err(svc_core::Reason::KeyUnknown) => Err(ApiError::detail(Code::NotFound, "no service key has that id")),
         Err(_) => Err(invalid("a root key is not ended by its own root: pin a new deployment's anchors")),
     }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServiceKeyRotation {
+    purpose: svc_core::keyset::Purpose,
+}
+
+/// Draws a successor for one of home's own keys (issuance, statement,
+/// projection, sidecar, log checkpoint): listed in the key set from now,
+/// signing from now; the old one closes after the overlap (home only).
+async fn rotate_service_key(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(req): Json<ServiceKeyRotation>,
+) -> ApiResult<Json<Value>> {
+    authorize(&state, &headers)?;
+    let now = state.clock.now();
+    let publisher = &state.home()?.publisher;
+    let purpose = req.purpose;
+    let kids = ractor::call!(publisher, |reply| PublisherMsg::RotateServiceKey { purpose, now, reply })
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| invalid("home rotates issuance, statement, projection, sidecar and log_checkpoint keys"))?;
+    Ok(Json(json!({
+        "purpose": purpose,
+        "key_ids": kids,
+        "previous_valid_until": now.plus(svc_core::keyset::RECEIPT_KEY_OVERLAP_MS).to_rfc3339_secs(),
+    })))
 }

@@ -193,7 +193,7 @@ fn business_keys_route(state: &AppState, uuid: &str, headers: &HeaderMap) -> Api
     let statement = json!({"v": 1, "uuid": uuid, "cert_id": cert.cert_id, "issued_at": issued_at.to_rfc3339_millis(),
         "keys": keys});
     let bytes = svc_core::canonical::to_signed_bytes(&statement).map_err(ApiError::internal)?;
-    let signed = state.keys.statement.sign(&payload_type("business-keys.v1"), &bytes);
+    let signed = state.keys.statement_key().sign(&payload_type("business-keys.v1"), &bytes);
     let document = json!({
         "uuid": uuid,
         "cert_id": cert.cert_id,

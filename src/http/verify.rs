@@ -163,7 +163,7 @@ async fn judge(state: &AppState, request: Request) -> ApiResult<Response> {
         "checked_at": now.to_rfc3339_millis(),
     });
     let signed = svc_core::canonical::to_signed_bytes(&answer).map_err(ApiError::internal)?;
-    answer["statement"] = json!(state.keys.statement.sign(&payload_type("verify-statement.v1"), &signed));
+    answer["statement"] = json!(state.keys.statement_key().sign(&payload_type("verify-statement.v1"), &signed));
     Ok(axum::Json(answer).into_response())
 }
 

@@ -170,6 +170,6 @@ async fn page(state: &AppState, record_id: &str, uri: &Uri) -> ApiResult<Option<
         document["endpoints"] = json!({"status": if suspended { "suspended" } else { "live" }, "domains": []});
     }
     let signed = svc_core::canonical::to_signed_bytes(&document).map_err(ApiError::internal)?;
-    document["statement"] = json!(state.keys.statement.sign(&payload_type("verify-page.v1"), &signed));
+    document["statement"] = json!(state.keys.statement_key().sign(&payload_type("verify-page.v1"), &signed));
     Ok(Some(document))
 }

@@ -193,8 +193,8 @@ fn sign_version(
         business_name: business.legal_name.clone(),
         published_at: now,
     };
-    let row = projection::project(record, &pctx, &keys.projection);
-    let signed = sidecar::make(sidecar, &keys.sidecar).map_err(|e| EngineError::Invalid(e.to_string()))?;
+    let row = projection::project(record, &pctx, &keys.projection_key());
+    let signed = sidecar::make(sidecar, &keys.sidecar_key()).map_err(|e| EngineError::Invalid(e.to_string()))?;
     Ok(RecordVersion {
         record_id: sidecar.record_id.clone(),
         generation: sidecar.generation,
@@ -333,6 +333,27 @@ impl Engine {
             self.log.commit(change, now)?;
         }
         Ok(())
+    }
+
+    /// Draws a successor for one of home's own keys, lists it in the key set
+    /// (the old one closing after the overlap) and signs with it from then
+    /// on. Answers the new key ids; `None` for a purpose home does not rotate.
+    pub fn rotate_service_key(
+        &mut self,
+        purpose: svc_core::keyset::Purpose,
+        now: UnixMs,
+    ) -> StoreResult<Option<Vec<String>>> {
+        self.settle_writes()?;
+        let store = self.log.store().clone();
+        let Some((rotation, successors, all)) = self.keys.draw_successor(&store, purpose, now)? else {
+            return Ok(None);
+        };
+        let kids = successors.iter().map(|e| e.kid.clone()).collect();
+        let mut change = crate::key_set::succession(&store, &self.keys, successors, now)?;
+        change.put(cf::META, ServiceKeys::rotations_key(), &all);
+        self.log.commit(change, now)?;
+        self.keys.install(&rotation);
+        Ok(Some(kids))
     }
 
     /// Ends a service key in the key set (retired or compromised).

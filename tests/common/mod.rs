@@ -31,7 +31,6 @@ pub struct Home {
     pub state: AppState,
     pub clock: ManualClock,
     pub dir: tempfile::TempDir,
-    nonce: std::sync::atomic::AtomicU64,
 }
 
 pub struct Business {
@@ -90,7 +89,7 @@ impl Home {
         config.admin_token = "operator-token".into();
         configure(&mut config);
         let state = svc::node::start_state(config, Arc::new(clock.clone())).await.unwrap();
-        Home { state, clock, dir, nonce: std::sync::atomic::AtomicU64::new(1) }
+        Home { state, clock, dir }
     }
 
     pub async fn admin(&self, method: &str, path: &str, body: Value) -> Answer {
@@ -132,7 +131,10 @@ impl Home {
             None => (path_and_query, None),
         };
         let now = self.clock.now().as_secs();
-        let n = self.nonce.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        // One counter for the whole test process: a home restarted over the
+        // same store must not send a nonce it already claimed.
+        static NONCES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = NONCES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let nonce = svc_core::http_sig::nonce_from_bytes(&svc_core::digest::sha256(format!("nonce-{n}").as_bytes()));
         let signed =
             svc_core::http_sig::sign(method, AUTHORITY, path, query, body, key, now, now + 60, &nonce, tag).unwrap();

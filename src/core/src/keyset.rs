@@ -121,14 +121,22 @@ pub fn certify_receipt_key(entries: &mut Vec<KeyEntry>, key: &VerifyingKey, regi
     if entries.iter().any(|e| e.kid == kid) {
         return false;
     }
+    succeed(entries, vec![KeyEntry::new(key, Purpose::Receipt, Some(region), now)], now);
+    true
+}
+
+/// Lists `successors` (valid from `now`) and closes every key they succeed
+/// (same purpose, same region) at `now` plus [`RECEIPT_KEY_OVERLAP_MS`]: the
+/// old keys stay valid while signers switch and caches of the set (5
+/// minutes) refresh, then only the new ones sign.
+pub fn succeed(entries: &mut Vec<KeyEntry>, successors: Vec<KeyEntry>, now: UnixMs) {
     let closes = now.plus(RECEIPT_KEY_OVERLAP_MS);
     for entry in entries.iter_mut() {
-        if entry.purpose == Purpose::Receipt && entry.region.as_deref() == Some(region) {
+        if successors.iter().any(|s| s.purpose == entry.purpose && s.region == entry.region) {
             entry.valid_until = Some(entry.valid_until.map_or(closes, |until| until.min(closes)));
         }
     }
-    entries.push(KeyEntry::new(key, Purpose::Receipt, Some(region), now));
-    true
+    entries.extend(successors);
 }
 
 /// Ends a service key: from `valid_until` it signs nothing new (a planned
