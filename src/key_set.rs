@@ -6,7 +6,7 @@
 //! receipt key, asks home to certify it (through its outbox), and signs
 //! receipts with it only once the replicated key set names it. A rotation
 //! draws a new key the same way; home closes the region's old key an hour
-//! later (`RECEIPT_KEY_OVERLAP_MS`), and the region switches as soon as it
+//! later (`KEY_OVERLAP_MS`), and the region switches as soon as it
 //! sees the new one.
 
 use std::sync::{Arc, RwLock};

@@ -111,6 +111,7 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
             .await
             .map_err(|e| e.to_string())?;
             let log_args = TransparencyLogArgs {
+                last_run: None,
                 log: log.clone(),
                 publisher: publisher.clone(),
                 keys: keys.clone(),

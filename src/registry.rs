@@ -76,6 +76,17 @@ impl Registry {
         Ok(in_force.and_then(|id| history.into_iter().rev().find(|c| c.cert_id == id)))
     }
 
+    /// `sha256:` of the certificate envelope in force at `at` (the latest
+    /// issued when none is), the form a source line names it by; empty for
+    /// a business without one.
+    pub fn certificate_digest(&self, business_uuid: &str, at: UnixMs) -> StoreResult<String> {
+        let certificate = match self.certificate_in_force(business_uuid, at)? {
+            Some(c) => Some(c),
+            None => self.certificates(business_uuid)?.pop(),
+        };
+        Ok(certificate.map(|c| svc_core::digest::sha256_prefixed(&c.envelope)).unwrap_or_default())
+    }
+
     pub fn integration_key(&self, key_id: &str) -> StoreResult<Option<BusinessKey>> {
         self.store.get(cf::INTEGRATION_KEYS, key_id.as_bytes())
     }

@@ -53,6 +53,14 @@ pub struct Rotation {
     post_quantum: Option<[u8; 32]>,
 }
 
+/// A successor drawn: the rotation, its key set entries, and every rotation
+/// so far with it (what to store).
+pub struct Successor {
+    pub rotation: Rotation,
+    pub entries: Vec<KeyEntry>,
+    pub all: Vec<Rotation>,
+}
+
 /// The keys that sign now, where a rotation replaced the first ones.
 #[derive(Default)]
 struct Current {
@@ -108,12 +116,7 @@ impl ServiceKeys {
     /// and the stored list of rotations with it, for the caller to write in
     /// one change before it [`install`](Self::install)s it. `None` for a
     /// purpose home does not rotate (the root; receipt keys rotate per region).
-    pub fn draw_successor(
-        &self,
-        store: &Store,
-        purpose: Purpose,
-        now: UnixMs,
-    ) -> StoreResult<Option<(Rotation, Vec<KeyEntry>, Vec<Rotation>)>> {
+    pub fn draw_successor(&self, store: &Store, purpose: Purpose, now: UnixMs) -> StoreResult<Option<Successor>> {
         use crate::clock::random;
         let dual = matches!(purpose, Purpose::Issuance | Purpose::Statement);
         if !dual && !matches!(purpose, Purpose::Projection | Purpose::Sidecar | Purpose::LogCheckpoint) {
@@ -130,7 +133,7 @@ impl ServiceKeys {
         };
         let mut all = Self::rotations(store)?;
         all.push(rotation.clone());
-        Ok(Some((rotation, entries, all)))
+        Ok(Some(Successor { rotation, entries, all }))
     }
 
     /// Where the list of rotations is stored (home's own `meta`).
@@ -161,6 +164,23 @@ impl ServiceKeys {
 
     fn now_signing(&self) -> std::sync::RwLockReadGuard<'_, Current> {
         self.current.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The ids of the keys that sign now (every half of a dual key).
+    pub fn signing_kids(&self) -> Vec<String> {
+        let (issuance, statement) = (self.issuer(), self.statement_key());
+        [
+            issuance.classical,
+            issuance.post_quantum,
+            statement.classical,
+            statement.post_quantum,
+            self.projection_key(),
+            self.sidecar_key(),
+            self.checkpoint_key(),
+        ]
+        .iter()
+        .map(|k| k.verifying_key().thumbprint())
+        .collect()
     }
 
     /// The issuance key that signs now (certificates, custody statements).

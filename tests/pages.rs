@@ -37,7 +37,7 @@ async fn certificate_and_verify_pages_render_in_chromium_with_statement_and_stat
     let withdrawn = json!({"status": "withdrawn", "reason": "approval_reversed"});
     admin(&node.state, "POST", &format!("/admin/businesses/{uuid}/certificate-status"), withdrawn).await.unwrap();
     let base = format!("http://{}", node.addr);
-    let certificate =
+    let (_, certificate) =
         svc::http::certificates::certificate_document(&node.state, &uuid, node.state.clock.now()).unwrap().unwrap();
     let statement = certificate["statement"].as_str().unwrap().replace('&', "&amp;");
 

@@ -227,8 +227,17 @@ async fn a_service_key_can_be_retired_or_marked_compromised_in_the_signed_key_se
     let projection = keys.projection.verifying_key().thumbprint();
     let sidecar = keys.sidecar.verifying_key().thumbprint();
     let at = |ms: i64| svc_core::time::UnixMs(START.0 + ms).to_rfc3339_secs();
-    // Two minutes after the keys were drawn, one is found stolen since the first.
+    // Two minutes after the keys were drawn, one is found stolen since the
+    // first. A key that signs now cannot be ended: its purpose rotates first.
     home.clock.advance(120_000);
+    let signing = home
+        .admin("POST", &format!("/admin/service-keys/{sidecar}/end"), serde_json::json!({"valid_until": at(0)}))
+        .await;
+    assert_eq!(signing.status, 400, "{:?}", signing.body);
+    for purpose in ["sidecar", "projection"] {
+        let rotated = home.admin("POST", "/admin/service-keys/rotate", serde_json::json!({"purpose": purpose})).await;
+        assert_eq!(rotated.status, 200, "{:?}", rotated.body);
+    }
     let retired = home
         .admin("POST", &format!("/admin/service-keys/{sidecar}/end"), serde_json::json!({"valid_until": at(3_600_000)}))
         .await;
@@ -291,7 +300,7 @@ async fn home_rotates_its_own_keys_with_an_overlap_and_keeps_the_successor_acros
     let set = verify(&home.send(get("/.well-known/keys")).await.body, &anchors).unwrap();
     let old = set.keys.iter().find(|e| e.kid == first).unwrap();
     let new = set.keys.iter().find(|e| e.kid == second).unwrap();
-    assert_eq!(old.valid_until, Some(new.valid_from.plus(svc_core::keyset::RECEIPT_KEY_OVERLAP_MS)));
+    assert_eq!(old.valid_until, Some(new.valid_from.plus(svc_core::keyset::KEY_OVERLAP_MS)));
     // Rows published now are signed by the successor, and verify under the set.
     assert_eq!(home.publish(&business, &[product("Lumen", "l-1", "1.00")], "a").await.status, 200);
     let record_id = svc_core::ids::product_id(&business.uuid, "l-1");

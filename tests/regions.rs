@@ -53,7 +53,7 @@ where
     panic!("{what} never happened");
 }
 
-// rule: R5.1
+// rule: R5.1, P4.2.5
 #[tokio::test(flavor = "multi_thread")]
 async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     let dir = tempfile::tempdir().unwrap();
@@ -108,6 +108,22 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     .await;
     let at_home = rows(home_url.clone()).await;
     assert_eq!(rows(read_url.clone()).await, at_home, "the read region serves home's rows");
+
+    // Public documents the statement key signs on demand come from home
+    // (a region holds no statement key); the rest from the region's copy.
+    let businesses = home.state.registry.businesses().unwrap();
+    let uuid = businesses.iter().find(|b| b.legal_name == corpus.businesses[0].legal_name).unwrap().uuid.clone();
+    let keys_at_region = get(&read_url, &format!("/v1/certificates/{uuid}/keys"), None).await;
+    assert_eq!(keys_at_region.status, 200);
+    assert_eq!(keys_at_region.headers["access-control-allow-origin"], "*");
+    let signed = svc_core::dsse::Envelope::from_value(&keys_at_region.json()["signed"]).unwrap();
+    home.state
+        .keys
+        .statement_key()
+        .verify(&signed, "application/vnd.service.business-keys.v1+json")
+        .expect("signed by home's statement key, which the key set names");
+    let certificate_at_region = get(&read_url, &format!("/v1/certificates/{uuid}"), None).await;
+    assert_eq!(certificate_at_region.json()["status"], "active", "served from the region's copy");
 
     // A write route at the read region is home's answer, byte for byte
     // apart from `instance`; the internal log needs the token.
@@ -309,7 +325,7 @@ async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed
 // rule: P2.6.33, P2.6.34, P2.6.36, P2.6.37, R2.6.14, R2.6.17, R5.40
 #[tokio::test(flavor = "multi_thread")]
 async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rotates_it_with_an_overlap() {
-    use svc_core::keyset::{self, RECEIPT_KEY_OVERLAP_MS, RootAnchors};
+    use svc_core::keyset::{self, KEY_OVERLAP_MS, RootAnchors};
     let dir = tempfile::tempdir().unwrap();
     let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
     let home_url = format!("http://{}", home.addr);
@@ -403,7 +419,7 @@ async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rot
     let entry = |kid: &str| set.keys.iter().find(|k| k.kid == kid).unwrap().clone();
     let (old, new) = (entry(&eu_kid), entry(&new_kid));
     assert_eq!(new.region.as_deref(), Some("eu"));
-    assert_eq!(old.valid_until, Some(new.valid_from.plus(RECEIPT_KEY_OVERLAP_MS)), "old and new overlap");
+    assert_eq!(old.valid_until, Some(new.valid_from.plus(KEY_OVERLAP_MS)), "old and new overlap");
     assert_eq!(new.valid_until, None);
     assert!(entry(&home_kid).valid_until.is_none(), "home's receipt key is not touched");
     svc_core::offline::check_search(&before, &set, &at_eu.key_id()).expect("an old receipt still checks");

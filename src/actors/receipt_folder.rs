@@ -10,7 +10,6 @@
 //! everything it holds, the open minute included.
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use svc_core::merkle;
 use svc_core::receipt_fold::{self, Served};
 
 use crate::clock::SharedClock;
@@ -80,7 +79,6 @@ impl ReceiptFolder {
             let parts = receipt_fold::fold(&served, args.clock.now(), flush);
             let Some(last) = parts.last() else { return Ok(made) };
             let mut batch = args.store.batch();
-            let mut offset = 0;
             for part in &parts {
                 let root = ReceiptRoot {
                     region: args.region.clone(),
@@ -92,14 +90,11 @@ impl ReceiptFolder {
                 };
                 // Each receipt's place, and the part's leaves: the first
                 // level of a receipt's proof, without reading receipts again.
-                let run = &served[offset..offset + part.size as usize];
-                let leaves: Vec<[u8; 32]> = run.iter().map(|r| merkle::leaf_hash(r.envelope)).collect();
-                for (index, leaf) in leaves.iter().enumerate() {
+                for (index, leaf) in part.leaves.iter().enumerate() {
                     let place = ReceiptPlace { first_seq: part.first_seq, index: index as u64 };
                     batch.put(cf::RECEIPT_PLACES, leaf, &place);
                 }
-                batch.put(cf::RECEIPT_PARTS, &be(part.first_seq), &leaves);
-                offset += part.size as usize;
+                batch.put(cf::RECEIPT_PARTS, &be(part.first_seq), &part.leaves);
                 match &args.outbox {
                     Some(outbox) => {
                         keep(&mut batch, &root);

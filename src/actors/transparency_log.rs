@@ -7,7 +7,7 @@
 //! so they replicate to every region together.
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use svc_core::merkle::{self, Hash};
+use svc_core::merkle;
 use svc_core::time::UnixMs;
 use svc_core::tlog::Checkpoint;
 
@@ -29,6 +29,9 @@ pub enum TransparencyLogMsg {
 }
 
 pub struct TransparencyLogArgs {
+    /// When sequencing last ran (signed or found nothing new), so a quiet
+    /// period is not re-scanned every tick.
+    pub last_run: Option<UnixMs>,
     pub log: LogView,
     pub publisher: ActorRef<PublisherMsg>,
     /// The service's keys: the log-checkpoint key signs (its newest, after a rotation).
@@ -50,7 +53,8 @@ impl TransparencyLog {
         let now = args.clock.now();
         let mut waiting =
             store.scan::<PendingLeaf>(cf::TLOG_PENDING, &[], None, usize::MAX).map_err(|e| e.to_string())?;
-        // Queued order; the leaf hash (the key) breaks ties the same way everywhere.
+        // Queued order; the leaf hash (the key) breaks ties, so a sequencing
+        // redone after a failed write appends in the same order.
         waiting.sort_by(|(ka, a), (kb, b)| (a.queued_at, ka).cmp(&(b.queued_at, kb)));
         waiting.truncate(MAX_LEAVES);
         let latest = args.log.latest().map_err(|e| e.to_string())?;
@@ -62,12 +66,12 @@ impl TransparencyLog {
             return Ok(latest);
         }
         let mut change = Change::new();
-        let mut seen: std::collections::HashSet<Hash> = std::collections::HashSet::new();
         for (key, pending) in waiting {
             change.delete(cf::TLOG_PENDING, &key);
+            // Pending leaves are keyed by their hash, so each waits once; one
+            // already in the log (a batch resent after sequencing) stays one leaf.
             let hash = merkle::leaf_hash(&pending.data);
-            // A leaf already in the log (a batch resent after sequencing) stays one leaf.
-            if !seen.insert(hash) || args.log.find(&hash).map_err(|e| e.to_string())?.is_some() {
+            if args.log.find(&hash).map_err(|e| e.to_string())?.is_some() {
                 continue;
             }
             let index = tree.size();
@@ -125,11 +129,16 @@ impl Actor for TransparencyLog {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             TransparencyLogMsg::Tick => {
-                let last = args.log.latest().ok().flatten().map(|c| c.at);
-                if due(last, args.clock.now(), args.every_ms)
-                    && let Err(e) = Self::sequence(args).await
-                {
-                    tracing::warn!(error = %e, "transparency log sequencing failed; trying again next tick");
+                let signed = args.log.latest().ok().flatten().map(|c| c.at);
+                let last = signed.max(args.last_run);
+                let now = args.clock.now();
+                if due(last, now, args.every_ms) {
+                    match Self::sequence(args).await {
+                        Ok(_) => args.last_run = Some(now),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "transparency log sequencing failed; trying again next tick")
+                        }
+                    }
                 }
             }
             TransparencyLogMsg::Sequence(reply) => {

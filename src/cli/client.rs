@@ -258,11 +258,12 @@ async fn verify_fetched(
     if statement.status != 200 {
         return Err(format!("the business's key statement answered {}", statement.status));
     }
-    let served_at = svc_core::time::UnixMs::parse_rfc3339(&checked.receipt.receipt.served_at).ok_or("served_at")?;
-    let business = offline::business_keys(&statement.json(), keys, served_at).map_err(refused)?;
+    use crate::clock::Clock;
+    let fetched_at = crate::clock::SystemClock.now();
+    let business = offline::business_keys(&statement.json(), keys, fetched_at).map_err(refused)?;
     let seal: svc_core::seal::ServedSeal =
         serde_json::from_value(body["seal"].clone()).map_err(|e| format!("seal: {e}"))?;
-    lines.push(match offline::check_seal_signature(&seal, &business).map_err(refused)? {
+    lines.push(match offline::check_seal_signature(&seal, &business, uuid).map_err(refused)? {
         true => "seal: signed by the business's integration key, as its signed key statement lists it".into(),
         false => "seal: a passkey's record seal; its WebAuthn binding is checked by POST /v1/verify".into(),
     });

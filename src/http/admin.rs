@@ -134,7 +134,7 @@ async fn rotate_receipt_key(State(state): State<AppState>, headers: HeaderMap) -
         "region": state.config.region,
         "kid": key.thumbprint(),
         "signing_kid": signing,
-        "overlap_ms": svc_core::keyset::RECEIPT_KEY_OVERLAP_MS,
+        "overlap_ms": svc_core::keyset::KEY_OVERLAP_MS,
     })))
 }
 
@@ -438,11 +438,11 @@ async fn revoke_business_key(
         Some(k) => (cf::INTEGRATION_KEYS, k),
         None => (cf::PASSKEYS, state.registry.passkey(&key_id)?.ok_or_else(|| ApiError::new(Code::NotFound))?),
     };
-    key.revocation_effective_from = Some(parse_time(&req.effective_from, now)?);
+    let effective_from = parse_time(&req.effective_from, now)?;
+    key.revocation_effective_from = Some(effective_from);
     key.compromised_at = optional_time(&req.compromised_at)?;
     let mut change = Change::new();
     change.put(cf_name, key_id.as_bytes(), &key);
-    let effective_from = key.revocation_effective_from.unwrap_or(now);
     let revoked = svc_core::tlog::key_revoked_leaf(&key.business_uuid, &key_id, effective_from, key.compromised_at);
     crate::transparency::queue(&mut change, crate::transparency::kind::KEY_REVOKED, revoked, now);
     apply(&state, change).await?;
@@ -1053,6 +1053,9 @@ async fn end_service_key(
     if valid_until.is_none() && compromised_at.is_none() {
         return Err(invalid("give valid_until, compromised_at, or both"));
     }
+    if state.keys.signing_kids().contains(&kid) {
+        return Err(invalid("this key signs now: rotate its purpose first (svc admin service-key-rotate)"));
+    }
     let publisher = &state.home()?.publisher;
     let ended = ractor::call!(publisher, |reply| PublisherMsg::EndServiceKey {
         kid: kid.clone(),
@@ -1099,6 +1102,6 @@ async fn rotate_service_key(
     Ok(Json(json!({
         "purpose": purpose,
         "key_ids": kids,
-        "previous_valid_until": now.plus(svc_core::keyset::RECEIPT_KEY_OVERLAP_MS).to_rfc3339_secs(),
+        "previous_valid_until": now.plus(svc_core::keyset::KEY_OVERLAP_MS).to_rfc3339_secs(),
     })))
 }

@@ -19,7 +19,7 @@ use super::AppState;
 use super::pages;
 use super::problem::{ApiError, ApiResult};
 use super::public::{PublicDocument, cached, query};
-use crate::store::model::{BusinessKey, CertificateIssuance};
+use crate::store::model::{Business, BusinessKey, CertificateIssuance};
 
 /// Certificates and key lists change when an operator acts; five minutes
 /// of caching keeps a CDN useful and a change visible soon.
@@ -28,10 +28,10 @@ const DOCUMENT_MAX_AGE: u32 = 300;
 /// version: a day (P2.6.47).
 const FORMAT_MAX_AGE: u32 = 86_400;
 
+/// What every region serves from its replicated copy.
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/certificates/{uuid}", get(certificate))
-        .route("/v1/certificates/{uuid}/keys", get(business_keys))
         .route("/v1/certificates/{uuid}/key-custody", get(key_custody))
         .route("/v1/projections/{kind}/{version}", get(projection))
         .route("/v1/ai-policy-key", get(ai_policy_key))
@@ -39,6 +39,12 @@ pub fn routes() -> Router<AppState> {
 
 fn json_answer(value: &Value, headers: &HeaderMap, max_age: u32) -> Response {
     cached(&PublicDocument::new(Bytes::from(value.to_string())), headers, max_age, "application/json")
+}
+
+/// What only home answers, because the statement key signs it fresh: a read
+/// region forwards these.
+pub fn statement_routes() -> Router<AppState> {
+    Router::new().route("/v1/certificates/{uuid}/keys", get(business_keys))
 }
 
 /// Whether the caller asked for the HTML page: `?format=html`, or a
@@ -103,19 +109,18 @@ fn issuance_value(issuance: &CertificateIssuance) -> ApiResult<Value> {
 
 /// The certificate response: the issuance in force now, every earlier one
 /// newest first. `None` for a uuid that is not a business's.
-pub fn certificate_document(state: &AppState, uuid: &str, now: UnixMs) -> ApiResult<Option<Value>> {
-    if state.registry.business(uuid)?.is_none() {
-        return Ok(None);
-    }
+pub fn certificate_document(state: &AppState, uuid: &str, now: UnixMs) -> ApiResult<Option<(Business, Value)>> {
+    let Some(business) = state.registry.business(uuid)? else { return Ok(None) };
     let mut history = state.registry.certificates(uuid)?;
     let Some(current) = state.registry.certificate_in_force(uuid, now)? else { return Ok(None) };
-    history.retain(|c| c.cert_id != current.cert_id && c.issued_at <= now);
+    // Earlier issuances only: a change issued later, not yet in force, is not history.
+    history.retain(|c| c.cert_id != current.cert_id && c.issued_at <= current.issued_at);
     history.sort_by_key(|c| std::cmp::Reverse(c.issued_at));
     let mut document = issuance_value(&current)?;
     document["subject"] = json!("business");
     document["statement"] = payload(&current)?.get("statement").cloned().unwrap_or(Value::Null);
     document["history"] = Value::Array(history.iter().map(issuance_value).collect::<ApiResult<_>>()?);
-    Ok(Some(document))
+    Ok(Some((business, document)))
 }
 
 fn not_found(html: bool, headers: &HeaderMap) -> Response {
@@ -137,13 +142,12 @@ async fn certificate(
         Ok(html) => html,
         Err(e) => return e.into_response(),
     };
-    let business = state.registry.business(&uuid).ok().flatten();
-    let document = match certificate_document(&state, &uuid, state.clock.now()) {
-        Ok(Some(document)) => document,
+    let (business, document) = match certificate_document(&state, &uuid, state.clock.now()) {
+        Ok(Some(found)) => found,
         Ok(None) => return not_found(html, &headers),
         Err(e) => return e.into_response(),
     };
-    if html && let Some(business) = business {
+    if html {
         return html_answer(StatusCode::OK, pages::certificate(&business, &document), &headers, DOCUMENT_MAX_AGE);
     }
     json_answer(&document, &headers, DOCUMENT_MAX_AGE)
@@ -179,12 +183,11 @@ fn business_keys_route(state: &AppState, uuid: &str, headers: &HeaderMap) -> Api
     let now = state.clock.now();
     state.registry.business(uuid)?.ok_or_else(|| ApiError::new(Code::NotFound))?;
     let cert = state.registry.certificate_in_force(uuid, now)?.ok_or_else(|| ApiError::new(Code::NotFound))?;
-    let keys: Vec<Value> = state.registry.business_keys(uuid)?.iter().map(key_value).collect();
+    let registered = state.registry.business_keys(uuid)?;
+    let keys: Vec<Value> = registered.iter().map(key_value).collect();
     // The statement is issued as at the newest change it covers, so the same
     // keys give the same bytes (and ETag) whenever they are asked for.
-    let issued_at = state
-        .registry
-        .business_keys(uuid)?
+    let issued_at = registered
         .iter()
         .map(|k| k.registered_at.max(k.revocation_effective_from.unwrap_or(UnixMs(0))))
         .chain([cert.issued_at])

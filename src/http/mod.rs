@@ -150,7 +150,8 @@ impl AppState {
 /// health, and at home the internal log route. A read region serves
 /// retrieval and public routes itself and forwards everything else to home.
 pub fn public_router(state: AppState) -> Router {
-    let served = retrieval::routes(state.home.is_some()).merge(public::routes()).merge(health::routes());
+    let served =
+        retrieval::routes(state.home.is_some()).merge(public::routes(state.home.is_some())).merge(health::routes());
     let routed = if state.home.is_some() {
         served.merge(business::routes()).merge(bulk::routes()).merge(internal::routes())
     } else {

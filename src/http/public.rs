@@ -36,14 +36,22 @@ impl PublicDocument {
     }
 }
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
+/// The public routes. Answers the statement key signs on demand (business
+/// keys, verify statements, verify pages) come from home, which holds that
+/// key; a read region forwards them (its fallback), and serves the rest
+/// from its replicated copy.
+pub fn routes(home: bool) -> Router<AppState> {
+    let mut routes = Router::new()
         .route("/.well-known/keys", get(keys))
         .merge(super::log::routes())
-        .merge(super::certificates::routes())
-        .merge(super::verify::routes())
-        .merge(super::verify_page::routes())
-        .layer(axum::middleware::from_fn(any_origin))
+        .merge(super::certificates::routes());
+    if home {
+        routes = routes
+            .merge(super::certificates::statement_routes())
+            .merge(super::verify::routes())
+            .merge(super::verify_page::routes());
+    }
+    routes.layer(axum::middleware::from_fn(any_origin))
 }
 
 /// Every public answer, a problem included, may be read by any origin; a

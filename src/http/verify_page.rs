@@ -10,7 +10,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use svc_core::digest::sha256_prefixed;
 use svc_core::dsse::payload_type;
 use svc_core::problem::Code;
 use svc_core::seal::ServedSeal;
@@ -58,6 +57,10 @@ async fn verify_page(
 fn generation_of(state: &AppState, head: &RecordHead, origin: &str) -> ApiResult<Option<RecordVersion>> {
     for generation in (1..=head.generation).rev() {
         let Some(version) = state.registry.record_version(&head.record_id, generation)? else { continue };
+        // A held version was never published: it has no row.
+        if version.row.is_empty() {
+            continue;
+        }
         let row: Value = serde_json::from_slice(&version.row).map_err(ApiError::internal)?;
         if row.get("adl_origin").and_then(Value::as_str) == Some(origin) {
             return Ok(Some(version));
@@ -84,10 +87,17 @@ async fn page(state: &AppState, record_id: &str, uri: &Uri) -> ApiResult<Option<
     let Some(version) = generation_of(state, &head, &origin)? else { return Ok(None) };
     let Some(business) = state.registry.business(&head.business_uuid)? else { return Ok(None) };
 
-    // When this version stopped being served: the next one's publication,
-    // or the record's withdrawal or deletion.
-    let ended_at = match state.registry.record_version(record_id, version.generation + 1)? {
-        Some(next) => Some(next.published_at),
+    // When this version stopped being served: the next published one's
+    // publication (a held one was never served), or the record's end.
+    let mut next_published = None;
+    for generation in version.generation + 1..=head.generation {
+        if let Some(next) = state.registry.record_version(record_id, generation)?.filter(|v| !v.row.is_empty()) {
+            next_published = Some(next.published_at);
+            break;
+        }
+    }
+    let ended_at = match next_published {
+        Some(at) => Some(at),
         None if head.state != RecordState::Live => Some(head.last_updated),
         None => None,
     };
@@ -119,14 +129,17 @@ async fn page(state: &AppState, record_id: &str, uri: &Uri) -> ApiResult<Option<
         };
         svc_core::verify::judge_seal(&submitted, &lookups).valid()
     };
-    let certificate = super::certificates::certificate_document(state, &head.business_uuid, now)?;
+    let certificate = super::certificates::certificate_document(state, &head.business_uuid, now)?.map(|(_, c)| c);
     let verify_base = state.config.verify_base_url.trim_end_matches('/');
-    let cert_in_force = state.registry.certificate_in_force(&head.business_uuid, now)?;
-    let cert_digest = cert_in_force.as_ref().map(|c| sha256_prefixed(&c.envelope)).unwrap_or_default();
+    // A source line names the certificate by its envelope's digest, as
+    // served at `served_at` (now when not given); the sealed `cert_id` is
+    // accepted too.
+    let cert_digest = state.registry.certificate_digest(&head.business_uuid, now)?;
+    let cert_then = state.registry.certificate_digest(&head.business_uuid, served_at.unwrap_or(now))?;
     let checks = json!({
         "cert": match &q.cert {
             None => "not_given",
-            Some(c) if *c == cert_digest || Some(c.as_str()) == sealed_under.as_str() => "matches",
+            Some(c) if *c == cert_then || Some(c.as_str()) == sealed_under.as_str() => "matches",
             Some(_) => "differs",
         },
         "served_at": match served_at {

@@ -345,14 +345,14 @@ impl Engine {
     ) -> StoreResult<Option<Vec<String>>> {
         self.settle_writes()?;
         let store = self.log.store().clone();
-        let Some((rotation, successors, all)) = self.keys.draw_successor(&store, purpose, now)? else {
+        let Some(successor) = self.keys.draw_successor(&store, purpose, now)? else {
             return Ok(None);
         };
-        let kids = successors.iter().map(|e| e.kid.clone()).collect();
-        let mut change = crate::key_set::succession(&store, &self.keys, successors, now)?;
-        change.put(cf::META, ServiceKeys::rotations_key(), &all);
+        let kids = successor.entries.iter().map(|e| e.kid.clone()).collect();
+        let mut change = crate::key_set::succession(&store, &self.keys, successor.entries, now)?;
+        change.put(cf::META, ServiceKeys::rotations_key(), &successor.all);
         self.log.commit(change, now)?;
-        self.keys.install(&rotation);
+        self.keys.install(&successor.rotation);
         Ok(Some(kids))
     }
 
@@ -909,9 +909,17 @@ impl Engine {
 
 /// Queues a seal's leaf for the transparency log, in the write that accepts it.
 pub fn queue_seal(change: &mut Change, envelope_json: &[u8], now: UnixMs) {
-    if let Ok(envelope) = Envelope::parse(envelope_json) {
-        let leaf = svc_core::tlog::seal_leaf(&envelope);
-        crate::transparency::queue(change, crate::transparency::kind::SEAL, leaf, now);
+    match Envelope::parse(envelope_json) {
+        Ok(envelope) => {
+            let leaf = svc_core::tlog::seal_leaf(&envelope);
+            crate::transparency::queue(change, crate::transparency::kind::SEAL, leaf, now);
+        }
+        // Callers pass seals they verified; an empty one is an end driven
+        // straight through the publisher (tests), with nothing to log.
+        Err(reason) if !envelope_json.is_empty() => {
+            tracing::warn!(%reason, "a seal that does not parse was not queued for the log");
+        }
+        Err(_) => {}
     }
 }
 

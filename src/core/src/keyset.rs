@@ -106,14 +106,14 @@ impl KeyEntry {
     }
 }
 
-/// How long a region's old receipt key stays valid once its next one is
-/// certified: time for the new key to replicate to the region (which then
-/// signs with it) and for caches of the key set (5 minutes) to see it.
-pub const RECEIPT_KEY_OVERLAP_MS: i64 = 60 * 60 * 1000;
+/// How long a key stays valid once its successor is listed: time for the
+/// new key to reach the signer (a region's receipt key replicates to it)
+/// and for caches of the key set (5 minutes) to see it.
+pub const KEY_OVERLAP_MS: i64 = 60 * 60 * 1000;
 
 /// Adds `key` as a receipt key of `region`, valid from `now`, to the set's
 /// entries. The region's receipt keys still open close at `now` plus
-/// [`RECEIPT_KEY_OVERLAP_MS`], so old and new overlap while the region
+/// [`KEY_OVERLAP_MS`], so old and new overlap while the region
 /// switches. A key already in the set changes nothing (a region asks again
 /// until it sees the answer). Returns whether the entries changed.
 pub fn certify_receipt_key(entries: &mut Vec<KeyEntry>, key: &VerifyingKey, region: &str, now: UnixMs) -> bool {
@@ -126,11 +126,11 @@ pub fn certify_receipt_key(entries: &mut Vec<KeyEntry>, key: &VerifyingKey, regi
 }
 
 /// Lists `successors` (valid from `now`) and closes every key they succeed
-/// (same purpose, same region) at `now` plus [`RECEIPT_KEY_OVERLAP_MS`]: the
+/// (same purpose, same region) at `now` plus [`KEY_OVERLAP_MS`]: the
 /// old keys stay valid while signers switch and caches of the set (5
 /// minutes) refresh, then only the new ones sign.
 pub fn succeed(entries: &mut Vec<KeyEntry>, successors: Vec<KeyEntry>, now: UnixMs) {
-    let closes = now.plus(RECEIPT_KEY_OVERLAP_MS);
+    let closes = now.plus(KEY_OVERLAP_MS);
     for entry in entries.iter_mut() {
         if successors.iter().any(|s| s.purpose == entry.purpose && s.region == entry.region) {
             entry.valid_until = Some(entry.valid_until.map_or(closes, |until| until.min(closes)));
@@ -358,10 +358,10 @@ mod tests {
         // after it only the new one. Old receipts verify for ever.
         assert!(set.receipt_key(&old_kid, "eu", t0.plus(1)).is_some());
         assert!(set.receipt_key(&new_kid, "eu", t0.plus(1)).is_none());
-        let during = t1.plus(RECEIPT_KEY_OVERLAP_MS - 1);
+        let during = t1.plus(KEY_OVERLAP_MS - 1);
         assert!(set.receipt_key(&old_kid, "eu", during).is_some());
         assert!(set.receipt_key(&new_kid, "eu", during).is_some());
-        let after = t1.plus(RECEIPT_KEY_OVERLAP_MS);
+        let after = t1.plus(KEY_OVERLAP_MS);
         assert!(set.receipt_key(&old_kid, "eu", after).is_none());
         assert!(set.receipt_key(&new_kid, "eu", after).is_some());
         assert!(set.receipt_key(&other.thumbprint(), "ap", after).is_some(), "other regions untouched");

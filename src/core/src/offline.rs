@@ -6,7 +6,7 @@
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::Reason;
 use crate::digest::sha256_prefixed;
@@ -113,10 +113,21 @@ pub fn check_fetch(answer: &[u8], keys: &KeySet, presenter: &str) -> Result<Chec
 #[derive(Debug, Clone)]
 pub struct BusinessKeys {
     pub uuid: String,
-    /// Key id, key and purpose (`integration` or `sealing`).
-    pub keys: Vec<(String, crate::keys::VerifyingKey, String)>,
+    pub keys: Vec<StatedKey>,
 }
 
+/// One key of the statement.
+#[derive(Debug, Clone)]
+pub struct StatedKey {
+    pub key_id: String,
+    pub key: crate::keys::VerifyingKey,
+    /// `integration` or `sealing` (a passkey).
+    pub purpose: String,
+    pub validity: crate::seal::KeyValidity,
+}
+
+/// Reads the statement, judging the statement key that signed it at `at`
+/// (when it was fetched: it is signed fresh on each request).
 pub fn business_keys(document: &Value, keys: &KeySet, at: UnixMs) -> Result<BusinessKeys, Reason> {
     let envelope = Envelope::from_value(document.get("signed").ok_or(Reason::EnvelopeMalformed)?)?;
     let statement_key = |alg: crate::keys::Alg| {
@@ -145,23 +156,36 @@ pub fn business_keys(document: &Value, keys: &KeySet, at: UnixMs) -> Result<Busi
         if public.thumbprint() != kid {
             return Err(Reason::KeyMismatch);
         }
+        let time = |name: &str| key.get(name).and_then(Value::as_str).and_then(UnixMs::parse_rfc3339);
+        let validity = crate::seal::KeyValidity {
+            valid_from: time("valid_from").ok_or(Reason::PayloadMalformed)?,
+            valid_until: time("valid_until"),
+            revocation_effective_from: time("revocation_effective_from"),
+            compromised_at: None,
+        };
         let purpose = key.get("purpose").and_then(Value::as_str).unwrap_or_default().to_owned();
-        out.push((kid.to_owned(), public, purpose));
+        out.push(StatedKey { key_id: kid.to_owned(), key: public, purpose, validity });
     }
     Ok(BusinessKeys { uuid, keys: out })
 }
 
 /// A batch seal's signature by the integration key it names, from the
-/// business's stated keys. A passkey's record seal is a WebAuthn assertion
-/// bound to the portal, which `POST /v1/verify` checks: `Ok(false)`.
-pub fn check_seal_signature(seal: &ServedSeal, business: &BusinessKeys) -> Result<bool, Reason> {
-    let ServedSeal::Batch(membership) = seal else { return Ok(false) };
-    let batch = crate::seal::read_batch_seal(&membership.batch_seal)?;
-    let (_, key, purpose) = business.keys.iter().find(|(kid, ..)| *kid == batch.key_id).ok_or(Reason::KeyUnknown)?;
-    if purpose != "integration" {
+/// statement of `business_uuid`'s keys, and the key valid at `sealed_at`.
+/// A passkey's record seal is a WebAuthn assertion bound to the portal,
+/// which `POST /v1/verify` checks: `Ok(false)`.
+pub fn check_seal_signature(seal: &ServedSeal, business: &BusinessKeys, business_uuid: &str) -> Result<bool, Reason> {
+    if business.uuid != business_uuid {
         return Err(Reason::KeyMismatch);
     }
-    crate::seal::verify_batch_seal(&membership.batch_seal, key)?;
+    let ServedSeal::Batch(membership) = seal else { return Ok(false) };
+    let batch = crate::seal::read_batch_seal(&membership.batch_seal)?;
+    let stated = business.keys.iter().find(|k| k.key_id == batch.key_id).ok_or(Reason::KeyUnknown)?;
+    if stated.purpose != "integration" {
+        return Err(Reason::KeyMismatch);
+    }
+    crate::seal::verify_batch_seal(&membership.batch_seal, &stated.key)?;
+    let sealed_at = UnixMs::parse_rfc3339(&batch.sealed_at).ok_or(Reason::PayloadMalformed)?;
+    stated.validity.judge(sealed_at)?;
     Ok(true)
 }
 
@@ -200,17 +224,33 @@ pub fn check_receipt_proof(
     keys: &KeySet,
     origin: &str,
 ) -> Result<Option<crate::tlog::Checkpoint>, Reason> {
-    let minute = crate::tlog::ReceiptMinute::parse(
-        answer.get("minute_leaf").and_then(Value::as_str).ok_or(Reason::PayloadMalformed)?.as_bytes(),
-    )?;
-    let index = answer.get("index").and_then(Value::as_u64).ok_or(Reason::PayloadMalformed)?;
-    let path = crate::tlog::parse_path(answer.get("path").unwrap_or(&Value::Null))?;
-    if !crate::merkle::verify_inclusion(&crate::merkle::leaf_hash(receipt), index, minute.size, &path, &minute.root) {
-        return Err(Reason::InclusionInvalid);
-    }
-    let log = match answer.get("log") {
-        Some(log) if !log.is_null() => log,
-        _ => return Ok(None),
+    let proof = |log: &Value| -> Result<crate::tlog::ReceiptProof, Reason> {
+        Ok(crate::tlog::ReceiptProof {
+            index: answer.get("index").and_then(Value::as_u64).ok_or(Reason::PayloadMalformed)?,
+            path: crate::tlog::parse_path(answer.get("path").unwrap_or(&Value::Null))?,
+            minute: crate::tlog::ReceiptMinute::parse(
+                answer.get("minute_leaf").and_then(Value::as_str).ok_or(Reason::PayloadMalformed)?.as_bytes(),
+            )?,
+            leaf_index: log.get("leaf_index").and_then(Value::as_u64).ok_or(Reason::PayloadMalformed)?,
+            log_path: crate::tlog::parse_path(log.get("inclusion_path").unwrap_or(&Value::Null))?,
+        })
     };
-    check_leaf_proof(&minute.leaf(), log, keys, origin).map(Some)
+    match answer.get("log") {
+        Some(log) if !log.is_null() => {
+            let note = log.get("checkpoint").and_then(Value::as_str).ok_or(Reason::PayloadMalformed)?;
+            let checkpoint = checkpoint_of(note, keys, origin)?;
+            proof(log)?.check(receipt, &checkpoint)?;
+            Ok(Some(checkpoint))
+        }
+        // Not sequenced yet: the first level alone.
+        _ => {
+            let first = proof(&json!({"leaf_index": 0, "inclusion_path": []}))?;
+            let leaf = crate::merkle::leaf_hash(receipt);
+            if crate::merkle::verify_inclusion(&leaf, first.index, first.minute.size, &first.path, &first.minute.root) {
+                Ok(None)
+            } else {
+                Err(Reason::InclusionInvalid)
+            }
+        }
+    }
 }

@@ -34,6 +34,9 @@ pub struct MinutePart {
     pub last_seq: u64,
     pub size: u64,
     pub root: Hash,
+    /// The leaf hash of each receipt, in served order: the first level of
+    /// a receipt's proof, kept so it need not read the receipts again.
+    pub leaves: Vec<Hash>,
 }
 
 fn minute_of(at: UnixMs) -> UnixMs {
@@ -57,13 +60,14 @@ pub fn fold(receipts: &[Served<'_>], now: UnixMs, flush: bool) -> Vec<MinutePart
             break;
         }
         let run = &receipts[start..end];
-        let tree = BatchTree::from_records(&run.iter().map(|r| r.envelope).collect::<Vec<_>>());
+        let leaves: Vec<Hash> = run.iter().map(|r| crate::merkle::leaf_hash(r.envelope)).collect();
         parts.push(MinutePart {
             minute,
             first_seq: run[0].seq,
             last_seq: run[run.len() - 1].seq,
             size: run.len() as u64,
-            root: tree.root(),
+            root: BatchTree::from_leaf_hashes(&leaves).root(),
+            leaves,
         });
         start = end;
     }

@@ -140,6 +140,8 @@ impl SealVerdict {
 /// The fields a seal of either kind names.
 struct Named {
     key_id: String,
+    /// A record seal's `hash` (a batch seal has a root instead).
+    hash: Option<String>,
     cert_id: String,
     sealed_at: String,
     record_type: String,
@@ -182,6 +184,7 @@ fn run(submitted: &Submitted<'_>, register: &impl Register, verdict: &mut SealVe
             Ok(s) => (
                 Named {
                     key_id: s.key_id.clone(),
+                    hash: None,
                     cert_id: s.cert_id.clone(),
                     sealed_at: s.sealed_at.clone(),
                     record_type: s.record_type.clone(),
@@ -196,6 +199,7 @@ fn run(submitted: &Submitted<'_>, register: &impl Register, verdict: &mut SealVe
             Ok(s) => (
                 Named {
                     key_id: s.key_id().to_owned(),
+                    hash: Some(s.hash().to_owned()),
                     cert_id: s.cert_id().to_owned(),
                     sealed_at: s.sealed_at().to_owned(),
                     record_type: s.record_type().to_owned(),
@@ -262,11 +266,7 @@ fn run(submitted: &Submitted<'_>, register: &impl Register, verdict: &mut SealVe
             verdict.set("inclusion", Check::Ok);
         }
         None => {
-            let hash = match submitted.seal {
-                ServedSeal::Record(e) => seal::read_record_seal(e).map(|s| s.hash().to_owned()).unwrap_or_default(),
-                ServedSeal::Batch(_) => String::new(),
-            };
-            if seal::check_hash(&hash, submitted.record).is_err() {
+            if seal::check_hash(named.hash.as_deref().unwrap_or_default(), submitted.record).is_err() {
                 return Err(("hash", Reason::HashMismatch));
             }
             verdict.set("hash", Check::Ok);
@@ -349,7 +349,16 @@ fn scope(
     let sidecar = match submitted.sidecar {
         Some(envelope) => {
             let kid = envelope.signatures.first().map(|s| s.keyid.as_str()).ok_or(Reason::EnvelopeMalformed)?;
-            let sidecar_key = register.service_key(Purpose::Sidecar, kid, sealed_at).ok_or(Reason::KeyUnknown)?;
+            // The service signed it when it accepted the record: its key is
+            // judged then (read before the signature, checked by it after).
+            let unverified: Value =
+                serde_json::from_slice(&envelope.payload_bytes()?).map_err(|_| Reason::PayloadMalformed)?;
+            let accepted_at = unverified
+                .get("accepted_at")
+                .and_then(Value::as_str)
+                .and_then(UnixMs::parse_rfc3339)
+                .ok_or(Reason::PayloadMalformed)?;
+            let sidecar_key = register.service_key(Purpose::Sidecar, kid, accepted_at).ok_or(Reason::KeyUnknown)?;
             let sidecar = crate::sidecar::verify(envelope, &sidecar_key)?;
             if sidecar.origin != sha256_prefixed(submitted.record) {
                 return Err(Reason::HashMismatch);
@@ -375,7 +384,10 @@ fn scope(
 /// the projection of the record gives that row.
 pub fn judge_row(row: &Map<String, Value>, record: Option<&ValidRecord>, register: &impl Register) -> Value {
     let at = row.get("published_at").and_then(Value::as_i64).map_or(UnixMs(0), UnixMs::from_secs);
-    let signature = projection::verify_row(row, |kid| register.service_key(Purpose::Projection, kid, at));
+    // `published_at` is in whole seconds; the row was signed within that
+    // second, so a key valid at its end signed it (a rotation mid-second).
+    let signed_by = at.plus(999);
+    let signature = projection::verify_row(row, |kid| register.service_key(Purpose::Projection, kid, signed_by));
     let rerun = match (record, &signature) {
         (Some(record), Ok(())) => {
             let text = |name: &str| row.get(name).and_then(Value::as_str).unwrap_or_default().to_owned();

@@ -151,11 +151,7 @@ fn fetched(
 
     let seal: ServedSeal = serde_json::from_slice(&version.seal).map_err(ApiError::internal)?;
     let row: Value = serde_json::from_slice(&version.row).map_err(ApiError::internal)?;
-    let certificate = match state.registry.certificate_in_force(business_uuid, now)? {
-        Some(c) => Some(c),
-        None => state.registry.certificates(business_uuid)?.pop(),
-    };
-    let cert = certificate.map(|c| sha256_prefixed(&c.envelope)).unwrap_or_default();
+    let cert = state.registry.certificate_digest(business_uuid, now)?;
     let verify_base = state.config.verify_base_url.trim_end_matches('/');
     let origin = sha256_prefixed(&version.bytes);
     let source_line = SourceLine::new(&head.record_id, &origin, &cert, now, verify_base).render();
