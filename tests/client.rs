@@ -194,6 +194,16 @@ async fn the_command_line_signs_prints_and_checks() {
     let (code, _, stderr) = region.svc_client(&verify).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("log: the seal is in the checkpoint of tree size"), "{stderr}");
+    // A kept answer verifies later, byte for byte as it was served.
+    let kept = region.dir.path().join("kept.json");
+    let mut save = pinned.to_vec();
+    save.extend(["fetch", id, "--save", kept.to_str().unwrap()]);
+    assert_eq!(region.svc_client(&save).await.0, 0);
+    let mut later = pinned.to_vec();
+    later.extend(["verify", "--answer", kept.to_str().unwrap()]);
+    let (code, _, stderr) = region.svc_client(&later).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("the receipt's minute is not folded yet"), "{stderr}");
 
     let (code, stdout, _) = region.svc_client(&["receipts"]).await;
     assert_eq!(code, 0);

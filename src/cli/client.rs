@@ -60,11 +60,23 @@ pub enum ClientCommand {
     },
     /// Fetches one record; the receipt, the record's hash, the sidecar and
     /// the batch proof are checked.
-    Fetch { record_id: String },
-    /// Fetches one record and checks it all offline under the pinned
-    /// anchors: what `fetch` checks, the business's seal signature (by its
-    /// signed key statement), and the seal and the receipt in the log.
-    Verify { record_id: String },
+    Fetch {
+        record_id: String,
+        /// Also keeps the answer's exact bytes, for `verify --answer` later.
+        #[arg(long)]
+        save: Option<PathBuf>,
+    },
+    /// Fetches one record (or reads an answer `fetch --save` kept) and
+    /// checks it all offline under the pinned anchors: what `fetch` checks,
+    /// the business's seal signature (by its signed key statement), and the
+    /// seal and the receipt in the log. A receipt is in the log once its
+    /// minute is folded and the next hour sequenced: verify a kept answer.
+    Verify {
+        #[arg(required_unless_present = "answer")]
+        record_id: Option<String>,
+        #[arg(long, conflicts_with = "record_id")]
+        answer: Option<PathBuf>,
+    },
     /// The group's receipts, oldest first.
     Receipts {
         #[arg(long)]
@@ -166,9 +178,12 @@ async fn execute(args: ClientArgs) -> Result<(), String> {
                 checked.receipt.format, checked.receipt.receipt.region, checked.rows
             );
         }
-        ClientCommand::Fetch { record_id } => {
+        ClientCommand::Fetch { record_id, save } => {
             let answer = client.call("GET", &format!("/v1/records/{}", percent(record_id)), Vec::new()).await?;
             print_body(&answer)?;
+            if let Some(path) = save {
+                std::fs::write(path, &answer.bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
             let keys = key_set(&args, &client).await?;
             let checked = offline::check_fetch(&answer.bytes, &keys, &client.key_id()).map_err(refused)?;
             eprintln!(
@@ -179,8 +194,16 @@ async fn execute(args: ClientArgs) -> Result<(), String> {
                 if checked.inclusion { "; batch inclusion proof holds" } else { "" }
             );
         }
-        ClientCommand::Verify { record_id } => {
-            let answer = client.call("GET", &format!("/v1/records/{}", percent(record_id)), Vec::new()).await?;
+        ClientCommand::Verify { record_id, answer } => {
+            let answer = match (record_id, answer) {
+                (_, Some(path)) => Answer {
+                    status: 200,
+                    headers: Default::default(),
+                    bytes: std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?,
+                },
+                (Some(id), None) => client.call("GET", &format!("/v1/records/{}", percent(id)), Vec::new()).await?,
+                (None, None) => return Err("give a record id or --answer".into()),
+            };
             print_body(&answer)?;
             let keys = key_set(&args, &client).await?;
             for line in verify_fetched(&client, &answer, &keys).await? {

@@ -72,7 +72,7 @@ pub enum Command {
 /// What `svc up` does not run yet.
 pub const NOT_YET: &[&str] = &[
     "svc client publish (business systems sign publish requests with svc::client)",
-    "public verification routes, the transparency log and receipt proofs (issue 6)",
+    "the key directory and the verification index (not shown in the spec)",
     "ads and the MCP surfaces",
 ];
 
