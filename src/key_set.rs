@@ -48,57 +48,17 @@ fn publish(entries: &[KeyEntry], keys: &ServiceKeys, now: UnixMs) -> Change {
     change
 }
 
-/// Home, at start: registers its own keys (all but receipt keys, which are
-/// certified like any region's) the first time. `None` when already there.
-pub fn founding(store: &Store, keys: &ServiceKeys, valid_from: UnixMs, now: UnixMs) -> StoreResult<Option<Change>> {
-    let mut entries = entries(store)?;
-    let missing: Vec<KeyEntry> =
-        keys.entries(valid_from).into_iter().filter(|e| !entries.iter().any(|k| k.kid == e.kid)).collect();
-    if missing.is_empty() {
-        return Ok(None);
-    }
-    entries.splice(0..0, missing);
-    Ok(Some(publish(&entries, keys, now)))
-}
-
-/// Home: the change that certifies `key` as `region`'s receipt key from
-/// `now`, closing the region's older keys after the overlap. `None` when the
-/// key is already certified.
-pub fn certification(
+/// Home: the change that applies `edit` to the register (registering home's
+/// own keys, certifying a region's receipt key, a successor, an end) and
+/// signs the set again; `None` when `edit` changed nothing.
+pub fn amend(
     store: &Store,
     keys: &ServiceKeys,
-    region: &str,
-    key: &VerifyingKey,
     now: UnixMs,
-) -> StoreResult<Option<Change>> {
-    let mut entries = entries(store)?;
-    if !svc_core::keyset::certify_receipt_key(&mut entries, key, region, now) {
-        return Ok(None);
-    }
-    Ok(Some(publish(&entries, keys, now)))
-}
-
-/// Home: the change that lists `successors` of home's own keys from `now`
-/// and closes the keys they succeed after the overlap.
-pub fn succession(store: &Store, keys: &ServiceKeys, successors: Vec<KeyEntry>, now: UnixMs) -> StoreResult<Change> {
-    let mut entries = entries(store)?;
-    svc_core::keyset::succeed(&mut entries, successors, now);
-    Ok(publish(&entries, keys, now))
-}
-
-/// Home: the change that ends service key `kid` (retired from
-/// `valid_until`, or compromised from `compromised_at`). `None` when
-/// nothing changes.
-pub fn ending(
-    store: &Store,
-    keys: &ServiceKeys,
-    kid: &str,
-    valid_until: Option<UnixMs>,
-    compromised_at: Option<UnixMs>,
-    now: UnixMs,
+    edit: impl FnOnce(&mut Vec<KeyEntry>) -> Result<bool, svc_core::Reason>,
 ) -> StoreResult<Result<Option<Change>, svc_core::Reason>> {
     let mut entries = entries(store)?;
-    Ok(match svc_core::keyset::end_key(&mut entries, kid, valid_until, compromised_at) {
+    Ok(match edit(&mut entries) {
         Ok(true) => Ok(Some(publish(&entries, keys, now))),
         Ok(false) => Ok(None),
         Err(reason) => Err(reason),
@@ -169,9 +129,7 @@ impl KeyView {
     /// A key of the set, of `purpose` and id `kid`, valid at `at`.
     pub fn key(&self, purpose: Purpose, kid: &str, at: UnixMs, now: UnixMs) -> Option<VerifyingKey> {
         self.refresh(now);
-        let current = self.read();
-        let entry = current.entries.iter().find(|e| e.purpose == purpose && e.kid == kid && e.valid_at(at))?;
-        VerifyingKey::from_jwk(&entry.jwk).ok()
+        svc_core::keyset::key_in(&self.read().entries, purpose, kid, at)
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Current> {

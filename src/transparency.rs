@@ -108,6 +108,13 @@ impl LogView {
         self.inner.store.get(cf::TLOG_LEAVES, &be(index))
     }
 
+    /// Where `leaf` stands in the tree `checkpoint` signed, with its audit
+    /// path; `None` for a leaf sequenced after it, or never.
+    pub async fn prove(&self, leaf: &Hash, checkpoint: &LogCheckpoint) -> StoreResult<Option<(u64, Vec<Hash>)>> {
+        let Some(index) = self.find(leaf)?.filter(|i| *i < checkpoint.size) else { return Ok(None) };
+        Ok(self.inclusion(index, checkpoint.size).await?.map(|path| (index, path)))
+    }
+
     /// The audit path of leaf `index` in the tree of `size` leaves.
     pub async fn inclusion(&self, index: u64, size: u64) -> StoreResult<Option<Vec<Hash>>> {
         self.caught_up(size).await?;

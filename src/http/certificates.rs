@@ -18,7 +18,7 @@ use svc_core::time::UnixMs;
 use super::AppState;
 use super::pages;
 use super::problem::{ApiError, ApiResult};
-use super::public::{PublicDocument, cached, query};
+use super::public::{PublicDocument, cached, json_document, query};
 use crate::store::model::{Business, BusinessKey, CertificateIssuance};
 
 /// Certificates and key lists change when an operator acts; five minutes
@@ -35,10 +35,6 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/certificates/{uuid}/key-custody", get(key_custody))
         .route("/v1/projections/{kind}/{version}", get(projection))
         .route("/v1/ai-policy-key", get(ai_policy_key))
-}
-
-fn json_answer(value: &Value, headers: &HeaderMap, max_age: u32) -> Response {
-    cached(&PublicDocument::new(Bytes::from(value.to_string())), headers, max_age, "application/json")
 }
 
 /// What only home answers, because the statement key signs it fresh: a read
@@ -150,7 +146,7 @@ async fn certificate(
     if html {
         return html_answer(StatusCode::OK, pages::certificate(&business, &document), &headers, DOCUMENT_MAX_AGE);
     }
-    json_answer(&document, &headers, DOCUMENT_MAX_AGE)
+    json_document(&document, &headers, DOCUMENT_MAX_AGE)
 }
 
 fn key_value(key: &BusinessKey) -> Value {
@@ -204,7 +200,7 @@ fn business_keys_route(state: &AppState, uuid: &str, headers: &HeaderMap) -> Api
         "keys": statement["keys"],
         "signed": signed,
     });
-    Ok(json_answer(&document, headers, DOCUMENT_MAX_AGE))
+    Ok(json_document(&document, headers, DOCUMENT_MAX_AGE))
 }
 
 /// `GET /v1/certificates/{uuid}/key-custody`: every custody statement,
@@ -237,7 +233,7 @@ fn key_custody_route(state: &AppState, uuid: &str, headers: &HeaderMap) -> ApiRe
         .filter(|k| !statements.iter().any(|s| s.key_id == k.key_id))
         .map(|k| k.key_id)
         .collect();
-    Ok(json_answer(&json!({"uuid": uuid, "statements": listed, "unstated": unstated}), headers, DOCUMENT_MAX_AGE))
+    Ok(json_document(&json!({"uuid": uuid, "statements": listed, "unstated": unstated}), headers, DOCUMENT_MAX_AGE))
 }
 
 /// `GET /v1/projections/{type}/{version}`: the pinned specification.
@@ -245,12 +241,12 @@ async fn projection(Path((kind, version)): Path<(String, String)>, headers: Head
     let spec = svc_core::ids::RecordType::from_name(&kind)
         .and_then(|kind| svc_core::projection::spec_by_version(kind, &version));
     match spec {
-        Some(spec) => json_answer(spec.document(), &headers, FORMAT_MAX_AGE),
+        Some(spec) => json_document(spec.document(), &headers, FORMAT_MAX_AGE),
         None => ApiError::detail(Code::NotFound, "no projection of that type and version").into_response(),
     }
 }
 
 /// `GET /v1/ai-policy-key`: what each AI policy bit means.
 async fn ai_policy_key(headers: HeaderMap) -> Response {
-    json_answer(&svc_core::ai_policy::key_document(), &headers, FORMAT_MAX_AGE)
+    json_document(&svc_core::ai_policy::key_document(), &headers, FORMAT_MAX_AGE)
 }

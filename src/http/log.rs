@@ -17,7 +17,7 @@ use svc_core::tlog::{self, path_value};
 
 use super::AppState;
 use super::problem::{ApiError, ApiResult};
-use super::public::{PublicDocument, cached, query};
+use super::public::{PublicDocument, cached, json_document, query};
 use crate::store::model::{LogCheckpoint, ReceiptPlace, ReceiptRoot};
 use crate::store::{be, cf};
 
@@ -60,8 +60,7 @@ fn max_age(pinned: bool) -> u32 {
 }
 
 fn json_answer(value: &Value, headers: &HeaderMap, pinned: bool) -> Response {
-    let document = PublicDocument::new(Bytes::from(value.to_string()));
-    cached(&document, headers, max_age(pinned), "application/json")
+    json_document(value, headers, max_age(pinned))
 }
 
 #[derive(Deserialize)]
@@ -145,20 +144,24 @@ async fn proof_route(state: &AppState, uri: &Uri, headers: &HeaderMap) -> ApiRes
     }
 }
 
+/// A leaf's place in a checkpoint's tree, as every proof answer gives it.
+pub fn inclusion_value(index: u64, path: &[Hash], checkpoint: &LogCheckpoint) -> Value {
+    json!({
+        "leaf_index": index,
+        "tree_size": checkpoint.size,
+        "inclusion_path": path_value(path),
+        "checkpoint": checkpoint.note,
+    })
+}
+
 /// A leaf's index and audit path at a signed checkpoint.
 async fn log_inclusion(state: &AppState, leaf: &Hash, tree_size: Option<u64>) -> ApiResult<Option<Value>> {
-    let Some(index) = state.log.find(leaf)? else { return Ok(None) };
-    let signed = signed_checkpoint(state, tree_size)?;
-    if index >= signed.size {
+    if state.log.find(leaf)?.is_none() {
         return Ok(None);
     }
-    let path = state.log.inclusion(index, signed.size).await?.ok_or_else(|| ApiError::internal("log tree short"))?;
-    Ok(Some(json!({
-        "leaf_index": index,
-        "tree_size": signed.size,
-        "inclusion_path": path_value(&path),
-        "checkpoint": signed.note,
-    })))
+    let signed = signed_checkpoint(state, tree_size)?;
+    let proven = state.log.prove(leaf, &signed).await?;
+    Ok(proven.map(|(index, path)| inclusion_value(index, &path, &signed)))
 }
 
 async fn inclusion(state: &AppState, leaf: Hash, tree_size: Option<u64>) -> ApiResult<Value> {

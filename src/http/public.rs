@@ -111,6 +111,11 @@ pub fn cached(
     response
 }
 
+/// A JSON document answered as [`cached`].
+pub fn json_document(value: &serde_json::Value, request_headers: &HeaderMap, max_age: u32) -> Response {
+    cached(&PublicDocument::new(Bytes::from(value.to_string())), request_headers, max_age, "application/json")
+}
+
 /// `GET /.well-known/keys`: the dual-signed `jwks.v1` key set.
 async fn keys(State(state): State<AppState>, method: Method, headers: HeaderMap) -> Response {
     let Some(document) = state.key_set.document(state.clock.now()) else {

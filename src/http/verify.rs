@@ -175,20 +175,13 @@ async fn log_inclusion(state: &AppState, seal: &ServedSeal) -> ApiResult<Value> 
     let Some(checkpoint) = state.log.latest()? else {
         return Ok(json!({"included": false, "reason": "log_not_available", "leaf_hash": name}));
     };
-    let index = state.log.find(&hash)?.filter(|i| *i < checkpoint.size);
-    let Some(index) = index else {
+    let Some((index, path)) = state.log.prove(&hash, &checkpoint).await? else {
         return Ok(
             json!({"included": false, "reason": "not_in_log", "leaf_hash": name, "checkpoint": checkpoint.note}),
         );
     };
-    let path =
-        state.log.inclusion(index, checkpoint.size).await?.ok_or_else(|| ApiError::internal("log tree short"))?;
-    Ok(json!({
-        "included": true,
-        "leaf_hash": name,
-        "leaf_index": index,
-        "tree_size": checkpoint.size,
-        "inclusion_path": svc_core::tlog::path_value(&path),
-        "checkpoint": checkpoint.note,
-    }))
+    let mut value = super::log::inclusion_value(index, &path, &checkpoint);
+    value["included"] = json!(true);
+    value["leaf_hash"] = json!(name);
+    Ok(value)
 }

@@ -312,27 +312,49 @@ impl Engine {
         self.log.commit(change, now)
     }
 
-    /// Registers home's own keys in the key set (read and written here, by
-    /// the one writer, so no certification is lost between the two).
-    pub fn found_key_set(&mut self, valid_from: UnixMs, now: UnixMs) -> StoreResult<()> {
+    /// Applies `edit` to the key set's register and commits it, signed
+    /// again, with `also` in the same write. Read and written here, by the
+    /// one writer, so no change to the set is lost between the two.
+    fn amend_key_set(
+        &mut self,
+        now: UnixMs,
+        edit: impl FnOnce(&mut Vec<svc_core::keyset::KeyEntry>) -> Result<bool, svc_core::Reason>,
+        also: impl FnOnce(&mut Change),
+    ) -> StoreResult<Result<(), svc_core::Reason>> {
         self.settle_writes()?;
-        if let Some(change) = crate::key_set::founding(self.log.store(), &self.keys, valid_from, now)? {
-            self.log.commit(change, now)?;
+        match crate::key_set::amend(self.log.store(), &self.keys, now, edit)? {
+            Ok(Some(mut change)) => {
+                also(&mut change);
+                self.log.commit(change, now)?;
+                Ok(Ok(()))
+            }
+            Ok(None) => Ok(Ok(())),
+            Err(reason) => Ok(Err(reason)),
         }
-        Ok(())
     }
 
+    /// Registers home's own keys (all but receipt keys, which are certified
+    /// like any region's) in the key set, the first time.
+    pub fn found_key_set(&mut self, valid_from: UnixMs, now: UnixMs) -> StoreResult<()> {
+        let own = self.keys.entries(valid_from);
+        let founding = |entries: &mut Vec<svc_core::keyset::KeyEntry>| {
+            let missing: Vec<_> = own.into_iter().filter(|e| !entries.iter().any(|k| k.kid == e.kid)).collect();
+            let changed = !missing.is_empty();
+            entries.splice(0..0, missing);
+            Ok(changed)
+        };
+        self.amend_key_set(now, founding, |_| {}).map(|_| ())
+    }
+
+    /// Certifies `key` as `region`'s receipt key (idempotent).
     pub fn certify_receipt_key(
         &mut self,
         region: &str,
         key: &svc_core::keys::VerifyingKey,
         now: UnixMs,
     ) -> StoreResult<()> {
-        self.settle_writes()?;
-        if let Some(change) = crate::key_set::certification(self.log.store(), &self.keys, region, key, now)? {
-            self.log.commit(change, now)?;
-        }
-        Ok(())
+        let certify = |entries: &mut Vec<_>| Ok(svc_core::keyset::certify_receipt_key(entries, key, region, now));
+        self.amend_key_set(now, certify, |_| {}).map(|_| ())
     }
 
     /// Draws a successor for one of home's own keys, lists it in the key set
@@ -343,15 +365,21 @@ impl Engine {
         purpose: svc_core::keyset::Purpose,
         now: UnixMs,
     ) -> StoreResult<Option<Vec<String>>> {
-        self.settle_writes()?;
         let store = self.log.store().clone();
         let Some(successor) = self.keys.draw_successor(&store, purpose, now)? else {
             return Ok(None);
         };
         let kids = successor.entries.iter().map(|e| e.kid.clone()).collect();
-        let mut change = crate::key_set::succession(&store, &self.keys, successor.entries, now)?;
-        change.put(cf::META, ServiceKeys::rotations_key(), &successor.all);
-        self.log.commit(change, now)?;
+        let entries = successor.entries;
+        let succeed = |all: &mut Vec<_>| {
+            svc_core::keyset::succeed(all, entries, now);
+            Ok(true)
+        };
+        let rotations = successor.all;
+        // Listing a successor never refuses: only the stored write can fail.
+        let _listed = self.amend_key_set(now, succeed, |change| {
+            change.put(cf::META, ServiceKeys::rotations_key(), &rotations);
+        })?;
         self.keys.install(&successor.rotation);
         Ok(Some(kids))
     }
@@ -364,12 +392,7 @@ impl Engine {
         compromised_at: Option<UnixMs>,
         now: UnixMs,
     ) -> StoreResult<Result<(), svc_core::Reason>> {
-        self.settle_writes()?;
-        match crate::key_set::ending(self.log.store(), &self.keys, kid, valid_until, compromised_at, now)? {
-            Ok(Some(change)) => self.log.commit(change, now).map(|_| Ok(())),
-            Ok(None) => Ok(Ok(())),
-            Err(reason) => Ok(Err(reason)),
-        }
+        self.amend_key_set(now, |entries| svc_core::keyset::end_key(entries, kid, valid_until, compromised_at), |_| {})
     }
 
     fn business_context(

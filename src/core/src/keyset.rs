@@ -193,6 +193,12 @@ fn envelope_value(envelope: &Envelope) -> Value {
     serde_json::to_value(envelope).unwrap_or(Value::Null)
 }
 
+/// The key of `purpose` with id `kid` among `entries` that was valid at `at`.
+pub fn key_in(entries: &[KeyEntry], purpose: Purpose, kid: &str, at: UnixMs) -> Option<VerifyingKey> {
+    let entry = entries.iter().find(|e| e.purpose == purpose && e.kid == kid && e.valid_at(at))?;
+    VerifyingKey::from_jwk(&entry.jwk).ok()
+}
+
 /// The root's two public keys, pinned by whoever verifies offline.
 #[derive(Debug, Clone)]
 pub struct RootAnchors {
@@ -210,8 +216,7 @@ pub struct KeySet {
 impl KeySet {
     /// The key of `purpose` with id `kid` that was valid at `at`.
     pub fn key(&self, purpose: Purpose, kid: &str, at: UnixMs) -> Option<VerifyingKey> {
-        let entry = self.keys.iter().find(|e| e.purpose == purpose && e.kid == kid && e.valid_at(at))?;
-        VerifyingKey::from_jwk(&entry.jwk).ok()
+        key_in(&self.keys, purpose, kid, at)
     }
 
     /// The receipt key `kid` of `region`, valid at `at`: a receipt signed by

@@ -6,7 +6,7 @@
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::Reason;
 use crate::digest::sha256_prefixed;
@@ -224,33 +224,26 @@ pub fn check_receipt_proof(
     keys: &KeySet,
     origin: &str,
 ) -> Result<Option<crate::tlog::Checkpoint>, Reason> {
-    let proof = |log: &Value| -> Result<crate::tlog::ReceiptProof, Reason> {
-        Ok(crate::tlog::ReceiptProof {
-            index: answer.get("index").and_then(Value::as_u64).ok_or(Reason::PayloadMalformed)?,
-            path: crate::tlog::parse_path(answer.get("path").unwrap_or(&Value::Null))?,
-            minute: crate::tlog::ReceiptMinute::parse(
-                answer.get("minute_leaf").and_then(Value::as_str).ok_or(Reason::PayloadMalformed)?.as_bytes(),
-            )?,
-            leaf_index: log.get("leaf_index").and_then(Value::as_u64).ok_or(Reason::PayloadMalformed)?,
-            log_path: crate::tlog::parse_path(log.get("inclusion_path").unwrap_or(&Value::Null))?,
-        })
+    let log = answer.get("log").filter(|log| !log.is_null());
+    let proof = crate::tlog::ReceiptProof {
+        index: answer.get("index").and_then(Value::as_u64).ok_or(Reason::PayloadMalformed)?,
+        path: crate::tlog::parse_path(answer.get("path").unwrap_or(&Value::Null))?,
+        minute: crate::tlog::ReceiptMinute::parse(
+            answer.get("minute_leaf").and_then(Value::as_str).ok_or(Reason::PayloadMalformed)?.as_bytes(),
+        )?,
+        leaf_index: log.and_then(|log| log.get("leaf_index")).and_then(Value::as_u64).unwrap_or_default(),
+        log_path: log
+            .map(|log| crate::tlog::parse_path(log.get("inclusion_path").unwrap_or(&Value::Null)))
+            .transpose()?
+            .unwrap_or_default(),
     };
-    match answer.get("log") {
-        Some(log) if !log.is_null() => {
-            let note = log.get("checkpoint").and_then(Value::as_str).ok_or(Reason::PayloadMalformed)?;
-            let checkpoint = checkpoint_of(note, keys, origin)?;
-            proof(log)?.check(receipt, &checkpoint)?;
-            Ok(Some(checkpoint))
-        }
+    let Some(log) = log else {
         // Not sequenced yet: the first level alone.
-        _ => {
-            let first = proof(&json!({"leaf_index": 0, "inclusion_path": []}))?;
-            let leaf = crate::merkle::leaf_hash(receipt);
-            if crate::merkle::verify_inclusion(&leaf, first.index, first.minute.size, &first.path, &first.minute.root) {
-                Ok(None)
-            } else {
-                Err(Reason::InclusionInvalid)
-            }
-        }
-    }
+        proof.check_in_minute(receipt)?;
+        return Ok(None);
+    };
+    let note = log.get("checkpoint").and_then(Value::as_str).ok_or(Reason::PayloadMalformed)?;
+    let checkpoint = checkpoint_of(note, keys, origin)?;
+    proof.check(receipt, &checkpoint)?;
+    Ok(Some(checkpoint))
 }
