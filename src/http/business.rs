@@ -359,7 +359,14 @@ async fn publish_inner(state: &AppState, kind: &str, req: Request<Body>) -> ApiR
             let push = if settled {
                 push
             } else {
-                run_push(&state.push_runner()?, &push_id).await.map_err(ApiError::internal)?
+                // Its own task: a client that stops waiting (a forwarded
+                // request timing out) must not leave the push half run,
+                // where a resend would only report it until it stalls.
+                let (runner, id) = (state.push_runner()?, push_id.clone());
+                tokio::spawn(async move { run_push(&runner, &id).await })
+                    .await
+                    .map_err(ApiError::internal)?
+                    .map_err(ApiError::internal)?
             };
             (StatusCode::OK, serde_json::to_vec(&publish_outcome(state, &push)?).unwrap_or_default(), None)
         }
