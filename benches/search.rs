@@ -28,6 +28,7 @@ use svc::loadgen::{self, Latency, Plan, Query, summarize};
 use svc::node::Node;
 use svc::sandbox::corpus::{Sizes, generate};
 use svc::sandbox::seed::{admin, ensure_seeded};
+use svc_core::ids::RecordType;
 use svc_core::keys::{Alg, SigningKey};
 use svc_core::search::SearchQuery;
 
@@ -178,6 +179,17 @@ fn main() {
             seeding.elapsed().as_secs_f64()
         );
         let (group, keys) = retrieval_keys(&state, connections).await;
+        // Searches run on the index at rest: each shard merged into one
+        // segment once quiet, as a region's index is between batches.
+        let product_segments =
+            || state.index.documents().iter().filter(|(c, _, _)| *c == RecordType::Products).map(|(_, _, s)| *s).sum();
+        let settling = Instant::now();
+        let mut segments: usize = product_segments();
+        while segments > shards && settling.elapsed() < Duration::from_secs(120) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            segments = product_segments();
+        }
+        eprintln!("index: {segments} product segments over {shards} shard(s)");
 
         let queries: Vec<Query> = loadgen::product_mix(seed, mix);
         let judged: Vec<SearchQuery> = queries
@@ -196,6 +208,25 @@ fn main() {
             rows.iter().filter(|n| **n == 0).count()
         );
 
+        // What each kind of search costs straight on the index, one thread.
+        let mut kinds: std::collections::BTreeMap<String, (u32, Duration)> = Default::default();
+        for query in &judged {
+            let kind = format!("{} by {}", if query.text.is_some() { "text" } else { "browse" }, query.sort[0].field);
+            let began = Instant::now();
+            for _ in 0..20 {
+                state.index.search(query, &group, Instant::now() + Duration::from_secs(5)).expect("search");
+            }
+            let entry = kinds.entry(kind).or_default();
+            entry.0 += 20;
+            entry.1 += began.elapsed();
+        }
+        for (kind, (runs, took)) in &kinds {
+            eprintln!(
+                "  {kind:<28} {:>3} searches, {:>7.1} µs each",
+                runs / 20,
+                took.as_secs_f64() * 1e6 / f64::from(*runs)
+            );
+        }
         eprintln!("(a) HTTP: {connections} connections, {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
         let plan = Plan {
             base_url: format!("http://{}", node.addr),

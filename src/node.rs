@@ -182,6 +182,7 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         indexer,
         index_shards,
         limits: Arc::new(Limits::new(config_limits)),
+        serve_times: Arc::default(),
         billing,
         receipts,
         receipt_folder,

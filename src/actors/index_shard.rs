@@ -1,11 +1,22 @@
 //! One tantivy shard of one collection: the only writer of its index. It
 //! applies a batch of upserts and deletes, commits, and reloads the readers
-//! searches share, so a search sees a batch once the shard answered.
+//! searches share, so a search sees a batch once the shard answered. Once
+//! the shard has been quiet a while, it merges its segments into one.
+
+use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::search::ShardWriter;
 use crate::search::doc::Blocked;
+
+/// How long a shard waits after its last batch before it compacts: a
+/// stream of batches is left to tantivy's own merges meanwhile.
+const QUIET: Duration = Duration::from_secs(2);
+/// The shortest time between two compactions. Each rewrites the whole
+/// shard, so a trickle of batches just over `QUIET` apart must not make
+/// the shard rewrite itself every few seconds.
+const COMPACTION_GAP: Duration = Duration::from_secs(60);
 
 pub enum IndexShardMsg {
     Apply {
@@ -14,6 +25,8 @@ pub enum IndexShardMsg {
         deletes: Vec<String>,
         reply: RpcReplyPort<Result<(), String>>,
     },
+    /// Sent `QUIET` after a batch: compact if nothing came since.
+    Settle,
     Observe(RpcReplyPort<IndexShardSnapshot>),
 }
 
@@ -21,6 +34,7 @@ pub enum IndexShardMsg {
 pub struct IndexShardSnapshot {
     pub docs: u64,
     pub commits: u64,
+    pub compactions: u64,
 }
 
 pub struct IndexShard;
@@ -28,6 +42,18 @@ pub struct IndexShard;
 pub struct IndexShardState {
     writer: ShardWriter,
     commits: u64,
+    compactions: u64,
+    last_apply: Option<Instant>,
+    last_compaction: Option<Instant>,
+}
+
+impl IndexShardState {
+    /// When the shard may compact next, if it has anything to settle.
+    fn compaction_due(&self) -> Option<Instant> {
+        let quiet_from = self.last_apply? + QUIET;
+        let allowed_from = self.last_compaction.map_or(quiet_from, |at| at + COMPACTION_GAP);
+        Some(quiet_from.max(allowed_from))
+    }
 }
 
 impl Actor for IndexShard {
@@ -37,15 +63,23 @@ impl Actor for IndexShard {
 
     async fn pre_start(
         &self,
-        _me: ActorRef<IndexShardMsg>,
+        me: ActorRef<IndexShardMsg>,
         writer: ShardWriter,
     ) -> Result<IndexShardState, ActorProcessingErr> {
-        Ok(IndexShardState { writer, commits: 0 })
+        // An index left in several segments by a stop settles too.
+        me.send_after(QUIET, || IndexShardMsg::Settle);
+        Ok(IndexShardState {
+            writer,
+            commits: 0,
+            compactions: 0,
+            last_apply: Some(Instant::now()),
+            last_compaction: None,
+        })
     }
 
     async fn handle(
         &self,
-        _me: ActorRef<IndexShardMsg>,
+        me: ActorRef<IndexShardMsg>,
         msg: IndexShardMsg,
         state: &mut IndexShardState,
     ) -> Result<(), ActorProcessingErr> {
@@ -54,11 +88,37 @@ impl Actor for IndexShard {
                 let result = tokio::task::block_in_place(|| state.writer.apply(upserts, deletes));
                 if result.is_ok() {
                     state.commits += 1;
+                    state.last_apply = Some(Instant::now());
+                    me.send_after(QUIET, || IndexShardMsg::Settle);
                 }
                 let _ = reply.send(result);
             }
+            IndexShardMsg::Settle => {
+                let Some(due) = state.compaction_due() else { return Ok(()) };
+                // Each batch scheduled a settle: the one after the last batch acts.
+                if state.last_apply.is_some_and(|at| at.elapsed() < QUIET) {
+                    return Ok(());
+                }
+                let now = Instant::now();
+                if due > now {
+                    me.send_after(due - now, || IndexShardMsg::Settle);
+                    return Ok(());
+                }
+                match tokio::task::block_in_place(|| state.writer.compact()) {
+                    Ok(merged) => state.compactions += u64::from(merged),
+                    // tantivy may be merging some of the segments itself: the
+                    // next batch's settle tries again.
+                    Err(e) => tracing::debug!(error = %e, "compaction deferred"),
+                }
+                state.last_apply = None;
+                state.last_compaction = Some(Instant::now());
+            }
             IndexShardMsg::Observe(reply) => {
-                let _ = reply.send(IndexShardSnapshot { docs: state.writer.num_docs(), commits: state.commits });
+                let _ = reply.send(IndexShardSnapshot {
+                    docs: state.writer.num_docs(),
+                    commits: state.commits,
+                    compactions: state.compactions,
+                });
             }
         }
         Ok(())

@@ -69,9 +69,16 @@ async fn metrics(State(state): State<AppState>) -> Response {
     if let Ok(indexer) = ractor::call!(state.indexer, IndexerMsg::Observe) {
         m.gauge("svc_index_applied_seq", none, indexer.applied_seq as f64);
     }
-    for (collection, docs) in state.index.documents() {
-        m.gauge("svc_index_documents", &[("collection", collection.name().to_owned())], docs as f64);
+    for (collection, docs, segments) in state.index.documents() {
+        let label = [("collection", collection.name().to_owned())];
+        m.gauge("svc_index_documents", &label, docs as f64);
+        m.gauge("svc_index_segments", &label, segments as f64);
     }
+    // Segments a search answered by walking a sort order, or by the whole
+    // query (a text, or a filter too narrow to walk).
+    let (walked, whole) = state.index.plans();
+    m.total("svc_search_segments_total", &[("plan", "walk".to_owned())], walked);
+    m.total("svc_search_segments_total", &[("plan", "whole".to_owned())], whole);
     if let Ok(nonces) = ractor::call!(state.nonces, NonceMsg::Observe) {
         m.gauge("svc_nonce_store_size", none, nonces.held as f64);
         m.gauge("svc_nonce_feed_seq", none, nonces.feed_seq as f64);

@@ -60,6 +60,8 @@ pub struct AppState {
     pub index_shards: Vec<ActorRef<crate::actors::index_shard::IndexShardMsg>>,
     /// Per-key budgets: catalogue read-back, request rate, query cost.
     pub limits: Arc<crate::limits::Limits>,
+    /// Each business's serve-time members, between answers.
+    pub serve_times: Arc<retrieval::ServeTimes>,
     pub billing: ActorRef<crate::actors::billing::BillingMsg>,
     pub receipts: ActorRef<crate::actors::receipt_log::ReceiptLogMsg>,
     pub receipt_folder: ActorRef<crate::actors::receipt_folder::ReceiptFolderMsg>,

@@ -8,14 +8,17 @@ use std::collections::HashMap;
 use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::time::Instant;
 
 use svc_core::ids::RecordType;
 use svc_core::search::fields::Kind;
 use svc_core::search::{Condition, Direction, Scalar, SearchQuery};
+use tantivy::DocSet;
 use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::columnar::{Column, DynamicColumn, NumericalType};
 use tantivy::directory::MmapDirectory;
+use tantivy::index::SegmentId;
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::query::{AllQuery, BooleanQuery, EnableScoring, Occur, Query, RangeQuery, TermQuery};
 use tantivy::schema::{
@@ -28,12 +31,14 @@ use tantivy::{
 };
 
 use super::doc::{Blocked, IndexDoc, Indexed};
+use super::filter::DocFilter;
+use super::orders::SortOrders;
 
 /// The JSON field holding filter and sort values.
-const VALUES: &str = "f";
+pub(super) const VALUES: &str = "f";
 
 /// The key of a row field inside the values object (no dots, so paths are plain).
-fn value_key(field: &str) -> String {
+pub(super) fn value_key(field: &str) -> String {
     field.replace('.', "_")
 }
 
@@ -53,8 +58,9 @@ pub struct Fields {
 fn schema(collection: RecordType) -> (Schema, Fields) {
     let mut builder = Schema::builder();
     let id = builder.add_text_field("id", STRING | STORED);
-    let country = builder.add_text_field("country", STRING);
-    let blocked = builder.add_text_field("blocked", STRING);
+    // Fast too: a search's filter reads them per candidate (`filter.rs`).
+    let country = builder.add_text_field("country", STRING | FAST);
+    let blocked = builder.add_text_field("blocked", STRING | FAST);
     let row = builder.add_bytes_field("row", STORED);
     let tie = builder.add_u64_field("tie", FAST);
     let values = builder.add_json_field(
@@ -97,6 +103,7 @@ pub struct ShardReader {
     index: Index,
     reader: IndexReader,
     fields: Fields,
+    orders: SortOrders,
 }
 
 fn open(dir: &Path, collection: RecordType) -> Result<(Index, IndexReader, Fields), String> {
@@ -105,8 +112,13 @@ fn open(dir: &Path, collection: RecordType) -> Result<(Index, IndexReader, Field
     let directory = MmapDirectory::open(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // Rows are read back for every answer (up to 50 a search): an
     // uncompressed doc store makes that a copy rather than a decompression.
-    let settings =
-        tantivy::IndexSettings { docstore_compression: tantivy::store::Compressor::None, ..Default::default() };
+    // Small blocks, since each row read copies its whole block (the cache
+    // rarely holds it: rows are read scattered over the whole store).
+    let settings = tantivy::IndexSettings {
+        docstore_compression: tantivy::store::Compressor::None,
+        docstore_blocksize: 4_096,
+        ..Default::default()
+    };
     let index =
         Index::builder().schema(schema).settings(settings).open_or_create(directory).map_err(|e| e.to_string())?;
     // Reloaded by the writer after each commit, so a search sees a commit
@@ -134,6 +146,19 @@ impl ShardWriter {
         }
         self.writer.commit().map_err(|e| e.to_string())?;
         self.reader.reload().map_err(|e| e.to_string())
+    }
+
+    /// Merges every segment into one, and answers whether there was more
+    /// than one. A search pays for each segment (its term lookups, scorers
+    /// and buffers), so a shard at rest is best as a single segment.
+    pub fn compact(&mut self) -> Result<bool, String> {
+        let segments = self.writer.index().searchable_segment_ids().map_err(|e| e.to_string())?;
+        if segments.len() < 2 {
+            return Ok(false);
+        }
+        self.writer.merge(&segments).wait().map_err(|e| e.to_string())?;
+        self.reader.reload().map_err(|e| e.to_string())?;
+        Ok(true)
     }
 }
 
@@ -179,7 +204,7 @@ pub type NamedWriter = (RecordType, usize, ShardWriter);
 /// Opens (or creates) every shard under `dir`: the writers for the actors,
 /// the readers for searches.
 /// Bumped whenever the index schema changes, so an older index is rebuilt.
-const SCHEMA_VERSION: u32 = 2;
+const SCHEMA_VERSION: u32 = 3;
 
 /// Makes the index directory hold `shards` shards per collection. An index
 /// laid out for another count (or from before the layout was recorded, when
@@ -224,11 +249,15 @@ pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedWrit
                 index: index.clone(),
                 reader: reader.clone(),
                 fields: fields.clone(),
+                orders: SortOrders::default(),
             }));
             writers.push((collection, n, ShardWriter { writer, reader, fields }));
         }
     }
-    Ok((SearchIndex { shards: readers, count: shards.max(1) }, writers))
+    Ok((
+        SearchIndex { shards: readers, count: shards.max(1), walked: AtomicU64::new(0), whole: AtomicU64::new(0) },
+        writers,
+    ))
 }
 
 /// What a search found: signed rows in order, and whether the time budget
@@ -243,6 +272,9 @@ pub struct Hits {
 pub struct SearchIndex {
     shards: HashMap<RecordType, Vec<Arc<ShardReader>>>,
     count: usize,
+    /// Segments answered by a walk, and by the whole query.
+    walked: AtomicU64,
+    whole: AtomicU64,
 }
 
 fn json_term(fields: &Fields, key: &str) -> Term {
@@ -277,6 +309,24 @@ fn any_of(queries: Vec<Box<dyn Query>>) -> Box<dyn Query> {
 }
 
 impl ShardReader {
+    /// The documents of a segment offered in a country, deleted ones too.
+    fn country_docs(&self, segment: &SegmentReader, country: &str) -> Vec<DocId> {
+        let term = Term::from_field_text(self.fields.country, country);
+        let postings = segment
+            .inverted_index(self.fields.country)
+            .ok()
+            .and_then(|index| index.read_postings(&term, IndexRecordOption::Basic).ok().flatten());
+        let mut docs = Vec::new();
+        if let Some(mut postings) = postings {
+            let mut doc = postings.doc();
+            while doc != tantivy::TERMINATED {
+                docs.push(doc);
+                doc = postings.advance();
+            }
+        }
+        docs
+    }
+
     fn text_query(&self, text: &str, query_by: &[&'static str]) -> Result<Option<Box<dyn Query>>, String> {
         let fields: Vec<Field> =
             self.fields.texts.iter().filter(|(n, _)| query_by.contains(n)).map(|(_, f)| *f).collect();
@@ -289,22 +339,18 @@ impl ShardReader {
         if tokens.is_empty() {
             return Ok(None);
         }
-        // Any token in any of the fields; BM25 ranks what matched more.
-        let per_token = tokens
+        // Any token in any of the fields; BM25 sums what matched. One flat
+        // union: each union scorer allocates its own buffers per segment.
+        let terms = tokens
             .iter()
-            .map(|token| {
-                any_of(
-                    fields
-                        .iter()
-                        .map(|f| {
-                            Box::new(TermQuery::new(Term::from_field_text(*f, token), IndexRecordOption::WithFreqs))
-                                as Box<dyn Query>
-                        })
-                        .collect(),
-                )
+            .flat_map(|token| {
+                fields.iter().map(move |f| {
+                    Box::new(TermQuery::new(Term::from_field_text(*f, token), IndexRecordOption::WithFreqs))
+                        as Box<dyn Query>
+                })
             })
             .collect();
-        Ok(Some(any_of(per_token)))
+        Ok(Some(any_of(terms)))
     }
 
     fn query(&self, q: &SearchQuery, group: &str) -> Result<(Box<dyn Query>, Vec<Near>), String> {
@@ -383,69 +429,72 @@ impl SearchIndex {
         self.count
     }
 
-    /// Documents per collection, as searches see them now.
-    pub fn documents(&self) -> Vec<(RecordType, u64)> {
-        let mut counts: Vec<(RecordType, u64)> = self
+    /// Documents and segments per collection, as searches see them now.
+    /// Every segment costs each search a term lookup and its own scorers,
+    /// so the segment count is worth watching.
+    pub fn documents(&self) -> Vec<(RecordType, u64, usize)> {
+        let mut counts: Vec<(RecordType, u64, usize)> = self
             .shards
             .iter()
-            .map(|(collection, shards)| (*collection, shards.iter().map(|s| s.reader.searcher().num_docs()).sum()))
+            .map(|(collection, shards)| {
+                let searchers: Vec<tantivy::Searcher> = shards.iter().map(|s| s.reader.searcher()).collect();
+                let docs = searchers.iter().map(|s| s.num_docs()).sum();
+                let segments = searchers.iter().map(|s| s.segment_readers().len()).sum();
+                (*collection, docs, segments)
+            })
             .collect();
-        counts.sort_by_key(|(c, _)| c.name());
+        counts.sort_by_key(|(c, _, _)| c.name());
         counts
+    }
+
+    /// How many segments searches answered by a walk, and by the whole query.
+    pub fn plans(&self) -> (u64, u64) {
+        (self.walked.load(AtomicOrdering::Relaxed), self.whole.load(AtomicOrdering::Relaxed))
     }
 
     /// Runs a judged search for a caller's group, shard by shard and segment
     /// by segment, stopping at the deadline with what it has.
+    ///
+    /// Candidates come from the text's postings when there is a text, and
+    /// otherwise from the first sort key's order; the filter is read from
+    /// columns per candidate. A segment where walking the order would visit
+    /// too much (a narrow filter) runs the whole query through tantivy.
     pub fn search(&self, q: &SearchQuery, group: &str, deadline: Instant) -> Result<Hits, String> {
+        self.run(q, group, deadline, false)
+    }
+
+    /// The same search run as one tantivy query per segment, as the
+    /// planned search falls back to: what a test compares the plans with.
+    #[cfg(test)]
+    fn search_whole(&self, q: &SearchQuery, group: &str, deadline: Instant) -> Result<Hits, String> {
+        self.run(q, group, deadline, true)
+    }
+
+    fn run(&self, q: &SearchQuery, group: &str, deadline: Instant, whole: bool) -> Result<Hits, String> {
         let Some(shards) = self.shards.get(&q.collection) else { return Ok(Hits::default()) };
         let mut found: Vec<(Ranked, usize, DocAddress)> = Vec::new();
         let directions: Vec<Direction> = q.sort.iter().map(|k| k.direction).collect();
-        // Relevance alone: tantivy's own top-k, which skips documents that
-        // cannot beat the k-th score (block-max WAND).
-        let by_score_only = q.text.is_some()
-            && q.sort.len() == 1
-            && q.sort[0].field == "_text_match"
-            && q.sort[0].direction == Direction::Desc;
         let mut partial = false;
         // One searcher per shard for the whole search: addresses stay valid.
         let searchers: Vec<tantivy::Searcher> = shards.iter().map(|s| s.reader.searcher()).collect();
         'shards: for (n, shard) in shards.iter().enumerate() {
             let searcher = &searchers[n];
-            let (query, near) = shard.query(q, group)?;
-            let keys: Vec<SortKey> = q
-                .sort
-                .iter()
-                .map(|k| match k.field.as_str() {
-                    "_text_match" => SortKey { column: None, direction: k.direction },
-                    field => SortKey { column: Some(format!("{VALUES}.{}", value_key(field))), direction: k.direction },
-                })
-                .collect();
-            let collector = TopKeys { limit: q.limit, keys, near };
-            let scoring = if q.text.is_some() {
-                EnableScoring::enabled_from_searcher(searcher)
-            } else {
-                EnableScoring::disabled_from_searcher(searcher)
-            };
-            let weight = query.weight(scoring).map_err(|e| e.to_string())?;
+            let mut plan = ShardPlan::new(shard, searcher, q, group, whole)?;
+            let live: Vec<SegmentId> = searcher.segment_readers().iter().map(|s| s.segment_id()).collect();
             for (ord, segment) in searcher.segment_readers().iter().enumerate() {
                 if Instant::now() >= deadline {
                     partial = true;
                     break 'shards;
                 }
-                if by_score_only && collector.near.is_empty() {
-                    let top = TopDocs::with_limit(q.limit).order_by_score();
-                    let fruit = top.collect_segment(weight.as_ref(), ord as u32, segment).map_err(|e| e.to_string())?;
-                    let scored = top.merge_fruits(vec![fruit]).map_err(|e| e.to_string())?;
-                    let ties = tie_column(segment);
-                    found.extend(scored.into_iter().map(|(score, doc)| {
-                        (([Some(f64::from(score)), None, None], tie_of(&ties, doc.doc_id)), n, doc)
-                    }));
-                } else {
-                    let fruit =
-                        collector.collect_segment(weight.as_ref(), ord as u32, segment).map_err(|e| e.to_string())?;
-                    found.extend(fruit.into_iter().map(|(key, doc)| (key, n, doc)));
-                }
+                let (fruit, late, walked) = plan.segment(ord as u32, segment, &live, deadline)?;
+                let counter = if walked { &self.walked } else { &self.whole };
+                counter.fetch_add(1, AtomicOrdering::Relaxed);
+                found.extend(fruit.into_iter().map(|(key, doc)| (key, n, doc)));
                 sort_and_cut(&mut found, q.limit, &directions);
+                if late {
+                    partial = true;
+                    break 'shards;
+                }
             }
         }
         let mut rows = Vec::with_capacity(found.len());
@@ -459,7 +508,219 @@ impl SearchIndex {
     }
 }
 
+/// How one shard answers a search, segment by segment.
+struct ShardPlan<'a> {
+    shard: &'a ShardReader,
+    searcher: &'a tantivy::Searcher,
+    q: &'a SearchQuery,
+    group: &'a str,
+    collector: TopKeys,
+    /// The whole query: built when a segment needs it.
+    whole: Option<(Box<dyn tantivy::query::Weight>, Vec<Near>)>,
+    /// Every segment runs the whole query (the reference the walk matches).
+    always_whole: bool,
+}
+
+/// A segment's best candidates by the sort keys.
+type Fruit = Vec<(Ranked, DocAddress)>;
+
+impl<'a> ShardPlan<'a> {
+    fn new(
+        shard: &'a ShardReader,
+        searcher: &'a tantivy::Searcher,
+        q: &'a SearchQuery,
+        group: &'a str,
+        always_whole: bool,
+    ) -> Result<ShardPlan<'a>, String> {
+        let keys: Vec<SortKey> = q
+            .sort
+            .iter()
+            .map(|k| match k.field.as_str() {
+                "_text_match" => SortKey { column: None, direction: k.direction },
+                field => SortKey { column: Some(format!("{VALUES}.{}", value_key(field))), direction: k.direction },
+            })
+            .collect();
+        let collector = TopKeys { limit: q.limit, keys, near: Vec::new() };
+        Ok(ShardPlan { shard, searcher, q, group, collector, whole: None, always_whole })
+    }
+
+    fn scoring(&self) -> EnableScoring<'a> {
+        if self.q.text.is_some() {
+            EnableScoring::enabled_from_searcher(self.searcher)
+        } else {
+            EnableScoring::disabled_from_searcher(self.searcher)
+        }
+    }
+
+    /// The segment's best candidates, whether the deadline cut them short,
+    /// and whether a walk found them.
+    fn segment(
+        &mut self,
+        ord: u32,
+        segment: &SegmentReader,
+        live: &[SegmentId],
+        deadline: Instant,
+    ) -> Result<(Fruit, bool, bool), String> {
+        // A text's matches come from its postings, which tantivy intersects
+        // with the filter's best; a walk suits the filter alone.
+        if self.always_whole || self.q.text.is_some() {
+            return Ok((self.run_whole(ord, segment)?, false, false));
+        }
+        let filter = DocFilter::new(self.q, self.group, segment);
+        if filter.is_never() {
+            return Ok((Vec::new(), false, true));
+        }
+        let mut top = self.collector.for_segment(ord, segment).map_err(|e| e.to_string())?;
+        match self.walk(segment, live, &filter, &mut top, deadline) {
+            Walked::Done => Ok((top.harvest(), false, true)),
+            Walked::Late => Ok((top.harvest(), true, true)),
+            Walked::TooFar => Ok((self.run_whole(ord, segment)?, false, false)),
+        }
+    }
+
+    /// Walks the segment best first by the first sort key, offering each
+    /// match, until `limit` are held and the next document sorts after the
+    /// last of them on that key (ties on it are settled by the other keys).
+    fn walk(
+        &self,
+        segment: &SegmentReader,
+        live: &[SegmentId],
+        filter: &DocFilter,
+        top: &mut TopKeysSegment,
+        deadline: Instant,
+    ) -> Walked {
+        let Some(SortKey { column: Some(column), direction }) = self.collector.keys.first() else {
+            return Walked::TooFar;
+        };
+        let limit = self.q.limit.max(1);
+        let country = &self.q.country;
+        let order = self.shard.orders.get(segment, column, country, || self.shard.country_docs(segment, country), live);
+        // A walk visits about limit / (share of the country matching); past
+        // a quarter of the country, the postings of a narrow filter are cheaper.
+        let budget = (order.len() / 4).max(4 * limit);
+        let range = self.first_key_range();
+        let (mut matched, mut cut): (usize, Option<Option<f64>>) = (0, None);
+        for (visited, (value, doc)) in order.walk(*direction == Direction::Desc, range).enumerate() {
+            if cut.is_some_and(|c| !same(c, value)) {
+                return Walked::Done;
+            }
+            if visited % 1024 == 1023 {
+                if Instant::now() >= deadline {
+                    return Walked::Late;
+                }
+                if cut.is_none() && visited >= budget {
+                    return Walked::TooFar;
+                }
+            }
+            if !segment.is_deleted(doc) && filter.matches(doc) {
+                top.collect(doc, 0.0);
+                matched += 1;
+                if matched == limit {
+                    cut = Some(value);
+                }
+            }
+        }
+        Walked::Done
+    }
+
+    /// The bounds every match has on the first sort key's own field, from
+    /// the clauses on it.
+    fn first_key_range(&self) -> Option<(Bound<f64>, Bound<f64>)> {
+        let field = &self.q.sort.first()?.field;
+        let mut range: Option<(Bound<f64>, Bound<f64>)> = None;
+        for clause in self.q.clauses.iter().filter(|c| &c.field == field) {
+            for condition in &clause.conditions {
+                let (low, high) = match condition {
+                    Condition::Eq(Scalar::Num(n)) => (Bound::Included(*n), Bound::Included(*n)),
+                    Condition::Lt(n) => (Bound::Unbounded, Bound::Excluded(*n)),
+                    Condition::Lte(n) => (Bound::Unbounded, Bound::Included(*n)),
+                    Condition::Gt(n) => (Bound::Excluded(*n), Bound::Unbounded),
+                    Condition::Gte(n) => (Bound::Included(*n), Bound::Unbounded),
+                    _ => continue,
+                };
+                let (l, h) = range.unwrap_or((Bound::Unbounded, Bound::Unbounded));
+                range = Some((tighter(l, low, true), tighter(h, high, false)));
+            }
+        }
+        range
+    }
+
+    /// The whole query through tantivy, for one segment.
+    fn run_whole(&mut self, ord: u32, segment: &SegmentReader) -> Result<Fruit, String> {
+        if self.whole.is_none() {
+            let (query, near) = self.shard.query(self.q, self.group)?;
+            self.whole = Some((query.weight(self.scoring()).map_err(|e| e.to_string())?, near));
+        }
+        let Some((weight, near)) = &self.whole else { return Ok(Vec::new()) };
+        let keys = self.collector.keys.clone();
+        let near = near.clone();
+        let collector = TopKeys { limit: self.q.limit, keys, near };
+        // Relevance alone: tantivy's own top-k, which skips documents that
+        // cannot beat the k-th score (block-max WAND).
+        let by_score_only = self.q.text.is_some()
+            && matches!(&collector.keys[..], [SortKey { column: None, direction: Direction::Desc }])
+            && collector.near.is_empty();
+        if by_score_only {
+            let top = TopDocs::with_limit(self.q.limit).order_by_score();
+            let fruit = top.collect_segment(weight.as_ref(), ord, segment).map_err(|e| e.to_string())?;
+            let scored = top.merge_fruits(vec![fruit]).map_err(|e| e.to_string())?;
+            let ties = tie_column(segment);
+            return Ok(scored
+                .into_iter()
+                .map(|(score, doc)| (([Some(f64::from(score)), None, None], tie_of(&ties, doc.doc_id)), doc))
+                .collect());
+        }
+        collector.collect_segment(weight.as_ref(), ord, segment).map_err(|e| e.to_string())
+    }
+}
+
+/// How a walk ended.
+enum Walked {
+    /// It holds the segment's best rows.
+    Done,
+    /// The deadline came first: it holds what it found.
+    Late,
+    /// It would visit too much; the whole query answers instead.
+    TooFar,
+}
+
+/// Two first-key values that sort together.
+fn same(a: Option<f64>, b: Option<f64>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a == b,
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// The narrower of two bounds on one side of a range.
+fn tighter(a: Bound<f64>, b: Bound<f64>, low: bool) -> Bound<f64> {
+    let value = |x: &Bound<f64>| match x {
+        Bound::Included(v) | Bound::Excluded(v) => Some(*v),
+        Bound::Unbounded => None,
+    };
+    match (value(&a), value(&b)) {
+        (None, _) => b,
+        (_, None) => a,
+        (Some(x), Some(y)) if x == y => {
+            if matches!(a, Bound::Excluded(_)) {
+                a
+            } else {
+                b
+            }
+        }
+        (Some(x), Some(y)) => {
+            if (x > y) == low {
+                a
+            } else {
+                b
+            }
+        }
+    }
+}
+
 /// A near condition, checked exactly per candidate.
+#[derive(Clone)]
 struct Near {
     lat_key: String,
     lng_key: String,
@@ -468,6 +729,7 @@ struct Near {
     radius_km: f64,
 }
 
+#[derive(Clone)]
 struct SortKey {
     /// `None` for `_text_match` (the BM25 score).
     column: Option<String>,
@@ -517,7 +779,7 @@ fn sort_and_cut<T>(items: &mut Vec<(Ranked, T, DocAddress)>, limit: usize, direc
     items.truncate(limit);
 }
 
-fn f64_column(segment: &SegmentReader, path: &str) -> Option<Column<f64>> {
+pub(super) fn f64_column(segment: &SegmentReader, path: &str) -> Option<Column<f64>> {
     let handles = segment.fast_fields().dynamic_column_handles(path).ok()?;
     handles.into_iter().find_map(|h| match h.open().ok()?.coerce_numerical(NumericalType::F64)? {
         DynamicColumn::F64(column) => Some(column),
@@ -702,5 +964,129 @@ mod tests {
             assert_eq!(one_segment, expected, "{sort}");
             assert_eq!(other_order, expected, "{sort}: another history, the same rows in the same order");
         }
+    }
+
+    /// A product with a random price in some of its countries (not all:
+    /// a row may lack one), a random availability, sale flag and date.
+    fn random_product(rng: &mut crate::sandbox::corpus::Rng, n: usize) -> Blocked {
+        const COUNTRIES: [&str; 4] = ["FR", "DE", "GB", "US"];
+        let countries: Vec<String> = COUNTRIES.iter().filter(|_| rng.below(2) == 0).map(|c| c.to_string()).collect();
+        let mut filters = Vec::new();
+        for country in &countries {
+            if rng.below(8) != 0 {
+                filters.push((format!("price_{country}"), Indexed::Num(rng.below(40) as f64 * 2.5)));
+            }
+        }
+        let availability = *rng.pick(&["in_stock", "preorder", "out_of_stock", "discontinued"]);
+        filters.push(("availability".into(), Indexed::Str(availability.into())));
+        filters.push(("on_sale".into(), Indexed::Bool(rng.below(3) == 0)));
+        // Few distinct dates, so ties on the first key are common.
+        filters.push(("published_at".into(), Indexed::Num(1_800_000_000.0 + rng.below(50) as f64)));
+        let id = format!("p_{n}");
+        let doc = IndexDoc {
+            record_id: id.clone(),
+            business_uuid: format!("b{}", rng.below(5)),
+            countries,
+            texts: vec![("product_name", "lamp".into())],
+            filters,
+            points: vec![],
+            row: id.into_bytes(),
+        };
+        let blocked = if rng.below(6) == 0 { vec!["g_blocked".to_owned()] } else { vec![] };
+        (doc, blocked)
+    }
+
+    fn random_browse(rng: &mut crate::sandbox::corpus::Rng) -> SearchQuery {
+        use svc_core::search::{Clause, SortKey as Key};
+        let country = rng.pick(&["FR", "DE", "GB", "US", "IT"]).to_string();
+        let price = format!("price_{country}");
+        let mut clauses = Vec::new();
+        let mut conditions = Vec::new();
+        for _ in 0..rng.below(3) {
+            let n = rng.below(40) as f64 * 2.5;
+            conditions.push(match rng.below(5) {
+                0 => Condition::Gte(n),
+                1 => Condition::Gt(n),
+                2 => Condition::Lt(n),
+                3 => Condition::Lte(n),
+                _ => Condition::Eq(Scalar::Num(n)),
+            });
+        }
+        if !conditions.is_empty() {
+            clauses.push(Clause { field: price.clone(), kind: Kind::Money, conditions });
+        }
+        let values = ["in_stock", "preorder", "out_of_stock", "unknown"];
+        let some = |rng: &mut crate::sandbox::corpus::Rng| Scalar::Str(rng.pick(&values).to_string());
+        let availability = match rng.below(6) {
+            0 => Some(Condition::Eq(some(rng))),
+            1 => Some(Condition::Ne(some(rng))),
+            2 => Some(Condition::In(vec![some(rng), some(rng)])),
+            3 => Some(Condition::Nin(vec![some(rng), some(rng)])),
+            _ => None,
+        };
+        if let Some(condition) = availability {
+            clauses.push(Clause { field: "availability".into(), kind: Kind::Str, conditions: vec![condition] });
+        }
+        if rng.below(4) == 0 {
+            let condition = Condition::Eq(Scalar::Bool(rng.below(2) == 0));
+            clauses.push(Clause { field: "on_sale".into(), kind: Kind::Bool, conditions: vec![condition] });
+        }
+        let direction = |rng: &mut crate::sandbox::corpus::Rng| {
+            if rng.below(2) == 0 { Direction::Asc } else { Direction::Desc }
+        };
+        let (first, second) = if rng.below(2) == 0 { (price, "published_at") } else { ("published_at".into(), "x") };
+        let mut sort = vec![Key { field: first, direction: direction(rng) }];
+        if rng.below(2) == 0 {
+            let field = if second == "x" { "price_FR".to_owned() } else { second.to_owned() };
+            sort.push(Key { field, direction: direction(rng) });
+        }
+        SearchQuery {
+            collection: RecordType::Products,
+            country,
+            text: None,
+            query_by: vec![],
+            clauses,
+            sort,
+            limit: 1 + rng.below(25) as usize,
+            client_query_id: None,
+            session_ref: None,
+            topic_keywords: vec![],
+        }
+    }
+
+    // A search without text walks each segment's documents by its first
+    // sort key and reads its filter from columns; it must answer exactly
+    // what the whole tantivy query answers, blocked rows absent from both.
+    // rule: R1.16, R2.2.29, R2.3.5, R2.3.10
+    #[test]
+    fn a_walk_by_sort_key_answers_what_the_whole_query_answers() {
+        let root = tempfile::tempdir().unwrap();
+        let (index, writers) = open_all(root.path(), 1).unwrap();
+        let mut writer = writers.into_iter().find(|(c, _, _)| *c == RecordType::Products).unwrap().2;
+        let mut rng = crate::sandbox::corpus::Rng::new(7);
+        // Several segments, rewritten and deleted rows among them.
+        for batch in 0..4 {
+            let upserts = (0..600).map(|n| random_product(&mut rng, batch * 400 + n)).collect();
+            let deletes = (0..20).map(|_| format!("p_{}", rng.below(2_000))).collect();
+            writer.apply(upserts, deletes).unwrap();
+        }
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        let (mut rows, mut walked) = (0, 0);
+        for _ in 0..600 {
+            let q = random_browse(&mut rng);
+            for group in ["g_blocked", "g_other"] {
+                let planned = index.search(&q, group, deadline).unwrap();
+                let whole = index.search_whole(&q, group, deadline).unwrap();
+                assert_eq!(planned.rows, whole.rows, "{q:?} for {group}");
+                rows += planned.rows.len();
+                walked += usize::from(!planned.rows.is_empty());
+            }
+        }
+        assert!(rows > 2_000 && walked > 600, "the queries find rows: {rows} rows, {walked} answers");
+        let (walks, _) = index.plans();
+        assert!(walks > 2_000, "most segments were walked: {:?}", index.plans());
+        writer.compact().unwrap();
+        let q = random_browse(&mut rng);
+        assert_eq!(index.search(&q, "g", deadline).unwrap().rows, index.search_whole(&q, "g", deadline).unwrap().rows);
     }
 }

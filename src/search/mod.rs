@@ -3,6 +3,8 @@
 //! queries against them.
 
 pub mod doc;
+mod filter;
 pub mod index;
+mod orders;
 
 pub use index::{Hits, SearchIndex, ShardWriter, open_all, shard_of};

@@ -43,6 +43,17 @@ fn minute_of(at: UnixMs) -> UnixMs {
     UnixMs(at.0.div_euclid(MINUTE_MS) * MINUTE_MS)
 }
 
+/// Whether a fold may close anything, judged from the first receipt not
+/// yet folded and the newest one: their minutes differ, or the first one's
+/// minute is over. When neither holds, every receipt between them is (in
+/// the usual served order) of one open minute, so a region need not read
+/// them all each second. A receipt served out of order only waits for its
+/// minute's grace; the parts folded then are the same.
+pub fn may_close(first_served_at: UnixMs, newest_served_at: UnixMs, now: UnixMs) -> bool {
+    let minute = minute_of(first_served_at);
+    minute != minute_of(newest_served_at) || now.0 >= minute.0 + MINUTE_MS + GRACE_MS
+}
+
 /// Folds the closed runs of `receipts` (served order, from the first not
 /// yet folded). Answers the parts, oldest first; receipts after the last
 /// part's `last_seq` stay for a later call.
@@ -104,6 +115,19 @@ mod tests {
         assert_eq!(later[0].root, leaf_hash(b"c"), "one leaf: the root is its hash");
         assert!(fold(&receipts[2..], UnixMs(T + 60_000), false).is_empty());
         assert_eq!(fold(&receipts[2..], UnixMs(T + 60_000), true).len(), 1, "a flush closes it");
+    }
+
+    #[test]
+    fn nothing_may_close_while_the_first_waiting_minute_is_open_and_alone() {
+        let (first, newest) = (UnixMs(T), UnixMs(T + 15_000));
+        assert!(!may_close(first, newest, UnixMs(T + 20_000)));
+        // Its grace is over.
+        assert!(may_close(first, newest, UnixMs(T - 20_000 + MINUTE_MS + GRACE_MS)));
+        // The next minute has begun.
+        assert!(may_close(first, UnixMs(T + 40_000), UnixMs(T + 40_000)));
+        // The verdict agrees with what a fold of the same receipts makes.
+        let receipts = [served(1, T, b"a"), served(2, T + 15_000, b"b")];
+        assert!(fold(&receipts, UnixMs(T + 20_000), false).is_empty());
     }
 
     #[test]

@@ -11,6 +11,9 @@
 mod account;
 mod fetch;
 mod search;
+mod serve_times;
+
+pub use serve_times::ServeTimes;
 
 use std::time::Duration;
 
@@ -18,7 +21,6 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::Request;
 use axum::routing::{get, post};
-use svc_core::ai_policy::AiPolicyBits;
 use svc_core::http_sig::Verified;
 use svc_core::ids::RecordType;
 use svc_core::problem::Code;
@@ -352,12 +354,4 @@ pub async fn deliver(
     }
     state.limits.query_cost.spend(&caller.key.key_id, now, served.cost);
     Ok(envelope_json)
-}
-
-/// The AI policy bits in force now for a business (version 0, masks 0,
-/// when it never sealed one).
-fn bits_now(state: &AppState, business_uuid: &str, now: UnixMs) -> ApiResult<AiPolicyBits> {
-    let Some(policy) = state.registry.ai_policy_at(business_uuid, now)? else { return Ok(AiPolicyBits::none()) };
-    let record = svc_core::ai_policy::parse_record(&policy.bytes).map_err(ApiError::internal)?;
-    Ok(record.bits(policy.version))
 }

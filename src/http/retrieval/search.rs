@@ -9,13 +9,12 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::Request;
 use axum::response::{IntoResponse, Response};
-use svc_core::ai_policy::AiPolicyBits;
 use svc_core::ids::RecordType;
 use svc_core::problem::Problem;
 use svc_core::receipt::Receipt;
 use svc_core::search::serve::{self, ServeTime};
 
-use super::{Served, admit, bits_now, deliver, retrieval_signed};
+use super::{Served, admit, deliver, retrieval_signed};
 use crate::clock::random;
 use crate::http::AppState;
 use crate::http::body::DEFAULT_LIMIT;
@@ -52,7 +51,7 @@ async fn search_route(state: &AppState, typed: Option<RecordType>, req: Request<
         let at = match serve_times.get(ids.business_uuid.as_ref()) {
             Some(at) => *at,
             None => {
-                let at = serve_time(state, &ids.business_uuid, now)?;
+                let at = state.serve_times.of(state, &ids.business_uuid, now)?;
                 serve_times.insert(ids.business_uuid.clone().into_owned(), at);
                 at
             }
@@ -92,12 +91,4 @@ async fn search_route(state: &AppState, typed: Option<RecordType>, req: Request<
         body.value("partial", &true)?;
     }
     Ok(json_response(body.close()))
-}
-
-/// The serve-time members of a business's rows now: its AI policy bits,
-/// with `purchase` withheld while its endpoints are suspended.
-pub(super) fn serve_time(state: &AppState, business_uuid: &str, now: svc_core::time::UnixMs) -> ApiResult<ServeTime> {
-    let bits: AiPolicyBits = bits_now(state, business_uuid, now)?;
-    let endpoints_suspended = state.registry.endpoints_suspension(business_uuid)?.is_some();
-    Ok(ServeTime { bits, endpoints_suspended, sponsored: false, freshness: None })
 }
