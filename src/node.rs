@@ -183,6 +183,9 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         index_shards,
         limits: Arc::new(Limits::new(config_limits)),
         serve_times: Arc::default(),
+        search_slots: Arc::new(tokio::sync::Semaphore::new(
+            std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
+        )),
         billing,
         receipts,
         receipt_folder,

@@ -62,6 +62,8 @@ pub struct AppState {
     pub limits: Arc<crate::limits::Limits>,
     /// Each business's serve-time members, between answers.
     pub serve_times: Arc<retrieval::ServeTimes>,
+    /// Searches running at once: one per core.
+    pub search_slots: Arc<tokio::sync::Semaphore>,
     pub billing: ActorRef<crate::actors::billing::BillingMsg>,
     pub receipts: ActorRef<crate::actors::receipt_log::ReceiptLogMsg>,
     pub receipt_folder: ActorRef<crate::actors::receipt_folder::ReceiptFolderMsg>,

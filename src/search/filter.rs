@@ -11,7 +11,7 @@ use svc_core::search::{Condition, Scalar, SearchQuery};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::{DocId, SegmentReader};
 
-use super::index::{VALUES, f64_column, value_key};
+use super::index::{VALUES, f64_column, is_numeric, value_key};
 
 /// Some value of the document satisfies this.
 enum Test {
@@ -109,21 +109,56 @@ impl Columns<'_> {
         }
     }
 
+    /// A range on a column; `None` when no value of the segment lies in
+    /// it (by the column's least and greatest values).
     fn range(&self, key: &str, low: Bound<f64>, high: Bound<f64>) -> Option<Test> {
         let column = f64_column(self.segment, &format!("{VALUES}.{key}"))?;
-        Some(Test::Range { column, low, high })
+        let (least, greatest) = (column.min_value(), column.max_value());
+        let reaches = |bound: Bound<f64>, above: bool| match bound {
+            Bound::Included(v) => {
+                if above {
+                    greatest >= v
+                } else {
+                    least <= v
+                }
+            }
+            Bound::Excluded(v) => {
+                if above {
+                    greatest > v
+                } else {
+                    least < v
+                }
+            }
+            Bound::Unbounded => true,
+        };
+        (reaches(low, true) && reaches(high, false)).then_some(Test::Range { column, low, high })
     }
 }
 
 impl DocFilter {
+    /// The whole filter.
     pub fn new(q: &SearchQuery, group: &str, segment: &SegmentReader) -> DocFilter {
         let columns = Columns { segment };
         let mut filter = DocFilter { checks: Vec::new(), never: false };
         filter.add(columns.strings("country", &[&q.country]).into_iter().collect(), true);
         filter.add(columns.strings("blocked", &[group]).into_iter().collect(), false);
+        filter.clauses(q, &columns, |_| true);
+        filter
+    }
+
+    /// Only the numeric conditions (ranges, numbers, near), which a query
+    /// may leave out (`is_numeric`).
+    pub fn ranges(q: &SearchQuery, segment: &SegmentReader) -> DocFilter {
+        let mut filter = DocFilter { checks: Vec::new(), never: false };
+        filter.clauses(q, &Columns { segment }, is_numeric);
+        filter
+    }
+
+    fn clauses(&mut self, q: &SearchQuery, columns: &Columns<'_>, wanted: impl Fn(&Condition) -> bool) {
+        let (filter, segment) = (self, columns.segment);
         for clause in &q.clauses {
             let key = value_key(&clause.field);
-            for condition in &clause.conditions {
+            for condition in clause.conditions.iter().filter(|c| wanted(c)) {
                 let range = |low, high| columns.range(&key, low, high).into_iter().collect();
                 match condition {
                     Condition::Eq(v) => filter.add(columns.scalar(&key, v).into_iter().collect(), true),
@@ -159,7 +194,6 @@ impl DocFilter {
                 }
             }
         }
-        filter
     }
 
     fn add(&mut self, any_of: Vec<Test>, must: bool) {

@@ -37,10 +37,17 @@ async fn search_route(state: &AppState, typed: Option<RecordType>, req: Request<
     let group = caller.key.group_id.clone();
     let deadline = arrived + Duration::from_millis(state.config.search_budget_ms);
     let searched = query.clone();
-    let hits = tokio::task::spawn_blocking(move || index.search(&searched, &group, deadline))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)?;
+    // One search per core at a time, the rest waiting in turn: a core
+    // shared by many searches finishes each of them late.
+    let slot = state.search_slots.clone().acquire_owned().await.map_err(ApiError::internal)?;
+    let hits = tokio::task::spawn_blocking(move || {
+        let hits = index.search(&searched, &group, deadline);
+        drop(slot);
+        hits
+    })
+    .await
+    .map_err(ApiError::internal)?
+    .map_err(ApiError::internal)?;
 
     let mut serve_times: HashMap<String, ServeTime> = HashMap::new();
     let mut rows: Vec<Vec<u8>> = Vec::with_capacity(hits.rows.len());

@@ -109,23 +109,30 @@ pub fn serve_row_text(row: &[u8], at: &ServeTime) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(trimmed.len() + 160);
     out.push(b'{');
     out.extend_from_slice(inner);
-    let mut member = |name: &str, value: Value| {
-        if !inner.trim_ascii().is_empty() || out.len() > inner.len() + 1 {
-            out.push(b',');
-        }
-        out.extend_from_slice(format!("\"{name}\":").as_bytes());
-        out.extend_from_slice(&serde_json::to_vec(&value).unwrap_or_else(|_| b"null".to_vec()));
-    };
     let bits = if at.endpoints_suspended { at.bits.with_purchase_withheld() } else { at.bits };
-    member("ai_policy_bits", serde_json::to_value(bits).unwrap_or(Value::Null));
+    let first = inner.trim_ascii().is_empty();
+    append_member(&mut out, first, "ai_policy_bits", &bits);
     if at.sponsored {
-        member("sponsored", Value::Bool(true));
+        append_member(&mut out, false, "sponsored", &true);
     }
     if let Some(freshness) = at.freshness {
-        member("freshness_expectation", serde_json::to_value(freshness).unwrap_or(Value::Null));
+        append_member(&mut out, false, "freshness_expectation", &freshness);
     }
     out.push(b'}');
     Some(out)
+}
+
+/// Writes `"name":value` at the end of an object's text.
+fn append_member<T: serde::Serialize>(out: &mut Vec<u8>, first: bool, name: &str, value: &T) {
+    if !first {
+        out.push(b',');
+    }
+    out.push(b'"');
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.extend_from_slice(b"null");
+    }
 }
 
 /// A search receipt's entry for a served row, from its ids.
