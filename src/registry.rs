@@ -154,7 +154,7 @@ impl Registry {
 
     /// The AI policy version in force at `at` (the newest live by then).
     pub fn ai_policy_at(&self, business_uuid: &str, at: UnixMs) -> StoreResult<Option<AiPolicyVersion>> {
-        Ok(self.ai_policies(business_uuid)?.into_iter().filter(|p| p.live_from <= at).max_by_key(|p| p.version))
+        Ok(policy_in_force(&self.ai_policies(business_uuid)?, at).0.cloned())
     }
 
     pub fn company(&self, uuid: &str) -> StoreResult<Option<Company>> {
@@ -224,5 +224,47 @@ impl Registry {
         });
         let rows: Vec<(Vec<u8>, ())> = self.store.scan(cf::CATALOGUE, &prefix, from.as_deref(), limit)?;
         Ok(rows.into_iter().filter_map(|(k, _)| String::from_utf8(k[prefix.len()..].to_vec()).ok()).collect())
+    }
+}
+
+/// The version of `versions` in force at `at` (the newest live by then),
+/// and when a later version comes into force, if one will.
+pub fn policy_in_force(versions: &[AiPolicyVersion], at: UnixMs) -> (Option<&AiPolicyVersion>, Option<UnixMs>) {
+    let in_force = versions.iter().filter(|p| p.live_from <= at).max_by_key(|p| p.version);
+    let next = versions
+        .iter()
+        .filter(|p| p.live_from > at && in_force.is_none_or(|f| p.version > f.version))
+        .map(|p| p.live_from)
+        .min();
+    (in_force, next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn version(version: u64, live_from: i64) -> AiPolicyVersion {
+        AiPolicyVersion {
+            business_uuid: "b".into(),
+            version,
+            record_id: format!("ai_{version}"),
+            bytes: vec![],
+            seal: vec![],
+            live_from: UnixMs(live_from),
+        }
+    }
+
+    #[test]
+    fn the_newest_live_version_is_in_force_until_a_later_one_goes_live() {
+        let versions = [version(1, 100), version(2, 200), version(3, 300)];
+        assert_eq!(policy_in_force(&versions, UnixMs(50)), (None, Some(UnixMs(100))));
+        let (in_force, next) = policy_in_force(&versions, UnixMs(250));
+        assert_eq!((in_force.map(|p| p.version), next), (Some(2), Some(UnixMs(300))));
+        let (in_force, next) = policy_in_force(&versions, UnixMs(300));
+        assert_eq!((in_force.map(|p| p.version), next), (Some(3), None));
+        // An older version going live later never displaces a newer one.
+        let versions = [version(1, 400), version(2, 200)];
+        let (in_force, next) = policy_in_force(&versions, UnixMs(250));
+        assert_eq!((in_force.map(|p| p.version), next), (Some(2), None));
     }
 }

@@ -61,12 +61,7 @@ impl ServeTimes {
 
 fn read(state: &AppState, business_uuid: &str, now: UnixMs) -> ApiResult<Held> {
     let versions = state.registry.ai_policies(business_uuid).map_err(ApiError::internal)?;
-    let in_force = versions.iter().filter(|p| p.live_from <= now).max_by_key(|p| p.version);
-    let until = versions
-        .iter()
-        .filter(|p| p.live_from > now && in_force.is_none_or(|f| p.version > f.version))
-        .map(|p| p.live_from)
-        .min();
+    let (in_force, until) = crate::registry::policy_in_force(&versions, now);
     let bits = match in_force {
         Some(policy) => {
             svc_core::ai_policy::parse_record(&policy.bytes).map_err(ApiError::internal)?.bits(policy.version)
