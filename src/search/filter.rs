@@ -113,25 +113,10 @@ impl Columns<'_> {
     /// it (by the column's least and greatest values).
     fn range(&self, key: &str, low: Bound<f64>, high: Bound<f64>) -> Option<Test> {
         let column = f64_column(self.segment, &format!("{VALUES}.{key}"))?;
-        let (least, greatest) = (column.min_value(), column.max_value());
-        let reaches = |bound: Bound<f64>, above: bool| match bound {
-            Bound::Included(v) => {
-                if above {
-                    greatest >= v
-                } else {
-                    least <= v
-                }
-            }
-            Bound::Excluded(v) => {
-                if above {
-                    greatest > v
-                } else {
-                    least < v
-                }
-            }
-            Bound::Unbounded => true,
-        };
-        (reaches(low, true) && reaches(high, false)).then_some(Test::Range { column, low, high })
+        // Some value reaches the low bound, and some the high one.
+        let meets =
+            within(column.max_value(), low, Bound::Unbounded) && within(column.min_value(), Bound::Unbounded, high);
+        meets.then_some(Test::Range { column, low, high })
     }
 }
 
@@ -159,7 +144,6 @@ impl DocFilter {
         for clause in &q.clauses {
             let key = value_key(&clause.field);
             for condition in clause.conditions.iter().filter(|c| wanted(c)) {
-                let range = |low, high| columns.range(&key, low, high).into_iter().collect();
                 match condition {
                     Condition::Eq(v) => filter.add(columns.scalar(&key, v).into_iter().collect(), true),
                     Condition::Ne(v) => filter.add(columns.scalar(&key, v).into_iter().collect(), false),
@@ -167,10 +151,10 @@ impl DocFilter {
                     Condition::Nin(vs) => {
                         filter.add(vs.iter().filter_map(|v| columns.scalar(&key, v)).collect(), false)
                     }
-                    Condition::Lt(n) => filter.add(range(Bound::Unbounded, Bound::Excluded(*n)), true),
-                    Condition::Lte(n) => filter.add(range(Bound::Unbounded, Bound::Included(*n)), true),
-                    Condition::Gt(n) => filter.add(range(Bound::Excluded(*n), Bound::Unbounded), true),
-                    Condition::Gte(n) => filter.add(range(Bound::Included(*n), Bound::Unbounded), true),
+                    Condition::Lt(_) | Condition::Lte(_) | Condition::Gt(_) | Condition::Gte(_) => {
+                        let (low, high) = condition.bounds().unwrap_or((Bound::Unbounded, Bound::Unbounded));
+                        filter.add(columns.range(&key, low, high).into_iter().collect(), true)
+                    }
                     Condition::Near { lat, lng, radius_km } => {
                         // The bounding box first, as the index query narrows by it.
                         let ((lat_min, lat_max), (lng_min, lng_max)) =

@@ -18,7 +18,6 @@ use tantivy::DocSet;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, DynamicColumn, NumericalType};
 use tantivy::directory::MmapDirectory;
-use tantivy::index::SegmentId;
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::query::{AllQuery, BooleanQuery, EnableScoring, Occur, Query, RangeQuery, TermQuery};
 use tantivy::schema::{
@@ -398,17 +397,9 @@ impl ShardReader {
                             clauses.push((Occur::MustNot, scalar_term(f, &key, v)));
                         }
                     }
-                    Condition::Lt(n) => {
-                        clauses.push((Occur::Must, range(f, &key, Bound::Unbounded, Bound::Excluded(*n))))
-                    }
-                    Condition::Lte(n) => {
-                        clauses.push((Occur::Must, range(f, &key, Bound::Unbounded, Bound::Included(*n))))
-                    }
-                    Condition::Gt(n) => {
-                        clauses.push((Occur::Must, range(f, &key, Bound::Excluded(*n), Bound::Unbounded)))
-                    }
-                    Condition::Gte(n) => {
-                        clauses.push((Occur::Must, range(f, &key, Bound::Included(*n), Bound::Unbounded)))
+                    Condition::Lt(_) | Condition::Lte(_) | Condition::Gt(_) | Condition::Gte(_) => {
+                        let (low, high) = condition.bounds().unwrap_or((Bound::Unbounded, Bound::Unbounded));
+                        clauses.push((Occur::Must, range(f, &key, low, high)))
                     }
                     Condition::Near { lat, lng, radius_km } => {
                         debug_assert_eq!(clause.kind, Kind::Geo);
@@ -489,14 +480,13 @@ impl SearchIndex {
         let searchers: Vec<tantivy::Searcher> = shards.iter().map(|s| s.reader.searcher()).collect();
         'shards: for (n, shard) in shards.iter().enumerate() {
             let searcher = &searchers[n];
-            let mut plan = ShardPlan::new(shard, searcher, q, group, whole)?;
-            let live: Vec<SegmentId> = searcher.segment_readers().iter().map(|s| s.segment_id()).collect();
+            let mut plan = ShardPlan::new(shard, searcher, q, group, whole);
             for (ord, segment) in searcher.segment_readers().iter().enumerate() {
                 if Instant::now() >= deadline {
                     partial = true;
                     break 'shards;
                 }
-                let (fruit, late, walked) = plan.segment(ord as u32, segment, &live, deadline)?;
+                let (fruit, late, walked) = plan.segment(ord as u32, segment, deadline)?;
                 let counter = if walked { &self.walked } else { &self.whole };
                 counter.fetch_add(1, AtomicOrdering::Relaxed);
                 found.extend(fruit.into_iter().map(|(key, doc)| (key, n, doc)));
@@ -549,7 +539,7 @@ impl<'a> ShardPlan<'a> {
         q: &'a SearchQuery,
         group: &'a str,
         always_whole: bool,
-    ) -> Result<ShardPlan<'a>, String> {
+    ) -> ShardPlan<'a> {
         let keys: Vec<SortKey> = q
             .sort
             .iter()
@@ -559,7 +549,7 @@ impl<'a> ShardPlan<'a> {
             })
             .collect();
         let collector = TopKeys { limit: q.limit, keys, near: Vec::new() };
-        Ok(ShardPlan { shard, searcher, q, group, collector, whole: None, always_whole })
+        ShardPlan { shard, searcher, q, group, collector, whole: None, always_whole }
     }
 
     fn scoring(&self) -> EnableScoring<'a> {
@@ -572,13 +562,7 @@ impl<'a> ShardPlan<'a> {
 
     /// The segment's best candidates, whether the deadline cut them short,
     /// and whether a walk found them.
-    fn segment(
-        &mut self,
-        ord: u32,
-        segment: &SegmentReader,
-        live: &[SegmentId],
-        deadline: Instant,
-    ) -> Result<(Fruit, bool, bool), String> {
+    fn segment(&mut self, ord: u32, segment: &SegmentReader, deadline: Instant) -> Result<(Fruit, bool, bool), String> {
         // A text's matches come from its postings, which tantivy intersects
         // with the filter's best; a walk suits the filter alone.
         if self.always_whole || self.q.text.is_some() {
@@ -589,7 +573,7 @@ impl<'a> ShardPlan<'a> {
             return Ok((Vec::new(), false, true));
         }
         let mut top = self.collector.for_segment(ord, segment).map_err(|e| e.to_string())?;
-        match self.walk(segment, live, &filter, &mut top, deadline) {
+        match self.walk(segment, &filter, &mut top, deadline) {
             Walked::Done => Ok((top.harvest(), false, true)),
             Walked::Late => Ok((top.harvest(), true, true)),
             Walked::TooFar => Ok((self.run_whole(ord, segment)?, false, false)),
@@ -599,20 +583,19 @@ impl<'a> ShardPlan<'a> {
     /// Walks the segment best first by the first sort key, offering each
     /// match, until `limit` are held and the next document sorts after the
     /// last of them on that key (ties on it are settled by the other keys).
-    fn walk(
-        &self,
-        segment: &SegmentReader,
-        live: &[SegmentId],
-        filter: &DocFilter,
-        top: &mut TopKeysSegment,
-        deadline: Instant,
-    ) -> Walked {
+    fn walk(&self, segment: &SegmentReader, filter: &DocFilter, top: &mut TopKeysSegment, deadline: Instant) -> Walked {
         let Some(SortKey { column: Some(column), direction }) = self.collector.keys.first() else {
             return Walked::TooFar;
         };
         let limit = self.q.limit.max(1);
         let country = &self.q.country;
-        let order = self.shard.orders.get(segment, column, country, || self.shard.country_docs(segment, country), live);
+        let order = self.shard.orders.get(
+            segment,
+            column,
+            country,
+            || self.shard.country_docs(segment, country),
+            self.searcher,
+        );
         // A walk visits about limit / (share of the country matching); past
         // a quarter of the country, the postings of a narrow filter are cheaper.
         let budget = (order.len() / 4).max(4 * limit);
@@ -650,11 +633,10 @@ impl<'a> ShardPlan<'a> {
             for condition in &clause.conditions {
                 let (low, high) = match condition {
                     Condition::Eq(Scalar::Num(n)) => (Bound::Included(*n), Bound::Included(*n)),
-                    Condition::Lt(n) => (Bound::Unbounded, Bound::Excluded(*n)),
-                    Condition::Lte(n) => (Bound::Unbounded, Bound::Included(*n)),
-                    Condition::Gt(n) => (Bound::Excluded(*n), Bound::Unbounded),
-                    Condition::Gte(n) => (Bound::Included(*n), Bound::Unbounded),
-                    _ => continue,
+                    other => match other.bounds() {
+                        Some(bounds) => bounds,
+                        None => continue,
+                    },
                 };
                 let (l, h) = range.unwrap_or((Bound::Unbounded, Bound::Unbounded));
                 range = Some((tighter(l, low, true), tighter(h, high, false)));

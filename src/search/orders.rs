@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use tantivy::columnar::Cardinality;
 use tantivy::index::SegmentId;
-use tantivy::{DocId, SegmentReader};
+use tantivy::{DocId, Searcher, SegmentReader};
 
 use super::index::f64_column;
 
@@ -90,15 +90,15 @@ pub struct SortOrders {
 
 impl SortOrders {
     /// The order of `segment`'s documents in `country` by `column`, built
-    /// on first use from `country_docs`. Orders of segments no longer in
-    /// `live` (merged away) are dropped then.
+    /// on first use from `country_docs`. Orders of segments the searcher no
+    /// longer holds (merged away) are dropped then.
     pub fn get(
         &self,
         segment: &SegmentReader,
         column: &str,
         country: &str,
         country_docs: impl FnOnce() -> Vec<DocId>,
-        live: &[SegmentId],
+        searcher: &Searcher,
     ) -> Arc<SortOrder> {
         let key = (segment.segment_id(), column.to_owned(), country.to_owned());
         if let Some(order) = self.built.lock().ok().and_then(|b| b.get(&key).cloned()) {
@@ -106,6 +106,7 @@ impl SortOrders {
         }
         // Built outside the lock: another search may build it too, once.
         let order = Arc::new(SortOrder::build(segment, column, country_docs()));
+        let live: Vec<SegmentId> = searcher.segment_readers().iter().map(SegmentReader::segment_id).collect();
         if let Ok(mut built) = self.built.lock() {
             built.retain(|(id, _, _), _| live.contains(id));
             built.insert(key, order.clone());

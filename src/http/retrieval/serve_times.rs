@@ -16,7 +16,7 @@ use crate::http::problem::{ApiError, ApiResult};
 
 /// What a business's rows carry now, and the span of time it holds for.
 #[derive(Clone, Copy)]
-struct Held {
+struct Cached {
     at: ServeTime,
     /// When the version in force came into force (`None`: none ever did).
     from: Option<UnixMs>,
@@ -24,7 +24,7 @@ struct Held {
     until: Option<UnixMs>,
 }
 
-impl Held {
+impl Cached {
     fn holds_at(&self, now: UnixMs) -> bool {
         self.from.is_none_or(|from| from <= now) && self.until.is_none_or(|until| now < until)
     }
@@ -33,7 +33,7 @@ impl Held {
 #[derive(Default)]
 pub struct ServeTimes {
     /// The replication sequence the entries were read at, and the entries.
-    held: Mutex<(u64, HashMap<String, Held>)>,
+    held: Mutex<(u64, HashMap<String, Cached>)>,
 }
 
 impl ServeTimes {
@@ -59,7 +59,7 @@ impl ServeTimes {
     }
 }
 
-fn read(state: &AppState, business_uuid: &str, now: UnixMs) -> ApiResult<Held> {
+fn read(state: &AppState, business_uuid: &str, now: UnixMs) -> ApiResult<Cached> {
     let versions = state.registry.ai_policies(business_uuid).map_err(ApiError::internal)?;
     let (in_force, until) = crate::registry::policy_in_force(&versions, now);
     let bits = match in_force {
@@ -70,5 +70,5 @@ fn read(state: &AppState, business_uuid: &str, now: UnixMs) -> ApiResult<Held> {
     };
     let endpoints_suspended = state.registry.endpoints_suspension(business_uuid)?.is_some();
     let at = ServeTime { bits, endpoints_suspended, sponsored: false, freshness: None };
-    Ok(Held { at, from: in_force.map(|p| p.live_from), until })
+    Ok(Cached { at, from: in_force.map(|p| p.live_from), until })
 }

@@ -5,6 +5,8 @@
 pub mod fields;
 pub mod serve;
 
+use std::ops::Bound;
+
 use serde_json::{Map, Value};
 
 use crate::ids::RecordType;
@@ -41,6 +43,20 @@ pub enum Condition {
     Gt(f64),
     Gte(f64),
     Near { lat: f64, lng: f64, radius_km: f64 },
+}
+
+impl Condition {
+    /// The range a comparison admits (`lt`, `lte`, `gt`, `gte`); `None`
+    /// for any other operator.
+    pub fn bounds(&self) -> Option<(Bound<f64>, Bound<f64>)> {
+        match self {
+            Condition::Lt(n) => Some((Bound::Unbounded, Bound::Excluded(*n))),
+            Condition::Lte(n) => Some((Bound::Unbounded, Bound::Included(*n))),
+            Condition::Gt(n) => Some((Bound::Excluded(*n), Bound::Unbounded)),
+            Condition::Gte(n) => Some((Bound::Included(*n), Bound::Unbounded)),
+            _ => None,
+        }
+    }
 }
 
 /// A clause on one row field. For products, `price_amount` and
