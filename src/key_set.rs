@@ -13,6 +13,7 @@ use std::sync::{Arc, RwLock};
 
 use svc_core::keys::{Alg, SigningKey, VerifyingKey};
 use svc_core::keyset::{KeyEntry, Purpose};
+use svc_core::receipt::ReceiptSigner;
 use svc_core::time::UnixMs;
 
 use crate::actors::publisher::PublisherMsg;
@@ -95,7 +96,7 @@ struct Current {
     checked_at: Option<UnixMs>,
     document: Option<Arc<PublicDocument>>,
     entries: Vec<KeyEntry>,
-    signer: Option<SigningKey>,
+    signer: Option<ReceiptSigner>,
 }
 
 impl KeyView {
@@ -121,7 +122,7 @@ impl KeyView {
 
     /// The receipt key to sign with now: this region's newest key that the
     /// key set names and holds valid. `None` until home certified one.
-    pub fn signer(&self, now: UnixMs) -> Option<SigningKey> {
+    pub fn signer(&self, now: UnixMs) -> Option<ReceiptSigner> {
         self.refresh(now);
         self.read().signer.clone()
     }
@@ -167,7 +168,7 @@ impl KeyView {
                     && e.valid_at(now)
             })
         };
-        current.signer = local.iter().rev().find(|k| valid(k)).cloned();
+        current.signer = local.iter().rev().find(|k| valid(k)).cloned().map(ReceiptSigner::new);
         current.checked_at = Some(now);
     }
 

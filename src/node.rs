@@ -88,7 +88,9 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
     let (receipt_folder, _) = Actor::spawn(None, ReceiptFolder, folder_args).await.map_err(|e| e.to_string())?;
     receipt_folder.send_interval(std::time::Duration::from_secs(1), || ReceiptFolderMsg::Tick);
     let (analytics, _) = Actor::spawn(None, Analytics, store.clone()).await.map_err(|e| e.to_string())?;
-    analytics.send_interval(std::time::Duration::from_secs(1), || AnalyticsMsg::Tick);
+    // Often, so each tick's share of the receipts is small: it runs on a
+    // worker that also serves searches.
+    analytics.send_interval(std::time::Duration::from_millis(100), || AnalyticsMsg::Tick);
     let log = LogView::open(store.clone(), crate::transparency::origin(&config.public_authority))
         .map_err(|e| e.to_string())?;
     let home = match config.role {
@@ -183,9 +185,7 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
         index_shards,
         limits: Arc::new(Limits::new(config_limits)),
         serve_times: Arc::default(),
-        search_slots: Arc::new(tokio::sync::Semaphore::new(
-            std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
-        )),
+        jwk_keys: Arc::default(),
         billing,
         receipts,
         receipt_folder,

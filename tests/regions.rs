@@ -458,10 +458,7 @@ async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rot
     // A restart keeps the new key.
     let eu =
         Node::start(config(dir.path(), "eu", Role::Read, Some(home_url.clone())), Arc::new(SystemClock)).await.unwrap();
-    assert_eq!(
-        eu.state.key_set.signer(svc::clock::Clock::now(&SystemClock)).unwrap().verifying_key().thumbprint(),
-        new_kid
-    );
+    assert_eq!(eu.state.key_set.signer(svc::clock::Clock::now(&SystemClock)).unwrap().key_id, new_kid);
     eu.stop().await;
     home.stop().await;
 }

@@ -13,8 +13,9 @@ use crate::store::model::{HourCounts, StoredReceipt, UsageKind};
 use crate::store::{Store, be, cf, key};
 
 const APPLIED_KEY: &[u8] = b"analytics_applied_seq";
-/// Receipts read per step.
-const BATCH: usize = 5_000;
+/// Receipts read per step. Small, with a yield between steps: a tick runs
+/// on a worker that also serves searches, and must not hold it for long.
+const BATCH: usize = 250;
 
 pub enum AnalyticsMsg {
     /// Fold whatever the receipt log holds beyond the applied sequence.
@@ -98,10 +99,11 @@ impl Actor for Analytics {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             AnalyticsMsg::Tick => {
-                // Catch up fully on each tick; an error waits for the next.
+                // Catch up fully on each tick, letting the worker's other
+                // tasks run between steps; an error waits for the next tick.
                 loop {
                     match state.step() {
-                        Ok(true) => continue,
+                        Ok(true) => tokio::task::yield_now().await,
                         Ok(false) => break,
                         Err(e) => {
                             tracing::error!(error = %e, "analytics fold failed");

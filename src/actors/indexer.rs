@@ -65,7 +65,7 @@ pub struct IndexerState {
 
 /// What to do to one record in the index.
 enum Change {
-    Upsert(IndexDoc, Vec<String>),
+    Upsert(Box<IndexDoc>, Vec<String>),
     Delete,
 }
 
@@ -98,7 +98,7 @@ impl IndexerState {
                 groups
             }
         };
-        Ok(Some((collection, Change::Upsert(doc, blocked))))
+        Ok(Some((collection, Change::Upsert(Box::new(doc), blocked))))
     }
 
     /// Applies every entry after the applied sequence; answers whether it did any.
@@ -142,7 +142,7 @@ impl IndexerState {
         for (record_id, (collection, change)) in changes {
             let batch = batches.entry((collection, shard_of(&record_id, k))).or_default();
             match change {
-                Change::Upsert(doc, blocked) => batch.0.push((doc, blocked)),
+                Change::Upsert(doc, blocked) => batch.0.push((*doc, blocked)),
                 Change::Delete => batch.1.push(record_id),
             }
         }

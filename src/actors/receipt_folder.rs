@@ -9,6 +9,8 @@
 //! folds on restart whatever it had returned. A region that stops folds
 //! everything it holds, the open minute included.
 
+use std::sync::Arc;
+
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use svc_core::receipt_fold::{self, Served};
 
@@ -131,22 +133,22 @@ impl ReceiptFolder {
 
 impl Actor for ReceiptFolder {
     type Msg = ReceiptFolderMsg;
-    type State = ReceiptFolderArgs;
+    type State = Arc<ReceiptFolderArgs>;
     type Arguments = ReceiptFolderArgs;
 
     async fn pre_start(
         &self,
         _me: ActorRef<ReceiptFolderMsg>,
         args: ReceiptFolderArgs,
-    ) -> Result<ReceiptFolderArgs, ActorProcessingErr> {
-        Ok(args)
+    ) -> Result<Arc<ReceiptFolderArgs>, ActorProcessingErr> {
+        Ok(Arc::new(args))
     }
 
     /// A stopping region folds everything it served, the open minute too.
     async fn post_stop(
         &self,
         _me: ActorRef<ReceiptFolderMsg>,
-        args: &mut ReceiptFolderArgs,
+        args: &mut Arc<ReceiptFolderArgs>,
     ) -> Result<(), ActorProcessingErr> {
         Self::pass(args, true)?;
         Ok(())
@@ -156,16 +158,22 @@ impl Actor for ReceiptFolder {
         &self,
         _me: ActorRef<ReceiptFolderMsg>,
         msg: ReceiptFolderMsg,
-        args: &mut ReceiptFolderArgs,
+        args: &mut Arc<ReceiptFolderArgs>,
     ) -> Result<(), ActorProcessingErr> {
+        // A closing minute is a pass over every receipt in it, with a
+        // synced write: off the async workers, which serve searches.
+        let args = args.clone();
+        let folded = tokio::task::spawn_blocking(move || Self::pass(&args, false).map_err(|e| e.to_string()))
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()));
         match msg {
             ReceiptFolderMsg::Tick => {
-                if let Err(e) = Self::pass(args, false) {
+                if let Err(e) = folded {
                     tracing::warn!(error = %e, "receipt folding failed; trying again next tick");
                 }
             }
             ReceiptFolderMsg::Fold(reply) => {
-                let _ = reply.send(Self::pass(args, false).map_err(|e| e.to_string()));
+                let _ = reply.send(folded);
             }
         }
         Ok(())

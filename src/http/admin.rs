@@ -129,7 +129,7 @@ async fn rotate_receipt_key(State(state): State<AppState>, headers: HeaderMap) -
     authorize(&state, &headers)?;
     let now = state.clock.now();
     let key = state.key_set.rotate(now).await.map_err(ApiError::internal)?;
-    let signing = state.key_set.signer(now).map(|k| k.verifying_key().thumbprint());
+    let signing = state.key_set.signer(now).map(|s| s.key_id);
     Ok(Json(json!({
         "region": state.config.region,
         "kid": key.thumbprint(),

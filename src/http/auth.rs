@@ -50,6 +50,34 @@ pub fn key_from_jwk(jwk: &[u8]) -> Option<VerifyingKey> {
     VerifyingKey::from_jwk(&jwk).ok()
 }
 
+/// Verifying keys by their stored JWK text, for the signed routes. A JWK
+/// names one key for good, so an entry never goes stale: whether the key
+/// may sign is still read from its record on every request. Parsing the
+/// JWK and decompressing its point cost about as much as a tenth of a
+/// search.
+#[derive(Default)]
+pub struct JwkKeys {
+    parsed: std::sync::Mutex<std::collections::HashMap<Vec<u8>, VerifyingKey>>,
+}
+
+impl JwkKeys {
+    /// Entries held before the map starts over (keys in use come back).
+    const MAX: usize = 10_000;
+
+    pub fn get(&self, jwk: &[u8]) -> Option<VerifyingKey> {
+        if let Some(key) = self.parsed.lock().ok()?.get(jwk) {
+            return Some(key.clone());
+        }
+        let key = key_from_jwk(jwk)?;
+        let mut parsed = self.parsed.lock().ok()?;
+        if parsed.len() >= Self::MAX {
+            parsed.clear();
+        }
+        parsed.insert(jwk.to_vec(), key.clone());
+        Some(key)
+    }
+}
+
 /// Verifies a request's signature for `tag`, then claims its nonce, and
 /// answers the key record that signed.
 ///

@@ -82,6 +82,7 @@ pub(super) async fn signed(
     }
     let grant = parts.headers.get(svc_core::sandbox::GRANT_HEADER).and_then(|v| v.to_str().ok());
     let registry = state.registry.clone();
+    let jwk_keys = &state.jwk_keys;
     let environment = state.config.environment;
     let (_, key) = verify_signed(&parts, &body, &state.config.public_authority, tag, now, &state.nonces, |key_id| {
         let key = registry.integration_key(key_id).ok().flatten()?;
@@ -95,7 +96,7 @@ pub(super) async fn signed(
         {
             return None;
         }
-        let public = key_from_jwk(&key.jwk)?;
+        let public = jwk_keys.get(&key.jwk)?;
         Some((key, public))
     })
     .await?;

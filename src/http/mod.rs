@@ -51,6 +51,8 @@ pub struct AppState {
     /// A read region's link to home; `None` at home.
     pub replica: Option<Replica>,
     pub nonces: ActorRef<NonceMsg>,
+    /// Verifying keys parsed from their JWKs, for the signed routes.
+    pub jwk_keys: Arc<auth::JwkKeys>,
     pub blocklist: Option<Arc<Blocklist>>,
     /// Where bulk files are kept.
     pub uploads: std::path::PathBuf,
@@ -62,8 +64,6 @@ pub struct AppState {
     pub limits: Arc<crate::limits::Limits>,
     /// Each business's serve-time members, between answers.
     pub serve_times: Arc<retrieval::ServeTimes>,
-    /// Searches running at once: one per core.
-    pub search_slots: Arc<tokio::sync::Semaphore>,
     pub billing: ActorRef<crate::actors::billing::BillingMsg>,
     pub receipts: ActorRef<crate::actors::receipt_log::ReceiptLogMsg>,
     pub receipt_folder: ActorRef<crate::actors::receipt_folder::ReceiptFolderMsg>,

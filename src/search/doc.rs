@@ -6,6 +6,7 @@
 use serde_json::{Map, Value};
 use svc_core::ids::RecordType;
 use svc_core::search::fields::{self, Kind};
+use svc_core::search::serve::RowIds;
 
 /// One filter value, as indexed.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +32,8 @@ pub struct IndexDoc {
     pub points: Vec<(&'static str, f64, f64)>,
     /// The signed row's JSON, served verbatim.
     pub row: Vec<u8>,
+    /// The row's ids as their own JSON text ([`RowIds`]), for the receipt.
+    pub ids: String,
 }
 
 /// Leaves under a dotted path, through arrays.
@@ -62,6 +65,7 @@ pub fn index_doc(collection: RecordType, row_bytes: &[u8]) -> Option<IndexDoc> {
     let row: Map<String, Value> = serde_json::from_slice(row_bytes).ok()?;
     let text = |name: &str| row.get(name).and_then(Value::as_str).map(str::to_owned);
     let whole = Value::Object(row.clone());
+    let ids = serde_json::to_string(&RowIds::of_row(&row)?).ok()?;
     let mut doc = IndexDoc {
         record_id: text("record_id")?,
         business_uuid: text("business_uuid")?,
@@ -74,6 +78,7 @@ pub fn index_doc(collection: RecordType, row_bytes: &[u8]) -> Option<IndexDoc> {
         filters: Vec::new(),
         points: Vec::new(),
         row: row_bytes.to_vec(),
+        ids,
     };
     for field in spec.text_fields {
         let path: Vec<&str> = field.split('.').collect();
@@ -126,6 +131,7 @@ pub fn index_doc(collection: RecordType, row_bytes: &[u8]) -> Option<IndexDoc> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use svc_core::search::serve::row_ids;
 
     #[test]
     fn a_product_row_gives_its_filters_per_country() {
@@ -141,6 +147,22 @@ mod tests {
         assert!(doc.filters.contains(&("on_sale".into(), Indexed::Bool(true))));
         assert!(doc.filters.contains(&("published_at".into(), Indexed::Num(1_800_000_000.0))));
         assert!(doc.filters.contains(&("sponsored".into(), Indexed::Bool(false))));
+        // The ids kept beside the row read as the row's own (no origin or
+        // row signature here: none is written).
+        assert_eq!(doc.ids, r#"{"record_id":"svc_a","business_uuid":"b"}"#);
+    }
+
+    #[test]
+    fn the_ids_kept_beside_a_row_read_as_the_rows_own() {
+        let row = json!({"record_id": "svc_a", "business_uuid": "b", "countries": ["FR"], "product_name": "Lamp",
+            "adl_origin": "sha256:ab", "adl_row_sig": "c2ln", "price_FR": 1});
+        let bytes = serde_json::to_vec(&row).unwrap();
+        let doc = index_doc(RecordType::Products, &bytes).unwrap();
+        let (kept, own) = (row_ids(doc.ids.as_bytes()).unwrap(), row_ids(&bytes).unwrap());
+        assert_eq!(
+            (kept.record_id, kept.business_uuid, kept.adl_origin, kept.adl_row_sig),
+            (own.record_id, own.business_uuid, own.adl_origin, own.adl_row_sig)
+        );
     }
 
     #[test]

@@ -47,6 +47,8 @@ pub struct Fields {
     pub country: Field,
     pub blocked: Field,
     pub row: Field,
+    /// The row's ids as a short JSON text (`RowIds`).
+    pub ids: Field,
     /// A hash of the record id: the last sort key, so rows tied on every
     /// requested key come out in the same order in every region.
     pub tie: Field,
@@ -63,6 +65,7 @@ fn schema(collection: RecordType) -> (Schema, Fields) {
     // Stored as text: tantivy reads a stored bytes value back a byte at a
     // time (a fifth of a search's CPU), a text in one copy.
     let row = builder.add_text_field("row", STORED);
+    let ids = builder.add_text_field("ids", STORED);
     let tie = builder.add_u64_field("tie", FAST);
     let values = builder.add_json_field(
         VALUES,
@@ -78,7 +81,7 @@ fn schema(collection: RecordType) -> (Schema, Fields) {
         .iter()
         .map(|name| (*name, builder.add_text_field(&format!("t_{}", value_key(name)), TEXT)))
         .collect();
-    (builder.build(), Fields { id, country, blocked, row, tie, values, texts })
+    (builder.build(), Fields { id, country, blocked, row, ids, tie, values, texts })
 }
 
 /// The first eight bytes of a record id's SHA-256.
@@ -173,7 +176,10 @@ fn document(fields: &Fields, doc: &IndexDoc, blocked: &[String]) -> TantivyDocum
         out.add_text(fields.blocked, group);
     }
     match std::str::from_utf8(&doc.row) {
-        Ok(row) => out.add_text(fields.row, row),
+        Ok(row) => {
+            out.add_text(fields.row, row);
+            out.add_text(fields.ids, &doc.ids);
+        }
         // Rows are JSON text; one that is not is never served, and must not
         // stall the index behind it.
         Err(_) => tracing::error!(record_id = %doc.record_id, "an indexed row is not UTF-8 text"),
@@ -210,7 +216,7 @@ pub type NamedWriter = (RecordType, usize, ShardWriter);
 /// Opens (or creates) every shard under `dir`: the writers for the actors,
 /// the readers for searches.
 /// Bumped whenever the index schema changes, so an older index is rebuilt.
-const SCHEMA_VERSION: u32 = 4;
+const SCHEMA_VERSION: u32 = 5;
 
 /// Makes the index directory hold `shards` shards per collection. An index
 /// laid out for another count (or from before the layout was recorded, when
@@ -270,8 +276,15 @@ pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedWrit
 /// cut it short.
 #[derive(Debug, Default)]
 pub struct Hits {
-    pub rows: Vec<Vec<u8>>,
+    pub rows: Vec<Hit>,
     pub partial: bool,
+}
+
+/// A row found: its JSON text, served verbatim, and its ids' JSON text.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Hit {
+    pub row: Vec<u8>,
+    pub ids: Vec<u8>,
 }
 
 /// Every shard's reader, by collection.
@@ -500,8 +513,9 @@ impl SearchIndex {
         let mut rows = Vec::with_capacity(found.len());
         for (_, n, address) in found {
             let doc: TantivyDocument = searchers[n].doc(address).map_err(|e| e.to_string())?;
-            if let Some(row) = doc.get_first(shards[n].fields.row).and_then(|v| v.as_str()) {
-                rows.push(row.as_bytes().to_vec());
+            let text = |field: Field| doc.get_first(field).and_then(|v| v.as_str()).map(|t| t.as_bytes().to_vec());
+            if let (Some(row), Some(ids)) = (text(shards[n].fields.row), text(shards[n].fields.ids)) {
+                rows.push(Hit { row, ids });
             }
         }
         Ok(Hits { rows, partial })
@@ -928,6 +942,7 @@ mod tests {
             filters: vec![("price_FR".into(), Indexed::Num(10.0))],
             points: vec![],
             row: id.as_bytes().to_vec(),
+            ids: format!(r#"{{"record_id":"{id}","business_uuid":"b"}}"#),
         };
         (doc, vec![])
     }
@@ -953,7 +968,7 @@ mod tests {
             topic_keywords: vec![],
         };
         let hits = index.search(&query, "g", Instant::now() + std::time::Duration::from_secs(5)).unwrap();
-        hits.rows.into_iter().map(|r| String::from_utf8(r).unwrap()).collect()
+        hits.rows.into_iter().map(|r| String::from_utf8(r.row).unwrap()).collect()
     }
 
     // The spec leaves ties open (R1.9: the caller orders); the README records
@@ -1000,6 +1015,7 @@ mod tests {
             texts: vec![("product_name", rng.pick(&["lamp", "lamp oak", "oak table lamp", "table"]).to_string())],
             filters,
             points: vec![],
+            ids: format!(r#"{{"record_id":"{id}","business_uuid":"b"}}"#),
             row: id.into_bytes(),
         };
         let blocked = if rng.below(6) == 0 { vec!["g_blocked".to_owned()] } else { vec![] };

@@ -149,9 +149,17 @@ impl Store {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
-        opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
         opts.increase_parallelism(2);
-        let cfs = cf::ALL.iter().map(|name| ColumnFamilyDescriptor::new(*name, Options::default()));
+        // Write files out a megabyte at a time: a flush that leaves tens of
+        // megabytes dirty makes the kernel throttle every writer at once,
+        // and the WAL appends of the serving path stall with it.
+        opts.set_bytes_per_sync(1 << 20);
+        opts.set_wal_bytes_per_sync(1 << 20);
+        opts.set_recycle_log_file_num(4);
+        opts.set_avoid_unnecessary_blocking_io(true);
+        let mut cf_opts = Options::default();
+        cf_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+        let cfs = cf::ALL.iter().map(|name| ColumnFamilyDescriptor::new(*name, cf_opts.clone()));
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
         Ok(Store { db: Arc::new(db) })
     }

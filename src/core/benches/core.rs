@@ -53,7 +53,7 @@ fn search_request_verification(c: &mut Criterion) {
 }
 
 fn receipt_signing(c: &mut Criterion) {
-    let key = SigningKey::from_seed(Alg::Ed25519, &[21; 32]).unwrap();
+    let signer = receipt::ReceiptSigner::new(SigningKey::from_seed(Alg::Ed25519, &[21; 32]).unwrap());
     let rows: Vec<ReceiptRow> = (0..50)
         .map(|i| ReceiptRow {
             id: format!("svc_{:026}", i).replace('0', "a").replace('1', "b"),
@@ -75,7 +75,9 @@ fn receipt_signing(c: &mut Criterion) {
         caller_key_id: Some("caller".into()),
         sandbox: false,
     };
-    c.bench_function("receipt_sign_50_rows", |b| b.iter(|| black_box(receipt::make(template.clone(), &key).unwrap())));
+    c.bench_function("receipt_sign_50_rows", |b| {
+        b.iter(|| black_box(receipt::make(template.clone(), &signer).unwrap()))
+    });
 }
 
 const PRODUCT: &[u8] = br#"{"schema":"service/products/1","language":"fr","business_product_id":"SKU-1","product_name":"Lampe de bureau articulee","countries":["FR","DE","BE"],"vertical":"home","category":"Lighting","channel":"online","brand":"Lumio","tags":["desk","led","lamp"],"short_description":"Une lampe de bureau LED a bras articule.","prices":[{"country":"FR","currency":"EUR","amount":"49.90"},{"country":"DE","currency":"EUR","amount":"51.00"},{"country":"BE","currency":"EUR","amount":"49.90"}],"on_sale":false,"availability":"in_stock","product_url":"https://shop.example.com/p/1"}"#;

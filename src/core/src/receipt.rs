@@ -64,10 +64,25 @@ pub fn request_hash(signature_base: &str) -> String {
 /// Signs a format 3 receipt. `key_id` and the canonical payload are set here.
 /// A receipt holding an integer beyond 2^53 (an AI policy version, say) is
 /// refused rather than signed over a rounded value.
-pub fn make(mut receipt: Receipt, key: &SigningKey) -> Result<Envelope, crate::canonical::CanonicalError> {
-    receipt.key_id = key.verifying_key().thumbprint();
+pub fn make(mut receipt: Receipt, signer: &ReceiptSigner) -> Result<Envelope, crate::canonical::CanonicalError> {
+    receipt.key_id = signer.key_id.clone();
     let bytes = crate::canonical::to_signed_bytes(&receipt)?;
-    Ok(Envelope::sign(&payload_type(RECEIPT_V3), &bytes, &[key]))
+    Ok(Envelope::sign(&payload_type(RECEIPT_V3), &bytes, &[&signer.key]))
+}
+
+/// A region's receipt key and its id (the JWK thumbprint), worked out once
+/// rather than for every receipt.
+#[derive(Clone)]
+pub struct ReceiptSigner {
+    pub key: SigningKey,
+    pub key_id: String,
+}
+
+impl ReceiptSigner {
+    pub fn new(key: SigningKey) -> ReceiptSigner {
+        let key_id = key.verifying_key().thumbprint();
+        ReceiptSigner { key, key_id }
+    }
 }
 
 /// What the party checking a receipt knows besides the envelope.
@@ -172,7 +187,7 @@ mod tests {
     // rule: R2.6.1, R2.6.3, R2.6.4, R2.6.9, R2.6.11, R2.6.12, R9.5
     #[test]
     fn format_three_is_made_and_verifies() {
-        let env = make(search_receipt(), &region_key()).unwrap();
+        let env = make(search_receipt(), &ReceiptSigner::new(region_key())).unwrap();
         assert_eq!(env.payload_type, "application/vnd.service.receipt.v3+json");
         let payload: serde_json::Value = serde_json::from_slice(&env.payload_bytes().unwrap()).unwrap();
         assert_eq!(payload["key_id"], region_key().verifying_key().thumbprint());
@@ -186,7 +201,7 @@ mod tests {
     // rule: R2.6.14
     #[test]
     fn presented_by_another_key_is_refused() {
-        let env = make(search_receipt(), &region_key()).unwrap();
+        let env = make(search_receipt(), &ReceiptSigner::new(region_key())).unwrap();
         let check = ReceiptCheck { receipt_key: lookup, presenter: Some("someone-else"), rows: None };
         assert_eq!(verify(&env, &check), Err(Reason::ReceiptCallerMismatch));
     }
@@ -194,7 +209,7 @@ mod tests {
     // rule: P4.2.53
     #[test]
     fn a_row_not_in_the_receipt_is_refused() {
-        let env = make(search_receipt(), &region_key()).unwrap();
+        let env = make(search_receipt(), &ReceiptSigner::new(region_key())).unwrap();
         let rows = [row("other")];
         let check = ReceiptCheck { receipt_key: lookup, presenter: None, rows: Some(&rows) };
         assert_eq!(verify(&env, &check), Err(Reason::ReceiptRowMismatch));
@@ -226,7 +241,7 @@ mod tests {
 
     #[test]
     fn wrong_region_key_or_tampering_fails() {
-        let env = make(search_receipt(), &region_key()).unwrap();
+        let env = make(search_receipt(), &ReceiptSigner::new(region_key())).unwrap();
         let none = ReceiptCheck { receipt_key: |_: &str, _: &str, _| None, presenter: None, rows: None };
         assert_eq!(verify(&env, &none), Err(Reason::KeyUnknown));
         let mut tampered = env.clone();
@@ -242,7 +257,7 @@ mod tests {
         let mut r = search_receipt();
         r.rows[0].ai_policy_version = Some(1 << 53);
         assert!(matches!(
-            make(r, &region_key()),
+            make(r, &ReceiptSigner::new(region_key())),
             Err(crate::canonical::CanonicalError::UnsafeInteger(p)) if p == "/rows/0/ai_policy_version"
         ));
     }

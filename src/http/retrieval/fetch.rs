@@ -17,7 +17,7 @@ use svc_core::seal::ServedSeal;
 use svc_core::source_line::SourceLine;
 use svc_core::time::UnixMs;
 
-use super::{Caller, Served, admit, deliver, retrieval_signed};
+use super::{Caller, ServeTimes, Served, admit, deliver, retrieval_signed};
 use crate::clock::random;
 use crate::http::AppState;
 use crate::http::body::DEFAULT_LIMIT;
@@ -50,7 +50,7 @@ async fn fetch_route(state: &AppState, record_id: &str, req: Request<Body>) -> A
     let held = admit(state, &caller, now).await?;
     let Some((head, version)) = served_version(state, &caller, record_id)? else { return Ok(None) };
     let retrieval_id = svc_core::ids::retrieval_id(&random());
-    let at = state.serve_times.of(state, &head.business_uuid, now)?;
+    let at = state.serve_times.of(state, ServeTimes::seq(state)?, &head.business_uuid, now)?;
     let receipt = Receipt {
         retrieval_id: retrieval_id.clone(),
         served_at: now.to_rfc3339_millis(),

@@ -28,7 +28,7 @@ use svc_core::receipt::{self, Receipt};
 use svc_core::time::UnixMs;
 
 use super::AppState;
-use super::auth::{key_from_jwk, sandbox_bearer, verify_signed};
+use super::auth::{sandbox_bearer, verify_signed};
 use super::body::read_limited;
 use super::problem::{ApiError, ApiResult};
 use crate::actors::billing::{BillingMsg, Reservation, Reserved, Settled};
@@ -109,6 +109,7 @@ async fn authenticate(state: &AppState, req: Request<Body>, limit: usize, now: U
     }
     let grant = parts.headers.get(svc_core::sandbox::GRANT_HEADER).and_then(|v| v.to_str().ok());
     let registry = state.registry.clone();
+    let jwk_keys = &state.jwk_keys;
     let environment = state.config.environment;
     let authority = &state.config.public_authority;
     let (verified, key) = verify_signed(&parts, &body, authority, TAG_RETRIEVAL, now, &state.nonces, |key_id| {
@@ -119,7 +120,7 @@ async fn authenticate(state: &AppState, req: Request<Body>, limit: usize, now: U
         if sandbox && !svc_core::sandbox::admits(key.introduced, key.grant.as_deref(), grant) {
             return None;
         }
-        let public = key_from_jwk(&key.jwk)?;
+        let public = jwk_keys.get(&key.jwk)?;
         Some((key, public))
     })
     .await?;
@@ -301,8 +302,9 @@ pub async fn deliver(
 ) -> ApiResult<Vec<u8>> {
     let retrieval_id = receipt.retrieval_id.clone();
     // Only a key the key set names signs: a receipt must verify.
-    let key = state.key_set.signer(now).ok_or_else(|| unavailable("this region's receipt key is not certified yet"))?;
-    let envelope = receipt::make(receipt, &key).map_err(ApiError::internal)?;
+    let signer =
+        state.key_set.signer(now).ok_or_else(|| unavailable("this region's receipt key is not certified yet"))?;
+    let envelope = receipt::make(receipt, &signer).map_err(ApiError::internal)?;
     let stored = StoredReceipt {
         seq: 0,
         group_id: caller.key.group_id.clone(),

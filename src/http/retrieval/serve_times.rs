@@ -37,10 +37,15 @@ pub struct ServeTimes {
 }
 
 impl ServeTimes {
-    /// The serve-time members of a business's rows now: its AI policy bits,
-    /// with `purchase` withheld while its endpoints are suspended.
-    pub fn of(&self, state: &AppState, business_uuid: &str, now: UnixMs) -> ApiResult<ServeTime> {
-        let seq = crate::replication::last_seq(&state.store).map_err(ApiError::internal)?;
+    /// The replicated sequence to read at: once per answer, not per row.
+    pub fn seq(state: &AppState) -> ApiResult<u64> {
+        crate::replication::last_seq(&state.store).map_err(ApiError::internal)
+    }
+
+    /// The serve-time members of a business's rows now, as of replicated
+    /// sequence `seq`: its AI policy bits, with `purchase` withheld while
+    /// its endpoints are suspended.
+    pub fn of(&self, state: &AppState, seq: u64, business_uuid: &str, now: UnixMs) -> ApiResult<ServeTime> {
         if let Ok(mut held) = self.held.lock() {
             if held.0 != seq {
                 *held = (seq, HashMap::new());

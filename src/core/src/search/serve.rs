@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::ai_policy::AiPolicyBits;
@@ -82,22 +82,36 @@ pub fn receipt_row(signed: &Map<String, Value>, at: &ServeTime) -> ReceiptRow {
 }
 
 /// The members of a stored row that serving needs, read from its JSON text
-/// without building the row.
-#[derive(Debug, Deserialize)]
+/// without building the row. The index keeps them as their own short JSON
+/// text beside the row, so serving does not read through the whole row.
+#[derive(Debug, Deserialize, Serialize)]
 pub struct RowIds<'a> {
     #[serde(borrow)]
     pub record_id: Cow<'a, str>,
     #[serde(borrow)]
     pub business_uuid: Cow<'a, str>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub adl_origin: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub adl_row_sig: Option<Cow<'a, str>>,
 }
 
 /// Reads a stored row's ids; `None` when the text is not such a row.
 pub fn row_ids(row: &[u8]) -> Option<RowIds<'_>> {
     serde_json::from_slice(row).ok()
+}
+
+impl<'a> RowIds<'a> {
+    /// The ids of a parsed row; `None` without its record id or business.
+    pub fn of_row(row: &'a Map<String, Value>) -> Option<RowIds<'a>> {
+        let text = |name: &str| row.get(name).and_then(Value::as_str).map(Cow::Borrowed);
+        Some(RowIds {
+            record_id: text("record_id")?,
+            business_uuid: text("business_uuid")?,
+            adl_origin: text("adl_origin"),
+            adl_row_sig: text("adl_row_sig"),
+        })
+    }
 }
 
 /// The row as served, as JSON text: the stored row's own text, untouched,
