@@ -63,12 +63,11 @@ fn indexed(kind: Kind, value: &Value) -> Option<Indexed> {
 pub fn index_doc(collection: RecordType, row_bytes: &[u8]) -> Option<IndexDoc> {
     let spec = fields::collection(collection)?;
     let row: Map<String, Value> = serde_json::from_slice(row_bytes).ok()?;
-    let text = |name: &str| row.get(name).and_then(Value::as_str).map(str::to_owned);
     let whole = Value::Object(row.clone());
-    let ids = serde_json::to_string(&RowIds::of_row(&row)?).ok()?;
+    let ids = RowIds::of_row(&row)?;
     let mut doc = IndexDoc {
-        record_id: text("record_id")?,
-        business_uuid: text("business_uuid")?,
+        record_id: ids.record_id.to_string(),
+        business_uuid: ids.business_uuid.to_string(),
         countries: row
             .get("countries")
             .and_then(Value::as_array)
@@ -78,7 +77,7 @@ pub fn index_doc(collection: RecordType, row_bytes: &[u8]) -> Option<IndexDoc> {
         filters: Vec::new(),
         points: Vec::new(),
         row: row_bytes.to_vec(),
-        ids,
+        ids: serde_json::to_string(&ids).ok()?,
     };
     for field in spec.text_fields {
         let path: Vec<&str> = field.split('.').collect();
