@@ -4,16 +4,20 @@
 //! retrieval keys, then
 //!
 //! (a) the load generator over real TCP: signed product searches with fresh
-//!     nonces from N keep-alive connections, and
-//! (b) the same searches judged once and run straight on the index from N
-//!     threads, for as long,
+//!     nonces from N keep-alive connections, each sending again as soon as
+//!     it has its answer (the most the region can do),
+//! (b) the same N connections offering a fixed rate (default 2,000/s), with
+//!     each latency counted from when its request fell due, and
+//! (c) the same searches judged once and run straight on the index from N
+//!     threads, then from one thread per core, for as long,
 //!
-//! printing both and their ratios. The target (issue 4): 2,000 signed
-//! searches/s or more with p99 at 20 ms or less, 100,000 products, 32
-//! connections.
+//! printing all and the ratios of (a) to (c). The target (issue 4): 2,000
+//! signed searches/s or more with p99 at 20 ms or less, 100,000 products,
+//! 32 connections.
 //!
 //! `cargo bench --bench search -- --products 100000 --connections 32 --seconds 20`
-//! (also `--warmup S`, `--queries N`, `--seed N`, `--shards K` per collection, default the node's).
+//! (also `--rate R`, `--warmup S`, `--queries N`, `--seed N`, `--shards K` per
+//! collection, default the node's).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -147,6 +151,7 @@ fn main() {
     let mix = arg("--queries", 256) as usize;
     let seed = arg("--seed", 1);
     let shards = arg("--shards", 1) as usize;
+    let rate = arg("--rate", 2_000) as f64;
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
@@ -227,29 +232,35 @@ fn main() {
                 took.as_secs_f64() * 1e6 / f64::from(*runs)
             );
         }
-        eprintln!("(a) HTTP: {connections} connections, {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
-        let plan = Plan {
+        let plan = |rate: Option<f64>| Plan {
             base_url: format!("http://{}", node.addr),
             authority: state.config.public_authority.clone(),
-            keys,
+            keys: keys.clone(),
             connections,
+            rate,
             warmup,
             duration: window,
-            queries,
+            queries: queries.clone(),
             sandbox_grant: true,
         };
+        eprintln!("(a) HTTP: {connections} connections, {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
         let started = (cpu_seconds(), Instant::now());
-        let http = loadgen::run(plan).await.expect("load generator");
+        let http = loadgen::run(plan(None)).await.expect("load generator");
         let http_cores = cores_since(started);
 
-        eprintln!("(b) direct: {connections} threads, {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
+        eprintln!("(b) HTTP at {rate}/s: {connections} connections, {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
+        let started = (cpu_seconds(), Instant::now());
+        let at_rate = loadgen::run(plan(Some(rate))).await.expect("load generator");
+        let at_rate_cores = cores_since(started);
+
+        eprintln!("(c) direct: {connections} threads, {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
         let started = (cpu_seconds(), Instant::now());
         let (direct_rps, direct_latency) = direct(&state, &group, &judged, connections, warmup, window);
         let direct_cores = cores_since(started);
         // With more threads than cores, a direct search's latency is mostly
         // waiting for a core; one thread per core shows what a search costs.
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        eprintln!("(c) direct: {cores} threads (one per core), {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
+        eprintln!("(d) direct: {cores} threads (one per core), {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
         let started = (cpu_seconds(), Instant::now());
         let (per_core_rps, per_core_latency) = direct(&state, &group, &judged, cores, warmup, window);
         let per_core_cores = cores_since(started);
@@ -260,18 +271,24 @@ fn main() {
             "connections": connections,
             "seconds": window.as_secs(),
             "http": http,
+            "http_at_rate": at_rate,
             "direct": {"requests_per_second": direct_rps, "latency": direct_latency},
             "direct_one_thread_per_core": {"threads": cores, "requests_per_second": per_core_rps,
                 "latency": per_core_latency},
-            "cores_used": {"http": http_cores, "direct": direct_cores, "direct_one_thread_per_core": per_core_cores},
+            "cores_used": {"http": http_cores, "http_at_rate": at_rate_cores, "direct": direct_cores, "direct_one_thread_per_core": per_core_cores},
             "ratio_http_to_direct": {
                 "requests_per_second": ratio(http.requests_per_second, direct_rps),
                 "p50": ratio(http.latency.p50_ms, direct_latency.p50_ms),
                 "p99": ratio(http.latency.p99_ms, direct_latency.p99_ms),
             },
-            "target_met": http.ok_per_second >= 2_000.0 && http.latency.p99_ms <= 20.0,
+            // 2,000/s or more sustained, and the p99 at 2,000/s (or a higher
+            // rate asked for) with every request answered 200.
+            "target_met": http.ok_per_second >= 2_000.0 && rate >= 2_000.0
+                && at_rate.statuses.get(&200) == Some(&at_rate.requests) && at_rate.transport_errors == 0
+                && at_rate.latency.p99_ms <= 20.0,
         });
         println!("{}", line("search/http_signed", http.requests_per_second, &http.latency));
+        println!("{}", line(&format!("search/http_at_{rate}"), at_rate.requests_per_second, &at_rate.latency));
         println!("{}", line("search/direct_tantivy", direct_rps, &direct_latency));
         println!("{}", line(&format!("search/direct_{cores}_threads"), per_core_rps, &per_core_latency));
         println!(

@@ -2,9 +2,17 @@
 //! nonce and the current time, from N concurrent keep-alive connections
 //! against a running region, reporting requests/s and latency percentiles.
 //! `svc loadgen` and `benches/search.rs` drive it.
+//!
+//! Two ways to load: closed (each connection sends again as soon as it has
+//! its answer, which finds the most the region can do) and at a fixed rate
+//! (requests fall due on a schedule, which shows the latency a region gives
+//! at a chosen load). At a fixed rate a request's latency runs from when it
+//! fell due, not from when a free connection sent it, so a stall that holds
+//! every connection counts against every request it delayed.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -53,6 +61,9 @@ pub struct Plan {
     /// Retrieval keys; connection `i` signs with key `i % keys.len()`.
     pub keys: Vec<SigningKey>,
     pub connections: usize,
+    /// Requests per second to offer, on a schedule, over all connections;
+    /// `None` sends as fast as answers come back.
+    pub rate: Option<f64>,
     /// Requests before the measured window: connections open, keys are
     /// introduced, caches fill. Not counted.
     pub warmup: Duration,
@@ -78,6 +89,8 @@ pub struct Latency {
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub connections: usize,
+    /// The rate offered, when the load ran on a schedule.
+    pub offered_per_second: Option<f64>,
     pub seconds: f64,
     /// Answers received (any status).
     pub requests: u64,
@@ -88,7 +101,8 @@ pub struct Report {
     pub requests_per_second: f64,
     /// Only the 200 answers, per second.
     pub ok_per_second: f64,
-    /// From the request leaving (signed) to the last byte of the answer.
+    /// To the last byte of the answer, from the request leaving (signed), or
+    /// at a fixed rate from when it fell due.
     pub latency: Latency,
 }
 
@@ -124,11 +138,31 @@ struct Tally {
     transport_errors: u64,
 }
 
-/// Runs the plan: every connection sends, waits for the whole answer, and
-/// sends again, until the window closes.
+/// When requests fall due at a fixed rate: request `n` (counted over all
+/// connections) at `start + n / per_second`.
+struct Schedule {
+    start: Instant,
+    per_second: f64,
+    taken: AtomicU64,
+}
+
+impl Schedule {
+    /// Takes the next request's due time.
+    fn next(&self) -> Instant {
+        let n = self.taken.fetch_add(1, Ordering::Relaxed);
+        self.start + Duration::from_secs_f64(n as f64 / self.per_second)
+    }
+}
+
+/// Runs the plan until the window closes: every connection sends, waits for
+/// the whole answer, and sends again, at once or when the next request on
+/// the schedule falls due.
 pub async fn run(plan: Plan) -> Result<Report, String> {
     if plan.connections == 0 || plan.keys.is_empty() || plan.queries.is_empty() {
         return Err("a load needs at least one connection, one key and one query".into());
+    }
+    if plan.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+        return Err("a fixed rate is a positive number of requests per second".into());
     }
     let base: Uri = plan.base_url.parse().map_err(|e| format!("{}: {e}", plan.base_url))?;
     let addr = match (base.scheme_str(), base.host()) {
@@ -138,8 +172,11 @@ pub async fn run(plan: Plan) -> Result<Report, String> {
     let queries = Arc::new(plan.queries);
     let signers: Vec<Arc<Signer>> =
         plan.keys.into_iter().map(|k| Arc::new(Signer::new(k, &plan.authority, TAG_RETRIEVAL))).collect();
-    let from = Instant::now() + plan.warmup;
+    let began = Instant::now();
+    let from = began + plan.warmup;
     let until = from + plan.duration;
+    let schedule =
+        plan.rate.map(|per_second| Arc::new(Schedule { start: began, per_second, taken: AtomicU64::new(0) }));
     let mut tasks = Vec::with_capacity(plan.connections);
     for n in 0..plan.connections {
         let signer = signers[n % signers.len()].clone();
@@ -147,7 +184,8 @@ pub async fn run(plan: Plan) -> Result<Report, String> {
         // Spread the starting offsets so connections do not send the same
         // query in lockstep.
         let start = n * queries.len() / plan.connections;
-        tasks.push(tokio::spawn(connection(addr.clone(), signer, grant, queries.clone(), start, from, until)));
+        let load = Load { addr: addr.clone(), signer, grant, queries: queries.clone(), schedule: schedule.clone() };
+        tasks.push(tokio::spawn(connection(load, start, from, until)));
     }
     let mut total = Tally::default();
     let mut failed = None;
@@ -174,6 +212,7 @@ pub async fn run(plan: Plan) -> Result<Report, String> {
     let ok = total.statuses.get(&200).copied().unwrap_or(0);
     Ok(Report {
         connections: plan.connections,
+        offered_per_second: plan.rate,
         seconds,
         requests,
         statuses: total.statuses,
@@ -199,25 +238,42 @@ async fn connect(addr: &str) -> Result<SendRequest<Body>, String> {
     Ok(sender)
 }
 
-async fn connection(
+/// What one connection sends, and where.
+struct Load {
     addr: String,
     signer: Arc<Signer>,
     grant: Option<String>,
     queries: Arc<Vec<Query>>,
-    mut next: usize,
-    from: Instant,
-    until: Instant,
-) -> Result<Tally, String> {
+    schedule: Option<Arc<Schedule>>,
+}
+
+async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) -> Result<Tally, String> {
+    let Load { addr, signer, grant, queries, schedule } = load;
     let mut tally = Tally::default();
     // The first connect must work: a wrong address is an error, not a report.
     let mut sender = Some(connect(&addr).await?);
-    while Instant::now() < until {
+    loop {
+        // On a schedule, every request due inside the window is sent, however
+        // late; closed, the window's end stops the connection.
+        let due = match &schedule {
+            Some(schedule) => {
+                let due = schedule.next();
+                if due >= until {
+                    break;
+                }
+                tokio::time::sleep_until(due.into()).await;
+                Some(due)
+            }
+            None if Instant::now() >= until => break,
+            None => None,
+        };
         let mut live = match sender.take() {
             Some(s) if !s.is_closed() => s,
             _ => match connect(&addr).await {
                 Ok(s) => s,
                 Err(_) => {
-                    if Instant::now() >= from {
+                    let at = due.unwrap_or_else(Instant::now);
+                    if at >= from && at < until {
                         tally.transport_errors += 1;
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -233,7 +289,7 @@ async fn connection(
         }
         // Signed afresh each time: a new nonce and the current time.
         let request = signer.sign_now(unsigned, SystemClock.now().as_secs())?;
-        let began = Instant::now();
+        let began = due.unwrap_or_else(Instant::now);
         let answered = async {
             live.ready().await.map_err(|e| e.to_string())?;
             let response = live.send_request(request).await.map_err(|e| e.to_string())?;
@@ -375,6 +431,47 @@ mod tests {
         assert_eq!(percentile(&one, 99.0), one[0]);
         assert_eq!(percentile(&[], 99.0), Duration::ZERO);
         assert_eq!(summarize(Vec::new()), Latency::default());
+    }
+
+    /// A server that answers every request 204, on a free port.
+    async fn answering_server() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = axum::Router::new().fallback(|| async { axum::http::StatusCode::NO_CONTENT });
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}")
+    }
+
+    fn plan(base_url: String, rate: Option<f64>) -> Plan {
+        Plan {
+            base_url,
+            authority: "api.svc.localhost".into(),
+            keys: vec![SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[7; 32]).unwrap()],
+            connections: 3,
+            rate,
+            warmup: Duration::from_millis(250),
+            duration: Duration::from_millis(500),
+            queries: product_mix(1, 8),
+            sandbox_grant: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_fixed_rate_sends_exactly_the_requests_due_in_the_window() {
+        let base = answering_server().await;
+        // Due at n / 400 s: those from 0.25 s to before 0.75 s are n = 100..300,
+        // sent however slowly the machine runs.
+        let report = run(plan(base.clone(), Some(400.0))).await.unwrap();
+        assert_eq!(report.requests, 200);
+        assert_eq!(report.statuses, BTreeMap::from([(204, 200)]));
+        assert_eq!((report.offered_per_second, report.transport_errors), (Some(400.0), 0));
+        // Closed, the count is whatever the connections manage.
+        let closed = run(plan(base.clone(), None)).await.unwrap();
+        assert_eq!(closed.offered_per_second, None);
+        assert!(closed.requests > 0 && closed.statuses.keys().eq([&204]));
+        for rate in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(run(plan(base.clone(), Some(rate))).await.is_err(), "{rate}");
+        }
     }
 
     #[test]

@@ -14,9 +14,10 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use svc_core::receipt_fold::{self, Served};
 
+use crate::actors::receipt_log::leaf_of;
 use crate::clock::SharedClock;
 use crate::replication::exchange::{Outgoing, Sequence};
-use crate::store::model::{ReceiptPlace, ReceiptRoot, StoredReceipt};
+use crate::store::model::{ReceiptLeaf, ReceiptPlace, ReceiptRoot, StoredReceipt};
 use crate::store::{Store, StoreResult, be, cf, key};
 
 const CURSOR: &[u8] = b"receipt_folded_seq";
@@ -46,6 +47,11 @@ pub fn root_key(region: &str, first_seq: u64) -> Vec<u8> {
     k
 }
 
+/// The sequence a receipt log key names.
+fn seq_of(key: &[u8]) -> u64 {
+    key.try_into().map_or(0, u64::from_be_bytes)
+}
+
 /// Stores a region's root (home: its own, or one a region reported).
 pub fn keep(batch: &mut crate::store::Batch<'_>, root: &ReceiptRoot) {
     batch.put(cf::RECEIPT_ROOTS, &root_key(&root.region, root.first_seq), root);
@@ -68,14 +74,44 @@ impl ReceiptFolder {
     /// Two reads instead of a pass over the open minute: whether the first
     /// waiting receipt and the newest one allow anything to close.
     fn may_close(args: &ReceiptFolderArgs, from: &[u8]) -> StoreResult<bool> {
-        let Some((_, first)) = args.store.scan::<StoredReceipt>(cf::RECEIPTS, &[], Some(from), 1)?.pop() else {
+        let Some((_, first)) = args.store.scan::<ReceiptLeaf>(cf::RECEIPT_LEAVES, &[], Some(from), 1)?.pop() else {
             return Ok(false);
         };
-        let newest = match args.store.last_key(cf::RECEIPTS)? {
-            Some(key) => args.store.get::<StoredReceipt>(cf::RECEIPTS, &key)?.map_or(first.served_at, |r| r.served_at),
+        let newest = match args.store.last_key(cf::RECEIPT_LEAVES)? {
+            Some(key) => {
+                args.store.get::<ReceiptLeaf>(cf::RECEIPT_LEAVES, &key)?.map_or(first.served_at, |r| r.served_at)
+            }
             None => first.served_at,
         };
         Ok(receipt_fold::may_close(first.served_at, newest, args.clock.now()))
+    }
+
+    /// A store written before receipts had their leaves beside them: the
+    /// receipts not folded yet get theirs (the same the log writes). Since
+    /// the log writes a leaf with every receipt, only the oldest unfolded
+    /// receipts can lack one, and the first with a leaf ends the search.
+    fn add_missing_leaves(store: &Store) -> StoreResult<usize> {
+        let cursor: u64 = store.get(cf::META, CURSOR)?.unwrap_or(0);
+        let mut next = cursor + 1;
+        let mut added = 0;
+        loop {
+            let page = store.scan::<StoredReceipt>(cf::RECEIPTS, &[], Some(&be(next)), PASS)?;
+            let mut batch = store.batch();
+            let mut done = page.len() < PASS;
+            for (key, receipt) in &page {
+                if store.contains(cf::RECEIPT_LEAVES, key)? {
+                    done = true;
+                    break;
+                }
+                batch.put(cf::RECEIPT_LEAVES, key, &leaf_of(receipt));
+                added += 1;
+                next = seq_of(key) + 1;
+            }
+            batch.commit()?;
+            if done {
+                return Ok(added);
+            }
+        }
     }
 
     /// Folds what is closed (everything, on `flush`); answers the roots made.
@@ -87,10 +123,10 @@ impl ReceiptFolder {
             if !flush && !Self::may_close(args, &from)? {
                 return Ok(made);
             }
-            let pending = args.store.scan::<StoredReceipt>(cf::RECEIPTS, &[], Some(&from), PASS)?;
-            let served: Vec<Served<'_>> = pending
+            let pending = args.store.scan::<ReceiptLeaf>(cf::RECEIPT_LEAVES, &[], Some(&from), PASS)?;
+            let served: Vec<Served> = pending
                 .iter()
-                .map(|(_, r)| Served { seq: r.seq, served_at: r.served_at, envelope: &r.envelope })
+                .map(|(key, r)| Served { seq: seq_of(key), served_at: r.served_at, leaf: r.leaf })
                 .collect();
             // (A pass cut by its size may close a minute in two parts: both
             // are sound, each named by its first receipt.)
@@ -141,6 +177,10 @@ impl Actor for ReceiptFolder {
         _me: ActorRef<ReceiptFolderMsg>,
         args: ReceiptFolderArgs,
     ) -> Result<Arc<ReceiptFolderArgs>, ActorProcessingErr> {
+        let added = Self::add_missing_leaves(&args.store)?;
+        if added > 0 {
+            tracing::info!(added, "hashed the leaves of receipts stored before leaves were kept");
+        }
         Ok(Arc::new(args))
     }
 
@@ -177,5 +217,76 @@ impl Actor for ReceiptFolder {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::store::model::UsageKind;
+    use svc_core::merkle::BatchTree;
+    use svc_core::time::UnixMs;
+
+    const T: i64 = 1_795_000_020_000; // 20 s into a minute
+
+    fn receipt(seq: u64) -> StoredReceipt {
+        StoredReceipt {
+            seq,
+            group_id: "g".into(),
+            company_uuid: "c".into(),
+            caller_key_id: "k".into(),
+            retrieval_id: format!("r{seq}"),
+            kind: UsageKind::Search,
+            served_at: UnixMs(T + seq as i64),
+            country: Some("FR".into()),
+            businesses: vec!["b".into()],
+            envelope: format!("{{\"receipt\":{seq}}}").into_bytes(),
+        }
+    }
+
+    // rule: P4.2.39
+    #[test]
+    fn receipts_stored_before_leaves_were_kept_are_folded_as_their_envelopes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let receipts: Vec<StoredReceipt> = (1..=5).map(receipt).collect();
+        let mut batch = store.batch();
+        for r in &receipts {
+            batch.put(cf::RECEIPTS, &be(r.seq), r);
+        }
+        // As an older store holds them: leaves only from the fourth on, and
+        // the fifth's is not what it would hash to, to show it is kept as is.
+        batch.put(cf::RECEIPT_LEAVES, &be(4), &leaf_of(&receipts[3]));
+        let odd = ReceiptLeaf { served_at: receipts[4].served_at, leaf: [9; 32] };
+        batch.put(cf::RECEIPT_LEAVES, &be(5), &odd);
+        batch.commit().unwrap();
+
+        assert_eq!(ReceiptFolder::add_missing_leaves(&store).unwrap(), 3);
+        for r in &receipts[..4] {
+            assert_eq!(store.get::<ReceiptLeaf>(cf::RECEIPT_LEAVES, &be(r.seq)).unwrap(), Some(leaf_of(r)));
+        }
+        assert_eq!(store.get::<ReceiptLeaf>(cf::RECEIPT_LEAVES, &be(5)).unwrap(), Some(odd));
+        assert_eq!(ReceiptFolder::add_missing_leaves(&store).unwrap(), 0, "nothing is hashed twice");
+
+        // The minute folds from the leaves into the tree of the envelopes.
+        let clock = ManualClock::at(UnixMs(T));
+        let args = ReceiptFolderArgs {
+            store: store.clone(),
+            region: "home".into(),
+            clock: Arc::new(clock.clone()),
+            outbox: None,
+        };
+        assert_eq!(ReceiptFolder::pass(&args, false).unwrap(), 0, "the minute is still open");
+        clock.advance(60_000 + receipt_fold::GRACE_MS);
+        assert_eq!(ReceiptFolder::pass(&args, false).unwrap(), 1);
+        let root = roots(&store, "home").unwrap().pop().unwrap();
+        assert_eq!((root.first_seq, root.last_seq, root.size), (1, 5, 5));
+        let mut leaves: Vec<_> = receipts[..4].iter().map(|r| leaf_of(r).leaf).collect();
+        leaves.push(odd.leaf);
+        assert_eq!(root.root, BatchTree::from_leaf_hashes(&leaves).root());
+        let envelopes: Vec<&[u8]> = receipts[..4].iter().map(|r| r.envelope.as_slice()).collect();
+        let four = BatchTree::from_records(&envelopes).root();
+        assert_eq!(BatchTree::from_leaf_hashes(&leaves[..4]).root(), four, "a leaf is its envelope's hash");
     }
 }

@@ -23,6 +23,11 @@ pub struct LoadgenArgs {
     pub keys: Vec<PathBuf>,
     #[arg(long, default_value_t = 32)]
     pub connections: usize,
+    /// Offer this many requests per second on a schedule (latency counted
+    /// from when each fell due); without it, connections send as fast as
+    /// answers come back.
+    #[arg(long)]
+    pub rate: Option<f64>,
     /// The measured window.
     #[arg(long, default_value_t = 20)]
     pub seconds: u64,
@@ -48,6 +53,7 @@ pub fn run(args: LoadgenArgs) -> Result<serde_json::Value, String> {
         authority: args.authority,
         keys,
         connections: args.connections,
+        rate: args.rate,
         warmup: Duration::from_secs(args.warmup),
         duration: Duration::from_secs(args.seconds.max(1)),
         queries: loadgen::product_mix(args.seed, args.queries.max(1)),

@@ -465,6 +465,14 @@ pub struct ReceiptRoot {
     pub root: [u8; 32],
 }
 
+/// A receipt as folding needs it: when it was served and its leaf hash
+/// (`merkle::leaf_hash` of its envelope), hashed once as it is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReceiptLeaf {
+    pub served_at: UnixMs,
+    pub leaf: [u8; 32],
+}
+
 /// Where a folded receipt is: its part (by first receipt) and its place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReceiptPlace {

@@ -17,12 +17,13 @@ use crate::time::UnixMs;
 pub const GRACE_MS: i64 = 10_000;
 const MINUTE_MS: i64 = 60_000;
 
-/// One receipt as the log holds it.
+/// One receipt as folding sees it: its sequence, when it was served, and
+/// its leaf hash (`merkle::leaf_hash` of its envelope's bytes).
 #[derive(Debug, Clone, Copy)]
-pub struct Served<'a> {
+pub struct Served {
     pub seq: u64,
     pub served_at: UnixMs,
-    pub envelope: &'a [u8],
+    pub leaf: Hash,
 }
 
 /// A folded part of a minute.
@@ -57,7 +58,7 @@ pub fn may_close(first_served_at: UnixMs, newest_served_at: UnixMs, now: UnixMs)
 /// Folds the closed runs of `receipts` (served order, from the first not
 /// yet folded). Answers the parts, oldest first; receipts after the last
 /// part's `last_seq` stay for a later call.
-pub fn fold(receipts: &[Served<'_>], now: UnixMs, flush: bool) -> Vec<MinutePart> {
+pub fn fold(receipts: &[Served], now: UnixMs, flush: bool) -> Vec<MinutePart> {
     let mut parts = Vec::new();
     let mut start = 0;
     while start < receipts.len() {
@@ -71,7 +72,7 @@ pub fn fold(receipts: &[Served<'_>], now: UnixMs, flush: bool) -> Vec<MinutePart
             break;
         }
         let run = &receipts[start..end];
-        let leaves: Vec<Hash> = run.iter().map(|r| crate::merkle::leaf_hash(r.envelope)).collect();
+        let leaves: Vec<Hash> = run.iter().map(|r| r.leaf).collect();
         parts.push(MinutePart {
             minute,
             first_seq: run[0].seq,
@@ -98,8 +99,8 @@ mod tests {
 
     const T: i64 = 1_795_000_040_000; // 20 s into a minute
 
-    fn served(seq: u64, at: i64, body: &'static [u8]) -> Served<'static> {
-        Served { seq, served_at: UnixMs(at), envelope: body }
+    fn served(seq: u64, at: i64, body: &[u8]) -> Served {
+        Served { seq, served_at: UnixMs(at), leaf: leaf_hash(body) }
     }
 
     #[test]
