@@ -152,7 +152,9 @@ pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppSt
     .map_err(|e| e.to_string())?;
     indexer.send_interval(std::time::Duration::from_millis(20), || IndexerMsg::Tick);
     let purge_clock = clock.clone();
-    nonces.send_interval(std::time::Duration::from_secs(60), move || NonceMsg::Purge { now: purge_clock.now() });
+    // Every second: a busy region expires a few thousand claims a second,
+    // and forgetting a minute of them at once held every claim behind it.
+    nonces.send_interval(std::time::Duration::from_secs(1), move || NonceMsg::Purge { now: purge_clock.now() });
     let config_limits = config.retrieval_limits;
     let certifier = match (&home, outbox) {
         (Some(home), _) => {

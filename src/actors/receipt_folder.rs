@@ -8,6 +8,12 @@
 //! receipt log is written before any answer leaves, so a region that crashes
 //! folds on restart whatever it had returned. A region that stops folds
 //! everything it holds, the open minute included.
+//!
+//! Folds are written unsynced, like the receipts they fold. A synced write
+//! holds every writer behind it until the disk answers, and a busy minute
+//! folds in a dozen passes: synced, they stalled every answer for most of a
+//! second. The write-ahead log keeps writes in order, so a crash of the
+//! machine can lose a fold only with the receipts after it.
 
 use std::sync::Arc;
 
@@ -23,6 +29,9 @@ use crate::store::{Store, StoreResult, be, cf, key};
 const CURSOR: &[u8] = b"receipt_folded_seq";
 /// Receipts read per pass.
 const PASS: usize = 10_000;
+/// Receipt places per write, and the pause after each full one (see `pass`).
+const PLACES_PER_WRITE: usize = 2_000;
+const PLACES_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
 
 pub enum ReceiptFolderMsg {
     Tick,
@@ -132,6 +141,31 @@ impl ReceiptFolder {
             // are sound, each named by its first receipt.)
             let parts = receipt_fold::fold(&served, args.clock.now(), flush);
             let Some(last) = parts.last() else { return Ok(made) };
+            // Each receipt's place: the first level of its proof, without
+            // reading receipts again. Written a slice at a time with a pause
+            // between, since a write holds every writer behind it while it
+            // fills the memtable, and a busy minute has a hundred thousand.
+            // A crash before the root below leaves places that the next
+            // fold writes again, the same.
+            let places: Vec<(&[u8; 32], ReceiptPlace)> = parts
+                .iter()
+                .flat_map(|part| {
+                    part.leaves
+                        .iter()
+                        .enumerate()
+                        .map(|(index, leaf)| (leaf, ReceiptPlace { first_seq: part.first_seq, index: index as u64 }))
+                })
+                .collect();
+            for slice in places.chunks(PLACES_PER_WRITE) {
+                let mut batch = args.store.batch();
+                for (leaf, place) in slice {
+                    batch.put(cf::RECEIPT_PLACES, *leaf, place);
+                }
+                batch.commit_unsynced()?;
+                if !flush && slice.len() == PLACES_PER_WRITE {
+                    std::thread::sleep(PLACES_PAUSE);
+                }
+            }
             let mut batch = args.store.batch();
             for part in &parts {
                 let root = ReceiptRoot {
@@ -142,12 +176,6 @@ impl ReceiptFolder {
                     size: part.size,
                     root: part.root,
                 };
-                // Each receipt's place, and the part's leaves: the first
-                // level of a receipt's proof, without reading receipts again.
-                for (index, leaf) in part.leaves.iter().enumerate() {
-                    let place = ReceiptPlace { first_seq: part.first_seq, index: index as u64 };
-                    batch.put(cf::RECEIPT_PLACES, leaf, &place);
-                }
                 batch.put(cf::RECEIPT_PARTS, &be(part.first_seq), &part.leaves);
                 match &args.outbox {
                     Some(outbox) => {
@@ -158,7 +186,7 @@ impl ReceiptFolder {
                 }
             }
             batch.put(cf::META, CURSOR, &last.last_seq);
-            batch.commit()?;
+            batch.commit_unsynced()?;
             made += parts.len();
             if pending.len() < PASS {
                 return Ok(made);
@@ -200,8 +228,8 @@ impl Actor for ReceiptFolder {
         msg: ReceiptFolderMsg,
         args: &mut Arc<ReceiptFolderArgs>,
     ) -> Result<(), ActorProcessingErr> {
-        // A closing minute is a pass over every receipt in it, with a
-        // synced write: off the async workers, which serve searches.
+        // A closing minute is a pass over every receipt in it: off the async
+        // workers, which serve searches.
         let args = args.clone();
         let folded = tokio::task::spawn_blocking(move || Self::pass(&args, false).map_err(|e| e.to_string()))
             .await
