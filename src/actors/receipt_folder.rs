@@ -9,11 +9,16 @@
 //! folds on restart whatever it had returned. A region that stops folds
 //! everything it holds, the open minute included.
 //!
+//! A fold writes little: each part's leaves, its root and the position.
+//! The receipt log wrote each receipt's leaf and its sequence by leaf as it
+//! stored it, so a proof finds a receipt's part and place from those. (A
+//! write holds every writer behind it while it fills the memtable: writing
+//! a busy minute's hundred thousand places at once froze answers.)
+//!
 //! Folds are written unsynced, like the receipts they fold. A synced write
 //! holds every writer behind it until the disk answers, and a busy minute
-//! folds in a dozen passes: synced, they stalled every answer for most of a
-//! second. The write-ahead log keeps writes in order, so a crash of the
-//! machine can lose a fold only with the receipts after it.
+//! folds in a dozen passes. The write-ahead log keeps writes in order, so a
+//! crash of the machine can lose a fold only with the receipts after it.
 
 use std::sync::Arc;
 
@@ -23,15 +28,12 @@ use svc_core::receipt_fold::{self, Served};
 use crate::actors::receipt_log::leaf_of;
 use crate::clock::SharedClock;
 use crate::replication::exchange::{Outgoing, Sequence};
-use crate::store::model::{ReceiptLeaf, ReceiptPlace, ReceiptRoot, StoredReceipt};
+use crate::store::model::{ReceiptLeaf, ReceiptRoot, StoredReceipt};
 use crate::store::{Store, StoreResult, be, cf, key};
 
 const CURSOR: &[u8] = b"receipt_folded_seq";
 /// Receipts read per pass.
 const PASS: usize = 10_000;
-/// Receipt places per write, and the pause after each full one (see `pass`).
-const PLACES_PER_WRITE: usize = 2_000;
-const PLACES_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
 
 pub enum ReceiptFolderMsg {
     Tick,
@@ -112,7 +114,9 @@ impl ReceiptFolder {
                     done = true;
                     break;
                 }
-                batch.put(cf::RECEIPT_LEAVES, key, &leaf_of(receipt));
+                let leaf = leaf_of(receipt);
+                batch.put(cf::RECEIPT_LEAVES, key, &leaf);
+                batch.put(cf::RECEIPT_SEQS, &leaf.leaf, &receipt.seq);
                 added += 1;
                 next = seq_of(key) + 1;
             }
@@ -141,31 +145,6 @@ impl ReceiptFolder {
             // are sound, each named by its first receipt.)
             let parts = receipt_fold::fold(&served, args.clock.now(), flush);
             let Some(last) = parts.last() else { return Ok(made) };
-            // Each receipt's place: the first level of its proof, without
-            // reading receipts again. Written a slice at a time with a pause
-            // between, since a write holds every writer behind it while it
-            // fills the memtable, and a busy minute has a hundred thousand.
-            // A crash before the root below leaves places that the next
-            // fold writes again, the same.
-            let places: Vec<(&[u8; 32], ReceiptPlace)> = parts
-                .iter()
-                .flat_map(|part| {
-                    part.leaves
-                        .iter()
-                        .enumerate()
-                        .map(|(index, leaf)| (leaf, ReceiptPlace { first_seq: part.first_seq, index: index as u64 }))
-                })
-                .collect();
-            for slice in places.chunks(PLACES_PER_WRITE) {
-                let mut batch = args.store.batch();
-                for (leaf, place) in slice {
-                    batch.put(cf::RECEIPT_PLACES, *leaf, place);
-                }
-                batch.commit_unsynced()?;
-                if !flush && slice.len() == PLACES_PER_WRITE {
-                    std::thread::sleep(PLACES_PAUSE);
-                }
-            }
             let mut batch = args.store.batch();
             for part in &parts {
                 let root = ReceiptRoot {
@@ -293,6 +272,9 @@ mod tests {
         assert_eq!(ReceiptFolder::add_missing_leaves(&store).unwrap(), 3);
         for r in &receipts[..4] {
             assert_eq!(store.get::<ReceiptLeaf>(cf::RECEIPT_LEAVES, &be(r.seq)).unwrap(), Some(leaf_of(r)));
+        }
+        for r in &receipts[..3] {
+            assert_eq!(store.get::<u64>(cf::RECEIPT_SEQS, &leaf_of(r).leaf).unwrap(), Some(r.seq));
         }
         assert_eq!(store.get::<ReceiptLeaf>(cf::RECEIPT_LEAVES, &be(5)).unwrap(), Some(odd));
         assert_eq!(ReceiptFolder::add_missing_leaves(&store).unwrap(), 0, "nothing is hashed twice");

@@ -64,7 +64,9 @@ impl Actor for ReceiptLog {
                 receipt.seq = seq;
                 let mut batch = state.store.batch();
                 batch.put(cf::RECEIPTS, &be(seq), &*receipt);
-                batch.put(cf::RECEIPT_LEAVES, &be(seq), &leaf_of(&receipt));
+                let leaf = leaf_of(&receipt);
+                batch.put(cf::RECEIPT_LEAVES, &be(seq), &leaf);
+                batch.put(cf::RECEIPT_SEQS, &leaf.leaf, &seq);
                 batch.put_raw(cf::RECEIPTS_BY_GROUP, &group_key(&receipt.group_id, receipt.served_at.0, seq), &[]);
                 // Not synced: a killed process keeps it (the WAL is written
                 // before this answers); a lost machine may lose the last few.

@@ -196,9 +196,27 @@ async fn consistency(state: &AppState, from: u64, to: Option<u64>) -> ApiResult<
 async fn receipt_proof(state: &AppState, receipt: Hash) -> ApiResult<Value> {
     let unknown = "no receipt served here has that hash, or its minute is not folded yet (a minute is folded about \
                    10 s after it ends); ask the region the receipt names";
-    let place: ReceiptPlace = state.store.get(cf::RECEIPT_PLACES, &receipt)?.ok_or_else(|| not_found(unknown))?;
-    let leaves: Vec<Hash> =
-        state.store.get(cf::RECEIPT_PARTS, &be(place.first_seq))?.ok_or_else(|| not_found(unknown))?;
+    // Receipts folded before sequences were kept by leaf have their place.
+    let (place, leaves) = match state.store.get::<ReceiptPlace>(cf::RECEIPT_PLACES, &receipt)? {
+        Some(place) => {
+            let leaves: Vec<Hash> =
+                state.store.get(cf::RECEIPT_PARTS, &be(place.first_seq))?.ok_or_else(|| not_found(unknown))?;
+            (place, leaves)
+        }
+        None => {
+            // A part is a run of consecutive receipts: the one that starts
+            // at or before this receipt holds it, if it is folded.
+            let seq: u64 = state.store.get(cf::RECEIPT_SEQS, &receipt)?.ok_or_else(|| not_found(unknown))?;
+            let (key, leaves): (Vec<u8>, Vec<Hash>) =
+                state.store.at_or_before(cf::RECEIPT_PARTS, &be(seq))?.ok_or_else(|| not_found(unknown))?;
+            let first_seq = key.as_slice().try_into().map(u64::from_be_bytes).map_err(ApiError::internal)?;
+            let index = seq - first_seq;
+            if leaves.get(index as usize) != Some(&receipt) {
+                return Err(not_found(unknown));
+            }
+            (ReceiptPlace { first_seq, index }, leaves)
+        }
+    };
     let key = crate::actors::receipt_folder::root_key(&state.config.region, place.first_seq);
     let root: ReceiptRoot = state.store.get(cf::RECEIPT_ROOTS, &key)?.ok_or_else(|| not_found(unknown))?;
     let path = BatchTree::from_leaf_hashes(&leaves)

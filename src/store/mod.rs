@@ -46,6 +46,9 @@ pub mod cf {
     /// Each receipt's served time and Merkle leaf hash, by its sequence:
     /// what folding reads, a fraction of the receipt's size.
     pub const RECEIPT_LEAVES: &str = "receipt_leaves";
+    /// Each receipt's sequence by its leaf hash, written as it is stored, so
+    /// a proof finds its part without the fold writing every place.
+    pub const RECEIPT_SEQS: &str = "receipt_seqs";
     /// Analytics: business, hour, country, group → counts, folded from receipts.
     pub const ANALYTICS: &str = "analytics";
     /// Businesses whose authorised endpoints are suspended.
@@ -107,6 +110,7 @@ pub mod cf {
         RECEIPTS,
         RECEIPTS_BY_GROUP,
         RECEIPT_LEAVES,
+        RECEIPT_SEQS,
         ANALYTICS,
         ENDPOINTS,
         NONCES,
@@ -221,6 +225,18 @@ impl Store {
             out.push((key.to_vec(), postcard::from_bytes(&value)?));
         }
         Ok(out)
+    }
+
+    /// The entry with the greatest key at or before `at`.
+    pub fn at_or_before<T: DeserializeOwned>(&self, cf: &'static str, at: &[u8]) -> StoreResult<Option<(Vec<u8>, T)>> {
+        let mut iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::From(at, Direction::Reverse));
+        match iter.next() {
+            Some(item) => {
+                let (key, value) = item?;
+                Ok(Some((key.to_vec(), postcard::from_bytes(&value)?)))
+            }
+            None => Ok(None),
+        }
     }
 
     /// The last key of a column family (the highest sequence of a log).
