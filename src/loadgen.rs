@@ -249,6 +249,7 @@ struct Load {
 
 async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) -> Result<Tally, String> {
     let Load { addr, signer, grant, queries, schedule } = load;
+    let in_window = |at: Instant| at >= from && at < until;
     let mut tally = Tally::default();
     // The first connect must work: a wrong address is an error, not a report.
     let mut sender = Some(connect(&addr).await?);
@@ -272,8 +273,7 @@ async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) 
             _ => match connect(&addr).await {
                 Ok(s) => s,
                 Err(_) => {
-                    let at = due.unwrap_or_else(Instant::now);
-                    if at >= from && at < until {
+                    if in_window(due.unwrap_or_else(Instant::now)) {
                         tally.transport_errors += 1;
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -298,7 +298,7 @@ async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) 
             Ok::<u16, String>(status)
         }
         .await;
-        let counted = began >= from && began < until;
+        let counted = in_window(began);
         match answered {
             Ok(status) => {
                 if counted {

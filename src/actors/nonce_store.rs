@@ -222,7 +222,7 @@ impl NonceState {
                 }
                 batch.delete(cf::NONCE_FEED, k);
                 dropped += 1;
-                dropped_to = k.as_slice().try_into().map_or(dropped_to, u64::from_be_bytes);
+                dropped_to = crate::store::from_be(k).unwrap_or(dropped_to);
             }
             more |= dropped == PURGE_STEP;
         }

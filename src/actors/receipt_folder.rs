@@ -25,11 +25,11 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use svc_core::receipt_fold::{self, Served};
 
-use crate::actors::receipt_log::leaf_of;
+use crate::actors::receipt_log::put_leaf;
 use crate::clock::SharedClock;
 use crate::replication::exchange::{Outgoing, Sequence};
 use crate::store::model::{ReceiptLeaf, ReceiptRoot, StoredReceipt};
-use crate::store::{Store, StoreResult, be, cf, key};
+use crate::store::{Store, StoreResult, be, cf, from_be, key};
 
 const CURSOR: &[u8] = b"receipt_folded_seq";
 /// Receipts read per pass.
@@ -56,11 +56,6 @@ pub fn root_key(region: &str, first_seq: u64) -> Vec<u8> {
     let mut k = key(&[region.as_bytes(), b""]);
     k.extend_from_slice(&be(first_seq));
     k
-}
-
-/// The sequence a receipt log key names.
-fn seq_of(key: &[u8]) -> u64 {
-    key.try_into().map_or(0, u64::from_be_bytes)
 }
 
 /// Stores a region's root (home: its own, or one a region reported).
@@ -114,11 +109,10 @@ impl ReceiptFolder {
                     done = true;
                     break;
                 }
-                let leaf = leaf_of(receipt);
-                batch.put(cf::RECEIPT_LEAVES, key, &leaf);
-                batch.put(cf::RECEIPT_SEQS, &leaf.leaf, &receipt.seq);
+                let seq = from_be(key).unwrap_or(receipt.seq);
+                put_leaf(&mut batch, seq, receipt);
                 added += 1;
-                next = seq_of(key) + 1;
+                next = seq + 1;
             }
             batch.commit()?;
             if done {
@@ -139,7 +133,7 @@ impl ReceiptFolder {
             let pending = args.store.scan::<ReceiptLeaf>(cf::RECEIPT_LEAVES, &[], Some(&from), PASS)?;
             let served: Vec<Served> = pending
                 .iter()
-                .map(|(key, r)| Served { seq: seq_of(key), served_at: r.served_at, leaf: r.leaf })
+                .map(|(key, r)| Served { seq: from_be(key).unwrap_or(0), served_at: r.served_at, leaf: r.leaf })
                 .collect();
             // (A pass cut by its size may close a minute in two parts: both
             // are sound, each named by its first receipt.)
@@ -230,6 +224,7 @@ impl Actor for ReceiptFolder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::actors::receipt_log::leaf_of;
     use crate::clock::ManualClock;
     use crate::store::model::UsageKind;
     use svc_core::merkle::BatchTree;

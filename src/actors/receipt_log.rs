@@ -6,7 +6,7 @@
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::store::model::{ReceiptLeaf, StoredReceipt};
-use crate::store::{Store, be, cf, key};
+use crate::store::{Batch, Store, be, cf, from_be, key};
 
 pub enum ReceiptLogMsg {
     /// Numbers and stores a receipt; answers its sequence.
@@ -24,6 +24,14 @@ pub struct ReceiptLogState {
 /// per receipt instead of hashing a minute's receipts at once.
 pub fn leaf_of(receipt: &StoredReceipt) -> ReceiptLeaf {
     ReceiptLeaf { served_at: receipt.served_at, leaf: svc_core::merkle::leaf_hash(&receipt.envelope) }
+}
+
+/// Writes a receipt's leaf by its sequence (for folding) and its sequence
+/// by its leaf hash (for proofs).
+pub fn put_leaf(batch: &mut Batch<'_>, seq: u64, receipt: &StoredReceipt) {
+    let leaf = leaf_of(receipt);
+    batch.put(cf::RECEIPT_LEAVES, &be(seq), &leaf);
+    batch.put(cf::RECEIPT_SEQS, &leaf.leaf, &seq);
 }
 
 /// The group index key: group, served ms, sequence (so a group's receipts
@@ -46,7 +54,7 @@ impl Actor for ReceiptLog {
         store: Store,
     ) -> Result<ReceiptLogState, ActorProcessingErr> {
         let next = match store.last_key(cf::RECEIPTS)? {
-            Some(k) => u64::from_be_bytes(k.as_slice().try_into().map_err(|_| "malformed receipt sequence")?) + 1,
+            Some(k) => from_be(&k).ok_or("malformed receipt sequence")? + 1,
             None => 1,
         };
         Ok(ReceiptLogState { store, next })
@@ -64,9 +72,7 @@ impl Actor for ReceiptLog {
                 receipt.seq = seq;
                 let mut batch = state.store.batch();
                 batch.put(cf::RECEIPTS, &be(seq), &*receipt);
-                let leaf = leaf_of(&receipt);
-                batch.put(cf::RECEIPT_LEAVES, &be(seq), &leaf);
-                batch.put(cf::RECEIPT_SEQS, &leaf.leaf, &seq);
+                put_leaf(&mut batch, seq, &receipt);
                 batch.put_raw(cf::RECEIPTS_BY_GROUP, &group_key(&receipt.group_id, receipt.served_at.0, seq), &[]);
                 // Not synced: a killed process keeps it (the WAL is written
                 // before this answers); a lost machine may lose the last few.

@@ -19,7 +19,7 @@ use super::AppState;
 use super::problem::{ApiError, ApiResult};
 use super::public::{PublicDocument, cached, json_document, query};
 use crate::store::model::{LogCheckpoint, ReceiptPlace, ReceiptRoot};
-use crate::store::{be, cf};
+use crate::store::{be, cf, from_be};
 
 /// How long an answer about the newest checkpoint may be cached: the log
 /// signs at most once a period, and a minute is a small delay.
@@ -209,7 +209,7 @@ async fn receipt_proof(state: &AppState, receipt: Hash) -> ApiResult<Value> {
             let seq: u64 = state.store.get(cf::RECEIPT_SEQS, &receipt)?.ok_or_else(|| not_found(unknown))?;
             let (key, leaves): (Vec<u8>, Vec<Hash>) =
                 state.store.at_or_before(cf::RECEIPT_PARTS, &be(seq))?.ok_or_else(|| not_found(unknown))?;
-            let first_seq = key.as_slice().try_into().map(u64::from_be_bytes).map_err(ApiError::internal)?;
+            let first_seq = from_be(&key).ok_or_else(|| ApiError::internal("malformed receipt part key"))?;
             let index = seq - first_seq;
             if leaves.get(index as usize) != Some(&receipt) {
                 return Err(not_found(unknown));

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use svc_core::time::UnixMs;
 
 use crate::store::model::{ReceiptRoot, UsageEvent};
-use crate::store::{Batch, Store, StoreResult, be, cf};
+use crate::store::{Batch, Store, StoreResult, be, cf, from_be};
 
 /// A (key id, nonce) a region accepted, held until its signature expires.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,7 +115,7 @@ pub struct Sequence {
 impl Sequence {
     /// Continues after the last key stored in `cf`.
     pub fn open(store: &Store, cf: &'static str) -> StoreResult<Sequence> {
-        let last = store.last_key(cf)?.and_then(|k| k.try_into().ok()).map(u64::from_be_bytes).unwrap_or(0);
+        let last = store.last_key(cf)?.and_then(|k| from_be(&k)).unwrap_or(0);
         Ok(Sequence { cf, last: Arc::new(AtomicU64::new(last)) })
     }
 
@@ -150,7 +150,7 @@ pub fn pending(store: &Store, max: usize) -> StoreResult<Vec<(Vec<u8>, Outgoing)
 /// the oldest on, so they are the run from the first key to the last.
 pub fn pending_count(store: &Store) -> StoreResult<u64> {
     let Some((first, _)) = pending(store, 1)?.into_iter().next() else { return Ok(0) };
-    let seq = |k: &[u8]| k.try_into().map(u64::from_be_bytes).unwrap_or(0);
+    let seq = |k: &[u8]| from_be(k).unwrap_or(0);
     let last = store.last_key(cf::OUTBOX)?.map_or(0, |k| seq(&k));
     Ok(last.saturating_sub(seq(&first)) + 1)
 }
@@ -159,10 +159,7 @@ pub fn pending_count(store: &Store) -> StoreResult<u64> {
 pub fn feed_after(store: &Store, after: u64, max: usize) -> StoreResult<Vec<FeedEntry>> {
     let from = be(after.saturating_add(1));
     let rows = store.scan::<Claimed>(cf::NONCE_FEED, &[], Some(&from), max)?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|(k, claimed)| Some(FeedEntry { seq: u64::from_be_bytes(k.try_into().ok()?), claimed }))
-        .collect())
+    Ok(rows.into_iter().filter_map(|(k, claimed)| Some(FeedEntry { seq: from_be(&k)?, claimed })).collect())
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ pub mod link;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use svc_core::time::UnixMs;
 
-use crate::store::{Batch, ReadyBatch, Store, StoreResult, be, cf};
+use crate::store::{Batch, ReadyBatch, Store, StoreResult, be, cf, from_be};
 
 /// Column families whose writes replicate to read regions. The rest (pushes,
 /// attempts, idempotency, usage, allowances, receipts, nonces, uploads) is the home region's own.
@@ -263,8 +263,7 @@ pub const LOG_HEAD_HEADER: &str = "x-svc-log-head";
 
 /// The newest sequence number in this store's log (0 before any).
 pub fn last_seq(store: &Store) -> StoreResult<u64> {
-    let last = store.last_key(cf::REPLOG)?.and_then(|k| <[u8; 8]>::try_from(k.as_slice()).ok());
-    Ok(last.map(u64::from_be_bytes).unwrap_or(0))
+    Ok(store.last_key(cf::REPLOG)?.and_then(|k| from_be(&k)).unwrap_or(0))
 }
 
 /// Entries as frames (`svc_core::frames`), stopping before `max_bytes`

@@ -350,6 +350,11 @@ pub fn be(n: u64) -> [u8; 8] {
     n.to_be_bytes()
 }
 
+/// The number a key written with `be` holds (`None` for any other length).
+pub fn from_be(key: &[u8]) -> Option<u64> {
+    key.try_into().ok().map(u64::from_be_bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
