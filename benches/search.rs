@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use svc::actors::indexer::IndexerMsg;
 use svc::actors::publisher::PublisherMsg;
-use svc::clock::SystemClock;
+use svc::clock::{Clock, SystemClock};
 use svc::config::{NodeConfig, RetrievalLimits};
 use svc::http::AppState;
 use svc::loadgen::{self, Latency, Plan, Query, summarize};
@@ -129,6 +129,15 @@ fn cpu_seconds() -> Option<f64> {
 /// The cores this process kept busy since `cpu` seconds at `since`.
 fn cores_since((cpu, since): (Option<f64>, Instant)) -> f64 {
     cpu_seconds().zip(cpu).map_or(f64::NAN, |(now, then)| (now - then) / since.elapsed().as_secs_f64())
+}
+
+/// A report as JSON without its timeline (printed apart, worst slices only).
+fn without_timeline(report: &loadgen::Report) -> Value {
+    let mut value = serde_json::to_value(report).unwrap_or_default();
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("timeline");
+    }
+    value
 }
 
 fn line(label: &str, rps: f64, latency: &Latency) -> String {
@@ -249,6 +258,8 @@ fn main() {
         let http_cores = cores_since(started);
 
         eprintln!("(b) HTTP at {rate}/s: {connections} connections, {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
+        // The wall clock at the window's start, to line slices up with logs.
+        eprintln!("    window opens at {} ms since the epoch", SystemClock.now().0 + warmup.as_millis() as i64);
         let started = (cpu_seconds(), Instant::now());
         let at_rate = loadgen::run(plan(Some(rate))).await.expect("load generator");
         let at_rate_cores = cores_since(started);
@@ -270,8 +281,8 @@ fn main() {
             "products": products,
             "connections": connections,
             "seconds": window.as_secs(),
-            "http": http,
-            "http_at_rate": at_rate,
+            "http": without_timeline(&http),
+            "http_at_rate": without_timeline(&at_rate),
             "direct": {"requests_per_second": direct_rps, "latency": direct_latency},
             "direct_one_thread_per_core": {"threads": cores, "requests_per_second": per_core_rps,
                 "latency": per_core_latency},
@@ -299,6 +310,25 @@ fn main() {
             http.statuses,
             http.transport_errors
         );
+        // Where the fixed-rate run's p99 came from: its worst slices.
+        let over = at_rate.timeline.iter().filter(|s| s.p99_ms > 20.0).count();
+        println!(
+            "search/http_at_{rate} slices of {} ms: {over} of {} with p99 over 20 ms; worst:",
+            loadgen::SLICE.as_millis(),
+            at_rate.timeline.len()
+        );
+        // Every slice's p99, 5 s to a line, so a stall that recurs shows.
+        let per_line = (5_000 / loadgen::SLICE.as_millis()) as usize;
+        for (n, row) in at_rate.timeline.chunks(per_line).enumerate() {
+            let p99s: Vec<String> = row.iter().map(|s| format!("{:>3.0}", s.p99_ms)).collect();
+            println!("  {:>3} s  {}", n * 5, p99s.join(""));
+        }
+        for slice in at_rate.worst_slices(8) {
+            println!(
+                "  at {:>6} ms   {:>4} requests   p99 {:>7.3} ms   max {:>7.3} ms",
+                slice.at_ms, slice.requests, slice.p99_ms, slice.max_ms
+            );
+        }
         println!("{}", serde_json::to_string_pretty(&summary).unwrap());
         node.stop().await;
     });

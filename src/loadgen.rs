@@ -85,6 +85,20 @@ pub struct Latency {
     pub mean_ms: f64,
 }
 
+/// The length of one slice of a report's timeline.
+pub const SLICE: Duration = Duration::from_millis(250);
+
+/// The requests of one slice of the window, by when each fell due (at a
+/// fixed rate) or left (closed): a stall shows as the slices it spoils.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Slice {
+    /// From the window's start to the slice's.
+    pub at_ms: u64,
+    pub requests: u64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
 /// What a run measured, over the window after the warm-up.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -104,6 +118,18 @@ pub struct Report {
     /// To the last byte of the answer, from the request leaving (signed), or
     /// at a fixed rate from when it fell due.
     pub latency: Latency,
+    /// The window in slices of `SLICE`, every one, empty ones included.
+    pub timeline: Vec<Slice>,
+}
+
+impl Report {
+    /// The `count` slices with the highest p99, worst first.
+    pub fn worst_slices(&self, count: usize) -> Vec<Slice> {
+        let mut slices = self.timeline.clone();
+        slices.sort_by(|a, b| b.p99_ms.total_cmp(&a.p99_ms));
+        slices.truncate(count);
+        slices
+    }
 }
 
 /// The nearest-rank percentile `p` (0–100) of sorted samples.
@@ -130,10 +156,43 @@ pub fn summarize(mut samples: Vec<Duration>) -> Latency {
     }
 }
 
+/// One answer inside the window: when its request began (from the
+/// window's start) and how long it took.
+struct Sample {
+    at: Duration,
+    took: Duration,
+}
+
+/// The slices of `window`, each with the samples that began in it.
+fn timeline(samples: &[Sample], window: Duration) -> Vec<Slice> {
+    let count = window.as_nanos().div_ceil(SLICE.as_nanos()) as usize;
+    let mut slices: Vec<Vec<Duration>> = vec![Vec::new(); count];
+    for sample in samples {
+        let i = (sample.at.as_nanos() / SLICE.as_nanos()) as usize;
+        if let Some(slice) = slices.get_mut(i) {
+            slice.push(sample.took);
+        }
+    }
+    slices
+        .into_iter()
+        .enumerate()
+        .map(|(i, took)| {
+            let requests = took.len() as u64;
+            let latency = summarize(took);
+            Slice {
+                at_ms: (SLICE * i as u32).as_millis() as u64,
+                requests,
+                p99_ms: latency.p99_ms,
+                max_ms: latency.max_ms,
+            }
+        })
+        .collect()
+}
+
 /// What one connection saw inside the window.
 #[derive(Default)]
 struct Tally {
-    latencies: Vec<Duration>,
+    samples: Vec<Sample>,
     statuses: BTreeMap<u16, u64>,
     transport_errors: u64,
 }
@@ -198,7 +257,7 @@ pub async fn run(plan: Plan) -> Result<Report, String> {
                 continue;
             }
         };
-        total.latencies.extend(tally.latencies);
+        total.samples.extend(tally.samples);
         total.transport_errors += tally.transport_errors;
         for (status, count) in tally.statuses {
             *total.statuses.entry(status).or_default() += count;
@@ -208,7 +267,8 @@ pub async fn run(plan: Plan) -> Result<Report, String> {
         return Err(e);
     }
     let seconds = plan.duration.as_secs_f64();
-    let requests = total.latencies.len() as u64;
+    let requests = total.samples.len() as u64;
+    let timeline = timeline(&total.samples, plan.duration);
     let ok = total.statuses.get(&200).copied().unwrap_or(0);
     Ok(Report {
         connections: plan.connections,
@@ -219,7 +279,8 @@ pub async fn run(plan: Plan) -> Result<Report, String> {
         transport_errors: total.transport_errors,
         requests_per_second: requests as f64 / seconds,
         ok_per_second: ok as f64 / seconds,
-        latency: summarize(total.latencies),
+        latency: summarize(total.samples.into_iter().map(|s| s.took).collect()),
+        timeline,
     })
 }
 
@@ -302,7 +363,7 @@ async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) 
         match answered {
             Ok(status) => {
                 if counted {
-                    tally.latencies.push(began.elapsed());
+                    tally.samples.push(Sample { at: began - from, took: began.elapsed() });
                     *tally.statuses.entry(status).or_default() += 1;
                 }
                 sender = Some(live);
@@ -456,6 +517,29 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_timeline_puts_each_answer_in_its_slice_and_ranks_the_worst() {
+        let sample = |at_ms, took_ms| Sample { at: Duration::from_millis(at_ms), took: Duration::from_millis(took_ms) };
+        let samples = [sample(0, 2), sample(249, 3), sample(250, 40), sample(600, 9), sample(700, 1)];
+        let slices = timeline(&samples, Duration::from_millis(1_000));
+        let rows: Vec<(u64, u64, f64)> = slices.iter().map(|s| (s.at_ms, s.requests, s.p99_ms)).collect();
+        assert_eq!(rows, [(0, 2, 3.0), (250, 1, 40.0), (500, 2, 9.0), (750, 0, 0.0)]);
+        let report = Report {
+            connections: 1,
+            offered_per_second: None,
+            seconds: 1.0,
+            requests: 5,
+            statuses: BTreeMap::new(),
+            transport_errors: 0,
+            requests_per_second: 5.0,
+            ok_per_second: 0.0,
+            latency: Latency::default(),
+            timeline: slices,
+        };
+        let worst: Vec<u64> = report.worst_slices(2).iter().map(|s| s.at_ms).collect();
+        assert_eq!(worst, [250, 500]);
+    }
+
     #[tokio::test]
     async fn a_fixed_rate_sends_exactly_the_requests_due_in_the_window() {
         let base = answering_server().await;
@@ -465,6 +549,10 @@ mod tests {
         assert_eq!(report.requests, 200);
         assert_eq!(report.statuses, BTreeMap::from([(204, 200)]));
         assert_eq!((report.offered_per_second, report.transport_errors), (Some(400.0), 0));
+        // The timeline counts each request in the slice it fell due in.
+        let per_slice: Vec<(u64, u64)> = report.timeline.iter().map(|s| (s.at_ms, s.requests)).collect();
+        assert_eq!(per_slice, [(0, 100), (250, 100)]);
+        assert!(report.timeline.iter().all(|s| s.p99_ms > 0.0 && s.max_ms >= s.p99_ms));
         // Closed, the count is whatever the connections manage.
         let closed = run(plan(base.clone(), None)).await.unwrap();
         assert_eq!(closed.offered_per_second, None);

@@ -14,15 +14,14 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use svc_core::time::UnixMs;
 
 use crate::replication::exchange::{Claimed, FeedEntry, Outgoing, Sequence};
-use crate::store::{Store, StoreResult, cf, key};
+use crate::store::{Store, StoreResult, be, cf, from_be, key};
 
 /// Where the feed cursor of a read region is kept.
 const FEED_CURSOR: &[u8] = b"nonce_feed_cursor";
-/// Claims forgotten per purge step. The purge runs every second and takes
-/// steps, with the claims that arrived meanwhile between them: a write holds
-/// every writer behind it while it fills the memtable, and forgetting a
-/// minute of claims in one write held every claim for a third of a second.
-const PURGE_STEP: usize = 500;
+/// Feed entries read per purge step at home. The feed is read to find how
+/// far its head expired; the purge re-queues itself behind the claims that
+/// arrived meanwhile, so no step holds them long.
+const FEED_STEP: usize = 1_000;
 
 pub enum NonceMsg {
     /// Claims a nonce; answers true when it was not seen before.
@@ -112,45 +111,88 @@ impl Held {
         self.expires.len()
     }
 
-    /// Takes up to `limit` claims that expired before `cutoff`, oldest
-    /// first. They stay held until `forget`.
-    fn take_expired(&mut self, cutoff: i64, limit: usize) -> Vec<(Claim, i64)> {
-        let mut taken = Vec::new();
-        let mut listed = 0;
-        while listed < limit {
-            let Some(mut entry) = self.by_expiry.first_entry().filter(|e| *e.key() < cutoff) else { break };
-            let at = *entry.key();
-            let claims = entry.get_mut();
-            let n = (limit - listed).min(claims.len());
-            let some: Vec<Claim> = claims.drain(claims.len() - n..).collect();
-            if claims.is_empty() {
-                entry.remove();
+    /// Takes every claim that expired before `cutoff`, by expiry. They
+    /// stay held until `forget`.
+    fn take_expired(&mut self, cutoff: i64) -> BTreeMap<i64, Vec<Claim>> {
+        let live = self.by_expiry.split_off(&cutoff);
+        std::mem::replace(&mut self.by_expiry, live)
+    }
+
+    /// Forgets taken claims, except those held again under a later expiry.
+    fn forget(&mut self, taken: BTreeMap<i64, Vec<Claim>>) {
+        for (at, claims) in taken {
+            for k in claims {
+                if self.expires.get(&k) == Some(&at) {
+                    self.expires.remove(&k);
+                }
             }
-            listed += n;
-            // A claim held again after it expired is listed under its new expiry too.
-            taken.extend(some.into_iter().filter(|k| self.expires.get(k) == Some(&at)).map(|k| (k, at)));
         }
-        taken
-    }
-
-    fn any_expired(&self, cutoff: i64) -> bool {
-        self.by_expiry.first_key_value().is_some_and(|(at, _)| *at < cutoff)
-    }
-
-    fn forget(&mut self, k: &Claim) {
-        self.expires.remove(k);
     }
 
     /// Lists taken claims again (their forgetting was not written).
-    fn untake(&mut self, taken: Vec<(Claim, i64)>) {
-        for (k, at) in taken {
-            self.by_expiry.entry(at).or_default().push(k);
+    fn untake(&mut self, taken: BTreeMap<i64, Vec<Claim>>) {
+        for (at, mut claims) in taken {
+            self.by_expiry.entry(at).or_default().append(&mut claims);
         }
     }
 }
 
-fn nonce_key(key_id: &str, nonce: &str) -> Vec<u8> {
-    key(&[key_id.as_bytes(), nonce.as_bytes()])
+/// A claim's stored key: its expiry first, so a purge deletes every expired
+/// claim with one range tombstone instead of a delete per claim (which cost
+/// the serving workers a burst of memtable inserts every second).
+fn nonce_key(expires: i64, key_id: &str, nonce: &str) -> Vec<u8> {
+    let mut k = be(expires.max(0) as u64).to_vec();
+    k.extend_from_slice(&key(&[key_id.as_bytes(), nonce.as_bytes()]));
+    k
+}
+
+/// The claim a stored key names: expiry, key id and nonce.
+fn claim_of(k: &[u8]) -> Option<(i64, String, String)> {
+    let expires = i64::try_from(from_be(k.get(..8)?)?).ok()?;
+    let mut parts = k[8..].splitn(2, |b| *b == 0);
+    let (key_id, nonce) = (parts.next()?, parts.next()?);
+    Some((expires, String::from_utf8(key_id.to_vec()).ok()?, String::from_utf8(nonce.to_vec()).ok()?))
+}
+
+/// The claims the store holds, those of an older build rekeyed first.
+fn load_claims(store: &Store) -> StoreResult<Held> {
+    let rekeyed = rekey_claims_by_expiry(store)?;
+    if rekeyed > 0 {
+        tracing::info!(rekeyed, "stored claimed nonces again under their expiry");
+    }
+    let mut held = Held::default();
+    for (k, ()) in store.scan::<()>(cf::NONCES, &[], None, usize::MAX)? {
+        // A claim held again after it expired is stored twice: the later
+        // expiry wins.
+        if let Some((expires, key_id, nonce)) = claim_of(&k)
+            && held.get(&(key_id.clone(), nonce.clone())).is_none_or(|held| held < expires)
+        {
+            held.insert((key_id, nonce), expires);
+        }
+    }
+    Ok(held)
+}
+
+/// Rewrites claims stored by a build that keyed them by key id and nonce,
+/// with the expiry as the value, under their expiry; answers how many. Such
+/// keys begin with a key id's first character, never with the 0 byte an
+/// expiry before 2^56 begins with.
+fn rekey_claims_by_expiry(store: &Store) -> StoreResult<usize> {
+    let legacy = store.scan::<i64>(cf::NONCES, &[], Some(&[1]), usize::MAX)?;
+    if legacy.is_empty() {
+        return Ok(0);
+    }
+    let mut batch = store.batch();
+    for (k, expires) in &legacy {
+        let mut parts = k.splitn(2, |b| *b == 0);
+        if let (Some(key_id), Some(nonce)) = (parts.next(), parts.next()) {
+            let (key_id, nonce) = (String::from_utf8_lossy(key_id), String::from_utf8_lossy(nonce));
+            batch.put_raw(cf::NONCES, &nonce_key(*expires, &key_id, &nonce), &[]);
+        }
+        batch.delete(cf::NONCES, k);
+    }
+    batch.commit()?;
+    Ok(legacy.len())
 }
 
 impl NonceState {
@@ -167,7 +209,7 @@ impl NonceState {
             if self.is_held(&k, now_secs) || fresh.iter().any(|(f, _)| *f == k) {
                 continue;
             }
-            batch.put(cf::NONCES, &nonce_key(&k.0, &k.1), &claimed.expires_secs);
+            batch.put_raw(cf::NONCES, &nonce_key(claimed.expires_secs, &k.0, &k.1), &[]);
             match (&self.role, from_feed) {
                 (NonceRole::Home { feed }, _) => {
                     feed.append(&mut batch, &claimed);
@@ -197,41 +239,36 @@ impl NonceState {
         Ok(n)
     }
 
-    /// Forgets up to a step of nonces whose signatures expired before
-    /// `now`, in one write; answers whether more are waiting.
+    /// Forgets every nonce whose signature expired before `now`, in one
+    /// write with one range tombstone; at home, drops a step of the feed's
+    /// expired head with it. Answers whether more of the feed is waiting.
     fn purge_step(&mut self, now: UnixMs) -> StoreResult<bool> {
         let cutoff = now.as_secs();
-        let expired = self.held.take_expired(cutoff, PURGE_STEP);
+        let expired = self.held.take_expired(cutoff);
         let mut batch = self.store.batch();
-        for (k, _) in &expired {
-            batch.delete(cf::NONCES, &nonce_key(&k.0, &k.1));
+        if !expired.is_empty() {
+            batch.delete_range(cf::NONCES, &be(0), &be(cutoff.max(0) as u64));
         }
-        let mut more = self.held.any_expired(cutoff);
+        let mut more = false;
         let mut dropped_to = self.feed_dropped;
         if let NonceRole::Home { feed } = &self.role {
             // The feed is nearly in expiry order: drop its expired head, but
             // never its newest entry, from which the sequence goes on after
             // a restart (regions' cursors count on it).
-            let newest = crate::store::be(feed.last());
-            let from = crate::store::be(self.feed_dropped + 1);
-            let head = self.store.scan::<Claimed>(cf::NONCE_FEED, &[], Some(&from), PURGE_STEP)?;
-            let mut dropped = 0;
-            for (k, claimed) in &head {
-                if claimed.expires_secs >= cutoff || *k == newest {
-                    break;
-                }
-                batch.delete(cf::NONCE_FEED, k);
-                dropped += 1;
-                dropped_to = crate::store::from_be(k).unwrap_or(dropped_to);
+            let newest = be(feed.last());
+            let from = be(self.feed_dropped + 1);
+            let head = self.store.scan::<Claimed>(cf::NONCE_FEED, &[], Some(&from), FEED_STEP)?;
+            let dropped = head.iter().take_while(|(k, claimed)| claimed.expires_secs < cutoff && *k != newest).count();
+            if let Some((last, _)) = dropped.checked_sub(1).map(|i| &head[i]) {
+                dropped_to = from_be(last).unwrap_or(dropped_to);
+                batch.delete_range(cf::NONCE_FEED, &from, &be(dropped_to + 1));
             }
-            more |= dropped == PURGE_STEP;
+            more = dropped == FEED_STEP;
         }
         // Forgotten in memory only once the store forgot them too.
         match batch.commit_unsynced() {
             Ok(()) => {
-                for (k, _) in &expired {
-                    self.held.forget(k);
-                }
+                self.held.forget(expired);
                 self.feed_dropped = dropped_to;
                 Ok(more)
             }
@@ -256,15 +293,7 @@ impl Actor for NonceStore {
     type Arguments = NonceArgs;
 
     async fn pre_start(&self, _me: ActorRef<NonceMsg>, args: NonceArgs) -> Result<NonceState, ActorProcessingErr> {
-        let mut held = Held::default();
-        for (k, expires) in args.store.scan::<i64>(cf::NONCES, &[], None, usize::MAX)? {
-            let mut parts = k.splitn(2, |b| *b == 0);
-            let (Some(key_id), Some(nonce)) = (parts.next(), parts.next()) else { continue };
-            held.insert(
-                (String::from_utf8_lossy(key_id).into_owned(), String::from_utf8_lossy(nonce).into_owned()),
-                expires,
-            );
-        }
+        let held = load_claims(&args.store)?;
         let feed_cursor = args.store.get::<u64>(cf::META, FEED_CURSOR)?.unwrap_or(0);
         Ok(NonceState { store: args.store, role: args.role, held, feed_cursor, feed_dropped: 0 })
     }
@@ -353,50 +382,78 @@ mod tests {
         assert_eq!(exchange::feed_after(&store, 3, 10).unwrap().iter().map(|e| e.seq).collect::<Vec<_>>(), [4]);
     }
 
+    /// The claims the store holds, as (expires, key id, nonce), by expiry.
+    fn stored(store: &Store) -> Vec<(i64, String, String)> {
+        let keys: Vec<(Vec<u8>, ())> = store.scan(cf::NONCES, &[], None, usize::MAX).unwrap();
+        keys.iter().map(|(k, ())| claim_of(k).expect("a claim's key")).collect()
+    }
+
     // rule: R5.36, R5.38
     #[test]
-    fn a_purge_forgets_expired_claims_a_step_at_a_time_and_keeps_the_rest() {
+    fn a_purge_forgets_every_expired_claim_at_once_and_keeps_the_rest() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let mut region = state(&store, false);
         let expiring = |n: usize, at: i64| Claimed { key_id: "k".into(), nonce: format!("n{n}"), expires_secs: at };
-        // A step and five more expired, all but three in one second (which
-        // a step splits); ten are still valid.
-        let old: Vec<Claimed> = (0..PURGE_STEP + 5).map(|n| expiring(n, 1_000 + i64::from(n >= 3))).collect();
-        let live: Vec<Claimed> = (0..10).map(|n| expiring(PURGE_STEP + 100 + n, 5_000)).collect();
+        // More than a feed step expired, over two seconds; ten still valid.
+        let old: Vec<Claimed> = (0..FEED_STEP + 5).map(|n| expiring(n, 1_000 + i64::from(n >= 3))).collect();
+        let live: Vec<Claimed> = (0..10).map(|n| expiring(FEED_STEP + 100 + n, 5_000)).collect();
         region.hold(old.clone(), None, i64::MIN).unwrap();
         region.hold(live.clone(), None, i64::MIN).unwrap();
         // Claimed again once expired, a claim is kept until its new expiry.
         assert_eq!(region.hold(vec![expiring(3, 4_500)], None, 4_000).unwrap(), 1);
+        assert_eq!(stored(&store).len(), old.len() + live.len() + 1);
         let now = UnixMs(4_000_000);
-        let mut steps = 0;
-        while region.purge_step(now).unwrap() {
-            steps += 1;
-            assert!(steps < 5, "the purge ends");
-        }
-        assert_eq!(steps, 1, "two steps: the first says more are waiting");
+        assert!(!region.purge_step(now).unwrap(), "a region's purge is one step");
         assert_eq!(region.held.len(), live.len() + 1);
         assert_eq!(region.held.get(&("k".into(), "n3".into())), Some(4_500));
         assert!(region.held.get(&("k".into(), "n4".into())).is_none());
-        let stored: Vec<(Vec<u8>, i64)> = store.scan(cf::NONCES, &[], None, usize::MAX).unwrap();
-        let mut kept: Vec<i64> = stored.iter().map(|(_, expires)| *expires).collect();
-        kept.sort_unstable();
+        let kept: Vec<i64> = stored(&store).iter().map(|(expires, _, _)| *expires).collect();
         assert_eq!(kept, [vec![4_500], vec![5_000; 10]].concat(), "the store forgot the same claims");
-        // Still refused while valid.
+        // Still refused while valid, and after a restart.
         assert_eq!(region.hold(vec![live[0].clone()], None, 4_000).unwrap(), 0);
+        let reloaded = load_claims(&store).unwrap();
+        assert_eq!(reloaded.len(), live.len() + 1);
+        assert_eq!(reloaded.get(&("k".into(), "n3".into())), Some(4_500));
 
-        // Home drops its feed's expired head a step at a time too, all but the newest.
+        // Home drops its feed's expired head a step at a time, all but the newest.
         let home_dir = tempfile::tempdir().unwrap();
         let home_store = Store::open(home_dir.path()).unwrap();
         let mut home = state(&home_store, true);
         home.hold(old.clone(), None, i64::MIN).unwrap();
-        let mut steps = 0;
-        while home.purge_step(now).unwrap() {
-            steps += 1;
-        }
-        assert_eq!(steps, 1);
+        assert!(home.purge_step(now).unwrap(), "a full step says more are waiting");
+        assert_eq!(exchange::feed_after(&home_store, 0, 10).unwrap()[0].seq, FEED_STEP as u64 + 1);
+        assert!(!home.purge_step(now).unwrap());
         let left = exchange::feed_after(&home_store, 0, 10).unwrap();
         assert_eq!(left.iter().map(|e| e.seq).collect::<Vec<_>>(), [old.len() as u64]);
+        assert!(stored(&home_store).is_empty());
+    }
+
+    #[test]
+    fn claims_an_older_build_stored_by_key_id_are_kept_under_their_expiry() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        // The older layout: key id, nonce → expires.
+        let mut batch = store.batch();
+        batch.put(cf::NONCES, &key(&[b"k", b"n1"]), &5_000i64);
+        batch.put(cf::NONCES, &key(&[b"k", b"n2"]), &1_000i64);
+        batch.commit().unwrap();
+        let held = load_claims(&store).unwrap();
+        assert_eq!(
+            (held.get(&("k".into(), "n1".into())), held.get(&("k".into(), "n2".into()))),
+            (Some(5_000), Some(1_000))
+        );
+        assert_eq!(stored(&store), [(1_000, "k".into(), "n2".into()), (5_000, "k".into(), "n1".into())]);
+        // Rekeyed once: the old keys are gone, so loading again is the same.
+        assert_eq!(rekey_claims_by_expiry(&store).unwrap(), 0);
+        let mut region = state(&store, false);
+        region.held = held;
+        assert_eq!(
+            region
+                .hold(vec![Claimed { key_id: "k".into(), nonce: "n1".into(), expires_secs: 5_000 }], None, 4_000)
+                .unwrap(),
+            0
+        );
     }
 
     // rule: R5.36

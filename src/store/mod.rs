@@ -53,6 +53,7 @@ pub mod cf {
     pub const ANALYTICS: &str = "analytics";
     /// Businesses whose authorised endpoints are suspended.
     pub const ENDPOINTS: &str = "endpoints";
+    /// Claimed nonces by expiry: expires (Unix seconds), key id, nonce.
     pub const NONCES: &str = "nonces";
     pub const UPLOADS: &str = "uploads";
     /// Home-only index: business, type, record id.
@@ -288,6 +289,15 @@ impl Batch<'_> {
     pub fn delete(&mut self, cf: &'static str, key: &[u8]) {
         match self.store.handle(cf) {
             Ok(handle) => self.batch.delete_cf(handle, key),
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    /// Deletes every key from `from` up to, not including, `to`: one range
+    /// tombstone, however many keys it covers.
+    pub fn delete_range(&mut self, cf: &'static str, from: &[u8], to: &[u8]) {
+        match self.store.handle(cf) {
+            Ok(handle) => self.batch.delete_range_cf(handle, from, to),
             Err(e) => self.error = Some(e),
         }
     }

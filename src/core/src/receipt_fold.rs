@@ -4,7 +4,8 @@
 //! receipt is proven by its place in its minute, and the minute in the log.
 //!
 //! Receipts come in the order the region served them. A run of receipts of
-//! one minute closes when a receipt of another minute follows it, when the
+//! one minute closes when a receipt of another minute follows it (in the
+//! slice folded, or as the newest receipt stored), when the
 //! minute has been over for [`GRACE_MS`], or when the region stops (a
 //! flush). A receipt of a minute already folded (a straggler) starts a new
 //! part of that minute: each part is named by its first receipt's sequence.
@@ -56,9 +57,10 @@ pub fn may_close(first_served_at: UnixMs, newest_served_at: UnixMs, now: UnixMs)
 }
 
 /// Folds the closed runs of `receipts` (served order, from the first not
-/// yet folded). Answers the parts, oldest first; receipts after the last
-/// part's `last_seq` stay for a later call.
-pub fn fold(receipts: &[Served], now: UnixMs, flush: bool) -> Vec<MinutePart> {
+/// yet folded; `newest` is when the newest receipt stored was served, which
+/// may lie beyond the slice). Answers the parts, oldest first; receipts
+/// after the last part's `last_seq` stay for a later call.
+pub fn fold(receipts: &[Served], newest: UnixMs, now: UnixMs, flush: bool) -> Vec<MinutePart> {
     let mut parts = Vec::new();
     let mut start = 0;
     while start < receipts.len() {
@@ -67,7 +69,8 @@ pub fn fold(receipts: &[Served], now: UnixMs, flush: bool) -> Vec<MinutePart> {
             .iter()
             .position(|r| minute_of(r.served_at) != minute)
             .map_or(receipts.len(), |n| start + n);
-        let closed = end < receipts.len() || flush || now.0 >= minute.0 + MINUTE_MS + GRACE_MS;
+        let followed = end < receipts.len() || minute_of(newest) != minute;
+        let closed = followed || flush || now.0 >= minute.0 + MINUTE_MS + GRACE_MS;
         if !closed {
             break;
         }
@@ -106,16 +109,28 @@ mod tests {
     #[test]
     fn a_minute_closes_when_the_next_begins_or_its_grace_is_over() {
         let receipts = [served(1, T, b"a"), served(2, T + 1_000, b"b"), served(3, T + 60_000, b"c")];
-        let parts = fold(&receipts, UnixMs(T + 60_000), false);
+        let newest = receipts[2].served_at;
+        let parts = fold(&receipts, newest, UnixMs(T + 60_000), false);
         assert_eq!(parts.len(), 1, "the second minute is still open");
         assert_eq!((parts[0].first_seq, parts[0].last_seq, parts[0].size), (1, 2, 2));
         assert_eq!(parts[0].minute, UnixMs(T - 20_000));
         assert_eq!(parts[0].root, BatchTree::from_records(&[b"a", b"b"]).root());
-        let later = fold(&receipts[2..], UnixMs(T - 20_000 + 120_000 + GRACE_MS), false);
+        let later = fold(&receipts[2..], newest, UnixMs(T - 20_000 + 120_000 + GRACE_MS), false);
         assert_eq!(later.len(), 1, "over with its grace");
         assert_eq!(later[0].root, leaf_hash(b"c"), "one leaf: the root is its hash");
-        assert!(fold(&receipts[2..], UnixMs(T + 60_000), false).is_empty());
-        assert_eq!(fold(&receipts[2..], UnixMs(T + 60_000), true).len(), 1, "a flush closes it");
+        assert!(fold(&receipts[2..], newest, UnixMs(T + 60_000), false).is_empty());
+        assert_eq!(fold(&receipts[2..], newest, UnixMs(T + 60_000), true).len(), 1, "a flush closes it");
+    }
+
+    #[test]
+    fn a_slice_of_a_minute_closes_when_a_later_minute_was_served_beyond_it() {
+        // A pass reads a slice of the first minute only; the newest receipt
+        // stored is of the next minute, so the slice is closed at once.
+        let slice = [served(1, T, b"a"), served(2, T + 1_000, b"b")];
+        let parts = fold(&slice, UnixMs(T + 40_000), UnixMs(T + 40_001), false);
+        assert_eq!(parts.iter().map(|p| (p.first_seq, p.size)).collect::<Vec<_>>(), [(1, 2)]);
+        // While the newest is of the same minute, the slice waits.
+        assert!(fold(&slice, UnixMs(T + 39_000), UnixMs(T + 39_001), false).is_empty());
     }
 
     #[test]
@@ -128,14 +143,14 @@ mod tests {
         assert!(may_close(first, UnixMs(T + 40_000), UnixMs(T + 40_000)));
         // The verdict agrees with what a fold of the same receipts makes.
         let receipts = [served(1, T, b"a"), served(2, T + 15_000, b"b")];
-        assert!(fold(&receipts, UnixMs(T + 20_000), false).is_empty());
+        assert!(fold(&receipts, newest, UnixMs(T + 20_000), false).is_empty());
     }
 
     #[test]
     fn a_straggler_starts_its_own_part_and_every_receipt_is_provable() {
         let receipts =
             [served(1, T, b"a"), served(2, T + 60_000, b"b"), served(3, T + 1, b"late"), served(4, T + 60_001, b"d")];
-        let parts = fold(&receipts, UnixMs(T + 200_000), false);
+        let parts = fold(&receipts, receipts[3].served_at, UnixMs(T + 200_000), false);
         let shape: Vec<(u64, u64, UnixMs)> = parts.iter().map(|p| (p.first_seq, p.size, p.minute)).collect();
         assert_eq!(
             shape,
