@@ -372,7 +372,13 @@ async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rot
         assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
         answer.json()
     };
-    eventually("eu serves the corpus", || async { !searched().await["rows"].as_array().unwrap().is_empty() }).await;
+    // The caller's key replicates to eu with the corpus: until then eu
+    // does not know it (401), which is waited out, not a failure.
+    eventually("eu serves the corpus to the caller", || async {
+        let answer = at_eu.call("POST", "/v1/search", search.clone()).await.unwrap();
+        answer.status == 200 && !answer.json()["rows"].as_array().unwrap().is_empty()
+    })
+    .await;
     let before = searched().await;
     // The grant introduced the key at eu; eu reported it home, and once
     // that change replicated the key needs no grant at either region.
