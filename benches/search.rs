@@ -11,7 +11,8 @@
 //! (c) the same searches judged once and run straight on the index from N
 //!     threads, then from one thread per core, for as long,
 //!
-//! printing all and the ratios of (a) to (c). The target (issue 4): 2,000
+//! printing all, the ratios of (a) to (c), and (b)'s timeline: the p99 of
+//! each 250 ms slice, so a stall that recurs shows. The target (issue 4): 2,000
 //! signed searches/s or more with p99 at 20 ms or less, 100,000 products,
 //! 32 connections.
 //!
