@@ -224,3 +224,14 @@ async fn the_command_line_signs_prints_and_checks() {
     assert!(stderr.contains("the key set does not verify"), "{stderr}");
     region.node.stop().await;
 }
+
+/// `svc … | head`: output to a reader that went away ends quietly, not
+/// with a panic.
+#[test]
+fn output_to_a_reader_that_went_away_ends_quietly() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let run = Command::new(env!("CARGO_BIN_EXE_svc")).arg("formats").stdout(writer).output().unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success() && !stderr.contains("panicked"), "{:?}: {stderr}", run.status);
+}

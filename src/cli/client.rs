@@ -145,8 +145,8 @@ fn percent(value: &str) -> String {
 
 fn print_body(answer: &Answer) -> Result<(), String> {
     match serde_json::from_slice::<Value>(&answer.bytes) {
-        Ok(v) => println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?),
-        Err(_) => println!("{}", String::from_utf8_lossy(&answer.bytes)),
+        Ok(v) => super::print_out(&serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?),
+        Err(_) => super::print_out(&String::from_utf8_lossy(&answer.bytes)),
     }
     if answer.status >= 400 {
         return Err(format!("the region answered {}", answer.status));
@@ -239,7 +239,7 @@ async fn execute(args: ClientArgs) -> Result<(), String> {
                 std::fs::write(path, serde_json::to_vec_pretty(&pinned).map_err(|e| e.to_string())?)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
             }
-            println!("{}", serde_json::to_string_pretty(&document["keys"]).map_err(|e| e.to_string())?);
+            super::print_out(&serde_json::to_string_pretty(&document["keys"]).map_err(|e| e.to_string())?);
         }
     }
     Ok(())

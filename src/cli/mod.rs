@@ -103,7 +103,7 @@ pub fn run(cli: Cli) -> i32 {
             }
         },
         Command::Formats => {
-            println!("{}", serde_json::to_string_pretty(&formats()).unwrap_or_default());
+            print_out(&serde_json::to_string_pretty(&formats()).unwrap_or_default());
             0
         }
         Command::Keygen { alg, out } => print_result(keygen(&alg, &out)),
@@ -113,11 +113,23 @@ pub fn run(cli: Cli) -> i32 {
     }
 }
 
+/// Writes a command's output and a newline to stdout. A reader that went
+/// away (`svc … | head`) ends the output quietly; `println!` would panic.
+pub fn print_out(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{text}").and_then(|()| out.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("svc: writing the output: {e}");
+    }
+}
+
 /// Prints a JSON answer to stdout (exit 0) or an error to stderr (exit 1).
 fn print_result(result: Result<serde_json::Value, String>) -> i32 {
     match result {
         Ok(value) => {
-            println!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
+            print_out(&serde_json::to_string_pretty(&value).unwrap_or_default());
             0
         }
         Err(e) => {
