@@ -141,9 +141,13 @@ impl Held {
 /// claim with one range tombstone instead of a delete per claim (which cost
 /// the serving workers a burst of memtable inserts every second).
 fn nonce_key(expires: i64, key_id: &str, nonce: &str) -> Vec<u8> {
-    let mut k = be(expires.max(0) as u64).to_vec();
-    k.extend_from_slice(&key(&[key_id.as_bytes(), nonce.as_bytes()]));
-    k
+    [&expiry_key(expires)[..], &key(&[key_id.as_bytes(), nonce.as_bytes()])].concat()
+}
+
+/// Where the claims expiring at `secs` begin (an expiry before 1970 sorts
+/// with 0).
+fn expiry_key(secs: i64) -> [u8; 8] {
+    be(secs.max(0) as u64)
 }
 
 /// The claim a stored key names: expiry, key id and nonce.
@@ -184,11 +188,8 @@ fn rekey_claims_by_expiry(store: &Store) -> StoreResult<usize> {
     }
     let mut batch = store.batch();
     for (k, expires) in &legacy {
-        let mut parts = k.splitn(2, |b| *b == 0);
-        if let (Some(key_id), Some(nonce)) = (parts.next(), parts.next()) {
-            let (key_id, nonce) = (String::from_utf8_lossy(key_id), String::from_utf8_lossy(nonce));
-            batch.put_raw(cf::NONCES, &nonce_key(*expires, &key_id, &nonce), &[]);
-        }
+        // The old key is the key id and nonce as `nonce_key` joins them.
+        batch.put_raw(cf::NONCES, &[&expiry_key(*expires)[..], k].concat(), &[]);
         batch.delete(cf::NONCES, k);
     }
     batch.commit()?;
@@ -247,7 +248,7 @@ impl NonceState {
         let expired = self.held.take_expired(cutoff);
         let mut batch = self.store.batch();
         if !expired.is_empty() {
-            batch.delete_range(cf::NONCES, &be(0), &be(cutoff.max(0) as u64));
+            batch.delete_range(cf::NONCES, &expiry_key(0), &expiry_key(cutoff));
         }
         let mut more = false;
         let mut dropped_to = self.feed_dropped;
