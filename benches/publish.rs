@@ -17,12 +17,13 @@ use svc::client::sealing::{self, SealContext};
 use svc::client::{Signer, Unsigned};
 use svc::clock::{Clock, SystemClock};
 use svc::config::NodeConfig;
-use svc::http::{AppState, public_router};
+use svc::http::public_router;
+use svc::region::Region;
 use svc::sandbox::corpus::{Sizes, generate};
 use svc::sandbox::seed::{admin, call, keys_of, publish_request, register_business, send_publish, wait_settled};
 
 struct Node {
-    state: AppState,
+    state: Region,
     _dir: tempfile::TempDir,
 }
 
@@ -33,12 +34,12 @@ async fn node() -> Node {
         "127.0.0.1:0".parse().unwrap(),
         "127.0.0.1:0".parse().unwrap(),
     );
-    let state = svc::node::start_state(config, Arc::new(SystemClock)).await.expect("node starts");
+    let state = svc::region::start(config, Arc::new(SystemClock)).await.expect("node starts");
     Node { state, _dir: dir }
 }
 
 /// A business with `products` products, registered; its seal context.
-async fn business(state: &AppState, products: usize, seed: u64) -> (svc::sandbox::corpus::BusinessSpec, SealContext) {
+async fn business(state: &Region, products: usize, seed: u64) -> (svc::sandbox::corpus::BusinessSpec, SealContext) {
     let sizes = Sizes::products_only(1, products);
     let spec = generate(seed, sizes).businesses.remove(0);
     let (uuid, _) = register_business(state, &spec, "").await.expect("business registered");
@@ -50,7 +51,7 @@ async fn business(state: &AppState, products: usize, seed: u64) -> (svc::sandbox
     (spec, context)
 }
 
-async fn settled(state: &AppState, push_id: &str, records: usize) {
+async fn settled(state: &Region, push_id: &str, records: usize) {
     let count = wait_settled(state, &[push_id.to_owned()], 0, records, &|_| {}).await.expect("push settles");
     assert_eq!(count, records, "every record settled");
 }

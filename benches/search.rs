@@ -28,9 +28,9 @@ use svc::actors::indexer::IndexerMsg;
 use svc::actors::publisher::PublisherMsg;
 use svc::clock::{Clock, SystemClock};
 use svc::config::{NodeConfig, RetrievalLimits};
-use svc::http::AppState;
 use svc::loadgen::{self, Latency, Plan, Query, summarize};
 use svc::node::Node;
+use svc::region::Region;
 use svc::sandbox::corpus::{Sizes, generate};
 use svc::sandbox::seed::{admin, ensure_seeded};
 use svc_core::ids::RecordType;
@@ -43,7 +43,7 @@ fn arg(name: &str, default: u64) -> u64 {
 }
 
 /// Waits until the index has applied every replication log entry.
-async fn wait_indexed(state: &AppState) {
+async fn wait_indexed(state: &Region) {
     loop {
         let last =
             ractor::call!(state.home.as_ref().unwrap().publisher, PublisherMsg::Observe).expect("publisher").last_seq;
@@ -56,7 +56,7 @@ async fn wait_indexed(state: &AppState) {
 }
 
 /// One AI company, one group, `count` Ed25519 retrieval keys in it.
-async fn retrieval_keys(state: &AppState, count: usize) -> (String, Vec<SigningKey>) {
+async fn retrieval_keys(state: &Region, count: usize) -> (String, Vec<SigningKey>) {
     let company =
         admin(state, "POST", "/admin/companies", json!({"name": "Bench AI", "verified": true})).await.expect("company");
     let company = company["ai_company_uuid"].as_str().unwrap().to_owned();
@@ -78,7 +78,7 @@ async fn retrieval_keys(state: &AppState, count: usize) -> (String, Vec<SigningK
 /// The judged searches run straight on the index from `threads` threads:
 /// answers per second and latencies after the warm-up.
 fn direct(
-    state: &AppState,
+    state: &Region,
     group: &str,
     judged: &[SearchQuery],
     threads: usize,

@@ -33,7 +33,7 @@ fn arg(name: &str, default: u64) -> u64 {
 }
 
 /// The verify body for one published product: what a checker holds.
-fn verify_body(state: &svc::http::AppState) -> Value {
+fn verify_body(state: &svc::region::Region) -> Value {
     let records = state.store.scan::<RecordHead>(cf::RECORDS, &[], None, 1).expect("records");
     let head = &records[0].1;
     let version = state.registry.record_version(&head.record_id, head.live_generation).unwrap().unwrap();

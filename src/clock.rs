@@ -53,3 +53,9 @@ pub fn random<const N: usize>() -> [u8; N] {
     getrandom::fill(&mut out).expect("operating system random source");
     out
 }
+
+/// The monotonic clock, for durations and deadlines within this process
+/// (a search's budget, a floor on a 404, a latency). Never a timestamp.
+pub fn monotonic() -> std::time::Instant {
+    std::time::Instant::now()
+}

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use svc_core::problem::Code;
 
 use crate::client::transport::Transport;
-use crate::http::problem::ApiError;
+use crate::service::Error;
 
 /// The header naming the region that answered.
 pub const REGION_HEADER: &str = "x-svc-region";
@@ -201,7 +201,7 @@ async fn route(State(door): State<Door>, request: Request) -> Response {
     let (kept, mut stream) = match small {
         true => match body.collect().await {
             Ok(collected) => (Some(collected.to_bytes()), None),
-            Err(e) => return ApiError::detail(Code::RequestInvalid, e.to_string()).into_response(),
+            Err(e) => return Error::detail(Code::RequestInvalid, e.to_string()).into_response(),
         },
         false => (None, Some(body)),
     };
@@ -244,5 +244,5 @@ async fn route(State(door): State<Door>, request: Request) -> Response {
             }
         }
     }
-    ApiError::retry_after(Code::Unavailable, 5_000, "no region can be reached").into_response()
+    Error::retry_after(Code::Unavailable, 5_000, "no region can be reached").into_response()
 }

@@ -231,7 +231,7 @@ pub async fn run(plan: Plan) -> Result<Report, String> {
     let queries = Arc::new(plan.queries);
     let signers: Vec<Arc<Signer>> =
         plan.keys.into_iter().map(|k| Arc::new(Signer::new(k, &plan.authority, TAG_RETRIEVAL))).collect();
-    let began = Instant::now();
+    let began = crate::clock::monotonic();
     let from = began + plan.warmup;
     let until = from + plan.duration;
     let schedule =
@@ -326,7 +326,7 @@ async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) 
                 tokio::time::sleep_until(due.into()).await;
                 Some(due)
             }
-            None if Instant::now() >= until => break,
+            None if crate::clock::monotonic() >= until => break,
             None => None,
         };
         let mut live = match sender.take() {

@@ -5,7 +5,6 @@
 //! (replication, index, nonce store, outbox) are read when scraped.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
@@ -75,7 +74,7 @@ pub async fn record(State(metrics): State<Metrics>, request: Request, next: Next
         None => "unmatched".to_owned(),
     };
     let method = request.method().as_str().to_owned();
-    let started = Instant::now();
+    let started = crate::clock::monotonic();
     let response = next.run(request).await;
     let code = response.status().as_u16().to_string();
     let elapsed = started.elapsed().as_secs_f64();

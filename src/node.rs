@@ -2,241 +2,22 @@
 //! stopped together.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
-use ractor::{Actor, ActorRef};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::actors::analytics::{Analytics, AnalyticsMsg};
-use crate::actors::billing::{Billing, BillingArgs, BillingMsg, BillingRole};
-use crate::actors::index_shard::IndexShard;
-use crate::actors::indexer::{Indexer, IndexerArgs, IndexerMsg};
-use crate::actors::nonce_feed::{NonceFeed, NonceFeedArgs};
-use crate::actors::nonce_store::{NonceArgs, NonceMsg, NonceRole, NonceStore};
-use crate::actors::publisher::{Publisher, PublisherArgs, PublisherMsg};
-use crate::actors::push_worker::{PushWorker, PushWorkerArgs};
-use crate::actors::receipt_folder::{ReceiptFolder, ReceiptFolderArgs, ReceiptFolderMsg};
-use crate::actors::receipt_log::ReceiptLog;
-use crate::actors::replicator::{ReplicationStatus, Replicator, ReplicatorArgs};
-use crate::actors::transparency_log::{TransparencyLog, TransparencyLogArgs, TransparencyLogMsg};
-use crate::actors::uplink::{Uplink, UplinkArgs, UplinkMsg};
-use crate::blocklist::Blocklist;
-use crate::client::transport::Transport;
 use crate::clock::SharedClock;
-use crate::config::{NodeConfig, Role};
-use crate::http::{self, AppState, HomeActors, Replica};
-use crate::key_set::{Certifier, KeyView};
-use crate::limits::Limits;
-use crate::registry::Registry;
-use crate::replication::exchange;
-use crate::replication::link::HomeLink;
-use crate::service_keys::ServiceKeys;
-use crate::store::Store;
-use crate::transparency::LogView;
+use crate::config::NodeConfig;
+use crate::http;
+use crate::region::Region;
 
 pub struct Node {
-    pub state: AppState,
+    pub state: Region,
     pub addr: SocketAddr,
     pub admin_addr: SocketAddr,
     shutdown: watch::Sender<bool>,
     servers: Vec<tokio::task::JoinHandle<()>>,
 }
-
-/// Starts the actors of a node over its store, without listening.
-pub async fn start_state(config: NodeConfig, clock: SharedClock) -> Result<AppState, String> {
-    std::fs::create_dir_all(&config.data_dir).map_err(|e| e.to_string())?;
-    let store = Store::open(&config.data_dir.join("db")).map_err(|e| e.to_string())?;
-    let keys = Arc::new(ServiceKeys::load_or_create(&store).map_err(|e| e.to_string())?);
-    let uploads = config.data_dir.join("uploads");
-    std::fs::create_dir_all(&uploads).map_err(|e| format!("{}: {e}", uploads.display()))?;
-    let blocklist = match &config.url_blocklist {
-        Some(b) => Some(Arc::new(Blocklist::new(b)?)),
-        None => None,
-    };
-    let outbox = match config.role {
-        Role::Home => None,
-        Role::Read => Some(exchange::outbox(&store).map_err(|e| e.to_string())?),
-    };
-    let (nonce_role, billing_role) = match &outbox {
-        None => {
-            let lease_ms = config.replication.as_ref().map_or(60_000, |r| r.lease_ms) as i64;
-            let feed = exchange::nonce_feed(&store).map_err(|e| e.to_string())?;
-            (NonceRole::Home { feed }, BillingRole::Home { lease_ms })
-        }
-        Some(outbox) => (NonceRole::Region { outbox: outbox.clone() }, BillingRole::Region { outbox: outbox.clone() }),
-    };
-    let (nonces, _) = Actor::spawn(None, NonceStore, NonceArgs { store: store.clone(), role: nonce_role })
-        .await
-        .map_err(|e| e.to_string())?;
-    let (billing, _) = Actor::spawn(None, Billing, BillingArgs { store: store.clone(), role: billing_role })
-        .await
-        .map_err(|e| e.to_string())?;
-    if outbox.is_none() {
-        let reclaim_clock = clock.clone();
-        billing.send_interval(std::time::Duration::from_secs(10), move || BillingMsg::Reclaim {
-            now: reclaim_clock.now(),
-        });
-    }
-    let (receipts, _) = Actor::spawn(None, ReceiptLog, store.clone()).await.map_err(|e| e.to_string())?;
-    let folder_args = ReceiptFolderArgs {
-        store: store.clone(),
-        region: config.region.clone(),
-        clock: clock.clone(),
-        outbox: outbox.clone(),
-    };
-    let (receipt_folder, _) = Actor::spawn(None, ReceiptFolder, folder_args).await.map_err(|e| e.to_string())?;
-    receipt_folder.send_interval(std::time::Duration::from_secs(1), || ReceiptFolderMsg::Tick);
-    let (analytics, _) = Actor::spawn(None, Analytics, store.clone()).await.map_err(|e| e.to_string())?;
-    // Often, so each tick's share of the receipts is small: it runs on a
-    // worker that also serves searches.
-    analytics.send_interval(std::time::Duration::from_millis(100), || AnalyticsMsg::Tick);
-    let log = LogView::open(store.clone(), crate::transparency::origin(&config.public_authority))
-        .map_err(|e| e.to_string())?;
-    let home = match config.role {
-        Role::Home => {
-            let (publisher, _) =
-                Actor::spawn(None, Publisher, PublisherArgs { store: store.clone(), keys: keys.clone() })
-                    .await
-                    .map_err(|e| e.to_string())?;
-            let (push_worker, _) = Actor::spawn(
-                None,
-                PushWorker,
-                PushWorkerArgs {
-                    store: store.clone(),
-                    publisher: publisher.clone(),
-                    clock: clock.clone(),
-                    blocklist: blocklist.clone(),
-                    uploads: uploads.clone(),
-                },
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-            let log_args = TransparencyLogArgs {
-                last_run: None,
-                log: log.clone(),
-                publisher: publisher.clone(),
-                keys: keys.clone(),
-                clock: clock.clone(),
-                every_ms: config.log_sequence_every_ms.max(1) as i64,
-            };
-            let (transparency_log, _) =
-                Actor::spawn(None, TransparencyLog, log_args).await.map_err(|e| e.to_string())?;
-            transparency_log.send_interval(std::time::Duration::from_secs(1), || TransparencyLogMsg::Tick);
-            Some(HomeActors { publisher, push_worker, transparency_log })
-        }
-        Role::Read => None,
-    };
-    let replica = match config.role {
-        Role::Home => None,
-        Role::Read => Some(start_replica(&config, &store, &clock, &nonces, outbox.clone()).await?),
-    };
-    let index_dir = config.data_dir.join("index");
-    if crate::search::index::prepare_layout(&index_dir, config.shards_per_collection)? {
-        crate::actors::indexer::forget_applied(&store).map_err(|e| e.to_string())?;
-    }
-    let (index, writers) = crate::search::open_all(&index_dir, config.shards_per_collection)?;
-    let mut shards = std::collections::HashMap::new();
-    let mut index_shards = Vec::new();
-    for (collection, n, writer) in writers {
-        let (shard, _) = Actor::spawn(None, IndexShard, writer).await.map_err(|e| e.to_string())?;
-        index_shards.push(shard.clone());
-        shards.insert((collection, n), shard);
-    }
-    let (indexer, _) = Actor::spawn(
-        None,
-        Indexer,
-        IndexerArgs { store: store.clone(), shards, shards_per_collection: config.shards_per_collection.max(1) },
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    indexer.send_interval(std::time::Duration::from_millis(20), || IndexerMsg::Tick);
-    let purge_clock = clock.clone();
-    // Every second: a busy region expires a few thousand claims a second,
-    // and forgetting a minute of them at once held every claim behind it.
-    nonces.send_interval(std::time::Duration::from_secs(1), move || NonceMsg::Purge { now: purge_clock.now() });
-    let config_limits = config.retrieval_limits;
-    let certifier = match (&home, outbox) {
-        (Some(home), _) => {
-            let valid_from = ServiceKeys::created_at(&store, clock.now()).map_err(|e| e.to_string())?;
-            let now = clock.now();
-            ractor::call!(home.publisher, |reply| PublisherMsg::FoundKeySet { valid_from, now, reply })
-                .map_err(|e| e.to_string())??;
-            Certifier::Publisher(home.publisher.clone())
-        }
-        (None, Some(outbox)) => Certifier::Outbox(outbox),
-        (None, None) => return Err("a read region without an outbox".into()),
-    };
-    let key_set = KeyView::open(store.clone(), &config.region, &keys, certifier).map_err(|e| e.to_string())?;
-    // Home certifies its receipt key now; a region's request waits in its
-    // outbox until home takes it.
-    key_set.ask_certification(clock.now()).await?;
-    Ok(AppState {
-        config: Arc::new(config),
-        registry: Registry::new(store.clone()),
-        store,
-        keys,
-        clock,
-        home,
-        replica,
-        nonces,
-        blocklist,
-        uploads,
-        index: Arc::new(index),
-        indexer,
-        index_shards,
-        limits: Arc::new(Limits::new(config_limits)),
-        serve_times: Arc::default(),
-        jwk_keys: Arc::default(),
-        billing,
-        receipts,
-        receipt_folder,
-        analytics,
-        key_set,
-        log,
-        metrics: crate::metrics::Metrics::default(),
-    })
-}
-
-/// A read region's link to home over HTTP/2: the replicator pulling the
-/// log, the nonce feed, and the uplink shipping the outbox.
-async fn start_replica(
-    config: &NodeConfig,
-    store: &Store,
-    clock: &SharedClock,
-    nonces: &ActorRef<NonceMsg>,
-    outbox: Option<exchange::Sequence>,
-) -> Result<Replica, String> {
-    let outbox = outbox.ok_or("a read region without an outbox")?;
-    let settings = config.replication.as_ref().ok_or("a read region needs [replication]")?;
-    if settings.ready_max_lag_ms <= crate::actors::replicator::LONG_POLL_MS {
-        return Err(format!(
-            "replication.ready_max_lag_ms must exceed {} ms, the pull's long poll",
-            crate::actors::replicator::LONG_POLL_MS
-        ));
-    }
-    let home_url = settings.home_url.as_deref().ok_or("a read region needs replication.home_url")?;
-    let link = Arc::new(HomeLink::new(
-        Transport::http2(home_url)?,
-        settings.token.clone(),
-        config.region.clone(),
-        settings.lease_units,
-    ));
-    let status = Arc::new(ReplicationStatus::default());
-    let args =
-        ReplicatorArgs { store: store.clone(), link: link.clone(), clock: clock.clone(), status: status.clone() };
-    let (replicator, _) = Actor::spawn(None, Replicator, args).await.map_err(|e| e.to_string())?;
-    let feed_args = NonceFeedArgs { link: link.clone(), nonces: nonces.clone(), status: status.clone() };
-    let (nonce_feed, _) = Actor::spawn(None, NonceFeed, feed_args).await.map_err(|e| e.to_string())?;
-    let uplink_args =
-        UplinkArgs { store: store.clone(), link: link.clone(), region: config.region.clone(), status: status.clone() };
-    let (uplink, _) = Actor::spawn(None, Uplink, uplink_args).await.map_err(|e| e.to_string())?;
-    uplink.send_interval(std::time::Duration::from_millis(UPLINK_INTERVAL_MS), || UplinkMsg::Ship);
-    Ok(Replica { replicator, uplink, nonce_feed, status, link, outbox, introductions: Default::default() })
-}
-
-/// How often a read region ships its outbox: part of the replay window.
-const UPLINK_INTERVAL_MS: u64 = 20;
 
 impl Node {
     /// Starts a node and its two listeners.
@@ -244,7 +25,7 @@ impl Node {
         let listener = TcpListener::bind(config.listen).await.map_err(|e| format!("{}: {e}", config.listen))?;
         let admin_listener =
             TcpListener::bind(config.admin_listen).await.map_err(|e| format!("{}: {e}", config.admin_listen))?;
-        let state = start_state(config, clock).await?;
+        let state = crate::region::start(config, clock).await?;
         let (shutdown, _) = watch::channel(false);
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let admin_addr = admin_listener.local_addr().map_err(|e| e.to_string())?;

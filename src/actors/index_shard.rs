@@ -72,7 +72,7 @@ impl Actor for IndexShard {
             writer,
             commits: 0,
             compactions: 0,
-            last_apply: Some(Instant::now()),
+            last_apply: Some(crate::clock::monotonic()),
             last_compaction: None,
         })
     }
@@ -88,7 +88,7 @@ impl Actor for IndexShard {
                 let result = tokio::task::block_in_place(|| state.writer.apply(upserts, deletes));
                 if result.is_ok() {
                     state.commits += 1;
-                    state.last_apply = Some(Instant::now());
+                    state.last_apply = Some(crate::clock::monotonic());
                     me.send_after(QUIET, || IndexShardMsg::Settle);
                 }
                 let _ = reply.send(result);
@@ -99,7 +99,7 @@ impl Actor for IndexShard {
                 if state.last_apply.is_some_and(|at| at.elapsed() < QUIET) {
                     return Ok(());
                 }
-                let now = Instant::now();
+                let now = crate::clock::monotonic();
                 if due > now {
                     me.send_after(due - now, || IndexShardMsg::Settle);
                     return Ok(());
@@ -111,7 +111,7 @@ impl Actor for IndexShard {
                     Err(e) => tracing::debug!(error = %e, "compaction deferred"),
                 }
                 state.last_apply = None;
-                state.last_compaction = Some(Instant::now());
+                state.last_compaction = Some(crate::clock::monotonic());
             }
             IndexShardMsg::Observe(reply) => {
                 let _ = reply.send(IndexShardSnapshot {

@@ -181,7 +181,7 @@ impl Actor for Indexer {
             IndexerMsg::Tick if state.last_commit.is_some_and(|at| at.elapsed() < COMMIT_GAP) => {}
             IndexerMsg::Tick => loop {
                 match state.step().await {
-                    Ok(true) => state.last_commit = Some(Instant::now()),
+                    Ok(true) => state.last_commit = Some(crate::clock::monotonic()),
                     Ok(false) => break,
                     // Left for the next tick: nothing is marked applied.
                     Err(e) => {

@@ -5,6 +5,7 @@ pub mod analytics;
 pub mod billing;
 pub mod index_shard;
 pub mod indexer;
+pub mod mailbox;
 pub mod nonce_feed;
 pub mod nonce_store;
 pub mod publisher;

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod client;
 pub mod loadgen;
+pub mod progress;
 pub mod up;
 
 use clap::{Parser, Subcommand};

@@ -113,12 +113,13 @@ pub fn run(plan: Plan) -> Result<(), String> {
         print_addresses(&plan.data_dir, &up.door, &up.nodes);
         let home = &up.nodes[0];
         let corpus = crate::sandbox::corpus::generate(plan.seed, crate::sandbox::corpus::Sizes::default());
-        let started = std::time::Instant::now();
+        let started = crate::clock::monotonic();
         let report = |p: crate::sandbox::seed::Progress| {
-            eprint!("\r  seeding the sandbox corpus at home: {} {}/{}   ", p.stage, p.done, p.total);
+            super::progress::show(&format!("  seeding the sandbox corpus at home: {} {}/{}", p.stage, p.done, p.total));
         };
-        let seeded = crate::sandbox::seed::ensure_seeded(&home.state, &corpus, &report).await?;
-        eprintln!();
+        let seeded = crate::sandbox::seed::ensure_seeded(&home.state, &corpus, &report).await;
+        super::progress::finish();
+        let seeded = seeded?;
         println!(
             "  sandbox corpus  seed {}: {} businesses, {} records ({:.1} s); the read regions replicate it",
             seeded.seed,

@@ -7,7 +7,7 @@ use http_body_util::{BodyExt, Limited};
 use svc_core::problem::{Code, declared_length_over_limit};
 use svc_core::time::UnixMs;
 
-use super::problem::ApiError;
+use crate::service::Error;
 
 pub const KIB: usize = 1024;
 pub const MIB: usize = 1024 * KIB;
@@ -20,25 +20,25 @@ pub const VERIFY_LIMIT: usize = 512 * KIB;
 /// Reads the whole body if it fits in `limit`. A declared `Content-Length`
 /// over the limit is refused before a byte is read; a chunked body is read
 /// only up to the limit and refused as soon as it passes it.
-pub async fn read_limited(headers: &HeaderMap, body: Body, limit: usize, now: UnixMs) -> Result<Bytes, ApiError> {
+pub async fn read_limited(headers: &HeaderMap, body: Body, limit: usize, now: UnixMs) -> Result<Bytes, Error> {
     if let Some(declared) = headers.get(header::CONTENT_LENGTH) {
         let declared: Option<u64> = declared.to_str().ok().and_then(|v| v.trim().parse().ok());
         match declared {
             Some(n) if n > limit as u64 => {
-                return Err(ApiError::detail(
+                return Err(Error::detail(
                     declared_length_over_limit(now),
                     format!("declared body of {n} bytes is over the {limit}-byte limit"),
                 ));
             }
             Some(_) => {}
-            None => return Err(ApiError::detail(Code::RequestInvalid, "Content-Length is not a number")),
+            None => return Err(Error::detail(Code::RequestInvalid, "Content-Length is not a number")),
         }
     }
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(ApiError::detail(Code::RecordTooLarge, format!("body is over the {limit}-byte limit")))
+            Err(Error::detail(Code::RecordTooLarge, format!("body is over the {limit}-byte limit")))
         }
-        Err(_) => Err(ApiError::detail(Code::RequestInvalid, "the body could not be read")),
+        Err(_) => Err(Error::detail(Code::RequestInvalid, "the body could not be read")),
     }
 }

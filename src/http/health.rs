@@ -1,106 +1,34 @@
 //! `/healthz` (the process answers) and `/readyz` (the region serves fresh
-//! data: at a read region, caught up with home within the configured lag,
-//! and its index caught up with what it replicated); `/metrics` (on the
-//! admin listener) with the same figures for Prometheus.
+//! data); `/metrics` (on the admin listener) with the same figures for
+//! Prometheus. What each says is `service::ops`.
 
-use std::sync::atomic::Ordering;
-
-use axum::Router;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use serde_json::json;
+use axum::{Json, Router};
 
-use super::AppState;
-use crate::actors::indexer::IndexerMsg;
-use crate::actors::nonce_store::NonceMsg;
+use crate::region::Region;
+use crate::service::ops;
 
-pub fn routes() -> Router<AppState> {
+pub fn routes() -> Router<Region> {
     Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz))
 }
 
-async fn healthz(State(state): State<AppState>) -> Response {
-    let role = if state.home.is_some() { "home" } else { "read" };
-    axum::Json(json!({"status": "ok", "region": state.config.region, "role": role})).into_response()
+async fn healthz(State(state): State<Region>) -> Response {
+    Json(ops::health(&state)).into_response()
 }
 
-async fn readyz(State(state): State<AppState>) -> Response {
-    let indexed = ractor::call!(state.indexer, IndexerMsg::Observe).map(|s| s.applied_seq).ok();
-    let logged = crate::replication::last_seq(&state.store).ok();
-    let index_caught_up = matches!((indexed, logged), (Some(i), Some(l)) if i >= l);
-    let (ready, mut body) = match &state.replica {
-        None => (indexed.is_some(), json!({"role": "home", "head_seq": logged})),
-        Some(replica) => {
-            let lag_ms = replica.status.lag_ms(state.clock.now().0);
-            let max = state.config.replication.as_ref().map_or(0, |r| r.ready_max_lag_ms) as i64;
-            let body = json!({
-                "role": "read",
-                "applied_seq": replica.status.applied.load(Ordering::Relaxed),
-                "head_seq": replica.status.head.load(Ordering::Relaxed),
-                "lag_ms": (lag_ms != i64::MAX).then_some(lag_ms),
-                "max_lag_ms": max,
-                "nonce_feed_head": replica.status.feed_head.load(Ordering::Relaxed),
-            });
-            (index_caught_up && lag_ms <= max, body)
-        }
-    };
-    // Receipts are signed only by a key home certified.
-    let certified = state.key_set.signer(state.clock.now()).is_some();
-    let ready = ready && certified;
-    body["receipt_key_certified"] = json!(certified);
-    body["region"] = json!(state.config.region);
-    body["ready"] = json!(ready);
-    body["indexed_seq"] = json!(indexed);
-    // Home: the newest claim in the nonce feed; a read region: the last it learned.
-    body["nonce_feed_seq"] = json!(ractor::call!(state.nonces, NonceMsg::Observe).map(|s| s.feed_seq).ok());
+async fn readyz(State(state): State<Region>) -> Response {
+    let (ready, body) = ops::readiness(&state).await;
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (status, axum::Json(body)).into_response()
+    (status, Json(body)).into_response()
 }
 
-pub fn metrics_route() -> Router<AppState> {
+pub fn metrics_route() -> Router<Region> {
     Router::new().route("/metrics", get(metrics))
 }
 
-/// Reads the gauges now, then renders everything recorded.
-async fn metrics(State(state): State<AppState>) -> Response {
-    let m = &state.metrics;
-    let none: &[(&str, String)] = &[];
-    if let Ok(indexer) = ractor::call!(state.indexer, IndexerMsg::Observe) {
-        m.gauge("svc_index_applied_seq", none, indexer.applied_seq as f64);
-    }
-    for (collection, docs, segments) in state.index.documents() {
-        let label = [("collection", collection.name().to_owned())];
-        m.gauge("svc_index_documents", &label, docs as f64);
-        m.gauge("svc_index_segments", &label, segments as f64);
-    }
-    // Segments a search answered by walking a sort order, or by the whole
-    // query (a text, or a filter too narrow to walk).
-    let (walked, whole) = state.index.plans();
-    m.total("svc_search_segments_total", &[("plan", "walk".to_owned())], walked);
-    m.total("svc_search_segments_total", &[("plan", "whole".to_owned())], whole);
-    if let Ok(nonces) = ractor::call!(state.nonces, NonceMsg::Observe) {
-        m.gauge("svc_nonce_store_size", none, nonces.held as f64);
-        m.gauge("svc_nonce_feed_seq", none, nonces.feed_seq as f64);
-    }
-    let logged = crate::replication::last_seq(&state.store).unwrap_or(0);
-    m.gauge("svc_replication_applied_seq", none, logged as f64);
-    match &state.replica {
-        None => m.gauge("svc_replication_head_seq", none, logged as f64),
-        Some(replica) => {
-            let status = &replica.status;
-            m.gauge("svc_replication_head_seq", none, status.head.load(Ordering::Relaxed) as f64);
-            let lag_ms = status.lag_ms(state.clock.now().0);
-            if lag_ms != i64::MAX {
-                m.gauge("svc_replication_lag_seconds", none, lag_ms as f64 / 1000.0);
-            }
-            m.total("svc_replication_refused_total", none, status.refused.load(Ordering::Relaxed));
-            m.total("svc_outbox_reported_total", none, status.reported.load(Ordering::Relaxed));
-            m.gauge("svc_nonce_feed_head", none, status.feed_head.load(Ordering::Relaxed) as f64);
-            let pending = crate::replication::exchange::pending_count(&state.store).unwrap_or(0);
-            m.gauge("svc_outbox_pending", none, pending as f64);
-        }
-    }
-    let text = m.render();
-    ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+async fn metrics(State(state): State<Region>) -> Response {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], ops::metrics_text(&state).await).into_response()
 }

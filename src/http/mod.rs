@@ -1,11 +1,10 @@
 //! HTTP: one router per surface, one module per resource, one error type.
 
 pub mod admin;
-pub mod analytics;
 pub mod auth;
 pub mod body;
-pub mod bulk;
 pub mod business;
+pub mod cacheable;
 pub mod certificates;
 pub mod forward;
 pub mod health;
@@ -20,144 +19,19 @@ pub mod verify;
 pub mod verify_page;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use axum::Router;
-use svc_core::problem::Code;
 
-use problem::{ApiError, ApiResult};
-use ractor::ActorRef;
-
-use crate::actors::nonce_store::NonceMsg;
-use crate::actors::publisher::PublisherMsg;
-use crate::actors::push_worker::PushWorkerMsg;
-use crate::blocklist::Blocklist;
-use crate::clock::SharedClock;
-use crate::config::NodeConfig;
-use crate::registry::Registry;
-use crate::service_keys::ServiceKeys;
-use crate::store::Store;
-
-/// What every handler can reach. Cheap to clone.
-#[derive(Clone)]
-pub struct AppState {
-    pub config: Arc<NodeConfig>,
-    pub store: Store,
-    pub registry: Registry,
-    pub keys: Arc<ServiceKeys>,
-    pub clock: SharedClock,
-    /// The writers only the home region runs; `None` at a read region.
-    pub home: Option<HomeActors>,
-    /// A read region's link to home; `None` at home.
-    pub replica: Option<Replica>,
-    pub nonces: ActorRef<NonceMsg>,
-    /// Verifying keys parsed from their JWKs, for the signed routes.
-    pub jwk_keys: Arc<auth::JwkKeys>,
-    pub blocklist: Option<Arc<Blocklist>>,
-    /// Where bulk files are kept.
-    pub uploads: std::path::PathBuf,
-    /// The search index's readers, shared by every search.
-    pub index: Arc<crate::search::SearchIndex>,
-    pub indexer: ActorRef<crate::actors::indexer::IndexerMsg>,
-    pub index_shards: Vec<ActorRef<crate::actors::index_shard::IndexShardMsg>>,
-    /// Per-key budgets: catalogue read-back, request rate, query cost.
-    pub limits: Arc<crate::limits::Limits>,
-    /// Each business's serve-time members, between answers.
-    pub serve_times: Arc<retrieval::ServeTimes>,
-    pub billing: ActorRef<crate::actors::billing::BillingMsg>,
-    pub receipts: ActorRef<crate::actors::receipt_log::ReceiptLogMsg>,
-    pub receipt_folder: ActorRef<crate::actors::receipt_folder::ReceiptFolderMsg>,
-    pub analytics: ActorRef<crate::actors::analytics::AnalyticsMsg>,
-    /// The key set home signed, and this region's receipt key in it.
-    pub key_set: crate::key_set::KeyView,
-    /// The transparency log as replicated here.
-    pub log: crate::transparency::LogView,
-    pub metrics: crate::metrics::Metrics,
-}
-
-/// The actors that write: the home region's alone.
-#[derive(Clone)]
-pub struct HomeActors {
-    pub publisher: ActorRef<PublisherMsg>,
-    pub push_worker: ActorRef<PushWorkerMsg>,
-    pub transparency_log: ActorRef<crate::actors::transparency_log::TransparencyLogMsg>,
-}
-
-/// A read region's replication: its puller, its progress, and home.
-#[derive(Clone)]
-pub struct Replica {
-    pub replicator: ActorRef<crate::actors::replicator::ReplicatorMsg>,
-    pub uplink: ActorRef<crate::actors::uplink::UplinkMsg>,
-    pub nonce_feed: ActorRef<crate::actors::nonce_feed::NonceFeedMsg>,
-    pub status: Arc<crate::actors::replicator::ReplicationStatus>,
-    pub link: Arc<crate::replication::link::HomeLink>,
-    /// What the region reports home, written with what it reports.
-    pub outbox: crate::replication::exchange::Sequence,
-    /// Sandbox keys this region asked home to mark introduced.
-    pub introductions: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
-}
-
-impl AppState {
-    /// The home region's writers, or 503 at a read region (whose write
-    /// routes are forwarded to home before they get here).
-    pub fn home(&self) -> ApiResult<&HomeActors> {
-        self.home
-            .as_ref()
-            .ok_or_else(|| ApiError::retry_after(Code::Unavailable, 1_000, "writes are taken by the home region"))
-    }
-
-    /// Stops every actor and waits until each has let go of its state (the
-    /// store, the index writers), so the node's directories can be opened again.
-    pub async fn stop_actors(&self) {
-        let wait = Some(std::time::Duration::from_secs(10));
-        if let Some(replica) = &self.replica {
-            let _ = replica.replicator.stop_and_wait(None, wait).await;
-            let _ = replica.nonce_feed.stop_and_wait(None, wait).await;
-        }
-        if let Some(home) = &self.home {
-            let _ = home.push_worker.stop_and_wait(None, wait).await;
-        }
-        let _ = self.indexer.stop_and_wait(None, wait).await;
-        for shard in &self.index_shards {
-            let _ = shard.stop_and_wait(None, wait).await;
-        }
-        if let Some(home) = &self.home {
-            let _ = home.transparency_log.stop_and_wait(None, wait).await;
-            let _ = home.publisher.stop_and_wait(None, wait).await;
-        }
-        let _ = self.nonces.stop_and_wait(None, wait).await;
-        let _ = self.billing.stop_and_wait(None, wait).await;
-        // Folds everything served (the open minute too) before the uplink
-        // ships its last report.
-        let _ = self.receipt_folder.stop_and_wait(None, wait).await;
-        if let Some(replica) = &self.replica {
-            // After billing and the nonce store: it ships what they wrote as it stops.
-            let _ = replica.uplink.stop_and_wait(None, wait).await;
-        }
-        let _ = self.receipts.stop_and_wait(None, wait).await;
-        let _ = self.analytics.stop_and_wait(None, wait).await;
-    }
-
-    /// What running a push inline needs.
-    pub fn push_runner(&self) -> ApiResult<crate::actors::push_worker::PushRunner> {
-        Ok(crate::actors::push_worker::PushRunner {
-            store: self.store.clone(),
-            publisher: self.home()?.publisher.clone(),
-            clock: self.clock.clone(),
-            blocklist: self.blocklist.clone(),
-            uploads: self.uploads.clone(),
-        })
-    }
-}
+use crate::region::Region;
 
 /// The public API: business, retrieval and public verification routes,
 /// health, and at home the internal log route. A read region serves
 /// retrieval and public routes itself and forwards everything else to home.
-pub fn public_router(state: AppState) -> Router {
+pub fn public_router(state: Region) -> Router {
     let served =
         retrieval::routes(state.home.is_some()).merge(public::routes(state.home.is_some())).merge(health::routes());
     let routed = if state.home.is_some() {
-        served.merge(business::routes()).merge(bulk::routes()).merge(internal::routes())
+        served.merge(business::routes()).merge(internal::routes())
     } else {
         served.fallback(forward::to_home)
     };
@@ -166,7 +40,7 @@ pub fn public_router(state: AppState) -> Router {
 }
 
 /// The operator's admin API, and `/metrics` for Prometheus.
-pub fn admin_router(state: AppState) -> Router {
+pub fn admin_router(state: Region) -> Router {
     admin::routes().merge(health::metrics_route()).with_state(state)
 }
 

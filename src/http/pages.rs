@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::store::model::Business;
+use crate::service::public::certificates::Business;
 
 /// Escapes text for HTML element content and quoted attributes.
 pub fn escape(text: &str) -> String {

@@ -1,51 +1,15 @@
-//! One error type for every route: an RFC 9457 problem with the spec's code.
+//! The HTTP face of `service::Error`: every error becomes an RFC 9457
+//! `application/problem+json` answer, with `Retry-After` when it asks for a wait.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use svc_core::problem::{Code, Problem};
+use svc_core::problem::Problem;
 
-/// A refusal or failure, answered as `application/problem+json`.
-#[derive(Debug, Clone)]
-pub struct ApiError(pub Box<Problem>);
+use crate::service::Error;
 
-impl ApiError {
-    pub fn new(code: Code) -> Self {
-        ApiError(Box::new(Problem::new(code)))
-    }
-
-    pub fn detail(code: Code, detail: impl Into<String>) -> Self {
-        ApiError(Box::new(Problem::new(code).detail(detail)))
-    }
-
-    pub fn internal(error: impl std::fmt::Display) -> Self {
-        tracing::error!(%error, "internal error");
-        ApiError(Box::new(Problem::new(Code::Internal)))
-    }
-
-    pub fn retry_after(code: Code, ms: u64, detail: impl Into<String>) -> Self {
-        ApiError(Box::new(Problem::new(code).detail(detail).retry_after_ms(ms)))
-    }
-
-    pub fn code(&self) -> Code {
-        self.0.code
-    }
-}
-
-impl From<Problem> for ApiError {
-    fn from(p: Problem) -> Self {
-        ApiError(Box::new(p))
-    }
-}
-
-impl From<crate::store::StoreError> for ApiError {
-    fn from(e: crate::store::StoreError) -> Self {
-        ApiError::internal(e)
-    }
-}
-
-impl IntoResponse for ApiError {
+impl IntoResponse for Error {
     fn into_response(self) -> Response {
-        problem_response(&self.0)
+        problem_response(&self.into_problem())
     }
 }
 
@@ -59,5 +23,3 @@ pub fn problem_response(problem: &Problem) -> Response {
     }
     response
 }
-
-pub type ApiResult<T> = Result<T, ApiError>;

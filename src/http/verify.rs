@@ -1,187 +1,26 @@
-//! `POST /v1/verify` (publishing 4.2): anyone sends a record with its seal
-//! (and, if they have them, its row, sidecar and AI policy bits) and gets a
-//! statement signed by the statement key. A check that fails is a `200`
-//! with `valid: false` and a reason; only a request that cannot be judged
-//! (a bare id or hash, a malformed body) is a problem.
+//! `POST /v1/verify` (publishing 4.2): the body read within its limit and
+//! judged by `service::public::verify`.
 
-use axum::Router;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
-use svc_core::ai_policy::AiPolicyBits;
-use svc_core::dsse::{Envelope, payload_type};
-use svc_core::keys::VerifyingKey;
-use svc_core::keyset::Purpose;
-use svc_core::problem::Code;
-use svc_core::publish::outcome::MAX_RECORD_CHARS;
-use svc_core::seal::{Issuance, ServedSeal};
-use svc_core::time::UnixMs;
-use svc_core::verify::{self, KeyEvents, Register, RegisteredKey, Submitted};
+use axum::{Json, Router};
 
-use super::AppState;
 use super::body::{VERIFY_LIMIT, read_limited};
-use super::problem::{ApiError, ApiResult};
+use crate::region::Region;
+use crate::service::Result;
+use crate::service::public::verify;
 
-pub fn routes() -> Router<AppState> {
+pub fn routes() -> Router<Region> {
     Router::new().route("/v1/verify", post(verify_route))
 }
 
-fn invalid(detail: impl Into<String>) -> ApiError {
-    ApiError::detail(Code::RequestInvalid, detail)
+async fn verify_route(State(state): State<Region>, request: Request) -> Response {
+    judge(&state, request).await.map(Json).into_response()
 }
 
-/// The request body. Member names for the AI policy record and its seal
-/// (P-NS-11): `ai_policy_record_base64` and `ai_policy_seal`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct VerifyRequest {
-    record_base64: Option<String>,
-    seal: Option<Value>,
-    row: Option<Map<String, Value>>,
-    sidecar: Option<Value>,
-    ai_policy_bits: Option<AiPolicyBits>,
-    ai_policy_record_base64: Option<String>,
-    ai_policy_seal: Option<Value>,
-    ad_item: Option<Value>,
-    key_events: Option<String>,
-    // Named only to refuse them clearly: a lookup needs the record itself.
-    record_id: Option<Value>,
-    hash: Option<Value>,
-    adl_origin: Option<Value>,
-}
-
-/// What the node knows, as the judgement asks for it.
-pub struct Lookups<'a> {
-    pub state: &'a AppState,
-    pub now: UnixMs,
-}
-
-impl Register for Lookups<'_> {
-    fn business_key(&self, key_id: &str) -> Option<RegisteredKey> {
-        let key = self.state.registry.business_key(key_id).ok()??;
-        Some(RegisteredKey {
-            public: super::auth::key_from_jwk(&key.jwk)?,
-            validity: key.validity(),
-            business_uuid: key.business_uuid,
-            purpose: key.purpose,
-        })
-    }
-
-    fn certificates(&self, business_uuid: &str) -> Vec<Issuance> {
-        let history = self.state.registry.certificates(business_uuid).unwrap_or_default();
-        history.iter().map(|c| c.as_core()).collect()
-    }
-
-    fn ai_policy_version_at(&self, business_uuid: &str, at: UnixMs) -> u64 {
-        self.state.registry.ai_policy_at(business_uuid, at).ok().flatten().map_or(0, |p| p.version)
-    }
-
-    fn mandate_covers(&self, key_id: &str, at: UnixMs, record_type: &str, countries: &[String]) -> bool {
-        let mandates = self.state.registry.mandates_of_key(key_id).unwrap_or_default();
-        mandates.iter().any(|m| m.covers(at, record_type, countries))
-    }
-
-    fn key_added_logged(&self, key_id: &str, key: &RegisteredKey) -> bool {
-        let leaf = svc_core::tlog::key_added_leaf(&key.business_uuid, key_id, &key.purpose, key.validity.valid_from);
-        let sequenced = self.state.log.find(&svc_core::merkle::leaf_hash(&leaf)).ok().flatten();
-        let size = self.state.log.latest().ok().flatten().map_or(0, |c| c.size);
-        sequenced.is_some_and(|index| index < size)
-    }
-
-    fn service_key(&self, purpose: Purpose, kid: &str, at: UnixMs) -> Option<VerifyingKey> {
-        self.state.key_set.key(purpose, kid, at, self.now)
-    }
-
-    fn passkey_binding(&self) -> (&str, &str) {
-        (&self.state.config.passkey_rp_id, &self.state.config.passkey_origin)
-    }
-}
-
-async fn verify_route(State(state): State<AppState>, request: Request) -> Response {
-    judge(&state, request).await.unwrap_or_else(IntoResponse::into_response)
-}
-
-fn decode_base64(text: &str, member: &str) -> ApiResult<Vec<u8>> {
-    if text.len() > MAX_RECORD_CHARS {
-        return Err(ApiError::detail(Code::RecordTooLarge, format!("{member} is over {MAX_RECORD_CHARS} characters")));
-    }
-    svc_core::b64::std_decode(text).ok_or_else(|| invalid(format!("{member} is not standard base64")))
-}
-
-async fn judge(state: &AppState, request: Request) -> ApiResult<Response> {
-    let now = state.clock.now();
+async fn judge(state: &Region, request: Request) -> Result<serde_json::Value> {
     let (parts, body) = request.into_parts();
-    let bytes = read_limited(&parts.headers, body, VERIFY_LIMIT, now).await?;
-    let req: VerifyRequest = serde_json::from_slice(&bytes).map_err(|e| invalid(format!("body: {e}")))?;
-    if req.record_id.is_some() || req.hash.is_some() || req.adl_origin.is_some() {
-        return Err(invalid("a bare id or hash is never accepted: send the record's bytes (record_base64)"));
-    }
-    if req.ad_item.is_some() {
-        return Err(ApiError::detail(Code::NotImplemented, "ad items are not served yet, so none can be verified"));
-    }
-    let Some(record) = req.record_base64.as_deref() else {
-        return Err(invalid("record_base64 is required (or ad_item)"));
-    };
-    let record = decode_base64(record, "record_base64")?;
-    let key_events = match req.key_events.as_deref() {
-        None | Some("warn") => KeyEvents::Warn,
-        Some("require") => KeyEvents::Require,
-        Some(other) => return Err(invalid(format!("key_events is warn or require, not {other}"))),
-    };
-    let seal: ServedSeal = serde_json::from_value(req.seal.ok_or_else(|| invalid("seal is required"))?)
-        .map_err(|_| invalid("seal is a seal envelope, or {batch_seal, leaf_index, inclusion_proof}"))?;
-    let sidecar =
-        req.sidecar.map(|s| Envelope::from_value(&s)).transpose().map_err(|r| invalid(format!("sidecar: {r}")))?;
-    let lookups = Lookups { state, now };
-    let submitted = Submitted { record: &record, seal: &seal, sidecar: sidecar.as_ref(), key_events };
-    let verdict = verify::judge_seal(&submitted, &lookups);
-    let projection = req.row.as_ref().map(|row| verify::judge_row(row, verdict.record.as_ref(), &lookups));
-    let bits = match (&req.ai_policy_bits, &req.ai_policy_record_base64, &req.ai_policy_seal) {
-        (Some(bits), Some(policy), Some(policy_seal)) => {
-            let policy = decode_base64(policy, "ai_policy_record_base64")?;
-            let policy_seal = Envelope::from_value(policy_seal).map_err(|r| invalid(format!("ai_policy_seal: {r}")))?;
-            Some(verify::judge_bits(bits, &policy, &policy_seal, verdict.business_uuid.as_deref(), &lookups))
-        }
-        (Some(_), _, _) => {
-            return Err(invalid("to check ai_policy_bits, send ai_policy_record_base64 and ai_policy_seal too"));
-        }
-        _ => None,
-    };
-    let log_inclusion = log_inclusion(state, &seal).await?;
-    let mut warnings = verdict.warnings.clone();
-    if log_inclusion["included"] == false {
-        warnings.push("not_in_log".into());
-    }
-    let mut answer = json!({
-        "seal": verdict.to_value(),
-        "log_inclusion": log_inclusion,
-        "projection": projection,
-        "ai_policy_bits": bits,
-        "warnings": warnings,
-        "checked_at": now.to_rfc3339_millis(),
-    });
-    let signed = svc_core::canonical::to_signed_bytes(&answer).map_err(ApiError::internal)?;
-    answer["statement"] = json!(state.keys.statement_key().sign(&payload_type("verify-statement.v1"), &signed));
-    Ok(axum::Json(answer).into_response())
-}
-
-/// The seal's leaf proven against the newest checkpoint, or why not.
-async fn log_inclusion(state: &AppState, seal: &ServedSeal) -> ApiResult<Value> {
-    let leaf = svc_core::tlog::seal_leaf(seal.envelope());
-    let hash = svc_core::merkle::leaf_hash(&leaf);
-    let name = svc_core::merkle::root_form(&hash);
-    let Some(checkpoint) = state.log.latest()? else {
-        return Ok(json!({"included": false, "reason": "log_not_available", "leaf_hash": name}));
-    };
-    let Some((index, path)) = state.log.prove(&hash, &checkpoint).await? else {
-        return Ok(
-            json!({"included": false, "reason": "not_in_log", "leaf_hash": name, "checkpoint": checkpoint.note}),
-        );
-    };
-    let mut value = super::log::inclusion_value(index, &path, &checkpoint);
-    value["included"] = json!(true);
-    value["leaf_hash"] = json!(name);
-    Ok(value)
+    let bytes = read_limited(&parts.headers, body, VERIFY_LIMIT, state.clock.now()).await?;
+    verify::judge(state, &bytes).await
 }

@@ -1,188 +1,38 @@
 //! `GET /v1/verify/{record_id}?origin=sha256:…` (publishing 4.2): the page a
-//! source line points to. It needs the record's hash as well as its id, and
-//! an unknown id and a hash that does not match answer the same 404, so the
-//! page is no oracle for which ids exist.
+//! source line points to, as JSON or HTML (`service::public::verify_page`).
 
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use serde::Deserialize;
-use serde_json::{Value, json};
-use svc_core::dsse::payload_type;
 use svc_core::problem::Code;
-use svc_core::seal::ServedSeal;
-use svc_core::source_line::SourceLine;
-use svc_core::time::UnixMs;
 
-use super::AppState;
-use super::certificates::{html_answer, wants_html};
+use super::cacheable::{html_answer, query, wants_html};
 use super::pages;
-use super::problem::{ApiError, ApiResult};
-use super::public::query;
-use crate::store::model::{RecordHead, RecordState, RecordVersion};
+use crate::region::Region;
+use crate::service::Error;
+use crate::service::public::verify_page::{self, PageQuery};
 
-pub fn routes() -> Router<AppState> {
+pub fn routes() -> Router<Region> {
     Router::new().route("/v1/verify/{record_id}", get(verify_page))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PageQuery {
-    origin: Option<String>,
-    cert: Option<String>,
-    served_at: Option<String>,
-    format: Option<String>,
-}
-
 async fn verify_page(
-    State(state): State<AppState>,
+    State(state): State<Region>,
     Path(record_id): Path<String>,
     uri: Uri,
     headers: HeaderMap,
 ) -> Response {
-    let html = query::<PageQuery>(&uri).ok().and_then(|q| wants_html(q.format.as_deref(), &headers).ok());
-    match page(&state, &record_id, &uri).await {
+    let asked = query::<PageQuery>(&uri);
+    let html = asked.as_ref().ok().and_then(|q| wants_html(q.format.as_deref(), &headers).ok());
+    let found = asked.and_then(|q| verify_page::page(&state, &record_id, q));
+    match found {
         Ok(Some(document)) if html == Some(true) => html_answer(StatusCode::OK, pages::verify(&document), &headers, 0),
         Ok(Some(document)) => axum::Json(document).into_response(),
         // The same answer for an id never seen and a hash that is not its.
         Ok(None) if html == Some(true) => html_answer(StatusCode::NOT_FOUND, pages::not_found(), &headers, 0),
-        Ok(None) => ApiError::new(Code::NotFound).into_response(),
+        Ok(None) => Error::new(Code::NotFound).into_response(),
         Err(e) => e.into_response(),
     }
-}
-
-/// The generation of `record_id` whose bytes hashed to `origin`.
-fn generation_of(state: &AppState, head: &RecordHead, origin: &str) -> ApiResult<Option<RecordVersion>> {
-    for generation in (1..=head.generation).rev() {
-        let Some(version) = state.registry.record_version(&head.record_id, generation)? else { continue };
-        // A held version was never published: it has no row.
-        if version.row.is_empty() {
-            continue;
-        }
-        let row: Value = serde_json::from_slice(&version.row).map_err(ApiError::internal)?;
-        if row.get("adl_origin").and_then(Value::as_str) == Some(origin) {
-            return Ok(Some(version));
-        }
-    }
-    Ok(None)
-}
-
-async fn page(state: &AppState, record_id: &str, uri: &Uri) -> ApiResult<Option<Value>> {
-    let q: PageQuery = query(uri)?;
-    let origin = q.origin.ok_or_else(|| ApiError::detail(Code::RequestInvalid, "origin (sha256:…) is required"))?;
-    if svc_core::digest::parse_sha256_form(&origin).is_none() {
-        return Err(ApiError::detail(Code::RequestInvalid, "origin must be sha256: and 64 lower-case hex digits"));
-    }
-    let served_at = match q.served_at.as_deref() {
-        Some(text) => Some(
-            UnixMs::parse_rfc3339(text)
-                .ok_or_else(|| ApiError::detail(Code::RequestInvalid, "served_at must be RFC 3339"))?,
-        ),
-        None => None,
-    };
-    let now = state.clock.now();
-    let Some(head) = state.registry.record_head(record_id)? else { return Ok(None) };
-    let Some(version) = generation_of(state, &head, &origin)? else { return Ok(None) };
-    let Some(business) = state.registry.business(&head.business_uuid)? else { return Ok(None) };
-
-    // When this version stopped being served: the next published one's
-    // publication (a held one was never served), or the record's end.
-    let mut next_published = None;
-    for generation in version.generation + 1..=head.generation {
-        if let Some(next) = state.registry.record_version(record_id, generation)?.filter(|v| !v.row.is_empty()) {
-            next_published = Some(next.published_at);
-            break;
-        }
-    }
-    let ended_at = match next_published {
-        Some(at) => Some(at),
-        None if head.state != RecordState::Live => Some(head.last_updated),
-        None => None,
-    };
-    let status = match (head.state, ended_at) {
-        (RecordState::Deleted, _) => "deleted",
-        (RecordState::Withdrawn, _) => "withdrawn",
-        (_, Some(_)) => "superseded",
-        _ => "current",
-    };
-    let seal: ServedSeal = serde_json::from_slice(&version.seal).map_err(ApiError::internal)?;
-    let sidecar = svc_core::dsse::Envelope::parse(&version.sidecar)
-        .ok()
-        .and_then(|e| e.payload_bytes().ok())
-        .and_then(|p| serde_json::from_slice::<Value>(&p).ok())
-        .unwrap_or(Value::Null);
-    let sealed_under = sidecar.get("cert_id").cloned().unwrap_or(Value::Null);
-    let sealed_at = svc_core::seal::read_batch_seal(seal.envelope())
-        .map(|s| s.sealed_at)
-        .or_else(|_| svc_core::seal::read_record_seal(seal.envelope()).map(|s| s.sealed_at().to_owned()))
-        .ok();
-    // The seal judged again now, over the stored bytes (gone once deleted).
-    let valid = !version.bytes.is_empty() && {
-        let lookups = super::verify::Lookups { state, now };
-        let submitted = svc_core::verify::Submitted {
-            record: &version.bytes,
-            seal: &seal,
-            sidecar: None,
-            key_events: svc_core::verify::KeyEvents::Warn,
-        };
-        svc_core::verify::judge_seal(&submitted, &lookups).valid()
-    };
-    let certificate = super::certificates::certificate_document(state, &head.business_uuid, now)?.map(|(_, c)| c);
-    let verify_base = state.config.verify_base_url.trim_end_matches('/');
-    // A source line names the certificate by its envelope's digest, as
-    // served at `served_at` (now when not given); the sealed `cert_id` is
-    // accepted too.
-    let cert_digest = state.registry.certificate_digest(&head.business_uuid, now)?;
-    let cert_then = state.registry.certificate_digest(&head.business_uuid, served_at.unwrap_or(now))?;
-    let checks = json!({
-        "cert": match &q.cert {
-            None => "not_given",
-            Some(c) if *c == cert_then || Some(c.as_str()) == sealed_under.as_str() => "matches",
-            Some(_) => "differs",
-        },
-        "served_at": match served_at {
-            None => "not_given",
-            Some(at) if at >= version.published_at && ended_at.is_none_or(|end| at < end) => "within",
-            Some(_) => "outside",
-        },
-    });
-    let mut document = json!({
-        "v": 1,
-        "record_id": head.record_id,
-        "adl_origin": origin,
-        "record_type": head.record_type,
-        "valid": valid,
-        "status": status,
-        "business": {
-            "business_uuid": business.uuid,
-            "name": business.legal_name,
-            "certificate_url": format!("{verify_base}/v1/certificates/{}", business.uuid),
-            "certificate": certificate.map(|c| json!({
-                "cert_id": c["cert_id"],
-                "status": c["status"],
-                "status_effective_from": c["status_effective_from"],
-                "statement": c["statement"],
-            })),
-        },
-        "version": {
-            "generation": version.generation,
-            "sealed_at": sealed_at,
-            "published_at": version.published_at.to_rfc3339_secs(),
-            "ended_at": ended_at.map(UnixMs::to_rfc3339_secs),
-            "sealed_under_cert_id": sealed_under,
-        },
-        "checks": checks,
-        "source_line": SourceLine::new(&head.record_id, &origin, &cert_digest, now, verify_base).render(),
-        "full_check": format!("{verify_base}/v1/verify"),
-        "checked_at": now.to_rfc3339_millis(),
-    });
-    if head.record_type == svc_core::ids::RecordType::BusinessFiles.name() && status == "current" {
-        let suspended = state.registry.endpoints_suspension(&business.uuid)?.is_some();
-        document["endpoints"] = json!({"status": if suspended { "suspended" } else { "live" }, "domains": []});
-    }
-    let signed = svc_core::canonical::to_signed_bytes(&document).map_err(ApiError::internal)?;
-    document["statement"] = json!(state.keys.statement_key().sign(&payload_type("verify-page.v1"), &signed));
-    Ok(Some(document))
 }

@@ -322,7 +322,7 @@ impl Engine {
         also: impl FnOnce(&mut Change),
     ) -> StoreResult<Result<(), svc_core::Reason>> {
         self.settle_writes()?;
-        match crate::key_set::amend(self.log.store(), &self.keys, now, edit)? {
+        match crate::key_set::register::amend(self.log.store(), &self.keys, now, edit)? {
             Ok(Some(mut change)) => {
                 also(&mut change);
                 self.log.commit(change, now)?;

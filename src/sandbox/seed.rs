@@ -15,7 +15,8 @@ use tower::ServiceExt;
 use super::corpus::{BusinessSpec, Corpus};
 use crate::client::sealing::{self, Passkey, SealContext};
 use crate::client::{Signer, Unsigned};
-use crate::http::{AppState, admin_router, public_router};
+use crate::http::{admin_router, public_router};
+use crate::region::Region;
 use crate::store::cf;
 
 /// What the seeder remembers, so a restart does not seed twice and a
@@ -49,7 +50,7 @@ pub async fn call(router: axum::Router, request: Request<Body>) -> Result<(u16, 
 }
 
 /// One admin API call through the node's own admin router.
-pub async fn admin(state: &AppState, method: &str, path: &str, body: Value) -> Result<Value, String> {
+pub async fn admin(state: &Region, method: &str, path: &str, body: Value) -> Result<Value, String> {
     let request = Request::builder()
         .method(method)
         .uri(path)
@@ -66,7 +67,7 @@ pub async fn admin(state: &AppState, method: &str, path: &str, body: Value) -> R
 /// An AI company named `name` with one group and one Ed25519 retrieval key
 /// drawn from `seed`, registered through the admin API: the key and, in
 /// the sandbox, its grant.
-pub async fn ai_caller(state: &AppState, name: &str, seed: u8) -> Result<(SigningKey, Option<String>), String> {
+pub async fn ai_caller(state: &Region, name: &str, seed: u8) -> Result<(SigningKey, Option<String>), String> {
     let company = admin(state, "POST", "/admin/companies", json!({"name": name})).await?;
     let uuid = company["ai_company_uuid"].as_str().ok_or("no company uuid")?;
     let group = admin(state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await?;
@@ -85,7 +86,7 @@ pub fn keys_of(spec: &BusinessSpec) -> Result<(SigningKey, SigningKey), String> 
 
 /// Seeds the corpus unless this store already holds it.
 pub async fn ensure_seeded(
-    state: &AppState,
+    state: &Region,
     corpus: &Corpus,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<SeedState, String> {
@@ -120,7 +121,7 @@ pub async fn ensure_seeded(
 }
 
 /// Publishes every record of the corpus again: new versions, same ids and bytes.
-pub async fn republish(state: &AppState, progress: &(dyn Fn(Progress) + Sync)) -> Result<Value, String> {
+pub async fn republish(state: &Region, progress: &(dyn Fn(Progress) + Sync)) -> Result<Value, String> {
     let seeded = state
         .store
         .get::<SeedState>(cf::META, SEED_STATE_KEY)
@@ -134,7 +135,7 @@ pub async fn republish(state: &AppState, progress: &(dyn Fn(Progress) + Sync)) -
 /// Creates the business, its keys, its mandate, its AI policy and, when it
 /// blocks one, its block of the `research` group.
 pub async fn register_business(
-    state: &AppState,
+    state: &Region,
     spec: &BusinessSpec,
     research: &str,
 ) -> Result<(String, String), String> {
@@ -189,7 +190,7 @@ pub async fn register_business(
 /// (processed in the background), the other types as passkey-sealed saves.
 /// Waits until every push has settled.
 async fn publish_all(
-    state: &AppState,
+    state: &Region,
     corpus: &Corpus,
     seeded: &SeedState,
     progress: &(dyn Fn(Progress) + Sync),
@@ -231,7 +232,7 @@ async fn publish_all(
 
 /// Waits until every push has settled, reporting as records settle.
 pub async fn wait_settled(
-    state: &AppState,
+    state: &Region,
     pushes: &[String],
     done: usize,
     total: usize,
@@ -260,7 +261,7 @@ pub async fn wait_settled(
 
 /// One signed product batch; answers its push id.
 pub async fn publish_products(
-    state: &AppState,
+    state: &Region,
     key: &SigningKey,
     context: &SealContext,
     records: &[Vec<u8>],
@@ -273,7 +274,7 @@ pub async fn publish_products(
 /// A business system's signed publish request for `records`: sealed as one
 /// batch under a fresh, strictly increasing `seq` (the millisecond of sealing).
 pub fn publish_request(
-    state: &AppState,
+    state: &Region,
     key: &SigningKey,
     context: &SealContext,
     records: &[Vec<u8>],
@@ -294,7 +295,7 @@ pub fn publish_request(
 }
 
 /// Sends a publish request through the node's router; answers the batch id.
-pub async fn send_publish(state: &AppState, request: Request<Body>) -> Result<String, String> {
+pub async fn send_publish(state: &Region, request: Request<Body>) -> Result<String, String> {
     let (status, answer) = call(public_router(state.clone()), request).await?;
     match status {
         200 | 202 => answer["batch_id"].as_str().map(str::to_owned).ok_or_else(|| format!("no batch id: {answer}")),

@@ -11,7 +11,7 @@ use svc_core::search::{Condition, Scalar, SearchQuery};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::{DocId, SegmentReader};
 
-use super::index::{VALUES, f64_column, is_numeric, value_key};
+use super::schema::{VALUES, f64_column, is_numeric, value_key};
 
 /// Some value of the document satisfies this.
 enum Test {

@@ -1,10 +1,18 @@
 //! Search over what the replication log delivered: `doc` turns a signed row
-//! into an index document, `index` holds the tantivy shards and runs judged
-//! queries against them.
+//! into an index document, `schema` lays it out in tantivy, `shard` holds
+//! one shard's writer and reader and translates a judged query, `plan` and
+//! `collect` answer it segment by segment, and `index` runs a search over
+//! every shard of a collection.
 
+mod collect;
 pub mod doc;
 mod filter;
 pub mod index;
 mod orders;
+mod plan;
+mod schema;
+mod shard;
 
-pub use index::{Hits, SearchIndex, ShardWriter, open_all, shard_of};
+pub use index::{Hits, SearchIndex, open_all};
+pub use schema::shard_of;
+pub use shard::{NamedWriter, ShardWriter, prepare_layout};

@@ -14,7 +14,7 @@ use tantivy::columnar::Cardinality;
 use tantivy::index::SegmentId;
 use tantivy::{DocId, Searcher, SegmentReader};
 
-use super::index::f64_column;
+use super::schema::f64_column;
 
 /// A segment's documents by one sort column.
 pub struct SortOrder {

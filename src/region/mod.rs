@@ -1,0 +1,137 @@
+//! A region's running parts: its store, keys and actors, which every use
+//! case reaches through one `Region`. `start` brings them up in order;
+//! `stop_actors` lets go of them in the reverse order.
+
+mod serve_times;
+mod start;
+
+use std::sync::Arc;
+
+use ractor::ActorRef;
+use svc_core::problem::Code;
+
+pub use serve_times::ServeTimes;
+pub use start::start;
+
+use crate::actors::nonce_store::NonceMsg;
+use crate::actors::publisher::PublisherMsg;
+use crate::actors::push_worker::PushWorkerMsg;
+use crate::blocklist::Blocklist;
+use crate::clock::SharedClock;
+use crate::config::NodeConfig;
+use crate::registry::Registry;
+use crate::service::Error;
+use crate::service_keys::ServiceKeys;
+use crate::store::Store;
+
+/// What every use case can reach. Cheap to clone.
+#[derive(Clone)]
+pub struct Region {
+    pub config: Arc<NodeConfig>,
+    pub store: Store,
+    pub registry: Registry,
+    pub keys: Arc<ServiceKeys>,
+    pub clock: SharedClock,
+    /// The writers only the home region runs; `None` at a read region.
+    pub home: Option<HomeActors>,
+    /// A read region's link to home; `None` at home.
+    pub replica: Option<Replica>,
+    pub nonces: ActorRef<NonceMsg>,
+    /// Verifying keys parsed from their JWKs, for the signed routes.
+    pub jwk_keys: Arc<crate::service::auth::JwkKeys>,
+    pub blocklist: Option<Arc<Blocklist>>,
+    /// Where bulk files are kept.
+    pub uploads: std::path::PathBuf,
+    /// The search index's readers, shared by every search.
+    pub index: Arc<crate::search::SearchIndex>,
+    pub indexer: ActorRef<crate::actors::indexer::IndexerMsg>,
+    pub index_shards: Vec<ActorRef<crate::actors::index_shard::IndexShardMsg>>,
+    /// Per-key budgets: catalogue read-back, request rate, query cost.
+    pub limits: Arc<crate::limits::Limits>,
+    /// Each business's serve-time members, between answers.
+    pub serve_times: Arc<ServeTimes>,
+    pub billing: ActorRef<crate::actors::billing::BillingMsg>,
+    pub receipts: ActorRef<crate::actors::receipt_log::ReceiptLogMsg>,
+    pub receipt_folder: ActorRef<crate::actors::receipt_folder::ReceiptFolderMsg>,
+    pub analytics: ActorRef<crate::actors::analytics::AnalyticsMsg>,
+    /// The key set home signed, and this region's receipt key in it.
+    pub key_set: crate::key_set::KeyView,
+    /// The transparency log as replicated here.
+    pub log: crate::transparency::LogView,
+    pub metrics: crate::metrics::Metrics,
+}
+
+/// The actors that write: the home region's alone.
+#[derive(Clone)]
+pub struct HomeActors {
+    pub publisher: ActorRef<PublisherMsg>,
+    pub push_worker: ActorRef<PushWorkerMsg>,
+    pub transparency_log: ActorRef<crate::actors::transparency_log::TransparencyLogMsg>,
+}
+
+/// A read region's replication: its puller, its progress, and home.
+#[derive(Clone)]
+pub struct Replica {
+    pub replicator: ActorRef<crate::actors::replicator::ReplicatorMsg>,
+    pub uplink: ActorRef<crate::actors::uplink::UplinkMsg>,
+    pub nonce_feed: ActorRef<crate::actors::nonce_feed::NonceFeedMsg>,
+    pub status: Arc<crate::actors::replicator::ReplicationStatus>,
+    pub link: Arc<crate::replication::link::HomeLink>,
+    /// What the region reports home, written with what it reports.
+    pub outbox: crate::replication::exchange::Sequence,
+    /// Sandbox keys this region asked home to mark introduced.
+    pub introductions: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+}
+
+impl Region {
+    /// The home region's writers, or 503 at a read region (whose write
+    /// routes are forwarded to home before they get here).
+    pub fn home(&self) -> Result<&HomeActors, Error> {
+        self.home
+            .as_ref()
+            .ok_or_else(|| Error::retry_after(Code::Unavailable, 1_000, "writes are taken by the home region"))
+    }
+
+    /// Stops every actor and waits until each has let go of its state (the
+    /// store, the index writers), so the node's directories can be opened again.
+    pub async fn stop_actors(&self) {
+        let wait = Some(std::time::Duration::from_secs(10));
+        if let Some(replica) = &self.replica {
+            let _ = replica.replicator.stop_and_wait(None, wait).await;
+            let _ = replica.nonce_feed.stop_and_wait(None, wait).await;
+        }
+        if let Some(home) = &self.home {
+            let _ = home.push_worker.stop_and_wait(None, wait).await;
+        }
+        let _ = self.indexer.stop_and_wait(None, wait).await;
+        for shard in &self.index_shards {
+            let _ = shard.stop_and_wait(None, wait).await;
+        }
+        if let Some(home) = &self.home {
+            let _ = home.transparency_log.stop_and_wait(None, wait).await;
+            let _ = home.publisher.stop_and_wait(None, wait).await;
+        }
+        let _ = self.nonces.stop_and_wait(None, wait).await;
+        let _ = self.billing.stop_and_wait(None, wait).await;
+        // Folds everything served (the open minute too) before the uplink
+        // ships its last report.
+        let _ = self.receipt_folder.stop_and_wait(None, wait).await;
+        if let Some(replica) = &self.replica {
+            // After billing and the nonce store: it ships what they wrote as it stops.
+            let _ = replica.uplink.stop_and_wait(None, wait).await;
+        }
+        let _ = self.receipts.stop_and_wait(None, wait).await;
+        let _ = self.analytics.stop_and_wait(None, wait).await;
+    }
+
+    /// What running a push inline needs.
+    pub fn push_runner(&self) -> Result<crate::actors::push_worker::PushRunner, Error> {
+        Ok(crate::actors::push_worker::PushRunner {
+            store: self.store.clone(),
+            publisher: self.home()?.publisher.clone(),
+            clock: self.clock.clone(),
+            blocklist: self.blocklist.clone(),
+            uploads: self.uploads.clone(),
+        })
+    }
+}

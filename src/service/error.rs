@@ -1,0 +1,99 @@
+//! The one error type of the use cases. A refusal carries the spec's problem
+//! (its `Code`, detail and retry hint); a failure on the service's side says
+//! which part failed. Each surface maps it once: HTTP to an RFC 9457 body
+//! (`http::problem`), MCP to a tool error by `code()`.
+
+use std::fmt::Display;
+
+use svc_core::problem::{Code, Problem};
+
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A refusal the spec names: the caller's request, not the service, is
+    /// at fault, or the service asks it to come back later.
+    #[error("{}: {}", .0.code.as_str(), .0.detail.as_deref().unwrap_or(.0.code.title()))]
+    Refused(Box<Problem>),
+    /// The store failed.
+    #[error("storage: {0}")]
+    Store(#[from] StoreError),
+    /// An actor stopped, or failed what it was asked.
+    #[error("{actor}: {reason}")]
+    Actor { actor: &'static str, reason: String },
+    /// Anything else that failed on the service's side.
+    #[error("{0}")]
+    Internal(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(code: Code) -> Self {
+        Error::Refused(Box::new(Problem::new(code)))
+    }
+
+    pub fn detail(code: Code, detail: impl Into<String>) -> Self {
+        Error::Refused(Box::new(Problem::new(code).detail(detail)))
+    }
+
+    pub fn retry_after(code: Code, ms: u64, detail: impl Into<String>) -> Self {
+        Error::Refused(Box::new(Problem::new(code).detail(detail).retry_after_ms(ms)))
+    }
+
+    pub fn internal(error: impl Display) -> Self {
+        Error::Internal(error.to_string())
+    }
+
+    /// A failed call to an actor: `map_err(Error::actor("billing"))`.
+    pub fn actor<E: Display>(actor: &'static str) -> impl Fn(E) -> Self {
+        move |e| Error::Actor { actor, reason: e.to_string() }
+    }
+
+    /// The spec's code for this error: `internal` for every failure on the
+    /// service's side.
+    pub fn code(&self) -> Code {
+        match self {
+            Error::Refused(problem) => problem.code,
+            _ => Code::Internal,
+        }
+    }
+
+    /// The problem a caller is shown. A failure on the service's side is
+    /// logged here, once, and shown as a bare `internal` problem: its cause
+    /// is for the operator, not the caller.
+    pub fn into_problem(self) -> Problem {
+        match self {
+            Error::Refused(problem) => *problem,
+            failure => {
+                tracing::error!(error = %failure, "internal error");
+                Problem::new(Code::Internal)
+            }
+        }
+    }
+}
+
+impl From<Problem> for Error {
+    fn from(problem: Problem) -> Self {
+        Error::Refused(Box::new(problem))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_keep_their_code_and_failures_show_internal() {
+        let refused = Error::retry_after(Code::Unavailable, 1_500, "home is away");
+        assert_eq!(refused.code(), Code::Unavailable);
+        let problem = refused.into_problem();
+        assert_eq!(problem.retry_after_seconds, Some(2));
+        let failed = Error::actor::<&str>("billing")("stopped");
+        assert_eq!(failed.code(), Code::Internal);
+        assert!(failed.to_string().contains("billing"));
+        let problem = failed.into_problem();
+        assert_eq!(problem.code, Code::Internal);
+        assert_eq!(problem.detail, None, "the cause stays in the log");
+    }
+}

@@ -1,0 +1,144 @@
+//! What home does for its read regions, behind the shared replication
+//! token: it serves its replication log and its nonce feed, takes their
+//! reports (claims, usage, lease returns, receipt roots and keys), and
+//! grants allowance leases. Reports and answers are postcard bytes.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use svc_core::keys::{Alg, VerifyingKey};
+use svc_core::problem::Code;
+
+use super::auth::token_matches;
+use super::{Error, Result};
+use crate::actors::billing::BillingMsg;
+use crate::actors::nonce_store::NonceMsg;
+use crate::actors::publisher::PublisherMsg;
+use crate::clock::monotonic;
+use crate::region::Region;
+use crate::replication::exchange::{self, FeedPage, LeaseAsk, Outgoing, Report};
+use crate::replication::{encode_frames, entries_after};
+use crate::store::model::ReceiptRoot;
+
+pub use crate::replication::LOG_HEAD_HEADER;
+
+/// Entries and bytes one answer carries at most.
+const MAX_ENTRIES: usize = 1_000;
+pub const MAX_BYTES: usize = 16 * 1024 * 1024;
+/// The longest a caught-up region is kept waiting for a new entry.
+const MAX_WAIT: Duration = Duration::from_secs(10);
+const POLL: Duration = Duration::from_millis(25);
+
+/// Only home, with the replication token, answers a region.
+pub fn admit(state: &Region, token: Option<&str>) -> Result<()> {
+    let Some(replication) = state.config.replication.as_ref().filter(|_| state.home.is_some()) else {
+        return Err(Error::new(Code::NotFound));
+    };
+    if !token_matches(token, &replication.token) {
+        return Err(Error::new(Code::Unauthorized));
+    }
+    Ok(())
+}
+
+fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    postcard::from_bytes(bytes).map_err(|e| Error::detail(Code::RequestInvalid, format!("postcard: {e}")))
+}
+
+fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    postcard::to_stdvec(value).map_err(Error::internal)
+}
+
+/// Waits until `fetch` finds something or `wait_ms` (at most 10 s) passed.
+async fn long_poll<T>(wait_ms: u64, fetch: impl Fn() -> Result<Vec<T>>) -> Result<Vec<T>> {
+    let until = monotonic() + Duration::from_millis(wait_ms).min(MAX_WAIT);
+    loop {
+        let found = fetch()?;
+        if !found.is_empty() || monotonic() >= until {
+            return Ok(found);
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// A page of home's log: the frames of the entries after `after`, oldest
+/// first (none once `wait_ms` passed with nothing new), and home's newest
+/// sequence number, from which the region knows its lag.
+pub struct LogPage {
+    pub frames: Vec<u8>,
+    pub head: u64,
+}
+
+pub async fn log_page(state: &Region, after: u64, wait_ms: u64) -> Result<LogPage> {
+    let entries = long_poll(wait_ms, || entries_after(&state.store, after, MAX_ENTRIES).map_err(Error::from)).await?;
+    let head = crate::replication::last_seq(&state.store)?;
+    Ok(LogPage { frames: encode_frames(&entries, MAX_BYTES), head })
+}
+
+/// The claimed nonces after `after`, oldest first, and the feed's head.
+pub async fn nonce_feed(state: &Region, after: u64, wait_ms: u64) -> Result<Vec<u8>> {
+    let entries =
+        long_poll(wait_ms, || exchange::feed_after(&state.store, after, MAX_ENTRIES * 10).map_err(Error::from)).await?;
+    let snapshot = ractor::call!(state.nonces, NonceMsg::Observe).map_err(Error::actor("nonce store"))?;
+    encode(&FeedPage { head: snapshot.feed_seq, entries })
+}
+
+/// A region's report: its receipt keys are certified, its claims join
+/// home's nonce store (and so the feed), then its usage events and lease
+/// returns are billed, in order.
+pub async fn take_report(state: &Region, body: &[u8]) -> Result<Vec<u8>> {
+    let report: Report = decode(body)?;
+    let publisher = &state.home.as_ref().ok_or_else(|| Error::new(Code::NotFound))?.publisher;
+    let mut roots = state.store.batch();
+    for entry in &report.entries {
+        match entry {
+            Outgoing::ReceiptRoot(root) => {
+                // Kept under the reporting region's name, whatever the root says.
+                let root = ReceiptRoot { region: report.region.clone(), ..root.clone() };
+                crate::actors::receipt_folder::keep_at_home(&mut roots, &root, state.clock.now());
+            }
+            Outgoing::Introduced { key_id } => {
+                if let Some(key) = state.registry.retrieval_key(key_id)? {
+                    super::retrieval::mark_introduced(publisher, key, state.clock.now()).await?;
+                }
+            }
+            Outgoing::ReceiptKey { jwk } => {
+                let key = serde_json::from_str(jwk)
+                    .ok()
+                    .and_then(|jwk| VerifyingKey::from_jwk(&jwk).ok())
+                    .filter(|key| key.alg() == Alg::Ed25519)
+                    .ok_or_else(|| Error::detail(Code::RequestInvalid, "a receipt key must be an Ed25519 JWK"))?;
+                let (region, now) = (report.region.clone(), state.clock.now());
+                ractor::call!(publisher, |reply| PublisherMsg::CertifyReceiptKey { region, key, now, reply })
+                    .map_err(Error::actor("publisher"))?
+                    .map_err(Error::internal)?;
+            }
+            // The nonce store and billing take these below.
+            Outgoing::Claim(_) | Outgoing::Usage { .. } | Outgoing::Return { .. } => {}
+        }
+    }
+    roots.commit()?;
+    let claims =
+        report.entries.iter().filter_map(|e| if let Outgoing::Claim(c) = e { Some(c.clone()) } else { None }).collect();
+    ractor::call!(state.nonces, |reply| NonceMsg::Learn { claims, reply })
+        .map_err(Error::actor("nonce store"))?
+        .map_err(Error::internal)?;
+    let taken = ractor::call!(state.billing, |reply| BillingMsg::Take { report, reply })
+        .map_err(Error::actor("billing"))?
+        .map_err(Error::internal)?;
+    let reported = [("billed", taken.billed), ("already_billed", taken.already_billed)];
+    for (outcome, n) in reported {
+        state.metrics.count("svc_billing_reported_total", &[("outcome", outcome.to_owned())], n);
+    }
+    encode(&taken)
+}
+
+/// Sets allowance units aside for a region.
+pub async fn grant_lease(state: &Region, body: &[u8]) -> Result<Vec<u8>> {
+    let ask: LeaseAsk = decode(body)?;
+    let now = state.clock.now();
+    let grant = ractor::call!(state.billing, |reply| BillingMsg::Grant { ask, now, reply })
+        .map_err(Error::actor("billing"))?
+        .map_err(Error::internal)?;
+    encode(&grant)
+}

@@ -1,0 +1,24 @@
+//! The use cases: what the service does, whoever asks. Each takes typed
+//! input and the authenticated caller and answers a typed value or an
+//! [`Error`]. Every surface (HTTP today; the portal and MCP next) adapts
+//! these and nothing else: a surface never reaches the store or an actor.
+//!
+//! - `retrieval`: an AI company's signed searches, fetches, receipts, usage, Terms.
+//! - `publishing`: a business's pushes, bulk files, catalogue, status, seal context, analytics.
+//! - `public`: the key set, certificates, projections, the log, verification.
+//! - `operator`: the admin API's operations.
+//! - `internal`: what home does for its read regions.
+//! - `ops`: health, readiness, metrics, and a read region's hand-off of writes.
+
+pub mod auth;
+pub mod document;
+pub mod error;
+pub mod internal;
+pub mod operator;
+pub mod ops;
+pub mod public;
+pub mod publishing;
+pub mod raw_json;
+pub mod retrieval;
+
+pub use error::{Error, Result};

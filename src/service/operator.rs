@@ -1,0 +1,948 @@
+//! The operator's operations (the spec shows none): businesses and their
+//! certificates and keys, mandates, AI companies, groups and retrieval keys,
+//! blocks, allowances, Terms, held pushes, and the service's own keys. The
+//! caller is the operator, authenticated by the surface. Every change goes
+//! through the publisher, so it replicates to the read regions.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use svc_core::digest::sha256_prefixed;
+use svc_core::dsse::{Envelope, payload_type};
+use svc_core::ids::{self, RecordType};
+use svc_core::keys::{Jwk, VerifyingKey};
+use svc_core::problem::Code;
+use svc_core::seal::CertificateStatus;
+use svc_core::time::UnixMs;
+
+use crate::actors::billing::BillingMsg;
+use crate::actors::publisher::PublisherMsg;
+use crate::clock::random;
+use crate::region::Region;
+use crate::registry::keys;
+use crate::replication::Change;
+use crate::service::{Error, Result};
+use crate::store::cf;
+use crate::store::model::*;
+
+/// Applies a change through the publisher, the one writer: it replicates.
+async fn apply(state: &Region, change: Change) -> Result<Option<u64>> {
+    let now = state.clock.now();
+    ractor::call!(state.home()?.publisher, |reply| PublisherMsg::Apply { change, now, reply })
+        .map_err(Error::actor("publisher"))?
+        .map_err(Error::internal)
+}
+
+/// What an operation answers: a body, and whether it created something.
+#[derive(Debug)]
+pub enum Done {
+    Ok(Value),
+    Created(Value),
+}
+
+fn invalid(detail: impl Into<String>) -> Error {
+    Error::detail(Code::RequestInvalid, detail)
+}
+
+/// An optional RFC 3339 member: absent stays absent.
+fn optional_time(value: &Option<String>) -> Result<Option<UnixMs>> {
+    value.as_ref().map(|t| parse_time(&Some(t.clone()), UnixMs(0))).transpose()
+}
+
+fn parse_time(value: &Option<String>, default: UnixMs) -> Result<UnixMs> {
+    match value {
+        None => Ok(default),
+        Some(text) => UnixMs::parse_rfc3339(text).ok_or_else(|| invalid(format!("{text} is not an RFC 3339 time"))),
+    }
+}
+
+pub async fn config(state: &Region) -> Result<Done> {
+    let c = &state.config;
+    Ok(Done::Ok(json!({
+        "region": c.region,
+        "role": c.role,
+        "environment": c.environment,
+        "public_authority": c.public_authority,
+        "passkey_rp_id": c.passkey_rp_id,
+        "passkey_origin": c.passkey_origin,
+    })))
+}
+
+pub async fn observe(state: &Region) -> Result<Done> {
+    let publisher = ractor::call!(state.home()?.publisher, PublisherMsg::Observe).map_err(Error::internal)?;
+    let nonces = ractor::call!(state.nonces, crate::actors::nonce_store::NonceMsg::Observe).map_err(Error::internal)?;
+    let worker = ractor::call!(state.home()?.push_worker, crate::actors::push_worker::PushWorkerMsg::Observe)
+        .map_err(Error::internal)?;
+    Ok(Done::Ok(json!({
+        "publisher": {"last_seq": publisher.last_seq},
+        "nonce_store": {"held": nonces.held},
+        "push_worker": {"pushes_settled": worker.pushes_settled, "chunks_committed": worker.chunks_committed},
+    })))
+}
+
+/// Draws this region's next receipt key and asks home to certify it. The
+/// region signs with its current key until the key set names the new one;
+/// the old key stays valid for the overlap after that.
+pub async fn rotate_receipt_key(state: &Region) -> Result<Done> {
+    let now = state.clock.now();
+    let key = state.key_set.rotate(now).await.map_err(Error::internal)?;
+    let signing = state.key_set.signer(now).map(|s| s.key_id);
+    Ok(Done::Ok(json!({
+        "region": state.config.region,
+        "kid": key.thumbprint(),
+        "signing_kid": signing,
+        "overlap_ms": svc_core::keyset::KEY_OVERLAP_MS,
+    })))
+}
+
+/// Issues a certificate: a dual-signed `certificate.v1` whose `cert_id` is the
+/// SHA-256 of its canonical payload.
+pub fn issue_certificate(
+    state: &Region,
+    business: &Business,
+    verified_since: UnixMs,
+    status: CertificateStatus,
+    status_effective_from: UnixMs,
+    status_reason: Option<String>,
+    issued_at: UnixMs,
+) -> Result<CertificateIssuance> {
+    let statement = format!(
+        "{} ({}) was verified by the service on {}. Status: {}.",
+        business.legal_name,
+        business.country,
+        &verified_since.to_rfc3339_secs()[..10],
+        status.as_str()
+    );
+    let mut payload = json!({
+        "v": 1,
+        "subject": "business",
+        "business_uuid": business.uuid,
+        "legal_name": business.legal_name,
+        "country": business.country,
+        "verified_since": verified_since.to_rfc3339_secs(),
+        "status": status.as_str(),
+        "status_effective_from": status_effective_from.to_rfc3339_secs(),
+        "issued_at": issued_at.to_rfc3339_millis(),
+        "statement": statement,
+        "sandbox": state.config.environment.is_sandbox(),
+    });
+    if let Some(reason) = &status_reason {
+        payload["status_reason"] = json!(reason);
+    }
+    let bytes = svc_core::canonical::to_signed_bytes(&payload).map_err(Error::internal)?;
+    let envelope = state.keys.issuer().sign(&payload_type("certificate.v1"), &bytes);
+    Ok(CertificateIssuance {
+        cert_id: sha256_prefixed(&bytes),
+        business_uuid: business.uuid.clone(),
+        status,
+        status_effective_from,
+        issued_at,
+        status_reason,
+        envelope: envelope.to_json(),
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewBusiness {
+    legal_name: String,
+    country: String,
+    #[serde(default)]
+    brands: Vec<String>,
+}
+
+pub async fn create_business(state: &Region, req: NewBusiness) -> Result<Done> {
+    if !ids::is_country(&req.country) {
+        return Err(invalid("country must be an ISO 3166-1 alpha-2 code"));
+    }
+    if req.legal_name.trim().is_empty() || req.legal_name.len() > 200 {
+        return Err(invalid("legal_name must be 1 to 200 characters"));
+    }
+    let now = state.clock.now();
+    let business = Business {
+        uuid: ids::uuid_v4(random()),
+        legal_name: req.legal_name,
+        country: req.country,
+        created_at: now,
+        brands: req.brands,
+    };
+    let cert = issue_certificate(state, &business, now, CertificateStatus::Active, now, None, now)?;
+    let mut change = Change::new();
+    change.put(cf::BUSINESSES, business.uuid.as_bytes(), &business);
+    change.put(cf::CERTIFICATES, &keys::certificate(&business.uuid, now, &cert.cert_id), &cert);
+    apply(state, change).await?;
+    Ok(Done::Created(json!({"business_uuid": business.uuid, "cert_id": cert.cert_id, "status": "active"})))
+}
+
+/// A business as the operator sees it: its certificate in force and the AI
+/// policy version a seal made now must name.
+pub async fn show_business(state: &Region, uuid: String) -> Result<Done> {
+    let business = state.registry.business(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let now = state.clock.now();
+    let cert = state.registry.certificate_in_force(&uuid, now)?;
+    let policy = state.registry.ai_policy_at(&uuid, now)?;
+    Ok(Done::Ok(json!({
+        "business_uuid": business.uuid,
+        "legal_name": business.legal_name,
+        "country": business.country,
+        "brands": business.brands,
+        "cert_id": cert.as_ref().map(|c| c.cert_id.clone()),
+        "certificate_status": cert.as_ref().map(|c| c.status.as_str()),
+        "ai_policy_version": policy.as_ref().map_or(0, |p| p.version),
+    })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusChange {
+    status: CertificateStatus,
+    effective_from: Option<String>,
+    reason: Option<String>,
+}
+
+pub async fn change_certificate_status(state: &Region, uuid: String, req: StatusChange) -> Result<Done> {
+    let business = state.registry.business(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let history = state.registry.certificates(&uuid)?;
+    // Each issuance is strictly later than the one before, so the history
+    // has one order even when two are made within a millisecond.
+    let now = history.last().map_or(state.clock.now(), |last| state.clock.now().max(last.issued_at.plus(1)));
+    let effective = parse_time(&req.effective_from, now)?;
+    let verified_since = history.first().map_or(now, |c| c.issued_at);
+    let cert = issue_certificate(state, &business, verified_since, req.status, effective, req.reason, now)?;
+    let mut change = Change::new();
+    change.put(cf::CERTIFICATES, &keys::certificate(&uuid, now, &cert.cert_id), &cert);
+    apply(state, change).await?;
+    Ok(Done::Created(json!({"business_uuid": uuid, "cert_id": cert.cert_id, "status": req.status.as_str(),
+        "status_effective_from": effective.to_rfc3339_secs()})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewBusinessKey {
+    jwk: Jwk,
+    /// `integration`, or `sealing` for a passkey.
+    purpose: String,
+    /// Passkeys: `owner`, `admin` or `developer`.
+    role: Option<String>,
+    valid_from: Option<String>,
+    valid_until: Option<String>,
+}
+
+pub async fn register_business_key(state: &Region, uuid: String, req: NewBusinessKey) -> Result<Done> {
+    state.registry.business(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let key = VerifyingKey::from_jwk(&req.jwk).map_err(|e| invalid(e.to_string()))?;
+    let now = state.clock.now();
+    let (cf_name, kind) = match (req.purpose.as_str(), key.alg(), req.role.as_deref()) {
+        ("integration", svc_core::keys::Alg::Ed25519, None) => (cf::INTEGRATION_KEYS, "ed25519"),
+        ("integration", svc_core::keys::Alg::Es256, None) => (cf::INTEGRATION_KEYS, "p256"),
+        ("sealing", svc_core::keys::Alg::Es256, Some("owner" | "admin" | "developer")) => (cf::PASSKEYS, "passkey"),
+        _ => {
+            return Err(invalid(
+                "integration keys are Ed25519 or P-256 without a role; passkeys are P-256 with a role",
+            ));
+        }
+    };
+    let mut record = BusinessKey {
+        key_id: key.thumbprint(),
+        business_uuid: uuid,
+        purpose: req.purpose,
+        kind: kind.into(),
+        role: req.role,
+        jwk: serde_json::to_vec(&key.to_jwk()).map_err(Error::internal)?,
+        valid_from: parse_time(&req.valid_from, now)?,
+        valid_until: optional_time(&req.valid_until)?,
+        revocation_effective_from: None,
+        compromised_at: None,
+        registered_at: now,
+        environment: state.config.environment,
+        sandbox: None,
+    };
+    // A sandbox integration key is introduced by its grant on its first
+    // request, and may use a bearer token for its first hour.
+    let token = (state.config.environment.is_sandbox() && cf_name == cf::INTEGRATION_KEYS)
+        .then(|| svc_core::b64::url_encode(&random::<32>()));
+    if let Some(token) = &token {
+        record.sandbox = Some(SandboxCredentials {
+            grant: svc_core::sandbox::grant_for(&record.key_id),
+            bearer_sha256: svc_core::sandbox::bearer_digest(token),
+            introduced: false,
+        });
+    }
+    if state.store.contains(cf::INTEGRATION_KEYS, record.key_id.as_bytes())?
+        || state.store.contains(cf::PASSKEYS, record.key_id.as_bytes())?
+    {
+        return Err(invalid("this key is already registered"));
+    }
+    let mut change = Change::new();
+    change.put(cf_name, record.key_id.as_bytes(), &record);
+    // A key the business registered itself is in its own custody.
+    let custody = custody_statement(state, &record, svc_core::custody::Custody::OwnKey, now, now);
+    change.put(cf::CUSTODY, &keys::custody(&custody.business_uuid, now, &custody.statement_id), &custody);
+    let added =
+        svc_core::tlog::key_added_leaf(&record.business_uuid, &record.key_id, &record.purpose, record.valid_from);
+    crate::transparency::queue(&mut change, crate::transparency::kind::KEY_ADDED, added, now);
+    apply(state, change).await?;
+    let mut body = json!({"key_id": record.key_id, "purpose": record.purpose, "kind": record.kind,
+        "custody": custody.custody, "custody_statement_id": custody.statement_id});
+    if let (Some(sandbox), Some(token)) = (&record.sandbox, token) {
+        body["sandbox_key_grant"] = json!(sandbox.grant);
+        body["sandbox_bearer_token"] = json!(token);
+        body["sandbox_bearer_valid_until"] = json!(now.plus(svc_core::sandbox::BEARER_VALID_MS).to_rfc3339_secs());
+    }
+    Ok(Done::Created(body))
+}
+
+/// A dual-signed key-custody statement for `key`.
+fn custody_statement(
+    state: &Region,
+    key: &BusinessKey,
+    custody: svc_core::custody::Custody,
+    issued_at: UnixMs,
+    effective_from: UnixMs,
+) -> CustodyRecord {
+    let issued = svc_core::custody::issue(
+        &key.business_uuid,
+        &key.key_id,
+        custody,
+        issued_at,
+        effective_from,
+        &state.keys.issuer(),
+    );
+    CustodyRecord {
+        business_uuid: key.business_uuid.clone(),
+        key_id: key.key_id.clone(),
+        custody: custody.as_str().into(),
+        effective_from,
+        issued_at,
+        statement_id: issued.statement_id,
+        envelope: issued.envelope.to_json(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustodyChange {
+    /// `hosted` or `self`.
+    custody: String,
+    effective_from: Option<String>,
+}
+
+/// Re-states who holds a key: a new statement, never an edit.
+pub async fn restate_custody(state: &Region, key_id: String, req: CustodyChange) -> Result<Done> {
+    let custody =
+        svc_core::custody::Custody::parse(&req.custody).ok_or_else(|| invalid("custody is hosted or self"))?;
+    let key = match state.registry.integration_key(&key_id)? {
+        Some(k) => k,
+        None => state.registry.passkey(&key_id)?.ok_or_else(|| Error::new(Code::NotFound))?,
+    };
+    let last = state.registry.custody_statements(&key.business_uuid)?.last().map(|c| c.issued_at);
+    // Strictly after the previous statement, so the history has one order.
+    let now = state.clock.now();
+    let issued_at = last.map_or(now, |l| now.max(l.plus(1)));
+    let effective = parse_time(&req.effective_from, now)?;
+    let statement = custody_statement(state, &key, custody, issued_at, effective);
+    let mut change = Change::new();
+    change.put(cf::CUSTODY, &keys::custody(&key.business_uuid, issued_at, &statement.statement_id), &statement);
+    apply(state, change).await?;
+    Ok(Done::Created(json!({"key_id": key_id, "custody": statement.custody, "statement_id": statement.statement_id,
+        "effective_from": effective.to_rfc3339_secs()})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Revocation {
+    effective_from: Option<String>,
+    compromised_at: Option<String>,
+}
+
+pub async fn revoke_business_key(state: &Region, key_id: String, req: Revocation) -> Result<Done> {
+    let now = state.clock.now();
+    let (cf_name, mut key) = match state.registry.integration_key(&key_id)? {
+        Some(k) => (cf::INTEGRATION_KEYS, k),
+        None => (cf::PASSKEYS, state.registry.passkey(&key_id)?.ok_or_else(|| Error::new(Code::NotFound))?),
+    };
+    let effective_from = parse_time(&req.effective_from, now)?;
+    key.revocation_effective_from = Some(effective_from);
+    key.compromised_at = optional_time(&req.compromised_at)?;
+    let mut change = Change::new();
+    change.put(cf_name, key_id.as_bytes(), &key);
+    let revoked = svc_core::tlog::key_revoked_leaf(&key.business_uuid, &key_id, effective_from, key.compromised_at);
+    crate::transparency::queue(&mut change, crate::transparency::kind::KEY_REVOKED, revoked, now);
+    apply(state, change).await?;
+    Ok(Done::Ok(
+        json!({"key_id": key_id, "revocation_effective_from": key.revocation_effective_from.map(|t| t.to_rfc3339_secs()),
+        "compromised_at": key.compromised_at.map(|t| t.to_rfc3339_secs())}),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MandateRegistration {
+    /// The passkey-sealed `mandate.v1` envelope.
+    envelope: Envelope,
+}
+
+pub async fn register_mandate(state: &Region, req: MandateRegistration) -> Result<Done> {
+    let registry = &state.registry;
+    let mandate = svc_core::publish::mandate::verify_mandate(
+        &req.envelope,
+        |keyid| {
+            let key = registry.passkey(keyid).ok().flatten()?;
+            let public = crate::service::auth::key_from_jwk(&key.jwk)?;
+            Some((public, key.role.unwrap_or_default()))
+        },
+        &state.config.passkey_rp_id,
+        &state.config.passkey_origin,
+    )
+    .map_err(|r| Error::detail(Code::SealInvalid, format!("mandate refused: {r}")))?;
+    // The sealing passkey and the integration key belong to the mandate's business.
+    let signer_business = req.envelope.signatures.iter().find_map(|s| registry.passkey(&s.keyid).ok().flatten());
+    let key = registry
+        .integration_key(&mandate.key_id)?
+        .ok_or_else(|| invalid("the mandate names an unknown integration key"))?;
+    if key.business_uuid != mandate.business_uuid
+        || signer_business.is_none_or(|p| p.business_uuid != mandate.business_uuid)
+    {
+        return Err(Error::detail(
+            Code::SealInvalid,
+            "the mandate, its key and its passkey belong to different businesses",
+        ));
+    }
+    let (Some(valid_from), Some(valid_until)) = (mandate.valid_from_ms(), mandate.valid_until_ms()) else {
+        return Err(invalid("mandate validity"));
+    };
+    let record = MandateRecord {
+        mandate_id: mandate.mandate_id.clone(),
+        business_uuid: mandate.business_uuid.clone(),
+        key_id: mandate.key_id.clone(),
+        envelope: req.envelope.to_json(),
+        record_types: mandate.scope.record_types.clone(),
+        countries: mandate.scope.countries.clone(),
+        records_per_hour: mandate.scope.caps.records_per_hour,
+        bytes_per_day: mandate.scope.caps.bytes_per_day,
+        source_ip_allow_list: mandate.scope.source_ip_allow_list.clone(),
+        valid_from,
+        valid_until,
+        revoked_at: None,
+    };
+    let mut change = Change::new();
+    change.put(cf::MANDATES, &keys::mandate(&record.key_id, &record.mandate_id), &record);
+    apply(state, change).await?;
+    Ok(Done::Created(json!({"mandate_id": record.mandate_id, "key_id": record.key_id,
+        "valid_until": valid_until.to_rfc3339_secs()})))
+}
+
+pub async fn revoke_mandate(state: &Region, key_id: String, mandate_id: String) -> Result<Done> {
+    let mut mandate = state
+        .registry
+        .mandates_of_key(&key_id)?
+        .into_iter()
+        .find(|m| m.mandate_id == mandate_id)
+        .ok_or_else(|| Error::new(Code::NotFound))?;
+    let now = state.clock.now();
+    mandate.revoked_at = Some(now);
+    let mut change = Change::new();
+    change.put(cf::MANDATES, &keys::mandate(&key_id, &mandate_id), &mandate);
+    apply(state, change).await?;
+    Ok(Done::Ok(json!({"mandate_id": mandate_id, "revoked_at": now.to_rfc3339_secs()})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AiPolicySeal {
+    record_base64: String,
+    /// `seal.v2` signed by an owner's or admin's passkey, naming
+    /// `next_ai_policy_version`.
+    seal: Envelope,
+}
+
+pub async fn seal_ai_policy(state: &Region, uuid: String, req: AiPolicySeal) -> Result<Done> {
+    let refused = |detail: String| Error::detail(Code::SealInvalid, detail);
+    let bytes = svc_core::b64::std_decode(&req.record_base64).ok_or_else(|| invalid("record_base64 is not base64"))?;
+    svc_core::ai_policy::parse_record(&bytes).map_err(|e| invalid(format!("AI policy record: {e}")))?;
+    let seal = svc_core::seal::read_record_seal(&req.seal).map_err(|r| refused(r.to_string()))?;
+    let svc_core::seal::RecordSeal::V2(seal) = seal else {
+        return Err(refused("AI policies are sealed with seal.v2".into()));
+    };
+    let passkey = verify_passkey_signature(state, &uuid, &seal.key_id, &req.seal)?;
+    if !matches!(passkey.role.as_deref(), Some("owner" | "admin")) {
+        return Err(refused("an AI policy is sealed by an owner's or admin's passkey".into()));
+    }
+    svc_core::seal::check_hash(&seal.hash, &bytes).map_err(|r| refused(r.to_string()))?;
+    let now = state.clock.now();
+    let current = state.registry.ai_policy_at(&uuid, now)?.map_or(0, |p| p.version);
+    let next = current + 1;
+    if seal.record_type != RecordType::AiPolicy.name()
+        || seal.next_ai_policy_version != Some(next)
+        || seal.ai_policy_version != current
+    {
+        return Err(Error::from(
+            svc_core::problem::Problem::new(Code::SealInvalid)
+                .detail(format!("the seal must name ai_policy_version {current} and next_ai_policy_version {next}"))
+                .ai_policy_version(current),
+        ));
+    }
+    let record_id = ids::ai_policy_record_id(&uuid, next);
+    let version = AiPolicyVersion {
+        business_uuid: uuid.clone(),
+        version: next,
+        record_id: record_id.clone(),
+        bytes,
+        seal: req.seal.to_json(),
+        live_from: now,
+    };
+    let mut change = Change::new();
+    change.put(cf::AI_POLICIES, &keys::ai_policy(&uuid, next), &version);
+    crate::publish::queue_seal(&mut change, &version.seal, now);
+    apply(state, change).await?;
+    Ok(Done::Created(json!({"business_uuid": uuid, "ai_policy_version": next, "ai_policy_record_id": record_id,
+        "live_from": now.to_rfc3339_secs()})))
+}
+
+/// Checks that a passkey of `business_uuid` made the envelope's WebAuthn
+/// signature, and answers the passkey.
+fn verify_passkey_signature(
+    state: &Region,
+    business_uuid: &str,
+    key_id: &str,
+    envelope: &Envelope,
+) -> Result<BusinessKey> {
+    let refused = |detail: String| Error::detail(Code::SealInvalid, detail);
+    let passkey = state
+        .registry
+        .passkey(key_id)?
+        .filter(|p| p.business_uuid == business_uuid)
+        .ok_or_else(|| refused("the seal's key is not a passkey of this business".into()))?;
+    let public = crate::service::auth::key_from_jwk(&passkey.jwk).ok_or_else(|| Error::internal("stored passkey"))?;
+    let opened = envelope.open().map_err(|r| refused(r.to_string()))?;
+    let signature = envelope
+        .signatures
+        .iter()
+        .find(|s| s.keyid == key_id)
+        .ok_or_else(|| refused("no signature by the key".into()))?;
+    svc_core::publish::webauthn::verify_assertion(
+        signature,
+        &envelope.payload_type,
+        &opened.payload,
+        &public,
+        &state.config.passkey_rp_id,
+        &state.config.passkey_origin,
+    )
+    .map_err(|r| refused(r.to_string()))?;
+    Ok(passkey)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SealedRecord {
+    record_type: String,
+    record_base64: String,
+    /// `seal.v2` by a passkey of the business over the record's bytes.
+    seal: Envelope,
+}
+
+/// The business portal's save (Path B), scripted: a person sealed one record
+/// with a passkey. Judged like a Path A seal: key validity, hash, the
+/// certificate and AI policy version in force at `sealed_at`, and the
+/// five-minute window; then the record is validated and published.
+pub async fn save_sealed_record(state: &Region, uuid: String, req: SealedRecord) -> Result<Done> {
+    let now = state.clock.now();
+    let refused = |detail: String| Error::detail(Code::SealInvalid, detail);
+    let record_type = RecordType::from_name(&req.record_type)
+        .filter(|t| t.is_collection())
+        .ok_or_else(|| invalid("record_type is a collection name"))?;
+    let bytes = svc_core::b64::std_decode(&req.record_base64).ok_or_else(|| invalid("record_base64 is not base64"))?;
+    let svc_core::seal::RecordSeal::V2(seal) =
+        svc_core::seal::read_record_seal(&req.seal).map_err(|r| refused(r.to_string()))?
+    else {
+        return Err(refused("records are sealed with seal.v2".into()));
+    };
+    let passkey = verify_passkey_signature(state, &uuid, &seal.key_id, &req.seal)?;
+    svc_core::seal::check_hash(&seal.hash, &bytes).map_err(|r| refused(r.to_string()))?;
+    if seal.record_type != record_type.name() {
+        return Err(refused("the seal names another record type".into()));
+    }
+    let sealed_at = UnixMs::parse_rfc3339_millis_utc(&seal.sealed_at).ok_or_else(|| refused("sealed_at".into()))?;
+    if !svc_core::seal::sealed_at_fresh(sealed_at, now) {
+        return Err(refused("sealed_at is more than five minutes from receipt".into()));
+    }
+    passkey.validity().judge(sealed_at).map_err(|r| refused(format!("the passkey at sealed_at: {r}")))?;
+    crate::service::publishing::check_certificate_in_force(
+        &state.registry.certificates(&uuid)?,
+        &seal.cert_id,
+        sealed_at,
+    )?;
+    crate::service::publishing::check_ai_policy_version(state, &uuid, seal.ai_policy_version, sealed_at)?;
+    let save = crate::publish::SealedSave {
+        business_uuid: uuid,
+        record_type,
+        bytes,
+        seal_json: req.seal.to_json(),
+        key_id: passkey.key_id,
+        cert_id: seal.cert_id,
+        certificate_status: CertificateStatus::Active.as_str().into(),
+        ai_policy_version: seal.ai_policy_version,
+        now,
+    };
+    let saved = ractor::call!(state.home()?.publisher, |reply| PublisherMsg::SaveSealed(Box::new(save), reply))
+        .map_err(Error::internal)?
+        .map_err(Error::internal)?;
+    Ok(match saved {
+        Ok(saved) => Done::Created(json!({"outcome": saved.outcome, "record_id": saved.record_id,
+            "version": saved.version, "sha256": saved.sha256})),
+        Err(errors) => {
+            let errors: Vec<Value> = errors
+                .iter()
+                .map(|e| json!({"code": e.code.as_str(), "pointer": e.pointer, "detail": e.detail}))
+                .collect();
+            Done::Ok(json!({"outcome": "rejected", "errors": errors}))
+        }
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewCompany {
+    name: String,
+    #[serde(default)]
+    verified: bool,
+    terms_accepted: Option<u64>,
+}
+
+pub async fn create_company(state: &Region, req: NewCompany) -> Result<Done> {
+    if req.name.trim().is_empty() {
+        return Err(invalid("name is required"));
+    }
+    let company = Company {
+        uuid: ids::uuid_v4(random()),
+        name: req.name,
+        verified: req.verified,
+        terms_accepted: req.terms_accepted,
+        environment: state.config.environment,
+        created_at: state.clock.now(),
+    };
+    let mut change = Change::new();
+    change.put(cf::COMPANIES, company.uuid.as_bytes(), &company);
+    apply(state, change).await?;
+    Ok(Done::Created(json!({"ai_company_uuid": company.uuid, "name": company.name})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewGroup {
+    name: String,
+}
+
+pub async fn create_group(state: &Region, uuid: String, req: NewGroup) -> Result<Done> {
+    state.registry.company(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let group = Group { group_id: format!("grp_{}", hex::encode(random::<12>())), company_uuid: uuid, name: req.name };
+    let mut change = Change::new();
+    change.put(cf::GROUPS, group.group_id.as_bytes(), &group);
+    apply(state, change).await?;
+    Ok(Done::Created(json!({"ai_group_id": group.group_id, "name": group.name})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewRetrievalKey {
+    jwk: Jwk,
+}
+
+pub async fn register_retrieval_key(state: &Region, group_id: String, req: NewRetrievalKey) -> Result<Done> {
+    let group = state.registry.group(&group_id)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let company = state.registry.company(&group.company_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let key = VerifyingKey::from_jwk(&req.jwk).map_err(|e| invalid(e.to_string()))?;
+    if !matches!(key.alg(), svc_core::keys::Alg::Ed25519 | svc_core::keys::Alg::Es256) {
+        return Err(invalid("retrieval keys are Ed25519 or P-256"));
+    }
+    let sandbox = state.config.environment.is_sandbox();
+    if !(sandbox || company.verified && company.terms_accepted.is_some()) {
+        return Err(invalid("a production key needs a verified company that accepted the Terms"));
+    }
+    let now = state.clock.now();
+    let key_id = key.thumbprint();
+    let (grant, token) = if sandbox {
+        let grant = svc_core::sandbox::grant_for(&key_id);
+        (Some(grant), Some(svc_core::b64::url_encode(&random::<32>())))
+    } else {
+        (None, None)
+    };
+    let record = RetrievalKey {
+        key_id: key_id.clone(),
+        group_id,
+        company_uuid: company.uuid,
+        jwk: serde_json::to_vec(&key.to_jwk()).map_err(Error::internal)?,
+        environment: state.config.environment,
+        registered_at: now,
+        revoked_at: None,
+        grant: grant.clone(),
+        bearer_sha256: token.as_ref().map(|t| svc_core::sandbox::bearer_digest(t)),
+        introduced: false,
+    };
+    let mut change = Change::new();
+    change.put(cf::RETRIEVAL_KEYS, key_id.as_bytes(), &record);
+    apply(state, change).await?;
+    let mut body = json!({"key_id": key_id, "environment": state.config.environment});
+    if let (Some(grant), Some(token)) = (grant, token) {
+        body["sandbox_key_grant"] = json!(grant);
+        body["sandbox_bearer_token"] = json!(token);
+        body["sandbox_bearer_valid_until"] = json!(now.plus(svc_core::time::HOUR).to_rfc3339_secs());
+    }
+    Ok(Done::Created(body))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockChange {
+    business_uuid: String,
+    ai_group_id: String,
+    #[serde(default = "yes")]
+    blocked: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+pub async fn set_block(state: &Region, req: BlockChange) -> Result<Done> {
+    state.registry.business(&req.business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    state.registry.group(&req.ai_group_id)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let now = state.clock.now();
+    let key = keys::block(&req.business_uuid, &req.ai_group_id);
+    let mut change = Change::new();
+    if req.blocked {
+        change.put(
+            cf::BLOCKS,
+            &key,
+            &Block { business_uuid: req.business_uuid.clone(), group_id: req.ai_group_id.clone(), since: now },
+        );
+    } else {
+        change.delete(cf::BLOCKS, &key);
+    }
+    apply(state, change).await?;
+    Ok(Done::Ok(json!({"business_uuid": req.business_uuid, "ai_group_id": req.ai_group_id, "blocked": req.blocked})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushRelease {
+    envelope: Envelope,
+}
+
+/// An owner's or admin's confirmation of a held push, made in the portal:
+/// a `push-release.v1` sealed by their passkey, naming the push, its
+/// business and the decision, confirmed within the last five minutes.
+pub async fn release_push(state: &Region, push_id: String, req: PushRelease) -> Result<Done> {
+    use svc_core::publish::release::{Decision, verify_release};
+    let push = state
+        .store
+        .get::<PushRecord>(cf::PUSHES, &crate::publish::push_key(&push_id))?
+        .ok_or_else(|| Error::new(Code::NotFound))?;
+    let now = state.clock.now();
+    let registry = &state.registry;
+    let release = verify_release(
+        &req.envelope,
+        |keyid| {
+            let key = registry.passkey(keyid).ok().flatten()?;
+            let usable = key.business_uuid == push.business_uuid && key.live_at(now);
+            let public = crate::service::auth::key_from_jwk(&key.jwk).filter(|_| usable)?;
+            Some((public, key.role.unwrap_or_default()))
+        },
+        &state.config.passkey_rp_id,
+        &state.config.passkey_origin,
+        now,
+    )
+    .map_err(|r| Error::detail(Code::SealInvalid, format!("release refused: {r}")))?;
+    if release.push_id != push_id || release.business_uuid != push.business_uuid {
+        return Err(Error::detail(Code::SealInvalid, "the confirmation names another push or business"));
+    }
+    if push.state != "held" {
+        return Err(invalid(format!("the push is {}, not held", push.state)));
+    }
+    let settled = match release.decision {
+        Decision::Publish => {
+            let mut from = Some(0);
+            let mut settled = push;
+            while let Some(leaf) = from {
+                let id = push_id.clone();
+                let (pushed, next) = ractor::call!(state.home()?.publisher, |reply| PublisherMsg::ReleaseChunk {
+                    push_id: id,
+                    from: leaf,
+                    now,
+                    reply
+                })
+                .map_err(Error::internal)?
+                .map_err(invalid)?;
+                settled = pushed;
+                from = next;
+            }
+            settled
+        }
+        Decision::Discard => {
+            let id = push_id.clone();
+            ractor::call!(state.home()?.publisher, |reply| PublisherMsg::Discard { push_id: id, now, reply })
+                .map_err(Error::internal)?
+                .map_err(invalid)?
+        }
+    };
+    Ok(Done::Ok(
+        json!({"push_id": push_id, "state": settled.state, "held": settled.held, "counts": settled.outcome_counts()}),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointsChange {
+    business_uuid: String,
+    suspended: bool,
+    #[serde(default)]
+    reason: String,
+}
+
+/// Suspends (domain assurance lost) or restores a business's authorised
+/// endpoints: while suspended, `purchase` is withheld on its rows and its
+/// business file's `endpoints` read `suspended`.
+pub async fn set_endpoints(state: &Region, req: EndpointsChange) -> Result<Done> {
+    state.registry.business(&req.business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let mut change = Change::new();
+    if req.suspended {
+        let suspension = EndpointsSuspension {
+            business_uuid: req.business_uuid.clone(),
+            since: state.clock.now(),
+            reason: req.reason,
+        };
+        change.put(cf::ENDPOINTS, req.business_uuid.as_bytes(), &suspension);
+    } else {
+        change.delete(cf::ENDPOINTS, req.business_uuid.as_bytes());
+    }
+    apply(state, change).await?;
+    Ok(Done::Ok(
+        json!({"business_uuid": req.business_uuid, "endpoints": if req.suspended { "suspended" } else { "live" }}),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AllowanceChange {
+    ai_company_uuid: String,
+    prepay: bool,
+    remaining: i64,
+}
+
+pub async fn set_allowance(state: &Region, req: AllowanceChange) -> Result<Done> {
+    // Allowances are home's: a read region serves from leases of them.
+    state.home()?;
+    state.registry.company(&req.ai_company_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let allowance =
+        Allowance { company_uuid: req.ai_company_uuid.clone(), prepay: req.prepay, remaining: req.remaining };
+    // Allowances belong to the billing actor, which judges every reservation.
+    ractor::call!(state.billing, |reply| BillingMsg::SetAllowance { allowance, reply })
+        .map_err(Error::internal)?
+        .map_err(Error::internal)?;
+    Ok(Done::Ok(json!({"ai_company_uuid": req.ai_company_uuid, "prepay": req.prepay, "remaining": req.remaining})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewTerms {
+    version: u64,
+    effective_from: Option<String>,
+    text: String,
+}
+
+pub async fn publish_terms(state: &Region, req: NewTerms) -> Result<Done> {
+    if state.store.contains(cf::TERMS, &crate::store::be(req.version))? {
+        return Err(invalid("that Terms version exists; versions are never edited"));
+    }
+    let now = state.clock.now();
+    let terms = TermsVersion {
+        version: req.version,
+        effective_from: parse_time(&req.effective_from, now)?,
+        sha256: sha256_prefixed(req.text.as_bytes()),
+        text: req.text,
+    };
+    let mut change = Change::new();
+    change.put(cf::TERMS, &crate::store::be(terms.version), &terms);
+    apply(state, change).await?;
+    Ok(Done::Created(
+        json!({"version": terms.version, "effective_from": terms.effective_from.to_rfc3339_secs(), "sha256": terms.sha256}),
+    ))
+}
+
+/// Sequences the transparency log's waiting leaves now, without waiting for
+/// the hour, and answers the checkpoint signed (home only).
+pub async fn sequence_log(state: &Region) -> Result<Done> {
+    let log = &state.home()?.transparency_log;
+    let signed = ractor::call!(log, crate::actors::transparency_log::TransparencyLogMsg::Sequence)
+        .map_err(Error::internal)?
+        .map_err(Error::internal)?;
+    Ok(Done::Ok(json!({
+        "tree_size": signed.size,
+        "root_hash": svc_core::merkle::root_form(&signed.root),
+        "checkpoint": signed.note,
+    })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceKeyEnd {
+    valid_until: Option<String>,
+    compromised_at: Option<String>,
+}
+
+/// Ends one of the service's own keys in the key set (home only): retired
+/// from `valid_until` once its successor is listed, or compromised from
+/// `compromised_at` (which may precede now). Root keys are refused.
+pub async fn end_service_key(state: &Region, kid: String, req: ServiceKeyEnd) -> Result<Done> {
+    let now = state.clock.now();
+    let valid_until = optional_time(&req.valid_until)?;
+    let compromised_at = optional_time(&req.compromised_at)?;
+    if valid_until.is_none() && compromised_at.is_none() {
+        return Err(invalid("give valid_until, compromised_at, or both"));
+    }
+    if state.keys.signing_kids().contains(&kid) {
+        return Err(invalid("this key signs now: rotate its purpose first (svc admin service-key-rotate)"));
+    }
+    let publisher = &state.home()?.publisher;
+    let ended = ractor::call!(publisher, |reply| PublisherMsg::EndServiceKey {
+        kid: kid.clone(),
+        valid_until,
+        compromised_at,
+        now,
+        reply
+    })
+    .map_err(Error::internal)?
+    .map_err(Error::internal)?;
+    match ended {
+        Ok(()) => Ok(Done::Ok(json!({
+            "kid": kid,
+            "valid_until": valid_until.map(|t| t.to_rfc3339_secs()),
+            "compromised_at": compromised_at.map(|t| t.to_rfc3339_secs()),
+        }))),
+        Err(svc_core::Reason::KeyUnknown) => Err(Error::detail(Code::NotFound, "no service key has that id")),
+        Err(_) => Err(invalid("a root key is not ended by its own root: pin a new deployment's anchors")),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceKeyRotation {
+    purpose: svc_core::keyset::Purpose,
+}
+
+/// Draws a successor for one of home's own keys (issuance, statement,
+/// projection, sidecar, log checkpoint): listed in the key set from now,
+/// signing from now; the old one closes after the overlap (home only).
+pub async fn rotate_service_key(state: &Region, req: ServiceKeyRotation) -> Result<Done> {
+    let now = state.clock.now();
+    let publisher = &state.home()?.publisher;
+    let purpose = req.purpose;
+    let kids = ractor::call!(publisher, |reply| PublisherMsg::RotateServiceKey { purpose, now, reply })
+        .map_err(Error::internal)?
+        .map_err(Error::internal)?
+        .ok_or_else(|| invalid("home rotates issuance, statement, projection, sidecar and log_checkpoint keys"))?;
+    Ok(Done::Ok(json!({
+        "purpose": purpose,
+        "key_ids": kids,
+        "previous_valid_until": now.plus(svc_core::keyset::KEY_OVERLAP_MS).to_rfc3339_secs(),
+    })))
+}

@@ -1,0 +1,128 @@
+//! What an operator or a load balancer asks of a node: is it up, is it
+//! ready to serve fresh data, its figures for Prometheus; and a read
+//! region's hand-off of a write to home.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, Response};
+use serde_json::{Value, json};
+use svc_core::problem::Code;
+
+use super::{Error, Result};
+use crate::actors::indexer::IndexerMsg;
+use crate::actors::nonce_store::NonceMsg;
+use crate::region::Region;
+
+/// The process answers: its region and role.
+pub fn health(state: &Region) -> Value {
+    let role = if state.home.is_some() { "home" } else { "read" };
+    json!({"status": "ok", "region": state.config.region, "role": role})
+}
+
+/// Whether the region serves fresh data, and why: at a read region, caught
+/// up with home within the configured lag, its index caught up with what it
+/// replicated; everywhere, a receipt key home certified.
+pub async fn readiness(state: &Region) -> (bool, Value) {
+    let indexed = ractor::call!(state.indexer, IndexerMsg::Observe).map(|s| s.applied_seq).ok();
+    let logged = crate::replication::last_seq(&state.store).ok();
+    let index_caught_up = matches!((indexed, logged), (Some(i), Some(l)) if i >= l);
+    let (ready, mut body) = match &state.replica {
+        None => (indexed.is_some(), json!({"role": "home", "head_seq": logged})),
+        Some(replica) => {
+            let lag_ms = replica.status.lag_ms(state.clock.now().0);
+            let max = state.config.replication.as_ref().map_or(0, |r| r.ready_max_lag_ms) as i64;
+            let body = json!({
+                "role": "read",
+                "applied_seq": replica.status.applied.load(Ordering::Relaxed),
+                "head_seq": replica.status.head.load(Ordering::Relaxed),
+                "lag_ms": (lag_ms != i64::MAX).then_some(lag_ms),
+                "max_lag_ms": max,
+                "nonce_feed_head": replica.status.feed_head.load(Ordering::Relaxed),
+            });
+            (index_caught_up && lag_ms <= max, body)
+        }
+    };
+    // Receipts are signed only by a key home certified.
+    let certified = state.key_set.signer(state.clock.now()).is_some();
+    let ready = ready && certified;
+    body["receipt_key_certified"] = json!(certified);
+    body["region"] = json!(state.config.region);
+    body["ready"] = json!(ready);
+    body["indexed_seq"] = json!(indexed);
+    // Home: the newest claim in the nonce feed; a read region: the last it learned.
+    body["nonce_feed_seq"] = json!(ractor::call!(state.nonces, NonceMsg::Observe).map(|s| s.feed_seq).ok());
+    (ready, body)
+}
+
+/// Reads the gauges now, then renders everything recorded, in the
+/// Prometheus text format.
+pub async fn metrics_text(state: &Region) -> String {
+    let m = &state.metrics;
+    let none: &[(&str, String)] = &[];
+    if let Ok(indexer) = ractor::call!(state.indexer, IndexerMsg::Observe) {
+        m.gauge("svc_index_applied_seq", none, indexer.applied_seq as f64);
+    }
+    for (collection, docs, segments) in state.index.documents() {
+        let label = [("collection", collection.name().to_owned())];
+        m.gauge("svc_index_documents", &label, docs as f64);
+        m.gauge("svc_index_segments", &label, segments as f64);
+    }
+    // Segments a search answered by walking a sort order, or by the whole
+    // query (a text, or a filter too narrow to walk).
+    let (walked, whole) = state.index.plans();
+    m.total("svc_search_segments_total", &[("plan", "walk".to_owned())], walked);
+    m.total("svc_search_segments_total", &[("plan", "whole".to_owned())], whole);
+    if let Ok(nonces) = ractor::call!(state.nonces, NonceMsg::Observe) {
+        m.gauge("svc_nonce_store_size", none, nonces.held as f64);
+        m.gauge("svc_nonce_feed_seq", none, nonces.feed_seq as f64);
+    }
+    let logged = crate::replication::last_seq(&state.store).unwrap_or(0);
+    m.gauge("svc_replication_applied_seq", none, logged as f64);
+    match &state.replica {
+        None => m.gauge("svc_replication_head_seq", none, logged as f64),
+        Some(replica) => {
+            let status = &replica.status;
+            m.gauge("svc_replication_head_seq", none, status.head.load(Ordering::Relaxed) as f64);
+            let lag_ms = status.lag_ms(state.clock.now().0);
+            if lag_ms != i64::MAX {
+                m.gauge("svc_replication_lag_seconds", none, lag_ms as f64 / 1000.0);
+            }
+            m.total("svc_replication_refused_total", none, status.refused.load(Ordering::Relaxed));
+            m.total("svc_outbox_reported_total", none, status.reported.load(Ordering::Relaxed));
+            m.gauge("svc_nonce_feed_head", none, status.feed_head.load(Ordering::Relaxed) as f64);
+            let pending = crate::replication::exchange::pending_count(&state.store).unwrap_or(0);
+            m.gauge("svc_outbox_pending", none, pending as f64);
+        }
+    }
+    m.render()
+}
+
+/// How soon a caller may try a write again after home was unreachable.
+const FORWARD_RETRY_MS: u64 = 5_000;
+
+/// A read region's write path: a request it does not serve itself goes to
+/// home as it came (method, path, headers, body, streamed both ways). The
+/// signature names the deployment's shared authority, so home verifies it
+/// as if it had been sent there. When home cannot be reached the answer is
+/// 503 with `Retry-After`, and so is a write home does not answer within
+/// `forward_timeout_ms`: the region never answers a write it did not hand
+/// to home.
+pub async fn forward_to_home(state: &Region, request: Request<Body>) -> Result<Response<Body>> {
+    let Some(replica) = &state.replica else { return Err(Error::new(Code::NotFound)) };
+    let wait = state.config.replication.as_ref().map_or(10_000, |r| r.forward_timeout_ms);
+    match tokio::time::timeout(Duration::from_millis(wait), replica.link.home.forward(request)).await {
+        Ok(Ok(answer)) => Ok(answer.map(Body::new)),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "home unreachable for a forwarded request");
+            Err(Error::retry_after(Code::Unavailable, FORWARD_RETRY_MS, "the home region cannot be reached"))
+        }
+        // Home may still act on it: a retry with the same idempotency key
+        // gets the first answer, so nothing is done twice.
+        Err(_) => {
+            tracing::warn!(wait_ms = wait, "home did not answer a forwarded request in time");
+            Err(Error::retry_after(Code::Unavailable, FORWARD_RETRY_MS, "the home region did not answer in time"))
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! Publishing through the API: a sealed batch of products (inline, or run
+//! in the background when large), and a sealed withdraw or delete document.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use svc_core::dsse::Envelope;
+use svc_core::ids::RecordType;
+use svc_core::problem::{Code, Problem};
+use svc_core::publish::caps::UsageLedger;
+use svc_core::publish::documents;
+use svc_core::publish::mandate::Caps;
+use svc_core::publish::outcome::{self as out, AnswerMode};
+use svc_core::seal;
+
+use super::*;
+use crate::actors::push_worker::{PushWorkerMsg, run_push};
+use crate::clock::random;
+use crate::publish::{Created, NewPush, PushRecords, push_key};
+
+/// The record type a publishing path names: only products are published
+/// through the API. Judged before the signature.
+pub fn publish_type(kind: &str) -> Result<RecordType> {
+    match RecordType::from_path_segment(kind) {
+        Some(RecordType::Products) => Ok(RecordType::Products),
+        Some(t) if t.is_collection() => Err(Error::detail(
+            Code::RequestInvalid,
+            "only products are published through this route; other types through the business portal",
+        )),
+        _ => Err(Error::new(Code::NotFound)),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PublishBody {
+    batch_seal: Value,
+    records: Vec<String>,
+}
+
+/// A sealed batch (publishing 4.1): judged whole (mandate, caps, seal), then
+/// accepted as a push and run inline, or in the background when large.
+pub async fn publish(state: &Region, caller: &BusinessCaller, record_type: RecordType) -> Result<Answer> {
+    let (key, body, received_at) = (&caller.key, &caller.body, caller.now);
+    let idem = idempotency_key(caller, true)?;
+
+    // Mandate and caps, judged before the body is parsed.
+    let mandate = writing_mandate(state, record_type, caller)?;
+    let caps = Caps { records_per_hour: mandate.records_per_hour, bytes_per_day: mandate.bytes_per_day };
+    let ledger: UsageLedger = state.store.get(cf::USAGE, key.key_id.as_bytes())?.unwrap_or_default();
+    if let Err(retry) = ledger.judge(received_at, body.len() as u64, &caps) {
+        return Err(Error::retry_after(Code::RateLimited, retry.0.max(1) as u64, "the mandate's caps are reached"));
+    }
+
+    let parsed: PublishBody = serde_json::from_slice(&body)
+        .map_err(|e| Error::detail(Code::RequestInvalid, format!("body is {{batch_seal, records}}: {e}")))?;
+    out::check_records(&parsed.records).map_err(|d| Error::detail(Code::RequestInvalid, d))?;
+    let mut records = Vec::with_capacity(parsed.records.len());
+    for (i, r) in parsed.records.iter().enumerate() {
+        records.push(
+            svc_core::b64::std_decode(r)
+                .ok_or_else(|| Error::detail(Code::RequestInvalid, format!("records/{i} is not base64")))?,
+        );
+    }
+
+    let (envelope, batch, sealed_at) =
+        judge_batch_seal(state, key, &mandate, &parsed.batch_seal, record_type, Some(&records))?;
+    let request_fp = request_fingerprint(caller);
+    if let Some(idem) = &idem
+        && let Some(answer) = replayed(state, &key.key_id, idem, &request_fp)?
+    {
+        return Ok(answer.into());
+    }
+    let background = state.home()?.push_worker.get_status() == ractor::ActorStatus::Running;
+    if out::answer_mode(records.len(), background) == AnswerMode::Unavailable {
+        let mut problem = Problem::new(Code::Unavailable).detail("background processing is unavailable; resend later");
+        problem.retry_after_ms = Some(out::FALLBACK_RETRY_AFTER_SECONDS * 1000);
+        problem.retry_after_seconds = Some(out::FALLBACK_RETRY_AFTER_SECONDS);
+        return Err(Error::from(problem));
+    }
+    let record_count = records.len();
+    let push = NewPush {
+        business_uuid: key.business_uuid.clone(),
+        key_id: key.key_id.clone(),
+        record_type,
+        seq: batch.seq,
+        source: "api",
+        received_at,
+        batch_seal_json: envelope.to_json(),
+        batch_seal: batch,
+        mandate,
+        records: PushRecords::Inline(records),
+        sealed_at_fresh: seal::sealed_at_fresh(sealed_at, received_at),
+        idempotency: idem.clone().map(|k| (k, request_fp.clone())),
+        body_bytes: body.len() as u64,
+    };
+    let push_id = svc_core::ids::batch_id(&random());
+    let created =
+        ractor::call!(state.home()?.publisher, |reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply))
+            .map_err(Error::actor("publisher"))?
+            .map_err(Error::internal)?;
+    let push_id = match created {
+        Ok(Created::Replay(answer)) => return Ok(answer.into()),
+        Ok(Created::New(ref id)) | Ok(Created::Resume(ref id)) => id.clone(),
+        Err(refusal) => return Err(refused(refusal)),
+    };
+
+    let resumed = matches!(created, Ok(Created::Resume(_)));
+    let push =
+        state.store.get::<PushRecord>(cf::PUSHES, &push_key(&push_id))?.ok_or_else(|| Error::internal("push"))?;
+    let settled = push.completed_at.is_some();
+    // A resend of a push still being processed is only reported; a stalled one is resumed.
+    let run = !settled && (!resumed || out::is_stalled(push.last_step_at, state.clock.now()));
+    let answer = match (settled, out::answer_mode(record_count, background)) {
+        (false, _) if !run => {
+            let status = push_status(state, &push, false, None, None)?;
+            Answer::accepted(serde_json::to_vec(&status).unwrap_or_default(), out::status_url(&push_id))
+        }
+        (false, AnswerMode::Background) => {
+            state
+                .home()?
+                .push_worker
+                .send_message(PushWorkerMsg::Run(push_id.clone()))
+                .map_err(Error::actor("push worker"))?;
+            let status = push_status(state, &push, false, None, None)?;
+            Answer::accepted(serde_json::to_vec(&status).unwrap_or_default(), out::status_url(&push_id))
+        }
+        _ => {
+            let push = if settled {
+                push
+            } else {
+                // Its own task: a client that stops waiting (a forwarded
+                // request timing out) must not leave the push half run,
+                // where a resend would only report it until it stalls.
+                let (runner, id) = (state.push_runner()?, push_id.clone());
+                tokio::spawn(async move { run_push(&runner, &id).await })
+                    .await
+                    .map_err(Error::internal)?
+                    .map_err(Error::internal)?
+            };
+            Answer::ok(serde_json::to_vec(&publish_outcome(state, &push)?).unwrap_or_default())
+        }
+    };
+    if let Some(idem) = idem {
+        remember(state, &key.key_id, idem, request_fp, &answer).await?;
+    }
+    Ok(answer)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DocumentBody {
+    document_base64: String,
+    seal: Value,
+}
+
+/// A sealed withdraw (`delete` false) or delete document for one record.
+pub async fn end_record(
+    state: &Region,
+    caller: &BusinessCaller,
+    record_type: RecordType,
+    delete: bool,
+) -> Result<Value> {
+    let (key, now) = (&caller.key, caller.now);
+    let mandate = writing_mandate(state, record_type, caller)?;
+    let doc: DocumentBody = serde_json::from_slice(&caller.body)
+        .map_err(|e| Error::detail(Code::RequestInvalid, format!("body is {{document_base64, seal}}: {e}")))?;
+    let bytes = svc_core::b64::std_decode(&doc.document_base64)
+        .ok_or_else(|| Error::detail(Code::RequestInvalid, "document_base64 is not base64"))?;
+    let envelope = Envelope::from_value(&doc.seal).map_err(|r| seal_invalid(format!("seal: {r}")))?;
+    let public = key_from_jwk(&key.jwk).ok_or_else(|| Error::internal("stored key"))?;
+    let seal = match seal::verify_record_seal(&envelope, &public).map_err(|r| seal_invalid(format!("seal: {r}")))? {
+        seal::RecordSeal::V2(s) => s,
+        seal::RecordSeal::V1(_) => return Err(seal_invalid("documents are sealed with seal.v2")),
+    };
+    documents::check_document_seal(&bytes, &seal, record_type).map_err(|r| seal_invalid(format!("document: {r}")))?;
+    let document = documents::read_document(&bytes).map_err(|d| Error::detail(Code::RequestInvalid, d))?;
+    let wanted = if delete { documents::Action::Delete } else { documents::Action::Withdraw };
+    if document.action != wanted {
+        return Err(Error::detail(Code::RequestInvalid, format!("this route takes action {}", wanted.as_str())));
+    }
+    let sealed_at = UnixMs::parse_rfc3339_millis_utc(&seal.sealed_at).ok_or_else(|| seal_invalid("sealed_at"))?;
+    if !seal::sealed_at_fresh(sealed_at, now) {
+        return Err(seal_invalid("sealed_at is more than five minutes from receipt"));
+    }
+    key.validity().judge(sealed_at).map_err(|r| seal_invalid(format!("the key at sealed_at: {r}")))?;
+    if !mandate.live_at(sealed_at) {
+        return Err(Error::detail(Code::OutOfScope, "sealed outside the mandate's validity"));
+    }
+    check_ai_policy_version(state, &key.business_uuid, seal.ai_policy_version, sealed_at)?;
+    check_certificate_in_force(&state.registry.certificates(&key.business_uuid)?, &seal.cert_id, sealed_at)?;
+    let (business_uuid, record_id) = (key.business_uuid.clone(), document.record_id.clone());
+    let seal_json = envelope.to_json();
+    let ended = ractor::call!(state.home()?.publisher, |reply| PublisherMsg::EndRecord {
+        business_uuid,
+        record_id,
+        delete,
+        seal_json,
+        now,
+        reply
+    })
+    .map_err(Error::actor("publisher"))?
+    .map_err(Error::internal)?;
+    if ended.is_none() {
+        return Err(Error::detail(Code::NotFound, "no live record of this business has that id"));
+    }
+    Ok(json!({"record_id": document.record_id, "action": wanted.as_str(), "live_in": []}))
+}

@@ -1,0 +1,218 @@
+//! What a business reads back with `svc-business-read`: a push's status,
+//! its catalogue and one record of it, its push attempts, and the seal
+//! context its next seal needs.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use svc_core::ids::RecordType;
+use svc_core::problem::Code;
+use svc_core::publish::cursor;
+use svc_core::publish::outcome::{self as out, Outcome, PushStatus};
+use svc_core::time::UnixMs;
+
+use super::*;
+use crate::publish::push_key;
+
+/// What `GET /v1/pushes/{push_id}` pages by.
+#[derive(Deserialize)]
+pub struct StatusQuery {
+    pub outcome: Option<String>,
+    pub cursor: Option<String>,
+}
+
+/// One of the business's pushes, with a page of its results.
+pub fn push_status_of(
+    state: &Region,
+    caller: &BusinessCaller,
+    push_id: &str,
+    query: StatusQuery,
+) -> Result<PushStatus> {
+    let key = &caller.key;
+    let outcome = match query.outcome.as_deref() {
+        Some(o) => Some(Outcome::parse(o).ok_or_else(|| Error::detail(Code::RequestInvalid, "outcome"))?),
+        None => None,
+    };
+    let push = state
+        .store
+        .get::<PushRecord>(cf::PUSHES, &push_key(push_id))?
+        .filter(|p| p.business_uuid == key.business_uuid)
+        .ok_or_else(|| Error::new(Code::NotFound))?;
+    push_status(state, &push, true, outcome, query.cursor.as_deref())
+}
+
+/// Entries in one catalogue page.
+pub const CATALOGUE_PAGE: usize = 1_000;
+
+/// What `GET /v1/catalogue` pages by.
+#[derive(Deserialize)]
+pub struct CatalogueQuery {
+    pub cursor: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+}
+
+/// The business's records of one collection, a page at a time, within the
+/// key's read-back budget.
+pub fn catalogue(state: &Region, caller: &BusinessCaller, q: CatalogueQuery) -> Result<Value> {
+    let (key, now) = (&caller.key, caller.now);
+    let kind = match q.kind.as_deref() {
+        None => RecordType::Products,
+        Some(name) => RecordType::from_name(name)
+            .filter(|t| t.is_collection())
+            .ok_or_else(|| Error::detail(Code::RequestInvalid, "type is a collection name"))?,
+    };
+    let after = match q.cursor.as_deref() {
+        Some(c) => Some(cursor::decode(c).ok_or_else(|| Error::detail(Code::RequestInvalid, "cursor"))?),
+        None => None,
+    };
+    // Read-back above 1,000 records a minute waits (P8.20).
+    if let Err(wait_ms) = state.limits.catalogue_reads.judge(&key.key_id, now) {
+        return Err(Error::retry_after(
+            Code::RateLimited,
+            wait_ms,
+            "catalogue read-back is over 1,000 records a minute",
+        ));
+    }
+    let ids = state.registry.catalogue_ids(&key.business_uuid, kind.name(), after.as_deref(), CATALOGUE_PAGE + 1)?;
+    let more = ids.len() > CATALOGUE_PAGE;
+    let mut entries = Vec::new();
+    for id in ids.iter().take(CATALOGUE_PAGE) {
+        if let Some(head) = state.registry.record_head(id)? {
+            entries.push(
+                json!({"record_id": head.record_id, "business_product_id": head.own_id, "type": head.record_type,
+                "last_updated": head.last_updated.to_rfc3339_secs(), "source": head.source}),
+            );
+        }
+    }
+    let next_cursor = if more { ids.get(CATALOGUE_PAGE - 1).map(|id| cursor::encode(id)) } else { None };
+    state.limits.catalogue_reads.spend(&key.key_id, now, entries.len() as u64);
+    Ok(json!({"entries": entries, "next_cursor": next_cursor}))
+}
+
+/// One record of the business, by record id or its own id, as sealed.
+pub fn catalogue_record(state: &Region, caller: &BusinessCaller, id: &str) -> Result<Value> {
+    let key = &caller.key;
+    if id.is_empty() || id.chars().count() > 256 {
+        return Err(Error::detail(Code::RequestInvalid, "the id is 1 to 256 characters"));
+    }
+    let record_id = if svc_core::ids::parse_record_id(id).is_some() {
+        id.to_owned()
+    } else {
+        svc_core::ids::product_id(&key.business_uuid, id)
+    };
+    let head = state
+        .registry
+        .record_head(&record_id)?
+        .filter(|h| h.business_uuid == key.business_uuid && !matches!(h.state, RecordState::Deleted))
+        .ok_or_else(|| Error::new(Code::NotFound))?;
+    // The served version; a held newer one is not the record of truth yet.
+    let generation = if head.live_generation > 0 { head.live_generation } else { head.generation };
+    let version = state.registry.record_version(&record_id, generation)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let raw = |bytes: &[u8]| serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null);
+    let live_in: Vec<&str> = if head.state == RecordState::Live { vec![state.config.region.as_str()] } else { vec![] };
+    Ok(json!({
+        "record_id": head.record_id,
+        "business_product_id": head.own_id,
+        "type": head.record_type,
+        "record": svc_core::b64::std_encode(&version.bytes),
+        "seal": raw(&version.seal),
+        "sidecar": raw(&version.sidecar),
+        "live_in": live_in,
+        "last_updated": head.last_updated.to_rfc3339_secs(),
+        "source": head.source,
+    }))
+}
+
+/// What `GET /v1/push-attempts` narrows by.
+#[derive(Deserialize)]
+pub struct AttemptsQuery {
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub status: Option<String>,
+    pub cursor: Option<String>,
+}
+
+fn parse_bound(text: &Option<String>, default: UnixMs) -> Result<UnixMs> {
+    match text {
+        None => Ok(default),
+        Some(t) => UnixMs::parse_rfc3339(t)
+            .or_else(|| UnixMs::parse_date(t))
+            .ok_or_else(|| Error::detail(Code::RequestInvalid, format!("{t} is not RFC 3339 or a date"))),
+    }
+}
+
+/// Every record the business's pushes carried, one result each, a page at a time.
+pub fn attempts(state: &Region, caller: &BusinessCaller, q: AttemptsQuery) -> Result<Value> {
+    let key = &caller.key;
+    let from = parse_bound(&q.from, UnixMs(0))?;
+    let to = parse_bound(&q.to, UnixMs(i64::MAX))?;
+    let status = match q.status.as_deref() {
+        Some(s) => Some(Outcome::parse(s).ok_or_else(|| Error::detail(Code::RequestInvalid, "status"))?),
+        None => None,
+    };
+    // Position: "<push_id>:<leaf>" of the last attempt returned.
+    let after = match q.cursor.as_deref() {
+        Some(c) => Some(cursor::decode(c).ok_or_else(|| Error::detail(Code::RequestInvalid, "cursor"))?),
+        None => None,
+    };
+    let prefix = crate::registry::keys::prefix(&[&key.business_uuid]);
+    let mut start = prefix.clone();
+    start.extend_from_slice(&crate::store::be(from.0.max(0) as u64));
+    let pushes: Vec<(Vec<u8>, ())> = state.store.scan(cf::ATTEMPTS, &prefix, Some(&start), usize::MAX)?;
+    let mut attempts = Vec::new();
+    let mut passed = after.is_none();
+    let mut next_cursor = None;
+    for (k, ()) in pushes {
+        let push_id = String::from_utf8_lossy(&k[prefix.len() + 9..]).into_owned();
+        let Some(push) = state.store.get::<PushRecord>(cf::PUSHES, &push_key(&push_id))? else { continue };
+        if push.received_at >= to {
+            break;
+        }
+        let mut full = false;
+        leaves_while(state, &push_id, 0, |leaf| {
+            let position = format!("{push_id}:{}", leaf.leaf_index);
+            if !passed {
+                passed = after.as_deref() == Some(position.as_str());
+                return true;
+            }
+            if status.is_some_and(|s| s != outcome_of(&leaf)) {
+                return true;
+            }
+            if attempts.len() == out::RESULTS_PAGE {
+                next_cursor = attempts.last().and_then(|a: &Value| a["_position"].as_str().map(cursor::encode));
+                full = true;
+                return false;
+            }
+            let reason = leaf.errors.first().map(|(code, _, _)| code.clone());
+            attempts.push(json!({"batch_id": push_id, "leaf_index": leaf.leaf_index,
+                "received_at": push.received_at.to_rfc3339_millis(), "source": push.source, "key_id": push.key_id,
+                "business_product_id": leaf.business_product_id, "product_name": leaf.product_name,
+                "outcome": leaf.outcome, "reason": reason, "_position": position}));
+            true
+        })?;
+        if full {
+            break;
+        }
+    }
+    for a in &mut attempts {
+        a.as_object_mut().map(|o| o.remove("_position"));
+    }
+    Ok(json!({"attempts": attempts, "next_cursor": next_cursor}))
+}
+
+/// What the business's next seal names: the certificate and AI policy in force.
+pub fn seal_context(state: &Region, caller: &BusinessCaller) -> Result<Value> {
+    let (key, now) = (&caller.key, caller.now);
+    let cert = state.registry.certificate_in_force(&key.business_uuid, now)?;
+    let policy = state.registry.ai_policy_at(&key.business_uuid, now)?;
+    let version = policy.as_ref().map_or(0, |p| p.version);
+    Ok(json!({
+        "business_uuid": key.business_uuid,
+        "cert_id": cert.as_ref().map(|c| c.cert_id.clone()),
+        "certificate_status": cert.as_ref().map(|c| c.status.as_str()),
+        "ai_policy_version": version,
+        "ai_policy_live_from": policy.as_ref().map(|p| p.live_from.to_rfc3339_secs()),
+        "ai_policy_record_id": policy.as_ref().map(|p| p.record_id.clone()),
+        "next_ai_policy_version": version + 1,
+    }))
+}

@@ -1,0 +1,199 @@
+//! The caller's own account: its group's receipts, its company's usage, and
+//! the AI-company Terms (retrieval 4). Signed like every retrieval route;
+//! never billed.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use svc_core::problem::Code;
+use svc_core::publish::cursor;
+use svc_core::time::{DAY, UnixMs};
+
+use super::Caller;
+use crate::actors::billing::{BillingMsg, day_of};
+use crate::actors::receipt_log::group_key;
+use crate::region::Region;
+use crate::service::{Error, Result};
+use crate::store::model::{StoredReceipt, TermsVersion, UsageKind};
+use crate::store::{be, cf, key};
+
+/// Receipts in one page (R4.18).
+pub const RECEIPTS_PAGE: usize = 100;
+/// Index entries one page may pass over while filtering by key or company;
+/// past that the page ends early with a cursor to go on from.
+const RECEIPTS_SCAN: usize = 10_000;
+/// The longest usage range, in days.
+pub const USAGE_MAX_DAYS: i64 = 366;
+
+fn invalid(detail: impl Into<String>) -> Error {
+    Error::detail(Code::RequestInvalid, detail)
+}
+
+/// What `GET /v1/receipts` narrows by.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReceiptsQuery {
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub key_id: Option<String>,
+    pub ai_company_uuid: Option<String>,
+    pub cursor: Option<String>,
+}
+
+fn timestamp(name: &str, value: Option<&str>) -> Result<Option<UnixMs>> {
+    value
+        .map(|v| UnixMs::parse_rfc3339(v).ok_or_else(|| invalid(format!("{name} is an RFC 3339 timestamp"))))
+        .transpose()
+}
+
+/// The caller's group's receipts, oldest first, 100 a page. `key_id` and
+/// `ai_company_uuid` narrow within the group; they never widen it.
+pub fn receipts(state: &Region, caller: &Caller, q: ReceiptsQuery) -> Result<Value> {
+    let from = timestamp("from", q.from.as_deref())?.unwrap_or(UnixMs(0));
+    let to = timestamp("to", q.to.as_deref())?;
+    let group = &caller.key.group_id;
+    let prefix = key(&[group.as_bytes(), b""]);
+    let mut start = group_key(group, from.0, 0);
+    if let Some(c) = q.cursor.as_deref() {
+        let position = cursor::decode(c).ok_or_else(|| invalid("cursor"))?;
+        let (ms, seq) = position
+            .split_once('-')
+            .and_then(|(ms, seq)| Some((ms.parse::<i64>().ok()?, seq.parse::<u64>().ok()?)))
+            .ok_or_else(|| invalid("cursor"))?;
+        // Resume just past the last receipt of the previous page.
+        start = start.max(group_key(group, ms, seq.saturating_add(1)));
+    }
+    let mut page = Vec::new();
+    let mut scanned = 0;
+    let mut last_position = None;
+    let mut exhausted = false;
+    'scan: while scanned < RECEIPTS_SCAN {
+        let batch = state.store.scan::<()>(cf::RECEIPTS_BY_GROUP, &prefix, Some(&start), 1_000)?;
+        if batch.is_empty() {
+            exhausted = true;
+            break;
+        }
+        for (k, ()) in &batch {
+            scanned += 1;
+            let tail = &k[prefix.len()..];
+            let (Some(ms), Some(seq)) = (tail.get(..8), tail.get(8..16)) else { continue };
+            let ms = i64::from_be_bytes(ms.try_into().unwrap_or_default());
+            let seq = u64::from_be_bytes(seq.try_into().unwrap_or_default());
+            if to.is_some_and(|to| ms > to.0) {
+                exhausted = true;
+                break 'scan;
+            }
+            last_position = Some(format!("{ms}-{seq}"));
+            let Some(stored) = state.store.get::<StoredReceipt>(cf::RECEIPTS, &be(seq))? else { continue };
+            let wanted = q.key_id.as_ref().is_none_or(|k| *k == stored.caller_key_id)
+                && q.ai_company_uuid.as_ref().is_none_or(|c| *c == stored.company_uuid);
+            if wanted {
+                let envelope: Value = serde_json::from_slice(&stored.envelope).map_err(Error::internal)?;
+                page.push(json!({
+                    "receipt": envelope,
+                    "retrieval_id": stored.retrieval_id,
+                    "served_at": stored.served_at.to_rfc3339_millis(),
+                    "caller_key_id": stored.caller_key_id,
+                    "kind": match stored.kind { UsageKind::Search => "search", UsageKind::Fetch => "fetch" },
+                }));
+                if page.len() == RECEIPTS_PAGE {
+                    break 'scan;
+                }
+            }
+        }
+        let Some((last, ())) = batch.last() else { break };
+        start = last.clone();
+        start.push(0);
+        if batch.len() < 1_000 {
+            exhausted = true;
+            break;
+        }
+    }
+    // A full page, or a scan cut short, may have more behind it.
+    let next_cursor = if exhausted { None } else { last_position.map(|p| cursor::encode(&p)) };
+    Ok(json!({"receipts": page, "next_cursor": next_cursor}))
+}
+
+/// The days `GET /v1/usage` covers.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageQuery {
+    pub from: Option<String>,
+    pub to: Option<String>,
+}
+
+fn day(name: &str, value: Option<&str>) -> Result<Option<UnixMs>> {
+    value.map(|v| UnixMs::parse_date(v).ok_or_else(|| invalid(format!("{name} is a date, YYYY-MM-DD")))).transpose()
+}
+
+/// The caller's company's billed requests per UTC day (shape in the
+/// README): the last 30 days unless `from` and `to` say otherwise.
+pub async fn usage(state: &Region, caller: &Caller, q: UsageQuery) -> Result<Value> {
+    let now = caller.now;
+    let to = day("to", q.to.as_deref())?.unwrap_or(now);
+    let from = day("from", q.from.as_deref())?.unwrap_or(to.minus(29 * DAY));
+    let (from_day, to_day) = (day_of(from), day_of(to));
+    if from_day > to_day {
+        return Err(invalid("from is after to"));
+    }
+    if (to.0 - from.0) / DAY >= USAGE_MAX_DAYS {
+        return Err(invalid(format!("a usage range is at most {USAGE_MAX_DAYS} days")));
+    }
+    let company_uuid = caller.key.company_uuid.clone();
+    let report = ractor::call!(state.billing, |reply| BillingMsg::Usage {
+        company_uuid: company_uuid.clone(),
+        from_day: from_day.clone(),
+        to_day: to_day.clone(),
+        reply
+    })
+    .map_err(Error::actor("billing"))?
+    .map_err(Error::internal)?;
+    let (mut searches, mut fetches) = (0, 0);
+    let days: Vec<Value> = report
+        .days
+        .iter()
+        .map(|(date, counts)| {
+            searches += counts.searches;
+            fetches += counts.fetches;
+            json!({"date": date, "searches": counts.searches, "fetches": counts.fetches,
+                   "billed": counts.searches + counts.fetches})
+        })
+        .collect();
+    let allowance = match report.allowance {
+        Some(a) if a.prepay => json!({"prepay": true, "remaining": a.remaining}),
+        _ => json!({"prepay": false}),
+    };
+    Ok(json!({
+        "ai_company_uuid": company_uuid,
+        "environment": if state.config.environment.is_sandbox() { "sandbox" } else { "production" },
+        "invoiced": !state.config.environment.is_sandbox(),
+        "from": from_day,
+        "to": to_day,
+        "days": days,
+        "totals": {"searches": searches, "fetches": fetches, "billed": searches + fetches},
+        "allowance": allowance,
+    }))
+}
+
+fn terms_json(terms: &TermsVersion) -> Value {
+    json!({
+        "version": terms.version,
+        "effective_from": terms.effective_from.to_rfc3339_secs(),
+        "sha256": terms.sha256,
+        "text": terms.text,
+    })
+}
+
+/// The newest version already in effect; 404 when none is.
+pub fn terms_in_force(state: &Region, caller: &Caller) -> Result<Value> {
+    let now = caller.now;
+    let terms = state.registry.terms()?;
+    let in_force = terms.iter().filter(|t| t.effective_from <= now).max_by_key(|t| (t.effective_from, t.version));
+    in_force.map(terms_json).ok_or_else(|| Error::detail(Code::NotFound, "no Terms version is in force"))
+}
+
+/// One Terms version, in force or not.
+pub fn terms_version(state: &Region, version: &str) -> Result<Value> {
+    let version: u64 = version.parse().map_err(|_| invalid("the Terms version is an integer"))?;
+    let terms = state.registry.terms()?;
+    terms.iter().find(|t| t.version == version).map(terms_json).ok_or_else(|| Error::new(Code::NotFound))
+}

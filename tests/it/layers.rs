@@ -1,0 +1,52 @@
+//! The layers of the node hold: a surface (`src/http/`) adapts the use
+//! cases and never reaches the store, an actor or the replication log
+//! itself; a use case (`src/service/`) never speaks a surface's types.
+
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+fn offenders(dir: &str, forbidden: &[&str], allowed: &[&str]) -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for file in rust_files(&root.join(dir)) {
+        let name = file.strip_prefix(root).unwrap().display().to_string();
+        if allowed.contains(&name.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for word in forbidden {
+            if text.contains(word) {
+                found.push(format!("{name} names {word}"));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn http_handlers_reach_only_use_cases() {
+    let found = offenders("src/http", &["crate::store", "crate::actors", "crate::replication", "ractor::"], &[]);
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn use_cases_speak_no_surface_types() {
+    // A read region's hand-off of a write to home is a proxy: it passes an
+    // HTTP request on as it came.
+    let allowed = ["src/service/ops.rs"];
+    let surface = ["axum", "IntoResponse", "StatusCode", "HeaderMap", "crate::http"];
+    let found = offenders("src/service", &surface, &allowed);
+    assert!(found.is_empty(), "{found:#?}");
+}

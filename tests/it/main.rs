@@ -1,0 +1,28 @@
+//! Every integration test in one binary (one link of RocksDB and tantivy
+//! instead of one per file). Each module is one area of the node.
+
+mod common;
+mod process;
+
+mod analytics;
+mod bulk;
+mod business_api;
+mod business_limits;
+mod client;
+mod core_is_pure;
+mod kill;
+mod layers;
+mod multi_region;
+mod pages;
+mod public;
+mod push_crash;
+mod regions;
+mod regions_config;
+mod retrieval;
+mod sandbox;
+mod search;
+mod shutdown;
+mod transparency;
+mod up;
+mod url_flagged;
+mod verify;

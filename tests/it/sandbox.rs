@@ -1,0 +1,59 @@
+//! The sandbox corpus goes through the real pipeline: businesses, keys,
+//! mandates and AI policies through the admin API, products as signed
+//! batches, the other types as passkey-sealed saves. A republish writes new
+//! versions with the same ids and bytes.
+
+use crate::common;
+
+use common::*;
+use svc::sandbox::corpus::{Sizes, generate};
+use svc::sandbox::seed::{ensure_seeded, republish};
+
+// rule: R1.31, R1.41, P3.12, P3.13
+#[tokio::test(flavor = "multi_thread")]
+async fn the_corpus_is_seeded_once_and_republished_with_the_same_bytes() {
+    let home = Home::start_sandbox().await;
+    let sizes =
+        Sizes { businesses: 4, products: 90, events_per_business: 2, jobs_per_business: 2, updates_per_business: 1 };
+    let corpus = generate(11, sizes);
+    let seeded = ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
+    assert_eq!(seeded.businesses.len(), 4);
+    let registry = &home.state.registry;
+
+    let mut live = 0;
+    for (spec, (uuid, _)) in corpus.businesses.iter().zip(&seeded.businesses) {
+        for (kind, expected) in
+            [("products", spec.products.len()), ("events", 2), ("jobs", 2), ("updates", 1), ("business_files", 1)]
+        {
+            let ids = registry.catalogue_ids(uuid, kind, None, usize::MAX).unwrap();
+            assert_eq!(ids.len(), expected, "{} {kind}", spec.brand);
+            live += ids.len();
+        }
+        assert_eq!(
+            registry.ai_policy_at(uuid, home.clock.now()).unwrap().map(|p| p.version),
+            spec.ai_policy.as_ref().map(|_| 1)
+        );
+        assert_eq!(!registry.blocks_of(uuid).unwrap().is_empty(), spec.blocks_research);
+        // The exact sealed bytes are what is stored.
+        let first = svc_core::ids::product_id(uuid, &format!("{}-00000", spec.brand.to_ascii_uppercase()));
+        let version = registry.record_version(&first, 1).unwrap().unwrap();
+        assert_eq!(version.bytes, spec.products[0]);
+    }
+    assert_eq!(live, corpus.record_count());
+
+    // Seeding again is a no-op.
+    let again = ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
+    assert_eq!(again, seeded);
+
+    home.clock.advance(svc_core::time::MINUTE);
+    let report = republish(&home.state, &|_| {}).await.unwrap();
+    assert_eq!(report["records"], corpus.record_count());
+    let (uuid, _) = &seeded.businesses[0];
+    let spec = &corpus.businesses[0];
+    let first = svc_core::ids::product_id(uuid, &format!("{}-00000", spec.brand.to_ascii_uppercase()));
+    let head = registry.record_head(&first).unwrap().unwrap();
+    assert_eq!(head.generation, 2, "a new version");
+    assert_eq!(registry.record_version(&first, 2).unwrap().unwrap().bytes, spec.products[0], "the same bytes");
+    let event = svc_core::ids::record_id(svc_core::ids::RecordType::Events, uuid, "event-0");
+    assert_eq!(registry.record_head(&event).unwrap().unwrap().generation, 2);
+}
