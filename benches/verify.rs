@@ -120,7 +120,7 @@ fn main() {
                         let record = svc_core::b64::std_decode(request["record_base64"].as_str().unwrap()).unwrap();
                         let seal: svc_core::seal::ServedSeal = serde_json::from_value(request["seal"].clone()).unwrap();
                         let row = request["row"].as_object().unwrap().clone();
-                        let lookups = svc::http::verify::Lookups { state, now: state.clock.now() };
+                        let lookups = svc::service::public::verify::Lookups { state, now: state.clock.now() };
                         let mut n = 0;
                         while started.elapsed() < Duration::from_secs(seconds) {
                             let submitted = svc_core::verify::Submitted {

@@ -100,7 +100,7 @@ fn decode_base64(text: &str, member: &str) -> Result<Vec<u8>> {
 /// Judges what was sent, and signs the statement of the judgement.
 pub async fn judge(state: &Region, bytes: &[u8]) -> Result<Value> {
     let now = state.clock.now();
-    let req: VerifyRequest = serde_json::from_slice(&bytes).map_err(|e| invalid(format!("body: {e}")))?;
+    let req: VerifyRequest = serde_json::from_slice(bytes).map_err(|e| invalid(format!("body: {e}")))?;
     if req.record_id.is_some() || req.hash.is_some() || req.adl_origin.is_some() {
         return Err(invalid("a bare id or hash is never accepted: send the record's bytes (record_base64)"));
     }

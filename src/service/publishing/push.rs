@@ -51,7 +51,7 @@ pub async fn publish(state: &Region, caller: &BusinessCaller, record_type: Recor
         return Err(Error::retry_after(Code::RateLimited, retry.0.max(1) as u64, "the mandate's caps are reached"));
     }
 
-    let parsed: PublishBody = serde_json::from_slice(&body)
+    let parsed: PublishBody = serde_json::from_slice(body)
         .map_err(|e| Error::detail(Code::RequestInvalid, format!("body is {{batch_seal, records}}: {e}")))?;
     out::check_records(&parsed.records).map_err(|d| Error::detail(Code::RequestInvalid, d))?;
     let mut records = Vec::with_capacity(parsed.records.len());
