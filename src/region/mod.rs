@@ -4,6 +4,7 @@
 
 mod serve_times;
 mod start;
+pub mod supervisor;
 
 use std::sync::Arc;
 
@@ -27,6 +28,9 @@ use crate::store::Store;
 /// What every use case can reach. Cheap to clone.
 #[derive(Clone)]
 pub struct Region {
+    /// The parent of every actor below, and the failures it could not mend.
+    pub supervisor: ActorRef<supervisor::SupervisorMsg>,
+    pub failures: supervisor::Failures,
     pub config: Arc<NodeConfig>,
     pub store: Store,
     pub registry: Registry,
@@ -96,6 +100,8 @@ impl Region {
     /// store, the index writers), so the node's directories can be opened again.
     pub async fn stop_actors(&self) {
         let wait = Some(std::time::Duration::from_secs(10));
+        // Actors that stop from here on are not failures.
+        let _ = ractor::call!(self.supervisor, supervisor::SupervisorMsg::Stopping);
         if let Some(replica) = &self.replica {
             let _ = replica.replicator.stop_and_wait(None, wait).await;
             let _ = replica.nonce_feed.stop_and_wait(None, wait).await;
@@ -122,6 +128,7 @@ impl Region {
         }
         let _ = self.receipts.stop_and_wait(None, wait).await;
         let _ = self.analytics.stop_and_wait(None, wait).await;
+        let _ = self.supervisor.stop_and_wait(None, wait).await;
     }
 
     /// What running a push inline needs.

@@ -31,6 +31,7 @@ use crate::service_keys::ServiceKeys;
 use crate::store::Store;
 use crate::transparency::LogView;
 
+use super::supervisor::{Failures, Supervisor, SupervisorMsg};
 use super::{HomeActors, Region, Replica};
 
 /// Starts the actors of a node over its store, without listening.
@@ -44,6 +45,8 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
         Some(b) => Some(Arc::new(Blocklist::new(b)?)),
         None => None,
     };
+    let failures = Failures::default();
+    let (sup, _) = Actor::spawn(None, Supervisor, failures.clone()).await.map_err(|e| e.to_string())?;
     let outbox = match config.role {
         Role::Home => None,
         Role::Read => Some(exchange::outbox(&store).map_err(|e| e.to_string())?),
@@ -56,28 +59,24 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
         }
         Some(outbox) => (NonceRole::Region { outbox: outbox.clone() }, BillingRole::Region { outbox: outbox.clone() }),
     };
-    let (nonces, _) = Actor::spawn(None, NonceStore, NonceArgs { store: store.clone(), role: nonce_role })
-        .await
-        .map_err(|e| e.to_string())?;
-    let (billing, _) = Actor::spawn(None, Billing, BillingArgs { store: store.clone(), role: billing_role })
-        .await
-        .map_err(|e| e.to_string())?;
+    let nonces = child(&sup, "nonce_store", NonceStore, NonceArgs { store: store.clone(), role: nonce_role }).await?;
+    let billing = child(&sup, "billing", Billing, BillingArgs { store: store.clone(), role: billing_role }).await?;
     if outbox.is_none() {
         let reclaim_clock = clock.clone();
         billing.send_interval(std::time::Duration::from_secs(10), move || BillingMsg::Reclaim {
             now: reclaim_clock.now(),
         });
     }
-    let (receipts, _) = Actor::spawn(None, ReceiptLog, store.clone()).await.map_err(|e| e.to_string())?;
+    let receipts = child(&sup, "receipt_log", ReceiptLog, store.clone()).await?;
     let folder_args = ReceiptFolderArgs {
         store: store.clone(),
         region: config.region.clone(),
         clock: clock.clone(),
         outbox: outbox.clone(),
     };
-    let (receipt_folder, _) = Actor::spawn(None, ReceiptFolder, folder_args).await.map_err(|e| e.to_string())?;
+    let receipt_folder = child(&sup, "receipt_folder", ReceiptFolder, folder_args).await?;
     receipt_folder.send_interval(std::time::Duration::from_secs(1), || ReceiptFolderMsg::Tick);
-    let (analytics, _) = Actor::spawn(None, Analytics, store.clone()).await.map_err(|e| e.to_string())?;
+    let analytics = child(&sup, "analytics", Analytics, store.clone()).await?;
     // Often, so each tick's share of the receipts is small: it runs on a
     // worker that also serves searches.
     analytics.send_interval(std::time::Duration::from_millis(100), || AnalyticsMsg::Tick);
@@ -85,23 +84,16 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
         .map_err(|e| e.to_string())?;
     let home = match config.role {
         Role::Home => {
-            let (publisher, _) =
-                Actor::spawn(None, Publisher, PublisherArgs { store: store.clone(), keys: keys.clone() })
-                    .await
-                    .map_err(|e| e.to_string())?;
-            let (push_worker, _) = Actor::spawn(
-                None,
-                PushWorker,
-                PushWorkerArgs {
-                    store: store.clone(),
-                    publisher: publisher.clone(),
-                    clock: clock.clone(),
-                    blocklist: blocklist.clone(),
-                    uploads: uploads.clone(),
-                },
-            )
-            .await
-            .map_err(|e| e.to_string())?;
+            let publisher_args = PublisherArgs { store: store.clone(), keys: keys.clone() };
+            let publisher = child(&sup, "publisher", Publisher, publisher_args).await?;
+            let worker_args = PushWorkerArgs {
+                store: store.clone(),
+                publisher: publisher.clone(),
+                clock: clock.clone(),
+                blocklist: blocklist.clone(),
+                uploads: uploads.clone(),
+            };
+            let push_worker = child(&sup, "push_worker", PushWorker, worker_args).await?;
             let log_args = TransparencyLogArgs {
                 last_run: None,
                 log: log.clone(),
@@ -110,8 +102,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
                 clock: clock.clone(),
                 every_ms: config.log_sequence_every_ms.max(1) as i64,
             };
-            let (transparency_log, _) =
-                Actor::spawn(None, TransparencyLog, log_args).await.map_err(|e| e.to_string())?;
+            let transparency_log = child(&sup, "transparency_log", TransparencyLog, log_args).await?;
             transparency_log.send_interval(std::time::Duration::from_secs(1), || TransparencyLogMsg::Tick);
             Some(HomeActors { publisher, push_worker, transparency_log })
         }
@@ -119,7 +110,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
     };
     let replica = match config.role {
         Role::Home => None,
-        Role::Read => Some(start_replica(&config, &store, &clock, &nonces, outbox.clone()).await?),
+        Role::Read => Some(start_replica(&sup, &config, &store, &clock, &nonces, outbox.clone()).await?),
     };
     let index_dir = config.data_dir.join("index");
     if crate::search::prepare_layout(&index_dir, config.shards_per_collection)? {
@@ -129,17 +120,14 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
     let mut shards = std::collections::HashMap::new();
     let mut index_shards = Vec::new();
     for (collection, n, writer) in writers {
-        let (shard, _) = Actor::spawn(None, IndexShard, writer).await.map_err(|e| e.to_string())?;
+        let name = format!("index_shard/{}/{n}", collection.name());
+        let shard = child(&sup, name, IndexShard, writer).await?;
         index_shards.push(shard.clone());
         shards.insert((collection, n), shard);
     }
-    let (indexer, _) = Actor::spawn(
-        None,
-        Indexer,
-        IndexerArgs { store: store.clone(), shards, shards_per_collection: config.shards_per_collection.max(1) },
-    )
-    .await
-    .map_err(|e| e.to_string())?;
+    let indexer_args =
+        IndexerArgs { store: store.clone(), shards, shards_per_collection: config.shards_per_collection.max(1) };
+    let indexer = child(&sup, "indexer", Indexer, indexer_args).await?;
     indexer.send_interval(std::time::Duration::from_millis(20), || IndexerMsg::Tick);
     let purge_clock = clock.clone();
     // Every second: a busy region expires a few thousand claims a second,
@@ -162,6 +150,8 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
     // outbox until home takes it.
     key_set.ask_certification(clock.now()).await?;
     Ok(Region {
+        supervisor: sup,
+        failures,
         config: Arc::new(config),
         registry: Registry::new(store.clone()),
         store,
@@ -191,6 +181,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
 /// A read region's link to home over HTTP/2: the replicator pulling the
 /// log, the nonce feed, and the uplink shipping the outbox.
 async fn start_replica(
+    sup: &ActorRef<SupervisorMsg>,
     config: &NodeConfig,
     store: &Store,
     clock: &SharedClock,
@@ -215,15 +206,32 @@ async fn start_replica(
     let status = Arc::new(ReplicationStatus::default());
     let args =
         ReplicatorArgs { store: store.clone(), link: link.clone(), clock: clock.clone(), status: status.clone() };
-    let (replicator, _) = Actor::spawn(None, Replicator, args).await.map_err(|e| e.to_string())?;
+    let replicator = child(sup, "replicator", Replicator, args).await?;
     let feed_args = NonceFeedArgs { link: link.clone(), nonces: nonces.clone(), status: status.clone() };
-    let (nonce_feed, _) = Actor::spawn(None, NonceFeed, feed_args).await.map_err(|e| e.to_string())?;
+    let nonce_feed = child(sup, "nonce_feed", NonceFeed, feed_args).await?;
     let uplink_args =
         UplinkArgs { store: store.clone(), link: link.clone(), region: config.region.clone(), status: status.clone() };
-    let (uplink, _) = Actor::spawn(None, Uplink, uplink_args).await.map_err(|e| e.to_string())?;
+    let uplink = child(sup, "uplink", Uplink, uplink_args).await?;
     uplink.send_interval(std::time::Duration::from_millis(UPLINK_INTERVAL_MS), || UplinkMsg::Ship);
     Ok(Replica { replicator, uplink, nonce_feed, status, link, outbox, introductions: Default::default() })
 }
 
 /// How often a read region ships its outbox: part of the replay window.
 const UPLINK_INTERVAL_MS: u64 = 20;
+
+/// Spawns an actor as a child of the region's supervisor, which watches it
+/// under `name`.
+async fn child<A: Actor>(
+    sup: &ActorRef<SupervisorMsg>,
+    name: impl Into<String>,
+    actor: A,
+    args: A::Arguments,
+) -> Result<ActorRef<A::Msg>, String> {
+    let name = name.into();
+    let (child, _) =
+        Actor::spawn_linked(None, actor, args, sup.get_cell()).await.map_err(|e| format!("{name}: {e}"))?;
+    let cell = child.get_cell();
+    ractor::call!(sup, |reply| SupervisorMsg::Adopt { name, cell, restart: None, reply })
+        .map_err(|e| format!("the supervisor: {e}"))?;
+    Ok(child)
+}

@@ -46,7 +46,10 @@ pub async fn readiness(state: &Region) -> (bool, Value) {
     };
     // Receipts are signed only by a key home certified.
     let certified = state.key_set.signer(state.clock.now()).is_some();
-    let ready = ready && certified;
+    // A node never serves on with an actor that failed and did not come back.
+    let failed = state.failures.list();
+    let ready = ready && certified && failed.is_empty();
+    body["failed_actors"] = json!(failed);
     body["receipt_key_certified"] = json!(certified);
     body["region"] = json!(state.config.region);
     body["ready"] = json!(ready);

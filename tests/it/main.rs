@@ -22,6 +22,7 @@ mod retrieval;
 mod sandbox;
 mod search;
 mod shutdown;
+mod supervision;
 mod transparency;
 mod up;
 mod url_flagged;

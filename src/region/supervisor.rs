@@ -1,0 +1,265 @@
+//! The region's supervisor: the parent of every actor of a node. When an
+//! actor fails (a panic, or an error out of its handler) or stops when it
+//! should not, the supervisor starts it again from its stored state if it
+//! can; if it cannot (or the restart fails), the actor is named, with its
+//! reason, among the region's failures, and `/readyz` answers unready until
+//! the node is restarted: a node never serves on with a dead actor.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+
+/// Starts an actor again, linked to the supervisor, and points its mailbox
+/// at it. Answers the new actor's cell.
+pub type Restart =
+    Box<dyn Fn(ActorCell) -> Pin<Box<dyn Future<Output = Result<ActorCell, String>> + Send>> + Send + Sync>;
+
+/// The actors that failed and could not be brought back: name → reason.
+#[derive(Clone, Default)]
+pub struct Failures(Arc<Mutex<BTreeMap<String, String>>>);
+
+impl Failures {
+    pub fn list(&self) -> BTreeMap<String, String> {
+        self.0.lock().map(|f| f.clone()).unwrap_or_default()
+    }
+
+    fn set(&self, name: &str, reason: String) {
+        if let Ok(mut failures) = self.0.lock() {
+            failures.insert(name.to_owned(), reason);
+        }
+    }
+
+    fn clear(&self, name: &str) {
+        if let Ok(mut failures) = self.0.lock() {
+            failures.remove(name);
+        }
+    }
+}
+
+/// One supervised actor, as `Observe` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildState {
+    pub name: String,
+    pub restarts: u32,
+    pub failed: Option<String>,
+}
+
+pub enum SupervisorMsg {
+    /// Supervises `cell` under `name`; `restart` brings it back after a
+    /// failure. Answered once adopted, so no failure can come before.
+    Adopt {
+        name: String,
+        cell: ActorCell,
+        restart: Option<Restart>,
+        reply: RpcReplyPort<()>,
+    },
+    /// The node is stopping: actors that stop now are not failures.
+    Stopping(RpcReplyPort<()>),
+    Observe(RpcReplyPort<Vec<ChildState>>),
+}
+
+struct Child {
+    name: String,
+    restart: Option<Restart>,
+    restarts: u32,
+}
+
+pub struct SupervisorState {
+    children: BTreeMap<ActorId, Child>,
+    failures: Failures,
+    stopping: bool,
+}
+
+pub struct Supervisor;
+
+/// How many times one actor is restarted before it is left failed: an
+/// actor that fails on every start would otherwise spin.
+const MAX_RESTARTS: u32 = 5;
+
+impl Actor for Supervisor {
+    type Msg = SupervisorMsg;
+    type State = SupervisorState;
+    type Arguments = Failures;
+
+    async fn pre_start(
+        &self,
+        _: ActorRef<SupervisorMsg>,
+        failures: Failures,
+    ) -> Result<SupervisorState, ActorProcessingErr> {
+        Ok(SupervisorState { children: BTreeMap::new(), failures, stopping: false })
+    }
+
+    async fn handle(
+        &self,
+        _: ActorRef<SupervisorMsg>,
+        msg: SupervisorMsg,
+        state: &mut SupervisorState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            SupervisorMsg::Adopt { name, cell, restart, reply } => {
+                state.children.insert(cell.get_id(), Child { name, restart, restarts: 0 });
+                let _ = reply.send(());
+            }
+            SupervisorMsg::Stopping(reply) => {
+                state.stopping = true;
+                let _ = reply.send(());
+            }
+            SupervisorMsg::Observe(reply) => {
+                let failures = state.failures.list();
+                let children = state
+                    .children
+                    .values()
+                    .map(|c| ChildState {
+                        name: c.name.clone(),
+                        restarts: c.restarts,
+                        failed: failures.get(&c.name).cloned(),
+                    })
+                    .collect();
+                let _ = reply.send(children);
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        me: ActorRef<SupervisorMsg>,
+        event: SupervisionEvent,
+        state: &mut SupervisorState,
+    ) -> Result<(), ActorProcessingErr> {
+        let (cell, reason) = match event {
+            SupervisionEvent::ActorFailed(cell, error) => (cell, format!("failed: {error}")),
+            SupervisionEvent::ActorTerminated(cell, _, why) => {
+                (cell, format!("stopped: {}", why.unwrap_or_else(|| "without a reason".into())))
+            }
+            _ => return Ok(()),
+        };
+        let Some(mut child) = state.children.remove(&cell.get_id()) else { return Ok(()) };
+        if state.stopping {
+            return Ok(());
+        }
+        tracing::error!(actor = %child.name, %reason, "an actor stopped");
+        let restarted = match &child.restart {
+            Some(_) if child.restarts >= MAX_RESTARTS => {
+                Err(format!("{reason}; not restarted after {MAX_RESTARTS} restarts"))
+            }
+            Some(restart) => restart(me.get_cell()).await.map_err(|e| format!("{reason}; its restart failed: {e}")),
+            None => Err(format!("{reason}; it cannot be restarted while the node runs")),
+        };
+        match restarted {
+            Ok(new) => {
+                child.restarts += 1;
+                tracing::warn!(actor = %child.name, restarts = child.restarts, "actor restarted from its stored state");
+                state.failures.clear(&child.name);
+                state.children.insert(new.get_id(), child);
+            }
+            Err(reason) => {
+                tracing::error!(actor = %child.name, %reason, "the region is unready");
+                state.failures.set(&child.name, reason);
+                // Kept under its old id, so Observe still lists it.
+                state.children.insert(cell.get_id(), child);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// An actor that panics when told to.
+    struct Fragile;
+
+    enum FragileMsg {
+        Panic,
+        Ping(RpcReplyPort<()>),
+    }
+
+    impl Actor for Fragile {
+        type Msg = FragileMsg;
+        type State = ();
+        type Arguments = ();
+
+        async fn pre_start(&self, _: ActorRef<FragileMsg>, _: ()) -> Result<(), ActorProcessingErr> {
+            Ok(())
+        }
+
+        async fn handle(&self, _: ActorRef<FragileMsg>, msg: FragileMsg, _: &mut ()) -> Result<(), ActorProcessingErr> {
+            match msg {
+                FragileMsg::Panic => panic!("told to"),
+                FragileMsg::Ping(reply) => {
+                    let _ = reply.send(());
+                }
+            }
+            Ok(())
+        }
+    }
+
+    async fn settle(failures: &Failures, name: &str, failed: bool) {
+        for _ in 0..200 {
+            if failures.list().contains_key(name) == failed {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_actor_is_restarted_or_named_among_the_failures() {
+        let failures = Failures::default();
+        let (sup, _) = Actor::spawn(None, Supervisor, failures.clone()).await.unwrap();
+        let spawn = |sup: ActorCell| async move {
+            Actor::spawn_linked(None, Fragile, (), sup).await.map(|(a, _)| a).map_err(|e| e.to_string())
+        };
+
+        // Restartable: after its panic a new one answers, and nothing is failed.
+        let restarted: Arc<Mutex<Option<ActorRef<FragileMsg>>>> = Arc::default();
+        let first = spawn(sup.get_cell()).await.unwrap();
+        let slot = restarted.clone();
+        let restart: Restart = Box::new(move |cell| {
+            let slot = slot.clone();
+            Box::pin(async move {
+                let actor = spawn(cell).await?;
+                *slot.lock().unwrap() = Some(actor.clone());
+                Ok(actor.get_cell())
+            })
+        });
+        let cell = first.get_cell();
+        ractor::call!(sup, |reply| SupervisorMsg::Adopt { name: "mended".into(), cell, restart: Some(restart), reply })
+            .unwrap();
+        first.send_message(FragileMsg::Panic).unwrap();
+        for _ in 0..200 {
+            if restarted.lock().unwrap().is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let second = restarted.lock().unwrap().clone().expect("restarted");
+        ractor::call!(second, FragileMsg::Ping).unwrap();
+        assert!(failures.list().is_empty());
+
+        // Not restartable: named with its reason until the node restarts.
+        let lone = spawn(sup.get_cell()).await.unwrap();
+        let cell = lone.get_cell();
+        ractor::call!(sup, |reply| SupervisorMsg::Adopt { name: "lone".into(), cell, restart: None, reply }).unwrap();
+        lone.send_message(FragileMsg::Panic).unwrap();
+        settle(&failures, "lone", true).await;
+        let reason = failures.list().get("lone").cloned().expect("named among the failures");
+        assert!(reason.contains("told to") && reason.contains("cannot be restarted"), "{reason}");
+        let observed = ractor::call!(sup, SupervisorMsg::Observe).unwrap();
+        let mended = observed.iter().find(|c| c.name == "mended").unwrap();
+        assert_eq!((mended.restarts, mended.failed.is_none()), (1, true));
+
+        // Stopping: an actor stopped on purpose is no failure.
+        ractor::call!(sup, SupervisorMsg::Stopping).unwrap();
+        second.stop_and_wait(None, Some(Duration::from_secs(5))).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!failures.list().contains_key("mended"));
+    }
+}
