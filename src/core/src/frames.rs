@@ -1,17 +1,23 @@
 //! Replication frames: how log entries travel from home to a read region.
 //!
 //! A frame is `seq` (8 bytes, big-endian), the payload's length (4 bytes,
-//! big-endian), the payload (the entry, opaque here), and a checksum: the
-//! first 8 bytes of SHA-256 over everything before it. A reader takes frames
-//! in order and stops at the first one that is cut short, fails its
-//! checksum, or does not carry the next sequence number: what came before
-//! it is good, and the rest is fetched again. Nothing after a bad frame is
-//! ever handed out, so a region never applies a gap or a corrupt entry.
+//! big-endian), the payload, and a checksum: the first 8 bytes of SHA-256
+//! over everything before it. The payload is a version byte ([`VERSION`])
+//! and the entry (opaque here; version 1 is the caller's postcard entry). A
+//! reader takes frames in order and stops at the first one that is cut
+//! short, fails its checksum, carries a version it does not know, or does
+//! not carry the next sequence number: what came before it is good, and the
+//! rest is fetched again. Nothing after a bad frame is ever handed out, so a
+//! region never applies a gap, a corrupt entry or one it would misread.
 
 use sha2::{Digest, Sha256};
 
 const HEADER: usize = 12;
 const CHECKSUM: usize = 8;
+
+/// The version byte each payload begins with: the layout of the entry that
+/// follows it. A reader refuses any other.
+pub const VERSION: u8 = 1;
 
 /// The largest payload a frame may carry; a longer declared length is
 /// corruption, refused before anything is read past it.
@@ -28,6 +34,10 @@ pub enum FrameError {
     Gap { expected: u64, got: u64 },
     #[error("frame {seq} declares {len} bytes, beyond the limit")]
     TooLarge { seq: u64, len: usize },
+    #[error("frame {seq} has version {version}, which this reader does not know (it reads version {VERSION})")]
+    UnknownVersion { seq: u64, version: u8 },
+    #[error("frame {seq} is empty: it has no version byte")]
+    Empty { seq: u64 },
 }
 
 fn checksum(bytes: &[u8]) -> [u8; CHECKSUM] {
@@ -37,18 +47,27 @@ fn checksum(bytes: &[u8]) -> [u8; CHECKSUM] {
     out
 }
 
-/// Appends one frame to `out`.
-pub fn encode(seq: u64, payload: &[u8], out: &mut Vec<u8>) {
+/// Appends one frame carrying `entry` to `out`, its payload the version
+/// byte and the entry.
+pub fn encode(seq: u64, entry: &[u8], out: &mut Vec<u8>) {
+    encode_versioned(seq, VERSION, entry, out)
+}
+
+/// Appends one frame whose payload is `version` and `entry` (tests make
+/// frames of other versions with it).
+pub fn encode_versioned(seq: u64, version: u8, entry: &[u8], out: &mut Vec<u8>) {
     let start = out.len();
     out.extend_from_slice(&seq.to_be_bytes());
-    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-    out.extend_from_slice(payload);
+    out.extend_from_slice(&((entry.len() + 1) as u32).to_be_bytes());
+    out.push(version);
+    out.extend_from_slice(entry);
     let sum = checksum(&out[start..]);
     out.extend_from_slice(&sum);
 }
 
-/// The frames of `bytes` that follow `after` with no gap, in order, and why
-/// reading stopped early, if it did.
+/// The entries of the frames of `bytes` that follow `after` with no gap, in
+/// order (each without its version byte), and why reading stopped early, if
+/// it did.
 pub fn decode(bytes: &[u8], after: u64) -> (Vec<(u64, &[u8])>, Option<FrameError>) {
     let mut frames = Vec::new();
     let mut rest = bytes;
@@ -82,10 +101,17 @@ fn next_frame(bytes: &[u8], expected: u64) -> Result<(u64, &[u8], usize), FrameE
     if checksum(&bytes[..end]) != sum {
         return Err(FrameError::Corrupt { seq });
     }
+    // A frame of a version this reader does not know is refused before
+    // anything else is judged of it: its entry would be misread.
+    let entry = match bytes[HEADER..end].split_first() {
+        Some((&VERSION, entry)) => entry,
+        Some((&version, _)) => return Err(FrameError::UnknownVersion { seq, version }),
+        None => return Err(FrameError::Empty { seq }),
+    };
     if seq != expected {
         return Err(FrameError::Gap { expected, got: seq });
     }
-    Ok((seq, &bytes[HEADER..end], end + CHECKSUM))
+    Ok((seq, entry, end + CHECKSUM))
 }
 
 #[cfg(test)]
@@ -150,5 +176,36 @@ mod tests {
         huge.extend_from_slice(&1u64.to_be_bytes());
         huge.extend_from_slice(&u32::MAX.to_be_bytes());
         assert_eq!(decode(&huge, 0).1, Some(FrameError::TooLarge { seq: 1, len: u32::MAX as usize }));
+    }
+
+    #[test]
+    fn a_frame_of_an_unknown_version_stops_the_reader_and_names_the_version() {
+        let mut bytes = frames(&[1]);
+        encode_versioned(2, VERSION + 1, b"entry 2", &mut bytes);
+        encode(3, b"entry 3", &mut bytes);
+        let (got, stopped) = decode(&bytes, 0);
+        assert_eq!(got, vec![(1, &b"entry 1"[..])], "nothing from the unknown frame on");
+        assert_eq!(stopped, Some(FrameError::UnknownVersion { seq: 2, version: 2 }));
+        assert!(stopped.unwrap().to_string().contains("version 2"));
+        // A payload with no version byte at all is refused too.
+        let mut empty = Vec::new();
+        empty.extend_from_slice(&1u64.to_be_bytes());
+        empty.extend_from_slice(&0u32.to_be_bytes());
+        let sum = checksum(&empty);
+        empty.extend_from_slice(&sum);
+        assert_eq!(decode(&empty, 0), (vec![], Some(FrameError::Empty { seq: 1 })));
+    }
+
+    #[test]
+    fn the_version_byte_leads_the_payload() {
+        let mut bytes = Vec::new();
+        encode(7, b"xy", &mut bytes);
+        let mut expected = Vec::new();
+        expected.extend_from_slice(&7u64.to_be_bytes());
+        expected.extend_from_slice(&3u32.to_be_bytes());
+        expected.extend_from_slice(&[VERSION, b'x', b'y']);
+        let sum = checksum(&expected);
+        expected.extend_from_slice(&sum);
+        assert_eq!(bytes, expected);
     }
 }
