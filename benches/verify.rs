@@ -24,8 +24,8 @@ use svc::node::Node;
 use svc::sandbox::corpus::{Sizes, generate};
 use svc::sandbox::seed::ensure_seeded;
 use svc::store::cf;
-use svc::store::model::PendingLeaf;
 use svc::store::model::RecordHead;
+use svc::store::model::{LeafKind, PendingLeaf};
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
@@ -152,7 +152,7 @@ fn main() {
         for i in 0..leaves {
             let data = format!("{{\"bench\":{i}}}").into_bytes();
             let key = svc_core::merkle::leaf_hash(&data);
-            batch.put(cf::TLOG_PENDING, &key, &PendingLeaf { kind: "bench".into(), data, queued_at: now });
+            batch.put(cf::TLOG_PENDING, &key, &PendingLeaf { kind: LeafKind::Seal, data, queued_at: now });
         }
         batch.commit().unwrap();
         let started = Instant::now();

@@ -4,41 +4,9 @@
 
 use svc_core::time::UnixMs;
 
+use crate::store::keys;
 use crate::store::model::*;
-use crate::store::{Store, StoreResult, be, cf, key};
-
-/// Key layouts, shared by readers and the writers that build changes.
-pub mod keys {
-    use super::*;
-
-    pub fn certificate(business_uuid: &str, issued_at: UnixMs, cert_id: &str) -> Vec<u8> {
-        key(&[business_uuid.as_bytes(), &be(issued_at.0 as u64), cert_id.as_bytes()])
-    }
-    pub fn mandate(key_id: &str, mandate_id: &str) -> Vec<u8> {
-        key(&[key_id.as_bytes(), mandate_id.as_bytes()])
-    }
-    pub fn custody(business_uuid: &str, issued_at: UnixMs, statement_id: &str) -> Vec<u8> {
-        key(&[business_uuid.as_bytes(), &be(issued_at.0 as u64), statement_id.as_bytes()])
-    }
-    pub fn ai_policy(business_uuid: &str, version: u64) -> Vec<u8> {
-        key(&[business_uuid.as_bytes(), &be(version)])
-    }
-    pub fn block(business_uuid: &str, group_id: &str) -> Vec<u8> {
-        key(&[business_uuid.as_bytes(), group_id.as_bytes()])
-    }
-    pub fn catalogue(business_uuid: &str, record_type: &str, record_id: &str) -> Vec<u8> {
-        key(&[business_uuid.as_bytes(), record_type.as_bytes(), record_id.as_bytes()])
-    }
-    pub fn version(record_id: &str, generation: u64) -> Vec<u8> {
-        key(&[record_id.as_bytes(), &be(generation)])
-    }
-    /// Records of a business by type, for the catalogue: uuid, type, id.
-    pub fn prefix(parts: &[&str]) -> Vec<u8> {
-        let mut k = key(&parts.iter().map(|p| p.as_bytes()).collect::<Vec<_>>());
-        k.push(0);
-        k
-    }
-}
+use crate::store::{Store, StoreResult, cf};
 
 #[derive(Clone)]
 pub struct Registry {

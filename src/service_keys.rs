@@ -10,13 +10,13 @@ use svc_core::keys::{Alg, SigningKey};
 use svc_core::keyset::{KeyEntry, Purpose};
 use svc_core::time::UnixMs;
 
-use crate::store::{Store, StoreResult, cf};
+use crate::store::{Store, StoreResult, cf, keys};
 
-const META_KEY: &[u8] = b"service_key_seeds";
+const META_KEY: &[u8] = keys::meta::SERVICE_KEY_SEEDS;
 /// Home's successors of its own keys, oldest first (`rotate`).
-const ROTATIONS_KEY: &[u8] = b"service_key_rotations";
+const ROTATIONS_KEY: &[u8] = keys::meta::SERVICE_KEY_ROTATIONS;
 /// When the seeds were drawn: the keys' `valid_from` in the key set.
-const CREATED_KEY: &[u8] = b"service_keys_created_at";
+const CREATED_KEY: &[u8] = keys::meta::SERVICE_KEYS_CREATED_AT;
 
 #[derive(Clone, Serialize, Deserialize)]
 struct Seeds {

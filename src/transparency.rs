@@ -11,16 +11,8 @@ use svc_core::tlog::Tree;
 use tokio::sync::RwLock;
 
 use crate::replication::Change;
-use crate::store::model::{LogCheckpoint, LogLeaf, PendingLeaf, ReceiptRoot};
+use crate::store::model::{LeafKind, LogCheckpoint, LogLeaf, PendingLeaf, ReceiptRoot};
 use crate::store::{Batch, Store, StoreResult, be, cf};
-
-/// The kinds of leaf the log holds.
-pub mod kind {
-    pub const SEAL: &str = "seal";
-    pub const KEY_ADDED: &str = "key_added";
-    pub const KEY_REVOKED: &str = "key_revoked";
-    pub const RECEIPT_MINUTE: &str = "receipt_minute";
-}
 
 /// The log's origin (its checkpoints' first line and key name): the
 /// deployment's public host, so sandbox and production logs never mix.
@@ -28,19 +20,19 @@ pub fn origin(public_authority: &str) -> String {
     format!("{public_authority}/log")
 }
 
-fn pending(kind: &'static str, data: Vec<u8>, now: UnixMs) -> (Hash, PendingLeaf) {
-    (merkle::leaf_hash(&data), PendingLeaf { kind: kind.into(), data, queued_at: now })
+fn pending(kind: LeafKind, data: Vec<u8>, now: UnixMs) -> (Hash, PendingLeaf) {
+    (merkle::leaf_hash(&data), PendingLeaf { kind, data, queued_at: now })
 }
 
 /// Queues a leaf in a publisher change, so it lands with what it records.
 /// The same leaf queued twice (a batch resent) is one leaf.
-pub fn queue(change: &mut Change, kind: &'static str, data: Vec<u8>, now: UnixMs) {
+pub fn queue(change: &mut Change, kind: LeafKind, data: Vec<u8>, now: UnixMs) {
     let (key, leaf) = pending(kind, data, now);
     change.put(cf::TLOG_PENDING, &key, &leaf);
 }
 
 /// Queues a leaf in a home-only write (receipt minute roots).
-pub fn queue_in_batch(batch: &mut Batch<'_>, kind: &'static str, data: Vec<u8>, now: UnixMs) {
+pub fn queue_in_batch(batch: &mut Batch<'_>, kind: LeafKind, data: Vec<u8>, now: UnixMs) {
     let (key, leaf) = pending(kind, data, now);
     batch.put(cf::TLOG_PENDING, &key, &leaf);
 }

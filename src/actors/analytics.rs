@@ -10,9 +10,9 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use svc_core::analytics::hour_of;
 
 use crate::store::model::{HourCounts, StoredReceipt, UsageKind};
-use crate::store::{Store, be, cf, key};
+use crate::store::{Store, be, cf, keys};
 
-const APPLIED_KEY: &[u8] = b"analytics_applied_seq";
+const APPLIED_KEY: &[u8] = keys::meta::ANALYTICS_APPLIED_SEQ;
 /// Receipts read per step. Small, with a yield between steps: a tick runs
 /// on a worker that also serves searches, and must not hold it for long.
 const BATCH: usize = 250;
@@ -21,25 +21,6 @@ pub enum AnalyticsMsg {
     /// Fold whatever the receipt log holds beyond the applied sequence.
     Tick,
     Observe(RpcReplyPort<u64>),
-}
-
-/// The analytics key: business, hour, country (empty for a fetch), group.
-pub fn analytics_key(business_uuid: &str, hour_ms: i64, country: &str, group_id: &str) -> Vec<u8> {
-    let mut k = key(&[business_uuid.as_bytes(), b""]);
-    k.extend_from_slice(&be(hour_ms.max(0) as u64));
-    k.push(0);
-    k.extend_from_slice(&key(&[country.as_bytes(), group_id.as_bytes()]));
-    k
-}
-
-/// Reads an analytics key back: (hour ms, country, group id), after the
-/// business prefix.
-pub fn parse_analytics_key(rest: &[u8]) -> Option<(i64, String, String)> {
-    let hour = i64::from_be_bytes(rest.get(..8)?.try_into().ok()?);
-    let mut parts = rest.get(9..)?.splitn(2, |b| *b == 0);
-    let country = String::from_utf8(parts.next()?.to_vec()).ok()?;
-    let group = String::from_utf8(parts.next()?.to_vec()).ok()?;
-    Some((hour, country, group))
 }
 
 pub struct Analytics;
@@ -59,7 +40,7 @@ impl AnalyticsState {
             let hour = hour_of(receipt.served_at).0;
             let country = receipt.country.as_deref().unwrap_or_default();
             for business in &receipt.businesses {
-                let counts = deltas.entry(analytics_key(business, hour, country, &receipt.group_id)).or_default();
+                let counts = deltas.entry(keys::analytics(business, hour, country, &receipt.group_id)).or_default();
                 match receipt.kind {
                     UsageKind::Search => counts.searches += 1,
                     UsageKind::Fetch => counts.fetches += 1,
@@ -117,20 +98,5 @@ impl Actor for Analytics {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_read_back_and_sort_by_hour_within_a_business() {
-        let a = analytics_key("b1", 3_600_000, "FR", "g1");
-        let b = analytics_key("b1", 7_200_000, "", "g2");
-        assert!(a < b);
-        let prefix = key(&[b"b1".as_slice(), b""]);
-        assert_eq!(parse_analytics_key(&a[prefix.len()..]), Some((3_600_000, "FR".into(), "g1".into())));
-        assert_eq!(parse_analytics_key(&b[prefix.len()..]), Some((7_200_000, String::new(), "g2".into())));
     }
 }

@@ -17,10 +17,10 @@ use svc_core::time::UnixMs;
 
 use crate::replication::exchange::{LeaseAsk, LeaseGrant, Outgoing, Report, ReportTaken, Sequence};
 use crate::store::model::{Allowance, DayUsage, GrantedLease, HeldLease, UsageEvent, UsageKind};
-use crate::store::{Batch, Store, be, cf, key};
+use crate::store::{Batch, Store, be, cf, keys};
 
 /// Where home keeps its last lease id.
-const LEASE_SEQ: &[u8] = b"lease_seq";
+const LEASE_SEQ: &[u8] = keys::meta::LEASE_SEQ;
 
 /// A unit held for a request while it is served.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,14 +134,6 @@ pub struct BillingState {
     leases: HashMap<String, HeldLease>,
 }
 
-fn usage_key(key_id: &str, nonce: &str) -> Vec<u8> {
-    key(&[key_id.as_bytes(), nonce.as_bytes()])
-}
-
-fn day_key(company_uuid: &str, day: &str) -> Vec<u8> {
-    key(&[company_uuid.as_bytes(), day.as_bytes()])
-}
-
 /// The UTC day of a moment, `YYYY-MM-DD`.
 pub fn day_of(at: UnixMs) -> String {
     at.to_rfc3339_secs()[..10].to_owned()
@@ -187,11 +179,11 @@ impl<'a> Tally<'a> {
     /// Counts a usage event unless its (key id, nonce) was counted before;
     /// answers whether it was counted now.
     fn count(&mut self, batch: &mut Batch<'_>, event: &UsageEvent) -> Result<bool, String> {
-        let k = usage_key(&event.key_id, &event.nonce);
+        let k = keys::usage(&event.key_id, &event.nonce);
         if self.counted.contains(&k) || self.store.contains(cf::USAGE, &k).map_err(|e| e.to_string())? {
             return Ok(false);
         }
-        let day = day_key(&event.company_uuid, &day_of(event.at));
+        let day = keys::usage_day(&event.company_uuid, &day_of(event.at));
         if !self.days.contains_key(&day) {
             let found = self.store.get(cf::USAGE_DAYS, &day).map_err(|e| e.to_string())?.unwrap_or_default();
             self.days.insert(day.clone(), found);
@@ -330,8 +322,8 @@ impl BillingState {
     }
 
     fn usage(&self, company_uuid: &str, from_day: &str, to_day: &str) -> Result<UsageReport, String> {
-        let prefix = key(&[company_uuid.as_bytes(), b""]);
-        let from = day_key(company_uuid, from_day);
+        let prefix = keys::prefix(&[company_uuid]);
+        let from = keys::usage_day(company_uuid, from_day);
         let rows = self.store.scan::<DayUsage>(cf::USAGE_DAYS, &prefix, Some(&from), 400).map_err(|e| e.to_string())?;
         let days = rows
             .into_iter()

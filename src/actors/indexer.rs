@@ -16,9 +16,9 @@ use crate::replication::{Op, decode, entries_after};
 use crate::search::doc::{Blocked, IndexDoc, index_doc};
 use crate::search::shard_of;
 use crate::store::model::{RecordHead, RecordState};
-use crate::store::{Store, cf};
+use crate::store::{Store, cf, keys};
 
-const APPLIED_KEY: &[u8] = b"index_applied_seq";
+const APPLIED_KEY: &[u8] = keys::meta::INDEX_APPLIED_SEQ;
 /// Entries read per step.
 const BATCH: usize = 2_000;
 /// The shortest time between two index commits. Entries arriving after a
@@ -113,9 +113,8 @@ impl IndexerState {
             for op in entry.ops {
                 match op {
                     Op::Put { cf: name, value, .. } if name == cf::RECORDS => {
-                        if let Some(head) = decode::<RecordHead>(&value)
-                            && let Some(change) = self.record_change(&head, &mut blocks)?
-                        {
+                        let head = decode::<RecordHead>(cf::RECORDS, &value).map_err(|e| e.to_string())?;
+                        if let Some(change) = self.record_change(&head, &mut blocks)? {
                             changes.insert(head.record_id.clone(), change);
                         }
                     }

@@ -14,10 +14,10 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use svc_core::time::UnixMs;
 
 use crate::replication::exchange::{Claimed, FeedEntry, Outgoing, Sequence};
-use crate::store::{Store, StoreResult, be, cf, from_be, key};
+use crate::store::{Store, StoreResult, be, cf, from_be, keys};
 
 /// Where the feed cursor of a read region is kept.
-const FEED_CURSOR: &[u8] = b"nonce_feed_cursor";
+const FEED_CURSOR: &[u8] = keys::meta::NONCE_FEED_CURSOR;
 /// Feed entries read per purge step at home. The feed is read to find how
 /// far its head expired; the purge re-queues itself behind the claims that
 /// arrived meanwhile, so no step holds them long.
@@ -137,27 +137,6 @@ impl Held {
     }
 }
 
-/// A claim's stored key: its expiry first, so a purge deletes every expired
-/// claim with one range tombstone instead of a delete per claim (which cost
-/// the serving workers a burst of memtable inserts every second).
-fn nonce_key(expires: i64, key_id: &str, nonce: &str) -> Vec<u8> {
-    [&expiry_key(expires)[..], &key(&[key_id.as_bytes(), nonce.as_bytes()])].concat()
-}
-
-/// Where the claims expiring at `secs` begin (an expiry before 1970 sorts
-/// with 0).
-fn expiry_key(secs: i64) -> [u8; 8] {
-    be(secs.max(0) as u64)
-}
-
-/// The claim a stored key names: expiry, key id and nonce.
-fn claim_of(k: &[u8]) -> Option<(i64, String, String)> {
-    let expires = i64::try_from(from_be(k.get(..8)?)?).ok()?;
-    let mut parts = k[8..].splitn(2, |b| *b == 0);
-    let (key_id, nonce) = (parts.next()?, parts.next()?);
-    Some((expires, String::from_utf8(key_id.to_vec()).ok()?, String::from_utf8(nonce.to_vec()).ok()?))
-}
-
 /// The claims the store holds, those of an older build rekeyed first.
 fn load_claims(store: &Store) -> StoreResult<Held> {
     let rekeyed = rekey_claims_by_expiry(store)?;
@@ -168,7 +147,7 @@ fn load_claims(store: &Store) -> StoreResult<Held> {
     for (k, ()) in store.scan::<()>(cf::NONCES, &[], None, usize::MAX)? {
         // A claim held again after it expired is stored twice: the later
         // expiry wins.
-        if let Some((expires, key_id, nonce)) = claim_of(&k)
+        if let Some((expires, key_id, nonce)) = keys::parse_nonce(&k)
             && held.get(&(key_id.clone(), nonce.clone())).is_none_or(|held| held < expires)
         {
             held.insert((key_id, nonce), expires);
@@ -188,8 +167,8 @@ fn rekey_claims_by_expiry(store: &Store) -> StoreResult<usize> {
     }
     let mut batch = store.batch();
     for (k, expires) in &legacy {
-        // The old key is the key id and nonce as `nonce_key` joins them.
-        batch.put_raw(cf::NONCES, &[&expiry_key(*expires)[..], k].concat(), &[]);
+        // The old key is the key id and nonce as `keys::nonce` joins them.
+        batch.put(cf::NONCES, &[&keys::nonce_expiry(*expires)[..], k].concat(), &());
         batch.delete(cf::NONCES, k);
     }
     batch.commit()?;
@@ -210,7 +189,7 @@ impl NonceState {
             if self.is_held(&k, now_secs) || fresh.iter().any(|(f, _)| *f == k) {
                 continue;
             }
-            batch.put_raw(cf::NONCES, &nonce_key(claimed.expires_secs, &k.0, &k.1), &[]);
+            batch.put(cf::NONCES, &keys::nonce(claimed.expires_secs, &k.0, &k.1), &());
             match (&self.role, from_feed) {
                 (NonceRole::Home { feed }, _) => {
                     feed.append(&mut batch, &claimed);
@@ -248,7 +227,7 @@ impl NonceState {
         let expired = self.held.take_expired(cutoff);
         let mut batch = self.store.batch();
         if !expired.is_empty() {
-            batch.delete_range(cf::NONCES, &expiry_key(0), &expiry_key(cutoff));
+            batch.delete_range(cf::NONCES, &keys::nonce_expiry(0), &keys::nonce_expiry(cutoff));
         }
         let mut more = false;
         let mut dropped_to = self.feed_dropped;
@@ -386,7 +365,7 @@ mod tests {
     /// The claims the store holds, as (expires, key id, nonce), by expiry.
     fn stored(store: &Store) -> Vec<(i64, String, String)> {
         let keys: Vec<(Vec<u8>, ())> = store.scan(cf::NONCES, &[], None, usize::MAX).unwrap();
-        keys.iter().map(|(k, ())| claim_of(k).expect("a claim's key")).collect()
+        keys.iter().map(|(k, ())| keys::parse_nonce(k).expect("a claim's key")).collect()
     }
 
     // rule: R5.36, R5.38
@@ -436,8 +415,8 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         // The older layout: key id, nonce → expires.
         let mut batch = store.batch();
-        batch.put(cf::NONCES, &key(&[b"k", b"n1"]), &5_000i64);
-        batch.put(cf::NONCES, &key(&[b"k", b"n2"]), &1_000i64);
+        batch.put(cf::NONCES, &keys::key(&[b"k", b"n1"]), &5_000i64);
+        batch.put(cf::NONCES, &keys::key(&[b"k", b"n2"]), &1_000i64);
         batch.commit().unwrap();
         let held = load_claims(&store).unwrap();
         assert_eq!(

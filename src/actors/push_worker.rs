@@ -10,9 +10,10 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use crate::actors::publisher::{Flags, PublisherMsg};
 use crate::blocklist::Blocklist;
 use crate::clock::SharedClock;
-use crate::publish::{CHUNK, leaf_key};
+use crate::publish::CHUNK;
 use crate::store::model::{PushLeaf, PushRecord};
-use crate::store::{Store, cf, key};
+use crate::store::{Store, cf, keys};
+use svc_core::publish::outcome::Outcome;
 
 pub enum PushWorkerMsg {
     /// Process (or resume) a push.
@@ -55,13 +56,13 @@ pub async fn flag_chunk(
     chunk: u64,
 ) -> Result<Flags, String> {
     let Some(blocklist) = blocklist else { return Ok(Flags::new()) };
-    let prefix = key(&[push_id.as_bytes()]);
-    let from = leaf_key(push_id, chunk * CHUNK as u64);
+    let prefix = keys::push_leaves(push_id);
+    let from = keys::push_leaf(push_id, chunk * CHUNK as u64);
     let leaves: Vec<(Vec<u8>, PushLeaf)> =
         store.scan(cf::PUSH_RESULTS, &prefix, Some(&from), CHUNK).unwrap_or_default();
     let urls: Vec<(u64, Vec<(String, String)>)> = leaves
         .into_iter()
-        .filter(|(k, leaf)| k.len() == prefix.len() + 9 && leaf.outcome == "pending")
+        .filter(|(k, leaf)| k.len() == prefix.len() + 9 && leaf.outcome == Outcome::Pending)
         .filter_map(|(_, leaf)| {
             let value: serde_json::Value = serde_json::from_slice(&leaf.bytes).ok()?;
             Some((leaf.leaf_index, svc_core::records::urls(&value)))

@@ -31,9 +31,9 @@ use crate::actors::receipt_log::put_leaf;
 use crate::clock::SharedClock;
 use crate::replication::exchange::{Outgoing, Sequence};
 use crate::store::model::{ReceiptLeaf, ReceiptRoot, StoredReceipt};
-use crate::store::{Store, StoreResult, be, cf, from_be, key};
+use crate::store::{Store, StoreResult, be, cf, from_be, keys};
 
-const CURSOR: &[u8] = b"receipt_folded_seq";
+const CURSOR: &[u8] = keys::meta::RECEIPT_FOLDED_SEQ;
 /// Receipts read per pass.
 const PASS: usize = 10_000;
 /// The rest between passes. A pass is about 10 ms of a core; folding a
@@ -58,28 +58,21 @@ pub struct ReceiptFolderArgs {
 
 pub struct ReceiptFolder;
 
-/// Where a region's root is kept: by region, then its first receipt.
-pub fn root_key(region: &str, first_seq: u64) -> Vec<u8> {
-    let mut k = key(&[region.as_bytes(), b""]);
-    k.extend_from_slice(&be(first_seq));
-    k
-}
-
 /// Stores a region's root (home: its own, or one a region reported).
 pub fn keep(batch: &mut crate::store::Batch<'_>, root: &ReceiptRoot) {
-    batch.put(cf::RECEIPT_ROOTS, &root_key(&root.region, root.first_seq), root);
+    batch.put(cf::RECEIPT_ROOTS, &keys::receipt_root(&root.region, root.first_seq), root);
 }
 
 /// Stores a root at home and queues its leaf for the transparency log.
 pub fn keep_at_home(batch: &mut crate::store::Batch<'_>, root: &ReceiptRoot, now: UnixMs) {
     keep(batch, root);
     let leaf = crate::transparency::minute_of(root).leaf();
-    crate::transparency::queue_in_batch(batch, crate::transparency::kind::RECEIPT_MINUTE, leaf, now);
+    crate::transparency::queue_in_batch(batch, crate::store::model::LeafKind::ReceiptMinute, leaf, now);
 }
 
 /// Every root kept for `region`, oldest first.
 pub fn roots(store: &Store, region: &str) -> StoreResult<Vec<ReceiptRoot>> {
-    let prefix = key(&[region.as_bytes(), b""]);
+    let prefix = keys::prefix(&[region]);
     Ok(store.scan::<ReceiptRoot>(cf::RECEIPT_ROOTS, &prefix, None, usize::MAX)?.into_iter().map(|(_, r)| r).collect())
 }
 

@@ -6,7 +6,7 @@
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::store::model::{ReceiptLeaf, StoredReceipt};
-use crate::store::{Batch, Store, be, cf, from_be, key};
+use crate::store::{Batch, Store, be, cf, from_be, keys};
 
 pub enum ReceiptLogMsg {
     /// Numbers and stores a receipt; answers its sequence.
@@ -32,15 +32,6 @@ pub fn put_leaf(batch: &mut Batch<'_>, seq: u64, receipt: &StoredReceipt) {
     let leaf = leaf_of(receipt);
     batch.put(cf::RECEIPT_LEAVES, &be(seq), &leaf);
     batch.put(cf::RECEIPT_SEQS, &leaf.leaf, &seq);
-}
-
-/// The group index key: group, served ms, sequence (so a group's receipts
-/// list oldest first, and receipts of one millisecond in served order).
-pub fn group_key(group_id: &str, served_ms: i64, seq: u64) -> Vec<u8> {
-    let mut k = key(&[group_id.as_bytes(), b""]);
-    k.extend_from_slice(&be(served_ms.max(0) as u64));
-    k.extend_from_slice(&be(seq));
-    k
 }
 
 impl Actor for ReceiptLog {
@@ -73,7 +64,11 @@ impl Actor for ReceiptLog {
                 let mut batch = state.store.batch();
                 batch.put(cf::RECEIPTS, &be(seq), &*receipt);
                 put_leaf(&mut batch, seq, &receipt);
-                batch.put_raw(cf::RECEIPTS_BY_GROUP, &group_key(&receipt.group_id, receipt.served_at.0, seq), &[]);
+                batch.put(
+                    cf::RECEIPTS_BY_GROUP,
+                    &keys::receipt_by_group(&receipt.group_id, receipt.served_at.0, seq),
+                    &(),
+                );
                 // Not synced: a killed process keeps it (the WAL is written
                 // before this answers); a lost machine may lose the last few.
                 let written = batch.commit_unsynced().map_err(|e| e.to_string());

@@ -27,7 +27,7 @@ pub(crate) mod register;
 use register::{DOCUMENT, entries};
 
 /// Seeds of the receipt keys this region drew after its first, oldest first.
-const ROTATIONS: &[u8] = b"receipt_key_rotations";
+const ROTATIONS: &[u8] = crate::store::keys::meta::RECEIPT_KEY_ROTATIONS;
 /// How long a region trusts what it last read of the key set.
 const RECHECK_MS: i64 = 250;
 

@@ -9,8 +9,8 @@ use crate::replication::Change;
 use crate::service_keys::ServiceKeys;
 use crate::store::{Store, StoreResult, cf};
 
-pub(crate) const ENTRIES: &[u8] = b"entries";
-pub(crate) const DOCUMENT: &[u8] = b"document";
+pub(crate) const ENTRIES: &[u8] = crate::store::keys::key_set::ENTRIES;
+pub(crate) const DOCUMENT: &[u8] = crate::store::keys::key_set::DOCUMENT;
 
 pub(crate) fn entries(store: &Store) -> StoreResult<Vec<KeyEntry>> {
     let stored: Vec<String> = store.get(cf::KEY_SET, ENTRIES)?.unwrap_or_default();

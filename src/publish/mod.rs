@@ -18,17 +18,18 @@ use svc_core::ids::RecordType;
 use svc_core::merkle::{self, BatchTree, Hash};
 use svc_core::projection::{self, ProjectionContext};
 use svc_core::publish::caps::UsageLedger;
+use svc_core::publish::outcome::{Outcome, PushState, Source};
 use svc_core::publish::price_shock;
 use svc_core::records::{self, ValidRecord, ValidationContext};
 use svc_core::seal::{BatchMembership, BatchSealV2, ServedSeal};
 use svc_core::sidecar::{self, ResolvedScope, Sidecar};
 use svc_core::time::UnixMs;
 
-use crate::registry::{Registry, keys};
+use crate::registry::Registry;
 use crate::replication::{Change, LogWriter};
 use crate::service_keys::ServiceKeys;
 use crate::store::model::*;
-use crate::store::{StoreError, StoreResult, be, cf, key};
+use crate::store::{StoreError, StoreResult, cf, keys};
 
 pub use svc_core::publish::outcome::CHUNK;
 
@@ -40,8 +41,7 @@ pub struct NewPush {
     pub key_id: String,
     pub record_type: RecordType,
     pub seq: u64,
-    /// `api` or `bulk`.
-    pub source: &'static str,
+    pub source: Source,
     pub received_at: UnixMs,
     pub batch_seal_json: Vec<u8>,
     pub batch_seal: BatchSealV2,
@@ -70,7 +70,7 @@ pub struct SealedSave {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Saved {
-    pub outcome: &'static str,
+    pub outcome: Outcome,
     pub record_id: String,
     pub version: u64,
     pub sha256: String,
@@ -125,32 +125,6 @@ pub fn file_fingerprint(batch_seal_payload: &[u8], upload_id: &str) -> Vec<u8> {
     sha256(&all).to_vec()
 }
 
-pub fn push_key(push_id: &str) -> Vec<u8> {
-    push_id.as_bytes().to_vec()
-}
-
-pub fn leaf_key(push_id: &str, leaf: u64) -> Vec<u8> {
-    key(&[push_id.as_bytes(), &be(leaf)])
-}
-
-/// Kept outside every push's key range (`~` sorts after `bat_`), so scans of
-/// a push's leaves never meet it.
-fn leaf_hashes_key(push_id: &str) -> Vec<u8> {
-    key(&[b"~leaf_hashes", push_id.as_bytes()])
-}
-
-fn seq_key(key_id: &str, seq: u64) -> Vec<u8> {
-    key(&[key_id.as_bytes(), &be(seq)])
-}
-
-fn idempotency_key(key_id: &str, idem: &str) -> Vec<u8> {
-    key(&[key_id.as_bytes(), idem.as_bytes()])
-}
-
-pub fn attempt_key(business_uuid: &str, received_at: UnixMs, push_id: &str) -> Vec<u8> {
-    key(&[business_uuid.as_bytes(), &be(received_at.0 as u64), push_id.as_bytes()])
-}
-
 /// The head of a record whose new version goes live now, and whether that
 /// is an `accepted` or an `updated`.
 fn live_head(
@@ -158,9 +132,9 @@ fn live_head(
     business: &Business,
     was_live: bool,
     generation: u64,
-    source: &str,
+    source: RecordSource,
     now: UnixMs,
-) -> (&'static str, RecordHead) {
+) -> (Outcome, RecordHead) {
     let head = RecordHead {
         record_id: record.record_id(&business.uuid),
         record_type: record.record_type().name().into(),
@@ -170,10 +144,10 @@ fn live_head(
         live_generation: generation,
         state: RecordState::Live,
         last_updated: now,
-        source: push_source(source).into(),
+        source,
         prices: product_prices(record),
     };
-    (if was_live { "updated" } else { "accepted" }, head)
+    (Outcome::settle(was_live, false), head)
 }
 
 /// A live version: the row projected and signed, the sidecar signed. Pure
@@ -207,10 +181,10 @@ fn sign_version(
     })
 }
 
-const OUTCOMES: [&str; 5] = ["accepted", "updated", "rejected", "held", "pending"];
-
-fn count_index(outcome: &str) -> usize {
-    OUTCOMES.iter().position(|o| *o == outcome).unwrap_or(4)
+/// Where an outcome is counted in `PushRecord::counts` (accepted, updated,
+/// rejected, held, pending: the order of `Outcome::ALL`).
+fn count_index(outcome: Outcome) -> usize {
+    Outcome::ALL.iter().position(|o| *o == outcome).unwrap_or(4)
 }
 
 /// What every record of one business is judged with.
@@ -428,7 +402,7 @@ impl Engine {
         };
         if let Some((idem, request_fp)) = &push.idempotency
             && let Some(answer) =
-                store.get::<IdempotentAnswer>(cf::IDEMPOTENCY, &idempotency_key(&push.key_id, idem))?
+                store.get::<IdempotentAnswer>(cf::IDEMPOTENCY, &keys::idempotency(&push.key_id, idem))?
         {
             return Ok(if &answer.fingerprint == request_fp {
                 Ok(Created::Replay(answer))
@@ -436,7 +410,7 @@ impl Engine {
                 Err(Refused::IdempotencyKeyReused)
             });
         }
-        if let Some(entry) = store.get::<SeqEntry>(cf::SEQS, &seq_key(&push.key_id, push.seq))? {
+        if let Some(entry) = store.get::<SeqEntry>(cf::SEQS, &keys::seq(&push.key_id, push.seq))? {
             return Ok(if entry.fingerprint == fingerprint {
                 Ok(Created::Resume(entry.push_id))
             } else {
@@ -458,8 +432,8 @@ impl Engine {
             key_id: push.key_id.clone(),
             record_type: push.record_type.name().into(),
             seq: push.seq,
-            source: push.source.into(),
-            state: "queued".into(),
+            source: push.source,
+            state: PushState::Queued,
             held: false,
             held_reasons: Vec::new(),
             records,
@@ -484,10 +458,10 @@ impl Engine {
             PushRecords::Inline(records) => self.stage(&mut change, &mut record, records)?,
             PushRecords::File { upload_id, .. } => record.upload_id = Some(upload_id.clone()),
         }
-        change.put(cf::PUSHES, &push_key(&push_id), &record);
-        change.put(cf::ATTEMPTS, &attempt_key(&push.business_uuid, push.received_at, &push_id), &());
+        change.put(cf::PUSHES, &keys::push(&push_id), &record);
+        change.put(cf::ATTEMPTS, &keys::attempt(&push.business_uuid, push.received_at, &push_id), &());
         change.put(cf::SEQS, push.key_id.as_bytes(), &push.seq);
-        change.put(cf::SEQS, &seq_key(&push.key_id, push.seq), &SeqEntry { push_id: push_id.clone(), fingerprint });
+        change.put(cf::SEQS, &keys::seq(&push.key_id, push.seq), &SeqEntry { push_id: push_id.clone(), fingerprint });
         let mut ledger: UsageLedger = store.get(cf::USAGE, push.key_id.as_bytes())?.unwrap_or_default();
         ledger.record(push.received_at, records, push.body_bytes);
         ledger.prune(push.received_at);
@@ -518,8 +492,8 @@ impl Engine {
                 }
                 Err(errors) => rejected_leaf(i as u64, bytes, &errors),
             };
-            counts[count_index(&leaf.outcome)] += 1;
-            change.put(cf::PUSH_RESULTS, &leaf_key(&push.push_id, i as u64), &leaf);
+            counts[count_index(leaf.outcome)] += 1;
+            change.put(cf::PUSH_RESULTS, &keys::push_leaf(&push.push_id, i as u64), &leaf);
         }
         push.held_reasons = if record_type == RecordType::Products {
             self.price_shock(&push.business_uuid, &valid)?
@@ -532,7 +506,7 @@ impl Engine {
         push.chunks = records.len().div_ceil(CHUNK) as u64;
         push.staged = true;
         let leaf_hashes: Vec<Hash> = records.iter().map(|r| merkle::leaf_hash(r)).collect();
-        change.put(cf::PUSH_RESULTS, &leaf_hashes_key(&push.push_id), &leaf_hashes);
+        change.put(cf::PUSH_RESULTS, &keys::push_leaf_hashes(&push.push_id), &leaf_hashes);
         self.trees.insert(push.push_id.clone(), Arc::new(BatchTree::from_leaf_hashes(&leaf_hashes)));
         Ok(())
     }
@@ -559,7 +533,7 @@ impl Engine {
         self.stage(&mut change, &mut push, &records)?;
         push.updated_at = now;
         push.last_step_at = now;
-        change.put(cf::PUSHES, &push_key(push_id), &push);
+        change.put(cf::PUSHES, &keys::push(push_id), &push);
         self.log.commit(change, now)?;
         Ok(push)
     }
@@ -573,7 +547,7 @@ impl Engine {
             return Ok(push);
         }
         push.error = Some(code.to_owned());
-        self.settle(&mut push, "failed", now)?;
+        self.settle(&mut push, PushState::Failed, now)?;
         tracing::warn!(push_id, code, "push failed");
         Ok(push)
     }
@@ -605,14 +579,15 @@ impl Engine {
     }
 
     pub fn push(&self, push_id: &str) -> StoreResult<Option<PushRecord>> {
-        self.log.store().get(cf::PUSHES, &push_key(push_id))
+        self.log.store().get(cf::PUSHES, &keys::push(push_id))
     }
 
     fn tree(&mut self, push_id: &str) -> StoreResult<Arc<BatchTree>> {
         if let Some(tree) = self.trees.get(push_id) {
             return Ok(tree.clone());
         }
-        let hashes: Vec<Hash> = self.log.store().get(cf::PUSH_RESULTS, &leaf_hashes_key(push_id))?.unwrap_or_default();
+        let hashes: Vec<Hash> =
+            self.log.store().get(cf::PUSH_RESULTS, &keys::push_leaf_hashes(push_id))?.unwrap_or_default();
         let tree = Arc::new(BatchTree::from_leaf_hashes(&hashes));
         self.trees.insert(push_id.to_owned(), tree.clone());
         Ok(tree)
@@ -657,11 +632,11 @@ impl Engine {
                 self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?
             }
         };
-        if matches!(push.state.as_str(), "complete" | "held" | "failed") {
+        if push.state.is_settled() {
             return Ok(push);
         }
-        let from = leaf_key(push_id, chunk * CHUNK as u64);
-        let prefix = key(&[push_id.as_bytes()]);
+        let from = keys::push_leaf(push_id, chunk * CHUNK as u64);
+        let prefix = keys::push_leaves(push_id);
         let mut leaves: Vec<(Vec<u8>, PushLeaf)> = Vec::new();
         for (k, leaf) in store.scan::<PushLeaf>(cf::PUSH_RESULTS, &prefix, Some(&from), CHUNK)? {
             if k.len() == prefix.len() + 9 && leaves.len() < CHUNK {
@@ -676,7 +651,7 @@ impl Engine {
         let mut validated: Vec<Option<Result<ValidRecord, Vec<records::RecordError>>>> = leaves
             .par_iter()
             .map(|(_, leaf)| {
-                (leaf.outcome == "pending").then(|| records::validate(&leaf.bytes, record_type, &ctx.validation))
+                (leaf.outcome == Outcome::Pending).then(|| records::validate(&leaf.bytes, record_type, &ctx.validation))
             })
             .collect();
         let mut heads: HashMap<String, RecordHead> = HashMap::new();
@@ -689,16 +664,16 @@ impl Engine {
             let record = match validated {
                 Ok(record) if flags.is_empty() => record,
                 Ok(_) => {
-                    leaf.outcome = "rejected".into();
+                    leaf.outcome = Outcome::Rejected;
                     leaf.errors = flags;
                     leaf.bytes.clear();
-                    push.counts[count_index("rejected")] += 1;
+                    push.counts[count_index(Outcome::Rejected)] += 1;
                     change.put(cf::PUSH_RESULTS, &k, &leaf);
                     continue;
                 }
                 Err(errors) => {
                     let settled = rejected_leaf(leaf.leaf_index, &leaf.bytes, &errors);
-                    push.counts[count_index("rejected")] += 1;
+                    push.counts[count_index(Outcome::Rejected)] += 1;
                     change.put(cf::PUSH_RESULTS, &k, &settled);
                     continue;
                 }
@@ -733,7 +708,7 @@ impl Engine {
                         live_generation: 0,
                         state: RecordState::Held,
                         last_updated: now,
-                        source: push_source(&push.source).into(),
+                        source: RecordSource::of_push(push.source),
                         prices: Vec::new(),
                     },
                 };
@@ -748,19 +723,20 @@ impl Engine {
                     push_id: push_id.to_owned(),
                 };
                 change.put(cf::VERSIONS, &keys::version(&record_id, generation), &version);
-                ("held", new_head)
+                (Outcome::Held, new_head)
             } else {
                 let sidecar = pctx.sidecar(&push, &record_id, &origin, generation, &seal_digest, leaf.leaf_index, now);
-                let live = live_head(&record, &ctx.business, was_live, generation, &push.source, now);
+                let source = RecordSource::of_push(push.source);
+                let live = live_head(&record, &ctx.business, was_live, generation, source, now);
                 to_sign.push((record, seal_json, sidecar));
                 live
             };
             change.put(cf::RECORDS, record_id.as_bytes(), &new_head);
-            if outcome != "held" {
+            if outcome != Outcome::Held {
                 change.put(cf::CATALOGUE, &keys::catalogue(&push.business_uuid, record_type.name(), &record_id), &());
             }
             heads.insert(record_id.clone(), new_head);
-            leaf.outcome = outcome.into();
+            leaf.outcome = outcome;
             leaf.record_id = Some(record_id);
             leaf.version = Some(generation);
             leaf.sha256 = Some(origin);
@@ -780,10 +756,10 @@ impl Engine {
             change.put(cf::VERSIONS, &keys::version(&version.record_id, version.generation), &version);
         }
         push.chunks_done = push.chunks_done.max(chunk + 1);
-        push.state = "processing".into();
+        push.state = PushState::Processing;
         push.updated_at = now;
         push.last_step_at = now;
-        change.put(cf::PUSHES, &push_key(push_id), &push);
+        change.put(cf::PUSHES, &keys::push(push_id), &push);
         // The disk wait of this chunk overlaps the work of the next one.
         self.log.commit_pipelined(change, now)?;
         self.in_flight = InFlight { heads, pushes: HashMap::from([(push_id.to_owned(), push.clone())]) };
@@ -801,9 +777,9 @@ impl Engine {
         seal_json: Vec<u8>,
         sidecar: Sidecar,
         push_id: &str,
-        source: &str,
+        source: RecordSource,
         now: UnixMs,
-    ) -> Result<(&'static str, RecordHead, RecordVersion), EngineError> {
+    ) -> Result<(Outcome, RecordHead, RecordVersion), EngineError> {
         let (outcome, head) = live_head(record, business, was_live, sidecar.generation, source, now);
         let version = sign_version(&self.keys, record, business, seal_json, &sidecar, push_id, now)?;
         Ok((outcome, head, version))
@@ -847,8 +823,16 @@ impl Engine {
             geocoded: None,
             accepted_at: save.now.to_rfc3339_millis(),
         };
-        let (outcome, head, version) =
-            self.live_version(&record, &ctx.business, was_live, save.seal_json, sidecar, "", "manual", save.now)?;
+        let (outcome, head, version) = self.live_version(
+            &record,
+            &ctx.business,
+            was_live,
+            save.seal_json,
+            sidecar,
+            "",
+            RecordSource::Manual,
+            save.now,
+        )?;
         let mut change = Change::new();
         change.put(cf::VERSIONS, &keys::version(&record_id, generation), &version);
         change.put(cf::RECORDS, record_id.as_bytes(), &head);
@@ -859,13 +843,13 @@ impl Engine {
     }
 
     /// Writes a push's final state: settled pushes are never touched again.
-    fn settle(&mut self, push: &mut PushRecord, state: &str, now: UnixMs) -> StoreResult<()> {
-        push.state = state.into();
+    fn settle(&mut self, push: &mut PushRecord, state: PushState, now: UnixMs) -> StoreResult<()> {
+        push.state = state;
         push.completed_at = Some(now);
         push.updated_at = now;
         push.last_step_at = now;
         let mut change = Change::new();
-        change.put(cf::PUSHES, &push_key(&push.push_id), &*push);
+        change.put(cf::PUSHES, &keys::push(&push.push_id), &*push);
         self.log.commit(change, now)?;
         self.trees.remove(&push.push_id);
         Ok(())
@@ -878,9 +862,9 @@ impl Engine {
         if push.completed_at.is_some() || push.counts[4] > 0 {
             return Ok(push);
         }
-        let state = if push.held { "held" } else { "complete" };
+        let state = if push.held { PushState::Held } else { PushState::Complete };
         self.settle(&mut push, state, now)?;
-        tracing::info!(push_id, business = %push.business_uuid, state = %push.state, "push settled; owners and admins notified");
+        tracing::info!(push_id, business = %push.business_uuid, state = push.state.name(), "push settled; owners and admins notified");
         Ok(push)
     }
 
@@ -888,7 +872,7 @@ impl Engine {
     pub fn remember_answer(&mut self, key_id: &str, idem: &str, answer: IdempotentAnswer) -> StoreResult<()> {
         self.settle_writes()?;
         let mut change = Change::new();
-        change.put(cf::IDEMPOTENCY, &idempotency_key(key_id, idem), &answer);
+        change.put(cf::IDEMPOTENCY, &keys::idempotency(key_id, idem), &answer);
         self.log.commit(change, answer.at).map(|_| ())
     }
 
@@ -935,7 +919,7 @@ pub fn queue_seal(change: &mut Change, envelope_json: &[u8], now: UnixMs) {
     match Envelope::parse(envelope_json) {
         Ok(envelope) => {
             let leaf = svc_core::tlog::seal_leaf(&envelope);
-            crate::transparency::queue(change, crate::transparency::kind::SEAL, leaf, now);
+            crate::transparency::queue(change, crate::store::model::LeafKind::Seal, leaf, now);
         }
         // Callers pass seals they verified; an empty one is an end driven
         // straight through the publisher (tests), with nothing to log.
@@ -943,14 +927,6 @@ pub fn queue_seal(change: &mut Change, envelope_json: &[u8], now: UnixMs) {
             tracing::warn!(%reason, "a seal that does not parse was not queued for the log");
         }
         Err(_) => {}
-    }
-}
-
-fn push_source(source: &str) -> &'static str {
-    match source {
-        "bulk" => "import",
-        "manual" => "manual",
-        _ => "api",
     }
 }
 
@@ -981,7 +957,7 @@ fn pending_leaf(i: u64, bytes: &[u8], record: &ValidRecord, business_uuid: &str)
     PushLeaf {
         leaf_index: i,
         bytes: bytes.to_vec(),
-        outcome: "pending".into(),
+        outcome: Outcome::Pending,
         record_id: Some(record.record_id(business_uuid)),
         version: None,
         sha256: Some(record.origin()),
@@ -998,7 +974,7 @@ fn rejected_leaf(i: u64, bytes: &[u8], errors: &[records::RecordError]) -> PushL
     PushLeaf {
         leaf_index: i,
         bytes: Vec::new(),
-        outcome: "rejected".into(),
+        outcome: Outcome::Rejected,
         record_id: None,
         version: None,
         sha256: Some(sha256_prefixed(bytes)),

@@ -4,14 +4,14 @@
 //! same write that makes them live, so a resume publishes nothing twice.
 
 use svc_core::digest::sha256_prefixed;
+use svc_core::publish::outcome::{Outcome, PushState};
 use svc_core::records;
 use svc_core::time::UnixMs;
 
-use super::{CHUNK, Engine, EngineError, count_index, leaf_key, push_key};
-use crate::registry::keys;
+use super::{CHUNK, Engine, EngineError, count_index};
 use crate::replication::Change;
-use crate::store::model::{PushLeaf, PushRecord, RecordState};
-use crate::store::{cf, key};
+use crate::store::model::{Named, PushLeaf, PushRecord, RecordSource, RecordState};
+use crate::store::{cf, keys};
 
 impl Engine {
     /// Publishes the held records of one chunk of a held push, from leaf
@@ -27,20 +27,20 @@ impl Engine {
         self.settle_writes()?;
         let store = self.log.store().clone();
         let mut push = self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?;
-        if push.state != "held" {
-            return Err(EngineError::Invalid(format!("the push is {}, not held", push.state)));
+        if push.state != PushState::Held {
+            return Err(EngineError::Invalid(format!("the push is {}, not held", push.state.name())));
         }
         let pctx = self.push_context(&push)?;
-        let prefix = key(&[push_id.as_bytes()]);
+        let prefix = keys::push_leaves(push_id);
         let leaves: Vec<(Vec<u8>, PushLeaf)> = store
-            .scan::<PushLeaf>(cf::PUSH_RESULTS, &prefix, Some(&leaf_key(push_id, from)), CHUNK)?
+            .scan::<PushLeaf>(cf::PUSH_RESULTS, &prefix, Some(&keys::push_leaf(push_id, from)), CHUNK)?
             .into_iter()
             .filter(|(k, _)| k.len() == prefix.len() + 9)
             .collect();
         let next = (leaves.len() == CHUNK).then(|| leaves.last().map(|(_, l)| l.leaf_index + 1)).flatten();
         let mut change = Change::new();
         for (k, mut leaf) in leaves {
-            if leaf.outcome != "held" {
+            if leaf.outcome != Outcome::Held {
                 continue;
             }
             let (Some(record_id), Some(generation)) = (leaf.record_id.clone(), leaf.version) else { continue };
@@ -64,25 +64,25 @@ impl Engine {
                 version.seal,
                 sidecar,
                 push_id,
-                &push.source,
+                RecordSource::of_push(push.source),
                 now,
             )?;
             change.put(cf::VERSIONS, &keys::version(&record_id, generation), &live);
             change.put(cf::RECORDS, record_id.as_bytes(), &new_head);
             change.put(cf::CATALOGUE, &keys::catalogue(&push.business_uuid, pctx.record_type.name(), &record_id), &());
-            push.counts[count_index("held")] = push.counts[count_index("held")].saturating_sub(1);
+            push.counts[count_index(Outcome::Held)] = push.counts[count_index(Outcome::Held)].saturating_sub(1);
             push.counts[count_index(outcome)] += 1;
-            leaf.outcome = outcome.into();
+            leaf.outcome = outcome;
             change.put(cf::PUSH_RESULTS, &k, &leaf);
         }
         if next.is_none() {
-            push.state = "complete".into();
+            push.state = PushState::Complete;
             push.held = false;
             push.completed_at = Some(now);
         }
         push.updated_at = now;
         push.last_step_at = now;
-        change.put(cf::PUSHES, &push_key(push_id), &push);
+        change.put(cf::PUSHES, &keys::push(push_id), &push);
         self.log.commit(change, now)?;
         Ok((push, next))
     }
@@ -92,10 +92,10 @@ impl Engine {
     pub fn discard(&mut self, push_id: &str, now: UnixMs) -> Result<PushRecord, EngineError> {
         self.settle_writes()?;
         let mut push = self.push(push_id)?.ok_or_else(|| EngineError::Invalid("unknown push".into()))?;
-        if push.state != "held" {
-            return Err(EngineError::Invalid(format!("the push is {}, not held", push.state)));
+        if push.state != PushState::Held {
+            return Err(EngineError::Invalid(format!("the push is {}, not held", push.state.name())));
         }
-        self.settle(&mut push, "complete", now)?;
+        self.settle(&mut push, PushState::Complete, now)?;
         Ok(push)
     }
 }

@@ -37,7 +37,8 @@ use super::{HomeActors, Region, Replica};
 /// Starts the actors of a node over its store, without listening.
 pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, String> {
     std::fs::create_dir_all(&config.data_dir).map_err(|e| e.to_string())?;
-    let store = Store::open(&config.data_dir.join("db")).map_err(|e| e.to_string())?;
+    let db = config.data_dir.join("db");
+    let store = Store::open(&db).map_err(|e| format!("the store at {} does not open: {e}", db.display()))?;
     let keys = Arc::new(ServiceKeys::load_or_create(&store).map_err(|e| e.to_string())?);
     let uploads = config.data_dir.join("uploads");
     std::fs::create_dir_all(&uploads).map_err(|e| format!("{}: {e}", uploads.display()))?;

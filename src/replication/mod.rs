@@ -12,7 +12,7 @@ pub mod link;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use svc_core::time::UnixMs;
 
-use crate::store::{Batch, ReadyBatch, Store, StoreResult, be, cf, from_be};
+use crate::store::{Batch, ReadyBatch, Store, StoreError, StoreResult, be, cf, cf_named, from_be};
 
 /// Column families whose writes replicate to read regions. The rest (pushes,
 /// attempts, idempotency, usage, allowances, receipts, nonces, uploads) is the home region's own.
@@ -38,6 +38,9 @@ pub const REPLICATED: &[&str] = &[
     cf::TLOG_CHECKPOINTS,
 ];
 
+/// One write of an entry. A put's `value` is the stored value itself
+/// (`store::encode_value`: its version byte, then postcard), applied at a
+/// region as it came.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Op {
     Put {
@@ -62,6 +65,19 @@ pub struct Entry {
     pub ops: Vec<Op>,
 }
 
+/// An entry as a build before version bytes stored it (postcard, with its
+/// puts' values bare), with each put's value given its version byte: what
+/// the store's one-time migration writes in its place.
+pub(crate) fn legacy_entry(bytes: &[u8]) -> Result<Entry, postcard::Error> {
+    let mut entry: Entry = postcard::from_bytes(bytes)?;
+    for op in &mut entry.ops {
+        if let Op::Put { value, .. } = op {
+            value.insert(0, crate::store::VALUE_VERSION);
+        }
+    }
+    Ok(entry)
+}
+
 /// A change to make atomically: replicated writes (logged) and home-only ones.
 #[derive(Debug, Default)]
 pub struct Change {
@@ -74,9 +90,10 @@ impl Change {
         Change::default()
     }
 
-    /// Writes `value` under `key`; logged when `cf` replicates.
+    /// Writes `value` under `key`; logged when `cf` replicates. (A value
+    /// that fails to encode is left empty, and the commit refuses it.)
     pub fn put<T: Serialize>(&mut self, cf: &'static str, key: &[u8], value: &T) -> &mut Self {
-        let value = postcard::to_stdvec(value).unwrap_or_default();
+        let value = crate::store::encode_value(value).unwrap_or_default();
         let op = Op::Put { cf: cf.to_owned(), key: key.to_vec(), value };
         if REPLICATED.contains(&cf) {
             self.ops.push(op)
@@ -105,19 +122,33 @@ impl Change {
     }
 }
 
+/// Adds an op to a batch. A column family this build does not know, or a
+/// value of a version it does not know, fails the batch (`put_raw` checks
+/// the version byte); `apply_frames` refuses such an entry before this.
 fn apply_op(batch: &mut Batch<'_>, op: &Op) {
     match op {
-        Op::Put { cf, key, value } => {
-            if let Some(name) = cf::ALL.iter().find(|n| **n == cf.as_str()) {
-                batch.put_raw(name, key, value);
-            }
-        }
-        Op::Delete { cf, key } => {
-            if let Some(name) = cf::ALL.iter().find(|n| **n == cf.as_str()) {
-                batch.delete(name, key);
-            }
-        }
+        Op::Put { cf, key, value } => match cf_named(cf) {
+            Some(name) => batch.put_raw(name, key, value),
+            None => batch.fail(StoreError::UnknownColumnFamily(cf.clone())),
+        },
+        Op::Delete { cf, key } => match cf_named(cf) {
+            Some(name) => batch.delete(name, key),
+            None => batch.fail(StoreError::UnknownColumnFamily(cf.clone())),
+        },
     }
+}
+
+/// Why an entry cannot be applied here: a write to a column family this
+/// build does not know, or a value of a version it does not know.
+fn refusal(entry: &Entry) -> Option<String> {
+    entry.ops.iter().find_map(|op| {
+        let (name, value) = match op {
+            Op::Put { cf, value, .. } => (cf, Some(value)),
+            Op::Delete { cf, .. } => (cf, None),
+        };
+        let Some(known) = cf_named(name) else { return Some(format!("a write to unknown column family {name}")) };
+        value.and_then(|v| crate::store::versioned_body(known, v).err()).map(|e| e.to_string())
+    })
 }
 
 /// The home region's side of the log: assigns sequence numbers. Only the
@@ -266,8 +297,8 @@ pub fn last_seq(store: &Store) -> StoreResult<u64> {
     Ok(store.last_key(cf::REPLOG)?.and_then(|k| from_be(&k)).unwrap_or(0))
 }
 
-/// Entries as frames (`svc_core::frames`), stopping before `max_bytes`
-/// unless that leaves none.
+/// Entries as frames (`svc_core::frames`, whose payload version 1 is a
+/// postcard [`Entry`]), stopping before `max_bytes` unless that leaves none.
 pub fn encode_frames(entries: &[Entry], max_bytes: usize) -> Vec<u8> {
     let mut out = Vec::new();
     for entry in entries {
@@ -293,8 +324,9 @@ pub struct Applied {
 /// Applies the frames that follow the store's last entry, in one synced
 /// write: each entry's writes and the entry itself, under home's sequence
 /// numbers, so the region's indexer tails its own log as home's does. The
-/// first cut, corrupt, out-of-sequence or undecodable frame ends the write;
-/// what follows is fetched again.
+/// first cut, corrupt, out-of-sequence or undecodable frame, or one of a
+/// version this build does not know (the frame's, or a value's in it), ends
+/// the write; what follows is fetched again.
 pub fn apply_frames(store: &Store, bytes: &[u8]) -> StoreResult<Applied> {
     let after = last_seq(store)?;
     let (frames, stopped) = svc_core::frames::decode(bytes, after);
@@ -310,6 +342,10 @@ pub fn apply_frames(store: &Store, bytes: &[u8]) -> StoreResult<Applied> {
                 break;
             }
         };
+        if let Some(why) = refusal(&entry) {
+            refused = Some(format!("frame {seq} holds {why}"));
+            break;
+        }
         for op in &entry.ops {
             apply_op(&mut batch, op);
         }
@@ -323,9 +359,10 @@ pub fn apply_frames(store: &Store, bytes: &[u8]) -> StoreResult<Applied> {
     Ok(Applied { last, entries, refused })
 }
 
-/// Decodes a replicated value (what `Change::put` encoded).
-pub fn decode<T: DeserializeOwned>(value: &[u8]) -> Option<T> {
-    postcard::from_bytes(value).ok()
+/// Decodes a replicated value of column family `cf` (what `Change::put`
+/// encoded), through the store's one decoder.
+pub fn decode<T: DeserializeOwned>(cf: &'static str, value: &[u8]) -> StoreResult<T> {
+    crate::store::decode_value(cf, value)
 }
 
 #[cfg(test)]
@@ -409,5 +446,49 @@ mod tests {
         log.commit_pipelined(change, UnixMs(10)).unwrap();
         drop(log);
         assert_eq!(store.get::<u64>(cf::BUSINESSES, b"after").unwrap(), Some(1), "dropping the writer drains it");
+    }
+
+    #[test]
+    fn a_region_refuses_a_frame_or_a_value_of_an_unknown_version_and_applies_nothing_from_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let region = Store::open(dir.path()).unwrap();
+        let put = |seq: u64, value: Vec<u8>| Entry {
+            seq,
+            at: UnixMs(seq as i64),
+            ops: vec![Op::Put { cf: cf::BUSINESSES.into(), key: be(seq).to_vec(), value }],
+        };
+        let known = |n: u64| crate::store::encode_value(&n).unwrap();
+        let mut bytes = Vec::new();
+        svc_core::frames::encode(1, &postcard::to_stdvec(&put(1, known(1))).unwrap(), &mut bytes);
+        // A frame of a newer version: the reader stops at it, naming it.
+        let newer = svc_core::frames::VERSION + 1;
+        svc_core::frames::encode_versioned(2, newer, &postcard::to_stdvec(&put(2, known(2))).unwrap(), &mut bytes);
+        let applied = apply_frames(&region, &bytes).unwrap();
+        assert_eq!((applied.last, applied.entries), (1, 1));
+        assert!(applied.refused.as_deref().unwrap().contains("frame 2 has version 2"), "{applied:?}");
+        assert_eq!(region.get::<u64>(cf::BUSINESSES, &be(2)).unwrap(), None);
+
+        // A frame this build reads, holding a value of a newer version.
+        let mut value = known(2);
+        value[0] = crate::store::VALUE_VERSION + 1;
+        let mut bytes = Vec::new();
+        svc_core::frames::encode(2, &postcard::to_stdvec(&put(2, value)).unwrap(), &mut bytes);
+        let applied = apply_frames(&region, &bytes).unwrap();
+        assert_eq!((applied.last, applied.entries), (1, 0));
+        let refused = applied.refused.unwrap();
+        assert!(refused.contains("frame 2 holds") && refused.contains("businesses has version 2"), "{refused}");
+
+        // And a write to a column family this build does not know.
+        let unknown_cf = Entry {
+            seq: 2,
+            at: UnixMs(2),
+            ops: vec![Op::Put { cf: "tomorrow".into(), key: b"k".to_vec(), value: known(2) }],
+        };
+        let mut bytes = Vec::new();
+        svc_core::frames::encode(2, &postcard::to_stdvec(&unknown_cf).unwrap(), &mut bytes);
+        let applied = apply_frames(&region, &bytes).unwrap();
+        assert_eq!(applied.entries, 0);
+        assert!(applied.refused.unwrap().contains("unknown column family tomorrow"));
+        assert_eq!(last_seq(&region).unwrap(), 1, "nothing past the last good frame is logged");
     }
 }

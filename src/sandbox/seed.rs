@@ -31,7 +31,7 @@ pub struct SeedState {
     pub assistants_group: String,
 }
 
-const SEED_STATE_KEY: &[u8] = b"sandbox_seed";
+const SEED_STATE_KEY: &[u8] = crate::store::keys::meta::SANDBOX_SEED;
 
 /// Progress of a seeding run, for whoever is watching.
 #[derive(Debug, Clone, Copy)]

@@ -18,10 +18,10 @@ use crate::actors::billing::BillingMsg;
 use crate::actors::publisher::PublisherMsg;
 use crate::clock::random;
 use crate::region::Region;
-use crate::registry::keys;
 use crate::replication::Change;
 use crate::service::{Error, Result};
 use crate::store::cf;
+use crate::store::keys;
 use crate::store::model::*;
 
 /// Applies a change through the publisher, the one writer: it replicates.
@@ -231,10 +231,18 @@ pub async fn register_business_key(state: &Region, uuid: String, req: NewBusines
     state.registry.business(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
     let key = VerifyingKey::from_jwk(&req.jwk).map_err(|e| invalid(e.to_string()))?;
     let now = state.clock.now();
-    let (cf_name, kind) = match (req.purpose.as_str(), key.alg(), req.role.as_deref()) {
-        ("integration", svc_core::keys::Alg::Ed25519, None) => (cf::INTEGRATION_KEYS, "ed25519"),
-        ("integration", svc_core::keys::Alg::Es256, None) => (cf::INTEGRATION_KEYS, "p256"),
-        ("sealing", svc_core::keys::Alg::Es256, Some("owner" | "admin" | "developer")) => (cf::PASSKEYS, "passkey"),
+    let purpose = KeyPurpose::from_name(&req.purpose);
+    let role = req.role.as_deref().map(|r| PasskeyRole::from_name(r).ok_or(r));
+    let (cf_name, kind, role) = match (purpose, key.alg(), role) {
+        (Some(KeyPurpose::Integration), svc_core::keys::Alg::Ed25519, None) => {
+            (cf::INTEGRATION_KEYS, KeyKind::Ed25519, None)
+        }
+        (Some(KeyPurpose::Integration), svc_core::keys::Alg::Es256, None) => {
+            (cf::INTEGRATION_KEYS, KeyKind::P256, None)
+        }
+        (Some(KeyPurpose::Sealing), svc_core::keys::Alg::Es256, Some(Ok(role))) => {
+            (cf::PASSKEYS, KeyKind::Passkey, Some(role))
+        }
         _ => {
             return Err(invalid(
                 "integration keys are Ed25519 or P-256 without a role; passkeys are P-256 with a role",
@@ -244,9 +252,9 @@ pub async fn register_business_key(state: &Region, uuid: String, req: NewBusines
     let mut record = BusinessKey {
         key_id: key.thumbprint(),
         business_uuid: uuid,
-        purpose: req.purpose,
-        kind: kind.into(),
-        role: req.role,
+        purpose: if kind == KeyKind::Passkey { KeyPurpose::Sealing } else { KeyPurpose::Integration },
+        kind,
+        role,
         jwk: serde_json::to_vec(&key.to_jwk()).map_err(Error::internal)?,
         valid_from: parse_time(&req.valid_from, now)?,
         valid_until: optional_time(&req.valid_until)?,
@@ -277,9 +285,13 @@ pub async fn register_business_key(state: &Region, uuid: String, req: NewBusines
     // A key the business registered itself is in its own custody.
     let custody = custody_statement(state, &record, svc_core::custody::Custody::OwnKey, now, now);
     change.put(cf::CUSTODY, &keys::custody(&custody.business_uuid, now, &custody.statement_id), &custody);
-    let added =
-        svc_core::tlog::key_added_leaf(&record.business_uuid, &record.key_id, &record.purpose, record.valid_from);
-    crate::transparency::queue(&mut change, crate::transparency::kind::KEY_ADDED, added, now);
+    let added = svc_core::tlog::key_added_leaf(
+        &record.business_uuid,
+        &record.key_id,
+        record.purpose.as_str(),
+        record.valid_from,
+    );
+    crate::transparency::queue(&mut change, crate::store::model::LeafKind::KeyAdded, added, now);
     apply(state, change).await?;
     let mut body = json!({"key_id": record.key_id, "purpose": record.purpose, "kind": record.kind,
         "custody": custody.custody, "custody_statement_id": custody.statement_id});
@@ -310,7 +322,7 @@ fn custody_statement(
     CustodyRecord {
         business_uuid: key.business_uuid.clone(),
         key_id: key.key_id.clone(),
-        custody: custody.as_str().into(),
+        custody,
         effective_from,
         issued_at,
         statement_id: issued.statement_id,
@@ -366,7 +378,7 @@ pub async fn revoke_business_key(state: &Region, key_id: String, req: Revocation
     let mut change = Change::new();
     change.put(cf_name, key_id.as_bytes(), &key);
     let revoked = svc_core::tlog::key_revoked_leaf(&key.business_uuid, &key_id, effective_from, key.compromised_at);
-    crate::transparency::queue(&mut change, crate::transparency::kind::KEY_REVOKED, revoked, now);
+    crate::transparency::queue(&mut change, crate::store::model::LeafKind::KeyRevoked, revoked, now);
     apply(state, change).await?;
     Ok(Done::Ok(
         json!({"key_id": key_id, "revocation_effective_from": key.revocation_effective_from.map(|t| t.to_rfc3339_secs()),
@@ -388,7 +400,7 @@ pub async fn register_mandate(state: &Region, req: MandateRegistration) -> Resul
         |keyid| {
             let key = registry.passkey(keyid).ok().flatten()?;
             let public = crate::service::auth::key_from_jwk(&key.jwk)?;
-            Some((public, key.role.unwrap_or_default()))
+            Some((public, key.role.map(|r| r.as_str().to_owned()).unwrap_or_default()))
         },
         &state.config.passkey_rp_id,
         &state.config.passkey_origin,
@@ -464,7 +476,7 @@ pub async fn seal_ai_policy(state: &Region, uuid: String, req: AiPolicySeal) -> 
         return Err(refused("AI policies are sealed with seal.v2".into()));
     };
     let passkey = verify_passkey_signature(state, &uuid, &seal.key_id, &req.seal)?;
-    if !matches!(passkey.role.as_deref(), Some("owner" | "admin")) {
+    if !matches!(passkey.role, Some(PasskeyRole::Owner | PasskeyRole::Admin)) {
         return Err(refused("an AI policy is sealed by an owner's or admin's passkey".into()));
     }
     svc_core::seal::check_hash(&seal.hash, &bytes).map_err(|r| refused(r.to_string()))?;
@@ -733,10 +745,8 @@ pub struct PushRelease {
 /// business and the decision, confirmed within the last five minutes.
 pub async fn release_push(state: &Region, push_id: String, req: PushRelease) -> Result<Done> {
     use svc_core::publish::release::{Decision, verify_release};
-    let push = state
-        .store
-        .get::<PushRecord>(cf::PUSHES, &crate::publish::push_key(&push_id))?
-        .ok_or_else(|| Error::new(Code::NotFound))?;
+    let push =
+        state.store.get::<PushRecord>(cf::PUSHES, &keys::push(&push_id))?.ok_or_else(|| Error::new(Code::NotFound))?;
     let now = state.clock.now();
     let registry = &state.registry;
     let release = verify_release(
@@ -745,7 +755,7 @@ pub async fn release_push(state: &Region, push_id: String, req: PushRelease) -> 
             let key = registry.passkey(keyid).ok().flatten()?;
             let usable = key.business_uuid == push.business_uuid && key.live_at(now);
             let public = crate::service::auth::key_from_jwk(&key.jwk).filter(|_| usable)?;
-            Some((public, key.role.unwrap_or_default()))
+            Some((public, key.role.map(|r| r.as_str().to_owned()).unwrap_or_default()))
         },
         &state.config.passkey_rp_id,
         &state.config.passkey_origin,
@@ -755,8 +765,8 @@ pub async fn release_push(state: &Region, push_id: String, req: PushRelease) -> 
     if release.push_id != push_id || release.business_uuid != push.business_uuid {
         return Err(Error::detail(Code::SealInvalid, "the confirmation names another push or business"));
     }
-    if push.state != "held" {
-        return Err(invalid(format!("the push is {}, not held", push.state)));
+    if push.state != svc_core::publish::outcome::PushState::Held {
+        return Err(invalid(format!("the push is {}, not held", push.state.name())));
     }
     let settled = match release.decision {
         Decision::Publish => {

@@ -1,9 +1,195 @@
-//! What the store holds. Every struct here is postcard-encoded; JSON that is
-//! served byte for byte (records, envelopes, rows, JWKs) is kept as bytes.
+//! What the store holds. Every struct here is postcard-encoded (after the
+//! store's version byte); JSON that is served byte for byte (records,
+//! envelopes, rows, JWKs) is kept as bytes.
+//!
+//! A state, kind or source is an enum, never a free string. Those stored by
+//! name ([`Named`], `#[serde(with = "by_name")]`) keep the bytes older builds
+//! wrote (a postcard string), so no stored value changes layout, and a name
+//! this build does not know fails to decode instead of being carried along;
+//! the name also keeps the stored form apart from the order of the variants.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use svc_core::custody::Custody;
+use svc_core::publish::outcome::{Outcome, PushState, Source};
 use svc_core::seal::CertificateStatus;
 use svc_core::time::UnixMs;
+
+/// An enum stored by the name it always had as a string.
+pub trait Named: Sized + Copy + 'static {
+    const ALL: &'static [Self];
+
+    fn name(self) -> &'static str;
+
+    fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|v| v.name() == name)
+    }
+}
+
+/// `#[serde(with = "by_name")]`: a [`Named`] enum as its name.
+pub mod by_name {
+    use super::*;
+
+    pub fn serialize<T: Named, S: Serializer>(value: &T, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(value.name())
+    }
+
+    pub fn deserialize<'de, T: Named, D: Deserializer<'de>>(deserializer: D) -> Result<T, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        T::from_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown stored name {name:?}")))
+    }
+}
+
+/// `#[serde(with = "by_name_option")]`: an optional [`Named`] enum.
+pub mod by_name_option {
+    use super::*;
+
+    pub fn serialize<T: Named, S: Serializer>(value: &Option<T>, serializer: S) -> Result<S::Ok, S::Error> {
+        value.map(T::name).serialize(serializer)
+    }
+
+    pub fn deserialize<'de, T: Named, D: Deserializer<'de>>(deserializer: D) -> Result<Option<T>, D::Error> {
+        match Option::<String>::deserialize(deserializer)? {
+            Some(name) => T::from_name(&name)
+                .map(Some)
+                .ok_or_else(|| serde::de::Error::custom(format!("unknown stored name {name:?}"))),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Declares a [`Named`] enum with its names (also its JSON form).
+macro_rules! named_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vdoc])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl Named for $name {
+            const ALL: &'static [Self] = &[$($name::$variant),+];
+
+            fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                self.name()
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+/// Names of enums `svc-core` defines, as they were stored.
+impl Named for Outcome {
+    const ALL: &'static [Self] = &Outcome::ALL;
+
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+impl Named for PushState {
+    const ALL: &'static [Self] =
+        &[PushState::Queued, PushState::Processing, PushState::Complete, PushState::Held, PushState::Failed];
+
+    fn name(self) -> &'static str {
+        match self {
+            PushState::Queued => "queued",
+            PushState::Processing => "processing",
+            PushState::Complete => "complete",
+            PushState::Held => "held",
+            PushState::Failed => "failed",
+        }
+    }
+}
+
+impl Named for Source {
+    const ALL: &'static [Self] = &[Source::Api, Source::Bulk];
+
+    fn name(self) -> &'static str {
+        match self {
+            Source::Api => "api",
+            Source::Bulk => "bulk",
+        }
+    }
+}
+
+impl Named for Custody {
+    const ALL: &'static [Self] = &[Custody::Hosted, Custody::OwnKey];
+
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+named_enum! {
+    /// What a business key is for.
+    KeyPurpose {
+        Integration = "integration",
+        Sealing = "sealing",
+    }
+}
+
+named_enum! {
+    /// A business key's kind.
+    KeyKind {
+        Ed25519 = "ed25519",
+        P256 = "p256",
+        Passkey = "passkey",
+    }
+}
+
+named_enum! {
+    /// A passkey holder's role.
+    PasskeyRole {
+        Owner = "owner",
+        Admin = "admin",
+        Developer = "developer",
+    }
+}
+
+named_enum! {
+    /// How a record's current version arrived.
+    RecordSource {
+        /// A push through the API.
+        Api = "api",
+        /// A bulk import.
+        Import = "import",
+        /// Saved by a person with a passkey (the portal).
+        Manual = "manual",
+    }
+}
+
+impl RecordSource {
+    /// The source of a record a push of `source` published.
+    pub fn of_push(source: Source) -> RecordSource {
+        match source {
+            Source::Api => RecordSource::Api,
+            Source::Bulk => RecordSource::Import,
+        }
+    }
+}
+
+named_enum! {
+    /// The kinds of leaf the transparency log holds.
+    LeafKind {
+        Seal = "seal",
+        KeyAdded = "key_added",
+        KeyRevoked = "key_revoked",
+        ReceiptMinute = "receipt_minute",
+    }
+}
 
 /// Production or sandbox. Keys, tokens and data of one never serve the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -60,12 +246,13 @@ impl CertificateIssuance {
 pub struct BusinessKey {
     pub key_id: String,
     pub business_uuid: String,
-    /// `integration` or `sealing`.
-    pub purpose: String,
-    /// `ed25519`, `p256` or `passkey`.
-    pub kind: String,
-    /// For passkeys: `owner`, `admin` or `developer`.
-    pub role: Option<String>,
+    #[serde(with = "by_name")]
+    pub purpose: KeyPurpose,
+    #[serde(with = "by_name")]
+    pub kind: KeyKind,
+    /// For passkeys.
+    #[serde(with = "by_name_option")]
+    pub role: Option<PasskeyRole>,
     #[serde(with = "serde_bytes")]
     pub jwk: Vec<u8>,
     pub valid_from: UnixMs,
@@ -108,8 +295,8 @@ impl BusinessKey {
 pub struct CustodyRecord {
     pub business_uuid: String,
     pub key_id: String,
-    /// `hosted` or `self`.
-    pub custody: String,
+    #[serde(with = "by_name")]
+    pub custody: Custody,
     pub effective_from: UnixMs,
     pub issued_at: UnixMs,
     pub statement_id: String,
@@ -246,8 +433,8 @@ pub struct RecordHead {
     pub live_generation: u64,
     pub state: RecordState,
     pub last_updated: UnixMs,
-    /// `api`, `import` or `manual`.
-    pub source: String,
+    #[serde(with = "by_name")]
+    pub source: RecordSource,
     /// Live prices for the price-shock rule: (country, currency, amount × 10^4).
     pub prices: Vec<(String, String, i64)>,
 }
@@ -280,10 +467,10 @@ pub struct PushRecord {
     pub key_id: String,
     pub record_type: String,
     pub seq: u64,
-    /// `api` or `bulk`.
-    pub source: String,
-    /// `queued`, `processing`, `complete`, `held` or `failed`.
-    pub state: String,
+    #[serde(with = "by_name")]
+    pub source: Source,
+    #[serde(with = "by_name")]
+    pub state: PushState,
     pub held: bool,
     pub held_reasons: Vec<String>,
     pub records: u64,
@@ -338,8 +525,8 @@ pub struct PushLeaf {
     /// The record's exact bytes; cleared once the leaf is settled.
     #[serde(with = "serde_bytes")]
     pub bytes: Vec<u8>,
-    /// `pending`, `accepted`, `updated`, `rejected` or `held`.
-    pub outcome: String,
+    #[serde(with = "by_name")]
+    pub outcome: Outcome,
     pub record_id: Option<String>,
     pub version: Option<u64>,
     pub sha256: Option<String>,
@@ -483,8 +670,8 @@ pub struct ReceiptPlace {
 /// A leaf waiting for the transparency log's next sequencing (home only).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingLeaf {
-    /// `seal`, `key_added`, `key_revoked` or `receipt_minute`.
-    pub kind: String,
+    #[serde(with = "by_name")]
+    pub kind: LeafKind,
     #[serde(with = "serde_bytes")]
     pub data: Vec<u8>,
     pub queued_at: UnixMs,
@@ -494,7 +681,8 @@ pub struct PendingLeaf {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LogLeaf {
     pub index: u64,
-    pub kind: String,
+    #[serde(with = "by_name")]
+    pub kind: LeafKind,
     #[serde(with = "serde_bytes")]
     pub data: Vec<u8>,
     pub hash: [u8; 32],
@@ -527,4 +715,55 @@ pub struct HourCounts {
     pub searches: u64,
     /// Fetches of the business's records.
     pub fetches: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log leaf as older builds stored it, with its kind a string.
+    #[derive(Serialize)]
+    struct StringKindLeaf {
+        index: u64,
+        kind: String,
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+        hash: [u8; 32],
+        sequenced_at: UnixMs,
+    }
+
+    #[test]
+    fn named_states_keep_the_bytes_strings_had_and_refuse_unknown_names() {
+        let leaf =
+            LogLeaf { index: 3, kind: LeafKind::KeyAdded, data: vec![1, 2], hash: [7; 32], sequenced_at: UnixMs(9) };
+        let old = StringKindLeaf {
+            index: 3,
+            kind: "key_added".into(),
+            data: vec![1, 2],
+            hash: [7; 32],
+            sequenced_at: UnixMs(9),
+        };
+        let bytes = postcard::to_stdvec(&leaf).unwrap();
+        assert_eq!(bytes, postcard::to_stdvec(&old).unwrap(), "the stored layout is unchanged");
+        assert_eq!(postcard::from_bytes::<LogLeaf>(&bytes).unwrap(), leaf);
+        let unknown = StringKindLeaf { kind: "key_rotated".into(), ..old };
+        assert!(postcard::from_bytes::<LogLeaf>(&postcard::to_stdvec(&unknown).unwrap()).is_err());
+        // Every name reads back as its variant, and JSON shows the same name.
+        for kind in LeafKind::ALL {
+            assert_eq!(LeafKind::from_name(kind.name()), Some(*kind));
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+        }
+        for state in PushState::ALL {
+            assert_eq!(serde_json::to_value(state).unwrap(), state.name());
+        }
+        for source in Source::ALL {
+            assert_eq!(serde_json::to_value(source).unwrap(), source.name());
+        }
+        for custody in Custody::ALL {
+            assert_eq!(serde_json::to_value(custody).unwrap(), custody.name());
+        }
+        for outcome in <Outcome as Named>::ALL {
+            assert_eq!(serde_json::to_value(outcome).unwrap(), outcome.name());
+        }
+    }
 }

@@ -80,7 +80,7 @@ async fn an_uploaded_file_is_imported_as_a_queued_push() {
     let ids = home.state.registry.catalogue_ids(&b.uuid, "products", None, usize::MAX).unwrap();
     assert_eq!(ids.len(), 450);
     let head = home.state.registry.record_head(&svc_core::ids::product_id(&b.uuid, "SKU-0")).unwrap().unwrap();
-    assert_eq!(head.source, "import");
+    assert_eq!(head.source, svc::store::model::RecordSource::Import);
     // The file is deleted once its import completes; asking again answers the status.
     assert!(!home.state.uploads.join(format!("{upload_id}.ndjson")).exists());
     let again = import(&home, &b, &upload_id, &seal).await;

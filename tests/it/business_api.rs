@@ -531,7 +531,7 @@ async fn every_key_gets_a_dual_signed_custody_statement_and_restating_adds_one()
     let statements = home.state.registry.custody_statements(&b.uuid).unwrap();
     assert_eq!(statements.len(), 2, "the integration key and the passkey");
     let first = statements.iter().find(|c| c.key_id == b.key_id).unwrap();
-    assert_eq!(first.custody, "self");
+    assert_eq!(first.custody, svc_core::custody::Custody::OwnKey);
     let envelope = svc_core::dsse::Envelope::parse(&first.envelope).unwrap();
     let payload = home.state.keys.issuance.verify(&envelope, &svc_core::dsse::payload_type("key-custody.v1")).unwrap();
     assert_eq!(svc_core::digest::sha256_prefixed(&payload), first.statement_id);
@@ -543,7 +543,7 @@ async fn every_key_gets_a_dual_signed_custody_statement_and_restating_adds_one()
     let of_key: Vec<_> = statements.iter().filter(|c| c.key_id == b.key_id).collect();
     let pairs: Vec<_> = of_key.iter().map(|c| (c.effective_from, c.issued_at)).collect();
     let now = svc_core::custody::in_force(&pairs, home.clock.now()).unwrap();
-    assert_eq!(of_key[now].custody, "hosted");
+    assert_eq!(of_key[now].custody, svc_core::custody::Custody::Hosted);
     let bad = home.admin("POST", &format!("/admin/keys/{}/custody", b.key_id), json!({"custody": "shared"})).await;
     assert_eq!(bad.status, 400);
 }

@@ -62,7 +62,7 @@ fn key_value(key: &BusinessKey) -> Value {
     let cose = serde_json::from_value(jwk.clone())
         .ok()
         .and_then(|jwk| svc_core::keys::VerifyingKey::from_jwk(&jwk).ok())
-        .filter(|_| key.kind == "passkey")
+        .filter(|_| key.kind == crate::store::model::KeyKind::Passkey)
         .and_then(|k| k.cose_key())
         .map(|c| svc_core::b64::std_encode(&c));
     json!({

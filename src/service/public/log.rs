@@ -165,7 +165,7 @@ async fn receipt_proof(state: &Region, receipt: Hash) -> Result<Value> {
             (ReceiptPlace { first_seq, index }, leaves)
         }
     };
-    let key = crate::actors::receipt_folder::root_key(&state.config.region, place.first_seq);
+    let key = crate::store::keys::receipt_root(&state.config.region, place.first_seq);
     let root: ReceiptRoot = state.store.get(cf::RECEIPT_ROOTS, &key)?.ok_or_else(|| not_found(unknown))?;
     let path = BatchTree::from_leaf_hashes(&leaves)
         .inclusion_proof(place.index as usize)

@@ -56,7 +56,7 @@ impl Register for Lookups<'_> {
             public: crate::service::auth::key_from_jwk(&key.jwk)?,
             validity: key.validity(),
             business_uuid: key.business_uuid,
-            purpose: key.purpose,
+            purpose: key.purpose.as_str().into(),
         })
     }
 

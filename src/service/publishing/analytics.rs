@@ -11,11 +11,10 @@ use svc_core::problem::Code;
 use svc_core::time::{DAY, UnixMs};
 
 use super::BusinessCaller;
-use crate::actors::analytics::parse_analytics_key;
 use crate::region::Region;
 use crate::service::{Error, Result};
 use crate::store::model::HourCounts;
-use crate::store::{be, cf, key};
+use crate::store::{be, cf, keys};
 
 fn invalid(detail: impl Into<String>) -> Error {
     Error::detail(Code::RequestInvalid, detail)
@@ -26,12 +25,12 @@ type Hour = (UnixMs, Option<String>, String, Counts);
 
 /// A business's hourly counts in `[from, until)`.
 fn hours(state: &Region, business_uuid: &str, from: UnixMs, until: UnixMs) -> Result<Vec<Hour>> {
-    let prefix = key(&[business_uuid.as_bytes(), b""]);
+    let prefix = keys::prefix(&[business_uuid]);
     let mut start = prefix.clone();
     start.extend_from_slice(&be(from.0.max(0) as u64));
     let mut out = Vec::new();
     for (k, counts) in state.store.scan::<HourCounts>(cf::ANALYTICS, &prefix, Some(&start), usize::MAX)? {
-        let Some((hour, country, group)) = parse_analytics_key(&k[prefix.len()..]) else { continue };
+        let Some((hour, country, group)) = keys::parse_analytics(&k[prefix.len()..]) else { continue };
         if hour >= until.0 {
             break;
         }

@@ -20,7 +20,7 @@ use tokio::io::AsyncWriteExt;
 use super::*;
 use crate::actors::push_worker::{PushWorkerMsg, upload_path};
 use crate::clock::random;
-use crate::publish::{Created, NewPush, PushRecords, push_key};
+use crate::publish::{Created, NewPush, PushRecords};
 use crate::replication::Change;
 
 fn invalid(detail: impl Into<String>) -> Error {
@@ -230,7 +230,7 @@ pub async fn create_import(state: &Region, caller: &BusinessCaller) -> Result<An
     // A settled import's file is deleted; its status is still answered.
     if let Some(push_id) = &upload.push_id {
         let push: PushRecord =
-            state.store.get(cf::PUSHES, &push_key(push_id))?.ok_or_else(|| Error::internal("import"))?;
+            state.store.get(cf::PUSHES, &keys::push(push_id))?.ok_or_else(|| Error::internal("import"))?;
         return import_status(state, &push).await;
     }
     let (Some(file_bytes), Some(file_records)) = (upload.bytes, upload.records) else {
@@ -255,7 +255,7 @@ pub async fn create_import(state: &Region, caller: &BusinessCaller) -> Result<An
         key_id: key.key_id.clone(),
         record_type,
         seq: batch.seq,
-        source: "bulk",
+        source: svc_core::publish::outcome::Source::Bulk,
         received_at,
         batch_seal_json: envelope.to_json(),
         records: PushRecords::File { upload_id: upload.upload_id.clone(), records: batch.tree_size },
@@ -278,7 +278,8 @@ pub async fn create_import(state: &Region, caller: &BusinessCaller) -> Result<An
     let mut upload = upload;
     upload.push_id = Some(push_id.clone());
     put_upload(state, &upload).await?;
-    let push: PushRecord = state.store.get(cf::PUSHES, &push_key(&push_id))?.ok_or_else(|| Error::internal("push"))?;
+    let push: PushRecord =
+        state.store.get(cf::PUSHES, &keys::push(&push_id))?.ok_or_else(|| Error::internal("push"))?;
     let answer = import_status(state, &push).await?;
     if let Some(idem) = idem {
         // Only the acceptance is remembered; later asks report progress.

@@ -31,10 +31,10 @@ use svc_core::time::UnixMs;
 use super::auth::{Credentials, key_from_jwk, verify_signed};
 use super::{Error, Result};
 use crate::actors::publisher::PublisherMsg;
-use crate::publish::{Refused, leaf_key};
+use crate::publish::Refused;
 use crate::region::Region;
 use crate::store::model::*;
-use crate::store::{cf, key};
+use crate::store::{cf, key, keys};
 
 pub const TAG_PUSH: &str = "svc-push";
 pub const TAG_READ: &str = "svc-business-read";
@@ -131,7 +131,7 @@ async fn introduce(state: &Region, mut key: BusinessKey, now: UnixMs) -> Result<
     };
     let mut change = crate::replication::Change::new();
     change.put(cf::INTEGRATION_KEYS, key.key_id.as_bytes(), &key);
-    change.put(cf::MANDATES, &crate::registry::keys::mandate(&key.key_id, &mandate.mandate_id), &mandate);
+    change.put(cf::MANDATES, &keys::mandate(&key.key_id, &mandate.mandate_id), &mandate);
     ractor::call!(state.home()?.publisher, |reply| PublisherMsg::Apply { change, now, reply })
         .map_err(Error::actor("publisher"))?
         .map_err(Error::internal)?;
@@ -261,8 +261,7 @@ pub(crate) fn replayed(
     idem: &str,
     fingerprint: &[u8],
 ) -> Result<Option<IdempotentAnswer>> {
-    let stored: Option<IdempotentAnswer> =
-        state.store.get(cf::IDEMPOTENCY, &crate::store::key(&[key_id.as_bytes(), idem.as_bytes()]))?;
+    let stored: Option<IdempotentAnswer> = state.store.get(cf::IDEMPOTENCY, &keys::idempotency(key_id, idem))?;
     match stored {
         Some(answer) if answer.fingerprint == fingerprint => Ok(Some(answer)),
         Some(_) => Err(Error::new(Code::IdempotencyKeyReused)),
@@ -302,7 +301,7 @@ pub(crate) fn leaves_while(
 ) -> Result<()> {
     const SLICE: usize = 256;
     let prefix = key(&[push_id.as_bytes()]);
-    let mut from = leaf_key(push_id, first);
+    let mut from = keys::push_leaf(push_id, first);
     loop {
         let rows: Vec<(Vec<u8>, PushLeaf)> = state.store.scan(cf::PUSH_RESULTS, &prefix, Some(&from), SLICE)?;
         let full = rows.len() == SLICE;
@@ -317,7 +316,7 @@ pub(crate) fn leaves_while(
             }
         }
         match next {
-            Some(n) if full => from = leaf_key(push_id, n),
+            Some(n) if full => from = keys::push_leaf(push_id, n),
             _ => return Ok(()),
         }
     }
@@ -333,7 +332,7 @@ pub(crate) fn leaves(state: &Region, push_id: &str) -> Result<Vec<PushLeaf>> {
 }
 
 pub(crate) fn outcome_of(leaf: &PushLeaf) -> Outcome {
-    Outcome::parse(&leaf.outcome).unwrap_or(Outcome::Pending)
+    leaf.outcome
 }
 
 fn errors_of(leaf: &PushLeaf) -> Vec<out::RecordError> {
@@ -374,13 +373,7 @@ pub(crate) fn push_status(
     cursor: Option<&str>,
 ) -> Result<PushStatus> {
     let now = state.clock.now();
-    let push_state = match push.state.as_str() {
-        "processing" => PushState::Processing,
-        "complete" => PushState::Complete,
-        "held" => PushState::Held,
-        "failed" => PushState::Failed,
-        _ => PushState::Queued,
-    };
+    let push_state = push.state;
     let counts = push.outcome_counts();
     let stage = match push_state {
         PushState::Queued => out::Stage::Queued,
@@ -388,7 +381,7 @@ pub(crate) fn push_status(
         _ => out::Stage::Done,
     };
     let stalled = !push_state.is_settled() && out::is_stalled(push.last_step_at, now);
-    let source = if push.source == "bulk" { out::Source::Bulk } else { out::Source::Api };
+    let source = push.source;
     let page = if with_page {
         // Read from the cursor's leaf until one result past a page is found.
         let after = cursor.and_then(cursor::decode).and_then(|c| c.parse::<u64>().ok());

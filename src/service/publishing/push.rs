@@ -15,7 +15,7 @@ use svc_core::seal;
 use super::*;
 use crate::actors::push_worker::{PushWorkerMsg, run_push};
 use crate::clock::random;
-use crate::publish::{Created, NewPush, PushRecords, push_key};
+use crate::publish::{Created, NewPush, PushRecords};
 
 /// The record type a publishing path names: only products are published
 /// through the API. Judged before the signature.
@@ -83,7 +83,7 @@ pub async fn publish(state: &Region, caller: &BusinessCaller, record_type: Recor
         key_id: key.key_id.clone(),
         record_type,
         seq: batch.seq,
-        source: "api",
+        source: svc_core::publish::outcome::Source::Api,
         received_at,
         batch_seal_json: envelope.to_json(),
         batch_seal: batch,
@@ -106,7 +106,7 @@ pub async fn publish(state: &Region, caller: &BusinessCaller, record_type: Recor
 
     let resumed = matches!(created, Ok(Created::Resume(_)));
     let push =
-        state.store.get::<PushRecord>(cf::PUSHES, &push_key(&push_id))?.ok_or_else(|| Error::internal("push"))?;
+        state.store.get::<PushRecord>(cf::PUSHES, &keys::push(&push_id))?.ok_or_else(|| Error::internal("push"))?;
     let settled = push.completed_at.is_some();
     // A resend of a push still being processed is only reported; a stalled one is resumed.
     let run = !settled && (!resumed || out::is_stalled(push.last_step_at, state.clock.now()));

@@ -11,7 +11,6 @@ use svc_core::publish::outcome::{self as out, Outcome, PushStatus};
 use svc_core::time::UnixMs;
 
 use super::*;
-use crate::publish::push_key;
 
 /// What `GET /v1/pushes/{push_id}` pages by.
 #[derive(Deserialize)]
@@ -34,7 +33,7 @@ pub fn push_status_of(
     };
     let push = state
         .store
-        .get::<PushRecord>(cf::PUSHES, &push_key(push_id))?
+        .get::<PushRecord>(cf::PUSHES, &keys::push(push_id))?
         .filter(|p| p.business_uuid == key.business_uuid)
         .ok_or_else(|| Error::new(Code::NotFound))?;
     push_status(state, &push, true, outcome, query.cursor.as_deref())
@@ -155,7 +154,7 @@ pub fn attempts(state: &Region, caller: &BusinessCaller, q: AttemptsQuery) -> Re
         Some(c) => Some(cursor::decode(c).ok_or_else(|| Error::detail(Code::RequestInvalid, "cursor"))?),
         None => None,
     };
-    let prefix = crate::registry::keys::prefix(&[&key.business_uuid]);
+    let prefix = keys::prefix(&[&key.business_uuid]);
     let mut start = prefix.clone();
     start.extend_from_slice(&crate::store::be(from.0.max(0) as u64));
     let pushes: Vec<(Vec<u8>, ())> = state.store.scan(cf::ATTEMPTS, &prefix, Some(&start), usize::MAX)?;
@@ -164,7 +163,7 @@ pub fn attempts(state: &Region, caller: &BusinessCaller, q: AttemptsQuery) -> Re
     let mut next_cursor = None;
     for (k, ()) in pushes {
         let push_id = String::from_utf8_lossy(&k[prefix.len() + 9..]).into_owned();
-        let Some(push) = state.store.get::<PushRecord>(cf::PUSHES, &push_key(&push_id))? else { continue };
+        let Some(push) = state.store.get::<PushRecord>(cf::PUSHES, &keys::push(&push_id))? else { continue };
         if push.received_at >= to {
             break;
         }

@@ -10,11 +10,10 @@ use svc_core::time::{DAY, UnixMs};
 
 use super::Caller;
 use crate::actors::billing::{BillingMsg, day_of};
-use crate::actors::receipt_log::group_key;
 use crate::region::Region;
 use crate::service::{Error, Result};
 use crate::store::model::{StoredReceipt, TermsVersion, UsageKind};
-use crate::store::{be, cf, key};
+use crate::store::{be, cf, keys};
 
 /// Receipts in one page (R4.18).
 pub const RECEIPTS_PAGE: usize = 100;
@@ -51,8 +50,8 @@ pub fn receipts(state: &Region, caller: &Caller, q: ReceiptsQuery) -> Result<Val
     let from = timestamp("from", q.from.as_deref())?.unwrap_or(UnixMs(0));
     let to = timestamp("to", q.to.as_deref())?;
     let group = &caller.key.group_id;
-    let prefix = key(&[group.as_bytes(), b""]);
-    let mut start = group_key(group, from.0, 0);
+    let prefix = keys::prefix(&[group]);
+    let mut start = keys::receipt_by_group(group, from.0, 0);
     if let Some(c) = q.cursor.as_deref() {
         let position = cursor::decode(c).ok_or_else(|| invalid("cursor"))?;
         let (ms, seq) = position
@@ -60,7 +59,7 @@ pub fn receipts(state: &Region, caller: &Caller, q: ReceiptsQuery) -> Result<Val
             .and_then(|(ms, seq)| Some((ms.parse::<i64>().ok()?, seq.parse::<u64>().ok()?)))
             .ok_or_else(|| invalid("cursor"))?;
         // Resume just past the last receipt of the previous page.
-        start = start.max(group_key(group, ms, seq.saturating_add(1)));
+        start = start.max(keys::receipt_by_group(group, ms, seq.saturating_add(1)));
     }
     let mut page = Vec::new();
     let mut scanned = 0;

@@ -379,7 +379,7 @@ impl Home {
             key_id: business.key_id.clone(),
             record_type: svc_core::ids::RecordType::Products,
             seq: 1,
-            source: "api",
+            source: svc_core::publish::outcome::Source::Api,
             received_at: self.clock.now(),
             batch_seal_json: seal.to_json(),
             batch_seal: svc_core::seal::read_batch_seal(&seal).unwrap(),

@@ -1,0 +1,301 @@
+//! Every column family's key layout, in one place, next to the functions
+//! that build (and read back) its keys.
+//!
+//! Parts are joined by a 0x00 byte ([`key`]); numbers are 8 bytes
+//! big-endian ([`be`]) so keys sort by them; a number that follows a 0x00
+//! separator is written right after it, with no separator between two
+//! numbers. `a ‖ b` below is `key(&[a, b])`; `be(n)` is a number; `→` is the
+//! value stored (postcard, after its version byte: see `store::VALUE_VERSION`).
+//!
+//! | column family | key | value |
+//! |---|---|---|
+//! | `meta` | a fixed name from [`meta`]; `schema ‖ <cf>` ([`schema`]); `migrating ‖ <cf>` ([`migrating`]) | per name |
+//! | `businesses` | business uuid | `Business` |
+//! | `certificates` | uuid ‖ be(issued_at ms) ‖ cert_id ([`certificate`]) | `CertificateIssuance` |
+//! | `integration_keys` | key id | `BusinessKey` |
+//! | `passkeys` | key id | `BusinessKey` |
+//! | `mandates` | key id ‖ mandate id ([`mandate`]) | `MandateRecord` |
+//! | `ai_policies` | uuid ‖ be(version) ([`ai_policy`]) | `AiPolicyVersion` |
+//! | `custody` | uuid ‖ be(issued_at ms) ‖ statement id ([`custody`]) | `CustodyRecord` |
+//! | `companies` | company uuid | `Company` |
+//! | `groups` | group id | `Group` |
+//! | `retrieval_keys` | key id | `RetrievalKey` |
+//! | `blocks` | business uuid ‖ group id ([`block`]) | `Block` |
+//! | `terms` | be(version) | `TermsVersion` |
+//! | `allowances` | company uuid | `Allowance` |
+//! | `records` | record id | `RecordHead` |
+//! | `versions` | record id ‖ be(generation) ([`version`]) | `RecordVersion` |
+//! | `pushes` | push id ([`push`]) | `PushRecord` |
+//! | `push_results` | push id ‖ be(leaf index) ([`push_leaf`]); `~leaf_hashes` ‖ push id ([`push_leaf_hashes`]) | `PushLeaf`; the push's leaf hashes |
+//! | `attempts` | business uuid ‖ be(received_at ms) ‖ push id ([`attempt`]) | `()` |
+//! | `seqs` | key id (the last `seq`); key id ‖ be(seq) ([`seq`]) | `u64`; `SeqEntry` |
+//! | `idempotency` | key id ‖ `Idempotency-Key` ([`idempotency`]) | `IdempotentAnswer` |
+//! | `usage` | key id ‖ nonce ([`usage`]); key id (publish caps) | `UsageEvent`; `UsageLedger` |
+//! | `usage_days` | company uuid ‖ `YYYY-MM-DD` ([`usage_day`]) | `DayUsage` |
+//! | `receipts` | be(seq) | `StoredReceipt` |
+//! | `receipts_by_group` | group id ‖ be(served ms) be(seq) ([`receipt_by_group`]) | `()` |
+//! | `receipt_leaves` | be(seq) | `ReceiptLeaf` |
+//! | `receipt_seqs` | leaf hash (32 bytes) | `u64` |
+//! | `analytics` | business uuid ‖ be(hour ms) ‖ country ‖ group id ([`analytics`]) | `HourCounts` |
+//! | `endpoints` | business uuid | `EndpointsSuspension` |
+//! | `nonces` | be(expires, Unix s) key id ‖ nonce ([`nonce`]); an older build's key id ‖ nonce | `()`; `i64` expiry |
+//! | `uploads` | upload id | `UploadRecord` |
+//! | `catalogue` | business uuid ‖ record type ‖ record id ([`catalogue`]) | `()` |
+//! | `replog` | be(seq) | `replication::Entry` |
+//! | `outbox` | be(seq) | `exchange::Outgoing` |
+//! | `nonce_feed` | be(seq) | `exchange::Claimed` |
+//! | `leases_granted` | be(lease id) | `GrantedLease` |
+//! | `leases_held` | company uuid | `HeldLease` |
+//! | `receipt_roots` | region ‖ be(first seq) ([`receipt_root`]) | `ReceiptRoot` |
+//! | `key_set` | [`key_set::ENTRIES`], [`key_set::DOCUMENT`] | `Vec<String>`; `String` |
+//! | `tlog_pending` | leaf hash | `PendingLeaf` |
+//! | `tlog_leaves` | be(index) | `LogLeaf` |
+//! | `tlog_index` | leaf hash | `u64` |
+//! | `tlog_checkpoints` | be(tree size) | `LogCheckpoint` |
+//! | `receipt_places` | leaf hash (folds of an older build; read only) | `ReceiptPlace` |
+//! | `receipt_parts` | be(first seq) | `Vec<Hash>` |
+
+use svc_core::time::UnixMs;
+
+/// Parts joined by 0x00.
+pub fn key(parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push(0);
+        }
+        out.extend_from_slice(part);
+    }
+    out
+}
+
+/// A number as 8 bytes big-endian, so keys sort by it.
+pub fn be(n: u64) -> [u8; 8] {
+    n.to_be_bytes()
+}
+
+/// The number a key written with `be` holds (`None` for any other length).
+pub fn from_be(key: &[u8]) -> Option<u64> {
+    key.try_into().ok().map(u64::from_be_bytes)
+}
+
+/// Every key that begins with these parts, each followed by its 0x00:
+/// `prefix(&[uuid])` is a business's range in any family keyed by uuid first.
+pub fn prefix(parts: &[&str]) -> Vec<u8> {
+    let mut k = key(&parts.iter().map(|p| p.as_bytes()).collect::<Vec<_>>());
+    k.push(0);
+    k
+}
+
+/// Fixed names in `meta`.
+pub mod meta {
+    /// The store's own: each column family's schema version.
+    pub const SCHEMA: &[u8] = b"schema";
+    /// The store's own: how far a column family's values were given their
+    /// version byte, while that runs.
+    pub const MIGRATING: &[u8] = b"migrating";
+    /// The sandbox seeder's state.
+    pub const SANDBOX_SEED: &[u8] = b"sandbox_seed";
+    /// Home: the last lease id granted.
+    pub const LEASE_SEQ: &[u8] = b"lease_seq";
+    /// A region: the last sequence of home's nonce feed it holds.
+    pub const NONCE_FEED_CURSOR: &[u8] = b"nonce_feed_cursor";
+    /// The last replication sequence every index shard committed.
+    pub const INDEX_APPLIED_SEQ: &[u8] = b"index_applied_seq";
+    /// The last receipt sequence analytics folded.
+    pub const ANALYTICS_APPLIED_SEQ: &[u8] = b"analytics_applied_seq";
+    /// The last receipt sequence the receipt folder folded.
+    pub const RECEIPT_FOLDED_SEQ: &[u8] = b"receipt_folded_seq";
+    /// A region: its receipt key rotations.
+    pub const RECEIPT_KEY_ROTATIONS: &[u8] = b"receipt_key_rotations";
+    /// The service keys' seeds.
+    pub const SERVICE_KEY_SEEDS: &[u8] = b"service_key_seeds";
+    /// Home: rotations of the service's non-root keys (replicated).
+    pub const SERVICE_KEY_ROTATIONS: &[u8] = b"service_key_rotations";
+    /// When the service keys were first drawn.
+    pub const SERVICE_KEYS_CREATED_AT: &[u8] = b"service_keys_created_at";
+}
+
+/// `meta`: a column family's schema version, `schema ‖ <cf>`.
+pub fn schema(cf: &str) -> Vec<u8> {
+    key(&[meta::SCHEMA, cf.as_bytes()])
+}
+
+/// `meta`: the last key of `cf` given its version byte, `migrating ‖ <cf>`.
+pub fn migrating(cf: &str) -> Vec<u8> {
+    key(&[meta::MIGRATING, cf.as_bytes()])
+}
+
+/// Fixed names in `key_set`.
+pub mod key_set {
+    pub const ENTRIES: &[u8] = b"entries";
+    pub const DOCUMENT: &[u8] = b"document";
+}
+
+/// `certificates`: uuid ‖ be(issued_at ms) ‖ cert id.
+pub fn certificate(business_uuid: &str, issued_at: UnixMs, cert_id: &str) -> Vec<u8> {
+    key(&[business_uuid.as_bytes(), &be(issued_at.0 as u64), cert_id.as_bytes()])
+}
+
+/// `mandates`: key id ‖ mandate id.
+pub fn mandate(key_id: &str, mandate_id: &str) -> Vec<u8> {
+    key(&[key_id.as_bytes(), mandate_id.as_bytes()])
+}
+
+/// `custody`: uuid ‖ be(issued_at ms) ‖ statement id.
+pub fn custody(business_uuid: &str, issued_at: UnixMs, statement_id: &str) -> Vec<u8> {
+    key(&[business_uuid.as_bytes(), &be(issued_at.0 as u64), statement_id.as_bytes()])
+}
+
+/// `ai_policies`: uuid ‖ be(version).
+pub fn ai_policy(business_uuid: &str, version: u64) -> Vec<u8> {
+    key(&[business_uuid.as_bytes(), &be(version)])
+}
+
+/// `blocks`: business uuid ‖ group id.
+pub fn block(business_uuid: &str, group_id: &str) -> Vec<u8> {
+    key(&[business_uuid.as_bytes(), group_id.as_bytes()])
+}
+
+/// `catalogue`: business uuid ‖ record type ‖ record id.
+pub fn catalogue(business_uuid: &str, record_type: &str, record_id: &str) -> Vec<u8> {
+    key(&[business_uuid.as_bytes(), record_type.as_bytes(), record_id.as_bytes()])
+}
+
+/// `versions`: record id ‖ be(generation).
+pub fn version(record_id: &str, generation: u64) -> Vec<u8> {
+    key(&[record_id.as_bytes(), &be(generation)])
+}
+
+/// `pushes`: the push id.
+pub fn push(push_id: &str) -> Vec<u8> {
+    push_id.as_bytes().to_vec()
+}
+
+/// `push_results`: where a push's leaves begin, `push id ‖` (a leaf's key is
+/// this prefix and 8 bytes more).
+pub fn push_leaves(push_id: &str) -> Vec<u8> {
+    key(&[push_id.as_bytes()])
+}
+
+/// `push_results`: push id ‖ be(leaf index).
+pub fn push_leaf(push_id: &str, leaf: u64) -> Vec<u8> {
+    key(&[push_id.as_bytes(), &be(leaf)])
+}
+
+/// `push_results`: `~leaf_hashes ‖ push id`. Kept outside every push's key
+/// range (`~` sorts after `bat_`), so scans of a push's leaves never meet it.
+pub fn push_leaf_hashes(push_id: &str) -> Vec<u8> {
+    key(&[b"~leaf_hashes", push_id.as_bytes()])
+}
+
+/// `seqs`: key id ‖ be(seq) (the key id alone holds the last `seq`).
+pub fn seq(key_id: &str, seq: u64) -> Vec<u8> {
+    key(&[key_id.as_bytes(), &be(seq)])
+}
+
+/// `idempotency`: key id ‖ `Idempotency-Key`.
+pub fn idempotency(key_id: &str, idem: &str) -> Vec<u8> {
+    key(&[key_id.as_bytes(), idem.as_bytes()])
+}
+
+/// `attempts`: business uuid ‖ be(received_at ms) ‖ push id.
+pub fn attempt(business_uuid: &str, received_at: UnixMs, push_id: &str) -> Vec<u8> {
+    key(&[business_uuid.as_bytes(), &be(received_at.0 as u64), push_id.as_bytes()])
+}
+
+/// `usage`: key id ‖ nonce (one billed request).
+pub fn usage(key_id: &str, nonce: &str) -> Vec<u8> {
+    key(&[key_id.as_bytes(), nonce.as_bytes()])
+}
+
+/// `usage_days`: company uuid ‖ `YYYY-MM-DD`.
+pub fn usage_day(company_uuid: &str, day: &str) -> Vec<u8> {
+    key(&[company_uuid.as_bytes(), day.as_bytes()])
+}
+
+/// `receipts_by_group`: group id ‖ be(served ms) be(seq), so a group's
+/// receipts list oldest first, and receipts of one millisecond in served
+/// order. Its prefix is `prefix(&[group_id])`.
+pub fn receipt_by_group(group_id: &str, served_ms: i64, seq: u64) -> Vec<u8> {
+    let mut k = key(&[group_id.as_bytes(), b""]);
+    k.extend_from_slice(&be(served_ms.max(0) as u64));
+    k.extend_from_slice(&be(seq));
+    k
+}
+
+/// `analytics`: business uuid ‖ be(hour ms) ‖ country (empty for a fetch) ‖
+/// group id. Its prefix is `prefix(&[business_uuid])`.
+pub fn analytics(business_uuid: &str, hour_ms: i64, country: &str, group_id: &str) -> Vec<u8> {
+    let mut k = key(&[business_uuid.as_bytes(), b""]);
+    k.extend_from_slice(&be(hour_ms.max(0) as u64));
+    k.push(0);
+    k.extend_from_slice(&key(&[country.as_bytes(), group_id.as_bytes()]));
+    k
+}
+
+/// Reads an analytics key back: (hour ms, country, group id), after the
+/// business prefix.
+pub fn parse_analytics(rest: &[u8]) -> Option<(i64, String, String)> {
+    let hour = i64::from_be_bytes(rest.get(..8)?.try_into().ok()?);
+    let mut parts = rest.get(9..)?.splitn(2, |b| *b == 0);
+    let country = String::from_utf8(parts.next()?.to_vec()).ok()?;
+    let group = String::from_utf8(parts.next()?.to_vec()).ok()?;
+    Some((hour, country, group))
+}
+
+/// `nonces`: be(expires, Unix s) key id ‖ nonce. The expiry comes first, so
+/// a purge deletes every expired claim with one range tombstone.
+pub fn nonce(expires: i64, key_id: &str, nonce: &str) -> Vec<u8> {
+    [&nonce_expiry(expires)[..], &key(&[key_id.as_bytes(), nonce.as_bytes()])].concat()
+}
+
+/// `nonces`: where the claims expiring at `secs` begin (an expiry before
+/// 1970 sorts with 0).
+pub fn nonce_expiry(secs: i64) -> [u8; 8] {
+    be(secs.max(0) as u64)
+}
+
+/// `nonces`: the claim a stored key names: expiry, key id and nonce.
+pub fn parse_nonce(k: &[u8]) -> Option<(i64, String, String)> {
+    let expires = i64::try_from(from_be(k.get(..8)?)?).ok()?;
+    let mut parts = k[8..].splitn(2, |b| *b == 0);
+    let (key_id, nonce) = (parts.next()?, parts.next()?);
+    Some((expires, String::from_utf8(key_id.to_vec()).ok()?, String::from_utf8(nonce.to_vec()).ok()?))
+}
+
+/// `receipt_roots`: region ‖ be(first seq). A region's roots begin at
+/// `prefix(&[region])`.
+pub fn receipt_root(region: &str, first_seq: u64) -> Vec<u8> {
+    let mut k = key(&[region.as_bytes(), b""]);
+    k.extend_from_slice(&be(first_seq));
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_are_the_bytes_they_always_were() {
+        assert_eq!(key(&[b"a", b"b"]), b"a\0b");
+        assert_eq!(prefix(&["b1"]), key(&[b"b1", b""]));
+        assert_eq!(version("r", 2), [&b"r\0"[..], &2u64.to_be_bytes()].concat());
+        assert_eq!(receipt_by_group("g", 5, 7), [&b"g\0"[..], &be(5), &be(7)].concat());
+        assert_eq!(receipt_root("eu", 3), [&b"eu\0"[..], &be(3)].concat());
+        assert_eq!(nonce(9, "k", "n"), [&be(9)[..], b"k\0n"].concat());
+        assert_eq!(parse_nonce(&nonce(9, "k", "n")), Some((9, "k".into(), "n".into())));
+        assert_eq!(push_leaf_hashes("p"), b"~leaf_hashes\0p");
+        assert_eq!(schema("records"), b"schema\0records");
+    }
+
+    #[test]
+    fn analytics_keys_read_back_and_sort_by_hour_within_a_business() {
+        let a = analytics("b1", 3_600_000, "FR", "g1");
+        let b = analytics("b1", 7_200_000, "", "g2");
+        assert!(a < b);
+        let prefix = prefix(&["b1"]);
+        assert_eq!(parse_analytics(&a[prefix.len()..]), Some((3_600_000, "FR".into(), "g1".into())));
+        assert_eq!(parse_analytics(&b[prefix.len()..]), Some((7_200_000, String::new(), "g2".into())));
+    }
+}
