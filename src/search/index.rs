@@ -218,7 +218,7 @@ mod tests {
         hits.rows.into_iter().map(|r| String::from_utf8(r.row).unwrap()).collect()
     }
 
-    // The spec leaves ties open (R1.9: the caller orders); the README records
+    // The spec leaves ties open (R1.9: the caller orders); docs/REFERENCE.md records
     // this choice: a neutral hash of the record id, the same in every region.
     // Relevance alone keeps tantivy's pruned top-k, which picks among rows
     // tied at the cut by position; the rows it answers are still ordered

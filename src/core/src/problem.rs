@@ -1,7 +1,7 @@
 //! RFC 9457 problem details: every code of both specs and its HTTP status.
 //!
 //! Where the spec leaves a status "not shown", the choice is made here once
-//! (and listed in the README): authentication failures are 401, a malformed
+//! (and listed in docs/REFERENCE.md): authentication failures are 401, a malformed
 //! or out-of-allow-list request is 400, a seal that fails is 422, and a `seq`
 //! conflict is 409.
 

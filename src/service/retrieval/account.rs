@@ -125,7 +125,7 @@ fn day(name: &str, value: Option<&str>) -> Result<Option<UnixMs>> {
 }
 
 /// The caller's company's billed requests per UTC day (shape in the
-/// README): the last 30 days unless `from` and `to` say otherwise.
+/// docs/REFERENCE.md): the last 30 days unless `from` and `to` say otherwise.
 pub async fn usage(state: &Region, caller: &Caller, q: UsageQuery) -> Result<Value> {
     let now = caller.now;
     let to = day("to", q.to.as_deref())?.unwrap_or(now);

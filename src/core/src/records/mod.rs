@@ -13,7 +13,7 @@
 //! The spec leaves the body fields of four types, every enumeration and most
 //! reasons unstated (R-NS-2, R-NS-4, P-NS-1). The choices made here are the
 //! `pub const`s of this module and of [`scope`], each documented where it is
-//! declared, so the README can cite them:
+//! declared, so docs/REFERENCE.md can cite them:
 //!
 //! * a member never takes `null`: an absent optional member is omitted;
 //! * a string never is empty or blank: omit the member instead;
