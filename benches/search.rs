@@ -46,8 +46,8 @@ fn arg(name: &str, default: u64) -> u64 {
 async fn wait_indexed(state: &Region) {
     loop {
         let last =
-            ractor::call!(state.home.as_ref().unwrap().publisher, PublisherMsg::Observe).expect("publisher").last_seq;
-        let applied = ractor::call!(state.indexer, IndexerMsg::Observe).expect("indexer").applied_seq;
+            state.home.as_ref().unwrap().publisher.call(PublisherMsg::Observe).await.expect("publisher").last_seq;
+        let applied = state.indexer.call(IndexerMsg::Observe).await.expect("indexer").applied_seq;
         if applied >= last {
             return;
         }

@@ -95,7 +95,7 @@ fn main() {
         ensure_seeded(&state, &corpus, &|_| {}).await.unwrap();
         // Sequenced, so the answer carries a log inclusion proof too.
         let home = state.home.as_ref().unwrap();
-        ractor::call!(home.transparency_log, TransparencyLogMsg::Sequence).unwrap().unwrap();
+        home.transparency_log.call(TransparencyLogMsg::Sequence).await.unwrap().unwrap();
         let body = serde_json::to_vec(&verify_body(&state)).unwrap();
         let base = format!("http://{}", node.addr);
         let authority = state.config.public_authority.clone();
@@ -156,7 +156,7 @@ fn main() {
         }
         batch.commit().unwrap();
         let started = Instant::now();
-        let signed = ractor::call!(home.transparency_log, TransparencyLogMsg::Sequence).unwrap().unwrap();
+        let signed = home.transparency_log.call(TransparencyLogMsg::Sequence).await.unwrap().unwrap();
         let took = started.elapsed();
         println!(
             "log: {leaves} leaves sequenced in one checkpoint in {:.2} s: {:.0} appends/s (tree size {})",

@@ -23,6 +23,7 @@ pub enum AnalyticsMsg {
     Observe(RpcReplyPort<u64>),
 }
 
+#[derive(Clone)]
 pub struct Analytics;
 
 pub struct AnalyticsState {

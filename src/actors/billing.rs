@@ -123,6 +123,7 @@ pub struct BillingArgs {
     pub role: BillingRole,
 }
 
+#[derive(Clone)]
 pub struct Billing;
 
 pub struct BillingState {

@@ -37,6 +37,7 @@ pub struct IndexShardSnapshot {
     pub compactions: u64,
 }
 
+#[derive(Clone)]
 pub struct IndexShard;
 
 pub struct IndexShardState {

@@ -49,10 +49,11 @@ pub struct IndexerSnapshot {
 
 pub struct IndexerArgs {
     pub store: Store,
-    pub shards: HashMap<(RecordType, usize), ActorRef<IndexShardMsg>>,
+    pub shards: HashMap<(RecordType, usize), crate::actors::mailbox::Mailbox<IndexShardMsg>>,
     pub shards_per_collection: usize,
 }
 
+#[derive(Clone)]
 pub struct Indexer;
 
 pub struct IndexerState {
@@ -77,9 +78,10 @@ impl IndexerState {
         head: &RecordHead,
         blocks: &mut HashMap<String, Vec<String>>,
     ) -> Result<Option<(RecordType, Change)>, String> {
-        let Some(collection) = RecordType::from_name(&head.record_type).filter(|t| t.is_collection()) else {
+        let collection = head.record_type;
+        if !collection.is_collection() {
             return Ok(None);
-        };
+        }
         if head.state != RecordState::Live || head.live_generation == 0 {
             return Ok(Some((collection, Change::Delete)));
         }
@@ -147,8 +149,7 @@ impl IndexerState {
         }
         for (shard, (upserts, deletes)) in batches {
             let actor = self.args.shards.get(&shard).ok_or("no such shard")?;
-            ractor::call!(actor, |reply| IndexShardMsg::Apply { upserts, deletes, reply })
-                .map_err(|e| e.to_string())??;
+            actor.call(|reply| IndexShardMsg::Apply { upserts, deletes, reply }).await.map_err(|e| e.to_string())??;
         }
         self.args.store.put(cf::META, APPLIED_KEY, &last).map_err(|e| e.to_string())?;
         self.applied = last;

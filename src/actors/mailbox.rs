@@ -16,17 +16,17 @@ use tokio::sync::Semaphore;
 pub enum MailboxError {
     /// As many requests as the mailbox holds are already waiting.
     #[error("the {0} actor is busy: its mailbox is full")]
-    Full(&'static str),
+    Full(Arc<str>),
     /// The actor stopped (or failed, and is not back yet).
     #[error("the {0} actor is not running")]
-    Stopped(&'static str),
+    Stopped(Arc<str>),
     /// The actor did not answer within the caller's wait.
     #[error("the {0} actor did not answer in time")]
-    Timeout(&'static str),
+    Timeout(Arc<str>),
 }
 
 pub struct Mailbox<M: Message> {
-    name: &'static str,
+    name: Arc<str>,
     actor: Arc<RwLock<ActorRef<M>>>,
     /// Requests waiting on this actor, at most its capacity.
     room: Arc<Semaphore>,
@@ -35,17 +35,22 @@ pub struct Mailbox<M: Message> {
 
 impl<M: Message> Clone for Mailbox<M> {
     fn clone(&self) -> Self {
-        Mailbox { name: self.name, actor: self.actor.clone(), room: self.room.clone(), capacity: self.capacity }
+        Mailbox { name: self.name.clone(), actor: self.actor.clone(), room: self.room.clone(), capacity: self.capacity }
     }
 }
 
 impl<M: Message> Mailbox<M> {
-    pub fn new(name: &'static str, actor: ActorRef<M>, capacity: usize) -> Self {
-        Mailbox { name, actor: Arc::new(RwLock::new(actor)), room: Arc::new(Semaphore::new(capacity)), capacity }
+    pub fn new(name: &str, actor: ActorRef<M>, capacity: usize) -> Self {
+        Mailbox {
+            name: name.into(),
+            actor: Arc::new(RwLock::new(actor)),
+            room: Arc::new(Semaphore::new(capacity)),
+            capacity,
+        }
     }
 
-    pub fn name(&self) -> &'static str {
-        self.name
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// The actor running now.
@@ -54,6 +59,11 @@ impl<M: Message> Mailbox<M> {
             Ok(actor) => actor.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
+    }
+
+    /// Whether the actor is running now (not stopped, nor being restarted).
+    pub fn is_running(&self) -> bool {
+        self.actor().get_status() == ractor::ActorStatus::Running
     }
 
     /// Points every holder at a restarted actor.
@@ -69,18 +79,23 @@ impl<M: Message> Mailbox<M> {
         self.capacity - self.room.available_permits()
     }
 
-    /// Asks the actor and waits for its answer (at most `wait`, when given).
-    /// Refused at once when the mailbox is full.
-    pub async fn call<R: Send + 'static>(
+    /// Asks the actor and waits for its answer. Refused at once when the
+    /// mailbox is full.
+    pub async fn call<R: Send + 'static>(&self, build: impl FnOnce(RpcReplyPort<R>) -> M) -> Result<R, MailboxError> {
+        self.call_within(build, None).await
+    }
+
+    /// As `call`, waiting at most `wait` when given.
+    pub async fn call_within<R: Send + 'static>(
         &self,
         build: impl FnOnce(RpcReplyPort<R>) -> M,
         wait: Option<Duration>,
     ) -> Result<R, MailboxError> {
-        let _place = self.room.clone().try_acquire_owned().map_err(|_| MailboxError::Full(self.name))?;
+        let _place = self.room.clone().try_acquire_owned().map_err(|_| MailboxError::Full(self.name.clone()))?;
         match self.actor().call(build, wait).await {
             Ok(CallResult::Success(answer)) => Ok(answer),
-            Ok(CallResult::Timeout) => Err(MailboxError::Timeout(self.name)),
-            Ok(CallResult::SenderError) | Err(_) => Err(MailboxError::Stopped(self.name)),
+            Ok(CallResult::Timeout) => Err(MailboxError::Timeout(self.name.clone())),
+            Ok(CallResult::SenderError) | Err(_) => Err(MailboxError::Stopped(self.name.clone())),
         }
     }
 
@@ -88,7 +103,13 @@ impl<M: Message> Mailbox<M> {
     /// a call that found room (a reservation given back), or come from the
     /// node's own timers, so they are bounded by those.
     pub fn cast(&self, message: M) -> Result<(), MailboxError> {
-        self.actor().send_message(message).map_err(|_| MailboxError::Stopped(self.name))
+        self.actor().send_message(message).map_err(|_| MailboxError::Stopped(self.name.clone()))
+    }
+
+    /// Takes every free place, as a burst of requests would, until the
+    /// places are dropped: drills and tests of a full mailbox.
+    pub fn occupy(&self) -> Vec<tokio::sync::OwnedSemaphorePermit> {
+        std::iter::from_fn(|| self.room.clone().try_acquire_owned().ok()).collect()
     }
 }
 
@@ -129,14 +150,14 @@ mod tests {
         let long = Duration::from_millis(300);
         let (a, b) = (mailbox.clone(), mailbox.clone());
         let waiting = [
-            tokio::spawn(async move { a.call(|r| SlowMsg::Wait(long, r), None).await }),
-            tokio::spawn(async move { b.call(|r| SlowMsg::Wait(long, r), None).await }),
+            tokio::spawn(async move { a.call(|r| SlowMsg::Wait(long, r)).await }),
+            tokio::spawn(async move { b.call(|r| SlowMsg::Wait(long, r)).await }),
         ];
         while mailbox.waiting() < 2 {
             tokio::task::yield_now().await;
         }
-        let refused = mailbox.call(|r| SlowMsg::Wait(Duration::ZERO, r), None).await;
-        assert_eq!(refused, Err(MailboxError::Full("slow")));
+        let refused = mailbox.call(|r| SlowMsg::Wait(Duration::ZERO, r)).await;
+        assert_eq!(refused, Err(MailboxError::Full("slow".into())));
         for handle in waiting {
             assert!(handle.await.unwrap().is_ok());
         }
@@ -146,10 +167,10 @@ mod tests {
         while first.get_status() != ractor::ActorStatus::Stopped {
             tokio::task::yield_now().await;
         }
-        let stopped = mailbox.call(|r| SlowMsg::Wait(Duration::ZERO, r), None).await;
-        assert_eq!(stopped, Err(MailboxError::Stopped("slow")));
+        let stopped = mailbox.call(|r| SlowMsg::Wait(Duration::ZERO, r)).await;
+        assert_eq!(stopped, Err(MailboxError::Stopped("slow".into())));
         let (second, _) = Actor::spawn(None, Slow, ()).await.unwrap();
         mailbox.replace(second);
-        assert_eq!(mailbox.call(|r| SlowMsg::Wait(Duration::ZERO, r), None).await, Ok(1), "a fresh actor answers");
+        assert_eq!(mailbox.call(|r| SlowMsg::Wait(Duration::ZERO, r)).await, Ok(1), "a fresh actor answers");
     }
 }

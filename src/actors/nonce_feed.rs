@@ -21,17 +21,19 @@ pub enum NonceFeedMsg {
     Pull,
 }
 
+#[derive(Clone)]
 pub struct NonceFeedArgs {
     pub link: Arc<HomeLink>,
-    pub nonces: ActorRef<NonceMsg>,
+    pub nonces: crate::actors::mailbox::Mailbox<NonceMsg>,
     pub status: Arc<ReplicationStatus>,
 }
 
+#[derive(Clone)]
 pub struct NonceFeed;
 
 impl NonceFeed {
     async fn pull(args: &NonceFeedArgs) -> Result<(), String> {
-        let after = ractor::call!(args.nonces, NonceMsg::Observe).map_err(|e| e.to_string())?.feed_seq;
+        let after = args.nonces.call(NonceMsg::Observe).await.map_err(|e| e.to_string())?.feed_seq;
         let path = format!("/internal/v1/nonces?after={after}&wait_ms={LONG_POLL_MS}");
         let wait = Duration::from_millis(LONG_POLL_MS) + Duration::from_secs(5);
         let page: FeedPage = args.link.call::<(), _>("GET", &path, None, wait).await?;
@@ -42,12 +44,12 @@ impl NonceFeed {
                 cursor = after,
                 "home's nonce feed is behind this region: reading it again"
             );
-            ractor::call!(args.nonces, NonceMsg::RewindFeed).map_err(|e| e.to_string())??;
+            args.nonces.call(NonceMsg::RewindFeed).await.map_err(|e| e.to_string())??;
             return Ok(());
         }
         let learned = page.entries.last().map_or(after, |e| e.seq);
         let entries = page.entries;
-        ractor::call!(args.nonces, |reply| NonceMsg::LearnFeed { entries, reply }).map_err(|e| e.to_string())??;
+        args.nonces.call(|reply| NonceMsg::LearnFeed { entries, reply }).await.map_err(|e| e.to_string())??;
         args.status.feed_learned.store(learned, Ordering::Relaxed);
         Ok(())
     }

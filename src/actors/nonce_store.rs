@@ -73,6 +73,7 @@ pub struct NonceArgs {
     pub role: NonceRole,
 }
 
+#[derive(Clone)]
 pub struct NonceStore;
 
 pub struct NonceState {

@@ -115,8 +115,10 @@ pub struct PublisherSnapshot {
     pub last_seq: u64,
 }
 
+#[derive(Clone)]
 pub struct Publisher;
 
+#[derive(Clone)]
 pub struct PublisherArgs {
     pub store: Store,
     pub keys: Arc<ServiceKeys>,

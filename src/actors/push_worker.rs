@@ -32,7 +32,7 @@ pub struct PushWorkerSnapshot {
 #[derive(Clone)]
 pub struct PushRunner {
     pub store: Store,
-    pub publisher: ActorRef<PublisherMsg>,
+    pub publisher: crate::actors::mailbox::Mailbox<PublisherMsg>,
     pub clock: SharedClock,
     pub blocklist: Option<Arc<Blocklist>>,
     /// Where bulk files are kept.
@@ -41,6 +41,7 @@ pub struct PushRunner {
 
 pub type PushWorkerArgs = PushRunner;
 
+#[derive(Clone)]
 pub struct PushWorker;
 
 pub struct PushWorkerState {
@@ -109,21 +110,15 @@ pub async fn run_push(runner: &PushRunner, push_id: &str) -> Result<PushRecord, 
             tokio::task::spawn_blocking(move || read_import(&reader, &unstaged)).await.map_err(|e| e.to_string())?;
         let now = clock.now();
         push = match read {
-            Ok(records) => ractor::call!(publisher, |reply| PublisherMsg::StageFile {
-                push_id: push_id.to_owned(),
-                records,
-                now,
-                reply
-            })
-            .map_err(|e| e.to_string())??,
+            Ok(records) => publisher
+                .call(|reply| PublisherMsg::StageFile { push_id: push_id.to_owned(), records, now, reply })
+                .await
+                .map_err(|e| e.to_string())??,
             Err(Ok(code)) => {
-                return ractor::call!(publisher, |reply| PublisherMsg::Fail {
-                    push_id: push_id.to_owned(),
-                    code: code.to_owned(),
-                    now,
-                    reply
-                })
-                .map_err(|e| e.to_string())?;
+                return publisher
+                    .call(|reply| PublisherMsg::Fail { push_id: push_id.to_owned(), code: code.to_owned(), now, reply })
+                    .await
+                    .map_err(|e| e.to_string())?;
             }
             Err(Err(e)) => return Err(e),
         };
@@ -131,17 +126,15 @@ pub async fn run_push(runner: &PushRunner, push_id: &str) -> Result<PushRecord, 
     for chunk in push.chunks_done..push.chunks {
         let flagged = flag_chunk(store, runner.blocklist.as_deref(), push_id, chunk).await?;
         let now = clock.now();
-        ractor::call!(publisher, |reply| PublisherMsg::CommitChunk {
-            push_id: push_id.to_owned(),
-            chunk,
-            flagged,
-            now,
-            reply
-        })
-        .map_err(|e| e.to_string())??;
+        publisher
+            .call(|reply| PublisherMsg::CommitChunk { push_id: push_id.to_owned(), chunk, flagged, now, reply })
+            .await
+            .map_err(|e| e.to_string())??;
     }
     let now = clock.now();
-    let settled = ractor::call!(publisher, |reply| PublisherMsg::Finish { push_id: push_id.to_owned(), now, reply })
+    let settled = publisher
+        .call(|reply| PublisherMsg::Finish { push_id: push_id.to_owned(), now, reply })
+        .await
         .map_err(|e| e.to_string())??;
     // A bulk file is deleted once its import completes.
     if let Some(upload_id) = &settled.upload_id {

@@ -56,6 +56,7 @@ pub struct ReceiptFolderArgs {
     pub outbox: Option<Sequence>,
 }
 
+#[derive(Clone)]
 pub struct ReceiptFolder;
 
 /// Stores a region's root (home: its own, or one a region reported).

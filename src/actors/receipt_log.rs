@@ -13,6 +13,7 @@ pub enum ReceiptLogMsg {
     Append { receipt: Box<StoredReceipt>, reply: RpcReplyPort<Result<u64, String>> },
 }
 
+#[derive(Clone)]
 pub struct ReceiptLog;
 
 pub struct ReceiptLogState {

@@ -59,6 +59,7 @@ pub enum ReplicatorMsg {
     Pull,
 }
 
+#[derive(Clone)]
 pub struct ReplicatorArgs {
     pub store: Store,
     pub link: Arc<HomeLink>,
@@ -66,6 +67,7 @@ pub struct ReplicatorArgs {
     pub status: Arc<ReplicationStatus>,
 }
 
+#[derive(Clone)]
 pub struct Replicator;
 
 impl Replicator {

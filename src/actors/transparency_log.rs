@@ -28,18 +28,20 @@ pub enum TransparencyLogMsg {
     Sequence(RpcReplyPort<Result<LogCheckpoint, String>>),
 }
 
+#[derive(Clone)]
 pub struct TransparencyLogArgs {
     /// When sequencing last ran (signed or found nothing new), so a quiet
     /// period is not re-scanned every tick.
     pub last_run: Option<UnixMs>,
     pub log: LogView,
-    pub publisher: ActorRef<PublisherMsg>,
+    pub publisher: crate::actors::mailbox::Mailbox<PublisherMsg>,
     /// The service's keys: the log-checkpoint key signs (its newest, after a rotation).
     pub keys: std::sync::Arc<crate::service_keys::ServiceKeys>,
     pub clock: SharedClock,
     pub every_ms: i64,
 }
 
+#[derive(Clone)]
 pub struct TransparencyLog;
 
 /// Whether the period has turned since `last` (or nothing was signed yet).
@@ -86,7 +88,7 @@ impl TransparencyLog {
         let note = checkpoint.sign(&args.keys.checkpoint_key()).ok_or("the log's origin cannot name a note key")?;
         let signed = LogCheckpoint { size, root, note, at: now };
         change.put(cf::TLOG_CHECKPOINTS, &be(size), &signed);
-        let applied = match ractor::call!(args.publisher, |reply| PublisherMsg::Apply { change, now, reply }) {
+        let applied = match args.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(e),
             Err(e) => Err(e.to_string()),

@@ -22,6 +22,7 @@ pub enum UplinkMsg {
     Ship,
 }
 
+#[derive(Clone)]
 pub struct UplinkArgs {
     pub store: Store,
     pub link: Arc<HomeLink>,
@@ -29,6 +30,7 @@ pub struct UplinkArgs {
     pub status: Arc<ReplicationStatus>,
 }
 
+#[derive(Clone)]
 pub struct Uplink;
 
 impl Uplink {

@@ -35,7 +35,7 @@ const RECHECK_MS: i64 = 250;
 #[derive(Clone)]
 pub enum Certifier {
     /// Home certifies its own through the publisher.
-    Publisher(ractor::ActorRef<PublisherMsg>),
+    Publisher(crate::actors::mailbox::Mailbox<PublisherMsg>),
     /// A read region reports them with its nonces and usage.
     Outbox(Sequence),
 }
@@ -167,7 +167,9 @@ impl KeyView {
             Certifier::Publisher(publisher) => {
                 for key in keys {
                     let region = self.inner.region.clone();
-                    ractor::call!(publisher, |reply| PublisherMsg::CertifyReceiptKey { region, key, now, reply })
+                    publisher
+                        .call(|reply| PublisherMsg::CertifyReceiptKey { region, key, now, reply })
+                        .await
                         .map_err(|e| e.to_string())??;
                 }
             }

@@ -137,7 +137,7 @@ fn live_head(
 ) -> (Outcome, RecordHead) {
     let head = RecordHead {
         record_id: record.record_id(&business.uuid),
-        record_type: record.record_type().name().into(),
+        record_type: record.record_type(),
         business_uuid: business.uuid.clone(),
         own_id: record.own_id().to_owned(),
         generation,
@@ -430,7 +430,7 @@ impl Engine {
             push_id: push_id.clone(),
             business_uuid: push.business_uuid.clone(),
             key_id: push.key_id.clone(),
-            record_type: push.record_type.name().into(),
+            record_type: push.record_type,
             seq: push.seq,
             source: push.source,
             state: PushState::Queued,
@@ -475,8 +475,7 @@ impl Engine {
     /// with all its reasons), judges the price-shock hold, and keeps the
     /// leaf hashes for inclusion proofs. Nothing is stored as a record yet.
     fn stage(&mut self, change: &mut Change, push: &mut PushRecord, records: &[Vec<u8>]) -> Result<(), EngineError> {
-        let record_type =
-            RecordType::from_name(&push.record_type).ok_or_else(|| EngineError::Invalid("record type".into()))?;
+        let record_type = push.record_type;
         let countries = self.mandate_countries(push)?;
         let ctx = self.business_context(&push.business_uuid, countries)?;
         let mut counts = [0u64; 5];
@@ -595,8 +594,7 @@ impl Engine {
 
     /// What every chunk of a push is judged and signed with.
     fn push_context(&self, push: &PushRecord) -> Result<PushContext, EngineError> {
-        let record_type =
-            RecordType::from_name(&push.record_type).ok_or_else(|| EngineError::Invalid("record type".into()))?;
+        let record_type = push.record_type;
         let mandate_countries = self.mandate_countries(push)?;
         let ctx = self.business_context(&push.business_uuid, mandate_countries.clone())?;
         let envelope = Envelope::parse(&push.batch_seal).map_err(|r| EngineError::Invalid(r.to_string()))?;
@@ -701,7 +699,7 @@ impl Engine {
                     }
                     None => RecordHead {
                         record_id: record_id.clone(),
-                        record_type: record_type.name().into(),
+                        record_type,
                         business_uuid: push.business_uuid.clone(),
                         own_id: record.own_id().to_owned(),
                         generation,
@@ -907,7 +905,7 @@ impl Engine {
             }
         }
         change.put(cf::RECORDS, record_id.as_bytes(), &head);
-        change.delete(cf::CATALOGUE, &keys::catalogue(business_uuid, &head.record_type, record_id));
+        change.delete(cf::CATALOGUE, &keys::catalogue(business_uuid, head.record_type.name(), record_id));
         queue_seal(&mut change, seal_json, now);
         self.log.commit(change, now)?;
         Ok(Some(head))

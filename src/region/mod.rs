@@ -9,6 +9,8 @@ pub mod supervisor;
 use std::sync::Arc;
 
 use ractor::ActorRef;
+
+use crate::actors::mailbox::Mailbox;
 use svc_core::problem::Code;
 
 pub use serve_times::ServeTimes;
@@ -40,7 +42,7 @@ pub struct Region {
     pub home: Option<HomeActors>,
     /// A read region's link to home; `None` at home.
     pub replica: Option<Replica>,
-    pub nonces: ActorRef<NonceMsg>,
+    pub nonces: Mailbox<NonceMsg>,
     /// Verifying keys parsed from their JWKs, for the signed routes.
     pub jwk_keys: Arc<crate::service::auth::JwkKeys>,
     pub blocklist: Option<Arc<Blocklist>>,
@@ -48,16 +50,16 @@ pub struct Region {
     pub uploads: std::path::PathBuf,
     /// The search index's readers, shared by every search.
     pub index: Arc<crate::search::SearchIndex>,
-    pub indexer: ActorRef<crate::actors::indexer::IndexerMsg>,
-    pub index_shards: Vec<ActorRef<crate::actors::index_shard::IndexShardMsg>>,
+    pub indexer: Mailbox<crate::actors::indexer::IndexerMsg>,
+    pub index_shards: Vec<Mailbox<crate::actors::index_shard::IndexShardMsg>>,
     /// Per-key budgets: catalogue read-back, request rate, query cost.
     pub limits: Arc<crate::limits::Limits>,
     /// Each business's serve-time members, between answers.
     pub serve_times: Arc<ServeTimes>,
-    pub billing: ActorRef<crate::actors::billing::BillingMsg>,
-    pub receipts: ActorRef<crate::actors::receipt_log::ReceiptLogMsg>,
-    pub receipt_folder: ActorRef<crate::actors::receipt_folder::ReceiptFolderMsg>,
-    pub analytics: ActorRef<crate::actors::analytics::AnalyticsMsg>,
+    pub billing: Mailbox<crate::actors::billing::BillingMsg>,
+    pub receipts: Mailbox<crate::actors::receipt_log::ReceiptLogMsg>,
+    pub receipt_folder: Mailbox<crate::actors::receipt_folder::ReceiptFolderMsg>,
+    pub analytics: Mailbox<crate::actors::analytics::AnalyticsMsg>,
     /// The key set home signed, and this region's receipt key in it.
     pub key_set: crate::key_set::KeyView,
     /// The transparency log as replicated here.
@@ -68,17 +70,17 @@ pub struct Region {
 /// The actors that write: the home region's alone.
 #[derive(Clone)]
 pub struct HomeActors {
-    pub publisher: ActorRef<PublisherMsg>,
-    pub push_worker: ActorRef<PushWorkerMsg>,
-    pub transparency_log: ActorRef<crate::actors::transparency_log::TransparencyLogMsg>,
+    pub publisher: Mailbox<PublisherMsg>,
+    pub push_worker: Mailbox<PushWorkerMsg>,
+    pub transparency_log: Mailbox<crate::actors::transparency_log::TransparencyLogMsg>,
 }
 
 /// A read region's replication: its puller, its progress, and home.
 #[derive(Clone)]
 pub struct Replica {
-    pub replicator: ActorRef<crate::actors::replicator::ReplicatorMsg>,
-    pub uplink: ActorRef<crate::actors::uplink::UplinkMsg>,
-    pub nonce_feed: ActorRef<crate::actors::nonce_feed::NonceFeedMsg>,
+    pub replicator: Mailbox<crate::actors::replicator::ReplicatorMsg>,
+    pub uplink: Mailbox<crate::actors::uplink::UplinkMsg>,
+    pub nonce_feed: Mailbox<crate::actors::nonce_feed::NonceFeedMsg>,
     pub status: Arc<crate::actors::replicator::ReplicationStatus>,
     pub link: Arc<crate::replication::link::HomeLink>,
     /// What the region reports home, written with what it reports.
@@ -103,32 +105,45 @@ impl Region {
         // Actors that stop from here on are not failures.
         let _ = ractor::call!(self.supervisor, supervisor::SupervisorMsg::Stopping);
         if let Some(replica) = &self.replica {
-            let _ = replica.replicator.stop_and_wait(None, wait).await;
-            let _ = replica.nonce_feed.stop_and_wait(None, wait).await;
+            let _ = replica.replicator.actor().stop_and_wait(None, wait).await;
+            let _ = replica.nonce_feed.actor().stop_and_wait(None, wait).await;
         }
         if let Some(home) = &self.home {
-            let _ = home.push_worker.stop_and_wait(None, wait).await;
+            let _ = home.push_worker.actor().stop_and_wait(None, wait).await;
         }
-        let _ = self.indexer.stop_and_wait(None, wait).await;
+        let _ = self.indexer.actor().stop_and_wait(None, wait).await;
         for shard in &self.index_shards {
-            let _ = shard.stop_and_wait(None, wait).await;
+            let _ = shard.actor().stop_and_wait(None, wait).await;
         }
         if let Some(home) = &self.home {
-            let _ = home.transparency_log.stop_and_wait(None, wait).await;
-            let _ = home.publisher.stop_and_wait(None, wait).await;
+            let _ = home.transparency_log.actor().stop_and_wait(None, wait).await;
+            let _ = home.publisher.actor().stop_and_wait(None, wait).await;
         }
-        let _ = self.nonces.stop_and_wait(None, wait).await;
-        let _ = self.billing.stop_and_wait(None, wait).await;
+        let _ = self.nonces.actor().stop_and_wait(None, wait).await;
+        let _ = self.billing.actor().stop_and_wait(None, wait).await;
         // Folds everything served (the open minute too) before the uplink
         // ships its last report.
-        let _ = self.receipt_folder.stop_and_wait(None, wait).await;
+        let _ = self.receipt_folder.actor().stop_and_wait(None, wait).await;
         if let Some(replica) = &self.replica {
             // After billing and the nonce store: it ships what they wrote as it stops.
-            let _ = replica.uplink.stop_and_wait(None, wait).await;
+            let _ = replica.uplink.actor().stop_and_wait(None, wait).await;
         }
-        let _ = self.receipts.stop_and_wait(None, wait).await;
-        let _ = self.analytics.stop_and_wait(None, wait).await;
+        let _ = self.receipts.actor().stop_and_wait(None, wait).await;
+        let _ = self.analytics.actor().stop_and_wait(None, wait).await;
         let _ = self.supervisor.stop_and_wait(None, wait).await;
+    }
+
+    /// Stops the actor named for good, without counting it a failure, and
+    /// answers once it has stopped; false when no actor has that name.
+    pub async fn retire(&self, name: &str) -> bool {
+        let name = name.to_owned();
+        match ractor::call!(self.supervisor, |reply| supervisor::SupervisorMsg::Retire { name, reply }) {
+            Ok(Some(cell)) => {
+                let _ = cell.stop_and_wait(None, Some(std::time::Duration::from_secs(10))).await;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// What running a push inline needs.

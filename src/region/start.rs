@@ -1,7 +1,9 @@
 //! Bringing a region up: its store and keys, then each actor in the order
-//! the others need them.
+//! the others need them, each under the region's supervisor with a `Spec`
+//! that starts it again from the store if it fails.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use ractor::{Actor, ActorRef};
 
@@ -9,6 +11,7 @@ use crate::actors::analytics::{Analytics, AnalyticsMsg};
 use crate::actors::billing::{Billing, BillingArgs, BillingMsg, BillingRole};
 use crate::actors::index_shard::IndexShard;
 use crate::actors::indexer::{Indexer, IndexerArgs, IndexerMsg};
+use crate::actors::mailbox::Mailbox;
 use crate::actors::nonce_feed::{NonceFeed, NonceFeedArgs};
 use crate::actors::nonce_store::{NonceArgs, NonceMsg, NonceRole, NonceStore};
 use crate::actors::publisher::{Publisher, PublisherArgs, PublisherMsg};
@@ -31,7 +34,7 @@ use crate::service_keys::ServiceKeys;
 use crate::store::Store;
 use crate::transparency::LogView;
 
-use super::supervisor::{Failures, Supervisor, SupervisorMsg};
+use super::supervisor::{Failures, Spec, Supervisor, SupervisorMsg, supervise};
 use super::{HomeActors, Region, Replica};
 
 /// Starts the actors of a node over its store, without listening.
@@ -60,53 +63,56 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
         }
         Some(outbox) => (NonceRole::Region { outbox: outbox.clone() }, BillingRole::Region { outbox: outbox.clone() }),
     };
-    let nonces = child(&sup, "nonce_store", NonceStore, NonceArgs { store: store.clone(), role: nonce_role }).await?;
-    let billing = child(&sup, "billing", Billing, BillingArgs { store: store.clone(), role: billing_role }).await?;
+    let s = store.clone();
+    // Every second: a busy region expires a few thousand claims a second,
+    // and forgetting a minute of them at once held every claim behind it.
+    let purge_clock = clock.clone();
+    let nonces = supervise(
+        &sup,
+        Spec::new("nonce_store", NonceStore, move || Ok(NonceArgs { store: s.clone(), role: nonce_role.clone() }))
+            .tick(Duration::from_secs(1), move || NonceMsg::Purge { now: purge_clock.now() }),
+    )
+    .await?;
+    let s = store.clone();
+    let mut billing_spec =
+        Spec::new("billing", Billing, move || Ok(BillingArgs { store: s.clone(), role: billing_role.clone() }));
     if outbox.is_none() {
         let reclaim_clock = clock.clone();
-        billing.send_interval(std::time::Duration::from_secs(10), move || BillingMsg::Reclaim {
-            now: reclaim_clock.now(),
-        });
+        billing_spec =
+            billing_spec.tick(Duration::from_secs(10), move || BillingMsg::Reclaim { now: reclaim_clock.now() });
     }
-    let receipts = child(&sup, "receipt_log", ReceiptLog, store.clone()).await?;
-    let folder_args = ReceiptFolderArgs {
-        store: store.clone(),
-        region: config.region.clone(),
-        clock: clock.clone(),
-        outbox: outbox.clone(),
+    let billing = supervise(&sup, billing_spec).await?;
+    let s = store.clone();
+    let receipts = supervise(&sup, Spec::new("receipt_log", ReceiptLog, move || Ok(s.clone()))).await?;
+    let folder_args = {
+        let (store, region, clock, outbox) = (store.clone(), config.region.clone(), clock.clone(), outbox.clone());
+        move || {
+            Ok(ReceiptFolderArgs {
+                store: store.clone(),
+                region: region.clone(),
+                clock: clock.clone(),
+                outbox: outbox.clone(),
+            })
+        }
     };
-    let receipt_folder = child(&sup, "receipt_folder", ReceiptFolder, folder_args).await?;
-    receipt_folder.send_interval(std::time::Duration::from_secs(1), || ReceiptFolderMsg::Tick);
-    let analytics = child(&sup, "analytics", Analytics, store.clone()).await?;
+    let receipt_folder = supervise(
+        &sup,
+        Spec::new("receipt_folder", ReceiptFolder, folder_args).tick(Duration::from_secs(1), || ReceiptFolderMsg::Tick),
+    )
+    .await?;
+    let s = store.clone();
     // Often, so each tick's share of the receipts is small: it runs on a
     // worker that also serves searches.
-    analytics.send_interval(std::time::Duration::from_millis(100), || AnalyticsMsg::Tick);
+    let analytics = supervise(
+        &sup,
+        Spec::new("analytics", Analytics, move || Ok(s.clone()))
+            .tick(Duration::from_millis(100), || AnalyticsMsg::Tick),
+    )
+    .await?;
     let log = LogView::open(store.clone(), crate::transparency::origin(&config.public_authority))
         .map_err(|e| e.to_string())?;
     let home = match config.role {
-        Role::Home => {
-            let publisher_args = PublisherArgs { store: store.clone(), keys: keys.clone() };
-            let publisher = child(&sup, "publisher", Publisher, publisher_args).await?;
-            let worker_args = PushWorkerArgs {
-                store: store.clone(),
-                publisher: publisher.clone(),
-                clock: clock.clone(),
-                blocklist: blocklist.clone(),
-                uploads: uploads.clone(),
-            };
-            let push_worker = child(&sup, "push_worker", PushWorker, worker_args).await?;
-            let log_args = TransparencyLogArgs {
-                last_run: None,
-                log: log.clone(),
-                publisher: publisher.clone(),
-                keys: keys.clone(),
-                clock: clock.clone(),
-                every_ms: config.log_sequence_every_ms.max(1) as i64,
-            };
-            let transparency_log = child(&sup, "transparency_log", TransparencyLog, log_args).await?;
-            transparency_log.send_interval(std::time::Duration::from_secs(1), || TransparencyLogMsg::Tick);
-            Some(HomeActors { publisher, push_worker, transparency_log })
-        }
+        Role::Home => Some(start_home(&sup, &config, &store, &keys, &clock, &log, &blocklist, &uploads).await?),
         Role::Read => None,
     };
     let replica = match config.role {
@@ -122,24 +128,27 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
     let mut index_shards = Vec::new();
     for (collection, n, writer) in writers {
         let name = format!("index_shard/{}/{n}", collection.name());
-        let shard = child(&sup, name, IndexShard, writer).await?;
+        let shard = supervise(&sup, Spec::once(name, IndexShard, writer)).await?;
         index_shards.push(shard.clone());
         shards.insert((collection, n), shard);
     }
-    let indexer_args =
-        IndexerArgs { store: store.clone(), shards, shards_per_collection: config.shards_per_collection.max(1) };
-    let indexer = child(&sup, "indexer", Indexer, indexer_args).await?;
-    indexer.send_interval(std::time::Duration::from_millis(20), || IndexerMsg::Tick);
-    let purge_clock = clock.clone();
-    // Every second: a busy region expires a few thousand claims a second,
-    // and forgetting a minute of them at once held every claim behind it.
-    nonces.send_interval(std::time::Duration::from_secs(1), move || NonceMsg::Purge { now: purge_clock.now() });
+    let indexer_args = {
+        let (store, per_collection) = (store.clone(), config.shards_per_collection.max(1));
+        move || Ok(IndexerArgs { store: store.clone(), shards: shards.clone(), shards_per_collection: per_collection })
+    };
+    let indexer = supervise(
+        &sup,
+        Spec::new("indexer", Indexer, indexer_args).tick(Duration::from_millis(20), || IndexerMsg::Tick),
+    )
+    .await?;
     let config_limits = config.retrieval_limits;
     let certifier = match (&home, outbox) {
         (Some(home), _) => {
             let valid_from = ServiceKeys::created_at(&store, clock.now()).map_err(|e| e.to_string())?;
             let now = clock.now();
-            ractor::call!(home.publisher, |reply| PublisherMsg::FoundKeySet { valid_from, now, reply })
+            home.publisher
+                .call(|reply| PublisherMsg::FoundKeySet { valid_from, now, reply })
+                .await
                 .map_err(|e| e.to_string())??;
             Certifier::Publisher(home.publisher.clone())
         }
@@ -179,6 +188,46 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
     })
 }
 
+/// The writers only home runs: the publisher, the push worker and the
+/// transparency log's sequencer.
+#[allow(clippy::too_many_arguments)]
+async fn start_home(
+    sup: &ActorRef<SupervisorMsg>,
+    config: &NodeConfig,
+    store: &Store,
+    keys: &Arc<ServiceKeys>,
+    clock: &SharedClock,
+    log: &LogView,
+    blocklist: &Option<Arc<Blocklist>>,
+    uploads: &std::path::Path,
+) -> Result<HomeActors, String> {
+    let publisher_args = PublisherArgs { store: store.clone(), keys: keys.clone() };
+    let publisher = supervise(sup, Spec::new("publisher", Publisher, move || Ok(publisher_args.clone()))).await?;
+    let worker_args = PushWorkerArgs {
+        store: store.clone(),
+        publisher: publisher.clone(),
+        clock: clock.clone(),
+        blocklist: blocklist.clone(),
+        uploads: uploads.to_owned(),
+    };
+    let push_worker = supervise(sup, Spec::new("push_worker", PushWorker, move || Ok(worker_args.clone()))).await?;
+    let log_args = TransparencyLogArgs {
+        last_run: None,
+        log: log.clone(),
+        publisher: publisher.clone(),
+        keys: keys.clone(),
+        clock: clock.clone(),
+        every_ms: config.log_sequence_every_ms.max(1) as i64,
+    };
+    let transparency_log = supervise(
+        sup,
+        Spec::new("transparency_log", TransparencyLog, move || Ok(log_args.clone()))
+            .tick(Duration::from_secs(1), || TransparencyLogMsg::Tick),
+    )
+    .await?;
+    Ok(HomeActors { publisher, push_worker, transparency_log })
+}
+
 /// A read region's link to home over HTTP/2: the replicator pulling the
 /// log, the nonce feed, and the uplink shipping the outbox.
 async fn start_replica(
@@ -186,7 +235,7 @@ async fn start_replica(
     config: &NodeConfig,
     store: &Store,
     clock: &SharedClock,
-    nonces: &ActorRef<NonceMsg>,
+    nonces: &Mailbox<NonceMsg>,
     outbox: Option<exchange::Sequence>,
 ) -> Result<Replica, String> {
     let outbox = outbox.ok_or("a read region without an outbox")?;
@@ -207,32 +256,19 @@ async fn start_replica(
     let status = Arc::new(ReplicationStatus::default());
     let args =
         ReplicatorArgs { store: store.clone(), link: link.clone(), clock: clock.clone(), status: status.clone() };
-    let replicator = child(sup, "replicator", Replicator, args).await?;
+    let replicator = supervise(sup, Spec::new("replicator", Replicator, move || Ok(args.clone()))).await?;
     let feed_args = NonceFeedArgs { link: link.clone(), nonces: nonces.clone(), status: status.clone() };
-    let nonce_feed = child(sup, "nonce_feed", NonceFeed, feed_args).await?;
+    let nonce_feed = supervise(sup, Spec::new("nonce_feed", NonceFeed, move || Ok(feed_args.clone()))).await?;
     let uplink_args =
         UplinkArgs { store: store.clone(), link: link.clone(), region: config.region.clone(), status: status.clone() };
-    let uplink = child(sup, "uplink", Uplink, uplink_args).await?;
-    uplink.send_interval(std::time::Duration::from_millis(UPLINK_INTERVAL_MS), || UplinkMsg::Ship);
+    let uplink = supervise(
+        sup,
+        Spec::new("uplink", Uplink, move || Ok(uplink_args.clone()))
+            .tick(Duration::from_millis(UPLINK_INTERVAL_MS), || UplinkMsg::Ship),
+    )
+    .await?;
     Ok(Replica { replicator, uplink, nonce_feed, status, link, outbox, introductions: Default::default() })
 }
 
 /// How often a read region ships its outbox: part of the replay window.
 const UPLINK_INTERVAL_MS: u64 = 20;
-
-/// Spawns an actor as a child of the region's supervisor, which watches it
-/// under `name`.
-async fn child<A: Actor>(
-    sup: &ActorRef<SupervisorMsg>,
-    name: impl Into<String>,
-    actor: A,
-    args: A::Arguments,
-) -> Result<ActorRef<A::Msg>, String> {
-    let name = name.into();
-    let (child, _) =
-        Actor::spawn_linked(None, actor, args, sup.get_cell()).await.map_err(|e| format!("{name}: {e}"))?;
-    let cell = child.get_cell();
-    ractor::call!(sup, |reply| SupervisorMsg::Adopt { name, cell, restart: None, reply })
-        .map_err(|e| format!("the supervisor: {e}"))?;
-    Ok(child)
-}

@@ -9,8 +9,11 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+
+use crate::actors::mailbox::Mailbox;
 
 /// Starts an actor again, linked to the supervisor, and points its mailbox
 /// at it. Answers the new actor's cell.
@@ -58,6 +61,13 @@ pub enum SupervisorMsg {
     },
     /// The node is stopping: actors that stop now are not failures.
     Stopping(RpcReplyPort<()>),
+    /// Marks the actor named as one to leave stopped, without counting it
+    /// a failure, and answers it for the caller to stop: a drill that takes
+    /// one part of a region away.
+    Retire {
+        name: String,
+        reply: RpcReplyPort<Option<ActorCell>>,
+    },
     Observe(RpcReplyPort<Vec<ChildState>>),
 }
 
@@ -65,6 +75,7 @@ struct Child {
     name: String,
     restart: Option<Restart>,
     restarts: u32,
+    retired: bool,
 }
 
 pub struct SupervisorState {
@@ -94,18 +105,26 @@ impl Actor for Supervisor {
 
     async fn handle(
         &self,
-        _: ActorRef<SupervisorMsg>,
+        me: ActorRef<SupervisorMsg>,
         msg: SupervisorMsg,
         state: &mut SupervisorState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             SupervisorMsg::Adopt { name, cell, restart, reply } => {
-                state.children.insert(cell.get_id(), Child { name, restart, restarts: 0 });
+                state.children.insert(cell.get_id(), Child { name, restart, restarts: 0, retired: false });
                 let _ = reply.send(());
             }
             SupervisorMsg::Stopping(reply) => {
                 state.stopping = true;
                 let _ = reply.send(());
+            }
+            SupervisorMsg::Retire { name, reply } => {
+                let found = state.children.iter_mut().find(|(_, c)| c.name == name);
+                let cell = found.and_then(|(id, child)| {
+                    child.retired = true;
+                    me.get_children().into_iter().find(|c| c.get_id() == *id)
+                });
+                let _ = reply.send(cell);
             }
             SupervisorMsg::Observe(reply) => {
                 let failures = state.failures.list();
@@ -141,6 +160,11 @@ impl Actor for Supervisor {
         if state.stopping {
             return Ok(());
         }
+        if child.retired {
+            tracing::warn!(actor = %child.name, "an actor was retired; it stays stopped");
+            state.children.insert(cell.get_id(), child);
+            return Ok(());
+        }
         tracing::error!(actor = %child.name, %reason, "an actor stopped");
         let restarted = match &child.restart {
             Some(_) if child.restarts >= MAX_RESTARTS => {
@@ -165,6 +189,89 @@ impl Actor for Supervisor {
         }
         Ok(())
     }
+}
+
+/// How to start one actor of a region, and start it again after a failure:
+/// its arguments are made anew from what the store holds, its timers are
+/// set again, and every holder of its mailbox reaches the new one.
+pub struct Spec<A: Actor> {
+    name: String,
+    actor: A,
+    args: Box<dyn Fn() -> Result<A::Arguments, String> + Send + Sync>,
+    ticks: Vec<(Duration, Arc<dyn Fn() -> A::Msg + Send + Sync>)>,
+    capacity: usize,
+}
+
+impl<A: Actor + Clone + Sync> Spec<A> {
+    /// An actor whose arguments can be made again, so it can be restarted.
+    pub fn new(
+        name: impl Into<String>,
+        actor: A,
+        args: impl Fn() -> Result<A::Arguments, String> + Send + Sync + 'static,
+    ) -> Self {
+        Spec { name: name.into(), actor, args: Box::new(args), ticks: Vec::new(), capacity: MAILBOX_CAPACITY }
+    }
+
+    /// An actor whose arguments exist once (an index writer holds its
+    /// directory's lock): if it fails, the region is unready.
+    pub fn once(name: impl Into<String>, actor: A, args: A::Arguments) -> Self
+    where
+        A::Arguments: Send,
+    {
+        let name = name.into();
+        let left = Mutex::new(Some(args));
+        let why = format!("{name} holds what only a node's start opens");
+        Spec::new(name, actor, move || {
+            left.lock().map_err(|_| why.clone())?.take().ok_or_else(|| format!("it cannot be restarted: {why}"))
+        })
+    }
+
+    /// A message sent every `every`, as long as the actor runs.
+    pub fn tick(mut self, every: Duration, message: impl Fn() -> A::Msg + Send + Sync + 'static) -> Self {
+        self.ticks.push((every, Arc::new(message)));
+        self
+    }
+
+    async fn spawn(&self, sup: ActorCell) -> Result<ActorRef<A::Msg>, String> {
+        let args = (self.args)()?;
+        let (actor, _) = Actor::spawn_linked(None, self.actor.clone(), args, sup)
+            .await
+            .map_err(|e| format!("{}: {e}", self.name))?;
+        for (every, message) in &self.ticks {
+            let message = message.clone();
+            actor.send_interval(*every, move || message());
+        }
+        Ok(actor)
+    }
+}
+
+/// Requests that may wait on one actor at once; one more is answered
+/// `503` with `Retry-After` (a burst never queues without bound).
+pub const MAILBOX_CAPACITY: usize = 1024;
+
+/// Starts an actor as a child of the region's supervisor, which restarts it
+/// from its `Spec` when it fails. Answers the actor's stable mailbox.
+pub async fn supervise<A: Actor + Clone + Sync>(
+    sup: &ActorRef<SupervisorMsg>,
+    spec: Spec<A>,
+) -> Result<Mailbox<A::Msg>, String> {
+    let actor = spec.spawn(sup.get_cell()).await?;
+    let name = spec.name.clone();
+    let mailbox = Mailbox::new(&name, actor.clone(), spec.capacity);
+    let spec = Arc::new(spec);
+    let again = mailbox.clone();
+    let restart: Restart = Box::new(move |sup| {
+        let (spec, mailbox) = (spec.clone(), again.clone());
+        Box::pin(async move {
+            let actor = spec.spawn(sup).await?;
+            mailbox.replace(actor.clone());
+            Ok(actor.get_cell())
+        })
+    });
+    let cell = actor.get_cell();
+    ractor::call!(sup, |reply| SupervisorMsg::Adopt { name, cell, restart: Some(restart), reply })
+        .map_err(|e| format!("the supervisor: {e}"))?;
+    Ok(mailbox)
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 //! token. A surface hands over the request as signed ([`Credentials`]);
 //! the area's use cases (retrieval, publishing) look up the key.
 
-use ractor::ActorRef;
 use svc_core::http_sig::{self, Policy, Request, SigError, Verified};
 use svc_core::keys::{Jwk, VerifyingKey};
 use svc_core::problem::Code;
@@ -88,7 +87,7 @@ pub async fn verify_signed<K>(
     authority_expected: &str,
     tag: &str,
     now: UnixMs,
-    nonces: &ActorRef<NonceMsg>,
+    nonces: &crate::actors::mailbox::Mailbox<NonceMsg>,
     lookup_key: impl FnOnce(&str) -> Option<(K, VerifyingKey)>,
 ) -> Result<(Verified, K), Error> {
     let policy = Policy { authority: authority_expected, tag, now_secs: now.as_secs() };
@@ -101,14 +100,15 @@ pub async fn verify_signed<K>(
     };
     let verified = http_sig::verify(req, &policy, lookup, |_, _, _| true).map_err(sig_error)?;
     let record = record.ok_or_else(|| sig_error(SigError::KeyUnknown))?;
-    let claimed = ractor::call!(nonces, |reply| NonceMsg::Claim {
-        key_id: verified.keyid.clone(),
-        nonce: verified.nonce.clone(),
-        expires_secs: verified.expires,
-        now,
-        reply,
-    })
-    .map_err(Error::actor("nonce store"))?;
+    let claimed = nonces
+        .call(|reply| NonceMsg::Claim {
+            key_id: verified.keyid.clone(),
+            nonce: verified.nonce.clone(),
+            expires_secs: verified.expires,
+            now,
+            reply,
+        })
+        .await?;
     if !claimed {
         return Err(sig_error(SigError::NonceReused));
     }

@@ -7,6 +7,7 @@ use std::fmt::Display;
 
 use svc_core::problem::{Code, Problem};
 
+use crate::actors::mailbox::MailboxError;
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +70,20 @@ impl Error {
                 tracing::error!(error = %failure, "internal error");
                 Problem::new(Code::Internal)
             }
+        }
+    }
+}
+
+/// A full mailbox, or an actor not running (failed, and not back yet),
+/// asks the caller to come back in a second; an actor that took too long
+/// is a failure on the service's side.
+impl From<MailboxError> for Error {
+    fn from(error: MailboxError) -> Self {
+        match error {
+            MailboxError::Full(_) | MailboxError::Stopped(_) => {
+                Error::retry_after(Code::Unavailable, 1_000, error.to_string())
+            }
+            MailboxError::Timeout(actor) => Error::Actor { actor: "mailbox", reason: format!("{actor}: timed out") },
         }
     }
 }

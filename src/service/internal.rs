@@ -79,7 +79,7 @@ pub async fn log_page(state: &Region, after: u64, wait_ms: u64) -> Result<LogPag
 pub async fn nonce_feed(state: &Region, after: u64, wait_ms: u64) -> Result<Vec<u8>> {
     let entries =
         long_poll(wait_ms, || exchange::feed_after(&state.store, after, MAX_ENTRIES * 10).map_err(Error::from)).await?;
-    let snapshot = ractor::call!(state.nonces, NonceMsg::Observe).map_err(Error::actor("nonce store"))?;
+    let snapshot = state.nonces.call(NonceMsg::Observe).await?;
     encode(&FeedPage { head: snapshot.feed_seq, entries })
 }
 
@@ -109,8 +109,9 @@ pub async fn take_report(state: &Region, body: &[u8]) -> Result<Vec<u8>> {
                     .filter(|key| key.alg() == Alg::Ed25519)
                     .ok_or_else(|| Error::detail(Code::RequestInvalid, "a receipt key must be an Ed25519 JWK"))?;
                 let (region, now) = (report.region.clone(), state.clock.now());
-                ractor::call!(publisher, |reply| PublisherMsg::CertifyReceiptKey { region, key, now, reply })
-                    .map_err(Error::actor("publisher"))?
+                publisher
+                    .call(|reply| PublisherMsg::CertifyReceiptKey { region, key, now, reply })
+                    .await?
                     .map_err(Error::internal)?;
             }
             // The nonce store and billing take these below.
@@ -120,12 +121,8 @@ pub async fn take_report(state: &Region, body: &[u8]) -> Result<Vec<u8>> {
     roots.commit()?;
     let claims =
         report.entries.iter().filter_map(|e| if let Outgoing::Claim(c) = e { Some(c.clone()) } else { None }).collect();
-    ractor::call!(state.nonces, |reply| NonceMsg::Learn { claims, reply })
-        .map_err(Error::actor("nonce store"))?
-        .map_err(Error::internal)?;
-    let taken = ractor::call!(state.billing, |reply| BillingMsg::Take { report, reply })
-        .map_err(Error::actor("billing"))?
-        .map_err(Error::internal)?;
+    state.nonces.call(|reply| NonceMsg::Learn { claims, reply }).await?.map_err(Error::internal)?;
+    let taken = state.billing.call(|reply| BillingMsg::Take { report, reply }).await?.map_err(Error::internal)?;
     let reported = [("billed", taken.billed), ("already_billed", taken.already_billed)];
     for (outcome, n) in reported {
         state.metrics.count("svc_billing_reported_total", &[("outcome", outcome.to_owned())], n);
@@ -137,8 +134,6 @@ pub async fn take_report(state: &Region, body: &[u8]) -> Result<Vec<u8>> {
 pub async fn grant_lease(state: &Region, body: &[u8]) -> Result<Vec<u8>> {
     let ask: LeaseAsk = decode(body)?;
     let now = state.clock.now();
-    let grant = ractor::call!(state.billing, |reply| BillingMsg::Grant { ask, now, reply })
-        .map_err(Error::actor("billing"))?
-        .map_err(Error::internal)?;
+    let grant = state.billing.call(|reply| BillingMsg::Grant { ask, now, reply }).await?.map_err(Error::internal)?;
     encode(&grant)
 }

@@ -27,9 +27,7 @@ use crate::store::model::*;
 /// Applies a change through the publisher, the one writer: it replicates.
 async fn apply(state: &Region, change: Change) -> Result<Option<u64>> {
     let now = state.clock.now();
-    ractor::call!(state.home()?.publisher, |reply| PublisherMsg::Apply { change, now, reply })
-        .map_err(Error::actor("publisher"))?
-        .map_err(Error::internal)
+    state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await?.map_err(Error::internal)
 }
 
 /// What an operation answers: a body, and whether it created something.
@@ -68,10 +66,9 @@ pub async fn config(state: &Region) -> Result<Done> {
 }
 
 pub async fn observe(state: &Region) -> Result<Done> {
-    let publisher = ractor::call!(state.home()?.publisher, PublisherMsg::Observe).map_err(Error::internal)?;
-    let nonces = ractor::call!(state.nonces, crate::actors::nonce_store::NonceMsg::Observe).map_err(Error::internal)?;
-    let worker = ractor::call!(state.home()?.push_worker, crate::actors::push_worker::PushWorkerMsg::Observe)
-        .map_err(Error::internal)?;
+    let publisher = state.home()?.publisher.call(PublisherMsg::Observe).await?;
+    let nonces = state.nonces.call(crate::actors::nonce_store::NonceMsg::Observe).await?;
+    let worker = state.home()?.push_worker.call(crate::actors::push_worker::PushWorkerMsg::Observe).await?;
     Ok(Done::Ok(json!({
         "publisher": {"last_seq": publisher.last_seq},
         "nonce_store": {"held": nonces.held},
@@ -595,8 +592,11 @@ pub async fn save_sealed_record(state: &Region, uuid: String, req: SealedRecord)
         ai_policy_version: seal.ai_policy_version,
         now,
     };
-    let saved = ractor::call!(state.home()?.publisher, |reply| PublisherMsg::SaveSealed(Box::new(save), reply))
-        .map_err(Error::internal)?
+    let saved = state
+        .home()?
+        .publisher
+        .call(|reply| PublisherMsg::SaveSealed(Box::new(save), reply))
+        .await?
         .map_err(Error::internal)?;
     Ok(match saved {
         Ok(saved) => Done::Created(json!({"outcome": saved.outcome, "record_id": saved.record_id,
@@ -774,14 +774,12 @@ pub async fn release_push(state: &Region, push_id: String, req: PushRelease) -> 
             let mut settled = push;
             while let Some(leaf) = from {
                 let id = push_id.clone();
-                let (pushed, next) = ractor::call!(state.home()?.publisher, |reply| PublisherMsg::ReleaseChunk {
-                    push_id: id,
-                    from: leaf,
-                    now,
-                    reply
-                })
-                .map_err(Error::internal)?
-                .map_err(invalid)?;
+                let (pushed, next) = state
+                    .home()?
+                    .publisher
+                    .call(|reply| PublisherMsg::ReleaseChunk { push_id: id, from: leaf, now, reply })
+                    .await?
+                    .map_err(invalid)?;
                 settled = pushed;
                 from = next;
             }
@@ -789,8 +787,11 @@ pub async fn release_push(state: &Region, push_id: String, req: PushRelease) -> 
         }
         Decision::Discard => {
             let id = push_id.clone();
-            ractor::call!(state.home()?.publisher, |reply| PublisherMsg::Discard { push_id: id, now, reply })
-                .map_err(Error::internal)?
+            state
+                .home()?
+                .publisher
+                .call(|reply| PublisherMsg::Discard { push_id: id, now, reply })
+                .await?
                 .map_err(invalid)?
         }
     };
@@ -845,9 +846,7 @@ pub async fn set_allowance(state: &Region, req: AllowanceChange) -> Result<Done>
     let allowance =
         Allowance { company_uuid: req.ai_company_uuid.clone(), prepay: req.prepay, remaining: req.remaining };
     // Allowances belong to the billing actor, which judges every reservation.
-    ractor::call!(state.billing, |reply| BillingMsg::SetAllowance { allowance, reply })
-        .map_err(Error::internal)?
-        .map_err(Error::internal)?;
+    state.billing.call(|reply| BillingMsg::SetAllowance { allowance, reply }).await?.map_err(Error::internal)?;
     Ok(Done::Ok(json!({"ai_company_uuid": req.ai_company_uuid, "prepay": req.prepay, "remaining": req.remaining})))
 }
 
@@ -882,9 +881,8 @@ pub async fn publish_terms(state: &Region, req: NewTerms) -> Result<Done> {
 /// the hour, and answers the checkpoint signed (home only).
 pub async fn sequence_log(state: &Region) -> Result<Done> {
     let log = &state.home()?.transparency_log;
-    let signed = ractor::call!(log, crate::actors::transparency_log::TransparencyLogMsg::Sequence)
-        .map_err(Error::internal)?
-        .map_err(Error::internal)?;
+    let signed =
+        log.call(crate::actors::transparency_log::TransparencyLogMsg::Sequence).await?.map_err(Error::internal)?;
     Ok(Done::Ok(json!({
         "tree_size": signed.size,
         "root_hash": svc_core::merkle::root_form(&signed.root),
@@ -913,15 +911,10 @@ pub async fn end_service_key(state: &Region, kid: String, req: ServiceKeyEnd) ->
         return Err(invalid("this key signs now: rotate its purpose first (svc admin service-key-rotate)"));
     }
     let publisher = &state.home()?.publisher;
-    let ended = ractor::call!(publisher, |reply| PublisherMsg::EndServiceKey {
-        kid: kid.clone(),
-        valid_until,
-        compromised_at,
-        now,
-        reply
-    })
-    .map_err(Error::internal)?
-    .map_err(Error::internal)?;
+    let ended = publisher
+        .call(|reply| PublisherMsg::EndServiceKey { kid: kid.clone(), valid_until, compromised_at, now, reply })
+        .await?
+        .map_err(Error::internal)?;
     match ended {
         Ok(()) => Ok(Done::Ok(json!({
             "kid": kid,
@@ -946,8 +939,9 @@ pub async fn rotate_service_key(state: &Region, req: ServiceKeyRotation) -> Resu
     let now = state.clock.now();
     let publisher = &state.home()?.publisher;
     let purpose = req.purpose;
-    let kids = ractor::call!(publisher, |reply| PublisherMsg::RotateServiceKey { purpose, now, reply })
-        .map_err(Error::internal)?
+    let kids = publisher
+        .call(|reply| PublisherMsg::RotateServiceKey { purpose, now, reply })
+        .await?
         .map_err(Error::internal)?
         .ok_or_else(|| invalid("home rotates issuance, statement, projection, sidecar and log_checkpoint keys"))?;
     Ok(Done::Ok(json!({

@@ -25,7 +25,7 @@ pub fn health(state: &Region) -> Value {
 /// up with home within the configured lag, its index caught up with what it
 /// replicated; everywhere, a receipt key home certified.
 pub async fn readiness(state: &Region) -> (bool, Value) {
-    let indexed = ractor::call!(state.indexer, IndexerMsg::Observe).map(|s| s.applied_seq).ok();
+    let indexed = state.indexer.call(IndexerMsg::Observe).await.map(|s| s.applied_seq).ok();
     let logged = crate::replication::last_seq(&state.store).ok();
     let index_caught_up = matches!((indexed, logged), (Some(i), Some(l)) if i >= l);
     let (ready, mut body) = match &state.replica {
@@ -55,7 +55,7 @@ pub async fn readiness(state: &Region) -> (bool, Value) {
     body["ready"] = json!(ready);
     body["indexed_seq"] = json!(indexed);
     // Home: the newest claim in the nonce feed; a read region: the last it learned.
-    body["nonce_feed_seq"] = json!(ractor::call!(state.nonces, NonceMsg::Observe).map(|s| s.feed_seq).ok());
+    body["nonce_feed_seq"] = json!(state.nonces.call(NonceMsg::Observe).await.map(|s| s.feed_seq).ok());
     (ready, body)
 }
 
@@ -64,7 +64,7 @@ pub async fn readiness(state: &Region) -> (bool, Value) {
 pub async fn metrics_text(state: &Region) -> String {
     let m = &state.metrics;
     let none: &[(&str, String)] = &[];
-    if let Ok(indexer) = ractor::call!(state.indexer, IndexerMsg::Observe) {
+    if let Ok(indexer) = state.indexer.call(IndexerMsg::Observe).await {
         m.gauge("svc_index_applied_seq", none, indexer.applied_seq as f64);
     }
     for (collection, docs, segments) in state.index.documents() {
@@ -77,7 +77,7 @@ pub async fn metrics_text(state: &Region) -> String {
     let (walked, whole) = state.index.plans();
     m.total("svc_search_segments_total", &[("plan", "walk".to_owned())], walked);
     m.total("svc_search_segments_total", &[("plan", "whole".to_owned())], whole);
-    if let Ok(nonces) = ractor::call!(state.nonces, NonceMsg::Observe) {
+    if let Ok(nonces) = state.nonces.call(NonceMsg::Observe).await {
         m.gauge("svc_nonce_store_size", none, nonces.held as f64);
         m.gauge("svc_nonce_feed_seq", none, nonces.feed_seq as f64);
     }

@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use svc_core::custody::Custody;
+use svc_core::ids::RecordType;
 use svc_core::publish::outcome::{Outcome, PushState, Source};
 use svc_core::seal::CertificateStatus;
 use svc_core::time::UnixMs;
@@ -91,6 +92,14 @@ macro_rules! named_enum {
 }
 
 /// Names of enums `svc-core` defines, as they were stored.
+impl Named for RecordType {
+    const ALL: &'static [Self] = &RecordType::ALL;
+
+    fn name(self) -> &'static str {
+        RecordType::name(self)
+    }
+}
+
 impl Named for Outcome {
     const ALL: &'static [Self] = &Outcome::ALL;
 
@@ -424,7 +433,8 @@ pub enum RecordState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordHead {
     pub record_id: String,
-    pub record_type: String,
+    #[serde(with = "by_name")]
+    pub record_type: RecordType,
     pub business_uuid: String,
     pub own_id: String,
     /// The newest stored version (held versions included).
@@ -465,7 +475,8 @@ pub struct PushRecord {
     pub push_id: String,
     pub business_uuid: String,
     pub key_id: String,
-    pub record_type: String,
+    #[serde(with = "by_name")]
+    pub record_type: RecordType,
     pub seq: u64,
     #[serde(with = "by_name")]
     pub source: Source,
@@ -505,7 +516,8 @@ pub struct UploadRecord {
     pub upload_id: String,
     pub business_uuid: String,
     pub key_id: String,
-    pub record_type: String,
+    #[serde(with = "by_name")]
+    pub record_type: RecordType,
     pub created_at: UnixMs,
     pub expires_at: UnixMs,
     /// Set once the file is stored: its size and line count.

@@ -27,7 +27,7 @@ async fn read(home: &Home, business: &Business, path: &str) -> Answer {
 async fn folded(home: &Home) {
     home.state.analytics.cast(AnalyticsMsg::Tick).unwrap();
     // Observe is answered after the tick: the fold has run.
-    ractor::call!(home.state.analytics, AnalyticsMsg::Observe).unwrap();
+    home.state.analytics.call(AnalyticsMsg::Observe).await.unwrap();
 }
 
 // rule: P2.5.32, P2.5.33, P2.5.34, P2.5.35, P2.5.36, P4.1.18, P4.1.19

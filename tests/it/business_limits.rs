@@ -64,7 +64,7 @@ async fn catalogue_read_back_is_limited_above_a_thousand_records() {
 async fn without_background_processing_500_run_inline_and_more_get_503() {
     let home = Home::start().await;
     let b = home.business("Lumio", products_scope(10_000)).await;
-    home.state.home.as_ref().unwrap().push_worker.stop(None);
+    assert!(home.state.retire("push_worker").await);
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     let records: Vec<Vec<u8>> = (0..501).map(|i| product("Lumio", &format!("SKU-{i}"), "1.00")).collect();
     let refused = home.publish(&b, &records, "a").await;
@@ -127,7 +127,7 @@ async fn more_than_a_fifth_of_prices_or_listings_is_held() {
 async fn a_queued_push_shows_pending_rows_and_reports_stalled() {
     let home = Home::start().await;
     let b = home.business("Lumio", products_scope(10_000)).await;
-    home.state.home.as_ref().unwrap().push_worker.stop(None);
+    assert!(home.state.retire("push_worker").await);
     let records: Vec<Vec<u8>> = (0..250).map(|i| product("Lumio", &format!("SKU-{i}"), "4.50")).collect();
     let mut bad: Value = serde_json::from_slice(&records[3]).unwrap();
     bad["on_sale"] = json!("no");

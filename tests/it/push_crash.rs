@@ -19,20 +19,26 @@ async fn a_crash_mid_push_resumes_and_publishes_nothing_twice() {
     let b = home.business("Lumio", products_scope(100_000)).await;
     let records: Vec<Vec<u8>> = (0..600).map(|i| product("Lumio", &format!("SKU-{i}"), "3.00")).collect();
     // Stop the background worker so only this test drives the push.
-    home.state.home.as_ref().unwrap().push_worker.stop(None);
+    assert!(home.state.retire("push_worker").await);
     let push_id = "bat_00000000000000000000000a".to_owned();
     home.accept_push(&b, records, &push_id).await;
     for chunk in 0..2 {
         let now = home.clock.now();
-        ractor::call!(home.state.home.as_ref().unwrap().publisher, |reply| PublisherMsg::CommitChunk {
-            push_id: push_id.clone(),
-            chunk,
-            flagged: Default::default(),
-            now,
-            reply
-        })
-        .unwrap()
-        .unwrap();
+        home.state
+            .home
+            .as_ref()
+            .unwrap()
+            .publisher
+            .call(|reply| PublisherMsg::CommitChunk {
+                push_id: push_id.clone(),
+                chunk,
+                flagged: Default::default(),
+                now,
+                reply,
+            })
+            .await
+            .unwrap()
+            .unwrap();
     }
     // Crash: every actor stops where it is; the third chunk never ran.
     home.state.stop_actors().await;

@@ -143,17 +143,23 @@ async fn every_absence_is_one_404_no_sooner_than_20_ms() {
         let record_id = product_id(&lumio.uuid, sku);
         let business_uuid = lumio.uuid.clone();
         let now = home.clock.now();
-        ractor::call!(home.state.home.as_ref().unwrap().publisher, |reply| PublisherMsg::EndRecord {
-            business_uuid,
-            record_id,
-            delete,
-            // Driven straight through the publisher: no sealed document.
-            seal_json: Vec::new(),
-            now,
-            reply
-        })
-        .unwrap()
-        .unwrap();
+        home.state
+            .home
+            .as_ref()
+            .unwrap()
+            .publisher
+            .call(|reply| PublisherMsg::EndRecord {
+                business_uuid,
+                record_id,
+                delete,
+                // Driven straight through the publisher: no sealed document.
+                seal_json: Vec::new(),
+                now,
+                reply,
+            })
+            .await
+            .unwrap()
+            .unwrap();
     }
     let absent = [
         ("blocked", product_id(&brisa.uuid, "B-1")),
@@ -278,7 +284,7 @@ async fn an_allowance_that_cannot_be_checked_fails_closed_with_503() {
     corpus(&home).await;
     let caller = home.caller("Acme AI").await;
     assert_eq!(home.search(&caller, "/v1/search", lamp_search()).await.status, 200);
-    home.state.billing.stop_and_wait(None, Some(Duration::from_secs(5))).await.unwrap();
+    assert!(home.state.retire("billing").await);
     let answer = home.search(&caller, "/v1/search", lamp_search()).await;
     assert_eq!((answer.status, answer.body["code"].as_str()), (503, Some("unavailable")), "{:?}", answer.body);
     assert!(answer.headers.contains_key("retry-after"));
@@ -460,7 +466,13 @@ async fn copy_key(from: &Home, to: &Home, key_id: &str) {
     let mut change = svc::replication::Change::new();
     change.put(svc::store::cf::RETRIEVAL_KEYS, key_id.as_bytes(), &record);
     let now = to.clock.now();
-    ractor::call!(to.state.home.as_ref().unwrap().publisher, |reply| PublisherMsg::Apply { change, now, reply })
+    to.state
+        .home
+        .as_ref()
+        .unwrap()
+        .publisher
+        .call(|reply| PublisherMsg::Apply { change, now, reply })
+        .await
         .unwrap()
         .unwrap();
 }

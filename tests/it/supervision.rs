@@ -1,26 +1,102 @@
-//! A region's actors are children of its supervisor: one that dies and is
-//! not brought back makes the region unready, by name, instead of serving
-//! on without it.
+//! A region's actors are children of its supervisor. One that fails is
+//! started again from what the store holds, and the region serves on; one
+//! that cannot be is named on `/readyz`, and the region is unready instead
+//! of serving without it. A request that finds an actor's mailbox full is
+//! answered 503 with `Retry-After`, never queued without bound.
 
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::Request;
+use serde_json::{Value, json};
+use svc::region::supervisor::{ChildState, SupervisorMsg};
 
-use crate::common::Home;
+use crate::common::{Answer, Caller, Home, product, products_scope};
 
-async fn readyz(home: &Home) -> crate::common::Answer {
+async fn readyz(home: &Home) -> Answer {
     home.send(Request::get("/readyz").body(Body::empty()).unwrap()).await
 }
 
+fn lamp_search() -> Value {
+    json!({"collection": "products", "q": "lamp", "filter": {"all": [{"country": "FR"}]}, "sort_by": "_text_match:desc"})
+}
+
+async fn get(home: &Home, caller: &Caller, path: &str) -> Answer {
+    home.signed(&caller.key, "GET", path, b"", "svc-retrieval", &[]).await
+}
+
+async fn child(home: &Home, name: &str) -> ChildState {
+    let children = ractor::call!(home.state.supervisor, SupervisorMsg::Observe).unwrap();
+    children.into_iter().find(|c| c.name == name).expect("supervised")
+}
+
+/// A signed search, sent again while the actors it needs come back.
+async fn search_until_served(home: &Home, caller: &Caller) -> Answer {
+    let mut answer = home.search(caller, "/v1/search", lamp_search()).await;
+    for _ in 0..200 {
+        if answer.status == 200 {
+            break;
+        }
+        assert_eq!(answer.status, 503, "only 503 while an actor restarts: {}", answer.body);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        answer = home.search(caller, "/v1/search", lamp_search()).await;
+    }
+    answer
+}
+
+// rule: R7.15, R7.16
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dead_actor_makes_the_region_unready_and_names_it() {
+async fn a_failed_actor_is_restarted_from_the_store_and_the_region_serves_on() {
+    let home = Home::start().await;
+    let lumio = home.business("Lumio", products_scope(1_000)).await;
+    let mut lamp: Value = serde_json::from_slice(&product("Lumio", "L-1", "19.90")).unwrap();
+    lamp["product_name"] = json!("Brass desk lamp");
+    let published = home.publish(&lumio, &[serde_json::to_vec(&lamp).unwrap()], "l").await;
+    assert_eq!(published.status, 200, "{}", published.body);
+    home.wait_indexed().await;
+    let caller = home.caller("Acme AI").await;
+    let first = home.search(&caller, "/v1/search", lamp_search()).await;
+    assert_eq!(first.body["rows"].as_array().map(Vec::len), Some(1), "{}", first.body);
+
+    // Billing and the receipt log die (as on a panic) and are started again.
+    home.state.billing.actor().kill();
+    home.state.receipts.actor().kill();
+    for name in ["billing", "receipt_log"] {
+        for _ in 0..200 {
+            if child(&home, name).await.restarts == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let state = child(&home, name).await;
+        assert_eq!((state.restarts, state.failed), (1, None), "{name}");
+    }
+    let ready = readyz(&home).await;
+    assert_eq!((ready.status, &ready.body["failed_actors"]), (200, &json!({})), "{}", ready.body);
+
+    assert_eq!(search_until_served(&home, &caller).await.status, 200);
+    // What they held is in the store: the first bill is still counted, and
+    // the restarted log numbers receipts on from the last one.
+    let usage = get(&home, &caller, "/v1/usage").await;
+    assert_eq!(usage.body["totals"]["billed"], 2, "{}", usage.body);
+    let receipts = get(&home, &caller, "/v1/receipts").await;
+    let listed = receipts.body["receipts"].as_array().unwrap();
+    assert_eq!(listed.len(), 2, "{}", receipts.body);
+    assert_ne!(listed[0]["retrieval_id"], listed[1]["retrieval_id"]);
+    home.state.stop_actors().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_actor_that_cannot_be_restarted_makes_the_region_unready_and_names_it() {
     let home = Home::start().await;
     let ready = readyz(&home).await;
     assert_eq!(ready.status, 200, "{}", ready.body);
-    assert_eq!(ready.body["failed_actors"], serde_json::json!({}));
+    assert_eq!(ready.body["failed_actors"], json!({}));
 
-    home.state.indexer.kill();
+    // An index shard holds its directory's writer, opened once per start.
+    let shard = home.state.index_shards[0].clone();
+    let name = shard.name().to_owned();
+    shard.actor().kill();
     let mut answer = readyz(&home).await;
     for _ in 0..200 {
         if answer.status == 503 {
@@ -31,7 +107,28 @@ async fn a_dead_actor_makes_the_region_unready_and_names_it() {
     }
     assert_eq!(answer.status, 503, "{}", answer.body);
     assert_eq!(answer.body["ready"], false);
-    let reason = answer.body["failed_actors"]["indexer"].as_str().expect("the indexer is named");
+    let reason = answer.body["failed_actors"][&name].as_str().expect("the shard is named");
     assert!(reason.contains("cannot be restarted"), "{reason}");
+    home.state.stop_actors().await;
+}
+
+// rule: R7.15
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_mailbox_answers_503_with_retry_after_and_holds_nothing() {
+    let home = Home::start().await;
+    let caller = home.caller("Acme AI").await;
+    assert_eq!(home.search(&caller, "/v1/search", lamp_search()).await.status, 200);
+
+    // A burst has taken every place at the nonce store, which every signed
+    // request asks.
+    let burst = home.state.nonces.occupy();
+    assert_eq!(burst.len(), svc::region::supervisor::MAILBOX_CAPACITY);
+    let refused = home.search(&caller, "/v1/search", lamp_search()).await;
+    assert_eq!((refused.status, refused.body["code"].as_str()), (503, Some("unavailable")), "{}", refused.body);
+    assert_eq!(refused.headers["retry-after"], "1");
+    assert!(refused.body.get("rows").is_none());
+
+    drop(burst);
+    assert_eq!(home.search(&caller, "/v1/search", lamp_search()).await.status, 200);
     home.state.stop_actors().await;
 }

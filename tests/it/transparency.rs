@@ -94,7 +94,7 @@ async fn seals_keys_and_receipt_minutes_are_sequenced_into_signed_checkpoints_wi
 
     // The receipt's minute closes, is folded, and is queued for the log.
     home.clock.advance(90_000);
-    let folded = ractor::call!(home.state.receipt_folder, ReceiptFolderMsg::Fold).unwrap().unwrap();
+    let folded = home.state.receipt_folder.call(ReceiptFolderMsg::Fold).await.unwrap().unwrap();
     assert!(folded >= 1);
     let first = sequence(&home).await;
     let size1 = first["tree_size"].as_u64().unwrap();

@@ -151,7 +151,7 @@ pub fn page(state: &Region, record_id: &str, q: PageQuery) -> Result<Option<Valu
         "full_check": format!("{verify_base}/v1/verify"),
         "checked_at": now.to_rfc3339_millis(),
     });
-    if head.record_type == svc_core::ids::RecordType::BusinessFiles.name() && status == "current" {
+    if head.record_type == svc_core::ids::RecordType::BusinessFiles && status == "current" {
         let suspended = state.registry.endpoints_suspension(&business.uuid)?.is_some();
         document["endpoints"] = json!({"status": if suspended { "suspended" } else { "live" }, "domains": []});
     }

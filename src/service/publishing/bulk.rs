@@ -40,9 +40,7 @@ async fn put_upload(state: &Region, upload: &UploadRecord) -> Result<()> {
     let mut change = Change::new();
     change.put(cf::UPLOADS, upload.upload_id.as_bytes(), upload);
     let now = state.clock.now();
-    ractor::call!(state.home()?.publisher, |reply| PublisherMsg::Apply { change, now, reply })
-        .map_err(Error::actor("publisher"))?
-        .map_err(Error::internal)?;
+    state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await?.map_err(Error::internal)?;
     Ok(())
 }
 
@@ -85,7 +83,7 @@ pub async fn create_upload(state: &Region, caller: &BusinessCaller) -> Result<An
         upload_id: upload_id.clone(),
         business_uuid: key.business_uuid.clone(),
         key_id: key.key_id.clone(),
-        record_type: record_type.name().into(),
+        record_type,
         created_at: now,
         expires_at,
         bytes: None,
@@ -236,7 +234,7 @@ pub async fn create_import(state: &Region, caller: &BusinessCaller) -> Result<An
     let (Some(file_bytes), Some(file_records)) = (upload.bytes, upload.records) else {
         return Err(invalid("no file was uploaded to this address yet"));
     };
-    let record_type = RecordType::from_name(&upload.record_type).ok_or_else(|| Error::internal("record type"))?;
+    let record_type = upload.record_type;
     let mandate = writing_mandate(state, record_type, caller)?;
     let caps = Caps { records_per_hour: mandate.records_per_hour, bytes_per_day: mandate.bytes_per_day };
     let ledger: UsageLedger = state.store.get(cf::USAGE, key.key_id.as_bytes())?.unwrap_or_default();
@@ -266,10 +264,12 @@ pub async fn create_import(state: &Region, caller: &BusinessCaller) -> Result<An
         body_bytes: file_bytes,
     };
     let push_id = svc_core::ids::batch_id(&random());
-    let created =
-        ractor::call!(state.home()?.publisher, |reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply))
-            .map_err(Error::actor("publisher"))?
-            .map_err(Error::internal)?;
+    let created = state
+        .home()?
+        .publisher
+        .call(|reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply))
+        .await?
+        .map_err(Error::internal)?;
     let push_id = match created {
         Ok(Created::Replay(answer)) => return Ok(answer.into()),
         Ok(Created::New(id)) | Ok(Created::Resume(id)) => id,
@@ -298,7 +298,7 @@ async fn import_status(state: &Region, push: &PushRecord) -> Result<Answer> {
     if push.completed_at.is_some() {
         return Ok(Answer::ok(body));
     }
-    state.home()?.push_worker.send_message(PushWorkerMsg::Run(push.push_id.clone())).map_err(|_| {
+    state.home()?.push_worker.cast(PushWorkerMsg::Run(push.push_id.clone())).map_err(|_| {
         unavailable(300, "import_unavailable", "bulk import is unavailable; ask again with the same request")
     })?;
     Ok(Answer::accepted(body, out::status_url(&push.push_id)))

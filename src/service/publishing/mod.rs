@@ -132,9 +132,7 @@ async fn introduce(state: &Region, mut key: BusinessKey, now: UnixMs) -> Result<
     let mut change = crate::replication::Change::new();
     change.put(cf::INTEGRATION_KEYS, key.key_id.as_bytes(), &key);
     change.put(cf::MANDATES, &keys::mandate(&key.key_id, &mandate.mandate_id), &mandate);
-    ractor::call!(state.home()?.publisher, |reply| PublisherMsg::Apply { change, now, reply })
-        .map_err(Error::actor("publisher"))?
-        .map_err(Error::internal)?;
+    state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await?.map_err(Error::internal)?;
     Ok(key)
 }
 
@@ -285,8 +283,11 @@ pub(crate) async fn remember(
         at: state.clock.now(),
     };
     let key_id = key_id.to_owned();
-    ractor::call!(state.home()?.publisher, |reply| PublisherMsg::RememberAnswer { key_id, idem, answer, reply })
-        .map_err(Error::actor("publisher"))?
+    state
+        .home()?
+        .publisher
+        .call(|reply| PublisherMsg::RememberAnswer { key_id, idem, answer, reply })
+        .await?
         .map_err(Error::internal)
 }
 
@@ -407,7 +408,7 @@ pub(crate) fn push_status(
     Ok(PushStatus {
         push_id: push.push_id.clone(),
         batch_id: push.push_id.clone(),
-        record_type: push.record_type.clone(),
+        record_type: push.record_type.name().into(),
         seq: push.seq,
         source,
         mode: out::Mode::Queued,

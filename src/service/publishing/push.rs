@@ -70,7 +70,7 @@ pub async fn publish(state: &Region, caller: &BusinessCaller, record_type: Recor
     {
         return Ok(answer.into());
     }
-    let background = state.home()?.push_worker.get_status() == ractor::ActorStatus::Running;
+    let background = state.home()?.push_worker.is_running();
     if out::answer_mode(records.len(), background) == AnswerMode::Unavailable {
         let mut problem = Problem::new(Code::Unavailable).detail("background processing is unavailable; resend later");
         problem.retry_after_ms = Some(out::FALLBACK_RETRY_AFTER_SECONDS * 1000);
@@ -94,10 +94,12 @@ pub async fn publish(state: &Region, caller: &BusinessCaller, record_type: Recor
         body_bytes: body.len() as u64,
     };
     let push_id = svc_core::ids::batch_id(&random());
-    let created =
-        ractor::call!(state.home()?.publisher, |reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply))
-            .map_err(Error::actor("publisher"))?
-            .map_err(Error::internal)?;
+    let created = state
+        .home()?
+        .publisher
+        .call(|reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply))
+        .await?
+        .map_err(Error::internal)?;
     let push_id = match created {
         Ok(Created::Replay(answer)) => return Ok(answer.into()),
         Ok(Created::New(ref id)) | Ok(Created::Resume(ref id)) => id.clone(),
@@ -116,11 +118,7 @@ pub async fn publish(state: &Region, caller: &BusinessCaller, record_type: Recor
             Answer::accepted(serde_json::to_vec(&status).unwrap_or_default(), out::status_url(&push_id))
         }
         (false, AnswerMode::Background) => {
-            state
-                .home()?
-                .push_worker
-                .send_message(PushWorkerMsg::Run(push_id.clone()))
-                .map_err(Error::actor("push worker"))?;
+            state.home()?.push_worker.cast(PushWorkerMsg::Run(push_id.clone())).map_err(Error::actor("push worker"))?;
             let status = push_status(state, &push, false, None, None)?;
             Answer::accepted(serde_json::to_vec(&status).unwrap_or_default(), out::status_url(&push_id))
         }
@@ -190,16 +188,12 @@ pub async fn end_record(
     check_certificate_in_force(&state.registry.certificates(&key.business_uuid)?, &seal.cert_id, sealed_at)?;
     let (business_uuid, record_id) = (key.business_uuid.clone(), document.record_id.clone());
     let seal_json = envelope.to_json();
-    let ended = ractor::call!(state.home()?.publisher, |reply| PublisherMsg::EndRecord {
-        business_uuid,
-        record_id,
-        delete,
-        seal_json,
-        now,
-        reply
-    })
-    .map_err(Error::actor("publisher"))?
-    .map_err(Error::internal)?;
+    let ended = state
+        .home()?
+        .publisher
+        .call(|reply| PublisherMsg::EndRecord { business_uuid, record_id, delete, seal_json, now, reply })
+        .await?
+        .map_err(Error::internal)?;
     if ended.is_none() {
         return Err(Error::detail(Code::NotFound, "no live record of this business has that id"));
     }

@@ -138,14 +138,16 @@ pub async fn usage(state: &Region, caller: &Caller, q: UsageQuery) -> Result<Val
         return Err(invalid(format!("a usage range is at most {USAGE_MAX_DAYS} days")));
     }
     let company_uuid = caller.key.company_uuid.clone();
-    let report = ractor::call!(state.billing, |reply| BillingMsg::Usage {
-        company_uuid: company_uuid.clone(),
-        from_day: from_day.clone(),
-        to_day: to_day.clone(),
-        reply
-    })
-    .map_err(Error::actor("billing"))?
-    .map_err(Error::internal)?;
+    let report = state
+        .billing
+        .call(|reply| BillingMsg::Usage {
+            company_uuid: company_uuid.clone(),
+            from_day: from_day.clone(),
+            to_day: to_day.clone(),
+            reply,
+        })
+        .await?
+        .map_err(Error::internal)?;
     let (mut searches, mut fetches) = (0, 0);
     let days: Vec<Value> = report
         .days

@@ -111,7 +111,7 @@ fn fetched(
         None => out.raw("ai_policy", br#"{"version":0,"record":null,"seal":null}"#),
     }
 
-    if head.record_type == RecordType::BusinessFiles.name() {
+    if head.record_type == RecordType::BusinessFiles {
         let record: Value = serde_json::from_slice(&version.bytes).map_err(Error::internal)?;
         if let Some(represent) = record.get("represent") {
             out.value("represent", represent)?;

@@ -150,7 +150,7 @@ async fn introduce(state: &Region, key: RetrievalKey, now: UnixMs) -> Result<Ret
 
 /// Home: records a sandbox key as introduced (a no-op when it already is).
 pub async fn mark_introduced(
-    publisher: &ractor::ActorRef<PublisherMsg>,
+    publisher: &crate::actors::mailbox::Mailbox<PublisherMsg>,
     mut key: RetrievalKey,
     now: UnixMs,
 ) -> Result<RetrievalKey> {
@@ -160,9 +160,7 @@ pub async fn mark_introduced(
     key.introduced = true;
     let mut change = Change::new();
     change.put(cf::RETRIEVAL_KEYS, key.key_id.as_bytes(), &key);
-    ractor::call!(publisher, |reply| PublisherMsg::Apply { change, now, reply })
-        .map_err(Error::actor("publisher"))?
-        .map_err(Error::internal)?;
+    publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await?.map_err(Error::internal)?;
     Ok(key)
 }
 
@@ -225,11 +223,8 @@ pub async fn admit(state: &Region, caller: &Caller, now: UnixMs) -> Result<Held>
 
 async fn reserve(state: &Region, company_uuid: &str, now: UnixMs) -> Result<Reserved> {
     let company_uuid = company_uuid.to_owned();
-    let reserved = ractor::call_t!(
-        state.billing,
-        |reply| BillingMsg::Reserve { company_uuid, now, reply },
-        BILLING_WAIT.as_millis() as u64
-    );
+    let reserved =
+        state.billing.call_within(|reply| BillingMsg::Reserve { company_uuid, now, reply }, Some(BILLING_WAIT)).await;
     match reserved {
         Ok(Ok(reserved)) => Ok(reserved),
         Ok(Err(e)) => {
@@ -244,9 +239,7 @@ async fn reserve(state: &Region, company_uuid: &str, now: UnixMs) -> Result<Rese
 }
 
 async fn hold_lease(state: &Region, grant: LeaseGrant, now: UnixMs) -> Result<()> {
-    ractor::call!(state.billing, |reply| BillingMsg::Hold { grant, now, reply })
-        .map_err(Error::internal)?
-        .map_err(Error::internal)
+    state.billing.call(|reply| BillingMsg::Hold { grant, now, reply }).await?.map_err(Error::internal)
 }
 
 /// Asks home for a fresh lease in the background, one at a time per company.
@@ -314,8 +307,10 @@ pub async fn deliver(
         envelope: svc_core::canonical::to_signed_bytes(&envelope).map_err(Error::internal)?,
     };
     let envelope_json = stored.envelope.clone();
-    ractor::call!(state.receipts, |reply| ReceiptLogMsg::Append { receipt: Box::new(stored), reply })
-        .map_err(Error::internal)?
+    state
+        .receipts
+        .call(|reply| ReceiptLogMsg::Append { receipt: Box::new(stored), reply })
+        .await?
         .map_err(Error::internal)?;
     let event = served.billable.then(|| UsageEvent {
         company_uuid: caller.key.company_uuid.clone(),
@@ -330,11 +325,8 @@ pub async fn deliver(
     let Some(reservation) = held.reservation.take() else {
         return Err(Error::internal("an allowance unit was delivered twice"));
     };
-    let settled = ractor::call_t!(
-        state.billing,
-        |reply| BillingMsg::Settle { reservation, event, reply },
-        BILLING_WAIT.as_millis() as u64
-    );
+    let settled =
+        state.billing.call_within(|reply| BillingMsg::Settle { reservation, event, reply }, Some(BILLING_WAIT)).await;
     match settled {
         Ok(Ok(settled)) => {
             let outcome = match settled {

@@ -330,14 +330,17 @@ impl Home {
     /// Waits until the index has applied every replication log entry.
     pub async fn wait_indexed(&self) {
         for _ in 0..500 {
-            let last = ractor::call!(
-                self.state.home.as_ref().unwrap().publisher,
-                svc::actors::publisher::PublisherMsg::Observe
-            )
-            .unwrap()
-            .last_seq;
-            let applied =
-                ractor::call!(self.state.indexer, svc::actors::indexer::IndexerMsg::Observe).unwrap().applied_seq;
+            let last = self
+                .state
+                .home
+                .as_ref()
+                .unwrap()
+                .publisher
+                .call(svc::actors::publisher::PublisherMsg::Observe)
+                .await
+                .unwrap()
+                .last_seq;
+            let applied = self.state.indexer.call(svc::actors::indexer::IndexerMsg::Observe).await.unwrap().applied_seq;
             if applied >= last {
                 return;
             }
@@ -390,12 +393,17 @@ impl Home {
             body_bytes: 1_000,
         };
         let id = push_id.to_owned();
-        let created = ractor::call!(self.state.home.as_ref().unwrap().publisher, |r| {
-            svc::actors::publisher::PublisherMsg::CreatePush(Box::new(push), id, r)
-        })
-        .unwrap()
-        .unwrap()
-        .unwrap();
+        let created = self
+            .state
+            .home
+            .as_ref()
+            .unwrap()
+            .publisher
+            .call(|r| svc::actors::publisher::PublisherMsg::CreatePush(Box::new(push), id, r))
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
         assert_eq!(created, svc::publish::Created::New(push_id.to_owned()));
     }
 }
