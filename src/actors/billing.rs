@@ -76,6 +76,7 @@ pub enum BillingMsg {
     Release {
         reservation: Reservation,
     },
+    Observe(RpcReplyPort<BillingSnapshot>),
     SetAllowance {
         allowance: Allowance,
         reply: RpcReplyPort<Result<(), String>>,
@@ -116,6 +117,14 @@ pub enum BillingRole {
     Home { lease_ms: i64 },
     /// Usage and lease returns go to the outbox.
     Region { outbox: Sequence },
+}
+
+/// What billing holds in memory: units reserved by requests in flight,
+/// and a read region's leases.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BillingSnapshot {
+    pub reserved_units: i64,
+    pub leases: usize,
 }
 
 pub struct BillingArgs {
@@ -495,6 +504,10 @@ impl Actor for Billing {
                 let _ = reply.send(state.settle(reservation, event));
             }
             BillingMsg::Release { reservation } => state.release(&reservation),
+            BillingMsg::Observe(reply) => {
+                let reserved_units = state.reserved.values().sum();
+                let _ = reply.send(BillingSnapshot { reserved_units, leases: state.leases.len() });
+            }
             BillingMsg::SetAllowance { allowance, reply } => {
                 let mut batch = state.store.batch();
                 batch.put(cf::ALLOWANCES, allowance.company_uuid.as_bytes(), &allowance);

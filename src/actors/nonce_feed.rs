@@ -19,6 +19,9 @@ const BACKOFF: Duration = Duration::from_millis(500);
 
 pub enum NonceFeedMsg {
     Pull,
+    /// Answers home's newest feed sequence and the last one learned here,
+    /// between pulls.
+    Observe(ractor::RpcReplyPort<(u64, u64)>),
 }
 
 #[derive(Clone)]
@@ -82,6 +85,11 @@ impl Actor for NonceFeed {
                     tokio::time::sleep(BACKOFF).await;
                 }
                 let _ = me.send_message(NonceFeedMsg::Pull);
+            }
+            NonceFeedMsg::Observe(reply) => {
+                let status = &args.status;
+                let _ =
+                    reply.send((status.feed_head.load(Ordering::Relaxed), status.feed_learned.load(Ordering::Relaxed)));
             }
         }
         Ok(())

@@ -11,6 +11,8 @@ use crate::store::{Batch, Store, be, cf, from_be, keys};
 pub enum ReceiptLogMsg {
     /// Numbers and stores a receipt; answers its sequence.
     Append { receipt: Box<StoredReceipt>, reply: RpcReplyPort<Result<u64, String>> },
+    /// Answers the sequence number the next receipt gets.
+    Observe(RpcReplyPort<u64>),
 }
 
 #[derive(Clone)]
@@ -77,6 +79,9 @@ impl Actor for ReceiptLog {
                     state.next += 1;
                 }
                 let _ = reply.send(written.map(|()| seq));
+            }
+            ReceiptLogMsg::Observe(reply) => {
+                let _ = reply.send(state.next);
             }
         }
         Ok(())

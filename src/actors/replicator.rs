@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::clock::SharedClock;
 use crate::replication::link::HomeLink;
@@ -57,6 +57,16 @@ impl ReplicationStatus {
 
 pub enum ReplicatorMsg {
     Pull,
+    /// Answered between pulls, so after at most one long poll.
+    Observe(RpcReplyPort<ReplicatorSnapshot>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicatorSnapshot {
+    pub applied: u64,
+    pub head: u64,
+    /// Answers refused for a bad frame, since start.
+    pub refused: u64,
 }
 
 #[derive(Clone)]
@@ -142,6 +152,14 @@ impl Actor for Replicator {
                 // The next pull is a message, so a stop request between
                 // pulls is taken.
                 let _ = me.send_message(ReplicatorMsg::Pull);
+            }
+            ReplicatorMsg::Observe(reply) => {
+                let status = &args.status;
+                let _ = reply.send(ReplicatorSnapshot {
+                    applied: status.applied.load(Ordering::Relaxed),
+                    head: status.head.load(Ordering::Relaxed),
+                    refused: status.refused.load(Ordering::Relaxed),
+                });
             }
         }
         Ok(())

@@ -26,6 +26,16 @@ pub enum TransparencyLogMsg {
     Tick,
     /// Sequences now, whatever the period (operators and tests).
     Sequence(RpcReplyPort<Result<LogCheckpoint, String>>),
+    Observe(RpcReplyPort<TransparencyLogSnapshot>),
+}
+
+/// The log as its sequencer sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransparencyLogSnapshot {
+    /// Leaves in the newest signed checkpoint.
+    pub size: u64,
+    /// When sequencing last ran, signed or not.
+    pub last_run: Option<UnixMs>,
 }
 
 #[derive(Clone)]
@@ -145,6 +155,10 @@ impl Actor for TransparencyLog {
             }
             TransparencyLogMsg::Sequence(reply) => {
                 let _ = reply.send(Self::sequence(args).await);
+            }
+            TransparencyLogMsg::Observe(reply) => {
+                let size = args.log.latest().ok().flatten().map_or(0, |c| c.size);
+                let _ = reply.send(TransparencyLogSnapshot { size, last_run: args.last_run });
             }
         }
         Ok(())

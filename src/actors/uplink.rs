@@ -20,6 +20,8 @@ const REPORT_WAIT: Duration = Duration::from_secs(3);
 pub enum UplinkMsg {
     /// Ships what is pending (sent on an interval).
     Ship,
+    /// Answers the outbox entries home took, since start.
+    Observe(ractor::RpcReplyPort<u64>),
 }
 
 #[derive(Clone)]
@@ -91,6 +93,9 @@ impl Actor for Uplink {
                         }
                     }
                 }
+            }
+            UplinkMsg::Observe(reply) => {
+                let _ = reply.send(args.status.reported.load(std::sync::atomic::Ordering::Relaxed));
             }
         }
         Ok(())

@@ -65,15 +65,64 @@ pub async fn config(state: &Region) -> Result<Done> {
     })))
 }
 
+/// Every actor of the region: what each holds, and how the supervisor
+/// sees it (restarts, and why it failed if it is not back). An actor that
+/// does not answer within a few seconds (a replicator in its long poll
+/// answers after it) is shown as `null`.
 pub async fn observe(state: &Region) -> Result<Done> {
-    let publisher = state.home()?.publisher.call(PublisherMsg::Observe).await?;
-    let nonces = state.nonces.call(crate::actors::nonce_store::NonceMsg::Observe).await?;
-    let worker = state.home()?.push_worker.call(crate::actors::push_worker::PushWorkerMsg::Observe).await?;
-    Ok(Done::Ok(json!({
-        "publisher": {"last_seq": publisher.last_seq},
-        "nonce_store": {"held": nonces.held},
-        "push_worker": {"pushes_settled": worker.pushes_settled, "chunks_committed": worker.chunks_committed},
-    })))
+    use crate::actors::{
+        analytics::AnalyticsMsg, billing::BillingMsg, index_shard::IndexShardMsg, indexer::IndexerMsg,
+        nonce_feed::NonceFeedMsg, nonce_store::NonceMsg, push_worker::PushWorkerMsg, receipt_folder::ReceiptFolderMsg,
+        receipt_log::ReceiptLogMsg, replicator::ReplicatorMsg, transparency_log::TransparencyLogMsg, uplink::UplinkMsg,
+    };
+    const WAIT: Option<std::time::Duration> = Some(std::time::Duration::from_secs(8));
+    let mut actors = serde_json::Map::new();
+    let mut put = |name: &str, value: Option<Value>| {
+        actors.insert(name.to_owned(), value.unwrap_or(Value::Null));
+    };
+    let nonces = state.nonces.call_within(NonceMsg::Observe, WAIT).await.ok();
+    put("nonce_store", nonces.map(|n| json!({"held": n.held, "feed_seq": n.feed_seq})));
+    let billing = state.billing.call_within(BillingMsg::Observe, WAIT).await.ok();
+    put("billing", billing.map(|b| json!({"reserved_units": b.reserved_units, "leases": b.leases})));
+    let next = state.receipts.call_within(ReceiptLogMsg::Observe, WAIT).await.ok();
+    put("receipt_log", next.map(|next| json!({"next_seq": next})));
+    let folded = state.receipt_folder.call_within(ReceiptFolderMsg::Observe, WAIT).await.ok();
+    put("receipt_folder", folded.map(|seq| json!({"folded_seq": seq})));
+    let applied = state.analytics.call_within(AnalyticsMsg::Observe, WAIT).await.ok();
+    put("analytics", applied.map(|seq| json!({"applied_seq": seq})));
+    let indexer = state.indexer.call_within(IndexerMsg::Observe, WAIT).await.ok();
+    put("indexer", indexer.map(|i| json!({"applied_seq": i.applied_seq})));
+    for shard in &state.index_shards {
+        let seen = shard.call_within(IndexShardMsg::Observe, WAIT).await.ok();
+        put(shard.name(), seen.map(|s| json!({"docs": s.docs, "commits": s.commits, "compactions": s.compactions})));
+    }
+    if let Some(home) = &state.home {
+        let publisher = home.publisher.call_within(PublisherMsg::Observe, WAIT).await.ok();
+        put("publisher", publisher.map(|p| json!({"last_seq": p.last_seq})));
+        let worker = home.push_worker.call_within(PushWorkerMsg::Observe, WAIT).await.ok();
+        put(
+            "push_worker",
+            worker.map(|w| json!({"pushes_settled": w.pushes_settled, "chunks_committed": w.chunks_committed})),
+        );
+        let log = home.transparency_log.call_within(TransparencyLogMsg::Observe, WAIT).await.ok();
+        put(
+            "transparency_log",
+            log.map(|l| json!({"size": l.size, "last_run": l.last_run.map(|t| t.to_rfc3339_millis())})),
+        );
+    }
+    if let Some(replica) = &state.replica {
+        let pulled = replica.replicator.call_within(ReplicatorMsg::Observe, WAIT).await.ok();
+        put("replicator", pulled.map(|r| json!({"applied": r.applied, "head": r.head, "refused": r.refused})));
+        let feed = replica.nonce_feed.call_within(NonceFeedMsg::Observe, WAIT).await.ok();
+        put("nonce_feed", feed.map(|(head, learned)| json!({"head": head, "learned": learned})));
+        let reported = replica.uplink.call_within(UplinkMsg::Observe, WAIT).await.ok();
+        put("uplink", reported.map(|n| json!({"reported": n})));
+    }
+    let supervised = ractor::call!(state.supervisor, crate::region::supervisor::SupervisorMsg::Observe)
+        .map_err(Error::actor("supervisor"))?;
+    let supervisor: Vec<Value> =
+        supervised.into_iter().map(|c| json!({"name": c.name, "restarts": c.restarts, "failed": c.failed})).collect();
+    Ok(Done::Ok(json!({"actors": actors, "supervisor": supervisor})))
 }
 
 /// Draws this region's next receipt key and asks home to certify it. The

@@ -135,6 +135,15 @@ async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_pe
     let eu_ready = caught_up(&eu_api, head).await;
     caught_up(&ap_api, head).await;
     assert_eq!(eu_ready["region"], "eu");
+    // A read region's `svc admin observe` shows its replication actors too.
+    let request =
+        Request::get("/admin/observe").header("authorization", format!("Bearer {TOKEN}")).body(Body::empty()).unwrap();
+    let observed = Transport::new(&eu.admin_url).unwrap().send(request).await.unwrap().json();
+    assert!(observed["actors"]["replicator"]["applied"].as_u64() >= Some(head), "{observed}");
+    for name in ["nonce_feed", "uplink", "billing", "receipt_log", "indexer"] {
+        assert!(observed["actors"][name].is_object(), "{name}: {observed}");
+    }
+    assert!(observed["actors"].get("publisher").is_none(), "home's writers run at home alone");
 
     // The same queries answer the same rows at both read regions: records
     // from the first, middle and last chunks, the last pushed after the kill.

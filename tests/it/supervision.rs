@@ -73,6 +73,25 @@ async fn a_failed_actor_is_restarted_from_the_store_and_the_region_serves_on() {
     }
     let ready = readyz(&home).await;
     assert_eq!((ready.status, &ready.body["failed_actors"]), (200, &json!({})), "{}", ready.body);
+    // `svc admin observe` shows every actor, and the supervisor's count.
+    let observed = home.admin("GET", "/admin/observe", Value::Null).await;
+    assert_eq!(observed.status, 200, "{}", observed.body);
+    for name in [
+        "nonce_store",
+        "billing",
+        "receipt_log",
+        "receipt_folder",
+        "analytics",
+        "indexer",
+        "publisher",
+        "push_worker",
+        "transparency_log",
+    ] {
+        assert!(observed.body["actors"][name].is_object(), "{name}: {}", observed.body);
+    }
+    assert_eq!(observed.body["actors"]["receipt_log"]["next_seq"], 2, "one receipt so far");
+    let billing = observed.body["supervisor"].as_array().unwrap().iter().find(|c| c["name"] == "billing").cloned();
+    assert_eq!(billing, Some(json!({"name": "billing", "restarts": 1, "failed": null})));
 
     assert_eq!(search_until_served(&home, &caller).await.status, 200);
     // What they held is in the store: the first bill is still counted, and
