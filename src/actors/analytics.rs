@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use svc_core::analytics::hour_of;
 
+use crate::actors::error::ActorError;
 use crate::store::model::{HourCounts, StoredReceipt, UsageKind};
 use crate::store::{Store, be, cf, keys};
 
@@ -32,9 +33,9 @@ pub struct AnalyticsState {
 }
 
 impl AnalyticsState {
-    fn step(&mut self) -> Result<bool, String> {
+    fn step(&mut self) -> Result<bool, ActorError> {
         let receipts: Vec<(Vec<u8>, StoredReceipt)> =
-            self.store.scan(cf::RECEIPTS, &[], Some(&be(self.applied + 1)), BATCH).map_err(|e| e.to_string())?;
+            self.store.scan(cf::RECEIPTS, &[], Some(&be(self.applied + 1)), BATCH).map_err(ActorError::from)?;
         let Some(last) = receipts.last().map(|(_, r)| r.seq) else { return Ok(false) };
         let mut deltas: HashMap<Vec<u8>, HourCounts> = HashMap::new();
         for (_, receipt) in &receipts {
@@ -51,13 +52,13 @@ impl AnalyticsState {
         let mut batch = self.store.batch();
         for (k, delta) in deltas {
             let mut counts: HourCounts =
-                self.store.get(cf::ANALYTICS, &k).map_err(|e| e.to_string())?.unwrap_or_default();
+                self.store.get(cf::ANALYTICS, &k).map_err(ActorError::from)?.unwrap_or_default();
             counts.searches += delta.searches;
             counts.fetches += delta.fetches;
             batch.put(cf::ANALYTICS, &k, &counts);
         }
         batch.put(cf::META, APPLIED_KEY, &last);
-        batch.commit_unsynced().map_err(|e| e.to_string())?;
+        batch.commit_unsynced().map_err(ActorError::from)?;
         self.applied = last;
         Ok(true)
     }

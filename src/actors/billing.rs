@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use svc_core::time::UnixMs;
 
+use crate::actors::error::ActorError;
 use crate::replication::exchange::{LeaseAsk, LeaseGrant, Outgoing, Report, ReportTaken, Sequence};
 use crate::store::model::{Allowance, DayUsage, GrantedLease, HeldLease, UsageEvent, UsageKind};
 use crate::store::{Batch, Store, be, cf, keys};
@@ -65,12 +66,12 @@ pub enum BillingMsg {
     Reserve {
         company_uuid: String,
         now: UnixMs,
-        reply: RpcReplyPort<Result<Reserved, String>>,
+        reply: RpcReplyPort<Result<Reserved, ActorError>>,
     },
     Settle {
         reservation: Reservation,
         event: Option<UsageEvent>,
-        reply: RpcReplyPort<Result<Settled, String>>,
+        reply: RpcReplyPort<Result<Settled, ActorError>>,
     },
     /// Gives back a unit whose request ended without a bill.
     Release {
@@ -79,24 +80,24 @@ pub enum BillingMsg {
     Observe(RpcReplyPort<BillingSnapshot>),
     SetAllowance {
         allowance: Allowance,
-        reply: RpcReplyPort<Result<(), String>>,
+        reply: RpcReplyPort<Result<(), ActorError>>,
     },
     Usage {
         company_uuid: String,
         from_day: String,
         to_day: String,
-        reply: RpcReplyPort<Result<UsageReport, String>>,
+        reply: RpcReplyPort<Result<UsageReport, ActorError>>,
     },
     /// Home: sets units aside for a region.
     Grant {
         ask: LeaseAsk,
         now: UnixMs,
-        reply: RpcReplyPort<Result<LeaseGrant, String>>,
+        reply: RpcReplyPort<Result<LeaseGrant, ActorError>>,
     },
     /// Home: a region's usage events and lease returns, in order.
     Take {
         report: Report,
-        reply: RpcReplyPort<Result<ReportTaken, String>>,
+        reply: RpcReplyPort<Result<ReportTaken, ActorError>>,
     },
     /// Home: takes back the unbilled units of leases long expired.
     Reclaim {
@@ -106,7 +107,7 @@ pub enum BillingMsg {
     Hold {
         grant: LeaseGrant,
         now: UnixMs,
-        reply: RpcReplyPort<Result<(), String>>,
+        reply: RpcReplyPort<Result<(), ActorError>>,
     },
 }
 
@@ -170,32 +171,32 @@ impl<'a> Tally<'a> {
         }
     }
 
-    fn allowance(&mut self, company_uuid: &str) -> Result<&mut Option<Allowance>, String> {
+    fn allowance(&mut self, company_uuid: &str) -> Result<&mut Option<Allowance>, ActorError> {
         if !self.allowances.contains_key(company_uuid) {
             let found =
-                self.store.get::<Allowance>(cf::ALLOWANCES, company_uuid.as_bytes()).map_err(|e| e.to_string())?;
+                self.store.get::<Allowance>(cf::ALLOWANCES, company_uuid.as_bytes()).map_err(ActorError::from)?;
             self.allowances.insert(company_uuid.to_owned(), found);
         }
         Ok(self.allowances.get_mut(company_uuid).expect("just inserted"))
     }
 
-    fn lease(&mut self, lease_id: u64) -> Result<&mut Option<GrantedLease>, String> {
+    fn lease(&mut self, lease_id: u64) -> Result<&mut Option<GrantedLease>, ActorError> {
         if let std::collections::hash_map::Entry::Vacant(slot) = self.leases.entry(lease_id) {
-            slot.insert(self.store.get::<GrantedLease>(cf::LEASES_GRANTED, &be(lease_id)).map_err(|e| e.to_string())?);
+            slot.insert(self.store.get::<GrantedLease>(cf::LEASES_GRANTED, &be(lease_id)).map_err(ActorError::from)?);
         }
         Ok(self.leases.get_mut(&lease_id).expect("just inserted"))
     }
 
     /// Counts a usage event unless its (key id, nonce) was counted before;
     /// answers whether it was counted now.
-    fn count(&mut self, batch: &mut Batch<'_>, event: &UsageEvent) -> Result<bool, String> {
+    fn count(&mut self, batch: &mut Batch<'_>, event: &UsageEvent) -> Result<bool, ActorError> {
         let k = keys::usage(&event.key_id, &event.nonce);
-        if self.counted.contains(&k) || self.store.contains(cf::USAGE, &k).map_err(|e| e.to_string())? {
+        if self.counted.contains(&k) || self.store.contains(cf::USAGE, &k).map_err(ActorError::from)? {
             return Ok(false);
         }
         let day = keys::usage_day(&event.company_uuid, &day_of(event.at));
         if !self.days.contains_key(&day) {
-            let found = self.store.get(cf::USAGE_DAYS, &day).map_err(|e| e.to_string())?.unwrap_or_default();
+            let found = self.store.get(cf::USAGE_DAYS, &day).map_err(ActorError::from)?.unwrap_or_default();
             self.days.insert(day.clone(), found);
         }
         let counts = self.days.get_mut(&day).expect("just inserted");
@@ -210,7 +211,7 @@ impl<'a> Tally<'a> {
 
     /// Spends one unit of a prepay allowance: from the lease it was served
     /// under while home still holds it, else from the allowance itself.
-    fn charge(&mut self, company_uuid: &str, lease_id: u64) -> Result<(), String> {
+    fn charge(&mut self, company_uuid: &str, lease_id: u64) -> Result<(), ActorError> {
         if lease_id != 0
             && let Some(lease) = self.lease(lease_id)?
         {
@@ -240,8 +241,8 @@ impl<'a> Tally<'a> {
 }
 
 impl BillingState {
-    fn allowance(&self, company_uuid: &str) -> Result<Option<Allowance>, String> {
-        self.store.get::<Allowance>(cf::ALLOWANCES, company_uuid.as_bytes()).map_err(|e| e.to_string())
+    fn allowance(&self, company_uuid: &str) -> Result<Option<Allowance>, ActorError> {
+        self.store.get::<Allowance>(cf::ALLOWANCES, company_uuid.as_bytes()).map_err(ActorError::from)
     }
 
     fn held(&self, company_uuid: &str, lease_id: u64) -> i64 {
@@ -252,7 +253,7 @@ impl BillingState {
         *self.reserved.entry((company_uuid.to_owned(), lease_id)).or_default() += 1;
     }
 
-    fn reserve(&mut self, company_uuid: String, now: UnixMs) -> Result<Reserved, String> {
+    fn reserve(&mut self, company_uuid: String, now: UnixMs) -> Result<Reserved, ActorError> {
         if let BillingRole::Region { .. } = self.role {
             return Ok(self.reserve_from_lease(company_uuid, now));
         }
@@ -301,7 +302,7 @@ impl BillingState {
         }
     }
 
-    fn settle(&mut self, reservation: Reservation, event: Option<UsageEvent>) -> Result<Settled, String> {
+    fn settle(&mut self, reservation: Reservation, event: Option<UsageEvent>) -> Result<Settled, ActorError> {
         self.release(&reservation);
         let Some(event) = event else { return Ok(Settled::Released) };
         let mut batch = self.store.batch();
@@ -327,14 +328,14 @@ impl BillingState {
         }
         // Not synced: a crash of the process keeps it (the WAL is written);
         // the request is answered only after this returns.
-        batch.commit_unsynced().map_err(|e| e.to_string())?;
+        batch.commit_unsynced().map_err(ActorError::from)?;
         Ok(Settled::Billed)
     }
 
-    fn usage(&self, company_uuid: &str, from_day: &str, to_day: &str) -> Result<UsageReport, String> {
+    fn usage(&self, company_uuid: &str, from_day: &str, to_day: &str) -> Result<UsageReport, ActorError> {
         let prefix = keys::prefix(&[company_uuid]);
         let from = keys::usage_day(company_uuid, from_day);
-        let rows = self.store.scan::<DayUsage>(cf::USAGE_DAYS, &prefix, Some(&from), 400).map_err(|e| e.to_string())?;
+        let rows = self.store.scan::<DayUsage>(cf::USAGE_DAYS, &prefix, Some(&from), 400).map_err(ActorError::from)?;
         let days = rows
             .into_iter()
             .map(|(k, counts)| (String::from_utf8_lossy(&k[prefix.len()..]).into_owned(), counts))
@@ -344,7 +345,7 @@ impl BillingState {
         let mut allowance = self.allowance(company_uuid)?;
         if let Some(allowance) = allowance.as_mut().filter(|a| a.prepay) {
             let leases = self.store.scan::<GrantedLease>(cf::LEASES_GRANTED, &[], None, usize::MAX);
-            for (_, lease) in leases.map_err(|e| e.to_string())? {
+            for (_, lease) in leases.map_err(ActorError::from)? {
                 if lease.company_uuid == company_uuid {
                     allowance.remaining += lease.granted - lease.billed;
                 }
@@ -355,15 +356,17 @@ impl BillingState {
 
     /// Home: sets aside up to `ask.units` of what a prepay allowance has
     /// free (not held by requests at home) for the asking region.
-    fn grant(&mut self, ask: LeaseAsk, now: UnixMs) -> Result<LeaseGrant, String> {
-        let BillingRole::Home { lease_ms } = self.role else { return Err("leases are granted by home".into()) };
+    fn grant(&mut self, ask: LeaseAsk, now: UnixMs) -> Result<LeaseGrant, ActorError> {
+        let BillingRole::Home { lease_ms } = self.role else {
+            return Err(ActorError::Refused("leases are granted by home"));
+        };
         let expires_at = now.plus(lease_ms);
         let no_lease =
             LeaseGrant { lease_id: 0, company_uuid: ask.company_uuid.clone(), prepay: false, units: 0, expires_at };
         let Some(mut allowance) = self.allowance(&ask.company_uuid)?.filter(|a| a.prepay) else { return Ok(no_lease) };
         let free = (allowance.remaining - self.held(&ask.company_uuid, 0)).max(0);
         let units = ask.units.clamp(0, free);
-        let last: u64 = self.store.get(cf::META, LEASE_SEQ).map_err(|e| e.to_string())?.unwrap_or(0);
+        let last: u64 = self.store.get(cf::META, LEASE_SEQ).map_err(ActorError::from)?.unwrap_or(0);
         let lease_id = last + 1;
         allowance.remaining -= units;
         let lease = GrantedLease {
@@ -377,7 +380,7 @@ impl BillingState {
         batch.put(cf::META, LEASE_SEQ, &lease_id);
         batch.put(cf::ALLOWANCES, allowance.company_uuid.as_bytes(), &allowance);
         batch.put(cf::LEASES_GRANTED, &be(lease_id), &lease);
-        batch.commit().map_err(|e| e.to_string())?;
+        batch.commit().map_err(ActorError::from)?;
         Ok(LeaseGrant { lease_id, prepay: true, units, ..no_lease })
     }
 
@@ -385,13 +388,13 @@ impl BillingState {
     /// allowance, less what was billed from it. The region stopped serving
     /// from it at expiry; a usage report arriving later still bills the
     /// allowance (`Tally::charge`), so nothing is lost either way.
-    fn reclaim(&mut self, now: UnixMs) -> Result<usize, String> {
+    fn reclaim(&mut self, now: UnixMs) -> Result<usize, ActorError> {
         let BillingRole::Home { lease_ms } = self.role else { return Ok(0) };
         let leases = self.store.scan::<GrantedLease>(cf::LEASES_GRANTED, &[], None, usize::MAX);
         let mut batch = self.store.batch();
         let mut tally = Tally::new(&self.store);
         let mut reclaimed = 0;
-        for (key, lease) in leases.map_err(|e| e.to_string())? {
+        for (key, lease) in leases.map_err(ActorError::from)? {
             if now < lease.expires_at.plus(lease_ms) {
                 continue;
             }
@@ -403,13 +406,13 @@ impl BillingState {
         }
         if reclaimed > 0 {
             tally.write(&mut batch);
-            batch.commit().map_err(|e| e.to_string())?;
+            batch.commit().map_err(ActorError::from)?;
         }
         Ok(reclaimed)
     }
 
     /// Home: a region's usage events and lease returns, in one write.
-    fn take(&mut self, report: Report) -> Result<ReportTaken, String> {
+    fn take(&mut self, report: Report) -> Result<ReportTaken, ActorError> {
         let mut taken = ReportTaken::default();
         let mut batch = self.store.batch();
         let mut tally = Tally::new(&self.store);
@@ -441,14 +444,16 @@ impl BillingState {
         }
         tally.write(&mut batch);
         // Synced: the region deletes its outbox once this is answered.
-        batch.commit().map_err(|e| e.to_string())?;
+        batch.commit().map_err(ActorError::from)?;
         Ok(taken)
     }
 
     /// A read region: serve the company from `grant` now; a lease it
     /// replaces goes back to home (after the usage already in the outbox).
-    fn hold(&mut self, grant: LeaseGrant, now: UnixMs) -> Result<(), String> {
-        let BillingRole::Region { outbox } = &self.role else { return Err("leases are held by read regions".into()) };
+    fn hold(&mut self, grant: LeaseGrant, now: UnixMs) -> Result<(), ActorError> {
+        let BillingRole::Region { outbox } = &self.role else {
+            return Err(ActorError::Refused("leases are held by read regions"));
+        };
         let mut batch = self.store.batch();
         if let Some(old) = self.leases.get(&grant.company_uuid)
             && old.lease_id != 0
@@ -465,7 +470,7 @@ impl BillingState {
             expires_at: grant.expires_at,
         };
         batch.put(cf::LEASES_HELD, grant.company_uuid.as_bytes(), &lease);
-        batch.commit().map_err(|e| e.to_string())?;
+        batch.commit().map_err(ActorError::from)?;
         self.leases.insert(grant.company_uuid, lease);
         Ok(())
     }
@@ -511,7 +516,7 @@ impl Actor for Billing {
             BillingMsg::SetAllowance { allowance, reply } => {
                 let mut batch = state.store.batch();
                 batch.put(cf::ALLOWANCES, allowance.company_uuid.as_bytes(), &allowance);
-                let _ = reply.send(batch.commit().map_err(|e| e.to_string()));
+                let _ = reply.send(batch.commit().map_err(ActorError::from));
             }
             BillingMsg::Usage { company_uuid, from_day, to_day, reply } => {
                 let _ = reply.send(state.usage(&company_uuid, &from_day, &to_day));
@@ -563,7 +568,7 @@ mod tests {
         }
     }
 
-    fn unit(reserved: Result<Reserved, String>) -> Reservation {
+    fn unit(reserved: Result<Reserved, ActorError>) -> Reservation {
         match reserved.unwrap() {
             Reserved::Unit { reservation, .. } => reservation,
             other => panic!("a unit, not {other:?}"),

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
+use crate::actors::error::ActorError;
 use crate::search::ShardWriter;
 use crate::search::doc::Blocked;
 
@@ -23,7 +24,7 @@ pub enum IndexShardMsg {
         /// Documents with the groups that blocked their business.
         upserts: Vec<Blocked>,
         deletes: Vec<String>,
-        reply: RpcReplyPort<Result<(), String>>,
+        reply: RpcReplyPort<Result<(), ActorError>>,
     },
     /// Sent `QUIET` after a batch: compact if nothing came since.
     Settle,
@@ -92,7 +93,7 @@ impl Actor for IndexShard {
                     state.last_apply = Some(crate::clock::monotonic());
                     me.send_after(QUIET, || IndexShardMsg::Settle);
                 }
-                let _ = reply.send(result);
+                let _ = reply.send(result.map_err(ActorError::Failed));
             }
             IndexShardMsg::Settle => {
                 let Some(due) = state.compaction_due() else { return Ok(()) };

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use svc_core::ids::RecordType;
 
+use crate::actors::error::ActorError;
 use crate::actors::index_shard::IndexShardMsg;
 use crate::registry::Registry;
 use crate::replication::{Op, decode, entries_after};
@@ -77,7 +78,7 @@ impl IndexerState {
         &self,
         head: &RecordHead,
         blocks: &mut HashMap<String, Vec<String>>,
-    ) -> Result<Option<(RecordType, Change)>, String> {
+    ) -> Result<Option<(RecordType, Change)>, ActorError> {
         let collection = head.record_type;
         if !collection.is_collection() {
             return Ok(None);
@@ -85,14 +86,14 @@ impl IndexerState {
         if head.state != RecordState::Live || head.live_generation == 0 {
             return Ok(Some((collection, Change::Delete)));
         }
-        let version = self.registry.record_version(&head.record_id, head.live_generation).map_err(|e| e.to_string())?;
+        let version = self.registry.record_version(&head.record_id, head.live_generation).map_err(ActorError::from)?;
         let Some(doc) = version.and_then(|v| index_doc(collection, &v.row)) else {
             return Ok(Some((collection, Change::Delete)));
         };
         let blocked = match blocks.get(&head.business_uuid) {
             Some(groups) => groups.clone(),
             None => {
-                let groups: Vec<String> = (self.registry.blocks_of(&head.business_uuid).map_err(|e| e.to_string())?)
+                let groups: Vec<String> = (self.registry.blocks_of(&head.business_uuid).map_err(ActorError::from)?)
                     .into_iter()
                     .map(|b| b.group_id)
                     .collect();
@@ -104,8 +105,8 @@ impl IndexerState {
     }
 
     /// Applies every entry after the applied sequence; answers whether it did any.
-    async fn step(&mut self) -> Result<bool, String> {
-        let entries = entries_after(&self.args.store, self.applied, BATCH).map_err(|e| e.to_string())?;
+    async fn step(&mut self) -> Result<bool, ActorError> {
+        let entries = entries_after(&self.args.store, self.applied, BATCH).map_err(ActorError::from)?;
         let Some(last) = entries.last().map(|e| e.seq) else { return Ok(false) };
         // The newest change of each record wins within a step.
         let mut changes: BTreeMap<String, (RecordType, Change)> = BTreeMap::new();
@@ -115,7 +116,7 @@ impl IndexerState {
             for op in entry.ops {
                 match op {
                     Op::Put { cf: name, value, .. } if name == cf::RECORDS => {
-                        let head = decode::<RecordHead>(cf::RECORDS, &value).map_err(|e| e.to_string())?;
+                        let head = decode::<RecordHead>(cf::RECORDS, &value).map_err(ActorError::from)?;
                         if let Some(change) = self.record_change(&head, &mut blocks)? {
                             changes.insert(head.record_id.clone(), change);
                         }
@@ -131,7 +132,7 @@ impl IndexerState {
         // A block or unblock re-indexes every live record of the business.
         if !reblock.is_empty() {
             let heads: Vec<(Vec<u8>, RecordHead)> =
-                self.args.store.scan(cf::RECORDS, &[], None, usize::MAX).map_err(|e| e.to_string())?;
+                self.args.store.scan(cf::RECORDS, &[], None, usize::MAX).map_err(ActorError::from)?;
             for (_, head) in heads.into_iter().filter(|(_, h)| reblock.contains(&h.business_uuid)) {
                 if let Some(change) = self.record_change(&head, &mut blocks)? {
                     changes.insert(head.record_id.clone(), change);
@@ -148,10 +149,10 @@ impl IndexerState {
             }
         }
         for (shard, (upserts, deletes)) in batches {
-            let actor = self.args.shards.get(&shard).ok_or("no such shard")?;
-            actor.call(|reply| IndexShardMsg::Apply { upserts, deletes, reply }).await.map_err(|e| e.to_string())??;
+            let actor = self.args.shards.get(&shard).ok_or(ActorError::Refused("no such shard"))?;
+            actor.call(|reply| IndexShardMsg::Apply { upserts, deletes, reply }).await.map_err(ActorError::from)??;
         }
-        self.args.store.put(cf::META, APPLIED_KEY, &last).map_err(|e| e.to_string())?;
+        self.args.store.put(cf::META, APPLIED_KEY, &last).map_err(ActorError::from)?;
         self.applied = last;
         Ok(true)
     }

@@ -10,6 +10,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::nonce_store::NonceMsg;
 use super::replicator::ReplicationStatus;
+use crate::actors::error::ActorError;
 use crate::replication::exchange::FeedPage;
 use crate::replication::link::HomeLink;
 
@@ -35,11 +36,11 @@ pub struct NonceFeedArgs {
 pub struct NonceFeed;
 
 impl NonceFeed {
-    async fn pull(args: &NonceFeedArgs) -> Result<(), String> {
-        let after = args.nonces.call(NonceMsg::Observe).await.map_err(|e| e.to_string())?.feed_seq;
+    async fn pull(args: &NonceFeedArgs) -> Result<(), ActorError> {
+        let after = args.nonces.call(NonceMsg::Observe).await.map_err(ActorError::from)?.feed_seq;
         let path = format!("/internal/v1/nonces?after={after}&wait_ms={LONG_POLL_MS}");
         let wait = Duration::from_millis(LONG_POLL_MS) + Duration::from_secs(5);
-        let page: FeedPage = args.link.call::<(), _>("GET", &path, None, wait).await?;
+        let page: FeedPage = args.link.call::<(), _>("GET", &path, None, wait).await.map_err(ActorError::Link)?;
         args.status.feed_head.store(page.head, Ordering::Relaxed);
         if page.head < after {
             tracing::warn!(
@@ -47,12 +48,12 @@ impl NonceFeed {
                 cursor = after,
                 "home's nonce feed is behind this region: reading it again"
             );
-            args.nonces.call(NonceMsg::RewindFeed).await.map_err(|e| e.to_string())??;
+            args.nonces.call(NonceMsg::RewindFeed).await.map_err(ActorError::from)??;
             return Ok(());
         }
         let learned = page.entries.last().map_or(after, |e| e.seq);
         let entries = page.entries;
-        args.nonces.call(|reply| NonceMsg::LearnFeed { entries, reply }).await.map_err(|e| e.to_string())??;
+        args.nonces.call(|reply| NonceMsg::LearnFeed { entries, reply }).await.map_err(ActorError::from)??;
         args.status.feed_learned.store(learned, Ordering::Relaxed);
         Ok(())
     }

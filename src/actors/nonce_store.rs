@@ -13,6 +13,7 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use svc_core::time::UnixMs;
 
+use crate::actors::error::ActorError;
 use crate::replication::exchange::{Claimed, FeedEntry, Outgoing, Sequence};
 use crate::store::{Store, StoreResult, be, cf, from_be, keys};
 
@@ -35,16 +36,16 @@ pub enum NonceMsg {
     /// Home: claims a region reported. Each new one joins the feed.
     Learn {
         claims: Vec<Claimed>,
-        reply: RpcReplyPort<Result<(), String>>,
+        reply: RpcReplyPort<Result<(), ActorError>>,
     },
     /// A read region: a page of home's feed, applied with its cursor.
     LearnFeed {
         entries: Vec<FeedEntry>,
-        reply: RpcReplyPort<Result<(), String>>,
+        reply: RpcReplyPort<Result<(), ActorError>>,
     },
     /// A read region: home's feed is behind this region's cursor (home's
     /// store was restored), so the feed is read again from its start.
-    RewindFeed(RpcReplyPort<Result<(), String>>),
+    RewindFeed(RpcReplyPort<Result<(), ActorError>>),
     /// Forgets nonces whose signatures have expired.
     Purge {
         now: UnixMs,
@@ -182,7 +183,7 @@ impl NonceState {
     }
 
     /// Holds the claims not held yet, in one write; answers how many were new.
-    fn hold(&mut self, claims: Vec<Claimed>, from_feed: Option<u64>, now_secs: i64) -> Result<usize, String> {
+    fn hold(&mut self, claims: Vec<Claimed>, from_feed: Option<u64>, now_secs: i64) -> Result<usize, ActorError> {
         let mut batch = self.store.batch();
         let mut fresh = Vec::new();
         for claimed in claims {
@@ -209,7 +210,7 @@ impl NonceState {
             return Ok(0);
         }
         // Not synced: a crash of the process keeps it (the WAL is written).
-        batch.commit_unsynced().map_err(|e| e.to_string())?;
+        batch.commit_unsynced().map_err(ActorError::from)?;
         if let Some(cursor) = from_feed {
             self.feed_cursor = cursor;
         }
@@ -302,7 +303,7 @@ impl Actor for NonceStore {
                 if rewound.is_ok() {
                     state.feed_cursor = 0;
                 }
-                let _ = reply.send(rewound.map_err(|e| e.to_string()));
+                let _ = reply.send(rewound.map_err(ActorError::from));
             }
             NonceMsg::LearnFeed { entries, reply } => {
                 let Some(last) = entries.last().map(|e| e.seq) else {

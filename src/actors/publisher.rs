@@ -8,7 +8,8 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use svc_core::time::UnixMs;
 
-use crate::publish::{Created, Engine, EngineError, NewPush, Refused, Saved, SealedSave};
+use crate::actors::error::ActorError;
+use crate::publish::{Created, Engine, NewPush, Refused, Saved, SealedSave};
 use crate::replication::{Change, LogWriter};
 use crate::service_keys::ServiceKeys;
 use crate::store::Store;
@@ -17,38 +18,38 @@ use crate::store::model::{IdempotentAnswer, PushRecord, RecordHead};
 pub type Flags = BTreeMap<u64, Vec<(String, String, String)>>;
 
 pub enum PublisherMsg {
-    CreatePush(Box<NewPush>, String, RpcReplyPort<Result<Result<Created, Refused>, String>>),
+    CreatePush(Box<NewPush>, String, RpcReplyPort<Result<Result<Created, Refused>, ActorError>>),
     CommitChunk {
         push_id: String,
         chunk: u64,
         flagged: Flags,
         now: UnixMs,
-        reply: RpcReplyPort<Result<PushRecord, String>>,
+        reply: RpcReplyPort<Result<PushRecord, ActorError>>,
     },
     /// Stages the records a bulk file delivered.
     StageFile {
         push_id: String,
         records: Vec<Vec<u8>>,
         now: UnixMs,
-        reply: RpcReplyPort<Result<PushRecord, String>>,
+        reply: RpcReplyPort<Result<PushRecord, ActorError>>,
     },
     /// Ends a push that cannot go on, with its code.
     Fail {
         push_id: String,
         code: String,
         now: UnixMs,
-        reply: RpcReplyPort<Result<PushRecord, String>>,
+        reply: RpcReplyPort<Result<PushRecord, ActorError>>,
     },
     Finish {
         push_id: String,
         now: UnixMs,
-        reply: RpcReplyPort<Result<PushRecord, String>>,
+        reply: RpcReplyPort<Result<PushRecord, ActorError>>,
     },
     RememberAnswer {
         key_id: String,
         idem: String,
         answer: IdempotentAnswer,
-        reply: RpcReplyPort<Result<(), String>>,
+        reply: RpcReplyPort<Result<(), ActorError>>,
     },
     EndRecord {
         business_uuid: String,
@@ -57,39 +58,39 @@ pub enum PublisherMsg {
         /// The sealed document's seal, for the transparency log.
         seal_json: Vec<u8>,
         now: UnixMs,
-        reply: RpcReplyPort<Result<Option<RecordHead>, String>>,
+        reply: RpcReplyPort<Result<Option<RecordHead>, ActorError>>,
     },
     /// A record a person sealed with a passkey (Path B).
-    SaveSealed(Box<SealedSave>, RpcReplyPort<Result<Result<Saved, Vec<svc_core::records::RecordError>>, String>>),
+    SaveSealed(Box<SealedSave>, RpcReplyPort<Result<Result<Saved, Vec<svc_core::records::RecordError>>, ActorError>>),
     /// Publishes one chunk of a held push's held records (a person confirmed).
     ReleaseChunk {
         push_id: String,
         from: u64,
         now: UnixMs,
-        reply: RpcReplyPort<Result<(PushRecord, Option<u64>), String>>,
+        reply: RpcReplyPort<Result<(PushRecord, Option<u64>), ActorError>>,
     },
     /// Ends a held push without publishing it.
     Discard {
         push_id: String,
         now: UnixMs,
-        reply: RpcReplyPort<Result<PushRecord, String>>,
+        reply: RpcReplyPort<Result<PushRecord, ActorError>>,
     },
     Apply {
         change: Change,
         now: UnixMs,
-        reply: RpcReplyPort<Result<Option<u64>, String>>,
+        reply: RpcReplyPort<Result<Option<u64>, ActorError>>,
     },
     /// Registers home's own keys in the key set, the first time.
     FoundKeySet {
         valid_from: UnixMs,
         now: UnixMs,
-        reply: RpcReplyPort<Result<(), String>>,
+        reply: RpcReplyPort<Result<(), ActorError>>,
     },
     /// Draws a successor for one of home's own keys and signs with it.
     RotateServiceKey {
         purpose: svc_core::keyset::Purpose,
         now: UnixMs,
-        reply: RpcReplyPort<Result<Option<Vec<String>>, String>>,
+        reply: RpcReplyPort<Result<Option<Vec<String>>, ActorError>>,
     },
     /// Ends a service key in the key set: retired or compromised.
     EndServiceKey {
@@ -97,14 +98,14 @@ pub enum PublisherMsg {
         valid_until: Option<UnixMs>,
         compromised_at: Option<UnixMs>,
         now: UnixMs,
-        reply: RpcReplyPort<Result<Result<(), svc_core::Reason>, String>>,
+        reply: RpcReplyPort<Result<Result<(), svc_core::Reason>, ActorError>>,
     },
     /// Certifies a region's receipt key (idempotent).
     CertifyReceiptKey {
         region: String,
         key: svc_core::keys::VerifyingKey,
         now: UnixMs,
-        reply: RpcReplyPort<Result<(), String>>,
+        reply: RpcReplyPort<Result<(), ActorError>>,
     },
     Observe(RpcReplyPort<PublisherSnapshot>),
 }
@@ -122,10 +123,6 @@ pub struct Publisher;
 pub struct PublisherArgs {
     pub store: Store,
     pub keys: Arc<ServiceKeys>,
-}
-
-fn text<E: std::fmt::Display>(e: E) -> String {
-    e.to_string()
 }
 
 impl Actor for Publisher {
@@ -147,58 +144,60 @@ impl Actor for Publisher {
         // publisher is the one writer, and a chunk is at most 200 records.
         match msg {
             PublisherMsg::CreatePush(push, push_id, reply) => {
-                let _ = reply.send(tokio::task::block_in_place(|| engine.create_push(*push, push_id)).map_err(text));
+                let _ = reply
+                    .send(tokio::task::block_in_place(|| engine.create_push(*push, push_id)).map_err(ActorError::from));
             }
             PublisherMsg::CommitChunk { push_id, chunk, flagged, now, reply } => {
                 let result = tokio::task::block_in_place(|| engine.commit_chunk(&push_id, chunk, &flagged, now));
-                let _ = reply.send(result.map_err(|e: EngineError| e.to_string()));
+                let _ = reply.send(result.map_err(ActorError::from));
             }
             PublisherMsg::StageFile { push_id, records, now, reply } => {
                 let result = tokio::task::block_in_place(|| engine.stage_file(&push_id, records, now));
-                let _ = reply.send(result.map_err(text));
+                let _ = reply.send(result.map_err(ActorError::from));
             }
             PublisherMsg::Fail { push_id, code, now, reply } => {
-                let _ = reply.send(engine.fail(&push_id, &code, now).map_err(text));
+                let _ = reply.send(engine.fail(&push_id, &code, now).map_err(ActorError::from));
             }
             PublisherMsg::Finish { push_id, now, reply } => {
-                let _ = reply.send(engine.finish(&push_id, now).map_err(text));
+                let _ = reply.send(engine.finish(&push_id, now).map_err(ActorError::from));
             }
             PublisherMsg::RememberAnswer { key_id, idem, answer, reply } => {
-                let _ = reply.send(engine.remember_answer(&key_id, &idem, answer).map_err(text));
+                let _ = reply.send(engine.remember_answer(&key_id, &idem, answer).map_err(ActorError::from));
             }
             PublisherMsg::EndRecord { business_uuid, record_id, delete, seal_json, now, reply } => {
-                let _ =
-                    reply.send(engine.end_record(&business_uuid, &record_id, delete, &seal_json, now).map_err(text));
+                let _ = reply.send(
+                    engine.end_record(&business_uuid, &record_id, delete, &seal_json, now).map_err(ActorError::from),
+                );
             }
             PublisherMsg::SaveSealed(save, reply) => {
-                let _ = reply.send(tokio::task::block_in_place(|| engine.save_sealed(*save)).map_err(text));
+                let _ = reply.send(tokio::task::block_in_place(|| engine.save_sealed(*save)).map_err(ActorError::from));
             }
             PublisherMsg::ReleaseChunk { push_id, from, now, reply } => {
                 let result = tokio::task::block_in_place(|| engine.release_chunk(&push_id, from, now));
-                let _ = reply.send(result.map_err(text));
+                let _ = reply.send(result.map_err(ActorError::from));
             }
             PublisherMsg::Discard { push_id, now, reply } => {
-                let _ = reply.send(engine.discard(&push_id, now).map_err(text));
+                let _ = reply.send(engine.discard(&push_id, now).map_err(ActorError::from));
             }
             PublisherMsg::Apply { change, now, reply } => {
-                let _ = reply.send(engine.apply(change, now).map_err(text));
+                let _ = reply.send(engine.apply(change, now).map_err(ActorError::from));
             }
             PublisherMsg::FoundKeySet { valid_from, now, reply } => {
                 let result = tokio::task::block_in_place(|| engine.found_key_set(valid_from, now));
-                let _ = reply.send(result.map_err(text));
+                let _ = reply.send(result.map_err(ActorError::from));
             }
             PublisherMsg::RotateServiceKey { purpose, now, reply } => {
                 let result = tokio::task::block_in_place(|| engine.rotate_service_key(purpose, now));
-                let _ = reply.send(result.map_err(text));
+                let _ = reply.send(result.map_err(ActorError::from));
             }
             PublisherMsg::EndServiceKey { kid, valid_until, compromised_at, now, reply } => {
                 let result =
                     tokio::task::block_in_place(|| engine.end_service_key(&kid, valid_until, compromised_at, now));
-                let _ = reply.send(result.map_err(text));
+                let _ = reply.send(result.map_err(ActorError::from));
             }
             PublisherMsg::CertifyReceiptKey { region, key, now, reply } => {
                 let result = tokio::task::block_in_place(|| engine.certify_receipt_key(&region, &key, now));
-                let _ = reply.send(result.map_err(text));
+                let _ = reply.send(result.map_err(ActorError::from));
             }
             PublisherMsg::Observe(reply) => {
                 let _ = reply.send(PublisherSnapshot { last_seq: engine.last_seq() });

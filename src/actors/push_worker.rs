@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
+use crate::actors::error::ActorError;
 use crate::actors::publisher::{Flags, PublisherMsg};
 use crate::blocklist::Blocklist;
 use crate::clock::SharedClock;
@@ -55,7 +56,7 @@ pub async fn flag_chunk(
     blocklist: Option<&Blocklist>,
     push_id: &str,
     chunk: u64,
-) -> Result<Flags, String> {
+) -> Result<Flags, ActorError> {
     let Some(blocklist) = blocklist else { return Ok(Flags::new()) };
     let prefix = keys::push_leaves(push_id);
     let from = keys::push_leaf(push_id, chunk * CHUNK as u64);
@@ -80,12 +81,14 @@ pub fn upload_path(uploads: &Path, upload_id: &str) -> PathBuf {
 /// Reads an import's file once and checks it is exactly what the batch seal
 /// names. `Err(Ok(code))` ends the import with that code; `Err(Err(_))` is a
 /// failure on the service's side, left to resume.
-fn read_import(runner: &PushRunner, push: &PushRecord) -> Result<Vec<Vec<u8>>, Result<&'static str, String>> {
-    let upload_id = push.upload_id.as_deref().ok_or(Err("an import without an upload".to_owned()))?;
-    let bytes = std::fs::read(upload_path(&runner.uploads, upload_id)).map_err(|e| Err(e.to_string()))?;
+fn read_import(runner: &PushRunner, push: &PushRecord) -> Result<Vec<Vec<u8>>, Result<&'static str, ActorError>> {
+    let upload_id = push.upload_id.as_deref().ok_or(Err(ActorError::Refused("an import without an upload")))?;
+    let bytes = std::fs::read(upload_path(&runner.uploads, upload_id))
+        .map_err(|e| Err(ActorError::Failed(format!("the bulk file: {e}"))))?;
     let records = svc_core::publish::bulk::read_records(&bytes).map_err(|_| Ok("seal_invalid"))?;
-    let envelope = svc_core::dsse::Envelope::parse(&push.batch_seal).map_err(|r| Err(r.to_string()))?;
-    let seal = svc_core::seal::read_batch_seal(&envelope).map_err(|r| Err(r.to_string()))?;
+    let envelope =
+        svc_core::dsse::Envelope::parse(&push.batch_seal).map_err(|r| Err(ActorError::Failed(r.to_string())))?;
+    let seal = svc_core::seal::read_batch_seal(&envelope).map_err(|r| Err(ActorError::Failed(r.to_string())))?;
     if !svc_core::publish::bulk::file_matches_seal(&records, seal.tree_size, &seal.root) {
         return Err(Ok("seal_invalid"));
     }
@@ -96,10 +99,12 @@ fn read_import(runner: &PushRunner, push: &PushRecord) -> Result<Vec<Vec<u8>>, R
 /// is first read from its file and staged (or failed `seal_invalid` when the
 /// file is not what its seal names). Used by the worker and by requests that
 /// process a push inline.
-pub async fn run_push(runner: &PushRunner, push_id: &str) -> Result<PushRecord, String> {
+pub async fn run_push(runner: &PushRunner, push_id: &str) -> Result<PushRecord, ActorError> {
     let (store, publisher, clock) = (&runner.store, &runner.publisher, &runner.clock);
-    let mut push: PushRecord =
-        store.get(cf::PUSHES, push_id.as_bytes()).map_err(|e| e.to_string())?.ok_or("unknown push")?;
+    let mut push: PushRecord = store
+        .get(cf::PUSHES, push_id.as_bytes())
+        .map_err(ActorError::from)?
+        .ok_or(ActorError::Refused("unknown push"))?;
     if push.completed_at.is_some() {
         return Ok(push);
     }
@@ -107,18 +112,18 @@ pub async fn run_push(runner: &PushRunner, push_id: &str) -> Result<PushRecord, 
         let reader = runner.clone();
         let unstaged = push.clone();
         let read =
-            tokio::task::spawn_blocking(move || read_import(&reader, &unstaged)).await.map_err(|e| e.to_string())?;
+            tokio::task::spawn_blocking(move || read_import(&reader, &unstaged)).await.map_err(ActorError::from)?;
         let now = clock.now();
         push = match read {
             Ok(records) => publisher
                 .call(|reply| PublisherMsg::StageFile { push_id: push_id.to_owned(), records, now, reply })
                 .await
-                .map_err(|e| e.to_string())??,
+                .map_err(ActorError::from)??,
             Err(Ok(code)) => {
                 return publisher
                     .call(|reply| PublisherMsg::Fail { push_id: push_id.to_owned(), code: code.to_owned(), now, reply })
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(ActorError::from)?;
             }
             Err(Err(e)) => return Err(e),
         };
@@ -129,13 +134,13 @@ pub async fn run_push(runner: &PushRunner, push_id: &str) -> Result<PushRecord, 
         publisher
             .call(|reply| PublisherMsg::CommitChunk { push_id: push_id.to_owned(), chunk, flagged, now, reply })
             .await
-            .map_err(|e| e.to_string())??;
+            .map_err(ActorError::from)??;
     }
     let now = clock.now();
     let settled = publisher
         .call(|reply| PublisherMsg::Finish { push_id: push_id.to_owned(), now, reply })
         .await
-        .map_err(|e| e.to_string())??;
+        .map_err(ActorError::from)??;
     // A bulk file is deleted once its import completes.
     if let Some(upload_id) = &settled.upload_id {
         let path = upload_path(&runner.uploads, upload_id);

@@ -27,6 +27,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use svc_core::receipt_fold::{self, Served};
 use svc_core::time::UnixMs;
 
+use crate::actors::error::ActorError;
 use crate::actors::receipt_log::put_leaf;
 use crate::clock::SharedClock;
 use crate::replication::exchange::{Outgoing, Sequence};
@@ -45,7 +46,7 @@ const PAUSE: Duration = Duration::from_millis(40);
 pub enum ReceiptFolderMsg {
     Tick,
     /// Folds what is closed now and answers how many parts it made (tests).
-    Fold(ractor::RpcReplyPort<Result<usize, String>>),
+    Fold(ractor::RpcReplyPort<Result<usize, ActorError>>),
     /// Answers the receipt sequence folded through.
     Observe(ractor::RpcReplyPort<u64>),
 }
@@ -217,9 +218,9 @@ impl Actor for ReceiptFolder {
         // A closing minute is a pass over every receipt in it: off the async
         // workers, which serve searches.
         let args = args.clone();
-        let folded = tokio::task::spawn_blocking(move || Self::pass(&args, false).map_err(|e| e.to_string()))
+        let folded = tokio::task::spawn_blocking(move || Self::pass(&args, false).map_err(ActorError::from))
             .await
-            .unwrap_or_else(|e| Err(e.to_string()));
+            .unwrap_or_else(|e| Err(ActorError::from(e)));
         match msg {
             ReceiptFolderMsg::Tick => {
                 if let Err(e) = folded {

@@ -5,12 +5,13 @@
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
+use crate::actors::error::ActorError;
 use crate::store::model::{ReceiptLeaf, StoredReceipt};
 use crate::store::{Batch, Store, be, cf, from_be, keys};
 
 pub enum ReceiptLogMsg {
     /// Numbers and stores a receipt; answers its sequence.
-    Append { receipt: Box<StoredReceipt>, reply: RpcReplyPort<Result<u64, String>> },
+    Append { receipt: Box<StoredReceipt>, reply: RpcReplyPort<Result<u64, ActorError>> },
     /// Answers the sequence number the next receipt gets.
     Observe(RpcReplyPort<u64>),
 }
@@ -48,7 +49,7 @@ impl Actor for ReceiptLog {
         store: Store,
     ) -> Result<ReceiptLogState, ActorProcessingErr> {
         let next = match store.last_key(cf::RECEIPTS)? {
-            Some(k) => from_be(&k).ok_or("malformed receipt sequence")? + 1,
+            Some(k) => from_be(&k).ok_or(ActorError::Refused("malformed receipt sequence"))? + 1,
             None => 1,
         };
         Ok(ReceiptLogState { store, next })
@@ -74,7 +75,7 @@ impl Actor for ReceiptLog {
                 );
                 // Not synced: a killed process keeps it (the WAL is written
                 // before this answers); a lost machine may lose the last few.
-                let written = batch.commit_unsynced().map_err(|e| e.to_string());
+                let written = batch.commit_unsynced().map_err(ActorError::from);
                 if written.is_ok() {
                     state.next += 1;
                 }

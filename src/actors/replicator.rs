@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
+use crate::actors::error::ActorError;
 use crate::clock::SharedClock;
 use crate::replication::link::HomeLink;
 use crate::replication::{LOG_HEAD_HEADER, apply_frames, last_seq};
@@ -81,29 +82,29 @@ pub struct ReplicatorArgs {
 pub struct Replicator;
 
 impl Replicator {
-    async fn pull(args: &ReplicatorArgs) -> Result<(), String> {
-        let after = last_seq(&args.store).map_err(|e| e.to_string())?;
+    async fn pull(args: &ReplicatorArgs) -> Result<(), ActorError> {
+        let after = last_seq(&args.store).map_err(ActorError::from)?;
         args.status.applied.store(after, Ordering::Relaxed);
         let path = format!("/internal/v1/log?after={after}&wait_ms={LONG_POLL_MS}");
         // Bounded: a partitioned home must not hold the pull for ever.
         let wait = Duration::from_millis(LONG_POLL_MS) + Duration::from_secs(5);
-        let answer = args.link.send("GET", &path, Vec::new(), wait).await?;
+        let answer = args.link.send("GET", &path, Vec::new(), wait).await.map_err(ActorError::Link)?;
         let head = answer
             .headers
             .get(LOG_HEAD_HEADER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok())
-            .ok_or("home's answer has no log head")?;
+            .ok_or(ActorError::Refused("home's answer has no log head"))?;
         let store = args.store.clone();
         let applied = tokio::task::spawn_blocking(move || apply_frames(&store, &answer.bytes))
             .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
+            .map_err(ActorError::from)?
+            .map_err(ActorError::from)?;
         args.status.applied.store(applied.last, Ordering::Relaxed);
         args.status.head.store(head.max(applied.last), Ordering::Relaxed);
         if let Some(reason) = applied.refused {
             args.status.refused.fetch_add(1, Ordering::Relaxed);
-            return Err(format!("refused from {}: {reason}", applied.last + 1));
+            return Err(ActorError::Failed(format!("refused from {}: {reason}", applied.last + 1)));
         }
         // Fresh as of now when it holds home's head; otherwise as of when
         // home committed the last entry it holds (every entry before it is
@@ -112,7 +113,7 @@ impl Replicator {
             Some(args.clock.now().0)
         } else {
             let held: Option<crate::replication::Entry> =
-                args.store.get(cf::REPLOG, &be(applied.last)).map_err(|e| e.to_string())?;
+                args.store.get(cf::REPLOG, &be(applied.last)).map_err(ActorError::from)?;
             held.map(|entry| entry.at.0)
         };
         if let Some(at) = fresh_as_of {

@@ -11,6 +11,7 @@ use svc_core::merkle;
 use svc_core::time::UnixMs;
 use svc_core::tlog::Checkpoint;
 
+use crate::actors::error::ActorError;
 use crate::actors::publisher::PublisherMsg;
 use crate::clock::SharedClock;
 use crate::replication::Change;
@@ -25,7 +26,7 @@ pub enum TransparencyLogMsg {
     /// Sequences when the period has turned since the last checkpoint.
     Tick,
     /// Sequences now, whatever the period (operators and tests).
-    Sequence(RpcReplyPort<Result<LogCheckpoint, String>>),
+    Sequence(RpcReplyPort<Result<LogCheckpoint, ActorError>>),
     Observe(RpcReplyPort<TransparencyLogSnapshot>),
 }
 
@@ -60,17 +61,17 @@ fn due(last: Option<UnixMs>, now: UnixMs, every_ms: i64) -> bool {
 }
 
 impl TransparencyLog {
-    async fn sequence(args: &TransparencyLogArgs) -> Result<LogCheckpoint, String> {
+    async fn sequence(args: &TransparencyLogArgs) -> Result<LogCheckpoint, ActorError> {
         let store = args.log.store().clone();
         let now = args.clock.now();
         let mut waiting =
-            store.scan::<PendingLeaf>(cf::TLOG_PENDING, &[], None, usize::MAX).map_err(|e| e.to_string())?;
+            store.scan::<PendingLeaf>(cf::TLOG_PENDING, &[], None, usize::MAX).map_err(ActorError::from)?;
         // Queued order; the leaf hash (the key) breaks ties, so a sequencing
         // redone after a failed write appends in the same order.
         waiting.sort_by(|(ka, a), (kb, b)| (a.queued_at, ka).cmp(&(b.queued_at, kb)));
         waiting.truncate(MAX_LEAVES);
-        let latest = args.log.latest().map_err(|e| e.to_string())?;
-        let mut tree = args.log.writer().await.map_err(|e| e.to_string())?;
+        let latest = args.log.latest().map_err(ActorError::from)?;
+        let mut tree = args.log.writer().await.map_err(ActorError::from)?;
         let start = tree.size();
         if waiting.is_empty()
             && let Some(latest) = latest.filter(|l| l.size == start)
@@ -83,7 +84,7 @@ impl TransparencyLog {
             // Pending leaves are keyed by their hash, so each waits once; one
             // already in the log (a batch resent after sequencing) stays one leaf.
             let hash = merkle::leaf_hash(&pending.data);
-            if args.log.find(&hash).map_err(|e| e.to_string())?.is_some() {
+            if args.log.find(&hash).map_err(ActorError::from)?.is_some() {
                 continue;
             }
             let index = tree.size();
@@ -93,15 +94,17 @@ impl TransparencyLog {
             tree.push(hash);
         }
         let size = tree.size();
-        let root = tree.root(size).ok_or("the tree lost its leaves")?;
+        let root = tree.root(size).ok_or(ActorError::Refused("the tree lost its leaves"))?;
         let checkpoint = Checkpoint { origin: args.log.origin().to_owned(), size, root };
-        let note = checkpoint.sign(&args.keys.checkpoint_key()).ok_or("the log's origin cannot name a note key")?;
+        let note = checkpoint
+            .sign(&args.keys.checkpoint_key())
+            .ok_or(ActorError::Refused("the log's origin cannot name a note key"))?;
         let signed = LogCheckpoint { size, root, note, at: now };
         change.put(cf::TLOG_CHECKPOINTS, &be(size), &signed);
         let applied = match args.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(e),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(ActorError::from(e)),
         };
         if let Err(e) = applied {
             // Not stored: the tree forgets what it appended.

@@ -9,6 +9,7 @@ use std::time::Duration;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::replicator::ReplicationStatus;
+use crate::actors::error::ActorError;
 use crate::replication::exchange::{self, Report, ReportTaken};
 use crate::replication::link::HomeLink;
 use crate::store::{Store, cf};
@@ -37,19 +38,23 @@ pub struct Uplink;
 
 impl Uplink {
     /// Ships one report; answers how many entries went.
-    async fn ship(args: &UplinkArgs) -> Result<usize, String> {
-        let pending = exchange::pending(&args.store, REPORT_MAX).map_err(|e| e.to_string())?;
+    async fn ship(args: &UplinkArgs) -> Result<usize, ActorError> {
+        let pending = exchange::pending(&args.store, REPORT_MAX).map_err(ActorError::from)?;
         if pending.is_empty() {
             return Ok(0);
         }
         let keys: Vec<Vec<u8>> = pending.iter().map(|(k, _)| k.clone()).collect();
         let report = Report { region: args.region.clone(), entries: pending.into_iter().map(|(_, e)| e).collect() };
-        let taken: ReportTaken = args.link.call("POST", "/internal/v1/report", Some(&report), REPORT_WAIT).await?;
+        let taken: ReportTaken = args
+            .link
+            .call("POST", "/internal/v1/report", Some(&report), REPORT_WAIT)
+            .await
+            .map_err(ActorError::Link)?;
         let mut batch = args.store.batch();
         for k in &keys {
             batch.delete(cf::OUTBOX, k);
         }
-        batch.commit_unsynced().map_err(|e| e.to_string())?;
+        batch.commit_unsynced().map_err(ActorError::from)?;
         args.status.reported.fetch_add(keys.len() as u64, Ordering::Relaxed);
         args.status.billed_elsewhere.fetch_add(taken.already_billed, Ordering::Relaxed);
         Ok(keys.len())

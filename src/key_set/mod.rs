@@ -28,6 +28,21 @@ use register::{DOCUMENT, entries};
 
 /// Seeds of the receipt keys this region drew after its first, oldest first.
 const ROTATIONS: &[u8] = crate::store::keys::meta::RECEIPT_KEY_ROTATIONS;
+/// Why a receipt key could not be drawn or sent for certification.
+#[derive(Debug, thiserror::Error)]
+pub enum KeySetError {
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("home's publisher: {0}")]
+    Publisher(#[from] crate::actors::error::ActorError),
+    #[error(transparent)]
+    Mailbox(#[from] crate::actors::mailbox::MailboxError),
+    #[error("a receipt key: {0}")]
+    Key(#[from] svc_core::keys::KeyError),
+    #[error("a receipt key's JWK: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
 /// How long a region trusts what it last read of the key set.
 const RECHECK_MS: i64 = 250;
 
@@ -158,7 +173,7 @@ impl KeyView {
 
     /// Asks home to certify every receipt key of this region that the key
     /// set does not name yet. Home takes each request idempotently.
-    pub async fn ask_certification(&self, now: UnixMs) -> Result<(), String> {
+    pub async fn ask_certification(&self, now: UnixMs) -> Result<(), KeySetError> {
         let keys = self.uncertified(now);
         if keys.is_empty() {
             return Ok(());
@@ -167,19 +182,16 @@ impl KeyView {
             Certifier::Publisher(publisher) => {
                 for key in keys {
                     let region = self.inner.region.clone();
-                    publisher
-                        .call(|reply| PublisherMsg::CertifyReceiptKey { region, key, now, reply })
-                        .await
-                        .map_err(|e| e.to_string())??;
+                    publisher.call(|reply| PublisherMsg::CertifyReceiptKey { region, key, now, reply }).await??;
                 }
             }
             Certifier::Outbox(outbox) => {
                 let mut batch = self.inner.store.batch();
                 for key in keys {
-                    let jwk = serde_json::to_string(&key.to_jwk()).map_err(|e| e.to_string())?;
+                    let jwk = serde_json::to_string(&key.to_jwk())?;
                     outbox.append(&mut batch, &Outgoing::ReceiptKey { jwk });
                 }
-                batch.commit().map_err(|e| e.to_string())?;
+                batch.commit()?;
             }
         }
         self.refresh_at(now, true);
@@ -189,16 +201,15 @@ impl KeyView {
     /// Draws this region's next receipt key and asks home to certify it.
     /// The region keeps signing with the current key until the key set
     /// names the new one. Answers the new key.
-    pub async fn rotate(&self, now: UnixMs) -> Result<VerifyingKey, String> {
+    pub async fn rotate(&self, now: UnixMs) -> Result<VerifyingKey, KeySetError> {
         let seed: [u8; 32] = crate::clock::random();
-        let key = SigningKey::from_seed(Alg::Ed25519, &seed).map_err(|e| e.to_string())?;
+        let key = SigningKey::from_seed(Alg::Ed25519, &seed)?;
         {
             let mut local = self.inner.local.write().unwrap_or_else(|poisoned| poisoned.into_inner());
             let store = &self.inner.store;
-            let mut rotations: Vec<[u8; 32]> =
-                store.get(cf::META, ROTATIONS).map_err(|e| e.to_string())?.unwrap_or_default();
+            let mut rotations: Vec<[u8; 32]> = store.get(cf::META, ROTATIONS)?.unwrap_or_default();
             rotations.push(seed);
-            store.put(cf::META, ROTATIONS, &rotations).map_err(|e| e.to_string())?;
+            store.put(cf::META, ROTATIONS, &rotations)?;
             local.push(key.clone());
         }
         self.ask_certification(now).await?;

@@ -149,7 +149,8 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
             home.publisher
                 .call(|reply| PublisherMsg::FoundKeySet { valid_from, now, reply })
                 .await
-                .map_err(|e| e.to_string())??;
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
             Certifier::Publisher(home.publisher.clone())
         }
         (None, Some(outbox)) => Certifier::Outbox(outbox),
@@ -158,7 +159,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
     let key_set = KeyView::open(store.clone(), &config.region, &keys, certifier).map_err(|e| e.to_string())?;
     // Home certifies its receipt key now; a region's request waits in its
     // outbox until home takes it.
-    key_set.ask_certification(clock.now()).await?;
+    key_set.ask_certification(clock.now()).await.map_err(|e| e.to_string())?;
     Ok(Region {
         supervisor: sup,
         failures,

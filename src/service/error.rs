@@ -7,7 +7,9 @@ use std::fmt::Display;
 
 use svc_core::problem::{Code, Problem};
 
+use crate::actors::error::ActorError;
 use crate::actors::mailbox::MailboxError;
+use crate::publish::EngineError;
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +86,18 @@ impl From<MailboxError> for Error {
                 Error::retry_after(Code::Unavailable, 1_000, error.to_string())
             }
             MailboxError::Timeout(actor) => Error::Actor { actor: "mailbox", reason: format!("{actor}: timed out") },
+        }
+    }
+}
+
+/// What an actor could not do: the store's failure stays typed, a full or
+/// stopped mailbox on the way stays a 503, anything else is internal.
+impl From<ActorError> for Error {
+    fn from(error: ActorError) -> Self {
+        match error {
+            ActorError::Store(e) | ActorError::Publish(EngineError::Store(e)) => Error::Store(e),
+            ActorError::Mailbox(e) => Error::from(e),
+            other => Error::Internal(other.to_string()),
         }
     }
 }

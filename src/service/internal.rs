@@ -109,10 +109,7 @@ pub async fn take_report(state: &Region, body: &[u8]) -> Result<Vec<u8>> {
                     .filter(|key| key.alg() == Alg::Ed25519)
                     .ok_or_else(|| Error::detail(Code::RequestInvalid, "a receipt key must be an Ed25519 JWK"))?;
                 let (region, now) = (report.region.clone(), state.clock.now());
-                publisher
-                    .call(|reply| PublisherMsg::CertifyReceiptKey { region, key, now, reply })
-                    .await?
-                    .map_err(Error::internal)?;
+                publisher.call(|reply| PublisherMsg::CertifyReceiptKey { region, key, now, reply }).await??;
             }
             // The nonce store and billing take these below.
             Outgoing::Claim(_) | Outgoing::Usage { .. } | Outgoing::Return { .. } => {}
@@ -121,8 +118,8 @@ pub async fn take_report(state: &Region, body: &[u8]) -> Result<Vec<u8>> {
     roots.commit()?;
     let claims =
         report.entries.iter().filter_map(|e| if let Outgoing::Claim(c) = e { Some(c.clone()) } else { None }).collect();
-    state.nonces.call(|reply| NonceMsg::Learn { claims, reply }).await?.map_err(Error::internal)?;
-    let taken = state.billing.call(|reply| BillingMsg::Take { report, reply }).await?.map_err(Error::internal)?;
+    state.nonces.call(|reply| NonceMsg::Learn { claims, reply }).await??;
+    let taken = state.billing.call(|reply| BillingMsg::Take { report, reply }).await??;
     let reported = [("billed", taken.billed), ("already_billed", taken.already_billed)];
     for (outcome, n) in reported {
         state.metrics.count("svc_billing_reported_total", &[("outcome", outcome.to_owned())], n);
@@ -134,6 +131,6 @@ pub async fn take_report(state: &Region, body: &[u8]) -> Result<Vec<u8>> {
 pub async fn grant_lease(state: &Region, body: &[u8]) -> Result<Vec<u8>> {
     let ask: LeaseAsk = decode(body)?;
     let now = state.clock.now();
-    let grant = state.billing.call(|reply| BillingMsg::Grant { ask, now, reply }).await?.map_err(Error::internal)?;
+    let grant = state.billing.call(|reply| BillingMsg::Grant { ask, now, reply }).await??;
     encode(&grant)
 }

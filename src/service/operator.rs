@@ -27,7 +27,7 @@ use crate::store::model::*;
 /// Applies a change through the publisher, the one writer: it replicates.
 async fn apply(state: &Region, change: Change) -> Result<Option<u64>> {
     let now = state.clock.now();
-    state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await?.map_err(Error::internal)
+    Ok(state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??)
 }
 
 /// What an operation answers: a body, and whether it created something.
@@ -641,12 +641,7 @@ pub async fn save_sealed_record(state: &Region, uuid: String, req: SealedRecord)
         ai_policy_version: seal.ai_policy_version,
         now,
     };
-    let saved = state
-        .home()?
-        .publisher
-        .call(|reply| PublisherMsg::SaveSealed(Box::new(save), reply))
-        .await?
-        .map_err(Error::internal)?;
+    let saved = state.home()?.publisher.call(|reply| PublisherMsg::SaveSealed(Box::new(save), reply)).await??;
     Ok(match saved {
         Ok(saved) => Done::Created(json!({"outcome": saved.outcome, "record_id": saved.record_id,
             "version": saved.version, "sha256": saved.sha256})),
@@ -828,7 +823,7 @@ pub async fn release_push(state: &Region, push_id: String, req: PushRelease) -> 
                     .publisher
                     .call(|reply| PublisherMsg::ReleaseChunk { push_id: id, from: leaf, now, reply })
                     .await?
-                    .map_err(invalid)?;
+                    .map_err(|e| invalid(e.to_string()))?;
                 settled = pushed;
                 from = next;
             }
@@ -841,7 +836,7 @@ pub async fn release_push(state: &Region, push_id: String, req: PushRelease) -> 
                 .publisher
                 .call(|reply| PublisherMsg::Discard { push_id: id, now, reply })
                 .await?
-                .map_err(invalid)?
+                .map_err(|e| invalid(e.to_string()))?
         }
     };
     Ok(Done::Ok(
@@ -895,7 +890,7 @@ pub async fn set_allowance(state: &Region, req: AllowanceChange) -> Result<Done>
     let allowance =
         Allowance { company_uuid: req.ai_company_uuid.clone(), prepay: req.prepay, remaining: req.remaining };
     // Allowances belong to the billing actor, which judges every reservation.
-    state.billing.call(|reply| BillingMsg::SetAllowance { allowance, reply }).await?.map_err(Error::internal)?;
+    state.billing.call(|reply| BillingMsg::SetAllowance { allowance, reply }).await??;
     Ok(Done::Ok(json!({"ai_company_uuid": req.ai_company_uuid, "prepay": req.prepay, "remaining": req.remaining})))
 }
 
@@ -930,8 +925,7 @@ pub async fn publish_terms(state: &Region, req: NewTerms) -> Result<Done> {
 /// the hour, and answers the checkpoint signed (home only).
 pub async fn sequence_log(state: &Region) -> Result<Done> {
     let log = &state.home()?.transparency_log;
-    let signed =
-        log.call(crate::actors::transparency_log::TransparencyLogMsg::Sequence).await?.map_err(Error::internal)?;
+    let signed = log.call(crate::actors::transparency_log::TransparencyLogMsg::Sequence).await??;
     Ok(Done::Ok(json!({
         "tree_size": signed.size,
         "root_hash": svc_core::merkle::root_form(&signed.root),
@@ -962,8 +956,7 @@ pub async fn end_service_key(state: &Region, kid: String, req: ServiceKeyEnd) ->
     let publisher = &state.home()?.publisher;
     let ended = publisher
         .call(|reply| PublisherMsg::EndServiceKey { kid: kid.clone(), valid_until, compromised_at, now, reply })
-        .await?
-        .map_err(Error::internal)?;
+        .await??;
     match ended {
         Ok(()) => Ok(Done::Ok(json!({
             "kid": kid,
@@ -990,8 +983,7 @@ pub async fn rotate_service_key(state: &Region, req: ServiceKeyRotation) -> Resu
     let purpose = req.purpose;
     let kids = publisher
         .call(|reply| PublisherMsg::RotateServiceKey { purpose, now, reply })
-        .await?
-        .map_err(Error::internal)?
+        .await??
         .ok_or_else(|| invalid("home rotates issuance, statement, projection, sidecar and log_checkpoint keys"))?;
     Ok(Done::Ok(json!({
         "purpose": purpose,

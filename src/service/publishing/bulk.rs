@@ -40,7 +40,7 @@ async fn put_upload(state: &Region, upload: &UploadRecord) -> Result<()> {
     let mut change = Change::new();
     change.put(cf::UPLOADS, upload.upload_id.as_bytes(), upload);
     let now = state.clock.now();
-    state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await?.map_err(Error::internal)?;
+    state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
     Ok(())
 }
 
@@ -264,12 +264,8 @@ pub async fn create_import(state: &Region, caller: &BusinessCaller) -> Result<An
         body_bytes: file_bytes,
     };
     let push_id = svc_core::ids::batch_id(&random());
-    let created = state
-        .home()?
-        .publisher
-        .call(|reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply))
-        .await?
-        .map_err(Error::internal)?;
+    let created =
+        state.home()?.publisher.call(|reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply)).await??;
     let push_id = match created {
         Ok(Created::Replay(answer)) => return Ok(answer.into()),
         Ok(Created::New(id)) | Ok(Created::Resume(id)) => id,

@@ -132,7 +132,7 @@ async fn introduce(state: &Region, mut key: BusinessKey, now: UnixMs) -> Result<
     let mut change = crate::replication::Change::new();
     change.put(cf::INTEGRATION_KEYS, key.key_id.as_bytes(), &key);
     change.put(cf::MANDATES, &keys::mandate(&key.key_id, &mandate.mandate_id), &mandate);
-    state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await?.map_err(Error::internal)?;
+    state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
     Ok(key)
 }
 
@@ -283,12 +283,7 @@ pub(crate) async fn remember(
         at: state.clock.now(),
     };
     let key_id = key_id.to_owned();
-    state
-        .home()?
-        .publisher
-        .call(|reply| PublisherMsg::RememberAnswer { key_id, idem, answer, reply })
-        .await?
-        .map_err(Error::internal)
+    Ok(state.home()?.publisher.call(|reply| PublisherMsg::RememberAnswer { key_id, idem, answer, reply }).await??)
 }
 
 /// Visits a push's result rows in leaf order from leaf `first`, reading them

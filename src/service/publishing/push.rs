@@ -94,12 +94,8 @@ pub async fn publish(state: &Region, caller: &BusinessCaller, record_type: Recor
         body_bytes: body.len() as u64,
     };
     let push_id = svc_core::ids::batch_id(&random());
-    let created = state
-        .home()?
-        .publisher
-        .call(|reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply))
-        .await?
-        .map_err(Error::internal)?;
+    let created =
+        state.home()?.publisher.call(|reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply)).await??;
     let push_id = match created {
         Ok(Created::Replay(answer)) => return Ok(answer.into()),
         Ok(Created::New(ref id)) | Ok(Created::Resume(ref id)) => id.clone(),
@@ -192,8 +188,7 @@ pub async fn end_record(
         .home()?
         .publisher
         .call(|reply| PublisherMsg::EndRecord { business_uuid, record_id, delete, seal_json, now, reply })
-        .await?
-        .map_err(Error::internal)?;
+        .await??;
     if ended.is_none() {
         return Err(Error::detail(Code::NotFound, "no live record of this business has that id"));
     }

@@ -146,8 +146,7 @@ pub async fn usage(state: &Region, caller: &Caller, q: UsageQuery) -> Result<Val
             to_day: to_day.clone(),
             reply,
         })
-        .await?
-        .map_err(Error::internal)?;
+        .await??;
     let (mut searches, mut fetches) = (0, 0);
     let days: Vec<Value> = report
         .days

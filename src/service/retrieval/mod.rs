@@ -160,7 +160,7 @@ pub async fn mark_introduced(
     key.introduced = true;
     let mut change = Change::new();
     change.put(cf::RETRIEVAL_KEYS, key.key_id.as_bytes(), &key);
-    publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await?.map_err(Error::internal)?;
+    publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
     Ok(key)
 }
 
@@ -239,7 +239,7 @@ async fn reserve(state: &Region, company_uuid: &str, now: UnixMs) -> Result<Rese
 }
 
 async fn hold_lease(state: &Region, grant: LeaseGrant, now: UnixMs) -> Result<()> {
-    state.billing.call(|reply| BillingMsg::Hold { grant, now, reply }).await?.map_err(Error::internal)
+    Ok(state.billing.call(|reply| BillingMsg::Hold { grant, now, reply }).await??)
 }
 
 /// Asks home for a fresh lease in the background, one at a time per company.
@@ -307,11 +307,7 @@ pub async fn deliver(
         envelope: svc_core::canonical::to_signed_bytes(&envelope).map_err(Error::internal)?,
     };
     let envelope_json = stored.envelope.clone();
-    state
-        .receipts
-        .call(|reply| ReceiptLogMsg::Append { receipt: Box::new(stored), reply })
-        .await?
-        .map_err(Error::internal)?;
+    state.receipts.call(|reply| ReceiptLogMsg::Append { receipt: Box::new(stored), reply }).await??;
     let event = served.billable.then(|| UsageEvent {
         company_uuid: caller.key.company_uuid.clone(),
         group_id: caller.key.group_id.clone(),

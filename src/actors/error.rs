@@ -1,0 +1,36 @@
+//! What an actor answers when it cannot do what it was asked. One type for
+//! every actor, so a use case maps it once (`service::Error: From`), and a
+//! full or stopped mailbox on the way stays a 503, not a string.
+
+use crate::actors::mailbox::MailboxError;
+use crate::publish::EngineError;
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ActorError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Publish(#[from] EngineError),
+    /// Another actor it asked did not answer.
+    #[error(transparent)]
+    Mailbox(#[from] MailboxError),
+    /// The link to home failed (a read region's actors).
+    #[error("the link to home: {0}")]
+    Link(String),
+    /// A blocking task it handed work to panicked or was cancelled.
+    #[error("a blocking task: {0}")]
+    Join(#[from] tokio::task::JoinError),
+    /// The search index refused a write.
+    #[error("the index: {0}")]
+    Index(#[from] tantivy::TantivyError),
+    /// Asked of a node whose role does not do it, or of data that breaks
+    /// what the actor keeps (a malformed stored sequence).
+    #[error("{0}")]
+    Refused(&'static str),
+    /// Anything else, with what failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+pub type ActorResult<T> = Result<T, ActorError>;
