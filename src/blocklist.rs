@@ -13,13 +13,20 @@ use hickory_resolver::net::runtime::TokioRuntimeProvider;
 
 use crate::config::BlocklistConfig;
 
+#[derive(Debug, thiserror::Error)]
+pub enum BlocklistError {
+    /// The resolver could not be built from the configuration.
+    #[error("{0}")]
+    Resolver(#[from] hickory_resolver::net::NetError),
+}
+
 pub struct Blocklist {
     resolver: Resolver<TokioRuntimeProvider>,
     zone: String,
 }
 
 impl Blocklist {
-    pub fn new(config: &BlocklistConfig) -> Result<Blocklist, String> {
+    pub fn new(config: &BlocklistConfig) -> Result<Blocklist, BlocklistError> {
         let mut server = NameServerConfig::udp(config.resolver.ip());
         for connection in &mut server.connections {
             connection.port = config.resolver.port();
@@ -32,7 +39,7 @@ impl Blocklist {
         opts.timeout = Duration::from_millis(config.timeout_ms);
         opts.attempts = 1;
         opts.ndots = 0;
-        let resolver = builder.build().map_err(|e| e.to_string())?;
+        let resolver = builder.build()?;
         Ok(Blocklist { resolver, zone: config.zone.trim_matches('.').to_owned() })
     }
 

@@ -207,10 +207,10 @@ impl NodeConfig {
 /// and environment for all (a signed request is valid at any region); and
 /// no two regions share a name (nor, on one host, an address or a data
 /// directory).
-pub fn check_deployment(regions: &[NodeConfig], hosts: Hosts) -> Result<(), String> {
+pub fn check_deployment(regions: &[NodeConfig], hosts: Hosts) -> Result<(), ConfigError> {
     let homes: Vec<&NodeConfig> = regions.iter().filter(|r| r.role == Role::Home).collect();
-    let [home] = homes.as_slice() else { return Err(format!("{} home regions; one is expected", homes.len())) };
-    let token = home.replication.as_ref().map(|r| r.token.as_str()).ok_or("home has no [replication] token")?;
+    let [home] = homes.as_slice() else { return Err(ConfigError::Homes(homes.len())) };
+    let token = home.replication.as_ref().map(|r| r.token.as_str()).ok_or(ConfigError::HomeToken)?;
     let mut seen = std::collections::HashSet::new();
     for region in regions {
         let name = &region.region;
@@ -224,26 +224,49 @@ pub fn check_deployment(regions: &[NodeConfig], hosts: Hosts) -> Result<(), Stri
         }
         for (what, value) in unique {
             if !seen.insert((what, value.clone())) {
-                return Err(format!("{name}: {what} {value} is used twice"));
+                return Err(ConfigError::UsedTwice { region: name.clone(), what, value });
             }
         }
         if region.public_authority != home.public_authority || region.environment != home.environment {
-            return Err(format!("{name}: public_authority and environment must be home's"));
+            return Err(ConfigError::AuthorityOrEnvironment(name.clone()));
         }
-        let link = region.replication.as_ref().ok_or_else(|| format!("{name}: no [replication]"))?;
+        let link = region.replication.as_ref().ok_or_else(|| ConfigError::NoReplication(name.clone()))?;
         if link.token != token {
-            return Err(format!("{name}: replication token differs from home's"));
+            return Err(ConfigError::TokenDiffers(name.clone()));
         }
         match (region.role, link.home_url.as_deref()) {
             (Role::Read, Some(url)) if reaches(url, home.listen, hosts) => {}
             (Role::Read, other) => {
-                return Err(format!("{name}: home_url is {other:?}, home listens at {}", home.listen));
+                let home_url = other.map(str::to_owned);
+                return Err(ConfigError::HomeUrl { region: name.clone(), home_url, home_listen: home.listen });
             }
-            (Role::Home, Some(_)) => return Err(format!("{name}: home has no home_url")),
+            (Role::Home, Some(_)) => return Err(ConfigError::HomeWithHomeUrl(name.clone())),
             (Role::Home, None) => {}
         }
     }
     Ok(())
+}
+
+/// Why the regions given do not make one deployment. A message about one
+/// region starts with its name.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0} home regions; one is expected")]
+    Homes(usize),
+    #[error("home has no [replication] token")]
+    HomeToken,
+    #[error("{region}: {what} {value} is used twice")]
+    UsedTwice { region: String, what: &'static str, value: String },
+    #[error("{0}: public_authority and environment must be home's")]
+    AuthorityOrEnvironment(String),
+    #[error("{0}: no [replication]")]
+    NoReplication(String),
+    #[error("{0}: replication token differs from home's")]
+    TokenDiffers(String),
+    #[error("{region}: home_url is {home_url:?}, home listens at {home_listen}")]
+    HomeUrl { region: String, home_url: Option<String>, home_listen: SocketAddr },
+    #[error("{0}: home has no home_url")]
+    HomeWithHomeUrl(String),
 }
 
 /// Whether the regions of a deployment share one machine (so their ports

@@ -21,6 +21,7 @@ use http_body_util::BodyExt;
 use serde::{Deserialize, Serialize};
 use svc_core::problem::Code;
 
+use crate::client::ClientError;
 use crate::client::transport::Transport;
 use crate::service::Error;
 
@@ -32,6 +33,21 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long a region may take to start answering before the door gives up
 /// on it (a stalled region holds connections open without answering).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Why a front door did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum FrontDoorError {
+    #[error("a front door needs at least one region")]
+    NoRegions,
+    /// A region's URL that is not one the door can reach.
+    #[error("{0}")]
+    Region(#[from] ClientError),
+    #[error("{listen}: {source}")]
+    Bind { listen: SocketAddr, source: std::io::Error },
+    /// The bound socket did not say its address.
+    #[error("{0}")]
+    LocalAddr(#[source] std::io::Error),
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -123,9 +139,9 @@ pub struct FrontDoor {
 }
 
 impl FrontDoor {
-    pub async fn start(config: FrontDoorConfig) -> Result<FrontDoor, String> {
+    pub async fn start(config: FrontDoorConfig) -> Result<FrontDoor, FrontDoorError> {
         if config.regions.is_empty() {
-            return Err("a front door needs at least one region".into());
+            return Err(FrontDoorError::NoRegions);
         }
         let mut regions = Vec::new();
         for route in config.regions {
@@ -134,9 +150,10 @@ impl FrontDoor {
         }
         let door = Door { regions: Arc::new(regions) };
         door.probe().await;
-        let listener =
-            tokio::net::TcpListener::bind(config.listen).await.map_err(|e| format!("{}: {e}", config.listen))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| FrontDoorError::Bind { listen: config.listen, source })?;
+        let addr = listener.local_addr().map_err(FrontDoorError::LocalAddr)?;
         let (shutdown, _) = tokio::sync::watch::channel(false);
         let prober = {
             let door = door.clone();

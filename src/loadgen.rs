@@ -27,9 +27,37 @@ use svc_core::keys::SigningKey;
 use svc_core::search::{Refusal, SearchQuery};
 
 use crate::client::retrieval::TAG_RETRIEVAL;
-use crate::client::{Signer, Unsigned};
+use crate::client::{ClientError, Signer, Unsigned};
 use crate::clock::{Clock, SystemClock};
 use crate::sandbox::corpus::{MARKETS, Rng};
+
+/// What stops a load run: a plan that cannot run, or a connection that
+/// could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadgenError {
+    #[error("a load needs at least one connection, one key and one query")]
+    EmptyPlan,
+    #[error("a fixed rate is a positive number of requests per second")]
+    Rate,
+    #[error("{url}: {source}")]
+    Url { url: String, source: axum::http::uri::InvalidUri },
+    #[error("{url}: an http://host:port address is expected")]
+    NotHttp { url: String },
+    /// The first connection to the region failed.
+    #[error("{addr}: {source}")]
+    Connect { addr: String, source: std::io::Error },
+    #[error("{addr}: {source}")]
+    Handshake { addr: String, source: hyper::Error },
+    /// The socket refused an option.
+    #[error("{0}")]
+    Socket(#[source] std::io::Error),
+    /// A request that could not be signed.
+    #[error("{0}")]
+    Sign(#[from] ClientError),
+    /// A connection's task panicked or was cancelled.
+    #[error("{0}")]
+    Task(#[from] tokio::task::JoinError),
+}
 
 /// One search request: the address and its JSON body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,17 +244,17 @@ impl Schedule {
 /// Runs the plan until the window closes: every connection sends, waits for
 /// the whole answer, and sends again, at once or when the next request on
 /// the schedule falls due.
-pub async fn run(plan: Plan) -> Result<Report, String> {
+pub async fn run(plan: Plan) -> Result<Report, LoadgenError> {
     if plan.connections == 0 || plan.keys.is_empty() || plan.queries.is_empty() {
-        return Err("a load needs at least one connection, one key and one query".into());
+        return Err(LoadgenError::EmptyPlan);
     }
     if plan.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
-        return Err("a fixed rate is a positive number of requests per second".into());
+        return Err(LoadgenError::Rate);
     }
-    let base: Uri = plan.base_url.parse().map_err(|e| format!("{}: {e}", plan.base_url))?;
+    let base: Uri = plan.base_url.parse().map_err(|source| LoadgenError::Url { url: plan.base_url.clone(), source })?;
     let addr = match (base.scheme_str(), base.host()) {
         (Some("http"), Some(host)) => format!("{host}:{}", base.port_u16().unwrap_or(80)),
-        _ => return Err(format!("{}: an http://host:port address is expected", plan.base_url)),
+        _ => return Err(LoadgenError::NotHttp { url: plan.base_url }),
     };
     let queries = Arc::new(plan.queries);
     let signers: Vec<Arc<Signer>> =
@@ -250,7 +278,7 @@ pub async fn run(plan: Plan) -> Result<Report, String> {
     let mut failed = None;
     for task in tasks {
         // Every task is awaited (none left running behind an error).
-        let tally = match task.await.map_err(|e| e.to_string()).and_then(|t| t) {
+        let tally = match task.await.map_err(LoadgenError::from).and_then(|t| t) {
             Ok(tally) => tally,
             Err(e) => {
                 failed.get_or_insert(e);
@@ -286,12 +314,15 @@ pub async fn run(plan: Plan) -> Result<Report, String> {
 
 /// One HTTP/1.1 keep-alive connection of its own (no pool), so N tasks are
 /// exactly N connections.
-async fn connect(addr: &str) -> Result<SendRequest<Body>, String> {
-    let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("{addr}: {e}"))?;
+async fn connect(addr: &str) -> Result<SendRequest<Body>, LoadgenError> {
+    let stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|source| LoadgenError::Connect { addr: addr.to_owned(), source })?;
     // Small requests and answers: do not wait for Nagle.
-    stream.set_nodelay(true).map_err(|e| e.to_string())?;
-    let (sender, connection) =
-        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| format!("{addr}: {e}"))?;
+    stream.set_nodelay(true).map_err(LoadgenError::Socket)?;
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|source| LoadgenError::Handshake { addr: addr.to_owned(), source })?;
     tokio::spawn(async move {
         // Ends when the sender is dropped or the server closes.
         let _ = connection.await;
@@ -308,7 +339,7 @@ struct Load {
     schedule: Option<Arc<Schedule>>,
 }
 
-async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) -> Result<Tally, String> {
+async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) -> Result<Tally, LoadgenError> {
     let Load { addr, signer, grant, queries, schedule } = load;
     let in_window = |at: Instant| at >= from && at < until;
     let mut tally = Tally::default();
@@ -352,11 +383,11 @@ async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) 
         let request = signer.sign_now(unsigned, SystemClock.now().as_secs())?;
         let began = due.unwrap_or_else(Instant::now);
         let answered = async {
-            live.ready().await.map_err(|e| e.to_string())?;
-            let response = live.send_request(request).await.map_err(|e| e.to_string())?;
+            live.ready().await?;
+            let response = live.send_request(request).await?;
             let status = response.status().as_u16();
-            response.into_body().collect().await.map_err(|e| e.to_string())?;
-            Ok::<u16, String>(status)
+            response.into_body().collect().await?;
+            Ok::<u16, hyper::Error>(status)
         }
         .await;
         let counted = in_window(began);

@@ -8,6 +8,8 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use svc_core::time::{DAY, UnixMs};
 
+use super::CliError;
+use crate::client::ClientError;
 use crate::client::keyfile;
 use crate::client::sealing::{self, Passkey, SealContext};
 use crate::client::transport::Transport;
@@ -270,35 +272,35 @@ pub struct Admin {
 }
 
 impl Admin {
-    pub fn new(url: &str, token: String) -> Result<Admin, String> {
+    pub fn new(url: &str, token: String) -> Result<Admin, ClientError> {
         Ok(Admin { transport: Transport::new(url)?, token })
     }
 
     /// One admin call; a problem answer becomes an error carrying its body.
-    pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, String> {
+    pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, ClientError> {
         let bytes = body.map(|b| serde_json::to_vec(&b).unwrap_or_default()).unwrap_or_default();
         let request = axum::http::Request::builder()
             .method(method)
             .uri(path)
             .header("authorization", format!("Bearer {}", self.token))
             .header("content-type", "application/json")
-            .body(axum::body::Body::from(bytes))
-            .map_err(|e| e.to_string())?;
+            .body(axum::body::Body::from(bytes))?;
         let answer = self.transport.send(request).await?;
         if (200..300).contains(&answer.status) {
             Ok(answer.json())
         } else {
-            Err(format!("{} {path}: {}", answer.status, String::from_utf8_lossy(&answer.bytes)))
+            let body = String::from_utf8_lossy(&answer.bytes).into_owned();
+            Err(ClientError::Status { status: answer.status, path: path.to_owned(), body })
         }
     }
 }
 
-fn token(args: &AdminArgs) -> Result<String, String> {
+fn token(args: &AdminArgs) -> Result<String, CliError> {
     match &args.token {
         Some(t) => Ok(t.clone()),
         None => std::fs::read_to_string(&args.token_file)
             .map(|t| t.trim().to_owned())
-            .map_err(|e| format!("{}: {e} (pass --token or --token-file)", args.token_file.display())),
+            .map_err(|source| CliError::TokenFile { path: args.token_file.clone(), source }),
     }
 }
 
@@ -307,9 +309,9 @@ fn now() -> UnixMs {
     crate::clock::SystemClock.now()
 }
 
-pub async fn run(args: AdminArgs) -> Result<Value, String> {
+pub async fn run(args: AdminArgs) -> Result<Value, CliError> {
     let admin = Admin::new(&args.url, token(&args)?)?;
-    match args.command {
+    let answer = match args.command {
         AdminCommand::Config => admin.call("GET", "/admin/config", None).await,
         AdminCommand::Observe => admin.call("GET", "/admin/observe", None).await,
         AdminCommand::Business(BusinessCommand::Create { legal_name, country, brands }) => {
@@ -372,8 +374,8 @@ pub async fn run(args: AdminArgs) -> Result<Value, String> {
             let config = admin.call("GET", "/admin/config", None).await?;
             let shown = admin.call("GET", &format!("/admin/businesses/{business}"), None).await?;
             let key = keyfile::read(&passkey)?;
-            let bytes = std::fs::read(&record).map_err(|e| format!("{}: {e}", record.display()))?;
-            seal_ai_policy(&admin, &config, &shown, &key, &business, &bytes, now()).await
+            let bytes = std::fs::read(&record).map_err(|source| CliError::Io { path: record.clone(), source })?;
+            return seal_ai_policy(&admin, &config, &shown, &key, &business, &bytes, now()).await;
         }
         AdminCommand::Push(PushCommand::Release { push_id, passkey, business, decision }) => {
             let config = admin.call("GET", "/admin/config", None).await?;
@@ -416,17 +418,19 @@ pub async fn run(args: AdminArgs) -> Result<Value, String> {
             admin.call("POST", &format!("/admin/service-keys/{kid}/end"), Some(body)).await
         }
         AdminCommand::Terms { version, text_file, effective_from } => {
-            let text = std::fs::read_to_string(&text_file).map_err(|e| format!("{}: {e}", text_file.display()))?;
+            let text = std::fs::read_to_string(&text_file)
+                .map_err(|source| CliError::Io { path: text_file.clone(), source })?;
             let body = json!({"version": version, "text": text, "effective_from": effective_from});
             admin.call("POST", "/admin/terms", Some(body)).await
         }
-    }
+    };
+    Ok(answer?)
 }
 
 /// The software authenticator for the node's relying party.
-pub fn passkey_of<'a>(key: &'a svc_core::keys::SigningKey, config: &'a Value) -> Result<Passkey<'a>, String> {
-    let rp_id = config["passkey_rp_id"].as_str().ok_or("the node names no passkey relying party")?;
-    let origin = config["passkey_origin"].as_str().ok_or("the node names no passkey origin")?;
+pub fn passkey_of<'a>(key: &'a svc_core::keys::SigningKey, config: &'a Value) -> Result<Passkey<'a>, CliError> {
+    let rp_id = config["passkey_rp_id"].as_str().ok_or(CliError::Missing("the node names no passkey relying party"))?;
+    let origin = config["passkey_origin"].as_str().ok_or(CliError::Missing("the node names no passkey origin"))?;
     Ok(Passkey { key, rp_id, origin })
 }
 
@@ -439,13 +443,11 @@ pub async fn seal_ai_policy(
     business: &str,
     bytes: &[u8],
     now: UnixMs,
-) -> Result<Value, String> {
+) -> Result<Value, CliError> {
     let current = shown["ai_policy_version"].as_u64().unwrap_or(0);
-    let context = SealContext {
-        cert_id: shown["cert_id"].as_str().ok_or("the business has no certificate in force")?.to_owned(),
-        ai_policy_version: current,
-    };
+    let cert_id = shown["cert_id"].as_str().ok_or(CliError::Missing("the business has no certificate in force"))?;
+    let context = SealContext { cert_id: cert_id.to_owned(), ai_policy_version: current };
     let seal = passkey_of(key, config)?.seal_record(&context, "ai_policy", bytes, now, Some(current + 1))?;
     let body = json!({"record_base64": svc_core::b64::std_encode(bytes), "seal": seal});
-    admin.call("POST", &format!("/admin/businesses/{business}/ai-policy"), Some(body)).await
+    Ok(admin.call("POST", &format!("/admin/businesses/{business}/ai-policy"), Some(body)).await?)
 }

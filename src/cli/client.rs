@@ -11,6 +11,7 @@ use svc_core::keys::{Jwk, VerifyingKey};
 use svc_core::keyset::{KeySet, RootAnchors};
 use svc_core::offline;
 
+use super::CliError;
 use crate::client::keyfile;
 use crate::client::retrieval::RetrievalClient;
 use crate::client::transport::Answer;
@@ -143,36 +144,37 @@ fn percent(value: &str) -> String {
         .collect()
 }
 
-fn print_body(answer: &Answer) -> Result<(), String> {
+fn print_body(answer: &Answer) -> Result<(), CliError> {
     match serde_json::from_slice::<Value>(&answer.bytes) {
-        Ok(v) => super::print_out(&serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?),
+        Ok(v) => super::print_out(&serde_json::to_string_pretty(&v)?),
         Err(_) => super::print_out(&String::from_utf8_lossy(&answer.bytes)),
     }
     if answer.status >= 400 {
-        return Err(format!("the region answered {}", answer.status));
+        return Err(CliError::Answered { what: "the region", status: answer.status });
     }
     Ok(())
 }
 
-async fn execute(args: ClientArgs) -> Result<(), String> {
+async fn execute(args: ClientArgs) -> Result<(), CliError> {
     let key = keyfile::read(&args.key)?;
     let client = RetrievalClient::new(&args.base_url, &args.authority, key, args.grant.clone())?;
     match &args.command {
         ClientCommand::Search { collection, q, country, sort, limit, filter } => {
             let mut clauses = vec![json!({"country": country})];
             if let Some(more) = filter {
-                let more: Vec<Value> = serde_json::from_str(more).map_err(|e| format!("--filter: {e}"))?;
+                let more: Vec<Value> =
+                    serde_json::from_str(more).map_err(|source| CliError::Json { what: "--filter", source })?;
                 clauses.extend(more);
             }
             let mut body = json!({"collection": collection, "q": q, "filter": {"all": clauses}, "sort_by": sort});
             if let Some(limit) = limit {
                 body["limit"] = json!(limit);
             }
-            let bytes = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+            let bytes = serde_json::to_vec(&body)?;
             let answer = client.call("POST", "/v1/search", bytes).await?;
             print_body(&answer)?;
             let keys = key_set(&args, &client).await?;
-            let checked = offline::check_search(&answer.json(), &keys, &client.key_id()).map_err(refused)?;
+            let checked = offline::check_search(&answer.json(), &keys, &client.key_id()).map_err(CliError::Offline)?;
             eprintln!(
                 "checked offline: receipt format {} from region {} names all {} rows; every row signature holds",
                 checked.receipt.format, checked.receipt.receipt.region, checked.rows
@@ -182,10 +184,10 @@ async fn execute(args: ClientArgs) -> Result<(), String> {
             let answer = client.call("GET", &format!("/v1/records/{}", percent(record_id)), Vec::new()).await?;
             print_body(&answer)?;
             if let Some(path) = save {
-                std::fs::write(path, &answer.bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+                std::fs::write(path, &answer.bytes).map_err(|source| CliError::Io { path: path.clone(), source })?;
             }
             let keys = key_set(&args, &client).await?;
-            let checked = offline::check_fetch(&answer.bytes, &keys, &client.key_id()).map_err(refused)?;
+            let checked = offline::check_fetch(&answer.bytes, &keys, &client.key_id()).map_err(CliError::Offline)?;
             eprintln!(
                 "checked offline: receipt format {} from region {}; record bytes match the receipt and the sidecar{}; \
                  `svc client verify` also checks the business's seal and the log",
@@ -199,10 +201,10 @@ async fn execute(args: ClientArgs) -> Result<(), String> {
                 (_, Some(path)) => Answer {
                     status: 200,
                     headers: Default::default(),
-                    bytes: std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?,
+                    bytes: std::fs::read(path).map_err(|source| CliError::Io { path: path.clone(), source })?,
                 },
                 (Some(id), None) => client.call("GET", &format!("/v1/records/{}", percent(id)), Vec::new()).await?,
-                (None, None) => return Err("give a record id or --answer".into()),
+                (None, None) => return Err(CliError::Usage("give a record id or --answer".into())),
             };
             print_body(&answer)?;
             let keys = key_set(&args, &client).await?;
@@ -225,36 +227,32 @@ async fn execute(args: ClientArgs) -> Result<(), String> {
         ClientCommand::Keys { out, anchors_out } => {
             let answer = client.key_set().await?;
             if answer.status != 200 {
-                return Err(format!("the key set answered {}", answer.status));
+                return Err(CliError::Answered { what: "the key set", status: answer.status });
             }
             let document = answer.json();
             let keys = verified(&args, &document)?;
             if let Some(out) = out {
-                std::fs::write(out, &answer.bytes).map_err(|e| format!("{}: {e}", out.display()))?;
+                std::fs::write(out, &answer.bytes).map_err(|source| CliError::Io { path: out.clone(), source })?;
             }
             if let Some(path) = anchors_out {
-                let anchors = keys.anchors().ok_or("the key set names no root")?;
+                let anchors = keys.anchors().ok_or(CliError::Missing("the key set names no root"))?;
                 let pinned =
                     json!({"classical": anchors.classical.to_jwk(), "post_quantum": anchors.post_quantum.to_jwk()});
-                std::fs::write(path, serde_json::to_vec_pretty(&pinned).map_err(|e| e.to_string())?)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                std::fs::write(path, serde_json::to_vec_pretty(&pinned)?)
+                    .map_err(|source| CliError::Io { path: path.clone(), source })?;
             }
-            super::print_out(&serde_json::to_string_pretty(&document["keys"]).map_err(|e| e.to_string())?);
+            super::print_out(&serde_json::to_string_pretty(&document["keys"])?);
         }
     }
     Ok(())
 }
 
-fn refused(reason: svc_core::Reason) -> String {
-    format!("offline check failed: {}", reason)
-}
-
 /// The key set to check against: the saved one, or the region's.
-async fn key_set(args: &ClientArgs, client: &RetrievalClient) -> Result<KeySet, String> {
+async fn key_set(args: &ClientArgs, client: &RetrievalClient) -> Result<KeySet, CliError> {
     let document: Value = match &args.keys {
         Some(path) => {
-            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?
+            let bytes = std::fs::read(path).map_err(|source| CliError::Io { path: path.clone(), source })?;
+            serde_json::from_slice(&bytes).map_err(|source| CliError::JsonFile { path: path.clone(), source })?
         }
         None => client.key_set().await?.json(),
     };
@@ -267,8 +265,8 @@ async fn verify_fetched(
     client: &RetrievalClient,
     answer: &Answer,
     keys: &svc_core::keyset::KeySet,
-) -> Result<Vec<String>, String> {
-    let checked = offline::check_fetch(&answer.bytes, keys, &client.key_id()).map_err(refused)?;
+) -> Result<Vec<String>, CliError> {
+    let checked = offline::check_fetch(&answer.bytes, keys, &client.key_id()).map_err(CliError::Offline)?;
     let mut lines = vec![format!(
         "receipt: format {} from region {}, names this record's bytes; sidecar holds{}",
         checked.receipt.format,
@@ -276,17 +274,17 @@ async fn verify_fetched(
         if checked.inclusion { "; batch inclusion proof holds" } else { "" }
     )];
     let body = answer.json();
-    let uuid = body["business_uuid"].as_str().ok_or("the answer names no business")?;
+    let uuid = body["business_uuid"].as_str().ok_or(CliError::Missing("the answer names no business"))?;
     let statement = client.public_get(&format!("/v1/certificates/{uuid}/keys")).await?;
     if statement.status != 200 {
-        return Err(format!("the business's key statement answered {}", statement.status));
+        return Err(CliError::Answered { what: "the business's key statement", status: statement.status });
     }
     use crate::clock::Clock;
     let fetched_at = crate::clock::SystemClock.now();
-    let business = offline::business_keys(&statement.json(), keys, fetched_at).map_err(refused)?;
+    let business = offline::business_keys(&statement.json(), keys, fetched_at).map_err(CliError::Offline)?;
     let seal: svc_core::seal::ServedSeal =
-        serde_json::from_value(body["seal"].clone()).map_err(|e| format!("seal: {e}"))?;
-    lines.push(match offline::check_seal_signature(&seal, &business, uuid).map_err(refused)? {
+        serde_json::from_value(body["seal"].clone()).map_err(|source| CliError::Json { what: "seal", source })?;
+    lines.push(match offline::check_seal_signature(&seal, &business, uuid).map_err(CliError::Offline)? {
         true => "seal: signed by the business's integration key, as its signed key statement lists it".into(),
         false => "seal: a passkey's record seal; its WebAuthn binding is checked by POST /v1/verify".into(),
     });
@@ -295,37 +293,40 @@ async fn verify_fetched(
     let proof = client.public_get(&format!("/v1/log/proof?leaf_hash={}", svc_core::tlog::leaf_name(&leaf))).await?;
     lines.push(match proof.status {
         200 => {
-            let checkpoint = offline::check_leaf_proof(&leaf, &proof.json(), keys, &origin).map_err(refused)?;
+            let checkpoint =
+                offline::check_leaf_proof(&leaf, &proof.json(), keys, &origin).map_err(CliError::Offline)?;
             format!("log: the seal is in the checkpoint of tree size {}", checkpoint.size)
         }
         404 => "log: the seal is not in the log yet (leaves are sequenced hourly)".into(),
-        status => return Err(format!("the log proof answered {status}")),
+        status => return Err(CliError::Answered { what: "the log proof", status }),
     });
-    let receipt = svc_core::canonical::to_signed_bytes(&body["receipt"]).map_err(|e| e.to_string())?;
+    let receipt = svc_core::canonical::to_signed_bytes(&body["receipt"])?;
     let proof = client.public_get(&format!("/v1/log/proof?receipt={}", svc_core::tlog::leaf_name(&receipt))).await?;
     lines.push(match proof.status {
-        200 => match offline::check_receipt_proof(&receipt, &proof.json(), keys, &origin).map_err(refused)? {
+        200 => match offline::check_receipt_proof(&receipt, &proof.json(), keys, &origin).map_err(CliError::Offline)? {
             Some(checkpoint) => {
                 format!("log: the receipt is in its minute, in the checkpoint of size {}", checkpoint.size)
             }
             None => "log: the receipt is in its folded minute; the minute waits for the next sequencing".into(),
         },
         404 => "log: the receipt's minute is not folded yet (about 10 s after the minute ends)".into(),
-        status => return Err(format!("the receipt proof answered {status}")),
+        status => return Err(CliError::Answered { what: "the receipt proof", status }),
     });
     Ok(lines)
 }
 
 /// Verifies a key set under the pinned anchors, or under its own root (trust
 /// on first use) when none are pinned.
-fn verified(args: &ClientArgs, document: &Value) -> Result<KeySet, String> {
+fn verified(args: &ClientArgs, document: &Value) -> Result<KeySet, CliError> {
     let anchors = match &args.anchors {
         Some(path) => {
-            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let pinned: Value = serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-            let key = |name: &str| -> Result<VerifyingKey, String> {
-                let jwk: Jwk = serde_json::from_value(pinned[name].clone()).map_err(|e| format!("{name}: {e}"))?;
-                VerifyingKey::from_jwk(&jwk).map_err(|e| format!("{name}: {e}"))
+            let bytes = std::fs::read(path).map_err(|source| CliError::Io { path: path.clone(), source })?;
+            let pinned: Value =
+                serde_json::from_slice(&bytes).map_err(|source| CliError::JsonFile { path: path.clone(), source })?;
+            let key = |name: &'static str| -> Result<VerifyingKey, CliError> {
+                let json = |source| CliError::Json { what: name, source };
+                let jwk: Jwk = serde_json::from_value(pinned[name].clone()).map_err(json)?;
+                VerifyingKey::from_jwk(&jwk).map_err(|source| CliError::Anchor { name, source })
             };
             RootAnchors { classical: key("classical")?, post_quantum: key("post_quantum")? }
         }
@@ -334,14 +335,14 @@ fn verified(args: &ClientArgs, document: &Value) -> Result<KeySet, String> {
                 issued_at: svc_core::time::UnixMs(0),
                 keys: document["keys"]
                     .as_array()
-                    .ok_or("the key set has no keys")?
+                    .ok_or(CliError::Missing("the key set has no keys"))?
                     .iter()
                     .filter_map(|k| svc_core::keyset::KeyEntry::from_value(k).ok())
                     .collect(),
             };
             eprintln!("note: no --anchors pinned; trusting the key set's own root (first use)");
-            unverified.anchors().ok_or("the key set names no root")?
+            unverified.anchors().ok_or(CliError::Missing("the key set names no root"))?
         }
     };
-    svc_core::keyset::verify(document, &anchors).map_err(|r| format!("the key set does not verify: {}", r))
+    svc_core::keyset::verify(document, &anchors).map_err(CliError::KeySet)
 }

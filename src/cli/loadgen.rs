@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::CliError;
 use crate::client::keyfile;
 use crate::loadgen::{self, Plan};
 
@@ -46,7 +47,7 @@ pub struct LoadgenArgs {
     pub sandbox_grant: bool,
 }
 
-pub fn run(args: LoadgenArgs) -> Result<serde_json::Value, String> {
+pub fn run(args: LoadgenArgs) -> Result<serde_json::Value, CliError> {
     let keys = args.keys.iter().map(|path| keyfile::read(path)).collect::<Result<Vec<_>, _>>()?;
     let plan = Plan {
         base_url: args.base_url,
@@ -61,6 +62,6 @@ pub fn run(args: LoadgenArgs) -> Result<serde_json::Value, String> {
     };
     // Many connections: a runtime with a worker per core, not the single
     // thread the other commands use.
-    let report = super::block_on_workers(loadgen::run(plan))?;
-    serde_json::to_value(report).map_err(|e| e.to_string())
+    let report = super::block_on_workers(async { Ok(loadgen::run(plan).await?) })?;
+    Ok(serde_json::to_value(report)?)
 }

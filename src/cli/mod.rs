@@ -2,11 +2,14 @@
 
 pub mod admin;
 pub mod client;
+pub mod error;
 pub mod loadgen;
 pub mod progress;
 pub mod up;
 
 use clap::{Parser, Subcommand};
+
+pub use error::CliError;
 
 #[derive(Debug, Parser)]
 #[command(name = "svc", version, about = "Sealed business records: publish, search, fetch, verify.")]
@@ -127,7 +130,7 @@ pub fn print_out(text: &str) {
 }
 
 /// Prints a JSON answer to stdout (exit 0) or an error to stderr (exit 1).
-fn print_result(result: Result<serde_json::Value, String>) -> i32 {
+fn print_result(result: Result<serde_json::Value, CliError>) -> i32 {
     match result {
         Ok(value) => {
             print_out(&serde_json::to_string_pretty(&value).unwrap_or_default());
@@ -140,29 +143,31 @@ fn print_result(result: Result<serde_json::Value, String>) -> i32 {
     }
 }
 
-fn block_on<T>(future: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+fn block_on<T>(future: impl std::future::Future<Output = Result<T, CliError>>) -> Result<T, CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(CliError::Runtime)?;
     runtime.block_on(future)
 }
 
 /// Runs `future` on a runtime with a worker per core: what a node, a front
 /// door or a load generator needs.
-pub(crate) fn block_on_workers<T>(future: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+pub(crate) fn block_on_workers<T>(
+    future: impl std::future::Future<Output = Result<T, CliError>>,
+) -> Result<T, CliError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(CliError::Runtime)?;
     runtime.block_on(future)
 }
 
 /// A TOML configuration file, read and parsed; errors name the file.
-fn toml_file<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+fn toml_file<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Result<T, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CliError::Io { path: path.to_owned(), source })?;
+    toml::from_str(&text).map_err(|source| CliError::Toml { path: path.to_owned(), source: Box::new(source) })
 }
 
-fn keygen(alg: &str, out: &std::path::Path) -> Result<serde_json::Value, String> {
+fn keygen(alg: &str, out: &std::path::Path) -> Result<serde_json::Value, CliError> {
     let alg = match alg.to_ascii_lowercase().as_str() {
         "ed25519" => svc_core::keys::Alg::Ed25519,
         "es256" | "p256" | "p-256" => svc_core::keys::Alg::Es256,
-        other => return Err(format!("--alg {other}: ed25519 or es256")),
+        other => return Err(CliError::Usage(format!("--alg {other}: ed25519 or es256"))),
     };
     let key = crate::client::keyfile::generate(alg)?;
     let file = crate::client::keyfile::write(out, &key)?;
@@ -190,12 +195,14 @@ pub fn formats() -> serde_json::Value {
 
 /// Runs one node until SIGINT or SIGTERM, then drains and stops. Its first
 /// line on stdout is a JSON object with the bound addresses, for scripts.
-fn node(path: &std::path::Path) -> Result<(), String> {
+fn node(path: &std::path::Path) -> Result<(), CliError> {
     let config: crate::config::NodeConfig = toml_file(path)?;
     block_on_workers(async move {
         let region = config.region.clone();
         let stopped = stop_signal()?;
-        let node = crate::node::Node::start(config, std::sync::Arc::new(crate::clock::SystemClock)).await?;
+        let node = crate::node::Node::start(config, std::sync::Arc::new(crate::clock::SystemClock))
+            .await
+            .map_err(CliError::Node)?;
         println!(
             "{}",
             serde_json::json!({"region": region, "listen": node.addr.to_string(), "admin_listen": node.admin_addr.to_string()})
@@ -209,10 +216,10 @@ fn node(path: &std::path::Path) -> Result<(), String> {
 /// SIGINT or SIGTERM, caught from the moment this returns: call it before
 /// announcing readiness, so a signal sent right after is a clean stop and
 /// not the default (killing) disposition.
-pub(crate) fn stop_signal() -> Result<impl std::future::Future<Output = ()>, String> {
+pub(crate) fn stop_signal() -> Result<impl std::future::Future<Output = ()>, CliError> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut terminate = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(CliError::Runtime)?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(CliError::Runtime)?;
     Ok(async move {
         tokio::select! {
             _ = interrupt.recv() => {}
@@ -223,7 +230,7 @@ pub(crate) fn stop_signal() -> Result<impl std::future::Future<Output = ()>, Str
 
 /// Runs a front door until SIGINT or SIGTERM. Its first line on stdout is
 /// a JSON object with its address.
-fn front_door(path: &std::path::Path) -> Result<(), String> {
+fn front_door(path: &std::path::Path) -> Result<(), CliError> {
     let config: crate::front_door::FrontDoorConfig = toml_file(path)?;
     block_on_workers(async move {
         let stopped = stop_signal()?;
@@ -237,7 +244,7 @@ fn front_door(path: &std::path::Path) -> Result<(), String> {
 
 /// A secret (an admin or replication token) kept in a file: made once,
 /// readable by its owner only, so `svc admin` can find it.
-pub(crate) fn secret_file(path: &std::path::Path) -> Result<String, String> {
+pub(crate) fn secret_file(path: &std::path::Path) -> Result<String, CliError> {
     if let Ok(token) = std::fs::read_to_string(path) {
         return Ok(token.trim().to_owned());
     }
@@ -250,7 +257,8 @@ pub(crate) fn secret_file(path: &std::path::Path) -> Result<String, String> {
         options.mode(0o600);
     }
     use std::io::Write;
-    let mut file = options.open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    file.write_all(token.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+    let io = |source| CliError::Io { path: path.to_owned(), source };
+    let mut file = options.open(path).map_err(io)?;
+    file.write_all(token.as_bytes()).map_err(io)?;
     Ok(token)
 }

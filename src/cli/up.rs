@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::CliError;
 use crate::clock::SystemClock;
 use crate::config::{NodeConfig, ReplicationConfig, Role};
 use crate::front_door::{FrontDoor, FrontDoorConfig, Route};
@@ -25,16 +26,18 @@ pub struct Plan {
 const REGIONS: &[(&str, Role, u16)] = &[("home", Role::Home, 0), ("eu", Role::Read, 10), ("ap", Role::Read, 20)];
 
 /// Parses `region=ms` pairs; every region of the deployment needs one.
-fn latency_table(pairs: &[String]) -> Result<Vec<(String, u64)>, String> {
+fn latency_table(pairs: &[String]) -> Result<Vec<(String, u64)>, CliError> {
     let mut table = Vec::new();
     for pair in pairs {
-        let (region, ms) = pair.split_once('=').ok_or_else(|| format!("--latency {pair}: region=ms"))?;
-        let ms = ms.trim().parse::<u64>().map_err(|_| format!("--latency {pair}: ms is a whole number"))?;
+        let (region, ms) =
+            pair.split_once('=').ok_or_else(|| CliError::Usage(format!("--latency {pair}: region=ms")))?;
+        let ms =
+            ms.trim().parse::<u64>().map_err(|_| CliError::Usage(format!("--latency {pair}: ms is a whole number")))?;
         table.push((region.trim().to_owned(), ms));
     }
     for (region, _, _) in REGIONS {
         if !table.iter().any(|(r, _)| r == region) {
-            return Err(format!("--latency names no latency for {region}"));
+            return Err(CliError::Usage(format!("--latency names no latency for {region}")));
         }
     }
     Ok(table)
@@ -47,9 +50,9 @@ fn region_config(
     (region, role, offset): (&str, Role, u16),
     home_url: Option<String>,
     token: &str,
-) -> Result<NodeConfig, String> {
+) -> Result<NodeConfig, CliError> {
     let dir = plan.data_dir.join(region);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|source| CliError::Io { path: dir.clone(), source })?;
     let ip = plan.listen.ip();
     // Port 0 everywhere (tests) lets the system choose.
     let port = |n: u16| if plan.ports_from == 0 { 0 } else { plan.ports_from + n };
@@ -74,15 +77,16 @@ pub struct Up {
 
 impl Up {
     /// Starts home, then the read regions pulling from it, then the door.
-    pub async fn start(plan: &Plan) -> Result<Up, String> {
+    pub async fn start(plan: &Plan) -> Result<Up, CliError> {
         let latency = latency_table(&plan.latency)?;
-        std::fs::create_dir_all(&plan.data_dir).map_err(|e| format!("{}: {e}", plan.data_dir.display()))?;
+        std::fs::create_dir_all(&plan.data_dir)
+            .map_err(|source| CliError::Io { path: plan.data_dir.clone(), source })?;
         let token = super::secret_file(&plan.data_dir.join("replication_token"))?;
         let mut nodes: Vec<Node> = Vec::new();
         for &(region, role, offset) in REGIONS {
             let home_url = nodes.first().map(|home| format!("http://{}", home.addr));
             let config = region_config(plan, (region, role, offset), home_url, &token)?;
-            nodes.push(Node::start(config, Arc::new(SystemClock)).await?);
+            nodes.push(Node::start(config, Arc::new(SystemClock)).await.map_err(CliError::Node)?);
         }
         let routes = nodes
             .iter()
@@ -106,7 +110,7 @@ impl Up {
     }
 }
 
-pub fn run(plan: Plan) -> Result<(), String> {
+pub fn run(plan: Plan) -> Result<(), CliError> {
     super::block_on_workers(async move {
         let stopped = super::stop_signal()?;
         let up = Up::start(&plan).await?;

@@ -7,6 +7,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use svc_core::keys::{Alg, Jwk, SigningKey};
 
+use super::{ClientError, KeyFileError};
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KeyFile {
@@ -30,40 +32,41 @@ impl KeyFile {
         }
     }
 
-    pub fn key(&self) -> Result<SigningKey, String> {
+    pub fn key(&self) -> Result<SigningKey, KeyFileError> {
         let seed: [u8; 32] = svc_core::b64::url_decode(&self.seed)
             .and_then(|s| s.try_into().ok())
-            .ok_or("the key file's seed is not 32 bytes of base64url")?;
-        let key = SigningKey::from_seed(self.alg, &seed).map_err(|e| e.to_string())?;
+            .ok_or(KeyFileError::SeedNotDecoded)?;
+        let key = SigningKey::from_seed(self.alg, &seed)?;
         if key.verifying_key().thumbprint() != self.key_id {
-            return Err("the key file's key_id does not match its seed".into());
+            return Err(KeyFileError::KeyIdMismatch);
         }
         Ok(key)
     }
 }
 
 /// A new key of `alg` from the operating system's random source.
-pub fn generate(alg: Alg) -> Result<SigningKey, String> {
+pub fn generate(alg: Alg) -> Result<SigningKey, ClientError> {
     // A P-256 seed outside the curve order is refused; draw again (rare).
     for _ in 0..8 {
         if let Ok(key) = SigningKey::from_seed(alg, &crate::clock::random::<32>()) {
             return Ok(key);
         }
     }
-    Err(format!("could not draw a {} key", alg.as_str()))
+    Err(ClientError::NoKeyDrawn(alg))
 }
 
-pub fn read(path: &Path) -> Result<SigningKey, String> {
-    let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let file: KeyFile = serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    file.key().map_err(|e| format!("{}: {e}", path.display()))
+pub fn read(path: &Path) -> Result<SigningKey, ClientError> {
+    let text = std::fs::read(path).map_err(|source| ClientError::Io { path: path.to_owned(), source })?;
+    let file: KeyFile =
+        serde_json::from_slice(&text).map_err(|source| ClientError::KeyFileFormat { path: path.to_owned(), source })?;
+    file.key().map_err(|source| ClientError::KeyFile { path: path.to_owned(), source })
 }
 
 /// Writes the key file, refusing to overwrite one, readable by its owner only.
-pub fn write(path: &Path, key: &SigningKey) -> Result<KeyFile, String> {
+pub fn write(path: &Path, key: &SigningKey) -> Result<KeyFile, ClientError> {
     use std::io::Write;
     let file = KeyFile::from_key(key);
-    let text = serde_json::to_vec_pretty(&file).map_err(|e| e.to_string())?;
+    let text = serde_json::to_vec_pretty(&file)?;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -71,8 +74,9 @@ pub fn write(path: &Path, key: &SigningKey) -> Result<KeyFile, String> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let mut out = options.open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    out.write_all(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let io = |source| ClientError::Io { path: path.to_owned(), source };
+    let mut out = options.open(path).map_err(io)?;
+    out.write_all(&text).map_err(io)?;
     Ok(file)
 }
 

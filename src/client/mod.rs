@@ -4,6 +4,7 @@
 //! caller's half of the protocol.
 
 pub mod bulk;
+pub mod error;
 pub mod keyfile;
 pub mod retrieval;
 pub mod sealing;
@@ -12,6 +13,8 @@ pub mod transport;
 use axum::body::Body;
 use axum::http::Request;
 use svc_core::keys::SigningKey;
+
+pub use error::{ClientError, KeyFileError};
 
 /// How long a signature stays valid: well inside the 300-second ceiling,
 /// with room for a slow network.
@@ -49,7 +52,7 @@ impl Signer {
     }
 
     /// The RFC 9421 signed request, created at `now_secs` with `nonce`.
-    pub fn sign(&self, request: Unsigned<'_>, now_secs: i64, nonce: &str) -> Result<Request<Body>, String> {
+    pub fn sign(&self, request: Unsigned<'_>, now_secs: i64, nonce: &str) -> Result<Request<Body>, ClientError> {
         let (path, query) = match request.path_and_query.split_once('?') {
             Some((p, q)) => (p, Some(q)),
             None => (request.path_and_query, None),
@@ -65,8 +68,7 @@ impl Signer {
             now_secs + SIGNATURE_LIFETIME_SECS,
             nonce,
             &self.tag,
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         let mut builder = Request::builder()
             .method(request.method)
             .uri(request.path_and_query)
@@ -80,11 +82,11 @@ impl Signer {
         for (name, value) in &request.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
-        builder.body(Body::from(request.body)).map_err(|e| e.to_string())
+        Ok(builder.body(Body::from(request.body))?)
     }
 
     /// Signs with a fresh random nonce (32 bytes, base64url, as the spec asks).
-    pub fn sign_now(&self, request: Unsigned<'_>, now_secs: i64) -> Result<Request<Body>, String> {
+    pub fn sign_now(&self, request: Unsigned<'_>, now_secs: i64) -> Result<Request<Body>, ClientError> {
         let nonce = svc_core::http_sig::nonce_from_bytes(&crate::clock::random::<32>());
         self.sign(request, now_secs, &nonce)
     }

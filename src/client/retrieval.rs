@@ -5,7 +5,7 @@
 use svc_core::keys::SigningKey;
 
 use super::transport::{Answer, Transport};
-use super::{Signer, Unsigned};
+use super::{ClientError, Signer, Unsigned};
 
 pub const TAG_RETRIEVAL: &str = "svc-retrieval";
 
@@ -18,7 +18,7 @@ pub struct RetrievalClient {
 }
 
 impl RetrievalClient {
-    pub fn new(base_url: &str, authority: &str, key: SigningKey, grant: Option<String>) -> Result<Self, String> {
+    pub fn new(base_url: &str, authority: &str, key: SigningKey, grant: Option<String>) -> Result<Self, ClientError> {
         Ok(RetrievalClient {
             transport: Transport::new(base_url)?,
             signer: Signer::new(key, authority, TAG_RETRIEVAL),
@@ -31,7 +31,7 @@ impl RetrievalClient {
     }
 
     /// A signed call; `body` empty for a GET.
-    pub async fn call(&self, method: &str, path_and_query: &str, body: Vec<u8>) -> Result<Answer, String> {
+    pub async fn call(&self, method: &str, path_and_query: &str, body: Vec<u8>) -> Result<Answer, ClientError> {
         let mut unsigned = Unsigned::new(method, path_and_query, body);
         if let Some(grant) = &self.grant {
             unsigned = unsigned.header(svc_core::sandbox::GRANT_HEADER, grant);
@@ -50,7 +50,7 @@ impl RetrievalClient {
         body: Vec<u8>,
         created: i64,
         nonce: &str,
-    ) -> Result<Answer, String> {
+    ) -> Result<Answer, ClientError> {
         let mut unsigned = Unsigned::new(method, path_and_query, body);
         if let Some(grant) = &self.grant {
             unsigned = unsigned.header(svc_core::sandbox::GRANT_HEADER, grant);
@@ -59,16 +59,15 @@ impl RetrievalClient {
     }
 
     /// `GET /.well-known/keys`, unauthenticated.
-    pub async fn key_set(&self) -> Result<Answer, String> {
+    pub async fn key_set(&self) -> Result<Answer, ClientError> {
         self.public_get("/.well-known/keys").await
     }
 
     /// An unauthenticated `GET` of a public route.
-    pub async fn public_get(&self, path_and_query: &str) -> Result<Answer, String> {
+    pub async fn public_get(&self, path_and_query: &str) -> Result<Answer, ClientError> {
         let request = axum::http::Request::get(path_and_query)
             .header("host", self.signer.authority.as_str())
-            .body(axum::body::Body::empty())
-            .map_err(|e| e.to_string())?;
+            .body(axum::body::Body::empty())?;
         self.transport.send(request).await
     }
 

@@ -8,6 +8,8 @@ use svc_core::merkle::{BatchTree, root_form};
 use svc_core::seal::{BatchSealV2, SealV2};
 use svc_core::time::UnixMs;
 
+use super::ClientError;
+
 /// Who the business is to the service when it seals.
 #[derive(Debug, Clone)]
 pub struct SealContext {
@@ -23,7 +25,7 @@ pub fn batch_seal(
     records: &[Vec<u8>],
     seq: u64,
     sealed_at: UnixMs,
-) -> Result<Envelope, String> {
+) -> Result<Envelope, ClientError> {
     let tree = BatchTree::from_records(records);
     let payload = BatchSealV2 {
         v: 2,
@@ -36,7 +38,7 @@ pub fn batch_seal(
         record_type: record_type.to_owned(),
         ai_policy_version: context.ai_policy_version,
     };
-    let bytes = svc_core::canonical::to_signed_bytes(&payload).map_err(|e| e.to_string())?;
+    let bytes = svc_core::canonical::to_signed_bytes(&payload)?;
     Ok(Envelope::sign(&payload_type("batch-seal.v2"), &bytes, &[key]))
 }
 
@@ -48,7 +50,7 @@ pub fn seal_v2_payload(
     bytes: &[u8],
     sealed_at: UnixMs,
     next_ai_policy_version: Option<u64>,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, ClientError> {
     let payload = SealV2 {
         v: 2,
         key_id: key_id.to_owned(),
@@ -59,7 +61,7 @@ pub fn seal_v2_payload(
         ai_policy_version: context.ai_policy_version,
         next_ai_policy_version,
     };
-    svc_core::canonical::to_signed_bytes(&payload).map_err(|e| e.to_string())
+    Ok(svc_core::canonical::to_signed_bytes(&payload)?)
 }
 
 /// A `seal.v2` signed by an integration key (withdraw and delete documents).
@@ -69,7 +71,7 @@ pub fn key_seal(
     record_type: &str,
     bytes: &[u8],
     sealed_at: UnixMs,
-) -> Result<Envelope, String> {
+) -> Result<Envelope, ClientError> {
     let payload = seal_v2_payload(&key.verifying_key().thumbprint(), context, record_type, bytes, sealed_at, None)?;
     Ok(Envelope::sign(&payload_type("seal.v2"), &payload, &[key]))
 }
@@ -83,7 +85,7 @@ pub struct Passkey<'a> {
 }
 
 impl Passkey<'_> {
-    fn seal(&self, payload_type_name: &str, payload: &[u8]) -> Result<Envelope, String> {
+    fn seal(&self, payload_type_name: &str, payload: &[u8]) -> Result<Envelope, ClientError> {
         svc_core::publish::webauthn::seal_with_passkey(
             self.key,
             self.rp_id,
@@ -92,7 +94,7 @@ impl Passkey<'_> {
             payload,
             1,
         )
-        .map_err(|r| r.to_string())
+        .map_err(ClientError::Passkey)
     }
 
     /// A `seal.v2` over one record's bytes (Path B, and AI policy records,
@@ -104,7 +106,7 @@ impl Passkey<'_> {
         bytes: &[u8],
         sealed_at: UnixMs,
         next_ai_policy_version: Option<u64>,
-    ) -> Result<Envelope, String> {
+    ) -> Result<Envelope, ClientError> {
         let key_id = self.key.verifying_key().thumbprint();
         let payload = seal_v2_payload(&key_id, context, record_type, bytes, sealed_at, next_ai_policy_version)?;
         self.seal("seal.v2", &payload)
@@ -118,15 +120,15 @@ impl Passkey<'_> {
         business_uuid: &str,
         decision: &str,
         now: UnixMs,
-    ) -> Result<Envelope, String> {
+    ) -> Result<Envelope, ClientError> {
         let payload = json!({"v": 1, "push_id": push_id, "business_uuid": business_uuid, "decision": decision,
             "confirmed_at": now.to_rfc3339_millis()});
-        let bytes = svc_core::canonical::to_signed_bytes(&payload).map_err(|e| e.to_string())?;
+        let bytes = svc_core::canonical::to_signed_bytes(&payload)?;
         self.seal(svc_core::publish::release::PUSH_RELEASE_V1, &bytes)
     }
 
-    pub fn seal_mandate(&self, mandate: &Value) -> Result<Envelope, String> {
-        let bytes = svc_core::canonical::to_signed_bytes(mandate).map_err(|e| e.to_string())?;
+    pub fn seal_mandate(&self, mandate: &Value) -> Result<Envelope, ClientError> {
+        let bytes = svc_core::canonical::to_signed_bytes(mandate)?;
         self.seal("mandate.v1", &bytes)
     }
 }

@@ -8,6 +8,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
+use super::ClientError;
+
 /// An answer read whole.
 #[derive(Debug, Clone)]
 pub struct Answer {
@@ -31,28 +33,31 @@ pub struct Transport {
 }
 
 impl Transport {
-    pub fn new(base_url: &str) -> Result<Transport, String> {
+    pub fn new(base_url: &str) -> Result<Transport, ClientError> {
         Self::build(base_url, false)
     }
 
     /// HTTP/2 with prior knowledge: one connection multiplexes every
     /// request, as between the regions of a deployment.
-    pub fn http2(base_url: &str) -> Result<Transport, String> {
+    pub fn http2(base_url: &str) -> Result<Transport, ClientError> {
         Self::build(base_url, true)
     }
 
-    fn build(base_url: &str, http2: bool) -> Result<Transport, String> {
-        let base: Uri = base_url.parse().map_err(|e| format!("{base_url}: {e}"))?;
+    fn build(base_url: &str, http2: bool) -> Result<Transport, ClientError> {
+        let base: Uri = base_url.parse().map_err(|source| ClientError::Url { url: base_url.to_owned(), source })?;
         if base.scheme_str() != Some("http") || base.authority().is_none() {
-            return Err(format!("{base_url}: an http:// address with a host is expected"));
+            return Err(ClientError::NotHttp { url: base_url.to_owned() });
         }
         let client = Client::builder(TokioExecutor::new()).http2_only(http2).build_http();
         Ok(Transport { base, client })
     }
 
     /// Sends a request whose URI is a path (and query) and streams the answer.
-    pub async fn forward(&self, request: Request<Body>) -> Result<axum::http::Response<hyper::body::Incoming>, String> {
-        self.try_forward(request).await.map_err(|e| format!("{}: {e}", self.base))
+    pub async fn forward(
+        &self,
+        request: Request<Body>,
+    ) -> Result<axum::http::Response<hyper::body::Incoming>, ClientError> {
+        self.try_forward(request).await.map_err(|source| ClientError::Transport { base: self.base.to_string(), source })
     }
 
     /// Like [`forward`](Self::forward), with the client's error, which tells
@@ -71,11 +76,11 @@ impl Transport {
     }
 
     /// Sends a request whose URI is a path (and query).
-    pub async fn send(&self, request: Request<Body>) -> Result<Answer, String> {
+    pub async fn send(&self, request: Request<Body>) -> Result<Answer, ClientError> {
         let response = self.forward(request).await?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes().to_vec();
+        let bytes = response.into_body().collect().await.map_err(ClientError::Body)?.to_bytes().to_vec();
         Ok(Answer { status, headers, bytes })
     }
 }

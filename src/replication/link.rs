@@ -12,6 +12,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use svc_core::time::UnixMs;
 
 use super::exchange::{LeaseAsk, LeaseGrant};
+use crate::client::ClientError;
 use crate::client::transport::{Answer, Transport};
 
 /// How long a lease request may take: it holds up the request being served.
@@ -19,6 +20,29 @@ const LEASE_WAIT: Duration = Duration::from_secs(1);
 /// After a failed lease request, requests needing one fail at once for
 /// this long rather than each waiting on an unreachable home.
 const LEASE_BACKOFF_MS: i64 = 1_000;
+
+/// Why a call to home failed. The messages name the route, for the logs.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    /// A request that does not build.
+    #[error("{0}")]
+    Request(#[from] axum::http::Error),
+    /// Home could not be reached, or its answer broke off.
+    #[error("{0}")]
+    Transport(#[from] ClientError),
+    #[error("home did not answer {path} within {ms} ms")]
+    Timeout { path: String, ms: u128 },
+    #[error("home answered {path} with {status}")]
+    Status { path: String, status: u16 },
+    /// A request body that does not encode.
+    #[error("{0}")]
+    Encode(#[source] postcard::Error),
+    #[error("home's answer to {path}: {source}")]
+    Decode { path: String, source: postcard::Error },
+    /// Lease requests fail fast for a moment after one failed.
+    #[error("home was unreachable a moment ago")]
+    BackingOff,
+}
 
 pub struct HomeLink {
     pub home: Transport,
@@ -50,19 +74,18 @@ impl HomeLink {
         path_and_query: &str,
         body: Vec<u8>,
         wait: Duration,
-    ) -> Result<Answer, String> {
+    ) -> Result<Answer, LinkError> {
         let request = Request::builder()
             .method(method)
             .uri(path_and_query)
             .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
             .header(header::CONTENT_TYPE, "application/vnd.svc.postcard")
-            .body(Body::from(body))
-            .map_err(|e| e.to_string())?;
+            .body(Body::from(body))?;
         let answer = tokio::time::timeout(wait, self.home.send(request))
             .await
-            .map_err(|_| format!("home did not answer {path_and_query} within {} ms", wait.as_millis()))??;
+            .map_err(|_| LinkError::Timeout { path: path_and_query.to_owned(), ms: wait.as_millis() })??;
         if answer.status != 200 {
-            return Err(format!("home answered {path_and_query} with {}", answer.status));
+            return Err(LinkError::Status { path: path_and_query.to_owned(), status: answer.status });
         }
         Ok(answer)
     }
@@ -74,19 +97,20 @@ impl HomeLink {
         path_and_query: &str,
         body: Option<&Q>,
         wait: Duration,
-    ) -> Result<A, String> {
+    ) -> Result<A, LinkError> {
         let bytes = match body {
-            Some(body) => postcard::to_stdvec(body).map_err(|e| e.to_string())?,
+            Some(body) => postcard::to_stdvec(body).map_err(LinkError::Encode)?,
             None => Vec::new(),
         };
         let answer = self.send(method, path_and_query, bytes, wait).await?;
-        postcard::from_bytes(&answer.bytes).map_err(|e| format!("home's answer to {path_and_query}: {e}"))
+        postcard::from_bytes(&answer.bytes)
+            .map_err(|source| LinkError::Decode { path: path_and_query.to_owned(), source })
     }
 
     /// Asks home for a lease of the company's allowance.
-    pub async fn lease(&self, company_uuid: &str, now: UnixMs) -> Result<LeaseGrant, String> {
+    pub async fn lease(&self, company_uuid: &str, now: UnixMs) -> Result<LeaseGrant, LinkError> {
         if now.0 < self.lease_down_until.load(Ordering::Relaxed) {
-            return Err("home was unreachable a moment ago".into());
+            return Err(LinkError::BackingOff);
         }
         let ask =
             LeaseAsk { region: self.region.clone(), company_uuid: company_uuid.to_owned(), units: self.lease_units };

@@ -14,10 +14,41 @@ use tower::ServiceExt;
 
 use super::corpus::{BusinessSpec, Corpus};
 use crate::client::sealing::{self, Passkey, SealContext};
-use crate::client::{Signer, Unsigned};
+use crate::client::{ClientError, Signer, Unsigned};
 use crate::http::{admin_router, public_router};
 use crate::region::Region;
-use crate::store::cf;
+use crate::store::{StoreError, cf};
+
+/// What stops seeding: a call the node refused, or a part that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SeedError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Key(#[from] svc_core::keys::KeyError),
+    /// A request that does not build.
+    #[error("{0}")]
+    Request(#[from] axum::http::Error),
+    /// An answer's body that did not read.
+    #[error("{0}")]
+    Body(#[from] axum::Error),
+    /// An admin call the node refused.
+    #[error("{method} {path}: {status} {answer}")]
+    Admin { method: String, path: String, status: u16, answer: Value },
+    /// An answer, or the store, without what seeding needs.
+    #[error("{0}")]
+    Missing(&'static str),
+    #[error("sandbox {record_type} record rejected: {answer}")]
+    RecordRejected { record_type: &'static str, answer: Value },
+    #[error("sandbox push {push_id} rejected {products} products")]
+    PushRejected { push_id: String, products: u64 },
+    #[error("no batch id: {0}")]
+    NoBatchId(Value),
+    #[error("sandbox publish refused: {status} {answer}")]
+    PublishRefused { status: u16, answer: Value },
+}
 
 /// What the seeder remembers, so a restart does not seed twice and a
 /// republish finds the businesses it made.
@@ -42,45 +73,46 @@ pub struct Progress {
 }
 
 /// Sends one request through a router in-process; answers status and JSON.
-pub async fn call(router: axum::Router, request: Request<Body>) -> Result<(u16, Value), String> {
-    let response = router.oneshot(request).await.map_err(|e| e.to_string())?;
+pub async fn call(router: axum::Router, request: Request<Body>) -> Result<(u16, Value), SeedError> {
+    // A router answers every request: its error type has no values.
+    let response = router.oneshot(request).await.unwrap_or_else(|never| match never {});
     let status = response.status().as_u16();
-    let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+    let bytes = response.into_body().collect().await?.to_bytes();
     Ok((status, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
 }
 
 /// One admin API call through the node's own admin router.
-pub async fn admin(state: &Region, method: &str, path: &str, body: Value) -> Result<Value, String> {
+pub async fn admin(state: &Region, method: &str, path: &str, body: Value) -> Result<Value, SeedError> {
     let request = Request::builder()
         .method(method)
         .uri(path)
         .header("authorization", format!("Bearer {}", state.config.admin_token))
         .header("content-type", "application/json")
-        .body(Body::from(serde_json::to_vec(&body).unwrap_or_default()))
-        .map_err(|e| e.to_string())?;
+        .body(Body::from(serde_json::to_vec(&body).unwrap_or_default()))?;
     match call(admin_router(state.clone()), request).await? {
         (200..=299, value) => Ok(value),
-        (status, value) => Err(format!("{method} {path}: {status} {value}")),
+        (status, answer) => Err(SeedError::Admin { method: method.to_owned(), path: path.to_owned(), status, answer }),
     }
 }
 
 /// An AI company named `name` with one group and one Ed25519 retrieval key
 /// drawn from `seed`, registered through the admin API: the key and, in
 /// the sandbox, its grant.
-pub async fn ai_caller(state: &Region, name: &str, seed: u8) -> Result<(SigningKey, Option<String>), String> {
+pub async fn ai_caller(state: &Region, name: &str, seed: u8) -> Result<(SigningKey, Option<String>), SeedError> {
     let company = admin(state, "POST", "/admin/companies", json!({"name": name})).await?;
-    let uuid = company["ai_company_uuid"].as_str().ok_or("no company uuid")?;
+    let uuid = company["ai_company_uuid"].as_str().ok_or(SeedError::Missing("no company uuid"))?;
     let group = admin(state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await?;
-    let key = SigningKey::from_seed(Alg::Ed25519, &[seed; 32]).map_err(|e| e.to_string())?;
-    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().ok_or("no group id")?);
+    let key = SigningKey::from_seed(Alg::Ed25519, &[seed; 32])?;
+    let group_id = group["ai_group_id"].as_str().ok_or(SeedError::Missing("no group id"))?;
+    let path = format!("/admin/groups/{group_id}/retrieval-keys");
     let registered = admin(state, "POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await?;
     Ok((key, registered["sandbox_key_grant"].as_str().map(str::to_owned)))
 }
 
 /// The business's integration key and owner's passkey, from its seeds.
-pub fn keys_of(spec: &BusinessSpec) -> Result<(SigningKey, SigningKey), String> {
-    let integration = SigningKey::from_seed(Alg::Ed25519, &spec.integration_seed).map_err(|e| e.to_string())?;
-    let passkey = SigningKey::from_seed(Alg::Es256, &spec.passkey_seed).map_err(|e| e.to_string())?;
+pub fn keys_of(spec: &BusinessSpec) -> Result<(SigningKey, SigningKey), SeedError> {
+    let integration = SigningKey::from_seed(Alg::Ed25519, &spec.integration_seed)?;
+    let passkey = SigningKey::from_seed(Alg::Es256, &spec.passkey_seed)?;
     Ok((integration, passkey))
 }
 
@@ -89,8 +121,8 @@ pub async fn ensure_seeded(
     state: &Region,
     corpus: &Corpus,
     progress: &(dyn Fn(Progress) + Sync),
-) -> Result<SeedState, String> {
-    if let Some(seeded) = state.store.get::<SeedState>(cf::META, SEED_STATE_KEY).map_err(|e| e.to_string())? {
+) -> Result<SeedState, SeedError> {
+    if let Some(seeded) = state.store.get::<SeedState>(cf::META, SEED_STATE_KEY)? {
         return Ok(seeded);
     }
     let company = admin(state, "POST", "/admin/companies", json!({"name": "Sandbox AI", "verified": true})).await?;
@@ -116,17 +148,16 @@ pub async fn ensure_seeded(
         assistants_group: assistants,
     };
     publish_all(state, corpus, &seeded, progress).await?;
-    state.store.put(cf::META, SEED_STATE_KEY, &seeded).map_err(|e| e.to_string())?;
+    state.store.put(cf::META, SEED_STATE_KEY, &seeded)?;
     Ok(seeded)
 }
 
 /// Publishes every record of the corpus again: new versions, same ids and bytes.
-pub async fn republish(state: &Region, progress: &(dyn Fn(Progress) + Sync)) -> Result<Value, String> {
+pub async fn republish(state: &Region, progress: &(dyn Fn(Progress) + Sync)) -> Result<Value, SeedError> {
     let seeded = state
         .store
-        .get::<SeedState>(cf::META, SEED_STATE_KEY)
-        .map_err(|e| e.to_string())?
-        .ok_or("this node holds no sandbox corpus")?;
+        .get::<SeedState>(cf::META, SEED_STATE_KEY)?
+        .ok_or(SeedError::Missing("this node holds no sandbox corpus"))?;
     let corpus = super::corpus::generate(seeded.seed, seeded.sizes);
     let published = publish_all(state, &corpus, &seeded, progress).await?;
     Ok(json!({"seed": seeded.seed, "records": published}))
@@ -138,7 +169,7 @@ pub async fn register_business(
     state: &Region,
     spec: &BusinessSpec,
     research: &str,
-) -> Result<(String, String), String> {
+) -> Result<(String, String), SeedError> {
     let created = admin(
         state,
         "POST",
@@ -194,7 +225,7 @@ async fn publish_all(
     corpus: &Corpus,
     seeded: &SeedState,
     progress: &(dyn Fn(Progress) + Sync),
-) -> Result<usize, String> {
+) -> Result<usize, SeedError> {
     let total = corpus.record_count();
     let mut done = 0;
     let mut pushes = Vec::new();
@@ -202,7 +233,7 @@ async fn publish_all(
         let (integration, passkey) = keys_of(spec)?;
         let shown = admin(state, "GET", &format!("/admin/businesses/{uuid}"), Value::Null).await?;
         let context = SealContext {
-            cert_id: shown["cert_id"].as_str().ok_or("no certificate in force")?.to_owned(),
+            cert_id: shown["cert_id"].as_str().ok_or(SeedError::Missing("no certificate in force"))?.to_owned(),
             ai_policy_version: shown["ai_policy_version"].as_u64().unwrap_or(0),
         };
         let now = state.clock.now();
@@ -221,7 +252,7 @@ async fn publish_all(
                 "seal": seal});
             let saved = admin(state, "POST", &format!("/admin/businesses/{uuid}/records"), body).await?;
             if saved["outcome"] == "rejected" {
-                return Err(format!("sandbox {record_type} record rejected: {saved}"));
+                return Err(SeedError::RecordRejected { record_type, answer: saved });
             }
             done += 1;
         }
@@ -237,18 +268,17 @@ pub async fn wait_settled(
     done: usize,
     total: usize,
     progress: &(dyn Fn(Progress) + Sync),
-) -> Result<usize, String> {
+) -> Result<usize, SeedError> {
     loop {
         let mut settled = 0;
         let mut pending = false;
         for push_id in pushes {
-            let push: Option<crate::store::model::PushRecord> =
-                state.store.get(cf::PUSHES, push_id.as_bytes()).map_err(|e| e.to_string())?;
-            let push = push.ok_or("a sandbox push vanished")?;
+            let push: Option<crate::store::model::PushRecord> = state.store.get(cf::PUSHES, push_id.as_bytes())?;
+            let push = push.ok_or(SeedError::Missing("a sandbox push vanished"))?;
             settled += (push.counts[0] + push.counts[1] + push.counts[2] + push.counts[3]) as usize;
             pending |= push.completed_at.is_none();
             if push.counts[2] > 0 {
-                return Err(format!("sandbox push {push_id} rejected {} products", push.counts[2]));
+                return Err(SeedError::PushRejected { push_id: push_id.clone(), products: push.counts[2] });
             }
         }
         progress(Progress { stage: "records", done: done + settled, total });
@@ -266,7 +296,7 @@ pub async fn publish_products(
     context: &SealContext,
     records: &[Vec<u8>],
     now: UnixMs,
-) -> Result<String, String> {
+) -> Result<String, SeedError> {
     let request = publish_request(state, key, context, records, now)?;
     send_publish(state, request).await
 }
@@ -279,26 +309,30 @@ pub fn publish_request(
     context: &SealContext,
     records: &[Vec<u8>],
     now: UnixMs,
-) -> Result<Request<Body>, String> {
+) -> Result<Request<Body>, SeedError> {
     let seq = now.0 as u64;
     let seal = sealing::batch_seal(key, context, "products", records, seq, now)?;
     let body = sealing::publish_body(&seal, records);
     let signer = Signer::new(key.clone(), &state.config.public_authority, "svc-push");
     let idempotency = format!("sandbox-{seq}-{}", key.verifying_key().thumbprint());
-    signer.sign_now(
+    let request = signer.sign_now(
         Unsigned::new("POST", "/v1/publish/products", body)
             .header("idempotency-key", &idempotency)
             // Introduces the key on its first sandbox request; production ignores it.
             .header(svc_core::sandbox::GRANT_HEADER, &svc_core::sandbox::grant_for(&key.verifying_key().thumbprint())),
         now.as_secs(),
-    )
+    )?;
+    Ok(request)
 }
 
 /// Sends a publish request through the node's router; answers the batch id.
-pub async fn send_publish(state: &Region, request: Request<Body>) -> Result<String, String> {
+pub async fn send_publish(state: &Region, request: Request<Body>) -> Result<String, SeedError> {
     let (status, answer) = call(public_router(state.clone()), request).await?;
     match status {
-        200 | 202 => answer["batch_id"].as_str().map(str::to_owned).ok_or_else(|| format!("no batch id: {answer}")),
-        _ => Err(format!("sandbox publish refused: {status} {answer}")),
+        200 | 202 => match answer["batch_id"].as_str() {
+            Some(batch_id) => Ok(batch_id.to_owned()),
+            None => Err(SeedError::NoBatchId(answer)),
+        },
+        _ => Err(SeedError::PublishRefused { status, answer }),
     }
 }

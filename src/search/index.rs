@@ -15,26 +15,25 @@ use tantivy::indexer::IndexWriterOptions;
 use tantivy::schema::{Field, Value};
 use tantivy::{DocAddress, TantivyDocument};
 
+use super::SearchError;
 use super::collect::{Ranked, sort_and_cut};
 use super::orders::SortOrders;
 use super::plan::ShardPlan;
 use super::shard::*;
 
-pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedWriter>), String> {
+pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedWriter>), SearchError> {
     let mut readers: HashMap<RecordType, Vec<Arc<ShardReader>>> = HashMap::new();
     let mut writers = Vec::new();
     for collection in RecordType::COLLECTIONS {
         for n in 0..shards.max(1) {
             let (index, reader, fields) = open(&dir.join(collection.name()).join(n.to_string()), collection)?;
-            let writer = index
-                .writer_with_options(
-                    IndexWriterOptions::builder()
-                        .num_worker_threads(1)
-                        .num_merge_threads(1)
-                        .memory_budget_per_thread(32_000_000)
-                        .build(),
-                )
-                .map_err(|e| e.to_string())?;
+            let writer = index.writer_with_options(
+                IndexWriterOptions::builder()
+                    .num_worker_threads(1)
+                    .num_merge_threads(1)
+                    .memory_budget_per_thread(32_000_000)
+                    .build(),
+            )?;
             readers.entry(collection).or_default().push(Arc::new(ShardReader {
                 index: index.clone(),
                 reader: reader.clone(),
@@ -109,18 +108,18 @@ impl SearchIndex {
     /// otherwise from the first sort key's order; the filter is read from
     /// columns per candidate. A segment where walking the order would visit
     /// too much (a narrow filter) runs the whole query through tantivy.
-    pub fn search(&self, q: &SearchQuery, group: &str, deadline: Instant) -> Result<Hits, String> {
+    pub fn search(&self, q: &SearchQuery, group: &str, deadline: Instant) -> Result<Hits, SearchError> {
         self.run(q, group, deadline, false)
     }
 
     /// The same search run as one tantivy query per segment, as the
     /// planned search falls back to: what a test compares the plans with.
     #[cfg(test)]
-    fn search_whole(&self, q: &SearchQuery, group: &str, deadline: Instant) -> Result<Hits, String> {
+    fn search_whole(&self, q: &SearchQuery, group: &str, deadline: Instant) -> Result<Hits, SearchError> {
         self.run(q, group, deadline, true)
     }
 
-    fn run(&self, q: &SearchQuery, group: &str, deadline: Instant, whole: bool) -> Result<Hits, String> {
+    fn run(&self, q: &SearchQuery, group: &str, deadline: Instant, whole: bool) -> Result<Hits, SearchError> {
         let Some(shards) = self.shards.get(&q.collection) else { return Ok(Hits::default()) };
         let mut found: Vec<(Ranked, usize, DocAddress)> = Vec::new();
         let directions: Vec<Direction> = q.sort.iter().map(|k| k.direction).collect();
@@ -148,7 +147,7 @@ impl SearchIndex {
         }
         let mut rows = Vec::with_capacity(found.len());
         for (_, n, address) in found {
-            let doc: TantivyDocument = searchers[n].doc(address).map_err(|e| e.to_string())?;
+            let doc: TantivyDocument = searchers[n].doc(address)?;
             let text = |field: Field| doc.get_first(field).and_then(|v| v.as_str()).map(|t| t.as_bytes().to_vec());
             if let (Some(row), Some(ids)) = (text(shards[n].fields.row), text(shards[n].fields.ids)) {
                 rows.push(Hit { row, ids });

@@ -6,6 +6,7 @@
 
 mod collect;
 pub mod doc;
+mod error;
 mod filter;
 pub mod index;
 mod orders;
@@ -13,6 +14,7 @@ mod plan;
 mod schema;
 mod shard;
 
+pub use error::SearchError;
 pub use index::{Hits, SearchIndex, open_all};
 pub use schema::shard_of;
 pub use shard::{NamedWriter, ShardWriter, prepare_layout};

@@ -9,6 +9,7 @@ use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::query::{EnableScoring, Query};
 use tantivy::{DocAddress, DocId, Score, SegmentReader};
 
+use super::SearchError;
 use super::collect::*;
 use super::filter::DocFilter;
 use super::schema::*;
@@ -65,7 +66,7 @@ impl<'a> ShardPlan<'a> {
         ord: u32,
         segment: &SegmentReader,
         deadline: Instant,
-    ) -> Result<(Fruit, bool, bool), String> {
+    ) -> Result<(Fruit, bool, bool), SearchError> {
         // A text's matches come from its postings, which tantivy intersects
         // with the filter's best; a walk suits the filter alone.
         if self.always_whole || self.q.text.is_some() {
@@ -75,7 +76,7 @@ impl<'a> ShardPlan<'a> {
         if filter.is_never() {
             return Ok((Vec::new(), false, true));
         }
-        let mut top = self.collector.for_segment(ord, segment).map_err(|e| e.to_string())?;
+        let mut top = self.collector.for_segment(ord, segment)?;
         match self.walk(segment, &filter, &mut top, deadline) {
             Walked::Done => Ok((top.harvest(), false, true)),
             Walked::Late => Ok((top.harvest(), true, true)),
@@ -158,15 +159,15 @@ impl<'a> ShardPlan<'a> {
     /// numeric conditions are read from columns per match instead: a range
     /// over a column most rows lack costs tantivy a pass over the column
     /// before the first match, which the text's few matches do not need.
-    pub(super) fn run_whole(&mut self, ord: u32, segment: &SegmentReader) -> Result<Fruit, String> {
+    pub(super) fn run_whole(&mut self, ord: u32, segment: &SegmentReader) -> Result<Fruit, SearchError> {
         let ranges_in_query = self.always_whole || self.q.text.is_none();
         if self.whole.is_none() {
             let (query, near) = self.shard.query(self.q, self.group, ranges_in_query)?;
-            self.whole = Some((query.weight(self.scoring()).map_err(|e| e.to_string())?, near));
+            self.whole = Some((query.weight(self.scoring())?, near));
         }
         let Some((weight, near)) = &self.whole else { return Ok(Vec::new()) };
         let collector = TopKeys { limit: self.q.limit, keys: self.collector.keys.clone(), near: near.clone() };
-        let mut top = collector.for_segment(ord, segment).map_err(|e| e.to_string())?;
+        let mut top = collector.for_segment(ord, segment)?;
         if !ranges_in_query {
             top.filter = Some(DocFilter::ranges(self.q, segment));
         }
@@ -177,11 +178,9 @@ impl<'a> ShardPlan<'a> {
             }
         };
         if collector.requires_scoring() {
-            weight.for_each(segment, &mut offer).map_err(|e| e.to_string())?;
+            weight.for_each(segment, &mut offer)?;
         } else {
-            weight
-                .for_each_no_score(segment, &mut |docs| docs.iter().for_each(|d| offer(*d, 0.0)))
-                .map_err(|e| e.to_string())?;
+            weight.for_each_no_score(segment, &mut |docs| docs.iter().for_each(|d| offer(*d, 0.0)))?;
         }
         Ok(top.harvest())
     }

@@ -14,6 +14,7 @@ use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::TokenStream;
 use tantivy::{DocId, Index, IndexReader, IndexWriter, ReloadPolicy, SegmentReader, Term};
 
+use super::SearchError;
 use super::collect::Near;
 use super::doc::Blocked;
 use super::orders::SortOrders;
@@ -34,10 +35,11 @@ pub struct ShardReader {
     pub(super) orders: SortOrders,
 }
 
-pub(super) fn open(dir: &Path, collection: RecordType) -> Result<(Index, IndexReader, Fields), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub(super) fn open(dir: &Path, collection: RecordType) -> Result<(Index, IndexReader, Fields), SearchError> {
+    std::fs::create_dir_all(dir).map_err(|source| SearchError::Io { path: dir.to_owned(), source })?;
     let (schema, fields) = schema(collection);
-    let directory = MmapDirectory::open(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let directory =
+        MmapDirectory::open(dir).map_err(|source| SearchError::Directory { path: dir.to_owned(), source })?;
     // Rows are read back for every answer (up to 50 a search): an
     // uncompressed doc store makes that a copy rather than a decompression.
     // Small blocks, since each row read copies its whole block (the cache
@@ -47,15 +49,10 @@ pub(super) fn open(dir: &Path, collection: RecordType) -> Result<(Index, IndexRe
         docstore_blocksize: 4_096,
         ..Default::default()
     };
-    let index =
-        Index::builder().schema(schema).settings(settings).open_or_create(directory).map_err(|e| e.to_string())?;
+    let index = Index::builder().schema(schema).settings(settings).open_or_create(directory)?;
     // Reloaded by the writer after each commit, so a search sees a commit
     // as soon as the shard acknowledged it.
-    let reader = index
-        .reader_builder()
-        .reload_policy(ReloadPolicy::Manual)
-        .try_into()
-        .map_err(|e: tantivy::TantivyError| e.to_string())?;
+    let reader: IndexReader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
     Ok((index, reader, fields))
 }
 
@@ -65,27 +62,27 @@ impl ShardWriter {
     }
 
     /// Removes then (re)adds documents, commits, and reloads the readers.
-    pub fn apply(&mut self, upserts: Vec<Blocked>, deletes: Vec<String>) -> Result<(), String> {
+    pub fn apply(&mut self, upserts: Vec<Blocked>, deletes: Vec<String>) -> Result<(), SearchError> {
         for id in deletes.iter().chain(upserts.iter().map(|(d, _)| &d.record_id)) {
             self.writer.delete_term(Term::from_field_text(self.fields.id, id));
         }
         for (doc, blocked) in upserts {
-            self.writer.add_document(document(&self.fields, &doc, &blocked)).map_err(|e| e.to_string())?;
+            self.writer.add_document(document(&self.fields, &doc, &blocked))?;
         }
-        self.writer.commit().map_err(|e| e.to_string())?;
-        self.reader.reload().map_err(|e| e.to_string())
+        self.writer.commit()?;
+        Ok(self.reader.reload()?)
     }
 
     /// Merges every segment into one, and answers whether there was more
     /// than one. A search pays for each segment (its term lookups, scorers
     /// and buffers), so a shard at rest is best as a single segment.
-    pub fn compact(&mut self) -> Result<bool, String> {
-        let segments = self.writer.index().searchable_segment_ids().map_err(|e| e.to_string())?;
+    pub fn compact(&mut self) -> Result<bool, SearchError> {
+        let segments = self.writer.index().searchable_segment_ids()?;
         if segments.len() < 2 {
             return Ok(false);
         }
-        self.writer.merge(&segments).wait().map_err(|e| e.to_string())?;
-        self.reader.reload().map_err(|e| e.to_string())?;
+        self.writer.merge(&segments).wait()?;
+        self.reader.reload()?;
         Ok(true)
     }
 }
@@ -103,7 +100,7 @@ pub(super) const SCHEMA_VERSION: u32 = 5;
 /// two was the default) is removed, and `true` is answered, as for a missing
 /// index: the caller re-feeds it from the replication log, the index being
 /// derived data.
-pub fn prepare_layout(dir: &Path, shards: usize) -> Result<bool, String> {
+pub fn prepare_layout(dir: &Path, shards: usize) -> Result<bool, SearchError> {
     let marker = dir.join("layout");
     let wanted = format!("shards={}\nschema={SCHEMA_VERSION}\n", shards.max(1));
     let found = std::fs::read_to_string(&marker).ok();
@@ -113,12 +110,12 @@ pub fn prepare_layout(dir: &Path, shards: usize) -> Result<bool, String> {
         // index): fed from the start too.
         None if !dir.exists() => true,
         _ => {
-            std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            std::fs::remove_dir_all(dir).map_err(|source| SearchError::Io { path: dir.to_owned(), source })?;
             true
         }
     };
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    std::fs::write(&marker, wanted).map_err(|e| format!("{}: {e}", marker.display()))?;
+    std::fs::create_dir_all(dir).map_err(|source| SearchError::Io { path: dir.to_owned(), source })?;
+    std::fs::write(&marker, wanted).map_err(|source| SearchError::Io { path: marker.clone(), source })?;
     Ok(rebuilt)
 }
 
@@ -172,11 +169,15 @@ impl ShardReader {
         docs
     }
 
-    pub(super) fn text_query(&self, text: &str, query_by: &[&'static str]) -> Result<Option<Box<dyn Query>>, String> {
+    pub(super) fn text_query(
+        &self,
+        text: &str,
+        query_by: &[&'static str],
+    ) -> Result<Option<Box<dyn Query>>, SearchError> {
         let fields: Vec<Field> =
             self.fields.texts.iter().filter(|(n, _)| query_by.contains(n)).map(|(_, f)| *f).collect();
         let Some(first) = fields.first() else { return Ok(None) };
-        let mut analyzer = self.index.tokenizer_for_field(*first).map_err(|e| e.to_string())?;
+        let mut analyzer = self.index.tokenizer_for_field(*first)?;
         let mut tokens: Vec<String> = Vec::new();
         analyzer.token_stream(text).process(&mut |t| tokens.push(t.text.clone()));
         tokens.sort();
@@ -206,7 +207,7 @@ impl ShardReader {
         q: &SearchQuery,
         group: &str,
         ranges: bool,
-    ) -> Result<(Box<dyn Query>, Vec<Near>), String> {
+    ) -> Result<(Box<dyn Query>, Vec<Near>), SearchError> {
         let f = &self.fields;
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![
             (
