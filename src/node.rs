@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use crate::clock::SharedClock;
 use crate::config::NodeConfig;
 use crate::http;
-use crate::region::Region;
+use crate::region::{Region, StartError};
 
 pub struct Node {
     pub state: Region,
@@ -21,14 +21,14 @@ pub struct Node {
 
 impl Node {
     /// Starts a node and its two listeners.
-    pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Node, String> {
-        let listener = TcpListener::bind(config.listen).await.map_err(|e| format!("{}: {e}", config.listen))?;
-        let admin_listener =
-            TcpListener::bind(config.admin_listen).await.map_err(|e| format!("{}: {e}", config.admin_listen))?;
+    pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Node, StartError> {
+        let bound = |addr: SocketAddr| move |source| StartError::Listen { addr, source };
+        let listener = TcpListener::bind(config.listen).await.map_err(bound(config.listen))?;
+        let admin_listener = TcpListener::bind(config.admin_listen).await.map_err(bound(config.admin_listen))?;
+        let addr = listener.local_addr().map_err(bound(config.listen))?;
+        let admin_addr = admin_listener.local_addr().map_err(bound(config.admin_listen))?;
         let state = crate::region::start(config, clock).await?;
         let (shutdown, _) = watch::channel(false);
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let admin_addr = admin_listener.local_addr().map_err(|e| e.to_string())?;
         let servers = vec![
             serve(listener, http::public_router(state.clone()), shutdown.subscribe()),
             serve(admin_listener, http::admin_router(state.clone()), shutdown.subscribe()),

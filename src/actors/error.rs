@@ -4,6 +4,8 @@
 
 use crate::actors::mailbox::MailboxError;
 use crate::publish::EngineError;
+use crate::replication::link::LinkError;
+use crate::search::SearchError;
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -17,13 +19,13 @@ pub enum ActorError {
     Mailbox(#[from] MailboxError),
     /// The link to home failed (a read region's actors).
     #[error("the link to home: {0}")]
-    Link(String),
+    Link(#[from] LinkError),
     /// A blocking task it handed work to panicked or was cancelled.
     #[error("a blocking task: {0}")]
     Join(#[from] tokio::task::JoinError),
     /// The search index refused a write.
     #[error("the index: {0}")]
-    Index(#[from] tantivy::TantivyError),
+    Index(#[from] SearchError),
     /// Asked of a node whose role does not do it, or of data that breaks
     /// what the actor keeps (a malformed stored sequence).
     #[error("{0}")]

@@ -93,7 +93,7 @@ impl Actor for IndexShard {
                     state.last_apply = Some(crate::clock::monotonic());
                     me.send_after(QUIET, || IndexShardMsg::Settle);
                 }
-                let _ = reply.send(result.map_err(ActorError::Failed));
+                let _ = reply.send(result.map_err(ActorError::from));
             }
             IndexShardMsg::Settle => {
                 let Some(due) = state.compaction_due() else { return Ok(()) };

@@ -40,7 +40,7 @@ impl NonceFeed {
         let after = args.nonces.call(NonceMsg::Observe).await.map_err(ActorError::from)?.feed_seq;
         let path = format!("/internal/v1/nonces?after={after}&wait_ms={LONG_POLL_MS}");
         let wait = Duration::from_millis(LONG_POLL_MS) + Duration::from_secs(5);
-        let page: FeedPage = args.link.call::<(), _>("GET", &path, None, wait).await.map_err(ActorError::Link)?;
+        let page: FeedPage = args.link.call::<(), _>("GET", &path, None, wait).await?;
         args.status.feed_head.store(page.head, Ordering::Relaxed);
         if page.head < after {
             tracing::warn!(

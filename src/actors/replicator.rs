@@ -88,7 +88,7 @@ impl Replicator {
         let path = format!("/internal/v1/log?after={after}&wait_ms={LONG_POLL_MS}");
         // Bounded: a partitioned home must not hold the pull for ever.
         let wait = Duration::from_millis(LONG_POLL_MS) + Duration::from_secs(5);
-        let answer = args.link.send("GET", &path, Vec::new(), wait).await.map_err(ActorError::Link)?;
+        let answer = args.link.send("GET", &path, Vec::new(), wait).await?;
         let head = answer
             .headers
             .get(LOG_HEAD_HEADER)

@@ -45,11 +45,7 @@ impl Uplink {
         }
         let keys: Vec<Vec<u8>> = pending.iter().map(|(k, _)| k.clone()).collect();
         let report = Report { region: args.region.clone(), entries: pending.into_iter().map(|(_, e)| e).collect() };
-        let taken: ReportTaken = args
-            .link
-            .call("POST", "/internal/v1/report", Some(&report), REPORT_WAIT)
-            .await
-            .map_err(ActorError::Link)?;
+        let taken: ReportTaken = args.link.call("POST", "/internal/v1/report", Some(&report), REPORT_WAIT).await?;
         let mut batch = args.store.batch();
         for k in &keys {
             batch.delete(cf::OUTBOX, k);

@@ -21,9 +21,9 @@ pub enum CliError {
     Loadgen(#[from] LoadgenError),
     #[error(transparent)]
     FrontDoor(#[from] FrontDoorError),
-    /// A node that did not start. `Node::start` says why in words.
+    /// A node that did not start.
     #[error("{0}")]
-    Node(String),
+    Node(#[from] crate::region::StartError),
     /// Arguments that do not make a command.
     #[error("{0}")]
     Usage(String),

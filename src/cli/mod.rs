@@ -200,9 +200,7 @@ fn node(path: &std::path::Path) -> Result<(), CliError> {
     block_on_workers(async move {
         let region = config.region.clone();
         let stopped = stop_signal()?;
-        let node = crate::node::Node::start(config, std::sync::Arc::new(crate::clock::SystemClock))
-            .await
-            .map_err(CliError::Node)?;
+        let node = crate::node::Node::start(config, std::sync::Arc::new(crate::clock::SystemClock)).await?;
         println!(
             "{}",
             serde_json::json!({"region": region, "listen": node.addr.to_string(), "admin_listen": node.admin_addr.to_string()})

@@ -86,7 +86,7 @@ impl Up {
         for &(region, role, offset) in REGIONS {
             let home_url = nodes.first().map(|home| format!("http://{}", home.addr));
             let config = region_config(plan, (region, role, offset), home_url, &token)?;
-            nodes.push(Node::start(config, Arc::new(SystemClock)).await.map_err(CliError::Node)?);
+            nodes.push(Node::start(config, Arc::new(SystemClock)).await?);
         }
         let routes = nodes
             .iter()

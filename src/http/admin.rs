@@ -228,6 +228,6 @@ async fn republish_sandbox(State(state): State<Region>, _: Operator) -> Response
     }
     match crate::sandbox::seed::republish(&state, &|_| {}).await {
         Ok(body) => Json(body).into_response(),
-        Err(e) => Error::detail(Code::RequestInvalid, e).into_response(),
+        Err(e) => Error::detail(Code::RequestInvalid, e.to_string()).into_response(),
     }
 }

@@ -14,7 +14,7 @@ use crate::actors::mailbox::Mailbox;
 use svc_core::problem::Code;
 
 pub use serve_times::ServeTimes;
-pub use start::start;
+pub use start::{StartError, start};
 
 use crate::actors::nonce_store::NonceMsg;
 use crate::actors::publisher::PublisherMsg;

@@ -37,28 +37,64 @@ use crate::transparency::LogView;
 use super::supervisor::{Failures, Spec, Supervisor, SupervisorMsg, supervise};
 use super::{HomeActors, Region, Replica};
 
+/// Why a region did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{}: {source}", path.display())]
+    Io { path: std::path::PathBuf, source: std::io::Error },
+    #[error("{addr}: {source}")]
+    Listen { addr: std::net::SocketAddr, source: std::io::Error },
+    #[error("the store at {} does not open: {source}", path.display())]
+    Store { path: std::path::PathBuf, source: crate::store::StoreError },
+    #[error(transparent)]
+    Stored(#[from] crate::store::StoreError),
+    /// The configuration does not describe a region that can start.
+    #[error("{0}")]
+    Config(String),
+    #[error(transparent)]
+    Blocklist(#[from] crate::blocklist::BlocklistError),
+    #[error(transparent)]
+    Index(#[from] crate::search::SearchError),
+    #[error(transparent)]
+    HomeUrl(#[from] crate::client::ClientError),
+    #[error(transparent)]
+    Spawn(#[from] super::supervisor::SpawnError),
+    #[error("the supervisor did not start: {0}")]
+    Supervisor(#[from] ractor::SpawnErr),
+    #[error(transparent)]
+    Actor(#[from] crate::actors::error::ActorError),
+    #[error(transparent)]
+    Mailbox(#[from] crate::actors::mailbox::MailboxError),
+    #[error(transparent)]
+    KeySet(#[from] crate::key_set::KeySetError),
+}
+
 /// Starts the actors of a node over its store, without listening.
-pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, String> {
-    std::fs::create_dir_all(&config.data_dir).map_err(|e| e.to_string())?;
+pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, StartError> {
+    let io = |path: &std::path::Path| {
+        let path = path.to_owned();
+        move |source| StartError::Io { path, source }
+    };
+    std::fs::create_dir_all(&config.data_dir).map_err(io(&config.data_dir))?;
     let db = config.data_dir.join("db");
-    let store = Store::open(&db).map_err(|e| format!("the store at {} does not open: {e}", db.display()))?;
-    let keys = Arc::new(ServiceKeys::load_or_create(&store).map_err(|e| e.to_string())?);
+    let store = Store::open(&db).map_err(|source| StartError::Store { path: db.clone(), source })?;
+    let keys = Arc::new(ServiceKeys::load_or_create(&store)?);
     let uploads = config.data_dir.join("uploads");
-    std::fs::create_dir_all(&uploads).map_err(|e| format!("{}: {e}", uploads.display()))?;
+    std::fs::create_dir_all(&uploads).map_err(io(&uploads))?;
     let blocklist = match &config.url_blocklist {
         Some(b) => Some(Arc::new(Blocklist::new(b)?)),
         None => None,
     };
     let failures = Failures::default();
-    let (sup, _) = Actor::spawn(None, Supervisor, failures.clone()).await.map_err(|e| e.to_string())?;
+    let (sup, _) = Actor::spawn(None, Supervisor, failures.clone()).await?;
     let outbox = match config.role {
         Role::Home => None,
-        Role::Read => Some(exchange::outbox(&store).map_err(|e| e.to_string())?),
+        Role::Read => Some(exchange::outbox(&store)?),
     };
     let (nonce_role, billing_role) = match &outbox {
         None => {
             let lease_ms = config.replication.as_ref().map_or(60_000, |r| r.lease_ms) as i64;
-            let feed = exchange::nonce_feed(&store).map_err(|e| e.to_string())?;
+            let feed = exchange::nonce_feed(&store)?;
             (NonceRole::Home { feed }, BillingRole::Home { lease_ms })
         }
         Some(outbox) => (NonceRole::Region { outbox: outbox.clone() }, BillingRole::Region { outbox: outbox.clone() }),
@@ -109,8 +145,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
             .tick(Duration::from_millis(100), || AnalyticsMsg::Tick),
     )
     .await?;
-    let log = LogView::open(store.clone(), crate::transparency::origin(&config.public_authority))
-        .map_err(|e| e.to_string())?;
+    let log = LogView::open(store.clone(), crate::transparency::origin(&config.public_authority))?;
     let home = match config.role {
         Role::Home => Some(start_home(&sup, &config, &store, &keys, &clock, &log, &blocklist, &uploads).await?),
         Role::Read => None,
@@ -121,7 +156,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
     };
     let index_dir = config.data_dir.join("index");
     if crate::search::prepare_layout(&index_dir, config.shards_per_collection)? {
-        crate::actors::indexer::forget_applied(&store).map_err(|e| e.to_string())?;
+        crate::actors::indexer::forget_applied(&store)?;
     }
     let (index, writers) = crate::search::open_all(&index_dir, config.shards_per_collection)?;
     let mut shards = std::collections::HashMap::new();
@@ -144,22 +179,18 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Str
     let config_limits = config.retrieval_limits;
     let certifier = match (&home, outbox) {
         (Some(home), _) => {
-            let valid_from = ServiceKeys::created_at(&store, clock.now()).map_err(|e| e.to_string())?;
+            let valid_from = ServiceKeys::created_at(&store, clock.now())?;
             let now = clock.now();
-            home.publisher
-                .call(|reply| PublisherMsg::FoundKeySet { valid_from, now, reply })
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| e.to_string())?;
+            home.publisher.call(|reply| PublisherMsg::FoundKeySet { valid_from, now, reply }).await??;
             Certifier::Publisher(home.publisher.clone())
         }
         (None, Some(outbox)) => Certifier::Outbox(outbox),
-        (None, None) => return Err("a read region without an outbox".into()),
+        (None, None) => return Err(StartError::Config("a read region without an outbox".into())),
     };
-    let key_set = KeyView::open(store.clone(), &config.region, &keys, certifier).map_err(|e| e.to_string())?;
+    let key_set = KeyView::open(store.clone(), &config.region, &keys, certifier)?;
     // Home certifies its receipt key now; a region's request waits in its
     // outbox until home takes it.
-    key_set.ask_certification(clock.now()).await.map_err(|e| e.to_string())?;
+    key_set.ask_certification(clock.now()).await?;
     Ok(Region {
         supervisor: sup,
         failures,
@@ -201,7 +232,7 @@ async fn start_home(
     log: &LogView,
     blocklist: &Option<Arc<Blocklist>>,
     uploads: &std::path::Path,
-) -> Result<HomeActors, String> {
+) -> Result<HomeActors, StartError> {
     let publisher_args = PublisherArgs { store: store.clone(), keys: keys.clone() };
     let publisher = supervise(sup, Spec::new("publisher", Publisher, move || Ok(publisher_args.clone()))).await?;
     let worker_args = PushWorkerArgs {
@@ -238,16 +269,17 @@ async fn start_replica(
     clock: &SharedClock,
     nonces: &Mailbox<NonceMsg>,
     outbox: Option<exchange::Sequence>,
-) -> Result<Replica, String> {
-    let outbox = outbox.ok_or("a read region without an outbox")?;
-    let settings = config.replication.as_ref().ok_or("a read region needs [replication]")?;
+) -> Result<Replica, StartError> {
+    let outbox = outbox.ok_or(StartError::Config("a read region without an outbox".into()))?;
+    let settings = config.replication.as_ref().ok_or(StartError::Config("a read region needs [replication]".into()))?;
     if settings.ready_max_lag_ms <= crate::actors::replicator::LONG_POLL_MS {
-        return Err(format!(
+        return Err(StartError::Config(format!(
             "replication.ready_max_lag_ms must exceed {} ms, the pull's long poll",
             crate::actors::replicator::LONG_POLL_MS
-        ));
+        )));
     }
-    let home_url = settings.home_url.as_deref().ok_or("a read region needs replication.home_url")?;
+    let home_url =
+        settings.home_url.as_deref().ok_or(StartError::Config("a read region needs replication.home_url".into()))?;
     let link = Arc::new(HomeLink::new(
         Transport::http2(home_url)?,
         settings.token.clone(),

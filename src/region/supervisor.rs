@@ -245,6 +245,11 @@ impl<A: Actor + Clone + Sync> Spec<A> {
     }
 }
 
+/// An actor that did not start: its name and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SpawnError(pub String);
+
 /// Requests that may wait on one actor at once; one more is answered
 /// `503` with `Retry-After` (a burst never queues without bound).
 pub const MAILBOX_CAPACITY: usize = 1024;
@@ -254,8 +259,8 @@ pub const MAILBOX_CAPACITY: usize = 1024;
 pub async fn supervise<A: Actor + Clone + Sync>(
     sup: &ActorRef<SupervisorMsg>,
     spec: Spec<A>,
-) -> Result<Mailbox<A::Msg>, String> {
-    let actor = spec.spawn(sup.get_cell()).await?;
+) -> Result<Mailbox<A::Msg>, SpawnError> {
+    let actor = spec.spawn(sup.get_cell()).await.map_err(SpawnError)?;
     let name = spec.name.clone();
     let mailbox = Mailbox::new(&name, actor.clone(), spec.capacity);
     let spec = Arc::new(spec);
@@ -270,7 +275,7 @@ pub async fn supervise<A: Actor + Clone + Sync>(
     });
     let cell = actor.get_cell();
     ractor::call!(sup, |reply| SupervisorMsg::Adopt { name, cell, restart: Some(restart), reply })
-        .map_err(|e| format!("the supervisor: {e}"))?;
+        .map_err(|e| SpawnError(format!("the supervisor: {e}")))?;
     Ok(mailbox)
 }
 

@@ -43,7 +43,7 @@ fn the_compose_deployment_is_one_home_and_two_read_regions_in_their_own_containe
     let mut astray = regions;
     let read = astray.iter().position(|r| r.role == Role::Read).unwrap();
     astray[read].replication.as_mut().unwrap().home_url = Some("http://home:7999".into());
-    assert!(check_deployment(&astray, Hosts::Many).unwrap_err().contains("home_url"));
+    assert!(check_deployment(&astray, Hosts::Many).unwrap_err().to_string().contains("home_url"));
 }
 
 #[test]
@@ -65,17 +65,17 @@ fn a_broken_deployment_is_refused_with_the_region_named() {
     let read = regions.iter().position(|r| r.role == Role::Read).unwrap();
     let mut other_authority = regions.clone();
     other_authority[read].public_authority = "api.elsewhere.example".into();
-    assert!(check_deployment(&other_authority, Hosts::One).unwrap_err().contains("public_authority"));
+    assert!(check_deployment(&other_authority, Hosts::One).unwrap_err().to_string().contains("public_authority"));
     let mut wrong_token = regions.clone();
     wrong_token[read].replication.as_mut().unwrap().token = "guess".into();
-    assert!(check_deployment(&wrong_token, Hosts::One).unwrap_err().contains("token"));
+    assert!(check_deployment(&wrong_token, Hosts::One).unwrap_err().to_string().contains("token"));
     let mut no_home = regions.clone();
     no_home.retain(|r| r.role == Role::Read);
-    assert!(check_deployment(&no_home, Hosts::One).unwrap_err().contains("0 home"));
+    assert!(check_deployment(&no_home, Hosts::One).unwrap_err().to_string().contains("0 home"));
     let mut same_port = regions.clone();
     same_port[read].listen = regions.iter().find(|r| r.role == Role::Home).unwrap().listen;
-    assert!(check_deployment(&same_port, Hosts::One).unwrap_err().contains("listen"));
+    assert!(check_deployment(&same_port, Hosts::One).unwrap_err().to_string().contains("listen"));
     let mut astray = regions;
     astray[read].replication.as_mut().unwrap().home_url = Some("http://127.0.0.1:1".into());
-    assert!(check_deployment(&astray, Hosts::One).unwrap_err().contains("home_url"));
+    assert!(check_deployment(&astray, Hosts::One).unwrap_err().to_string().contains("home_url"));
 }
