@@ -198,9 +198,12 @@ pub struct Spec<A: Actor> {
     name: String,
     actor: A,
     args: Box<dyn Fn() -> Result<A::Arguments, String> + Send + Sync>,
-    ticks: Vec<(Duration, Arc<dyn Fn() -> A::Msg + Send + Sync>)>,
+    ticks: Vec<Tick<A::Msg>>,
     capacity: usize,
 }
+
+/// A message an actor is sent every period while it runs.
+type Tick<M> = (Duration, Arc<dyn Fn() -> M + Send + Sync>);
 
 impl<A: Actor + Clone + Sync> Spec<A> {
     /// An actor whose arguments can be made again, so it can be restarted.
