@@ -365,7 +365,7 @@ async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) 
             _ => match connect(&addr).await {
                 Ok(s) => s,
                 Err(_) => {
-                    if in_window(due.unwrap_or_else(Instant::now)) {
+                    if in_window(due.unwrap_or_else(crate::clock::monotonic)) {
                         tally.transport_errors += 1;
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -381,7 +381,7 @@ async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) 
         }
         // Signed afresh each time: a new nonce and the current time.
         let request = signer.sign_now(unsigned, SystemClock.now().as_secs())?;
-        let began = due.unwrap_or_else(Instant::now);
+        let began = due.unwrap_or_else(crate::clock::monotonic);
         let answered = async {
             live.ready().await?;
             let response = live.send_request(request).await?;

@@ -77,7 +77,8 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     };
     std::fs::create_dir_all(&config.data_dir).map_err(io(&config.data_dir))?;
     let db = config.data_dir.join("db");
-    let store = Store::open(&db).map_err(|source| StartError::Store { path: db.clone(), source })?;
+    let store = Store::open_migrating(&db, crate::replication::legacy_log_entry)
+        .map_err(|source| StartError::Store { path: db.clone(), source })?;
     let keys = Arc::new(ServiceKeys::load_or_create(&store)?);
     let uploads = config.data_dir.join("uploads");
     std::fs::create_dir_all(&uploads).map_err(io(&uploads))?;

@@ -18,7 +18,7 @@ use crate::actors::mailbox::Mailbox;
 /// Starts an actor again, linked to the supervisor, and points its mailbox
 /// at it. Answers the new actor's cell.
 pub type Restart =
-    Box<dyn Fn(ActorCell) -> Pin<Box<dyn Future<Output = Result<ActorCell, String>> + Send>> + Send + Sync>;
+    Box<dyn Fn(ActorCell) -> Pin<Box<dyn Future<Output = Result<ActorCell, SpawnError>> + Send>> + Send + Sync>;
 
 /// The actors that failed and could not be brought back: name → reason.
 #[derive(Clone, Default)]
@@ -197,9 +197,8 @@ impl Actor for Supervisor {
 pub struct Spec<A: Actor> {
     name: String,
     actor: A,
-    args: Box<dyn Fn() -> Result<A::Arguments, String> + Send + Sync>,
+    args: Box<dyn Fn() -> Result<A::Arguments, SpawnError> + Send + Sync>,
     ticks: Vec<Tick<A::Msg>>,
-    capacity: usize,
 }
 
 /// A message an actor is sent every period while it runs.
@@ -210,9 +209,9 @@ impl<A: Actor + Clone + Sync> Spec<A> {
     pub fn new(
         name: impl Into<String>,
         actor: A,
-        args: impl Fn() -> Result<A::Arguments, String> + Send + Sync + 'static,
+        args: impl Fn() -> Result<A::Arguments, SpawnError> + Send + Sync + 'static,
     ) -> Self {
-        Spec { name: name.into(), actor, args: Box::new(args), ticks: Vec::new(), capacity: MAILBOX_CAPACITY }
+        Spec { name: name.into(), actor, args: Box::new(args), ticks: Vec::new() }
     }
 
     /// An actor whose arguments exist once (an index writer holds its
@@ -225,7 +224,8 @@ impl<A: Actor + Clone + Sync> Spec<A> {
         let left = Mutex::new(Some(args));
         let why = format!("{name} holds what only a node's start opens");
         Spec::new(name, actor, move || {
-            left.lock().map_err(|_| why.clone())?.take().ok_or_else(|| format!("it cannot be restarted: {why}"))
+            let mut left = left.lock().map_err(|_| SpawnError(why.clone()))?;
+            left.take().ok_or_else(|| SpawnError(format!("it cannot be restarted: {why}")))
         })
     }
 
@@ -235,11 +235,11 @@ impl<A: Actor + Clone + Sync> Spec<A> {
         self
     }
 
-    async fn spawn(&self, sup: ActorCell) -> Result<ActorRef<A::Msg>, String> {
+    async fn spawn(&self, sup: ActorCell) -> Result<ActorRef<A::Msg>, SpawnError> {
         let args = (self.args)()?;
         let (actor, _) = Actor::spawn_linked(None, self.actor.clone(), args, sup)
             .await
-            .map_err(|e| format!("{}: {e}", self.name))?;
+            .map_err(|e| SpawnError(format!("{}: {e}", self.name)))?;
         for (every, message) in &self.ticks {
             let message = message.clone();
             actor.send_interval(*every, move || message());
@@ -263,9 +263,9 @@ pub async fn supervise<A: Actor + Clone + Sync>(
     sup: &ActorRef<SupervisorMsg>,
     spec: Spec<A>,
 ) -> Result<Mailbox<A::Msg>, SpawnError> {
-    let actor = spec.spawn(sup.get_cell()).await.map_err(SpawnError)?;
+    let actor = spec.spawn(sup.get_cell()).await?;
     let name = spec.name.clone();
-    let mailbox = Mailbox::new(&name, actor.clone(), spec.capacity);
+    let mailbox = Mailbox::new(&name, actor.clone(), MAILBOX_CAPACITY);
     let spec = Arc::new(spec);
     let again = mailbox.clone();
     let restart: Restart = Box::new(move |sup| {
@@ -330,7 +330,7 @@ mod tests {
         let failures = Failures::default();
         let (sup, _) = Actor::spawn(None, Supervisor, failures.clone()).await.unwrap();
         let spawn = |sup: ActorCell| async move {
-            Actor::spawn_linked(None, Fragile, (), sup).await.map(|(a, _)| a).map_err(|e| e.to_string())
+            Actor::spawn_linked(None, Fragile, (), sup).await.map(|(a, _)| a).map_err(|e| SpawnError(e.to_string()))
         };
 
         // Restartable: after its panic a new one answers, and nothing is failed.

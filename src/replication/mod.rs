@@ -66,16 +66,18 @@ pub struct Entry {
 }
 
 /// An entry as a build before version bytes stored it (postcard, with its
-/// puts' values bare), with each put's value given its version byte: what
-/// the store's one-time migration writes in its place.
-pub(crate) fn legacy_entry(bytes: &[u8]) -> Result<Entry, postcard::Error> {
-    let mut entry: Entry = postcard::from_bytes(bytes)?;
+/// puts' values bare), as this build stores it: each put's value given its
+/// version byte, the entry versioned. The store's one-time migration
+/// (`Store::open_migrating`) writes it in the old entry's place.
+pub fn legacy_log_entry(bytes: &[u8]) -> crate::store::StoreResult<Vec<u8>> {
+    let decode = |source| crate::store::StoreError::Decode { cf: cf::REPLOG, source };
+    let mut entry: Entry = postcard::from_bytes(bytes).map_err(decode)?;
     for op in &mut entry.ops {
         if let Op::Put { value, .. } = op {
             value.insert(0, crate::store::VALUE_VERSION);
         }
     }
-    Ok(entry)
+    crate::store::encode_value(&entry)
 }
 
 /// A change to make atomically: replicated writes (logged) and home-only ones.
@@ -490,5 +492,73 @@ mod tests {
         assert_eq!(applied.entries, 0);
         assert!(applied.refused.unwrap().contains("unknown column family tomorrow"));
         assert_eq!(last_seq(&region).unwrap(), 1, "nothing past the last good frame is logged");
+    }
+
+    #[test]
+    fn a_store_written_before_version_bytes_is_migrated_once_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let block = crate::store::model::Block {
+            business_uuid: "b1".into(),
+            group_id: "g1".into(),
+            since: svc_core::time::UnixMs(5),
+        };
+        fn old<T: serde::Serialize>(value: &T) -> Vec<u8> {
+            postcard::to_stdvec(value).unwrap()
+        }
+        // A log entry whose put carries the value as that build stored it.
+        let entry = |seq: u64| Entry {
+            seq,
+            at: svc_core::time::UnixMs(seq as i64),
+            ops: vec![Op::Put {
+                cf: cf::BLOCKS.into(),
+                key: crate::store::keys::block("b1", "g1"),
+                value: old(&block),
+            }],
+        };
+        crate::store::tests::legacy_store(
+            dir.path(),
+            &[
+                (cf::BLOCKS, &crate::store::keys::block("b1", "g1")[..], old(&block)),
+                (cf::META, crate::store::keys::meta::INDEX_APPLIED_SEQ, old(&42u64)),
+                (cf::REPLOG, &be(1)[..], old(&entry(1))),
+                (cf::REPLOG, &be(2)[..], old(&entry(2))),
+                // A marker an older build stored with an empty value.
+                (cf::NONCES, &crate::store::keys::nonce(7, "k", "n")[..], Vec::new()),
+            ],
+        );
+        // A bare open does not know an entry's shape, and says so.
+        let bare = tempfile::tempdir().unwrap();
+        crate::store::tests::legacy_store(bare.path(), &[(cf::REPLOG, &be(1)[..], old(&entry(1)))]);
+        assert!(matches!(Store::open(bare.path()), Err(crate::store::StoreError::LegacyLog)));
+        let store = Store::open_migrating(dir.path(), legacy_log_entry).unwrap();
+        let check = |store: &Store| {
+            assert_eq!(
+                store.get::<crate::store::model::Block>(cf::BLOCKS, &crate::store::keys::block("b1", "g1")).unwrap(),
+                Some(block.clone())
+            );
+            assert_eq!(store.get::<u64>(cf::META, crate::store::keys::meta::INDEX_APPLIED_SEQ).unwrap(), Some(42));
+            // The log's entries, and the values they carry, read as this
+            // build writes them (a region is sent them so, and applies them).
+            let log = entries_after(store, 0, 10).unwrap();
+            assert_eq!(log.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
+            for e in &log {
+                let Op::Put { cf: name, value, .. } = &e.ops[0] else { panic!("a put") };
+                assert_eq!(name, cf::BLOCKS);
+                assert_eq!(crate::store::decode_value::<crate::store::model::Block>(cf::BLOCKS, value).unwrap(), block);
+            }
+            assert_eq!(store.scan::<()>(cf::NONCES, &[], None, 10).unwrap().len(), 1);
+            for name in cf::ALL {
+                assert_eq!(
+                    store.get::<u8>(cf::META, &crate::store::keys::schema(name)).unwrap(),
+                    Some(crate::store::SCHEMA_VERSION),
+                    "{name}"
+                );
+                assert!(!store.contains(cf::META, &crate::store::keys::migrating(name)).unwrap(), "{name}");
+            }
+        };
+        check(&store);
+        drop(store);
+        // Opened again, nothing is given a second byte.
+        check(&Store::open(dir.path()).unwrap());
     }
 }

@@ -169,6 +169,11 @@ pub enum StoreError {
     #[error("a value in column family {cf} is empty: it has no version byte")]
     NoVersion { cf: &'static str },
     #[error(
+        "the replication log was written before values had versions; the node's start migrates it \
+         (svc node), a bare open of the store does not"
+    )]
+    LegacyLog,
+    #[error(
         "column family {cf} records schema version {version}, which this build does not know \
          (it knows {SCHEMA_VERSION}); it was written by a newer build"
     )]
@@ -182,6 +187,10 @@ pub enum StoreError {
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Rewrites one replication log entry stored before version bytes as this
+/// build stores it (the entry, and each value it carries, versioned).
+pub type LegacyLogEntry = fn(&[u8]) -> StoreResult<Vec<u8>>;
 
 /// A column family's options.
 fn cf_options(name: &str) -> Options {
@@ -243,7 +252,16 @@ impl Store {
     /// Opens (or creates) the store, migrates a store an older build wrote
     /// without version bytes, and refuses one whose schema or values carry
     /// a version this build does not know.
+    /// Opens a store whose replication log, if written before version
+    /// bytes, is left for `open_migrating` (a node's start) to rewrite.
     pub fn open(path: &Path) -> StoreResult<Store> {
+        Self::open_migrating(path, |_| Err(StoreError::LegacyLog))
+    }
+
+    /// Opens a store; a replication log entry written before version bytes
+    /// is rewritten by `legacy_log_entry`, which the replication module
+    /// provides (only it knows an entry's shape).
+    pub fn open_migrating(path: &Path, legacy_log_entry: LegacyLogEntry) -> StoreResult<Store> {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
@@ -258,7 +276,7 @@ impl Store {
         let cfs = cf::ALL.iter().map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name)));
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
         let store = Store { db: Arc::new(db) };
-        store.check_schema()?;
+        store.check_schema(legacy_log_entry)?;
         Ok(store)
     }
 
@@ -266,7 +284,7 @@ impl Store {
     /// build knows, and so must its first value's version byte; a family
     /// with no record was written before values had versions (or is new),
     /// and its values are given their byte now, then the record written.
-    fn check_schema(&self) -> StoreResult<()> {
+    fn check_schema(&self, legacy_log_entry: LegacyLogEntry) -> StoreResult<()> {
         let meta = self.handle(cf::META)?;
         let mut markers = self.batch();
         for &name in cf::ALL {
@@ -281,7 +299,7 @@ impl Store {
                     }
                 }
                 None => {
-                    let migrated = self.give_versions(name)?;
+                    let migrated = self.give_versions(name, legacy_log_entry)?;
                     if migrated > 0 {
                         tracing::info!(cf = name, values = migrated, "stored values given their version byte");
                     }
@@ -320,7 +338,7 @@ impl Store {
     /// step with how far it got (`migrating ‖ <cf>`) in the same write, so a
     /// crash midway resumes after the last value rewritten and never gives
     /// a value two bytes. Answers how many values it rewrote.
-    fn give_versions(&self, name: &'static str) -> StoreResult<usize> {
+    fn give_versions(&self, name: &'static str, legacy_log_entry: LegacyLogEntry) -> StoreResult<usize> {
         let handle = self.handle(name)?;
         let progress = keys::migrating(name);
         let mut after: Option<Vec<u8>> = self
@@ -341,7 +359,7 @@ impl Store {
                 if after.as_deref() == Some(&key[..]) || Self::is_schema_key(name, &key) {
                     continue;
                 }
-                batch.batch.put_cf(handle, &key, Self::versioned_legacy(name, &value)?);
+                batch.batch.put_cf(handle, &key, Self::versioned_legacy(name, &value, legacy_log_entry)?);
                 count += 1;
                 bytes += value.len();
                 last = Some(key.to_vec());
@@ -360,11 +378,9 @@ impl Store {
     /// A value an older build stored, as this build stores it: the version
     /// byte before it. A replication log entry also carries stored values
     /// (its puts): each of those is given its byte too.
-    fn versioned_legacy(name: &'static str, value: &[u8]) -> StoreResult<Vec<u8>> {
+    fn versioned_legacy(name: &'static str, value: &[u8], legacy_log_entry: LegacyLogEntry) -> StoreResult<Vec<u8>> {
         if name == cf::REPLOG {
-            let entry =
-                crate::replication::legacy_entry(value).map_err(|source| StoreError::Decode { cf: name, source })?;
-            return encode_value(&entry);
+            return legacy_log_entry(value);
         }
         let mut versioned = Vec::with_capacity(value.len() + 1);
         versioned.push(VALUE_VERSION);
@@ -533,7 +549,7 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -612,7 +628,8 @@ mod tests {
 
     /// A store as a build before version bytes left it: every column
     /// family, postcard values with no byte before them, no schema record.
-    fn legacy_store(path: &Path, values: &[(&'static str, &[u8], Vec<u8>)]) {
+    /// A store as a build before version bytes wrote it.
+    pub(crate) fn legacy_store(path: &Path, values: &[(&'static str, &[u8], Vec<u8>)]) {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
@@ -625,57 +642,6 @@ mod tests {
         for (name, key, value) in values {
             db.put_cf(db.cf_handle(name).unwrap(), key, value).unwrap();
         }
-    }
-
-    #[test]
-    fn a_store_written_before_version_bytes_is_migrated_once_at_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let block =
-            model::Block { business_uuid: "b1".into(), group_id: "g1".into(), since: svc_core::time::UnixMs(5) };
-        fn old<T: Serialize>(value: &T) -> Vec<u8> {
-            postcard::to_stdvec(value).unwrap()
-        }
-        use crate::replication::{Entry, Op};
-        // A log entry whose put carries the value as that build stored it.
-        let entry = |seq: u64| Entry {
-            seq,
-            at: svc_core::time::UnixMs(seq as i64),
-            ops: vec![Op::Put { cf: cf::BLOCKS.into(), key: keys::block("b1", "g1"), value: old(&block) }],
-        };
-        legacy_store(
-            dir.path(),
-            &[
-                (cf::BLOCKS, &keys::block("b1", "g1")[..], old(&block)),
-                (cf::META, keys::meta::INDEX_APPLIED_SEQ, old(&42u64)),
-                (cf::REPLOG, &be(1)[..], old(&entry(1))),
-                (cf::REPLOG, &be(2)[..], old(&entry(2))),
-                // A marker an older build stored with an empty value.
-                (cf::NONCES, &keys::nonce(7, "k", "n")[..], Vec::new()),
-            ],
-        );
-        let store = Store::open(dir.path()).unwrap();
-        let check = |store: &Store| {
-            assert_eq!(store.get::<model::Block>(cf::BLOCKS, &keys::block("b1", "g1")).unwrap(), Some(block.clone()));
-            assert_eq!(store.get::<u64>(cf::META, keys::meta::INDEX_APPLIED_SEQ).unwrap(), Some(42));
-            // The log's entries, and the values they carry, read as this
-            // build writes them (a region is sent them so, and applies them).
-            let log = crate::replication::entries_after(store, 0, 10).unwrap();
-            assert_eq!(log.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
-            for e in &log {
-                let Op::Put { cf: name, value, .. } = &e.ops[0] else { panic!("a put") };
-                assert_eq!(name, cf::BLOCKS);
-                assert_eq!(decode_value::<model::Block>(cf::BLOCKS, value).unwrap(), block);
-            }
-            assert_eq!(store.scan::<()>(cf::NONCES, &[], None, 10).unwrap().len(), 1);
-            for name in cf::ALL {
-                assert_eq!(store.get::<u8>(cf::META, &keys::schema(name)).unwrap(), Some(SCHEMA_VERSION), "{name}");
-                assert!(!store.contains(cf::META, &keys::migrating(name)).unwrap(), "{name}");
-            }
-        };
-        check(&store);
-        drop(store);
-        // Opened again, nothing is given a second byte.
-        check(&Store::open(dir.path()).unwrap());
     }
 
     #[test]

@@ -20,7 +20,7 @@ use tokio::io::AsyncWriteExt;
 use super::*;
 use crate::actors::push_worker::{PushWorkerMsg, upload_path};
 use crate::clock::random;
-use crate::publish::{Created, NewPush, PushRecords};
+use crate::publish::{NewPush, PushRecords};
 use crate::replication::Change;
 
 fn invalid(detail: impl Into<String>) -> Error {
@@ -263,13 +263,9 @@ pub async fn create_import(state: &Region, caller: &BusinessCaller) -> Result<An
         idempotency: idem.clone().map(|k| (k, fingerprint.clone())),
         body_bytes: file_bytes,
     };
-    let push_id = svc_core::ids::batch_id(&random());
-    let created =
-        state.home()?.publisher.call(|reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply)).await??;
-    let push_id = match created {
-        Ok(Created::Replay(answer)) => return Ok(answer.into()),
-        Ok(Created::New(id)) | Ok(Created::Resume(id)) => id,
-        Err(refusal) => return Err(refused(refusal)),
+    let push_id = match accept_push(state, push).await? {
+        Accepted::Replay(answer) => return Ok(answer),
+        Accepted::Push { push_id, .. } => push_id,
     };
     let mut upload = upload;
     upload.push_id = Some(push_id.clone());

@@ -450,6 +450,27 @@ impl From<IdempotentAnswer> for Answer {
     }
 }
 
+/// What accepting a push came to: the first answer again (a resend under
+/// its `Idempotency-Key`), or the push, new or resumed.
+pub(crate) enum Accepted {
+    Replay(Answer),
+    Push { push_id: String, resumed: bool },
+}
+
+/// Hands a push to the publisher, which accepts it in one synced write (or
+/// finds it already accepted), under a fresh batch id.
+pub(crate) async fn accept_push(state: &Region, push: crate::publish::NewPush) -> Result<Accepted> {
+    let push_id = svc_core::ids::batch_id(&crate::clock::random());
+    let created =
+        state.home()?.publisher.call(|reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply)).await??;
+    match created {
+        Ok(crate::publish::Created::Replay(answer)) => Ok(Accepted::Replay(answer.into())),
+        Ok(crate::publish::Created::New(push_id)) => Ok(Accepted::Push { push_id, resumed: false }),
+        Ok(crate::publish::Created::Resume(push_id)) => Ok(Accepted::Push { push_id, resumed: true }),
+        Err(refusal) => Err(refused(refusal)),
+    }
+}
+
 /// A push the publisher refused, as the spec's problem.
 pub(crate) fn refused(refusal: Refused) -> Error {
     match refusal {

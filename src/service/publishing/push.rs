@@ -14,8 +14,7 @@ use svc_core::seal;
 
 use super::*;
 use crate::actors::push_worker::{PushWorkerMsg, run_push};
-use crate::clock::random;
-use crate::publish::{Created, NewPush, PushRecords};
+use crate::publish::{NewPush, PushRecords};
 
 /// The record type a publishing path names: only products are published
 /// through the API. Judged before the signature.
@@ -93,16 +92,10 @@ pub async fn publish(state: &Region, caller: &BusinessCaller, record_type: Recor
         idempotency: idem.clone().map(|k| (k, request_fp.clone())),
         body_bytes: body.len() as u64,
     };
-    let push_id = svc_core::ids::batch_id(&random());
-    let created =
-        state.home()?.publisher.call(|reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply)).await??;
-    let push_id = match created {
-        Ok(Created::Replay(answer)) => return Ok(answer.into()),
-        Ok(Created::New(ref id)) | Ok(Created::Resume(ref id)) => id.clone(),
-        Err(refusal) => return Err(refused(refusal)),
+    let (push_id, resumed) = match accept_push(state, push).await? {
+        Accepted::Replay(answer) => return Ok(answer),
+        Accepted::Push { push_id, resumed } => (push_id, resumed),
     };
-
-    let resumed = matches!(created, Ok(Created::Resume(_)));
     let push =
         state.store.get::<PushRecord>(cf::PUSHES, &keys::push(&push_id))?.ok_or_else(|| Error::internal("push"))?;
     let settled = push.completed_at.is_some();
