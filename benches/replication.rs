@@ -31,7 +31,7 @@ use svc::node::Node;
 use svc::sandbox::corpus::{Sizes, generate};
 use svc::sandbox::seed::{admin, ai_caller, keys_of, publish_request, register_business, send_publish};
 
-const TOKEN: &str = "replication-bench-token";
+const TOKEN: &str = "replication-bench-token-of-32-characters";
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();

@@ -2,7 +2,7 @@
 //! the addresses and authorities it answers for.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -38,8 +38,12 @@ pub struct NodeConfig {
     /// `http://<listen>` when absent.
     #[serde(default)]
     pub public_base_url: Option<String>,
-    /// The operator's bearer token for the admin API.
+    /// The operator's bearer token for the admin API: here, or read from
+    /// `admin_token_file` (a deployment keeps secrets out of its config).
+    #[serde(default)]
     pub admin_token: String,
+    #[serde(default)]
+    pub admin_token_file: Option<PathBuf>,
     /// WebAuthn relying party of the business portal (passkey seals).
     pub passkey_rp_id: String,
     pub passkey_origin: String,
@@ -77,8 +81,12 @@ pub struct ReplicationConfig {
     /// Required for a read region; home leaves it out.
     #[serde(default)]
     pub home_url: Option<String>,
-    /// The bearer token of the internal routes, shared by a deployment's regions.
+    /// The bearer token of the internal routes, shared by a deployment's
+    /// regions: here, or read from `token_file`.
+    #[serde(default)]
     pub token: String,
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
     /// A read region is ready while it was caught up with home within this
     /// many milliseconds.
     #[serde(default = "default_ready_max_lag_ms")]
@@ -101,6 +109,7 @@ impl ReplicationConfig {
         ReplicationConfig {
             home_url,
             token: token.to_owned(),
+            token_file: None,
             ready_max_lag_ms: default_ready_max_lag_ms(),
             lease_ms: default_lease_ms(),
             lease_units: default_lease_units(),
@@ -190,6 +199,7 @@ impl NodeConfig {
             verify_base_url: "http://verify.svc.localhost".into(),
             public_base_url: None,
             admin_token: hex::encode(crate::clock::random::<16>()),
+            admin_token_file: None,
             passkey_rp_id: "portal.svc.localhost".into(),
             passkey_origin: "https://portal.svc.localhost".into(),
             url_blocklist: None,
@@ -210,7 +220,7 @@ impl NodeConfig {
 pub fn check_deployment(regions: &[NodeConfig], hosts: Hosts) -> Result<(), ConfigError> {
     let homes: Vec<&NodeConfig> = regions.iter().filter(|r| r.role == Role::Home).collect();
     let [home] = homes.as_slice() else { return Err(ConfigError::Homes(homes.len())) };
-    let token = home.replication.as_ref().map(|r| r.token.as_str()).ok_or(ConfigError::HomeToken)?;
+    let token = home.replication.as_ref().map(|r| (&r.token, &r.token_file)).ok_or(ConfigError::HomeToken)?;
     let mut seen = std::collections::HashSet::new();
     for region in regions {
         let name = &region.region;
@@ -231,7 +241,7 @@ pub fn check_deployment(regions: &[NodeConfig], hosts: Hosts) -> Result<(), Conf
             return Err(ConfigError::AuthorityOrEnvironment(name.clone()));
         }
         let link = region.replication.as_ref().ok_or_else(|| ConfigError::NoReplication(name.clone()))?;
-        if link.token != token {
+        if (&link.token, &link.token_file) != token {
             return Err(ConfigError::TokenDiffers(name.clone()));
         }
         match (region.role, link.home_url.as_deref()) {
@@ -267,6 +277,68 @@ pub enum ConfigError {
     HomeUrl { region: String, home_url: Option<String>, home_listen: SocketAddr },
     #[error("{0}: home has no home_url")]
     HomeWithHomeUrl(String),
+    #[error("{what}: {why} (draw one with `svc secret`)")]
+    WeakSecret { what: &'static str, why: &'static str },
+    #[error("{what}: given both in the file and as {what}_file")]
+    SecretTwice { what: &'static str },
+    #[error("{}: {source}", path.display())]
+    SecretFile { path: PathBuf, source: std::io::Error },
+}
+
+/// The fewest characters a token may have: 32 hex characters are 128 bits.
+pub const MIN_SECRET_CHARS: usize = 32;
+
+/// Refuses a token an attacker could guess: empty, short, or a
+/// placeholder a config file shipped with.
+pub fn check_secret(what: &'static str, token: &str) -> Result<(), ConfigError> {
+    let why = if token.is_empty() {
+        "no token is given"
+    } else if token.chars().count() < MIN_SECRET_CHARS {
+        "shorter than 32 characters"
+    } else if token.to_ascii_lowercase().contains("change-me") {
+        "still the placeholder a config file shipped with"
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError::WeakSecret { what, why })
+}
+
+/// A token given inline or in a file (relative paths from `base`), never both.
+fn read_secret(
+    what: &'static str,
+    inline: &mut String,
+    file: &Option<PathBuf>,
+    base: &Path,
+) -> Result<(), ConfigError> {
+    let Some(file) = file else { return Ok(()) };
+    if !inline.is_empty() {
+        return Err(ConfigError::SecretTwice { what });
+    }
+    let path = base.join(file);
+    let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::SecretFile { path, source })?;
+    *inline = text.trim().to_owned();
+    Ok(())
+}
+
+impl NodeConfig {
+    /// Reads the tokens given as files, relative to the config file's folder.
+    pub fn read_secret_files(&mut self, base: &Path) -> Result<(), ConfigError> {
+        read_secret("admin_token", &mut self.admin_token, &self.admin_token_file, base)?;
+        if let Some(link) = &mut self.replication {
+            read_secret("token", &mut link.token, &link.token_file, base)?;
+        }
+        Ok(())
+    }
+
+    /// Every token strong enough to guard what it guards: a node refuses to
+    /// start otherwise.
+    pub fn check_secrets(&self) -> Result<(), ConfigError> {
+        check_secret("admin_token", &self.admin_token)?;
+        if let Some(link) = &self.replication {
+            check_secret("token", &link.token)?;
+        }
+        Ok(())
+    }
 }
 
 /// Whether the regions of a deployment share one machine (so their ports

@@ -64,6 +64,22 @@ impl Metrics {
     }
 }
 
+/// A request's method as a label from a fixed set: any other method (one
+/// per request, if a caller likes) would grow a series each.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}
+
 /// Counts each request by route, method and status, and times it by route
 /// and status.
 /// A request no route matched (a read region's forwarded writes, or a 404)
@@ -73,7 +89,7 @@ pub async fn record(State(metrics): State<Metrics>, request: Request, next: Next
         Some(path) => path.as_str().to_owned(),
         None => "unmatched".to_owned(),
     };
-    let method = request.method().as_str().to_owned();
+    let method = method_label(request.method()).to_owned();
     let started = crate::clock::monotonic();
     let response = next.run(request).await;
     let code = response.status().as_u16().to_string();

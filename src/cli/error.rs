@@ -21,6 +21,9 @@ pub enum CliError {
     Loadgen(#[from] LoadgenError),
     #[error(transparent)]
     FrontDoor(#[from] FrontDoorError),
+    /// A configuration that names its secrets wrongly.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
     /// A node that did not start.
     #[error("{0}")]
     Node(#[from] crate::region::StartError),

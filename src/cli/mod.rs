@@ -55,6 +55,9 @@ pub enum Command {
     },
     /// Print the payload types, record schemas and projection hashes this build speaks.
     Formats,
+    /// Print a fresh token (256 random bits, hex) for `admin_token_file` or
+    /// `[replication] token_file`.
+    Secret,
     /// Write a new private key file (Ed25519 or ES256) and print its public half.
     Keygen {
         /// `ed25519` or `es256` (passkeys are `es256`).
@@ -111,6 +114,10 @@ pub fn run(cli: Cli) -> i32 {
             0
         }
         Command::Keygen { alg, out } => print_result(keygen(&alg, &out)),
+        Command::Secret => {
+            print_out(&hex::encode(crate::clock::random::<32>()));
+            0
+        }
         Command::Admin(args) => print_result(block_on(admin::run(args))),
         Command::Client(args) => client::run(args),
         Command::Loadgen(args) => print_result(loadgen::run(args)),
@@ -196,7 +203,8 @@ pub fn formats() -> serde_json::Value {
 /// Runs one node until SIGINT or SIGTERM, then drains and stops. Its first
 /// line on stdout is a JSON object with the bound addresses, for scripts.
 fn node(path: &std::path::Path) -> Result<(), CliError> {
-    let config: crate::config::NodeConfig = toml_file(path)?;
+    let mut config: crate::config::NodeConfig = toml_file(path)?;
+    config.read_secret_files(path.parent().unwrap_or(std::path::Path::new(".")))?;
     block_on_workers(async move {
         let region = config.region.clone();
         let stopped = stop_signal()?;

@@ -1,6 +1,6 @@
 //! `/healthz` (the process answers) and `/readyz` (the region serves fresh
 //! data); `/metrics` (on the admin listener) with the same figures for
-//! Prometheus. What each says is `service::ops`.
+//! Prometheus, behind the operator's token. What each says is `service::ops`.
 
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -29,6 +29,6 @@ pub fn metrics_route() -> Router<Region> {
     Router::new().route("/metrics", get(metrics))
 }
 
-async fn metrics(State(state): State<Region>) -> Response {
+async fn metrics(_: super::admin::Operator, State(state): State<Region>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], ops::metrics_text(&state).await).into_response()
 }

@@ -67,10 +67,14 @@ pub enum StartError {
     Mailbox(#[from] crate::actors::mailbox::MailboxError),
     #[error(transparent)]
     KeySet(#[from] crate::key_set::KeySetError),
+    /// A token too weak to guard what it guards.
+    #[error(transparent)]
+    Secrets(#[from] crate::config::ConfigError),
 }
 
 /// Starts the actors of a node over its store, without listening.
 pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, StartError> {
+    config.check_secrets()?;
     let io = |path: &std::path::Path| {
         let path = path.to_owned();
         move |source| StartError::Io { path, source }

@@ -19,7 +19,7 @@ use svc::store::cf;
 use svc::store::model::StoredReceipt;
 use svc_core::keys::{Alg, SigningKey};
 
-const TOKEN: &str = "replication-token-for-tests";
+const TOKEN: &str = "replication-token-for-tests-32-characters";
 
 fn config(dir: &std::path::Path, region: &str, role: Role, home_url: Option<String>) -> NodeConfig {
     let mut config =
@@ -144,7 +144,14 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     // Both admin listeners expose metrics a Prometheus parser reads, with
     // the searches above counted by route and code.
     for (node, role) in [(&home, "home"), (&read, "read")] {
-        let scrape = get(&format!("http://{}", node.admin_addr), "/metrics", None).await;
+        // A method of the caller's making is counted as `other`, so no
+        // caller can grow a series per request.
+        let odd = axum::http::Request::builder().method("FOOBAR7").uri("/v1/search");
+        let base = format!("http://{}", node.addr);
+        Transport::new(&base).unwrap().send(odd.body(axum::body::Body::empty()).unwrap()).await.unwrap();
+        let admin = format!("http://{}", node.admin_addr);
+        assert_eq!(get(&admin, "/metrics", None).await.status, 401, "metrics need the admin token");
+        let scrape = get(&admin, "/metrics", Some(&node.state.config.admin_token)).await;
         assert_eq!(scrape.status, 200);
         let text = String::from_utf8(scrape.bytes.to_vec()).unwrap();
         let parsed = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
@@ -161,6 +168,8 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
         };
         let searches = value("svc_http_requests_total", &[("route", "/v1/search"), ("code", "200")]);
         assert!(searches >= Some(1.0), "{role}: {text}");
+        assert!(value("svc_http_requests_total", &[("method", "other")]) >= Some(1.0), "{role}: {text}");
+        assert!(!text.contains("FOOBAR7"), "{role}: a caller's method is no label");
         assert!(value("svc_replication_applied_seq", &[]) >= Some(home_head as f64), "{role}: {text}");
         assert!(value("svc_index_documents", &[("collection", "products")]) >= Some(30.0), "{role}: {text}");
         assert!(value("svc_nonce_store_size", &[]) >= Some(1.0), "{role}: {text}");

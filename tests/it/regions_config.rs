@@ -79,3 +79,64 @@ fn a_broken_deployment_is_refused_with_the_region_named() {
     astray[read].replication.as_mut().unwrap().home_url = Some("http://127.0.0.1:1".into());
     assert!(check_deployment(&astray, Hosts::One).unwrap_err().to_string().contains("home_url"));
 }
+
+/// Every text file under `dir`, recursively.
+fn files_under(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files_under(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_shipped_file_holds_a_secret_and_each_node_names_its_token_files() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for region in regions().into_iter().chain(folder("deploy/compose")) {
+        assert!(region.admin_token.is_empty() && region.admin_token_file.is_some(), "{}", region.region);
+        let link = region.replication.as_ref().unwrap();
+        assert!(link.token.is_empty() && link.token_file.is_some(), "{}", region.region);
+    }
+    let mut shipped = Vec::new();
+    files_under(&root.join("regions"), &mut shipped);
+    files_under(&root.join("deploy"), &mut shipped);
+    for path in shipped {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let placeholder = text.lines().any(|l| l.contains("change-me") && !l.contains("placeholder"));
+        assert!(!placeholder, "{} ships a change-me token", path.display());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_refuses_to_start_with_a_missing_short_or_placeholder_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let listen = "127.0.0.1:0".parse().unwrap();
+    for (token, why) in [
+        ("", "no token is given"),
+        ("0123456789abcdef", "shorter than 32 characters"),
+        ("change-me-home-admin-token-of-some-length", "placeholder"),
+    ] {
+        let mut config = NodeConfig::local_home(dir.path().join("home"), listen, listen);
+        config.admin_token = token.into();
+        let refused = svc::region::start(config, std::sync::Arc::new(svc::clock::SystemClock)).await.err();
+        let refused = refused.expect("refused").to_string();
+        assert!(refused.contains("admin_token") && refused.contains(why), "{refused}");
+    }
+
+    // A token given as a file is read from the config file's folder.
+    let secrets = dir.path().join("secrets");
+    std::fs::create_dir_all(&secrets).unwrap();
+    std::fs::write(secrets.join("admin"), "a".repeat(40) + "\n").unwrap();
+    let mut config = NodeConfig::local_home(dir.path().join("home"), listen, listen);
+    config.admin_token = String::new();
+    config.admin_token_file = Some("secrets/admin".into());
+    config.read_secret_files(dir.path()).unwrap();
+    assert_eq!(config.admin_token, "a".repeat(40));
+    config.check_secrets().unwrap();
+    // Both inline and as a file is refused, not silently chosen between.
+    config.admin_token_file = Some("secrets/admin".into());
+    assert!(config.read_secret_files(dir.path()).unwrap_err().to_string().contains("both"));
+}

@@ -87,7 +87,7 @@ impl Home {
             "127.0.0.1:0".parse().unwrap(),
         );
         config.environment = Environment::Production;
-        config.admin_token = "operator-token".into();
+        config.admin_token = "operator-token-of-thirty-two-characters".into();
         configure(&mut config);
         let state = svc::region::start(config, Arc::new(clock.clone())).await.unwrap();
         Home { state, clock, dir }
@@ -97,7 +97,7 @@ impl Home {
         let request = Request::builder()
             .method(method)
             .uri(path)
-            .header("authorization", "Bearer operator-token")
+            .header("authorization", "Bearer operator-token-of-thirty-two-characters")
             .header("content-type", "application/json")
             .body(Body::from(serde_json::to_vec(&body).unwrap()))
             .unwrap();

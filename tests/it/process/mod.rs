@@ -12,7 +12,7 @@ use svc::clock::{Clock, SystemClock};
 use svc_core::keys::SigningKey;
 
 pub const AUTHORITY: &str = "api.svc.localhost";
-pub const TOKEN: &str = "process-test-token";
+pub const TOKEN: &str = "process-test-token-of-thirty-two-chars";
 
 /// A running `svc node`: the process and its public and admin addresses.
 pub struct Process {
