@@ -85,11 +85,21 @@ pub fn legacy_log_entry(bytes: &[u8]) -> crate::store::StoreResult<Vec<u8>> {
 pub struct Change {
     ops: Vec<Op>,
     local: Vec<Op>,
+    /// Keys that must hold nothing when the change commits: checked by the
+    /// one writer, so two registrations of one key cannot both succeed.
+    absent: Vec<(&'static str, Vec<u8>)>,
 }
 
 impl Change {
     pub fn new() -> Self {
         Change::default()
+    }
+
+    /// Commits only if `key` holds nothing in `cf` then; otherwise the
+    /// commit is `StoreError::Exists` and writes nothing.
+    pub fn require_absent(&mut self, cf: &'static str, key: &[u8]) -> &mut Self {
+        self.absent.push((cf, key.to_vec()));
+        self
     }
 
     /// Writes `value` under `key`; logged when `cf` replicates. (A value
@@ -188,6 +198,13 @@ impl LogWriter {
     }
 
     fn batch_of(&self, change: Change, at: UnixMs) -> StoreResult<(ReadyBatch, Option<u64>)> {
+        // Every earlier commit is on disk (drained), so what is read here is
+        // what the change would follow.
+        for (cf, key) in &change.absent {
+            if self.store.contains(cf, key)? {
+                return Err(crate::store::StoreError::Exists { cf });
+            }
+        }
         let mut batch = self.store.batch();
         for op in change.ops.iter().chain(change.local.iter()) {
             apply_op(&mut batch, op);
@@ -370,6 +387,25 @@ pub fn decode<T: DeserializeOwned>(cf: &'static str, value: &[u8]) -> StoreResul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_that_requires_a_key_absent_writes_nothing_once_the_key_holds_a_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut log = LogWriter::open(store.clone()).unwrap();
+        let register = |n: u64| {
+            let mut change = Change::new();
+            change.require_absent(cf::BUSINESSES, b"b1").put(cf::BUSINESSES, b"b1", &n).put(cf::PUSHES, b"p", &n);
+            change
+        };
+        assert_eq!(log.commit(register(1), UnixMs(5)).unwrap(), Some(1));
+        let second = log.commit_pipelined(register(2), UnixMs(6));
+        assert!(matches!(second, Err(StoreError::Exists { cf: cf::BUSINESSES })), "{second:?}");
+        log.drain().unwrap();
+        assert_eq!(store.get::<u64>(cf::BUSINESSES, b"b1").unwrap(), Some(1));
+        assert_eq!(store.get::<u64>(cf::PUSHES, b"p").unwrap(), Some(1), "nothing of the refused change");
+        assert_eq!(entries_after(&store, 0, 10).unwrap().len(), 1, "no log entry for it");
+    }
 
     #[test]
     fn replicated_writes_are_logged_in_the_same_commit() {

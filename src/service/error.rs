@@ -95,6 +95,10 @@ impl From<MailboxError> for Error {
 impl From<ActorError> for Error {
     fn from(error: ActorError) -> Self {
         match error {
+            ActorError::Store(StoreError::Exists { .. })
+            | ActorError::Publish(EngineError::Store(StoreError::Exists { .. })) => {
+                Error::detail(Code::RequestInvalid, "this key is already registered")
+            }
             ActorError::Store(e) | ActorError::Publish(EngineError::Store(e)) => Error::Store(e),
             ActorError::Mailbox(e) => Error::from(e),
             other => Error::Internal(other.to_string()),

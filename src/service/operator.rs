@@ -327,6 +327,9 @@ pub async fn register_business_key(state: &Region, uuid: String, req: NewBusines
         return Err(invalid("this key is already registered"));
     }
     let mut change = Change::new();
+    // Checked again by the one writer: of two registrations at once, one wins.
+    change.require_absent(cf::INTEGRATION_KEYS, record.key_id.as_bytes());
+    change.require_absent(cf::PASSKEYS, record.key_id.as_bytes());
     change.put(cf_name, record.key_id.as_bytes(), &record);
     // A key the business registered itself is in its own custody.
     let custody = custody_statement(state, &record, svc_core::custody::Custody::OwnKey, now, now);
@@ -734,7 +737,13 @@ pub async fn register_retrieval_key(state: &Region, group_id: String, req: NewRe
         bearer_sha256: token.as_ref().map(|t| svc_core::sandbox::bearer_digest(t)),
         introduced: false,
     };
+    // A key registered once stays with its company: registered again (to
+    // this or another company), it is refused, by the one writer.
+    if state.store.contains(cf::RETRIEVAL_KEYS, key_id.as_bytes())? {
+        return Err(invalid("this key is already registered"));
+    }
     let mut change = Change::new();
+    change.require_absent(cf::RETRIEVAL_KEYS, key_id.as_bytes());
     change.put(cf::RETRIEVAL_KEYS, key_id.as_bytes(), &record);
     apply(state, change).await?;
     let mut body = json!({"key_id": key_id, "environment": state.config.environment});

@@ -173,6 +173,9 @@ pub enum StoreError {
          (svc node), a bare open of the store does not"
     )]
     LegacyLog,
+    /// A change required a key to hold nothing, and it held a value.
+    #[error("a value in column family {cf} already exists under this key")]
+    Exists { cf: &'static str },
     #[error(
         "column family {cf} records schema version {version}, which this build does not know \
          (it knows {SCHEMA_VERSION}); it was written by a newer build"

@@ -10,6 +10,7 @@ mod business_api;
 mod business_limits;
 mod client;
 mod core_is_pure;
+mod hardening;
 mod kill;
 mod layers;
 mod multi_region;
