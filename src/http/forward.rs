@@ -8,5 +8,10 @@ use crate::region::Region;
 use crate::service::ops;
 
 pub async fn to_home(State(state): State<Region>, request: Request) -> Response {
+    // Home's internal routes are for regions, over their own link: never a
+    // way to reach home through a region's public port.
+    if request.uri().path().starts_with("/internal/") {
+        return crate::service::Error::new(svc_core::problem::Code::NotFound).into_response();
+    }
     ops::forward_to_home(&state, request).await.into_response()
 }

@@ -159,6 +159,11 @@ fn refusal(entry: &Entry) -> Option<String> {
             Op::Delete { cf, .. } => (cf, None),
         };
         let Some(known) = cf_named(name) else { return Some(format!("a write to unknown column family {name}")) };
+        // Home logs only what replication owns; anything else in a frame is
+        // not home's to send, and a region writes nothing else replicated.
+        if !REPLICATED.contains(&known) {
+            return Some(format!("a write to column family {name}, which replication does not own"));
+        }
         value.and_then(|v| crate::store::versioned_body(known, v).err()).map(|e| e.to_string())
     })
 }
@@ -527,6 +532,20 @@ mod tests {
         let applied = apply_frames(&region, &bytes).unwrap();
         assert_eq!(applied.entries, 0);
         assert!(applied.refused.unwrap().contains("unknown column family tomorrow"));
+
+        // And a write to a family the store has but replication does not
+        // own (a region's own nonces): a frame is never a way in.
+        let home_only = Entry {
+            seq: 2,
+            at: UnixMs(2),
+            ops: vec![Op::Put { cf: cf::NONCES.into(), key: b"k".to_vec(), value: known(2) }],
+        };
+        let mut bytes = Vec::new();
+        svc_core::frames::encode(2, &postcard::to_stdvec(&home_only).unwrap(), &mut bytes);
+        let applied = apply_frames(&region, &bytes).unwrap();
+        assert_eq!(applied.entries, 0);
+        assert!(applied.refused.unwrap().contains("replication does not own"));
+        assert!(!region.contains(cf::NONCES, b"k").unwrap());
         assert_eq!(last_seq(&region).unwrap(), 1, "nothing past the last good frame is logged");
     }
 

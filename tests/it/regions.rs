@@ -109,6 +109,12 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     let at_home = rows(home_url.clone()).await;
     assert_eq!(rows(read_url.clone()).await, at_home, "the read region serves home's rows");
 
+    // Home's internal routes are not reached through a region's public
+    // port, even with the deployment's token.
+    let through = get(&read_url, "/internal/v1/log?after=0", Some(TOKEN)).await;
+    assert_eq!(through.status, 404, "{}", String::from_utf8_lossy(&through.bytes));
+    assert_eq!(get(&home_url, "/internal/v1/log?after=0", Some(TOKEN)).await.status, 200);
+
     // Public documents the statement key signs on demand come from home
     // (a region holds no statement key); the rest from the region's copy.
     let businesses = home.state.registry.businesses().unwrap();
