@@ -263,6 +263,8 @@ pub enum RetrievalKeyCommand {
         #[arg(long)]
         key_file: PathBuf,
     },
+    /// Ends a retrieval key: its signatures are refused from now on.
+    Revoke { key_id: String },
 }
 
 /// A connection to the admin API.
@@ -394,6 +396,9 @@ pub async fn run(args: AdminArgs) -> Result<Value, CliError> {
             let key = keyfile::read(&key_file)?;
             let body = json!({"jwk": key.verifying_key().to_jwk()});
             admin.call("POST", &format!("/admin/groups/{group}/retrieval-keys"), Some(body)).await
+        }
+        AdminCommand::RetrievalKey(RetrievalKeyCommand::Revoke { key_id }) => {
+            admin.call("POST", &format!("/admin/retrieval-keys/{key_id}/revoke"), None).await
         }
         AdminCommand::Block { business, group, unblock } => {
             let body = json!({"business_uuid": business, "ai_group_id": group, "blocked": !unblock});

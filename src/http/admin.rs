@@ -34,6 +34,7 @@ pub fn routes() -> Router<Region> {
         .route("/admin/companies", post(create_company))
         .route("/admin/companies/{uuid}/groups", post(create_group))
         .route("/admin/groups/{group_id}/retrieval-keys", post(register_retrieval_key))
+        .route("/admin/retrieval-keys/{key_id}/revoke", post(revoke_retrieval_key))
         .route("/admin/blocks", post(set_block))
         .route("/admin/allowances", post(set_allowance))
         .route("/admin/endpoints", post(set_endpoints))
@@ -175,6 +176,10 @@ async fn register_retrieval_key(
     Json(req): Json<NewRetrievalKey>,
 ) -> Response {
     done(operator::register_retrieval_key(&state, group_id, req).await)
+}
+
+async fn revoke_retrieval_key(State(state): State<Region>, _: Operator, Path(key_id): Path<String>) -> Response {
+    done(operator::revoke_retrieval_key(&state, key_id).await)
 }
 
 async fn set_block(State(state): State<Region>, _: Operator, Json(req): Json<BlockChange>) -> Response {

@@ -52,7 +52,8 @@ pub struct ChildState {
 
 pub enum SupervisorMsg {
     /// Supervises `cell` under `name`; `restart` brings it back after a
-    /// failure. Answered once adopted, so no failure can come before.
+    /// failure. Answered once adopted; one that died before is named among the
+    /// failures then.
     Adopt {
         name: String,
         cell: ActorCell,
@@ -75,6 +76,8 @@ struct Child {
     name: String,
     restart: Option<Restart>,
     restarts: u32,
+    /// When its recent restarts happened, within `RESTART_WINDOW`.
+    recent: std::collections::VecDeque<std::time::Instant>,
     retired: bool,
 }
 
@@ -86,9 +89,11 @@ pub struct SupervisorState {
 
 pub struct Supervisor;
 
-/// How many times one actor is restarted before it is left failed: an
-/// actor that fails on every start would otherwise spin.
-const MAX_RESTARTS: u32 = 5;
+/// How many times one actor is restarted within `RESTART_WINDOW` before it
+/// is left failed: an actor that fails on every start would otherwise
+/// spin, while failures far apart each get their restart.
+const MAX_RESTARTS: usize = 5;
+const RESTART_WINDOW: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl Actor for Supervisor {
     type Msg = SupervisorMsg;
@@ -111,7 +116,15 @@ impl Actor for Supervisor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             SupervisorMsg::Adopt { name, cell, restart, reply } => {
-                state.children.insert(cell.get_id(), Child { name, restart, restarts: 0, retired: false });
+                // A child that died before it was adopted sent its event to no one
+                // who knew it: it is named now, not lost.
+                if matches!(cell.get_status(), ractor::ActorStatus::Stopping | ractor::ActorStatus::Stopped)
+                    && !state.stopping
+                {
+                    state.failures.set(&name, "stopped before its supervisor adopted it".into());
+                }
+                let child = Child { name, restart, restarts: 0, recent: Default::default(), retired: false };
+                state.children.insert(cell.get_id(), child);
                 let _ = reply.send(());
             }
             SupervisorMsg::Stopping(reply) => {
@@ -121,8 +134,9 @@ impl Actor for Supervisor {
             SupervisorMsg::Retire { name, reply } => {
                 let found = state.children.iter_mut().find(|(_, c)| c.name == name);
                 let cell = found.and_then(|(id, child)| {
+                    let cell = me.get_children().into_iter().find(|c| c.get_id() == *id)?;
                     child.retired = true;
-                    me.get_children().into_iter().find(|c| c.get_id() == *id)
+                    Some(cell)
                 });
                 let _ = reply.send(cell);
             }
@@ -151,7 +165,9 @@ impl Actor for Supervisor {
     ) -> Result<(), ActorProcessingErr> {
         let (cell, reason) = match event {
             SupervisionEvent::ActorFailed(cell, error) => (cell, format!("failed: {error}")),
-            SupervisionEvent::ActorTerminated(cell, _, why) => {
+            SupervisionEvent::ActorTerminated(cell, last_state, why) => {
+                // Let go of what it held (a writer, a lock) before another starts.
+                drop(last_state);
                 (cell, format!("stopped: {}", why.unwrap_or_else(|| "without a reason".into())))
             }
             _ => return Ok(()),
@@ -166,16 +182,22 @@ impl Actor for Supervisor {
             return Ok(());
         }
         tracing::error!(actor = %child.name, %reason, "an actor stopped");
+        let now = crate::clock::monotonic();
+        while child.recent.front().is_some_and(|at| now.duration_since(*at) > RESTART_WINDOW) {
+            child.recent.pop_front();
+        }
         let restarted = match &child.restart {
-            Some(_) if child.restarts >= MAX_RESTARTS => {
-                Err(format!("{reason}; not restarted after {MAX_RESTARTS} restarts"))
-            }
+            Some(_) if child.recent.len() >= MAX_RESTARTS => Err(format!(
+                "{reason}; not restarted after {MAX_RESTARTS} restarts within {} s",
+                RESTART_WINDOW.as_secs()
+            )),
             Some(restart) => restart(me.get_cell()).await.map_err(|e| format!("{reason}; its restart failed: {e}")),
             None => Err(format!("{reason}; it cannot be restarted while the node runs")),
         };
         match restarted {
             Ok(new) => {
                 child.restarts += 1;
+                child.recent.push_back(now);
                 tracing::warn!(actor = %child.name, restarts = child.restarts, "actor restarted from its stored state");
                 state.failures.clear(&child.name);
                 state.children.insert(new.get_id(), child);
@@ -235,16 +257,16 @@ impl<A: Actor + Clone + Sync> Spec<A> {
         self
     }
 
-    async fn spawn(&self, sup: ActorCell) -> Result<ActorRef<A::Msg>, SpawnError> {
+    async fn spawn(&self, sup: ActorCell) -> Result<(ActorRef<A::Msg>, tokio::task::JoinHandle<()>), SpawnError> {
         let args = (self.args)()?;
-        let (actor, _) = Actor::spawn_linked(None, self.actor.clone(), args, sup)
+        let (actor, task) = Actor::spawn_linked(None, self.actor.clone(), args, sup)
             .await
             .map_err(|e| SpawnError(format!("{}: {e}", self.name)))?;
         for (every, message) in &self.ticks {
             let message = message.clone();
             actor.send_interval(*every, move || message());
         }
-        Ok(actor)
+        Ok((actor, task))
     }
 }
 
@@ -263,15 +285,26 @@ pub async fn supervise<A: Actor + Clone + Sync>(
     sup: &ActorRef<SupervisorMsg>,
     spec: Spec<A>,
 ) -> Result<Mailbox<A::Msg>, SpawnError> {
-    let actor = spec.spawn(sup.get_cell()).await?;
+    let (actor, task) = spec.spawn(sup.get_cell()).await?;
     let name = spec.name.clone();
     let mailbox = Mailbox::new(&name, actor.clone(), MAILBOX_CAPACITY);
     let spec = Arc::new(spec);
     let again = mailbox.clone();
+    let running = Arc::new(Mutex::new(Some(task)));
     let restart: Restart = Box::new(move |sup| {
-        let (spec, mailbox) = (spec.clone(), again.clone());
+        let (spec, mailbox, running) = (spec.clone(), again.clone(), running.clone());
         Box::pin(async move {
-            let actor = spec.spawn(sup).await?;
+            // The old actor's task ends once its state is dropped (a
+            // pending write finished, a writer's lock let go): only then
+            // does the new one read the store.
+            let old = running.lock().ok().and_then(|mut t| t.take());
+            if let Some(old) = old {
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(10), old).await;
+            }
+            let (actor, task) = spec.spawn(sup).await?;
+            if let Ok(mut slot) = running.lock() {
+                *slot = Some(task);
+            }
             mailbox.replace(actor.clone());
             Ok(actor.get_cell())
         })

@@ -15,6 +15,7 @@ use svc_core::seal::CertificateStatus;
 use svc_core::time::UnixMs;
 
 use crate::actors::billing::BillingMsg;
+use crate::actors::error::ActorError;
 use crate::actors::publisher::PublisherMsg;
 use crate::clock::random;
 use crate::region::Region;
@@ -67,15 +68,14 @@ pub async fn config(state: &Region) -> Result<Done> {
 
 /// Every actor of the region: what each holds, and how the supervisor
 /// sees it (restarts, and why it failed if it is not back). An actor that
-/// does not answer within a few seconds (a replicator in its long poll
-/// answers after it) is shown as `null`.
+/// does not answer within 2 s is shown as `null`.
 pub async fn observe(state: &Region) -> Result<Done> {
     use crate::actors::{
         analytics::AnalyticsMsg, billing::BillingMsg, index_shard::IndexShardMsg, indexer::IndexerMsg,
-        nonce_feed::NonceFeedMsg, nonce_store::NonceMsg, push_worker::PushWorkerMsg, receipt_folder::ReceiptFolderMsg,
-        receipt_log::ReceiptLogMsg, replicator::ReplicatorMsg, transparency_log::TransparencyLogMsg, uplink::UplinkMsg,
+        nonce_store::NonceMsg, push_worker::PushWorkerMsg, receipt_folder::ReceiptFolderMsg,
+        receipt_log::ReceiptLogMsg, transparency_log::TransparencyLogMsg,
     };
-    const WAIT: Option<std::time::Duration> = Some(std::time::Duration::from_secs(8));
+    const WAIT: Option<std::time::Duration> = Some(std::time::Duration::from_secs(2));
     let mut actors = serde_json::Map::new();
     let mut put = |name: &str, value: Option<Value>| {
         actors.insert(name.to_owned(), value.unwrap_or(Value::Null));
@@ -111,12 +111,16 @@ pub async fn observe(state: &Region) -> Result<Done> {
         );
     }
     if let Some(replica) = &state.replica {
-        let pulled = replica.replicator.call_within(ReplicatorMsg::Observe, WAIT).await.ok();
-        put("replicator", pulled.map(|r| json!({"applied": r.applied, "head": r.head, "refused": r.refused})));
-        let feed = replica.nonce_feed.call_within(NonceFeedMsg::Observe, WAIT).await.ok();
-        put("nonce_feed", feed.map(|(head, learned)| json!({"head": head, "learned": learned})));
-        let reported = replica.uplink.call_within(UplinkMsg::Observe, WAIT).await.ok();
-        put("uplink", reported.map(|n| json!({"reported": n})));
+        // The pulling actors spend their time in a long poll; what they
+        // hold is the shared replication status, read here directly.
+        use std::sync::atomic::Ordering::Relaxed;
+        let status = &replica.status;
+        let (applied, head, refused) =
+            (status.applied.load(Relaxed), status.head.load(Relaxed), status.refused.load(Relaxed));
+        put("replicator", Some(json!({"applied": applied, "head": head, "refused": refused})));
+        let (feed_head, learned) = (status.feed_head.load(Relaxed), status.feed_learned.load(Relaxed));
+        put("nonce_feed", Some(json!({"head": feed_head, "learned": learned})));
+        put("uplink", Some(json!({"reported": status.reported.load(Relaxed)})));
     }
     let supervised = ractor::call!(state.supervisor, crate::region::supervisor::SupervisorMsg::Observe)
         .map_err(Error::actor("supervisor"))?;
@@ -492,6 +496,34 @@ pub async fn register_mandate(state: &Region, req: MandateRegistration) -> Resul
         "valid_until": valid_until.to_rfc3339_secs()})))
 }
 
+/// Ends a retrieval key: from now on its signatures are `key_unknown` at
+/// every region (as each applies the change). Revoking it again answers
+/// the first revocation.
+pub async fn revoke_retrieval_key(state: &Region, key_id: String) -> Result<Done> {
+    let mut key = state.registry.retrieval_key(&key_id)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let revoked_at = match key.revoked_at {
+        Some(at) => at,
+        None => {
+            let now = state.clock.now();
+            key.revoked_at = Some(now);
+            let mut change = Change::new();
+            change.put(cf::RETRIEVAL_KEYS, key_id.as_bytes(), &key);
+            apply(state, change).await?;
+            now
+        }
+    };
+    Ok(Done::Ok(json!({"key_id": key_id, "revoked_at": revoked_at.to_rfc3339_secs()})))
+}
+
+/// A release the publisher refused (the push is not held) is the caller's
+/// fault; anything else failed on the service's side.
+fn refused_release(error: ActorError) -> Error {
+    match error {
+        ActorError::Publish(crate::publish::EngineError::Invalid(why)) => invalid(why),
+        other => Error::from(other),
+    }
+}
+
 pub async fn revoke_mandate(state: &Region, key_id: String, mandate_id: String) -> Result<Done> {
     let mut mandate = state
         .registry
@@ -832,7 +864,7 @@ pub async fn release_push(state: &Region, push_id: String, req: PushRelease) -> 
                     .publisher
                     .call(|reply| PublisherMsg::ReleaseChunk { push_id: id, from: leaf, now, reply })
                     .await?
-                    .map_err(|e| invalid(e.to_string()))?;
+                    .map_err(refused_release)?;
                 settled = pushed;
                 from = next;
             }
@@ -845,7 +877,7 @@ pub async fn release_push(state: &Region, push_id: String, req: PushRelease) -> 
                 .publisher
                 .call(|reply| PublisherMsg::Discard { push_id: id, now, reply })
                 .await?
-                .map_err(|e| invalid(e.to_string()))?
+                .map_err(refused_release)?
         }
     };
     Ok(Done::Ok(

@@ -254,9 +254,9 @@ pub struct Store {
 impl Store {
     /// Opens (or creates) the store, migrates a store an older build wrote
     /// without version bytes, and refuses one whose schema or values carry
-    /// a version this build does not know.
-    /// Opens a store whose replication log, if written before version
-    /// bytes, is left for `open_migrating` (a node's start) to rewrite.
+    /// a version this build does not know. A replication log written before
+    /// version bytes is refused (`LegacyLog`): only `open_migrating`, with
+    /// the replication module's rewrite (a node's start), migrates it.
     pub fn open(path: &Path) -> StoreResult<Store> {
         Self::open_migrating(path, |_| Err(StoreError::LegacyLog))
     }

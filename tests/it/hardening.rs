@@ -1,6 +1,6 @@
 //! Issue 23's findings, each as the attack or fault it answers.
 
-use serde_json::json;
+use serde_json::{Value, json};
 use svc_core::keys::{Alg, SigningKey};
 
 use crate::common::Home;
@@ -52,5 +52,24 @@ async fn a_retrieval_key_registered_again_stays_with_its_company() {
     assert_eq!((again.status, again.body["code"].as_str()), (400, Some("request_invalid")), "{}", again.body);
     let stored = home.state.registry.retrieval_key(&acme.key_id).unwrap().unwrap();
     assert_eq!(stored.company_uuid, acme.company_uuid);
+    home.state.stop_actors().await;
+}
+
+// A retrieval key can be ended: its signatures are refused from then on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_retrieval_key_is_refused_from_then_on() {
+    let home = Home::start().await;
+    let caller = home.caller("Acme AI").await;
+    let search = json!({"collection": "products", "q": "lamp", "filter": {"all": [{"country": "FR"}]}, "sort_by": "_text_match:desc"});
+    assert_eq!(home.search(&caller, "/v1/search", search.clone()).await.status, 200);
+    let revoked = home.admin("POST", &format!("/admin/retrieval-keys/{}/revoke", caller.key_id), Value::Null).await;
+    assert_eq!(revoked.status, 200, "{}", revoked.body);
+    let refused = home.search(&caller, "/v1/search", search).await;
+    assert_eq!((refused.status, refused.body["code"].as_str()), (401, Some("key_unknown")), "{}", refused.body);
+    // Revoked again: the first revocation stands.
+    let again = home.admin("POST", &format!("/admin/retrieval-keys/{}/revoke", caller.key_id), Value::Null).await;
+    assert_eq!(again.body["revoked_at"], revoked.body["revoked_at"]);
+    let unknown = home.admin("POST", "/admin/retrieval-keys/nope/revoke", Value::Null).await;
+    assert_eq!(unknown.status, 404);
     home.state.stop_actors().await;
 }

@@ -107,7 +107,7 @@ pub async fn publish(state: &Region, caller: &BusinessCaller, record_type: Recor
             Answer::accepted(serde_json::to_vec(&status).unwrap_or_default(), out::status_url(&push_id))
         }
         (false, AnswerMode::Background) => {
-            state.home()?.push_worker.cast(PushWorkerMsg::Run(push_id.clone())).map_err(Error::actor("push worker"))?;
+            state.home()?.push_worker.cast(PushWorkerMsg::Run(push_id.clone()))?;
             let status = push_status(state, &push, false, None, None)?;
             Answer::accepted(serde_json::to_vec(&status).unwrap_or_default(), out::status_url(&push_id))
         }
@@ -119,10 +119,7 @@ pub async fn publish(state: &Region, caller: &BusinessCaller, record_type: Recor
                 // request timing out) must not leave the push half run,
                 // where a resend would only report it until it stalls.
                 let (runner, id) = (state.push_runner()?, push_id.clone());
-                tokio::spawn(async move { run_push(&runner, &id).await })
-                    .await
-                    .map_err(Error::internal)?
-                    .map_err(Error::internal)?
+                tokio::spawn(async move { run_push(&runner, &id).await }).await.map_err(Error::internal)??
             };
             Answer::ok(serde_json::to_vec(&publish_outcome(state, &push)?).unwrap_or_default())
         }

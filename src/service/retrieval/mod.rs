@@ -30,6 +30,7 @@ use svc_core::time::UnixMs;
 use super::auth::{Credentials, verify_signed};
 use super::{Error, Result};
 use crate::actors::billing::{BillingMsg, Reservation, Reserved, Settled};
+use crate::actors::mailbox::MailboxError;
 use crate::actors::publisher::PublisherMsg;
 use crate::actors::receipt_log::ReceiptLogMsg;
 use crate::region::Region;
@@ -321,8 +322,13 @@ pub async fn deliver(
     let Some(reservation) = held.reservation.take() else {
         return Err(Error::internal("an allowance unit was delivered twice"));
     };
+    let kept = reservation.clone();
     let settled =
         state.billing.call_within(|reply| BillingMsg::Settle { reservation, event, reply }, Some(BILLING_WAIT)).await;
+    if let Err(MailboxError::Full(_) | MailboxError::Stopped(_)) = &settled {
+        // Never delivered: the unit goes back to billing when `held` drops.
+        held.reservation = Some(kept);
+    }
     match settled {
         Ok(Ok(settled)) => {
             let outcome = match settled {
