@@ -88,6 +88,9 @@ pub struct Change {
     /// Keys that must hold nothing when the change commits: checked by the
     /// one writer, so two registrations of one key cannot both succeed.
     absent: Vec<(&'static str, Vec<u8>)>,
+    /// Keys that must still hold what was read (encoded), likewise checked
+    /// by the one writer: a read-modify-write never undoes another's write.
+    unchanged: Vec<(&'static str, Vec<u8>, Vec<u8>)>,
 }
 
 impl Change {
@@ -99,6 +102,14 @@ impl Change {
     /// commit is `StoreError::Exists` and writes nothing.
     pub fn require_absent(&mut self, cf: &'static str, key: &[u8]) -> &mut Self {
         self.absent.push((cf, key.to_vec()));
+        self
+    }
+
+    /// Commits only if `key` still holds `as_read` in `cf`; otherwise the
+    /// commit is `StoreError::Changed` and writes nothing.
+    pub fn require_unchanged<T: Serialize>(&mut self, cf: &'static str, key: &[u8], as_read: &T) -> &mut Self {
+        let encoded = crate::store::encode_value(as_read).unwrap_or_default();
+        self.unchanged.push((cf, key.to_vec(), encoded));
         self
     }
 
@@ -208,6 +219,11 @@ impl LogWriter {
         for (cf, key) in &change.absent {
             if self.store.contains(cf, key)? {
                 return Err(crate::store::StoreError::Exists { cf });
+            }
+        }
+        for (cf, key, encoded) in &change.unchanged {
+            if !self.store.holds(cf, key, encoded)? {
+                return Err(crate::store::StoreError::Changed { cf });
             }
         }
         let mut batch = self.store.batch();
@@ -410,6 +426,15 @@ mod tests {
         assert_eq!(store.get::<u64>(cf::BUSINESSES, b"b1").unwrap(), Some(1));
         assert_eq!(store.get::<u64>(cf::PUSHES, b"p").unwrap(), Some(1), "nothing of the refused change");
         assert_eq!(entries_after(&store, 0, 10).unwrap().len(), 1, "no log entry for it");
+
+        // A read-modify-write commits only over what it read.
+        let mut stale = Change::new();
+        stale.require_unchanged(cf::BUSINESSES, b"b1", &7u64).put(cf::BUSINESSES, b"b1", &8u64);
+        assert!(matches!(log.commit(stale, UnixMs(8)), Err(StoreError::Changed { cf: cf::BUSINESSES })));
+        let mut fresh = Change::new();
+        fresh.require_unchanged(cf::BUSINESSES, b"b1", &1u64).put(cf::BUSINESSES, b"b1", &8u64);
+        assert_eq!(log.commit(fresh, UnixMs(9)).unwrap(), Some(2));
+        assert_eq!(store.get::<u64>(cf::BUSINESSES, b"b1").unwrap(), Some(8));
     }
 
     #[test]

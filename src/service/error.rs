@@ -99,6 +99,10 @@ impl From<ActorError> for Error {
             | ActorError::Publish(EngineError::Store(StoreError::Exists { .. })) => {
                 Error::detail(Code::RequestInvalid, "this key is already registered")
             }
+            ActorError::Store(StoreError::Changed { .. })
+            | ActorError::Publish(EngineError::Store(StoreError::Changed { .. })) => {
+                Error::retry_after(Code::Unavailable, 100, "what this changes was changed meanwhile; ask again")
+            }
             ActorError::Store(e) | ActorError::Publish(EngineError::Store(e)) => Error::Store(e),
             ActorError::Mailbox(e) => Error::from(e),
             other => Error::Internal(other.to_string()),

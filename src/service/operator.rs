@@ -505,8 +505,12 @@ pub async fn revoke_retrieval_key(state: &Region, key_id: String) -> Result<Done
         Some(at) => at,
         None => {
             let now = state.clock.now();
+            let as_read = key.clone();
             key.revoked_at = Some(now);
             let mut change = Change::new();
+            // Of two revocations at once, the second finds the key changed
+            // (503, ask again) and then answers the first.
+            change.require_unchanged(cf::RETRIEVAL_KEYS, key_id.as_bytes(), &as_read);
             change.put(cf::RETRIEVAL_KEYS, key_id.as_bytes(), &key);
             apply(state, change).await?;
             now

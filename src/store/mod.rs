@@ -176,6 +176,10 @@ pub enum StoreError {
     /// A change required a key to hold nothing, and it held a value.
     #[error("a value in column family {cf} already exists under this key")]
     Exists { cf: &'static str },
+    /// A change required a key to hold what was read before, and another
+    /// change had written it since.
+    #[error("a value in column family {cf} changed since it was read")]
+    Changed { cf: &'static str },
     #[error(
         "column family {cf} records schema version {version}, which this build does not know \
          (it knows {SCHEMA_VERSION}); it was written by a newer build"
@@ -400,6 +404,11 @@ impl Store {
             Some(bytes) => Ok(Some(decode_value(cf, &bytes)?)),
             None => Ok(None),
         }
+    }
+
+    /// Whether `key` holds exactly `encoded` (as `encode_value` wrote it).
+    pub fn holds(&self, cf: &'static str, key: &[u8], encoded: &[u8]) -> StoreResult<bool> {
+        Ok(self.db.get_pinned_cf(self.handle(cf)?, key)?.is_some_and(|v| &v[..] == encoded))
     }
 
     pub fn contains(&self, cf: &'static str, key: &[u8]) -> StoreResult<bool> {

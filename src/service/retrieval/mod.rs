@@ -158,8 +158,11 @@ pub async fn mark_introduced(
     if key.introduced {
         return Ok(key);
     }
+    let as_read = key.clone();
     key.introduced = true;
     let mut change = Change::new();
+    // A revocation written meanwhile is not undone.
+    change.require_unchanged(cf::RETRIEVAL_KEYS, key.key_id.as_bytes(), &as_read);
     change.put(cf::RETRIEVAL_KEYS, key.key_id.as_bytes(), &key);
     publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
     Ok(key)
