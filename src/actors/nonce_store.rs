@@ -31,7 +31,9 @@ pub enum NonceMsg {
         nonce: String,
         expires_secs: i64,
         now: UnixMs,
-        reply: RpcReplyPort<bool>,
+        /// Whether the nonce was fresh; an error when the claim could not
+        /// be recorded (the caller is asked to come back, not refused).
+        reply: RpcReplyPort<Result<bool, ActorError>>,
     },
     /// Home: claims a region reported. Each new one joins the feed.
     Learn {
@@ -289,9 +291,9 @@ impl Actor for NonceStore {
         match msg {
             NonceMsg::Claim { key_id, nonce, expires_secs, now, reply } => {
                 let claimed = Claimed { key_id, nonce, expires_secs };
-                // A nonce store that cannot persist must not accept: refuse.
-                let fresh = state.hold(vec![claimed], None, now.as_secs()).unwrap_or(0) == 1;
-                let _ = reply.send(fresh);
+                // A nonce store that cannot persist must not accept; the
+                // caller hears that, not that the nonce was used.
+                let _ = reply.send(state.hold(vec![claimed], None, now.as_secs()).map(|n| n == 1));
             }
             NonceMsg::Learn { claims, reply } => {
                 // Expired claims are held too: an expired signature is

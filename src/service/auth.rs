@@ -108,7 +108,11 @@ pub async fn verify_signed<K>(
             now,
             reply,
         })
-        .await?;
+        .await?
+        .map_err(|e| {
+            tracing::error!(error = %e, "a nonce claim was not recorded");
+            Error::retry_after(Code::Unavailable, 1_000, "the nonce store cannot record claims; ask again")
+        })?;
     if !claimed {
         return Err(sig_error(SigError::NonceReused));
     }
