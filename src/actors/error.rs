@@ -12,8 +12,9 @@ use crate::store::StoreError;
 pub enum ActorError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error(transparent)]
-    Publish(#[from] EngineError),
+    /// The publisher refused what it was asked (a push not held).
+    #[error("{0}")]
+    Invalid(String),
     /// Another actor it asked did not answer.
     #[error(transparent)]
     Mailbox(#[from] MailboxError),
@@ -36,3 +37,14 @@ pub enum ActorError {
 }
 
 pub type ActorResult<T> = Result<T, ActorError>;
+
+/// The engine's store failure stays a store failure, so it is mapped in one
+/// place whatever actor it came through.
+impl From<EngineError> for ActorError {
+    fn from(error: EngineError) -> Self {
+        match error {
+            EngineError::Store(e) => ActorError::Store(e),
+            EngineError::Invalid(why) => ActorError::Invalid(why),
+        }
+    }
+}

@@ -9,7 +9,6 @@ use svc_core::problem::{Code, Problem};
 
 use crate::actors::error::ActorError;
 use crate::actors::mailbox::MailboxError;
-use crate::publish::EngineError;
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -20,7 +19,7 @@ pub enum Error {
     Refused(Box<Problem>),
     /// The store failed.
     #[error("storage: {0}")]
-    Store(#[from] StoreError),
+    Store(StoreError),
     /// An actor stopped, or failed what it was asked.
     #[error("{actor}: {reason}")]
     Actor { actor: &'static str, reason: String },
@@ -90,20 +89,27 @@ impl From<MailboxError> for Error {
     }
 }
 
+/// A change's precondition that did not hold is the caller's answer: a
+/// key registered already, or a record changed since it was read (ask
+/// again). Any other store failure is the service's.
+impl From<StoreError> for Error {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Exists { .. } => Error::detail(Code::RequestInvalid, "this key is already registered"),
+            StoreError::Changed { .. } => {
+                Error::retry_after(Code::Unavailable, 100, "what this changes was changed meanwhile; ask again")
+            }
+            other => Error::Store(other),
+        }
+    }
+}
+
 /// What an actor could not do: the store's failure stays typed, a full or
 /// stopped mailbox on the way stays a 503, anything else is internal.
 impl From<ActorError> for Error {
     fn from(error: ActorError) -> Self {
         match error {
-            ActorError::Store(StoreError::Exists { .. })
-            | ActorError::Publish(EngineError::Store(StoreError::Exists { .. })) => {
-                Error::detail(Code::RequestInvalid, "this key is already registered")
-            }
-            ActorError::Store(StoreError::Changed { .. })
-            | ActorError::Publish(EngineError::Store(StoreError::Changed { .. })) => {
-                Error::retry_after(Code::Unavailable, 100, "what this changes was changed meanwhile; ask again")
-            }
-            ActorError::Store(e) | ActorError::Publish(EngineError::Store(e)) => Error::Store(e),
+            ActorError::Store(e) => Error::from(e),
             ActorError::Mailbox(e) => Error::from(e),
             other => Error::Internal(other.to_string()),
         }

@@ -325,13 +325,8 @@ pub async fn register_business_key(state: &Region, uuid: String, req: NewBusines
             introduced: false,
         });
     }
-    if state.store.contains(cf::INTEGRATION_KEYS, record.key_id.as_bytes())?
-        || state.store.contains(cf::PASSKEYS, record.key_id.as_bytes())?
-    {
-        return Err(invalid("this key is already registered"));
-    }
     let mut change = Change::new();
-    // Checked again by the one writer: of two registrations at once, one wins.
+    // Checked by the one writer as it writes: of two at once, one wins.
     change.require_absent(cf::INTEGRATION_KEYS, record.key_id.as_bytes());
     change.require_absent(cf::PASSKEYS, record.key_id.as_bytes());
     change.put(cf_name, record.key_id.as_bytes(), &record);
@@ -523,7 +518,7 @@ pub async fn revoke_retrieval_key(state: &Region, key_id: String) -> Result<Done
 /// fault; anything else failed on the service's side.
 fn refused_release(error: ActorError) -> Error {
     match error {
-        ActorError::Publish(crate::publish::EngineError::Invalid(why)) => invalid(why),
+        ActorError::Invalid(why) => invalid(why),
         other => Error::from(other),
     }
 }
@@ -774,10 +769,7 @@ pub async fn register_retrieval_key(state: &Region, group_id: String, req: NewRe
         introduced: false,
     };
     // A key registered once stays with its company: registered again (to
-    // this or another company), it is refused, by the one writer.
-    if state.store.contains(cf::RETRIEVAL_KEYS, key_id.as_bytes())? {
-        return Err(invalid("this key is already registered"));
-    }
+    // this or another company), the one writer refuses it.
     let mut change = Change::new();
     change.require_absent(cf::RETRIEVAL_KEYS, key_id.as_bytes());
     change.put(cf::RETRIEVAL_KEYS, key_id.as_bytes(), &record);

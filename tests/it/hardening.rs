@@ -4,6 +4,7 @@ use serde_json::{Value, json};
 use svc_core::keys::{Alg, SigningKey};
 
 use crate::common::Home;
+use crate::retrieval::lamp_search;
 
 // A registration checked before it is written lets two at once both pass
 // the check; the one writer checks again as it writes. (Whether the four
@@ -60,11 +61,10 @@ async fn a_retrieval_key_registered_again_stays_with_its_company() {
 async fn a_revoked_retrieval_key_is_refused_from_then_on() {
     let home = Home::start().await;
     let caller = home.caller("Acme AI").await;
-    let search = json!({"collection": "products", "q": "lamp", "filter": {"all": [{"country": "FR"}]}, "sort_by": "_text_match:desc"});
-    assert_eq!(home.search(&caller, "/v1/search", search.clone()).await.status, 200);
+    assert_eq!(home.search(&caller, "/v1/search", lamp_search()).await.status, 200);
     let revoked = home.admin("POST", &format!("/admin/retrieval-keys/{}/revoke", caller.key_id), Value::Null).await;
     assert_eq!(revoked.status, 200, "{}", revoked.body);
-    let refused = home.search(&caller, "/v1/search", search).await;
+    let refused = home.search(&caller, "/v1/search", lamp_search()).await;
     assert_eq!((refused.status, refused.body["code"].as_str()), (401, Some("key_unknown")), "{}", refused.body);
     // Revoked again: the first revocation stands.
     let again = home.admin("POST", &format!("/admin/retrieval-keys/{}/revoke", caller.key_id), Value::Null).await;

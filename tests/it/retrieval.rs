@@ -35,7 +35,7 @@ async fn corpus(home: &Home) -> (Business, Business, Vec<Vec<u8>>) {
     (lumio, brisa, lamps)
 }
 
-fn lamp_search() -> Value {
+pub(crate) fn lamp_search() -> Value {
     json!({"collection": "products", "q": "lamp", "filter": {"all": [{"country": "FR"}]}, "sort_by": "_text_match:desc"})
 }
 
@@ -43,7 +43,7 @@ fn miss_search() -> Value {
     json!({"collection": "products", "q": "zzzz", "filter": {"all": [{"country": "FR"}]}, "sort_by": "_text_match:desc"})
 }
 
-async fn get(home: &Home, caller: &Caller, path: &str) -> Answer {
+pub(crate) async fn get(home: &Home, caller: &Caller, path: &str) -> Answer {
     home.signed(&caller.key, "GET", path, b"", "svc-retrieval", &[]).await
 }
 

@@ -12,17 +12,10 @@ use serde_json::{Value, json};
 use svc::region::supervisor::{ChildState, SupervisorMsg};
 
 use crate::common::{Answer, Caller, Home, product, products_scope};
+use crate::retrieval::{get, lamp_search};
 
 async fn readyz(home: &Home) -> Answer {
     home.send(Request::get("/readyz").body(Body::empty()).unwrap()).await
-}
-
-fn lamp_search() -> Value {
-    json!({"collection": "products", "q": "lamp", "filter": {"all": [{"country": "FR"}]}, "sort_by": "_text_match:desc"})
-}
-
-async fn get(home: &Home, caller: &Caller, path: &str) -> Answer {
-    home.signed(&caller.key, "GET", path, b"", "svc-retrieval", &[]).await
 }
 
 async fn child(home: &Home, name: &str) -> ChildState {
