@@ -71,6 +71,87 @@ pub struct NodeConfig {
     /// region, and the token both sides present on the internal routes.
     #[serde(default)]
     pub replication: Option<ReplicationConfig>,
+    /// Timeouts and caps of every listener this node opens.
+    #[serde(default)]
+    pub listener: ListenerLimits,
+    /// The front doors and regions whose `X-Forwarded-For` this node
+    /// believes (addresses or blocks): the client address a mandate's
+    /// allow-list and the public rate limit see is the first address right
+    /// of them. Empty: the TCP peer, always.
+    #[serde(default)]
+    pub trusted_proxies: Vec<svc_core::net::Cidr>,
+    /// `POST /v1/verify` answers per client address in any rolling second
+    /// (unauthenticated CPU work); past it `429` with `Retry-After`.
+    #[serde(default = "default_verify_per_second")]
+    pub verify_per_second: u64,
+}
+
+fn default_verify_per_second() -> u64 {
+    20
+}
+
+/// What one listener admits: how long a connection or request may take,
+/// and how many may be open or in flight at once. The defaults suit a
+/// public node; tests shorten them to see them act.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ListenerLimits {
+    /// An HTTP/1 request head must arrive whole within this time, counted
+    /// from when the connection waits for it (slowloris).
+    pub header_read_timeout_ms: u64,
+    /// A connection that sends and receives nothing for this long is closed.
+    pub idle_timeout_ms: u64,
+    /// A request must be answered, its body read included, within this time.
+    pub request_timeout_ms: u64,
+    /// The bulk upload route streams up to 256 MiB: its own, longer bound.
+    pub upload_timeout_ms: u64,
+    /// Longest wait for the next piece of a request body.
+    pub body_read_timeout_ms: u64,
+    /// Connections open at once; the next waits in the kernel's backlog.
+    pub max_connections: usize,
+    /// Requests at once on one HTTP/2 connection.
+    pub max_streams_per_connection: u32,
+    /// Requests in flight at once, per route class; past it `503`.
+    pub in_flight: InFlightCaps,
+}
+
+impl Default for ListenerLimits {
+    fn default() -> Self {
+        ListenerLimits {
+            header_read_timeout_ms: 10_000,
+            idle_timeout_ms: 60_000,
+            request_timeout_ms: 30_000,
+            upload_timeout_ms: 30 * 60_000,
+            body_read_timeout_ms: 10_000,
+            max_connections: 4_096,
+            max_streams_per_connection: 128,
+            in_flight: InFlightCaps::default(),
+        }
+    }
+}
+
+/// Requests in flight at once, by the kind of work they ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InFlightCaps {
+    /// Publishing routes, whose bodies reach 32 MiB.
+    pub publish: usize,
+    /// Bulk file uploads, streamed to disk.
+    pub upload: usize,
+    /// Public verification, unauthenticated CPU work.
+    pub verify: usize,
+    /// Signed search and fetch.
+    pub retrieval: usize,
+    /// Routes between regions.
+    pub internal: usize,
+    /// Everything else (public reads, portal pages, admin, health).
+    pub other: usize,
+}
+
+impl Default for InFlightCaps {
+    fn default() -> Self {
+        InFlightCaps { publish: 16, upload: 4, verify: 64, retrieval: 1_024, internal: 256, other: 512 }
+    }
 }
 
 /// The internal link between a read region and home.
@@ -208,6 +289,9 @@ impl NodeConfig {
             search_budget_ms: default_search_budget_ms(),
             log_sequence_every_ms: default_log_sequence_every_ms(),
             replication: None,
+            listener: ListenerLimits::default(),
+            trusted_proxies: Vec::new(),
+            verify_per_second: default_verify_per_second(),
         }
     }
 }

@@ -57,6 +57,9 @@ pub struct FrontDoorConfig {
     #[serde(default = "default_probe_ms")]
     pub probe_ms: u64,
     pub regions: Vec<Route>,
+    /// Timeouts and caps of the door's listener.
+    #[serde(default)]
+    pub listener: crate::config::ListenerLimits,
 }
 
 fn default_probe_ms() -> u64 {
@@ -172,18 +175,8 @@ impl FrontDoor {
                 }
             })
         };
-        let server = {
-            let app = axum::Router::new().fallback(route).with_state(door.clone());
-            let mut stop = shutdown.subscribe();
-            tokio::spawn(async move {
-                let stopping = async move {
-                    let _ = stop.wait_for(|s| *s).await;
-                };
-                if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stopping).await {
-                    tracing::error!(error = %e, "front door stopped");
-                }
-            })
-        };
+        let app = axum::Router::new().fallback(route).with_state(door.clone());
+        let server = crate::http::listener::serve(listener, app, config.listener, shutdown.subscribe());
         Ok(FrontDoor { addr, door, shutdown, tasks: vec![prober, server] })
     }
 
@@ -233,6 +226,7 @@ async fn route(State(door): State<Door>, request: Request) -> Response {
         *attempt.uri_mut() = parts.uri.clone();
         *attempt.headers_mut() = parts.headers.clone();
         attempt.headers_mut().remove(axum::http::header::CONNECTION);
+        crate::http::forward_for(attempt.headers_mut(), crate::http::peer(&parts.extensions));
         let region = &door.regions[i];
         let answered = tokio::time::timeout(ANSWER_TIMEOUT, region.transport.try_forward(attempt)).await;
         let Ok(answered) = answered else {

@@ -12,6 +12,9 @@ use svc_core::time::UnixMs;
 
 use crate::config::RetrievalLimits;
 
+/// Windows one ledger holds before it starts over.
+const MAX_KEYS: usize = 100_000;
+
 /// One kind of budget, one window per key.
 pub struct Ledger {
     fresh: Box<dyn Fn() -> RollingBudget + Send + Sync>,
@@ -27,6 +30,11 @@ impl Ledger {
         // A poisoned lock only means another request panicked mid-update;
         // the windows are still usable numbers.
         let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        if !windows.contains_key(key) && windows.len() >= MAX_KEYS {
+            // Keys are callers' addresses too, which an attacker can vary:
+            // starting over forgets one window, as a restart does.
+            windows.clear();
+        }
         let window = match windows.get_mut(key) {
             Some(w) => w,
             None => windows.entry(key.to_owned()).or_insert_with(&self.fresh),
@@ -58,14 +66,17 @@ pub struct Limits {
     pub catalogue_reads: Ledger,
     pub request_rate: Ledger,
     pub query_cost: Ledger,
+    /// Public verifications per client address.
+    pub verify_rate: Ledger,
 }
 
 impl Limits {
-    pub fn new(retrieval: RetrievalLimits) -> Limits {
+    pub fn new(retrieval: RetrievalLimits, verify_per_second: u64) -> Limits {
         Limits {
             catalogue_reads: Ledger::new(read_rate::read_window),
             request_rate: Ledger::new(move || RollingBudget::per_second(retrieval.requests_per_second)),
             query_cost: Ledger::new(move || RollingBudget::per_minute(retrieval.query_cost_per_minute)),
+            verify_rate: Ledger::new(move || RollingBudget::per_second(verify_per_second)),
         }
     }
 }

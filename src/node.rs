@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use crate::clock::SharedClock;
 use crate::config::NodeConfig;
 use crate::http;
+use crate::http::listener::serve;
 use crate::region::{Region, StartError};
 
 pub struct Node {
@@ -29,9 +30,10 @@ impl Node {
         let admin_addr = admin_listener.local_addr().map_err(bound(config.admin_listen))?;
         let state = crate::region::start(config, clock).await?;
         let (shutdown, _) = watch::channel(false);
+        let limits = state.config.listener;
         let servers = vec![
-            serve(listener, http::public_router(state.clone()), shutdown.subscribe()),
-            serve(admin_listener, http::admin_router(state.clone()), shutdown.subscribe()),
+            serve(listener, http::public_router(state.clone()), limits, shutdown.subscribe()),
+            serve(admin_listener, http::admin_router(state.clone()), limits, shutdown.subscribe()),
         ];
         Ok(Node { state, addr, admin_addr, shutdown, servers })
     }
@@ -44,20 +46,4 @@ impl Node {
         }
         self.state.stop_actors().await;
     }
-}
-
-fn serve(
-    listener: TcpListener,
-    router: axum::Router,
-    mut shutdown: watch::Receiver<bool>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let app = router.into_make_service_with_connect_info::<SocketAddr>();
-        let stopping = async move {
-            let _ = shutdown.wait_for(|stop| *stop).await;
-        };
-        if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stopping).await {
-            tracing::error!(error = %e, "server stopped");
-        }
-    })
 }

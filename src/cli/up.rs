@@ -96,7 +96,13 @@ impl Up {
                 Route { region, url: format!("http://{}", node.addr), latency_ms }
             })
             .collect();
-        let door = FrontDoor::start(FrontDoorConfig { listen: plan.listen, probe_ms: 250, regions: routes }).await?;
+        let door = FrontDoor::start(FrontDoorConfig {
+            listen: plan.listen,
+            probe_ms: 250,
+            regions: routes,
+            listener: Default::default(),
+        })
+        .await?;
         Ok(Up { nodes, door })
     }
 

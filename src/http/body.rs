@@ -17,28 +17,30 @@ pub const DEFAULT_LIMIT: usize = 16 * KIB;
 pub const PUBLISH_LIMIT: usize = 32 * MIB;
 pub const VERIFY_LIMIT: usize = 512 * KIB;
 
+/// The body length a request declares, refused when over `limit`.
+pub fn declared_length(headers: &HeaderMap, limit: usize, now: UnixMs) -> Result<Option<u64>, Error> {
+    let Some(declared) = headers.get(header::CONTENT_LENGTH) else { return Ok(None) };
+    match declared.to_str().ok().and_then(|v| v.trim().parse::<u64>().ok()) {
+        Some(n) if n > limit as u64 => Err(Error::detail(
+            declared_length_over_limit(now),
+            format!("declared body of {n} bytes is over the {limit}-byte limit"),
+        )),
+        Some(n) => Ok(Some(n)),
+        None => Err(Error::detail(Code::RequestInvalid, "Content-Length is not a number")),
+    }
+}
+
 /// Reads the whole body if it fits in `limit`. A declared `Content-Length`
 /// over the limit is refused before a byte is read; a chunked body is read
 /// only up to the limit and refused as soon as it passes it.
 pub async fn read_limited(headers: &HeaderMap, body: Body, limit: usize, now: UnixMs) -> Result<Bytes, Error> {
-    if let Some(declared) = headers.get(header::CONTENT_LENGTH) {
-        let declared: Option<u64> = declared.to_str().ok().and_then(|v| v.trim().parse().ok());
-        match declared {
-            Some(n) if n > limit as u64 => {
-                return Err(Error::detail(
-                    declared_length_over_limit(now),
-                    format!("declared body of {n} bytes is over the {limit}-byte limit"),
-                ));
-            }
-            Some(_) => {}
-            None => return Err(Error::detail(Code::RequestInvalid, "Content-Length is not a number")),
-        }
-    }
+    declared_length(headers, limit, now)?;
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
             Err(Error::detail(Code::RecordTooLarge, format!("body is over the {limit}-byte limit")))
         }
-        Err(_) => Err(Error::detail(Code::RequestInvalid, "the body could not be read")),
+        // Cut off, or sent slower than the listener waits for.
+        Err(_) => Err(Error::detail(Code::RequestInvalid, "the body could not be read whole, or came too slowly")),
     }
 }

@@ -19,7 +19,7 @@ use svc_core::problem::Code;
 use svc_core::publish::outcome::BULK_MAX_BYTES;
 
 use super::auth::with_credentials;
-use super::body::{DEFAULT_LIMIT, KIB, PUBLISH_LIMIT, read_limited};
+use super::body::{DEFAULT_LIMIT, KIB, PUBLISH_LIMIT, declared_length, read_limited};
 use crate::region::Region;
 use crate::service::publishing::{
     self as publishing, Answer, AttemptsQuery, BusinessCaller, CatalogueQuery, DailyQuery, Origin, StatusQuery,
@@ -84,10 +84,19 @@ impl<S: Scope> FromRequest<Region> for Business<S> {
     async fn from_request(req: Request, state: &Region) -> Result<Self> {
         let now = state.clock.now();
         let (parts, body) = req.into_parts();
+        // A large body is read only for a caller whose signed head passes:
+        // held uploads from strangers cost a request head, not 32 MiB.
+        if S::LIMIT > DEFAULT_LIMIT {
+            let body_follows = declared_length(&parts.headers, S::LIMIT, now)?.is_some_and(|n| n > 0);
+            with_credentials(&parts, &[], async |credentials| {
+                publishing::judge_head(state, &credentials, S::TAG, body_follows, now)
+            })
+            .await?;
+        }
         let body = read_limited(&parts.headers, body, S::LIMIT, now).await?;
         let origin = Origin {
             path: parts.uri.path().to_owned(),
-            remote_ip: super::remote_ip(&parts.extensions),
+            remote_ip: super::client_ip(&parts.extensions, &parts.headers, &state.config.trusted_proxies),
             idempotency_key: parts
                 .headers
                 .get("idempotency-key")
@@ -198,6 +207,10 @@ async fn create_import(State(state): State<Region>, caller: Business<Push>) -> R
     publishing::create_import(&state, &caller.0).await.map(answer_response).into_response()
 }
 
+/// A policy form's fields before its file: how many, and how long each.
+const MAX_FORM_FIELDS: usize = 32;
+const MAX_FORM_FIELD: usize = 8 * KIB;
+
 /// The file, POSTed to the upload address with every field, then `file`.
 /// Authorised by the service-signed policy among the fields, not a
 /// signature. Streamed to disk, refused as soon as it passes its limits.
@@ -231,10 +244,18 @@ async fn receive_upload_route(
     while let Some(mut field) = multipart.next_field().await.map_err(|e| invalid(e.to_string()))? {
         let name = field.name().unwrap_or_default().to_owned();
         if name != "file" {
-            let value = field.text().await.map_err(|e| invalid(e.to_string()))?;
-            if value.len() > 8 * KIB {
-                return Err(invalid(format!("the field {name} is too long")));
+            if fields.len() >= MAX_FORM_FIELDS {
+                return Err(invalid(format!("the form has more than {MAX_FORM_FIELDS} fields before its file")));
             }
+            // Read piece by piece, refused as soon as it passes its limit.
+            let mut value = Vec::new();
+            while let Some(chunk) = field.chunk().await.map_err(|e| invalid(e.to_string()))? {
+                if value.len() + chunk.len() > MAX_FORM_FIELD {
+                    return Err(invalid(format!("the field {name} is over {MAX_FORM_FIELD} bytes")));
+                }
+                value.extend_from_slice(&chunk);
+            }
+            let value = String::from_utf8(value).map_err(|_| invalid(format!("the field {name} is not UTF-8")))?;
             fields.insert(name, value);
             continue;
         }

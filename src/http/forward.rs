@@ -7,11 +7,14 @@ use axum::response::{IntoResponse, Response};
 use crate::region::Region;
 use crate::service::ops;
 
-pub async fn to_home(State(state): State<Region>, request: Request) -> Response {
+pub async fn to_home(State(state): State<Region>, mut request: Request) -> Response {
     // Home's internal routes are for regions, over their own link: never a
     // way to reach home through a region's public port.
     if request.uri().path().starts_with("/internal/") {
         return crate::service::Error::new(svc_core::problem::Code::NotFound).into_response();
     }
+    // Home reads the caller's address from here when it trusts this region.
+    let peer = super::peer(request.extensions());
+    super::forward_for(request.headers_mut(), peer);
     ops::forward_to_home(&state, request).await.into_response()
 }

@@ -45,6 +45,7 @@ pub struct Region {
     pub nonces: Mailbox<NonceMsg>,
     /// Verifying keys parsed from their JWKs, for the signed routes.
     pub jwk_keys: Arc<crate::service::auth::JwkKeys>,
+    pub signed_statements: Arc<crate::service::auth::SignedStatements>,
     pub blocklist: Option<Arc<Blocklist>>,
     /// Where bulk files are kept.
     pub uploads: std::path::PathBuf,

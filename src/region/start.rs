@@ -22,7 +22,6 @@ use crate::actors::replicator::{ReplicationStatus, Replicator, ReplicatorArgs};
 use crate::actors::transparency_log::{TransparencyLog, TransparencyLogArgs, TransparencyLogMsg};
 use crate::actors::uplink::{Uplink, UplinkArgs, UplinkMsg};
 use crate::blocklist::Blocklist;
-use crate::client::transport::Transport;
 use crate::clock::SharedClock;
 use crate::config::{NodeConfig, Role};
 use crate::key_set::{Certifier, KeyView};
@@ -181,7 +180,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         Spec::new("indexer", Indexer, indexer_args).tick(Duration::from_millis(20), || IndexerMsg::Tick),
     )
     .await?;
-    let config_limits = config.retrieval_limits;
+    let limits = Arc::new(Limits::new(config.retrieval_limits, config.verify_per_second));
     let certifier = match (&home, outbox) {
         (Some(home), _) => {
             let valid_from = ServiceKeys::created_at(&store, clock.now())?;
@@ -212,9 +211,10 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         index: Arc::new(index),
         indexer,
         index_shards,
-        limits: Arc::new(Limits::new(config_limits)),
+        limits,
         serve_times: Arc::default(),
         jwk_keys: Arc::default(),
+        signed_statements: Arc::default(),
         billing,
         receipts,
         receipt_folder,
@@ -285,12 +285,7 @@ async fn start_replica(
     }
     let home_url =
         settings.home_url.as_deref().ok_or(StartError::Config("a read region needs replication.home_url".into()))?;
-    let link = Arc::new(HomeLink::new(
-        Transport::http2(home_url)?,
-        settings.token.clone(),
-        config.region.clone(),
-        settings.lease_units,
-    ));
+    let link = Arc::new(HomeLink::new(home_url, settings.token.clone(), config.region.clone(), settings.lease_units)?);
     let status = Arc::new(ReplicationStatus::default());
     let args =
         ReplicatorArgs { store: store.clone(), link: link.clone(), clock: clock.clone(), status: status.clone() };

@@ -39,13 +39,27 @@ pub enum LinkError {
     Encode(#[source] postcard::Error),
     #[error("home's answer to {path}: {source}")]
     Decode { path: String, source: postcard::Error },
+    /// Every forwarding slot to home is taken.
+    #[error("{FORWARDS_IN_FLIGHT} requests are already on their way to home")]
+    Busy,
     /// Lease requests fail fast for a moment after one failed.
     #[error("home was unreachable a moment ago")]
     BackingOff,
 }
 
+/// Forwarded client requests in flight to home at once: below home's
+/// streams per connection (128 by default), so clients can never take every
+/// stream of the connection they use.
+pub const FORWARDS_IN_FLIGHT: usize = 96;
+
+/// A read region's two connections to home: one for its own control
+/// traffic (the log, nonces, reports, leases), one for the client requests
+/// it forwards. A flood of slow forwarded requests cannot hold up
+/// replication, which shares no connection with them.
 pub struct HomeLink {
-    pub home: Transport,
+    control: Transport,
+    clients: Transport,
+    forwards: tokio::sync::Semaphore,
     token: String,
     region: String,
     lease_units: i64,
@@ -56,15 +70,27 @@ pub struct HomeLink {
 }
 
 impl HomeLink {
-    pub fn new(home: Transport, token: String, region: String, lease_units: i64) -> Self {
-        HomeLink {
-            home,
+    pub fn new(home_url: &str, token: String, region: String, lease_units: i64) -> Result<Self, ClientError> {
+        Ok(HomeLink {
+            control: Transport::http2(home_url)?,
+            clients: Transport::http2(home_url)?,
+            forwards: tokio::sync::Semaphore::new(FORWARDS_IN_FLIGHT),
             token,
             region,
             lease_units,
             lease_down_until: AtomicI64::new(0),
             renewing: Mutex::new(HashSet::new()),
-        }
+        })
+    }
+
+    /// Sends a client's request on to home on the clients' connection, if
+    /// one of its [`FORWARDS_IN_FLIGHT`] slots is free.
+    pub async fn forward(
+        &self,
+        request: Request<Body>,
+    ) -> Result<axum::http::Response<hyper::body::Incoming>, LinkError> {
+        let _slot = self.forwards.try_acquire().map_err(|_| LinkError::Busy)?;
+        Ok(self.clients.forward(request).await?)
     }
 
     /// Sends a request to home with the replication token, within `wait`.
@@ -81,7 +107,7 @@ impl HomeLink {
             .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
             .header(header::CONTENT_TYPE, "application/vnd.svc.postcard")
             .body(Body::from(body))?;
-        let answer = tokio::time::timeout(wait, self.home.send(request))
+        let answer = tokio::time::timeout(wait, self.control.send(request))
             .await
             .map_err(|_| LinkError::Timeout { path: path_and_query.to_owned(), ms: wait.as_millis() })??;
         if answer.status != 200 {

@@ -77,6 +77,38 @@ impl JwkKeys {
     }
 }
 
+/// Statements the statement key signed, by the digest of their bytes: a
+/// public statement is signed once per change, however often it is asked
+/// for. Bounded like [`JwkKeys`]; an entry never goes stale, since the
+/// bytes name what was signed.
+#[derive(Default)]
+pub struct SignedStatements {
+    signed: std::sync::Mutex<std::collections::HashMap<[u8; 32], svc_core::dsse::Envelope>>,
+}
+
+impl SignedStatements {
+    const MAX: usize = 10_000;
+
+    pub fn get_or_sign(
+        &self,
+        bytes: &[u8],
+        sign: impl FnOnce() -> svc_core::dsse::Envelope,
+    ) -> svc_core::dsse::Envelope {
+        let digest = svc_core::digest::sha256(bytes);
+        if let Some(found) = self.signed.lock().ok().and_then(|m| m.get(&digest).cloned()) {
+            return found;
+        }
+        let envelope = sign();
+        if let Ok(mut signed) = self.signed.lock() {
+            if signed.len() >= Self::MAX {
+                signed.clear();
+            }
+            signed.insert(digest, envelope.clone());
+        }
+        envelope
+    }
+}
+
 /// Verifies a request's signature for `tag`, then claims its nonce, and
 /// answers the key record that signed.
 ///

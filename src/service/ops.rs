@@ -14,6 +14,7 @@ use super::{Error, Result};
 use crate::actors::indexer::IndexerMsg;
 use crate::actors::nonce_store::NonceMsg;
 use crate::region::Region;
+use crate::replication::link::LinkError;
 
 /// The process answers: its region and role.
 pub fn health(state: &Region) -> Value {
@@ -115,8 +116,11 @@ const FORWARD_RETRY_MS: u64 = 5_000;
 pub async fn forward_to_home(state: &Region, request: Request<Body>) -> Result<Response<Body>> {
     let Some(replica) = &state.replica else { return Err(Error::new(Code::NotFound)) };
     let wait = state.config.replication.as_ref().map_or(10_000, |r| r.forward_timeout_ms);
-    match tokio::time::timeout(Duration::from_millis(wait), replica.link.home.forward(request)).await {
+    match tokio::time::timeout(Duration::from_millis(wait), replica.link.forward(request)).await {
         Ok(Ok(answer)) => Ok(answer.map(Body::new)),
+        Ok(Err(LinkError::Busy)) => {
+            Err(Error::retry_after(Code::Unavailable, FORWARD_RETRY_MS, "too many requests are on their way to home"))
+        }
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "home unreachable for a forwarded request");
             Err(Error::retry_after(Code::Unavailable, FORWARD_RETRY_MS, "the home region cannot be reached"))

@@ -135,6 +135,34 @@ async fn the_upload_address_is_judged_by_its_signed_policy() {
     assert!(late.body["detail"].as_str().unwrap().contains("expired"), "{:?}", late.body);
 }
 
+// The form's fields before the file are read piece by piece and refused as
+// soon as one is too long or there are too many: a field never costs more
+// than its limit.
+#[tokio::test(flavor = "multi_thread")]
+async fn upload_form_fields_are_bounded_while_streaming() {
+    let home = Home::start().await;
+    let b = home.business("Lumio", products_scope(100_000)).await;
+    let upload = create_upload(&home, &b, "u-1").await;
+    let file = ndjson(&[product("Lumio", "SKU-1", "1.00")]);
+
+    let mut long = upload.body.clone();
+    long["fields"]["padding"] = json!("x".repeat(8 * 1024 + 1));
+    let refused = send_file(&home, &long, &file).await;
+    assert_eq!(refused.status, 400, "{:?}", refused.body);
+    assert!(refused.body["detail"].as_str().unwrap().contains("padding is over 8192 bytes"), "{:?}", refused.body);
+
+    let mut many = upload.body.clone();
+    for n in 0..40 {
+        many["fields"][format!("extra-{n}")] = json!("x");
+    }
+    let refused = send_file(&home, &many, &file).await;
+    assert_eq!(refused.status, 400, "{:?}", refused.body);
+    assert!(refused.body["detail"].as_str().unwrap().contains("more than 32 fields"), "{:?}", refused.body);
+
+    // The form as the service signed it still goes through.
+    assert_eq!(send_file(&home, &upload.body, &file).await.status, 201);
+}
+
 // rule: P4.1.48, P4.1.56
 #[tokio::test(flavor = "multi_thread")]
 async fn an_import_over_the_caps_is_refused_before_the_file_is_read() {

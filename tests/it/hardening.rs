@@ -1,9 +1,14 @@
 //! Issue 23's findings, each as the attack or fault it answers.
 
-use serde_json::{Value, json};
-use svc_core::keys::{Alg, SigningKey};
+use std::time::{Duration, Instant};
 
-use crate::common::Home;
+use serde_json::{Value, json};
+use svc::client::transport::Transport;
+use svc_core::keys::{Alg, SigningKey};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::common::{AUTHORITY, Clock, Home, product, products_scope};
 use crate::retrieval::lamp_search;
 
 // A registration checked before it is written lets two at once both pass
@@ -71,5 +76,243 @@ async fn a_revoked_retrieval_key_is_refused_from_then_on() {
     assert_eq!(again.body["revoked_at"], revoked.body["revoked_at"]);
     let unknown = home.admin("POST", "/admin/retrieval-keys/nope/revoke", Value::Null).await;
     assert_eq!(unknown.status, 404);
+    home.state.stop_actors().await;
+}
+
+/// Reads until the server closes the socket: true if it did within `within`.
+async fn closed_within(socket: &mut TcpStream, within: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout_at(deadline, socket.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+        }
+    }
+}
+
+/// The status of the first answer on `socket`, read within `within`.
+async fn status_within(socket: &mut TcpStream, within: Duration) -> Option<u16> {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    let read = async {
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = socket.read(&mut buf).await.ok()?;
+            if n == 0 {
+                return None;
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        let line = String::from_utf8_lossy(&head).lines().next()?.to_owned();
+        line.split(' ').nth(1)?.parse().ok()
+    };
+    tokio::time::timeout(within, read).await.ok().flatten()
+}
+
+/// A request's head as HTTP/1.1 bytes, with `Content-Length: declared`.
+fn head_bytes(request: &axum::http::Request<axum::body::Body>, declared: usize) -> Vec<u8> {
+    let mut head = format!("{} {} HTTP/1.1\r\n", request.method(), request.uri());
+    for (name, value) in request.headers() {
+        head.push_str(&format!("{name}: {}\r\n", value.to_str().unwrap()));
+    }
+    head.push_str(&format!("content-type: application/json\r\ncontent-length: {declared}\r\n\r\n"));
+    head.into_bytes()
+}
+
+fn median(times: &mut [Duration]) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+// Slowloris: sockets that dribble a request head a byte at a time, or say
+// nothing at all, more of them than the listener takes. Each is cut off
+// (header deadline, idle deadline); signed searches keep being answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slowloris_is_cut_off_while_honest_callers_are_answered() {
+    let (home, node) = Home::listening(|c| {
+        c.listener.header_read_timeout_ms = 1_000;
+        c.listener.idle_timeout_ms = 2_000;
+        c.listener.max_connections = 64;
+    })
+    .await;
+    let caller = home.caller("Acme AI").await;
+    let addr = node.addr;
+    let mut attackers = Vec::new();
+    for i in 0..100 {
+        attackers.push(tokio::spawn(async move {
+            let mut socket = TcpStream::connect(addr).await.unwrap();
+            let opened = Instant::now();
+            if i % 5 != 0 {
+                let head = b"GET /healthz HTTP/1.1\r\nHost: api.svc.localhost\r\nX-Slow: ";
+                for byte in head.iter().chain(std::iter::repeat(&b'a')).take(300) {
+                    if socket.write_all(&[*byte]).await.is_err() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+            (closed_within(&mut socket, Duration::from_secs(20)).await, opened.elapsed())
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let transport = Transport::new(&format!("http://{addr}")).unwrap();
+    let body = serde_json::to_vec(&lamp_search()).unwrap();
+    let mut honest = Vec::new();
+    for _ in 0..10 {
+        let request = home.signed_request(&caller.key, "POST", "/v1/search", &body, "svc-retrieval", &[]);
+        let started = Instant::now();
+        let answer = tokio::time::timeout(Duration::from_secs(20), transport.send(request)).await;
+        let answer = answer.expect("an honest search is answered during the attack").unwrap();
+        assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+        honest.push(started.elapsed());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let mut cut = Vec::new();
+    for attacker in attackers {
+        let (closed, after) = attacker.await.unwrap();
+        assert!(closed, "every slow or silent socket is closed by the server");
+        cut.push(after);
+    }
+    eprintln!(
+        "slowloris: honest search median {:?} max {:?}; attackers cut after median {:?} max {:?}",
+        median(&mut honest.clone()),
+        honest.iter().max().unwrap(),
+        median(&mut cut.clone()),
+        cut.iter().max().unwrap()
+    );
+    node.stop().await;
+}
+
+// Held uploads: strangers declaring 30 MiB are answered from their head
+// alone, before they send the body; signed ones hold a publishing slot only
+// while their body keeps coming, and past the cap the next is told to wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_uploads_are_refused_by_their_head_or_their_slot() {
+    let (home, node) = Home::listening(|c| {
+        c.listener.in_flight.publish = 2;
+        c.listener.body_read_timeout_ms = 1_000;
+    })
+    .await;
+    let b = home.business("Lumio", products_scope(1000)).await;
+    let addr = node.addr;
+    let strangers: Vec<_> = (0..20)
+        .map(|_| {
+            tokio::spawn(async move {
+                let mut socket = TcpStream::connect(addr).await.unwrap();
+                let head = format!(
+                    "POST /v1/publish/products HTTP/1.1\r\nhost: {AUTHORITY}\r\ncontent-type: application/json\r\n\
+                     content-length: {}\r\n\r\n",
+                    30 << 20
+                );
+                socket.write_all(head.as_bytes()).await.unwrap();
+                socket.write_all(&[b' '; 1024]).await.unwrap();
+                status_within(&mut socket, Duration::from_secs(10)).await
+            })
+        })
+        .collect();
+    for stranger in strangers {
+        assert_eq!(stranger.await.unwrap(), Some(401), "answered from the head, body unsent");
+    }
+
+    // Two signed uploads whose bodies stall take both publishing slots.
+    let big = vec![b' '; 1 << 20];
+    let mut held = Vec::new();
+    for n in 0..2 {
+        let request = home.signed_request(
+            &b.key,
+            "POST",
+            "/v1/publish/products",
+            &big,
+            "svc-push",
+            &[("idempotency-key", &format!("held-{n}"))],
+        );
+        let mut socket = TcpStream::connect(addr).await.unwrap();
+        socket.write_all(&head_bytes(&request, big.len())).await.unwrap();
+        socket.write_all(&big[..100]).await.unwrap();
+        held.push(socket);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let transport = Transport::new(&format!("http://{addr}")).unwrap();
+    let records = [product("Lumio", "SKU-1", "2.00")];
+    let seq = b.seq.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let seal = home.batch_seal(&b, &records, seq, 0, home.clock.now());
+    let body = home.publish_body(&seal, &records);
+    let publish =
+        || home.signed_request(&b.key, "POST", "/v1/publish/products", &body, "svc-push", &[("idempotency-key", "ok")]);
+    let busy = transport.send(publish()).await.unwrap();
+    assert_eq!(busy.status, 503, "{}", String::from_utf8_lossy(&busy.bytes));
+    assert!(busy.headers.contains_key("retry-after"));
+    // Their bodies stop coming: each is answered 400 and its slot is free.
+    for mut socket in held {
+        assert_eq!(status_within(&mut socket, Duration::from_secs(10)).await, Some(400));
+    }
+    let served = transport.send(publish()).await.unwrap();
+    assert!((200..300).contains(&served.status), "{} {}", served.status, String::from_utf8_lossy(&served.bytes));
+    node.stop().await;
+}
+
+// A mandate's allow-list sees the client a trusted proxy forwarded, never
+// an address a caller wrote itself, and never the proxy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mandates_allow_list_sees_the_client_behind_trusted_proxies_only() {
+    let mut scope = products_scope(1000);
+    scope["source_ip_allow_list"] = json!(["203.0.113.0/24"]);
+    // In-process requests come from 127.0.0.1, here a trusted front door.
+    let behind_door = Home::start_with_config(tempfile::tempdir().unwrap(), |c| {
+        c.trusted_proxies = vec!["127.0.0.1".parse().unwrap()];
+    })
+    .await;
+    let direct = Home::start().await;
+    let cases = [
+        (&behind_door, "203.0.113.5", true),
+        (&behind_door, "198.51.100.9", false),
+        // The caller wrote the left entry; the door added the right one.
+        (&behind_door, "203.0.113.5, 198.51.100.9", false),
+        // Not from a trusted proxy: the header is the caller's own words.
+        (&direct, "203.0.113.5", false),
+    ];
+    for (n, (home, forwarded_for, allowed)) in cases.into_iter().enumerate() {
+        let brand = format!("Lumio{n}");
+        let b = home.business(&brand, scope.clone()).await;
+        let records = [product(&brand, "SKU-1", "2.00")];
+        let seal = home.batch_seal(&b, &records, 1, 0, home.clock.now());
+        let body = home.publish_body(&seal, &records);
+        let headers = [("idempotency-key", "a"), ("x-forwarded-for", forwarded_for)];
+        let answer = home.signed(&b.key, "POST", "/v1/publish/products", &body, "svc-push", &headers).await;
+        if allowed {
+            assert!((200..300).contains(&answer.status), "{forwarded_for}: {}", answer.body);
+        } else {
+            assert_eq!(answer.body["code"], "source_not_allowed", "{forwarded_for}: {}", answer.body);
+        }
+    }
+    behind_door.state.stop_actors().await;
+    direct.state.stop_actors().await;
+}
+
+// A flood of public verifications from one address is slowed with 429 and
+// Retry-After; another address, and the same one a second later, are not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn public_verification_is_rate_limited_per_client_address() {
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |c| c.verify_per_second = 3).await;
+    let verify = |from: &str| {
+        let mut request = axum::http::Request::post("/v1/verify")
+            .header("host", AUTHORITY)
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(r#"{"record_base64":"e30="}"#))
+            .unwrap();
+        let peer: std::net::SocketAddr = format!("{from}:40000").parse().unwrap();
+        request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+        home.send(request)
+    };
+    for _ in 0..3 {
+        assert_ne!(verify("198.51.100.1").await.status, 429);
+    }
+    let slowed = verify("198.51.100.1").await;
+    assert_eq!((slowed.status, slowed.body["code"].as_str()), (429, Some("rate_limited")), "{}", slowed.body);
+    assert!(slowed.headers.contains_key("retry-after"));
+    assert_ne!(verify("198.51.100.2").await.status, 429, "another address has its own rate");
+    home.clock.advance(1_001);
+    assert_ne!(verify("198.51.100.1").await.status, 429, "a second later");
     home.state.stop_actors().await;
 }

@@ -75,7 +75,12 @@ async fn svc_up_runs_three_regions_behind_a_front_door_that_routes_to_the_neares
     // A second door that probes only at its start, so only a refused
     // connection can tell it eu is gone.
     let routes = up.door.table().into_iter().map(|(route, _)| route).collect();
-    let config = FrontDoorConfig { listen: "127.0.0.1:0".parse().unwrap(), probe_ms: 3_600_000, regions: routes };
+    let config = FrontDoorConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        probe_ms: 3_600_000,
+        regions: routes,
+        listener: Default::default(),
+    };
     let blind = FrontDoor::start(config).await.unwrap();
     let eu = up.nodes.remove(1);
     eu.stop().await;

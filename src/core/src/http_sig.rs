@@ -186,25 +186,8 @@ pub fn verify(
     lookup_key: impl FnOnce(&str) -> Option<VerifyingKey>,
     claim_nonce: impl FnOnce(&str, &str, i64) -> bool,
 ) -> Result<Verified, SigError> {
-    // Step 1: both headers present.
-    let (Some(input_header), Some(sig_header)) = (req.header("signature-input"), req.header("signature")) else {
-        return Err(SigError::SignatureMissing);
-    };
-
-    // Step 2: the one signature of this route is well-formed and covers enough.
-    let checked = check_shape(req, policy, &input_header, &sig_header)?;
-
-    // Step 3: time window.
+    let (checked, key) = head_steps(req, policy, !req.body.is_empty(), lookup_key)?;
     let Checked { created, expires, .. } = checked;
-    if created.saturating_sub(policy.now_secs) > MAX_FUTURE_SKEW_SECS
-        || policy.now_secs > expires
-        || !(1..=MAX_LIFETIME_SECS).contains(&(expires - created))
-    {
-        return Err(SigError::SignatureExpired);
-    }
-
-    // Step 4: the key is registered here.
-    let key = lookup_key(&checked.keyid).ok_or(SigError::KeyUnknown)?;
 
     // Step 5: the body is the one the digest names. A digest sent over an
     // empty body is judged too, since it is what the signer vouched for.
@@ -238,6 +221,50 @@ pub fn verify(
     })
 }
 
+/// Steps 1 to 4 alone, on a request whose body has not been read: a server
+/// runs them before it reads a large body, so an unsigned or unknown caller
+/// costs it no more than a request head. `body_follows` says the request
+/// declared a non-empty body (then `content-digest` must be covered); the
+/// body itself is judged later by [`verify`], which runs every step again.
+/// Whatever this refuses, `verify` would refuse at the same step or sooner.
+pub fn judge_head(
+    req: &Request<'_>,
+    policy: &Policy<'_>,
+    body_follows: bool,
+    lookup_key: impl FnOnce(&str) -> Option<VerifyingKey>,
+) -> Result<(), SigError> {
+    head_steps(req, policy, body_follows, lookup_key).map(|_| ())
+}
+
+/// Steps 1 to 4: the headers, their shape, the time window, the key.
+fn head_steps(
+    req: &Request<'_>,
+    policy: &Policy<'_>,
+    body_follows: bool,
+    lookup_key: impl FnOnce(&str) -> Option<VerifyingKey>,
+) -> Result<(Checked, VerifyingKey), SigError> {
+    // Step 1: both headers present.
+    let (Some(input_header), Some(sig_header)) = (req.header("signature-input"), req.header("signature")) else {
+        return Err(SigError::SignatureMissing);
+    };
+
+    // Step 2: the one signature of this route is well-formed and covers enough.
+    let checked = check_shape(req, policy, &input_header, &sig_header, body_follows)?;
+
+    // Step 3: time window.
+    let Checked { created, expires, .. } = checked;
+    if created.saturating_sub(policy.now_secs) > MAX_FUTURE_SKEW_SECS
+        || policy.now_secs > expires
+        || !(1..=MAX_LIFETIME_SECS).contains(&(expires - created))
+    {
+        return Err(SigError::SignatureExpired);
+    }
+
+    // Step 4: the key is registered here.
+    let key = lookup_key(&checked.keyid).ok_or(SigError::KeyUnknown)?;
+    Ok((checked, key))
+}
+
 /// What step 2 extracts for the later steps.
 struct Checked {
     created: i64,
@@ -254,6 +281,7 @@ fn check_shape(
     policy: &Policy<'_>,
     input_header: &str,
     sig_header: &str,
+    body_follows: bool,
 ) -> Result<Checked, SigError> {
     let invalid = SigError::SignatureInvalid;
     let inputs = parse_dictionary(input_header)?;
@@ -306,7 +334,7 @@ fn check_shape(
     if req.has_query() {
         required.push("@query");
     }
-    if !req.body.is_empty() {
+    if body_follows {
         required.push("content-digest");
     }
     if !required.iter().all(|r| covered.contains(r)) {
@@ -1381,6 +1409,47 @@ mod tests {
         // Identity is the keyid alone: another registered key does not help.
         let t = req.trace(&policy(), registry(&[&other_key(Alg::Ed25519, 1)]), |_, _, _| true);
         assert_eq!(t.result, Err(SigError::KeyUnknown));
+    }
+
+    /// `judge_head` on the request with its body not yet read.
+    fn judge(req: &Req, policy: &Policy<'_>) -> Result<(), SigError> {
+        let mut head = req.clone();
+        let body_follows = !head.body.is_empty();
+        head.body.clear();
+        head.with_request(|r| judge_head(r, policy, body_follows, registry(&[&test_key()])))
+    }
+
+    // Judging the head before the body is read refuses what the full
+    // verification refuses in steps 1 to 4, with the same code, and lets a
+    // well-signed head through whatever body follows.
+    // rule: R5.2, R5.31, R5.33
+    #[test]
+    fn the_head_alone_is_judged_as_the_full_verification_judges_it() {
+        let signed = Req::post().signed();
+        let unknown = Req::post().sign_with(&other_key(Alg::Ed25519, 3), CREATED, EXPIRES, NONCE, TAG_RETRIEVAL);
+        let mut uncovered = Req::get_query().signed();
+        uncovered.body = BODY.to_vec();
+        let cases = [
+            ("unsigned", Req::post(), SigError::SignatureMissing),
+            ("unknown key", unknown, SigError::KeyUnknown),
+            ("body without a covered digest", uncovered, SigError::SignatureInvalid),
+            (
+                "other tag",
+                Req::post().sign_with(&test_key(), CREATED, EXPIRES, NONCE, "svc-push"),
+                SigError::SignatureInvalid,
+            ),
+        ];
+        for (name, req, code) in cases {
+            assert_eq!(judge(&req, &policy()), Err(code), "{name}");
+            assert_eq!(req.run(&policy()), Err(code), "{name}");
+        }
+        assert_eq!(judge(&signed, &at(EXPIRES + 1)), Err(SigError::SignatureExpired));
+        assert_eq!(judge(&signed, &policy()), Ok(()));
+        // The body is not the head's to judge: the full verification is.
+        let mut swapped = signed.clone();
+        swapped.body = b"{}".to_vec();
+        assert_eq!(judge(&swapped, &policy()), Ok(()));
+        assert_eq!(swapped.run(&policy()), Err(SigError::DigestMismatch));
     }
 
     // rule: R5.16, R5.34

@@ -20,6 +20,7 @@ pub mod keys;
 pub mod keyset;
 pub mod limits;
 pub mod merkle;
+pub mod net;
 pub mod offline;
 pub mod problem;
 pub mod projection;

@@ -96,7 +96,11 @@ pub fn business_keys(state: &Region, uuid: &str) -> Result<Value> {
     let statement = json!({"v": 1, "uuid": uuid, "cert_id": cert.cert_id, "issued_at": issued_at.to_rfc3339_millis(),
         "keys": keys});
     let bytes = svc_core::canonical::to_signed_bytes(&statement).map_err(Error::internal)?;
-    let signed = state.keys.statement_key().sign(&payload_type("business-keys.v1"), &bytes);
+    // Signed once per change: the same keys give the same statement bytes,
+    // and unauthenticated callers asking again cost a lookup, not a signature.
+    let signed = state
+        .signed_statements
+        .get_or_sign(&bytes, || state.keys.statement_key().sign(&payload_type("business-keys.v1"), &bytes));
     let document = json!({
         "uuid": uuid,
         "cert_id": cert.cert_id,

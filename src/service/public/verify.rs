@@ -97,9 +97,20 @@ fn decode_base64(text: &str, member: &str) -> Result<Vec<u8>> {
     svc_core::b64::std_decode(text).ok_or_else(|| invalid(format!("{member} is not standard base64")))
 }
 
-/// Judges what was sent, and signs the statement of the judgement.
-pub async fn judge(state: &Region, bytes: &[u8]) -> Result<Value> {
+/// Judges what was sent, and signs the statement of the judgement. The
+/// work is unauthenticated, so each client address gets its own rate
+/// (`verify_per_second`): generous for a checker, not for a flood.
+pub async fn judge(state: &Region, client: Option<std::net::IpAddr>, bytes: &[u8]) -> Result<Value> {
     let now = state.clock.now();
+    if let Some(client) = client
+        && let Err(wait_ms) = state.limits.verify_rate.take(&client.to_string(), now, 1)
+    {
+        return Err(Error::retry_after(
+            Code::RateLimited,
+            wait_ms,
+            "verifications from this address are over their rate",
+        ));
+    }
     let req: VerifyRequest = serde_json::from_slice(bytes).map_err(|e| invalid(format!("body: {e}")))?;
     if req.record_id.is_some() || req.hash.is_some() || req.adl_origin.is_some() {
         return Err(invalid("a bare id or hash is never accepted: send the record's bytes (record_base64)"));

@@ -84,28 +84,54 @@ async fn identify(state: &Region, credentials: &Credentials<'_>, tag: &str, now:
         let key = state.registry.integration_key_by_bearer(token, now)?.ok_or_else(|| Error::new(Code::KeyUnknown))?;
         return introduce(state, key, now).await;
     }
-    let grant = credentials.grant;
-    let registry = state.registry.clone();
-    let jwk_keys = &state.jwk_keys;
-    let environment = state.config.environment;
     let authority = &state.config.public_authority;
-    let (_, key) = verify_signed(&credentials.request, authority, tag, now, &state.nonces, |key_id| {
-        let key = registry.integration_key(key_id).ok().flatten()?;
-        if key.environment != environment || !key.live_at(now) {
-            return None;
-        }
-        // A sandbox key the sandbox has not seen needs its grant.
-        if let Some(credentials) = &key.sandbox
-            && sandbox
-            && !svc_core::sandbox::admits(credentials.introduced, Some(&credentials.grant), grant)
-        {
-            return None;
-        }
-        let public = jwk_keys.get(&key.jwk)?;
-        Some((key, public))
-    })
-    .await?;
+    let lookup = |key_id: &str| usable_key(state, key_id, credentials.grant, now);
+    let (_, key) = verify_signed(&credentials.request, authority, tag, now, &state.nonces, lookup).await?;
     if sandbox { introduce(state, key, now).await } else { Ok(key) }
+}
+
+/// Steps 1 to 4 of the signature (headers, shape, window, key) on a request
+/// whose body is not read yet: an unsigned or unknown caller is refused
+/// for the price of its head. `body_follows`: the request declared a body.
+pub fn judge_head(
+    state: &Region,
+    credentials: &Credentials<'_>,
+    tag: &str,
+    body_follows: bool,
+    now: UnixMs,
+) -> Result<()> {
+    let sandbox = state.config.environment.is_sandbox();
+    if let Some(token) = credentials.sandbox_bearer(sandbox) {
+        return match state.registry.integration_key_by_bearer(token, now)? {
+            Some(_) => Ok(()),
+            None => Err(Error::new(Code::KeyUnknown)),
+        };
+    }
+    let policy = svc_core::http_sig::Policy { authority: &state.config.public_authority, tag, now_secs: now.as_secs() };
+    let lookup = |key_id: &str| usable_key(state, key_id, credentials.grant, now).map(|(_, public)| public);
+    svc_core::http_sig::judge_head(&credentials.request, &policy, body_follows, lookup).map_err(super::auth::sig_error)
+}
+
+/// The registered integration key that may sign now, with its public key.
+fn usable_key(
+    state: &Region,
+    key_id: &str,
+    grant: Option<&str>,
+    now: UnixMs,
+) -> Option<(BusinessKey, svc_core::keys::VerifyingKey)> {
+    let key = state.registry.integration_key(key_id).ok().flatten()?;
+    if key.environment != state.config.environment || !key.live_at(now) {
+        return None;
+    }
+    // A sandbox key the sandbox has not seen needs its grant.
+    if let Some(credentials) = &key.sandbox
+        && state.config.environment.is_sandbox()
+        && !svc_core::sandbox::admits(credentials.introduced, Some(&credentials.grant), grant)
+    {
+        return None;
+    }
+    let public = state.jwk_keys.get(&key.jwk)?;
+    Some((key, public))
 }
 
 /// The first request of a sandbox key registers it, with a sandbox mandate

@@ -58,6 +58,16 @@ async fn answer(response: Response<Body>) -> Answer {
     Answer { status, headers, body, bytes }
 }
 
+/// A production home's config over `dir`, on loopback ports the system picks.
+fn test_config(dir: &tempfile::TempDir, configure: impl FnOnce(&mut NodeConfig)) -> NodeConfig {
+    let loopback = "127.0.0.1:0".parse().unwrap();
+    let mut config = NodeConfig::local_home(dir.path().to_path_buf(), loopback, loopback);
+    config.environment = Environment::Production;
+    config.admin_token = "operator-token-of-thirty-two-characters".into();
+    configure(&mut config);
+    config
+}
+
 impl Home {
     pub async fn start() -> Home {
         let dir = tempfile::tempdir().unwrap();
@@ -81,16 +91,18 @@ impl Home {
     /// node starts (for example to set `url_blocklist`).
     pub async fn start_with_config(dir: tempfile::TempDir, configure: impl FnOnce(&mut NodeConfig)) -> Home {
         let clock = ManualClock::at(START);
-        let mut config = NodeConfig::local_home(
-            dir.path().to_path_buf(),
-            "127.0.0.1:0".parse().unwrap(),
-            "127.0.0.1:0".parse().unwrap(),
-        );
-        config.environment = Environment::Production;
-        config.admin_token = "operator-token-of-thirty-two-characters".into();
-        configure(&mut config);
+        let config = test_config(&dir, configure);
         let state = svc::region::start(config, Arc::new(clock.clone())).await.unwrap();
         Home { state, clock, dir }
+    }
+
+    /// A production home served on loopback sockets, for what only a
+    /// listener does: timeouts, connection caps, the TCP peer.
+    pub async fn listening(configure: impl FnOnce(&mut NodeConfig)) -> (Home, svc::node::Node) {
+        let (dir, clock) = (tempfile::tempdir().unwrap(), ManualClock::at(START));
+        let config = test_config(&dir, configure);
+        let node = svc::node::Node::start(config, Arc::new(clock.clone())).await.unwrap();
+        (Home { state: node.state.clone(), clock, dir }, node)
     }
 
     pub async fn admin(&self, method: &str, path: &str, body: Value) -> Answer {
