@@ -26,7 +26,7 @@ use serde_json::json;
 use svc::client::retrieval::RetrievalClient;
 use svc::client::sealing::SealContext;
 use svc::clock::{Clock, SystemClock};
-use svc::config::{NodeConfig, ReplicationConfig, RetrievalLimits, Role};
+use svc::config::{NodeConfig, RegionCredential, ReplicationConfig, RetrievalLimits, Role};
 use svc::node::Node;
 use svc::sandbox::corpus::{Sizes, generate};
 use svc::sandbox::seed::{admin, ai_caller, keys_of, publish_request, register_business, send_publish};
@@ -38,12 +38,23 @@ fn arg(name: &str, default: u64) -> u64 {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-fn config(dir: &std::path::Path, region: &str, role: Role, home_url: Option<String>) -> NodeConfig {
+/// A region's config; a read region reaches `home`'s public and internal listeners.
+fn config(dir: &std::path::Path, region: &str, role: Role, home: Option<&Node>) -> NodeConfig {
     let loopback = "127.0.0.1:0".parse().unwrap();
     let mut config = NodeConfig::local_home(dir.join(region), loopback, loopback);
     config.region = region.into();
     config.role = role;
-    config.replication = Some(ReplicationConfig::new(home_url, TOKEN));
+    config.replication = Some(match home {
+        None => {
+            config.internal_listen = Some(loopback);
+            ReplicationConfig::home(vec![RegionCredential::new("eu", TOKEN)])
+        }
+        Some(home) => ReplicationConfig::read(
+            Some(format!("http://{}", home.addr)),
+            home.internal_addr.map(|a| format!("http://{a}")),
+            TOKEN,
+        ),
+    });
     // The replay trials send faster than a key's default rate allows.
     config.retrieval_limits =
         RetrievalLimits { requests_per_second: 1_000_000_000, query_cost_per_minute: 1_000_000_000_000 };
@@ -63,8 +74,7 @@ fn main() {
     runtime.block_on(async move {
         let dir = tempfile::tempdir().unwrap();
         let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
-        let home_url = format!("http://{}", home.addr);
-        let eu = Node::start(config(dir.path(), "eu", Role::Read, Some(home_url)), Arc::new(SystemClock)).await.unwrap();
+        let eu = Node::start(config(dir.path(), "eu", Role::Read, Some(&home)), Arc::new(SystemClock)).await.unwrap();
 
         let total = (rate * seconds) as usize;
         let sizes = Sizes::products_only(1, total);

@@ -29,6 +29,11 @@ pub struct NodeConfig {
     pub listen: SocketAddr,
     /// The operator's admin API; loopback unless deliberately opened.
     pub admin_listen: SocketAddr,
+    /// Home: the routes between regions (`/internal/*`), on a listener of
+    /// their own that only the read regions' network should reach. Never
+    /// served on the public port.
+    #[serde(default)]
+    pub internal_listen: Option<SocketAddr>,
     /// The host every signed request must address (`@authority`): shared by
     /// all regions of a deployment, lower case, no default port.
     pub public_authority: String,
@@ -162,12 +167,21 @@ pub struct ReplicationConfig {
     /// Required for a read region; home leaves it out.
     #[serde(default)]
     pub home_url: Option<String>,
-    /// The bearer token of the internal routes, shared by a deployment's
-    /// regions: here, or read from `token_file`.
+    /// A read region: home's internal listener (`internal_listen`), where
+    /// it pulls the log and nonces and sends its reports and lease asks.
+    #[serde(default)]
+    pub internal_url: Option<String>,
+    /// A read region: its own bearer token on home's internal routes, here
+    /// or read from `token_file`. Home names every region's under `regions`.
     #[serde(default)]
     pub token: String,
     #[serde(default)]
     pub token_file: Option<PathBuf>,
+    /// Home: each read region and its token. A request on the internal
+    /// routes is the region whose token it presents, and may speak only
+    /// for that region.
+    #[serde(default)]
+    pub regions: Vec<RegionCredential>,
     /// A read region is ready while it was caught up with home within this
     /// many milliseconds.
     #[serde(default = "default_ready_max_lag_ms")]
@@ -184,13 +198,38 @@ pub struct ReplicationConfig {
     pub forward_timeout_ms: u64,
 }
 
+/// A read region as home knows it: its name and its token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionCredential {
+    pub name: String,
+    #[serde(default)]
+    pub token: String,
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+}
+
+impl RegionCredential {
+    pub fn new(name: &str, token: &str) -> Self {
+        RegionCredential { name: name.to_owned(), token: token.to_owned(), token_file: None }
+    }
+}
+
 impl ReplicationConfig {
-    /// A link with every default: home's address (none at home) and the token.
-    pub fn new(home_url: Option<String>, token: &str) -> Self {
+    /// Home's side of the link: every read region with its token.
+    pub fn home(regions: Vec<RegionCredential>) -> Self {
+        ReplicationConfig { regions, ..Self::read(None, None, "") }
+    }
+
+    /// A read region's side: home's public and internal addresses, and the
+    /// region's own token.
+    pub fn read(home_url: Option<String>, internal_url: Option<String>, token: &str) -> Self {
         ReplicationConfig {
             home_url,
+            internal_url,
             token: token.to_owned(),
             token_file: None,
+            regions: Vec::new(),
             ready_max_lag_ms: default_ready_max_lag_ms(),
             lease_ms: default_lease_ms(),
             lease_units: default_lease_units(),
@@ -276,6 +315,7 @@ impl NodeConfig {
             data_dir,
             listen,
             admin_listen,
+            internal_listen: None,
             public_authority: "api.svc.localhost".into(),
             verify_base_url: "http://verify.svc.localhost".into(),
             public_base_url: None,
@@ -296,15 +336,17 @@ impl NodeConfig {
     }
 }
 
-/// Checks the regions of one deployment together: one home; every read
-/// region pulls from it with the deployment's token; one public authority
-/// and environment for all (a signed request is valid at any region); and
-/// no two regions share a name (nor, on one host, an address or a data
-/// directory).
+/// Checks the regions of one deployment together: one home, which names
+/// every read region with that region's own token and listens for them on
+/// `internal_listen`; every read region reaches home's public and internal
+/// listeners; one public authority and environment for all (a signed
+/// request is valid at any region); and no two regions share a name (nor,
+/// on one host, an address or a data directory).
 pub fn check_deployment(regions: &[NodeConfig], hosts: Hosts) -> Result<(), ConfigError> {
     let homes: Vec<&NodeConfig> = regions.iter().filter(|r| r.role == Role::Home).collect();
     let [home] = homes.as_slice() else { return Err(ConfigError::Homes(homes.len())) };
-    let token = home.replication.as_ref().map(|r| (&r.token, &r.token_file)).ok_or(ConfigError::HomeToken)?;
+    let known = home.replication.as_ref().map(|r| r.regions.as_slice()).unwrap_or_default();
+    let internal = home.internal_listen.ok_or(ConfigError::NoInternalListen)?;
     let mut seen = std::collections::HashSet::new();
     for region in regions {
         let name = &region.region;
@@ -315,6 +357,9 @@ pub fn check_deployment(regions: &[NodeConfig], hosts: Hosts) -> Result<(), Conf
                 ("admin_listen", region.admin_listen.to_string()),
                 ("data_dir", region.data_dir.display().to_string()),
             ]);
+            if let Some(internal) = region.internal_listen {
+                unique.push(("listen", internal.to_string()));
+            }
         }
         for (what, value) in unique {
             if !seen.insert((what, value.clone())) {
@@ -325,17 +370,23 @@ pub fn check_deployment(regions: &[NodeConfig], hosts: Hosts) -> Result<(), Conf
             return Err(ConfigError::AuthorityOrEnvironment(name.clone()));
         }
         let link = region.replication.as_ref().ok_or_else(|| ConfigError::NoReplication(name.clone()))?;
-        if (&link.token, &link.token_file) != token {
-            return Err(ConfigError::TokenDiffers(name.clone()));
-        }
-        match (region.role, link.home_url.as_deref()) {
-            (Role::Read, Some(url)) if reaches(url, home.listen, hosts) => {}
-            (Role::Read, other) => {
-                let home_url = other.map(str::to_owned);
-                return Err(ConfigError::HomeUrl { region: name.clone(), home_url, home_listen: home.listen });
+        match (region.role, link.home_url.as_deref(), link.internal_url.as_deref()) {
+            (Role::Read, Some(url), Some(internal_url))
+                if reaches(url, home.listen, hosts) && reaches(internal_url, internal, hosts) => {}
+            (Role::Read, url, internal_url) => {
+                return Err(ConfigError::HomeUrl {
+                    region: name.clone(),
+                    urls: format!("{url:?}, {internal_url:?}"),
+                    home_listen: home.listen,
+                    internal_listen: internal,
+                });
             }
-            (Role::Home, Some(_)) => return Err(ConfigError::HomeWithHomeUrl(name.clone())),
-            (Role::Home, None) => {}
+            (Role::Home, None, None) => continue,
+            (Role::Home, _, _) => return Err(ConfigError::HomeWithHomeUrl(name.clone())),
+        }
+        let credential = known.iter().find(|c| &c.name == name).ok_or_else(|| ConfigError::Unknown(name.clone()))?;
+        if (&link.token, &link.token_file) != (&credential.token, &credential.token_file) {
+            return Err(ConfigError::TokenDiffers(name.clone()));
         }
     }
     Ok(())
@@ -347,24 +398,30 @@ pub fn check_deployment(regions: &[NodeConfig], hosts: Hosts) -> Result<(), Conf
 pub enum ConfigError {
     #[error("{0} home regions; one is expected")]
     Homes(usize),
-    #[error("home has no [replication] token")]
+    #[error("home takes a token per read region ([[replication.regions]]), not one of its own")]
     HomeToken,
+    #[error("{0}: its token is another region's or the admin token; each region has its own")]
+    SharedToken(String),
     #[error("{region}: {what} {value} is used twice")]
     UsedTwice { region: String, what: &'static str, value: String },
     #[error("{0}: public_authority and environment must be home's")]
     AuthorityOrEnvironment(String),
     #[error("{0}: no [replication]")]
     NoReplication(String),
-    #[error("{0}: replication token differs from home's")]
+    #[error("{0}: its token is not the one home names for it")]
     TokenDiffers(String),
-    #[error("{region}: home_url is {home_url:?}, home listens at {home_listen}")]
-    HomeUrl { region: String, home_url: Option<String>, home_listen: SocketAddr },
-    #[error("{0}: home has no home_url")]
+    #[error("{0}: home's [[replication.regions]] does not name it")]
+    Unknown(String),
+    #[error("home has no internal_listen for its read regions")]
+    NoInternalListen,
+    #[error("{region}: home_url and internal_url are {urls}; home listens at {home_listen} and {internal_listen}")]
+    HomeUrl { region: String, urls: String, home_listen: SocketAddr, internal_listen: SocketAddr },
+    #[error("{0}: home has no home_url or internal_url")]
     HomeWithHomeUrl(String),
     #[error("{what}: {why} (draw one with `svc secret`)")]
-    WeakSecret { what: &'static str, why: &'static str },
+    WeakSecret { what: String, why: &'static str },
     #[error("{what}: given both in the file and as {what}_file")]
-    SecretTwice { what: &'static str },
+    SecretTwice { what: String },
     #[error("{}: {source}", path.display())]
     SecretFile { path: PathBuf, source: std::io::Error },
 }
@@ -374,7 +431,7 @@ pub const MIN_SECRET_CHARS: usize = 32;
 
 /// Refuses a token an attacker could guess: empty, short, or a
 /// placeholder a config file shipped with.
-pub fn check_secret(what: &'static str, token: &str) -> Result<(), ConfigError> {
+pub fn check_secret(what: &str, token: &str) -> Result<(), ConfigError> {
     let why = if token.is_empty() {
         "no token is given"
     } else if token.chars().count() < MIN_SECRET_CHARS {
@@ -384,19 +441,14 @@ pub fn check_secret(what: &'static str, token: &str) -> Result<(), ConfigError> 
     } else {
         return Ok(());
     };
-    Err(ConfigError::WeakSecret { what, why })
+    Err(ConfigError::WeakSecret { what: what.to_owned(), why })
 }
 
 /// A token given inline or in a file (relative paths from `base`), never both.
-fn read_secret(
-    what: &'static str,
-    inline: &mut String,
-    file: &Option<PathBuf>,
-    base: &Path,
-) -> Result<(), ConfigError> {
+fn read_secret(what: &str, inline: &mut String, file: &Option<PathBuf>, base: &Path) -> Result<(), ConfigError> {
     let Some(file) = file else { return Ok(()) };
     if !inline.is_empty() {
-        return Err(ConfigError::SecretTwice { what });
+        return Err(ConfigError::SecretTwice { what: what.to_owned() });
     }
     let path = base.join(file);
     let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::SecretFile { path, source })?;
@@ -410,18 +462,35 @@ impl NodeConfig {
         read_secret("admin_token", &mut self.admin_token, &self.admin_token_file, base)?;
         if let Some(link) = &mut self.replication {
             read_secret("token", &mut link.token, &link.token_file, base)?;
+            for region in &mut link.regions {
+                let what = format!("regions.{}.token", region.name);
+                read_secret(&what, &mut region.token, &region.token_file, base)?;
+            }
         }
         Ok(())
     }
 
-    /// Every token strong enough to guard what it guards: a node refuses to
-    /// start otherwise.
+    /// Every token strong enough to guard what it guards, and each region's
+    /// its own: a node refuses to start otherwise.
     pub fn check_secrets(&self) -> Result<(), ConfigError> {
         check_secret("admin_token", &self.admin_token)?;
-        if let Some(link) = &self.replication {
-            check_secret("token", &link.token)?;
+        let Some(link) = &self.replication else { return Ok(()) };
+        match self.role {
+            Role::Read => check_secret("token", &link.token),
+            Role::Home => {
+                if !link.token.is_empty() || link.token_file.is_some() {
+                    return Err(ConfigError::HomeToken);
+                }
+                let mut seen = std::collections::HashSet::new();
+                for region in &link.regions {
+                    check_secret(&format!("regions.{}.token", region.name), &region.token)?;
+                    if !seen.insert(&region.token) || region.token == self.admin_token {
+                        return Err(ConfigError::SharedToken(region.name.clone()));
+                    }
+                }
+                Ok(())
+            }
         }
-        Ok(())
     }
 }
 

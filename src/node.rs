@@ -7,7 +7,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::clock::SharedClock;
-use crate::config::NodeConfig;
+use crate::config::{NodeConfig, Role};
 use crate::http;
 use crate::http::listener::serve;
 use crate::region::{Region, StartError};
@@ -16,26 +16,40 @@ pub struct Node {
     pub state: Region,
     pub addr: SocketAddr,
     pub admin_addr: SocketAddr,
+    /// Home's listener for its read regions, when it has one.
+    pub internal_addr: Option<SocketAddr>,
     shutdown: watch::Sender<bool>,
     servers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Node {
-    /// Starts a node and its two listeners.
+    /// Starts a node and its listeners: public, admin, and at home the
+    /// internal one when configured.
     pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Node, StartError> {
         let bound = |addr: SocketAddr| move |source| StartError::Listen { addr, source };
         let listener = TcpListener::bind(config.listen).await.map_err(bound(config.listen))?;
         let admin_listener = TcpListener::bind(config.admin_listen).await.map_err(bound(config.admin_listen))?;
         let addr = listener.local_addr().map_err(bound(config.listen))?;
         let admin_addr = admin_listener.local_addr().map_err(bound(config.admin_listen))?;
+        let internal_listener = match config.internal_listen.filter(|_| config.role == Role::Home) {
+            Some(at) => Some(TcpListener::bind(at).await.map_err(bound(at))?),
+            None => None,
+        };
+        let internal_addr = match &internal_listener {
+            Some(listener) => Some(listener.local_addr().map_err(bound(config.listen))?),
+            None => None,
+        };
         let state = crate::region::start(config, clock).await?;
         let (shutdown, _) = watch::channel(false);
         let limits = state.config.listener;
-        let servers = vec![
+        let mut servers = vec![
             serve(listener, http::public_router(state.clone()), limits, shutdown.subscribe()),
             serve(admin_listener, http::admin_router(state.clone()), limits, shutdown.subscribe()),
         ];
-        Ok(Node { state, addr, admin_addr, shutdown, servers })
+        if let Some(listener) = internal_listener {
+            servers.push(serve(listener, http::internal_router(state.clone()), limits, shutdown.subscribe()));
+        }
+        Ok(Node { state, addr, admin_addr, internal_addr, shutdown, servers })
     }
 
     /// Stops accepting, drains in-flight requests, then stops the actors.

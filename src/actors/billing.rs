@@ -17,7 +17,7 @@ use svc_core::time::UnixMs;
 
 use crate::actors::error::ActorError;
 use crate::replication::exchange::{LeaseAsk, LeaseGrant, Outgoing, Report, ReportTaken, Sequence};
-use crate::store::model::{Allowance, DayUsage, GrantedLease, HeldLease, UsageEvent, UsageKind};
+use crate::store::model::{Allowance, BillingPlan, DayUsage, GrantedLease, HeldLease, UsageEvent, UsageKind};
 use crate::store::{Batch, Store, be, cf, keys};
 
 /// Where home keeps its last lease id.
@@ -211,9 +211,12 @@ impl<'a> Tally<'a> {
 
     /// Spends one unit of a prepay allowance: from the lease it was served
     /// under while home still holds it, else from the allowance itself.
-    fn charge(&mut self, company_uuid: &str, lease_id: u64) -> Result<(), ActorError> {
+    /// A lease counts only for the region it was granted to and the
+    /// company it was granted for; any other unit comes off the allowance.
+    fn charge(&mut self, region: &str, company_uuid: &str, lease_id: u64) -> Result<(), ActorError> {
         if lease_id != 0
-            && let Some(lease) = self.lease(lease_id)?
+            && let Some(lease) =
+                self.lease(lease_id)?.as_mut().filter(|l| l.region == region && l.company_uuid == company_uuid)
         {
             lease.billed += 1;
             return Ok(());
@@ -255,7 +258,7 @@ impl BillingState {
 
     fn reserve(&mut self, company_uuid: String, now: UnixMs) -> Result<Reserved, ActorError> {
         if let BillingRole::Region { .. } = self.role {
-            return Ok(self.reserve_from_lease(company_uuid, now));
+            return self.reserve_from_lease(company_uuid, now);
         }
         let prepay = match self.allowance(&company_uuid)? {
             Some(a) if a.prepay => {
@@ -270,23 +273,34 @@ impl BillingState {
         Ok(Reserved::Unit { reservation: Reservation { company_uuid, prepay, lease_id: 0 }, renew: false })
     }
 
-    fn reserve_from_lease(&mut self, company_uuid: String, now: UnixMs) -> Reserved {
+    /// A read region: a prepaid company is served from a lease in force;
+    /// a company the replicated plans do not mark prepaid is served with
+    /// none, so home's absence does not stop it (its usage goes home in the
+    /// outbox, to be billed when home is back).
+    fn reserve_from_lease(&mut self, company_uuid: String, now: UnixMs) -> Result<Reserved, ActorError> {
         let Some(lease) = self.leases.get(&company_uuid).filter(|l| l.expires_at > now).cloned() else {
-            return Reserved::NeedLease;
+            let plan: Option<BillingPlan> =
+                self.store.get(cf::BILLING_PLANS, company_uuid.as_bytes()).map_err(ActorError::from)?;
+            if plan.is_some_and(|p| p.prepay) {
+                return Ok(Reserved::NeedLease);
+            }
+            let reservation = Reservation { company_uuid, prepay: false, lease_id: 0 };
+            return Ok(Reserved::Unit { reservation, renew: false });
         };
         // Past four fifths of its time, a lease is renewed ahead.
         let late = (now.0 - lease.granted_at.0) * 5 > (lease.expires_at.0 - lease.granted_at.0) * 4;
         if !lease.prepay {
             let reservation = Reservation { company_uuid, prepay: false, lease_id: 0 };
-            return Reserved::Unit { reservation, renew: late };
+            return Ok(Reserved::Unit { reservation, renew: late });
         }
         let free = lease.left - self.held(&company_uuid, lease.lease_id);
         if free <= 0 {
-            return if lease.granted == 0 { Reserved::Exhausted } else { Reserved::NeedLease };
+            return Ok(if lease.granted == 0 { Reserved::Exhausted } else { Reserved::NeedLease });
         }
         self.hold_unit(&company_uuid, lease.lease_id);
         let renew = late || (free - 1) * 5 <= lease.granted;
-        Reserved::Unit { reservation: Reservation { company_uuid, prepay: true, lease_id: lease.lease_id }, renew }
+        let reservation = Reservation { company_uuid, prepay: true, lease_id: lease.lease_id };
+        Ok(Reserved::Unit { reservation, renew })
     }
 
     fn release(&mut self, reservation: &Reservation) {
@@ -313,7 +327,7 @@ impl BillingState {
         match &self.role {
             BillingRole::Home { .. } => {
                 if reservation.prepay {
-                    tally.charge(&event.company_uuid, 0)?;
+                    tally.charge(&event.region, &event.company_uuid, 0)?;
                 }
                 tally.write(&mut batch);
             }
@@ -429,12 +443,14 @@ impl BillingState {
                     }
                     taken.billed += 1;
                     if let Some(lease_id) = lease_id {
-                        tally.charge(&event.company_uuid, *lease_id)?;
+                        tally.charge(&report.region, &event.company_uuid, *lease_id)?;
                     }
                 }
                 Outgoing::Return { lease_id } => {
+                    // Only the region a lease was granted to can give it back.
                     let slot = tally.lease(*lease_id)?;
-                    if let Some(lease) = slot.take()
+                    if slot.as_ref().is_some_and(|l| l.region == report.region)
+                        && let Some(lease) = slot.take()
                         && let Some(allowance) = tally.allowance(&lease.company_uuid)?.as_mut()
                     {
                         allowance.remaining += lease.granted - lease.billed;
@@ -580,8 +596,16 @@ mod tests {
         billing.store.put(cf::ALLOWANCES, b"c", &allowance).unwrap();
     }
 
-    /// Ships a region's outbox to home, as the uplink does.
-    fn ship(region: &BillingState, home: &mut BillingState) -> ReportTaken {
+    /// The replicated plan of `c` as a region holds it: prepaid.
+    fn prepaid_plan(regions: &[&BillingState]) {
+        for region in regions {
+            let plan = BillingPlan { company_uuid: "c".into(), prepay: true };
+            region.store.put(cf::BILLING_PLANS, b"c", &plan).unwrap();
+        }
+    }
+
+    /// Ships a region's outbox to home, as the uplink of region `name` does.
+    fn ship(region: &BillingState, name: &str, home: &mut BillingState) -> ReportTaken {
         let pending = exchange::pending(&region.store, 100).unwrap();
         let mut batch = region.store.batch();
         for (k, _) in &pending {
@@ -589,7 +613,7 @@ mod tests {
         }
         batch.commit().unwrap();
         let entries = pending.into_iter().map(|(_, e)| e).collect();
-        home.take(Report { region: "eu".into(), entries }).unwrap()
+        home.take(Report { region: name.into(), entries }).unwrap()
     }
 
     const AT: UnixMs = UnixMs(1_795_000_000_000);
@@ -629,6 +653,7 @@ mod tests {
         let (mut eu, _e) = state("region");
         let (mut ap, _a) = state("region");
         prepay(&home, 10);
+        prepaid_plan(&[&eu, &ap]);
         assert_eq!(eu.reserve("c".into(), AT).unwrap(), Reserved::NeedLease, "no lease yet");
 
         let ask = |region: &str| LeaseAsk { region: region.into(), company_uuid: "c".into(), units: 4 };
@@ -649,17 +674,17 @@ mod tests {
         let r = unit(ap.reserve("c".into(), AT));
         assert_eq!(ap.settle(r, Some(event("n1", AT))).unwrap(), Settled::Billed, "ap had not learned n1");
 
-        assert_eq!(ship(&eu, &mut home), ReportTaken { billed: 2, already_billed: 0 });
-        assert_eq!(ship(&ap, &mut home), ReportTaken { billed: 0, already_billed: 1 }, "n1 is billed once");
-        assert_eq!(ship(&eu, &mut home), ReportTaken::default(), "a shipped outbox is empty");
+        assert_eq!(ship(&eu, "eu", &mut home), ReportTaken { billed: 2, already_billed: 0 });
+        assert_eq!(ship(&ap, "ap", &mut home), ReportTaken { billed: 0, already_billed: 1 }, "n1 is billed once");
+        assert_eq!(ship(&eu, "eu", &mut home), ReportTaken::default(), "a shipped outbox is empty");
         let report = home.usage("c", "2000-01-01", "2999-12-31").unwrap();
         assert_eq!(report.days, vec![(day_of(AT), DayUsage { searches: 2, fetches: 0 })]);
 
         // New leases replace the old ones, which go back with what was not billed.
         eu.hold(home.grant(ask("eu"), AT.plus(1)).unwrap(), AT.plus(1)).unwrap();
         ap.hold(home.grant(ask("ap"), AT.plus(1)).unwrap(), AT.plus(1)).unwrap();
-        ship(&eu, &mut home);
-        ship(&ap, &mut home);
+        ship(&eu, "eu", &mut home);
+        ship(&ap, "ap", &mut home);
         let leased: i64 = [&eu, &ap].iter().map(|r| r.leases["c"].granted).sum();
         assert_eq!(
             home.allowance("c").unwrap().unwrap().remaining + leased,
@@ -674,6 +699,7 @@ mod tests {
         let (mut home, _h) = state("home");
         let (mut eu, _e) = state("region");
         prepay(&home, 1);
+        prepaid_plan(&[&eu]);
         let ask = LeaseAsk { region: "eu".into(), company_uuid: "c".into(), units: 5 };
         eu.hold(home.grant(ask.clone(), AT).unwrap(), AT).unwrap();
         let r = unit(eu.reserve("c".into(), AT));
@@ -686,7 +712,9 @@ mod tests {
             Reserved::NeedLease,
             "an expired lease is never served from"
         );
-        // A company without a prepay allowance is served and reported.
+        // A company without a prepay allowance is served and reported,
+        // with a lease or none (home away).
+        assert!(matches!(eu.reserve("d".into(), AT).unwrap(), Reserved::Unit { .. }), "no lease, not prepaid");
         let postpaid = LeaseAsk { company_uuid: "d".into(), ..ask };
         eu.hold(home.grant(postpaid, AT).unwrap(), AT).unwrap();
         assert!(matches!(eu.reserve("d".into(), AT).unwrap(), Reserved::Unit { .. }));
@@ -709,7 +737,27 @@ mod tests {
         assert_eq!(home.reclaim(AT.plus(120_000)).unwrap(), 1);
         assert_eq!(home.allowance("c").unwrap().unwrap().remaining, 10);
         // ...and the report, when it comes, bills the allowance itself.
-        assert_eq!(ship(&eu, &mut home), ReportTaken { billed: 1, already_billed: 0 });
+        assert_eq!(ship(&eu, "eu", &mut home), ReportTaken { billed: 1, already_billed: 0 });
         assert_eq!(home.allowance("c").unwrap().unwrap().remaining, 9, "spent exactly what was billed");
+    }
+
+    // A region speaks for its own leases only: another region's lease is
+    // neither given back nor billed on by its report.
+    #[test]
+    fn a_region_cannot_return_or_bill_on_another_regions_lease() {
+        let (mut home, _h) = state("home");
+        prepay(&home, 10);
+        let ask = LeaseAsk { region: "ap".into(), company_uuid: "c".into(), units: 4 };
+        let lease = home.grant(ask, AT).unwrap();
+        assert_eq!(home.allowance("c").unwrap().unwrap().remaining, 6);
+        let usage = Outgoing::Usage {
+            event: UsageEvent { region: "eu".into(), ..event("n1", AT) },
+            lease_id: Some(lease.lease_id),
+        };
+        let entries = vec![Outgoing::Return { lease_id: lease.lease_id }, usage];
+        home.take(Report { region: "eu".into(), entries }).unwrap();
+        assert_eq!(home.allowance("c").unwrap().unwrap().remaining, 5, "billed on the allowance, the lease kept");
+        let kept: GrantedLease = home.store.get(cf::LEASES_GRANTED, &be(lease.lease_id)).unwrap().unwrap();
+        assert_eq!((kept.region.as_str(), kept.billed), ("ap", 0));
     }
 }

@@ -211,7 +211,8 @@ fn node(path: &std::path::Path) -> Result<(), CliError> {
         let node = crate::node::Node::start(config, std::sync::Arc::new(crate::clock::SystemClock)).await?;
         println!(
             "{}",
-            serde_json::json!({"region": region, "listen": node.addr.to_string(), "admin_listen": node.admin_addr.to_string()})
+            serde_json::json!({"region": region, "listen": node.addr.to_string(), "admin_listen": node.admin_addr.to_string(),
+                "internal_listen": node.internal_addr.map(|a| a.to_string())})
         );
         stopped.await;
         node.stop().await;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::CliError;
 use crate::clock::SystemClock;
-use crate::config::{NodeConfig, ReplicationConfig, Role};
+use crate::config::{NodeConfig, RegionCredential, ReplicationConfig, Role};
 use crate::front_door::{FrontDoor, FrontDoorConfig, Route};
 use crate::node::Node;
 
@@ -44,12 +44,12 @@ fn latency_table(pairs: &[String]) -> Result<Vec<(String, u64)>, CliError> {
 }
 
 /// One region's configuration under `data_dir/<region>`; a read region
-/// pulls from `home_url`.
+/// pulls from `home` with its own token (`data_dir/<region>/replication_token`),
+/// and home knows every read region's.
 fn region_config(
     plan: &Plan,
     (region, role, offset): (&str, Role, u16),
-    home_url: Option<String>,
-    token: &str,
+    home: Option<&Node>,
 ) -> Result<NodeConfig, CliError> {
     let dir = plan.data_dir.join(region);
     std::fs::create_dir_all(&dir).map_err(|source| CliError::Io { path: dir.clone(), source })?;
@@ -65,8 +65,31 @@ fn region_config(
     config.region = region.to_owned();
     config.role = role;
     config.admin_token = super::secret_file(&dir.join("admin_token"))?;
-    config.replication = Some(ReplicationConfig::new(home_url, token));
+    config.replication = Some(match home {
+        None => {
+            config.internal_listen = Some(SocketAddr::new(ip, port(offset + 2)));
+            let mut regions = Vec::new();
+            for &(name, role, _) in REGIONS {
+                if role == Role::Read {
+                    let token = region_token(plan, name)?;
+                    regions.push(RegionCredential::new(name, &token));
+                }
+            }
+            ReplicationConfig::home(regions)
+        }
+        Some(home) => {
+            let internal = home.internal_addr.map(|a| format!("http://{a}"));
+            ReplicationConfig::read(Some(format!("http://{}", home.addr)), internal, &region_token(plan, region)?)
+        }
+    });
     Ok(config)
+}
+
+/// A read region's token on home's internal routes, drawn at its first start.
+fn region_token(plan: &Plan, region: &str) -> Result<String, CliError> {
+    let dir = plan.data_dir.join(region);
+    std::fs::create_dir_all(&dir).map_err(|source| CliError::Io { path: dir.clone(), source })?;
+    super::secret_file(&dir.join("replication_token"))
 }
 
 /// A running deployment: its regions (home first) and the door before them.
@@ -81,11 +104,9 @@ impl Up {
         let latency = latency_table(&plan.latency)?;
         std::fs::create_dir_all(&plan.data_dir)
             .map_err(|source| CliError::Io { path: plan.data_dir.clone(), source })?;
-        let token = super::secret_file(&plan.data_dir.join("replication_token"))?;
         let mut nodes: Vec<Node> = Vec::new();
         for &(region, role, offset) in REGIONS {
-            let home_url = nodes.first().map(|home| format!("http://{}", home.addr));
-            let config = region_config(plan, (region, role, offset), home_url, &token)?;
+            let config = region_config(plan, (region, role, offset), nodes.first())?;
             nodes.push(Node::start(config, Arc::new(SystemClock)).await?);
         }
         let routes = nodes

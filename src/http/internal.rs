@@ -1,5 +1,6 @@
-//! Routes between the regions of one deployment, behind the shared
-//! replication token (`service::internal`). Bodies are postcard.
+//! Routes between the regions of one deployment, on home's internal
+//! listener, each region behind its own token (`service::internal`).
+//! Bodies are postcard.
 
 use axum::Router;
 use axum::extract::{Query, Request, State};
@@ -53,14 +54,14 @@ async fn nonces(State(state): State<Region>, headers: HeaderMap, query: Query<Lo
 
 async fn report(State(state): State<Region>, req: Request) -> Result<Response> {
     let (parts, body) = req.into_parts();
-    internal::admit(&state, bearer(&parts.headers))?;
+    let region = internal::admit(&state, bearer(&parts.headers))?;
     let body = read_limited(&parts.headers, body, MAX_BYTES, state.clock.now()).await?;
-    Ok(postcard_answer(internal::take_report(&state, &body).await?))
+    Ok(postcard_answer(internal::take_report(&state, &region, &body).await?))
 }
 
 async fn lease(State(state): State<Region>, req: Request) -> Result<Response> {
     let (parts, body) = req.into_parts();
-    internal::admit(&state, bearer(&parts.headers))?;
+    let region = internal::admit(&state, bearer(&parts.headers))?;
     let body = read_limited(&parts.headers, body, MAX_BYTES, state.clock.now()).await?;
-    Ok(postcard_answer(internal::grant_lease(&state, &body).await?))
+    Ok(postcard_answer(internal::grant_lease(&state, &region, &body).await?))
 }

@@ -27,18 +27,22 @@ use axum::Router;
 use crate::region::Region;
 
 /// The public API: business, retrieval and public verification routes,
-/// health, and at home the internal log route. A read region serves
-/// retrieval and public routes itself and forwards everything else to home.
+/// and health. A read region serves retrieval and public routes itself and
+/// forwards everything else to home. The routes between regions are never
+/// here: they are on home's internal listener ([`internal_router`]).
 pub fn public_router(state: Region) -> Router {
     let served =
         retrieval::routes(state.home.is_some()).merge(public::routes(state.home.is_some())).merge(health::routes());
-    let routed = if state.home.is_some() {
-        served.merge(business::routes()).merge(internal::routes())
-    } else {
-        served.fallback(forward::to_home)
-    };
+    let routed =
+        if state.home.is_some() { served.merge(business::routes()) } else { served.fallback(forward::to_home) };
     let recorded = axum::middleware::from_fn_with_state(state.metrics.clone(), crate::metrics::record);
     routed.layer(recorded).with_state(state)
+}
+
+/// Home's routes for its read regions, each behind its own token.
+pub fn internal_router(state: Region) -> Router {
+    let recorded = axum::middleware::from_fn_with_state(state.metrics.clone(), crate::metrics::record);
+    internal::routes().layer(recorded).with_state(state)
 }
 
 /// The operator's admin API, and `/metrics` for Prometheus.

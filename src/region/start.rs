@@ -74,6 +74,10 @@ pub enum StartError {
 /// Starts the actors of a node over its store, without listening.
 pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, StartError> {
     config.check_secrets()?;
+    let regions = config.replication.as_ref().map_or(0, |r| r.regions.len());
+    if config.role == Role::Home && regions > 0 && config.internal_listen.is_none() {
+        return Err(StartError::Config("home names read regions but has no internal_listen for them".into()));
+    }
     let io = |path: &std::path::Path| {
         let path = path.to_owned();
         move |source| StartError::Io { path, source }
@@ -283,9 +287,11 @@ async fn start_replica(
             crate::actors::replicator::LONG_POLL_MS
         )));
     }
-    let home_url =
-        settings.home_url.as_deref().ok_or(StartError::Config("a read region needs replication.home_url".into()))?;
-    let link = Arc::new(HomeLink::new(home_url, settings.token.clone(), config.region.clone(), settings.lease_units)?);
+    let needs = |what: &str| StartError::Config(format!("a read region needs replication.{what}"));
+    let home_url = settings.home_url.as_deref().ok_or_else(|| needs("home_url"))?;
+    let internal_url = settings.internal_url.as_deref().ok_or_else(|| needs("internal_url"))?;
+    let urls = crate::replication::link::HomeUrls { public: home_url, internal: internal_url };
+    let link = Arc::new(HomeLink::new(urls, settings.token.clone(), config.region.clone(), settings.lease_units)?);
     let status = Arc::new(ReplicationStatus::default());
     let args =
         ReplicatorArgs { store: store.clone(), link: link.clone(), clock: clock.clone(), status: status.clone() };

@@ -60,6 +60,89 @@ pub struct Report {
     pub entries: Vec<Outgoing>,
 }
 
+/// The earliest instant a peer's value may name: before the service existed.
+const EARLIEST: UnixMs = UnixMs(1_577_836_800_000); // 2020-01-01
+/// How far past home's clock a region's stamp may be (clock skew).
+const AHEAD_MS: i64 = 3_600_000;
+/// The longest identifier a peer may send (key ids, uuids, nonces).
+const MAX_ID: usize = 256;
+
+fn check_id(what: &str, id: &str) -> Result<(), String> {
+    if id.is_empty() || id.len() > MAX_ID {
+        return Err(format!("{what} must be 1 to {MAX_ID} bytes"));
+    }
+    Ok(())
+}
+
+fn check_instant(what: &str, at: UnixMs, now: UnixMs) -> Result<(), String> {
+    if at < EARLIEST || at > now.plus(AHEAD_MS) {
+        return Err(format!("{what} {} is outside 2020 to an hour from now", at.0));
+    }
+    Ok(())
+}
+
+impl Report {
+    /// Every value in range, as home judges a peer's words before any of
+    /// them reaches an actor: nothing a region sends can panic one.
+    pub fn check(&self, now: UnixMs) -> Result<(), String> {
+        check_id("region", &self.region)?;
+        for entry in &self.entries {
+            match entry {
+                Outgoing::Claim(claim) => {
+                    check_id("a claim's key_id", &claim.key_id)?;
+                    check_id("a claim's nonce", &claim.nonce)?;
+                    if claim.expires_secs < 0 || claim.expires_secs > now.as_secs() + AHEAD_MS / 1000 {
+                        return Err(format!("a claim's expiry {} is out of range", claim.expires_secs));
+                    }
+                }
+                Outgoing::Usage { event, .. } => {
+                    if event.region != self.region {
+                        return Err(format!("a usage event of region {} in {}'s report", event.region, self.region));
+                    }
+                    for (what, id) in [
+                        ("company_uuid", &event.company_uuid),
+                        ("group_id", &event.group_id),
+                        ("key_id", &event.key_id),
+                        ("nonce", &event.nonce),
+                        ("retrieval_id", &event.retrieval_id),
+                    ] {
+                        check_id(what, id)?;
+                    }
+                    check_instant("a usage event's time", event.at, now)?;
+                }
+                Outgoing::Return { .. } => {}
+                Outgoing::ReceiptKey { jwk } => {
+                    if jwk.len() > 4096 {
+                        return Err("a receipt key's JWK is over 4 KiB".into());
+                    }
+                }
+                Outgoing::Introduced { key_id } => check_id("an introduced key_id", key_id)?,
+                Outgoing::ReceiptRoot(root) => {
+                    check_instant("a receipt root's minute", root.minute, now)?;
+                    if root.first_seq > root.last_seq {
+                        return Err("a receipt root's first_seq is after its last_seq".into());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The most units one lease may ask for.
+pub const MAX_LEASE_UNITS: i64 = 1_000_000;
+
+impl LeaseAsk {
+    pub fn check(&self) -> Result<(), String> {
+        check_id("region", &self.region)?;
+        check_id("company_uuid", &self.company_uuid)?;
+        if !(1..=MAX_LEASE_UNITS).contains(&self.units) {
+            return Err(format!("units must be 1 to {MAX_LEASE_UNITS}"));
+        }
+        Ok(())
+    }
+}
+
 /// What home made of a report.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReportTaken {

@@ -52,9 +52,16 @@ pub enum LinkError {
 /// stream of the connection they use.
 pub const FORWARDS_IN_FLIGHT: usize = 96;
 
-/// A read region's two connections to home: one for its own control
-/// traffic (the log, nonces, reports, leases), one for the client requests
-/// it forwards. A flood of slow forwarded requests cannot hold up
+/// Where a read region reaches home: its public port (for the client
+/// requests it forwards) and its internal listener (for its own traffic).
+pub struct HomeUrls<'a> {
+    pub public: &'a str,
+    pub internal: &'a str,
+}
+
+/// A read region's two connections to home: one to home's internal
+/// listener for its own traffic (the log, nonces, reports, leases), one to
+/// its public port for the client requests it forwards. A flood of slow forwarded requests cannot hold up
 /// replication, which shares no connection with them.
 pub struct HomeLink {
     control: Transport,
@@ -70,10 +77,10 @@ pub struct HomeLink {
 }
 
 impl HomeLink {
-    pub fn new(home_url: &str, token: String, region: String, lease_units: i64) -> Result<Self, ClientError> {
+    pub fn new(home: HomeUrls<'_>, token: String, region: String, lease_units: i64) -> Result<Self, ClientError> {
         Ok(HomeLink {
-            control: Transport::http2(home_url)?,
-            clients: Transport::http2(home_url)?,
+            control: Transport::http2(home.internal)?,
+            clients: Transport::http2(home.public)?,
             forwards: tokio::sync::Semaphore::new(FORWARDS_IN_FLIGHT),
             token,
             region,

@@ -27,6 +27,7 @@ pub const REPLICATED: &[&str] = &[
     cf::COMPANIES,
     cf::GROUPS,
     cf::RETRIEVAL_KEYS,
+    cf::BILLING_PLANS,
     cf::BLOCKS,
     cf::TERMS,
     cf::ENDPOINTS,

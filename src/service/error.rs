@@ -91,13 +91,21 @@ impl From<MailboxError> for Error {
 
 /// A change's precondition that did not hold is the caller's answer: a
 /// key registered already, or a record changed since it was read (ask
-/// again). Any other store failure is the service's.
+/// again); RocksDB failing (a full disk) is `503`; any other store failure
+/// (a value that does not decode) is the service's.
 impl From<StoreError> for Error {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Exists { .. } => Error::detail(Code::RequestInvalid, "this key is already registered"),
             StoreError::Changed { .. } => {
                 Error::retry_after(Code::Unavailable, 100, "what this changes was changed meanwhile; ask again")
+            }
+            // RocksDB itself failed: a full disk, or the store in a
+            // background error until it recovers. The caller may ask again;
+            // `/readyz` says why meanwhile.
+            StoreError::Rocks(e) => {
+                tracing::error!(error = %e, "the store refused an operation");
+                Error::retry_after(Code::Unavailable, 5_000, "the store cannot take this now; ask again")
             }
             other => Error::Store(other),
         }

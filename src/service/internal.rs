@@ -1,5 +1,4 @@
-//! What home does for its read regions, behind the shared replication
-//! token: it serves its replication log and its nonce feed, takes their
+//! What home does for its read regions, each behind its own token: it serves its replication log and its nonce feed, takes their
 //! reports (claims, usage, lease returns, receipt roots and keys), and
 //! grants allowance leases. Reports and answers are postcard bytes.
 
@@ -30,13 +29,22 @@ pub const MAX_BYTES: usize = 16 * 1024 * 1024;
 const MAX_WAIT: Duration = Duration::from_secs(10);
 const POLL: Duration = Duration::from_millis(25);
 
-/// Only home, with the replication token, answers a region.
-pub fn admit(state: &Region, token: Option<&str>) -> Result<()> {
+/// Only home answers a region, and only one that presents its own token:
+/// answers the region's name.
+pub fn admit(state: &Region, token: Option<&str>) -> Result<String> {
     let Some(replication) = state.config.replication.as_ref().filter(|_| state.home.is_some()) else {
         return Err(Error::new(Code::NotFound));
     };
-    if !token_matches(token, &replication.token) {
-        return Err(Error::new(Code::Unauthorized));
+    let region = replication.regions.iter().find(|r| token_matches(token, &r.token));
+    region.map(|r| r.name.clone()).ok_or_else(|| Error::new(Code::Unauthorized))
+}
+
+/// A region speaks for itself only: a report or lease naming another
+/// region is refused, as a request with that region's token would need.
+fn speaks_for(admitted: &str, named: &str) -> Result<()> {
+    if admitted != named {
+        let detail = format!("the token is region {admitted}'s; this names {named}");
+        return Err(Error::detail(Code::Unauthorized, detail));
     }
     Ok(())
 }
@@ -86,8 +94,10 @@ pub async fn nonce_feed(state: &Region, after: u64, wait_ms: u64) -> Result<Vec<
 /// A region's report: its receipt keys are certified, its claims join
 /// home's nonce store (and so the feed), then its usage events and lease
 /// returns are billed, in order.
-pub async fn take_report(state: &Region, body: &[u8]) -> Result<Vec<u8>> {
+pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Vec<u8>> {
     let report: Report = decode(body)?;
+    speaks_for(region, &report.region)?;
+    report.check(state.clock.now()).map_err(|e| Error::detail(Code::RequestInvalid, e))?;
     let publisher = &state.home.as_ref().ok_or_else(|| Error::new(Code::NotFound))?.publisher;
     let mut roots = state.store.batch();
     for entry in &report.entries {
@@ -128,8 +138,10 @@ pub async fn take_report(state: &Region, body: &[u8]) -> Result<Vec<u8>> {
 }
 
 /// Sets allowance units aside for a region.
-pub async fn grant_lease(state: &Region, body: &[u8]) -> Result<Vec<u8>> {
+pub async fn grant_lease(state: &Region, region: &str, body: &[u8]) -> Result<Vec<u8>> {
     let ask: LeaseAsk = decode(body)?;
+    speaks_for(region, &ask.region)?;
+    ask.check().map_err(|e| Error::detail(Code::RequestInvalid, e))?;
     let now = state.clock.now();
     let grant = state.billing.call(|reply| BillingMsg::Grant { ask, now, reply }).await??;
     encode(&grant)

@@ -924,6 +924,12 @@ pub async fn set_allowance(state: &Region, req: AllowanceChange) -> Result<Done>
     // Allowances are home's: a read region serves from leases of them.
     state.home()?;
     state.registry.company(&req.ai_company_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    // The plan first, through the log, so read regions learn whom they may
+    // serve without a lease; then the allowance, which is home's alone.
+    let plan = BillingPlan { company_uuid: req.ai_company_uuid.clone(), prepay: req.prepay };
+    let mut change = Change::new();
+    change.put(cf::BILLING_PLANS, plan.company_uuid.as_bytes(), &plan);
+    apply(state, change).await?;
     let allowance =
         Allowance { company_uuid: req.ai_company_uuid.clone(), prepay: req.prepay, remaining: req.remaining };
     // Allowances belong to the billing actor, which judges every reservation.

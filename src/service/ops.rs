@@ -49,7 +49,10 @@ pub async fn readiness(state: &Region) -> (bool, Value) {
     let certified = state.key_set.signer(state.clock.now()).is_some();
     // A node never serves on with an actor that failed and did not come back.
     let failed = state.failures.list();
-    let ready = ready && certified && failed.is_empty();
+    // Nor with a store that cannot write: a full disk, a background error.
+    let store = state.store.probe_write(state.clock.now().0).err().map(|e| e.to_string());
+    let ready = ready && certified && failed.is_empty() && store.is_none();
+    body["store_write_error"] = json!(store);
     body["failed_actors"] = json!(failed);
     body["receipt_key_certified"] = json!(certified);
     body["region"] = json!(state.config.region);

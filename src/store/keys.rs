@@ -23,6 +23,7 @@
 //! | `blocks` | business uuid ‖ group id ([`block`]) | `Block` |
 //! | `terms` | be(version) | `TermsVersion` |
 //! | `allowances` | company uuid | `Allowance` |
+//! | `billing_plans` | company uuid | `BillingPlan` (replicated) |
 //! | `records` | record id | `RecordHead` |
 //! | `versions` | record id ‖ be(generation) ([`version`]) | `RecordVersion` |
 //! | `pushes` | push id ([`push`]) | `PushRecord` |
@@ -96,6 +97,8 @@ pub mod meta {
     pub const MIGRATING: &[u8] = b"migrating";
     /// The sandbox seeder's state.
     pub const SANDBOX_SEED: &[u8] = b"sandbox_seed";
+    /// The time of the last write that probed the disk (`/readyz`).
+    pub const WRITE_PROBE: &[u8] = b"write_probe";
     /// Home: the last lease id granted.
     pub const LEASE_SEQ: &[u8] = b"lease_seq";
     /// A region: the last sequence of home's nonce feed it holds.

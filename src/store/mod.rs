@@ -48,6 +48,9 @@ pub mod cf {
     pub const BLOCKS: &str = "blocks";
     pub const TERMS: &str = "terms";
     pub const ALLOWANCES: &str = "allowances";
+    /// Whether each company is prepaid, replicated so a read region knows
+    /// whom it may serve without a lease while home is away.
+    pub const BILLING_PLANS: &str = "billing_plans";
     pub const RECORDS: &str = "records";
     pub const VERSIONS: &str = "versions";
     pub const PUSHES: &str = "pushes";
@@ -119,6 +122,7 @@ pub mod cf {
         BLOCKS,
         TERMS,
         ALLOWANCES,
+        BILLING_PLANS,
         RECORDS,
         VERSIONS,
         PUSHES,
@@ -253,6 +257,26 @@ const MIGRATE_STEP_BYTES: usize = 8 << 20;
 #[derive(Clone)]
 pub struct Store {
     db: Arc<DB>,
+    writes: Arc<WriteHealth>,
+}
+
+/// Whether the last write reached the store: a full disk or a RocksDB
+/// background error shows here (and in `/readyz`) until a write succeeds
+/// again.
+#[derive(Default)]
+pub struct WriteHealth {
+    failing: std::sync::Mutex<Option<String>>,
+}
+
+impl WriteHealth {
+    fn record(&self, outcome: &Result<(), rocksdb::Error>) {
+        let mut failing = self.failing.lock().unwrap_or_else(|p| p.into_inner());
+        match outcome {
+            Ok(()) if failing.is_some() => *failing = None,
+            Ok(()) => {}
+            Err(e) => *failing = Some(e.to_string()),
+        }
+    }
 }
 
 impl Store {
@@ -282,7 +306,7 @@ impl Store {
         opts.set_avoid_unnecessary_blocking_io(true);
         let cfs = cf::ALL.iter().map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name)));
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
-        let store = Store { db: Arc::new(db) };
+        let store = Store { db: Arc::new(db), writes: Arc::default() };
         store.check_schema(legacy_log_entry)?;
         Ok(store)
     }
@@ -555,8 +579,22 @@ impl Store {
     pub fn write_ready(&self, batch: ReadyBatch, sync: bool) -> StoreResult<()> {
         let mut opts = WriteOptions::default();
         opts.set_sync(sync);
-        self.db.write_opt(batch.0, &opts)?;
-        Ok(())
+        let written = self.db.write_opt(batch.0, &opts);
+        self.writes.record(&written);
+        Ok(written?)
+    }
+
+    /// Why the last write failed, while no write has succeeded since.
+    pub fn write_failure(&self) -> Option<String> {
+        self.writes.failing.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Writes one small synced value, as a probe of the disk: a full disk
+    /// or a store in a background error fails it.
+    pub fn probe_write(&self, now_ms: i64) -> StoreResult<()> {
+        let mut batch = self.batch();
+        batch.put(cf::META, keys::meta::WRITE_PROBE, &now_ms);
+        batch.commit()
     }
 }
 

@@ -411,6 +411,14 @@ pub struct TermsVersion {
     pub sha256: String,
 }
 
+/// Whether a company is prepaid: the part of its allowance every region
+/// holds. A company with none is not prepaid.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BillingPlan {
+    pub company_uuid: String,
+    pub prepay: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Allowance {
     pub company_uuid: String,

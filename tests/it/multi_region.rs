@@ -21,12 +21,13 @@ use svc_core::keys::{Alg, SigningKey};
 
 use crate::process;
 
-use process::{AUTHORITY, TOKEN, ai_company, onboard, product, start, start_with};
+use process::{AUTHORITY, Process, TOKEN, ai_company, onboard, product, region_token, start, start_with};
 
-/// Home's newest sequence number, from its log route.
-async fn home_head(home: &Transport) -> u64 {
+/// Home's newest sequence number, from its log route (as region eu).
+async fn home_head(home: &Process) -> u64 {
+    let home = Transport::new(home.internal_url.as_deref().unwrap()).unwrap();
     let request = Request::get(format!("/internal/v1/log?after={}", u64::MAX - 1))
-        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("authorization", format!("Bearer {}", region_token("eu")))
         .body(Body::empty())
         .unwrap();
     let answer = home.send(request).await.unwrap();
@@ -68,8 +69,8 @@ async fn search(base: &str, key: &SigningKey, body: &Value) -> Value {
 async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_peer() {
     let dir = tempfile::tempdir().unwrap();
     let home = start(dir.path(), "home", None);
-    let eu = start(dir.path(), "eu", Some(&home.public_url));
-    let ap = start(dir.path(), "ap", Some(&home.public_url));
+    let eu = start(dir.path(), "eu", Some(&home));
+    let ap = start(dir.path(), "ap", Some(&home));
     let admin = Admin::new(&home.admin_url, TOKEN.into()).unwrap();
     let home_api = Transport::new(&home.public_url).unwrap();
 
@@ -93,7 +94,7 @@ async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_pe
 
     // Kill eu while it replicates: once it applied part of the push.
     let eu_api = Transport::new(&eu.public_url).unwrap();
-    let start_head = home_head(&home_api).await;
+    let start_head = home_head(&home).await;
     let mut killed_at = None;
     for _ in 0..4000 {
         let applied = readyz(&eu_api).await["applied_seq"].as_u64().unwrap_or(0);
@@ -107,12 +108,12 @@ async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_pe
     let killed_at = killed_at.expect("eu replicated part of the push");
 
     // Restarted on the same data, it resumes from what it applied.
-    let eu = start(dir.path(), "eu", Some(&home.public_url));
+    let eu = start(dir.path(), "eu", Some(&home));
     let eu_api = Transport::new(&eu.public_url).unwrap();
     let ap_api = Transport::new(&ap.public_url).unwrap();
     let mut head = 0;
     for _ in 0..2400 {
-        head = home_head(&home_api).await;
+        head = home_head(&home).await;
         let status = home_api.send(
             Signer::new(key.clone(), AUTHORITY, "svc-business-read")
                 .sign_now(
@@ -130,7 +131,7 @@ async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_pe
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    let head = head.max(home_head(&home_api).await);
+    let head = head.max(home_head(&home).await);
     assert!(killed_at < head, "eu was killed before the push was replicated ({killed_at} of {head})");
     let eu_ready = caught_up(&eu_api, head).await;
     caught_up(&ap_api, head).await;
@@ -191,17 +192,17 @@ async fn publish(home_api: &Transport, key: &SigningKey, context: &sealing::Seal
     panic!("push {n} never completed");
 }
 
-/// What home billed the caller's company, and its allowance left.
-async fn usage(client: &RetrievalClient) -> (u64, i64) {
+/// What home billed the caller's company, and its prepaid allowance left.
+async fn usage(client: &RetrievalClient) -> (u64, Option<i64>) {
     let answer = client.call("GET", "/v1/usage", vec![]).await.unwrap();
     assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
     let usage = answer.json();
-    (usage["totals"]["billed"].as_u64().unwrap(), usage["allowance"]["remaining"].as_i64().unwrap())
+    (usage["totals"]["billed"].as_u64().unwrap(), usage["allowance"]["remaining"].as_i64())
 }
 
 /// Waits until home's count settles at `billed`, and stays there.
-async fn billed_settles_at(client: &RetrievalClient, billed: u64) -> i64 {
-    let mut last = (0, 0);
+async fn billed_settles_at(client: &RetrievalClient, billed: u64) -> Option<i64> {
+    let mut last = (0, None);
     for _ in 0..800 {
         last = usage(client).await;
         if last.0 == billed {
@@ -223,8 +224,8 @@ async fn with_home_cut_off_regions_serve_searches_refuse_writes_fail_closed_and_
     let dir = tempfile::tempdir().unwrap();
     let home = start(dir.path(), "home", None);
     let settings = format!("lease_units = {LEASE}\nforward_timeout_ms = 1500");
-    let eu = start_with(dir.path(), "eu", Some(&home.public_url), &settings);
-    let ap = start_with(dir.path(), "ap", Some(&home.public_url), &settings);
+    let eu = start_with(dir.path(), "eu", Some(&home), &settings);
+    let ap = start_with(dir.path(), "ap", Some(&home), &settings);
     let admin = Admin::new(&home.admin_url, TOKEN.into()).unwrap();
     let home_api = Transport::new(&home.public_url).unwrap();
     let (eu_api, ap_api) = (Transport::new(&eu.public_url).unwrap(), Transport::new(&ap.public_url).unwrap());
@@ -235,7 +236,7 @@ async fn with_home_cut_off_regions_serve_searches_refuse_writes_fail_closed_and_
     let ai_key = ai_company(&admin, "Prepaid AI", 36, Some(1000)).await;
     let records: Vec<Vec<u8>> = (0..20).map(product).collect();
     publish(&home_api, &key, &context, &records, 1).await;
-    let head = home_head(&home_api).await;
+    let head = home_head(&home).await;
     caught_up(&eu_api, head).await;
     caught_up(&ap_api, head).await;
 
@@ -312,7 +313,7 @@ async fn with_home_cut_off_regions_serve_searches_refuse_writes_fail_closed_and_
     // once, and what home publishes next reaches both.
     home.signal("CONT");
     let remaining = billed_settles_at(&at_home, served).await;
-    assert_eq!(remaining, 1000 - served as i64, "the allowance spent is what was billed");
+    assert_eq!(remaining, Some(1000 - served as i64), "the allowance spent is what was billed");
     // Home may still be processing the first attempt it received before the
     // cut (a resend is then only reported, 202); once settled it answers 200.
     let mut retried = eu_api.send(write()).await.unwrap();
@@ -326,7 +327,7 @@ async fn with_home_cut_off_regions_serve_searches_refuse_writes_fail_closed_and_
     assert_eq!(retried.status, 200, "{}", String::from_utf8_lossy(&retried.bytes));
     let more: Vec<Vec<u8>> = (20..30).map(product).collect();
     publish(&home_api, &key, &context, &more, 4).await;
-    let head = home_head(&home_api).await;
+    let head = home_head(&home).await;
     caught_up(&eu_api, head).await;
     caught_up(&ap_api, head).await;
     for region in [&at_eu, &at_ap] {
@@ -345,6 +346,52 @@ async fn with_home_cut_off_regions_serve_searches_refuse_writes_fail_closed_and_
     }
 }
 
+// Home stopped for longer than two lease periods: companies that are not
+// prepaid are served by the read region throughout, one it had served
+// before and one it had not, and once home is back their usage reaches
+// home and is billed exactly once. (Prepaid companies fail closed: above.)
+// rule: R1.26
+#[tokio::test(flavor = "multi_thread")]
+async fn through_homes_absence_companies_not_prepaid_are_served_and_billed_once_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = start_with(dir.path(), "home", None, "lease_ms = 1000");
+    let eu = start(dir.path(), "eu", Some(&home));
+    let admin = Admin::new(&home.admin_url, TOKEN.into()).unwrap();
+    let (home_api, eu_api) = (Transport::new(&home.public_url).unwrap(), Transport::new(&eu.public_url).unwrap());
+    let key = SigningKey::from_seed(Alg::Ed25519, &[44; 32]).unwrap();
+    let passkey = SigningKey::from_seed(Alg::Es256, &[45; 32]).unwrap();
+    let context = onboard(&admin, &key, &passkey).await;
+    let seen = ai_company(&admin, "Seen AI", 46, None).await;
+    let unseen = ai_company(&admin, "Unseen AI", 47, None).await;
+    let records: Vec<Vec<u8>> = (0..5).map(product).collect();
+    publish(&home_api, &key, &context, &records, 1).await;
+    caught_up(&eu_api, home_head(&home).await).await;
+    let client = |url: &str, key: &SigningKey| RetrievalClient::new(url, AUTHORITY, key.clone(), None).unwrap();
+    let (seen_eu, unseen_eu) = (client(&eu.public_url, &seen), client(&eu.public_url, &unseen));
+    let body = serde_json::to_vec(&json!({"collection": "products", "q": "Lampe",
+        "filter": {"all": [{"country": "FR"}]}, "sort_by": "_text_match:desc", "limit": 5}))
+    .unwrap();
+    let first = seen_eu.call("POST", "/v1/search", body.clone()).await.unwrap();
+    assert_eq!(first.status, 200, "{}", String::from_utf8_lossy(&first.bytes));
+
+    home.signal("STOP");
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    for _ in 0..3 {
+        for region_client in [&seen_eu, &unseen_eu] {
+            let answer = region_client.call("POST", "/v1/search", body.clone()).await.unwrap();
+            assert_eq!(answer.status, 200, "served while home is away: {}", String::from_utf8_lossy(&answer.bytes));
+            assert!(!answer.json()["rows"].as_array().unwrap().is_empty());
+        }
+    }
+
+    home.signal("CONT");
+    assert_eq!(billed_settles_at(&client(&home.public_url, &seen), 4).await, None, "not prepaid");
+    billed_settles_at(&client(&home.public_url, &unseen), 3).await;
+    for region in [eu, home] {
+        region.kill();
+    }
+}
+
 /// Every receipt `region` holds, by retrieval id, from its stopped store.
 fn receipts_of(store: &svc::store::Store) -> Vec<svc::store::model::StoredReceipt> {
     let all = store.scan::<svc::store::model::StoredReceipt>(svc::store::cf::RECEIPTS, &[], None, usize::MAX).unwrap();
@@ -356,11 +403,11 @@ fn receipts_of(store: &svc::store::Store) -> Vec<svc::store::model::StoredReceip
 async fn a_region_killed_with_sigkill_loses_no_receipt_it_returned() {
     let dir = tempfile::tempdir().unwrap();
     let home = start(dir.path(), "home", None);
-    let eu = start(dir.path(), "eu", Some(&home.public_url));
+    let eu = start(dir.path(), "eu", Some(&home));
     let admin = Admin::new(&home.admin_url, TOKEN.into()).unwrap();
     let ai_key = ai_company(&admin, "Kept AI", 38, None).await;
     let eu_api = Transport::new(&eu.public_url).unwrap();
-    caught_up(&eu_api, home_head(&Transport::new(&home.public_url).unwrap()).await).await;
+    caught_up(&eu_api, home_head(&home).await).await;
 
     // Searches answered at eu, each with its receipt; then eu dies at once.
     let client = RetrievalClient::new(&eu.public_url, AUTHORITY, ai_key.clone(), None).unwrap();
@@ -379,7 +426,7 @@ async fn a_region_killed_with_sigkill_loses_no_receipt_it_returned() {
 
     // Restarted, then stopped in order: it folds what it had returned and
     // reports the roots home.
-    let mut eu = start(dir.path(), "eu", Some(&home.public_url));
+    let mut eu = start(dir.path(), "eu", Some(&home));
     eu.signal("TERM");
     assert!(eu.child.wait().unwrap().success());
 
@@ -387,9 +434,9 @@ async fn a_region_killed_with_sigkill_loses_no_receipt_it_returned() {
     // replicates the checkpoint and proves each receipt into it in two levels.
     let sequenced = admin.call("POST", "/admin/log/sequence", None).await.unwrap();
     let size = sequenced["tree_size"].as_u64().unwrap();
-    let eu = start(dir.path(), "eu", Some(&home.public_url));
+    let eu = start(dir.path(), "eu", Some(&home));
     let eu_api = Transport::new(&eu.public_url).unwrap();
-    caught_up(&eu_api, home_head(&Transport::new(&home.public_url).unwrap()).await).await;
+    caught_up(&eu_api, home_head(&home).await).await;
     let keys = eu_api.send(Request::get("/.well-known/keys").header("host", AUTHORITY).body(Body::empty()).unwrap());
     let keys = keys.await.unwrap().json();
     let checkpoint_key = keys["keys"]

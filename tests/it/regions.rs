@@ -11,7 +11,7 @@ use svc::actors::receipt_folder;
 use svc::client::retrieval::RetrievalClient;
 use svc::client::transport::Transport;
 use svc::clock::SystemClock;
-use svc::config::{NodeConfig, ReplicationConfig, Role};
+use svc::config::{NodeConfig, RegionCredential, ReplicationConfig, Role};
 use svc::node::Node;
 use svc::sandbox::corpus::{Sizes, generate};
 use svc::sandbox::seed::{admin, ai_caller, ensure_seeded};
@@ -19,14 +19,29 @@ use svc::store::cf;
 use svc::store::model::StoredReceipt;
 use svc_core::keys::{Alg, SigningKey};
 
-const TOKEN: &str = "replication-token-for-tests-32-characters";
+/// Each region's own token on home's internal routes.
+fn token(region: &str) -> String {
+    format!("{region}-replication-token-for-tests-32-characters")
+}
 
-fn config(dir: &std::path::Path, region: &str, role: Role, home_url: Option<String>) -> NodeConfig {
-    let mut config =
-        NodeConfig::local_home(dir.join(region), "127.0.0.1:0".parse().unwrap(), "127.0.0.1:0".parse().unwrap());
+/// A region's config; a read region reaches `home`'s public and internal
+/// listeners. Home knows `eu` and `ap`, each by its own token.
+fn config(dir: &std::path::Path, region: &str, role: Role, home: Option<&Node>) -> NodeConfig {
+    let loopback = "127.0.0.1:0".parse().unwrap();
+    let mut config = NodeConfig::local_home(dir.join(region), loopback, loopback);
     config.region = region.into();
     config.role = role;
-    config.replication = Some(ReplicationConfig::new(home_url, TOKEN));
+    config.replication = Some(match home {
+        None => {
+            config.internal_listen = Some(loopback);
+            ReplicationConfig::home(["eu", "ap"].map(|r| RegionCredential::new(r, &token(r))).to_vec())
+        }
+        Some(home) => ReplicationConfig::read(
+            Some(format!("http://{}", home.addr)),
+            Some(format!("http://{}", home.internal_addr.unwrap())),
+            &token(region),
+        ),
+    });
     config
 }
 
@@ -59,8 +74,7 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     let dir = tempfile::tempdir().unwrap();
     let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
     let home_url = format!("http://{}", home.addr);
-    let read =
-        Node::start(config(dir.path(), "eu", Role::Read, Some(home_url.clone())), Arc::new(SystemClock)).await.unwrap();
+    let read = Node::start(config(dir.path(), "eu", Role::Read, Some(&home)), Arc::new(SystemClock)).await.unwrap();
     let read_url = format!("http://{}", read.addr);
 
     // Published at home, through home's own routes.
@@ -109,11 +123,14 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     let at_home = rows(home_url.clone()).await;
     assert_eq!(rows(read_url.clone()).await, at_home, "the read region serves home's rows");
 
-    // Home's internal routes are not reached through a region's public
-    // port, even with the deployment's token.
-    let through = get(&read_url, "/internal/v1/log?after=0", Some(TOKEN)).await;
+    // Home's internal routes are on its internal listener only: not on its
+    // public port, nor through a region's, even with a region's token.
+    let internal_url = format!("http://{}", home.internal_addr.unwrap());
+    let eu_token = token("eu");
+    let through = get(&read_url, "/internal/v1/log?after=0", Some(&eu_token)).await;
     assert_eq!(through.status, 404, "{}", String::from_utf8_lossy(&through.bytes));
-    assert_eq!(get(&home_url, "/internal/v1/log?after=0", Some(TOKEN)).await.status, 200);
+    assert_eq!(get(&home_url, "/internal/v1/log?after=0", Some(&eu_token)).await.status, 404);
+    assert_eq!(get(&internal_url, "/internal/v1/log?after=0", Some(&eu_token)).await.status, 200);
 
     // Public documents the statement key signs on demand come from home
     // (a region holds no statement key); the rest from the region's copy.
@@ -138,8 +155,8 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     let at_home_direct = get(&home_url, catalogue, None).await;
     assert_eq!(via_read.status, at_home_direct.status);
     assert_eq!(via_read.json()["code"], at_home_direct.json()["code"]);
-    assert_eq!(get(&home_url, "/internal/v1/log?after=0", Some("wrong")).await.status, 401);
-    let log = get(&home_url, "/internal/v1/log?after=0", Some(TOKEN)).await;
+    assert_eq!(get(&internal_url, "/internal/v1/log?after=0", Some("wrong")).await.status, 401);
+    let log = get(&internal_url, "/internal/v1/log?after=0", Some(&eu_token)).await;
     assert_eq!(log.status, 200);
     // (The search at home introduced the sandbox key: one entry more.)
     let head_now = svc::replication::last_seq(&home.state.store).unwrap();
@@ -221,7 +238,7 @@ async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed
     let dir = tempfile::tempdir().unwrap();
     let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
     let home_url = format!("http://{}", home.addr);
-    let mut eu_config = config(dir.path(), "eu", Role::Read, Some(home_url.clone()));
+    let mut eu_config = config(dir.path(), "eu", Role::Read, Some(&home));
     if let Some(link) = eu_config.replication.as_mut() {
         link.lease_units = 3;
     }
@@ -344,8 +361,7 @@ async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rot
     let dir = tempfile::tempdir().unwrap();
     let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
     let home_url = format!("http://{}", home.addr);
-    let eu =
-        Node::start(config(dir.path(), "eu", Role::Read, Some(home_url.clone())), Arc::new(SystemClock)).await.unwrap();
+    let eu = Node::start(config(dir.path(), "eu", Role::Read, Some(&home)), Arc::new(SystemClock)).await.unwrap();
     let eu_url = format!("http://{}", eu.addr);
     let sizes = Sizes::products_only(1, 10);
     let corpus = generate(13, sizes);
@@ -477,9 +493,76 @@ async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rot
     drop(eu_store);
 
     // A restart keeps the new key.
-    let eu =
-        Node::start(config(dir.path(), "eu", Role::Read, Some(home_url.clone())), Arc::new(SystemClock)).await.unwrap();
+    let eu = Node::start(config(dir.path(), "eu", Role::Read, Some(&home)), Arc::new(SystemClock)).await.unwrap();
     assert_eq!(eu.state.key_set.signer(svc::clock::Clock::now(&SystemClock)).unwrap().key_id, new_kid);
     eu.stop().await;
+    home.stop().await;
+}
+
+/// A postcard body POSTed to home's internal route `path` with `token`.
+async fn internal_post(home: &Node, path: &str, token: &str, body: Vec<u8>) -> svc::client::transport::Answer {
+    let request = axum::http::Request::post(path)
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/vnd.svc.postcard")
+        .body(axum::body::Body::from(body))
+        .unwrap();
+    let internal = Transport::new(&format!("http://{}", home.internal_addr.unwrap())).unwrap();
+    internal.send(request).await.unwrap()
+}
+
+// A rogue region: with its own token it may not speak for another region
+// (reports, leases, and so receipt key certifications), and values out of
+// range are refused before they reach billing, which stays up.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_region_speaks_only_for_itself_and_out_of_range_values_are_refused() {
+    use svc::replication::exchange::{LeaseAsk, Outgoing, Report};
+    use svc::store::model::{UsageEvent, UsageKind};
+    let dir = tempfile::tempdir().unwrap();
+    let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
+    let eu = token("eu");
+    let report =
+        |region: &str, entries: Vec<Outgoing>| postcard::to_stdvec(&Report { region: region.into(), entries }).unwrap();
+    let lease = |region: &str, units: i64| {
+        postcard::to_stdvec(&LeaseAsk { region: region.into(), company_uuid: "c".into(), units }).unwrap()
+    };
+    let key = SigningKey::from_seed(Alg::Ed25519, &[5; 32]).unwrap();
+    let forged_key = Outgoing::ReceiptKey { jwk: serde_json::to_string(&key.verifying_key().to_jwk()).unwrap() };
+
+    let posing = internal_post(&home, "/internal/v1/report", &eu, report("ap", vec![forged_key])).await;
+    assert_eq!(posing.status, 401, "{}", String::from_utf8_lossy(&posing.bytes));
+    let now = svc::clock::Clock::now(&SystemClock);
+    let kid = key.verifying_key().thumbprint();
+    let certified = home.state.key_set.key(svc_core::keyset::Purpose::Receipt, &kid, now, now);
+    assert!(certified.is_none(), "no key is certified for ap on eu's word");
+    assert_eq!(internal_post(&home, "/internal/v1/lease", &eu, lease("ap", 10)).await.status, 401);
+    assert_eq!(internal_post(&home, "/internal/v1/lease", &"x".repeat(40), lease("eu", 10)).await.status, 401);
+
+    let event = |at: i64| UsageEvent {
+        company_uuid: "c".into(),
+        group_id: "g".into(),
+        key_id: "k".into(),
+        nonce: "n".repeat(20),
+        kind: UsageKind::Search,
+        retrieval_id: "r".into(),
+        region: "eu".into(),
+        at: svc_core::time::UnixMs(at),
+    };
+    let (report_path, lease_path) = ("/internal/v1/report", "/internal/v1/lease");
+    let elsewhere = UsageEvent { region: "ap".into(), ..event(1_800_000_000_000) };
+    for (path, bad) in [
+        (report_path, report("eu", vec![Outgoing::Usage { event: event(i64::MAX), lease_id: None }])),
+        (report_path, report("eu", vec![Outgoing::Usage { event: event(-1), lease_id: Some(u64::MAX) }])),
+        (report_path, report("eu", vec![Outgoing::Usage { event: elsewhere, lease_id: None }])),
+        (report_path, vec![0xff; 64]),
+        (lease_path, lease("eu", 0)),
+        (lease_path, lease("eu", i64::MIN)),
+    ] {
+        let refused = internal_post(&home, path, &eu, bad).await;
+        assert_eq!(refused.status, 400, "{path}: {}", String::from_utf8_lossy(&refused.bytes));
+    }
+    // Billing took none of it and is still up.
+    assert_eq!(internal_post(&home, "/internal/v1/report", &eu, report("eu", vec![])).await.status, 200);
+    let ready = get(&format!("http://{}", home.addr), "/readyz", None).await.json();
+    assert_eq!(ready["failed_actors"], json!({}), "{ready}");
     home.stop().await;
 }

@@ -3,7 +3,7 @@
 //! (`config::check_deployment`): `regions/` on one host, `deploy/compose/`
 //! one container per region.
 
-use svc::config::{Hosts, NodeConfig, Role, check_deployment};
+use svc::config::{Hosts, NodeConfig, RegionCredential, ReplicationConfig, Role, check_deployment};
 use svc::front_door::FrontDoorConfig;
 
 fn load(path: &std::path::Path) -> NodeConfig {
@@ -75,9 +75,46 @@ fn a_broken_deployment_is_refused_with_the_region_named() {
     let mut same_port = regions.clone();
     same_port[read].listen = regions.iter().find(|r| r.role == Role::Home).unwrap().listen;
     assert!(check_deployment(&same_port, Hosts::One).unwrap_err().to_string().contains("listen"));
-    let mut astray = regions;
+    let mut astray = regions.clone();
     astray[read].replication.as_mut().unwrap().home_url = Some("http://127.0.0.1:1".into());
     assert!(check_deployment(&astray, Hosts::One).unwrap_err().to_string().contains("home_url"));
+    // A region's own traffic goes to home's internal listener, not its public port.
+    let mut public_only = regions.clone();
+    let home_public = format!("http://{}", regions.iter().find(|r| r.role == Role::Home).unwrap().listen);
+    public_only[read].replication.as_mut().unwrap().internal_url = Some(home_public);
+    assert!(check_deployment(&public_only, Hosts::One).unwrap_err().to_string().contains("internal_url"));
+    // A region home does not name, or another region's token, is refused.
+    let mut unknown = regions.clone();
+    unknown[read].region = "sa".into();
+    assert!(check_deployment(&unknown, Hosts::One).unwrap_err().to_string().contains("does not name"));
+    let mut borrowed = regions.clone();
+    let other = borrowed.iter().rposition(|r| r.role == Role::Read).unwrap();
+    assert_ne!(other, read);
+    let theirs = borrowed[other].replication.as_ref().unwrap().token_file.clone();
+    borrowed[read].replication.as_mut().unwrap().token_file = theirs;
+    assert!(check_deployment(&borrowed, Hosts::One).unwrap_err().to_string().contains("token"));
+}
+
+// Home names each region with a token of its own: one shared by two
+// regions, or home presenting one itself, refuses to start.
+#[test]
+fn home_refuses_a_token_shared_between_regions_or_one_of_its_own() {
+    let listen = "127.0.0.1:0".parse().unwrap();
+    let mut home = NodeConfig::local_home("unused".into(), listen, listen);
+    home.role = Role::Home;
+    let token = "b".repeat(40);
+    home.replication = Some(ReplicationConfig::home(vec![
+        RegionCredential::new("eu", &token),
+        RegionCredential::new("ap", &"c".repeat(40)),
+    ]));
+    home.check_secrets().unwrap();
+    home.replication.as_mut().unwrap().regions[1].token = token.clone();
+    assert!(home.check_secrets().unwrap_err().to_string().contains("ap"));
+    home.replication.as_mut().unwrap().regions[1].token = "short".into();
+    assert!(home.check_secrets().unwrap_err().to_string().contains("regions.ap.token"));
+    home.replication.as_mut().unwrap().regions[1].token = "c".repeat(40);
+    home.replication.as_mut().unwrap().token = "d".repeat(40);
+    assert!(home.check_secrets().unwrap_err().to_string().contains("a token per read region"));
 }
 
 /// Every text file under `dir`, recursively.
@@ -98,7 +135,15 @@ fn no_shipped_file_holds_a_secret_and_each_node_names_its_token_files() {
     for region in regions().into_iter().chain(folder("deploy/compose")) {
         assert!(region.admin_token.is_empty() && region.admin_token_file.is_some(), "{}", region.region);
         let link = region.replication.as_ref().unwrap();
-        assert!(link.token.is_empty() && link.token_file.is_some(), "{}", region.region);
+        match region.role {
+            Role::Read => assert!(link.token.is_empty() && link.token_file.is_some(), "{}", region.region),
+            Role::Home => {
+                assert!(!link.regions.is_empty());
+                for known in &link.regions {
+                    assert!(known.token.is_empty() && known.token_file.is_some(), "home: {}", known.name);
+                }
+            }
+        }
     }
     let mut shipped = Vec::new();
     files_under(&root.join("regions"), &mut shipped);

@@ -14,7 +14,7 @@ use svc::clock::{Clock, SystemClock};
 
 use crate::process;
 
-use process::{AUTHORITY, TOKEN, ai_company, start};
+use process::{AUTHORITY, TOKEN, ai_company, region_token, start};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_drains_requests_in_flight_and_keeps_what_was_claimed() {
@@ -31,10 +31,10 @@ async fn sigterm_drains_requests_in_flight_and_keeps_what_was_claimed() {
     assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
 
     // A request in flight: a long poll of the log that holds for 1.5 s.
-    let api = Transport::new(&home.public_url).unwrap();
+    let api = Transport::new(home.internal_url.as_deref().unwrap()).unwrap();
     let long_poll = tokio::spawn(async move {
         let request = Request::get(format!("/internal/v1/log?after={}&wait_ms=1500", u64::MAX - 1))
-            .header("authorization", format!("Bearer {TOKEN}"))
+            .header("authorization", format!("Bearer {}", region_token("eu")))
             .body(Body::empty())
             .unwrap();
         let sent = Instant::now();

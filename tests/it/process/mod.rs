@@ -14,11 +14,18 @@ use svc_core::keys::SigningKey;
 pub const AUTHORITY: &str = "api.svc.localhost";
 pub const TOKEN: &str = "process-test-token-of-thirty-two-chars";
 
-/// A running `svc node`: the process and its public and admin addresses.
+/// A read region's own token on home's internal routes.
+pub fn region_token(region: &str) -> String {
+    format!("{region}-replication-token-of-thirty-two-chars")
+}
+
+/// A running `svc node`: the process and its public and admin addresses,
+/// and home's internal one.
 pub struct Process {
     pub child: Child,
     pub public_url: String,
     pub admin_url: String,
+    pub internal_url: Option<String>,
 }
 
 impl Process {
@@ -42,15 +49,34 @@ impl Drop for Process {
 }
 
 /// Starts `svc node` for `region` with its data under `dir`. A read region
-/// pulls from `home_url`; every region shares the token and the authority.
-pub fn start(dir: &std::path::Path, region: &str, home_url: Option<&str>) -> Process {
-    start_with(dir, region, home_url, "")
+/// pulls from `home`, with its own token; home knows `eu` and `ap`.
+pub fn start(dir: &std::path::Path, region: &str, home: Option<&Process>) -> Process {
+    start_with(dir, region, home, "")
 }
 
 /// Like [`start`], with more `[replication]` settings (TOML lines).
-pub fn start_with(dir: &std::path::Path, region: &str, home_url: Option<&str>, replication: &str) -> Process {
-    let role = if home_url.is_some() { "read" } else { "home" };
-    let home_line = home_url.map(|u| format!("home_url = \"{u}\"\n")).unwrap_or_default();
+pub fn start_with(dir: &std::path::Path, region: &str, home: Option<&Process>, replication: &str) -> Process {
+    let (role, internal_listen, link, regions) = match home {
+        Some(home) => (
+            "read",
+            "",
+            format!(
+                "home_url = \"{}\"\ninternal_url = \"{}\"\ntoken = \"{}\"\n",
+                home.public_url,
+                home.internal_url.as_deref().unwrap(),
+                region_token(region)
+            ),
+            String::new(),
+        ),
+        None => (
+            "home",
+            "internal_listen = \"127.0.0.1:0\"\n",
+            String::new(),
+            ["eu", "ap"]
+                .map(|r| format!("[[replication.regions]]\nname = \"{r}\"\ntoken = \"{}\"\n", region_token(r)))
+                .concat(),
+        ),
+    };
     let config = format!(
         r#"region = "{region}"
 role = "{role}"
@@ -58,16 +84,15 @@ environment = "production"
 data_dir = "{}"
 listen = "127.0.0.1:0"
 admin_listen = "127.0.0.1:0"
-public_authority = "{AUTHORITY}"
+{internal_listen}public_authority = "{AUTHORITY}"
 verify_base_url = "http://verify.svc.localhost"
 admin_token = "{TOKEN}"
 passkey_rp_id = "portal.svc.localhost"
 passkey_origin = "https://portal.svc.localhost"
 
 [replication]
-{home_line}token = "{TOKEN}"
-{replication}
-"#,
+{link}{replication}
+{regions}"#,
         dir.join(region).display()
     );
     let path = dir.join(format!("{region}.toml"));
@@ -86,6 +111,7 @@ passkey_origin = "https://portal.svc.localhost"
         child,
         public_url: format!("http://{}", addresses["listen"].as_str().unwrap()),
         admin_url: format!("http://{}", addresses["admin_listen"].as_str().unwrap()),
+        internal_url: addresses["internal_listen"].as_str().map(|a| format!("http://{a}")),
     }
 }
 
