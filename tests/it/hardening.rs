@@ -316,3 +316,90 @@ async fn public_verification_is_rate_limited_per_client_address() {
     assert_ne!(verify("198.51.100.1").await.status, 429, "a second later");
     home.state.stop_actors().await;
 }
+
+/// A tmpfs of `size` mounted at a fresh folder, unmounted when dropped: a
+/// disk the test can fill. Mounting needs root, as the project's CI has.
+struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    fn mount(size: &str) -> Tmpfs {
+        let dir = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .expect("mount runs");
+        assert!(status.success(), "mounting a tmpfs needs root (CI runs as root)");
+        Tmpfs(dir)
+    }
+
+    /// Writes a file of `bytes` at most (until the disk is full without
+    /// a limit); answers its path.
+    fn fill(&self, name: &str, bytes: Option<usize>) -> std::path::PathBuf {
+        use std::io::Write;
+        let path = self.0.path().join(name);
+        let mut file = std::fs::File::create(&path).unwrap();
+        let chunk = vec![0u8; 64 * 1024];
+        let mut written = 0;
+        while bytes.is_none_or(|b| written < b) && file.write_all(&chunk).is_ok() {
+            written += chunk.len();
+        }
+        path
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}
+
+// A full disk: every signed request that must write (its nonce) answers
+// 503 with Retry-After, never 500 nor nonce_reused, and /readyz says why;
+// once space returns the node serves again by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_answers_503_and_unready_then_recovers_when_space_returns() {
+    // RocksDB reserves its write-ahead log's next 70 MiB up front when it
+    // can, and so writes on into a full disk; ballast leaves it too little
+    // to reserve, as on a disk already nearly full. Recovering needs a
+    // write buffer's worth (64 MiB) free again.
+    let disk = Tmpfs::mount("160m");
+    let ballast = disk.fill("ballast", Some(120 << 20));
+    let data = disk.0.path().join("data");
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |c| c.data_dir = data).await;
+    let caller = home.caller("Acme AI").await;
+    assert_eq!(home.search(&caller, "/v1/search", lamp_search()).await.status, 200);
+    let ready = || home.send(axum::http::Request::get("/readyz").body(axum::body::Body::empty()).unwrap());
+    assert_eq!(ready().await.status, 200);
+
+    let filler = disk.fill("filler", None);
+    let mut statuses = Vec::new();
+    for _ in 0..50 {
+        let answer = home.search(&caller, "/v1/search", lamp_search()).await;
+        statuses.push((answer.status, answer.body["code"].as_str().map(str::to_owned)));
+        if answer.status == 503 {
+            assert!(answer.headers.contains_key("retry-after"));
+            break;
+        }
+    }
+    let unready = ready().await;
+    eprintln!("full disk: {statuses:?}; readyz {} {}", unready.status, unready.body);
+    assert_eq!(statuses.last().unwrap().0, 503, "{statuses:?}");
+    assert!(statuses.iter().all(|(s, _)| *s == 200 || *s == 503), "{statuses:?}");
+    assert_eq!(unready.status, 503);
+    assert!(unready.body["store_write_error"].is_string(), "{}", unready.body);
+
+    std::fs::remove_file(filler).unwrap();
+    std::fs::remove_file(ballast).unwrap();
+    let mut recovered = false;
+    for _ in 0..100 {
+        if home.search(&caller, "/v1/search", lamp_search()).await.status == 200 {
+            recovered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(recovered, "serves again once space returns");
+    assert_eq!(ready().await.status, 200);
+    home.state.stop_actors().await;
+}
