@@ -158,3 +158,28 @@ pub fn token_matches(presented: Option<&str>, expected: &str) -> bool {
     use svc_core::digest::sha256_prefixed;
     presented.is_some_and(|token| sha256_prefixed(token.as_bytes()) == sha256_prefixed(expected.as_bytes()))
 }
+
+#[cfg(test)]
+mod tests {
+    use svc_core::dsse::Envelope;
+    use svc_core::keys::{Alg, SigningKey};
+
+    use super::SignedStatements;
+
+    // A statement asked for again is not signed again; other bytes are.
+    #[test]
+    fn a_statement_is_signed_once_per_change() {
+        let statements = SignedStatements::default();
+        let key = SigningKey::from_seed(Alg::Ed25519, &[3; 32]).unwrap();
+        let signings = std::cell::Cell::new(0);
+        let sign = |bytes: &[u8]| {
+            signings.set(signings.get() + 1);
+            Envelope::sign("t", bytes, &[&key])
+        };
+        let first = statements.get_or_sign(b"keys v1", || sign(b"keys v1"));
+        let again = statements.get_or_sign(b"keys v1", || sign(b"keys v1"));
+        assert_eq!((first, signings.get()), (again, 1));
+        statements.get_or_sign(b"keys v2", || sign(b"keys v2"));
+        assert_eq!(signings.get(), 2, "a change is signed anew");
+    }
+}

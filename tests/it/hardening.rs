@@ -93,7 +93,7 @@ async fn closed_within(socket: &mut TcpStream, within: Duration) -> bool {
 }
 
 /// The status of the first answer on `socket`, read within `within`.
-async fn status_within(socket: &mut TcpStream, within: Duration) -> Option<u16> {
+pub(crate) async fn status_within(socket: &mut TcpStream, within: Duration) -> Option<u16> {
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
     let read = async {
@@ -111,8 +111,11 @@ async fn status_within(socket: &mut TcpStream, within: Duration) -> Option<u16> 
 }
 
 /// A request's head as HTTP/1.1 bytes, with `Content-Length: declared`.
-fn head_bytes(request: &axum::http::Request<axum::body::Body>, declared: usize) -> Vec<u8> {
+pub(crate) fn head_bytes(request: &axum::http::Request<axum::body::Body>, declared: usize) -> Vec<u8> {
     let mut head = format!("{} {} HTTP/1.1\r\n", request.method(), request.uri());
+    if !request.headers().contains_key("host") {
+        head.push_str(&format!("host: {AUTHORITY}\r\n"));
+    }
     for (name, value) in request.headers() {
         head.push_str(&format!("{name}: {}\r\n", value.to_str().unwrap()));
     }
@@ -123,6 +126,30 @@ fn head_bytes(request: &axum::http::Request<axum::body::Body>, declared: usize) 
 fn median(times: &mut [Duration]) -> Duration {
     times.sort();
     times[times.len() / 2]
+}
+
+/// The test process's peak resident memory, in MiB (for the record: tests
+/// share the process, so run one alone to read it).
+pub(crate) fn peak_rss_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap_or("VmHWM: 0 kB");
+    line.split_whitespace().nth(1).and_then(|kb| kb.parse::<u64>().ok()).unwrap_or(0) / 1024
+}
+
+/// `n` honest calls one after another: their median and slowest times.
+pub(crate) async fn honest_times<F, Fut>(n: usize, mut call: F) -> (Duration, Duration)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = u16>,
+{
+    let mut times = Vec::new();
+    for _ in 0..n {
+        let started = Instant::now();
+        assert_eq!(call().await, 200, "an honest call is answered during the attack");
+        times.push(started.elapsed());
+    }
+    let slowest = *times.iter().max().unwrap();
+    (median(&mut times), slowest)
 }
 
 // Slowloris: sockets that dribble a request head a byte at a time, or say
@@ -175,11 +202,12 @@ async fn a_slowloris_is_cut_off_while_honest_callers_are_answered() {
         cut.push(after);
     }
     eprintln!(
-        "slowloris: honest search median {:?} max {:?}; attackers cut after median {:?} max {:?}",
+        "slowloris: honest search median {:?} max {:?}; attackers cut after median {:?} max {:?}; peak RSS {} MiB",
         median(&mut honest.clone()),
         honest.iter().max().unwrap(),
         median(&mut cut.clone()),
-        cut.iter().max().unwrap()
+        cut.iter().max().unwrap(),
+        peak_rss_mib()
     );
     node.stop().await;
 }
@@ -234,6 +262,14 @@ async fn held_uploads_are_refused_by_their_head_or_their_slot() {
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     let transport = Transport::new(&format!("http://{addr}")).unwrap();
+    let caller = home.caller("Acme AI").await;
+    let search = serde_json::to_vec(&lamp_search()).unwrap();
+    let (median, slowest) = honest_times(10, || async {
+        let request = home.signed_request(&caller.key, "POST", "/v1/search", &search, "svc-retrieval", &[]);
+        transport.send(request).await.unwrap().status
+    })
+    .await;
+    eprintln!("held uploads: honest search median {median:?} max {slowest:?}; peak RSS {} MiB", peak_rss_mib());
     let records = [product("Lumio", "SKU-1", "2.00")];
     let seq = b.seq.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let seal = home.batch_seal(&b, &records, seq, 0, home.clock.now());
@@ -383,7 +419,7 @@ async fn a_full_disk_answers_503_and_unready_then_recovers_when_space_returns() 
         }
     }
     let unready = ready().await;
-    eprintln!("full disk: {statuses:?}; readyz {} {}", unready.status, unready.body);
+    eprintln!("full disk: {statuses:?}; readyz {} {}; peak RSS {} MiB", unready.status, unready.body, peak_rss_mib());
     assert_eq!(statuses.last().unwrap().0, 503, "{statuses:?}");
     assert!(statuses.iter().all(|(s, _)| *s == 200 || *s == 503), "{statuses:?}");
     assert_eq!(unready.status, 503);
@@ -401,5 +437,26 @@ async fn a_full_disk_answers_503_and_unready_then_recovers_when_space_returns() 
     }
     assert!(recovered, "serves again once space returns");
     assert_eq!(ready().await.status, 200);
+    home.state.stop_actors().await;
+}
+
+// The operator's token is judged before an admin body is read: without it
+// a malformed body is 401, not a parser's 400 (nothing is parsed for a
+// stranger).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_bodies_are_read_only_after_the_token_is_judged() {
+    use tower::ServiceExt;
+    let home = Home::start().await;
+    let post = |token: Option<&str>| {
+        let mut request = axum::http::Request::post("/admin/businesses").header("content-type", "application/json");
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let request = request.body(axum::body::Body::from("{not json")).unwrap();
+        svc::http::admin_router(home.state.clone()).oneshot(request)
+    };
+    assert_eq!(post(None).await.unwrap().status(), 401);
+    assert_eq!(post(Some("a-wrong-token-of-thirty-two-characters")).await.unwrap().status(), 401);
+    assert_eq!(post(Some("operator-token-of-thirty-two-characters")).await.unwrap().status(), 400);
     home.state.stop_actors().await;
 }

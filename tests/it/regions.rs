@@ -566,3 +566,74 @@ async fn a_region_speaks_only_for_itself_and_out_of_range_values_are_refused() {
     assert_eq!(ready["failed_actors"], json!({}), "{ready}");
     home.stop().await;
 }
+
+// Slow posts at a read region: each holds a publishing slot there and a
+// stream to home on the connection for forwarded requests, never the one
+// replication uses. Past the region's cap they are refused at once; the
+// region stays ready and keeps applying what home writes.
+#[tokio::test(flavor = "multi_thread")]
+async fn slow_posts_at_a_read_region_do_not_hold_up_its_replication() {
+    use svc::client::{Signer, Unsigned};
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
+    let eu = Node::start(config(dir.path(), "eu", Role::Read, Some(&home)), Arc::new(SystemClock)).await.unwrap();
+    let corpus = generate(13, Sizes::products_only(1, 5));
+    ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
+    let (key, _) = svc::sandbox::seed::keys_of(&corpus.businesses[0]).unwrap();
+    let now = svc::clock::Clock::now(&SystemClock).as_secs();
+    let big = vec![b' '; 1 << 20];
+    let mut sockets = Vec::new();
+    for n in 0..40 {
+        let unsigned =
+            Unsigned::new("POST", "/v1/publish/products", big.clone()).header("idempotency-key", &format!("slow-{n}"));
+        let request = Signer::new(key.clone(), "api.svc.localhost", "svc-push").sign_now(unsigned, now).unwrap();
+        let mut socket = tokio::net::TcpStream::connect(eu.addr).await.unwrap();
+        socket.write_all(&crate::hardening::head_bytes(&request, big.len())).await.unwrap();
+        socket.write_all(&big[..100]).await.unwrap();
+        sockets.push(socket);
+    }
+    let mut statuses = Vec::new();
+    for socket in &mut sockets {
+        statuses.push(crate::hardening::status_within(socket, Duration::from_millis(500)).await);
+    }
+    let refused = statuses.iter().filter(|s| **s == Some(503)).count();
+    let held = statuses.iter().filter(|s| s.is_none()).count();
+    assert_eq!((held, refused), (16, 24), "16 held (the region's publishing cap), the rest refused: {statuses:?}");
+
+    let (ai_key, grant) = ai_caller(&home.state, "Honest AI", 61).await.unwrap();
+    let client = RetrievalClient::new(&read_url_of(&eu), "api.svc.localhost", ai_key, grant).unwrap();
+    let search = serde_json::to_vec(&json!({"collection": "products", "filter": {"all": [{"country": "FR"}]},
+        "sort_by": "published_at:desc", "limit": 5}))
+    .unwrap();
+    // (Home introduces the sandbox key on its first request, so ask once first.)
+    eventually("the caller's key reached the region", || async {
+        client.call("POST", "/v1/search", search.clone()).await.unwrap().status == 200
+    })
+    .await;
+    let (median, slowest) = crate::hardening::honest_times(10, || async {
+        client.call("POST", "/v1/search", search.clone()).await.unwrap().status
+    })
+    .await;
+    eprintln!(
+        "slow posts at a region: honest search median {median:?} max {slowest:?}; peak RSS {} MiB",
+        crate::hardening::peak_rss_mib()
+    );
+
+    // Home writes; the region applies it and stays ready meanwhile.
+    admin(&home.state, "POST", "/admin/companies", json!({"name": "Later AI"})).await.unwrap();
+    let head = svc::replication::last_seq(&home.state.store).unwrap();
+    let read_url = read_url_of(&eu);
+    eventually("the region applies home's newest entry while the posts are held", || async {
+        let ready = get(&read_url, "/readyz", None).await;
+        ready.status == 200 && ready.json()["applied_seq"].as_u64() >= Some(head)
+    })
+    .await;
+    drop(sockets);
+    eu.stop().await;
+    home.stop().await;
+}
+
+fn read_url_of(node: &Node) -> String {
+    format!("http://{}", node.addr)
+}
