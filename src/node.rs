@@ -31,13 +31,13 @@ impl Node {
         let admin_listener = TcpListener::bind(config.admin_listen).await.map_err(bound(config.admin_listen))?;
         let addr = listener.local_addr().map_err(bound(config.listen))?;
         let admin_addr = admin_listener.local_addr().map_err(bound(config.admin_listen))?;
-        let internal_listener = match config.internal_listen.filter(|_| config.role == Role::Home) {
-            Some(at) => Some(TcpListener::bind(at).await.map_err(bound(at))?),
-            None => None,
-        };
-        let internal_addr = match &internal_listener {
-            Some(listener) => Some(listener.local_addr().map_err(bound(config.listen))?),
-            None => None,
+        let (internal_listener, internal_addr) = match config.internal_listen.filter(|_| config.role == Role::Home) {
+            Some(at) => {
+                let listener = TcpListener::bind(at).await.map_err(bound(at))?;
+                let addr = listener.local_addr().map_err(bound(at))?;
+                (Some(listener), Some(addr))
+            }
+            None => (None, None),
         };
         let state = crate::region::start(config, clock).await?;
         let (shutdown, _) = watch::channel(false);

@@ -1,19 +1,21 @@
 //! Routes between the regions of one deployment, on home's internal
-//! listener, each region behind its own token (`service::internal`).
+//! listener, each region's requests and home's answers under a MAC keyed
+//! by that region's token (`svc_core::link`, `service::internal`).
 //! Bodies are postcard.
 
 use axum::Router;
 use axum::extract::{Query, Request, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
+use svc_core::link;
 
-use super::auth::bearer;
 use super::body::read_limited;
 use crate::region::Region;
 use crate::service::Result;
-use crate::service::internal::{self, LOG_HEAD_HEADER, MAX_BYTES};
+use crate::service::internal::{self, Admitted, LOG_HEAD_HEADER, LinkRequest, MAX_BYTES};
 
 pub fn routes() -> Router<Region> {
     Router::new()
@@ -25,8 +27,30 @@ pub fn routes() -> Router<Region> {
 
 const POSTCARD: &str = "application/vnd.svc.postcard";
 
-fn postcard_answer(bytes: Vec<u8>) -> Response {
-    ([(header::CONTENT_TYPE, HeaderValue::from_static(POSTCARD))], bytes).into_response()
+/// The link request a head carries (`svc_core::link`'s headers).
+fn link_request(parts: &Parts) -> LinkRequest<'_> {
+    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
+    LinkRequest {
+        region: header(link::REGION_HEADER),
+        at: header(link::AT_HEADER),
+        mac: header(link::MAC_HEADER),
+        method: parts.method.as_str(),
+        target: parts.uri.path_and_query().map_or("/", |p| p.as_str()),
+    }
+}
+
+/// A `200` answer with its MAC, so the region uses only what home said.
+fn sealed(admitted: &Admitted, content_type: &'static str, head: Option<u64>, bytes: Vec<u8>) -> Response {
+    let head = head.map(|h| h.to_string());
+    let mac = admitted.seal(200, head.as_deref(), &bytes);
+    let mut response = ([(header::CONTENT_TYPE, HeaderValue::from_static(content_type))], bytes).into_response();
+    if let Some(head) = head.and_then(|h| HeaderValue::from_str(&h).ok()) {
+        response.headers_mut().insert(LOG_HEAD_HEADER, head);
+    }
+    if let Ok(mac) = HeaderValue::from_str(&mac) {
+        response.headers_mut().insert(link::MAC_HEADER, mac);
+    }
+    response
 }
 
 #[derive(Deserialize)]
@@ -38,30 +62,45 @@ struct LogQuery {
     wait_ms: u64,
 }
 
-async fn log(State(state): State<Region>, headers: HeaderMap, query: Query<LogQuery>) -> Result<Response> {
-    internal::admit(&state, bearer(&headers))?;
+async fn log(State(state): State<Region>, req: Request) -> Result<Response> {
+    let (parts, _) = req.into_parts();
+    let admitted = internal::admit(&state, &link_request(&parts), &[])?;
+    let query = query(&parts)?;
     let page = internal::log_page(&state, query.after, query.wait_ms).await?;
-    let content_type = HeaderValue::from_static("application/vnd.svc.log-frames");
-    let mut response = ([(header::CONTENT_TYPE, content_type)], page.frames).into_response();
-    response.headers_mut().insert(LOG_HEAD_HEADER, HeaderValue::from(page.head));
-    Ok(response)
+    Ok(sealed(&admitted, "application/vnd.svc.log-frames", Some(page.head), page.frames))
 }
 
-async fn nonces(State(state): State<Region>, headers: HeaderMap, query: Query<LogQuery>) -> Result<Response> {
-    internal::admit(&state, bearer(&headers))?;
-    Ok(postcard_answer(internal::nonce_feed(&state, query.after, query.wait_ms).await?))
+async fn nonces(State(state): State<Region>, req: Request) -> Result<Response> {
+    let (parts, _) = req.into_parts();
+    let admitted = internal::admit(&state, &link_request(&parts), &[])?;
+    let query = query(&parts)?;
+    Ok(sealed(&admitted, POSTCARD, None, internal::nonce_feed(&state, query.after, query.wait_ms).await?))
+}
+
+fn query(parts: &Parts) -> Result<LogQuery> {
+    Query::<LogQuery>::try_from_uri(&parts.uri)
+        .map(|q| q.0)
+        .map_err(|e| crate::service::Error::detail(svc_core::problem::Code::RequestInvalid, e.body_text()))
+}
+
+/// A postcard body from a region: its head judged, then read within the
+/// limit, then its MAC.
+async fn admitted_body(state: &Region, req: Request) -> Result<(Admitted, Vec<u8>)> {
+    let (parts, body) = req.into_parts();
+    let request = link_request(&parts);
+    internal::judge_head(state, &request)?;
+    let body = read_limited(&parts.headers, body, MAX_BYTES, state.clock.now()).await?;
+    Ok((internal::admit(state, &request, &body)?, body.to_vec()))
 }
 
 async fn report(State(state): State<Region>, req: Request) -> Result<Response> {
-    let (parts, body) = req.into_parts();
-    let region = internal::admit(&state, bearer(&parts.headers))?;
-    let body = read_limited(&parts.headers, body, MAX_BYTES, state.clock.now()).await?;
-    Ok(postcard_answer(internal::take_report(&state, &region, &body).await?))
+    let (admitted, body) = admitted_body(&state, req).await?;
+    let answer = internal::take_report(&state, &admitted.region, &body).await?;
+    Ok(sealed(&admitted, POSTCARD, None, answer))
 }
 
 async fn lease(State(state): State<Region>, req: Request) -> Result<Response> {
-    let (parts, body) = req.into_parts();
-    let region = internal::admit(&state, bearer(&parts.headers))?;
-    let body = read_limited(&parts.headers, body, MAX_BYTES, state.clock.now()).await?;
-    Ok(postcard_answer(internal::grant_lease(&state, &region, &body).await?))
+    let (admitted, body) = admitted_body(&state, req).await?;
+    let answer = internal::grant_lease(&state, &admitted.region, &body).await?;
+    Ok(sealed(&admitted, POSTCARD, None, answer))
 }

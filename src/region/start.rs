@@ -291,7 +291,13 @@ async fn start_replica(
     let home_url = settings.home_url.as_deref().ok_or_else(|| needs("home_url"))?;
     let internal_url = settings.internal_url.as_deref().ok_or_else(|| needs("internal_url"))?;
     let urls = crate::replication::link::HomeUrls { public: home_url, internal: internal_url };
-    let link = Arc::new(HomeLink::new(urls, settings.token.clone(), config.region.clone(), settings.lease_units)?);
+    let link = Arc::new(HomeLink::new(
+        urls,
+        settings.token.clone(),
+        config.region.clone(),
+        settings.lease_units,
+        clock.clone(),
+    )?);
     let status = Arc::new(ReplicationStatus::default());
     let args =
         ReplicatorArgs { store: store.clone(), link: link.clone(), clock: clock.clone(), status: status.clone() };

@@ -9,11 +9,13 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, header};
 use serde::{Serialize, de::DeserializeOwned};
+use svc_core::link;
 use svc_core::time::UnixMs;
 
 use super::exchange::{LeaseAsk, LeaseGrant};
 use crate::client::ClientError;
 use crate::client::transport::{Answer, Transport};
+use crate::clock::SharedClock;
 
 /// How long a lease request may take: it holds up the request being served.
 const LEASE_WAIT: Duration = Duration::from_secs(1);
@@ -39,6 +41,9 @@ pub enum LinkError {
     Encode(#[source] postcard::Error),
     #[error("home's answer to {path}: {source}")]
     Decode { path: String, source: postcard::Error },
+    /// An answer whose MAC is not home's for the request: never used.
+    #[error("the answer to {path} does not carry home's MAC for it")]
+    Forged { path: String },
     /// Every forwarding slot to home is taken.
     #[error("{FORWARDS_IN_FLIGHT} requests are already on their way to home")]
     Busy,
@@ -64,6 +69,7 @@ pub struct HomeUrls<'a> {
 /// its public port for the client requests it forwards. A flood of slow forwarded requests cannot hold up
 /// replication, which shares no connection with them.
 pub struct HomeLink {
+    clock: SharedClock,
     control: Transport,
     clients: Transport,
     forwards: tokio::sync::Semaphore,
@@ -77,8 +83,15 @@ pub struct HomeLink {
 }
 
 impl HomeLink {
-    pub fn new(home: HomeUrls<'_>, token: String, region: String, lease_units: i64) -> Result<Self, ClientError> {
+    pub fn new(
+        home: HomeUrls<'_>,
+        token: String,
+        region: String,
+        lease_units: i64,
+        clock: SharedClock,
+    ) -> Result<Self, ClientError> {
         Ok(HomeLink {
+            clock,
             control: Transport::http2(home.internal)?,
             clients: Transport::http2(home.public)?,
             forwards: tokio::sync::Semaphore::new(FORWARDS_IN_FLIGHT),
@@ -100,7 +113,8 @@ impl HomeLink {
         Ok(self.clients.forward(request).await?)
     }
 
-    /// Sends a request to home with the replication token, within `wait`.
+    /// Sends a request to home under the region's MAC, within `wait`, and
+    /// answers home's reply only if its MAC is home's for this request.
     pub async fn send(
         &self,
         method: &str,
@@ -108,10 +122,14 @@ impl HomeLink {
         body: Vec<u8>,
         wait: Duration,
     ) -> Result<Answer, LinkError> {
+        let at = self.clock.now().0;
+        let mac = link::request_mac(&self.token, &self.region, method, path_and_query, at, &body);
         let request = Request::builder()
             .method(method)
             .uri(path_and_query)
-            .header(header::AUTHORIZATION, format!("Bearer {}", self.token))
+            .header(link::REGION_HEADER, &self.region)
+            .header(link::AT_HEADER, at)
+            .header(link::MAC_HEADER, mac)
             .header(header::CONTENT_TYPE, "application/vnd.svc.postcard")
             .body(Body::from(body))?;
         let answer = tokio::time::timeout(wait, self.control.send(request))
@@ -119,6 +137,11 @@ impl HomeLink {
             .map_err(|_| LinkError::Timeout { path: path_and_query.to_owned(), ms: wait.as_millis() })??;
         if answer.status != 200 {
             return Err(LinkError::Status { path: path_and_query.to_owned(), status: answer.status });
+        }
+        let header = |name: &str| answer.headers.get(name).and_then(|v| v.to_str().ok());
+        let (presented, head) = (header(link::MAC_HEADER).unwrap_or(""), header(super::LOG_HEAD_HEADER));
+        if !link::answer_mac_matches(&self.token, presented, (at, path_and_query), answer.status, head, &answer.bytes) {
+            return Err(LinkError::Forged { path: path_and_query.to_owned() });
         }
         Ok(answer)
     }

@@ -9,16 +9,17 @@ use serde::de::DeserializeOwned;
 use svc_core::keys::{Alg, VerifyingKey};
 use svc_core::problem::Code;
 
-use super::auth::token_matches;
 use super::{Error, Result};
 use crate::actors::billing::BillingMsg;
 use crate::actors::nonce_store::NonceMsg;
 use crate::actors::publisher::PublisherMsg;
 use crate::clock::monotonic;
+use crate::config::RegionCredential;
 use crate::region::Region;
 use crate::replication::exchange::{self, FeedPage, LeaseAsk, Outgoing, Report};
 use crate::replication::{encode_frames, entries_after};
 use crate::store::model::ReceiptRoot;
+use svc_core::link;
 
 pub use crate::replication::LOG_HEAD_HEADER;
 
@@ -29,14 +30,63 @@ pub const MAX_BYTES: usize = 16 * 1024 * 1024;
 const MAX_WAIT: Duration = Duration::from_secs(10);
 const POLL: Duration = Duration::from_millis(25);
 
-/// Only home answers a region, and only one that presents its own token:
-/// answers the region's name.
-pub fn admit(state: &Region, token: Option<&str>) -> Result<String> {
+/// A request on the link as a surface received it: who it says it is,
+/// when it was made, its MAC, and what it asks.
+pub struct LinkRequest<'a> {
+    pub region: Option<&'a str>,
+    pub at: Option<&'a str>,
+    pub mac: Option<&'a str>,
+    pub method: &'a str,
+    /// The path and query.
+    pub target: &'a str,
+}
+
+/// A request home admitted: the region it is, and what the answer's MAC
+/// binds (`svc_core::link`).
+pub struct Admitted {
+    pub region: String,
+    token: String,
+    at: i64,
+    target: String,
+}
+
+impl Admitted {
+    /// The MAC of home's answer, for the region to check before using it.
+    pub fn seal(&self, status: u16, head: Option<&str>, body: &[u8]) -> String {
+        link::answer_mac(&self.token, self.at, &self.target, status, head, body)
+    }
+}
+
+/// What can be judged before a body is read: home, a region it names, a
+/// time within the window. Anything else is `401`.
+pub fn judge_head(state: &Region, request: &LinkRequest<'_>) -> Result<()> {
+    credential(state, request).map(|_| ())
+}
+
+fn credential<'s>(state: &'s Region, request: &LinkRequest<'_>) -> Result<(&'s RegionCredential, i64)> {
     let Some(replication) = state.config.replication.as_ref().filter(|_| state.home.is_some()) else {
         return Err(Error::new(Code::NotFound));
     };
-    let region = replication.regions.iter().find(|r| token_matches(token, &r.token));
-    region.map(|r| r.name.clone()).ok_or_else(|| Error::new(Code::Unauthorized))
+    let refused = |why: &str| Error::detail(Code::Unauthorized, why.to_owned());
+    let named = request.region.ok_or_else(|| refused("the request names no region"))?;
+    let region = replication.regions.iter().find(|r| r.name == named).ok_or_else(|| refused("no such region"))?;
+    let at = request.at.and_then(|at| at.parse::<i64>().ok()).ok_or_else(|| refused("the request has no time"))?;
+    if !link::fresh(at, state.clock.now().0) {
+        return Err(refused("the request's time is outside the window; are the clocks in step?"));
+    }
+    Ok((region, at))
+}
+
+/// Only home answers a region, and only a request whose MAC is that
+/// region's (its token never crosses the wire).
+pub fn admit(state: &Region, request: &LinkRequest<'_>, body: &[u8]) -> Result<Admitted> {
+    let (region, at) = credential(state, request)?;
+    let parts = (region.name.as_str(), request.method, request.target);
+    if !link::request_mac_matches(&region.token, request.mac.unwrap_or(""), parts, at, body) {
+        return Err(Error::detail(Code::Unauthorized, "the request's MAC is not the region's"));
+    }
+    let (token, target) = (region.token.clone(), request.target.to_owned());
+    Ok(Admitted { region: region.name.clone(), token, at, target })
 }
 
 /// A region speaks for itself only: a report or lease naming another

@@ -26,10 +26,8 @@ use process::{AUTHORITY, Process, TOKEN, ai_company, onboard, product, region_to
 /// Home's newest sequence number, from its log route (as region eu).
 async fn home_head(home: &Process) -> u64 {
     let home = Transport::new(home.internal_url.as_deref().unwrap()).unwrap();
-    let request = Request::get(format!("/internal/v1/log?after={}", u64::MAX - 1))
-        .header("authorization", format!("Bearer {}", region_token("eu")))
-        .body(Body::empty())
-        .unwrap();
+    let path = format!("/internal/v1/log?after={}", u64::MAX - 1);
+    let request = crate::common::link_request("GET", &path, "eu", &region_token("eu"), Vec::new());
     let answer = home.send(request).await.unwrap();
     answer.headers["x-svc-log-head"].to_str().unwrap().parse().unwrap()
 }

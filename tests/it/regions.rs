@@ -19,6 +19,8 @@ use svc::store::cf;
 use svc::store::model::StoredReceipt;
 use svc_core::keys::{Alg, SigningKey};
 
+use crate::common::link_request;
+
 /// Each region's own token on home's internal routes.
 fn token(region: &str) -> String {
     format!("{region}-replication-token-for-tests-32-characters")
@@ -130,7 +132,20 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     let through = get(&read_url, "/internal/v1/log?after=0", Some(&eu_token)).await;
     assert_eq!(through.status, 404, "{}", String::from_utf8_lossy(&through.bytes));
     assert_eq!(get(&home_url, "/internal/v1/log?after=0", Some(&eu_token)).await.status, 404);
-    assert_eq!(get(&internal_url, "/internal/v1/log?after=0", Some(&eu_token)).await.status, 200);
+    // The token itself never crosses the wire: a bearer is refused; a
+    // request under the region's MAC is answered, under home's MAC.
+    assert_eq!(get(&internal_url, "/internal/v1/log?after=0", Some(&eu_token)).await.status, 401);
+    let internal = Transport::new(&internal_url).unwrap();
+    let as_eu = |path: &str| link_request("GET", path, "eu", &eu_token, Vec::new());
+    let answered = internal.send(as_eu("/internal/v1/log?after=0")).await.unwrap();
+    assert_eq!(answered.status, 200);
+    assert!(answered.headers.contains_key(svc_core::link::MAC_HEADER));
+    let stale = {
+        let mut request = as_eu("/internal/v1/log?after=0");
+        request.headers_mut().insert(svc_core::link::AT_HEADER, "1000".parse().unwrap());
+        request
+    };
+    assert_eq!(internal.send(stale).await.unwrap().status, 401, "outside the window (and its MAC no longer fits)");
 
     // Public documents the statement key signs on demand come from home
     // (a region holds no statement key); the rest from the region's copy.
@@ -155,8 +170,9 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     let at_home_direct = get(&home_url, catalogue, None).await;
     assert_eq!(via_read.status, at_home_direct.status);
     assert_eq!(via_read.json()["code"], at_home_direct.json()["code"]);
-    assert_eq!(get(&internal_url, "/internal/v1/log?after=0", Some("wrong")).await.status, 401);
-    let log = get(&internal_url, "/internal/v1/log?after=0", Some(&eu_token)).await;
+    let wrong = link_request("GET", "/internal/v1/log?after=0", "eu", "a-wrong-token-of-thirty-two-characters", vec![]);
+    assert_eq!(internal.send(wrong).await.unwrap().status, 401);
+    let log = internal.send(as_eu("/internal/v1/log?after=0")).await.unwrap();
     assert_eq!(log.status, 200);
     // (The search at home introduced the sandbox key: one entry more.)
     let head_now = svc::replication::last_seq(&home.state.store).unwrap();
@@ -499,13 +515,10 @@ async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rot
     home.stop().await;
 }
 
-/// A postcard body POSTed to home's internal route `path` with `token`.
+/// A postcard body POSTed to home's internal route `path` as region eu,
+/// under the MAC of `token`.
 async fn internal_post(home: &Node, path: &str, token: &str, body: Vec<u8>) -> svc::client::transport::Answer {
-    let request = axum::http::Request::post(path)
-        .header("authorization", format!("Bearer {token}"))
-        .header("content-type", "application/vnd.svc.postcard")
-        .body(axum::body::Body::from(body))
-        .unwrap();
+    let request = link_request("POST", path, "eu", token, body);
     let internal = Transport::new(&format!("http://{}", home.internal_addr.unwrap())).unwrap();
     internal.send(request).await.unwrap()
 }
@@ -636,4 +649,25 @@ async fn slow_posts_at_a_read_region_do_not_hold_up_its_replication() {
 
 fn read_url_of(node: &Node) -> String {
     format!("http://{}", node.addr)
+}
+
+// A read region uses only what home said: an answer without home's MAC for
+// that request (an impostor, or frames altered on the way) is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_region_refuses_an_answer_home_did_not_seal() {
+    use svc::replication::link::{HomeLink, HomeUrls, LinkError};
+    let impostor = axum::Router::new().route(
+        "/internal/v1/log",
+        axum::routing::get(|| async {
+            ([("x-svc-log-head", "5"), (svc_core::link::MAC_HEADER, "00")], vec![1u8, 2, 3])
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move { axum::serve(listener, impostor).await });
+    let urls = HomeUrls { public: &url, internal: &url };
+    let link = HomeLink::new(urls, token("eu"), "eu".into(), 10, Arc::new(SystemClock)).unwrap();
+    let answer = link.send("GET", "/internal/v1/log?after=0", Vec::new(), Duration::from_secs(5)).await;
+    assert!(matches!(answer, Err(LinkError::Forged { .. })), "{:?}", answer.map(|a| a.status));
+    server.abort();
 }

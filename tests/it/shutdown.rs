@@ -33,10 +33,8 @@ async fn sigterm_drains_requests_in_flight_and_keeps_what_was_claimed() {
     // A request in flight: a long poll of the log that holds for 1.5 s.
     let api = Transport::new(home.internal_url.as_deref().unwrap()).unwrap();
     let long_poll = tokio::spawn(async move {
-        let request = Request::get(format!("/internal/v1/log?after={}&wait_ms=1500", u64::MAX - 1))
-            .header("authorization", format!("Bearer {}", region_token("eu")))
-            .body(Body::empty())
-            .unwrap();
+        let path = format!("/internal/v1/log?after={}&wait_ms=1500", u64::MAX - 1);
+        let request = crate::common::link_request("GET", &path, "eu", &region_token("eu"), Vec::new());
         let sent = Instant::now();
         (api.send(request).await, sent.elapsed())
     });

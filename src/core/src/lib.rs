@@ -19,6 +19,7 @@ pub mod ids;
 pub mod keys;
 pub mod keyset;
 pub mod limits;
+pub mod link;
 pub mod merkle;
 pub mod net;
 pub mod offline;
