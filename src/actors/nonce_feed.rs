@@ -12,7 +12,7 @@ use super::nonce_store::NonceMsg;
 use super::replicator::ReplicationStatus;
 use crate::actors::error::ActorError;
 use crate::replication::exchange::FeedPage;
-use crate::replication::link::HomeLink;
+use crate::replication::link::{HomeLink, LinkError};
 
 /// How long home may hold a pull open when there is nothing new.
 const LONG_POLL_MS: u64 = 2_000;
@@ -51,6 +51,7 @@ impl NonceFeed {
             args.nonces.call(NonceMsg::RewindFeed).await.map_err(ActorError::from)??;
             return Ok(());
         }
+        page.check(after, args.link.now()).map_err(|e| ActorError::from(LinkError::OutOfRange(e)))?;
         let learned = page.entries.last().map_or(after, |e| e.seq);
         let entries = page.entries;
         args.nonces.call(|reply| NonceMsg::LearnFeed { entries, reply }).await.map_err(ActorError::from)??;

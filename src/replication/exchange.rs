@@ -88,13 +88,7 @@ impl Report {
         check_id("region", &self.region)?;
         for entry in &self.entries {
             match entry {
-                Outgoing::Claim(claim) => {
-                    check_id("a claim's key_id", &claim.key_id)?;
-                    check_id("a claim's nonce", &claim.nonce)?;
-                    if claim.expires_secs < 0 || claim.expires_secs > now.as_secs() + AHEAD_MS / 1000 {
-                        return Err(format!("a claim's expiry {} is out of range", claim.expires_secs));
-                    }
-                }
+                Outgoing::Claim(claim) => claim.check(now)?,
                 Outgoing::Usage { event, .. } => {
                     if event.region != self.region {
                         return Err(format!("a usage event of region {} in {}'s report", event.region, self.region));
@@ -124,6 +118,50 @@ impl Report {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+}
+
+impl Claimed {
+    fn check(&self, now: UnixMs) -> Result<(), String> {
+        check_id("a claim's key_id", &self.key_id)?;
+        check_id("a claim's nonce", &self.nonce)?;
+        if self.expires_secs < 0 || self.expires_secs > now.as_secs() + AHEAD_MS / 1000 {
+            return Err(format!("a claim's expiry {} is out of range", self.expires_secs));
+        }
+        Ok(())
+    }
+}
+
+impl FeedPage {
+    /// A region judges home's words too: entries after `after`, in order,
+    /// each claim in range.
+    pub fn check(&self, after: u64, now: UnixMs) -> Result<(), String> {
+        let mut last = after;
+        for entry in &self.entries {
+            if entry.seq <= last {
+                return Err(format!("feed entry {} is not after {last}", entry.seq));
+            }
+            last = entry.seq;
+            entry.claimed.check(now)?;
+        }
+        Ok(())
+    }
+}
+
+impl LeaseGrant {
+    /// A grant answers the ask: the same company, units within what was
+    /// asked, an expiry within a day.
+    pub fn check(&self, ask: &LeaseAsk, now: UnixMs) -> Result<(), String> {
+        if self.company_uuid != ask.company_uuid {
+            return Err(format!("a grant for {} answers an ask for {}", self.company_uuid, ask.company_uuid));
+        }
+        if !(0..=ask.units).contains(&self.units) {
+            return Err(format!("{} units granted for {} asked", self.units, ask.units));
+        }
+        if self.expires_at < now.minus(AHEAD_MS) || self.expires_at > now.plus(24 * AHEAD_MS) {
+            return Err(format!("a lease expiring at {} is out of range", self.expires_at.0));
         }
         Ok(())
     }
@@ -285,5 +323,36 @@ mod tests {
         }
         shipped.commit().unwrap();
         assert_eq!(pending_count(&store).unwrap(), 3);
+    }
+
+    // A region judges home's words as home judges a region's: a feed page
+    // out of order or a grant that answers another ask is never used.
+    #[test]
+    fn home_answers_out_of_range_are_refused() {
+        let now = UnixMs(1_800_000_000_000);
+        let claim = |seq: u64| FeedEntry {
+            seq,
+            claimed: Claimed { key_id: "k".into(), nonce: "n".repeat(20), expires_secs: now.as_secs() },
+        };
+        let page = |seqs: &[u64]| FeedPage { head: 9, entries: seqs.iter().map(|s| claim(*s)).collect() };
+        assert!(page(&[4, 5, 9]).check(3, now).is_ok());
+        assert!(page(&[3]).check(3, now).is_err(), "not after the cursor");
+        assert!(page(&[5, 4]).check(3, now).is_err(), "out of order");
+        let mut far = page(&[4]);
+        far.entries[0].claimed.expires_secs = i64::MAX;
+        assert!(far.check(3, now).is_err());
+
+        let ask = LeaseAsk { region: "eu".into(), company_uuid: "c".into(), units: 10 };
+        let grant =
+            LeaseGrant { lease_id: 1, company_uuid: "c".into(), prepay: true, units: 10, expires_at: now.plus(60_000) };
+        assert!(grant.check(&ask, now).is_ok());
+        for bad in [
+            LeaseGrant { units: 11, ..grant.clone() },
+            LeaseGrant { units: -1, ..grant.clone() },
+            LeaseGrant { company_uuid: "d".into(), ..grant.clone() },
+            LeaseGrant { expires_at: UnixMs(i64::MAX), ..grant.clone() },
+        ] {
+            assert!(bad.check(&ask, now).is_err(), "{bad:?}");
+        }
     }
 }

@@ -41,6 +41,9 @@ pub enum LinkError {
     Encode(#[source] postcard::Error),
     #[error("home's answer to {path}: {source}")]
     Decode { path: String, source: postcard::Error },
+    /// A value in home's answer out of range: never used.
+    #[error("home's answer is out of range: {0}")]
+    OutOfRange(String),
     /// An answer whose MAC is not home's for the request: never used.
     #[error("the answer to {path} does not carry home's MAC for it")]
     Forged { path: String },
@@ -113,6 +116,11 @@ impl HomeLink {
         Ok(self.clients.forward(request).await?)
     }
 
+    /// The region's clock, as its requests are stamped with it.
+    pub fn now(&self) -> UnixMs {
+        self.clock.now()
+    }
+
     /// Sends a request to home under the region's MAC, within `wait`, and
     /// answers home's reply only if its MAC is home's for this request.
     pub async fn send(
@@ -170,7 +178,8 @@ impl HomeLink {
         }
         let ask =
             LeaseAsk { region: self.region.clone(), company_uuid: company_uuid.to_owned(), units: self.lease_units };
-        let grant = self.call("POST", "/internal/v1/lease", Some(&ask), LEASE_WAIT).await;
+        let grant = self.call::<_, LeaseGrant>("POST", "/internal/v1/lease", Some(&ask), LEASE_WAIT).await;
+        let grant = grant.and_then(|g| g.check(&ask, now).map(|()| g).map_err(LinkError::OutOfRange));
         if grant.is_err() {
             self.lease_down_until.store(now.0 + LEASE_BACKOFF_MS, Ordering::Relaxed);
         }
