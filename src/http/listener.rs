@@ -8,6 +8,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -72,7 +73,10 @@ pub fn serve(
             };
             let _ = stream.set_nodelay(true);
             let body_wait = ms(limits.body_read_timeout_ms);
+            let asked = Arc::new(AtomicBool::new(false));
+            let first = asked.clone();
             let service = router.clone().map_request(move |request: axum::http::Request<Incoming>| {
+                first.store(true, Ordering::Relaxed);
                 let mut request = request.map(|body| Body::new(PacedBody::new(body, body_wait)));
                 request.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
                 request
@@ -80,8 +84,21 @@ pub fn serve(
             let io = TokioIo::new(Idle::new(stream, ms(limits.idle_timeout_ms)));
             let connection = builder.serve_connection(io, TowerToHyperService::new(service)).into_owned();
             let connection = graceful.watch(connection);
+            let head_deadline = ms(limits.header_read_timeout_ms);
             tokio::spawn(async move {
-                let _ = connection.await;
+                // Whatever the protocol, the first request's head must be
+                // whole within the head deadline: an HTTP/2 peer dribbling
+                // its preface or first HEADERS frame is cut as an HTTP/1
+                // one is (hyper's own deadline covers HTTP/1 only).
+                tokio::pin!(connection);
+                tokio::select! {
+                    _ = &mut connection => {}
+                    _ = tokio::time::sleep(head_deadline) => {
+                        if asked.load(Ordering::Relaxed) {
+                            let _ = connection.await;
+                        }
+                    }
+                }
                 drop(slot);
             });
         }

@@ -152,9 +152,10 @@ where
     (median(&mut times), slowest)
 }
 
-// Slowloris: sockets that dribble a request head a byte at a time, or say
-// nothing at all, more of them than the listener takes. Each is cut off
-// (header deadline, idle deadline); signed searches keep being answered.
+// Slowloris: sockets that dribble an HTTP/1 head or an HTTP/2 preface and
+// frame a byte at a time, or say nothing at all, more of them than the
+// listener takes. Each is cut off (the first request's head deadline, the
+// idle deadline); signed searches keep being answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slowloris_is_cut_off_while_honest_callers_are_answered() {
     let (home, node) = Home::listening(|c| {
@@ -171,8 +172,14 @@ async fn a_slowloris_is_cut_off_while_honest_callers_are_answered() {
             let mut socket = TcpStream::connect(addr).await.unwrap();
             let opened = Instant::now();
             if i % 5 != 0 {
-                let head = b"GET /healthz HTTP/1.1\r\nHost: api.svc.localhost\r\nX-Slow: ";
-                for byte in head.iter().chain(std::iter::repeat(&b'a')).take(300) {
+                // A fifth of them speak HTTP/2: the preface, an empty
+                // SETTINGS frame, then a 16 KiB HEADERS frame that never ends.
+                let (head, filler): (&[u8], u8) = if i % 5 == 1 {
+                    (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0\0\x40\0\x01\x04\0\0\0\x01", 0)
+                } else {
+                    (b"GET /healthz HTTP/1.1\r\nHost: api.svc.localhost\r\nX-Slow: ", b'a')
+                };
+                for byte in head.iter().chain(std::iter::repeat(&filler)).take(300) {
                     if socket.write_all(&[*byte]).await.is_err() {
                         break;
                     }
@@ -199,6 +206,9 @@ async fn a_slowloris_is_cut_off_while_honest_callers_are_answered() {
     for attacker in attackers {
         let (closed, after) = attacker.await.unwrap();
         assert!(closed, "every slow or silent socket is closed by the server");
+        // Cut by a deadline (1 s head, 2 s idle, after a wait for a slot),
+        // not by running out of bytes to dribble (30 s).
+        assert!(after < Duration::from_secs(10), "cut only after {after:?}");
         cut.push(after);
     }
     eprintln!(
