@@ -50,3 +50,12 @@ fn use_cases_speak_no_surface_types() {
     let found = offenders("src/service", &surface, &allowed);
     assert!(found.is_empty(), "{found:#?}");
 }
+
+// Every listener is served within its limits: no `axum::serve`, whose
+// connections have no deadline and no cap, outside `http::listener`.
+#[test]
+fn every_listener_is_served_within_its_limits() {
+    // (The load generator's unit test stands up a stub server to drive.)
+    let found = offenders("src", &["axum::serve("], &["src/loadgen.rs"]);
+    assert!(found.is_empty(), "{found:#?}");
+}
