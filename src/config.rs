@@ -102,7 +102,8 @@ fn default_verify_per_second() -> u64 {
 #[serde(deny_unknown_fields, default)]
 pub struct ListenerLimits {
     /// An HTTP/1 request head must arrive whole within this time, counted
-    /// from when the connection waits for it (slowloris).
+    /// from when the connection waits for it, and any connection's first
+    /// request (HTTP/2 included) within it of opening (slowloris).
     pub header_read_timeout_ms: u64,
     /// A connection that sends and receives nothing for this long is closed.
     pub idle_timeout_ms: u64,

@@ -85,12 +85,12 @@ fn query(parts: &Parts) -> Result<LogQuery> {
 
 /// A postcard body from a region: its head judged, then read within the
 /// limit, then its MAC.
-async fn admitted_body(state: &Region, req: Request) -> Result<(Admitted, Vec<u8>)> {
+async fn admitted_body(state: &Region, req: Request) -> Result<(Admitted, bytes::Bytes)> {
     let (parts, body) = req.into_parts();
     let request = link_request(&parts);
     internal::judge_head(state, &request)?;
     let body = read_limited(&parts.headers, body, MAX_BYTES, state.clock.now()).await?;
-    Ok((internal::admit(state, &request, &body)?, body.to_vec()))
+    Ok((internal::admit(state, &request, &body)?, body))
 }
 
 async fn report(State(state): State<Region>, req: Request) -> Result<Response> {

@@ -1,8 +1,9 @@
 //! Serving a router on a TCP listener within [`ListenerLimits`]: a cap on
-//! open connections, a deadline for each HTTP/1 request head, a close after
-//! a silent spell, a bound on the wait between body pieces, and (through
-//! [`super::admission`]) caps and deadlines per request. Every listener of
-//! a node and the front door is served here.
+//! open connections, a deadline for each HTTP/1 request head and for any
+//! connection's first request, a close after a silent spell, a bound on
+//! the wait between body pieces, and (through [`super::admission`]) caps
+//! and deadlines per request. Every listener of a node and the front door
+//! is served here.
 
 use std::io;
 use std::net::SocketAddr;
@@ -116,21 +117,22 @@ fn ms(millis: u64) -> Duration {
 /// A socket that fails with `TimedOut` once nothing was read or written
 /// for `idle`: a peer that says nothing, or stops saying anything, gives
 /// its slot back. hyper polls a waiting connection's read side, so the
-/// deadline is seen without a task of its own.
+/// deadline is seen without a task of its own. Traffic only notes the time;
+/// the timer is moved when it fires early, not on every read and write.
 struct Idle {
     io: TcpStream,
     idle: Duration,
+    last: Instant,
     deadline: Pin<Box<Sleep>>,
 }
 
 impl Idle {
     fn new(io: TcpStream, idle: Duration) -> Idle {
-        Idle { io, idle, deadline: Box::pin(tokio::time::sleep(idle)) }
+        Idle { io, idle, last: Instant::now(), deadline: Box::pin(tokio::time::sleep(idle)) }
     }
 
     fn moved(&mut self) {
-        let next = Instant::now() + self.idle;
-        self.deadline.as_mut().reset(next);
+        self.last = Instant::now();
     }
 
     fn wrote(&mut self, cx: &mut Context<'_>, polled: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
@@ -144,11 +146,19 @@ impl Idle {
         }
     }
 
-    /// On a pending read or write: an error once the deadline passed.
+    /// On a pending read or write: an error once `idle` passed since the
+    /// last traffic. A deadline that fires after traffic moves to `idle`
+    /// past it and is polled again.
     fn expired(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.deadline.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "connection idle"))),
-            Poll::Pending => Poll::Pending,
+        loop {
+            if self.deadline.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            let due = self.last + self.idle;
+            if due <= Instant::now() {
+                return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "connection idle")));
+            }
+            self.deadline.as_mut().reset(due);
         }
     }
 }

@@ -50,62 +50,69 @@ pub fn key_from_jwk(jwk: &[u8]) -> Option<VerifyingKey> {
     VerifyingKey::from_jwk(&jwk).ok()
 }
 
+/// Values derived from bytes that name them for good, kept so the work is
+/// done once: such an entry never goes stale. At most 10,000 are held;
+/// past that the map starts over (values in use come back).
+pub struct Memo<K, V> {
+    made: std::sync::Mutex<std::collections::HashMap<K, V>>,
+}
+
+impl<K, V> Default for Memo<K, V> {
+    fn default() -> Self {
+        Memo { made: std::sync::Mutex::default() }
+    }
+}
+
+impl<K: Eq + std::hash::Hash, V: Clone> Memo<K, V> {
+    const MAX: usize = 10_000;
+
+    pub fn get_or_make<Q>(&self, key: &Q, make: impl FnOnce() -> V) -> V
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: ToOwned<Owned = K> + Eq + std::hash::Hash + ?Sized,
+    {
+        // A poisoned lock only means another caller panicked mid-insert;
+        // the map is still a map.
+        let lock = || self.made.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(found) = lock().get(key) {
+            return found.clone();
+        }
+        let value = make();
+        let mut made = lock();
+        if made.len() >= Self::MAX {
+            made.clear();
+        }
+        made.insert(key.to_owned(), value.clone());
+        value
+    }
+}
+
 /// Verifying keys by their stored JWK text, for the signed routes. A JWK
-/// names one key for good, so an entry never goes stale: whether the key
+/// names one key for good (or none, if it does not parse): whether the key
 /// may sign is still read from its record on every request. Parsing the
 /// JWK and decompressing its point was 2% of a loaded node's CPU.
 #[derive(Default)]
-pub struct JwkKeys {
-    parsed: std::sync::Mutex<std::collections::HashMap<Vec<u8>, VerifyingKey>>,
-}
+pub struct JwkKeys(Memo<Vec<u8>, Option<VerifyingKey>>);
 
 impl JwkKeys {
-    /// Entries held before the map starts over (keys in use come back).
-    const MAX: usize = 10_000;
-
     pub fn get(&self, jwk: &[u8]) -> Option<VerifyingKey> {
-        if let Some(key) = self.parsed.lock().ok()?.get(jwk) {
-            return Some(key.clone());
-        }
-        let key = key_from_jwk(jwk)?;
-        let mut parsed = self.parsed.lock().ok()?;
-        if parsed.len() >= Self::MAX {
-            parsed.clear();
-        }
-        parsed.insert(jwk.to_vec(), key.clone());
-        Some(key)
+        self.0.get_or_make(jwk, || key_from_jwk(jwk))
     }
 }
 
 /// Statements the statement key signed, by the digest of their bytes: a
 /// public statement is signed once per change, however often it is asked
-/// for. Bounded like [`JwkKeys`]; an entry never goes stale, since the
-/// bytes name what was signed.
+/// for, since the bytes name what was signed.
 #[derive(Default)]
-pub struct SignedStatements {
-    signed: std::sync::Mutex<std::collections::HashMap<[u8; 32], svc_core::dsse::Envelope>>,
-}
+pub struct SignedStatements(Memo<[u8; 32], svc_core::dsse::Envelope>);
 
 impl SignedStatements {
-    const MAX: usize = 10_000;
-
     pub fn get_or_sign(
         &self,
         bytes: &[u8],
         sign: impl FnOnce() -> svc_core::dsse::Envelope,
     ) -> svc_core::dsse::Envelope {
-        let digest = svc_core::digest::sha256(bytes);
-        if let Some(found) = self.signed.lock().ok().and_then(|m| m.get(&digest).cloned()) {
-            return found;
-        }
-        let envelope = sign();
-        if let Ok(mut signed) = self.signed.lock() {
-            if signed.len() >= Self::MAX {
-                signed.clear();
-            }
-            signed.insert(digest, envelope.clone());
-        }
-        envelope
+        self.0.get_or_make(&svc_core::digest::sha256(bytes), sign)
     }
 }
 
@@ -151,9 +158,9 @@ pub async fn verify_signed<K>(
     Ok((verified, record))
 }
 
-/// Whether `presented` is the `expected` bearer token (the operator's, or
-/// the regions' replication token). Digests are compared, so the time the
-/// comparison takes says nothing about the token.
+/// Whether `presented` is the `expected` bearer token (the operator's).
+/// Digests are compared, so the time the comparison takes says nothing
+/// about the token.
 pub fn token_matches(presented: Option<&str>, expected: &str) -> bool {
     use svc_core::digest::sha256_prefixed;
     presented.is_some_and(|token| sha256_prefixed(token.as_bytes()) == sha256_prefixed(expected.as_bytes()))

@@ -1,4 +1,5 @@
-//! What home does for its read regions, each behind its own token: it serves its replication log and its nonce feed, takes their
+//! What home does for its read regions, each under a MAC keyed by its own
+//! token: it serves its replication log and its nonce feed, takes their
 //! reports (claims, usage, lease returns, receipt roots and keys), and
 //! grants allowance leases. Reports and answers are postcard bytes.
 

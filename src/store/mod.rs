@@ -257,26 +257,6 @@ const MIGRATE_STEP_BYTES: usize = 8 << 20;
 #[derive(Clone)]
 pub struct Store {
     db: Arc<DB>,
-    writes: Arc<WriteHealth>,
-}
-
-/// Whether the last write reached the store: a full disk or a RocksDB
-/// background error shows here (and in `/readyz`) until a write succeeds
-/// again.
-#[derive(Default)]
-pub struct WriteHealth {
-    failing: std::sync::Mutex<Option<String>>,
-}
-
-impl WriteHealth {
-    fn record(&self, outcome: &Result<(), rocksdb::Error>) {
-        let mut failing = self.failing.lock().unwrap_or_else(|p| p.into_inner());
-        match outcome {
-            Ok(()) if failing.is_some() => *failing = None,
-            Ok(()) => {}
-            Err(e) => *failing = Some(e.to_string()),
-        }
-    }
 }
 
 impl Store {
@@ -306,7 +286,7 @@ impl Store {
         opts.set_avoid_unnecessary_blocking_io(true);
         let cfs = cf::ALL.iter().map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name)));
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
-        let store = Store { db: Arc::new(db), writes: Arc::default() };
+        let store = Store { db: Arc::new(db) };
         store.check_schema(legacy_log_entry)?;
         Ok(store)
     }
@@ -579,14 +559,8 @@ impl Store {
     pub fn write_ready(&self, batch: ReadyBatch, sync: bool) -> StoreResult<()> {
         let mut opts = WriteOptions::default();
         opts.set_sync(sync);
-        let written = self.db.write_opt(batch.0, &opts);
-        self.writes.record(&written);
-        Ok(written?)
-    }
-
-    /// Why the last write failed, while no write has succeeded since.
-    pub fn write_failure(&self) -> Option<String> {
-        self.writes.failing.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.db.write_opt(batch.0, &opts)?;
+        Ok(())
     }
 
     /// Writes one small synced value, as a probe of the disk: a full disk

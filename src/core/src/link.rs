@@ -27,55 +27,49 @@ fn keyed(token: &str, lines: &[&str]) -> Hmac<Sha256> {
     mac
 }
 
-fn request_lines<'a>(region: &'a str, method: &'a str, target: &'a str, at: &'a str, body: &'a str) -> [&'a str; 6] {
-    ["svc-link-request", region, method, target, at, body]
+/// The keyed MAC of a request, before it is finished or compared.
+fn request(token: &str, (region, method, target): (&str, &str, &str), at_ms: i64, body: &[u8]) -> Hmac<Sha256> {
+    let (at, body) = (at_ms.to_string(), sha256_hex(body));
+    keyed(token, &["svc-link-request", region, method, target, &at, &body])
 }
 
-fn answer_lines<'a>(at: &'a str, target: &'a str, status: &'a str, head: &'a str, body: &'a str) -> [&'a str; 6] {
-    ["svc-link-answer", at, target, status, head, body]
+/// The keyed MAC of an answer, before it is finished or compared.
+fn answer(token: &str, (at_ms, target): (i64, &str), status: u16, head: Option<&str>, body: &[u8]) -> Hmac<Sha256> {
+    let (at, status, body) = (at_ms.to_string(), status.to_string(), sha256_hex(body));
+    keyed(token, &["svc-link-answer", &at, target, &status, head.unwrap_or(""), &body])
+}
+
+/// Whether `presented` (hex) is `mac`, compared in constant time.
+fn matches(mac: Hmac<Sha256>, presented: &str) -> bool {
+    hex::decode(presented).is_ok_and(|presented| mac.verify_slice(&presented).is_ok())
 }
 
 /// A request's MAC, as hex.
 pub fn request_mac(token: &str, region: &str, method: &str, target: &str, at_ms: i64, body: &[u8]) -> String {
-    let (at, body) = (at_ms.to_string(), sha256_hex(body));
-    hex::encode(keyed(token, &request_lines(region, method, target, &at, &body)).finalize().into_bytes())
+    hex::encode(request(token, (region, method, target), at_ms, body).finalize().into_bytes())
 }
 
-/// Whether `presented` (hex) is the request's MAC under `token`, compared
-/// in constant time.
-pub fn request_mac_matches(
-    token: &str,
-    presented: &str,
-    (region, method, target): (&str, &str, &str),
-    at_ms: i64,
-    body: &[u8],
-) -> bool {
-    let (at, body) = (at_ms.to_string(), sha256_hex(body));
-    let Ok(presented) = hex::decode(presented) else { return false };
-    keyed(token, &request_lines(region, method, target, &at, &body)).verify_slice(&presented).is_ok()
+/// Whether `presented` (hex) is the request's MAC under `token`.
+pub fn request_mac_matches(token: &str, presented: &str, parts: (&str, &str, &str), at_ms: i64, body: &[u8]) -> bool {
+    matches(request(token, parts, at_ms, body), presented)
 }
 
 /// The answer to a request made at `at_ms` for `target`: its MAC, as hex.
 /// `head` is home's log head when the answer carries one.
 pub fn answer_mac(token: &str, at_ms: i64, target: &str, status: u16, head: Option<&str>, body: &[u8]) -> String {
-    let (at, status, body) = (at_ms.to_string(), status.to_string(), sha256_hex(body));
-    let lines = answer_lines(&at, target, &status, head.unwrap_or(""), &body);
-    hex::encode(keyed(token, &lines).finalize().into_bytes())
+    hex::encode(answer(token, (at_ms, target), status, head, body).finalize().into_bytes())
 }
 
-/// Whether `presented` (hex) is the answer's MAC, in constant time.
+/// Whether `presented` (hex) is the answer's MAC.
 pub fn answer_mac_matches(
     token: &str,
     presented: &str,
-    (at_ms, target): (i64, &str),
+    request: (i64, &str),
     status: u16,
     head: Option<&str>,
     body: &[u8],
 ) -> bool {
-    let (at, status, body) = (at_ms.to_string(), status.to_string(), sha256_hex(body));
-    let Ok(presented) = hex::decode(presented) else { return false };
-    let lines = answer_lines(&at, target, &status, head.unwrap_or(""), &body);
-    keyed(token, &lines).verify_slice(&presented).is_ok()
+    matches(answer(token, request, status, head, body), presented)
 }
 
 /// Whether a request made at `at_ms` is within the window of `now_ms`.

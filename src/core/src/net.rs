@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::publish::mandate::{AllowEntry, parse_allow_entry};
+use crate::publish::mandate::{AllowEntry, normalise, parse_allow_entry};
 
 /// A block of addresses, `10.0.0.0/8` or `2001:db8::/32`; a bare address
 /// is a block of one. Written and judged as a mandate's allow-list entry
@@ -57,15 +57,6 @@ impl fmt::Display for Cidr {
     }
 }
 
-/// An IPv4 address seen through an IPv6 socket (`::ffff:a.b.c.d`) is the
-/// IPv4 address.
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    }
-}
-
 /// The client's address: the TCP peer, unless the peer is a trusted proxy;
 /// then `X-Forwarded-For` is read from its right end (the entry that proxy
 /// added) leftwards, past every trusted proxy, to the first address that
@@ -74,14 +65,14 @@ fn canonical(ip: IpAddr) -> IpAddr {
 /// last proxy that wrote a readable one.
 pub fn client_address(peer: IpAddr, forwarded_for: &[&str], trusted: &[Cidr]) -> IpAddr {
     let is_trusted = |ip: IpAddr| trusted.iter().any(|c| c.contains(ip));
-    let mut client = canonical(peer);
+    let mut client = normalise(peer);
     if !is_trusted(client) {
         return client;
     }
     let hops = forwarded_for.iter().rev().flat_map(|header| header.rsplit(','));
     for hop in hops {
         let Ok(ip) = hop.trim().parse::<IpAddr>() else { return client };
-        client = canonical(ip);
+        client = normalise(ip);
         if !is_trusted(client) {
             return client;
         }

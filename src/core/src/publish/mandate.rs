@@ -300,7 +300,7 @@ pub fn parse_allow_entry(text: &str) -> Option<AllowEntry> {
 
 /// The address as judged: an IPv4-mapped IPv6 address (a dual-stack socket's
 /// view of an IPv4 client) is its IPv4 address.
-fn normalise(ip: IpAddr) -> IpAddr {
+pub fn normalise(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
         v4 => v4,
