@@ -89,10 +89,28 @@ pub struct NodeConfig {
     /// (unauthenticated CPU work); past it `429` with `Retry-After`.
     #[serde(default = "default_verify_per_second")]
     pub verify_per_second: u64,
+    /// The hosted public MCP server's sessions.
+    #[serde(default)]
+    pub mcp: McpConfig,
 }
 
 fn default_verify_per_second() -> u64 {
     20
+}
+
+/// The hosted public MCP server (`/v1/mcp/public`): how many sessions one
+/// region keeps, and how long one lives idle (R8.23: 30 minutes).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpConfig {
+    pub public_sessions: usize,
+    pub session_idle_ms: u64,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        McpConfig { public_sessions: 10_000, session_idle_ms: 30 * 60 * 1000 }
+    }
 }
 
 /// What one listener admits: how long a connection or request may take,
@@ -333,6 +351,7 @@ impl NodeConfig {
             listener: ListenerLimits::default(),
             trusted_proxies: Vec::new(),
             verify_per_second: default_verify_per_second(),
+            mcp: McpConfig::default(),
         }
     }
 }

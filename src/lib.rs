@@ -21,6 +21,7 @@ pub mod http;
 pub mod key_set;
 pub mod limits;
 pub mod loadgen;
+pub mod mcp;
 pub mod metrics;
 pub mod node;
 pub mod publish;

@@ -181,23 +181,10 @@ fn keygen(alg: &str, out: &std::path::Path) -> Result<serde_json::Value, CliErro
     Ok(serde_json::json!({"key_file": out, "alg": file.alg, "key_id": file.key_id, "jwk": file.jwk}))
 }
 
-/// The formats this build reads and writes, with the hashes that pin them.
+/// The formats this build reads and writes, with the hashes that pin them:
+/// the verification index.
 pub fn formats() -> serde_json::Value {
-    use svc_core::dsse::payload_type;
-    let projections: Vec<serde_json::Value> = svc_core::projection::specs()
-        .iter()
-        .map(|spec| serde_json::json!({"version": spec.version, "sha256": spec.sha256}))
-        .collect();
-    let payload_types: Vec<String> =
-        ["seal.v1", "seal.v2", "batch-seal.v2", "receipt.v1", "receipt.v2", "receipt.v3", "sidecar.v2"]
-            .iter()
-            .map(|n| payload_type(n))
-            .collect();
-    serde_json::json!({
-        "payload_types": payload_types,
-        "projections": projections,
-        "ai_policy_schema": svc_core::ai_policy::CURRENT_SCHEMA,
-    })
+    svc_core::index::verification_index()
 }
 
 /// Runs one node until SIGINT or SIGTERM, then drains and stops. Its first

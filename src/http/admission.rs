@@ -42,7 +42,7 @@ impl RouteClass {
             RouteClass::Publish
         } else if under("/v1/uploads/") {
             RouteClass::Upload
-        } else if path == "/v1/verify" {
+        } else if path == "/v1/verify" || path == crate::mcp::public::PATH {
             RouteClass::Verify
         } else if path.ends_with("/search") || under("/v1/records/") || under("/v1/receipts") {
             RouteClass::Retrieval

@@ -23,6 +23,9 @@ pub fn routes() -> Router<Region> {
         .route("/v1/certificates/{uuid}/key-custody", get(key_custody))
         .route("/v1/projections/{kind}/{version}", get(projection))
         .route("/v1/ai-policy-key", get(ai_policy_key))
+        .route(svc_core::index::INDEX_PATH, get(verification_index))
+        .route(svc_core::index::VOCABULARIES_PATH, get(vocabulary_list))
+        .route("/v1/vocabularies/{name}", get(vocabulary))
 }
 
 /// What only home answers, because the statement key signs it fresh: a read
@@ -89,4 +92,27 @@ async fn projection(Path((kind, version)): Path<(String, String)>, headers: Head
 /// `GET /v1/ai-policy-key`: what each AI policy bit means.
 async fn ai_policy_key(headers: HeaderMap) -> Response {
     json_document(&certificates::ai_policy_key(), &headers, FORMAT_MAX_AGE)
+}
+
+/// `GET /v1/verification-index`: every payload type, specification and
+/// vocabulary with its version, URL and hash.
+async fn verification_index(headers: HeaderMap) -> Response {
+    json_document(&crate::service::public::verification_index(), &headers, FORMAT_MAX_AGE)
+}
+
+/// `GET /v1/vocabularies`.
+async fn vocabulary_list(headers: HeaderMap) -> Response {
+    vocabulary_answer(None, &headers)
+}
+
+/// `GET /v1/vocabularies/{name}`.
+async fn vocabulary(Path(name): Path<String>, headers: HeaderMap) -> Response {
+    vocabulary_answer(Some(&name), &headers)
+}
+
+fn vocabulary_answer(name: Option<&str>, headers: &HeaderMap) -> Response {
+    match crate::service::public::vocabularies(name) {
+        Ok(document) => json_document(&document, headers, FORMAT_MAX_AGE),
+        Err(e) => e.into_response(),
+    }
 }

@@ -31,8 +31,10 @@ use crate::region::Region;
 /// forwards everything else to home. The routes between regions are never
 /// here: they are on home's internal listener ([`internal_router`]).
 pub fn public_router(state: Region) -> Router {
-    let served =
-        retrieval::routes(state.home.is_some()).merge(public::routes(state.home.is_some())).merge(health::routes());
+    let served = retrieval::routes(state.home.is_some())
+        .merge(public::routes(state.home.is_some()))
+        .merge(crate::mcp::public::routes(&state))
+        .merge(health::routes());
     let routed =
         if state.home.is_some() { served.merge(business::routes()) } else { served.fallback(forward::to_home) };
     let recorded = axum::middleware::from_fn_with_state(state.metrics.clone(), crate::metrics::record);

@@ -13,6 +13,7 @@ mod core_is_pure;
 mod hardening;
 mod kill;
 mod layers;
+mod mcp_public;
 mod multi_region;
 mod pages;
 mod public;

@@ -16,6 +16,7 @@ pub mod frames;
 pub mod freshness;
 pub mod http_sig;
 pub mod ids;
+pub mod index;
 pub mod keys;
 pub mod keyset;
 pub mod limits;

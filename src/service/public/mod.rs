@@ -23,3 +23,18 @@ pub fn key_set(state: &Region) -> Result<Arc<PublicDocument>> {
         Error::retry_after(Code::Unavailable, 5_000, "this region has not received the key set from home yet")
     })
 }
+
+/// The verification index (P4.2.16; served at `GET /v1/verification-index`, P-NS-8).
+pub fn verification_index() -> serde_json::Value {
+    svc_core::index::verification_index()
+}
+
+/// `GET /v1/vocabularies` without a name, one vocabulary with one.
+pub fn vocabularies(name: Option<&str>) -> Result<serde_json::Value> {
+    match name {
+        None => Ok(svc_core::index::vocabulary_list()),
+        Some(name) => svc_core::index::vocabulary(name)
+            .map(|v| v.document().clone())
+            .ok_or_else(|| Error::detail(Code::NotFound, format!("no vocabulary is called {name}"))),
+    }
+}
