@@ -8,6 +8,8 @@
 //! cannot be connected to goes to the next one (its body, up to 1 MiB, is
 //! kept for that); a region is never retried once it may have seen the
 //! request. Every answer names the region that gave it in `x-svc-region`.
+//! A request in a public MCP session goes to the region that opened the
+//! session, which the session id names, wherever the caller stands.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
@@ -215,7 +217,19 @@ async fn route(State(door): State<Door>, request: Request) -> Response {
         },
         false => (None, Some(body)),
     };
-    for i in door.order() {
+    // A public MCP session lives only in the region that opened it, which
+    // its id names: the request goes there, and nowhere else.
+    let pinned = parts
+        .headers
+        .get(crate::mcp::public::SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(crate::mcp::sessions::session_region)
+        .and_then(|name| door.regions.iter().position(|r| r.route.region == name));
+    let order = match pinned {
+        Some(i) => vec![i],
+        None => door.order(),
+    };
+    for i in order {
         let body = match (&kept, stream.take()) {
             (Some(bytes), _) => Body::from(bytes.clone()),
             (None, Some(body)) => body,
@@ -254,6 +268,14 @@ async fn route(State(door): State<Door>, request: Request) -> Response {
                 break;
             }
         }
+    }
+    if pinned.is_some() {
+        // As for any session that has ended: the client opens a new one.
+        return Error::detail(
+            Code::NotFound,
+            "the region holding this MCP session cannot be reached; open a new session",
+        )
+        .into_response();
     }
     Error::retry_after(Code::Unavailable, 5_000, "no region can be reached").into_response()
 }
