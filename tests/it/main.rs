@@ -14,6 +14,7 @@ mod hardening;
 mod kill;
 mod layers;
 mod mcp_public;
+mod mcp_python;
 mod mcp_regions;
 mod multi_region;
 mod pages;
