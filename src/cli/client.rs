@@ -7,8 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
-use svc_core::keys::{Jwk, VerifyingKey};
-use svc_core::keyset::{KeySet, RootAnchors};
+use svc_core::keyset::KeySet;
 use svc_core::offline;
 
 use super::CliError;
@@ -127,23 +126,6 @@ pub fn run(args: ClientArgs) -> i32 {
     }
 }
 
-fn query(pairs: &[(&str, Option<String>)]) -> String {
-    let parts: Vec<String> =
-        pairs.iter().filter_map(|(name, value)| value.as_ref().map(|v| format!("{name}={}", percent(v)))).collect();
-    if parts.is_empty() { String::new() } else { format!("?{}", parts.join("&")) }
-}
-
-/// Percent-encodes a query value (RFC 3986 unreserved characters pass).
-fn percent(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 fn print_body(answer: &Answer) -> Result<(), CliError> {
     match serde_json::from_slice::<Value>(&answer.bytes) {
         Ok(v) => super::print_out(&serde_json::to_string_pretty(&v)?),
@@ -181,7 +163,8 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
             );
         }
         ClientCommand::Fetch { record_id, save } => {
-            let answer = client.call("GET", &format!("/v1/records/{}", percent(record_id)), Vec::new()).await?;
+            let answer =
+                client.call("GET", &format!("/v1/records/{}", crate::client::percent(record_id)), Vec::new()).await?;
             print_body(&answer)?;
             if let Some(path) = save {
                 std::fs::write(path, &answer.bytes).map_err(|source| CliError::Io { path: path.clone(), source })?;
@@ -203,7 +186,9 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
                     headers: Default::default(),
                     bytes: std::fs::read(path).map_err(|source| CliError::Io { path: path.clone(), source })?,
                 },
-                (Some(id), None) => client.call("GET", &format!("/v1/records/{}", percent(id)), Vec::new()).await?,
+                (Some(id), None) => {
+                    client.call("GET", &format!("/v1/records/{}", crate::client::percent(id)), Vec::new()).await?
+                }
                 (None, None) => return Err(CliError::Usage("give a record id or --answer".into())),
             };
             print_body(&answer)?;
@@ -213,11 +198,11 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
             }
         }
         ClientCommand::Receipts { from, to, cursor } => {
-            let q = query(&[("from", from.clone()), ("to", to.clone()), ("cursor", cursor.clone())]);
+            let q = crate::client::query(&[("from", from.clone()), ("to", to.clone()), ("cursor", cursor.clone())]);
             print_body(&client.call("GET", &format!("/v1/receipts{q}"), Vec::new()).await?)?;
         }
         ClientCommand::Usage { from, to } => {
-            let q = query(&[("from", from.clone()), ("to", to.clone())]);
+            let q = crate::client::query(&[("from", from.clone()), ("to", to.clone())]);
             print_body(&client.call("GET", &format!("/v1/usage{q}"), Vec::new()).await?)?;
         }
         ClientCommand::Terms { version } => {
@@ -236,8 +221,7 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
             }
             if let Some(path) = anchors_out {
                 let anchors = keys.anchors().ok_or(CliError::Missing("the key set names no root"))?;
-                let pinned =
-                    json!({"classical": anchors.classical.to_jwk(), "post_quantum": anchors.post_quantum.to_jwk()});
+                let pinned = crate::client::anchors::document(&anchors);
                 std::fs::write(path, serde_json::to_vec_pretty(&pinned)?)
                     .map_err(|source| CliError::Io { path: path.clone(), source })?;
             }
@@ -319,17 +303,7 @@ async fn verify_fetched(
 /// on first use) when none are pinned.
 fn verified(args: &ClientArgs, document: &Value) -> Result<KeySet, CliError> {
     let anchors = match &args.anchors {
-        Some(path) => {
-            let bytes = std::fs::read(path).map_err(|source| CliError::Io { path: path.clone(), source })?;
-            let pinned: Value =
-                serde_json::from_slice(&bytes).map_err(|source| CliError::JsonFile { path: path.clone(), source })?;
-            let key = |name: &'static str| -> Result<VerifyingKey, CliError> {
-                let json = |source| CliError::Json { what: name, source };
-                let jwk: Jwk = serde_json::from_value(pinned[name].clone()).map_err(json)?;
-                VerifyingKey::from_jwk(&jwk).map_err(|source| CliError::Anchor { name, source })
-            };
-            RootAnchors { classical: key("classical")?, post_quantum: key("post_quantum")? }
-        }
+        Some(path) => crate::client::anchors::read(path)?,
         None => {
             let unverified = svc_core::keyset::KeySet {
                 issued_at: svc_core::time::UnixMs(0),

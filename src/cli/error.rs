@@ -21,6 +21,8 @@ pub enum CliError {
     Loadgen(#[from] LoadgenError),
     #[error(transparent)]
     FrontDoor(#[from] FrontDoorError),
+    #[error(transparent)]
+    Mcp(#[from] crate::mcp::own::OwnError),
     /// A configuration that names its secrets wrongly.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),

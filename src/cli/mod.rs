@@ -71,6 +71,12 @@ pub enum Command {
     /// An AI company's signed calls: search, fetch, receipts, usage, Terms,
     /// and the key set; answers are checked offline.
     Client(client::ClientArgs),
+    /// Run the billable MCP server with your own retrieval key (retrieval
+    /// 4.4): stdio by default, or Streamable HTTP as the file says.
+    Mcp {
+        #[arg(long)]
+        config: std::path::PathBuf,
+    },
     /// Signed product searches against a running region from N connections;
     /// prints requests/s and latency percentiles as JSON.
     Loadgen(loadgen::LoadgenArgs),
@@ -79,8 +85,8 @@ pub enum Command {
 /// What `svc up` does not run yet.
 pub const NOT_YET: &[&str] = &[
     "svc client publish (business systems sign publish requests with svc::client)",
-    "the key directory and the verification index (not shown in the spec)",
-    "ads and the MCP surfaces",
+    "the key directory (not shown in the spec)",
+    "ads (pool, render and click answer 501)",
 ];
 
 pub fn run(cli: Cli) -> i32 {
@@ -121,6 +127,19 @@ pub fn run(cli: Cli) -> i32 {
         Command::Admin(args) => print_result(block_on(admin::run(args))),
         Command::Client(args) => client::run(args),
         Command::Loadgen(args) => print_result(loadgen::run(args)),
+        Command::Mcp { config } => {
+            let served = block_on_workers(async move {
+                let stopped = stop_signal()?;
+                Ok(crate::mcp::own::run(&config, stopped).await?)
+            });
+            match served {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("svc mcp: {e}");
+                    1
+                }
+            }
+        }
     }
 }
 

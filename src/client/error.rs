@@ -52,6 +52,9 @@ pub enum ClientError {
     /// A key file whose key does not hold.
     #[error("{}: {source}", .path.display())]
     KeyFile { path: PathBuf, source: KeyFileError },
+    /// A pinned anchors file that does not hold two root keys.
+    #[error("{}: {detail}", .path.display())]
+    Anchor { path: PathBuf, detail: String },
     /// A value that does not encode as JSON.
     #[error("{0}")]
     Json(#[from] serde_json::Error),

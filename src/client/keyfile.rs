@@ -9,7 +9,7 @@ use svc_core::keys::{Alg, Jwk, SigningKey};
 
 use super::{ClientError, KeyFileError};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KeyFile {
     pub v: u64,
@@ -18,6 +18,13 @@ pub struct KeyFile {
     pub seed: String,
     pub key_id: String,
     pub jwk: Jwk,
+}
+
+/// The seed never reaches a log through `{:?}`.
+impl std::fmt::Debug for KeyFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyFile").field("alg", &self.alg).field("key_id", &self.key_id).finish_non_exhaustive()
+    }
 }
 
 impl KeyFile {
@@ -55,11 +62,16 @@ pub fn generate(alg: Alg) -> Result<SigningKey, ClientError> {
     Err(ClientError::NoKeyDrawn(alg))
 }
 
+/// A key file's JSON held elsewhere (an environment variable's value).
+pub fn parse(text: &[u8], origin: &Path) -> Result<SigningKey, ClientError> {
+    let file: KeyFile = serde_json::from_slice(text)
+        .map_err(|source| ClientError::KeyFileFormat { path: origin.to_owned(), source })?;
+    file.key().map_err(|source| ClientError::KeyFile { path: origin.to_owned(), source })
+}
+
 pub fn read(path: &Path) -> Result<SigningKey, ClientError> {
     let text = std::fs::read(path).map_err(|source| ClientError::Io { path: path.to_owned(), source })?;
-    let file: KeyFile =
-        serde_json::from_slice(&text).map_err(|source| ClientError::KeyFileFormat { path: path.to_owned(), source })?;
-    file.key().map_err(|source| ClientError::KeyFile { path: path.to_owned(), source })
+    parse(&text, path)
 }
 
 /// Writes the key file, refusing to overwrite one, readable by its owner only.

@@ -3,6 +3,7 @@
 //! sign and seal through here, so there is one implementation of the
 //! caller's half of the protocol.
 
+pub mod anchors;
 pub mod bulk;
 pub mod error;
 pub mod keyfile;
@@ -90,4 +91,22 @@ impl Signer {
         let nonce = svc_core::http_sig::nonce_from_bytes(&crate::clock::random::<32>());
         self.sign(request, now_secs, &nonce)
     }
+}
+
+/// A query string (`?a=1&b=2`) of the pairs that have a value; empty when none has.
+pub fn query(pairs: &[(&str, Option<String>)]) -> String {
+    let parts: Vec<String> =
+        pairs.iter().filter_map(|(name, value)| value.as_ref().map(|v| format!("{name}={}", percent(v)))).collect();
+    if parts.is_empty() { String::new() } else { format!("?{}", parts.join("&")) }
+}
+
+/// Percent-encodes a path segment or query value (RFC 3986 unreserved characters pass).
+pub fn percent(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

@@ -34,8 +34,18 @@ pub fn routes(home: bool) -> Router<Region> {
         .route("/v1/records/{record_id}", get(fetch))
         .route("/v1/receipts", get(receipts))
         .route("/v1/terms", get(terms_in_force))
-        .route("/v1/terms/{version}", get(terms_version));
+        .route("/v1/terms/{version}", get(terms_version))
+        .route("/v1/ads/pool", post(ads_not_built))
+        .route("/v1/ads/render", post(ads_not_built))
+        .route("/v1/ads/click", post(ads_not_built));
     if home { routes.route("/v1/usage", get(usage)) } else { routes }
+}
+
+/// The ad routes exist in the spec and are not built yet (issue 28): a
+/// clear `501` rather than a bare `404`, for callers and the MCP server.
+async fn ads_not_built() -> Response {
+    Error::detail(svc_core::problem::Code::NotImplemented, "ads (pool, render, click) are not built yet")
+        .into_response()
 }
 
 /// A retrieval request that passed the gate: the seven signing steps (or the

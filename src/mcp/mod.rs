@@ -4,6 +4,7 @@
 //! what the matching HTTP route answers: its body byte for byte as the first
 //! text block, and a refusal as its RFC 9457 problem inside a tool error.
 
+pub mod own;
 pub mod public;
 pub mod sessions;
 
@@ -63,17 +64,4 @@ pub fn status_problem(status: StatusCode, detail: &str) -> Response {
         .headers_mut()
         .insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/problem+json"));
     response
-}
-
-/// A value made safe to stand as one path segment.
-pub fn path_segment(text: &str) -> String {
-    text.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }

@@ -271,7 +271,7 @@ impl PublicTools {
             return Ok(answer(certificates::key_custody(&self.state, &uuid).map(|v| v.to_string())));
         }
         if self.state.home.is_none() {
-            let path = format!("/v1/certificates/{}/keys", super::path_segment(&uuid));
+            let path = format!("/v1/certificates/{}/keys", crate::client::percent(&uuid));
             return Ok(self.ask_home(Method::GET, &path, Vec::new(), &parts).await);
         }
         Ok(answer(certificates::business_keys(&self.state, &uuid).map(|v| v.to_string())))

@@ -13,6 +13,7 @@ mod core_is_pure;
 mod hardening;
 mod kill;
 mod layers;
+mod mcp_own;
 mod mcp_public;
 mod mcp_python;
 mod mcp_regions;

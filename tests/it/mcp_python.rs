@@ -40,8 +40,11 @@ pub async fn official_client(plan: &Value) -> Value {
         tokio::time::timeout(std::time::Duration::from_secs(120), child.wait_with_output()).await.unwrap().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "the official client failed: {stderr}");
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
+    let mut out: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
+    // A stdio server's log lines arrive on the client's stderr.
+    out["stderr"] = Value::String(stderr.into_owned());
+    out
 }
 
 fn first_text(call: &Value) -> &str {

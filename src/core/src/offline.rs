@@ -62,6 +62,24 @@ pub fn check_search(body: &Value, keys: &KeySet, presenter: &str) -> Result<Chec
     Ok(Checked { receipt: verified, rows: rows.len(), inclusion: false })
 }
 
+/// A receipts list (`GET /v1/receipts`): each receipt signed by its
+/// region's receipt key valid when it was served. The list holds the
+/// receipts of every key of the caller's group, so the presenter is not
+/// checked here. Answers how many were checked.
+pub fn check_receipts(body: &Value, keys: &KeySet) -> Result<usize, Reason> {
+    let list = body.get("receipts").and_then(Value::as_array).ok_or(Reason::PayloadMalformed)?;
+    for entry in list {
+        let envelope = Envelope::from_value(entry.get("receipt").ok_or(Reason::EnvelopeMalformed)?)?;
+        let check = ReceiptCheck {
+            receipt_key: |kid: &str, region: &str, at: UnixMs| keys.receipt_key(kid, region, at),
+            presenter: None,
+            rows: None,
+        };
+        receipt::verify(&envelope, &check)?;
+    }
+    Ok(list.len())
+}
+
 #[derive(Deserialize)]
 struct FetchedRaw<'a> {
     #[serde(borrow)]
