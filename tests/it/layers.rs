@@ -1,4 +1,4 @@
-//! The layers of the node hold: a surface (`src/http/`) adapts the use
+//! The layers of the node hold: a surface (`src/http/`, `src/mcp/`) adapts the use
 //! cases and never reaches the store, an actor or the replication log
 //! itself; a use case (`src/service/`) never speaks a surface's types.
 
@@ -39,6 +39,16 @@ fn offenders(dir: &str, forbidden: &[&str], allowed: &[&str]) -> Vec<String> {
 fn http_handlers_reach_only_use_cases() {
     let found = offenders("src/http", &["crate::store", "crate::actors", "crate::replication", "ractor::"], &[]);
     assert!(found.is_empty(), "{found:#?}");
+}
+
+// The MCP surfaces are adapters too: the public server calls the same use
+// cases as the public routes, and `svc mcp` is a client of the API.
+#[test]
+fn mcp_tools_reach_only_use_cases() {
+    let found = offenders("src/mcp", &["crate::store", "crate::actors", "crate::replication", "ractor::"], &[]);
+    assert!(found.is_empty(), "{found:#?}");
+    let found = offenders("src/mcp/own", &["crate::service", "crate::region"], &[]);
+    assert!(found.is_empty(), "the self-hosted server knows only the API: {found:#?}");
 }
 
 #[test]

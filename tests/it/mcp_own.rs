@@ -419,3 +419,28 @@ async fn a_request_that_timed_out_after_it_was_sent_is_never_retried() {
     let problem: Value = serde_json::from_str(first(&run["calls"][0])).unwrap();
     assert!(problem["detail"].as_str().unwrap().contains("after 3 attempt(s)"), "{problem}");
 }
+
+// rule: R4.4.27, R4.4.31, R4.4.32
+#[tokio::test(flavor = "multi_thread")]
+async fn svc_mcp_refuses_a_configuration_the_spec_forbids_before_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = "version = 1\napi_base_url = \"http://127.0.0.1:9\"\nanchors_file = \"anchors.json\"\nkey = { file = \"key.json\" }\n";
+    let cases = [
+        (format!("{base}sandbox_key_grant = \"svc_sbxk1.x\"\n"), "refused with environment = \"production\""),
+        (format!("{base}[transport]\ntype = \"http\"\nhost = \"0.0.0.0\"\n"), "bearer_token_env is required"),
+        (base.replace("key = { file = \"key.json\" }", "key = { file = \"key.json\", jwk = {} }"), "unknown field"),
+    ];
+    for (i, (text, refusal)) in cases.iter().enumerate() {
+        let path = dir.path().join(format!("bad-{i}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"))
+            .args(["mcp", "--config"])
+            .arg(&path)
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(refusal), "{stderr}");
+    }
+}

@@ -9,8 +9,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::store::model::Environment;
-
 /// Why a configuration is refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -32,6 +30,20 @@ pub enum ConfigError {
     BearerMissing(String),
     #[error("{member}: {detail}")]
     Member { member: &'static str, detail: String },
+}
+
+/// The deployment the key belongs to; a sandbox key is never production's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Environment {
+    Production,
+    Sandbox,
+}
+
+impl Environment {
+    pub fn is_sandbox(self) -> bool {
+        self == Environment::Sandbox
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

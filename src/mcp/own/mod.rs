@@ -19,7 +19,6 @@ use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use rmcp::ServiceExt;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use svc_core::keys::SigningKey;
 
@@ -27,6 +26,9 @@ use self::caller::Caller;
 use self::config::{ConfigError, OwnConfig, TransportType};
 use self::tools::{Own, OwnTools};
 use crate::client::ClientError;
+
+/// Sessions an HTTP server keeps at once (each holds a task and its queues).
+const SESSIONS: usize = 256;
 
 /// Why the server did not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -93,11 +95,9 @@ pub async fn run(path: &Path, stopped: impl std::future::Future<Output = ()> + S
             if !transport.is_loopback() {
                 config = config.with_allowed_hosts([transport.host.clone(), bound.to_string()]);
             }
-            let service = StreamableHttpService::new(
-                move || Ok(OwnTools::new(own.clone())),
-                Arc::new(LocalSessionManager::default()),
-                config,
-            );
+            let sessions =
+                crate::mcp::sessions::RegionSessions::new("own", SESSIONS, std::time::Duration::from_secs(30 * 60));
+            let service = StreamableHttpService::new(move || Ok(OwnTools::new(own.clone())), sessions, config);
             let token = bearer.map(Arc::new);
             let guard = axum::middleware::from_fn(move |request: Request, next: axum::middleware::Next| {
                 let token = token.clone();
