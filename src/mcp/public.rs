@@ -48,16 +48,23 @@ pub fn routes(state: &Region) -> Router<Region> {
         .with_max_request_body_bytes(MAX_MESSAGE)
         .with_sse_keep_alive(Some(Duration::from_secs(15)));
     let service = StreamableHttpService::new(move || Ok(PublicTools::new(tools.clone())), sessions.clone(), config);
+    let trusted = Arc::new(state.config.trusted_proxies.clone());
     let guard = axum::middleware::from_fn(move |request: Request, next: axum::middleware::Next| {
-        let sessions = sessions.clone();
-        async move { guard(&sessions, request, next).await }
+        let (sessions, trusted) = (sessions.clone(), trusted.clone());
+        async move { guard(&sessions, &trusted, request, next).await }
     });
     Router::new().route_service(PATH, service).layer(guard)
 }
 
 /// `GET` is 405 (R4.4.9); a message over the limit is refused before it is
-/// read; a new session past the cap is a 503 with `Retry-After`.
-async fn guard(sessions: &Arc<RegionSessions>, request: Request, next: axum::middleware::Next) -> Response {
+/// read; a new session past the cap is a 503 with `Retry-After`; a session
+/// id presented from another address than the one that opened it is 404.
+async fn guard(
+    sessions: &Arc<RegionSessions>,
+    trusted: &[svc_core::net::Cidr],
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
     if request.method() != Method::POST && request.method() != Method::DELETE {
         let mut response = super::status_problem(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -91,7 +98,15 @@ async fn guard(sessions: &Arc<RegionSessions>, request: Request, next: axum::mid
         )
         .into_response();
     }
-    next.run(request).await
+    let client = crate::http::client_ip(request.extensions(), request.headers(), trusted)
+        .map(|ip| ip.to_string())
+        .unwrap_or_default();
+    let presented = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+    if presented.is_some_and(|id| !sessions.bound_to(id, &client)) {
+        return Error::detail(Code::NotFound, "no such session here: it ended, or another address opened it")
+            .into_response();
+    }
+    super::sessions::on_behalf_of(client, next.run(request)).await
 }
 
 pub const SESSION_HEADER: &str = "mcp-session-id";

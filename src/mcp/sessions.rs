@@ -1,9 +1,12 @@
 //! The public server's sessions: rmcp's local sessions, each id named after
 //! the region that opened it, and no more of them than the node allows.
 //!
-//! The id is `{region}.{uuid}`. A session lives in the memory of the region
-//! that opened it, so the front door sends a request carrying an id to the
-//! region the id names (`session_region`), whichever region is nearest.
+//! The id is `{region}.{random}.{tag}`. A session lives in the memory of the
+//! region that opened it, so the front door sends a request carrying an id
+//! to the region the id names (`session_region`), whichever region is
+//! nearest. The tag binds the id to the client address that opened it
+//! (`svc_core::net::address_tag` under a secret drawn at start): presented
+//! from another address, the id is as unknown as an ended one.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +28,17 @@ pub enum SessionsError {
     Local(#[from] LocalSessionManagerError),
 }
 
+tokio::task_local! {
+    /// The client address of the request being served, for the session it may open.
+    static OPENER: String;
+}
+
+/// Serves `future` (a request) on behalf of `client`: a session it opens is
+/// bound to that address.
+pub async fn on_behalf_of<F: std::future::Future>(client: String, future: F) -> F::Output {
+    OPENER.scope(client, future).await
+}
+
 /// The region a session id names, if it names one.
 pub fn session_region(id: &str) -> Option<&str> {
     id.split_once('.').map(|(region, _)| region).filter(|r| !r.is_empty())
@@ -39,13 +53,16 @@ pub struct RegionSessions {
     inner: LocalSessionManager,
     /// Opening is one at a time, so the count checked is the count kept.
     opening: tokio::sync::Mutex<()>,
+    /// Keys the address tags; drawn at start, as sessions do not outlive the process.
+    secret: [u8; 32],
 }
 
 impl RegionSessions {
     pub fn new(region: &str, cap: usize, idle: Duration) -> Arc<Self> {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = Some(idle);
-        Arc::new(RegionSessions { region: region.to_owned(), cap, inner, opening: tokio::sync::Mutex::new(()) })
+        let secret = crate::clock::random::<32>();
+        Arc::new(RegionSessions { region: region.to_owned(), cap, inner, opening: tokio::sync::Mutex::new(()), secret })
     }
 
     /// Sessions open now.
@@ -57,8 +74,14 @@ impl RegionSessions {
         self.cap
     }
 
-    fn new_id(&self) -> SessionId {
-        SessionId::from(format!("{}.{}", self.region, hex::encode(crate::clock::random::<16>())))
+    fn new_id(&self, client: &str) -> SessionId {
+        let tag = svc_core::net::address_tag(&self.secret, client);
+        SessionId::from(format!("{}.{}.{tag}", self.region, hex::encode(crate::clock::random::<16>())))
+    }
+
+    /// Whether `id` was opened from `client`'s address.
+    pub fn bound_to(&self, id: &str, client: &str) -> bool {
+        id.rsplit_once('.').is_some_and(|(_, tag)| tag == svc_core::net::address_tag(&self.secret, client))
     }
 }
 
@@ -71,7 +94,8 @@ impl SessionManager for RegionSessions {
         if self.open().await >= self.cap {
             return Err(SessionsError::Full(self.cap));
         }
-        let id = self.new_id();
+        let client = OPENER.try_with(Clone::clone).unwrap_or_default();
+        let id = self.new_id(&client);
         let (handle, worker) = create_local_session(id.clone(), self.inner.session_config.clone());
         self.inner.sessions.write().await.insert(id.clone(), handle);
         Ok((id, WorkerTransport::spawn(worker)))
@@ -133,8 +157,11 @@ mod tests {
         assert_eq!(session_region(".x"), None);
         let sessions = RegionSessions::new("eu", 2, Duration::from_secs(60));
         let (first, _t1) = sessions.create_session().await.unwrap();
-        let (_second, _t2) = sessions.create_session().await.unwrap();
         assert_eq!(session_region(&first), Some("eu"));
+        assert!(sessions.bound_to(&first, ""), "opened outside a request: the empty address");
+        let (bound, _t2) = on_behalf_of("203.0.113.7".into(), sessions.create_session()).await.unwrap();
+        assert!(sessions.bound_to(&bound, "203.0.113.7"));
+        assert!(!sessions.bound_to(&bound, "203.0.113.8"));
         assert!(matches!(sessions.create_session().await, Err(SessionsError::Full(2))));
         assert!(!sessions.has_session(&SessionId::from("ap.abc")).await.unwrap());
         sessions.close_session(&first).await.unwrap();

@@ -200,7 +200,7 @@ async fn the_public_server_lists_its_tools_and_each_answers_its_routes_body_byte
     assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["code"], "request_invalid");
 }
 
-// rule: R4.4.6, R4.4.9, R4.4.10, R4.4.11
+// rule: R4.4.6, R4.4.7, R4.4.9, R4.4.10, R4.4.11
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_input_is_answered_clearly() {
     let home = Home::start().await;
@@ -254,6 +254,14 @@ async fn bad_input_is_answered_clearly() {
     assert_eq!(mcp.send(mcp_post(None, &list)).await.status / 100, 4);
     assert_eq!(mcp.send(mcp_post(Some("home.feedface"), &list)).await.status, 404);
     assert_eq!(mcp.send(mcp_post(Some("ap.feedface"), &list)).await.status, 404);
+
+    // The id is bound to the address that opened it: from another, 404.
+    let mut elsewhere = mcp_post(Some(&session), &list);
+    elsewhere
+        .extensions_mut()
+        .insert(axum::extract::ConnectInfo::<std::net::SocketAddr>("127.0.0.2:50000".parse().unwrap()));
+    assert_eq!(mcp.send(elsewhere).await.status, 404);
+    assert_eq!(mcp.send(mcp_post(Some(&session), &list)).await.status, 200, "still open for its own address");
 
     // DELETE with the session id ends it; then it is 404.
     assert_eq!(mcp.send(end(&session)).await.status, 202);

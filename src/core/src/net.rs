@@ -129,3 +129,28 @@ mod tests {
         assert_eq!(client_address(ip("10.0.0.2"), &["203.0.113.5"], &[]), ip("10.0.0.2"));
     }
 }
+
+/// The tag that binds something handed out (a public MCP session id) to
+/// the client address it was handed to: HMAC-SHA256 under the holder's
+/// secret, 16 hex digits. Whoever presents it from another address does not
+/// match; the secret never leaves the node.
+pub fn address_tag(secret: &[u8], client: &str) -> String {
+    use hmac::{Hmac, KeyInit, Mac};
+    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(secret).expect("any key length");
+    mac.update(client.as_bytes());
+    hex::encode(&mac.finalize().into_bytes()[..8])
+}
+
+#[cfg(test)]
+mod tag_tests {
+    use super::address_tag;
+
+    #[test]
+    fn a_tag_names_one_address_under_one_secret() {
+        let tag = address_tag(b"secret", "203.0.113.7");
+        assert_eq!(tag.len(), 16);
+        assert_eq!(tag, address_tag(b"secret", "203.0.113.7"));
+        assert_ne!(tag, address_tag(b"secret", "203.0.113.8"));
+        assert_ne!(tag, address_tag(b"other", "203.0.113.7"));
+    }
+}
