@@ -86,34 +86,43 @@ pub async fn run(path: &Path, stopped: impl std::future::Future<Output = ()> + S
             Ok(())
         }
         TransportType::Http => {
-            let address = format!("{}:{}", transport.host, transport.port);
-            let listener = tokio::net::TcpListener::bind(&address)
-                .await
-                .map_err(|e| OwnError::Serve(format!("{address}: {e}")))?;
-            let bound = listener.local_addr().map_err(|e| OwnError::Serve(e.to_string()))?;
-            let mut config = StreamableHttpServerConfig::default();
-            if !transport.is_loopback() {
-                config = config.with_allowed_hosts([transport.host.clone(), bound.to_string()]);
-            }
-            let sessions =
-                crate::mcp::sessions::RegionSessions::new("own", SESSIONS, std::time::Duration::from_secs(30 * 60));
-            let service = StreamableHttpService::new(move || Ok(OwnTools::new(own.clone())), sessions, config);
-            let token = bearer.map(Arc::new);
-            let guard = axum::middleware::from_fn(move |request: Request, next: axum::middleware::Next| {
-                let token = token.clone();
-                async move { bearer_gate(token.as_deref().map(String::as_str), request, next).await }
-            });
-            let router = axum::Router::new().route_service(&transport.path, service).layer(guard);
-            println!("{}", serde_json::json!({"mcp_listen": bound.to_string(), "path": transport.path}));
             let (stop, shutdown) = tokio::sync::watch::channel(false);
-            let served =
-                crate::http::listener::serve(listener, router, crate::config::ListenerLimits::default(), shutdown);
+            let (bound, served) = serve_http(own, &transport, bearer, shutdown).await?;
+            println!("{}", serde_json::json!({"mcp_listen": bound.to_string(), "path": transport.path}));
             stopped.await;
             let _ = stop.send(true);
             let _ = served.await;
             Ok(())
         }
     }
+}
+
+/// Serves the tools over Streamable HTTP at `transport`'s address and path
+/// (port 0 picks one), behind `bearer` when set, until `shutdown`.
+pub async fn serve_http(
+    own: Arc<Own>,
+    transport: &config::Transport,
+    bearer: Option<String>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) -> Result<(std::net::SocketAddr, tokio::task::JoinHandle<()>), OwnError> {
+    let address = format!("{}:{}", transport.host, transport.port);
+    let listener =
+        tokio::net::TcpListener::bind(&address).await.map_err(|e| OwnError::Serve(format!("{address}: {e}")))?;
+    let bound = listener.local_addr().map_err(|e| OwnError::Serve(e.to_string()))?;
+    let mut config = StreamableHttpServerConfig::default();
+    if !transport.is_loopback() {
+        config = config.with_allowed_hosts([transport.host.clone(), bound.to_string()]);
+    }
+    let sessions = crate::mcp::sessions::RegionSessions::new("own", SESSIONS, std::time::Duration::from_secs(30 * 60));
+    let service = StreamableHttpService::new(move || Ok(OwnTools::new(own.clone())), sessions, config);
+    let token = bearer.map(Arc::new);
+    let guard = axum::middleware::from_fn(move |request: Request, next: axum::middleware::Next| {
+        let token = token.clone();
+        async move { bearer_gate(token.as_deref().map(String::as_str), request, next).await }
+    });
+    let router = axum::Router::new().route_service(&transport.path, service).layer(guard);
+    let served = crate::http::listener::serve(listener, router, crate::config::ListenerLimits::default(), shutdown);
+    Ok((bound, served))
 }
 
 /// Every HTTP request carries the bearer token, compared in constant time.

@@ -1,0 +1,298 @@
+//! The MCP surfaces against the routes they wrap, side by side in one run,
+//! on a sandbox home node in-process over real TCP:
+//!
+//! (a) a signed product search over raw HTTP (`POST /v1/products/search`)
+//!     against the same search through `svc mcp` (Streamable HTTP, one
+//!     session per connection), which signs it, sends it and checks the
+//!     receipt and every row offline before answering;
+//! (b) `POST /v1/verify` against the public server's `verify` tool.
+//!
+//! Each pair runs in turns (raw, MCP, raw, MCP, …) for `--rounds`, each turn
+//! `--seconds` long, from `--connections` keep-alive connections; the
+//! medians of the turns are printed, with the ratios.
+//!
+//! `cargo bench --bench mcp -- --connections 8 --seconds 5 --rounds 3`
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use svc::client::retrieval::RetrievalClient;
+use svc::client::transport::{Answer, Transport};
+use svc::clock::SystemClock;
+use svc::config::NodeConfig;
+use svc::loadgen::summarize;
+use svc::node::Node;
+use svc::sandbox::corpus::{Sizes, generate};
+use svc::sandbox::seed::{admin, ensure_seeded};
+use svc::store::cf;
+use svc::store::model::RecordHead;
+use svc_core::keys::{Alg, SigningKey};
+use svc_core::keyset::RootAnchors;
+
+const AUTHORITY: &str = "api.svc.localhost";
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// One turn's figures.
+#[derive(Clone, Copy)]
+struct Turn {
+    rate: f64,
+    p50: f64,
+    p99: f64,
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    values[values.len() / 2]
+}
+
+fn medians(turns: &[Turn]) -> Turn {
+    Turn {
+        rate: median(&mut turns.iter().map(|t| t.rate).collect::<Vec<_>>()),
+        p50: median(&mut turns.iter().map(|t| t.p50).collect::<Vec<_>>()),
+        p99: median(&mut turns.iter().map(|t| t.p99).collect::<Vec<_>>()),
+    }
+}
+
+/// Runs `one` in a loop from `connections` tasks for `run`.
+async fn turn<F, Fut>(connections: usize, run: Duration, make: impl Fn() -> F) -> Turn
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..connections {
+        let mut one = make();
+        tasks.push(tokio::spawn(async move {
+            let mut samples = Vec::new();
+            while started.elapsed() < run {
+                let at = Instant::now();
+                one().await;
+                samples.push(at.elapsed());
+            }
+            samples
+        }));
+    }
+    let mut samples = Vec::new();
+    for task in tasks {
+        samples.extend(task.await.unwrap());
+    }
+    let rate = samples.len() as f64 / started.elapsed().as_secs_f64();
+    let latency = summarize(samples);
+    Turn { rate, p50: latency.p50_ms, p99: latency.p99_ms }
+}
+
+/// A Streamable HTTP session with one MCP server: initialize, then calls.
+struct Session {
+    transport: Transport,
+    path: String,
+    id: String,
+    bearer: Option<String>,
+}
+
+impl Session {
+    async fn post(
+        transport: &Transport,
+        path: &str,
+        id: Option<&str>,
+        bearer: Option<&str>,
+        message: &Value,
+    ) -> Answer {
+        // No Host of its own: the connection's address (svc mcp accepts
+        // only loopback hosts; the public server any).
+        let mut request = axum::http::Request::post(path)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(id) = id {
+            request = request.header("mcp-session-id", id);
+        }
+        if let Some(token) = bearer {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        transport.send(request.body(axum::body::Body::from(message.to_string())).unwrap()).await.expect("answered")
+    }
+
+    async fn open(base: &str, path: &str, bearer: Option<String>) -> Session {
+        let transport = Transport::new(base).unwrap();
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}});
+        let answer = Self::post(&transport, path, None, bearer.as_deref(), &init).await;
+        let id = answer.headers["mcp-session-id"].to_str().unwrap().to_owned();
+        Self::post(
+            &transport,
+            path,
+            Some(&id),
+            bearer.as_deref(),
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await;
+        Session { transport, path: path.to_owned(), id, bearer }
+    }
+
+    /// Calls a tool; answers whether its result was not an error.
+    async fn call(&self, tool: &str, arguments: &Value) -> bool {
+        let message = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
+        let answer = Self::post(&self.transport, &self.path, Some(&self.id), self.bearer.as_deref(), &message).await;
+        let text = String::from_utf8_lossy(&answer.bytes);
+        text.contains("\"isError\":false")
+    }
+}
+
+fn main() {
+    let connections = arg("--connections", 8) as usize;
+    let seconds = arg("--seconds", 5);
+    let rounds = arg("--rounds", 3) as usize;
+    let products = arg("--products", 2_000);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async move {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = NodeConfig::local_home(dir.path().join("home"), "127.0.0.1:0".parse().unwrap(), "127.0.0.1:0".parse().unwrap());
+        config.retrieval_limits.requests_per_second = 1_000_000;
+        config.retrieval_limits.query_cost_per_minute = u64::MAX / 4;
+        config.verify_per_second = 1_000_000;
+        let node = Node::start(config, Arc::new(SystemClock)).await.unwrap();
+        let state = node.state.clone();
+        let corpus = generate(5, Sizes::products_only(4, products as usize / 4));
+        let country = corpus.businesses[0].country.clone();
+        ensure_seeded(&state, &corpus, &|_| {}).await.unwrap();
+        let company = admin(&state, "POST", "/admin/companies", json!({"name": "Bench AI"})).await.unwrap();
+        let uuid = company["ai_company_uuid"].as_str().unwrap();
+        let group = admin(&state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bench"})).await.unwrap();
+        let key = SigningKey::from_seed(Alg::Ed25519, &[9; 32]).unwrap();
+        let group_id = group["ai_group_id"].as_str().unwrap();
+        let reg = admin(&state, "POST", &format!("/admin/groups/{group_id}/retrieval-keys"), json!({"jwk": key.verifying_key().to_jwk()}))
+            .await
+            .unwrap();
+        let grant = reg["sandbox_key_grant"].as_str().unwrap().to_owned();
+        let base = format!("http://{}", node.addr);
+        let search = json!({"filter": {"all": [{"country": country}]}, "sort_by": "published_at:desc", "limit": 10});
+        let client = Arc::new(RetrievalClient::new(&base, AUTHORITY, key.clone(), Some(grant.clone())).unwrap());
+        for _ in 0..400 {
+            let answer = client.call("POST", "/v1/products/search", search.to_string().into_bytes()).await.unwrap();
+            if answer.json()["rows"].as_array().is_some_and(|r| r.len() == 10) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+
+        // svc mcp, in-process, over Streamable HTTP.
+        let key_file = dir.path().join("ai.json");
+        svc::client::keyfile::write(&key_file, &key).unwrap();
+        let anchors = RootAnchors { classical: state.keys.root.classical.verifying_key(), post_quantum: state.keys.root.post_quantum.verifying_key() };
+        let anchors_file = dir.path().join("anchors.json");
+        std::fs::write(&anchors_file, svc::client::anchors::document(&anchors).to_string()).unwrap();
+        let own_config: svc::mcp::own::config::OwnConfig = toml::from_str(&format!(
+            "version = 1\nenvironment = \"sandbox\"\napi_base_url = \"{base}\"\npublic_base_url = \"http://{AUTHORITY}\"\n\
+             key = {{ file = \"{}\" }}\nanchors_file = \"{}\"\nsandbox_key_grant = \"{grant}\"\n[transport]\ntype = \"http\"\nport = 0\n",
+            key_file.display(),
+            anchors_file.display()
+        ))
+        .unwrap();
+        let transport = own_config.transport.clone();
+        let own = svc::mcp::own::own(own_config).unwrap();
+        let (_stop, shutdown) = tokio::sync::watch::channel(false);
+        let (own_addr, _served) = svc::mcp::own::serve_http(own, &transport, None, shutdown).await.unwrap();
+        let own_base = format!("http://{own_addr}");
+
+        // (a) search: raw HTTP against svc mcp.
+        let run = Duration::from_secs(seconds);
+        let (mut raw, mut mcp) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            raw.push(
+                turn(connections, run, || {
+                    let (client, body) = (client.clone(), search.to_string().into_bytes());
+                    move || {
+                        let (client, body) = (client.clone(), body.clone());
+                        async move {
+                            let answer = client.call("POST", "/v1/products/search", body).await.unwrap();
+                            assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+                        }
+                    }
+                })
+                .await,
+            );
+            let mut sessions = Vec::new();
+            for _ in 0..connections {
+                sessions.push(Arc::new(Session::open(&own_base, "/mcp", None).await));
+            }
+            let sessions = Arc::new(std::sync::Mutex::new(sessions));
+            mcp.push(
+                turn(connections, run, || {
+                    let session = sessions.lock().unwrap().pop().unwrap();
+                    let arguments = search.clone();
+                    move || {
+                        let (session, arguments) = (session.clone(), arguments.clone());
+                        async move { assert!(session.call("search_products", &arguments).await, "an MCP search failed") }
+                    }
+                })
+                .await,
+            );
+        }
+        let (raw, mcp) = (medians(&raw), medians(&mcp));
+        println!(
+            "search, {products} products, 10 rows, {connections} connections, median of {rounds} turns of {seconds} s:\n  \
+             raw HTTP: {:.0}/s, p50 {:.2} ms, p99 {:.2} ms\n  svc mcp:  {:.0}/s, p50 {:.2} ms, p99 {:.2} ms\n  \
+             ratio (MCP / raw): throughput {:.2}x, p50 {:.2}x, p99 {:.2}x",
+            raw.rate, raw.p50, raw.p99, mcp.rate, mcp.p50, mcp.p99, mcp.rate / raw.rate, mcp.p50 / raw.p50, mcp.p99 / raw.p99
+        );
+
+        // (b) public verify: POST /v1/verify against the public server's tool.
+        let records = state.store.scan::<RecordHead>(cf::RECORDS, &[], None, 1).unwrap();
+        let head = &records[0].1;
+        let version = state.registry.record_version(&head.record_id, head.live_generation).unwrap().unwrap();
+        let verify = json!({
+            "record_base64": svc_core::b64::std_encode(&version.bytes),
+            "seal": serde_json::from_slice::<Value>(&version.seal).unwrap(),
+            "row": serde_json::from_slice::<Value>(&version.row).unwrap(),
+            "sidecar": serde_json::from_slice::<Value>(&version.sidecar).unwrap(),
+        });
+        let (mut raw, mut mcp) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            raw.push(
+                turn(connections, run, || {
+                    let (transport, body) = (Transport::new(&base).unwrap(), verify.to_string());
+                    move || {
+                        let request = axum::http::Request::post("/v1/verify")
+                            .header("host", AUTHORITY)
+                            .header("content-type", "application/json")
+                            .body(axum::body::Body::from(body.clone()))
+                            .unwrap();
+                        let transport = transport.clone();
+                        async move { assert_eq!(transport.send(request).await.unwrap().status, 200) }
+                    }
+                })
+                .await,
+            );
+            let mut sessions = Vec::new();
+            for _ in 0..connections {
+                sessions.push(Arc::new(Session::open(&base, "/v1/mcp/public", None).await));
+            }
+            let sessions = Arc::new(std::sync::Mutex::new(sessions));
+            mcp.push(
+                turn(connections, run, || {
+                    let session = sessions.lock().unwrap().pop().unwrap();
+                    let arguments = verify.clone();
+                    move || {
+                        let (session, arguments) = (session.clone(), arguments.clone());
+                        async move { assert!(session.call("verify", &arguments).await, "an MCP verify failed") }
+                    }
+                })
+                .await,
+            );
+        }
+        let (raw, mcp) = (medians(&raw), medians(&mcp));
+        println!(
+            "verify (product, batch seal, row, sidecar), {connections} connections, median of {rounds} turns of {seconds} s:\n  \
+             POST /v1/verify: {:.0}/s, p50 {:.2} ms, p99 {:.2} ms\n  public MCP:      {:.0}/s, p50 {:.2} ms, p99 {:.2} ms\n  \
+             ratio (MCP / raw): throughput {:.2}x, p50 {:.2}x, p99 {:.2}x",
+            raw.rate, raw.p50, raw.p99, mcp.rate, mcp.p50, mcp.p99, mcp.rate / raw.rate, mcp.p50 / raw.p50, mcp.p99 / raw.p99
+        );
+        node.stop().await;
+    });
+}
