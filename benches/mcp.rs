@@ -242,6 +242,24 @@ fn main() {
             raw.rate, raw.p50, raw.p99, mcp.rate, mcp.p50, mcp.p99, mcp.rate / raw.rate, mcp.p50 / raw.p50, mcp.p99 / raw.p99
         );
 
+        // What svc mcp adds of its own per search: the offline check alone,
+        // on one core.
+        let answer = client.call("POST", "/v1/products/search", search.to_string().into_bytes()).await.unwrap();
+        let body: Value = serde_json::from_slice(&answer.bytes).unwrap();
+        let document = client.key_set().await.unwrap().json();
+        let keys = svc_core::keyset::verify(&document, &anchors).unwrap();
+        let me = key.verifying_key().thumbprint();
+        let started = Instant::now();
+        let mut checks = 0u32;
+        while started.elapsed() < Duration::from_secs(2) {
+            std::hint::black_box(svc_core::offline::check_search(&body, &keys, &me).unwrap());
+            checks += 1;
+        }
+        println!(
+            "  the offline check of one answer (receipt and 10 rows), one core: {:.0} µs",
+            started.elapsed().as_secs_f64() * 1e6 / f64::from(checks)
+        );
+
         // (b) public verify: POST /v1/verify against the public server's tool.
         let records = state.store.scan::<RecordHead>(cf::RECORDS, &[], None, 1).unwrap();
         let head = &records[0].1;

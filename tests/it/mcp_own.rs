@@ -106,6 +106,14 @@ impl Region {
         panic!("the index never served the corpus");
     }
 
+    /// What the service billed this company so far (`/v1/usage` totals).
+    async fn billed(&self) -> u64 {
+        let answer = self.client().call("GET", "/v1/usage", Vec::new()).await.unwrap();
+        answer.json()["totals"]["billed"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&answer.bytes)))
+    }
+
     /// Every receipt issued to this key so far.
     async fn receipts(&self) -> usize {
         let answer = self.client().call("GET", "/v1/receipts", Vec::new()).await.unwrap();
@@ -368,7 +376,7 @@ async fn stub(upstream: String, script: Vec<Option<u16>>, hang: bool) -> Stub {
 async fn a_503_then_200_is_one_bill_and_one_receipt_each_attempt_signed_afresh() {
     let region = region().await;
     region.a_row().await;
-    let before = region.receipts().await;
+    let (before, billed_before) = (region.receipts().await, region.billed().await);
     let stub = stub(region.base_url(), vec![Some(503), Some(502), None], false).await;
     let config = region.config(
         "retry.toml",
@@ -388,7 +396,8 @@ async fn a_503_then_200_is_one_bill_and_one_receipt_each_attempt_signed_afresh()
         3,
         "each attempt signed afresh: {nonces:?}"
     );
-    assert_eq!(region.receipts().await - before, 1, "one receipt, and so one bill");
+    assert_eq!(region.receipts().await - before, 1, "one receipt");
+    assert_eq!(region.billed().await - billed_before, 1, "one bill");
 }
 
 // rule: R4.4.40, R4.4.38
