@@ -109,9 +109,12 @@ pub async fn serve_http(
     let listener =
         tokio::net::TcpListener::bind(&address).await.map_err(|e| OwnError::Serve(format!("{address}: {e}")))?;
     let bound = listener.local_addr().map_err(|e| OwnError::Serve(e.to_string()))?;
+    // On loopback, only loopback Host names (rmcp's default), against DNS
+    // rebinding; elsewhere the bearer token is the guard, and clients reach
+    // the server by names it cannot know.
     let mut config = StreamableHttpServerConfig::default();
     if !transport.is_loopback() {
-        config = config.with_allowed_hosts([transport.host.clone(), bound.to_string()]);
+        config = config.disable_allowed_hosts();
     }
     let sessions = crate::mcp::sessions::RegionSessions::new("own", SESSIONS, std::time::Duration::from_secs(30 * 60));
     let service = StreamableHttpService::new(move || Ok(OwnTools::new(own.clone())), sessions, config);
