@@ -192,6 +192,7 @@ async fn the_official_python_sdk_calls_every_tool_over_stdio_and_http_and_the_ke
         {"tool": "report", "arguments": {"kind": "ad_render", "idempotency_key": "r1", "body": {"render_token": "t", "format": "card", "session_ref": "s1"}}},
         {"tool": "report", "arguments": {"kind": "ad_click", "idempotency_key": "c1", "body": {"click_token": "t", "session_ref": "s1"}}},
         {"tool": "catalogue", "arguments": {}},
+        {"tool": "fetch", "arguments": {"record_id": record_id, "surprise": 1}},
     ]);
 
     // Over stdio, as an MCP host launches it.
@@ -251,6 +252,8 @@ async fn the_official_python_sdk_calls_every_tool_over_stdio_and_http_and_the_ke
         }
     }
     assert_eq!(answers[17]["is_error"], true, "an unknown tool");
+    assert_eq!(answers[18]["is_error"], true, "arguments outside the schema");
+    assert!(format!("{}", answers[18]).contains("surprise"), "{}", answers[18]);
     // Billed and receipted as the API is: a receipt for each answer that
     // carries one, and none for a refusal.
     let receipted = answers[..10]
