@@ -155,8 +155,7 @@ impl FrontDoor {
         }
         let door = Door { regions: Arc::new(regions) };
         door.probe().await;
-        let listener = tokio::net::TcpListener::bind(config.listen)
-            .await
+        let listener = crate::http::listener::bind(config.listen)
             .map_err(|source| FrontDoorError::Bind { listen: config.listen, source })?;
         let addr = listener.local_addr().map_err(FrontDoorError::LocalAddr)?;
         let (shutdown, _) = tokio::sync::watch::channel(false);

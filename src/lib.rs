@@ -12,6 +12,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod actors;
 pub mod blocklist;
+pub mod chaos;
 pub mod cli;
 pub mod client;
 pub mod clock;

@@ -3,7 +3,6 @@
 
 use std::net::SocketAddr;
 
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::clock::SharedClock;
@@ -27,13 +26,13 @@ impl Node {
     /// internal one when configured.
     pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Node, StartError> {
         let bound = |addr: SocketAddr| move |source| StartError::Listen { addr, source };
-        let listener = TcpListener::bind(config.listen).await.map_err(bound(config.listen))?;
-        let admin_listener = TcpListener::bind(config.admin_listen).await.map_err(bound(config.admin_listen))?;
+        let listener = crate::http::listener::bind(config.listen).map_err(bound(config.listen))?;
+        let admin_listener = crate::http::listener::bind(config.admin_listen).map_err(bound(config.admin_listen))?;
         let addr = listener.local_addr().map_err(bound(config.listen))?;
         let admin_addr = admin_listener.local_addr().map_err(bound(config.admin_listen))?;
         let (internal_listener, internal_addr) = match config.internal_listen.filter(|_| config.role == Role::Home) {
             Some(at) => {
-                let listener = TcpListener::bind(at).await.map_err(bound(at))?;
+                let listener = crate::http::listener::bind(at).map_err(bound(at))?;
                 let addr = listener.local_addr().map_err(bound(at))?;
                 (Some(listener), Some(addr))
             }

@@ -71,6 +71,16 @@ pub enum Command {
     /// An AI company's signed calls: search, fetch, receipts, usage, Terms,
     /// and the key set; answers are checked offline.
     Client(client::ClientArgs),
+    /// Run a chaos scenario (`chaos/scenarios/*.toml`): a deployment of
+    /// `svc node` processes, load, faults on schedule, invariants checked from
+    /// outside. Prints the report's path last; exits 0 when the verdict is
+    /// the one the scenario expects.
+    Chaos {
+        scenario: std::path::PathBuf,
+        /// Where the run keeps its deployment, logs and report.
+        #[arg(long, default_value = "chaos-runs")]
+        out: std::path::PathBuf,
+    },
     /// Run the billable MCP server with your own retrieval key (retrieval
     /// 4.4): stdio by default, or Streamable HTTP as the file says.
     Mcp {
@@ -127,6 +137,14 @@ pub fn run(cli: Cli) -> i32 {
         Command::Admin(args) => print_result(block_on(admin::run(args))),
         Command::Client(args) => client::run(args),
         Command::Loadgen(args) => print_result(loadgen::run(args)),
+        Command::Chaos { scenario, out } => match chaos(&scenario, &out) {
+            Ok(true) => 0,
+            Ok(false) => 1,
+            Err(e) => {
+                eprintln!("svc chaos: {e}");
+                2
+            }
+        },
         Command::Mcp { config } => {
             let served = block_on_workers(async move {
                 let stopped = stop_signal()?;
@@ -204,6 +222,30 @@ fn keygen(alg: &str, out: &std::path::Path) -> Result<serde_json::Value, CliErro
 /// the verification index.
 pub fn formats() -> serde_json::Value {
     svc_core::index::verification_index()
+}
+
+/// Runs a chaos scenario; answers whether its verdict is the expected one.
+fn chaos(path: &std::path::Path, out: &std::path::Path) -> Result<bool, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CliError::Io { path: path.to_owned(), source })?;
+    let scenario = crate::chaos::scenario::Scenario::parse(&path.display().to_string(), &text)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let binary = std::env::current_exe().map_err(CliError::Runtime)?;
+    let stamp = crate::clock::Clock::now(&crate::clock::SystemClock).0;
+    let out = out.join(format!("{}-{stamp}", scenario.name));
+    let report = block_on_workers(async move {
+        let stopped = stop_signal()?;
+        tokio::select! {
+            report = crate::chaos::run(&scenario, &binary, &out) => report.map(|r| (r, out)).map_err(|e| CliError::Usage(e.to_string())),
+            _ = stopped => Err(CliError::Usage("interrupted: every process the run started was stopped".into())),
+        }
+    })?;
+    let (report, out) = report;
+    for checked in &report.invariants {
+        eprintln!("{} {}: {}", if checked.held { "held  " } else { "FAILED" }, checked.name, checked.evidence);
+    }
+    eprintln!("verdict: {:?} (expected {:?})", report.verdict, report.expect);
+    println!("{}", out.join("report.json").display());
+    Ok(report.as_expected())
 }
 
 /// Runs one node until SIGINT or SIGTERM, then drains and stops. Its first

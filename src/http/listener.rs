@@ -36,6 +36,16 @@ use crate::config::ListenerLimits;
 const DRAIN: Duration = Duration::from_secs(30);
 
 /// Serves `router` on `listener` until `shutdown` turns true, then drains.
+/// Binds a listening socket with `SO_REUSEADDR`, so a node started again
+/// right after a crash takes its port back while the old connections sit
+/// in `TIME_WAIT`.
+pub fn bind(address: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if address.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(1024)
+}
+
 pub fn serve(
     listener: TcpListener,
     router: Router,

@@ -1,0 +1,264 @@
+//! A real deployment for a chaos run: home and its read regions, each a
+//! `svc node` process with its own configuration and data directory under
+//! the run's folder. Each node keeps the ports it first bound, so a node
+//! killed and started again is where its clients and peers expect it.
+//! Dropping the deployment kills every process it started.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// Why a deployment could not be made or driven.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    #[error("{}: {source}", .path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{node} did not start: {detail}")]
+    Start { node: String, detail: String },
+    #[error("{node} was not ready within {seconds} s")]
+    NotReady { node: String, seconds: u64 },
+    #[error("no node is called {0}")]
+    Unknown(String),
+    #[error("signal {signal} to {node}: {detail}")]
+    Signal { node: String, signal: &'static str, detail: String },
+}
+
+/// The authority every node serves, so a signed request is valid at each.
+pub const AUTHORITY: &str = "api.svc.localhost";
+
+/// One `svc node` process.
+pub struct Node {
+    pub name: String,
+    pub config: PathBuf,
+    pub public_url: String,
+    pub admin_url: String,
+    pub internal_url: Option<String>,
+    child: Option<Child>,
+}
+
+impl Node {
+    /// Whether the process is running (not killed by a fault).
+    pub fn is_up(&self) -> bool {
+        self.child.is_some()
+    }
+
+    fn signal(&self, signal: &'static str) -> Result<(), DeployError> {
+        let Some(child) = &self.child else {
+            return Err(DeployError::Signal { node: self.name.clone(), signal, detail: "not running".into() });
+        };
+        let status = Command::new("kill").arg(format!("-{signal}")).arg(child.id().to_string()).status();
+        match status {
+            Ok(s) if s.success() => Ok(()),
+            other => Err(DeployError::Signal { node: self.name.clone(), signal, detail: format!("{other:?}") }),
+        }
+    }
+}
+
+/// Home (first) and its read regions.
+pub struct Deployment {
+    pub dir: PathBuf,
+    binary: PathBuf,
+    pub admin_token: String,
+    pub nodes: Vec<Node>,
+}
+
+/// A read region's token on home's internal routes, drawn for the run.
+fn region_token(run_secret: &str, region: &str) -> String {
+    format!("{region}-{run_secret}")
+}
+
+impl Deployment {
+    /// Starts home, then each read region, and waits until all are ready.
+    /// `binary` is the `svc` executable.
+    pub async fn start(binary: &Path, dir: &Path, regions: &[String]) -> Result<Deployment, DeployError> {
+        std::fs::create_dir_all(dir).map_err(|source| DeployError::Io { path: dir.to_owned(), source })?;
+        let secret = hex::encode(crate::clock::random::<16>());
+        let mut deployment = Deployment {
+            dir: dir.to_owned(),
+            binary: binary.to_owned(),
+            admin_token: format!("admin-{secret}"),
+            nodes: Vec::new(),
+        };
+        let home_links: String = regions
+            .iter()
+            .map(|r| format!("[[replication.regions]]\nname = \"{r}\"\ntoken = \"{}\"\n", region_token(&secret, r)))
+            .collect();
+        let home = deployment.write_config(
+            "home",
+            "home",
+            "internal_listen = \"127.0.0.1:0\"\n",
+            &format!("[replication]\n{home_links}"),
+        )?;
+        deployment.launch(home).await?;
+        for region in regions {
+            let link = format!(
+                "[replication]\nhome_url = \"{}\"\ninternal_url = \"{}\"\ntoken = \"{}\"\n",
+                deployment.nodes[0].public_url,
+                deployment.nodes[0].internal_url.clone().unwrap_or_default(),
+                region_token(&secret, region)
+            );
+            let config = deployment.write_config(region, "read", "", &link)?;
+            deployment.launch(config).await?;
+        }
+        for node in &deployment.nodes {
+            wait_ready(node, Duration::from_secs(60)).await?;
+        }
+        Ok(deployment)
+    }
+
+    fn write_config(
+        &self,
+        name: &str,
+        role: &str,
+        listeners: &str,
+        replication: &str,
+    ) -> Result<(String, PathBuf), DeployError> {
+        let text = format!(
+            "region = \"{name}\"\nrole = \"{role}\"\nenvironment = \"production\"\ndata_dir = \"{}\"\n\
+             listen = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:0\"\n{listeners}public_authority = \"{AUTHORITY}\"\n\
+             verify_base_url = \"http://verify.svc.localhost\"\nadmin_token = \"{}\"\n\
+             passkey_rp_id = \"portal.svc.localhost\"\npasskey_origin = \"https://portal.svc.localhost\"\n\n{replication}",
+            self.dir.join(name).display(),
+            self.admin_token
+        );
+        let path = self.dir.join(format!("{name}.toml"));
+        std::fs::write(&path, text).map_err(|source| DeployError::Io { path: path.clone(), source })?;
+        Ok((name.to_owned(), path))
+    }
+
+    /// Starts a node from its configuration; the first time, pins the ports
+    /// it bound into the configuration for its restarts.
+    async fn launch(&mut self, (name, config): (String, PathBuf)) -> Result<(), DeployError> {
+        let (child, addresses) = spawn(&self.binary, &name, &config, &self.dir)?;
+        let url = |key: &str| addresses[key].as_str().map(|a| format!("http://{a}"));
+        let node = Node {
+            public_url: url("listen").unwrap_or_default(),
+            admin_url: url("admin_listen").unwrap_or_default(),
+            internal_url: url("internal_listen"),
+            name,
+            config,
+            child: Some(child),
+        };
+        let text = std::fs::read_to_string(&node.config)
+            .map_err(|source| DeployError::Io { path: node.config.clone(), source })?;
+        // Each `key = "127.0.0.1:0"` line becomes the address it bound.
+        let pinned: Vec<String> = text
+            .lines()
+            .map(|line| {
+                let key = line.split(" = ").next().unwrap_or_default();
+                match addresses[key].as_str() {
+                    Some(address) if matches!(key, "listen" | "admin_listen" | "internal_listen") => {
+                        format!("{key} = \"{address}\"")
+                    }
+                    _ => line.to_owned(),
+                }
+            })
+            .collect();
+        let text = pinned.join("\n") + "\n";
+        std::fs::write(&node.config, text).map_err(|source| DeployError::Io { path: node.config.clone(), source })?;
+        self.nodes.push(node);
+        Ok(())
+    }
+
+    pub fn node(&self, name: &str) -> Result<&Node, DeployError> {
+        self.nodes.iter().find(|n| n.name == name).ok_or_else(|| DeployError::Unknown(name.to_owned()))
+    }
+
+    fn node_mut(&mut self, name: &str) -> Result<&mut Node, DeployError> {
+        self.nodes.iter_mut().find(|n| n.name == name).ok_or_else(|| DeployError::Unknown(name.to_owned()))
+    }
+
+    /// SIGKILL: the process ends at once, mid-write if it was writing.
+    pub fn kill(&mut self, name: &str) -> Result<(), DeployError> {
+        let node = self.node_mut(name)?;
+        if let Some(mut child) = node.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        Ok(())
+    }
+
+    /// Starts a killed node again from its data directory, on its ports.
+    pub async fn restart(&mut self, name: &str) -> Result<(), DeployError> {
+        let (binary, dir) = (self.binary.clone(), self.dir.clone());
+        let node = self.node_mut(name)?;
+        if node.child.is_none() {
+            let (child, _) = spawn(&binary, &node.name, &node.config, &dir)?;
+            node.child = Some(child);
+        }
+        Ok(())
+    }
+
+    /// SIGSTOP: the process keeps its sockets and answers nothing.
+    pub fn stop(&self, name: &str) -> Result<(), DeployError> {
+        self.node(name)?.signal("STOP")
+    }
+
+    /// SIGCONT.
+    pub fn resume(&self, name: &str) -> Result<(), DeployError> {
+        self.node(name)?.signal("CONT")
+    }
+}
+
+impl Drop for Deployment {
+    /// Nothing a run started outlives it, a stopped process included.
+    fn drop(&mut self) {
+        for node in &mut self.nodes {
+            if let Some(mut child) = node.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+/// Spawns `svc node` and reads its first line (the bound addresses). Its
+/// log goes to `{dir}/{name}.log`, appended across restarts.
+fn spawn(binary: &Path, name: &str, config: &Path, dir: &Path) -> Result<(Child, Value), DeployError> {
+    let log_path = dir.join(format!("{name}.log"));
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|source| DeployError::Io { path: log_path.clone(), source })?;
+    let mut child = Command::new(binary)
+        .args(["node", "--config"])
+        .arg(config)
+        .env("SVC_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| DeployError::Start { node: name.to_owned(), detail: e.to_string() })?;
+    let mut line = String::new();
+    let stdout =
+        child.stdout.take().ok_or_else(|| DeployError::Start { node: name.to_owned(), detail: "no stdout".into() })?;
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .map_err(|e| DeployError::Start { node: name.to_owned(), detail: e.to_string() })?;
+    let addresses: Value = serde_json::from_str(&line).map_err(|_| {
+        let _ = child.kill();
+        DeployError::Start { node: name.to_owned(), detail: format!("see {}", log_path.display()) }
+    })?;
+    Ok((child, addresses))
+}
+
+/// Polls `/readyz` until it answers 200.
+pub async fn wait_ready(node: &Node, within: Duration) -> Result<(), DeployError> {
+    let transport = crate::client::transport::Transport::new(&node.public_url)
+        .map_err(|e| DeployError::Start { node: node.name.clone(), detail: e.to_string() })?;
+    let started = std::time::Instant::now();
+    while started.elapsed() < within {
+        let request = axum::http::Request::get("/readyz").body(axum::body::Body::empty());
+        if let Ok(request) = request
+            && let Ok(Ok(answer)) = tokio::time::timeout(Duration::from_secs(2), transport.send(request)).await
+            && answer.status == 200
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(DeployError::NotReady { node: node.name.clone(), seconds: within.as_secs() })
+}

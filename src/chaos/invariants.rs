@@ -1,0 +1,168 @@
+//! The invariants a run is judged by, checked from outside: through the
+//! public and admin APIs and what the clients recorded. Each answers
+//! whether it held and the evidence.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use svc_core::keyset::KeySet;
+
+use super::deploy::{AUTHORITY, Deployment};
+use super::load::Seen;
+use super::setup::AiKey;
+use crate::cli::admin::Admin;
+use crate::client::transport::Transport;
+use crate::client::{Signer, Unsigned};
+use crate::clock::{Clock, SystemClock};
+
+/// One invariant's verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct Checked {
+    pub name: &'static str,
+    pub held: bool,
+    pub evidence: Value,
+}
+
+async fn get(base: &str, path: &str) -> Option<(u16, Value)> {
+    let transport = Transport::new(base).ok()?;
+    let request = axum::http::Request::get(path).header("host", AUTHORITY).body(axum::body::Body::empty()).ok()?;
+    let answer = tokio::time::timeout(Duration::from_secs(10), transport.send(request)).await.ok()?.ok()?;
+    Some((answer.status, answer.json()))
+}
+
+/// Every region ready again after the faults healed; how long it took.
+pub async fn converged(deployment: &Deployment, healed: Instant, within: Duration) -> Checked {
+    let mut times = serde_json::Map::new();
+    let mut held = true;
+    for node in &deployment.nodes {
+        match super::deploy::wait_ready(node, within).await {
+            Ok(()) => {
+                times.insert(node.name.clone(), json!(healed.elapsed().as_millis() as u64));
+            }
+            Err(e) => {
+                held = false;
+                times.insert(node.name.clone(), json!(e.to_string()));
+            }
+        }
+    }
+    Checked { name: "replication converges after heal", held, evidence: json!({"ready_ms_after_heal": times}) }
+}
+
+/// What each company was billed equals the distinct `(keyid, nonce)`
+/// pairs its clients got a billable answer for (a search with rows). A
+/// request whose answer never came may or may not have been served; it
+/// widens the bound, never narrows it.
+pub async fn bills_match(deployment: &Deployment, keys: &[AiKey], seen: &[Seen], within: Duration) -> Checked {
+    let home = &deployment.nodes[0];
+    let mut evidence = Vec::new();
+    let mut held = true;
+    for key in keys {
+        let key_id = key.key.verifying_key().thumbprint();
+        let mine: Vec<&Seen> = seen.iter().filter(|s| s.key_id == key_id).collect();
+        let answered: HashSet<&str> =
+            mine.iter().filter(|s| s.status == 200 && s.rows > 0).map(|s| s.nonce.as_str()).collect();
+        let unanswered = mine.iter().filter(|s| s.status == 0).count() as u64;
+        let expected = answered.len() as u64;
+        // Usage reaches home from each region's outbox: wait for it to settle.
+        let started = Instant::now();
+        let mut billed = None;
+        while started.elapsed() < within {
+            billed = usage(&home.public_url, key).await;
+            if billed.is_some_and(|b| b >= expected) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let fine = billed.is_some_and(|b| b >= expected && b <= expected + unanswered);
+        held &= fine;
+        evidence
+            .push(json!({"key_id": key_id, "answered_billable": expected, "unanswered": unanswered, "billed": billed}));
+    }
+    Checked { name: "bills equal the distinct billable (keyid, nonce) pairs answered", held, evidence: json!(evidence) }
+}
+
+/// The company's billed total from `/v1/usage`, asked with its own key.
+async fn usage(home: &str, key: &AiKey) -> Option<u64> {
+    let signer = Signer::new(key.key.clone(), AUTHORITY, crate::client::retrieval::TAG_RETRIEVAL);
+    let mut unsigned = Unsigned::new("GET", "/v1/usage", Vec::new());
+    if let Some(grant) = &key.grant {
+        unsigned = unsigned.header(svc_core::sandbox::GRANT_HEADER, grant);
+    }
+    let request = signer.sign_now(unsigned, SystemClock.now().as_secs()).ok()?;
+    let answer = Transport::new(home).ok()?.send(request).await.ok()?;
+    answer.json()["totals"]["billed"].as_u64()
+}
+
+/// The key set home serves, verified under its own root (the run made the
+/// deployment, so it trusts what it started).
+async fn key_set(home: &str) -> Option<KeySet> {
+    let (_, document) = get(home, "/.well-known/keys").await?;
+    let unverified = KeySet {
+        issued_at: svc_core::time::UnixMs(0),
+        keys: document["keys"]
+            .as_array()?
+            .iter()
+            .filter_map(|k| svc_core::keyset::KeyEntry::from_value(k).ok())
+            .collect(),
+    };
+    svc_core::keyset::verify(&document, &unverified.anchors()?).ok()
+}
+
+/// Every receipt a client received is provable in the transparency log:
+/// in its folded minute at the region that served it, and that minute in a
+/// checkpoint home signed. Waits for the last minute to fold, then asks
+/// home to sequence.
+pub async fn receipts_provable(deployment: &Deployment, admin: &Admin, seen: &[Seen], within: Duration) -> Checked {
+    let home = &deployment.nodes[0].public_url;
+    let receipts: Vec<(&str, Vec<u8>)> = seen
+        .iter()
+        .filter_map(|s| Some((s.region.as_str(), svc_core::canonical::to_signed_bytes(s.receipt.as_ref()?).ok()?)))
+        .collect();
+    let Some(keys) = key_set(home).await else {
+        return Checked {
+            name: "every receipt received is provable in the log",
+            held: false,
+            evidence: json!("no key set"),
+        };
+    };
+    let urls: HashMap<&str, &str> = deployment.nodes.iter().map(|n| (n.name.as_str(), n.public_url.as_str())).collect();
+    let origin = format!("{AUTHORITY}/log");
+    let started = Instant::now();
+    let mut unproven: Vec<String> = Vec::new();
+    let mut last_status = HashMap::new();
+    while started.elapsed() < within {
+        let _ = admin.call("POST", "/admin/log/sequence", Some(json!({}))).await;
+        unproven.clear();
+        for (region, receipt) in &receipts {
+            let name = svc_core::tlog::leaf_name(receipt);
+            let base = urls.get(region).copied().unwrap_or(home);
+            let proven = match get(base, &format!("/v1/log/proof?receipt={name}")).await {
+                Some((200, proof)) => {
+                    matches!(svc_core::offline::check_receipt_proof(receipt, &proof, &keys, &origin), Ok(Some(_)))
+                }
+                Some((status, _)) => {
+                    last_status.insert(name.clone(), status);
+                    false
+                }
+                None => false,
+            };
+            if !proven {
+                unproven.push(name);
+            }
+        }
+        if unproven.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    let held = unproven.is_empty();
+    let sample: Vec<&String> = unproven.iter().take(5).collect();
+    Checked {
+        name: "every receipt received is provable in the log",
+        held,
+        evidence: json!({"receipts": receipts.len(), "unproven": unproven.len(), "first_unproven": sample,
+                         "waited_ms": started.elapsed().as_millis() as u64}),
+    }
+}

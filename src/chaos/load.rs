@@ -1,0 +1,100 @@
+//! The load of a chaos run: signed searches at a steady rate from several
+//! AI keys, each sent to the regions in turn, and what every client saw
+//! recorded (key, nonce, region, status, rows, receipt), so the verdict is
+//! computed from the clients' side, not from the nodes' own word.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::setup::AiKey;
+use crate::client::transport::Transport;
+use crate::client::{Signer, Unsigned};
+use crate::clock::{Clock, SystemClock};
+
+/// One request as its client saw it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Seen {
+    /// Milliseconds since the load started.
+    pub at_ms: u64,
+    pub region: String,
+    pub key_id: String,
+    pub nonce: String,
+    /// `0` when no answer came (refused connection, timeout).
+    pub status: u16,
+    pub rows: usize,
+    /// The receipt envelope of a served search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<Value>,
+    pub latency_ms: f64,
+}
+
+/// Where the load goes: each region's public address.
+#[derive(Clone)]
+pub struct Target {
+    pub region: String,
+    pub transport: Transport,
+}
+
+/// Runs `rate` signed searches a second for `duration`, spread over `keys`
+/// and `targets` in turn; answers every request as its client saw it.
+pub async fn run(keys: &[AiKey], targets: &[Target], rate: u32, duration: Duration, authority: &str) -> Vec<Seen> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let started = Instant::now();
+    let interval = Duration::from_secs_f64(1.0 / f64::from(rate.max(1)));
+    let body = json!({"filter": {"all": [{"country": "FR"}]}, "sort_by": "published_at:desc", "limit": 5}).to_string();
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut n: usize = 0;
+    while started.elapsed() < duration {
+        let due = started + interval * n as u32;
+        tokio::time::sleep_until(due.into()).await;
+        let key = keys[n % keys.len()].clone();
+        let target = targets[(n / keys.len()) % targets.len()].clone();
+        let (seen, body, authority) = (seen.clone(), body.clone(), authority.to_owned());
+        tasks.spawn(async move {
+            let entry = one(&key, &target, &body, &authority, started).await;
+            seen.lock().unwrap_or_else(|p| p.into_inner()).push(entry);
+        });
+        n += 1;
+        // Reap finished requests as they go, so the set stays small.
+        while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
+    let mut all = std::mem::take(&mut *seen.lock().unwrap_or_else(|p| p.into_inner()));
+    all.sort_by_key(|s| s.at_ms);
+    all
+}
+
+async fn one(key: &AiKey, target: &Target, body: &str, authority: &str, started: Instant) -> Seen {
+    let at_ms = started.elapsed().as_millis() as u64;
+    let signer = Signer::new(key.key.clone(), authority, crate::client::retrieval::TAG_RETRIEVAL);
+    let nonce = svc_core::b64::url_encode(&crate::clock::random::<32>());
+    let mut unsigned = Unsigned::new("POST", "/v1/products/search", body.as_bytes().to_vec());
+    if let Some(grant) = &key.grant {
+        unsigned = unsigned.header(svc_core::sandbox::GRANT_HEADER, grant);
+    }
+    let mut entry = Seen {
+        at_ms,
+        region: target.region.clone(),
+        key_id: key.key.verifying_key().thumbprint(),
+        nonce: nonce.clone(),
+        status: 0,
+        rows: 0,
+        receipt: None,
+        latency_ms: 0.0,
+    };
+    let Ok(request) = signer.sign(unsigned, SystemClock.now().as_secs(), &nonce) else { return entry };
+    let sent = Instant::now();
+    if let Ok(Ok(answer)) = tokio::time::timeout(Duration::from_secs(10), target.transport.send(request)).await {
+        entry.status = answer.status;
+        if answer.status == 200 {
+            let json = answer.json();
+            entry.rows = json["rows"].as_array().map_or(0, Vec::len);
+            entry.receipt = Some(json["receipt"].clone());
+        }
+    }
+    entry.latency_ms = sent.elapsed().as_secs_f64() * 1000.0;
+    entry
+}

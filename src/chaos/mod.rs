@@ -1,0 +1,205 @@
+//! Chaos runs (`svc chaos run FILE`): a scenario's deployment started as
+//! real `svc node` processes, its load run while its faults strike on
+//! schedule, then every invariant checked from outside, and a report.
+
+pub mod deploy;
+pub mod invariants;
+pub mod load;
+pub mod scenario;
+pub mod setup;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use self::deploy::{AUTHORITY, DeployError, Deployment};
+use self::invariants::Checked;
+use self::load::{Seen, Target};
+use self::scenario::{FaultKind, Scenario, ScenarioError, Verdict};
+use crate::cli::admin::Admin;
+use crate::client::ClientError;
+use crate::client::transport::Transport;
+
+/// Why a run could not be made (as opposed to an invariant that failed).
+#[derive(Debug, thiserror::Error)]
+pub enum ChaosError {
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    #[error(transparent)]
+    Deploy(#[from] DeployError),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("{}: {source}", .path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("the corpus never reached {region} (last answer: {last})")]
+    NotReplicated { region: String, last: String },
+    #[error("the products were not published: {0}")]
+    NotPublished(String),
+}
+
+/// A fault as it was applied.
+#[derive(Debug, Clone, Serialize)]
+pub struct Applied {
+    pub kind: FaultKind,
+    pub target: String,
+    pub started_ms: u64,
+    pub healed_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What a run found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub scenario: String,
+    pub seed: u64,
+    pub expect: Verdict,
+    pub verdict: Verdict,
+    pub faults: Vec<Applied>,
+    pub load: Value,
+    pub invariants: Vec<Checked>,
+}
+
+impl Report {
+    /// Whether the run ended as the scenario expects.
+    pub fn as_expected(&self) -> bool {
+        self.verdict == self.expect
+    }
+}
+
+/// Products published before the load starts.
+const PRODUCTS: usize = 50;
+
+/// Runs `scenario` with the `svc` at `binary`, keeping the deployment's
+/// folders, logs and `report.json` under `out`.
+pub async fn run(scenario: &Scenario, binary: &Path, out: &Path) -> Result<Report, ChaosError> {
+    let mut deployment = Deployment::start(binary, &out.join("deployment"), scenario.regions()).await?;
+    let home = &deployment.nodes[0];
+    let admin = Admin::new(&home.admin_url, deployment.admin_token.clone())?;
+    let public = Transport::new(&home.public_url)?;
+
+    // A business and its products, then the AI companies.
+    let key = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[31; 32])
+        .map_err(|_| ClientError::NoKeyDrawn(svc_core::keys::Alg::Ed25519))?;
+    let passkey = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Es256, &[32; 32])
+        .map_err(|_| ClientError::NoKeyDrawn(svc_core::keys::Alg::Es256))?;
+    let context = setup::onboard(&admin, &key, &passkey).await?;
+    let records: Vec<Vec<u8>> = (0..PRODUCTS).map(setup::product).collect();
+    let published = setup::publish(&public, &key, &context, &records, 1, AUTHORITY).await?;
+    if published.status != 200 {
+        return Err(ChaosError::NotPublished(format!(
+            "{} {}",
+            published.status,
+            String::from_utf8_lossy(&published.bytes)
+        )));
+    }
+    let mut keys = Vec::new();
+    for i in 0..*scenario.load.ai_keys.get_ref() {
+        keys.push(setup::ai_company(&admin, &format!("Chaos AI {i}"), 100 + i as u8, None).await?);
+    }
+    let targets: Vec<Target> = deployment
+        .nodes
+        .iter()
+        .map(|n| Ok(Target { region: n.name.clone(), transport: Transport::new(&n.public_url)? }))
+        .collect::<Result<_, ClientError>>()?;
+    for target in &targets {
+        replicated(target, &keys[0]).await?;
+    }
+
+    // The load, and the faults on their schedule beside it.
+    let started = Instant::now();
+    let duration = Duration::from_secs(scenario.duration());
+    let load = load::run(&keys, &targets, *scenario.load.searches_per_second.get_ref(), duration, AUTHORITY);
+    let faults = strike(&mut deployment, scenario, started);
+    let (seen, applied) = tokio::join!(load, faults);
+    let healed = Instant::now();
+
+    let invariants = vec![
+        invariants::converged(&deployment, healed, Duration::from_secs(120)).await,
+        invariants::bills_match(&deployment, &keys, &seen, Duration::from_secs(60)).await,
+        invariants::receipts_provable(&deployment, &admin, &seen, Duration::from_secs(150)).await,
+    ];
+    let verdict = if invariants.iter().all(|c| c.held) { Verdict::Pass } else { Verdict::Fail };
+    let report = Report {
+        scenario: scenario.name.clone(),
+        seed: scenario.seed,
+        expect: scenario.expect,
+        verdict,
+        faults: applied,
+        load: figures(&seen),
+        invariants,
+    };
+    let path = out.join("report.json");
+    let text = serde_json::to_vec_pretty(&json!({"report": report, "seen": seen})).unwrap_or_default();
+    std::fs::write(&path, text).map_err(|source| ChaosError::Io { path: path.clone(), source })?;
+    drop(deployment);
+    Ok(report)
+}
+
+/// Waits until `target` serves the corpus (a search with rows).
+async fn replicated(target: &Target, key: &setup::AiKey) -> Result<(), ChaosError> {
+    let mut last = String::new();
+    for _ in 0..600 {
+        let seen = load::run(
+            std::slice::from_ref(key),
+            std::slice::from_ref(target),
+            10,
+            Duration::from_millis(100),
+            AUTHORITY,
+        )
+        .await;
+        if seen.iter().any(|s| s.status == 200 && s.rows > 0) {
+            return Ok(());
+        }
+        if let Some(s) = seen.last() {
+            last = format!("{} with {} rows", s.status, s.rows);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(ChaosError::NotReplicated { region: target.region.clone(), last })
+}
+
+/// Applies each fault at its time and heals it `for_s` later, in order.
+async fn strike(deployment: &mut Deployment, scenario: &Scenario, started: Instant) -> Vec<Applied> {
+    let mut faults: Vec<_> = scenario.faults.iter().collect();
+    faults.sort_by_key(|f| *f.at_s.get_ref());
+    let mut applied = Vec::new();
+    for fault in faults {
+        let target = fault.target.get_ref().clone();
+        tokio::time::sleep_until((started + Duration::from_secs(*fault.at_s.get_ref())).into()).await;
+        let started_ms = started.elapsed().as_millis() as u64;
+        let struck = match fault.kind {
+            FaultKind::Kill => deployment.kill(&target),
+            FaultKind::Stop => deployment.stop(&target),
+        };
+        tokio::time::sleep(Duration::from_secs(*fault.for_s.get_ref())).await;
+        let healed = match fault.kind {
+            FaultKind::Kill => deployment.restart(&target).await,
+            FaultKind::Stop => deployment.resume(&target),
+        };
+        let error = struck.err().or(healed.err()).map(|e| e.to_string());
+        applied.push(Applied {
+            kind: fault.kind,
+            target,
+            started_ms,
+            healed_ms: started.elapsed().as_millis() as u64,
+            error,
+        });
+    }
+    applied
+}
+
+/// Requests, answers by status, and latency percentiles of what clients saw.
+fn figures(seen: &[Seen]) -> Value {
+    let mut by_status = std::collections::BTreeMap::new();
+    for s in seen {
+        *by_status.entry(s.status.to_string()).or_insert(0u64) += 1;
+    }
+    let mut latencies: Vec<f64> = seen.iter().filter(|s| s.status != 0).map(|s| s.latency_ms).collect();
+    latencies.sort_by(|a, b| a.total_cmp(b));
+    let pct =
+        |p: f64| latencies.get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1))).copied();
+    json!({"requests": seen.len(), "by_status": by_status, "p50_ms": pct(0.5), "p99_ms": pct(0.99)})
+}

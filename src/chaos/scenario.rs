@@ -1,0 +1,220 @@
+//! A chaos scenario, as an SRE writes it in `chaos/scenarios/*.toml`: the
+//! deployment, the load, and a timeline of faults. A file that does not
+//! hold is refused with its line and the reason.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// Why a scenario file is refused: where, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}: {reason}")]
+pub struct ScenarioError {
+    pub file: String,
+    pub line: usize,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Every invariant holds.
+    Pass,
+    /// At least one invariant is expected to fail (a deliberately broken build).
+    Fail,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Seeds the load's choices, so a run can be replayed.
+    #[serde(default = "one")]
+    pub seed: u64,
+    /// How long the load runs, in seconds.
+    pub duration_s: Spanned<u64>,
+    #[serde(default = "pass")]
+    pub expect: Verdict,
+    pub deployment: Deployment,
+    pub load: Load,
+    #[serde(default, rename = "fault")]
+    pub faults: Vec<Fault>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn pass() -> Verdict {
+    Verdict::Pass
+}
+
+/// Home and its read regions, each a `svc node` process of its own.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Deployment {
+    /// The read regions, by name (`home` is always there).
+    pub regions: Spanned<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Load {
+    /// AI companies, each with one retrieval key.
+    pub ai_keys: Spanned<u32>,
+    /// Signed searches a second, over every region in turn.
+    pub searches_per_second: Spanned<u32>,
+    /// Answers re-sent on purpose, with their nonce, to another region.
+    #[serde(default)]
+    pub replays_per_second: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FaultKind {
+    /// SIGKILL, then a restart from the same data directory after `for_s`.
+    Kill,
+    /// SIGSTOP, then SIGCONT after `for_s`: a stalled process that keeps its sockets.
+    Stop,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    /// Seconds after the load starts.
+    pub at_s: Spanned<u64>,
+    pub kind: FaultKind,
+    /// `home` or a read region.
+    pub target: Spanned<String>,
+    /// How long the fault lasts.
+    pub for_s: Spanned<u64>,
+}
+
+/// The line (from 1) of a byte offset in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+impl Scenario {
+    /// Parses and checks a scenario; `file` names it in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        let refuse = |offset: usize, reason: String| ScenarioError {
+            file: file.to_owned(),
+            line: line_of(text, offset),
+            reason,
+        };
+        let scenario: Scenario = toml::from_str(text).map_err(|e| {
+            let offset = e.span().map_or(0, |s| s.start);
+            refuse(offset, e.message().to_owned())
+        })?;
+        let duration = *scenario.duration_s.get_ref();
+        if !(5..=3_600).contains(&duration) {
+            return Err(refuse(scenario.duration_s.span().start, "duration_s is 5 to 3600".into()));
+        }
+        let regions = scenario.deployment.regions.get_ref();
+        let at = scenario.deployment.regions.span().start;
+        if regions.is_empty() || regions.len() > 4 {
+            return Err(refuse(at, "deployment.regions names 1 to 4 read regions".into()));
+        }
+        for (i, name) in regions.iter().enumerate() {
+            let valid = !name.is_empty()
+                && name.len() <= 16
+                && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+            if !valid || name == "home" {
+                return Err(refuse(at, format!("region {name:?}: 1 to 16 lower-case letters or digits, not \"home\"")));
+            }
+            if regions[..i].contains(name) {
+                return Err(refuse(at, format!("region {name:?} is named twice")));
+            }
+        }
+        let keys = *scenario.load.ai_keys.get_ref();
+        if !(1..=16).contains(&keys) {
+            return Err(refuse(scenario.load.ai_keys.span().start, "load.ai_keys is 1 to 16".into()));
+        }
+        let rate = *scenario.load.searches_per_second.get_ref();
+        if !(1..=2_000).contains(&rate) {
+            return Err(refuse(
+                scenario.load.searches_per_second.span().start,
+                "load.searches_per_second is 1 to 2000".into(),
+            ));
+        }
+        for fault in &scenario.faults {
+            let target = fault.target.get_ref();
+            if target != "home" && !regions.contains(target) {
+                return Err(refuse(
+                    fault.target.span().start,
+                    format!("target {target:?} is not home or a region of the deployment"),
+                ));
+            }
+            if *fault.at_s.get_ref() >= duration {
+                return Err(refuse(fault.at_s.span().start, format!("at_s must fall within duration_s ({duration})")));
+            }
+            if !(1..=600).contains(fault.for_s.get_ref()) {
+                return Err(refuse(fault.for_s.span().start, "for_s is 1 to 600".into()));
+            }
+        }
+        Ok(scenario)
+    }
+
+    pub fn duration(&self) -> u64 {
+        *self.duration_s.get_ref()
+    }
+
+    pub fn regions(&self) -> &[String] {
+        self.deployment.regions.get_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMOKE: &str = r#"name = "smoke"
+duration_s = 20
+
+[deployment]
+regions = ["eu", "ap"]
+
+[load]
+ai_keys = 2
+searches_per_second = 20
+
+[[fault]]
+at_s = 5
+kind = "kill"
+target = "eu"
+for_s = 3
+"#;
+
+    #[test]
+    fn a_scenario_reads_with_its_defaults() {
+        let scenario = Scenario::parse("smoke.toml", SMOKE).unwrap();
+        assert_eq!((scenario.seed, scenario.expect, scenario.duration()), (1, Verdict::Pass, 20));
+        assert_eq!(scenario.regions(), ["eu", "ap"]);
+        assert_eq!(scenario.faults[0].kind, FaultKind::Kill);
+    }
+
+    #[test]
+    fn a_bad_file_is_refused_with_its_line_and_the_reason() {
+        let refused = |text: String| Scenario::parse("bad.toml", &text).unwrap_err();
+        let e = refused(SMOKE.replace("target = \"eu\"", "target = \"mars\""));
+        assert_eq!(e.line, 14, "{e}");
+        assert!(e.reason.contains("\"mars\" is not home or a region"), "{e}");
+        let e = refused(SMOKE.replace("kind = \"kill\"", "kind = \"flood\""));
+        assert_eq!(e.line, 13, "{e}");
+        assert!(e.reason.contains("unknown variant"), "{e}");
+        let e = refused(SMOKE.replace("at_s = 5", "at_s = 25"));
+        assert_eq!((e.line, e.reason.contains("within duration_s")), (12, true), "{e}");
+        let e = refused(SMOKE.replace("ai_keys = 2", "ai_keys = 2\nsurprise = 1"));
+        assert_eq!(e.line, 9, "{e}");
+        assert!(e.reason.contains("unknown field"), "{e}");
+        let e = refused(SMOKE.replace("[\"eu\", \"ap\"]", "[\"eu\", \"eu\"]"));
+        assert_eq!((e.line, e.reason.contains("named twice")), (5, true), "{e}");
+        let e = refused(SMOKE.replace("duration_s = 20", "duration_s = 2"));
+        assert_eq!(e.line, 2, "{e}");
+        assert_eq!(e.to_string(), format!("bad.toml:2: {}", e.reason));
+        let e = refused("name = \"x\"\nduration_s = [".into());
+        assert_eq!(e.line, 2, "{e}");
+    }
+}

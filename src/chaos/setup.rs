@@ -1,0 +1,107 @@
+//! What a run puts in a fresh deployment, over the admin API and the
+//! business API as their users would: a business with its keys and a
+//! passkey-sealed mandate, its products, and AI companies with keys.
+
+use serde_json::json;
+use svc_core::keys::{Alg, SigningKey};
+
+use crate::cli::admin::Admin;
+use crate::client::sealing::{self, Passkey, SealContext};
+use crate::client::transport::{Answer, Transport};
+use crate::client::{ClientError, Signer, Unsigned};
+use crate::clock::{Clock, SystemClock};
+
+pub const RP_ID: &str = "portal.svc.localhost";
+pub const ORIGIN: &str = "https://portal.svc.localhost";
+
+/// An AI company's retrieval key, with the sandbox grant its first request needs.
+#[derive(Clone)]
+pub struct AiKey {
+    pub key: SigningKey,
+    pub grant: Option<String>,
+    pub company_uuid: String,
+}
+
+/// A verified AI company that accepted the Terms, with one group and one
+/// Ed25519 retrieval key drawn from `seed`; a prepay allowance when given.
+pub async fn ai_company(admin: &Admin, name: &str, seed: u8, prepay: Option<i64>) -> Result<AiKey, ClientError> {
+    let body = json!({"name": name, "verified": true, "terms_accepted": 1});
+    let company = admin.call("POST", "/admin/companies", Some(body)).await?;
+    let uuid = company["ai_company_uuid"].as_str().unwrap_or_default().to_owned();
+    if let Some(remaining) = prepay {
+        let allowance = json!({"ai_company_uuid": uuid, "prepay": true, "remaining": remaining});
+        admin.call("POST", "/admin/allowances", Some(allowance)).await?;
+    }
+    let group = admin.call("POST", &format!("/admin/companies/{uuid}/groups"), Some(json!({"name": "bots"}))).await?;
+    let key = SigningKey::from_seed(Alg::Ed25519, &[seed; 32]).map_err(|_| ClientError::NoKeyDrawn(Alg::Ed25519))?;
+    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().unwrap_or_default());
+    let registered = admin.call("POST", &path, Some(json!({"jwk": key.verifying_key().to_jwk()}))).await?;
+    let grant = registered["sandbox_key_grant"].as_str().map(str::to_owned);
+    Ok(AiKey { key, grant, company_uuid: uuid })
+}
+
+/// A French product of the business `Lumio`.
+pub fn product(sku: usize) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "schema": "service/products/1",
+        "language": "fr",
+        "business_product_id": format!("SKU-{sku}"),
+        "product_name": format!("Lampe {sku}"),
+        "countries": ["FR"],
+        "brand": "Lumio",
+        "prices": [{"country": "FR", "currency": "EUR", "amount": "12.50"}],
+        "on_sale": false,
+        "availability": "in_stock",
+        "product_url": format!("https://lumio.example/p/{sku}"),
+    }))
+    .unwrap_or_default()
+}
+
+/// Onboards `Lumio` (FR) as its operator and its people would: the
+/// business, its integration key and owner passkey, and a products mandate
+/// sealed by the passkey. Answers the seal context of its batches.
+pub async fn onboard(admin: &Admin, key: &SigningKey, passkey: &SigningKey) -> Result<SealContext, ClientError> {
+    let created = admin
+        .call("POST", "/admin/businesses", Some(json!({"legal_name": "Lumio", "country": "FR", "brands": ["Lumio"]})))
+        .await?;
+    let uuid = created["business_uuid"].as_str().unwrap_or_default().to_owned();
+    let keys = format!("/admin/businesses/{uuid}/keys");
+    admin.call("POST", &keys, Some(json!({"jwk": key.verifying_key().to_jwk(), "purpose": "integration"}))).await?;
+    let body = json!({"jwk": passkey.verifying_key().to_jwk(), "purpose": "sealing", "role": "owner"});
+    admin.call("POST", &keys, Some(body)).await?;
+    let now = SystemClock.now();
+    let mandate = sealing::mandate_payload(
+        "m-1",
+        &uuid,
+        &key.verifying_key().thumbprint(),
+        &["products".into()],
+        &["FR".into()],
+        1_000_000,
+        1 << 32,
+        now.minus(60_000),
+        now.plus(30 * svc_core::time::DAY),
+    );
+    let authenticator = Passkey { key: passkey, rp_id: RP_ID, origin: ORIGIN };
+    let envelope = authenticator.seal_mandate(&mandate)?;
+    admin.call("POST", "/admin/mandates", Some(json!({"envelope": envelope}))).await?;
+    Ok(SealContext { cert_id: created["cert_id"].as_str().unwrap_or_default().to_owned(), ai_policy_version: 0 })
+}
+
+/// Publishes `records` in one sealed push at `public` (`seq` numbers the batch).
+pub async fn publish(
+    public: &Transport,
+    key: &SigningKey,
+    context: &SealContext,
+    records: &[Vec<u8>],
+    seq: u64,
+    authority: &str,
+) -> Result<Answer, ClientError> {
+    let seal = sealing::batch_seal(key, context, "products", records, seq, SystemClock.now())?;
+    let signer = Signer::new(key.clone(), authority, "svc-push");
+    let request = signer.sign_now(
+        Unsigned::new("POST", "/v1/publish/products", sealing::publish_body(&seal, records))
+            .header("idempotency-key", &format!("chaos-{seq}")),
+        SystemClock.now().as_secs(),
+    )?;
+    public.send(request).await
+}
