@@ -5,10 +5,9 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use svc::cli::admin::Admin;
-use svc::client::sealing::{self, Passkey, SealContext};
-use svc::clock::{Clock, SystemClock};
+use svc::client::sealing::SealContext;
 use svc_core::keys::SigningKey;
 
 pub const AUTHORITY: &str = "api.svc.localhost";
@@ -119,70 +118,13 @@ passkey_origin = "https://portal.svc.localhost"
 /// Ed25519 retrieval key drawn from `seed`; a prepay allowance when given.
 /// Answers the key.
 pub async fn ai_company(admin: &Admin, name: &str, seed: u8, prepay: Option<i64>) -> SigningKey {
-    let body = json!({"name": name, "verified": true, "terms_accepted": 1});
-    let company = admin.call("POST", "/admin/companies", Some(body)).await.unwrap();
-    let uuid = company["ai_company_uuid"].as_str().unwrap();
-    if let Some(remaining) = prepay {
-        let allowance = json!({"ai_company_uuid": uuid, "prepay": true, "remaining": remaining});
-        admin.call("POST", "/admin/allowances", Some(allowance)).await.unwrap();
-    }
-    let group =
-        admin.call("POST", &format!("/admin/companies/{uuid}/groups"), Some(json!({"name": "bots"}))).await.unwrap();
-    let key = SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[seed; 32]).unwrap();
-    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().unwrap());
-    admin.call("POST", &path, Some(json!({"jwk": key.verifying_key().to_jwk()}))).await.unwrap();
-    key
+    svc::chaos::setup::ai_company(admin, name, seed, prepay).await.unwrap().key
 }
 
-/// A French product of the business `Lumio`.
-pub fn product(sku: usize) -> Vec<u8> {
-    serde_json::to_vec(&json!({
-        "schema": "service/products/1",
-        "language": "fr",
-        "business_product_id": format!("SKU-{sku}"),
-        "product_name": format!("Lampe {sku}"),
-        "countries": ["FR"],
-        "brand": "Lumio",
-        "prices": [{"country": "FR", "currency": "EUR", "amount": "12.50"}],
-        "on_sale": false,
-        "availability": "in_stock",
-        "product_url": format!("https://lumio.example/p/{sku}"),
-    }))
-    .unwrap()
-}
+pub use svc::chaos::setup::product;
 
-/// Onboards `Lumio` (FR) as its operator and its people would: the
-/// business, its integration key and owner passkey, and a products mandate
-/// sealed by the passkey. Answers the seal context of its batches.
+/// Onboards `Lumio` (FR) with a passkey-sealed products mandate; answers
+/// the seal context of its batches.
 pub async fn onboard(admin: &Admin, key: &SigningKey, passkey: &SigningKey) -> SealContext {
-    let created = admin.call(
-        "POST",
-        "/admin/businesses",
-        Some(json!({"legal_name": "Lumio", "country": "FR", "brands": ["Lumio"]})),
-    );
-    let created = created.await.unwrap();
-    let uuid = created["business_uuid"].as_str().unwrap().to_owned();
-    let keys = format!("/admin/businesses/{uuid}/keys");
-    admin
-        .call("POST", &keys, Some(json!({"jwk": key.verifying_key().to_jwk(), "purpose": "integration"})))
-        .await
-        .unwrap();
-    let body = json!({"jwk": passkey.verifying_key().to_jwk(), "purpose": "sealing", "role": "owner"});
-    admin.call("POST", &keys, Some(body)).await.unwrap();
-    let now = SystemClock.now();
-    let mandate = sealing::mandate_payload(
-        "m-1",
-        &uuid,
-        &key.verifying_key().thumbprint(),
-        &["products".into()],
-        &["FR".into()],
-        1_000_000,
-        1 << 32,
-        now.minus(60_000),
-        now.plus(30 * svc_core::time::DAY),
-    );
-    let authenticator = Passkey { key: passkey, rp_id: "portal.svc.localhost", origin: "https://portal.svc.localhost" };
-    let envelope = authenticator.seal_mandate(&mandate).unwrap();
-    admin.call("POST", "/admin/mandates", Some(json!({"envelope": envelope}))).await.unwrap();
-    SealContext { cert_id: created["cert_id"].as_str().unwrap().to_owned(), ai_policy_version: 0 }
+    svc::chaos::setup::onboard(admin, key, passkey).await.unwrap()
 }
