@@ -5,6 +5,7 @@
 pub mod deploy;
 pub mod invariants;
 pub mod load;
+pub mod page;
 pub mod scenario;
 pub mod setup;
 
@@ -134,6 +135,9 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path) -> Result<Repor
     let path = out.join("report.json");
     let text = serde_json::to_vec_pretty(&json!({"report": report, "seen": seen})).unwrap_or_default();
     std::fs::write(&path, text).map_err(|source| ChaosError::Io { path: path.clone(), source })?;
+    let page = out.join("report.html");
+    std::fs::write(&page, page::render(&report, &seen, scenario.duration()))
+        .map_err(|source| ChaosError::Io { path: page.clone(), source })?;
     drop(deployment);
     Ok(report)
 }

@@ -76,3 +76,76 @@ async fn an_interrupted_run_leaves_no_process_behind() {
     let left = processes_naming(&needle);
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+// The report page renders in headless Chromium with nothing loaded: the
+// timeline (one line per kind of answer, a band per fault) and every
+// invariant; the test keeps a screenshot beside the page.
+#[test]
+fn the_report_page_renders_its_timeline_and_invariants_in_chromium() {
+    use svc::chaos::load::Seen;
+    use svc::chaos::scenario::{FaultKind, Verdict};
+    use svc::chaos::{Applied, Report, invariants::Checked};
+    let seen: Vec<Seen> = (0..300u64)
+        .map(|i| Seen {
+            at_ms: i * 50,
+            region: ["home", "eu", "ap"][(i % 3) as usize].into(),
+            key_id: "k".into(),
+            nonce: format!("n{i}"),
+            status: if (80..140).contains(&i) && i % 3 == 1 { 0 } else { 200 },
+            rows: 5,
+            receipt: None,
+            latency_ms: 3.0,
+        })
+        .collect();
+    let report = Report {
+        scenario: "smoke".into(),
+        seed: 1,
+        expect: Verdict::Pass,
+        verdict: Verdict::Fail,
+        faults: vec![Applied {
+            kind: FaultKind::Kill,
+            target: "eu".into(),
+            started_ms: 4_000,
+            healed_ms: 7_000,
+            error: None,
+        }],
+        load: serde_json::json!({"requests": 300}),
+        invariants: vec![
+            Checked { name: "replication converges after heal", held: true, evidence: serde_json::json!({"eu": 5}) },
+            Checked {
+                name: "every receipt received is provable in the log",
+                held: false,
+                evidence: serde_json::json!({"unproven": 2}),
+            },
+        ],
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    std::fs::write(&page, svc::chaos::page::render(&report, &seen, 15)).unwrap();
+    let url = format!("file://{}", page.display());
+    let flags =
+        ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"];
+    let dom = std::process::Command::new("chromium")
+        .args(flags)
+        .args(["--dump-dom", &url])
+        .output()
+        .expect("headless Chromium");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(dom.contains("<h1>Chaos run: smoke</h1>"), "{dom}");
+    assert_eq!(dom.matches("<polyline").count(), 3, "served, refused, no answer");
+    assert!(dom.contains("kill eu"), "the fault's band is labelled");
+    assert!(dom.contains("FAILED") && dom.contains("every receipt received is provable"), "{dom}");
+    assert!(!dom.contains("<script"));
+    let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("chaos-report.png");
+    let taken = std::process::Command::new("chromium")
+        .args(flags)
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1000,900")
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(
+        taken.status.success() && std::fs::metadata(&shot).map(|m| m.len() > 10_000).unwrap_or(false),
+        "a screenshot was taken"
+    );
+}
