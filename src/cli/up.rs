@@ -22,6 +22,23 @@ pub struct Plan {
     pub seed: u64,
 }
 
+impl Plan {
+    /// The default deployment (home, eu, ap; eu nearest) on ports the
+    /// system picks, its data under `data_dir`: for tests and tools that run
+    /// beside others.
+    pub fn on_free_ports(data_dir: PathBuf) -> Plan {
+        let any = SocketAddr::from(([127, 0, 0, 1], 0));
+        Plan {
+            data_dir,
+            listen: any,
+            admin_listen: any,
+            ports_from: 0,
+            latency: vec!["eu=10".into(), "home=25".into(), "ap=40".into()],
+            seed: 1,
+        }
+    }
+}
+
 /// The regions `svc up` runs, with the offset of their public port.
 const REGIONS: &[(&str, Role, u16)] = &[("home", Role::Home, 0), ("eu", Role::Read, 10), ("ap", Role::Read, 20)];
 

@@ -3,63 +3,26 @@
 //! rows and fetched records against the key set under pinned anchors.
 
 use std::process::Command;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
+
+use crate::live::Live;
 use svc::client::retrieval::RetrievalClient;
-use svc::clock::SystemClock;
-use svc::config::NodeConfig;
-use svc::node::Node;
-use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{admin, ensure_seeded};
+use svc::sandbox::seed::admin;
 use svc_core::Reason;
-use svc_core::keys::{Alg, SigningKey};
 use svc_core::keyset::{self, Purpose};
 use svc_core::offline::{check_fetch, check_search};
 
-struct Region {
-    node: Node,
-    dir: tempfile::TempDir,
-    country: String,
-    grant: String,
-    key_file: std::path::PathBuf,
-    key: SigningKey,
+async fn region() -> Live {
+    Live::start(7, 40, 42).await
 }
 
-async fn region() -> Region {
-    let dir = tempfile::tempdir().unwrap();
-    let config =
-        NodeConfig::local_home(dir.path().join("home"), "127.0.0.1:0".parse().unwrap(), "127.0.0.1:0".parse().unwrap());
-    let node = Node::start(config, Arc::new(SystemClock)).await.unwrap();
-    let sizes = Sizes::products_only(2, 40);
-    let corpus = generate(7, sizes);
-    let country = corpus.businesses[0].country.clone();
-    ensure_seeded(&node.state, &corpus, &|_| {}).await.unwrap();
-    let company = admin(&node.state, "POST", "/admin/companies", json!({"name": "Tour AI"})).await.unwrap();
-    let uuid = company["ai_company_uuid"].as_str().unwrap();
-    let group =
-        admin(&node.state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await.unwrap();
-    let key = SigningKey::from_seed(Alg::Ed25519, &[42; 32]).unwrap();
-    let key_file = dir.path().join("ai.json");
-    svc::client::keyfile::write(&key_file, &key).unwrap();
-    let group_id = group["ai_group_id"].as_str().unwrap();
-    let reg = admin(
-        &node.state,
-        "POST",
-        &format!("/admin/groups/{group_id}/retrieval-keys"),
-        json!({"jwk": key.verifying_key().to_jwk()}),
-    )
-    .await
-    .unwrap();
-    let grant = reg["sandbox_key_grant"].as_str().unwrap().to_owned();
-    Region { node, dir, country, grant, key_file, key }
+trait Runs {
+    async fn svc_client(&self, args: &[&str]) -> (i32, String, String);
+    async fn rows(&self, client: &RetrievalClient) -> Value;
 }
 
-impl Region {
-    fn base_url(&self) -> String {
-        format!("http://{}", self.node.addr)
-    }
-
+impl Runs for Live {
     /// Runs `svc client … <args>`; answers (exit code, stdout, stderr).
     async fn svc_client(&self, args: &[&str]) -> (i32, String, String) {
         let mut command = Command::new(env!("CARGO_BIN_EXE_svc"));

@@ -14,6 +14,7 @@ mod core_is_pure;
 mod hardening;
 mod kill;
 mod layers;
+mod live;
 mod mcp_own;
 mod mcp_public;
 mod mcp_python;

@@ -9,73 +9,24 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
-use svc::client::retrieval::RetrievalClient;
-use svc::clock::SystemClock;
-use svc::config::NodeConfig;
-use svc::node::Node;
-use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{admin, ensure_seeded};
-use svc_core::keys::{Alg, SigningKey};
-use svc_core::keyset::{self, RootAnchors};
+use svc_core::keys::SigningKey;
+use svc_core::keyset;
 
+use crate::live::{AUTHORITY, Live};
 use crate::mcp_python::official_client;
 
-const AUTHORITY: &str = "api.svc.localhost";
-
-struct Region {
-    node: Node,
-    dir: tempfile::TempDir,
-    country: String,
-    grant: String,
-    key_file: PathBuf,
-    key: SigningKey,
-    anchors_file: PathBuf,
+async fn region() -> Live {
+    Live::start(9, 20, 77).await
 }
 
-async fn region() -> Region {
-    let dir = tempfile::tempdir().unwrap();
-    let config =
-        NodeConfig::local_home(dir.path().join("home"), "127.0.0.1:0".parse().unwrap(), "127.0.0.1:0".parse().unwrap());
-    let node = Node::start(config, Arc::new(SystemClock)).await.unwrap();
-    let corpus = generate(9, Sizes::products_only(2, 20));
-    let country = corpus.businesses[0].country.clone();
-    ensure_seeded(&node.state, &corpus, &|_| {}).await.unwrap();
-    let company = admin(&node.state, "POST", "/admin/companies", json!({"name": "Own AI"})).await.unwrap();
-    let uuid = company["ai_company_uuid"].as_str().unwrap();
-    let group =
-        admin(&node.state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await.unwrap();
-    let key = SigningKey::from_seed(Alg::Ed25519, &[77; 32]).unwrap();
-    let key_file = dir.path().join("ai-key.json");
-    svc::client::keyfile::write(&key_file, &key).unwrap();
-    let group_id = group["ai_group_id"].as_str().unwrap();
-    let reg = admin(
-        &node.state,
-        "POST",
-        &format!("/admin/groups/{group_id}/retrieval-keys"),
-        json!({"jwk": key.verifying_key().to_jwk()}),
-    )
-    .await
-    .unwrap();
-    let grant = reg["sandbox_key_grant"].as_str().unwrap().to_owned();
-    let keys = &node.state.keys;
-    let anchors = RootAnchors {
-        classical: keys.root.classical.verifying_key(),
-        post_quantum: keys.root.post_quantum.verifying_key(),
-    };
-    let anchors_file = dir.path().join("anchors.json");
-    std::fs::write(&anchors_file, svc::client::anchors::document(&anchors).to_string()).unwrap();
-    Region { node, dir, country, grant, key_file, key, anchors_file }
+trait Runs {
+    fn config(&self, name: &str, api: &str, extra: &str) -> PathBuf;
+    async fn a_row(&self) -> Value;
+    async fn billed(&self) -> u64;
+    async fn receipts(&self) -> usize;
 }
 
-impl Region {
-    fn base_url(&self) -> String {
-        format!("http://{}", self.node.addr)
-    }
-
-    fn client(&self) -> RetrievalClient {
-        RetrievalClient::new(&self.base_url(), AUTHORITY, self.key.clone(), Some(self.grant.clone())).unwrap()
-    }
-
+impl Runs for Live {
     /// A configuration file for `svc mcp` against `api`, with `extra` TOML lines.
     fn config(&self, name: &str, api: &str, extra: &str) -> PathBuf {
         let text = format!(

@@ -65,14 +65,7 @@ async fn call(base: &str, session: &str, tool: &str, arguments: Value) -> (Answe
 #[tokio::test(flavor = "multi_thread")]
 async fn a_session_is_reached_through_the_front_door_from_anywhere_and_read_regions_ask_home() {
     let dir = tempfile::tempdir().unwrap();
-    let plan = Plan {
-        data_dir: dir.path().to_owned(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        admin_listen: "127.0.0.1:0".parse().unwrap(),
-        ports_from: 0,
-        latency: vec!["eu=10".into(), "home=25".into(), "ap=40".into()],
-        seed: 1,
-    };
+    let plan = Plan::on_free_ports(dir.path().to_owned());
     let mut up = Up::start(&plan).await.unwrap();
     let door = format!("http://{}", up.door.addr);
     let url = |i: usize| format!("http://{}", up.nodes[i].addr);

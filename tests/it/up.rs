@@ -24,14 +24,7 @@ fn region_of(answer: &svc::client::transport::Answer) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn svc_up_runs_three_regions_behind_a_front_door_that_routes_to_the_nearest_and_fails_over() {
     let dir = tempfile::tempdir().unwrap();
-    let plan = Plan {
-        data_dir: dir.path().to_owned(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        admin_listen: "127.0.0.1:0".parse().unwrap(),
-        ports_from: 0,
-        latency: vec!["eu=10".into(), "home=25".into(), "ap=40".into()],
-        seed: 1,
-    };
+    let plan = Plan::on_free_ports(dir.path().to_owned());
     let mut up = Up::start(&plan).await.unwrap();
     let door = format!("http://{}", up.door.addr);
     let roles: Vec<(String, bool)> =
