@@ -166,3 +166,24 @@ pub async fn receipts_provable(deployment: &Deployment, admin: &Admin, seen: &[S
                          "waited_ms": started.elapsed().as_millis() as u64}),
     }
 }
+
+/// A served request sent again with its nonce to another region is
+/// refused there (`401 nonce_reused`), before or after a failover. A replay
+/// that got no answer proves nothing either way and is only counted.
+pub fn replays_refused(seen: &[Seen]) -> Checked {
+    let mut by_status: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    let mut served = Vec::new();
+    for s in seen {
+        let Some(status) = s.replay_status else { continue };
+        *by_status.entry(status.to_string()).or_default() += 1;
+        if status != 0 && status != 401 {
+            served.push(json!({"nonce": s.nonce, "served_at": s.region, "replayed_at": s.replayed_at, "status": status, "at_ms": s.at_ms}));
+        }
+    }
+    let first: Vec<&Value> = served.iter().take(5).collect();
+    Checked {
+        name: "a nonce replayed at another region is refused",
+        held: served.is_empty(),
+        evidence: json!({"replays_by_status": by_status, "not_refused": served.len(), "first_not_refused": first}),
+    }
+}

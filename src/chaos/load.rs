@@ -29,6 +29,12 @@ pub struct Seen {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub receipt: Option<Value>,
     pub latency_ms: f64,
+    /// Where the same signed request (same nonce) was sent again on
+    /// purpose, half a second after it was served, and what that answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replayed_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_status: Option<u16>,
 }
 
 /// Where the load goes: each region's public address.
@@ -39,8 +45,16 @@ pub struct Target {
 }
 
 /// Runs `rate` signed searches a second for `duration`, spread over `keys`
-/// and `targets` in turn; answers every request as its client saw it.
-pub async fn run(keys: &[AiKey], targets: &[Target], rate: u32, duration: Duration, authority: &str) -> Vec<Seen> {
+/// and `targets` in turn, `replays` of them a second sent again to the next
+/// region once served; answers every request as its client saw it.
+pub async fn run(
+    keys: &[AiKey],
+    targets: &[Target],
+    (rate, replays): (u32, u32),
+    duration: Duration,
+    authority: &str,
+) -> Vec<Seen> {
+    let replay_every = if replays == 0 || targets.len() < 2 { usize::MAX } else { (rate / replays).max(1) as usize };
     let seen = Arc::new(Mutex::new(Vec::new()));
     let started = Instant::now();
     let interval = Duration::from_secs_f64(1.0 / f64::from(rate.max(1)));
@@ -51,10 +65,12 @@ pub async fn run(keys: &[AiKey], targets: &[Target], rate: u32, duration: Durati
         let due = started + interval * n as u32;
         tokio::time::sleep_until(due.into()).await;
         let key = keys[n % keys.len()].clone();
-        let target = targets[(n / keys.len()) % targets.len()].clone();
+        let turn = n / keys.len();
+        let target = targets[turn % targets.len()].clone();
+        let replay = (n % replay_every == replay_every - 1).then(|| targets[(turn + 1) % targets.len()].clone());
         let (seen, body, authority) = (seen.clone(), body.clone(), authority.to_owned());
         tasks.spawn(async move {
-            let entry = one(&key, &target, &body, &authority, started).await;
+            let entry = one(&key, (&target, replay.as_ref()), &body, &authority, started).await;
             seen.lock().unwrap_or_else(|p| p.into_inner()).push(entry);
         });
         n += 1;
@@ -67,7 +83,13 @@ pub async fn run(keys: &[AiKey], targets: &[Target], rate: u32, duration: Durati
     all
 }
 
-async fn one(key: &AiKey, target: &Target, body: &str, authority: &str, started: Instant) -> Seen {
+async fn one(
+    key: &AiKey,
+    (target, replay): (&Target, Option<&Target>),
+    body: &str,
+    authority: &str,
+    started: Instant,
+) -> Seen {
     let at_ms = started.elapsed().as_millis() as u64;
     let signer = Signer::new(key.key.clone(), authority, crate::client::retrieval::TAG_RETRIEVAL);
     let nonce = svc_core::b64::url_encode(&crate::clock::random::<32>());
@@ -84,8 +106,12 @@ async fn one(key: &AiKey, target: &Target, body: &str, authority: &str, started:
         rows: 0,
         receipt: None,
         latency_ms: 0.0,
+        replayed_at: None,
+        replay_status: None,
     };
-    let Ok(request) = signer.sign(unsigned, SystemClock.now().as_secs(), &nonce) else { return entry };
+    let created = SystemClock.now().as_secs();
+    let again = replay.map(|_| unsigned.clone());
+    let Ok(request) = signer.sign(unsigned, created, &nonce) else { return entry };
     let sent = Instant::now();
     if let Ok(Ok(answer)) = tokio::time::timeout(Duration::from_secs(10), target.transport.send(request)).await {
         entry.status = answer.status;
@@ -96,5 +122,15 @@ async fn one(key: &AiKey, target: &Target, body: &str, authority: &str, started:
         }
     }
     entry.latency_ms = sent.elapsed().as_secs_f64() * 1000.0;
+    if let (Some(replay), Some(unsigned), 200) = (replay, again, entry.status) {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        entry.replayed_at = Some(replay.region.clone());
+        entry.replay_status = Some(0);
+        if let Ok(request) = signer.sign(unsigned, created, &nonce)
+            && let Ok(Ok(answer)) = tokio::time::timeout(Duration::from_secs(10), replay.transport.send(request)).await
+        {
+            entry.replay_status = Some(answer.status);
+        }
+    }
     entry
 }

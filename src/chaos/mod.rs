@@ -115,7 +115,8 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path) -> Result<Repor
     // The load, and the faults on their schedule beside it.
     let started = Instant::now();
     let duration = Duration::from_secs(scenario.duration());
-    let load = load::run(&keys, &targets, *scenario.load.searches_per_second.get_ref(), duration, AUTHORITY);
+    let rates = (*scenario.load.searches_per_second.get_ref(), scenario.load.replays_per_second);
+    let load = load::run(&keys, &targets, rates, duration, AUTHORITY);
     let faults = strike(&mut deployment, scenario, started);
     let (seen, applied) = tokio::join!(load, faults);
     let healed = Instant::now();
@@ -124,6 +125,7 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path) -> Result<Repor
         invariants::converged(&deployment, healed, Duration::from_secs(120)).await,
         invariants::bills_match(&deployment, &keys, &seen, Duration::from_secs(60)).await,
         invariants::receipts_provable(&deployment, &admin, &seen, Duration::from_secs(150)).await,
+        invariants::replays_refused(&seen),
     ];
     let verdict = if invariants.iter().all(|c| c.held) { Verdict::Pass } else { Verdict::Fail };
     let report = Report {
@@ -152,7 +154,7 @@ async fn replicated(target: &Target, key: &setup::AiKey) -> Result<(), ChaosErro
         let seen = load::run(
             std::slice::from_ref(key),
             std::slice::from_ref(target),
-            10,
+            (10, 0),
             Duration::from_millis(100),
             AUTHORITY,
         )

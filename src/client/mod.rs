@@ -22,6 +22,7 @@ pub use error::{ClientError, KeyFileError};
 pub const SIGNATURE_LIFETIME_SECS: i64 = 60;
 
 /// A request to sign: method, path with its query, body and extra headers.
+#[derive(Clone)]
 pub struct Unsigned<'a> {
     pub method: &'a str,
     pub path_and_query: &'a str,

@@ -95,6 +95,8 @@ fn the_report_page_renders_its_timeline_and_invariants_in_chromium() {
             rows: 5,
             receipt: None,
             latency_ms: 3.0,
+            replayed_at: None,
+            replay_status: None,
         })
         .collect();
     let report = Report {
