@@ -87,6 +87,50 @@ where
     Turn { rate, p50: latency.p50_ms, p99: latency.p99_ms }
 }
 
+/// One turn of `tool` calls with `arguments` through the MCP server at
+/// `base` and `path`, a session per connection.
+async fn mcp_turn(
+    base: &str,
+    path: &str,
+    tool: &'static str,
+    arguments: &Value,
+    connections: usize,
+    run: Duration,
+) -> Turn {
+    let mut sessions = Vec::new();
+    for _ in 0..connections {
+        sessions.push(Arc::new(Session::open(base, path, None).await));
+    }
+    let sessions = std::sync::Mutex::new(sessions);
+    turn(connections, run, || {
+        let session = sessions.lock().unwrap().pop().unwrap();
+        let arguments = arguments.clone();
+        move || {
+            let (session, arguments) = (session.clone(), arguments.clone());
+            async move { assert!(session.call(tool, &arguments).await, "an MCP {tool} call failed") }
+        }
+    })
+    .await
+}
+
+/// The medians of the raw turns and the MCP turns, and their ratios.
+fn print_pair(title: &str, (raw_name, raw): (&str, &[Turn]), (mcp_name, mcp): (&str, &[Turn])) {
+    let (raw, mcp) = (medians(raw), medians(mcp));
+    println!(
+        "{title}:\n  {raw_name}: {:.0}/s, p50 {:.2} ms, p99 {:.2} ms\n  {mcp_name}: {:.0}/s, p50 {:.2} ms, p99 {:.2} ms\n  \
+         ratio (MCP / raw): throughput {:.2}x, p50 {:.2}x, p99 {:.2}x",
+        raw.rate,
+        raw.p50,
+        raw.p99,
+        mcp.rate,
+        mcp.p50,
+        mcp.p99,
+        mcp.rate / raw.rate,
+        mcp.p50 / raw.p50,
+        mcp.p99 / raw.p99
+    );
+}
+
 /// A Streamable HTTP session with one MCP server: initialize, then calls.
 struct Session {
     transport: Transport,
@@ -217,30 +261,10 @@ fn main() {
                 })
                 .await,
             );
-            let mut sessions = Vec::new();
-            for _ in 0..connections {
-                sessions.push(Arc::new(Session::open(&own_base, "/mcp", None).await));
-            }
-            let sessions = Arc::new(std::sync::Mutex::new(sessions));
-            mcp.push(
-                turn(connections, run, || {
-                    let session = sessions.lock().unwrap().pop().unwrap();
-                    let arguments = search.clone();
-                    move || {
-                        let (session, arguments) = (session.clone(), arguments.clone());
-                        async move { assert!(session.call("search_products", &arguments).await, "an MCP search failed") }
-                    }
-                })
-                .await,
-            );
+            mcp.push(mcp_turn(&own_base, "/mcp", "search_products", &search, connections, run).await);
         }
-        let (raw, mcp) = (medians(&raw), medians(&mcp));
-        println!(
-            "search, {products} products, 10 rows, {connections} connections, median of {rounds} turns of {seconds} s:\n  \
-             raw HTTP: {:.0}/s, p50 {:.2} ms, p99 {:.2} ms\n  svc mcp:  {:.0}/s, p50 {:.2} ms, p99 {:.2} ms\n  \
-             ratio (MCP / raw): throughput {:.2}x, p50 {:.2}x, p99 {:.2}x",
-            raw.rate, raw.p50, raw.p99, mcp.rate, mcp.p50, mcp.p99, mcp.rate / raw.rate, mcp.p50 / raw.p50, mcp.p99 / raw.p99
-        );
+        let title = format!("search, {products} products, 10 rows, {connections} connections, median of {rounds} turns of {seconds} s");
+        print_pair(&title, ("raw HTTP", &raw), ("svc mcp", &mcp));
 
         // What svc mcp adds of its own per search: the offline check alone,
         // on one core.
@@ -287,30 +311,10 @@ fn main() {
                 })
                 .await,
             );
-            let mut sessions = Vec::new();
-            for _ in 0..connections {
-                sessions.push(Arc::new(Session::open(&base, "/v1/mcp/public", None).await));
-            }
-            let sessions = Arc::new(std::sync::Mutex::new(sessions));
-            mcp.push(
-                turn(connections, run, || {
-                    let session = sessions.lock().unwrap().pop().unwrap();
-                    let arguments = verify.clone();
-                    move || {
-                        let (session, arguments) = (session.clone(), arguments.clone());
-                        async move { assert!(session.call("verify", &arguments).await, "an MCP verify failed") }
-                    }
-                })
-                .await,
-            );
+            mcp.push(mcp_turn(&base, "/v1/mcp/public", "verify", &verify, connections, run).await);
         }
-        let (raw, mcp) = (medians(&raw), medians(&mcp));
-        println!(
-            "verify (product, batch seal, row, sidecar), {connections} connections, median of {rounds} turns of {seconds} s:\n  \
-             POST /v1/verify: {:.0}/s, p50 {:.2} ms, p99 {:.2} ms\n  public MCP:      {:.0}/s, p50 {:.2} ms, p99 {:.2} ms\n  \
-             ratio (MCP / raw): throughput {:.2}x, p50 {:.2}x, p99 {:.2}x",
-            raw.rate, raw.p50, raw.p99, mcp.rate, mcp.p50, mcp.p99, mcp.rate / raw.rate, mcp.p50 / raw.p50, mcp.p99 / raw.p99
-        );
+        let title = format!("verify (product, batch seal, row, sidecar), {connections} connections, median of {rounds} turns of {seconds} s");
+        print_pair(&title, ("POST /v1/verify", &raw), ("public MCP", &mcp));
         node.stop().await;
     });
 }

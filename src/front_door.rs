@@ -239,7 +239,7 @@ async fn route(State(door): State<Door>, request: Request) -> Response {
         *attempt.uri_mut() = parts.uri.clone();
         *attempt.headers_mut() = parts.headers.clone();
         attempt.headers_mut().remove(axum::http::header::CONNECTION);
-        crate::http::forward_for(attempt.headers_mut(), crate::http::peer(&parts.extensions));
+        crate::forwarded::forward_for(attempt.headers_mut(), crate::forwarded::peer(&parts.extensions));
         let region = &door.regions[i];
         let answered = tokio::time::timeout(ANSWER_TIMEOUT, region.transport.try_forward(attempt)).await;
         let Ok(answered) = answered else {

@@ -17,6 +17,7 @@ pub mod cli;
 pub mod client;
 pub mod clock;
 pub mod config;
+pub mod forwarded;
 pub mod front_door;
 pub mod http;
 pub mod key_set;

@@ -96,7 +96,7 @@ impl<S: Scope> FromRequest<Region> for Business<S> {
         let body = read_limited(&parts.headers, body, S::LIMIT, now).await?;
         let origin = Origin {
             path: parts.uri.path().to_owned(),
-            remote_ip: super::client_ip(&parts.extensions, &parts.headers, &state.config.trusted_proxies),
+            remote_ip: crate::forwarded::client_ip(&parts.extensions, &parts.headers, &state.config.trusted_proxies),
             idempotency_key: parts
                 .headers
                 .get("idempotency-key")

@@ -14,7 +14,7 @@ pub async fn to_home(State(state): State<Region>, mut request: Request) -> Respo
         return crate::service::Error::new(svc_core::problem::Code::NotFound).into_response();
     }
     // Home reads the caller's address from here when it trusts this region.
-    let peer = super::peer(request.extensions());
-    super::forward_for(request.headers_mut(), peer);
+    let peer = crate::forwarded::peer(request.extensions());
+    crate::forwarded::forward_for(request.headers_mut(), peer);
     ops::forward_to_home(&state, request).await.into_response()
 }

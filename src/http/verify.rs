@@ -21,7 +21,7 @@ async fn verify_route(State(state): State<Region>, request: Request) -> Response
 
 async fn judge(state: &Region, request: Request) -> Result<serde_json::Value> {
     let (parts, body) = request.into_parts();
-    let client = super::client_ip(&parts.extensions, &parts.headers, &state.config.trusted_proxies);
+    let client = crate::forwarded::client_ip(&parts.extensions, &parts.headers, &state.config.trusted_proxies);
     let bytes = read_limited(&parts.headers, body, VERIFY_LIMIT, state.clock.now()).await?;
     verify::judge(state, client, &bytes).await
 }

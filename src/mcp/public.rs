@@ -98,7 +98,7 @@ async fn guard(
         )
         .into_response();
     }
-    let client = crate::http::client_ip(request.extensions(), request.headers(), trusted)
+    let client = crate::forwarded::client_ip(request.extensions(), request.headers(), trusted)
         .map(|ip| ip.to_string())
         .unwrap_or_default();
     let presented = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok());
@@ -140,7 +140,8 @@ async fn whole_message(request: Request) -> Result<Request, Response> {
 #[derive(Clone)]
 pub struct PublicTools {
     state: Region,
-    tool_router: ToolRouter<PublicTools>,
+    /// Built once per process: its input schemas are generated, not written.
+    tool_router: Arc<ToolRouter<PublicTools>>,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -241,7 +242,8 @@ pub struct VerifyArgs {
 #[tool_router]
 impl PublicTools {
     pub fn new(state: Region) -> Self {
-        PublicTools { state, tool_router: Self::tool_router() }
+        static ROUTER: std::sync::OnceLock<Arc<ToolRouter<PublicTools>>> = std::sync::OnceLock::new();
+        PublicTools { state, tool_router: ROUTER.get_or_init(|| Arc::new(Self::tool_router())).clone() }
     }
 
     #[tool(
@@ -256,7 +258,7 @@ impl PublicTools {
         if self.state.home.is_none() {
             return Ok(self.ask_home(Method::POST, "/v1/verify", body, &parts).await);
         }
-        let client = crate::http::client_ip(&parts.extensions, &parts.headers, &self.state.config.trusted_proxies);
+        let client = crate::forwarded::client_ip(&parts.extensions, &parts.headers, &self.state.config.trusted_proxies);
         Ok(answer(crate::service::public::verify::judge(&self.state, client, &body).await.map(|v| v.to_string())))
     }
 
@@ -354,10 +356,10 @@ impl PublicTools {
         let Ok(mut request) = request.body(Body::from(body)) else {
             return problem_answer(Error::detail(Code::RequestInvalid, "the request could not be built"));
         };
-        for forwarded in parts.headers.get_all(crate::http::FORWARDED_FOR) {
-            request.headers_mut().append(crate::http::FORWARDED_FOR, forwarded.clone());
+        for forwarded in parts.headers.get_all(crate::forwarded::FORWARDED_FOR) {
+            request.headers_mut().append(crate::forwarded::FORWARDED_FOR, forwarded.clone());
         }
-        crate::http::forward_for(request.headers_mut(), crate::http::peer(&parts.extensions));
+        crate::forwarded::forward_for(request.headers_mut(), crate::forwarded::peer(&parts.extensions));
         match ops::forward_to_home(&self.state, request).await {
             Ok(response) => body_answer(response).await,
             Err(e) => problem_answer(e),

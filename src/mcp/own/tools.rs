@@ -65,7 +65,8 @@ impl Own {
 #[derive(Clone)]
 pub struct OwnTools {
     own: Arc<Own>,
-    tool_router: ToolRouter<OwnTools>,
+    /// Built once per process: its input schemas are generated, not written.
+    tool_router: Arc<ToolRouter<OwnTools>>,
 }
 
 /// A search request (retrieval 2.2). Without a `country` clause, the
@@ -212,7 +213,8 @@ fn with_check(called: &Called, check: Option<Result<Value, String>>) -> CallTool
 #[tool_router]
 impl OwnTools {
     pub fn new(own: Arc<Own>) -> Self {
-        OwnTools { own, tool_router: Self::tool_router() }
+        static ROUTER: std::sync::OnceLock<Arc<ToolRouter<OwnTools>>> = std::sync::OnceLock::new();
+        OwnTools { own, tool_router: ROUTER.get_or_init(|| Arc::new(Self::tool_router())).clone() }
     }
 
     async fn search(&self, address: &str, args: SearchArgs) -> Result<CallToolResult, ErrorData> {
