@@ -203,15 +203,33 @@ impl Deployment {
     }
 }
 
-impl Drop for Deployment {
-    /// Nothing a run started outlives it, a stopped process included.
-    fn drop(&mut self) {
+impl Deployment {
+    /// Stops every node and deletes their data directories, keeping each
+    /// node's configuration and log: a run that ended as expected needs no
+    /// more than its report, and a smoke run in CI should not fill the disk.
+    pub fn remove_data(mut self) -> Result<(), DeployError> {
+        self.halt();
+        for node in &self.nodes {
+            let data = self.dir.join(&node.name);
+            std::fs::remove_dir_all(&data).map_err(|source| DeployError::Io { path: data, source })?;
+        }
+        Ok(())
+    }
+
+    fn halt(&mut self) {
         for node in &mut self.nodes {
             if let Some(mut child) = node.child.take() {
                 let _ = child.kill();
                 let _ = child.wait();
             }
         }
+    }
+}
+
+impl Drop for Deployment {
+    /// Nothing a run started outlives it, a stopped process included.
+    fn drop(&mut self) {
+        self.halt();
     }
 }
 

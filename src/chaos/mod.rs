@@ -74,8 +74,10 @@ impl Report {
 const PRODUCTS: usize = 50;
 
 /// Runs `scenario` with the `svc` at `binary`, keeping the deployment's
-/// folders, logs and `report.json` under `out`.
-pub async fn run(scenario: &Scenario, binary: &Path, out: &Path) -> Result<Report, ChaosError> {
+/// configurations, logs and the report under `out`. The nodes' data
+/// directories are kept too when the verdict is not the expected one, or
+/// when `keep_data` says so.
+pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool) -> Result<Report, ChaosError> {
     let mut deployment = Deployment::start(binary, &out.join("deployment"), scenario.regions()).await?;
     let home = &deployment.nodes[0];
     let admin = Admin::new(&home.admin_url, deployment.admin_token.clone())?;
@@ -143,7 +145,11 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path) -> Result<Repor
     let page = out.join("report.html");
     std::fs::write(&page, page::render(&report, &seen, scenario.duration()))
         .map_err(|source| ChaosError::Io { path: page.clone(), source })?;
-    drop(deployment);
+    if keep_data || !report.as_expected() {
+        drop(deployment);
+    } else {
+        deployment.remove_data()?;
+    }
     Ok(report)
 }
 

@@ -80,6 +80,10 @@ pub enum Command {
         /// Where the run keeps its deployment, logs and report.
         #[arg(long, default_value = "chaos-runs")]
         out: std::path::PathBuf,
+        /// Keep the nodes' data directories even when the run ended as
+        /// expected (they are always kept when it did not).
+        #[arg(long)]
+        keep_data: bool,
     },
     /// Run the billable MCP server with your own retrieval key (retrieval
     /// 4.4): stdio by default, or Streamable HTTP as the file says.
@@ -137,7 +141,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Admin(args) => print_result(block_on(admin::run(args))),
         Command::Client(args) => client::run(args),
         Command::Loadgen(args) => print_result(loadgen::run(args)),
-        Command::Chaos { scenario, out } => match chaos(&scenario, &out) {
+        Command::Chaos { scenario, out, keep_data } => match chaos(&scenario, &out, keep_data) {
             Ok(true) => 0,
             Ok(false) => 1,
             Err(e) => {
@@ -225,7 +229,7 @@ pub fn formats() -> serde_json::Value {
 }
 
 /// Runs a chaos scenario; answers whether its verdict is the expected one.
-fn chaos(path: &std::path::Path, out: &std::path::Path) -> Result<bool, CliError> {
+fn chaos(path: &std::path::Path, out: &std::path::Path, keep_data: bool) -> Result<bool, CliError> {
     let text = std::fs::read_to_string(path).map_err(|source| CliError::Io { path: path.to_owned(), source })?;
     let scenario = crate::chaos::scenario::Scenario::parse(&path.display().to_string(), &text)
         .map_err(|e| CliError::Usage(e.to_string()))?;
@@ -235,7 +239,7 @@ fn chaos(path: &std::path::Path, out: &std::path::Path) -> Result<bool, CliError
     let report = block_on_workers(async move {
         let stopped = stop_signal()?;
         tokio::select! {
-            report = crate::chaos::run(&scenario, &binary, &out) => report.map(|r| (r, out)).map_err(|e| CliError::Usage(e.to_string())),
+            report = crate::chaos::run(&scenario, &binary, &out, keep_data) => report.map(|r| (r, out)).map_err(|e| CliError::Usage(e.to_string())),
             _ = stopped => Err(CliError::Usage("interrupted: every process the run started was stopped".into())),
         }
     })?;
