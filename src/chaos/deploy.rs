@@ -89,7 +89,8 @@ impl Deployment {
         let home = deployment.write_config(
             "home",
             "home",
-            "internal_listen = \"127.0.0.1:0\"\n",
+            // The log is sequenced every 5 s, not hourly, so clients see it grow.
+            "internal_listen = \"127.0.0.1:0\"\nlog_sequence_every_ms = 5000\n",
             &format!("[replication]\n{home_links}"),
         )?;
         deployment.launch(home).await?;

@@ -11,7 +11,9 @@ use svc_core::keyset::KeySet;
 
 use super::deploy::{AUTHORITY, Deployment};
 use super::load::Seen;
+use super::push::{Action, Pushed};
 use super::setup::AiKey;
+use super::watch::Observed;
 use crate::cli::admin::Admin;
 use crate::client::transport::Transport;
 use crate::client::{Signer, Unsigned};
@@ -185,5 +187,153 @@ pub fn replays_refused(seen: &[Seen]) -> Checked {
         name: "a nonce replayed at another region is refused",
         held: served.is_empty(),
         evidence: json!({"replays_by_status": by_status, "not_refused": served.len(), "first_not_refused": first}),
+    }
+}
+
+/// A record fetched with `key` at `base`: the status, and the `record`
+/// member's exact bytes when served.
+async fn fetch(base: &str, key: &AiKey, record_id: &str) -> (u16, Option<Vec<u8>>) {
+    #[derive(serde::Deserialize)]
+    struct Fetched<'a> {
+        #[serde(borrow)]
+        record: &'a serde_json::value::RawValue,
+    }
+    let signer = Signer::new(key.key.clone(), AUTHORITY, crate::client::retrieval::TAG_RETRIEVAL);
+    let path = format!("/v1/records/{record_id}");
+    let mut unsigned = Unsigned::new("GET", &path, Vec::new());
+    if let Some(grant) = &key.grant {
+        unsigned = unsigned.header(svc_core::sandbox::GRANT_HEADER, grant);
+    }
+    let Ok(request) = signer.sign_now(unsigned, SystemClock.now().as_secs()) else { return (0, None) };
+    let Ok(transport) = Transport::new(base) else { return (0, None) };
+    match tokio::time::timeout(Duration::from_secs(10), transport.send(request)).await {
+        Ok(Ok(answer)) => {
+            let record =
+                serde_json::from_slice::<Fetched>(&answer.bytes).ok().map(|f| f.record.get().as_bytes().to_vec());
+            (answer.status, record)
+        }
+        _ => (0, None),
+    }
+}
+
+/// What records should be once healed, by what the business was told.
+struct Fates<'a> {
+    /// Served with exactly these bytes.
+    kept: Vec<(&'a Pushed, Vec<u8>)>,
+    /// Absent.
+    withdrawn: Vec<&'a Pushed>,
+    /// Withdrawals that got no answer: either is right, so not judged.
+    unjudged: usize,
+}
+
+fn fates(pushed: &[Pushed]) -> Fates<'_> {
+    let attempted: HashSet<&str> =
+        pushed.iter().filter(|p| p.action == Action::Withdraw).map(|p| p.record_id.as_str()).collect();
+    let withdrawn: Vec<&Pushed> = pushed.iter().filter(|p| p.action == Action::Withdraw && p.acknowledged()).collect();
+    let gone: HashSet<&str> = withdrawn.iter().map(|p| p.record_id.as_str()).collect();
+    let kept: Vec<(&Pushed, Vec<u8>)> = pushed
+        .iter()
+        .filter(|p| p.action == Action::Publish && p.acknowledged() && !attempted.contains(p.record_id.as_str()))
+        .map(|p| (p, super::setup::product(p.sku)))
+        .collect();
+    let unjudged = attempted.len() - gone.len();
+    Fates { kept, withdrawn, unjudged }
+}
+
+/// Once healed, every acknowledged publish is served at every region with
+/// the bytes the business sealed, and every acknowledged withdrawal is
+/// absent (`404`) at every region. Asked with `probe`'s key, until both
+/// hold or `within` passes. Answers the two invariants.
+pub async fn pushes_hold(deployment: &Deployment, probe: &AiKey, pushed: &[Pushed], within: Duration) -> [Checked; 2] {
+    let Fates { kept, withdrawn, unjudged } = fates(pushed);
+    let started = Instant::now();
+    let (mut lost, mut served) = (Vec::new(), Vec::new());
+    loop {
+        lost.clear();
+        served.clear();
+        for node in &deployment.nodes {
+            for (p, bytes) in &kept {
+                let (status, record) = fetch(&node.public_url, probe, &p.record_id).await;
+                if status != 200 || record.as_deref() != Some(bytes.as_slice()) {
+                    lost.push(json!({"region": node.name, "record_id": p.record_id, "pushed_at_ms": p.at_ms,
+                                     "status": status, "bytes_differ": status == 200}));
+                }
+            }
+            for p in &withdrawn {
+                let (status, _) = fetch(&node.public_url, probe, &p.record_id).await;
+                if status != 404 {
+                    served.push(json!({"region": node.name, "record_id": p.record_id, "withdrawn_at_ms": p.at_ms,
+                                       "status": status}));
+                }
+            }
+        }
+        if (lost.is_empty() && served.is_empty()) || started.elapsed() >= within {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    let waited_ms = started.elapsed().as_millis() as u64;
+    let regions = deployment.nodes.len();
+    [
+        Checked {
+            name: "no acknowledged push is lost",
+            held: lost.is_empty(),
+            evidence: json!({"acknowledged": kept.len(), "regions": regions, "missing": lost.len(),
+                             "first_missing": lost.iter().take(5).collect::<Vec<_>>(), "waited_ms": waited_ms}),
+        },
+        Checked {
+            name: "no region serves a withdrawn record",
+            held: served.is_empty(),
+            evidence: json!({"withdrawn": withdrawn.len(), "unanswered_withdrawals": unjudged, "regions": regions,
+                             "served": served.len(), "first_served": served.iter().take(5).collect::<Vec<_>>()}),
+        },
+    ]
+}
+
+/// Every checkpoint a client saw opens under the log's key; two of one
+/// size have one root; and home proves each size consistent with the next
+/// larger one seen (consistency is transitive, so every pair is covered).
+pub async fn checkpoints_consistent(deployment: &Deployment, observed: &[Observed]) -> Checked {
+    let name = "checkpoints are consistent";
+    let home = &deployment.nodes[0].public_url;
+    let Some(keys) = key_set(home).await else {
+        return Checked { name, held: false, evidence: json!("no key set") };
+    };
+    let origin = format!("{AUTHORITY}/log");
+    let mut problems = Vec::new();
+    let mut by_size: std::collections::BTreeMap<u64, svc_core::tlog::Checkpoint> = std::collections::BTreeMap::new();
+    let notes: HashSet<&str> = observed.iter().filter_map(|o| o.checkpoint.as_deref()).collect();
+    for note in &notes {
+        match svc_core::offline::checkpoint_of(note, &keys, &origin) {
+            Ok(checkpoint) => match by_size.get(&checkpoint.size) {
+                Some(seen) if seen.root != checkpoint.root => {
+                    problems.push(json!({"size": checkpoint.size, "problem": "two roots"}));
+                }
+                _ => {
+                    by_size.insert(checkpoint.size, checkpoint);
+                }
+            },
+            Err(reason) => problems.push(json!({"note": note, "problem": format!("{reason:?}")})),
+        }
+    }
+    let checkpoints: Vec<&svc_core::tlog::Checkpoint> = by_size.values().filter(|c| c.size > 0).collect();
+    for pair in checkpoints.windows(2) {
+        let (older, newer) = (pair[0], pair[1]);
+        let proven = match get(home, &format!("/v1/log/proof?from={}&to={}", older.size, newer.size)).await {
+            Some((200, answer)) => {
+                svc_core::offline::check_consistency_proof(older, newer, &answer).map_err(|r| format!("{r:?}"))
+            }
+            Some((status, _)) => Err(format!("home answered {status}")),
+            None => Err("no answer".into()),
+        };
+        if let Err(problem) = proven {
+            problems.push(json!({"from": older.size, "to": newer.size, "problem": problem}));
+        }
+    }
+    Checked {
+        name,
+        held: problems.is_empty(),
+        evidence: json!({"checkpoints": notes.len(), "sizes": by_size.keys().collect::<Vec<_>>(),
+                         "problems": problems.iter().take(5).collect::<Vec<_>>()}),
     }
 }

@@ -6,8 +6,10 @@ pub mod deploy;
 pub mod invariants;
 pub mod load;
 pub mod page;
+pub mod push;
 pub mod scenario;
 pub mod setup;
+pub mod watch;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -88,9 +90,9 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         .map_err(|_| ClientError::NoKeyDrawn(svc_core::keys::Alg::Ed25519))?;
     let passkey = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Es256, &[32; 32])
         .map_err(|_| ClientError::NoKeyDrawn(svc_core::keys::Alg::Es256))?;
-    let context = setup::onboard(&admin, &key, &passkey).await?;
+    let business = setup::onboard(&admin, &key, &passkey).await?;
     let records: Vec<Vec<u8>> = (0..PRODUCTS).map(setup::product).collect();
-    let published = setup::publish(&public, &key, &context, &records, 1, AUTHORITY).await?;
+    let published = setup::publish(&public, &key, &business.context, &records, 1, AUTHORITY).await?;
     if published.status != 200 {
         return Err(ChaosError::NotPublished(format!(
             "{} {}",
@@ -114,21 +116,35 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         replicated(target, &probe).await?;
     }
 
-    // The load, and the faults on their schedule beside it.
+    // The load (AI companies, the business, a checkpoint watcher), and the
+    // faults on their schedule beside it.
     let started = Instant::now();
     let duration = Duration::from_secs(scenario.duration());
-    let rates = (*scenario.load.searches_per_second.get_ref(), scenario.load.replays_per_second);
-    let load = load::run(&keys, &targets, rates, duration, AUTHORITY);
+    let rates = load::Rates {
+        searches: *scenario.load.searches_per_second.get_ref(),
+        fetches: *scenario.load.fetches_per_second.get_ref(),
+        replays: scenario.load.replays_per_second,
+    };
+    let fetchable: Vec<String> =
+        (0..PRODUCTS).map(|sku| svc_core::ids::product_id(&business.business_uuid, &format!("SKU-{sku}"))).collect();
+    let load = load::run(&keys, &targets, rates, &fetchable, duration, AUTHORITY);
+    let pusher = push::Business { home: &public, key: &key, onboarded: &business, authority: AUTHORITY };
+    let pushes = push::run(&pusher, *scenario.load.pushes_per_second.get_ref(), duration, PRODUCTS, 2);
+    let watcher = watch::run(&targets, duration);
     let faults = strike(&mut deployment, scenario, started);
-    let (seen, applied) = tokio::join!(load, faults);
+    let (seen, pushed, observed, applied) = tokio::join!(load, pushes, watcher, faults);
     let healed = Instant::now();
 
-    let invariants = vec![
+    let mut invariants = vec![
         invariants::converged(&deployment, healed, Duration::from_secs(120)).await,
         invariants::bills_match(&deployment, &keys, &seen, Duration::from_secs(60)).await,
         invariants::receipts_provable(&deployment, &admin, &seen, Duration::from_secs(150)).await,
         invariants::replays_refused(&seen),
+        invariants::checkpoints_consistent(&deployment, &observed).await,
     ];
+    if !pushed.is_empty() {
+        invariants.extend(invariants::pushes_hold(&deployment, &probe, &pushed, Duration::from_secs(120)).await);
+    }
     let verdict = if invariants.iter().all(|c| c.held) { Verdict::Pass } else { Verdict::Fail };
     let report = Report {
         scenario: scenario.name.clone(),
@@ -136,14 +152,18 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         expect: scenario.expect,
         verdict,
         faults: applied,
-        load: figures(&seen),
+        load: figures(&seen, &pushed),
         invariants,
     };
     let path = out.join("report.json");
-    let text = serde_json::to_vec_pretty(&json!({"report": report, "seen": seen})).unwrap_or_default();
+    let text =
+        serde_json::to_vec_pretty(&json!({"report": report, "seen": seen, "pushed": pushed, "checkpoints": observed}))
+            .unwrap_or_default();
     std::fs::write(&path, text).map_err(|source| ChaosError::Io { path: path.clone(), source })?;
     let page = out.join("report.html");
-    std::fs::write(&page, page::render(&report, &seen, scenario.duration()))
+    let regions: Vec<String> = deployment.nodes.iter().map(|n| n.name.clone()).collect();
+    let lag = watch::lag(&observed, &regions, scenario.duration() as usize);
+    std::fs::write(&page, page::render(&report, &seen, (&regions, &lag), scenario.duration()))
         .map_err(|source| ChaosError::Io { path: page.clone(), source })?;
     if keep_data || !report.as_expected() {
         drop(deployment);
@@ -160,7 +180,8 @@ async fn replicated(target: &Target, key: &setup::AiKey) -> Result<(), ChaosErro
         let seen = load::run(
             std::slice::from_ref(key),
             std::slice::from_ref(target),
-            (10, 0),
+            load::Rates { searches: 10, fetches: 0, replays: 0 },
+            &[],
             Duration::from_millis(100),
             AUTHORITY,
         )
@@ -206,8 +227,13 @@ async fn strike(deployment: &mut Deployment, scenario: &Scenario, started: Insta
     applied
 }
 
-/// Requests, answers by status, and latency percentiles of what clients saw.
-fn figures(seen: &[Seen]) -> Value {
+/// Requests, answers by status, and latency percentiles of what clients
+/// saw; pushes by action and status.
+fn figures(seen: &[Seen], pushed: &[push::Pushed]) -> Value {
+    let mut pushes = std::collections::BTreeMap::new();
+    for p in pushed {
+        *pushes.entry(format!("{:?} {}", p.action, p.status).to_lowercase()).or_insert(0u64) += 1;
+    }
     let mut by_status = std::collections::BTreeMap::new();
     for s in seen {
         *by_status.entry(s.status.to_string()).or_insert(0u64) += 1;
@@ -216,5 +242,7 @@ fn figures(seen: &[Seen]) -> Value {
     latencies.sort_by(|a, b| a.total_cmp(b));
     let pct =
         |p: f64| latencies.get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1))).copied();
-    json!({"requests": seen.len(), "by_status": by_status, "p50_ms": pct(0.5), "p99_ms": pct(0.99)})
+    let fetches = seen.iter().filter(|s| matches!(s.ask, load::Ask::Fetch(_))).count();
+    json!({"requests": seen.len(), "fetches": fetches, "by_status": by_status, "p50_ms": pct(0.5),
+           "p99_ms": pct(0.99), "pushes": pushes})
 }

@@ -46,6 +46,10 @@ fn one() -> u64 {
     1
 }
 
+fn zero() -> Spanned<u32> {
+    Spanned::new(0..0, 0)
+}
+
 fn pass() -> Verdict {
     Verdict::Pass
 }
@@ -65,6 +69,14 @@ pub struct Load {
     pub ai_keys: Spanned<u32>,
     /// Signed searches a second, over every region in turn.
     pub searches_per_second: Spanned<u32>,
+    /// Signed fetches a second of the products published before the load,
+    /// over every region in turn.
+    #[serde(default = "zero")]
+    pub fetches_per_second: Spanned<u32>,
+    /// Sealed pushes a second at home from the business: a new product
+    /// each, every fourth a withdrawal of one accepted earlier.
+    #[serde(default = "zero")]
+    pub pushes_per_second: Spanned<u32>,
     /// Answers re-sent on purpose, with their nonce, to another region.
     #[serde(default)]
     pub replays_per_second: u32,
@@ -139,6 +151,14 @@ impl Scenario {
                 "load.searches_per_second is 1 to 2000".into(),
             ));
         }
+        let fetches = &scenario.load.fetches_per_second;
+        if *fetches.get_ref() > 2_000 {
+            return Err(refuse(fetches.span().start, "load.fetches_per_second is 0 to 2000".into()));
+        }
+        let pushes = &scenario.load.pushes_per_second;
+        if *pushes.get_ref() > 20 {
+            return Err(refuse(pushes.span().start, "load.pushes_per_second is 0 to 20".into()));
+        }
         for fault in &scenario.faults {
             let target = fault.target.get_ref();
             if target != "home" && !regions.contains(target) {
@@ -193,6 +213,8 @@ for_s = 3
         assert_eq!((scenario.seed, scenario.expect, scenario.duration()), (1, Verdict::Pass, 20));
         assert_eq!(scenario.regions(), ["eu", "ap"]);
         assert_eq!(scenario.faults[0].kind, FaultKind::Kill);
+        let load = &scenario.load;
+        assert_eq!((*load.fetches_per_second.get_ref(), *load.pushes_per_second.get_ref()), (0, 0));
     }
 
     #[test]
@@ -214,6 +236,8 @@ for_s = 3
         let e = refused(SMOKE.replace("duration_s = 20", "duration_s = 2"));
         assert_eq!(e.line, 2, "{e}");
         assert_eq!(e.to_string(), format!("bad.toml:2: {}", e.reason));
+        let e = refused(SMOKE.replace("searches_per_second = 20", "searches_per_second = 20\npushes_per_second = 50"));
+        assert_eq!((e.line, e.reason.contains("pushes_per_second is 0 to 20")), (10, true), "{e}");
         let e = refused("name = \"x\"\nduration_s = [".into());
         assert_eq!(e.line, 2, "{e}");
     }

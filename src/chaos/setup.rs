@@ -57,10 +57,17 @@ pub fn product(sku: usize) -> Vec<u8> {
     .unwrap_or_default()
 }
 
+/// A business onboarded for a run.
+pub struct Onboarded {
+    pub business_uuid: String,
+    /// The seal context of its batches.
+    pub context: SealContext,
+}
+
 /// Onboards `Lumio` (FR) as its operator and its people would: the
 /// business, its integration key and owner passkey, and a products mandate
-/// sealed by the passkey. Answers the seal context of its batches.
-pub async fn onboard(admin: &Admin, key: &SigningKey, passkey: &SigningKey) -> Result<SealContext, ClientError> {
+/// sealed by the passkey.
+pub async fn onboard(admin: &Admin, key: &SigningKey, passkey: &SigningKey) -> Result<Onboarded, ClientError> {
     let created = admin
         .call("POST", "/admin/businesses", Some(json!({"legal_name": "Lumio", "country": "FR", "brands": ["Lumio"]})))
         .await?;
@@ -84,7 +91,9 @@ pub async fn onboard(admin: &Admin, key: &SigningKey, passkey: &SigningKey) -> R
     let authenticator = Passkey { key: passkey, rp_id: RP_ID, origin: ORIGIN };
     let envelope = authenticator.seal_mandate(&mandate)?;
     admin.call("POST", "/admin/mandates", Some(json!({"envelope": envelope}))).await?;
-    Ok(SealContext { cert_id: created["cert_id"].as_str().unwrap_or_default().to_owned(), ai_policy_version: 0 })
+    let context =
+        SealContext { cert_id: created["cert_id"].as_str().unwrap_or_default().to_owned(), ai_policy_version: 0 };
+    Ok(Onboarded { business_uuid: uuid, context })
 }
 
 /// Publishes `records` in one sealed push at `public` (`seq` numbers the batch).
@@ -103,5 +112,26 @@ pub async fn publish(
             .header("idempotency-key", &format!("chaos-{seq}")),
         SystemClock.now().as_secs(),
     )?;
+    public.send(request).await
+}
+
+/// Withdraws `record_id` with a sealed withdraw document, as the business's
+/// system would.
+pub async fn withdraw(
+    public: &Transport,
+    key: &SigningKey,
+    context: &SealContext,
+    record_id: &str,
+    authority: &str,
+) -> Result<Answer, ClientError> {
+    let now = SystemClock.now();
+    let document =
+        serde_json::to_vec(&json!({"record_id": record_id, "action": "withdraw", "at": now.to_rfc3339_secs()}))
+            .unwrap_or_default();
+    let seal = sealing::key_seal(key, context, "products", &document, now)?;
+    let body = serde_json::to_vec(&json!({"document_base64": svc_core::b64::std_encode(&document), "seal": seal}))
+        .unwrap_or_default();
+    let signer = Signer::new(key.clone(), authority, "svc-push");
+    let request = signer.sign_now(Unsigned::new("POST", "/v1/publish/products/withdraw", body), now.as_secs())?;
     public.send(request).await
 }

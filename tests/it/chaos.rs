@@ -78,16 +78,17 @@ async fn an_interrupted_run_leaves_no_process_behind() {
 }
 
 // The report page renders in headless Chromium with nothing loaded: the
-// timeline (one line per kind of answer, a band per fault) and every
-// invariant; the test keeps a screenshot beside the page.
+// timeline (one line per kind of answer, a band per fault), each region's
+// lag (a gap where it did not answer) and every invariant; the test keeps a screenshot beside the page.
 #[test]
 fn the_report_page_renders_its_timeline_and_invariants_in_chromium() {
-    use svc::chaos::load::Seen;
+    use svc::chaos::load::{Ask, Seen};
     use svc::chaos::scenario::{FaultKind, Verdict};
     use svc::chaos::{Applied, Report, invariants::Checked};
     let seen: Vec<Seen> = (0..300u64)
         .map(|i| Seen {
             at_ms: i * 50,
+            ask: if i % 4 == 0 { Ask::Fetch("svc_x".into()) } else { Ask::Search },
             region: ["home", "eu", "ap"][(i % 3) as usize].into(),
             key_id: "k".into(),
             nonce: format!("n{i}"),
@@ -123,7 +124,17 @@ fn the_report_page_renders_its_timeline_and_invariants_in_chromium() {
     };
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("report.html");
-    std::fs::write(&page, svc::chaos::page::render(&report, &seen, 15)).unwrap();
+    // eu's log falls behind while it is down, then catches up.
+    let regions = ["home".to_owned(), "eu".to_owned(), "ap".to_owned()];
+    let lag: Vec<Vec<Option<u64>>> = regions
+        .iter()
+        .map(|r| {
+            (0..15u64)
+                .map(|s| if r == "eu" { (!(4..7).contains(&s)).then_some(if s < 9 { s } else { 0 }) } else { Some(0) })
+                .collect()
+        })
+        .collect();
+    std::fs::write(&page, svc::chaos::page::render(&report, &seen, (&regions, &lag), 15)).unwrap();
     let url = format!("file://{}", page.display());
     let flags =
         ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"];
@@ -134,7 +145,12 @@ fn the_report_page_renders_its_timeline_and_invariants_in_chromium() {
         .expect("headless Chromium");
     let dom = String::from_utf8_lossy(&dom.stdout);
     assert!(dom.contains("<h1>Chaos run: smoke</h1>"), "{dom}");
-    assert_eq!(dom.matches("<polyline").count(), 3, "served, refused, no answer");
+    assert_eq!(
+        dom.matches("<polyline").count(),
+        3 + 4,
+        "served, refused, no answer; home, ap and eu broken by its gap"
+    );
+    assert!(dom.contains("aria-label=\"replication lag\""), "{dom}");
     assert!(dom.contains("kill eu"), "the fault's band is labelled");
     assert!(dom.contains("FAILED") && dom.contains("every receipt received is provable"), "{dom}");
     assert!(!dom.contains("<script"));

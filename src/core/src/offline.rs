@@ -209,13 +209,28 @@ pub fn check_seal_signature(seal: &ServedSeal, business: &BusinessKeys, business
 
 /// A checkpoint note opened under the key set's log-checkpoint key for
 /// `origin`.
-fn checkpoint_of(note: &str, keys: &KeySet, origin: &str) -> Result<crate::tlog::Checkpoint, Reason> {
+pub fn checkpoint_of(note: &str, keys: &KeySet, origin: &str) -> Result<crate::tlog::Checkpoint, Reason> {
     keys.keys
         .iter()
         .filter(|e| e.purpose == Purpose::LogCheckpoint)
         .filter_map(|e| crate::keys::VerifyingKey::from_jwk(&e.jwk).ok())
         .find_map(|key| crate::tlog::Checkpoint::open(note, origin, &key).ok())
         .ok_or(Reason::CheckpointInvalid)
+}
+
+/// A `GET /v1/log/proof?from=M&to=N` answer proves `older` a prefix of
+/// `newer`: both checkpoints already opened, and the answer's sizes theirs.
+pub fn check_consistency_proof(
+    older: &crate::tlog::Checkpoint,
+    newer: &crate::tlog::Checkpoint,
+    answer: &Value,
+) -> Result<(), Reason> {
+    let sizes = (answer.get("from").and_then(Value::as_u64), answer.get("to").and_then(Value::as_u64));
+    if sizes != (Some(older.size), Some(newer.size)) {
+        return Err(Reason::ConsistencyInvalid);
+    }
+    let path = crate::tlog::parse_path(answer.get("consistency_path").unwrap_or(&Value::Null))?;
+    older.check_consistency(newer, &path)
 }
 
 /// A `GET /v1/log/proof?leaf_hash=` answer: the checkpoint under the key
@@ -264,4 +279,39 @@ pub fn check_receipt_proof(
     let checkpoint = checkpoint_of(note, keys, origin)?;
     proof.check(receipt, &checkpoint)?;
     Ok(Some(checkpoint))
+}
+
+#[cfg(test)]
+mod consistency_tests {
+    use serde_json::json;
+
+    use super::check_consistency_proof;
+    use crate::Reason;
+    use crate::tlog::{Checkpoint, Tree, path_value};
+
+    fn checkpoint(tree: &Tree, size: u64) -> Checkpoint {
+        Checkpoint { origin: "svc.example/log".into(), size, root: tree.root(size).unwrap() }
+    }
+
+    // rule: P-NS-9
+    #[test]
+    fn a_consistency_answer_proves_only_the_pair_it_names() {
+        let mut tree = Tree::default();
+        for i in 0..13u8 {
+            tree.push(crate::merkle::leaf_hash(&[i]));
+        }
+        let (older, newer) = (checkpoint(&tree, 5), checkpoint(&tree, 13));
+        let path = path_value(&tree.consistency(5, 13).unwrap());
+        let answer = json!({"from": 5, "to": 13, "consistency_path": path});
+        assert_eq!(check_consistency_proof(&older, &newer, &answer), Ok(()));
+        // Another pair of sizes, a forked root, a cut path: each refused.
+        let other = json!({"from": 4, "to": 13, "consistency_path": path});
+        assert_eq!(check_consistency_proof(&older, &newer, &other), Err(Reason::ConsistencyInvalid));
+        let mut forked = newer.clone();
+        forked.root[0] ^= 1;
+        assert_eq!(check_consistency_proof(&older, &forked, &answer), Err(Reason::ConsistencyInvalid));
+        let mut cut = answer.clone();
+        cut["consistency_path"].as_array_mut().unwrap().pop();
+        assert!(check_consistency_proof(&older, &newer, &cut).is_err());
+    }
 }

@@ -126,5 +126,5 @@ pub use svc::chaos::setup::product;
 /// Onboards `Lumio` (FR) with a passkey-sealed products mandate; answers
 /// the seal context of its batches.
 pub async fn onboard(admin: &Admin, key: &SigningKey, passkey: &SigningKey) -> SealContext {
-    svc::chaos::setup::onboard(admin, key, passkey).await.unwrap()
+    svc::chaos::setup::onboard(admin, key, passkey).await.unwrap().context
 }
