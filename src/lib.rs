@@ -30,6 +30,7 @@ pub mod publish;
 pub mod region;
 pub mod registry;
 pub mod replication;
+pub mod sabotage;
 pub mod sandbox;
 pub mod search;
 pub mod service;

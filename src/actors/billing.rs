@@ -199,6 +199,9 @@ impl<'a> Tally<'a> {
             let found = self.store.get(cf::USAGE_DAYS, &day).map_err(ActorError::from)?.unwrap_or_default();
             self.days.insert(day.clone(), found);
         }
+        if event.kind == UsageKind::Fetch && crate::sabotage::on(crate::sabotage::Sabotage::UnbilledFetches) {
+            return Ok(false);
+        }
         let counts = self.days.get_mut(&day).expect("just inserted");
         match event.kind {
             UsageKind::Search => counts.searches += 1,

@@ -53,7 +53,10 @@ impl NonceFeed {
         }
         page.check(after, args.link.now()).map_err(|e| ActorError::from(LinkError::OutOfRange(e)))?;
         let learned = page.entries.last().map_or(after, |e| e.seq);
-        let entries = page.entries;
+        let mut entries = page.entries;
+        if crate::sabotage::on(crate::sabotage::Sabotage::NoNonceFanout) {
+            entries.clear();
+        }
         args.nonces.call(|reply| NonceMsg::LearnFeed { entries, reply }).await.map_err(ActorError::from)??;
         args.status.feed_learned.store(learned, Ordering::Relaxed);
         Ok(())

@@ -136,8 +136,10 @@ impl ReceiptFolder {
             let newest = if flush { Self::newest(args)? } else { Self::may_close(args, &from)? };
             let Some(newest) = newest else { return Ok(made) };
             let pending = args.store.scan::<ReceiptLeaf>(cf::RECEIPT_LEAVES, &[], Some(&from), PASS)?;
+            let sabotaged = crate::sabotage::on(crate::sabotage::Sabotage::UnfoldedReceipts);
             let served: Vec<Served> = pending
                 .iter()
+                .skip(usize::from(sabotaged))
                 .map(|(key, r)| Served { seq: from_be(key).unwrap_or(0), served_at: r.served_at, leaf: r.leaf })
                 .collect();
             // (A pass cut by its size may close a minute in two parts: both

@@ -95,7 +95,10 @@ impl TransparencyLog {
         }
         let size = tree.size();
         let root = tree.root(size).ok_or(ActorError::Refused("the tree lost its leaves"))?;
-        let checkpoint = Checkpoint { origin: args.log.origin().to_owned(), size, root };
+        let mut checkpoint = Checkpoint { origin: args.log.origin().to_owned(), size, root };
+        if crate::sabotage::on(crate::sabotage::Sabotage::ForkedCheckpoints) {
+            checkpoint.root[0] ^= 1;
+        }
         let note = checkpoint
             .sign(&args.keys.checkpoint_key())
             .ok_or(ActorError::Refused("the log's origin cannot name a note key"))?;

@@ -255,6 +255,10 @@ fn chaos(path: &std::path::Path, out: &std::path::Path, keep_data: bool) -> Resu
 /// Runs one node until SIGINT or SIGTERM, then drains and stops. Its first
 /// line on stdout is a JSON object with the bound addresses, for scripts.
 fn node(path: &std::path::Path) -> Result<(), CliError> {
+    crate::sabotage::started();
+    for sabotage in crate::sabotage::chosen() {
+        eprintln!("svc node: sabotaged on purpose (SVC_SABOTAGE): {}", sabotage.name());
+    }
     let mut config: crate::config::NodeConfig = toml_file(path)?;
     config.read_secret_files(path.parent().unwrap_or(std::path::Path::new(".")))?;
     block_on_workers(async move {

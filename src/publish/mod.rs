@@ -751,6 +751,9 @@ impl Engine {
             .collect();
         for version in signed {
             let version = version?;
+            if crate::sabotage::on(crate::sabotage::Sabotage::LostVersions) && lost_version() {
+                continue;
+            }
             change.put(cf::VERSIONS, &keys::version(&version.record_id, version.generation), &version);
         }
         push.chunks_done = push.chunks_done.max(chunk + 1);
@@ -892,6 +895,9 @@ impl Engine {
         if !delete && head.state == RecordState::Withdrawn {
             return Ok(None);
         }
+        if !delete && crate::sabotage::on(crate::sabotage::Sabotage::IgnoredWithdrawals) {
+            return Ok(Some(head));
+        }
         let mut change = Change::new();
         head.state = if delete { RecordState::Deleted } else { RecordState::Withdrawn };
         head.last_updated = now;
@@ -910,6 +916,12 @@ impl Engine {
         self.log.commit(change, now)?;
         Ok(Some(head))
     }
+}
+
+/// Every second call answers true (`Sabotage::LostVersions`).
+fn lost_version() -> bool {
+    static WRITTEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2 == 1
 }
 
 /// Queues a seal's leaf for the transparency log, in the write that accepts it.

@@ -29,6 +29,8 @@ pub async fn readiness(state: &Region) -> (bool, Value) {
     let indexed = state.indexer.call(IndexerMsg::Observe).await.map(|s| s.applied_seq).ok();
     let logged = crate::replication::last_seq(&state.store).ok();
     let index_caught_up = matches!((indexed, logged), (Some(i), Some(l)) if i >= l);
+    let sabotaged = crate::sabotage::on(crate::sabotage::Sabotage::UnreadyAfter10s)
+        && crate::sabotage::started().elapsed() > std::time::Duration::from_secs(10);
     let (ready, mut body) = match &state.replica {
         None => (indexed.is_some(), json!({"role": "home", "head_seq": logged})),
         Some(replica) => {
@@ -51,7 +53,7 @@ pub async fn readiness(state: &Region) -> (bool, Value) {
     let failed = state.failures.list();
     // Nor with a store that cannot write: a full disk, a background error.
     let store = state.store.probe_write(state.clock.now().0).err().map(|e| e.to_string());
-    let ready = ready && certified && failed.is_empty() && store.is_none();
+    let ready = ready && certified && failed.is_empty() && store.is_none() && !sabotaged;
     body["store_write_error"] = json!(store);
     body["failed_actors"] = json!(failed);
     body["receipt_key_certified"] = json!(certified);

@@ -11,6 +11,7 @@ mod business_limits;
 mod chaos;
 mod client;
 mod core_is_pure;
+mod fuzzing;
 mod hardening;
 mod kill;
 mod layers;

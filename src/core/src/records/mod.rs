@@ -39,6 +39,7 @@
 
 mod business_files;
 mod events;
+pub mod examples;
 mod form;
 mod jobs;
 mod parse;
