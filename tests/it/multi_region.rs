@@ -198,10 +198,13 @@ async fn usage(client: &RetrievalClient) -> (u64, Option<i64>) {
     (usage["totals"]["billed"].as_u64().unwrap(), usage["allowance"]["remaining"].as_i64())
 }
 
-/// Waits until home's count settles at `billed`, and stays there.
+/// Waits until home's count settles at `billed`, and stays there. Up to a
+/// minute: with the whole suite running on two cores, a region's report can
+/// take well over the 20 s this once allowed.
 async fn billed_settles_at(client: &RetrievalClient, billed: u64) -> Option<i64> {
     let mut last = (0, None);
-    for _ in 0..800 {
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(60) {
         last = usage(client).await;
         if last.0 == billed {
             tokio::time::sleep(Duration::from_millis(300)).await;
