@@ -24,12 +24,13 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use svc_core::ids::RecordType;
 use svc_core::keys::SigningKey;
+use svc_core::rng::Rng;
 use svc_core::search::{Refusal, SearchQuery};
 
 use crate::client::retrieval::TAG_RETRIEVAL;
 use crate::client::{ClientError, Signer, Unsigned};
 use crate::clock::{Clock, SystemClock};
-use crate::sandbox::corpus::{MARKETS, Rng};
+use crate::sandbox::corpus::MARKETS;
 
 /// What stops a load run: a plan that cannot run, or a connection that
 /// could not start.

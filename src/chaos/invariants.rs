@@ -15,9 +15,8 @@ use super::push::{Action, Pushed};
 use super::setup::AiKey;
 use super::watch::Observed;
 use crate::cli::admin::Admin;
+use crate::client::retrieval::RetrievalClient;
 use crate::client::transport::Transport;
-use crate::client::{Signer, Unsigned};
-use crate::clock::{Clock, SystemClock};
 
 /// One invariant's verdict.
 #[derive(Debug, Clone, Serialize)]
@@ -87,13 +86,7 @@ pub async fn bills_match(deployment: &Deployment, keys: &[AiKey], seen: &[Seen],
 
 /// The company's billed total from `/v1/usage`, asked with its own key.
 async fn usage(home: &str, key: &AiKey) -> Option<u64> {
-    let signer = Signer::new(key.key.clone(), AUTHORITY, crate::client::retrieval::TAG_RETRIEVAL);
-    let mut unsigned = Unsigned::new("GET", "/v1/usage", Vec::new());
-    if let Some(grant) = &key.grant {
-        unsigned = unsigned.header(svc_core::sandbox::GRANT_HEADER, grant);
-    }
-    let request = signer.sign_now(unsigned, SystemClock.now().as_secs()).ok()?;
-    let answer = Transport::new(home).ok()?.send(request).await.ok()?;
+    let answer = key.client(home, AUTHORITY).ok()?.call("GET", "/v1/usage", Vec::new()).await.ok()?;
     answer.json()["totals"]["billed"].as_u64()
 }
 
@@ -190,23 +183,17 @@ pub fn replays_refused(seen: &[Seen]) -> Checked {
     }
 }
 
-/// A record fetched with `key` at `base`: the status, and the `record`
-/// member's exact bytes when served.
-async fn fetch(base: &str, key: &AiKey, record_id: &str) -> (u16, Option<Vec<u8>>) {
+/// A record fetched by `client`: the status (`0` for no answer, or no
+/// client), and the `record` member's exact bytes when served.
+async fn fetch(client: Option<&RetrievalClient>, record_id: &str) -> (u16, Option<Vec<u8>>) {
     #[derive(serde::Deserialize)]
     struct Fetched<'a> {
         #[serde(borrow)]
         record: &'a serde_json::value::RawValue,
     }
-    let signer = Signer::new(key.key.clone(), AUTHORITY, crate::client::retrieval::TAG_RETRIEVAL);
+    let Some(client) = client else { return (0, None) };
     let path = format!("/v1/records/{record_id}");
-    let mut unsigned = Unsigned::new("GET", &path, Vec::new());
-    if let Some(grant) = &key.grant {
-        unsigned = unsigned.header(svc_core::sandbox::GRANT_HEADER, grant);
-    }
-    let Ok(request) = signer.sign_now(unsigned, SystemClock.now().as_secs()) else { return (0, None) };
-    let Ok(transport) = Transport::new(base) else { return (0, None) };
-    match tokio::time::timeout(Duration::from_secs(10), transport.send(request)).await {
+    match tokio::time::timeout(Duration::from_secs(10), client.call("GET", &path, Vec::new())).await {
         Ok(Ok(answer)) => {
             let record =
                 serde_json::from_slice::<Fetched>(&answer.bytes).ok().map(|f| f.record.get().as_bytes().to_vec());
@@ -252,15 +239,16 @@ pub async fn pushes_hold(deployment: &Deployment, probe: &AiKey, pushed: &[Pushe
         lost.clear();
         served.clear();
         for node in &deployment.nodes {
+            let client = probe.client(&node.public_url, AUTHORITY).ok();
             for (p, bytes) in &kept {
-                let (status, record) = fetch(&node.public_url, probe, &p.record_id).await;
+                let (status, record) = fetch(client.as_ref(), &p.record_id).await;
                 if status != 200 || record.as_deref() != Some(bytes.as_slice()) {
                     lost.push(json!({"region": node.name, "record_id": p.record_id, "pushed_at_ms": p.at_ms,
                                      "status": status, "bytes_differ": status == 200}));
                 }
             }
             for p in &withdrawn {
-                let (status, _) = fetch(&node.public_url, probe, &p.record_id).await;
+                let (status, _) = fetch(client.as_ref(), &p.record_id).await;
                 if status != 404 {
                     served.push(json!({"region": node.name, "record_id": p.record_id, "withdrawn_at_ms": p.at_ms,
                                        "status": status}));

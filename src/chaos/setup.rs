@@ -6,6 +6,7 @@ use serde_json::json;
 use svc_core::keys::{Alg, SigningKey};
 
 use crate::cli::admin::Admin;
+use crate::client::retrieval::RetrievalClient;
 use crate::client::sealing::{self, Passkey, SealContext};
 use crate::client::transport::{Answer, Transport};
 use crate::client::{ClientError, Signer, Unsigned};
@@ -20,6 +21,14 @@ pub struct AiKey {
     pub key: SigningKey,
     pub grant: Option<String>,
     pub company_uuid: String,
+}
+
+impl AiKey {
+    /// Its client of the region at `base_url`: each call signed afresh, the
+    /// grant sent along.
+    pub fn client(&self, base_url: &str, authority: &str) -> Result<RetrievalClient, ClientError> {
+        RetrievalClient::new(base_url, authority, self.key.clone(), self.grant.clone())
+    }
 }
 
 /// A verified AI company that accepted the Terms, with one group and one

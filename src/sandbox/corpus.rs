@@ -7,6 +7,7 @@
 
 use serde_json::{Value, json};
 use svc_core::digest::sha256;
+use svc_core::rng::Rng;
 
 /// Countries of the corpus, with their currency, a city and its coordinate.
 pub const MARKETS: [(&str, &str, &str, &str, f64, f64); 8] = [
@@ -40,31 +41,6 @@ const ADJECTIVES: [&str; 16] = [
     "Oak", "Linen", "Copper", "Midnight", "Coastal", "Alpine", "Classic", "Compact", "Deluxe", "Organic", "Granite",
     "Velvet", "Amber", "Silver", "Forest", "Harbor",
 ];
-
-/// A small deterministic generator (SplitMix64): enough for fictional data.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-}
 
 /// One business of the corpus and everything it publishes.
 #[derive(Debug, Clone)]

@@ -239,7 +239,7 @@ mod tests {
 
     /// A product with a random price in some of its countries (not all:
     /// a row may lack one), a random availability, sale flag and date.
-    fn random_product(rng: &mut crate::sandbox::corpus::Rng, n: usize) -> Blocked {
+    fn random_product(rng: &mut svc_core::rng::Rng, n: usize) -> Blocked {
         const COUNTRIES: [&str; 4] = ["FR", "DE", "GB", "US"];
         let countries: Vec<String> = COUNTRIES.iter().filter(|_| rng.below(2) == 0).map(|c| c.to_string()).collect();
         let mut filters = Vec::new();
@@ -268,7 +268,7 @@ mod tests {
         (doc, blocked)
     }
 
-    fn random_search(rng: &mut crate::sandbox::corpus::Rng) -> SearchQuery {
+    fn random_search(rng: &mut svc_core::rng::Rng) -> SearchQuery {
         use svc_core::search::{Clause, SortKey as Key};
         let country = rng.pick(&["FR", "DE", "GB", "US", "IT"]).to_string();
         let price = format!("price_{country}");
@@ -288,7 +288,7 @@ mod tests {
             clauses.push(Clause { field: price.clone(), kind: Kind::Money, conditions });
         }
         let values = ["in_stock", "preorder", "out_of_stock", "unknown"];
-        let some = |rng: &mut crate::sandbox::corpus::Rng| Scalar::Str(rng.pick(&values).to_string());
+        let some = |rng: &mut svc_core::rng::Rng| Scalar::Str(rng.pick(&values).to_string());
         let availability = match rng.below(6) {
             0 => Some(Condition::Eq(some(rng))),
             1 => Some(Condition::Ne(some(rng))),
@@ -303,7 +303,7 @@ mod tests {
             let condition = Condition::Eq(Scalar::Bool(rng.below(2) == 0));
             clauses.push(Clause { field: "on_sale".into(), kind: Kind::Bool, conditions: vec![condition] });
         }
-        let direction = |rng: &mut crate::sandbox::corpus::Rng| {
+        let direction = |rng: &mut svc_core::rng::Rng| {
             if rng.below(2) == 0 { Direction::Asc } else { Direction::Desc }
         };
         let (first, second) = if rng.below(2) == 0 { (price, "published_at") } else { ("published_at".into(), "x") };
@@ -338,7 +338,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let (index, writers) = open_all(root.path(), 1).unwrap();
         let mut writer = writers.into_iter().find(|(c, _, _)| *c == RecordType::Products).unwrap().2;
-        let mut rng = crate::sandbox::corpus::Rng::new(7);
+        let mut rng = svc_core::rng::Rng::new(7);
         // Several segments, rewritten and deleted rows among them.
         for batch in 0..4 {
             let upserts = (0..600).map(|n| random_product(&mut rng, batch * 400 + n)).collect();

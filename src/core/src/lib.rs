@@ -32,6 +32,7 @@ pub mod reason;
 pub mod receipt;
 pub mod receipt_fold;
 pub mod records;
+pub mod rng;
 pub mod sandbox;
 pub mod seal;
 pub mod search;

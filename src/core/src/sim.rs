@@ -10,33 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// SplitMix64: a seeded stream of numbers, the same on every machine.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn draw(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (`n` > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.draw() % n.max(1)
-    }
-
-    /// True `percent` times in a hundred.
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
+use crate::rng::Rng;
 
 /// How hostile a schedule's network is, drawn per seed.
 #[derive(Debug, Clone, Copy)]
