@@ -6,7 +6,8 @@ use axum::http::{Request, Uri};
 use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use std::time::Duration;
 
 use super::ClientError;
 
@@ -48,7 +49,17 @@ impl Transport {
         if base.scheme_str() != Some("http") || base.authority().is_none() {
             return Err(ClientError::NotHttp { url: base_url.to_owned() });
         }
-        let client = Client::builder(TokioExecutor::new()).http2_only(http2).build_http();
+        // A node closes a keep-alive connection that waits 10 s for its next
+        // request head (60 s of silence on HTTP/2). A pooled connection
+        // reused just as the node closes it fails after the request left,
+        // which cannot be told from a lost answer; so the pool lets idle
+        // connections go well before a node would.
+        let idle = if http2 { Duration::from_secs(30) } else { Duration::from_secs(4) };
+        let client = Client::builder(TokioExecutor::new())
+            .http2_only(http2)
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(idle)
+            .build_http();
         Ok(Transport { base, client })
     }
 
@@ -82,5 +93,49 @@ impl Transport {
         let headers = response.headers().clone();
         let bytes = response.into_body().collect().await.map_err(ClientError::Body)?.to_bytes().to_vec();
         Ok(Answer { status, headers, bytes })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server that answers each connection's first request and keeps it
+    /// open, then closes it on the next without answering: what a node
+    /// does when a request arrives just as it lets an idle connection go.
+    async fn answers_once_per_connection() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    if stream.read(&mut buf).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let answer = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                    let _ = stream.write_all(answer.as_bytes()).await;
+                    let _ = stream.read(&mut buf).await;
+                });
+            }
+        });
+        format!("http://{address}")
+    }
+
+    fn get() -> Request<Body> {
+        Request::get("/").body(Body::empty()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_connection_idle_past_the_pool_limit_is_not_reused() {
+        let transport = Transport::new(&answers_once_per_connection().await).unwrap();
+        assert_eq!(transport.send(get()).await.unwrap().status, 200);
+        // Soon after, the pooled connection is reused and the server closes it.
+        assert!(transport.send(get()).await.is_err(), "the double closes a reused connection");
+        assert_eq!(transport.send(get()).await.unwrap().status, 200);
+        // Idle past the pool's limit, a new connection is opened instead.
+        tokio::time::sleep(Duration::from_millis(4_500)).await;
+        assert_eq!(transport.send(get()).await.unwrap().status, 200);
     }
 }
