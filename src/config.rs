@@ -92,6 +92,10 @@ pub struct NodeConfig {
     /// The hosted public MCP server's sessions.
     #[serde(default)]
     pub mcp: McpConfig,
+    /// Lets the admin API crash this node at a step of its write path and
+    /// move its clock (`/admin/faults/*`), for chaos runs. Never in service.
+    #[serde(default)]
+    pub fault_injection: bool,
 }
 
 fn default_verify_per_second() -> u64 {
@@ -352,6 +356,7 @@ impl NodeConfig {
             trusted_proxies: Vec::new(),
             verify_per_second: default_verify_per_second(),
             mcp: McpConfig::default(),
+            fault_injection: false,
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod cli;
 pub mod client;
 pub mod clock;
 pub mod config;
+pub mod faults;
 pub mod forwarded;
 pub mod front_door;
 pub mod http;

@@ -152,6 +152,7 @@ impl IndexerState {
             let actor = self.args.shards.get(&shard).ok_or(ActorError::Refused("no such shard"))?;
             actor.call(|reply| IndexShardMsg::Apply { upserts, deletes, reply }).await.map_err(ActorError::from)??;
         }
+        crate::faults::crash_point(crate::faults::CrashPoint::IndexApplied);
         self.args.store.put(cf::META, APPLIED_KEY, &last).map_err(ActorError::from)?;
         self.applied = last;
         Ok(true)

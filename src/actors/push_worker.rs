@@ -141,6 +141,7 @@ pub async fn run_push(runner: &PushRunner, push_id: &str) -> Result<PushRecord, 
         .call(|reply| PublisherMsg::Finish { push_id: push_id.to_owned(), now, reply })
         .await
         .map_err(ActorError::from)??;
+    crate::faults::crash_point(crate::faults::CrashPoint::PushFinished);
     // A bulk file is deleted once its import completes.
     if let Some(upload_id) = &settled.upload_id {
         let path = upload_path(&runner.uploads, upload_id);

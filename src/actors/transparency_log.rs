@@ -114,6 +114,7 @@ impl TransparencyLog {
             tree.truncate(start);
             return Err(e);
         }
+        crate::faults::crash_point(crate::faults::CrashPoint::LogSequenced);
         tracing::info!(size, added = size - start, "transparency log sequenced; checkpoint signed");
         Ok(signed)
     }

@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
+
+use crate::cli::admin::Admin;
+use crate::faults::CrashPoint;
 
 /// Why a deployment could not be made or driven.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +27,8 @@ pub enum DeployError {
     Unknown(String),
     #[error("signal {signal} to {node}: {detail}")]
     Signal { node: String, signal: &'static str, detail: String },
+    #[error("fault on {node}: {detail}")]
+    Fault { node: String, detail: String },
 }
 
 /// The authority every node serves, so a signed request is valid at each.
@@ -121,7 +126,8 @@ impl Deployment {
             "region = \"{name}\"\nrole = \"{role}\"\nenvironment = \"production\"\ndata_dir = \"{}\"\n\
              listen = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:0\"\n{listeners}public_authority = \"{AUTHORITY}\"\n\
              verify_base_url = \"http://verify.svc.localhost\"\nadmin_token = \"{}\"\n\
-             passkey_rp_id = \"portal.svc.localhost\"\npasskey_origin = \"https://portal.svc.localhost\"\n\n{replication}",
+             passkey_rp_id = \"portal.svc.localhost\"\npasskey_origin = \"https://portal.svc.localhost\"\n\
+             fault_injection = true\n\n{replication}",
             self.dir.join(name).display(),
             self.admin_token
         );
@@ -201,6 +207,40 @@ impl Deployment {
     /// SIGCONT.
     pub fn resume(&self, name: &str) -> Result<(), DeployError> {
         self.node(name)?.signal("CONT")
+    }
+
+    /// One call to a node's fault-injection routes.
+    async fn inject(&self, name: &str, path: &str, body: Value) -> Result<(), DeployError> {
+        let node = self.node(name)?;
+        let fault = |detail: String| DeployError::Fault { node: name.to_owned(), detail };
+        let admin = Admin::new(&node.admin_url, self.admin_token.clone()).map_err(|e| fault(e.to_string()))?;
+        admin.call("POST", path, Some(body)).await.map(|_| ()).map_err(|e| fault(e.to_string()))
+    }
+
+    /// Arms `step` and waits (up to `within`) for the node to abort there.
+    pub async fn crash_at(&mut self, name: &str, step: CrashPoint, within: Duration) -> Result<(), DeployError> {
+        self.inject(name, "/admin/faults/crash", json!({ "at": step })).await?;
+        let started = std::time::Instant::now();
+        while started.elapsed() < within {
+            let node = self.node_mut(name)?;
+            if let Some(child) = &mut node.child
+                && let Ok(Some(_)) = child.try_wait()
+            {
+                node.child = None;
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let _ = self.inject(name, "/admin/faults/crash", json!({ "at": null })).await;
+        Err(DeployError::Fault {
+            node: name.to_owned(),
+            detail: format!("its write path did not reach {} within {} s", step.name(), within.as_secs()),
+        })
+    }
+
+    /// Moves the node's clock `skew_ms` from the machine's (0 puts it back).
+    pub async fn skew_clock(&self, name: &str, skew_ms: i64) -> Result<(), DeployError> {
+        self.inject(name, "/admin/faults/clock", json!({ "skew_ms": skew_ms })).await
     }
 }
 

@@ -47,6 +47,9 @@ pub enum ChaosError {
 pub struct Applied {
     pub kind: FaultKind,
     pub target: String,
+    /// The step of a crash, the skew of a clock, the peer of a partition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
     pub started_ms: u64,
     pub healed_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -197,6 +200,9 @@ async fn replicated(target: &Target, key: &setup::AiKey) -> Result<(), ChaosErro
     Err(ChaosError::NotReplicated { region: target.region.clone(), last })
 }
 
+/// How long an armed crash point may wait for the write path to pass it.
+const CRASH_WITHIN: Duration = Duration::from_secs(20);
+
 /// Applies each fault at its time and heals it `for_s` later, in order.
 async fn strike(deployment: &mut Deployment, scenario: &Scenario, started: Instant) -> Vec<Applied> {
     let mut faults: Vec<_> = scenario.faults.iter().collect();
@@ -206,19 +212,27 @@ async fn strike(deployment: &mut Deployment, scenario: &Scenario, started: Insta
         let target = fault.target.get_ref().clone();
         tokio::time::sleep_until((started + Duration::from_secs(*fault.at_s.get_ref())).into()).await;
         let started_ms = started.elapsed().as_millis() as u64;
-        let struck = match fault.kind {
-            FaultKind::Kill => deployment.kill(&target),
-            FaultKind::Stop => deployment.stop(&target),
+        let struck = match (fault.kind(), &fault.step, &fault.skew_s) {
+            (FaultKind::Kill, ..) => deployment.kill(&target),
+            (FaultKind::Stop, ..) => deployment.stop(&target),
+            (FaultKind::Crash, Some(step), _) => deployment.crash_at(&target, *step.get_ref(), CRASH_WITHIN).await,
+            (FaultKind::Clock, _, Some(skew)) => deployment.skew_clock(&target, skew.get_ref() * 1000).await,
+            (kind, ..) => {
+                Err(DeployError::Fault { node: target.clone(), detail: format!("{} is not built", kind.name()) })
+            }
         };
         tokio::time::sleep(Duration::from_secs(*fault.for_s.get_ref())).await;
-        let healed = match fault.kind {
-            FaultKind::Kill => deployment.restart(&target).await,
+        let healed = match fault.kind() {
+            FaultKind::Kill | FaultKind::Crash => deployment.restart(&target).await,
             FaultKind::Stop => deployment.resume(&target),
+            FaultKind::Clock => deployment.skew_clock(&target, 0).await,
+            FaultKind::Partition | FaultKind::DiskFull => Ok(()),
         };
         let error = struck.err().or(healed.err()).map(|e| e.to_string());
         applied.push(Applied {
-            kind: fault.kind,
+            kind: fault.kind(),
             target,
+            detail: fault.detail(),
             started_ms,
             healed_ms: started.elapsed().as_millis() as u64,
             error,

@@ -64,7 +64,7 @@ fn chart(report: &Report, series: &[Series], seconds: usize, unit: &str, label: 
             x(from),
             (x(to) - x(from)).max(1.0),
             x(from) + 3.0,
-            escape(&format!("{:?}", fault.kind).to_lowercase()),
+            escape(fault.kind.name()),
             escape(&fault.target)
         );
     }
@@ -155,9 +155,10 @@ pub fn render(report: &Report, seen: &[Seen], lag: (&[String], &[Vec<Option<u64>
     for fault in &report.faults {
         let _ = write!(
             faults,
-            "<li>{} {} from {:.1} s to {:.1} s{}</li>",
-            escape(&format!("{:?}", fault.kind).to_lowercase()),
+            "<li>{} {}{} from {:.1} s to {:.1} s{}</li>",
+            escape(fault.kind.name()),
             escape(&fault.target),
+            fault.detail.as_deref().map(|d| format!(" ({})", escape(d))).unwrap_or_default(),
             fault.started_ms as f64 / 1000.0,
             fault.healed_ms as f64 / 1000.0,
             fault.error.as_deref().map(|e| format!(" (error: {})", escape(e))).unwrap_or_default()

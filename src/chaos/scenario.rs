@@ -83,12 +83,36 @@ pub struct Load {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum FaultKind {
     /// SIGKILL, then a restart from the same data directory after `for_s`.
     Kill,
     /// SIGSTOP, then SIGCONT after `for_s`: a stalled process that keeps its sockets.
     Stop,
+    /// The target aborts the next time its write path passes `step`, and
+    /// is restarted `for_s` after.
+    Crash,
+    /// The target's clock runs `skew_s` from the machine's for `for_s`.
+    Clock,
+    /// The network between the target and `peer` (home by default) drops
+    /// everything for `for_s`.
+    Partition,
+    /// The target's data directory (a small tmpfs of its own) is filled
+    /// for `for_s`, then the filler is deleted.
+    DiskFull,
+}
+
+impl FaultKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Kill => "kill",
+            FaultKind::Stop => "stop",
+            FaultKind::Crash => "crash",
+            FaultKind::Clock => "clock",
+            FaultKind::Partition => "partition",
+            FaultKind::DiskFull => "disk-full",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -96,16 +120,83 @@ pub enum FaultKind {
 pub struct Fault {
     /// Seconds after the load starts.
     pub at_s: Spanned<u64>,
-    pub kind: FaultKind,
+    pub kind: Spanned<FaultKind>,
     /// `home` or a read region.
     pub target: Spanned<String>,
     /// How long the fault lasts.
     pub for_s: Spanned<u64>,
+    /// `crash`: the step of the write path where the target aborts.
+    #[serde(default)]
+    pub step: Option<Spanned<crate::faults::CrashPoint>>,
+    /// `clock`: seconds the target's clock runs ahead (negative: behind).
+    #[serde(default)]
+    pub skew_s: Option<Spanned<i64>>,
+    /// `partition`: the other side of the cut; home when absent.
+    #[serde(default)]
+    pub peer: Option<Spanned<String>>,
+}
+
+impl Fault {
+    pub fn kind(&self) -> FaultKind {
+        *self.kind.get_ref()
+    }
+
+    /// What the kind alone does not say, for the report.
+    pub fn detail(&self) -> Option<String> {
+        match self.kind() {
+            FaultKind::Crash => self.step.as_ref().map(|s| format!("at {}", s.get_ref().name())),
+            FaultKind::Clock => self.skew_s.as_ref().map(|s| format!("{:+} s", s.get_ref())),
+            FaultKind::Partition => Some(format!("from {}", self.peer())),
+            _ => None,
+        }
+    }
+
+    /// The other side of a partition.
+    pub fn peer(&self) -> &str {
+        self.peer.as_ref().map_or("home", |p| p.get_ref())
+    }
 }
 
 /// The line (from 1) of a byte offset in `text`.
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+impl Fault {
+    /// What each kind needs, and nothing a kind does not use: the offset
+    /// and reason of the first mismatch.
+    fn check_kind(&self, regions: &[String]) -> Result<(), (usize, String)> {
+        let kind = self.kind();
+        let at = self.kind.span().start;
+        let needs = |present: bool, wanted: bool, field: &str| match (present, wanted) {
+            (false, true) => Err((at, format!("a {} fault needs {field}", kind.name()))),
+            (true, false) => Err((at, format!("{field} belongs to another kind than {}", kind.name()))),
+            _ => Ok(()),
+        };
+        needs(self.step.is_some(), kind == FaultKind::Crash, "step")?;
+        needs(self.skew_s.is_some(), kind == FaultKind::Clock, "skew_s")?;
+        if self.peer.is_some() && kind != FaultKind::Partition {
+            return Err((at, format!("peer belongs to another kind than {}", kind.name())));
+        }
+        if let Some(skew) = &self.skew_s
+            && (*skew.get_ref() == 0 || skew.get_ref().abs() > 86_400)
+        {
+            return Err((skew.span().start, "skew_s is -86400 to 86400, not 0".into()));
+        }
+        if let Some(peer) = &self.peer {
+            let name = peer.get_ref();
+            if name != "home" && !regions.contains(name) {
+                return Err((peer.span().start, format!("peer {name:?} is not home or a region of the deployment")));
+            }
+            if name == self.target.get_ref() {
+                return Err((peer.span().start, "a partition cuts two different nodes apart".into()));
+            }
+        }
+        if kind == FaultKind::Partition && self.peer.is_none() && self.target.get_ref() == "home" {
+            return Err((self.target.span().start, "a partition from home names a read region as its peer".into()));
+        }
+        Ok(())
+    }
 }
 
 impl Scenario {
@@ -173,6 +264,7 @@ impl Scenario {
             if !(1..=600).contains(fault.for_s.get_ref()) {
                 return Err(refuse(fault.for_s.span().start, "for_s is 1 to 600".into()));
             }
+            fault.check_kind(regions).map_err(|(offset, reason)| refuse(offset, reason))?;
         }
         Ok(scenario)
     }
@@ -212,7 +304,7 @@ for_s = 3
         let scenario = Scenario::parse("smoke.toml", SMOKE).unwrap();
         assert_eq!((scenario.seed, scenario.expect, scenario.duration()), (1, Verdict::Pass, 20));
         assert_eq!(scenario.regions(), ["eu", "ap"]);
-        assert_eq!(scenario.faults[0].kind, FaultKind::Kill);
+        assert_eq!(scenario.faults[0].kind(), FaultKind::Kill);
         let load = &scenario.load;
         assert_eq!((*load.fetches_per_second.get_ref(), *load.pushes_per_second.get_ref()), (0, 0));
     }
@@ -240,5 +332,34 @@ for_s = 3
         assert_eq!((e.line, e.reason.contains("pushes_per_second is 0 to 20")), (10, true), "{e}");
         let e = refused("name = \"x\"\nduration_s = [".into());
         assert_eq!(e.line, 2, "{e}");
+    }
+
+    #[test]
+    fn each_fault_kind_takes_what_it_needs_and_nothing_else() {
+        let with = |kind: &str, extra: &str| SMOKE.replace("kind = \"kill\"", &format!("kind = \"{kind}\"\n{extra}"));
+        let crash = Scenario::parse("ok.toml", &with("crash", "step = \"chunk-written\"")).unwrap();
+        assert_eq!(*crash.faults[0].step.as_ref().unwrap().get_ref(), crate::faults::CrashPoint::ChunkWritten);
+        let cut = Scenario::parse("ok.toml", &with("partition", "peer = \"ap\"")).unwrap();
+        assert_eq!((cut.faults[0].kind(), cut.faults[0].peer()), (FaultKind::Partition, "ap"));
+        let cut = Scenario::parse("ok.toml", &with("partition", "")).unwrap();
+        assert_eq!(cut.faults[0].peer(), "home");
+        Scenario::parse("ok.toml", &with("clock", "skew_s = -90")).unwrap();
+        Scenario::parse("ok.toml", &with("disk-full", "")).unwrap();
+
+        let refused = |text: String| Scenario::parse("bad.toml", &text).unwrap_err();
+        let e = refused(with("crash", ""));
+        assert_eq!((e.line, e.reason.as_str()), (13, "a crash fault needs step"), "{e}");
+        let e = refused(with("crash", "step = \"halfway\""));
+        assert!(e.reason.contains("unknown variant"), "{e}");
+        let e = refused(with("kill", "skew_s = 30"));
+        assert_eq!(e.reason, "skew_s belongs to another kind than kill", "{e}");
+        let e = refused(with("clock", "skew_s = 0"));
+        assert_eq!((e.line, e.reason.contains("not 0")), (14, true), "{e}");
+        let e = refused(with("partition", "peer = \"eu\""));
+        assert_eq!(e.reason, "a partition cuts two different nodes apart", "{e}");
+        let e = refused(with("partition", "peer = \"mars\""));
+        assert!(e.reason.contains("\"mars\" is not home or a region"), "{e}");
+        let e = refused(with("stop", "peer = \"ap\""));
+        assert_eq!(e.reason, "peer belongs to another kind than stop", "{e}");
     }
 }

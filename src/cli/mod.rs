@@ -264,7 +264,13 @@ fn node(path: &std::path::Path) -> Result<(), CliError> {
     block_on_workers(async move {
         let region = config.region.clone();
         let stopped = stop_signal()?;
-        let node = crate::node::Node::start(config, std::sync::Arc::new(crate::clock::SystemClock)).await?;
+        let clock: crate::clock::SharedClock = if config.fault_injection {
+            eprintln!("svc node: fault injection is on (/admin/faults/*): for chaos runs only");
+            std::sync::Arc::new(crate::faults::SkewedClock)
+        } else {
+            std::sync::Arc::new(crate::clock::SystemClock)
+        };
+        let node = crate::node::Node::start(config, clock).await?;
         println!(
             "{}",
             serde_json::json!({"region": region, "listen": node.addr.to_string(), "admin_listen": node.admin_addr.to_string(),

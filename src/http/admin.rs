@@ -45,6 +45,8 @@ pub fn routes() -> Router<Region> {
         .route("/admin/log/sequence", post(sequence_log))
         .route("/admin/service-keys/{kid}/end", post(end_service_key))
         .route("/admin/service-keys/rotate", post(rotate_service_key))
+        .route("/admin/faults/crash", post(arm_crash))
+        .route("/admin/faults/clock", post(skew_clock))
 }
 
 /// A request that showed the operator's bearer token.
@@ -205,6 +207,14 @@ async fn set_allowance(State(state): State<Region>, _: Operator, Json(req): Json
 
 async fn publish_terms(State(state): State<Region>, _: Operator, Json(req): Json<NewTerms>) -> Response {
     done(operator::publish_terms(&state, req).await)
+}
+
+async fn arm_crash(State(state): State<Region>, _: Operator, Json(req): Json<CrashArm>) -> Response {
+    done(operator::arm_crash(&state, req))
+}
+
+async fn skew_clock(State(state): State<Region>, _: Operator, Json(req): Json<ClockSkew>) -> Response {
+    done(operator::skew_clock(&state, req))
 }
 
 async fn sequence_log(State(state): State<Region>, _: Operator) -> Response {

@@ -468,6 +468,7 @@ impl Engine {
         change.put(cf::USAGE, push.key_id.as_bytes(), &ledger);
         queue_seal(&mut change, &push.batch_seal_json, push.received_at);
         self.log.commit(change, push.received_at)?;
+        crate::faults::crash_point(crate::faults::CrashPoint::PushAccepted);
         Ok(Ok(Created::New(push_id)))
     }
 
@@ -763,6 +764,7 @@ impl Engine {
         change.put(cf::PUSHES, &keys::push(push_id), &push);
         // The disk wait of this chunk overlaps the work of the next one.
         self.log.commit_pipelined(change, now)?;
+        crate::faults::crash_point(crate::faults::CrashPoint::ChunkWritten);
         self.in_flight = InFlight { heads, pushes: HashMap::from([(push_id.to_owned(), push.clone())]) };
         Ok(push)
     }

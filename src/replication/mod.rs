@@ -396,6 +396,7 @@ pub fn apply_frames(store: &Store, bytes: &[u8]) -> StoreResult<Applied> {
     }
     if entries > 0 {
         store.write_ready(batch.ready()?, true)?;
+        crate::faults::crash_point(crate::faults::CrashPoint::FramesApplied);
     }
     Ok(Applied { last, entries, refused })
 }

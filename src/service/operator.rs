@@ -976,6 +976,42 @@ pub async fn sequence_log(state: &Region) -> Result<Done> {
     })))
 }
 
+/// `POST /admin/faults/crash`: the crash point to arm, or `null` to disarm.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrashArm {
+    at: Option<crate::faults::CrashPoint>,
+}
+
+/// `POST /admin/faults/clock`: how far this node's clock runs from the machine's.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockSkew {
+    skew_ms: i64,
+}
+
+/// Faults are injected only into a node configured for them; elsewhere
+/// the routes do not exist.
+fn fault_injection(state: &Region) -> Result<()> {
+    if state.config.fault_injection { Ok(()) } else { Err(Error::new(Code::NotFound)) }
+}
+
+pub fn arm_crash(state: &Region, req: CrashArm) -> Result<Done> {
+    fault_injection(state)?;
+    crate::faults::arm(req.at);
+    Ok(Done::Ok(json!({ "armed": req.at })))
+}
+
+/// At most a day either way: enough to cross every window the spec names.
+pub fn skew_clock(state: &Region, req: ClockSkew) -> Result<Done> {
+    fault_injection(state)?;
+    if req.skew_ms.abs() > 86_400_000 {
+        return Err(Error::detail(Code::RequestInvalid, "skew_ms is at most a day either way"));
+    }
+    crate::faults::skew(req.skew_ms);
+    Ok(Done::Ok(json!({ "skew_ms": req.skew_ms, "now": state.clock.now().to_rfc3339_millis() })))
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServiceKeyEnd {

@@ -5,6 +5,10 @@
 
 use std::time::Duration;
 
+use serde_json::json;
+
+use crate::common::Home;
+
 /// The processes whose command line names `needle`.
 fn processes_naming(needle: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -105,13 +109,24 @@ fn the_report_page_renders_its_timeline_and_invariants_in_chromium() {
         seed: 1,
         expect: Verdict::Pass,
         verdict: Verdict::Fail,
-        faults: vec![Applied {
-            kind: FaultKind::Kill,
-            target: "eu".into(),
-            started_ms: 4_000,
-            healed_ms: 7_000,
-            error: None,
-        }],
+        faults: vec![
+            Applied {
+                kind: FaultKind::Kill,
+                target: "eu".into(),
+                detail: None,
+                started_ms: 4_000,
+                healed_ms: 7_000,
+                error: None,
+            },
+            Applied {
+                kind: FaultKind::Crash,
+                target: "home".into(),
+                detail: Some("at chunk-written".into()),
+                started_ms: 9_000,
+                healed_ms: 11_000,
+                error: None,
+            },
+        ],
         load: serde_json::json!({"requests": 300}),
         invariants: vec![
             Checked { name: "replication converges after heal", held: true, evidence: serde_json::json!({"eu": 5}) },
@@ -152,6 +167,7 @@ fn the_report_page_renders_its_timeline_and_invariants_in_chromium() {
     );
     assert!(dom.contains("aria-label=\"replication lag\""), "{dom}");
     assert!(dom.contains("kill eu"), "the fault's band is labelled");
+    assert!(dom.contains("crash home (at chunk-written) from 9.0 s"), "a fault's detail is listed: {dom}");
     assert!(dom.contains("FAILED") && dom.contains("every receipt received is provable"), "{dom}");
     assert!(!dom.contains("<script"));
     let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("chaos-report.png");
@@ -166,4 +182,25 @@ fn the_report_page_renders_its_timeline_and_invariants_in_chromium() {
         taken.status.success() && std::fs::metadata(&shot).map(|m| m.len() > 10_000).unwrap_or(false),
         "a screenshot was taken"
     );
+}
+
+// The crash points and the skewed clock a chaos run drives exist only on a
+// node configured for fault injection; elsewhere their routes are absent.
+#[tokio::test(flavor = "multi_thread")]
+async fn fault_injection_answers_only_where_it_is_configured() {
+    let home = Home::start().await;
+    let crash = home.admin("POST", "/admin/faults/crash", json!({"at": "chunk-written"})).await;
+    assert_eq!(crash.status, 404, "{}", crash.body);
+    let clock = home.admin("POST", "/admin/faults/clock", json!({"skew_ms": 1000})).await;
+    assert_eq!(clock.status, 404);
+
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |c| c.fault_injection = true).await;
+    let disarmed = home.admin("POST", "/admin/faults/crash", json!({"at": null})).await;
+    assert_eq!((disarmed.status, disarmed.body["armed"].clone()), (200, serde_json::Value::Null));
+    let unknown = home.admin("POST", "/admin/faults/crash", json!({"at": "halfway"})).await;
+    assert_eq!(unknown.status, 422, "{}", unknown.body);
+    let too_far = home.admin("POST", "/admin/faults/clock", json!({"skew_ms": 90_000_000})).await;
+    assert_eq!((too_far.status, too_far.body["code"].clone()), (400, json!("request_invalid")));
+    let back = home.admin("POST", "/admin/faults/clock", json!({"skew_ms": 0})).await;
+    assert_eq!((back.status, back.body["skew_ms"].clone()), (200, json!(0)));
 }
