@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::network::{Network, NetworkError, NetworkKind};
 use crate::cli::admin::Admin;
 use crate::faults::CrashPoint;
 
@@ -29,6 +30,8 @@ pub enum DeployError {
     Signal { node: String, signal: &'static str, detail: String },
     #[error("fault on {node}: {detail}")]
     Fault { node: String, detail: String },
+    #[error(transparent)]
+    Network(#[from] NetworkError),
 }
 
 /// The authority every node serves, so a signed request is valid at each.
@@ -68,6 +71,10 @@ pub struct Deployment {
     binary: PathBuf,
     pub admin_token: String,
     pub nodes: Vec<Node>,
+    /// What the nodes talk over; dropped after them.
+    pub network: Network,
+    /// Why the run is on loopback when it asked for namespaces.
+    pub network_note: Option<String>,
 }
 
 /// A read region's token on home's internal routes, drawn for the run.
@@ -77,15 +84,28 @@ fn region_token(run_secret: &str, region: &str) -> String {
 
 impl Deployment {
     /// Starts home, then each read region, and waits until all are ready.
-    /// `binary` is the `svc` executable.
-    pub async fn start(binary: &Path, dir: &Path, regions: &[String]) -> Result<Deployment, DeployError> {
+    /// `binary` is the `svc` executable. With `network`, the nodes talk
+    /// over a network a partition can cut; without, over plain loopback.
+    pub async fn start(
+        binary: &Path,
+        dir: &Path,
+        regions: &[String],
+        network: Option<NetworkKind>,
+    ) -> Result<Deployment, DeployError> {
         std::fs::create_dir_all(dir).map_err(|source| DeployError::Io { path: dir.to_owned(), source })?;
         let secret = hex::encode(crate::clock::random::<16>());
+        let names: Vec<String> = std::iter::once("home".to_owned()).chain(regions.iter().cloned()).collect();
+        let (network, network_note) = match network {
+            Some(kind) => Network::create(kind, &secret[..8], &names)?,
+            None => (Network::Direct, None),
+        };
         let mut deployment = Deployment {
             dir: dir.to_owned(),
             binary: binary.to_owned(),
             admin_token: format!("admin-{secret}"),
             nodes: Vec::new(),
+            network,
+            network_note,
         };
         let home_links: String = regions
             .iter()
@@ -95,15 +115,22 @@ impl Deployment {
             "home",
             "home",
             // The log is sequenced every 5 s, not hourly, so clients see it grow.
-            "internal_listen = \"127.0.0.1:0\"\nlog_sequence_every_ms = 5000\n",
+            &format!("internal_listen = \"{}:0\"\nlog_sequence_every_ms = 5000\n", deployment.network.address("home")),
             &format!("[replication]\n{home_links}"),
         )?;
         deployment.launch(home).await?;
         for region in regions {
+            let home = &deployment.nodes[0];
+            let (mut public, mut internal) = (home.public_url.clone(), home.internal_url.clone().unwrap_or_default());
+            if let Network::Loopback(proxies) = &deployment.network {
+                let address = |url: &str| url.trim_start_matches("http://").parse::<std::net::SocketAddr>();
+                if let (Ok(a), Ok(b)) = (address(&public), address(&internal)) {
+                    let [p, i] = proxies.link(region, [a, b]).await?;
+                    (public, internal) = (format!("http://{p}"), format!("http://{i}"));
+                }
+            }
             let link = format!(
-                "[replication]\nhome_url = \"{}\"\ninternal_url = \"{}\"\ntoken = \"{}\"\n",
-                deployment.nodes[0].public_url,
-                deployment.nodes[0].internal_url.clone().unwrap_or_default(),
+                "[replication]\nhome_url = \"{public}\"\ninternal_url = \"{internal}\"\ntoken = \"{}\"\n",
                 region_token(&secret, region)
             );
             let config = deployment.write_config(region, "read", "", &link)?;
@@ -122,9 +149,10 @@ impl Deployment {
         listeners: &str,
         replication: &str,
     ) -> Result<(String, PathBuf), DeployError> {
+        let ip = self.network.address(name);
         let text = format!(
             "region = \"{name}\"\nrole = \"{role}\"\nenvironment = \"production\"\ndata_dir = \"{}\"\n\
-             listen = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:0\"\n{listeners}public_authority = \"{AUTHORITY}\"\n\
+             listen = \"{ip}:0\"\nadmin_listen = \"{ip}:0\"\n{listeners}public_authority = \"{AUTHORITY}\"\n\
              verify_base_url = \"http://verify.svc.localhost\"\nadmin_token = \"{}\"\n\
              passkey_rp_id = \"portal.svc.localhost\"\npasskey_origin = \"https://portal.svc.localhost\"\n\
              fault_injection = true\n\n{replication}",
@@ -139,7 +167,7 @@ impl Deployment {
     /// Starts a node from its configuration; the first time, pins the ports
     /// it bound into the configuration for its restarts.
     async fn launch(&mut self, (name, config): (String, PathBuf)) -> Result<(), DeployError> {
-        let (child, addresses) = spawn(&self.binary, &name, &config, &self.dir)?;
+        let (child, addresses) = spawn(self.network.command(&name, &self.binary), &name, &config, &self.dir)?;
         let url = |key: &str| addresses[key].as_str().map(|a| format!("http://{a}"));
         let node = Node {
             public_url: url("listen").unwrap_or_default(),
@@ -190,10 +218,11 @@ impl Deployment {
 
     /// Starts a killed node again from its data directory, on its ports.
     pub async fn restart(&mut self, name: &str) -> Result<(), DeployError> {
-        let (binary, dir) = (self.binary.clone(), self.dir.clone());
+        let command = self.network.command(name, &self.binary);
+        let dir = self.dir.clone();
         let node = self.node_mut(name)?;
         if node.child.is_none() {
-            let (child, _) = spawn(&binary, &node.name, &node.config, &dir)?;
+            let (child, _) = spawn(command, &node.name, &node.config, &dir)?;
             node.child = Some(child);
         }
         Ok(())
@@ -238,6 +267,14 @@ impl Deployment {
         })
     }
 
+    /// Cuts (or heals) the network between two nodes; a note when there
+    /// was nothing to cut.
+    pub fn partition(&self, a: &str, b: &str, cut: bool) -> Result<Option<String>, DeployError> {
+        self.node(a)?;
+        self.node(b)?;
+        Ok(self.network.partition(a, b, cut)?)
+    }
+
     /// Moves the node's clock `skew_ms` from the machine's (0 puts it back).
     pub async fn skew_clock(&self, name: &str, skew_ms: i64) -> Result<(), DeployError> {
         self.inject(name, "/admin/faults/clock", json!({ "skew_ms": skew_ms })).await
@@ -276,14 +313,14 @@ impl Drop for Deployment {
 
 /// Spawns `svc node` and reads its first line (the bound addresses). Its
 /// log goes to `{dir}/{name}.log`, appended across restarts.
-fn spawn(binary: &Path, name: &str, config: &Path, dir: &Path) -> Result<(Child, Value), DeployError> {
+fn spawn(mut command: Command, name: &str, config: &Path, dir: &Path) -> Result<(Child, Value), DeployError> {
     let log_path = dir.join(format!("{name}.log"));
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&log_path)
         .map_err(|source| DeployError::Io { path: log_path.clone(), source })?;
-    let mut child = Command::new(binary)
+    let mut child = command
         .args(["node", "--config"])
         .arg(config)
         .env("SVC_LOG", "warn")

@@ -5,6 +5,7 @@
 pub mod deploy;
 pub mod invariants;
 pub mod load;
+pub mod network;
 pub mod page;
 pub mod push;
 pub mod scenario;
@@ -64,6 +65,9 @@ pub struct Report {
     pub expect: Verdict,
     pub verdict: Verdict,
     pub faults: Vec<Applied>,
+    /// What the nodes talked over: `namespaces` or `loopback`, and why
+    /// loopback when namespaces were asked for.
+    pub network: Value,
     pub load: Value,
     pub invariants: Vec<Checked>,
 }
@@ -83,7 +87,8 @@ const PRODUCTS: usize = 50;
 /// directories are kept too when the verdict is not the expected one, or
 /// when `keep_data` says so.
 pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool) -> Result<Report, ChaosError> {
-    let mut deployment = Deployment::start(binary, &out.join("deployment"), scenario.regions()).await?;
+    let mut deployment =
+        Deployment::start(binary, &out.join("deployment"), scenario.regions(), scenario.network()).await?;
     let home = &deployment.nodes[0];
     let admin = Admin::new(&home.admin_url, deployment.admin_token.clone())?;
     let public = Transport::new(&home.public_url)?;
@@ -155,6 +160,7 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         expect: scenario.expect,
         verdict,
         faults: applied,
+        network: json!({"kind": deployment.network.kind(), "note": deployment.network_note}),
         load: figures(&seen, &pushed),
         invariants,
     };
@@ -212,11 +218,13 @@ async fn strike(deployment: &mut Deployment, scenario: &Scenario, started: Insta
         let target = fault.target.get_ref().clone();
         tokio::time::sleep_until((started + Duration::from_secs(*fault.at_s.get_ref())).into()).await;
         let started_ms = started.elapsed().as_millis() as u64;
+        let mut note = None;
         let struck = match (fault.kind(), &fault.step, &fault.skew_s) {
             (FaultKind::Kill, ..) => deployment.kill(&target),
             (FaultKind::Stop, ..) => deployment.stop(&target),
             (FaultKind::Crash, Some(step), _) => deployment.crash_at(&target, *step.get_ref(), CRASH_WITHIN).await,
             (FaultKind::Clock, _, Some(skew)) => deployment.skew_clock(&target, skew.get_ref() * 1000).await,
+            (FaultKind::Partition, ..) => deployment.partition(&target, fault.peer(), true).map(|n| note = n),
             (kind, ..) => {
                 Err(DeployError::Fault { node: target.clone(), detail: format!("{} is not built", kind.name()) })
             }
@@ -226,13 +234,17 @@ async fn strike(deployment: &mut Deployment, scenario: &Scenario, started: Insta
             FaultKind::Kill | FaultKind::Crash => deployment.restart(&target).await,
             FaultKind::Stop => deployment.resume(&target),
             FaultKind::Clock => deployment.skew_clock(&target, 0).await,
-            FaultKind::Partition | FaultKind::DiskFull => Ok(()),
+            FaultKind::Partition => deployment.partition(&target, fault.peer(), false).map(|_| ()),
+            FaultKind::DiskFull => Ok(()),
         };
         let error = struck.err().or(healed.err()).map(|e| e.to_string());
         applied.push(Applied {
             kind: fault.kind(),
             target,
-            detail: fault.detail(),
+            detail: match (fault.detail(), note) {
+                (Some(detail), Some(note)) => Some(format!("{detail}; {note}")),
+                (detail, note) => detail.or(note),
+            },
             started_ms,
             healed_ms: started.elapsed().as_millis() as u64,
             error,

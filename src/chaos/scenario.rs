@@ -60,6 +60,11 @@ fn pass() -> Verdict {
 pub struct Deployment {
     /// The read regions, by name (`home` is always there).
     pub regions: Spanned<Vec<String>>,
+    /// What the nodes talk over when a fault cuts the network: `auto`
+    /// (namespaces where the runner may make them, else loopback),
+    /// `namespaces` or `loopback`.
+    #[serde(default)]
+    pub network: super::network::NetworkKind,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -271,6 +276,14 @@ impl Scenario {
 
     pub fn duration(&self) -> u64 {
         *self.duration_s.get_ref()
+    }
+
+    /// The network the run needs: one a partition can cut when a fault
+    /// partitions or the file names one; plain loopback otherwise.
+    pub fn network(&self) -> Option<super::network::NetworkKind> {
+        let kind = self.deployment.network;
+        let cuts = self.faults.iter().any(|f| f.kind() == FaultKind::Partition);
+        (cuts || kind != super::network::NetworkKind::Auto).then_some(kind)
     }
 
     pub fn regions(&self) -> &[String] {

@@ -43,13 +43,26 @@ async fn a_bad_scenario_is_refused_with_its_line_and_nothing_starts() {
     assert!(!dir.path().join("runs").exists(), "nothing was started");
 }
 
+/// The network namespaces chaos runs made that still exist.
+fn chaos_namespaces() -> Vec<String> {
+    let output = std::process::Command::new("ip").args(["netns", "list"]).output();
+    let listed = output.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+    listed
+        .lines()
+        .filter(|l| l.starts_with("svc-chaos-"))
+        .map(|l| l.split(' ').next().unwrap_or(l).to_owned())
+        .collect()
+}
+
+// A run with a partition, so where the machine allows it the nodes run in
+// network namespaces: those are deleted too.
 #[tokio::test(flavor = "multi_thread")]
-async fn an_interrupted_run_leaves_no_process_behind() {
+async fn an_interrupted_run_leaves_no_process_or_namespace_behind() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("runs");
     let mut runner = tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"))
         .arg("chaos")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/chaos/scenarios/smoke.toml"))
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/chaos/scenarios/partition-region-from-home.toml"))
         .arg("--out")
         .arg(&out)
         .stdout(std::process::Stdio::null())
@@ -68,6 +81,7 @@ async fn an_interrupted_run_leaves_no_process_behind() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(running, 3, "the deployment started");
+    let made = chaos_namespaces();
     let status =
         std::process::Command::new("kill").arg("-TERM").arg(runner.id().unwrap().to_string()).status().unwrap();
     assert!(status.success());
@@ -79,6 +93,8 @@ async fn an_interrupted_run_leaves_no_process_behind() {
     // Killed processes are reaped by the runner before it exits.
     let left = processes_naming(&needle);
     assert!(left.is_empty(), "left behind: {left:?}");
+    let namespaces = chaos_namespaces();
+    assert!(made.iter().all(|n| !namespaces.contains(n)), "namespaces left behind: {namespaces:?}");
 }
 
 // The report page renders in headless Chromium with nothing loaded: the
@@ -127,6 +143,7 @@ fn the_report_page_renders_its_timeline_and_invariants_in_chromium() {
                 error: None,
             },
         ],
+        network: serde_json::json!({"kind": "loopback"}),
         load: serde_json::json!({"requests": 300}),
         invariants: vec![
             Checked { name: "replication converges after heal", held: true, evidence: serde_json::json!({"eu": 5}) },
