@@ -63,6 +63,40 @@ pub struct IndexerState {
     applied: u64,
     /// When the last step that applied entries finished.
     last_commit: Option<Instant>,
+    retry: Backoff,
+}
+
+/// After a failed step (a full disk, say), no step until the wait is over,
+/// and the wait doubles with each failure in a row up to `MAX`: a retry on
+/// every tick would flood the log and burn a core.
+#[derive(Debug, Clone, Copy)]
+struct Backoff {
+    retry_at: Option<Instant>,
+    wait: Duration,
+}
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_millis(100);
+    const MAX: Duration = Duration::from_secs(5);
+
+    fn new() -> Backoff {
+        Backoff { retry_at: None, wait: Backoff::FIRST }
+    }
+
+    fn due(&self, now: Instant) -> bool {
+        self.retry_at.is_none_or(|at| now >= at)
+    }
+
+    fn failed(&mut self, now: Instant) {
+        self.retry_at = Some(now + self.wait);
+        self.wait = (self.wait * 2).min(Backoff::MAX);
+    }
+}
+
+impl IndexerState {
+    fn due(&self, now: Instant) -> bool {
+        self.last_commit.is_none_or(|at| now.duration_since(at) >= COMMIT_GAP) && self.retry.due(now)
+    }
 }
 
 /// What to do to one record in the index.
@@ -170,7 +204,13 @@ impl Actor for Indexer {
         args: IndexerArgs,
     ) -> Result<IndexerState, ActorProcessingErr> {
         let applied = args.store.get::<u64>(cf::META, APPLIED_KEY)?.unwrap_or(0);
-        Ok(IndexerState { registry: Registry::new(args.store.clone()), args, applied, last_commit: None })
+        Ok(IndexerState {
+            registry: Registry::new(args.store.clone()),
+            args,
+            applied,
+            last_commit: None,
+            retry: Backoff::new(),
+        })
     }
 
     async fn handle(
@@ -180,14 +220,19 @@ impl Actor for Indexer {
         state: &mut IndexerState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            IndexerMsg::Tick if state.last_commit.is_some_and(|at| at.elapsed() < COMMIT_GAP) => {}
+            IndexerMsg::Tick if !state.due(crate::clock::monotonic()) => {}
             IndexerMsg::Tick => loop {
                 match state.step().await {
-                    Ok(true) => state.last_commit = Some(crate::clock::monotonic()),
+                    Ok(true) => {
+                        state.last_commit = Some(crate::clock::monotonic());
+                        state.retry = Backoff::new();
+                    }
                     Ok(false) => break,
-                    // Left for the next tick: nothing is marked applied.
+                    // Left for a later tick: nothing is marked applied.
                     Err(e) => {
-                        tracing::error!(error = %e, "index step failed");
+                        let retry_in_ms = state.retry.wait.as_millis() as u64;
+                        tracing::error!(error = %e, retry_in_ms, "index step failed");
+                        state.retry.failed(crate::clock::monotonic());
                         break;
                     }
                 }
@@ -197,5 +242,28 @@ impl Actor for Indexer {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_steps_wait_longer_each_time_up_to_a_bound() {
+        let start = Instant::now();
+        let mut retry = Backoff::new();
+        assert!(retry.due(start));
+        retry.failed(start);
+        assert!(!retry.due(start + Duration::from_millis(99)));
+        assert!(retry.due(start + Duration::from_millis(100)));
+        let mut waits = Vec::new();
+        for _ in 0..10 {
+            waits.push(retry.wait);
+            retry.failed(start);
+        }
+        assert_eq!(waits[..3], [Duration::from_millis(200), Duration::from_millis(400), Duration::from_millis(800)]);
+        assert_eq!(retry.wait, Backoff::MAX, "bounded");
+        assert!(!retry.due(start + Duration::from_millis(4_999)));
     }
 }

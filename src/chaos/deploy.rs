@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::disk::{DiskError, SmallDisk};
 use super::network::{Network, NetworkError, NetworkKind};
 use crate::cli::admin::Admin;
 use crate::faults::CrashPoint;
@@ -32,6 +33,8 @@ pub enum DeployError {
     Fault { node: String, detail: String },
     #[error(transparent)]
     Network(#[from] NetworkError),
+    #[error(transparent)]
+    Disk(#[from] DiskError),
 }
 
 /// The authority every node serves, so a signed request is valid at each.
@@ -75,6 +78,17 @@ pub struct Deployment {
     pub network: Network,
     /// Why the run is on loopback when it asked for namespaces.
     pub network_note: Option<String>,
+    /// The data directories on small disks of their own, by node.
+    disks: std::collections::HashMap<String, SmallDisk>,
+}
+
+/// What a deployment is made of, beyond home.
+pub struct Plan<'a> {
+    pub regions: &'a [String],
+    /// A network partitions can cut; plain loopback when `None`.
+    pub network: Option<NetworkKind>,
+    /// The nodes whose data directory is a small disk a fault can fill.
+    pub small_disks: Vec<String>,
 }
 
 /// A read region's token on home's internal routes, drawn for the run.
@@ -86,16 +100,12 @@ impl Deployment {
     /// Starts home, then each read region, and waits until all are ready.
     /// `binary` is the `svc` executable. With `network`, the nodes talk
     /// over a network a partition can cut; without, over plain loopback.
-    pub async fn start(
-        binary: &Path,
-        dir: &Path,
-        regions: &[String],
-        network: Option<NetworkKind>,
-    ) -> Result<Deployment, DeployError> {
+    pub async fn start(binary: &Path, dir: &Path, plan: &Plan<'_>) -> Result<Deployment, DeployError> {
+        let regions = plan.regions;
         std::fs::create_dir_all(dir).map_err(|source| DeployError::Io { path: dir.to_owned(), source })?;
         let secret = hex::encode(crate::clock::random::<16>());
         let names: Vec<String> = std::iter::once("home".to_owned()).chain(regions.iter().cloned()).collect();
-        let (network, network_note) = match network {
+        let (network, network_note) = match plan.network {
             Some(kind) => Network::create(kind, &secret[..8], &names)?,
             None => (Network::Direct, None),
         };
@@ -106,7 +116,12 @@ impl Deployment {
             nodes: Vec::new(),
             network,
             network_note,
+            disks: Default::default(),
         };
+        for name in &plan.small_disks {
+            let disk = SmallDisk::mount(&dir.join(name))?;
+            deployment.disks.insert(name.clone(), disk);
+        }
         let home_links: String = regions
             .iter()
             .map(|r| format!("[[replication.regions]]\nname = \"{r}\"\ntoken = \"{}\"\n", region_token(&secret, r)))
@@ -275,6 +290,18 @@ impl Deployment {
         Ok(self.network.partition(a, b, cut)?)
     }
 
+    /// Fills the node's small disk; answers how many bytes that took.
+    pub fn fill_disk(&self, name: &str) -> Result<u64, DeployError> {
+        let disk = self.disks.get(name).ok_or_else(|| DeployError::Unknown(format!("a small disk for {name}")))?;
+        Ok(disk.fill()?)
+    }
+
+    /// Deletes what `fill_disk` wrote.
+    pub fn free_disk(&self, name: &str) -> Result<(), DeployError> {
+        let disk = self.disks.get(name).ok_or_else(|| DeployError::Unknown(format!("a small disk for {name}")))?;
+        Ok(disk.free()?)
+    }
+
     /// Moves the node's clock `skew_ms` from the machine's (0 puts it back).
     pub async fn skew_clock(&self, name: &str, skew_ms: i64) -> Result<(), DeployError> {
         self.inject(name, "/admin/faults/clock", json!({ "skew_ms": skew_ms })).await
@@ -287,6 +314,7 @@ impl Deployment {
     /// more than its report, and a smoke run in CI should not fill the disk.
     pub fn remove_data(mut self) -> Result<(), DeployError> {
         self.halt();
+        self.disks.clear();
         for node in &self.nodes {
             let data = self.dir.join(&node.name);
             std::fs::remove_dir_all(&data).map_err(|source| DeployError::Io { path: data, source })?;

@@ -3,6 +3,7 @@
 //! schedule, then every invariant checked from outside, and a report.
 
 pub mod deploy;
+pub mod disk;
 pub mod invariants;
 pub mod load;
 pub mod network;
@@ -87,8 +88,7 @@ const PRODUCTS: usize = 50;
 /// directories are kept too when the verdict is not the expected one, or
 /// when `keep_data` says so.
 pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool) -> Result<Report, ChaosError> {
-    let mut deployment =
-        Deployment::start(binary, &out.join("deployment"), scenario.regions(), scenario.network()).await?;
+    let mut deployment = Deployment::start(binary, &out.join("deployment"), &scenario.plan()).await?;
     let home = &deployment.nodes[0];
     let admin = Admin::new(&home.admin_url, deployment.admin_token.clone())?;
     let public = Transport::new(&home.public_url)?;
@@ -225,6 +225,9 @@ async fn strike(deployment: &mut Deployment, scenario: &Scenario, started: Insta
             (FaultKind::Crash, Some(step), _) => deployment.crash_at(&target, *step.get_ref(), CRASH_WITHIN).await,
             (FaultKind::Clock, _, Some(skew)) => deployment.skew_clock(&target, skew.get_ref() * 1000).await,
             (FaultKind::Partition, ..) => deployment.partition(&target, fault.peer(), true).map(|n| note = n),
+            (FaultKind::DiskFull, ..) => deployment
+                .fill_disk(&target)
+                .map(|bytes| note = Some(format!("{} MiB written to fill it", bytes >> 20))),
             (kind, ..) => {
                 Err(DeployError::Fault { node: target.clone(), detail: format!("{} is not built", kind.name()) })
             }
@@ -235,7 +238,7 @@ async fn strike(deployment: &mut Deployment, scenario: &Scenario, started: Insta
             FaultKind::Stop => deployment.resume(&target),
             FaultKind::Clock => deployment.skew_clock(&target, 0).await,
             FaultKind::Partition => deployment.partition(&target, fault.peer(), false).map(|_| ()),
-            FaultKind::DiskFull => Ok(()),
+            FaultKind::DiskFull => deployment.free_disk(&target),
         };
         let error = struck.err().or(healed.err()).map(|e| e.to_string());
         applied.push(Applied {

@@ -278,12 +278,25 @@ impl Scenario {
         *self.duration_s.get_ref()
     }
 
-    /// The network the run needs: one a partition can cut when a fault
-    /// partitions or the file names one; plain loopback otherwise.
-    pub fn network(&self) -> Option<super::network::NetworkKind> {
+    /// The deployment the run needs: a network a partition can cut when a
+    /// fault partitions or the file names one (plain loopback otherwise),
+    /// and a small disk for each node a fault fills.
+    pub fn plan(&self) -> super::deploy::Plan<'_> {
         let kind = self.deployment.network;
         let cuts = self.faults.iter().any(|f| f.kind() == FaultKind::Partition);
-        (cuts || kind != super::network::NetworkKind::Auto).then_some(kind)
+        let mut small_disks: Vec<String> = self
+            .faults
+            .iter()
+            .filter(|f| f.kind() == FaultKind::DiskFull)
+            .map(|f| f.target.get_ref().clone())
+            .collect();
+        small_disks.sort();
+        small_disks.dedup();
+        super::deploy::Plan {
+            regions: self.regions(),
+            network: (cuts || kind != super::network::NetworkKind::Auto).then_some(kind),
+            small_disks,
+        }
     }
 
     pub fn regions(&self) -> &[String] {
