@@ -21,10 +21,12 @@ pub enum Sabotage {
     LostVersions,
     /// A withdrawal answers as done and changes nothing.
     IgnoredWithdrawals,
+    /// Read regions drop the blocks home replicates.
+    IgnoredBlocks,
 }
 
 impl Sabotage {
-    pub const ALL: [Sabotage; 7] = [
+    pub const ALL: [Sabotage; 8] = [
         Sabotage::UnreadyAfter10s,
         Sabotage::UnbilledFetches,
         Sabotage::UnfoldedReceipts,
@@ -32,6 +34,7 @@ impl Sabotage {
         Sabotage::ForkedCheckpoints,
         Sabotage::LostVersions,
         Sabotage::IgnoredWithdrawals,
+        Sabotage::IgnoredBlocks,
     ];
 
     pub fn name(self) -> &'static str {
@@ -43,6 +46,7 @@ impl Sabotage {
             Sabotage::ForkedCheckpoints => "forked-checkpoints",
             Sabotage::LostVersions => "lost-versions",
             Sabotage::IgnoredWithdrawals => "ignored-withdrawals",
+            Sabotage::IgnoredBlocks => "ignored-blocks",
         }
     }
 

@@ -193,14 +193,23 @@ async fn fetch(client: Option<&RetrievalClient>, record_id: &str) -> (u16, Optio
     }
     let Some(client) = client else { return (0, None) };
     let path = format!("/v1/records/{record_id}");
-    match tokio::time::timeout(Duration::from_secs(10), client.call("GET", &path, Vec::new())).await {
-        Ok(Ok(answer)) => {
-            let record =
-                serde_json::from_slice::<Fetched>(&answer.bytes).ok().map(|f| f.record.get().as_bytes().to_vec());
-            (answer.status, record)
+    // Checking a bulk import fetches thousands of records: past the key's
+    // rate a client waits as `Retry-After` says, and asks again.
+    for _ in 0..20 {
+        match tokio::time::timeout(Duration::from_secs(10), client.call("GET", &path, Vec::new())).await {
+            Ok(Ok(answer)) if answer.status == 429 => {
+                let wait = answer.headers.get("retry-after").and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+                tokio::time::sleep(Duration::from_secs(wait.unwrap_or(1).clamp(1, 5))).await;
+            }
+            Ok(Ok(answer)) => {
+                let record =
+                    serde_json::from_slice::<Fetched>(&answer.bytes).ok().map(|f| f.record.get().as_bytes().to_vec());
+                return (answer.status, record);
+            }
+            _ => return (0, None),
         }
-        _ => (0, None),
     }
+    (429, None)
 }
 
 /// What records should be once healed, by what the business was told.
@@ -238,22 +247,32 @@ pub async fn pushes_hold(deployment: &Deployment, probe: &AiKey, pushed: &[Pushe
     loop {
         lost.clear();
         served.clear();
-        for node in &deployment.nodes {
-            let client = probe.client(&node.public_url, AUTHORITY).ok();
-            for (p, bytes) in &kept {
-                let (status, record) = fetch(client.as_ref(), &p.record_id).await;
-                if status != 200 || record.as_deref() != Some(bytes.as_slice()) {
-                    lost.push(json!({"region": node.name, "record_id": p.record_id, "pushed_at_ms": p.at_ms,
-                                     "status": status, "bytes_differ": status == 200}));
+        // Each region is asked at once; a region's own fetches go one by one.
+        let checks = deployment.nodes.iter().map(|node| {
+            let (kept, withdrawn) = (&kept, &withdrawn);
+            async move {
+                let client = probe.client(&node.public_url, AUTHORITY).ok();
+                let (mut lost, mut served) = (Vec::new(), Vec::new());
+                for (p, bytes) in kept {
+                    let (status, record) = fetch(client.as_ref(), &p.record_id).await;
+                    if status != 200 || record.as_deref() != Some(bytes.as_slice()) {
+                        lost.push(json!({"region": node.name, "record_id": p.record_id, "pushed_at_ms": p.at_ms,
+                                         "status": status, "bytes_differ": status == 200}));
+                    }
                 }
-            }
-            for p in &withdrawn {
-                let (status, _) = fetch(client.as_ref(), &p.record_id).await;
-                if status != 404 {
-                    served.push(json!({"region": node.name, "record_id": p.record_id, "withdrawn_at_ms": p.at_ms,
-                                       "status": status}));
+                for p in withdrawn {
+                    let (status, _) = fetch(client.as_ref(), &p.record_id).await;
+                    if status != 404 {
+                        served.push(json!({"region": node.name, "record_id": p.record_id,
+                                           "withdrawn_at_ms": p.at_ms, "status": status}));
+                    }
                 }
+                (lost, served)
             }
+        });
+        for (l, s) in futures::future::join_all(checks).await {
+            lost.extend(l);
+            served.extend(s);
         }
         if (lost.is_empty() && served.is_empty()) || started.elapsed() >= within {
             break;
@@ -323,5 +342,56 @@ pub async fn checkpoints_consistent(deployment: &Deployment, observed: &[Observe
         held: problems.is_empty(),
         evidence: json!({"checkpoints": notes.len(), "sizes": by_size.keys().collect::<Vec<_>>(),
                          "problems": problems.iter().take(5).collect::<Vec<_>>()}),
+    }
+}
+
+/// Once the business blocked a group (and the block was acknowledged),
+/// every region answers that group's fetches of the business's records
+/// `404` and its searches with no row of the business (the only one in a
+/// run), once converged: checked again until `within`.
+pub async fn blocks_hold(
+    deployment: &Deployment,
+    key: &AiKey,
+    blocked: &serde_json::Value,
+    sample: &[String],
+    within: Duration,
+) -> Checked {
+    let name = "no region serves a blocked record";
+    if !blocked["error"].is_null() {
+        return Checked { name, held: false, evidence: json!({"block": blocked, "problem": "the block was refused"}) };
+    }
+    let started = Instant::now();
+    let mut served = Vec::new();
+    loop {
+        served.clear();
+        for node in &deployment.nodes {
+            let client = key.client(&node.public_url, AUTHORITY).ok();
+            for record_id in sample {
+                let (status, _) = fetch(client.as_ref(), record_id).await;
+                if status != 404 {
+                    served.push(json!({"region": node.name, "record_id": record_id, "status": status}));
+                }
+            }
+            let (method, path, body) = super::load::request(&super::load::Ask::Search);
+            let answer = match &client {
+                Some(client) => client.call(method, &path, body).await.ok(),
+                None => None,
+            };
+            let rows = answer.as_ref().map(|a| (a.status, a.json()["rows"].as_array().map_or(0, Vec::len)));
+            if rows != Some((200, 0)) {
+                served.push(json!({"region": node.name, "search": rows}));
+            }
+        }
+        if served.is_empty() || started.elapsed() >= within {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    Checked {
+        name,
+        held: served.is_empty(),
+        evidence: json!({"block": blocked, "records_checked": sample.len(), "regions": deployment.nodes.len(),
+                         "served": served.len(), "first_served": served.iter().take(5).collect::<Vec<_>>(),
+                         "waited_ms": started.elapsed().as_millis() as u64}),
     }
 }

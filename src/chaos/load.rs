@@ -125,7 +125,7 @@ async fn drive(
 }
 
 /// The method, path and body of `ask`.
-fn request(ask: &Ask) -> (&'static str, String, Vec<u8>) {
+pub fn request(ask: &Ask) -> (&'static str, String, Vec<u8>) {
     match ask {
         Ask::Search => {
             let body = json!({"filter": {"all": [{"country": "FR"}]}, "sort_by": "published_at:desc", "limit": 5});

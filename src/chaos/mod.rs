@@ -137,10 +137,18 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         (0..PRODUCTS).map(|sku| svc_core::ids::product_id(&business.business_uuid, &format!("SKU-{sku}"))).collect();
     let load = load::run(&keys, &targets, rates, &fetchable, duration, AUTHORITY);
     let pusher = push::Business { home: &public, key: &key, onboarded: &business, authority: AUTHORITY };
-    let pushes = push::run(&pusher, *scenario.load.pushes_per_second.get_ref(), duration, PRODUCTS, 2);
+    // Batch 1 published the products; the load's batches follow.
+    let seqs = std::sync::atomic::AtomicU64::new(2);
+    let pushes = push::run(&pusher, *scenario.load.pushes_per_second.get_ref(), duration, PRODUCTS, &seqs);
+    let bulk: Vec<(u64, u32)> = scenario.load.bulk.iter().map(|b| (*b.at_s.get_ref(), *b.records.get_ref())).collect();
+    let imports = push::imports(&pusher, &bulk, &seqs, duration + Duration::from_secs(120));
     let watcher = watch::run(&targets, duration);
+    let block_at = scenario.load.block_at_s.as_ref().map(|at| Duration::from_secs(*at.get_ref()));
+    let blocking = block(&admin, &business.business_uuid, &keys[0], block_at);
     let faults = strike(&mut deployment, scenario, started);
-    let (seen, pushed, observed, applied) = tokio::join!(load, pushes, watcher, faults);
+    let (seen, mut pushed, (imported, bulk), observed, applied, blocked) =
+        tokio::join!(load, pushes, imports, watcher, faults, blocking);
+    pushed.extend(imported);
     let healed = Instant::now();
 
     let mut invariants = vec![
@@ -153,6 +161,10 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
     if !pushed.is_empty() {
         invariants.extend(invariants::pushes_hold(&deployment, &probe, &pushed, Duration::from_secs(120)).await);
     }
+    if let Some(blocked) = &blocked {
+        let sample = &fetchable[..fetchable.len().min(10)];
+        invariants.push(invariants::blocks_hold(&deployment, &keys[0], blocked, sample, Duration::from_secs(60)).await);
+    }
     let verdict = if invariants.iter().all(|c| c.held) { Verdict::Pass } else { Verdict::Fail };
     let report = Report {
         scenario: scenario.name.clone(),
@@ -161,7 +173,7 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         verdict,
         faults: applied,
         network: json!({"kind": deployment.network.kind(), "note": deployment.network_note}),
-        load: figures(&seen, &pushed),
+        load: figures(&seen, &pushed, &bulk, blocked.as_ref()),
         invariants,
     };
     let path = out.join("report.json");
@@ -204,6 +216,18 @@ async fn replicated(target: &Target, key: &setup::AiKey) -> Result<(), ChaosErro
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Err(ChaosError::NotReplicated { region: target.region.clone(), last })
+}
+
+/// At `at` after the load starts, the business blocks `key`'s group (over
+/// the admin API, as its portal would); what it was answered, and when.
+async fn block(admin: &Admin, business_uuid: &str, key: &setup::AiKey, at: Option<Duration>) -> Option<Value> {
+    let at = at?;
+    let started = Instant::now();
+    tokio::time::sleep(at).await;
+    let body = json!({"business_uuid": business_uuid, "ai_group_id": key.group_id});
+    let answered = admin.call("POST", "/admin/blocks", Some(body)).await;
+    Some(json!({"at_ms": started.elapsed().as_millis() as u64, "group_id": key.group_id,
+                "error": answered.err().map(|e| e.to_string())}))
 }
 
 /// How long an armed crash point may wait for the write path to pass it.
@@ -258,9 +282,9 @@ async fn strike(deployment: &mut Deployment, scenario: &Scenario, started: Insta
 
 /// Requests, answers by status, and latency percentiles of what clients
 /// saw; pushes by action and status.
-fn figures(seen: &[Seen], pushed: &[push::Pushed]) -> Value {
+fn figures(seen: &[Seen], pushed: &[push::Pushed], bulk: &[push::Imported], blocked: Option<&Value>) -> Value {
     let mut pushes = std::collections::BTreeMap::new();
-    for p in pushed {
+    for p in pushed.iter().filter(|p| p.sku < push::BULK_SKUS) {
         *pushes.entry(format!("{:?} {}", p.action, p.status).to_lowercase()).or_insert(0u64) += 1;
     }
     let mut by_status = std::collections::BTreeMap::new();
@@ -273,5 +297,6 @@ fn figures(seen: &[Seen], pushed: &[push::Pushed]) -> Value {
         |p: f64| latencies.get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1))).copied();
     let fetches = seen.iter().filter(|s| matches!(s.ask, load::Ask::Fetch(_))).count();
     json!({"requests": seen.len(), "fetches": fetches, "by_status": by_status, "p50_ms": pct(0.5),
-           "p99_ms": pct(0.99), "pushes": pushes})
+           "p99_ms": pct(0.99), "pushes": pushes, "bulk_imports": bulk,
+           "block": blocked})
 }

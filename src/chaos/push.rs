@@ -3,6 +3,7 @@
 //! had accepted. What the business's system saw is recorded, so the
 //! verdict can ask that every acknowledged change holds at every region.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -60,13 +61,14 @@ pub struct Business<'a> {
 }
 
 /// Pushes `rate` times a second for `duration`, products numbered from
-/// `first_sku` in batches numbered from `first_seq`.
+/// `first_sku`, each batch numbered by the next of `seqs` (shared with the
+/// bulk imports: a key's batch numbers only increase).
 pub async fn run(
     business: &Business<'_>,
     rate: u32,
     duration: Duration,
     first_sku: usize,
-    first_seq: u64,
+    seqs: &AtomicU64,
 ) -> Vec<Pushed> {
     let mut pushed: Vec<Pushed> = Vec::new();
     if rate == 0 {
@@ -94,7 +96,7 @@ pub async fn run(
         } else {
             let record_id = svc_core::ids::product_id(&business.onboarded.business_uuid, &format!("SKU-{sku}"));
             let records = [setup::product(sku)];
-            let seq = first_seq + tick;
+            let seq = seqs.fetch_add(1, Ordering::SeqCst);
             let answer = timed(setup::publish(
                 business.home,
                 business.key,
@@ -117,6 +119,82 @@ pub async fn run(
     }
     pushed
 }
+
+/// One bulk import as the business saw it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Imported {
+    pub records: usize,
+    pub started_ms: u64,
+    /// When the import's answer came, and its status (`0`: none came).
+    pub answered_ms: u64,
+    pub status: u16,
+    /// When polling `/v1/pushes/{id}` first showed it complete: after a
+    /// fault's heal, the import resumed where it stopped.
+    pub settled_ms: Option<u64>,
+}
+
+/// The bulk imports of a run: at each `(at_s, records)`, that many new
+/// products imported as one bulk file at home. Each record of an import
+/// home queued (`202`) is an acknowledged publish. Waits for each import
+/// to settle (up to `settle_within`).
+pub async fn imports(
+    business: &Business<'_>,
+    imports: &[(u64, u32)],
+    seqs: &AtomicU64,
+    settle_within: Duration,
+) -> (Vec<Pushed>, Vec<Imported>) {
+    let started = Instant::now();
+    let (mut pushed, mut summary) = (Vec::new(), Vec::new());
+    for (n, &(at_s, count)) in imports.iter().enumerate() {
+        tokio::time::sleep_until((started + Duration::from_secs(at_s)).into()).await;
+        let skus: Vec<usize> = (0..count as usize).map(|i| BULK_SKUS + n * 100_000 + i).collect();
+        let records: Vec<Vec<u8>> = skus.iter().map(|&sku| setup::product(sku)).collect();
+        let at_ms = started.elapsed().as_millis() as u64;
+        let answer = tokio::time::timeout(
+            Duration::from_secs(60),
+            setup::bulk_import(
+                business.home,
+                business.key,
+                &business.onboarded.context,
+                &records,
+                seqs,
+                business.authority,
+            ),
+        )
+        .await;
+        let answered_ms = started.elapsed().as_millis() as u64;
+        // A refusal's problem code is kept beside its status.
+        let (status, outcome, push_id) = match answer {
+            Ok(Ok(answer)) => {
+                let body = answer.json();
+                (answer.status, body["code"].as_str().map(str::to_owned), body["push_id"].as_str().map(str::to_owned))
+            }
+            _ => (0, None, None),
+        };
+        let mut settled_ms = None;
+        while let Some(push_id) = &push_id
+            && started.elapsed() < settle_within
+        {
+            let path = format!("/v1/pushes/{push_id}");
+            let answer = timed(setup::business_read(business.home, business.key, &path, business.authority)).await;
+            if answer.1["completed_at"].is_string() {
+                settled_ms = Some(started.elapsed().as_millis() as u64);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        summary.push(Imported { records: skus.len(), started_ms: at_ms, answered_ms, status, settled_ms });
+        for sku in skus {
+            let record_id = svc_core::ids::product_id(&business.onboarded.business_uuid, &format!("SKU-{sku}"));
+            let outcome = outcome.clone();
+            pushed.push(Pushed { at_ms, action: Action::Publish, sku, record_id, status, outcome });
+        }
+    }
+    (pushed, summary)
+}
+
+/// Where bulk-imported products are numbered from, apart from pushes'.
+pub const BULK_SKUS: usize = 1_000_000;
 
 /// Status and JSON body of `call`, or `(0, null)` when no answer came
 /// within 10 seconds.

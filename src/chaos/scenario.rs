@@ -85,6 +85,22 @@ pub struct Load {
     /// Answers re-sent on purpose, with their nonce, to another region.
     #[serde(default)]
     pub replays_per_second: u32,
+    /// Bulk files the business imports at home during the load.
+    #[serde(default)]
+    pub bulk: Vec<BulkImport>,
+    /// When the business blocks the first AI key's group (seconds after
+    /// the load starts); from then on no region may serve that group its
+    /// records once converged.
+    #[serde(default)]
+    pub block_at_s: Option<Spanned<u64>>,
+}
+
+/// One bulk import: `records` new products at `at_s`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BulkImport {
+    pub at_s: Spanned<u64>,
+    pub records: Spanned<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -255,6 +271,19 @@ impl Scenario {
         if *pushes.get_ref() > 20 {
             return Err(refuse(pushes.span().start, "load.pushes_per_second is 0 to 20".into()));
         }
+        if let Some(at) = &scenario.load.block_at_s
+            && *at.get_ref() >= duration
+        {
+            return Err(refuse(at.span().start, format!("block_at_s must fall within duration_s ({duration})")));
+        }
+        for import in &scenario.load.bulk {
+            if *import.at_s.get_ref() >= duration {
+                return Err(refuse(import.at_s.span().start, format!("at_s must fall within duration_s ({duration})")));
+            }
+            if !(1..=20_000).contains(import.records.get_ref()) {
+                return Err(refuse(import.records.span().start, "a bulk import holds 1 to 20000 records".into()));
+            }
+        }
         for fault in &scenario.faults {
             let target = fault.target.get_ref();
             if target != "home" && !regions.contains(target) {
@@ -387,5 +416,18 @@ for_s = 3
         assert!(e.reason.contains("\"mars\" is not home or a region"), "{e}");
         let e = refused(with("stop", "peer = \"ap\""));
         assert_eq!(e.reason, "peer belongs to another kind than stop", "{e}");
+    }
+
+    #[test]
+    fn bulk_imports_and_a_block_fall_within_the_run() {
+        let load =
+            |extra: &str| SMOKE.replace("searches_per_second = 20\n", &format!("searches_per_second = 20\n{extra}"));
+        let ok = Scenario::parse("ok.toml", &load("block_at_s = 9\n[[load.bulk]]\nat_s = 3\nrecords = 500\n")).unwrap();
+        assert_eq!(*ok.load.bulk[0].records.get_ref(), 500);
+        assert_eq!(ok.load.block_at_s.map(|b| *b.get_ref()), Some(9));
+        let e = Scenario::parse("bad.toml", &load("[[load.bulk]]\nat_s = 3\nrecords = 0\n")).unwrap_err();
+        assert_eq!((e.line, e.reason.as_str()), (12, "a bulk import holds 1 to 20000 records"), "{e}");
+        let e = Scenario::parse("bad.toml", &load("block_at_s = 20\n")).unwrap_err();
+        assert_eq!((e.line, e.reason.contains("within duration_s")), (10, true), "{e}");
     }
 }

@@ -21,6 +21,8 @@ pub struct AiKey {
     pub key: SigningKey,
     pub grant: Option<String>,
     pub company_uuid: String,
+    /// The group the key belongs to, which a business may block.
+    pub group_id: String,
 }
 
 impl AiKey {
@@ -43,10 +45,11 @@ pub async fn ai_company(admin: &Admin, name: &str, seed: u8, prepay: Option<i64>
     }
     let group = admin.call("POST", &format!("/admin/companies/{uuid}/groups"), Some(json!({"name": "bots"}))).await?;
     let key = SigningKey::from_seed(Alg::Ed25519, &[seed; 32]).map_err(|_| ClientError::NoKeyDrawn(Alg::Ed25519))?;
-    let path = format!("/admin/groups/{}/retrieval-keys", group["ai_group_id"].as_str().unwrap_or_default());
+    let group_id = group["ai_group_id"].as_str().unwrap_or_default().to_owned();
+    let path = format!("/admin/groups/{group_id}/retrieval-keys");
     let registered = admin.call("POST", &path, Some(json!({"jwk": key.verifying_key().to_jwk()}))).await?;
     let grant = registered["sandbox_key_grant"].as_str().map(str::to_owned);
-    Ok(AiKey { key, grant, company_uuid: uuid })
+    Ok(AiKey { key, grant, company_uuid: uuid, group_id })
 }
 
 /// A French product of the business `Lumio`.
@@ -143,4 +146,58 @@ pub async fn withdraw(
     let signer = Signer::new(key.clone(), authority, "svc-push");
     let request = signer.sign_now(Unsigned::new("POST", "/v1/publish/products/withdraw", body), now.as_secs())?;
     public.send(request).await
+}
+
+/// Imports `records` as a bulk file at `public`, as a business's system
+/// would: an upload address (signed), the NDJSON file POSTed to it, then
+/// the import with its batch seal, numbered by the next of `seqs` taken
+/// just before it is sent (other pushes draw from the same numbers). The
+/// import's answer: `202` when home queued it. An earlier step that fails
+/// answers for it.
+pub async fn bulk_import(
+    public: &Transport,
+    key: &SigningKey,
+    context: &SealContext,
+    records: &[Vec<u8>],
+    seqs: &std::sync::atomic::AtomicU64,
+    authority: &str,
+) -> Result<Answer, ClientError> {
+    let signer = Signer::new(key.clone(), authority, "svc-push");
+    let body = serde_json::to_vec(&json!({"record_type": "products"})).unwrap_or_default();
+    let request = signer.sign_now(
+        Unsigned::new("POST", "/v1/bulk-uploads", body)
+            .header("idempotency-key", &hex::encode(crate::clock::random::<8>())),
+        SystemClock.now().as_secs(),
+    )?;
+    let upload = public.send(request).await?;
+    let described = upload.json();
+    let (Some(path), Some(upload_id)) =
+        (described["url"].as_str().and_then(crate::client::bulk::upload_path), described["upload_id"].as_str())
+    else {
+        return Ok(upload);
+    };
+    let file = crate::client::bulk::form(&described["fields"], &crate::client::bulk::ndjson(records));
+    let request = axum::http::Request::post(path)
+        .header("content-type", crate::client::bulk::content_type())
+        .body(axum::body::Body::from(file))?;
+    let stored = public.send(request).await?;
+    if stored.status != 201 {
+        return Ok(stored);
+    }
+    let seq = seqs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let seal = sealing::batch_seal(key, context, "products", records, seq, SystemClock.now())?;
+    let body = serde_json::to_vec(&json!({"upload_id": upload_id, "batch_seal": seal})).unwrap_or_default();
+    let request = signer.sign_now(Unsigned::new("POST", "/v1/bulk-imports", body), SystemClock.now().as_secs())?;
+    public.send(request).await
+}
+
+/// A signed read of the business API at `path` (a push's status, say).
+pub async fn business_read(
+    public: &Transport,
+    key: &SigningKey,
+    path: &str,
+    authority: &str,
+) -> Result<Answer, ClientError> {
+    let signer = Signer::new(key.clone(), authority, "svc-business-read");
+    public.send(signer.sign_now(Unsigned::new("GET", path, Vec::new()), SystemClock.now().as_secs())?).await
 }

@@ -150,6 +150,11 @@ impl Change {
 /// value of a version it does not know, fails the batch (`put_raw` checks
 /// the version byte); `apply_frames` refuses such an entry before this.
 fn apply_op(batch: &mut Batch<'_>, op: &Op) {
+    if crate::sabotage::on(crate::sabotage::Sabotage::IgnoredBlocks)
+        && matches!(op, Op::Put { cf: name, .. } if name == cf::BLOCKS)
+    {
+        return;
+    }
     match op {
         Op::Put { cf, key, value } => match cf_named(cf) {
             Some(name) => batch.put_raw(name, key, value),
