@@ -44,6 +44,12 @@ impl CrashPoint {
         CrashPoint::ALL.iter().position(|p| *p == self).map_or(0, |i| i as u8 + 1)
     }
 
+    /// Whether only home passes this step (a read region passes
+    /// `frames-applied`; every node passes `index-applied`).
+    pub fn runs_at_home(self) -> bool {
+        !matches!(self, CrashPoint::FramesApplied)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             CrashPoint::PushAccepted => "push-accepted",

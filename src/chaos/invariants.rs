@@ -230,7 +230,7 @@ fn fates(pushed: &[Pushed]) -> Fates<'_> {
     let kept: Vec<(&Pushed, Vec<u8>)> = pushed
         .iter()
         .filter(|p| p.action == Action::Publish && p.acknowledged() && !attempted.contains(p.record_id.as_str()))
-        .map(|p| (p, super::setup::product(p.sku)))
+        .map(|p| (p, super::setup::product_of(&p.business, p.sku)))
         .collect();
     let unjudged = attempted.len() - gone.len();
     Fates { kept, withdrawn, unjudged }
@@ -347,12 +347,12 @@ pub async fn checkpoints_consistent(deployment: &Deployment, observed: &[Observe
 
 /// Once the business blocked a group (and the block was acknowledged),
 /// every region answers that group's fetches of the business's records
-/// `404` and its searches with no row of the business (the only one in a
-/// run), once converged: checked again until `within`.
+/// `404` and its searches with no row of the business, once converged:
+/// checked again until `within`.
 pub async fn blocks_hold(
     deployment: &Deployment,
     key: &AiKey,
-    blocked: &serde_json::Value,
+    (blocked, business_uuid): (&serde_json::Value, &str),
     sample: &[String],
     within: Duration,
 ) -> Checked {
@@ -377,7 +377,10 @@ pub async fn blocks_hold(
                 Some(client) => client.call(method, &path, body).await.ok(),
                 None => None,
             };
-            let rows = answer.as_ref().map(|a| (a.status, a.json()["rows"].as_array().map_or(0, Vec::len)));
+            let of_business = |rows: &serde_json::Value| {
+                rows.as_array().map_or(0, |rows| rows.iter().filter(|r| r["business_uuid"] == business_uuid).count())
+            };
+            let rows = answer.as_ref().map(|a| (a.status, of_business(&a.json()["rows"])));
             if rows != Some((200, 0)) {
                 served.push(json!({"region": node.name, "search": rows}));
             }

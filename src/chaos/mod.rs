@@ -99,6 +99,17 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
     let passkey = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Es256, &[32; 32])
         .map_err(|_| ClientError::NoKeyDrawn(svc_core::keys::Alg::Es256))?;
     let business = setup::onboard(&admin, &key, &passkey).await?;
+    // The other businesses push too, each with its own keys and brand.
+    let mut others = Vec::new();
+    for i in 1..*scenario.load.businesses.get_ref() as usize {
+        let draw = |alg, seed: u8| {
+            svc_core::keys::SigningKey::from_seed(alg, &[seed; 32]).map_err(|_| ClientError::NoKeyDrawn(alg))
+        };
+        let key = draw(svc_core::keys::Alg::Ed25519, 40 + i as u8)?;
+        let passkey = draw(svc_core::keys::Alg::Es256, 50 + i as u8)?;
+        let onboarded = setup::onboard_as(&admin, setup::BUSINESSES[i], &key, &passkey).await?;
+        others.push((key, onboarded));
+    }
     let records: Vec<Vec<u8>> = (0..PRODUCTS).map(setup::product).collect();
     let published = setup::publish(&public, &key, &business.context, &records, 1, AUTHORITY).await?;
     if published.status != 200 {
@@ -139,7 +150,22 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
     let pusher = push::Business { home: &public, key: &key, onboarded: &business, authority: AUTHORITY };
     // Batch 1 published the products; the load's batches follow.
     let seqs = std::sync::atomic::AtomicU64::new(2);
-    let pushes = push::run(&pusher, *scenario.load.pushes_per_second.get_ref(), duration, PRODUCTS, &seqs);
+    let rate = *scenario.load.pushes_per_second.get_ref();
+    let other_pushers: Vec<push::Business> = others
+        .iter()
+        .map(|(key, onboarded)| push::Business { home: &public, key, onboarded, authority: AUTHORITY })
+        .collect();
+    let other_seqs: Vec<std::sync::atomic::AtomicU64> =
+        other_pushers.iter().map(|_| std::sync::atomic::AtomicU64::new(1)).collect();
+    let pushes = async {
+        let first = push::run(&pusher, rate, duration, PRODUCTS, &seqs);
+        let rest = futures::future::join_all(
+            other_pushers.iter().zip(&other_seqs).map(|(pusher, seqs)| push::run(pusher, rate, duration, 0, seqs)),
+        );
+        let (mut all, rest) = tokio::join!(first, rest);
+        all.extend(rest.into_iter().flatten());
+        all
+    };
     let bulk: Vec<(u64, u32)> = scenario.load.bulk.iter().map(|b| (*b.at_s.get_ref(), *b.records.get_ref())).collect();
     let imports = push::imports(&pusher, &bulk, &seqs, duration + Duration::from_secs(120));
     let watcher = watch::run(&targets, duration);
@@ -163,7 +189,8 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
     }
     if let Some(blocked) = &blocked {
         let sample = &fetchable[..fetchable.len().min(10)];
-        invariants.push(invariants::blocks_hold(&deployment, &keys[0], blocked, sample, Duration::from_secs(60)).await);
+        let block = (blocked, business.business_uuid.as_str());
+        invariants.push(invariants::blocks_hold(&deployment, &keys[0], block, sample, Duration::from_secs(60)).await);
     }
     let verdict = if invariants.iter().all(|c| c.held) { Verdict::Pass } else { Verdict::Fail };
     let report = Report {

@@ -28,6 +28,8 @@ pub struct Pushed {
     /// Milliseconds since the load started.
     pub at_ms: u64,
     pub action: Action,
+    /// The business that pushed it (its brand).
+    pub business: String,
     /// The product's `business_product_id` number (`SKU-{sku}`).
     pub sku: usize,
     pub record_id: String,
@@ -92,10 +94,18 @@ pub async fn run(
                 business.authority,
             ))
             .await;
-            Pushed { at_ms, action: Action::Withdraw, sku: old_sku, record_id, status: answer.0, outcome: None }
+            Pushed {
+                at_ms,
+                action: Action::Withdraw,
+                business: business.onboarded.brand.clone(),
+                sku: old_sku,
+                record_id,
+                status: answer.0,
+                outcome: None,
+            }
         } else {
             let record_id = svc_core::ids::product_id(&business.onboarded.business_uuid, &format!("SKU-{sku}"));
-            let records = [setup::product(sku)];
+            let records = [setup::product_of(&business.onboarded.brand, sku)];
             let seq = seqs.fetch_add(1, Ordering::SeqCst);
             let answer = timed(setup::publish(
                 business.home,
@@ -107,7 +117,9 @@ pub async fn run(
             ))
             .await;
             let outcome = answer.1["results"][0]["outcome"].as_str().map(str::to_owned);
-            let entry = Pushed { at_ms, action: Action::Publish, sku, record_id, status: answer.0, outcome };
+            let brand = business.onboarded.brand.clone();
+            let entry =
+                Pushed { at_ms, action: Action::Publish, business: brand, sku, record_id, status: answer.0, outcome };
             if entry.status == 200 && entry.acknowledged() {
                 withdrawable.push_back((sku, entry.record_id.clone()));
             }
@@ -148,7 +160,8 @@ pub async fn imports(
     for (n, &(at_s, count)) in imports.iter().enumerate() {
         tokio::time::sleep_until((started + Duration::from_secs(at_s)).into()).await;
         let skus: Vec<usize> = (0..count as usize).map(|i| BULK_SKUS + n * 100_000 + i).collect();
-        let records: Vec<Vec<u8>> = skus.iter().map(|&sku| setup::product(sku)).collect();
+        let brand = &business.onboarded.brand;
+        let records: Vec<Vec<u8>> = skus.iter().map(|&sku| setup::product_of(brand, sku)).collect();
         let at_ms = started.elapsed().as_millis() as u64;
         let answer = tokio::time::timeout(
             Duration::from_secs(60),
@@ -187,7 +200,8 @@ pub async fn imports(
         for sku in skus {
             let record_id = svc_core::ids::product_id(&business.onboarded.business_uuid, &format!("SKU-{sku}"));
             let outcome = outcome.clone();
-            pushed.push(Pushed { at_ms, action: Action::Publish, sku, record_id, status, outcome });
+            let business = brand.clone();
+            pushed.push(Pushed { at_ms, action: Action::Publish, business, sku, record_id, status, outcome });
         }
     }
     (pushed, summary)

@@ -5,6 +5,8 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::faults::CrashPoint;
+
 /// Why a scenario file is refused: where, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}:{line}: {reason}")]
@@ -40,10 +42,38 @@ pub struct Scenario {
     pub load: Load,
     #[serde(default, rename = "fault")]
     pub faults: Vec<Fault>,
+    /// Faults drawn from `seed`, added to the timeline when the file is read.
+    #[serde(default)]
+    pub random_faults: Option<RandomFaults>,
+}
+
+/// A schedule of faults drawn from the scenario's seed: the same seed
+/// draws the same schedule, so a run that found something replays.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RandomFaults {
+    /// How many faults (1 to 50).
+    pub count: Spanned<u32>,
+    /// The kinds to draw from.
+    pub kinds: Spanned<Vec<FaultKind>>,
+    /// The nodes to strike; every node of the deployment when absent.
+    #[serde(default)]
+    pub targets: Option<Spanned<Vec<String>>>,
+    /// The shortest and longest a fault lasts, in seconds.
+    #[serde(default = "default_for_s")]
+    pub for_s: Spanned<[u64; 2]>,
+}
+
+fn default_for_s() -> Spanned<[u64; 2]> {
+    Spanned::new(0..0, [2, 6])
 }
 
 fn one() -> u64 {
     1
+}
+
+fn one_business() -> Spanned<u32> {
+    Spanned::new(0..0, 1)
 }
 
 fn zero() -> Spanned<u32> {
@@ -85,6 +115,10 @@ pub struct Load {
     /// Answers re-sent on purpose, with their nonce, to another region.
     #[serde(default)]
     pub replays_per_second: u32,
+    /// Businesses pushing at home, each at `pushes_per_second` with its
+    /// own keys and brand (1 to 4; the first owns the products fetched).
+    #[serde(default = "one_business")]
+    pub businesses: Spanned<u32>,
     /// Bulk files the business imports at home during the load.
     #[serde(default)]
     pub bulk: Vec<BulkImport>,
@@ -148,7 +182,7 @@ pub struct Fault {
     pub for_s: Spanned<u64>,
     /// `crash`: the step of the write path where the target aborts.
     #[serde(default)]
-    pub step: Option<Spanned<crate::faults::CrashPoint>>,
+    pub step: Option<Spanned<CrashPoint>>,
     /// `clock`: seconds the target's clock runs ahead (negative: behind).
     #[serde(default)]
     pub skew_s: Option<Spanned<i64>>,
@@ -220,6 +254,71 @@ impl Fault {
     }
 }
 
+impl RandomFaults {
+    /// The schedule `seed` draws: `count` faults at seconds spread over the
+    /// run (leaving its last 2 s quiet), each of a kind, target and length
+    /// drawn from what the file allows, with what its kind needs.
+    fn draw(&self, seed: u64, duration: u64, regions: &[String]) -> Result<Vec<Fault>, (usize, String)> {
+        let count = *self.count.get_ref();
+        if !(1..=50).contains(&count) {
+            return Err((self.count.span().start, "random_faults.count is 1 to 50".into()));
+        }
+        if self.kinds.get_ref().is_empty() {
+            return Err((self.kinds.span().start, "random_faults.kinds names at least one kind".into()));
+        }
+        let [shortest, longest] = *self.for_s.get_ref();
+        if shortest == 0 || shortest > longest || longest > 600 {
+            return Err((self.for_s.span().start, "random_faults.for_s is [shortest, longest], 1 to 600".into()));
+        }
+        let every: Vec<String> = std::iter::once("home".to_owned()).chain(regions.iter().cloned()).collect();
+        let targets = self.targets.as_ref().map_or(every.clone(), |t| t.get_ref().clone());
+        let span = self.targets.as_ref().map_or(self.count.span(), |t| t.span());
+        if targets.is_empty() || targets.iter().any(|t| !every.contains(t)) {
+            return Err((span.start, "random_faults.targets names home or regions of the deployment".into()));
+        }
+        if duration < 5 {
+            return Err((self.count.span().start, "the run is too short for random faults".into()));
+        }
+        let mut rng = svc_core::rng::Rng::new(seed);
+        let mut faults = Vec::new();
+        for _ in 0..count {
+            let kind = *rng.pick(self.kinds.get_ref());
+            let target = rng.pick(&targets).clone();
+            let at_s = 1 + rng.below(duration - 3);
+            let for_s = shortest + rng.below(longest - shortest + 1);
+            let mut fault = Fault {
+                at_s: Spanned::new(0..0, at_s),
+                kind: Spanned::new(0..0, kind),
+                target: Spanned::new(0..0, target.clone()),
+                for_s: Spanned::new(0..0, for_s),
+                step: None,
+                skew_s: None,
+                peer: None,
+            };
+            match kind {
+                FaultKind::Crash => {
+                    let steps: Vec<CrashPoint> = CrashPoint::ALL
+                        .into_iter()
+                        .filter(|p| p.runs_at_home() == (target == "home") || *p == CrashPoint::IndexApplied)
+                        .collect();
+                    fault.step = Some(Spanned::new(0..0, *rng.pick(&steps)));
+                }
+                FaultKind::Clock => {
+                    let skew = 30 + rng.below(271) as i64;
+                    fault.skew_s = Some(Spanned::new(0..0, if rng.chance(50) { skew } else { -skew }));
+                }
+                FaultKind::Partition => {
+                    let peers: Vec<&String> = every.iter().filter(|n| **n != target).collect();
+                    fault.peer = Some(Spanned::new(0..0, (*rng.pick(&peers)).clone()));
+                }
+                _ => {}
+            }
+            faults.push(fault);
+        }
+        Ok(faults)
+    }
+}
+
 impl Scenario {
     /// Parses and checks a scenario; `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
@@ -228,7 +327,7 @@ impl Scenario {
             line: line_of(text, offset),
             reason,
         };
-        let scenario: Scenario = toml::from_str(text).map_err(|e| {
+        let mut scenario: Scenario = toml::from_str(text).map_err(|e| {
             let offset = e.span().map_or(0, |s| s.start);
             refuse(offset, e.message().to_owned())
         })?;
@@ -267,6 +366,10 @@ impl Scenario {
         if *fetches.get_ref() > 2_000 {
             return Err(refuse(fetches.span().start, "load.fetches_per_second is 0 to 2000".into()));
         }
+        let businesses = &scenario.load.businesses;
+        if !(1..=4).contains(businesses.get_ref()) {
+            return Err(refuse(businesses.span().start, "load.businesses is 1 to 4".into()));
+        }
         let pushes = &scenario.load.pushes_per_second;
         if *pushes.get_ref() > 20 {
             return Err(refuse(pushes.span().start, "load.pushes_per_second is 0 to 20".into()));
@@ -283,6 +386,11 @@ impl Scenario {
             if !(1..=20_000).contains(import.records.get_ref()) {
                 return Err(refuse(import.records.span().start, "a bulk import holds 1 to 20000 records".into()));
             }
+        }
+        if let Some(random) = &scenario.random_faults {
+            let drawn =
+                random.draw(scenario.seed, duration, regions).map_err(|(offset, reason)| refuse(offset, reason))?;
+            scenario.faults.extend(drawn);
         }
         for fault in &scenario.faults {
             let target = fault.target.get_ref();
@@ -419,6 +527,54 @@ for_s = 3
     }
 
     #[test]
+    fn random_faults_are_drawn_from_the_seed_and_hold_like_written_ones() {
+        let random =
+            "\n[random_faults]\ncount = 12\nkinds = [\"kill\", \"crash\", \"clock\", \"partition\", \"disk-full\"]\n";
+        let text = |seed: u64| SMOKE.replace("name = \"smoke\"", &format!("name = \"r\"\nseed = {seed}")) + random;
+        let schedule = |seed: u64| {
+            let scenario = Scenario::parse("r.toml", &text(seed)).unwrap();
+            assert_eq!(scenario.faults.len(), 13, "the written fault and twelve drawn");
+            scenario
+                .faults
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{} {} {} {} {:?}",
+                        f.at_s.get_ref(),
+                        f.kind().name(),
+                        f.target.get_ref(),
+                        f.for_s.get_ref(),
+                        f.detail()
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(schedule(7), schedule(7), "one seed, one schedule");
+        assert_ne!(schedule(7), schedule(8));
+        let scenario = Scenario::parse("r.toml", &text(7)).unwrap();
+        for fault in &scenario.faults {
+            assert!(
+                *fault.at_s.get_ref() < 20 && (2..=6).contains(fault.for_s.get_ref())
+                    || fault.kind() == FaultKind::Kill
+            );
+            if let Some(step) = &fault.step {
+                let at_home = fault.target.get_ref() == "home";
+                assert!(step.get_ref().runs_at_home() == at_home || *step.get_ref() == CrashPoint::IndexApplied);
+            }
+        }
+        let plan = scenario.plan();
+        assert!(plan.network.is_some() || scenario.faults.iter().all(|f| f.kind() != FaultKind::Partition));
+
+        let refused = |extra: &str| Scenario::parse("bad.toml", &(SMOKE.to_owned() + extra)).unwrap_err();
+        let e = refused("\n[random_faults]\ncount = 0\nkinds = [\"kill\"]\n");
+        assert_eq!((e.line, e.reason.as_str()), (18, "random_faults.count is 1 to 50"), "{e}");
+        let e = refused("\n[random_faults]\ncount = 2\nkinds = [\"kill\"]\ntargets = [\"mars\"]\n");
+        assert_eq!(e.line, 20, "{e}");
+        let e = refused("\n[random_faults]\ncount = 2\nkinds = [\"kill\"]\nfor_s = [5, 2]\n");
+        assert!(e.reason.contains("shortest, longest"), "{e}");
+    }
+
+    #[test]
     fn bulk_imports_and_a_block_fall_within_the_run() {
         let load =
             |extra: &str| SMOKE.replace("searches_per_second = 20\n", &format!("searches_per_second = 20\n{extra}"));
@@ -429,5 +585,8 @@ for_s = 3
         assert_eq!((e.line, e.reason.as_str()), (12, "a bulk import holds 1 to 20000 records"), "{e}");
         let e = Scenario::parse("bad.toml", &load("block_at_s = 20\n")).unwrap_err();
         assert_eq!((e.line, e.reason.contains("within duration_s")), (10, true), "{e}");
+        assert_eq!(*Scenario::parse("ok.toml", &load("businesses = 4\n")).unwrap().load.businesses.get_ref(), 4);
+        let e = Scenario::parse("bad.toml", &load("businesses = 5\n")).unwrap_err();
+        assert_eq!((e.line, e.reason.as_str()), (10, "load.businesses is 1 to 4"), "{e}");
     }
 }

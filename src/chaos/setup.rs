@@ -54,17 +54,25 @@ pub async fn ai_company(admin: &Admin, name: &str, seed: u8, prepay: Option<i64>
 
 /// A French product of the business `Lumio`.
 pub fn product(sku: usize) -> Vec<u8> {
+    product_of(BUSINESSES[0], sku)
+}
+
+/// The businesses a run may onboard, in order: each its own brand.
+pub const BUSINESSES: [&str; 4] = ["Lumio", "Brava", "Corda", "Dalia"];
+
+/// A French product of the business (and brand) `brand`.
+pub fn product_of(brand: &str, sku: usize) -> Vec<u8> {
     serde_json::to_vec(&json!({
         "schema": "service/products/1",
         "language": "fr",
         "business_product_id": format!("SKU-{sku}"),
         "product_name": format!("Lampe {sku}"),
         "countries": ["FR"],
-        "brand": "Lumio",
+        "brand": brand,
         "prices": [{"country": "FR", "currency": "EUR", "amount": "12.50"}],
         "on_sale": false,
         "availability": "in_stock",
-        "product_url": format!("https://lumio.example/p/{sku}"),
+        "product_url": format!("https://{}.example/p/{sku}", brand.to_lowercase()),
     }))
     .unwrap_or_default()
 }
@@ -72,6 +80,8 @@ pub fn product(sku: usize) -> Vec<u8> {
 /// A business onboarded for a run.
 pub struct Onboarded {
     pub business_uuid: String,
+    /// Its legal name and only brand.
+    pub brand: String,
     /// The seal context of its batches.
     pub context: SealContext,
 }
@@ -80,9 +90,18 @@ pub struct Onboarded {
 /// business, its integration key and owner passkey, and a products mandate
 /// sealed by the passkey.
 pub async fn onboard(admin: &Admin, key: &SigningKey, passkey: &SigningKey) -> Result<Onboarded, ClientError> {
-    let created = admin
-        .call("POST", "/admin/businesses", Some(json!({"legal_name": "Lumio", "country": "FR", "brands": ["Lumio"]})))
-        .await?;
+    onboard_as(admin, BUSINESSES[0], key, passkey).await
+}
+
+/// Onboards the business `brand` (FR), as [`onboard`] does `Lumio`.
+pub async fn onboard_as(
+    admin: &Admin,
+    brand: &str,
+    key: &SigningKey,
+    passkey: &SigningKey,
+) -> Result<Onboarded, ClientError> {
+    let body = json!({"legal_name": brand, "country": "FR", "brands": [brand]});
+    let created = admin.call("POST", "/admin/businesses", Some(body)).await?;
     let uuid = created["business_uuid"].as_str().unwrap_or_default().to_owned();
     let keys = format!("/admin/businesses/{uuid}/keys");
     admin.call("POST", &keys, Some(json!({"jwk": key.verifying_key().to_jwk(), "purpose": "integration"}))).await?;
@@ -105,7 +124,7 @@ pub async fn onboard(admin: &Admin, key: &SigningKey, passkey: &SigningKey) -> R
     admin.call("POST", "/admin/mandates", Some(json!({"envelope": envelope}))).await?;
     let context =
         SealContext { cert_id: created["cert_id"].as_str().unwrap_or_default().to_owned(), ai_policy_version: 0 };
-    Ok(Onboarded { business_uuid: uuid, context })
+    Ok(Onboarded { business_uuid: uuid, brand: brand.to_owned(), context })
 }
 
 /// Publishes `records` in one sealed push at `public` (`seq` numbers the batch).
