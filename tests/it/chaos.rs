@@ -54,15 +54,28 @@ fn chaos_namespaces() -> Vec<String> {
         .collect()
 }
 
-// A run with a partition, so where the machine allows it the nodes run in
-// network namespaces: those are deleted too.
+/// The mount points under `dir`.
+fn mounts_under(dir: &std::path::Path) -> Vec<String> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let dir = dir.display().to_string();
+    mounts.lines().filter_map(|l| l.split(' ').nth(1)).filter(|m| m.starts_with(&dir)).map(str::to_owned).collect()
+}
+
+// A run with a partition and a full disk, so where the machine allows it
+// the nodes run in network namespaces and eu's data on a tmpfs of its own:
+// those are undone too.
 #[tokio::test(flavor = "multi_thread")]
-async fn an_interrupted_run_leaves_no_process_or_namespace_behind() {
+async fn an_interrupted_run_leaves_no_process_namespace_or_mount_behind() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("runs");
+    let scenario = dir.path().join("cut.toml");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/chaos/scenarios/smoke.toml")).unwrap();
+    let faults = "\n[[fault]]\nat_s = 10\nkind = \"partition\"\ntarget = \"eu\"\nfor_s = 2\n\n\
+                  [[fault]]\nat_s = 14\nkind = \"disk-full\"\ntarget = \"eu\"\nfor_s = 2\n";
+    std::fs::write(&scenario, text + faults).unwrap();
     let mut runner = tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"))
         .arg("chaos")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/chaos/scenarios/partition-region-from-home.toml"))
+        .arg(&scenario)
         .arg("--out")
         .arg(&out)
         .stdout(std::process::Stdio::null())
@@ -82,6 +95,7 @@ async fn an_interrupted_run_leaves_no_process_or_namespace_behind() {
     }
     assert_eq!(running, 3, "the deployment started");
     let made = chaos_namespaces();
+    let mounted = mounts_under(&out);
     let status =
         std::process::Command::new("kill").arg("-TERM").arg(runner.id().unwrap().to_string()).status().unwrap();
     assert!(status.success());
@@ -95,6 +109,12 @@ async fn an_interrupted_run_leaves_no_process_or_namespace_behind() {
     assert!(left.is_empty(), "left behind: {left:?}");
     let namespaces = chaos_namespaces();
     assert!(made.iter().all(|n| !namespaces.contains(n)), "namespaces left behind: {namespaces:?}");
+    let am_root =
+        std::fs::read_to_string("/proc/self/status").is_ok_and(|s| s.lines().any(|l| l == "Uid:\t0\t0\t0\t0"));
+    if am_root {
+        assert_eq!((made.len(), mounted.len()), (3, 1), "as root: a namespace per node, a tmpfs for eu");
+    }
+    assert_eq!(mounts_under(&out), Vec::<String>::new(), "mounts left behind (had {mounted:?})");
 }
 
 // The report page renders in headless Chromium with nothing loaded: the
