@@ -44,6 +44,22 @@ impl Registry {
         Ok(in_force.and_then(|id| history.into_iter().rev().find(|c| c.cert_id == id)))
     }
 
+    /// Whether `version`, a record of `business_uuid`, may be served at
+    /// `now`: the certificate in force now and its sealing key's compromise
+    /// decide (`svc_core::seal::serves`). A seal that cannot be read names
+    /// no key and no time, and is not served.
+    pub fn serves(&self, business_uuid: &str, version: &RecordVersion, now: UnixMs) -> StoreResult<bool> {
+        let seal = serde_json::from_slice::<svc_core::seal::ServedSeal>(&version.seal).ok();
+        let Some((key_id, sealed_at)) = seal.and_then(|s| s.sealed_by()) else { return Ok(false) };
+        let key = match self.integration_key(&key_id)? {
+            Some(key) => Some(key),
+            None => self.passkey(&key_id)?,
+        };
+        let compromised_at = key.and_then(|k| k.compromised_at);
+        let history: Vec<_> = self.certificates(business_uuid)?.iter().map(CertificateIssuance::as_core).collect();
+        Ok(svc_core::seal::serves(&history, sealed_at, compromised_at, now))
+    }
+
     /// `sha256:` of the certificate envelope in force at `at` (the latest
     /// issued when none is), the form a source line names it by; empty for
     /// a business without one.

@@ -23,10 +23,12 @@ pub enum Sabotage {
     IgnoredWithdrawals,
     /// Read regions drop the blocks home replicates.
     IgnoredBlocks,
+    /// Read regions drop every certificate issuance but an active one.
+    IgnoredCertificates,
 }
 
 impl Sabotage {
-    pub const ALL: [Sabotage; 8] = [
+    pub const ALL: [Sabotage; 9] = [
         Sabotage::UnreadyAfter10s,
         Sabotage::UnbilledFetches,
         Sabotage::UnfoldedReceipts,
@@ -35,6 +37,7 @@ impl Sabotage {
         Sabotage::LostVersions,
         Sabotage::IgnoredWithdrawals,
         Sabotage::IgnoredBlocks,
+        Sabotage::IgnoredCertificates,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +50,7 @@ impl Sabotage {
             Sabotage::LostVersions => "lost-versions",
             Sabotage::IgnoredWithdrawals => "ignored-withdrawals",
             Sabotage::IgnoredBlocks => "ignored-blocks",
+            Sabotage::IgnoredCertificates => "ignored-certificates",
         }
     }
 

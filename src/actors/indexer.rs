@@ -3,6 +3,11 @@
 //! block changes into shard batches, waits for every shard to commit, then
 //! records the sequence. A crash between the two re-applies a batch, which
 //! is harmless: every document is written as delete-then-add by id.
+//!
+//! A business's certificate or keys decide which of its versions may be
+//! served (`Registry::serves`): when they change, and again when a status
+//! issued for later takes effect, every record of the business is judged
+//! again, so a withdrawn business leaves the index until verified again.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -16,8 +21,9 @@ use crate::registry::Registry;
 use crate::replication::{Op, decode, entries_after};
 use crate::search::doc::{Blocked, IndexDoc, index_doc};
 use crate::search::shard_of;
-use crate::store::model::{RecordHead, RecordState};
+use crate::store::model::{BusinessKey, RecordHead, RecordState};
 use crate::store::{Store, cf, keys};
+use svc_core::time::UnixMs;
 
 const APPLIED_KEY: &[u8] = keys::meta::INDEX_APPLIED_SEQ;
 /// Entries read per step.
@@ -50,6 +56,7 @@ pub struct IndexerSnapshot {
 
 pub struct IndexerArgs {
     pub store: Store,
+    pub clock: crate::clock::SharedClock,
     pub shards: HashMap<(RecordType, usize), crate::actors::mailbox::Mailbox<IndexShardMsg>>,
     pub shards_per_collection: usize,
 }
@@ -64,6 +71,9 @@ pub struct IndexerState {
     /// When the last step that applied entries finished.
     last_commit: Option<Instant>,
     retry: Backoff,
+    /// Certificate statuses that take effect later, and their business:
+    /// its records are judged again then.
+    later: std::collections::BTreeSet<(UnixMs, String)>,
 }
 
 /// After a failed step (a full disk, say), no step until the wait is over,
@@ -121,7 +131,12 @@ impl IndexerState {
             return Ok(Some((collection, Change::Delete)));
         }
         let version = self.registry.record_version(&head.record_id, head.live_generation).map_err(ActorError::from)?;
-        let Some(doc) = version.and_then(|v| index_doc(collection, &v.row)) else {
+        let now = self.args.clock.now();
+        let served = match &version {
+            Some(v) => self.registry.serves(&head.business_uuid, v, now).map_err(ActorError::from)?,
+            None => false,
+        };
+        let Some(doc) = version.filter(|_| served).and_then(|v| index_doc(collection, &v.row)) else {
             return Ok(Some((collection, Change::Delete)));
         };
         let blocked = match blocks.get(&head.business_uuid) {
@@ -155,24 +170,92 @@ impl IndexerState {
                             changes.insert(head.record_id.clone(), change);
                         }
                     }
-                    Op::Put { cf: name, key, .. } | Op::Delete { cf: name, key } if name == cf::BLOCKS => {
+                    // Blocks, certificates and keys are keyed or held by business.
+                    Op::Put { cf: name, key, .. } | Op::Delete { cf: name, key }
+                        if name == cf::BLOCKS || name == cf::CERTIFICATES =>
+                    {
                         let business = key.split(|b| *b == 0).next().unwrap_or_default();
                         reblock.push(String::from_utf8_lossy(business).into_owned());
+                    }
+                    Op::Put { cf: name, value, .. } if name == cf::INTEGRATION_KEYS || name == cf::PASSKEYS => {
+                        let family = if name == cf::PASSKEYS { cf::PASSKEYS } else { cf::INTEGRATION_KEYS };
+                        let key = decode::<BusinessKey>(family, &value).map_err(ActorError::from)?;
+                        reblock.push(key.business_uuid);
                     }
                     _ => {}
                 }
             }
         }
-        // A block or unblock re-indexes every live record of the business.
-        if !reblock.is_empty() {
-            let heads: Vec<(Vec<u8>, RecordHead)> =
-                self.args.store.scan(cf::RECORDS, &[], None, usize::MAX).map_err(ActorError::from)?;
-            for (_, head) in heads.into_iter().filter(|(_, h)| reblock.contains(&h.business_uuid)) {
-                if let Some(change) = self.record_change(&head, &mut blocks)? {
-                    changes.insert(head.record_id.clone(), change);
-                }
+        // A block, certificate or key change re-indexes every live record
+        // of the business.
+        reblock.sort();
+        reblock.dedup();
+        self.schedule(&reblock)?;
+        self.rejudge(&reblock, &mut changes, &mut blocks)?;
+        self.apply(changes).await?;
+        self.args.store.put(cf::META, APPLIED_KEY, &last).map_err(ActorError::from)?;
+        self.applied = last;
+        Ok(true)
+    }
+
+    /// Remembers when a status of each of `businesses` takes effect later.
+    fn schedule(&mut self, businesses: &[String]) -> Result<(), ActorError> {
+        let now = self.args.clock.now();
+        for business in businesses {
+            let history: Vec<_> = self.registry.certificates(business).map_err(ActorError::from)?;
+            let core: Vec<_> = history.iter().map(|c| c.as_core()).collect();
+            for at in svc_core::seal::serving_changes_after(&core, now) {
+                self.later.insert((at, business.clone()));
             }
         }
+        Ok(())
+    }
+
+    /// Judges every record of `businesses` again into `changes`.
+    fn rejudge(
+        &self,
+        businesses: &[String],
+        changes: &mut BTreeMap<String, (RecordType, Change)>,
+        blocks: &mut HashMap<String, Vec<String>>,
+    ) -> Result<(), ActorError> {
+        if businesses.is_empty() {
+            return Ok(());
+        }
+        let heads: Vec<(Vec<u8>, RecordHead)> =
+            self.args.store.scan(cf::RECORDS, &[], None, usize::MAX).map_err(ActorError::from)?;
+        for (_, head) in heads.into_iter().filter(|(_, h)| businesses.contains(&h.business_uuid)) {
+            if let Some(change) = self.record_change(&head, blocks)? {
+                changes.insert(head.record_id.clone(), change);
+            }
+        }
+        Ok(())
+    }
+
+    /// Judges again the records of businesses whose later status has taken
+    /// effect; answers whether there were any.
+    async fn take_effect(&mut self) -> Result<bool, ActorError> {
+        let now = self.args.clock.now();
+        let mut due = Vec::new();
+        while let Some((at, _)) = self.later.first()
+            && *at <= now
+        {
+            if let Some((_, business)) = self.later.pop_first() {
+                due.push(business);
+            }
+        }
+        if due.is_empty() {
+            return Ok(false);
+        }
+        due.sort();
+        due.dedup();
+        let mut changes = BTreeMap::new();
+        self.rejudge(&due, &mut changes, &mut HashMap::new())?;
+        self.apply(changes).await?;
+        Ok(true)
+    }
+
+    /// Sends each shard its upserts and deletes, and waits for each commit.
+    async fn apply(&self, changes: BTreeMap<String, (RecordType, Change)>) -> Result<(), ActorError> {
         let k = self.args.shards_per_collection;
         let mut batches: HashMap<(RecordType, usize), (Vec<Blocked>, Vec<String>)> = HashMap::new();
         for (record_id, (collection, change)) in changes {
@@ -187,9 +270,7 @@ impl IndexerState {
             actor.call(|reply| IndexShardMsg::Apply { upserts, deletes, reply }).await.map_err(ActorError::from)??;
         }
         crate::faults::crash_point(crate::faults::CrashPoint::IndexApplied);
-        self.args.store.put(cf::META, APPLIED_KEY, &last).map_err(ActorError::from)?;
-        self.applied = last;
-        Ok(true)
+        Ok(())
     }
 }
 
@@ -204,13 +285,17 @@ impl Actor for Indexer {
         args: IndexerArgs,
     ) -> Result<IndexerState, ActorProcessingErr> {
         let applied = args.store.get::<u64>(cf::META, APPLIED_KEY)?.unwrap_or(0);
-        Ok(IndexerState {
+        let mut state = IndexerState {
             registry: Registry::new(args.store.clone()),
             args,
             applied,
             last_commit: None,
             retry: Backoff::new(),
-        })
+            later: Default::default(),
+        };
+        let businesses: Vec<String> = state.registry.businesses()?.into_iter().map(|b| b.uuid).collect();
+        state.schedule(&businesses)?;
+        Ok(state)
     }
 
     async fn handle(
@@ -222,7 +307,11 @@ impl Actor for Indexer {
         match msg {
             IndexerMsg::Tick if !state.due(crate::clock::monotonic()) => {}
             IndexerMsg::Tick => loop {
-                match state.step().await {
+                let step = match state.take_effect().await {
+                    Ok(_) => state.step().await,
+                    Err(e) => Err(e),
+                };
+                match step {
                     Ok(true) => {
                         state.last_commit = Some(crate::clock::monotonic());
                         state.retry = Backoff::new();

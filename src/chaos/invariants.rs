@@ -360,6 +360,20 @@ pub async fn blocks_hold(
     if !blocked["error"].is_null() {
         return Checked { name, held: false, evidence: json!({"block": blocked, "problem": "the block was refused"}) };
     }
+    let (held, evidence) = absent_everywhere(deployment, key, business_uuid, sample, within).await;
+    Checked { name, held, evidence: json!({"block": blocked, "check": evidence}) }
+}
+
+/// Whether every region answers `key`'s fetches of `sample` `404` and its
+/// searches with no row of `business_uuid`, asked again each second until
+/// it holds or `within` passes; with the evidence.
+async fn absent_everywhere(
+    deployment: &Deployment,
+    key: &AiKey,
+    business_uuid: &str,
+    sample: &[String],
+    within: Duration,
+) -> (bool, serde_json::Value) {
     let started = Instant::now();
     let mut served = Vec::new();
     loop {
@@ -390,11 +404,27 @@ pub async fn blocks_hold(
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    Checked {
-        name,
-        held: served.is_empty(),
-        evidence: json!({"block": blocked, "records_checked": sample.len(), "regions": deployment.nodes.len(),
-                         "served": served.len(), "first_served": served.iter().take(5).collect::<Vec<_>>(),
-                         "waited_ms": started.elapsed().as_millis() as u64}),
+    let evidence = json!({"records_checked": sample.len(), "regions": deployment.nodes.len(), "served": served.len(),
+                          "first_served": served.iter().take(5).collect::<Vec<_>>(),
+                          "waited_ms": started.elapsed().as_millis() as u64});
+    (served.is_empty(), evidence)
+}
+
+/// Once the operator withdrew a business's certificate, no region serves
+/// any of its records, by fetch or by search, once converged (publishing
+/// section 3, P3.9): checked again until `within`. The evidence carries how
+/// long each region took to obey, measured during the load.
+pub async fn withdrawn_certificate_holds(
+    deployment: &Deployment,
+    key: &AiKey,
+    (withdrawn, business_uuid): (&serde_json::Value, &str),
+    sample: &[String],
+    within: Duration,
+) -> Checked {
+    let name = "no region serves a business whose certificate is withdrawn";
+    if !withdrawn["error"].is_null() {
+        return Checked { name, held: false, evidence: json!({"withdrawal": withdrawn, "problem": "refused"}) };
     }
+    let (held, evidence) = absent_everywhere(deployment, key, business_uuid, sample, within).await;
+    Checked { name, held, evidence: json!({"withdrawal": withdrawn, "check": evidence}) }
 }

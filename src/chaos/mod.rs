@@ -80,8 +80,10 @@ impl Report {
     }
 }
 
-/// Products published before the load starts.
+/// Products published before the load starts: the first business's, and
+/// each other business's.
 const PRODUCTS: usize = 50;
+const OTHER_PRODUCTS: usize = 10;
 
 /// Runs `scenario` with the `svc` at `binary`, keeping the deployment's
 /// configurations, logs and the report under `out`. The nodes' data
@@ -108,6 +110,11 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         let key = draw(svc_core::keys::Alg::Ed25519, 40 + i as u8)?;
         let passkey = draw(svc_core::keys::Alg::Es256, 50 + i as u8)?;
         let onboarded = setup::onboard_as(&admin, setup::BUSINESSES[i], &key, &passkey).await?;
+        let records: Vec<Vec<u8>> = (0..OTHER_PRODUCTS).map(|sku| setup::product_of(&onboarded.brand, sku)).collect();
+        let published = setup::publish(&public, &key, &onboarded.context, &records, 1, AUTHORITY).await?;
+        if published.status != 200 {
+            return Err(ChaosError::NotPublished(String::from_utf8_lossy(&published.bytes).into_owned()));
+        }
         others.push((key, onboarded));
     }
     let records: Vec<Vec<u8>> = (0..PRODUCTS).map(setup::product).collect();
@@ -156,11 +163,14 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         .map(|(key, onboarded)| push::Business { home: &public, key, onboarded, authority: AUTHORITY })
         .collect();
     let other_seqs: Vec<std::sync::atomic::AtomicU64> =
-        other_pushers.iter().map(|_| std::sync::atomic::AtomicU64::new(1)).collect();
+        other_pushers.iter().map(|_| std::sync::atomic::AtomicU64::new(2)).collect();
     let pushes = async {
         let first = push::run(&pusher, rate, duration, PRODUCTS, &seqs);
         let rest = futures::future::join_all(
-            other_pushers.iter().zip(&other_seqs).map(|(pusher, seqs)| push::run(pusher, rate, duration, 0, seqs)),
+            other_pushers
+                .iter()
+                .zip(&other_seqs)
+                .map(|(pusher, seqs)| push::run(pusher, rate, duration, OTHER_PRODUCTS, seqs)),
         );
         let (mut all, rest) = tokio::join!(first, rest);
         all.extend(rest.into_iter().flatten());
@@ -171,9 +181,18 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
     let watcher = watch::run(&targets, duration);
     let block_at = scenario.load.block_at_s.as_ref().map(|at| Duration::from_secs(*at.get_ref()));
     let blocking = block(&admin, &business.business_uuid, &keys[0], block_at);
+    let withdraw_at = scenario.load.withdraw_certificate_at_s.as_ref().map(|at| Duration::from_secs(*at.get_ref()));
+    let urls: Vec<(String, String)> = deployment.nodes.iter().map(|n| (n.name.clone(), n.public_url.clone())).collect();
+    // The last business loses its certificate (the first when alone), so
+    // the first's block is still judged on records that are otherwise served.
+    let losing = others.last().map_or(&business, |(_, onboarded)| onboarded);
+    let losing_products: Vec<String> = (0..if others.is_empty() { PRODUCTS } else { OTHER_PRODUCTS })
+        .map(|sku| svc_core::ids::product_id(&losing.business_uuid, &format!("SKU-{sku}")))
+        .collect();
+    let withdrawing = withdraw_certificate(&admin, losing, (&urls, &probe), &losing_products, withdraw_at);
     let faults = strike(&mut deployment, scenario, started);
-    let (seen, mut pushed, (imported, bulk), observed, applied, blocked) =
-        tokio::join!(load, pushes, imports, watcher, faults, blocking);
+    let (seen, mut pushed, (imported, bulk), observed, applied, blocked, withdrawn) =
+        tokio::join!(load, pushes, imports, watcher, faults, blocking, withdrawing);
     pushed.extend(imported);
     let healed = Instant::now();
 
@@ -184,8 +203,25 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         invariants::replays_refused(&seen),
         invariants::checkpoints_consistent(&deployment, &observed).await,
     ];
-    if !pushed.is_empty() {
-        invariants.extend(invariants::pushes_hold(&deployment, &probe, &pushed, Duration::from_secs(120)).await);
+    // A business whose certificate was withdrawn is served nowhere: its
+    // pushes are judged by that invariant instead.
+    let unserved = withdrawn.as_ref().filter(|w| w["error"].is_null()).map(|_| losing.brand.as_str());
+    let judged: Vec<push::Pushed> = pushed.iter().filter(|p| Some(p.business.as_str()) != unserved).cloned().collect();
+    if !judged.is_empty() {
+        invariants.extend(invariants::pushes_hold(&deployment, &probe, &judged, Duration::from_secs(120)).await);
+    }
+    if let Some(withdrawn) = &withdrawn {
+        let pushed_since = pushed.iter().filter(|p| p.business == losing.brand && p.acknowledged());
+        let sample: Vec<String> = losing_products[..losing_products.len().min(10)]
+            .iter()
+            .cloned()
+            .chain(pushed_since.take(10).map(|p| p.record_id.clone()))
+            .collect();
+        let certificate = (withdrawn, losing.business_uuid.as_str());
+        invariants.push(
+            invariants::withdrawn_certificate_holds(&deployment, &probe, certificate, &sample, Duration::from_secs(60))
+                .await,
+        );
     }
     if let Some(blocked) = &blocked {
         let sample = &fetchable[..fetchable.len().min(10)];
@@ -200,7 +236,7 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         verdict,
         faults: applied,
         network: json!({"kind": deployment.network.kind(), "note": deployment.network_note}),
-        load: figures(&seen, &pushed, &bulk, blocked.as_ref()),
+        load: figures(&seen, &pushed, &bulk, [blocked.as_ref(), withdrawn.as_ref()]),
         invariants,
     };
     let path = out.join("report.json");
@@ -257,6 +293,49 @@ async fn block(admin: &Admin, business_uuid: &str, key: &setup::AiKey, at: Optio
                 "error": answered.err().map(|e| e.to_string())}))
 }
 
+/// At `at` after the load starts, the operator withdraws `business`'s
+/// certificate; then each region is asked every 100 ms (a fetch of its
+/// first product) until it answers `404`, to measure how long each took to
+/// obey. What was answered, when, and each region's time.
+async fn withdraw_certificate(
+    admin: &Admin,
+    business: &setup::Onboarded,
+    (regions, probe): (&[(String, String)], &setup::AiKey),
+    fetchable: &[String],
+    at: Option<Duration>,
+) -> Option<Value> {
+    let at = at?;
+    let started = Instant::now();
+    tokio::time::sleep(at).await;
+    let path = format!("/admin/businesses/{}/certificate-status", business.business_uuid);
+    let answered = admin.call("POST", &path, Some(json!({"status": "withdrawn", "reason": "approval_reversed"}))).await;
+    let changed = Instant::now();
+    let at_ms = started.elapsed().as_millis() as u64;
+    if let Err(e) = answered {
+        return Some(json!({"at_ms": at_ms, "error": e.to_string()}));
+    }
+    let record = format!("/v1/records/{}", fetchable.first()?);
+    let obeyed = regions.iter().map(|(region, url)| {
+        let (record, client) = (&record, probe.client(url, AUTHORITY).ok());
+        async move {
+            while changed.elapsed() < Duration::from_secs(30) {
+                if let Some(client) = &client
+                    && let Ok(answer) = client.call("GET", record, Vec::new()).await
+                    && answer.status == 404
+                {
+                    return (region.clone(), Some(changed.elapsed().as_millis() as u64));
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            (region.clone(), None)
+        }
+    });
+    let obeyed: std::collections::BTreeMap<String, Option<u64>> =
+        futures::future::join_all(obeyed).await.into_iter().collect();
+    let last = obeyed.values().copied().collect::<Option<Vec<u64>>>().and_then(|v| v.into_iter().max());
+    Some(json!({"at_ms": at_ms, "error": null, "obeyed_ms": obeyed, "last_region_obeyed_ms": last}))
+}
+
 /// How long an armed crash point may wait for the write path to pass it.
 const CRASH_WITHIN: Duration = Duration::from_secs(20);
 
@@ -309,7 +388,12 @@ async fn strike(deployment: &mut Deployment, scenario: &Scenario, started: Insta
 
 /// Requests, answers by status, and latency percentiles of what clients
 /// saw; pushes by action and status.
-fn figures(seen: &[Seen], pushed: &[push::Pushed], bulk: &[push::Imported], blocked: Option<&Value>) -> Value {
+fn figures(
+    seen: &[Seen],
+    pushed: &[push::Pushed],
+    bulk: &[push::Imported],
+    [blocked, withdrawn]: [Option<&Value>; 2],
+) -> Value {
     let mut pushes = std::collections::BTreeMap::new();
     for p in pushed.iter().filter(|p| p.sku < push::BULK_SKUS) {
         *pushes.entry(format!("{:?} {}", p.action, p.status).to_lowercase()).or_insert(0u64) += 1;
@@ -325,5 +409,5 @@ fn figures(seen: &[Seen], pushed: &[push::Pushed], bulk: &[push::Imported], bloc
     let fetches = seen.iter().filter(|s| matches!(s.ask, load::Ask::Fetch(_))).count();
     json!({"requests": seen.len(), "fetches": fetches, "by_status": by_status, "p50_ms": pct(0.5),
            "p99_ms": pct(0.99), "pushes": pushes, "bulk_imports": bulk,
-           "block": blocked})
+           "block": blocked, "certificate_withdrawn": withdrawn})
 }

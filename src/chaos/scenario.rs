@@ -127,6 +127,11 @@ pub struct Load {
     /// records once converged.
     #[serde(default)]
     pub block_at_s: Option<Spanned<u64>>,
+    /// When the operator withdraws the last business's certificate (the
+    /// first's when it is alone); from then on no region may serve any of
+    /// its records once converged.
+    #[serde(default)]
+    pub withdraw_certificate_at_s: Option<Spanned<u64>>,
 }
 
 /// One bulk import: `records` new products at `at_s`.
@@ -374,10 +379,15 @@ impl Scenario {
         if *pushes.get_ref() > 20 {
             return Err(refuse(pushes.span().start, "load.pushes_per_second is 0 to 20".into()));
         }
-        if let Some(at) = &scenario.load.block_at_s
-            && *at.get_ref() >= duration
-        {
-            return Err(refuse(at.span().start, format!("block_at_s must fall within duration_s ({duration})")));
+        for (name, at) in [
+            ("block_at_s", &scenario.load.block_at_s),
+            ("withdraw_certificate_at_s", &scenario.load.withdraw_certificate_at_s),
+        ] {
+            if let Some(at) = at
+                && *at.get_ref() >= duration
+            {
+                return Err(refuse(at.span().start, format!("{name} must fall within duration_s ({duration})")));
+            }
         }
         for import in &scenario.load.bulk {
             if *import.at_s.get_ref() >= duration {

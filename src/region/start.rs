@@ -176,8 +176,11 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         shards.insert((collection, n), shard);
     }
     let indexer_args = {
-        let (store, per_collection) = (store.clone(), config.shards_per_collection.max(1));
-        move || Ok(IndexerArgs { store: store.clone(), shards: shards.clone(), shards_per_collection: per_collection })
+        let (store, per_collection, clock) = (store.clone(), config.shards_per_collection.max(1), clock.clone());
+        move || {
+            let (store, shards, clock) = (store.clone(), shards.clone(), clock.clone());
+            Ok(IndexerArgs { store, clock, shards, shards_per_collection: per_collection })
+        }
     };
     let indexer = supervise(
         &sup,

@@ -155,6 +155,14 @@ fn apply_op(batch: &mut Batch<'_>, op: &Op) {
     {
         return;
     }
+    if crate::sabotage::on(crate::sabotage::Sabotage::IgnoredCertificates)
+        && let Op::Put { cf: name, value, .. } = op
+        && name == cf::CERTIFICATES
+        && decode::<crate::store::model::CertificateIssuance>(cf::CERTIFICATES, value)
+            .is_ok_and(|c| c.status != svc_core::seal::CertificateStatus::Active)
+    {
+        return;
+    }
     match op {
         Op::Put { cf, key, value } => match cf_named(cf) {
             Some(name) => batch.put_raw(name, key, value),

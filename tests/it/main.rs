@@ -8,6 +8,7 @@ mod analytics;
 mod bulk;
 mod business_api;
 mod business_limits;
+mod certificates_serving;
 mod chaos;
 mod client;
 mod core_is_pure;

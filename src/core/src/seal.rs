@@ -211,6 +211,19 @@ impl ServedSeal {
         }
     }
 
+    /// Who sealed it and when: the sealing key's id and `sealed_at`, read
+    /// (not verified) from the batch seal or the record's own.
+    pub fn sealed_by(&self) -> Option<(String, UnixMs)> {
+        let (key_id, sealed_at) = match read_batch_seal(self.envelope()) {
+            Ok(batch) => (batch.key_id, batch.sealed_at),
+            Err(_) => {
+                let seal = read_record_seal(self.envelope()).ok()?;
+                (seal.key_id().to_owned(), seal.sealed_at().to_owned())
+            }
+        };
+        Some((key_id, UnixMs::parse_rfc3339(&sealed_at)?))
+    }
+
     /// The seal's transparency log leaf, `sha256:` of the RFC 6962 leaf
     /// hash over the envelope's canonical JSON. Records of one batch share it.
     pub fn log_leaf(&self) -> String {
@@ -317,6 +330,39 @@ pub struct Issuance {
 /// before it (a revocation may take effect before it was issued).
 pub fn issuance_in_force(history: &[Issuance], at: UnixMs) -> Option<&Issuance> {
     history.iter().filter(|i| i.status_effective_from <= at).max_by_key(|i| (i.status_effective_from, i.issued_at))
+}
+
+/// Whether a version sealed at `sealed_at`, by a key compromised at
+/// `compromised_at` if ever, may be served at `now` (publishing section 3),
+/// by the issuance in force now:
+/// - none in force: nothing is served;
+/// - `active`: served;
+/// - `withdrawn`: nothing is served until verified again (P3.9);
+/// - `suspended`, `closed`: nothing new is served, history stays valid
+///   (P3.5): what was sealed before the status took effect;
+/// - `revoked`: seals made from the effective date are invalid (P3.6):
+///   what was sealed before it.
+///
+/// Whatever the status, nothing sealed after the key's compromise moment is
+/// served; a seal at that instant stands (P3.38, P3.39).
+pub fn serves(history: &[Issuance], sealed_at: UnixMs, compromised_at: Option<UnixMs>, now: UnixMs) -> bool {
+    if compromised_at.is_some_and(|moment| sealed_at > moment) {
+        return false;
+    }
+    let Some(in_force) = issuance_in_force(history, now) else { return false };
+    match in_force.status {
+        CertificateStatus::Active => true,
+        CertificateStatus::Withdrawn => false,
+        CertificateStatus::Suspended | CertificateStatus::Closed | CertificateStatus::Revoked => {
+            sealed_at < in_force.status_effective_from
+        }
+    }
+}
+
+/// The moments after `now` at which `history` changes what [`serves`]
+/// answers: a status that takes effect later.
+pub fn serving_changes_after(history: &[Issuance], now: UnixMs) -> impl Iterator<Item = UnixMs> + '_ {
+    history.iter().map(|i| i.status_effective_from).filter(move |at| *at > now)
 }
 
 /// Judges a seal's `cert_id` against the certificate history at `sealed_at`.
@@ -530,5 +576,43 @@ mod tests {
         ];
         assert_eq!(judge_certificate(&suspended, "c1", UnixMs(301)), Err(Reason::CertificateNotInForce));
         assert_eq!(judge_certificate(&suspended, "c3", UnixMs(301)), Err(Reason::CertificateNotInForce));
+    }
+
+    fn issued(cert_id: &str, status: CertificateStatus, effective: i64, issued: i64) -> Issuance {
+        Issuance {
+            cert_id: cert_id.into(),
+            status,
+            status_effective_from: UnixMs(effective),
+            issued_at: UnixMs(issued),
+        }
+    }
+
+    // rule: P3.5, P3.6, P3.9, P3.38, P3.39
+    #[test]
+    fn what_is_served_follows_the_certificate_in_force_now_and_the_key() {
+        use CertificateStatus::*;
+        let active = issued("c1", Active, 100, 100);
+        let served = |history: &[Issuance], sealed: i64, now: i64| serves(history, UnixMs(sealed), None, UnixMs(now));
+        assert!(served(&[active.clone()], 200, 300));
+        assert!(!served(&[active.clone()], 50, 90), "nothing in force yet");
+        // Withdrawn from 500 (issued at 900): nothing at all, then served
+        // again once verified again at 1000.
+        let withdrawn = [active.clone(), issued("c2", Withdrawn, 500, 900)];
+        assert!(served(&withdrawn, 200, 499));
+        assert!(!served(&withdrawn, 200, 500) && !served(&withdrawn, 200, 950));
+        let again = [withdrawn[0].clone(), withdrawn[1].clone(), issued("c3", Active, 1000, 1000)];
+        assert!(served(&again, 200, 1000));
+        // Suspended, closed, revoked from 500: history stays, nothing new.
+        for status in [Suspended, Closed, Revoked] {
+            let history = [active.clone(), issued("c2", status, 500, 600)];
+            assert!(served(&history, 499, 700), "{status:?}: sealed before");
+            assert!(!served(&history, 500, 700), "{status:?}: sealed from the moment");
+        }
+        // A key compromised at 400: what it sealed after is not served; a
+        // seal at that instant stands.
+        assert!(serves(&[active.clone()], UnixMs(400), Some(UnixMs(400)), UnixMs(700)));
+        assert!(!serves(&[active.clone()], UnixMs(401), Some(UnixMs(400)), UnixMs(700)));
+        let later: Vec<UnixMs> = serving_changes_after(&again, UnixMs(600)).collect();
+        assert_eq!(later, [UnixMs(1000)]);
     }
 }

@@ -79,6 +79,11 @@ fn served_version(state: &Region, caller: &Caller, record_id: &str) -> Result<Op
         return Ok(None);
     }
     let Some(version) = state.registry.record_version(record_id, head.live_generation)? else { return Ok(None) };
+    // A withdrawn, suspended or closed business, or a compromised key, ends
+    // serving exactly as a record that never existed (P3.5, P3.9, P3.38).
+    if !state.registry.serves(&head.business_uuid, &version, caller.now)? {
+        return Ok(None);
+    }
     Ok(Some((head, version)))
 }
 
