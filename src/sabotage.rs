@@ -11,7 +11,7 @@ pub enum Sabotage {
     UnreadyAfter10s,
     /// Home never bills a fetch.
     UnbilledFetches,
-    /// The receipt folder leaves the first receipt of each pass out of its minute.
+    /// The receipt folder leaves every tenth receipt out of its minute.
     UnfoldedReceipts,
     /// Read regions drop the nonces home's feed teaches them.
     NoNonceFanout,

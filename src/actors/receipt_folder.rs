@@ -139,8 +139,8 @@ impl ReceiptFolder {
             let sabotaged = crate::sabotage::on(crate::sabotage::Sabotage::UnfoldedReceipts);
             let served: Vec<Served> = pending
                 .iter()
-                .skip(usize::from(sabotaged))
                 .map(|(key, r)| Served { seq: from_be(key).unwrap_or(0), served_at: r.served_at, leaf: r.leaf })
+                .filter(|s| !(sabotaged && s.seq % 10 == 0))
                 .collect();
             // (A pass cut by its size may close a minute in two parts: both
             // are sound, each named by its first receipt.)
