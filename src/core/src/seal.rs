@@ -593,8 +593,9 @@ mod tests {
         use CertificateStatus::*;
         let active = issued("c1", Active, 100, 100);
         let served = |history: &[Issuance], sealed: i64, now: i64| serves(history, UnixMs(sealed), None, UnixMs(now));
-        assert!(served(&[active.clone()], 200, 300));
-        assert!(!served(&[active.clone()], 50, 90), "nothing in force yet");
+        let only = std::slice::from_ref(&active);
+        assert!(served(only, 200, 300));
+        assert!(!served(only, 50, 90), "nothing in force yet");
         // Withdrawn from 500 (issued at 900): nothing at all, then served
         // again once verified again at 1000.
         let withdrawn = [active.clone(), issued("c2", Withdrawn, 500, 900)];
@@ -610,8 +611,8 @@ mod tests {
         }
         // A key compromised at 400: what it sealed after is not served; a
         // seal at that instant stands.
-        assert!(serves(&[active.clone()], UnixMs(400), Some(UnixMs(400)), UnixMs(700)));
-        assert!(!serves(&[active.clone()], UnixMs(401), Some(UnixMs(400)), UnixMs(700)));
+        assert!(serves(only, UnixMs(400), Some(UnixMs(400)), UnixMs(700)));
+        assert!(!serves(only, UnixMs(401), Some(UnixMs(400)), UnixMs(700)));
         let later: Vec<UnixMs> = serving_changes_after(&again, UnixMs(600)).collect();
         assert_eq!(later, [UnixMs(1000)]);
     }
