@@ -44,20 +44,29 @@ impl Registry {
         Ok(in_force.and_then(|id| history.into_iter().rev().find(|c| c.cert_id == id)))
     }
 
+    /// Every issuance of a business's certificate, in the form the pure
+    /// rules judge.
+    pub fn certificate_history(&self, business_uuid: &str) -> StoreResult<Vec<svc_core::seal::Issuance>> {
+        Ok(self.certificates(business_uuid)?.iter().map(CertificateIssuance::as_core).collect())
+    }
+
+    /// When a business key (integration key or passkey) was compromised, if ever.
+    pub fn compromised_at(&self, key_id: &str) -> StoreResult<Option<UnixMs>> {
+        let key = match self.integration_key(key_id)? {
+            Some(key) => Some(key),
+            None => self.passkey(key_id)?,
+        };
+        Ok(key.and_then(|k| k.compromised_at))
+    }
+
     /// Whether `version`, a record of `business_uuid`, may be served at
     /// `now`: the certificate in force now and its sealing key's compromise
     /// decide (`svc_core::seal::serves`). A seal that cannot be read names
     /// no key and no time, and is not served.
     pub fn serves(&self, business_uuid: &str, version: &RecordVersion, now: UnixMs) -> StoreResult<bool> {
-        let seal = serde_json::from_slice::<svc_core::seal::ServedSeal>(&version.seal).ok();
-        let Some((key_id, sealed_at)) = seal.and_then(|s| s.sealed_by()) else { return Ok(false) };
-        let key = match self.integration_key(&key_id)? {
-            Some(key) => Some(key),
-            None => self.passkey(&key_id)?,
-        };
-        let compromised_at = key.and_then(|k| k.compromised_at);
-        let history: Vec<_> = self.certificates(business_uuid)?.iter().map(CertificateIssuance::as_core).collect();
-        Ok(svc_core::seal::serves(&history, sealed_at, compromised_at, now))
+        let Some((key_id, sealed_at)) = version.sealed_by() else { return Ok(false) };
+        let history = self.certificate_history(business_uuid)?;
+        Ok(svc_core::seal::serves(&history, sealed_at, self.compromised_at(&key_id)?, now))
     }
 
     /// `sha256:` of the certificate envelope in force at `at` (the latest

@@ -21,7 +21,7 @@ use crate::registry::Registry;
 use crate::replication::{Op, decode, entries_after};
 use crate::search::doc::{Blocked, IndexDoc, index_doc};
 use crate::search::shard_of;
-use crate::store::model::{BusinessKey, RecordHead, RecordState};
+use crate::store::model::{BusinessKey, RecordHead, RecordState, RecordVersion};
 use crate::store::{Store, cf, keys};
 use svc_core::time::UnixMs;
 
@@ -115,14 +115,48 @@ enum Change {
     Delete,
 }
 
+/// What one step has read about each business and sealing key, so the
+/// records of one push (thousands in a bulk import) read it once.
+struct Known {
+    now: UnixMs,
+    blocks: HashMap<String, Vec<String>>,
+    certificates: HashMap<String, Vec<svc_core::seal::Issuance>>,
+    compromised: HashMap<String, Option<UnixMs>>,
+}
+
+impl Known {
+    fn at(now: UnixMs) -> Known {
+        Known { now, blocks: HashMap::new(), certificates: HashMap::new(), compromised: HashMap::new() }
+    }
+}
+
+/// `map[key]`, read with `read` the first time.
+fn remembered<V: Clone>(
+    map: &mut HashMap<String, V>,
+    key: &str,
+    read: impl FnOnce() -> crate::store::StoreResult<V>,
+) -> Result<V, ActorError> {
+    if let Some(value) = map.get(key) {
+        return Ok(value.clone());
+    }
+    let value = read().map_err(ActorError::from)?;
+    map.insert(key.to_owned(), value.clone());
+    Ok(value)
+}
+
 impl IndexerState {
-    /// The index's view of a record now: its live row, or nothing. `blocks`
-    /// keeps each business's blocking groups for the rest of the step.
-    fn record_change(
-        &self,
-        head: &RecordHead,
-        blocks: &mut HashMap<String, Vec<String>>,
-    ) -> Result<Option<(RecordType, Change)>, ActorError> {
+    /// Whether `version` may be served now (`Registry::serves`, from what
+    /// this step already knows).
+    fn serves(&self, business_uuid: &str, version: &RecordVersion, known: &mut Known) -> Result<bool, ActorError> {
+        let Some((key_id, sealed_at)) = version.sealed_by() else { return Ok(false) };
+        let history =
+            remembered(&mut known.certificates, business_uuid, || self.registry.certificate_history(business_uuid))?;
+        let compromised = remembered(&mut known.compromised, &key_id, || self.registry.compromised_at(&key_id))?;
+        Ok(svc_core::seal::serves(&history, sealed_at, compromised, known.now))
+    }
+
+    /// The index's view of a record now: its live row, or nothing.
+    fn record_change(&self, head: &RecordHead, known: &mut Known) -> Result<Option<(RecordType, Change)>, ActorError> {
         let collection = head.record_type;
         if !collection.is_collection() {
             return Ok(None);
@@ -131,25 +165,16 @@ impl IndexerState {
             return Ok(Some((collection, Change::Delete)));
         }
         let version = self.registry.record_version(&head.record_id, head.live_generation).map_err(ActorError::from)?;
-        let now = self.args.clock.now();
         let served = match &version {
-            Some(v) => self.registry.serves(&head.business_uuid, v, now).map_err(ActorError::from)?,
+            Some(v) => self.serves(&head.business_uuid, v, known)?,
             None => false,
         };
         let Some(doc) = version.filter(|_| served).and_then(|v| index_doc(collection, &v.row)) else {
             return Ok(Some((collection, Change::Delete)));
         };
-        let blocked = match blocks.get(&head.business_uuid) {
-            Some(groups) => groups.clone(),
-            None => {
-                let groups: Vec<String> = (self.registry.blocks_of(&head.business_uuid).map_err(ActorError::from)?)
-                    .into_iter()
-                    .map(|b| b.group_id)
-                    .collect();
-                blocks.insert(head.business_uuid.clone(), groups.clone());
-                groups
-            }
-        };
+        let blocked = remembered(&mut known.blocks, &head.business_uuid, || {
+            Ok(self.registry.blocks_of(&head.business_uuid)?.into_iter().map(|b| b.group_id).collect())
+        })?;
         Ok(Some((collection, Change::Upsert(Box::new(doc), blocked))))
     }
 
@@ -159,14 +184,14 @@ impl IndexerState {
         let Some(last) = entries.last().map(|e| e.seq) else { return Ok(false) };
         // The newest change of each record wins within a step.
         let mut changes: BTreeMap<String, (RecordType, Change)> = BTreeMap::new();
-        let mut blocks = HashMap::new();
+        let mut known = Known::at(self.args.clock.now());
         let mut reblock: Vec<String> = Vec::new();
         for entry in entries {
             for op in entry.ops {
                 match op {
                     Op::Put { cf: name, value, .. } if name == cf::RECORDS => {
                         let head = decode::<RecordHead>(cf::RECORDS, &value).map_err(ActorError::from)?;
-                        if let Some(change) = self.record_change(&head, &mut blocks)? {
+                        if let Some(change) = self.record_change(&head, &mut known)? {
                             changes.insert(head.record_id.clone(), change);
                         }
                     }
@@ -191,7 +216,7 @@ impl IndexerState {
         reblock.sort();
         reblock.dedup();
         self.schedule(&reblock)?;
-        self.rejudge(&reblock, &mut changes, &mut blocks)?;
+        self.rejudge(&reblock, &mut changes, &mut known)?;
         self.apply(changes).await?;
         self.args.store.put(cf::META, APPLIED_KEY, &last).map_err(ActorError::from)?;
         self.applied = last;
@@ -202,9 +227,8 @@ impl IndexerState {
     fn schedule(&mut self, businesses: &[String]) -> Result<(), ActorError> {
         let now = self.args.clock.now();
         for business in businesses {
-            let history: Vec<_> = self.registry.certificates(business).map_err(ActorError::from)?;
-            let core: Vec<_> = history.iter().map(|c| c.as_core()).collect();
-            for at in svc_core::seal::serving_changes_after(&core, now) {
+            let history = self.registry.certificate_history(business).map_err(ActorError::from)?;
+            for at in svc_core::seal::serving_changes_after(&history, now) {
                 self.later.insert((at, business.clone()));
             }
         }
@@ -216,7 +240,7 @@ impl IndexerState {
         &self,
         businesses: &[String],
         changes: &mut BTreeMap<String, (RecordType, Change)>,
-        blocks: &mut HashMap<String, Vec<String>>,
+        known: &mut Known,
     ) -> Result<(), ActorError> {
         if businesses.is_empty() {
             return Ok(());
@@ -224,7 +248,7 @@ impl IndexerState {
         let heads: Vec<(Vec<u8>, RecordHead)> =
             self.args.store.scan(cf::RECORDS, &[], None, usize::MAX).map_err(ActorError::from)?;
         for (_, head) in heads.into_iter().filter(|(_, h)| businesses.contains(&h.business_uuid)) {
-            if let Some(change) = self.record_change(&head, blocks)? {
+            if let Some(change) = self.record_change(&head, known)? {
                 changes.insert(head.record_id.clone(), change);
             }
         }
@@ -249,7 +273,7 @@ impl IndexerState {
         due.sort();
         due.dedup();
         let mut changes = BTreeMap::new();
-        self.rejudge(&due, &mut changes, &mut HashMap::new())?;
+        self.rejudge(&due, &mut changes, &mut Known::at(now))?;
         self.apply(changes).await?;
         Ok(true)
     }

@@ -290,16 +290,18 @@ impl Deployment {
         Ok(self.network.partition(a, b, cut)?)
     }
 
+    fn disk(&self, name: &str) -> Result<&SmallDisk, DeployError> {
+        self.disks.get(name).ok_or_else(|| DeployError::Unknown(format!("a small disk for {name}")))
+    }
+
     /// Fills the node's small disk; answers how many bytes that took.
     pub fn fill_disk(&self, name: &str) -> Result<u64, DeployError> {
-        let disk = self.disks.get(name).ok_or_else(|| DeployError::Unknown(format!("a small disk for {name}")))?;
-        Ok(disk.fill()?)
+        Ok(self.disk(name)?.fill()?)
     }
 
     /// Deletes what `fill_disk` wrote.
     pub fn free_disk(&self, name: &str) -> Result<(), DeployError> {
-        let disk = self.disks.get(name).ok_or_else(|| DeployError::Unknown(format!("a small disk for {name}")))?;
-        Ok(disk.free()?)
+        Ok(self.disk(name)?.free()?)
     }
 
     /// Moves the node's clock `skew_ms` from the machine's (0 puts it back).

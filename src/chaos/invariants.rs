@@ -345,23 +345,24 @@ pub async fn checkpoints_consistent(deployment: &Deployment, observed: &[Observe
     }
 }
 
-/// Once the business blocked a group (and the block was acknowledged),
-/// every region answers that group's fetches of the business's records
-/// `404` and its searches with no row of the business, once converged:
-/// checked again until `within`.
-pub async fn blocks_hold(
+/// After an operator's or business's act that ends serving (a block of
+/// `key`'s group, a withdrawn certificate), and once it was acknowledged:
+/// every region answers `key`'s fetches of the business's records `404`
+/// and its searches with no row of the business, once converged; checked
+/// again until `within`. `act` is named `label` in the evidence.
+pub async fn business_absent(
+    (name, label): (&'static str, &str),
     deployment: &Deployment,
     key: &AiKey,
-    (blocked, business_uuid): (&serde_json::Value, &str),
+    (act, business_uuid): (&serde_json::Value, &str),
     sample: &[String],
     within: Duration,
 ) -> Checked {
-    let name = "no region serves a blocked record";
-    if !blocked["error"].is_null() {
-        return Checked { name, held: false, evidence: json!({"block": blocked, "problem": "the block was refused"}) };
+    if !act["error"].is_null() {
+        return Checked { name, held: false, evidence: json!({label: act, "problem": "refused"}) };
     }
     let (held, evidence) = absent_everywhere(deployment, key, business_uuid, sample, within).await;
-    Checked { name, held, evidence: json!({"block": blocked, "check": evidence}) }
+    Checked { name, held, evidence: json!({label: act, "check": evidence}) }
 }
 
 /// Whether every region answers `key`'s fetches of `sample` `404` and its
@@ -408,23 +409,4 @@ async fn absent_everywhere(
                           "first_served": served.iter().take(5).collect::<Vec<_>>(),
                           "waited_ms": started.elapsed().as_millis() as u64});
     (served.is_empty(), evidence)
-}
-
-/// Once the operator withdrew a business's certificate, no region serves
-/// any of its records, by fetch or by search, once converged (publishing
-/// section 3, P3.9): checked again until `within`. The evidence carries how
-/// long each region took to obey, measured during the load.
-pub async fn withdrawn_certificate_holds(
-    deployment: &Deployment,
-    key: &AiKey,
-    (withdrawn, business_uuid): (&serde_json::Value, &str),
-    sample: &[String],
-    within: Duration,
-) -> Checked {
-    let name = "no region serves a business whose certificate is withdrawn";
-    if !withdrawn["error"].is_null() {
-        return Checked { name, held: false, evidence: json!({"withdrawal": withdrawn, "problem": "refused"}) };
-    }
-    let (held, evidence) = absent_everywhere(deployment, key, business_uuid, sample, within).await;
-    Checked { name, held, evidence: json!({"withdrawal": withdrawn, "check": evidence}) }
 }

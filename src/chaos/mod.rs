@@ -217,16 +217,16 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
             .cloned()
             .chain(pushed_since.take(10).map(|p| p.record_id.clone()))
             .collect();
-        let certificate = (withdrawn, losing.business_uuid.as_str());
-        invariants.push(
-            invariants::withdrawn_certificate_holds(&deployment, &probe, certificate, &sample, Duration::from_secs(60))
-                .await,
-        );
+        // Publishing section 3, P3.9: nothing is served until verified again.
+        let named = ("no region serves a business whose certificate is withdrawn", "withdrawal");
+        let act = (withdrawn, losing.business_uuid.as_str());
+        invariants.push(invariants::business_absent(named, &deployment, &probe, act, &sample, MINUTE).await);
     }
     if let Some(blocked) = &blocked {
         let sample = &fetchable[..fetchable.len().min(10)];
-        let block = (blocked, business.business_uuid.as_str());
-        invariants.push(invariants::blocks_hold(&deployment, &keys[0], block, sample, Duration::from_secs(60)).await);
+        let named = ("no region serves a blocked record", "block");
+        let act = (blocked, business.business_uuid.as_str());
+        invariants.push(invariants::business_absent(named, &deployment, &keys[0], act, sample, MINUTE).await);
     }
     let verdict = if invariants.iter().all(|c| c.held) { Verdict::Pass } else { Verdict::Fail };
     let report = Report {
@@ -284,13 +284,18 @@ async fn replicated(target: &Target, key: &setup::AiKey) -> Result<(), ChaosErro
 /// At `at` after the load starts, the business blocks `key`'s group (over
 /// the admin API, as its portal would); what it was answered, and when.
 async fn block(admin: &Admin, business_uuid: &str, key: &setup::AiKey, at: Option<Duration>) -> Option<Value> {
-    let at = at?;
+    let body = json!({"business_uuid": business_uuid, "ai_group_id": key.group_id});
+    let (at_ms, error) = admin_at(admin, at?, "/admin/blocks", body).await;
+    Some(json!({"at_ms": at_ms, "group_id": key.group_id, "error": error}))
+}
+
+/// Waits `at`, then makes one admin call: when it was answered (ms from
+/// now, as the load counts) and the error, if it was refused.
+async fn admin_at(admin: &Admin, at: Duration, path: &str, body: Value) -> (u64, Option<String>) {
     let started = Instant::now();
     tokio::time::sleep(at).await;
-    let body = json!({"business_uuid": business_uuid, "ai_group_id": key.group_id});
-    let answered = admin.call("POST", "/admin/blocks", Some(body)).await;
-    Some(json!({"at_ms": started.elapsed().as_millis() as u64, "group_id": key.group_id,
-                "error": answered.err().map(|e| e.to_string())}))
+    let answered = admin.call("POST", path, Some(body)).await;
+    (started.elapsed().as_millis() as u64, answered.err().map(|e| e.to_string()))
 }
 
 /// At `at` after the load starts, the operator withdraws `business`'s
@@ -304,15 +309,12 @@ async fn withdraw_certificate(
     fetchable: &[String],
     at: Option<Duration>,
 ) -> Option<Value> {
-    let at = at?;
-    let started = Instant::now();
-    tokio::time::sleep(at).await;
     let path = format!("/admin/businesses/{}/certificate-status", business.business_uuid);
-    let answered = admin.call("POST", &path, Some(json!({"status": "withdrawn", "reason": "approval_reversed"}))).await;
+    let body = json!({"status": "withdrawn", "reason": "approval_reversed"});
+    let (at_ms, error) = admin_at(admin, at?, &path, body).await;
     let changed = Instant::now();
-    let at_ms = started.elapsed().as_millis() as u64;
-    if let Err(e) = answered {
-        return Some(json!({"at_ms": at_ms, "error": e.to_string()}));
+    if let Some(error) = error {
+        return Some(json!({"at_ms": at_ms, "error": error}));
     }
     let record = format!("/v1/records/{}", fetchable.first()?);
     let obeyed = regions.iter().map(|(region, url)| {
@@ -335,6 +337,10 @@ async fn withdraw_certificate(
     let last = obeyed.values().copied().collect::<Option<Vec<u64>>>().and_then(|v| v.into_iter().max());
     Some(json!({"at_ms": at_ms, "error": null, "obeyed_ms": obeyed, "last_region_obeyed_ms": last}))
 }
+
+/// How long a region may take to stop serving a business after a block or
+/// a certificate withdrawal, once the faults have healed.
+const MINUTE: Duration = Duration::from_secs(60);
 
 /// How long an armed crash point may wait for the write path to pass it.
 const CRASH_WITHIN: Duration = Duration::from_secs(20);

@@ -477,6 +477,14 @@ pub struct RecordVersion {
     pub push_id: String,
 }
 
+impl RecordVersion {
+    /// The key that sealed this version and when, read from its served
+    /// seal; `None` when the seal cannot be read.
+    pub fn sealed_by(&self) -> Option<(String, UnixMs)> {
+        serde_json::from_slice::<svc_core::seal::ServedSeal>(&self.seal).ok()?.sealed_by()
+    }
+}
+
 /// A push (an API batch or a bulk import), as the business polls it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PushRecord {

@@ -211,16 +211,21 @@ impl ServedSeal {
         }
     }
 
-    /// Who sealed it and when: the sealing key's id and `sealed_at`, read
-    /// (not verified) from the batch seal or the record's own.
-    pub fn sealed_by(&self) -> Option<(String, UnixMs)> {
-        let (key_id, sealed_at) = match read_batch_seal(self.envelope()) {
-            Ok(batch) => (batch.key_id, batch.sealed_at),
+    /// Who sealed it and when, as written: the sealing key's id and
+    /// `sealed_at`, read (not verified) from the batch seal or the record's own.
+    pub fn sealer(&self) -> Option<(String, String)> {
+        match read_batch_seal(self.envelope()) {
+            Ok(batch) => Some((batch.key_id, batch.sealed_at)),
             Err(_) => {
                 let seal = read_record_seal(self.envelope()).ok()?;
-                (seal.key_id().to_owned(), seal.sealed_at().to_owned())
+                Some((seal.key_id().to_owned(), seal.sealed_at().to_owned()))
             }
-        };
+        }
+    }
+
+    /// [`sealer`](Self::sealer) with `sealed_at` read as a time.
+    pub fn sealed_by(&self) -> Option<(String, UnixMs)> {
+        let (key_id, sealed_at) = self.sealer()?;
         Some((key_id, UnixMs::parse_rfc3339(&sealed_at)?))
     }
 

@@ -87,10 +87,7 @@ pub fn page(state: &Region, record_id: &str, q: PageQuery) -> Result<Option<Valu
         .and_then(|p| serde_json::from_slice::<Value>(&p).ok())
         .unwrap_or(Value::Null);
     let sealed_under = sidecar.get("cert_id").cloned().unwrap_or(Value::Null);
-    let sealed_at = svc_core::seal::read_batch_seal(seal.envelope())
-        .map(|s| s.sealed_at)
-        .or_else(|_| svc_core::seal::read_record_seal(seal.envelope()).map(|s| s.sealed_at().to_owned()))
-        .ok();
+    let sealed_at = seal.sealer().map(|(_, sealed_at)| sealed_at);
     // The seal judged again now, over the stored bytes (gone once deleted).
     let valid = !version.bytes.is_empty() && {
         let lookups = super::verify::Lookups { state, now };
