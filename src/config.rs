@@ -72,6 +72,11 @@ pub struct NodeConfig {
     /// signs a checkpoint: hourly, as the spec says; shorter for tests.
     #[serde(default = "default_log_sequence_every_ms")]
     pub log_sequence_every_ms: u64,
+    /// How often the node runs retention: purging deleted records' bytes
+    /// from every copy it holds (within the spec's 30 days) and deleting
+    /// bulk files kept 7 days. Hourly; shorter for tests.
+    #[serde(default = "default_retention_every_ms")]
+    pub retention_every_ms: u64,
     /// How this region reaches the others: home's address for a read
     /// region, and the token both sides present on the internal routes.
     #[serde(default)]
@@ -281,6 +286,10 @@ fn default_log_sequence_every_ms() -> u64 {
     svc_core::tlog::SEQUENCE_EVERY_MS as u64
 }
 
+fn default_retention_every_ms() -> u64 {
+    3_600_000
+}
+
 fn default_search_budget_ms() -> u64 {
     250
 }
@@ -351,6 +360,7 @@ impl NodeConfig {
             retrieval_limits: RetrievalLimits::default(),
             search_budget_ms: default_search_budget_ms(),
             log_sequence_every_ms: default_log_sequence_every_ms(),
+            retention_every_ms: default_retention_every_ms(),
             replication: None,
             listener: ListenerLimits::default(),
             trusted_proxies: Vec::new(),

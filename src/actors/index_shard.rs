@@ -28,6 +28,9 @@ pub enum IndexShardMsg {
     },
     /// Sent `QUIET` after a batch: compact if nothing came since.
     Settle,
+    /// Compacts now, whatever the gap since the last compaction, so deleted
+    /// documents leave the files; answers whether it merged.
+    Purge(RpcReplyPort<Result<bool, ActorError>>),
     Observe(RpcReplyPort<IndexShardSnapshot>),
 }
 
@@ -114,6 +117,14 @@ impl Actor for IndexShard {
                 }
                 state.last_apply = None;
                 state.last_compaction = Some(crate::clock::monotonic());
+            }
+            IndexShardMsg::Purge(reply) => {
+                let merged = tokio::task::block_in_place(|| state.writer.compact());
+                if let Ok(true) = merged {
+                    state.compactions += 1;
+                    state.last_compaction = Some(crate::clock::monotonic());
+                }
+                let _ = reply.send(merged.map_err(ActorError::from));
             }
             IndexShardMsg::Observe(reply) => {
                 let _ = reply.send(IndexShardSnapshot {

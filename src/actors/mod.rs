@@ -14,5 +14,6 @@ pub mod push_worker;
 pub mod receipt_folder;
 pub mod receipt_log;
 pub mod replicator;
+pub mod retention;
 pub mod transparency_log;
 pub mod uplink;

@@ -879,8 +879,9 @@ impl Engine {
         self.log.commit(change, answer.at).map(|_| ())
     }
 
-    /// Takes a live record out of serving (`withdraw`) or purges its bytes
-    /// too (`delete`). Hashes, rows' origins and log leaves stay.
+    /// Takes a live record out of serving (`withdraw`) or clears its bytes
+    /// too (`delete`), queueing the purge of every older copy
+    /// (`retention`). Hashes, rows' origins and log leaves stay.
     pub fn end_record(
         &mut self,
         business_uuid: &str,
@@ -905,12 +906,18 @@ impl Engine {
         head.last_updated = now;
         head.prices.clear();
         if delete {
+            // Only the fingerprints stay: each version's seal (its hash).
             for generation in 1..=head.generation {
                 if let Some(mut version) = self.registry.record_version(record_id, generation)? {
                     version.bytes.clear();
+                    version.row.clear();
+                    version.sidecar.clear();
                     change.put(cf::VERSIONS, &keys::version(record_id, generation), &version);
                 }
             }
+            // Every node purges what older entries and files still hold.
+            let purge = Purge { record_id: record_id.to_owned(), generations: head.generation, deleted_at: now };
+            change.put(cf::PURGES, &keys::purge(self.log.next_seq(), record_id), &purge);
         }
         change.put(cf::RECORDS, record_id.as_bytes(), &head);
         change.delete(cf::CATALOGUE, &keys::catalogue(business_uuid, head.record_type.name(), record_id));

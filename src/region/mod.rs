@@ -61,6 +61,8 @@ pub struct Region {
     pub receipts: Mailbox<crate::actors::receipt_log::ReceiptLogMsg>,
     pub receipt_folder: Mailbox<crate::actors::receipt_folder::ReceiptFolderMsg>,
     pub analytics: Mailbox<crate::actors::analytics::AnalyticsMsg>,
+    /// Purges deleted records' bytes; at home, expires bulk files.
+    pub retention: Mailbox<crate::actors::retention::RetentionMsg>,
     /// The key set home signed, and this region's receipt key in it.
     pub key_set: crate::key_set::KeyView,
     /// The transparency log as replicated here.
@@ -112,6 +114,8 @@ impl Region {
         if let Some(home) = &self.home {
             let _ = home.push_worker.actor().stop_and_wait(None, wait).await;
         }
+        // Before the shards and the publisher it calls.
+        let _ = self.retention.actor().stop_and_wait(None, wait).await;
         let _ = self.indexer.actor().stop_and_wait(None, wait).await;
         for shard in &self.index_shards {
             let _ = shard.actor().stop_and_wait(None, wait).await;

@@ -19,6 +19,7 @@ use crate::actors::push_worker::{PushWorker, PushWorkerArgs};
 use crate::actors::receipt_folder::{ReceiptFolder, ReceiptFolderArgs, ReceiptFolderMsg};
 use crate::actors::receipt_log::ReceiptLog;
 use crate::actors::replicator::{ReplicationStatus, Replicator, ReplicatorArgs};
+use crate::actors::retention::{AtHome, Retention, RetentionArgs, RetentionMsg};
 use crate::actors::transparency_log::{TransparencyLog, TransparencyLogArgs, TransparencyLogMsg};
 use crate::actors::uplink::{Uplink, UplinkArgs, UplinkMsg};
 use crate::blocklist::Blocklist;
@@ -187,6 +188,18 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         Spec::new("indexer", Indexer, indexer_args).tick(Duration::from_millis(20), || IndexerMsg::Tick),
     )
     .await?;
+    let retention_args = RetentionArgs {
+        store: store.clone(),
+        clock: clock.clone(),
+        shards: index_shards.clone(),
+        home: home.as_ref().map(|h| AtHome { publisher: h.publisher.clone(), uploads: uploads.clone() }),
+    };
+    let retention = supervise(
+        &sup,
+        Spec::new("retention", Retention, move || Ok(retention_args.clone()))
+            .tick(Duration::from_millis(config.retention_every_ms.max(1)), || RetentionMsg::Tick),
+    )
+    .await?;
     let limits = Arc::new(Limits::new(config.retrieval_limits, config.verify_per_second));
     let certifier = match (&home, outbox) {
         (Some(home), _) => {
@@ -226,6 +239,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         receipts,
         receipt_folder,
         analytics,
+        retention,
         key_set,
         log,
         metrics: crate::metrics::Metrics::default(),

@@ -8,6 +8,7 @@
 
 pub mod exchange;
 pub mod link;
+pub mod purge;
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use svc_core::time::UnixMs;
@@ -37,6 +38,7 @@ pub const REPLICATED: &[&str] = &[
     cf::TLOG_LEAVES,
     cf::TLOG_INDEX,
     cf::TLOG_CHECKPOINTS,
+    cf::PURGES,
 ];
 
 /// One write of an entry. A put's `value` is the stored value itself
@@ -225,6 +227,12 @@ impl LogWriter {
     /// included.
     pub fn last_seq(&self) -> u64 {
         self.next_seq - 1
+    }
+
+    /// The sequence number the next commit with replicated writes gets,
+    /// once every commit before it is on disk (the writer is the only one).
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
     }
 
     fn batch_of(&self, change: Change, at: UnixMs) -> StoreResult<(ReadyBatch, Option<u64>)> {

@@ -73,16 +73,24 @@ impl ShardWriter {
         Ok(self.reader.reload()?)
     }
 
-    /// Merges every segment into one, and answers whether there was more
-    /// than one. A search pays for each segment (its term lookups, scorers
-    /// and buffers), so a shard at rest is best as a single segment.
+    /// Merges every segment into one, and answers whether it merged: when
+    /// there was more than one, or one still holding deleted documents. A
+    /// search pays for each segment (its term lookups, scorers and
+    /// buffers), so a shard at rest is best as a single segment; and a
+    /// deleted record's row leaves the index's files only when its segment
+    /// is rewritten without it.
     pub fn compact(&mut self) -> Result<bool, SearchError> {
-        let segments = self.writer.index().searchable_segment_ids()?;
-        if segments.len() < 2 {
+        let metas = self.writer.index().searchable_segment_metas()?;
+        if metas.len() < 2 && metas.iter().all(|m| m.num_deleted_docs() == 0) {
             return Ok(false);
         }
+        let segments: Vec<_> = metas.iter().map(|m| m.id()).collect();
         self.writer.merge(&segments).wait()?;
+        // A segment's files stay while anything holds its meta: these
+        // metas, and the searchers, which let go on reload.
+        drop(metas);
         self.reader.reload()?;
+        self.writer.garbage_collect_files().wait()?;
         Ok(true)
     }
 }

@@ -73,7 +73,7 @@ pub async fn observe(state: &Region) -> Result<Done> {
     use crate::actors::{
         analytics::AnalyticsMsg, billing::BillingMsg, index_shard::IndexShardMsg, indexer::IndexerMsg,
         nonce_store::NonceMsg, push_worker::PushWorkerMsg, receipt_folder::ReceiptFolderMsg,
-        receipt_log::ReceiptLogMsg, transparency_log::TransparencyLogMsg,
+        receipt_log::ReceiptLogMsg, retention::RetentionMsg, transparency_log::TransparencyLogMsg,
     };
     const WAIT: Option<std::time::Duration> = Some(std::time::Duration::from_secs(2));
     let mut actors = serde_json::Map::new();
@@ -92,6 +92,14 @@ pub async fn observe(state: &Region) -> Result<Done> {
     put("analytics", applied.map(|seq| json!({"applied_seq": seq})));
     let indexer = state.indexer.call_within(IndexerMsg::Observe, WAIT).await.ok();
     put("indexer", indexer.map(|i| json!({"applied_seq": i.applied_seq})));
+    let retention = state.retention.call_within(RetentionMsg::Observe, WAIT).await.ok();
+    put(
+        "retention",
+        retention.map(|r| {
+            json!({"purged_through": r.purged_through, "records_purged": r.records_purged,
+                "entries_rewritten": r.entries_rewritten, "bulk_files_expired": r.bulk_files_expired})
+        }),
+    );
     for shard in &state.index_shards {
         let seen = shard.call_within(IndexShardMsg::Observe, WAIT).await.ok();
         put(shard.name(), seen.map(|s| json!({"docs": s.docs, "commits": s.commits, "compactions": s.compactions})));

@@ -55,6 +55,7 @@
 //! | `tlog_checkpoints` | be(tree size) | `LogCheckpoint` |
 //! | `receipt_places` | leaf hash (folds of an older build; read only) | `ReceiptPlace` |
 //! | `receipt_parts` | be(first seq) | `Vec<Hash>` |
+//! | `purges` | be(seq of the delete's entry) ‖ record id ([`purge`]) | `Purge` (replicated) |
 
 use svc_core::time::UnixMs;
 
@@ -117,6 +118,8 @@ pub mod meta {
     pub const SERVICE_KEY_ROTATIONS: &[u8] = b"service_key_rotations";
     /// When the service keys were first drawn.
     pub const SERVICE_KEYS_CREATED_AT: &[u8] = b"service_keys_created_at";
+    /// The log sequence of the last delete whose bytes this node purged.
+    pub const PURGED_THROUGH: &[u8] = b"purged_through";
 }
 
 /// `meta`: a column family's schema version, `schema ‖ <cf>`.
@@ -190,6 +193,12 @@ pub fn push_leaf(push_id: &str, leaf: u64) -> Vec<u8> {
 /// range (`~` sorts after `bat_`), so scans of a push's leaves never meet it.
 pub fn push_leaf_hashes(push_id: &str) -> Vec<u8> {
     key(&[b"~leaf_hashes", push_id.as_bytes()])
+}
+
+/// `purges`: be(seq of the delete's log entry) ‖ record id, so a node
+/// reads the purges it has not done yet in the order they were asked.
+pub fn purge(seq: u64, record_id: &str) -> Vec<u8> {
+    key(&[&be(seq), record_id.as_bytes()])
 }
 
 /// `seqs`: key id ‖ be(seq) (the key id alone holds the last `seq`).

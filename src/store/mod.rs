@@ -106,6 +106,9 @@ pub mod cf {
     /// place, and each part's leaf hashes (for the first level of a proof).
     pub const RECEIPT_PLACES: &str = "receipt_places";
     pub const RECEIPT_PARTS: &str = "receipt_parts";
+    /// Deleted records whose bytes every node purges (replicated): by the
+    /// sequence of the delete's log entry, then the record id.
+    pub const PURGES: &str = "purges";
 
     pub const ALL: &[&str] = &[
         META,
@@ -154,6 +157,7 @@ pub mod cf {
         TLOG_CHECKPOINTS,
         RECEIPT_PLACES,
         RECEIPT_PARTS,
+        PURGES,
     ];
 }
 
@@ -282,7 +286,9 @@ impl Store {
         // and the WAL appends of the serving path stall with it.
         opts.set_bytes_per_sync(1 << 20);
         opts.set_wal_bytes_per_sync(1 << 20);
-        opts.set_recycle_log_file_num(4);
+        // No WAL recycling: a recycled file keeps what it held past the
+        // point new writes reach, and a deleted record's bytes must leave
+        // every file (`retention`).
         opts.set_avoid_unnecessary_blocking_io(true);
         let cfs = cf::ALL.iter().map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name)));
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
@@ -397,6 +403,21 @@ impl Store {
         versioned.push(VALUE_VERSION);
         versioned.extend_from_slice(value);
         Ok(versioned)
+    }
+
+    /// Writes every memtable out, then rewrites each of `families` whole
+    /// down to its last level: what an overwrite or delete replaced leaves
+    /// the files (and the WAL files that held it are no longer needed).
+    pub fn purge_replaced(&self, families: &[&'static str]) -> StoreResult<()> {
+        for name in cf::ALL {
+            self.db.flush_cf(self.handle(name)?)?;
+        }
+        let mut options = rocksdb::CompactOptions::default();
+        options.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
+        for name in families {
+            self.db.compact_range_cf_opt(self.handle(name)?, None::<&[u8]>, None::<&[u8]>, &options);
+        }
+        Ok(())
     }
 
     fn handle(&self, name: &'static str) -> StoreResult<&rocksdb::ColumnFamily> {

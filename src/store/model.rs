@@ -485,6 +485,15 @@ impl RecordVersion {
     }
 }
 
+/// A deleted record whose bytes every node purges: the versions up to
+/// `generations` (a later push of the same id is a new record's bytes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Purge {
+    pub record_id: String,
+    pub generations: u64,
+    pub deleted_at: UnixMs,
+}
+
 /// A push (an API batch or a bulk import), as the business polls it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PushRecord {

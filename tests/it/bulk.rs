@@ -187,3 +187,40 @@ async fn an_upload_needs_a_live_mandate_for_the_type() {
     let refused = home.signed(&b.key, "POST", "/v1/bulk-uploads", &body, "svc-push", &[("idempotency-key", "e")]).await;
     assert_eq!((refused.status, refused.body["code"].as_str()), (403, Some("out_of_scope")));
 }
+
+/// How many bulk files the retention actor has deleted.
+async fn bulk_files_expired(home: &Home) -> u64 {
+    home.state.retention.call(svc::actors::retention::RetentionMsg::Observe).await.unwrap().bulk_files_expired
+}
+
+// rule: P4.1.45, P8.13
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bulk_file_never_imported_is_deleted_seven_days_after_its_upload() {
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| config.retention_every_ms = 50).await;
+    let b = home.business("Lumio", products_scope(100_000)).await;
+    let upload = create_upload(&home, &b, "u-1").await;
+    let upload_id = upload.body["upload_id"].as_str().unwrap().to_owned();
+    let records: Vec<Vec<u8>> = (0..3).map(|i| product("Lumio", &format!("SKU-{i}"), "4.50")).collect();
+    assert_eq!(send_file(&home, &upload.body, &ndjson(&records)).await.status, 201);
+    let file = home.state.uploads.join(format!("{upload_id}.ndjson"));
+
+    // Kept for 7 days: a minute short of them, several passes leave it.
+    home.clock.advance(7 * svc_core::time::DAY - MINUTE);
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert!(file.exists(), "a file younger than 7 days is kept");
+    assert_eq!(bulk_files_expired(&home).await, 0);
+
+    home.clock.advance(2 * MINUTE);
+    for _ in 0..200 {
+        if !file.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(!file.exists(), "the file is deleted once 7 days have passed");
+    assert_eq!(bulk_files_expired(&home).await, 1);
+    // Its upload is gone with it: an import names no upload now.
+    let seal = home.batch_seal(&b, &records, 1, 0, home.clock.now());
+    let refused = import(&home, &b, &upload_id, &seal).await;
+    assert_eq!((refused.status, refused.body["code"].as_str()), (400, Some("request_invalid")), "{:?}", refused.body);
+}

@@ -339,26 +339,7 @@ async fn withdraw_takes_a_record_out_of_the_catalogue() {
     let b = home.business("Lumio", products_scope(100)).await;
     assert_eq!(home.publish(&b, &[product("Lumio", "SKU-1", "2.00")], "a").await.status, 200);
     let id = svc_core::ids::product_id(&b.uuid, "SKU-1");
-    let doc =
-        serde_json::to_vec(&json!({"record_id": id, "action": "withdraw", "at": home.clock.now().to_rfc3339_secs()}))
-            .unwrap();
-    let seal = svc_core::seal::SealV2 {
-        v: 2,
-        key_id: b.key_id.clone(),
-        cert_id: b.cert_id.clone(),
-        hash: svc_core::digest::sha256_prefixed(&doc),
-        sealed_at: home.clock.now().to_rfc3339_millis(),
-        record_type: "products".into(),
-        ai_policy_version: 0,
-        next_ai_policy_version: None,
-    };
-    let env = svc_core::dsse::Envelope::sign(
-        &svc_core::dsse::payload_type("seal.v2"),
-        &svc_core::canonical::to_signed_bytes(&seal).unwrap(),
-        &[&b.key],
-    );
-    let body = serde_json::to_vec(&json!({"document_base64": svc_core::b64::std_encode(&doc), "seal": env})).unwrap();
-    let answer = home.signed(&b.key, "POST", "/v1/publish/products/withdraw", &body, "svc-push", &[]).await;
+    let (answer, env) = home.end_record(&b, &id, "withdraw").await;
     assert_eq!(answer.status, 200, "{:?}", answer.body);
     assert_eq!(answer.body["action"], "withdraw");
     let catalogue = home.signed(&b.key, "GET", "/v1/catalogue", b"", "svc-business-read", &[]).await;

@@ -12,6 +12,7 @@ mod certificates_serving;
 mod chaos;
 mod client;
 mod core_is_pure;
+mod deletion;
 mod fuzzing;
 mod hardening;
 mod kill;

@@ -180,7 +180,14 @@ pub async fn end_record(
         .call(|reply| PublisherMsg::EndRecord { business_uuid, record_id, delete, seal_json, now, reply })
         .await??;
     if ended.is_none() {
-        return Err(Error::detail(Code::NotFound, "no live record of this business has that id"));
+        // Said plainly, so a client retrying a delete knows it already took.
+        let head = state.registry.record_head(&document.record_id)?.filter(|h| h.business_uuid == key.business_uuid);
+        let detail = match head.map(|h| h.state) {
+            Some(RecordState::Deleted) => "this record is already deleted",
+            Some(RecordState::Withdrawn) => "this record is already withdrawn",
+            _ => "no live record of this business has that id",
+        };
+        return Err(Error::detail(Code::NotFound, detail));
     }
     Ok(json!({"record_id": document.record_id, "action": wanted.as_str(), "live_in": []}))
 }

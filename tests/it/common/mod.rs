@@ -207,6 +207,34 @@ impl Home {
         business
     }
 
+    /// Sends a withdraw or delete document for `record_id`, sealed
+    /// (`seal.v2`) by the business's integration key now; answers the
+    /// answer and the seal.
+    pub async fn end_record(&self, business: &Business, record_id: &str, action: &str) -> (Answer, Envelope) {
+        let now = self.clock.now();
+        let doc = serde_json::to_vec(&json!({"record_id": record_id, "action": action, "at": now.to_rfc3339_secs()}))
+            .unwrap();
+        let seal = svc_core::seal::SealV2 {
+            v: 2,
+            key_id: business.key_id.clone(),
+            cert_id: business.cert_id.clone(),
+            hash: svc_core::digest::sha256_prefixed(&doc),
+            sealed_at: now.to_rfc3339_millis(),
+            record_type: "products".into(),
+            ai_policy_version: 0,
+            next_ai_policy_version: None,
+        };
+        let env = Envelope::sign(
+            &payload_type("seal.v2"),
+            &svc_core::canonical::to_signed_bytes(&seal).unwrap(),
+            &[&business.key],
+        );
+        let body =
+            serde_json::to_vec(&json!({"document_base64": svc_core::b64::std_encode(&doc), "seal": env})).unwrap();
+        let path = format!("/v1/publish/products/{action}");
+        (self.signed(&business.key, "POST", &path, &body, "svc-push", &[]).await, env)
+    }
+
     pub async fn mandate(&self, business: &Business, scope: Value, mandate_id: &str) -> Answer {
         let now = self.clock.now();
         let payload = json!({

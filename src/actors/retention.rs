@@ -1,0 +1,220 @@
+//! Retention: how long the node keeps what it holds. Every node purges a
+//! deleted record's bytes from each copy it has (the log entries written
+//! before the delete, home's push results, the store's files, the index's
+//! files) once its index has dropped the record; home also deletes bulk
+//! files 7 days after their upload address was made.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use svc_core::time::{DAY, UnixMs};
+
+use crate::actors::error::ActorError;
+use crate::actors::index_shard::IndexShardMsg;
+use crate::actors::mailbox::Mailbox;
+use crate::actors::publisher::PublisherMsg;
+use crate::clock::SharedClock;
+use crate::replication::Change;
+use crate::replication::purge::{Pending, sweep};
+use crate::store::model::{Purge, PushLeaf, RecordVersion, UploadRecord};
+use crate::store::{Store, be, cf, from_be, keys};
+
+/// Bulk files are kept at most this long (P8.13).
+pub const BULK_FILE_KEPT_MS: i64 = 7 * DAY;
+/// Deletes purged in one pass; the rest wait for the next.
+const PURGES_PER_PASS: usize = 10_000;
+/// Upload records looked at in one pass; the next pass goes on from there.
+const UPLOADS_PER_PASS: usize = 10_000;
+
+pub enum RetentionMsg {
+    Tick,
+    Observe(RpcReplyPort<RetentionSnapshot>),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetentionSnapshot {
+    /// The log sequence of the last delete purged here.
+    pub purged_through: u64,
+    pub records_purged: u64,
+    pub entries_rewritten: u64,
+    pub bulk_files_expired: u64,
+}
+
+/// Home's part: the one writer of its own column families, and the bulk
+/// files' folder.
+#[derive(Clone)]
+pub struct AtHome {
+    pub publisher: Mailbox<PublisherMsg>,
+    pub uploads: PathBuf,
+}
+
+#[derive(Clone)]
+pub struct RetentionArgs {
+    pub store: Store,
+    pub clock: SharedClock,
+    pub shards: Vec<Mailbox<IndexShardMsg>>,
+    pub home: Option<AtHome>,
+}
+
+pub struct RetentionState {
+    args: RetentionArgs,
+    snapshot: RetentionSnapshot,
+    /// Where the next pass over upload records starts.
+    uploads_from: Vec<u8>,
+}
+
+#[derive(Clone)]
+pub struct Retention;
+
+impl RetentionState {
+    /// Purges every delete the index has applied and this node has not
+    /// purged yet.
+    async fn purge(&mut self) -> Result<(), ActorError> {
+        let store = &self.args.store;
+        let through: u64 = store.get(cf::META, keys::meta::PURGED_THROUGH)?.unwrap_or(0);
+        let indexed: u64 = store.get(cf::META, keys::meta::INDEX_APPLIED_SEQ)?.unwrap_or(0);
+        let found: Vec<(Vec<u8>, Purge)> =
+            store.scan(cf::PURGES, &[], Some(&be(through.saturating_add(1))), PURGES_PER_PASS)?;
+        // Only once the index dropped a record can its files be rewritten without it.
+        let ready: Vec<(u64, Purge)> = found
+            .into_iter()
+            .filter_map(|(key, purge)| Some((from_be(key.get(..8)?)?, purge)))
+            .take_while(|(seq, _)| *seq <= indexed)
+            .collect();
+        let Some(last) = ready.last().map(|(seq, _)| *seq) else { return Ok(()) };
+        let purges: Vec<Purge> = ready.into_iter().map(|(_, p)| p).collect();
+        let pending = Pending::new(&purges);
+        let rewritten = tokio::task::block_in_place(|| sweep(store, &pending, last))?;
+        if let Some(home) = &self.args.home {
+            clear_push_leaves(store, &home.publisher, &purges, self.args.clock.now()).await?;
+        }
+        let families = [cf::REPLOG, cf::VERSIONS, cf::RECORDS, cf::PUSH_RESULTS];
+        tokio::task::block_in_place(|| store.purge_replaced(&families))?;
+        for shard in &self.args.shards {
+            shard.call(IndexShardMsg::Purge).await??;
+        }
+        store.put(cf::META, keys::meta::PURGED_THROUGH, &last)?;
+        tracing::info!(records = purges.len(), entries = rewritten, through = last, "deleted records' bytes purged");
+        self.snapshot.purged_through = last;
+        self.snapshot.records_purged += purges.len() as u64;
+        self.snapshot.entries_rewritten += rewritten;
+        Ok(())
+    }
+
+    /// Deletes the bulk files of uploads made 7 days ago or more.
+    async fn expire_uploads(&mut self) -> Result<(), ActorError> {
+        let Some(home) = &self.args.home else { return Ok(()) };
+        let now = self.args.clock.now();
+        let page: Vec<(Vec<u8>, UploadRecord)> =
+            self.args.store.scan(cf::UPLOADS, &[], Some(&self.uploads_from), UPLOADS_PER_PASS)?;
+        self.uploads_from = match page.last() {
+            Some((key, _)) if page.len() == UPLOADS_PER_PASS => [key.as_slice(), &[0]].concat(),
+            _ => Vec::new(),
+        };
+        for (_, upload) in page {
+            if upload.deleted_at.is_some() || upload.created_at.plus(BULK_FILE_KEPT_MS) > now {
+                continue;
+            }
+            for name in [format!("{}.ndjson", upload.upload_id), format!("{}.part", upload.upload_id)] {
+                let path = home.uploads.join(name);
+                match std::fs::remove_file(&path) {
+                    Ok(()) => self.snapshot.bulk_files_expired += 1,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => tracing::warn!(path = %path.display(), error = %e, "bulk file not deleted"),
+                }
+            }
+            // An import's status stays answerable by its upload id; an
+            // upload never imported is gone.
+            if upload.push_id.is_none() {
+                let mut expired = upload.clone();
+                expired.deleted_at = Some(now);
+                let mut change = Change::new();
+                change.require_unchanged(cf::UPLOADS, upload.upload_id.as_bytes(), &upload);
+                change.put(cf::UPLOADS, upload.upload_id.as_bytes(), &expired);
+                // Changed meanwhile (an import was just accepted): the next pass looks again.
+                let _ = home.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Home's push results name each record and its product; a deleted
+/// record's leaves keep only its id and outcome.
+async fn clear_push_leaves(
+    store: &Store,
+    publisher: &Mailbox<PublisherMsg>,
+    purges: &[Purge],
+    now: UnixMs,
+) -> Result<(), ActorError> {
+    let mut by_push: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for purge in purges {
+        for generation in 1..=purge.generations {
+            if let Some(version) =
+                store.get::<RecordVersion>(cf::VERSIONS, &keys::version(&purge.record_id, generation))?
+            {
+                by_push.entry(version.push_id).or_default().insert(purge.record_id.clone());
+            }
+        }
+    }
+    for (push_id, records) in by_push {
+        let leaves: Vec<(Vec<u8>, PushLeaf)> =
+            store.scan(cf::PUSH_RESULTS, &keys::push_leaves(&push_id), None, usize::MAX)?;
+        let mut change = Change::new();
+        for (key, leaf) in leaves {
+            let named = leaf.product_name.is_some() || !leaf.bytes.is_empty();
+            if named && leaf.record_id.as_ref().is_some_and(|r| records.contains(r)) {
+                let mut cleared = leaf.clone();
+                cleared.product_name = None;
+                cleared.bytes.clear();
+                change.require_unchanged(cf::PUSH_RESULTS, &key, &leaf);
+                change.put(cf::PUSH_RESULTS, &key, &cleared);
+            }
+        }
+        if !change.is_empty() {
+            publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
+        }
+    }
+    Ok(())
+}
+
+impl Actor for Retention {
+    type Msg = RetentionMsg;
+    type State = RetentionState;
+    type Arguments = RetentionArgs;
+
+    async fn pre_start(
+        &self,
+        _me: ActorRef<RetentionMsg>,
+        args: RetentionArgs,
+    ) -> Result<RetentionState, ActorProcessingErr> {
+        let purged_through = args.store.get(cf::META, keys::meta::PURGED_THROUGH)?.unwrap_or(0);
+        let snapshot = RetentionSnapshot { purged_through, ..Default::default() };
+        Ok(RetentionState { args, snapshot, uploads_from: Vec::new() })
+    }
+
+    async fn handle(
+        &self,
+        _me: ActorRef<RetentionMsg>,
+        msg: RetentionMsg,
+        state: &mut RetentionState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            RetentionMsg::Tick => {
+                // A failed pass is tried again at the next tick; what it
+                // did is kept (every step can run twice).
+                if let Err(e) = state.purge().await {
+                    tracing::warn!(error = %e, "purge pass failed");
+                }
+                if let Err(e) = state.expire_uploads().await {
+                    tracing::warn!(error = %e, "bulk file expiry failed");
+                }
+            }
+            RetentionMsg::Observe(reply) => {
+                let _ = reply.send(state.snapshot.clone());
+            }
+        }
+        Ok(())
+    }
+}
