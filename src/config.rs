@@ -77,6 +77,10 @@ pub struct NodeConfig {
     /// bulk files kept 7 days. Hourly; shorter for tests.
     #[serde(default = "default_retention_every_ms")]
     pub retention_every_ms: u64,
+    /// When a sandbox home republishes its corpus each night, `HH:MM` UTC
+    /// (R1.41).
+    #[serde(default = "default_sandbox_republish_at")]
+    pub sandbox_republish_at: String,
     /// How this region reaches the others: home's address for a read
     /// region, and the token both sides present on the internal routes.
     #[serde(default)]
@@ -286,6 +290,10 @@ fn default_log_sequence_every_ms() -> u64 {
     svc_core::tlog::SEQUENCE_EVERY_MS as u64
 }
 
+fn default_sandbox_republish_at() -> String {
+    "03:00".into()
+}
+
 fn default_retention_every_ms() -> u64 {
     3_600_000
 }
@@ -361,6 +369,7 @@ impl NodeConfig {
             search_budget_ms: default_search_budget_ms(),
             log_sequence_every_ms: default_log_sequence_every_ms(),
             retention_every_ms: default_retention_every_ms(),
+            sandbox_republish_at: default_sandbox_republish_at(),
             replication: None,
             listener: ListenerLimits::default(),
             trusted_proxies: Vec::new(),

@@ -48,6 +48,9 @@ impl Node {
         if let Some(listener) = internal_listener {
             servers.push(serve(listener, http::internal_router(state.clone()), limits, shutdown.subscribe()));
         }
+        if state.config.environment.is_sandbox() && state.config.role == Role::Home {
+            servers.push(tokio::spawn(crate::sandbox::nightly::run(state.clone(), shutdown.subscribe())));
+        }
         Ok(Node { state, addr, admin_addr, internal_addr, shutdown, servers })
     }
 

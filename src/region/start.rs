@@ -75,6 +75,12 @@ pub enum StartError {
 /// Starts the actors of a node over its store, without listening.
 pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, StartError> {
     config.check_secrets()?;
+    if svc_core::sandbox::time_of_day(&config.sandbox_republish_at).is_none() {
+        return Err(StartError::Config(format!(
+            "sandbox_republish_at is {:?}; it is a UTC time of day, HH:MM",
+            config.sandbox_republish_at
+        )));
+    }
     let regions = config.replication.as_ref().map_or(0, |r| r.regions.len());
     if config.role == Role::Home && regions > 0 && config.internal_listen.is_none() {
         return Err(StartError::Config("home names read regions but has no internal_listen for them".into()));

@@ -1,5 +1,6 @@
-//! The sandbox: a fictional corpus (`corpus`) and the seeder that publishes
-//! it through the real pipeline (`seed`).
+//! The sandbox: a fictional corpus (`corpus`), the seeder that publishes
+//! it through the real pipeline (`seed`), and its nightly republish (`nightly`).
 
 pub mod corpus;
+pub mod nightly;
 pub mod seed;

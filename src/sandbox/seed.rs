@@ -152,6 +152,11 @@ pub async fn ensure_seeded(
     Ok(seeded)
 }
 
+/// Whether this node holds a seeded sandbox corpus.
+pub fn is_seeded(state: &Region) -> Result<bool, SeedError> {
+    Ok(state.store.contains(cf::META, SEED_STATE_KEY)?)
+}
+
 /// Publishes every record of the corpus again: new versions, same ids and bytes.
 pub async fn republish(state: &Region, progress: &(dyn Fn(Progress) + Sync)) -> Result<Value, SeedError> {
     let seeded = state

@@ -98,6 +98,9 @@ pub mod meta {
     pub const MIGRATING: &[u8] = b"migrating";
     /// The sandbox seeder's state.
     pub const SANDBOX_SEED: &[u8] = b"sandbox_seed";
+    /// A sandbox home: when its corpus was last republished (or, before
+    /// the first, when the schedule began).
+    pub const SANDBOX_REPUBLISHED_AT: &[u8] = b"sandbox_republished_at";
     /// The time of the last write that probed the disk (`/readyz`).
     pub const WRITE_PROBE: &[u8] = b"write_probe";
     /// Home: the last lease id granted.

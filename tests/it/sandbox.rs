@@ -57,3 +57,48 @@ async fn the_corpus_is_seeded_once_and_republished_with_the_same_bytes() {
     let event = svc_core::ids::record_id(svc_core::ids::RecordType::Events, uuid, "event-0");
     assert_eq!(registry.record_head(&event).unwrap().unwrap().generation, 2);
 }
+
+// rule: R1.41
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandbox_home_republishes_its_corpus_itself_each_night() {
+    use svc_core::time::{HOUR, MINUTE};
+    let (home, node) = Home::listening(|config| {
+        config.environment = svc::store::model::Environment::Sandbox;
+        config.sandbox_republish_at = "03:00".into();
+    })
+    .await;
+    let corpus = generate(5, Sizes::products_only(1, 5));
+    let seeded = ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
+    let (uuid, _) = &seeded.businesses[0];
+    let spec = &corpus.businesses[0];
+    let first = svc_core::ids::product_id(uuid, &format!("{}-00000", spec.brand.to_ascii_uppercase()));
+    let generation = || home.state.registry.record_head(&first).unwrap().unwrap().generation;
+    let looked = || home.state.store.contains(svc::store::cf::META, svc::store::keys::meta::SANDBOX_REPUBLISHED_AT);
+    for _ in 0..100 {
+        if looked().unwrap() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(looked().unwrap(), "the schedule begins when the node starts");
+
+    // START is 10:00 UTC: 02:59 the next day is not yet the hour.
+    home.clock.advance(17 * HOUR - MINUTE);
+    tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+    assert_eq!(generation(), 1, "nothing before the hour");
+
+    home.clock.advance(2 * MINUTE);
+    for _ in 0..300 {
+        if generation() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(generation(), 2, "republished at the hour: a new version");
+    let version = home.state.registry.record_version(&first, 2).unwrap().unwrap();
+    assert_eq!(version.bytes, spec.products[0], "with the same bytes");
+    // Once a night: later looks the same night do nothing.
+    tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+    assert_eq!(generation(), 2, "once a night");
+    node.stop().await;
+}

@@ -3,7 +3,7 @@
 //! token returned with the registration. Production accepts neither.
 
 use crate::digest::sha256_prefixed;
-use crate::time::{HOUR, UnixMs};
+use crate::time::{DAY, HOUR, MINUTE, UnixMs};
 
 /// The header carrying a sandbox grant. It is not part of the signature.
 pub const GRANT_HEADER: &str = "svc-sandbox-key";
@@ -44,9 +44,43 @@ pub fn bearer_accepted(token: &str, stored_digest: &str, registered_at: UnixMs, 
     bearer_digest(token) == stored_digest && now <= registered_at.plus(BEARER_VALID_MS) && now >= registered_at
 }
 
+/// A time of day in UTC, `HH:MM`, as minutes after midnight.
+pub fn time_of_day(text: &str) -> Option<i64> {
+    let (hours, minutes) = text.split_once(':')?;
+    let two_digits = |s: &str| (s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<i64>().ok())?;
+    let (hours, minutes) = (two_digits(hours)?, two_digits(minutes)?);
+    (hours < 24 && minutes < 60).then_some(hours * 60 + minutes)
+}
+
+/// The first moment after `after` at `minute_of_day` (UTC): when the
+/// nightly republish that follows the one at `after` is due (R1.41).
+pub fn next_republish(after: UnixMs, minute_of_day: i64) -> UnixMs {
+    let midnight = after.0.div_euclid(DAY) * DAY;
+    let today = midnight + minute_of_day * MINUTE;
+    UnixMs(if today > after.0 { today } else { today + DAY })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_of_day_is_two_digit_hours_and_minutes() {
+        assert_eq!(time_of_day("03:00"), Some(180));
+        assert_eq!(time_of_day("23:59"), Some(23 * 60 + 59));
+        for bad in ["3:00", "24:00", "12:60", "12-00", "", "ab:cd", "+1:00"] {
+            assert_eq!(time_of_day(bad), None, "{bad}");
+        }
+    }
+
+    // rule: R1.41
+    #[test]
+    fn the_next_republish_is_the_next_time_the_clock_shows_the_hour() {
+        let day = UnixMs(1_795_305_600_000); // 2026-11-22T00:00:00Z
+        assert_eq!(next_republish(day.plus(2 * HOUR), 180), day.plus(3 * HOUR));
+        assert_eq!(next_republish(day.plus(3 * HOUR), 180), day.plus(DAY + 3 * HOUR), "not twice at the same minute");
+        assert_eq!(next_republish(day.plus(5 * HOUR), 180), day.plus(DAY + 3 * HOUR));
+    }
 
     // rule: R5.40, R5.41, R5.42, P5.10
     #[test]
