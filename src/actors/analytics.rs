@@ -1,8 +1,11 @@
-//! Folds the receipt log into business analytics: per business, hour,
-//! country and AI group, how many searches served its rows and how many
-//! fetches served its records. Like the indexer it tails a log by sequence
-//! and writes its counts and the applied sequence in one batch, so a crash
-//! neither loses nor double-counts a receipt.
+//! Folds receipts into business analytics: per business, hour, country and
+//! AI group, how many searches served its rows and how many fetches served
+//! its records. At home it tails home's receipt log by sequence and writes
+//! its counts and the applied sequence in one batch, so a crash neither
+//! loses nor double-counts a receipt; and it takes each read region's
+//! receipts as the region ships them, keeping them, indexing them by group
+//! and counting them in one write with how far it holds that region's
+//! receipts. A read region counts nothing itself: analytics are read at home.
 
 use std::collections::HashMap;
 
@@ -10,8 +13,9 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use svc_core::analytics::hour_of;
 
 use crate::actors::error::ActorError;
+use crate::replication::exchange::ReceiptsShipment;
 use crate::store::model::{HourCounts, StoredReceipt, UsageKind};
-use crate::store::{Store, be, cf, keys};
+use crate::store::{Batch, Store, be, cf, keys};
 
 const APPLIED_KEY: &[u8] = keys::meta::ANALYTICS_APPLIED_SEQ;
 /// Receipts read per step. Small, with a yield between steps: a tick runs
@@ -21,35 +25,50 @@ const BATCH: usize = 250;
 pub enum AnalyticsMsg {
     /// Fold whatever the receipt log holds beyond the applied sequence.
     Tick,
+    /// Home: keeps and counts a read region's receipts; answers the last
+    /// of that region's receipts it holds.
+    TakeRegion {
+        shipment: ReceiptsShipment,
+        reply: RpcReplyPort<Result<u64, ActorError>>,
+    },
     Observe(RpcReplyPort<u64>),
 }
 
 #[derive(Clone)]
 pub struct Analytics;
 
+#[derive(Clone)]
+pub struct AnalyticsArgs {
+    pub store: Store,
+    /// Only home counts.
+    pub home: bool,
+}
+
 pub struct AnalyticsState {
     store: Store,
+    home: bool,
     applied: u64,
 }
 
-impl AnalyticsState {
-    fn step(&mut self) -> Result<bool, ActorError> {
-        let receipts: Vec<(Vec<u8>, StoredReceipt)> =
-            self.store.scan(cf::RECEIPTS, &[], Some(&be(self.applied + 1)), BATCH).map_err(ActorError::from)?;
-        let Some(last) = receipts.last().map(|(_, r)| r.seq) else { return Ok(false) };
-        let mut deltas: HashMap<Vec<u8>, HourCounts> = HashMap::new();
-        for (_, receipt) in &receipts {
-            let hour = hour_of(receipt.served_at).0;
-            let country = receipt.country.as_deref().unwrap_or_default();
-            for business in &receipt.businesses {
-                let counts = deltas.entry(keys::analytics(business, hour, country, &receipt.group_id)).or_default();
-                match receipt.kind {
-                    UsageKind::Search => counts.searches += 1,
-                    UsageKind::Fetch => counts.fetches += 1,
-                }
+/// Adds each receipt's counts to `deltas`, by business, hour, country and group.
+fn count<'a>(receipts: impl IntoIterator<Item = &'a StoredReceipt>, deltas: &mut HashMap<Vec<u8>, HourCounts>) {
+    for receipt in receipts {
+        let hour = hour_of(receipt.served_at).0;
+        let country = receipt.country.as_deref().unwrap_or_default();
+        for business in &receipt.businesses {
+            let counts = deltas.entry(keys::analytics(business, hour, country, &receipt.group_id)).or_default();
+            match receipt.kind {
+                UsageKind::Search => counts.searches += 1,
+                UsageKind::Fetch => counts.fetches += 1,
             }
         }
-        let mut batch = self.store.batch();
+    }
+}
+
+impl AnalyticsState {
+    /// Writes the counts plus `deltas` into `batch` (this actor is the
+    /// only writer of the counts).
+    fn add(&self, batch: &mut Batch<'_>, deltas: HashMap<Vec<u8>, HourCounts>) -> Result<(), ActorError> {
         for (k, delta) in deltas {
             let mut counts: HourCounts =
                 self.store.get(cf::ANALYTICS, &k).map_err(ActorError::from)?.unwrap_or_default();
@@ -57,21 +76,62 @@ impl AnalyticsState {
             counts.fetches += delta.fetches;
             batch.put(cf::ANALYTICS, &k, &counts);
         }
+        Ok(())
+    }
+
+    fn step(&mut self) -> Result<bool, ActorError> {
+        let receipts: Vec<(Vec<u8>, StoredReceipt)> =
+            self.store.scan(cf::RECEIPTS, &[], Some(&be(self.applied + 1)), BATCH).map_err(ActorError::from)?;
+        let Some(last) = receipts.last().map(|(_, r)| r.seq) else { return Ok(false) };
+        let mut deltas = HashMap::new();
+        count(receipts.iter().map(|(_, r)| r), &mut deltas);
+        let mut batch = self.store.batch();
+        self.add(&mut batch, deltas)?;
         batch.put(cf::META, APPLIED_KEY, &last);
         batch.commit_unsynced().map_err(ActorError::from)?;
         self.applied = last;
         Ok(true)
+    }
+
+    /// Takes the receipts of a shipment that follow what home holds of its
+    /// region; one that would leave a gap takes nothing. Synced before it
+    /// answers: the region ships on from the answer.
+    fn take_region(&self, shipment: ReceiptsShipment) -> Result<u64, ActorError> {
+        let region = &shipment.region;
+        let through_key = keys::region_receipts_through(region);
+        let through: u64 = self.store.get(cf::META, &through_key).map_err(ActorError::from)?.unwrap_or(0);
+        if shipment.first_seq > through.saturating_add(1) {
+            return Ok(through);
+        }
+        let new: Vec<&StoredReceipt> = shipment.receipts.iter().filter(|r| r.seq > through).collect();
+        let Some(last) = new.last().map(|r| r.seq) else { return Ok(through) };
+        let mut batch = self.store.batch();
+        for receipt in &new {
+            batch.put(cf::REGION_RECEIPTS, &keys::region_receipt(region, receipt.seq), *receipt);
+            let by_group = keys::region_receipt_by_group(&receipt.group_id, receipt.served_at.0, receipt.seq, region);
+            batch.put(cf::RECEIPTS_BY_GROUP, &by_group, &());
+        }
+        let mut deltas = HashMap::new();
+        count(new.iter().copied(), &mut deltas);
+        self.add(&mut batch, deltas)?;
+        batch.put(cf::META, &through_key, &last);
+        batch.commit().map_err(ActorError::from)?;
+        Ok(last)
     }
 }
 
 impl Actor for Analytics {
     type Msg = AnalyticsMsg;
     type State = AnalyticsState;
-    type Arguments = Store;
+    type Arguments = AnalyticsArgs;
 
-    async fn pre_start(&self, _me: ActorRef<AnalyticsMsg>, store: Store) -> Result<AnalyticsState, ActorProcessingErr> {
-        let applied = store.get::<u64>(cf::META, APPLIED_KEY)?.unwrap_or(0);
-        Ok(AnalyticsState { store, applied })
+    async fn pre_start(
+        &self,
+        _me: ActorRef<AnalyticsMsg>,
+        args: AnalyticsArgs,
+    ) -> Result<AnalyticsState, ActorProcessingErr> {
+        let applied = args.store.get::<u64>(cf::META, APPLIED_KEY)?.unwrap_or(0);
+        Ok(AnalyticsState { store: args.store, home: args.home, applied })
     }
 
     async fn handle(
@@ -81,6 +141,15 @@ impl Actor for Analytics {
         state: &mut AnalyticsState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
+            AnalyticsMsg::Tick if !state.home => {}
+            AnalyticsMsg::TakeRegion { shipment, reply } => {
+                let taken = if state.home {
+                    tokio::task::block_in_place(|| state.take_region(shipment))
+                } else {
+                    Err(ActorError::Refused("only home takes a region's receipts"))
+                };
+                let _ = reply.send(taken);
+            }
             AnalyticsMsg::Tick => {
                 // Catch up fully on each tick, letting the worker's other
                 // tasks run between steps; an error waits for the next tick.

@@ -1,6 +1,8 @@
 //! A read region's reports to home: ships its outbox (claimed nonces, usage
 //! events, lease returns) in order, and deletes what home took. Home takes a
 //! report idempotently, so a report lost in flight is simply sent again.
+//! Then it ships its receipts on from the last home took, so home lists a
+//! group's receipts whole even if this region is lost.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -10,9 +12,10 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::replicator::ReplicationStatus;
 use crate::actors::error::ActorError;
-use crate::replication::exchange::{self, Report, ReportTaken};
+use crate::replication::exchange::{self, ReceiptsShipment, ReceiptsTaken, Report, ReportTaken, SHIPMENT_MAX};
 use crate::replication::link::HomeLink;
-use crate::store::{Store, cf};
+use crate::store::model::StoredReceipt;
+use crate::store::{Store, be, cf, keys};
 
 /// Entries one report carries at most.
 const REPORT_MAX: usize = 2_000;
@@ -55,6 +58,29 @@ impl Uplink {
         args.status.billed_elsewhere.fetch_add(taken.already_billed, Ordering::Relaxed);
         Ok(keys.len())
     }
+
+    /// Ships the receipts after the last home took; answers how many went.
+    async fn ship_receipts(args: &UplinkArgs) -> Result<usize, ActorError> {
+        let shipped: u64 = args.store.get(cf::META, keys::meta::RECEIPTS_SHIPPED_SEQ)?.unwrap_or(0);
+        let first_seq = shipped + 1;
+        let receipts: Vec<StoredReceipt> = args
+            .store
+            .scan(cf::RECEIPTS, &[], Some(&be(first_seq)), SHIPMENT_MAX)?
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect();
+        if receipts.is_empty() {
+            return Ok(0);
+        }
+        let n = receipts.len();
+        let shipment = ReceiptsShipment { region: args.region.clone(), first_seq, receipts };
+        let taken: ReceiptsTaken =
+            args.link.call("POST", "/internal/v1/receipts", Some(&shipment), REPORT_WAIT).await?;
+        // Home answers what it holds: on from there next time (after a
+        // restore of home's store, that may be before what was shipped).
+        args.store.put(cf::META, keys::meta::RECEIPTS_SHIPPED_SEQ, &taken.through)?;
+        Ok(if taken.through >= first_seq + n as u64 - 1 { n } else { 0 })
+    }
 }
 
 impl Actor for Uplink {
@@ -71,6 +97,9 @@ impl Actor for Uplink {
     async fn post_stop(&self, _me: ActorRef<UplinkMsg>, args: &mut UplinkArgs) -> Result<(), ActorProcessingErr> {
         if let Err(e) = Self::ship(args).await {
             tracing::info!(error = %e, "the outbox waits for the next start");
+        }
+        if let Err(e) = Self::ship_receipts(args).await {
+            tracing::info!(error = %e, "unshipped receipts wait for the next start");
         }
         Ok(())
     }
@@ -90,6 +119,16 @@ impl Actor for Uplink {
                         Ok(_) => break,
                         Err(e) => {
                             tracing::debug!(error = %e, "report to home failed; sending again later");
+                            break;
+                        }
+                    }
+                }
+                loop {
+                    match Self::ship_receipts(args).await {
+                        Ok(n) if n == SHIPMENT_MAX => continue,
+                        Ok(_) => break,
+                        Err(e) => {
+                            tracing::debug!(error = %e, "receipts to home failed; sending again later");
                             break;
                         }
                     }

@@ -23,6 +23,7 @@ pub fn routes() -> Router<Region> {
         .route("/internal/v1/nonces", get(nonces))
         .route("/internal/v1/report", post(report))
         .route("/internal/v1/lease", post(lease))
+        .route("/internal/v1/receipts", post(receipts))
 }
 
 const POSTCARD: &str = "application/vnd.svc.postcard";
@@ -60,12 +61,18 @@ struct LogQuery {
     /// How long to wait for an entry when there is none yet.
     #[serde(default)]
     wait_ms: u64,
+    /// The last sequence number the region's index applied (log pulls).
+    #[serde(default)]
+    indexed: Option<u64>,
 }
 
 async fn log(State(state): State<Region>, req: Request) -> Result<Response> {
     let (parts, _) = req.into_parts();
     let admitted = internal::admit(&state, &link_request(&parts), &[])?;
     let query = query(&parts)?;
+    if let Some(indexed) = query.indexed {
+        state.region_positions.saw(&admitted.region, indexed);
+    }
     let page = internal::log_page(&state, query.after, query.wait_ms).await?;
     Ok(sealed(&admitted, "application/vnd.svc.log-frames", Some(page.head), page.frames))
 }
@@ -96,6 +103,12 @@ async fn admitted_body(state: &Region, req: Request) -> Result<(Admitted, bytes:
 async fn report(State(state): State<Region>, req: Request) -> Result<Response> {
     let (admitted, body) = admitted_body(&state, req).await?;
     let answer = internal::take_report(&state, &admitted.region, &body).await?;
+    Ok(sealed(&admitted, POSTCARD, None, answer))
+}
+
+async fn receipts(State(state): State<Region>, req: Request) -> Result<Response> {
+    let (admitted, body) = admitted_body(&state, req).await?;
+    let answer = internal::take_receipts(&state, &admitted.region, &body).await?;
     Ok(sealed(&admitted, POSTCARD, None, answer))
 }
 

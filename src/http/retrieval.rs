@@ -21,8 +21,9 @@ use crate::region::Region;
 use crate::service::retrieval::{self, Caller, ReceiptsQuery, UsageQuery};
 use crate::service::{Error, Result};
 
-/// The retrieval routes. Usage is counted at home, so a read region leaves
-/// `/v1/usage` to its forwarder.
+/// The retrieval routes. Usage is counted, and every region's receipts
+/// kept, at home, so a read region leaves `/v1/usage` and `/v1/receipts`
+/// to its forwarder.
 pub fn routes(home: bool) -> Router<Region> {
     let routes = Router::new()
         .route("/v1/search", post(|s, c| search(s, None, c)))
@@ -32,13 +33,12 @@ pub fn routes(home: bool) -> Router<Region> {
         .route("/v1/jobs/search", post(|s, c| search(s, Some(RecordType::Jobs), c)))
         .route("/v1/updates/search", post(|s, c| search(s, Some(RecordType::Updates), c)))
         .route("/v1/records/{record_id}", get(fetch))
-        .route("/v1/receipts", get(receipts))
         .route("/v1/terms", get(terms_in_force))
         .route("/v1/terms/{version}", get(terms_version))
         .route("/v1/ads/pool", post(ads_not_built))
         .route("/v1/ads/render", post(ads_not_built))
         .route("/v1/ads/click", post(ads_not_built));
-    if home { routes.route("/v1/usage", get(usage)) } else { routes }
+    if home { routes.route("/v1/usage", get(usage)).route("/v1/receipts", get(receipts)) } else { routes }
 }
 
 /// The ad routes exist in the spec and are not built yet (issue 28): a

@@ -2,6 +2,7 @@
 //! case reaches through one `Region`. `start` brings them up in order;
 //! `stop_actors` lets go of them in the reverse order.
 
+mod positions;
 mod serve_times;
 mod start;
 pub mod supervisor;
@@ -13,6 +14,7 @@ use ractor::ActorRef;
 use crate::actors::mailbox::Mailbox;
 use svc_core::problem::Code;
 
+pub use positions::RegionPositions;
 pub use serve_times::ServeTimes;
 pub use start::{StartError, start};
 
@@ -57,6 +59,8 @@ pub struct Region {
     pub limits: Arc<crate::limits::Limits>,
     /// Each business's serve-time members, between answers.
     pub serve_times: Arc<ServeTimes>,
+    /// Home: how far each read region serves.
+    pub region_positions: Arc<RegionPositions>,
     pub billing: Mailbox<crate::actors::billing::BillingMsg>,
     pub receipts: Mailbox<crate::actors::receipt_log::ReceiptLogMsg>,
     pub receipt_folder: Mailbox<crate::actors::receipt_folder::ReceiptFolderMsg>,

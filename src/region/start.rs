@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorRef};
 
-use crate::actors::analytics::{Analytics, AnalyticsMsg};
+use crate::actors::analytics::{Analytics, AnalyticsArgs, AnalyticsMsg};
 use crate::actors::billing::{Billing, BillingArgs, BillingMsg, BillingRole};
 use crate::actors::index_shard::IndexShard;
 use crate::actors::indexer::{Indexer, IndexerArgs, IndexerMsg};
@@ -151,12 +151,12 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         Spec::new("receipt_folder", ReceiptFolder, folder_args).tick(Duration::from_secs(1), || ReceiptFolderMsg::Tick),
     )
     .await?;
-    let s = store.clone();
+    let analytics_args = AnalyticsArgs { store: store.clone(), home: config.role == Role::Home };
     // Often, so each tick's share of the receipts is small: it runs on a
     // worker that also serves searches.
     let analytics = supervise(
         &sup,
-        Spec::new("analytics", Analytics, move || Ok(s.clone()))
+        Spec::new("analytics", Analytics, move || Ok(analytics_args.clone()))
             .tick(Duration::from_millis(100), || AnalyticsMsg::Tick),
     )
     .await?;
@@ -239,6 +239,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         index_shards,
         limits,
         serve_times: Arc::default(),
+        region_positions: Arc::default(),
         jwk_keys: Arc::default(),
         signed_statements: Arc::default(),
         billing,

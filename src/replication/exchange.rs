@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use svc_core::time::UnixMs;
 
-use crate::store::model::{ReceiptRoot, UsageEvent};
+use crate::store::model::{ReceiptRoot, StoredReceipt, UsageEvent};
 use crate::store::{Batch, Store, StoreResult, be, cf, from_be};
 
 /// A (key id, nonce) a region accepted, held until its signature expires.
@@ -117,6 +117,64 @@ impl Report {
                         return Err("a receipt root's first_seq is after its last_seq".into());
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Receipts one shipment carries at most.
+pub const SHIPMENT_MAX: usize = 500;
+/// The largest receipt envelope home keeps (a search's is a few KiB).
+const ENVELOPE_MAX: usize = 256 * 1024;
+/// The most businesses one receipt names (a search answers at most 50 rows).
+const BUSINESSES_MAX: usize = 100;
+
+/// A run of a region's receipts in its receipt order, from `first_seq`, for
+/// home to keep (`POST /internal/v1/receipts`): a group's receipts then
+/// list whole at home, even after the region that issued them is lost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReceiptsShipment {
+    pub region: String,
+    pub first_seq: u64,
+    pub receipts: Vec<StoredReceipt>,
+}
+
+/// Home's answer: the last of the region's receipts it holds. The region
+/// ships on from there (a shipment that left a gap is not taken).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReceiptsTaken {
+    pub through: u64,
+}
+
+impl ReceiptsShipment {
+    /// Every value in range and the receipts numbered on from `first_seq`.
+    pub fn check(&self, now: UnixMs) -> Result<(), String> {
+        check_id("region", &self.region)?;
+        if self.first_seq == 0 || self.receipts.len() > SHIPMENT_MAX {
+            return Err(format!("a shipment starts at a receipt after 0 and holds at most {SHIPMENT_MAX}"));
+        }
+        for (i, receipt) in self.receipts.iter().enumerate() {
+            if receipt.seq != self.first_seq.saturating_add(i as u64) {
+                return Err(format!("receipt {} is not number {} of the shipment", receipt.seq, i));
+            }
+            for (what, id) in [
+                ("group_id", &receipt.group_id),
+                ("company_uuid", &receipt.company_uuid),
+                ("caller_key_id", &receipt.caller_key_id),
+                ("retrieval_id", &receipt.retrieval_id),
+            ] {
+                check_id(what, id)?;
+            }
+            for business in &receipt.businesses {
+                check_id("a business_uuid", business)?;
+            }
+            if let Some(country) = &receipt.country {
+                check_id("country", country)?;
+            }
+            check_instant("a receipt's served_at", receipt.served_at, now)?;
+            if receipt.envelope.len() > ENVELOPE_MAX || receipt.businesses.len() > BUSINESSES_MAX {
+                return Err(format!("receipt {} is larger than any answer", receipt.seq));
             }
         }
         Ok(())

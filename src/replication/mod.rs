@@ -255,6 +255,14 @@ impl LogWriter {
         let seq = if change.ops.is_empty() {
             None
         } else {
+            // Where each record last changed, for `live_in`.
+            for op in &change.ops {
+                if let Op::Put { cf: name, key, .. } = op
+                    && name == cf::RECORDS
+                {
+                    batch.put(cf::RECORD_SEQS, key, &self.next_seq);
+                }
+            }
             let entry = Entry { seq: self.next_seq, at, ops: change.ops };
             batch.put(cf::REPLOG, &be(entry.seq), &entry);
             Some(entry.seq)

@@ -1,7 +1,7 @@
 //! What home does for its read regions, each under a MAC keyed by its own
 //! token: it serves its replication log and its nonce feed, takes their
-//! reports (claims, usage, lease returns, receipt roots and keys), and
-//! grants allowance leases. Reports and answers are postcard bytes.
+//! reports (claims, usage, lease returns, receipt roots and keys) and their
+//! receipts, and grants allowance leases. Reports and answers are postcard bytes.
 
 use std::time::Duration;
 
@@ -11,13 +11,14 @@ use svc_core::keys::{Alg, VerifyingKey};
 use svc_core::problem::Code;
 
 use super::{Error, Result};
+use crate::actors::analytics::AnalyticsMsg;
 use crate::actors::billing::BillingMsg;
 use crate::actors::nonce_store::NonceMsg;
 use crate::actors::publisher::PublisherMsg;
 use crate::clock::monotonic;
 use crate::config::RegionCredential;
 use crate::region::Region;
-use crate::replication::exchange::{self, FeedPage, LeaseAsk, Outgoing, Report};
+use crate::replication::exchange::{self, FeedPage, LeaseAsk, Outgoing, ReceiptsShipment, ReceiptsTaken, Report};
 use crate::replication::{encode_frames, entries_after};
 use crate::store::model::ReceiptRoot;
 use svc_core::link;
@@ -186,6 +187,17 @@ pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Ve
         state.metrics.count("svc_billing_reported_total", &[("outcome", outcome.to_owned())], n);
     }
     encode(&taken)
+}
+
+/// Keeps a run of a region's receipts (the analytics actor writes them,
+/// with their counts); answers the last of the region's receipts home holds.
+pub async fn take_receipts(state: &Region, region: &str, body: &[u8]) -> Result<Vec<u8>> {
+    let shipment: ReceiptsShipment = decode(body)?;
+    speaks_for(region, &shipment.region)?;
+    shipment.check(state.clock.now()).map_err(|e| Error::detail(Code::RequestInvalid, e))?;
+    state.home.as_ref().ok_or_else(|| Error::new(Code::NotFound))?;
+    let through = state.analytics.call(|reply| AnalyticsMsg::TakeRegion { shipment, reply }).await??;
+    encode(&ReceiptsTaken { through })
 }
 
 /// Sets allowance units aside for a region.

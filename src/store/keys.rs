@@ -34,7 +34,7 @@
 //! | `usage` | key id ‖ nonce ([`usage`]); key id (publish caps) | `UsageEvent`; `UsageLedger` |
 //! | `usage_days` | company uuid ‖ `YYYY-MM-DD` ([`usage_day`]) | `DayUsage` |
 //! | `receipts` | be(seq) | `StoredReceipt` |
-//! | `receipts_by_group` | group id ‖ be(served ms) be(seq) ([`receipt_by_group`]) | `()` |
+//! | `receipts_by_group` | group id ‖ be(served ms) be(seq), then ‖ region for a region's receipt at home ([`receipt_by_group`], [`region_receipt_by_group`]) | `()` |
 //! | `receipt_leaves` | be(seq) | `ReceiptLeaf` |
 //! | `receipt_seqs` | leaf hash (32 bytes) | `u64` |
 //! | `analytics` | business uuid ‖ be(hour ms) ‖ country ‖ group id ([`analytics`]) | `HourCounts` |
@@ -55,6 +55,8 @@
 //! | `tlog_checkpoints` | be(tree size) | `LogCheckpoint` |
 //! | `receipt_places` | leaf hash (folds of an older build; read only) | `ReceiptPlace` |
 //! | `receipt_parts` | be(first seq) | `Vec<Hash>` |
+//! | `record_seqs` | record id | `u64`, the seq of the entry that last wrote its head (home) |
+//! | `region_receipts` | region ‖ be(seq) ([`region_receipt`]) | `StoredReceipt` (home) |
 //! | `purges` | be(seq of the delete's entry) ‖ record id ([`purge`]) | `Purge` (replicated) |
 
 use svc_core::time::UnixMs;
@@ -121,6 +123,8 @@ pub mod meta {
     pub const SERVICE_KEY_ROTATIONS: &[u8] = b"service_key_rotations";
     /// When the service keys were first drawn.
     pub const SERVICE_KEYS_CREATED_AT: &[u8] = b"service_keys_created_at";
+    /// A read region: the last receipt sequence home has taken.
+    pub const RECEIPTS_SHIPPED_SEQ: &[u8] = b"receipts_shipped_seq";
     /// The log sequence of the last delete whose bytes this node purged.
     pub const PURGED_THROUGH: &[u8] = b"purged_through";
 }
@@ -196,6 +200,26 @@ pub fn push_leaf(push_id: &str, leaf: u64) -> Vec<u8> {
 /// range (`~` sorts after `bat_`), so scans of a push's leaves never meet it.
 pub fn push_leaf_hashes(push_id: &str) -> Vec<u8> {
     key(&[b"~leaf_hashes", push_id.as_bytes()])
+}
+
+/// `region_receipts`: region ‖ be(seq).
+pub fn region_receipt(region: &str, seq: u64) -> Vec<u8> {
+    key(&[region.as_bytes(), &be(seq)])
+}
+
+/// `meta`: the last receipt sequence of `region` home has taken.
+pub fn region_receipts_through(region: &str) -> Vec<u8> {
+    key(&[b"region_receipts_through", region.as_bytes()])
+}
+
+/// `receipts_by_group` at home, for a read region's receipt: the group's
+/// key of [`receipt_by_group`] followed by ‖ region, so it sorts among the
+/// group's receipts by when it was served.
+pub fn region_receipt_by_group(group_id: &str, served_ms: i64, seq: u64, region: &str) -> Vec<u8> {
+    let mut k = receipt_by_group(group_id, served_ms, seq);
+    k.push(0);
+    k.extend_from_slice(region.as_bytes());
+    k
 }
 
 /// `purges`: be(seq of the delete's log entry) ‖ record id, so a node

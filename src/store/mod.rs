@@ -106,6 +106,11 @@ pub mod cf {
     /// place, and each part's leaf hashes (for the first level of a proof).
     pub const RECEIPT_PLACES: &str = "receipt_places";
     pub const RECEIPT_PARTS: &str = "receipt_parts";
+    /// Home: every read region's receipts as the region shipped them, so
+    /// a group's receipts list whole at home even after a region is lost.
+    pub const REGION_RECEIPTS: &str = "region_receipts";
+    /// Home: the log sequence of each record's last change (`live_in`).
+    pub const RECORD_SEQS: &str = "record_seqs";
     /// Deleted records whose bytes every node purges (replicated): by the
     /// sequence of the delete's log entry, then the record id.
     pub const PURGES: &str = "purges";
@@ -158,6 +163,8 @@ pub mod cf {
         RECEIPT_PLACES,
         RECEIPT_PARTS,
         PURGES,
+        REGION_RECEIPTS,
+        RECORD_SEQS,
     ];
 }
 

@@ -56,6 +56,28 @@ async fn eventually(what: &str, mut check: impl FnMut() -> bool) -> Result<(), (
     Err(())
 }
 
+/// Polls `check` every 50 ms for up to 30 s.
+async fn eventually_async<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..600 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what} never happened");
+}
+
+/// `live_in` of a record read back from the catalogue.
+async fn live_in(home: &Home, business: &Business, id: &str) -> serde_json::Value {
+    let read = home.signed(&business.key, "GET", &format!("/v1/catalogue/{id}"), b"", "svc-business-read", &[]).await;
+    assert_eq!(read.status, 200, "{:?}", read.body);
+    read.body["live_in"].clone()
+}
+
 fn region_config(dir: &Path, region: &str, home: &Node) -> NodeConfig {
     let loopback = "127.0.0.1:0".parse().unwrap();
     let mut config = NodeConfig::local_home(dir.join(region), loopback, loopback);
@@ -83,7 +105,7 @@ async fn caught_up(region: &Node, home: &Home) {
     panic!("{} never caught up with home", region.state.config.region);
 }
 
-// rule: P3.20, P8.18, P2.3.1, P4.1.9
+// rule: P3.20, P8.18, P2.3.1, P4.1.9, P2.5.28
 #[tokio::test(flavor = "multi_thread")]
 async fn a_deleted_records_bytes_leave_every_file_of_every_region_and_a_later_region_never_gets_them() {
     let (home, home_node) = Home::listening(|config| {
@@ -117,8 +139,19 @@ async fn a_deleted_records_bytes_leave_every_file_of_every_region_and_a_later_re
     let holds = |dir: &Path, marker: &str| !holding(dir, marker).is_empty();
     assert!(holds(&home_dir, gone) && holds(&eu_dir, gone), "the files hold the record before the delete");
 
+    // `live_in` names the regions whose index holds the record now.
+    let kept_id = product_id(&lumio.uuid, "KEPT-1");
+    let home_region = home.state.config.region.clone();
+    eventually_async("eu reports its index", || async {
+        live_in(&home, &lumio, &kept_id).await == json!([home_region, "eu"])
+    })
+    .await;
+
     let (deleted, _) = home.end_record(&lumio, &gone_id, "delete").await;
     assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+    // Still served where the delete is not applied yet: a subset of the two.
+    let still: Vec<String> = serde_json::from_value(deleted.body["live_in"].clone()).unwrap();
+    assert!(still.iter().all(|r| *r == home_region || r == "eu"), "{still:?}");
     assert_eq!(
         (deleted.body["record_id"].as_str(), deleted.body["action"].as_str()),
         (Some(&*gone_id), Some("delete"))
@@ -150,6 +183,10 @@ async fn a_deleted_records_bytes_leave_every_file_of_every_region_and_a_later_re
     let ap =
         Node::start(region_config(regions_dir.path(), "ap", &home_node), Arc::new(home.clock.clone())).await.unwrap();
     caught_up(&ap, &home).await;
+    eventually_async("ap reports its index", || async {
+        live_in(&home, &lumio, &kept_id).await == json!([home_region, "ap", "eu"])
+    })
+    .await;
     let ap_dir = regions_dir.path().join("ap");
     assert!(holds(&ap_dir, kept), "the later region has the record kept");
     assert!(!holds(&ap_dir, gone), "the later region never received the deleted bytes");

@@ -671,3 +671,93 @@ async fn a_region_refuses_an_answer_home_did_not_seal() {
     assert!(matches!(answer, Err(LinkError::Forged { .. })), "{:?}", answer.map(|a| a.status));
     server.abort();
 }
+
+/// The retrieval id a receipt envelope names.
+fn receipt_retrieval_id(receipt: &Value) -> String {
+    let envelope = svc_core::dsse::Envelope::from_value(receipt).unwrap();
+    let payload: Value = serde_json::from_slice(&envelope.payload_bytes().unwrap()).unwrap();
+    payload["retrieval_id"].as_str().unwrap().to_owned()
+}
+
+/// The first page of the caller's group's receipts.
+async fn listed(client: &RetrievalClient) -> Vec<Value> {
+    let page = client.call("GET", "/v1/receipts", vec![]).await.unwrap();
+    assert_eq!(page.status, 200, "{}", String::from_utf8_lossy(&page.bytes));
+    page.json()["receipts"].as_array().unwrap().clone()
+}
+
+/// The searches home counted for `business` in its analytics.
+fn searches_counted(node: &Node, business: &str) -> u64 {
+    let hours: Vec<(Vec<u8>, svc::store::model::HourCounts)> =
+        node.state.store.scan(cf::ANALYTICS, &svc::store::keys::prefix(&[business]), None, usize::MAX).unwrap();
+    hours.iter().map(|(_, counts)| counts.searches).sum()
+}
+
+// rule: R4.10, R4.16, R4.17, P2.5.36, P4.1.18
+#[tokio::test(flavor = "multi_thread")]
+async fn every_regions_receipts_list_and_count_at_home_even_after_the_region_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
+    let eu = Node::start(config(dir.path(), "eu", Role::Read, Some(&home)), Arc::new(SystemClock)).await.unwrap();
+    let (home_url, eu_url) = (format!("http://{}", home.addr), format!("http://{}", eu.addr));
+    let corpus = generate(11, Sizes::products_only(2, 30));
+    let country = corpus.businesses[0].country.clone();
+    let seeded = ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
+    let business = seeded.businesses[0].0.clone();
+    let (key, grant) = ai_caller(&home.state, "Far AI", 47).await.unwrap();
+    let head = svc::replication::last_seq(&home.state.store).unwrap();
+    eventually("eu is ready at home's head", || async {
+        let ready = get(&eu_url, "/readyz", None).await;
+        ready.status == 200 && ready.json()["indexed_seq"].as_u64() >= Some(head)
+    })
+    .await;
+    let at_eu = RetrievalClient::new(&eu_url, "api.svc.localhost", key.clone(), grant.clone()).unwrap();
+    let at_home = RetrievalClient::new(&home_url, "api.svc.localhost", key, grant).unwrap();
+
+    // Searches at both regions and a fetch at eu, each with its receipt.
+    let body = json!({"collection": "products", "filter": {"all": [{"country": country}]}, "sort_by": "published_at:desc", "limit": 5});
+    let (mut issued, mut searched_business) = (Vec::new(), 0u64);
+    for client in [&at_eu, &at_eu, &at_eu, &at_home, &at_home] {
+        let answer = client.call("POST", "/v1/search", serde_json::to_vec(&body).unwrap()).await.unwrap();
+        assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+        let answer = answer.json();
+        issued.push(receipt_retrieval_id(&answer["receipt"]));
+        let rows = answer["rows"].as_array().unwrap();
+        searched_business += u64::from(rows.iter().any(|r| r["business_uuid"] == business.as_str()));
+    }
+    let id =
+        svc_core::ids::product_id(&business, &format!("{}-00000", corpus.businesses[0].brand.to_ascii_uppercase()));
+    let fetched = at_eu.call("GET", &format!("/v1/records/{id}"), vec![]).await.unwrap();
+    assert_eq!(fetched.status, 200, "{}", String::from_utf8_lossy(&fetched.bytes));
+    issued.push(receipt_retrieval_id(&fetched.json()["receipt"]));
+    assert!(searched_business > 0, "the searches served the business's rows");
+
+    // Listed through eu (answered by home), oldest first: every receipt of
+    // the group, wherever it was issued.
+    let want = issued.len();
+    eventually("every receipt lists at home", || async { listed(&at_eu).await.len() == want }).await;
+    let receipts = listed(&at_eu).await;
+    let ids: Vec<String> = receipts.iter().map(|r| r["retrieval_id"].as_str().unwrap().to_owned()).collect();
+    let mut sorted_ids = ids.clone();
+    sorted_ids.sort();
+    let mut want = issued.clone();
+    want.sort();
+    assert_eq!(sorted_ids, want, "each receipt once, from both regions");
+    let served: Vec<&str> = receipts.iter().map(|r| r["served_at"].as_str().unwrap()).collect();
+    assert!(served.windows(2).all(|w| w[0] <= w[1]), "oldest first: {served:?}");
+    for r in &receipts {
+        assert_eq!(r["retrieval_id"].as_str().unwrap(), receipt_retrieval_id(&r["receipt"]), "the receipt itself");
+    }
+
+    // Home's analytics count the searches eu served too.
+    eventually("home counts every search of the business", || async {
+        searches_counted(&home, &business) == searched_business
+    })
+    .await;
+
+    // eu is lost with its store: home still lists what it issued.
+    eu.stop().await;
+    std::fs::remove_dir_all(dir.path().join("eu")).unwrap();
+    assert_eq!(listed(&at_home).await, receipts, "the same list after eu is gone");
+    home.stop().await;
+}

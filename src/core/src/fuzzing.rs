@@ -248,9 +248,8 @@ mod tests {
         let squeeze = |x: &[u8]| {
             let mut out: Vec<u8> = Vec::with_capacity(x.len());
             for (i, c) in x.iter().copied().enumerate() {
-                let leading_zero = c == b'0'
-                    && matches!(out.last(), Some(b'='))
-                    && x.get(i + 1).is_some_and(u8::is_ascii_digit);
+                let leading_zero =
+                    c == b'0' && matches!(out.last(), Some(b'=')) && x.get(i + 1).is_some_and(u8::is_ascii_digit);
                 if c != b' ' && c != b'\t' && !leading_zero {
                     out.push(c);
                 }

@@ -47,7 +47,8 @@ pub fn bearer_accepted(token: &str, stored_digest: &str, registered_at: UnixMs, 
 /// A time of day in UTC, `HH:MM`, as minutes after midnight.
 pub fn time_of_day(text: &str) -> Option<i64> {
     let (hours, minutes) = text.split_once(':')?;
-    let two_digits = |s: &str| (s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<i64>().ok())?;
+    let two_digits =
+        |s: &str| (s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<i64>().ok())?;
     let (hours, minutes) = (two_digits(hours)?, two_digits(minutes)?);
     (hours < 24 && minutes < 60).then_some(hours * 60 + minutes)
 }

@@ -173,6 +173,9 @@ pub async fn end_record(
     check_ai_policy_version(state, &key.business_uuid, seal.ai_policy_version, sealed_at)?;
     check_certificate_in_force(&state.registry.certificates(&key.business_uuid)?, &seal.cert_id, sealed_at)?;
     let (business_uuid, record_id) = (key.business_uuid.clone(), document.record_id.clone());
+    // Where the record was served before this change, for `live_in`.
+    let was_live = state.registry.record_head(&record_id)?.is_some_and(|h| h.state == RecordState::Live);
+    let served_from = super::read::last_change(state, &record_id)?;
     let seal_json = envelope.to_json();
     let ended = state
         .home()?
@@ -189,5 +192,14 @@ pub async fn end_record(
         };
         return Err(Error::detail(Code::NotFound, detail));
     }
-    Ok(json!({"record_id": document.record_id, "action": wanted.as_str(), "live_in": []}))
+    // The regions that still serve it: their index has not applied this
+    // change yet (out of serving in every region within seconds).
+    let live_in = match served_from.filter(|_| was_live) {
+        Some(from) => {
+            let ended_at = super::read::last_change(state, &document.record_id)?;
+            super::read::regions_serving(state, from, ended_at)?
+        }
+        None => Vec::new(),
+    };
+    Ok(json!({"record_id": document.record_id, "action": wanted.as_str(), "live_in": live_in}))
 }

@@ -88,6 +88,20 @@ pub fn catalogue(state: &Region, caller: &BusinessCaller, q: CatalogueQuery) -> 
     Ok(json!({"entries": entries, "next_cursor": next_cursor}))
 }
 
+/// The log sequence of the entry that last changed a record.
+pub fn last_change(state: &Region, record_id: &str) -> Result<Option<u64>> {
+    Ok(state.store.get(cf::RECORD_SEQS, record_id.as_bytes())?)
+}
+
+/// The regions, home first, whose index holds the change at `from` (and,
+/// given `until`, not yet the change after it): a record as changed at
+/// `from` is what they serve. Read regions say how far their index is
+/// each time they pull home's log.
+pub fn regions_serving(state: &Region, from: u64, until: Option<u64>) -> Result<Vec<String>> {
+    let own: u64 = state.store.get(cf::META, keys::meta::INDEX_APPLIED_SEQ)?.unwrap_or(0);
+    Ok(state.region_positions.serving((&state.config.region, own), from, until))
+}
+
 /// One record of the business, by record id or its own id, as sealed.
 pub fn catalogue_record(state: &Region, caller: &BusinessCaller, id: &str) -> Result<Value> {
     let key = &caller.key;
@@ -108,7 +122,12 @@ pub fn catalogue_record(state: &Region, caller: &BusinessCaller, id: &str) -> Re
     let generation = if head.live_generation > 0 { head.live_generation } else { head.generation };
     let version = state.registry.record_version(&record_id, generation)?.ok_or_else(|| Error::new(Code::NotFound))?;
     let raw = |bytes: &[u8]| serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null);
-    let live_in: Vec<&str> = if head.state == RecordState::Live { vec![state.config.region.as_str()] } else { vec![] };
+    let serving =
+        head.state == RecordState::Live && state.registry.serves(&head.business_uuid, &version, caller.now)?;
+    let live_in = match last_change(state, &record_id)? {
+        Some(from) if serving => regions_serving(state, from, None)?,
+        _ => Vec::new(),
+    };
     Ok(json!({
         "record_id": head.record_id,
         "business_product_id": head.own_id,

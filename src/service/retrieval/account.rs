@@ -44,7 +44,54 @@ fn timestamp(name: &str, value: Option<&str>) -> Result<Option<UnixMs>> {
         .transpose()
 }
 
-/// The caller's group's receipts, oldest first, 100 a page. `key_id` and
+/// Where one of a group's receipts is: its served time and sequence, and
+/// the read region that issued it (none: this node's own receipt log).
+struct Position {
+    ms: i64,
+    seq: u64,
+    region: Option<String>,
+}
+
+impl Position {
+    /// Reads the part of a `receipts_by_group` key after the group's prefix.
+    fn of_key(tail: &[u8]) -> Option<Position> {
+        let ms = i64::from_be_bytes(tail.get(..8)?.try_into().ok()?);
+        let seq = u64::from_be_bytes(tail.get(8..16)?.try_into().ok()?);
+        let region = match tail.get(16..) {
+            None | Some([]) => None,
+            Some([0, name @ ..]) => Some(String::from_utf8(name.to_vec()).ok()?),
+            Some(_) => return None,
+        };
+        Some(Position { ms, seq, region })
+    }
+
+    fn key(&self, group: &str) -> Vec<u8> {
+        match &self.region {
+            None => keys::receipt_by_group(group, self.ms, self.seq),
+            Some(region) => keys::region_receipt_by_group(group, self.ms, self.seq, region),
+        }
+    }
+
+    /// The cursor's text: `ms-seq`, or `ms-seq-region`.
+    fn text(&self) -> String {
+        match &self.region {
+            None => format!("{}-{}", self.ms, self.seq),
+            Some(region) => format!("{}-{}-{region}", self.ms, self.seq),
+        }
+    }
+
+    fn parse(text: &str) -> Option<Position> {
+        let mut parts = text.splitn(3, '-');
+        let ms = parts.next()?.parse().ok()?;
+        let seq = parts.next()?.parse().ok()?;
+        let region = parts.next().map(str::to_owned);
+        Some(Position { ms, seq, region })
+    }
+}
+
+/// The caller's group's receipts, oldest first, 100 a page: at home, those
+/// every region issued (a read region's once it shipped them, within a
+/// second or so); a read region forwards the route to home. `key_id` and
 /// `ai_company_uuid` narrow within the group; they never widen it.
 pub fn receipts(state: &Region, caller: &Caller, q: ReceiptsQuery) -> Result<Value> {
     let from = timestamp("from", q.from.as_deref())?.unwrap_or(UnixMs(0));
@@ -53,13 +100,11 @@ pub fn receipts(state: &Region, caller: &Caller, q: ReceiptsQuery) -> Result<Val
     let prefix = keys::prefix(&[group]);
     let mut start = keys::receipt_by_group(group, from.0, 0);
     if let Some(c) = q.cursor.as_deref() {
-        let position = cursor::decode(c).ok_or_else(|| invalid("cursor"))?;
-        let (ms, seq) = position
-            .split_once('-')
-            .and_then(|(ms, seq)| Some((ms.parse::<i64>().ok()?, seq.parse::<u64>().ok()?)))
-            .ok_or_else(|| invalid("cursor"))?;
+        let position = cursor::decode(c).and_then(|p| Position::parse(&p)).ok_or_else(|| invalid("cursor"))?;
         // Resume just past the last receipt of the previous page.
-        start = start.max(keys::receipt_by_group(group, ms, seq.saturating_add(1)));
+        let mut after = position.key(group);
+        after.push(0);
+        start = start.max(after);
     }
     let mut page = Vec::new();
     let mut scanned = 0;
@@ -73,16 +118,17 @@ pub fn receipts(state: &Region, caller: &Caller, q: ReceiptsQuery) -> Result<Val
         }
         for (k, ()) in &batch {
             scanned += 1;
-            let tail = &k[prefix.len()..];
-            let (Some(ms), Some(seq)) = (tail.get(..8), tail.get(8..16)) else { continue };
-            let ms = i64::from_be_bytes(ms.try_into().unwrap_or_default());
-            let seq = u64::from_be_bytes(seq.try_into().unwrap_or_default());
-            if to.is_some_and(|to| ms > to.0) {
+            let Some(position) = Position::of_key(&k[prefix.len()..]) else { continue };
+            if to.is_some_and(|to| position.ms > to.0) {
                 exhausted = true;
                 break 'scan;
             }
-            last_position = Some(format!("{ms}-{seq}"));
-            let Some(stored) = state.store.get::<StoredReceipt>(cf::RECEIPTS, &be(seq))? else { continue };
+            let stored: Option<StoredReceipt> = match &position.region {
+                None => state.store.get(cf::RECEIPTS, &be(position.seq))?,
+                Some(region) => state.store.get(cf::REGION_RECEIPTS, &keys::region_receipt(region, position.seq))?,
+            };
+            last_position = Some(position.text());
+            let Some(stored) = stored else { continue };
             let wanted = q.key_id.as_ref().is_none_or(|k| *k == stored.caller_key_id)
                 && q.ai_company_uuid.as_ref().is_none_or(|c| *c == stored.company_uuid);
             if wanted {
@@ -196,4 +242,29 @@ pub fn terms_version(state: &Region, version: &str) -> Result<Value> {
     let version: u64 = version.parse().map_err(|_| invalid("the Terms version is an integer"))?;
     let terms = state.registry.terms()?;
     terms.iter().find(|t| t.version == version).map(terms_json).ok_or_else(|| Error::new(Code::NotFound))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_names_a_receipt_of_this_node_or_of_a_region_and_reads_back() {
+        let group = "grp_1";
+        for (ms, seq, region) in [(5, 7, None), (5, 7, Some("eu-west")), (0, u64::MAX, Some("ap"))] {
+            let position = Position { ms, seq, region: region.map(str::to_owned) };
+            let read = Position::parse(&position.text()).unwrap();
+            assert_eq!((read.ms, read.seq, read.region.as_deref()), (ms, seq, region));
+            let key = position.key(group);
+            let tail = &key[keys::prefix(&[group]).len()..];
+            let back = Position::of_key(tail).unwrap();
+            assert_eq!((back.ms, back.seq, back.region.as_deref()), (ms, seq, region));
+        }
+        // A region's receipt of the same millisecond and number sorts after this node's.
+        let own = Position { ms: 5, seq: 7, region: None }.key(group);
+        let eu = Position { ms: 5, seq: 7, region: Some("eu".into()) }.key(group);
+        let next = Position { ms: 5, seq: 8, region: None }.key(group);
+        assert!(own < eu && eu < next);
+        assert!(Position::parse("5").is_none() && Position::parse("x-1").is_none());
+    }
 }
