@@ -2,6 +2,7 @@
 //! policies, companies, groups and blocks. Writes go through the publisher so
 //! they replicate.
 
+use svc_core::ids::RecordType;
 use svc_core::time::UnixMs;
 
 use crate::store::keys;
@@ -181,6 +182,23 @@ impl Registry {
 
     pub fn blocks(&self, business_uuid: &str, group_id: &str) -> StoreResult<bool> {
         self.store.contains(cf::BLOCKS, &keys::block(business_uuid, group_id))
+    }
+
+    /// The freshness each record type of a business is declared to keep.
+    pub fn freshness_expectations(
+        &self,
+        business_uuid: &str,
+    ) -> StoreResult<Vec<(RecordType, svc_core::freshness::FreshnessExpectation)>> {
+        let prefix = keys::prefix(&[business_uuid]);
+        let declared: Vec<(Vec<u8>, String)> =
+            self.store.scan(cf::FRESHNESS, &prefix, None, RecordType::COLLECTIONS.len())?;
+        Ok(declared
+            .into_iter()
+            .filter_map(|(k, json)| {
+                let name = std::str::from_utf8(&k[prefix.len()..]).ok()?;
+                Some((RecordType::from_name(name)?, serde_json::from_str(&json).ok()?))
+            })
+            .collect())
     }
 
     pub fn endpoints_suspension(&self, business_uuid: &str) -> StoreResult<Option<EndpointsSuspension>> {

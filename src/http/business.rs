@@ -11,7 +11,7 @@ use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Multipart, 
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use svc_core::ids::RecordType;
@@ -40,6 +40,8 @@ pub fn routes() -> Router<Region> {
         .route("/v1/seal-context", get(seal_context))
         .route("/v1/analytics/daily", get(daily))
         .route("/v1/analytics/who-is-asking", get(who_is_asking))
+        .route("/v1/freshness-expectations", get(freshness_expectations))
+        .route("/v1/freshness-expectations/{record_type}", put(declare_freshness).delete(clear_freshness))
         .route("/v1/bulk-uploads", post(create_upload))
         .route("/v1/bulk-imports", post(create_import))
         // The upload carries its own limit (256 MiB), enforced while streaming.
@@ -195,6 +197,18 @@ async fn daily(State(state): State<Region>, uri: Uri, caller: Business<Read>) ->
 
 async fn who_is_asking(State(state): State<Region>, uri: Uri, caller: Business<Read>) -> Response {
     query::<WhoQuery>(&uri).and_then(|q| publishing::who_is_asking(&state, &caller.0, q)).map(Json).into_response()
+}
+
+async fn freshness_expectations(State(state): State<Region>, caller: Business<Read>) -> Response {
+    publishing::freshness::list(&state, &caller.0).map(Json).into_response()
+}
+
+async fn declare_freshness(State(state): State<Region>, Path(kind): Path<String>, caller: Business<Push>) -> Response {
+    publishing::freshness::declare(&state, &caller.0, &kind, false).await.map(Json).into_response()
+}
+
+async fn clear_freshness(State(state): State<Region>, Path(kind): Path<String>, caller: Business<Push>) -> Response {
+    publishing::freshness::declare(&state, &caller.0, &kind, true).await.map(Json).into_response()
 }
 
 /// Step 1 of a bulk file: an upload address, valid one hour.

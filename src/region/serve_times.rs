@@ -1,5 +1,6 @@
-//! Each business's serve-time members (its AI policy bits, and whether its
-//! endpoints are suspended), kept between answers. Reading them means a scan
+//! Each business's serve-time members (its AI policy bits, whether its
+//! endpoints are suspended, the freshness it declared for each record
+//! type), kept between answers. Reading them means a scan
 //! of the business's policy versions and a parse of the one in force, for
 //! every business in every answer; they change only through the replication
 //! log, or when a sealed version's `live_from` comes.
@@ -8,6 +9,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use svc_core::ai_policy::AiPolicyBits;
+use svc_core::freshness::FreshnessExpectation;
+use svc_core::ids::RecordType;
 use svc_core::search::serve::ServeTime;
 use svc_core::time::UnixMs;
 
@@ -19,6 +22,8 @@ use crate::store::Store;
 #[derive(Clone, Copy)]
 struct Cached {
     at: ServeTime,
+    /// The declared freshness of each collection, in `COLLECTIONS` order.
+    freshness: [Option<FreshnessExpectation>; RecordType::COLLECTIONS.len()],
     /// When the version in force came into force (`None`: none ever did).
     from: Option<UnixMs>,
     /// When a later sealed version comes into force, if one will.
@@ -43,16 +48,28 @@ impl ServeTimes {
         Ok(crate::replication::last_seq(store)?)
     }
 
-    /// The serve-time members of a business's rows now, as of replicated
-    /// sequence `seq`: its AI policy bits, with `purchase` withheld while
-    /// its endpoints are suspended.
-    pub fn of(&self, registry: &Registry, seq: u64, business_uuid: &str, now: UnixMs) -> Result<ServeTime> {
+    /// The serve-time members of a business's rows of `record_type` now,
+    /// as of replicated sequence `seq`: its AI policy bits, with `purchase`
+    /// withheld while its endpoints are suspended, and the freshness it
+    /// declared for the type.
+    pub fn of(
+        &self,
+        registry: &Registry,
+        seq: u64,
+        business_uuid: &str,
+        record_type: RecordType,
+        now: UnixMs,
+    ) -> Result<ServeTime> {
+        let for_type = |entry: &Cached| {
+            let position = RecordType::COLLECTIONS.iter().position(|c| *c == record_type);
+            ServeTime { freshness: position.and_then(|i| entry.freshness[i]), ..entry.at }
+        };
         if let Ok(mut held) = self.held.lock() {
             if held.0 != seq {
                 *held = (seq, HashMap::new());
             }
             if let Some(entry) = held.1.get(business_uuid).filter(|h| h.holds_at(now)) {
-                return Ok(entry.at);
+                return Ok(for_type(entry));
             }
         }
         let entry = read(registry, business_uuid, now)?;
@@ -61,7 +78,7 @@ impl ServeTimes {
         {
             held.1.insert(business_uuid.to_owned(), entry);
         }
-        Ok(entry.at)
+        Ok(for_type(&entry))
     }
 }
 
@@ -74,5 +91,11 @@ fn read(registry: &Registry, business_uuid: &str, now: UnixMs) -> Result<Cached>
     };
     let endpoints_suspended = registry.endpoints_suspension(business_uuid)?.is_some();
     let at = ServeTime { bits, endpoints_suspended, sponsored: false, freshness: None };
-    Ok(Cached { at, from: in_force.map(|p| p.live_from), until })
+    let mut freshness = [None; RecordType::COLLECTIONS.len()];
+    for (record_type, expectation) in registry.freshness_expectations(business_uuid)? {
+        if let Some(i) = RecordType::COLLECTIONS.iter().position(|c| *c == record_type) {
+            freshness[i] = Some(expectation);
+        }
+    }
+    Ok(Cached { at, freshness, from: in_force.map(|p| p.live_from), until })
 }

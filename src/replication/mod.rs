@@ -39,6 +39,7 @@ pub const REPLICATED: &[&str] = &[
     cf::TLOG_INDEX,
     cf::TLOG_CHECKPOINTS,
     cf::PURGES,
+    cf::FRESHNESS,
 ];
 
 /// One write of an entry. A put's `value` is the stored value itself

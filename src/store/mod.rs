@@ -109,6 +109,9 @@ pub mod cf {
     /// Home: every read region's receipts as the region shipped them, so
     /// a group's receipts list whole at home even after a region is lost.
     pub const REGION_RECEIPTS: &str = "region_receipts";
+    /// How fresh each business expects its records of a type to be
+    /// (replicated; served on rows as `freshness_expectation`).
+    pub const FRESHNESS: &str = "freshness";
     /// Home: the log sequence of each record's last change (`live_in`).
     pub const RECORD_SEQS: &str = "record_seqs";
     /// Deleted records whose bytes every node purges (replicated): by the
@@ -165,6 +168,7 @@ pub mod cf {
         PURGES,
         REGION_RECEIPTS,
         RECORD_SEQS,
+        FRESHNESS,
     ];
 }
 

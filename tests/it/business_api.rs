@@ -615,3 +615,64 @@ async fn an_owner_releases_or_discards_a_held_push() {
     let head = home.state.registry.record_head(&svc_core::ids::product_id(&b.uuid, "SKU-0")).unwrap().unwrap();
     assert_eq!(head.live_generation, 1, "the original stays live");
 }
+
+/// The `freshness_expectation` of the first row a search of France's products serves.
+async fn served_freshness(home: &Home, caller: &Caller) -> serde_json::Value {
+    let every =
+        json!({"collection": "products", "filter": {"all": [{"country": "FR"}]}, "sort_by": "published_at:desc"});
+    let answer = home.search(caller, "/v1/search", every).await;
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    answer.body["rows"][0].get("freshness_expectation").cloned().unwrap_or(serde_json::Value::Null)
+}
+
+// rule: R2.4.8, R2.4.15, R2.4.18, R2.4.19, R2.4.22
+#[tokio::test(flavor = "multi_thread")]
+async fn a_declared_freshness_expectation_is_served_on_every_row_of_the_type() {
+    let home = Home::start().await;
+    let b = home.business("Lumio", products_scope(100)).await;
+    assert_eq!(home.publish(&b, &[product("Lumio", "SKU-1", "2.00")], "a").await.status, 200);
+    home.wait_indexed().await;
+    let caller = home.caller("Reader AI").await;
+    assert_eq!(served_freshness(&home, &caller).await, serde_json::Value::Null, "none declared, none served");
+
+    let declare = |body: serde_json::Value, kind: &'static str| {
+        let body = serde_json::to_vec(&body).unwrap();
+        let path = format!("/v1/freshness-expectations/{kind}");
+        let key = &b.key;
+        let home = &home;
+        async move { home.signed(key, "PUT", &path, &body, "svc-push", &[]).await }
+    };
+    let daily = declare(json!({"cadence": "daily"}), "products").await;
+    assert_eq!(daily.status, 200, "{:?}", daily.body);
+    assert_eq!(daily.body, json!({"record_type": "products", "freshness_expectation": {"cadence": "daily"}}));
+    home.wait_indexed().await;
+    assert_eq!(served_freshness(&home, &caller).await, json!({"cadence": "daily"}));
+
+    let every_six = declare(json!({"cadence": "interval", "interval_hours": 6}), "products").await;
+    assert_eq!(every_six.status, 200, "{:?}", every_six.body);
+    assert_eq!(served_freshness(&home, &caller).await, json!({"cadence": "interval", "interval_hours": 6}));
+    let listed = home.signed(&b.key, "GET", "/v1/freshness-expectations", b"", "svc-business-read", &[]).await;
+    assert_eq!(listed.body["freshness_expectations"].as_array().unwrap().len(), 1, "{:?}", listed.body);
+
+    // Refused plainly, and nothing changes.
+    for (body, kind, status, code) in [
+        (json!({"cadence": "interval", "interval_hours": 0}), "products", 400, "request_invalid"),
+        (json!({"cadence": "fortnightly"}), "products", 400, "request_invalid"),
+        (json!({"cadence": "daily", "extra": 1}), "products", 400, "request_invalid"),
+        (json!({"cadence": "daily"}), "ai_policy", 400, "request_invalid"),
+        (json!({"cadence": "daily"}), "events", 403, "out_of_scope"),
+    ] {
+        let refused = declare(body.clone(), kind).await;
+        assert_eq!(
+            (refused.status, refused.body["code"].as_str()),
+            (status, Some(code)),
+            "{body} {kind}: {:?}",
+            refused.body
+        );
+    }
+    assert_eq!(served_freshness(&home, &caller).await, json!({"cadence": "interval", "interval_hours": 6}));
+
+    let cleared = home.signed(&b.key, "DELETE", "/v1/freshness-expectations/products", b"", "svc-push", &[]).await;
+    assert_eq!(cleared.status, 200, "{:?}", cleared.body);
+    assert_eq!(served_freshness(&home, &caller).await, serde_json::Value::Null, "withdrawn, no longer served");
+}

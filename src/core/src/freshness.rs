@@ -37,6 +37,21 @@ impl FreshnessExpectation {
     }
 }
 
+impl FreshnessExpectation {
+    /// A declaration as a business sends it: exactly `cadence`, and
+    /// `interval_hours` with `interval` only (serde's tagged form lets
+    /// other members through unseen).
+    pub fn parse(bytes: &[u8]) -> Result<FreshnessExpectation, String> {
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        let members = value.as_object().ok_or("a declaration is a JSON object")?;
+        let interval = members.get("cadence").and_then(|c| c.as_str()) == Some("interval");
+        if let Some(name) = members.keys().find(|k| !(*k == "cadence" || interval && *k == "interval_hours")) {
+            return Err(format!("unknown member {name}"));
+        }
+        serde_json::from_value(value).map_err(|e| e.to_string())
+    }
+}
+
 /// Stale when now minus `published_at` exceeds the window; with no
 /// expectation a record is never stale.
 pub fn is_stale(published_at: UnixMs, now: UnixMs, expectation: Option<FreshnessExpectation>) -> bool {
@@ -64,6 +79,26 @@ mod tests {
         assert!(serde_json::from_value::<FreshnessExpectation>(json!({"cadence": "interval"})).is_err());
         let zero = json!({"cadence": "interval", "interval_hours": 0});
         assert!(serde_json::from_value::<FreshnessExpectation>(zero).is_err());
+    }
+
+    // rule: R2.4.19
+    #[test]
+    fn a_declaration_holds_exactly_its_members() {
+        let parse = |v: serde_json::Value| FreshnessExpectation::parse(&serde_json::to_vec(&v).unwrap());
+        assert_eq!(parse(json!({"cadence": "daily"})), Ok(FreshnessExpectation::Daily));
+        assert_eq!(
+            parse(json!({"cadence": "interval", "interval_hours": 6})),
+            Ok(FreshnessExpectation::Interval { interval_hours: six() })
+        );
+        for bad in [
+            json!({"cadence": "daily", "extra": 1}),
+            json!({"cadence": "daily", "interval_hours": 6}),
+            json!({"cadence": "interval", "interval_hours": 0}),
+            json!({"cadence": "fortnightly"}),
+            json!(["daily"]),
+        ] {
+            assert!(parse(bad.clone()).is_err(), "{bad}");
+        }
     }
 
     // rule: R2.4.21, R2.4.22

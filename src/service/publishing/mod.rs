@@ -5,6 +5,7 @@
 
 mod analytics;
 mod bulk;
+pub mod freshness;
 mod push;
 mod read;
 

@@ -32,7 +32,8 @@ pub async fn fetch(state: &Region, caller: &Caller, record_id: &str) -> Result<O
     let held = admit(state, caller, now).await?;
     let Some((head, version)) = served_version(state, caller, record_id)? else { return Ok(None) };
     let retrieval_id = svc_core::ids::retrieval_id(&random());
-    let at = state.serve_times.of(&state.registry, ServeTimes::seq(&state.store)?, &head.business_uuid, now)?;
+    let seq = ServeTimes::seq(&state.store)?;
+    let at = state.serve_times.of(&state.registry, seq, &head.business_uuid, head.record_type, now)?;
     let receipt = Receipt {
         retrieval_id: retrieval_id.clone(),
         served_at: now.to_rfc3339_millis(),

@@ -40,7 +40,7 @@ pub async fn search(state: &Region, caller: &Caller, typed: Option<RecordType>) 
         let at = match serve_times.get(ids.business_uuid.as_ref()) {
             Some(at) => *at,
             None => {
-                let at = state.serve_times.of(&state.registry, seq, &ids.business_uuid, now)?;
+                let at = state.serve_times.of(&state.registry, seq, &ids.business_uuid, query.collection, now)?;
                 serve_times.insert(ids.business_uuid.clone().into_owned(), at);
                 at
             }
