@@ -5,6 +5,7 @@
 //! protects readers, and a resolver outage must not reject honest records.
 
 use std::collections::{BTreeMap, HashSet};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use hickory_resolver::Resolver;
@@ -20,6 +21,32 @@ pub enum BlocklistError {
     Resolver(#[from] hickory_resolver::net::NetError),
 }
 
+/// A resolver asking one server over UDP, once, waiting `timeout_ms`: the
+/// blocklist's (which keeps answers for their TTL) and domain assurance's
+/// (which keeps none: each look is a fresh answer).
+pub fn resolver(
+    server: SocketAddr,
+    timeout_ms: u64,
+    cache: bool,
+) -> Result<Resolver<TokioRuntimeProvider>, BlocklistError> {
+    let mut config = NameServerConfig::udp(server.ip());
+    for connection in &mut config.connections {
+        connection.port = server.port();
+    }
+    let mut builder = Resolver::builder_with_config(
+        ResolverConfig::from_parts(None, vec![], vec![config]),
+        TokioRuntimeProvider::default(),
+    );
+    let opts = builder.options_mut();
+    opts.timeout = Duration::from_millis(timeout_ms);
+    opts.attempts = 1;
+    opts.ndots = 0;
+    if !cache {
+        opts.cache_size = 0;
+    }
+    Ok(builder.build()?)
+}
+
 pub struct Blocklist {
     resolver: Resolver<TokioRuntimeProvider>,
     zone: String,
@@ -27,19 +54,7 @@ pub struct Blocklist {
 
 impl Blocklist {
     pub fn new(config: &BlocklistConfig) -> Result<Blocklist, BlocklistError> {
-        let mut server = NameServerConfig::udp(config.resolver.ip());
-        for connection in &mut server.connections {
-            connection.port = config.resolver.port();
-        }
-        let mut builder = Resolver::builder_with_config(
-            ResolverConfig::from_parts(None, vec![], vec![server]),
-            TokioRuntimeProvider::default(),
-        );
-        let opts = builder.options_mut();
-        opts.timeout = Duration::from_millis(config.timeout_ms);
-        opts.attempts = 1;
-        opts.ndots = 0;
-        let resolver = builder.build()?;
+        let resolver = resolver(config.resolver, config.timeout_ms, true)?;
         Ok(Blocklist { resolver, zone: config.zone.trim_matches('.').to_owned() })
     }
 

@@ -77,6 +77,15 @@ pub struct NodeConfig {
     /// bulk files kept 7 days. Hourly; shorter for tests.
     #[serde(default = "default_retention_every_ms")]
     pub retention_every_ms: u64,
+    /// Domain assurance (`actors::domain_assurance`); none: every domain
+    /// stays `unchecked` and endpoints are never suspended by it.
+    #[serde(default)]
+    pub domain_assurance: Option<DomainAssuranceConfig>,
+    /// The operator's IP-to-AS table (`as_table`), for the `AS…` entries
+    /// of mandates' source allow-lists; without one such a mandate is
+    /// refused when it is sealed.
+    #[serde(default)]
+    pub ip_to_as_file: Option<std::path::PathBuf>,
     /// When a sandbox home republishes its corpus each night, `HH:MM` UTC
     /// (R1.41).
     #[serde(default = "default_sandbox_republish_at")]
@@ -332,6 +341,25 @@ pub struct BlocklistConfig {
     pub timeout_ms: u64,
 }
 
+/// Domain assurance of business files' endpoints: where to look up each
+/// domain's TXT record, how long to wait, how often to look again.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DomainAssuranceConfig {
+    /// The resolver to ask (for example 127.0.0.1:53).
+    pub resolver: SocketAddr,
+    /// How long to wait for an answer; none changes nothing by itself.
+    #[serde(default = "default_blocklist_timeout_ms")]
+    pub timeout_ms: u64,
+    /// How often every business file's domains are looked at again.
+    #[serde(default = "default_assurance_every_ms")]
+    pub every_ms: u64,
+}
+
+fn default_assurance_every_ms() -> u64 {
+    6 * 3_600_000
+}
+
 fn default_shards() -> usize {
     1
 }
@@ -370,6 +398,8 @@ impl NodeConfig {
             log_sequence_every_ms: default_log_sequence_every_ms(),
             retention_every_ms: default_retention_every_ms(),
             sandbox_republish_at: default_sandbox_republish_at(),
+            ip_to_as_file: None,
+            domain_assurance: None,
             replication: None,
             listener: ListenerLimits::default(),
             trusted_proxies: Vec::new(),

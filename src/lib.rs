@@ -11,6 +11,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod actors;
+pub mod as_table;
 pub mod blocklist;
 pub mod chaos;
 pub mod cli;

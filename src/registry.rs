@@ -201,6 +201,16 @@ impl Registry {
             .collect())
     }
 
+    /// What domain assurance last found of each domain of a business.
+    pub fn domains(
+        &self,
+        business_uuid: &str,
+    ) -> StoreResult<std::collections::BTreeMap<String, svc_core::assurance::DomainAssurance>> {
+        let kept: Vec<(Vec<u8>, svc_core::assurance::DomainAssurance)> =
+            self.store.scan(cf::DOMAINS, &keys::prefix(&[business_uuid]), None, 1_000)?;
+        Ok(kept.into_iter().map(|(_, d)| (d.domain.clone(), d)).collect())
+    }
+
     pub fn endpoints_suspension(&self, business_uuid: &str) -> StoreResult<Option<EndpointsSuspension>> {
         self.store.get(cf::ENDPOINTS, business_uuid.as_bytes())
     }

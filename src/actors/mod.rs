@@ -3,6 +3,7 @@
 
 pub mod analytics;
 pub mod billing;
+pub mod domain_assurance;
 pub mod error;
 pub mod index_shard;
 pub mod indexer;

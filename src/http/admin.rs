@@ -38,6 +38,7 @@ pub fn routes() -> Router<Region> {
         .route("/admin/blocks", post(set_block))
         .route("/admin/allowances", post(set_allowance))
         .route("/admin/endpoints", post(set_endpoints))
+        .route("/admin/domain-assurance/check", post(check_domains))
         .route("/admin/pushes/{push_id}/release", post(release_push))
         .route("/admin/terms", post(publish_terms))
         .route("/admin/sandbox/republish", post(republish_sandbox))
@@ -195,6 +196,10 @@ async fn release_push(
     Json(req): Json<PushRelease>,
 ) -> Response {
     done(operator::release_push(&state, push_id, req).await)
+}
+
+async fn check_domains(State(state): State<Region>, _: Operator) -> Response {
+    done(operator::check_domains(&state).await)
 }
 
 async fn set_endpoints(State(state): State<Region>, _: Operator, Json(req): Json<EndpointsChange>) -> Response {

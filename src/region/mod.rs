@@ -49,6 +49,8 @@ pub struct Region {
     pub jwk_keys: Arc<crate::service::auth::JwkKeys>,
     pub signed_statements: Arc<crate::service::auth::SignedStatements>,
     pub blocklist: Option<Arc<Blocklist>>,
+    /// The operator's IP-to-AS table, when one is configured.
+    pub as_table: Option<Arc<crate::as_table::AsTable>>,
     /// Where bulk files are kept.
     pub uploads: std::path::PathBuf,
     /// The search index's readers, shared by every search.
@@ -80,6 +82,8 @@ pub struct HomeActors {
     pub publisher: Mailbox<PublisherMsg>,
     pub push_worker: Mailbox<PushWorkerMsg>,
     pub transparency_log: Mailbox<crate::actors::transparency_log::TransparencyLogMsg>,
+    /// Present when `domain_assurance` is configured.
+    pub domain_assurance: Option<Mailbox<crate::actors::domain_assurance::DomainAssuranceMsg>>,
 }
 
 /// A read region's replication: its puller, its progress, and home.
@@ -125,6 +129,9 @@ impl Region {
             let _ = shard.actor().stop_and_wait(None, wait).await;
         }
         if let Some(home) = &self.home {
+            if let Some(assurance) = &home.domain_assurance {
+                let _ = assurance.actor().stop_and_wait(None, wait).await;
+            }
             let _ = home.transparency_log.actor().stop_and_wait(None, wait).await;
             let _ = home.publisher.actor().stop_and_wait(None, wait).await;
         }

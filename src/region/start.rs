@@ -9,6 +9,7 @@ use ractor::{Actor, ActorRef};
 
 use crate::actors::analytics::{Analytics, AnalyticsArgs, AnalyticsMsg};
 use crate::actors::billing::{Billing, BillingArgs, BillingMsg, BillingRole};
+use crate::actors::domain_assurance::{DomainAssuranceActor, DomainAssuranceArgs, DomainAssuranceMsg};
 use crate::actors::index_shard::IndexShard;
 use crate::actors::indexer::{Indexer, IndexerArgs, IndexerMsg};
 use crate::actors::mailbox::Mailbox;
@@ -54,6 +55,8 @@ pub enum StartError {
     #[error(transparent)]
     Blocklist(#[from] crate::blocklist::BlocklistError),
     #[error(transparent)]
+    AsTable(#[from] crate::as_table::AsTableError),
+    #[error(transparent)]
     Index(#[from] crate::search::SearchError),
     #[error(transparent)]
     HomeUrl(#[from] crate::client::ClientError),
@@ -98,6 +101,10 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     std::fs::create_dir_all(&uploads).map_err(io(&uploads))?;
     let blocklist = match &config.url_blocklist {
         Some(b) => Some(Arc::new(Blocklist::new(b)?)),
+        None => None,
+    };
+    let as_table = match &config.ip_to_as_file {
+        Some(path) => Some(Arc::new(crate::as_table::AsTable::load(path)?)),
         None => None,
     };
     let failures = Failures::default();
@@ -233,6 +240,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         replica,
         nonces,
         blocklist,
+        as_table,
         uploads,
         index: Arc::new(index),
         indexer,
@@ -290,7 +298,22 @@ async fn start_home(
             .tick(Duration::from_secs(1), || TransparencyLogMsg::Tick),
     )
     .await?;
-    Ok(HomeActors { publisher, push_worker, transparency_log })
+    let domain_assurance = match &config.domain_assurance {
+        Some(settings) => {
+            let resolver = Arc::new(crate::blocklist::resolver(settings.resolver, settings.timeout_ms, false)?);
+            let args = DomainAssuranceArgs {
+                store: store.clone(),
+                clock: clock.clone(),
+                publisher: publisher.clone(),
+                resolver,
+            };
+            let spec = Spec::new("domain_assurance", DomainAssuranceActor, move || Ok(args.clone()))
+                .tick(Duration::from_millis(settings.every_ms.max(1)), || DomainAssuranceMsg::Tick);
+            Some(supervise(sup, spec).await?)
+        }
+        None => None,
+    };
+    Ok(HomeActors { publisher, push_worker, transparency_log, domain_assurance })
 }
 
 /// A read region's link to home over HTTP/2: the replicator pulling the

@@ -40,6 +40,7 @@ pub const REPLICATED: &[&str] = &[
     cf::TLOG_CHECKPOINTS,
     cf::PURGES,
     cf::FRESHNESS,
+    cf::DOMAINS,
 ];
 
 /// One write of an entry. A put's `value` is the stored value itself

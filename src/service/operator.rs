@@ -478,6 +478,12 @@ pub async fn register_mandate(state: &Region, req: MandateRegistration) -> Resul
     let (Some(valid_from), Some(valid_until)) = (mandate.valid_from_ms(), mandate.valid_until_ms()) else {
         return Err(invalid("mandate validity"));
     };
+    if state.as_table.is_none() && svc_core::publish::mandate::names_asn(&mandate.scope.source_ip_allow_list) {
+        return Err(invalid(
+            "the source allow-list names an autonomous system (AS…), and this service has no IP-to-AS table to \
+             match it (ip_to_as_file): list addresses or CIDR blocks instead",
+        ));
+    }
     let record = MandateRecord {
         mandate_id: mandate.mandate_id.clone(),
         business_uuid: mandate.business_uuid.clone(),
@@ -896,6 +902,21 @@ pub struct EndpointsChange {
     suspended: bool,
     #[serde(default)]
     reason: String,
+}
+
+/// Runs a domain assurance pass now (the schedule runs them every
+/// `domain_assurance.every_ms`) and answers what it found.
+pub async fn check_domains(state: &Region) -> Result<Done> {
+    let actor = state.home()?.domain_assurance.as_ref().ok_or_else(|| {
+        Error::detail(Code::NotImplemented, "domain assurance is not configured on this node ([domain_assurance])")
+    })?;
+    let pass = actor.call(crate::actors::domain_assurance::DomainAssuranceMsg::CheckNow).await??;
+    Ok(Done::Ok(json!({
+        "businesses": pass.businesses,
+        "domains": {"confirmed": pass.confirmed, "refused": pass.refused, "expired": pass.expired,
+                    "unchecked": pass.unchecked},
+        "endpoints_suspended": pass.suspended,
+    })))
 }
 
 /// Suspends (domain assurance lost) or restores a business's authorised

@@ -56,6 +56,7 @@
 //! | `receipt_places` | leaf hash (folds of an older build; read only) | `ReceiptPlace` |
 //! | `receipt_parts` | be(first seq) | `Vec<Hash>` |
 //! | `freshness` | business uuid ‖ record type ([`freshness`]) | the `FreshnessExpectation`'s JSON (replicated) |
+//! | `domains` | business uuid ‖ domain ([`domain`]) | `assurance::DomainAssurance` (replicated) |
 //! | `record_seqs` | record id | `u64`, the seq of the entry that last wrote its head (home) |
 //! | `region_receipts` | region ‖ be(seq) ([`region_receipt`]) | `StoredReceipt` (home) |
 //! | `purges` | be(seq of the delete's entry) ‖ record id ([`purge`]) | `Purge` (replicated) |
@@ -201,6 +202,11 @@ pub fn push_leaf(push_id: &str, leaf: u64) -> Vec<u8> {
 /// range (`~` sorts after `bat_`), so scans of a push's leaves never meet it.
 pub fn push_leaf_hashes(push_id: &str) -> Vec<u8> {
     key(&[b"~leaf_hashes", push_id.as_bytes()])
+}
+
+/// `domains`: business uuid ‖ domain.
+pub fn domain(business_uuid: &str, domain: &str) -> Vec<u8> {
+    key(&[business_uuid.as_bytes(), domain.as_bytes()])
 }
 
 /// `freshness`: business uuid ‖ record type name.

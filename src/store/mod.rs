@@ -109,6 +109,9 @@ pub mod cf {
     /// Home: every read region's receipts as the region shipped them, so
     /// a group's receipts list whole at home even after a region is lost.
     pub const REGION_RECEIPTS: &str = "region_receipts";
+    /// What domain assurance found of each domain a business file lists
+    /// (replicated; the verify page's `endpoints.domains`).
+    pub const DOMAINS: &str = "domains";
     /// How fresh each business expects its records of a type to be
     /// (replicated; served on rows as `freshness_expectation`).
     pub const FRESHNESS: &str = "freshness";
@@ -169,6 +172,7 @@ pub mod cf {
         REGION_RECEIPTS,
         RECORD_SEQS,
         FRESHNESS,
+        DOMAINS,
     ];
 }
 

@@ -676,3 +676,43 @@ async fn a_declared_freshness_expectation_is_served_on_every_row_of_the_type() {
     assert_eq!(cleared.status, 200, "{:?}", cleared.body);
     assert_eq!(served_freshness(&home, &caller).await, serde_json::Value::Null, "withdrawn, no longer served");
 }
+
+// rule: P4.1.57, P7.6
+#[tokio::test(flavor = "multi_thread")]
+async fn an_as_entry_is_matched_from_the_operators_table_and_refused_without_one() {
+    // Without a table an AS entry cannot be matched: the mandate is refused when sealed.
+    let plain = Home::start().await;
+    let b = plain.business("Lumio", products_scope(1000)).await;
+    let mut scope = products_scope(1000);
+    scope["source_ip_allow_list"] = json!(["AS64500"]);
+    let refused = plain.seal_mandate(&b, scope.clone(), "m-2").await;
+    assert_eq!((refused.status, refused.body["code"].as_str()), (400, Some("request_invalid")), "{:?}", refused.body);
+    assert!(refused.body["detail"].as_str().unwrap().contains("IP-to-AS table"), "{:?}", refused.body);
+
+    // With one, the request's address (127.0.0.1 here) is in AS64500.
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("ip-to-as.txt");
+    std::fs::write(&table, "# test table\n127.0.0.0/8 AS64500\n10.0.0.0/8 AS64501\n").unwrap();
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |c| c.ip_to_as_file = Some(table.clone())).await;
+    let inside = home.business("Lumio", scope).await;
+    let answer = home.publish(&inside, &[product("Lumio", "SKU-1", "2.00")], "a").await;
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    let mut other = products_scope(1000);
+    other["source_ip_allow_list"] = json!(["AS64501"]);
+    let outside = home.business("Brisa", other).await;
+    let answer = home.publish(&outside, &[product("Brisa", "SKU-1", "2.00")], "a").await;
+    assert_eq!((answer.status, answer.body["code"].as_str()), (403, Some("source_not_allowed")));
+
+    // A table that does not read stops the start, naming the line.
+    std::fs::write(&table, "127.0.0.0/8 AS64500\n127.0.0.0 nonsense\n").unwrap();
+    let start_dir = tempfile::tempdir().unwrap();
+    let mut config = svc::config::NodeConfig::local_home(
+        start_dir.path().to_path_buf(),
+        "127.0.0.1:0".parse().unwrap(),
+        "127.0.0.1:0".parse().unwrap(),
+    );
+    config.ip_to_as_file = Some(table);
+    let clock = std::sync::Arc::new(svc::clock::SystemClock);
+    let Err(failed) = svc::region::start(config, clock).await else { panic!("a bad table must stop the start") };
+    assert!(failed.to_string().contains("line 2"), "{failed}");
+}

@@ -13,6 +13,7 @@ mod chaos;
 mod client;
 mod core_is_pure;
 mod deletion;
+mod domain_assurance;
 mod fuzzing;
 mod hardening;
 mod kill;

@@ -7,6 +7,7 @@
 
 pub mod ai_policy;
 pub mod analytics;
+pub mod assurance;
 pub mod b64;
 pub mod canonical;
 pub mod custody;

@@ -5,6 +5,7 @@
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+use svc_core::assurance::DomainAssurance;
 use svc_core::dsse::payload_type;
 use svc_core::problem::Code;
 use svc_core::seal::ServedSeal;
@@ -150,7 +151,21 @@ pub fn page(state: &Region, record_id: &str, q: PageQuery) -> Result<Option<Valu
     });
     if head.record_type == svc_core::ids::RecordType::BusinessFiles && status == "current" {
         let suspended = state.registry.endpoints_suspension(&business.uuid)?.is_some();
-        document["endpoints"] = json!({"status": if suspended { "suspended" } else { "live" }, "domains": []});
+        // Each domain the file lists, as domain assurance last found it.
+        let kept = state.registry.domains(&business.uuid)?;
+        let domains: Vec<Value> = svc_core::records::endpoint_domains(&version.bytes)
+            .into_iter()
+            .map(|domain| {
+                let found = kept.get(&domain).cloned().unwrap_or_else(|| DomainAssurance::unchecked(&domain));
+                json!({
+                    "domain": domain,
+                    "state": found.state.as_str(),
+                    "last_confirmed_at": found.last_confirmed_at.map(UnixMs::to_rfc3339_secs),
+                    "expires_on": found.expires_on.map(svc_core::analytics::date_of),
+                })
+            })
+            .collect();
+        document["endpoints"] = json!({"status": if suspended { "suspended" } else { "live" }, "domains": domains});
     }
     let signed = svc_core::canonical::to_signed_bytes(&document).map_err(Error::internal)?;
     document["statement"] = json!(state.keys.statement_key().sign(&payload_type("verify-page.v1"), &signed));

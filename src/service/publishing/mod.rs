@@ -187,7 +187,10 @@ pub(crate) fn writing_mandate(
         .live_mandate(&key.key_id, record_type.name(), now)?
         .ok_or_else(|| Error::detail(Code::OutOfScope, "the key has no live mandate for this record type"))?;
     let source_ok = match caller.remote_ip {
-        Some(ip) => svc_core::publish::mandate::allow_list_permits(&mandate.source_ip_allow_list, ip, None),
+        Some(ip) => {
+            let asn = state.as_table.as_ref().and_then(|table| table.asn(ip));
+            svc_core::publish::mandate::allow_list_permits(&mandate.source_ip_allow_list, ip, asn)
+        }
         None => mandate.source_ip_allow_list.is_none(),
     };
     if !source_ok {

@@ -236,6 +236,14 @@ impl Home {
     }
 
     pub async fn mandate(&self, business: &Business, scope: Value, mandate_id: &str) -> Answer {
+        let answer = self.seal_mandate(business, scope, mandate_id).await;
+        assert_eq!(answer.status, 201, "{:?}", answer.body);
+        answer
+    }
+
+    /// A mandate sealed by the business's passkey, sent to the operator's
+    /// route; answers whatever it answered.
+    pub async fn seal_mandate(&self, business: &Business, scope: Value, mandate_id: &str) -> Answer {
         let now = self.clock.now();
         let payload = json!({
             "v": 1,
@@ -257,9 +265,7 @@ impl Home {
             1,
         )
         .unwrap();
-        let answer = self.admin("POST", "/admin/mandates", json!({"envelope": envelope})).await;
-        assert_eq!(answer.status, 201, "{:?}", answer.body);
-        answer
+        self.admin("POST", "/admin/mandates", json!({"envelope": envelope})).await
     }
 
     /// A batch seal over `records`, made now.

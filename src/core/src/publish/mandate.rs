@@ -318,6 +318,12 @@ impl AllowEntry {
     }
 }
 
+/// Whether a source allow-list names an autonomous system (`AS…`), which
+/// only an IP-to-AS table can match.
+pub fn names_asn(list: &Option<Vec<String>>) -> bool {
+    list.iter().flatten().any(|e| matches!(parse_allow_entry(e), Some(AllowEntry::Asn(_))))
+}
+
 /// Whether a source allow-list lets a request from `ip` (in `asn`) through.
 /// `None` (null) allows everyone; an entry that does not parse allows no one.
 pub fn allow_list_permits(list: &Option<Vec<String>>, ip: IpAddr, asn: Option<u32>) -> bool {

@@ -67,6 +67,14 @@ pub(super) fn declared_brands(map: &Map<String, Value>) -> Vec<String> {
         .collect()
 }
 
+/// The `endpoints.domains` of a business file's bytes (none when it has no
+/// endpoints or does not read), at most [`super::MAX_DOMAINS`].
+pub fn endpoint_domains(bytes: &[u8]) -> Vec<String> {
+    let Ok(value) = serde_json::from_slice::<Value>(bytes) else { return Vec::new() };
+    let domains = value.pointer("/endpoints/domains").and_then(Value::as_array).cloned().unwrap_or_default();
+    domains.iter().filter_map(Value::as_str).take(super::MAX_DOMAINS).map(str::to_owned).collect()
+}
+
 /// Every endpoint address must be on one of `endpoints.domains`, or a
 /// subdomain of one: an address off the assured domains could not be suspended
 /// with them.

@@ -54,7 +54,7 @@ use crate::canonical::escape_pointer_token;
 use crate::digest::sha256_prefixed;
 use crate::ids::RecordType;
 
-pub use business_files::ENDPOINT_URLS;
+pub use business_files::{ENDPOINT_URLS, endpoint_domains};
 pub use form::{is_forbidden_char, is_gtin, is_hostname, is_language, is_money, is_slug, is_timezone, money_units};
 pub use jobs::{SALARY_FIELDS, SALARY_REQUIRED};
 
