@@ -3,7 +3,7 @@
 //! before the body is read. Each route calls one operation of
 //! `service::operator`.
 
-use axum::extract::{FromRequestParts, Path, State};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
@@ -16,6 +16,22 @@ use crate::region::Region;
 use crate::service::auth::token_matches;
 use crate::service::operator::{self, *};
 use crate::service::{Error, Result};
+
+/// An operator's JSON body; one that does not read (not JSON, a member
+/// missing, unknown or of the wrong type) is a `400 request_invalid`
+/// problem saying why, like every other bad input.
+pub struct JsonBody<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned> FromRequest<Region> for JsonBody<T> {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, state: &Region) -> Result<Self> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(value)) => Ok(JsonBody(value)),
+            Err(rejection) => Err(Error::detail(Code::RequestInvalid, rejection.body_text())),
+        }
+    }
+}
 
 pub fn routes() -> Router<Region> {
     Router::new()
@@ -85,7 +101,7 @@ async fn rotate_receipt_key(State(state): State<Region>, _: Operator) -> Respons
     done(operator::rotate_receipt_key(&state).await)
 }
 
-async fn create_business(State(state): State<Region>, _: Operator, Json(req): Json<NewBusiness>) -> Response {
+async fn create_business(State(state): State<Region>, _: Operator, JsonBody(req): JsonBody<NewBusiness>) -> Response {
     done(operator::create_business(&state, req).await)
 }
 
@@ -97,7 +113,7 @@ async fn change_certificate_status(
     State(state): State<Region>,
     _: Operator,
     Path(uuid): Path<String>,
-    Json(req): Json<StatusChange>,
+    JsonBody(req): JsonBody<StatusChange>,
 ) -> Response {
     done(operator::change_certificate_status(&state, uuid, req).await)
 }
@@ -106,7 +122,7 @@ async fn register_business_key(
     State(state): State<Region>,
     _: Operator,
     Path(uuid): Path<String>,
-    Json(req): Json<NewBusinessKey>,
+    JsonBody(req): JsonBody<NewBusinessKey>,
 ) -> Response {
     done(operator::register_business_key(&state, uuid, req).await)
 }
@@ -115,7 +131,7 @@ async fn restate_custody(
     State(state): State<Region>,
     _: Operator,
     Path(key_id): Path<String>,
-    Json(req): Json<CustodyChange>,
+    JsonBody(req): JsonBody<CustodyChange>,
 ) -> Response {
     done(operator::restate_custody(&state, key_id, req).await)
 }
@@ -124,12 +140,16 @@ async fn revoke_business_key(
     State(state): State<Region>,
     _: Operator,
     Path(key_id): Path<String>,
-    Json(req): Json<Revocation>,
+    JsonBody(req): JsonBody<Revocation>,
 ) -> Response {
     done(operator::revoke_business_key(&state, key_id, req).await)
 }
 
-async fn register_mandate(State(state): State<Region>, _: Operator, Json(req): Json<MandateRegistration>) -> Response {
+async fn register_mandate(
+    State(state): State<Region>,
+    _: Operator,
+    JsonBody(req): JsonBody<MandateRegistration>,
+) -> Response {
     done(operator::register_mandate(&state, req).await)
 }
 
@@ -145,7 +165,7 @@ async fn seal_ai_policy(
     State(state): State<Region>,
     _: Operator,
     Path(uuid): Path<String>,
-    Json(req): Json<AiPolicySeal>,
+    JsonBody(req): JsonBody<AiPolicySeal>,
 ) -> Response {
     done(operator::seal_ai_policy(&state, uuid, req).await)
 }
@@ -154,12 +174,12 @@ async fn save_sealed_record(
     State(state): State<Region>,
     _: Operator,
     Path(uuid): Path<String>,
-    Json(req): Json<SealedRecord>,
+    JsonBody(req): JsonBody<SealedRecord>,
 ) -> Response {
     done(operator::save_sealed_record(&state, uuid, req).await)
 }
 
-async fn create_company(State(state): State<Region>, _: Operator, Json(req): Json<NewCompany>) -> Response {
+async fn create_company(State(state): State<Region>, _: Operator, JsonBody(req): JsonBody<NewCompany>) -> Response {
     done(operator::create_company(&state, req).await)
 }
 
@@ -167,7 +187,7 @@ async fn create_group(
     State(state): State<Region>,
     _: Operator,
     Path(uuid): Path<String>,
-    Json(req): Json<NewGroup>,
+    JsonBody(req): JsonBody<NewGroup>,
 ) -> Response {
     done(operator::create_group(&state, uuid, req).await)
 }
@@ -176,7 +196,7 @@ async fn register_retrieval_key(
     State(state): State<Region>,
     _: Operator,
     Path(group_id): Path<String>,
-    Json(req): Json<NewRetrievalKey>,
+    JsonBody(req): JsonBody<NewRetrievalKey>,
 ) -> Response {
     done(operator::register_retrieval_key(&state, group_id, req).await)
 }
@@ -185,7 +205,7 @@ async fn revoke_retrieval_key(State(state): State<Region>, _: Operator, Path(key
     done(operator::revoke_retrieval_key(&state, key_id).await)
 }
 
-async fn set_block(State(state): State<Region>, _: Operator, Json(req): Json<BlockChange>) -> Response {
+async fn set_block(State(state): State<Region>, _: Operator, JsonBody(req): JsonBody<BlockChange>) -> Response {
     done(operator::set_block(&state, req).await)
 }
 
@@ -193,7 +213,7 @@ async fn release_push(
     State(state): State<Region>,
     _: Operator,
     Path(push_id): Path<String>,
-    Json(req): Json<PushRelease>,
+    JsonBody(req): JsonBody<PushRelease>,
 ) -> Response {
     done(operator::release_push(&state, push_id, req).await)
 }
@@ -202,23 +222,23 @@ async fn check_domains(State(state): State<Region>, _: Operator) -> Response {
     done(operator::check_domains(&state).await)
 }
 
-async fn set_endpoints(State(state): State<Region>, _: Operator, Json(req): Json<EndpointsChange>) -> Response {
+async fn set_endpoints(State(state): State<Region>, _: Operator, JsonBody(req): JsonBody<EndpointsChange>) -> Response {
     done(operator::set_endpoints(&state, req).await)
 }
 
-async fn set_allowance(State(state): State<Region>, _: Operator, Json(req): Json<AllowanceChange>) -> Response {
+async fn set_allowance(State(state): State<Region>, _: Operator, JsonBody(req): JsonBody<AllowanceChange>) -> Response {
     done(operator::set_allowance(&state, req).await)
 }
 
-async fn publish_terms(State(state): State<Region>, _: Operator, Json(req): Json<NewTerms>) -> Response {
+async fn publish_terms(State(state): State<Region>, _: Operator, JsonBody(req): JsonBody<NewTerms>) -> Response {
     done(operator::publish_terms(&state, req).await)
 }
 
-async fn arm_crash(State(state): State<Region>, _: Operator, Json(req): Json<CrashArm>) -> Response {
+async fn arm_crash(State(state): State<Region>, _: Operator, JsonBody(req): JsonBody<CrashArm>) -> Response {
     done(operator::arm_crash(&state, req))
 }
 
-async fn skew_clock(State(state): State<Region>, _: Operator, Json(req): Json<ClockSkew>) -> Response {
+async fn skew_clock(State(state): State<Region>, _: Operator, JsonBody(req): JsonBody<ClockSkew>) -> Response {
     done(operator::skew_clock(&state, req))
 }
 
@@ -230,12 +250,16 @@ async fn end_service_key(
     State(state): State<Region>,
     _: Operator,
     Path(kid): Path<String>,
-    Json(req): Json<ServiceKeyEnd>,
+    JsonBody(req): JsonBody<ServiceKeyEnd>,
 ) -> Response {
     done(operator::end_service_key(&state, kid, req).await)
 }
 
-async fn rotate_service_key(State(state): State<Region>, _: Operator, Json(req): Json<ServiceKeyRotation>) -> Response {
+async fn rotate_service_key(
+    State(state): State<Region>,
+    _: Operator,
+    JsonBody(req): JsonBody<ServiceKeyRotation>,
+) -> Response {
     done(operator::rotate_service_key(&state, req).await)
 }
 
