@@ -159,6 +159,17 @@ impl Registry {
         self.store.get(cf::GROUPS, group_id.as_bytes())
     }
 
+    /// Every retrieval key registered, revoked ones included.
+    pub fn retrieval_keys(&self) -> StoreResult<Vec<RetrievalKey>> {
+        Ok(self.store.scan(cf::RETRIEVAL_KEYS, &[], None, usize::MAX)?.into_iter().map(|(_, k)| k).collect())
+    }
+
+    /// The AI companies that opted in to the key directory, by uuid.
+    pub fn directory_listings(&self) -> StoreResult<Vec<(String, DirectoryListing)>> {
+        let listed: Vec<(Vec<u8>, DirectoryListing)> = self.store.scan(cf::DIRECTORY, &[], None, usize::MAX)?;
+        Ok(listed.into_iter().map(|(k, l)| (String::from_utf8_lossy(&k).into_owned(), l)).collect())
+    }
+
     pub fn retrieval_key(&self, key_id: &str) -> StoreResult<Option<RetrievalKey>> {
         self.store.get(cf::RETRIEVAL_KEYS, key_id.as_bytes())
     }

@@ -80,6 +80,14 @@ pub enum PublisherMsg {
         now: UnixMs,
         reply: RpcReplyPort<Result<Option<u64>, ActorError>>,
     },
+    /// Signs the key directory again if what it lists changed; answers
+    /// whether it did.
+    RenewKeyDirectory {
+        environment: crate::store::model::Environment,
+        verify_base: String,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<bool, ActorError>>,
+    },
     /// Registers home's own keys in the key set, the first time.
     FoundKeySet {
         valid_from: UnixMs,
@@ -181,6 +189,10 @@ impl Actor for Publisher {
             }
             PublisherMsg::Apply { change, now, reply } => {
                 let _ = reply.send(engine.apply(change, now).map_err(ActorError::from));
+            }
+            PublisherMsg::RenewKeyDirectory { environment, verify_base, now, reply } => {
+                let result = tokio::task::block_in_place(|| engine.renew_key_directory(environment, &verify_base, now));
+                let _ = reply.send(result.map_err(ActorError::from));
             }
             PublisherMsg::FoundKeySet { valid_from, now, reply } => {
                 let result = tokio::task::block_in_place(|| engine.found_key_set(valid_from, now));

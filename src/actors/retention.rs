@@ -2,7 +2,9 @@
 //! deleted record's bytes from each copy it has (the log entries written
 //! before the delete, home's push results, the store's files, the index's
 //! files) once its index has dropped the record; home also deletes bulk
-//! files 7 days after their upload address was made.
+//! files 7 days after their upload address was made, and signs the key
+//! directory again when a certificate status issued for later has taken
+//! effect.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -47,6 +49,8 @@ pub struct RetentionSnapshot {
 pub struct AtHome {
     pub publisher: Mailbox<PublisherMsg>,
     pub uploads: PathBuf,
+    pub environment: crate::store::model::Environment,
+    pub verify_base: String,
 }
 
 #[derive(Clone)]
@@ -209,6 +213,17 @@ impl Actor for Retention {
                 }
                 if let Err(e) = state.expire_uploads().await {
                     tracing::warn!(error = %e, "bulk file expiry failed");
+                }
+                if let Some(home) = &state.args.home {
+                    let (environment, verify_base, now) =
+                        (home.environment, home.verify_base.clone(), state.args.clock.now());
+                    let renewed = home
+                        .publisher
+                        .call(|reply| PublisherMsg::RenewKeyDirectory { environment, verify_base, now, reply })
+                        .await;
+                    if let Err(e) = renewed.map_err(ActorError::from).and_then(|r| r) {
+                        tracing::warn!(error = %e, "key directory renewal failed");
+                    }
                 }
             }
             RetentionMsg::Observe(reply) => {

@@ -98,6 +98,12 @@ pub enum ClientCommand {
         #[arg(long)]
         version: Option<u64>,
     },
+    /// Fetches the key directory (AI companies' retrieval keys) and checks
+    /// its statement offline under the pinned anchors.
+    KeyDirectory {
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Fetches the key set; saves it and its root anchors when asked.
     Keys {
         #[arg(long)]
@@ -208,6 +214,21 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
         ClientCommand::Terms { version } => {
             let path = version.map_or_else(|| "/v1/terms".to_owned(), |v| format!("/v1/terms/{v}"));
             print_body(&client.call("GET", &path, Vec::new()).await?)?;
+        }
+        ClientCommand::KeyDirectory { out } => {
+            let answer = client.public_get(crate::key_set::directory::PATH).await?;
+            print_body(&answer)?;
+            if let Some(path) = out {
+                std::fs::write(path, &answer.bytes).map_err(|source| CliError::Io { path: path.clone(), source })?;
+            }
+            let keys = key_set(&args, &client).await?;
+            let companies = offline::key_directory(&answer.json(), &keys).map_err(CliError::Offline)?;
+            let listed: usize = companies.iter().map(|c| c.keys.len()).sum();
+            eprintln!(
+                "checked offline: the key directory lists {} companies and {listed} keys, each id its key's \
+                 thumbprint, signed by the statement key (P-256 and ML-DSA-65)",
+                companies.len()
+            );
         }
         ClientCommand::Keys { out, anchors_out } => {
             let answer = client.key_set().await?;

@@ -99,7 +99,6 @@ pub enum Command {
 /// What `svc up` does not run yet.
 pub const NOT_YET: &[&str] = &[
     "svc client publish (business systems sign publish requests with svc::client)",
-    "the key directory (not shown in the spec)",
     "ads (pool, render and click answer 501)",
 ];
 

@@ -49,6 +49,8 @@ pub fn routes() -> Router<Region> {
         .route("/admin/mandates/{key_id}/{mandate_id}/revoke", post(revoke_mandate))
         .route("/admin/companies", post(create_company))
         .route("/admin/companies/{uuid}/groups", post(create_group))
+        .route("/admin/companies/{uuid}/certificate-status", post(change_certificate_status))
+        .route("/admin/companies/{uuid}/directory", post(set_directory_listing))
         .route("/admin/groups/{group_id}/retrieval-keys", post(register_retrieval_key))
         .route("/admin/retrieval-keys/{key_id}/revoke", post(revoke_retrieval_key))
         .route("/admin/blocks", post(set_block))
@@ -181,6 +183,15 @@ async fn save_sealed_record(
 
 async fn create_company(State(state): State<Region>, _: Operator, JsonBody(req): JsonBody<NewCompany>) -> Response {
     done(operator::create_company(&state, req).await)
+}
+
+async fn set_directory_listing(
+    State(state): State<Region>,
+    _: Operator,
+    Path(uuid): Path<String>,
+    JsonBody(req): JsonBody<DirectoryChange>,
+) -> Response {
+    done(operator::set_directory_listing(&state, uuid, req).await)
 }
 
 async fn create_group(

@@ -24,6 +24,7 @@ pub fn routes() -> Router<Region> {
         .route("/v1/projections/{kind}/{version}", get(projection))
         .route("/v1/ai-policy-key", get(ai_policy_key))
         .route(svc_core::index::INDEX_PATH, get(verification_index))
+        .route(crate::key_set::directory::PATH, get(key_directory))
         .route(svc_core::index::VOCABULARIES_PATH, get(vocabulary_list))
         .route("/v1/vocabularies/{name}", get(vocabulary))
 }
@@ -54,13 +55,13 @@ async fn certificate(State(state): State<Region>, Path(uuid): Path<String>, uri:
         Ok(html) => html,
         Err(e) => return e.into_response(),
     };
-    let (business, document) = match certificates::certificate_document(&state, &uuid, state.clock.now()) {
+    let (subject, document) = match certificates::certificate_document(&state, &uuid, state.clock.now()) {
         Ok(Some(found)) => found,
         Ok(None) => return not_found(html, &headers),
         Err(e) => return e.into_response(),
     };
     if html {
-        return html_answer(StatusCode::OK, pages::certificate(&business, &document), &headers, DOCUMENT_MAX_AGE);
+        return html_answer(StatusCode::OK, pages::certificate(&subject, &document), &headers, DOCUMENT_MAX_AGE);
     }
     json_document(&document, &headers, DOCUMENT_MAX_AGE)
 }
@@ -92,6 +93,14 @@ async fn projection(Path((kind, version)): Path<(String, String)>, headers: Head
 /// `GET /v1/ai-policy-key`: what each AI policy bit means.
 async fn ai_policy_key(headers: HeaderMap) -> Response {
     json_document(&certificates::ai_policy_key(), &headers, FORMAT_MAX_AGE)
+}
+
+/// `GET /v1/key-directory`: the signed directory of AI companies' keys.
+async fn key_directory(State(state): State<Region>, headers: HeaderMap) -> Response {
+    match crate::service::public::key_directory(&state) {
+        Ok(document) => json_document(&document, &headers, DOCUMENT_MAX_AGE),
+        Err(e) => e.into_response(),
+    }
 }
 
 /// `GET /v1/verification-index`: every payload type, specification and

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::service::public::certificates::Business;
+use crate::service::public::certificates::Certified;
 
 /// Escapes text for HTML element content and quoted attributes.
 pub fn escape(text: &str) -> String {
@@ -51,15 +51,16 @@ fn status_badge(status: &str) -> String {
 
 /// The certificate page: who was verified, the statement and status in
 /// force, and every earlier issuance.
-pub fn certificate(business: &Business, document: &Value) -> String {
+pub fn certificate(subject: &Certified, document: &Value) -> String {
+    let country = subject.country.as_deref().map(|c| format!("Country: {} · ", escape(c))).unwrap_or_default();
     let mut body = format!(
-        "<h1>{}</h1><p>Country: {} · Certificate status: {}</p>\
+        "<h1>{}</h1><p>{}Certificate status: {}</p>\
 <p class=\"statement\">{}</p><table>\
 <tr><th>Status in force since</th><td>{}</td></tr>\
 <tr><th>Issued</th><td>{}</td></tr>\
 <tr><th>Certificate id</th><td><code>{}</code></td></tr>",
-        escape(&business.legal_name),
-        escape(&business.country),
+        escape(&subject.name),
+        country,
         status_badge(document.get("status").and_then(Value::as_str).unwrap_or("")),
         text(document, "statement"),
         text(document, "status_effective_from"),
@@ -91,7 +92,7 @@ pub fn certificate(business: &Business, document: &Value) -> String {
 address with <code>?format=json</code>; it verifies under the issuance key in <code>/.well-known/keys</code>. \
 A certificate says who published, not that what they publish is true.</footer>",
     );
-    page(&format!("Certificate: {}", business.legal_name), &body)
+    page(&format!("Certificate: {}", subject.name), &body)
 }
 
 /// The verify page: what was sealed, by whom, under which certificate, and
@@ -157,13 +158,7 @@ mod tests {
             escape("<script>\"x\" & 'y'</script>"),
             "&lt;script&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/script&gt;"
         );
-        let business = Business {
-            uuid: "u".into(),
-            legal_name: "<b>Acme</b>".into(),
-            country: "FR".into(),
-            created_at: svc_core::time::UnixMs(0),
-            brands: vec![],
-        };
+        let business = Certified { subject: "business", name: "<b>Acme</b>".into(), country: Some("FR".into()) };
         let html = certificate(&business, &serde_json::json!({"status": "active", "statement": "<i>x</i>"}));
         assert!(html.contains("&lt;b&gt;Acme&lt;/b&gt;") && !html.contains("<b>Acme"));
         assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href=\"http"));

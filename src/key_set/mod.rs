@@ -22,6 +22,7 @@ use crate::service::document::PublicDocument;
 use crate::service_keys::ServiceKeys;
 use crate::store::{Store, StoreResult, cf};
 
+pub mod directory;
 pub(crate) mod register;
 
 use register::{DOCUMENT, entries};

@@ -307,6 +307,21 @@ impl Engine {
         }
     }
 
+    /// Signs the key directory again when the companies it lists changed.
+    pub fn renew_key_directory(
+        &mut self,
+        environment: Environment,
+        verify_base: &str,
+        now: UnixMs,
+    ) -> StoreResult<bool> {
+        self.settle_writes()?;
+        let companies = crate::key_set::directory::companies(&self.registry, environment, verify_base, now)?;
+        match crate::key_set::directory::renewal(self.log.store(), &self.keys, companies, now)? {
+            Some(change) => self.log.commit(change, now).map(|_| true),
+            None => Ok(false),
+        }
+    }
+
     /// Registers home's own keys (all but receipt keys, which are certified
     /// like any region's) in the key set, the first time.
     pub fn found_key_set(&mut self, valid_from: UnixMs, now: UnixMs) -> StoreResult<()> {

@@ -205,7 +205,12 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         store: store.clone(),
         clock: clock.clone(),
         shards: index_shards.clone(),
-        home: home.as_ref().map(|h| AtHome { publisher: h.publisher.clone(), uploads: uploads.clone() }),
+        home: home.as_ref().map(|h| AtHome {
+            publisher: h.publisher.clone(),
+            uploads: uploads.clone(),
+            environment: config.environment,
+            verify_base: config.verify_base_url.clone(),
+        }),
     };
     let retention = supervise(
         &sup,
@@ -219,6 +224,10 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
             let valid_from = ServiceKeys::created_at(&store, clock.now())?;
             let now = clock.now();
             home.publisher.call(|reply| PublisherMsg::FoundKeySet { valid_from, now, reply }).await??;
+            let (environment, verify_base) = (config.environment, config.verify_base_url.clone());
+            home.publisher
+                .call(|reply| PublisherMsg::RenewKeyDirectory { environment, verify_base, now, reply })
+                .await??;
             Certifier::Publisher(home.publisher.clone())
         }
         (None, Some(outbox)) => Certifier::Outbox(outbox),

@@ -41,6 +41,7 @@ pub const REPLICATED: &[&str] = &[
     cf::PURGES,
     cf::FRESHNESS,
     cf::DOMAINS,
+    cf::DIRECTORY,
 ];
 
 /// One write of an entry. A put's `value` is the stored value itself

@@ -152,30 +152,49 @@ pub async fn rotate_receipt_key(state: &Region) -> Result<Done> {
     })))
 }
 
-/// Issues a certificate: a dual-signed `certificate.v1` whose `cert_id` is the
-/// SHA-256 of its canonical payload.
+/// Whom a certificate is of: a business, or an AI company (the key
+/// directory lists a company's keys while its certificate is active).
+pub enum CertificateSubject<'a> {
+    Business(&'a Business),
+    Company(&'a Company),
+}
+
+impl CertificateSubject<'_> {
+    fn uuid(&self) -> &str {
+        match self {
+            CertificateSubject::Business(b) => &b.uuid,
+            CertificateSubject::Company(c) => &c.uuid,
+        }
+    }
+}
+
+/// A certificate issuance signed by the issuance key. It names the
+/// subject, its legal name (and a business's country), that the service
+/// verified it and since when, and its status; never how.
 pub fn issue_certificate(
     state: &Region,
-    business: &Business,
+    subject: CertificateSubject<'_>,
     verified_since: UnixMs,
     status: CertificateStatus,
     status_effective_from: UnixMs,
     status_reason: Option<String>,
     issued_at: UnixMs,
 ) -> Result<CertificateIssuance> {
-    let statement = format!(
-        "{} ({}) was verified by the service on {}. Status: {}.",
-        business.legal_name,
-        business.country,
-        &verified_since.to_rfc3339_secs()[..10],
-        status.as_str()
-    );
+    let verified_on = &verified_since.to_rfc3339_secs()[..10];
+    let (kind, uuid_member, name, country) = match &subject {
+        CertificateSubject::Business(b) => ("business", "business_uuid", &b.legal_name, Some(&b.country)),
+        CertificateSubject::Company(c) => ("ai_company", "ai_company_uuid", &c.name, None),
+    };
+    let named = match country {
+        Some(country) => format!("{name} ({country})"),
+        None => name.clone(),
+    };
+    let statement = format!("{named} was verified by the service on {verified_on}. Status: {}.", status.as_str());
     let mut payload = json!({
         "v": 1,
-        "subject": "business",
-        "business_uuid": business.uuid,
-        "legal_name": business.legal_name,
-        "country": business.country,
+        "subject": kind,
+        uuid_member: subject.uuid(),
+        "legal_name": name,
         "verified_since": verified_since.to_rfc3339_secs(),
         "status": status.as_str(),
         "status_effective_from": status_effective_from.to_rfc3339_secs(),
@@ -183,6 +202,9 @@ pub fn issue_certificate(
         "statement": statement,
         "sandbox": state.config.environment.is_sandbox(),
     });
+    if let Some(country) = country {
+        payload["country"] = json!(country);
+    }
     if let Some(reason) = &status_reason {
         payload["status_reason"] = json!(reason);
     }
@@ -190,7 +212,7 @@ pub fn issue_certificate(
     let envelope = state.keys.issuer().sign(&payload_type("certificate.v1"), &bytes);
     Ok(CertificateIssuance {
         cert_id: sha256_prefixed(&bytes),
-        business_uuid: business.uuid.clone(),
+        business_uuid: subject.uuid().to_owned(),
         status,
         status_effective_from,
         issued_at,
@@ -223,7 +245,15 @@ pub async fn create_business(state: &Region, req: NewBusiness) -> Result<Done> {
         created_at: now,
         brands: req.brands,
     };
-    let cert = issue_certificate(state, &business, now, CertificateStatus::Active, now, None, now)?;
+    let cert = issue_certificate(
+        state,
+        CertificateSubject::Business(&business),
+        now,
+        CertificateStatus::Active,
+        now,
+        None,
+        now,
+    )?;
     let mut change = Change::new();
     change.put(cf::BUSINESSES, business.uuid.as_bytes(), &business);
     change.put(cf::CERTIFICATES, &keys::certificate(&business.uuid, now, &cert.cert_id), &cert);
@@ -257,18 +287,29 @@ pub struct StatusChange {
     reason: Option<String>,
 }
 
+/// A new issuance with another status, for a business or an AI company.
 pub async fn change_certificate_status(state: &Region, uuid: String, req: StatusChange) -> Result<Done> {
-    let business = state.registry.business(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let business = state.registry.business(&uuid)?;
+    let company = match &business {
+        Some(_) => None,
+        None => Some(state.registry.company(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?),
+    };
+    let subject = match (&business, &company) {
+        (Some(b), _) => CertificateSubject::Business(b),
+        (None, Some(c)) => CertificateSubject::Company(c),
+        (None, None) => return Err(Error::new(Code::NotFound)),
+    };
     let history = state.registry.certificates(&uuid)?;
     // Each issuance is strictly later than the one before, so the history
     // has one order even when two are made within a millisecond.
     let now = history.last().map_or(state.clock.now(), |last| state.clock.now().max(last.issued_at.plus(1)));
     let effective = parse_time(&req.effective_from, now)?;
     let verified_since = history.first().map_or(now, |c| c.issued_at);
-    let cert = issue_certificate(state, &business, verified_since, req.status, effective, req.reason, now)?;
+    let cert = issue_certificate(state, subject, verified_since, req.status, effective, req.reason, now)?;
     let mut change = Change::new();
     change.put(cf::CERTIFICATES, &keys::certificate(&uuid, now, &cert.cert_id), &cert);
     apply(state, change).await?;
+    renew_key_directory(state).await?;
     Ok(Done::Created(json!({"business_uuid": uuid, "cert_id": cert.cert_id, "status": req.status.as_str(),
         "status_effective_from": effective.to_rfc3339_secs()})))
 }
@@ -522,6 +563,7 @@ pub async fn revoke_retrieval_key(state: &Region, key_id: String) -> Result<Done
             change.require_unchanged(cf::RETRIEVAL_KEYS, key_id.as_bytes(), &as_read);
             change.put(cf::RETRIEVAL_KEYS, key_id.as_bytes(), &key);
             apply(state, change).await?;
+            renew_key_directory(state).await?;
             now
         }
     };
@@ -703,6 +745,44 @@ pub async fn save_sealed_record(state: &Region, uuid: String, req: SealedRecord)
     })
 }
 
+/// Signs the key directory again if what it lists changed (home).
+pub async fn renew_key_directory(state: &Region) -> Result<bool> {
+    let (environment, verify_base, now) =
+        (state.config.environment, state.config.verify_base_url.clone(), state.clock.now());
+    let publisher = &state.home()?.publisher;
+    Ok(publisher.call(|reply| PublisherMsg::RenewKeyDirectory { environment, verify_base, now, reply }).await??)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirectoryChange {
+    listed: bool,
+}
+
+/// An AI company opts in to the key directory (or out). Only a verified
+/// company with an active certificate is listed; the directory says so
+/// again while that holds.
+pub async fn set_directory_listing(state: &Region, uuid: String, req: DirectoryChange) -> Result<Done> {
+    let company = state.registry.company(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let now = state.clock.now();
+    let mut change = Change::new();
+    if req.listed {
+        let active =
+            state.registry.certificate_in_force(&uuid, now)?.is_some_and(|c| c.status == CertificateStatus::Active);
+        if !company.verified || !active {
+            return Err(invalid(
+                "only a verified AI company with an active certificate is listed in the key directory",
+            ));
+        }
+        change.put(cf::DIRECTORY, uuid.as_bytes(), &DirectoryListing { listed_since: now });
+    } else {
+        change.delete(cf::DIRECTORY, uuid.as_bytes());
+    }
+    apply(state, change).await?;
+    renew_key_directory(state).await?;
+    Ok(Done::Ok(json!({"ai_company_uuid": uuid, "listed": req.listed})))
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewCompany {
@@ -726,7 +806,15 @@ pub async fn create_company(state: &Region, req: NewCompany) -> Result<Done> {
     };
     let mut change = Change::new();
     change.put(cf::COMPANIES, company.uuid.as_bytes(), &company);
+    // A verified company holds a certificate, as a business does.
+    if company.verified {
+        let now = company.created_at;
+        let active = CertificateStatus::Active;
+        let cert = issue_certificate(state, CertificateSubject::Company(&company), now, active, now, None, now)?;
+        change.put(cf::CERTIFICATES, &keys::certificate(&company.uuid, now, &cert.cert_id), &cert);
+    }
     apply(state, change).await?;
+    renew_key_directory(state).await?;
     Ok(Done::Created(json!({"ai_company_uuid": company.uuid, "name": company.name})))
 }
 
@@ -788,6 +876,7 @@ pub async fn register_retrieval_key(state: &Region, group_id: String, req: NewRe
     change.require_absent(cf::RETRIEVAL_KEYS, key_id.as_bytes());
     change.put(cf::RETRIEVAL_KEYS, key_id.as_bytes(), &record);
     apply(state, change).await?;
+    renew_key_directory(state).await?;
     let mut body = json!({"key_id": key_id, "environment": state.config.environment});
     if let (Some(grant), Some(token)) = (grant, token) {
         body["sandbox_key_grant"] = json!(grant);

@@ -48,7 +48,8 @@
 //! | `leases_granted` | be(lease id) | `GrantedLease` |
 //! | `leases_held` | company uuid | `HeldLease` |
 //! | `receipt_roots` | region ‖ be(first seq) ([`receipt_root`]) | `ReceiptRoot` |
-//! | `key_set` | [`key_set::ENTRIES`], [`key_set::DOCUMENT`] | `Vec<String>`; `String` |
+//! | `key_set` | [`key_set::ENTRIES`], [`key_set::DOCUMENT`], [`key_set::DIRECTORY`] | `Vec<String>`; `String`; `String` |
+//! | `directory` | AI company uuid | `DirectoryListing` (replicated) |
 //! | `tlog_pending` | leaf hash | `PendingLeaf` |
 //! | `tlog_leaves` | be(index) | `LogLeaf` |
 //! | `tlog_index` | leaf hash | `u64` |
@@ -145,6 +146,8 @@ pub fn migrating(cf: &str) -> Vec<u8> {
 pub mod key_set {
     pub const ENTRIES: &[u8] = b"entries";
     pub const DOCUMENT: &[u8] = b"document";
+    /// The signed key directory (`key_set::directory`).
+    pub const DIRECTORY: &[u8] = b"key_directory";
 }
 
 /// `certificates`: uuid ‖ be(issued_at ms) ‖ cert id.

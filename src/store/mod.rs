@@ -112,6 +112,8 @@ pub mod cf {
     /// What domain assurance found of each domain a business file lists
     /// (replicated; the verify page's `endpoints.domains`).
     pub const DOMAINS: &str = "domains";
+    /// AI companies that opted in to the key directory (replicated).
+    pub const DIRECTORY: &str = "directory";
     /// How fresh each business expects its records of a type to be
     /// (replicated; served on rows as `freshness_expectation`).
     pub const FRESHNESS: &str = "freshness";
@@ -173,6 +175,7 @@ pub mod cf {
         RECORD_SEQS,
         FRESHNESS,
         DOMAINS,
+        DIRECTORY,
     ];
 }
 

@@ -485,6 +485,12 @@ impl RecordVersion {
     }
 }
 
+/// An AI company's opt-in to the key directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirectoryListing {
+    pub listed_since: UnixMs,
+}
+
 /// A deleted record whose bytes every node purges: the versions up to
 /// `generations` (a later push of the same id is a new record's bytes).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

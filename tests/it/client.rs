@@ -104,7 +104,7 @@ async fn answers_check_offline_and_tampering_is_caught() {
     region.node.stop().await;
 }
 
-// rule: R5.40, R4.10, R4.12, P4.2.54, P4.2.56, P2.6.19
+// rule: R5.40, R4.10, R4.12, P4.2.54, P4.2.56, P2.6.19, P2.6.40, P-NS-7
 #[tokio::test(flavor = "multi_thread")]
 async fn the_command_line_signs_prints_and_checks() {
     let region = region().await;
@@ -174,6 +174,22 @@ async fn the_command_line_signs_prints_and_checks() {
     let (code, stdout, _) = region.svc_client(&["usage"]).await;
     assert_eq!(code, 0);
     assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["invoiced"], false);
+    // The key directory, with a company opted in, checks offline.
+    let companies =
+        admin(&region.node.state, "POST", "/admin/companies", json!({"name": "Listed AI", "verified": true}))
+            .await
+            .unwrap();
+    let uuid = companies["ai_company_uuid"].as_str().unwrap();
+    admin(&region.node.state, "POST", &format!("/admin/companies/{uuid}/directory"), json!({"listed": true}))
+        .await
+        .unwrap();
+    let mut directory = pinned.to_vec();
+    directory.push("key-directory");
+    let (code, stdout, stderr) = region.svc_client(&directory).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["companies"][0]["ai_company_uuid"], uuid);
+    assert!(stderr.contains("the key directory lists 1 companies and 0 keys"), "{stderr}");
+
     let (code, stdout, _) = region.svc_client(&["terms"]).await;
     assert_eq!(code, 1, "no Terms in force: a 404");
     assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["code"], "not_found");

@@ -16,6 +16,7 @@ mod deletion;
 mod domain_assurance;
 mod fuzzing;
 mod hardening;
+mod key_directory;
 mod kill;
 mod layers;
 mod live;

@@ -693,7 +693,7 @@ fn searches_counted(node: &Node, business: &str) -> u64 {
     hours.iter().map(|(_, counts)| counts.searches).sum()
 }
 
-// rule: R4.10, R4.16, R4.17, P2.5.36, P4.1.18
+// rule: R4.10, R4.16, R4.17, P2.5.36, P4.1.18, P-NS-7, P-NS-8
 #[tokio::test(flavor = "multi_thread")]
 async fn every_regions_receipts_list_and_count_at_home_even_after_the_region_is_lost() {
     let dir = tempfile::tempdir().unwrap();
@@ -754,6 +754,14 @@ async fn every_regions_receipts_list_and_count_at_home_even_after_the_region_is_
         searches_counted(&home, &business) == searched_business
     })
     .await;
+
+    // The key directory and the verification index are served at every
+    // region: eu answers home's signed documents byte for byte.
+    for path in ["/v1/key-directory", "/v1/verification-index"] {
+        eventually(path, || async { get(&eu_url, path, None).await.bytes == get(&home_url, path, None).await.bytes })
+            .await;
+        assert_eq!(get(&eu_url, path, None).await.status, 200, "{path}");
+    }
 
     // eu is lost with its store: home still lists what it issued.
     eu.stop().await;

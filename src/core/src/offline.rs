@@ -147,22 +147,7 @@ pub struct StatedKey {
 /// Reads the statement, judging the statement key that signed it at `at`
 /// (when it was fetched: it is signed fresh on each request).
 pub fn business_keys(document: &Value, keys: &KeySet, at: UnixMs) -> Result<BusinessKeys, Reason> {
-    let envelope = Envelope::from_value(document.get("signed").ok_or(Reason::EnvelopeMalformed)?)?;
-    let statement_key = |alg: crate::keys::Alg| {
-        envelope
-            .signatures
-            .iter()
-            .filter_map(|s| keys.key(Purpose::Statement, &s.keyid, at))
-            .find(|k| k.alg() == alg)
-            .ok_or(Reason::TrustChainBroken)
-    };
-    let classical = statement_key(crate::keys::Alg::Es256)?;
-    let post_quantum = statement_key(crate::keys::Alg::MlDsa65).map_err(|_| Reason::PostQuantumRequired)?;
-    let payload = envelope.verify_dual(&crate::dsse::payload_type("business-keys.v1"), &classical, &post_quantum)?;
-    let payload: Value = serde_json::from_slice(&payload).map_err(|_| Reason::PayloadMalformed)?;
-    if payload.get("v").and_then(Value::as_u64) != Some(1) {
-        return Err(Reason::VersionUnknown);
-    }
+    let payload = stated(document.get("signed"), "business-keys.v1", keys, at)?;
     let uuid = payload.get("uuid").and_then(Value::as_str).ok_or(Reason::PayloadMalformed)?.to_owned();
     let listed = payload.get("keys").and_then(Value::as_array).ok_or(Reason::PayloadMalformed)?;
     let mut out = Vec::with_capacity(listed.len());
@@ -185,6 +170,74 @@ pub fn business_keys(document: &Value, keys: &KeySet, at: UnixMs) -> Result<Busi
         out.push(StatedKey { key_id: kid.to_owned(), key: public, purpose, validity });
     }
     Ok(BusinessKeys { uuid, keys: out })
+}
+
+/// The payload of a statement envelope of `kind`, verified under the key
+/// set's statement key valid at `at` (P-256 and ML-DSA-65, both required),
+/// of version 1. Only this payload is read, never what sits beside it.
+fn stated(envelope: Option<&Value>, kind: &str, keys: &KeySet, at: UnixMs) -> Result<Value, Reason> {
+    let envelope = Envelope::from_value(envelope.ok_or(Reason::EnvelopeMalformed)?)?;
+    let statement_key = |alg: crate::keys::Alg| {
+        envelope
+            .signatures
+            .iter()
+            .filter_map(|s| keys.key(Purpose::Statement, &s.keyid, at))
+            .find(|k| k.alg() == alg)
+            .ok_or(Reason::TrustChainBroken)
+    };
+    let classical = statement_key(crate::keys::Alg::Es256)?;
+    let post_quantum = statement_key(crate::keys::Alg::MlDsa65).map_err(|_| Reason::PostQuantumRequired)?;
+    let payload = envelope.verify_dual(&crate::dsse::payload_type(kind), &classical, &post_quantum)?;
+    let payload: Value = serde_json::from_slice(&payload).map_err(|_| Reason::PayloadMalformed)?;
+    if payload.get("v").and_then(Value::as_u64) != Some(1) {
+        return Err(Reason::VersionUnknown);
+    }
+    Ok(payload)
+}
+
+/// One AI company of the key directory, as the statement lists it.
+#[derive(Debug, Clone)]
+pub struct DirectoryCompany {
+    pub ai_company_uuid: String,
+    pub name: String,
+    /// Each key, its id checked against its public key.
+    pub keys: Vec<(String, crate::keys::VerifyingKey)>,
+}
+
+/// The key directory (`key-directory.v1`), read from its statement alone,
+/// verified under the statement key valid when it was issued; each key's
+/// id is its public key's thumbprint.
+pub fn key_directory(document: &Value, keys: &KeySet) -> Result<Vec<DirectoryCompany>, Reason> {
+    // Signed when issued: judge the statement key as of then.
+    let signed = document.get("statement");
+    let envelope = Envelope::from_value(signed.ok_or(Reason::EnvelopeMalformed)?)?;
+    let unverified: Value = serde_json::from_slice(&envelope.payload_bytes()?).map_err(|_| Reason::PayloadMalformed)?;
+    let issued_at = unverified.get("issued_at").and_then(Value::as_str).and_then(UnixMs::parse_rfc3339);
+    let payload = stated(signed, "key-directory.v1", keys, issued_at.ok_or(Reason::PayloadMalformed)?)?;
+    let companies = payload.get("companies").and_then(Value::as_array).ok_or(Reason::PayloadMalformed)?;
+    let text =
+        |v: &Value, name: &str| v.get(name).and_then(Value::as_str).map(str::to_owned).ok_or(Reason::PayloadMalformed);
+    let mut out = Vec::with_capacity(companies.len());
+    for company in companies {
+        let listed = company.get("keys").and_then(Value::as_array).ok_or(Reason::PayloadMalformed)?;
+        let mut company_keys = Vec::with_capacity(listed.len());
+        for key in listed {
+            let jwk: crate::keys::Jwk = serde_json::from_value(key.get("public_key").cloned().unwrap_or(Value::Null))
+                .map_err(|_| Reason::PayloadMalformed)?;
+            let public = crate::keys::VerifyingKey::from_jwk(&jwk).map_err(|_| Reason::PayloadMalformed)?;
+            let key_id = text(key, "key_id")?;
+            if public.thumbprint() != key_id {
+                return Err(Reason::KeyMismatch);
+            }
+            company_keys.push((key_id, public));
+        }
+        out.push(DirectoryCompany {
+            ai_company_uuid: text(company, "ai_company_uuid")?,
+            name: text(company, "name")?,
+            keys: company_keys,
+        });
+    }
+    Ok(out)
 }
 
 /// A batch seal's signature by the integration key it names, from the

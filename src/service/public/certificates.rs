@@ -43,18 +43,35 @@ fn issuance_value(issuance: &CertificateIssuance) -> Result<Value> {
 
 /// The certificate response: the issuance in force now, every earlier one
 /// newest first. `None` for a uuid that is not a business's.
-pub fn certificate_document(state: &Region, uuid: &str, now: UnixMs) -> Result<Option<(Business, Value)>> {
-    let Some(business) = state.registry.business(uuid)? else { return Ok(None) };
+/// Whom a certificate names, as its page shows them.
+pub struct Certified {
+    /// `business` or `ai_company`.
+    pub subject: &'static str,
+    pub name: String,
+    /// A business's country; an AI company's certificate names none.
+    pub country: Option<String>,
+}
+
+fn certified(state: &Region, uuid: &str) -> Result<Option<Certified>> {
+    if let Some(b) = state.registry.business(uuid)? {
+        let country = Some(b.country);
+        return Ok(Some(Certified { subject: "business", name: b.legal_name, country }));
+    }
+    Ok(state.registry.company(uuid)?.map(|c| Certified { subject: "ai_company", name: c.name, country: None }))
+}
+
+pub fn certificate_document(state: &Region, uuid: &str, now: UnixMs) -> Result<Option<(Certified, Value)>> {
+    let Some(subject) = certified(state, uuid)? else { return Ok(None) };
     let mut history = state.registry.certificates(uuid)?;
     let Some(current) = state.registry.certificate_in_force(uuid, now)? else { return Ok(None) };
     // Earlier issuances only: a change issued later, not yet in force, is not history.
     history.retain(|c| c.cert_id != current.cert_id && c.issued_at <= current.issued_at);
     history.sort_by_key(|c| std::cmp::Reverse(c.issued_at));
     let mut document = issuance_value(&current)?;
-    document["subject"] = json!("business");
+    document["subject"] = json!(subject.subject);
     document["statement"] = payload(&current)?.get("statement").cloned().unwrap_or(Value::Null);
     document["history"] = Value::Array(history.iter().map(issuance_value).collect::<Result<_>>()?);
-    Ok(Some((business, document)))
+    Ok(Some((subject, document)))
 }
 
 fn key_value(key: &BusinessKey) -> Value {

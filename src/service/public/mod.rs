@@ -24,6 +24,15 @@ pub fn key_set(state: &Region) -> Result<Arc<PublicDocument>> {
     })
 }
 
+/// The key directory home signed last (`key_set::directory`), as every
+/// region holds it; 503 at a region that has not received it yet.
+pub fn key_directory(state: &Region) -> Result<serde_json::Value> {
+    let unavailable =
+        || Error::retry_after(Code::Unavailable, 5_000, "this region has not received the key directory yet");
+    let document = crate::key_set::directory::document(&state.store)?.ok_or_else(unavailable)?;
+    serde_json::from_str(&document).map_err(Error::internal)
+}
+
 /// The verification index (P4.2.16; served at `GET /v1/verification-index`, P-NS-8).
 pub fn verification_index() -> serde_json::Value {
     svc_core::index::verification_index()
