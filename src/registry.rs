@@ -159,6 +159,27 @@ impl Registry {
         self.store.get(cf::GROUPS, group_id.as_bytes())
     }
 
+    /// Every AI company.
+    pub fn companies(&self) -> StoreResult<Vec<Company>> {
+        Ok(self.store.scan(cf::COMPANIES, &[], None, usize::MAX)?.into_iter().map(|(_, c)| c).collect())
+    }
+
+    /// The groups of an AI company.
+    pub fn groups_of(&self, company_uuid: &str) -> StoreResult<Vec<Group>> {
+        let groups: Vec<(Vec<u8>, Group)> = self.store.scan(cf::GROUPS, &[], None, usize::MAX)?;
+        Ok(groups.into_iter().map(|(_, g)| g).filter(|g| g.company_uuid == company_uuid).collect())
+    }
+
+    /// The last UTC day an AI company was billed a request, at any region
+    /// (home counts the regions' reports too); `None` if never.
+    pub fn last_billed_day(&self, company_uuid: &str) -> StoreResult<Option<UnixMs>> {
+        let prefix = keys::prefix(&[company_uuid]);
+        let last = self.store.at_or_before::<DayUsage>(cf::USAGE_DAYS, &keys::usage_day(company_uuid, "9999-12-31"))?;
+        Ok(last
+            .filter(|(k, _)| k.starts_with(&prefix))
+            .and_then(|(k, _)| UnixMs::parse_date(std::str::from_utf8(&k[prefix.len()..]).ok()?)))
+    }
+
     /// Every retrieval key registered, revoked ones included.
     pub fn retrieval_keys(&self) -> StoreResult<Vec<RetrievalKey>> {
         Ok(self.store.scan(cf::RETRIEVAL_KEYS, &[], None, usize::MAX)?.into_iter().map(|(_, k)| k).collect())

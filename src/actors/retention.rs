@@ -2,9 +2,10 @@
 //! deleted record's bytes from each copy it has (the log entries written
 //! before the delete, home's push results, the store's files, the index's
 //! files) once its index has dropped the record; home also deletes bulk
-//! files 7 days after their upload address was made, and signs the key
+//! files 7 days after their upload address was made, signs the key
 //! directory again when a certificate status issued for later has taken
-//! effect.
+//! effect, and in the sandbox removes an AI company's data 90 days after
+//! its last use (R1.42), every node then forgetting its receipts.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -17,9 +18,10 @@ use crate::actors::index_shard::IndexShardMsg;
 use crate::actors::mailbox::Mailbox;
 use crate::actors::publisher::PublisherMsg;
 use crate::clock::SharedClock;
+use crate::registry::Registry;
 use crate::replication::Change;
 use crate::replication::purge::{Pending, sweep};
-use crate::store::model::{Purge, PushLeaf, RecordVersion, UploadRecord};
+use crate::store::model::{ExpiredCaller, Purge, PushLeaf, RecordVersion, UploadRecord};
 use crate::store::{Store, be, cf, from_be, keys};
 
 /// Bulk files are kept at most this long (P8.13).
@@ -41,6 +43,10 @@ pub struct RetentionSnapshot {
     pub records_purged: u64,
     pub entries_rewritten: u64,
     pub bulk_files_expired: u64,
+    /// Sandbox callers whose data expired (home), and whose receipts this
+    /// node forgot.
+    pub callers_expired: u64,
+    pub receipts_forgotten: u64,
 }
 
 /// Home's part: the one writer of its own column families, and the bulk
@@ -144,6 +150,105 @@ impl RetentionState {
     }
 }
 
+impl RetentionState {
+    /// Sandbox: removes each caller-created AI company 90 days after its
+    /// last use, with its groups, keys, certificates, usage and allowance,
+    /// and tells every node (`expired_callers`) to forget its receipts.
+    async fn expire_callers(&mut self) -> Result<(), ActorError> {
+        let Some(home) = self.args.home.as_ref().filter(|h| h.environment.is_sandbox()) else { return Ok(()) };
+        let (store, now) = (&self.args.store, self.args.clock.now());
+        let registry = Registry::new(store.clone());
+        let corpus = crate::sandbox::seed::seeded_company(store)?;
+        for company in registry.companies()? {
+            let last_used = registry.last_billed_day(&company.uuid)?;
+            if Some(&company.uuid) == corpus.as_ref()
+                || !svc_core::sandbox::caller_expired(company.created_at, last_used, now)
+            {
+                continue;
+            }
+            let uuid = company.uuid.as_str();
+            let groups: Vec<String> = registry.groups_of(uuid)?.into_iter().map(|g| g.group_id).collect();
+            let keys: Vec<String> =
+                registry.retrieval_keys()?.into_iter().filter(|k| k.company_uuid == uuid).map(|k| k.key_id).collect();
+            let mut change = Change::new();
+            change.delete(cf::COMPANIES, uuid.as_bytes());
+            change.delete(cf::BILLING_PLANS, uuid.as_bytes());
+            change.delete(cf::DIRECTORY, uuid.as_bytes());
+            change.delete(cf::ALLOWANCES, uuid.as_bytes());
+            for group in &groups {
+                change.delete(cf::GROUPS, group.as_bytes());
+            }
+            for key in &keys {
+                change.delete(cf::RETRIEVAL_KEYS, key.as_bytes());
+                for (k, ()) in store.scan::<()>(cf::USAGE, &keys::prefix(&[key]), None, usize::MAX).unwrap_or_default()
+                {
+                    change.delete(cf::USAGE, &k);
+                }
+            }
+            for issuance in registry.certificates(uuid)? {
+                change.delete(cf::CERTIFICATES, &keys::certificate(uuid, issuance.issued_at, &issuance.cert_id));
+            }
+            let days: Vec<(Vec<u8>, crate::store::model::DayUsage)> =
+                store.scan(cf::USAGE_DAYS, &keys::prefix(&[uuid]), None, usize::MAX)?;
+            for (k, _) in days {
+                change.delete(cf::USAGE_DAYS, &k);
+            }
+            let expired = ExpiredCaller { company_uuid: uuid.to_owned(), groups, keys, expired_at: now };
+            change.put(cf::EXPIRED_CALLERS, uuid.as_bytes(), &expired);
+            home.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
+            tracing::info!(company = uuid, "sandbox caller data expired 90 days after its last use");
+            self.snapshot.callers_expired += 1;
+        }
+        Ok(())
+    }
+
+    /// Forgets the receipts of expired callers' groups held here. A read
+    /// region keeps those home has not taken yet (its shipments are
+    /// numbered without gaps) until a later pass.
+    fn forget_expired_receipts(&mut self) -> Result<(), ActorError> {
+        let store = &self.args.store;
+        let shipped: Option<u64> = match self.args.home {
+            Some(_) => None,
+            None => Some(store.get(cf::META, keys::meta::RECEIPTS_SHIPPED_SEQ)?.unwrap_or(0)),
+        };
+        let expired: Vec<(Vec<u8>, ExpiredCaller)> = store.scan(cf::EXPIRED_CALLERS, &[], None, 10_000)?;
+        for (_, caller) in expired {
+            let done = keys::expired_forgotten(&caller.company_uuid);
+            if store.contains(cf::META, &done)? {
+                continue;
+            }
+            let mut whole = true;
+            for group in &caller.groups {
+                let prefix = keys::prefix(&[group]);
+                let listed: Vec<(Vec<u8>, ())> = store.scan(cf::RECEIPTS_BY_GROUP, &prefix, None, usize::MAX)?;
+                let mut batch = store.batch();
+                for (k, ()) in listed {
+                    let tail = &k[prefix.len()..];
+                    let Some(seq) = tail.get(8..16).and_then(crate::store::from_be) else { continue };
+                    match tail.get(17..) {
+                        Some(region) if !region.is_empty() => {
+                            let region = String::from_utf8_lossy(region);
+                            batch.delete(cf::REGION_RECEIPTS, &keys::region_receipt(&region, seq));
+                        }
+                        _ if shipped.is_some_and(|s| seq > s) => {
+                            whole = false;
+                            continue;
+                        }
+                        _ => batch.delete(cf::RECEIPTS, &crate::store::be(seq)),
+                    }
+                    batch.delete(cf::RECEIPTS_BY_GROUP, &k);
+                    self.snapshot.receipts_forgotten += 1;
+                }
+                batch.commit()?;
+            }
+            if whole {
+                store.put(cf::META, &done, &caller.expired_at)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Home's push results name each record and its product; a deleted
 /// record's leaves keep only its id and outcome.
 async fn clear_push_leaves(
@@ -213,6 +318,12 @@ impl Actor for Retention {
                 }
                 if let Err(e) = state.expire_uploads().await {
                     tracing::warn!(error = %e, "bulk file expiry failed");
+                }
+                if let Err(e) = state.expire_callers().await {
+                    tracing::warn!(error = %e, "sandbox caller expiry failed");
+                }
+                if let Err(e) = tokio::task::block_in_place(|| state.forget_expired_receipts()) {
+                    tracing::warn!(error = %e, "forgetting expired callers' receipts failed");
                 }
                 if let Some(home) = &state.args.home {
                     let (environment, verify_base, now) =

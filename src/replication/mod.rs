@@ -42,6 +42,7 @@ pub const REPLICATED: &[&str] = &[
     cf::FRESHNESS,
     cf::DOMAINS,
     cf::DIRECTORY,
+    cf::EXPIRED_CALLERS,
 ];
 
 /// One write of an entry. A put's `value` is the stored value itself

@@ -152,6 +152,11 @@ pub async fn ensure_seeded(
     Ok(seeded)
 }
 
+/// The sandbox corpus's own AI company, which no caller created.
+pub fn seeded_company(store: &crate::store::Store) -> crate::store::StoreResult<Option<String>> {
+    Ok(store.get::<SeedState>(cf::META, SEED_STATE_KEY)?.map(|s| s.sandbox_company))
+}
+
 /// Whether this node holds a seeded sandbox corpus.
 pub fn is_seeded(state: &Region) -> Result<bool, SeedError> {
     Ok(state.store.contains(cf::META, SEED_STATE_KEY)?)

@@ -50,6 +50,7 @@
 //! | `receipt_roots` | region ‖ be(first seq) ([`receipt_root`]) | `ReceiptRoot` |
 //! | `key_set` | [`key_set::ENTRIES`], [`key_set::DOCUMENT`], [`key_set::DIRECTORY`] | `Vec<String>`; `String`; `String` |
 //! | `directory` | AI company uuid | `DirectoryListing` (replicated) |
+//! | `expired_callers` | AI company uuid | `ExpiredCaller` (replicated) |
 //! | `tlog_pending` | leaf hash | `PendingLeaf` |
 //! | `tlog_leaves` | be(index) | `LogLeaf` |
 //! | `tlog_index` | leaf hash | `u64` |
@@ -128,6 +129,9 @@ pub mod meta {
     pub const SERVICE_KEYS_CREATED_AT: &[u8] = b"service_keys_created_at";
     /// A read region: the last receipt sequence home has taken.
     pub const RECEIPTS_SHIPPED_SEQ: &[u8] = b"receipts_shipped_seq";
+    /// `meta`: expired callers whose receipts this node has forgotten, each
+    /// as `expired_forgotten ‖ company uuid` ([`super::expired_forgotten`]).
+    pub const EXPIRED_FORGOTTEN: &[u8] = b"expired_forgotten";
     /// The log sequence of the last delete whose bytes this node purged.
     pub const PURGED_THROUGH: &[u8] = b"purged_through";
 }
@@ -205,6 +209,11 @@ pub fn push_leaf(push_id: &str, leaf: u64) -> Vec<u8> {
 /// range (`~` sorts after `bat_`), so scans of a push's leaves never meet it.
 pub fn push_leaf_hashes(push_id: &str) -> Vec<u8> {
     key(&[b"~leaf_hashes", push_id.as_bytes()])
+}
+
+/// `meta`: an expired caller whose receipts this node has forgotten.
+pub fn expired_forgotten(company_uuid: &str) -> Vec<u8> {
+    key(&[meta::EXPIRED_FORGOTTEN, company_uuid.as_bytes()])
 }
 
 /// `domains`: business uuid ‖ domain.

@@ -112,6 +112,9 @@ pub mod cf {
     /// What domain assurance found of each domain a business file lists
     /// (replicated; the verify page's `endpoints.domains`).
     pub const DOMAINS: &str = "domains";
+    /// Sandbox AI companies whose data expired (replicated): each node
+    /// forgets their groups' receipts.
+    pub const EXPIRED_CALLERS: &str = "expired_callers";
     /// AI companies that opted in to the key directory (replicated).
     pub const DIRECTORY: &str = "directory";
     /// How fresh each business expects its records of a type to be
@@ -176,6 +179,7 @@ pub mod cf {
         FRESHNESS,
         DOMAINS,
         DIRECTORY,
+        EXPIRED_CALLERS,
     ];
 }
 

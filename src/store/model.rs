@@ -485,6 +485,16 @@ impl RecordVersion {
     }
 }
 
+/// A sandbox AI company whose data expired 90 days after its last use
+/// (R1.42): its groups, whose receipts every node forgets, and its keys.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExpiredCaller {
+    pub company_uuid: String,
+    pub groups: Vec<String>,
+    pub keys: Vec<String>,
+    pub expired_at: UnixMs,
+}
+
 /// An AI company's opt-in to the key directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DirectoryListing {

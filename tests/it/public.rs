@@ -181,12 +181,14 @@ async fn business_keys_and_custody_are_signed_statements_and_an_ai_company_gets_
     }
     assert_eq!(custody.body["unstated"], serde_json::json!([]));
 
-    // An AI company's uuid is not a business's.
+    // An AI company's uuid is not a business's: it has a certificate of its
+    // own (the key directory links it), and no business keys or custody.
     let company = home.caller("Reader").await;
+    let certificate = home.send(get(&format!("/v1/certificates/{}", company.company_uuid))).await;
+    assert_eq!((certificate.status, certificate.body["subject"].as_str()), (200, Some("ai_company")));
     for path in [
         format!("/v1/certificates/{}/keys", company.company_uuid),
         format!("/v1/certificates/{}/key-custody", company.company_uuid),
-        format!("/v1/certificates/{}", company.company_uuid),
     ] {
         let answer = home.send(get(&path)).await;
         assert_eq!((answer.status, answer.body["code"].as_str()), (404, Some("not_found")), "{path}");

@@ -102,3 +102,71 @@ async fn a_sandbox_home_republishes_its_corpus_itself_each_night() {
     assert_eq!(generation(), 2, "once a night");
     node.stop().await;
 }
+
+/// Polls until `check` holds, for up to 10 s.
+async fn until(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("{what} never happened");
+}
+
+// rule: R1.42, R5.40
+#[tokio::test(flavor = "multi_thread")]
+async fn caller_created_sandbox_data_expires_ninety_days_after_its_last_use() {
+    use svc_core::time::DAY;
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| {
+        config.environment = svc::store::model::Environment::Sandbox;
+        config.retention_every_ms = 50;
+    })
+    .await;
+    let corpus = generate(7, Sizes::products_only(1, 4));
+    let seeded = ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
+    home.wait_indexed().await;
+    let key = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[61; 32]).unwrap();
+    let company = serde_json::json!({"name": "Visitor AI", "verified": true, "terms_accepted": 1});
+    let (caller, registered) = home.caller_with(company, key).await;
+    let grant = registered.body["sandbox_key_grant"].as_str().unwrap().to_owned();
+    let country = corpus.businesses[0].country.clone();
+    let body = serde_json::json!({"collection": "products", "filter": {"all": [{"country": country}]}, "sort_by": "published_at:desc"});
+    let body = serde_json::to_vec(&body).unwrap();
+    let search = |headers: Vec<(&'static str, String)>| {
+        let (home, caller, body) = (&home, &caller, body.clone());
+        async move {
+            let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+            home.signed(&caller.key, "POST", "/v1/search", &body, "svc-retrieval", &headers).await
+        }
+    };
+    assert_eq!(search(vec![("svc-sandbox-key", grant.clone())]).await.status, 200);
+    let has_receipts = || {
+        let listed: Vec<(Vec<u8>, ())> = home
+            .state
+            .store
+            .scan(svc::store::cf::RECEIPTS_BY_GROUP, &svc::store::keys::prefix(&[&caller.group_id]), None, 10)
+            .unwrap();
+        !listed.is_empty()
+    };
+    assert!(has_receipts());
+
+    // Used again on day 80: kept 90 days from then, not from the first use.
+    home.clock.advance(80 * DAY);
+    assert_eq!(search(Vec::new()).await.status, 200);
+    home.clock.advance(80 * DAY);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(search(Vec::new()).await.status, 200, "80 days after its last use the caller is kept");
+
+    // 91 days after the last use, its company, key, usage and receipts go;
+    // the corpus's own company stays.
+    home.clock.advance(91 * DAY);
+    let registry = &home.state.registry;
+    until("the caller's company is removed", || registry.company(&caller.company_uuid).unwrap().is_none()).await;
+    until("its receipts are forgotten", || !has_receipts()).await;
+    assert!(registry.retrieval_key(&caller.key_id).unwrap().is_none());
+    assert!(registry.last_billed_day(&caller.company_uuid).unwrap().is_none(), "its usage is gone");
+    assert!(registry.company(&seeded.sandbox_company).unwrap().is_some(), "the corpus's company is not a caller's");
+    let refused = search(Vec::new()).await;
+    assert_eq!((refused.status, refused.body["code"].as_str()), (401, Some("key_unknown")), "{:?}", refused.body);
+}

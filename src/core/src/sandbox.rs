@@ -44,6 +44,16 @@ pub fn bearer_accepted(token: &str, stored_digest: &str, registered_at: UnixMs, 
     bearer_digest(token) == stored_digest && now <= registered_at.plus(BEARER_VALID_MS) && now >= registered_at
 }
 
+/// Caller-created sandbox data is kept this long from its last use (R1.42).
+pub const CALLER_DATA_KEPT_MS: i64 = 90 * DAY;
+
+/// Whether a caller's sandbox data has expired: 90 days after the later of
+/// its creation and the end of the last day it used the sandbox.
+pub fn caller_expired(created_at: UnixMs, last_used_day: Option<UnixMs>, now: UnixMs) -> bool {
+    let last = last_used_day.map_or(created_at, |day| day.plus(DAY).max(created_at));
+    now >= last.plus(CALLER_DATA_KEPT_MS)
+}
+
 /// A time of day in UTC, `HH:MM`, as minutes after midnight.
 pub fn time_of_day(text: &str) -> Option<i64> {
     let (hours, minutes) = text.split_once(':')?;
@@ -72,6 +82,18 @@ mod tests {
         for bad in ["3:00", "24:00", "12:60", "12-00", "", "ab:cd", "+1:00"] {
             assert_eq!(time_of_day(bad), None, "{bad}");
         }
+    }
+
+    // rule: R1.42
+    #[test]
+    fn caller_data_is_kept_ninety_days_from_the_end_of_its_last_day_of_use() {
+        let created = UnixMs(1_795_305_600_000); // 2026-11-22T00:00:00Z
+        assert!(!caller_expired(created, None, created.plus(CALLER_DATA_KEPT_MS - 1)));
+        assert!(caller_expired(created, None, created.plus(CALLER_DATA_KEPT_MS)));
+        let used = created.plus(10 * DAY);
+        let until = used.plus(DAY + CALLER_DATA_KEPT_MS);
+        assert!(!caller_expired(created, Some(used), until.minus(1)), "kept through its 90th day");
+        assert!(caller_expired(created, Some(used), until));
     }
 
     // rule: R1.41
