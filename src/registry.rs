@@ -159,6 +159,11 @@ impl Registry {
         self.store.get(cf::GROUPS, group_id.as_bytes())
     }
 
+    /// The sandbox corpus's own AI company, which no caller created.
+    pub fn sandbox_corpus_company(&self) -> StoreResult<Option<String>> {
+        self.store.get(cf::META, keys::meta::SANDBOX_COMPANY)
+    }
+
     /// Every AI company.
     pub fn companies(&self) -> StoreResult<Vec<Company>> {
         Ok(self.store.scan(cf::COMPANIES, &[], None, usize::MAX)?.into_iter().map(|(_, c)| c).collect())

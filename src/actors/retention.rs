@@ -158,7 +158,7 @@ impl RetentionState {
         let Some(home) = self.args.home.as_ref().filter(|h| h.environment.is_sandbox()) else { return Ok(()) };
         let (store, now) = (&self.args.store, self.args.clock.now());
         let registry = Registry::new(store.clone());
-        let corpus = crate::sandbox::seed::seeded_company(store)?;
+        let corpus = registry.sandbox_corpus_company()?;
         for company in registry.companies()? {
             let last_used = registry.last_billed_day(&company.uuid)?;
             if Some(&company.uuid) == corpus.as_ref()

@@ -104,6 +104,9 @@ pub enum ClientCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Fetches the verification index and every document it pins, and
+    /// checks each against its pinned hash (RFC 8785, here).
+    VerificationIndex,
     /// Fetches the key set; saves it and its root anchors when asked.
     Keys {
         #[arg(long)]
@@ -228,6 +231,38 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
                 "checked offline: the key directory lists {} companies and {listed} keys, each id its key's \
                  thumbprint, signed by the statement key (P-256 and ML-DSA-65)",
                 companies.len()
+            );
+        }
+        ClientCommand::VerificationIndex => {
+            let answer = client.public_get(svc_core::index::INDEX_PATH).await?;
+            print_body(&answer)?;
+            let index = answer.json();
+            let known =
+                svc_core::index::PAYLOAD_TYPES.iter().map(|t| svc_core::dsse::payload_type(t)).collect::<Vec<_>>();
+            let types = index["payload_types"].as_array().cloned().unwrap_or_default();
+            let unknown = types.iter().filter(|t| !known.iter().any(|k| t["payload_type"] == k.as_str())).count();
+            let specifications = &index["specifications"];
+            let pinned = specifications["projections"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .chain([&specifications["ai_policy_key"]])
+                .chain(index["vocabularies"].as_array().into_iter().flatten());
+            let mut checked = 0;
+            for entry in pinned {
+                let (Some(url), Some(sha256)) = (entry["url"].as_str(), entry["sha256"].as_str()) else {
+                    return Err(CliError::Missing("an index entry without its url or sha256"));
+                };
+                let document = client.public_get(url).await?;
+                if document.status != 200 || !svc_core::index::pinned_by(&document.json(), sha256) {
+                    return Err(CliError::NotPinned { url: url.to_owned(), sha256: sha256.to_owned() });
+                }
+                checked += 1;
+            }
+            eprintln!(
+                "checked: {checked} pinned documents each hash to their entry; {} payload types, {unknown} unknown \
+                 to this build",
+                types.len()
             );
         }
         ClientCommand::Keys { out, anchors_out } => {

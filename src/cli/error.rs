@@ -69,4 +69,7 @@ pub enum CliError {
     Offline(Reason),
     #[error("the key set does not verify: {0}")]
     KeySet(Reason),
+    /// A document that is not what the verification index pins.
+    #[error("{url} is not the document the verification index pins ({sha256})")]
+    NotPinned { url: String, sha256: String },
 }

@@ -122,11 +122,18 @@ pub async fn ensure_seeded(
     corpus: &Corpus,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<SeedState, SeedError> {
+    let own_company = crate::store::keys::meta::SANDBOX_COMPANY;
     if let Some(seeded) = state.store.get::<SeedState>(cf::META, SEED_STATE_KEY)? {
+        // Seeded by a build that did not name its company apart.
+        if !state.store.contains(cf::META, own_company)? {
+            state.store.put(cf::META, own_company, &seeded.sandbox_company)?;
+        }
         return Ok(seeded);
     }
     let company = admin(state, "POST", "/admin/companies", json!({"name": "Sandbox AI", "verified": true})).await?;
     let company_uuid = company["ai_company_uuid"].as_str().unwrap_or_default().to_owned();
+    // Named apart at once: sandbox callers' data expires, this company's not.
+    state.store.put(cf::META, own_company, &company_uuid)?;
     let group = |name: &'static str| {
         let path = format!("/admin/companies/{company_uuid}/groups");
         async move { admin(state, "POST", &path, json!({"name": name})).await }
@@ -150,11 +157,6 @@ pub async fn ensure_seeded(
     publish_all(state, corpus, &seeded, progress).await?;
     state.store.put(cf::META, SEED_STATE_KEY, &seeded)?;
     Ok(seeded)
-}
-
-/// The sandbox corpus's own AI company, which no caller created.
-pub fn seeded_company(store: &crate::store::Store) -> crate::store::StoreResult<Option<String>> {
-    Ok(store.get::<SeedState>(cf::META, SEED_STATE_KEY)?.map(|s| s.sandbox_company))
 }
 
 /// Whether this node holds a seeded sandbox corpus.

@@ -104,6 +104,8 @@ pub mod meta {
     pub const MIGRATING: &[u8] = b"migrating";
     /// The sandbox seeder's state.
     pub const SANDBOX_SEED: &[u8] = b"sandbox_seed";
+    /// The sandbox corpus's own AI company (no caller created it).
+    pub const SANDBOX_COMPANY: &[u8] = b"sandbox_company";
     /// A sandbox home: when its corpus was last republished (or, before
     /// the first, when the schedule began).
     pub const SANDBOX_REPUBLISHED_AT: &[u8] = b"sandbox_republished_at";

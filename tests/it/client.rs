@@ -104,7 +104,7 @@ async fn answers_check_offline_and_tampering_is_caught() {
     region.node.stop().await;
 }
 
-// rule: R5.40, R4.10, R4.12, P4.2.54, P4.2.56, P2.6.19, P2.6.40, P-NS-7
+// rule: R5.40, R4.10, R4.12, P4.2.54, P4.2.56, P2.6.19, P2.6.40, P-NS-7, P-NS-8, P4.2.16
 #[tokio::test(flavor = "multi_thread")]
 async fn the_command_line_signs_prints_and_checks() {
     let region = region().await;
@@ -189,6 +189,11 @@ async fn the_command_line_signs_prints_and_checks() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["companies"][0]["ai_company_uuid"], uuid);
     assert!(stderr.contains("the key directory lists 1 companies and 0 keys"), "{stderr}");
+
+    // The verification index: every pinned document hashes to its entry.
+    let (code, _, stderr) = region.svc_client(&["verification-index"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("pinned documents each hash to their entry") && stderr.contains("0 unknown"), "{stderr}");
 
     let (code, stdout, _) = region.svc_client(&["terms"]).await;
     assert_eq!(code, 1, "no Terms in force: a 404");

@@ -34,6 +34,7 @@ pub const PAYLOAD_TYPES: &[&str] = &[
     "certificate.v1",
     "verify-statement.v1",
     "verify-page.v1",
+    "key-directory.v1",
 ];
 
 /// A controlled list of values a record field takes (R-NS-4).
@@ -98,6 +99,16 @@ pub fn vocabulary_list() -> Value {
 
 /// The verification index. No test vectors are published, so no entry has
 /// `test_vectors_url` (P4.2.17).
+/// Whether `document` is what an index entry pins by `sha256`: `sha256:`
+/// and the hex of its RFC 8785 form without its own `sha256` member.
+pub fn pinned_by(document: &Value, sha256: &str) -> bool {
+    let mut bare = document.clone();
+    if let Some(map) = bare.as_object_mut() {
+        map.remove("sha256");
+    }
+    sha256_prefixed(&canonicalize(&bare)) == sha256
+}
+
 pub fn verification_index() -> Value {
     let payload_types: Vec<Value> = PAYLOAD_TYPES
         .iter()
@@ -126,6 +137,19 @@ pub fn verification_index() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_pinned_document_hashes_to_its_entry_and_a_changed_one_does_not() {
+        for vocabulary in vocabularies() {
+            assert!(pinned_by(vocabulary.document(), &vocabulary.sha256), "{}", vocabulary.name);
+            let mut changed = vocabulary.document().clone();
+            changed["version"] = json!(99);
+            assert!(!pinned_by(&changed, &vocabulary.sha256), "{}", vocabulary.name);
+        }
+        for spec in crate::projection::specs() {
+            assert!(pinned_by(spec.document(), &spec.sha256));
+        }
+    }
 
     // rule: P4.2.16, P4.2.17
     #[test]
