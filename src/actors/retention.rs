@@ -21,7 +21,7 @@ use crate::clock::SharedClock;
 use crate::registry::Registry;
 use crate::replication::Change;
 use crate::replication::purge::{Pending, sweep};
-use crate::store::model::{ExpiredCaller, Purge, PushLeaf, RecordVersion, UploadRecord};
+use crate::store::model::{ExpiredCaller, Purge, PushLeaf, RecordVersion, UploadRecord, UsageEvent};
 use crate::store::{Store, be, cf, from_be, keys};
 
 /// Bulk files are kept at most this long (P8.13).
@@ -159,6 +159,7 @@ impl RetentionState {
         let (store, now) = (&self.args.store, self.args.clock.now());
         let registry = Registry::new(store.clone());
         let corpus = registry.sandbox_corpus_company()?;
+        let all_keys = registry.retrieval_keys()?;
         for company in registry.companies()? {
             let last_used = registry.last_billed_day(&company.uuid)?;
             if Some(&company.uuid) == corpus.as_ref()
@@ -168,8 +169,8 @@ impl RetentionState {
             }
             let uuid = company.uuid.as_str();
             let groups: Vec<String> = registry.groups_of(uuid)?.into_iter().map(|g| g.group_id).collect();
-            let keys: Vec<String> =
-                registry.retrieval_keys()?.into_iter().filter(|k| k.company_uuid == uuid).map(|k| k.key_id).collect();
+            let key_ids: Vec<String> =
+                all_keys.iter().filter(|k| k.company_uuid == uuid).map(|k| k.key_id.clone()).collect();
             let mut change = Change::new();
             change.delete(cf::COMPANIES, uuid.as_bytes());
             change.delete(cf::BILLING_PLANS, uuid.as_bytes());
@@ -178,10 +179,11 @@ impl RetentionState {
             for group in &groups {
                 change.delete(cf::GROUPS, group.as_bytes());
             }
-            for key in &keys {
-                change.delete(cf::RETRIEVAL_KEYS, key.as_bytes());
-                for (k, ()) in store.scan::<()>(cf::USAGE, &keys::prefix(&[key]), None, usize::MAX).unwrap_or_default()
-                {
+            for key_id in &key_ids {
+                change.delete(cf::RETRIEVAL_KEYS, key_id.as_bytes());
+                let events: Vec<(Vec<u8>, UsageEvent)> =
+                    store.scan(cf::USAGE, &keys::prefix(&[key_id]), None, usize::MAX)?;
+                for (k, _) in events {
                     change.delete(cf::USAGE, &k);
                 }
             }
@@ -193,7 +195,7 @@ impl RetentionState {
             for (k, _) in days {
                 change.delete(cf::USAGE_DAYS, &k);
             }
-            let expired = ExpiredCaller { company_uuid: uuid.to_owned(), groups, keys, expired_at: now };
+            let expired = ExpiredCaller { company_uuid: uuid.to_owned(), groups, keys: key_ids, expired_at: now };
             change.put(cf::EXPIRED_CALLERS, uuid.as_bytes(), &expired);
             home.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
             tracing::info!(company = uuid, "sandbox caller data expired 90 days after its last use");

@@ -693,7 +693,7 @@ fn searches_counted(node: &Node, business: &str) -> u64 {
     hours.iter().map(|(_, counts)| counts.searches).sum()
 }
 
-// rule: R4.10, R4.16, R4.17, P2.5.36, P4.1.18, P-NS-7, P-NS-8
+// rule: R4.10, R4.16, R4.17, P2.5.36, P4.1.18, P-NS-7, P-NS-8, R2.4.18
 #[tokio::test(flavor = "multi_thread")]
 async fn every_regions_receipts_list_and_count_at_home_even_after_the_region_is_lost() {
     let dir = tempfile::tempdir().unwrap();
@@ -763,9 +763,31 @@ async fn every_regions_receipts_list_and_count_at_home_even_after_the_region_is_
         assert_eq!(get(&eu_url, path, None).await.status, 200, "{path}");
     }
 
+    // A declared freshness expectation reaches eu's rows as it does home's
+    // (declared here through home's one writer; the route is tested in
+    // business_api.rs).
+    let mut change = svc::replication::Change::new();
+    change.put(
+        cf::FRESHNESS,
+        &svc::store::keys::freshness(&business, "products"),
+        &r#"{"cadence":"weekly"}"#.to_owned(),
+    );
+    let now = svc::clock::Clock::now(&SystemClock);
+    let publisher = &home.state.home.as_ref().unwrap().publisher;
+    publisher.call(|reply| svc::actors::publisher::PublisherMsg::Apply { change, now, reply }).await.unwrap().unwrap();
+    eventually("eu's rows carry the declared freshness", || async {
+        let answer = at_eu.call("POST", "/v1/search", serde_json::to_vec(&body).unwrap()).await.unwrap().json();
+        let rows = answer["rows"].as_array().cloned().unwrap_or_default();
+        let of_business: Vec<&Value> = rows.iter().filter(|r| r["business_uuid"] == business.as_str()).collect();
+        !of_business.is_empty()
+            && of_business.iter().all(|r| r["freshness_expectation"] == json!({"cadence": "weekly"}))
+    })
+    .await;
+
     // eu is lost with its store: home still lists what it issued.
     eu.stop().await;
     std::fs::remove_dir_all(dir.path().join("eu")).unwrap();
-    assert_eq!(listed(&at_home).await, receipts, "the same list after eu is gone");
+    let after = listed(&at_home).await;
+    assert_eq!(after[..receipts.len()], receipts[..], "the same list after eu is gone (and any later ones after it)");
     home.stop().await;
 }
