@@ -97,7 +97,8 @@ pub async fn observe(state: &Region) -> Result<Done> {
         "retention",
         retention.map(|r| {
             json!({"purged_through": r.purged_through, "records_purged": r.records_purged,
-                "entries_rewritten": r.entries_rewritten, "bulk_files_expired": r.bulk_files_expired})
+                "entries_rewritten": r.entries_rewritten, "bulk_files_expired": r.bulk_files_expired,
+                "callers_expired": r.callers_expired, "receipts_forgotten": r.receipts_forgotten})
         }),
     );
     for shard in &state.index_shards {
