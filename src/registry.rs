@@ -164,6 +164,11 @@ impl Registry {
         self.store.get(cf::META, keys::meta::SANDBOX_COMPANY)
     }
 
+    /// The Terms an AI company accepted last, if any.
+    pub fn terms_accepted(&self, company_uuid: &str) -> StoreResult<Option<TermsAcceptance>> {
+        self.store.get(cf::TERMS_ACCEPTED, company_uuid.as_bytes())
+    }
+
     /// Every AI company.
     pub fn companies(&self) -> StoreResult<Vec<Company>> {
         Ok(self.store.scan(cf::COMPANIES, &[], None, usize::MAX)?.into_iter().map(|(_, c)| c).collect())
@@ -250,6 +255,11 @@ impl Registry {
 
     pub fn endpoints_suspension(&self, business_uuid: &str) -> StoreResult<Option<EndpointsSuspension>> {
         self.store.get(cf::ENDPOINTS, business_uuid.as_bytes())
+    }
+
+    /// The newest Terms version already in effect at `now`.
+    pub fn terms_in_force(&self, now: UnixMs) -> StoreResult<Option<TermsVersion>> {
+        Ok(self.terms()?.into_iter().filter(|t| t.effective_from <= now).max_by_key(|t| (t.effective_from, t.version)))
     }
 
     pub fn terms(&self) -> StoreResult<Vec<TermsVersion>> {

@@ -51,6 +51,7 @@ pub fn routes() -> Router<Region> {
         .route("/admin/companies/{uuid}/groups", post(create_group))
         .route("/admin/companies/{uuid}/certificate-status", post(change_certificate_status))
         .route("/admin/companies/{uuid}/directory", post(set_directory_listing))
+        .route("/admin/companies/{uuid}/terms-acceptance", post(accept_terms))
         .route("/admin/groups/{group_id}/retrieval-keys", post(register_retrieval_key))
         .route("/admin/retrieval-keys/{key_id}/revoke", post(revoke_retrieval_key))
         .route("/admin/blocks", post(set_block))
@@ -183,6 +184,15 @@ async fn save_sealed_record(
 
 async fn create_company(State(state): State<Region>, _: Operator, JsonBody(req): JsonBody<NewCompany>) -> Response {
     done(operator::create_company(&state, req).await)
+}
+
+async fn accept_terms(
+    State(state): State<Region>,
+    _: Operator,
+    Path(uuid): Path<String>,
+    JsonBody(req): JsonBody<TermsAcceptanceChange>,
+) -> Response {
+    done(operator::accept_terms(&state, uuid, req).await)
 }
 
 async fn set_directory_listing(

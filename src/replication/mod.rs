@@ -43,6 +43,7 @@ pub const REPLICATED: &[&str] = &[
     cf::DOMAINS,
     cf::DIRECTORY,
     cf::EXPIRED_CALLERS,
+    cf::TERMS_ACCEPTED,
 ];
 
 /// One write of an entry. A put's `value` is the stored value itself

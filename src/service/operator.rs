@@ -784,6 +784,58 @@ pub async fn set_directory_listing(state: &Region, uuid: String, req: DirectoryC
     Ok(Done::Ok(json!({"ai_company_uuid": uuid, "listed": req.listed})))
 }
 
+/// A production key needs a verified company that accepted the Terms in
+/// force, that version by its hash (retrieval 5). Before any Terms are in
+/// force, an acceptance recorded at the company's creation stands.
+fn production_key_allowed(state: &Region, company: &Company) -> Result<()> {
+    if !company.verified {
+        return Err(invalid("a production key needs a verified company"));
+    }
+    let now = state.clock.now();
+    let Some(in_force) = state.registry.terms_in_force(now)? else {
+        return match company.terms_accepted {
+            Some(_) => Ok(()),
+            None => Err(invalid("a production key needs a company that accepted the Terms")),
+        };
+    };
+    let accepted = state.registry.terms_accepted(&company.uuid)?;
+    match accepted {
+        Some(a) if a.version == in_force.version && a.sha256 == in_force.sha256 => Ok(()),
+        Some(a) => Err(invalid(format!(
+            "a production key needs the Terms in force accepted: version {} ({}) is in force, the company accepted \
+             version {}",
+            in_force.version, in_force.sha256, a.version
+        ))),
+        None => Err(invalid(format!(
+            "a production key needs the Terms in force accepted: version {} ({}), which the company has not accepted",
+            in_force.version, in_force.sha256
+        ))),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TermsAcceptanceChange {
+    version: u64,
+}
+
+/// Records that an AI company accepted a Terms version, pinned by its hash
+/// (the AI-company portal will ask the person; until then the operator).
+pub async fn accept_terms(state: &Region, uuid: String, req: TermsAcceptanceChange) -> Result<Done> {
+    let mut company = state.registry.company(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let terms = state.registry.terms()?.into_iter().find(|t| t.version == req.version);
+    let terms = terms.ok_or_else(|| invalid(format!("there is no Terms version {}", req.version)))?;
+    let accepted =
+        TermsAcceptance { version: terms.version, sha256: terms.sha256.clone(), accepted_at: state.clock.now() };
+    let mut change = Change::new();
+    change.put(cf::TERMS_ACCEPTED, uuid.as_bytes(), &accepted);
+    company.terms_accepted = Some(terms.version);
+    change.put(cf::COMPANIES, uuid.as_bytes(), &company);
+    apply(state, change).await?;
+    Ok(Done::Ok(json!({"ai_company_uuid": uuid, "version": terms.version, "sha256": terms.sha256,
+        "accepted_at": accepted.accepted_at.to_rfc3339_secs()})))
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewCompany {
@@ -807,6 +859,13 @@ pub async fn create_company(state: &Region, req: NewCompany) -> Result<Done> {
     };
     let mut change = Change::new();
     change.put(cf::COMPANIES, company.uuid.as_bytes(), &company);
+    if let Some(terms) =
+        company.terms_accepted.and_then(|v| state.registry.terms().ok()?.into_iter().find(|t| t.version == v))
+    {
+        let accepted =
+            TermsAcceptance { version: terms.version, sha256: terms.sha256, accepted_at: company.created_at };
+        change.put(cf::TERMS_ACCEPTED, company.uuid.as_bytes(), &accepted);
+    }
     // A verified company holds a certificate, as a business does.
     if company.verified {
         let now = company.created_at;
@@ -848,8 +907,8 @@ pub async fn register_retrieval_key(state: &Region, group_id: String, req: NewRe
         return Err(invalid("retrieval keys are Ed25519 or P-256"));
     }
     let sandbox = state.config.environment.is_sandbox();
-    if !(sandbox || company.verified && company.terms_accepted.is_some()) {
-        return Err(invalid("a production key needs a verified company that accepted the Terms"));
+    if !sandbox {
+        production_key_allowed(state, &company)?;
     }
     let now = state.clock.now();
     let key_id = key.thumbprint();

@@ -51,6 +51,7 @@
 //! | `key_set` | [`key_set::ENTRIES`], [`key_set::DOCUMENT`], [`key_set::DIRECTORY`] | `Vec<String>`; `String`; `String` |
 //! | `directory` | AI company uuid | `DirectoryListing` (replicated) |
 //! | `expired_callers` | AI company uuid | `ExpiredCaller` (replicated) |
+//! | `terms_accepted` | AI company uuid | `TermsAcceptance` (replicated) |
 //! | `tlog_pending` | leaf hash | `PendingLeaf` |
 //! | `tlog_leaves` | be(index) | `LogLeaf` |
 //! | `tlog_index` | leaf hash | `u64` |

@@ -115,6 +115,8 @@ pub mod cf {
     /// Sandbox AI companies whose data expired (replicated): each node
     /// forgets their groups' receipts.
     pub const EXPIRED_CALLERS: &str = "expired_callers";
+    /// The Terms each AI company accepted, version and hash (replicated).
+    pub const TERMS_ACCEPTED: &str = "terms_accepted";
     /// AI companies that opted in to the key directory (replicated).
     pub const DIRECTORY: &str = "directory";
     /// How fresh each business expects its records of a type to be
@@ -180,6 +182,7 @@ pub mod cf {
         DOMAINS,
         DIRECTORY,
         EXPIRED_CALLERS,
+        TERMS_ACCEPTED,
     ];
 }
 

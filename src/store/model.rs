@@ -495,6 +495,14 @@ pub struct ExpiredCaller {
     pub expired_at: UnixMs,
 }
 
+/// The Terms version an AI company accepted, pinned by its hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TermsAcceptance {
+    pub version: u64,
+    pub sha256: String,
+    pub accepted_at: UnixMs,
+}
+
 /// An AI company's opt-in to the key directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DirectoryListing {

@@ -676,3 +676,49 @@ async fn a_body_over_16_kib_is_refused_declared_or_not_before_anything_else() {
     assert_eq!((earlier.status, earlier.body["code"].as_str()), (400, Some("request_invalid")));
     assert_eq!(home.send(unsigned_search(over, false)).await.status, 413, "read past the limit is always 413");
 }
+
+// rule: R5.50
+#[tokio::test(flavor = "multi_thread")]
+async fn a_production_key_needs_the_terms_in_force_accepted_by_version_and_hash() {
+    let home = Home::start().await;
+    let publish = |version: u64, from: &str, text: &str| {
+        let body = json!({"version": version, "effective_from": from, "text": text});
+        let home = &home;
+        async move { assert_eq!(home.admin("POST", "/admin/terms", body).await.status, 201) }
+    };
+    publish(1, "2026-11-01T00:00:00Z", "Use once.").await;
+    // Accepted version 1 when it was created: its keys register.
+    let caller = home.caller("Acme AI").await;
+    let register = |n: u8| {
+        let key = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[n; 32]).unwrap();
+        let path = format!("/admin/groups/{}/retrieval-keys", caller.group_id);
+        let home = &home;
+        async move { home.admin("POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await }
+    };
+    assert_eq!(register(1).await.status, 201);
+
+    // Version 2 comes into force: a new key waits for its acceptance.
+    home.clock.advance(svc_core::time::SECOND);
+    let from = home.clock.now().to_rfc3339_secs();
+    publish(2, &from, "Use once, cite.").await;
+    let refused = register(2).await;
+    assert_eq!((refused.status, refused.body["code"].as_str()), (400, Some("request_invalid")), "{:?}", refused.body);
+    assert!(refused.body["detail"].as_str().unwrap().contains("version 2"), "{:?}", refused.body);
+    let path = format!("/admin/companies/{}/terms-acceptance", caller.company_uuid);
+    let accepted = home.admin("POST", &path, json!({"version": 2})).await;
+    assert_eq!(accepted.status, 200, "{:?}", accepted.body);
+    assert_eq!(accepted.body["sha256"], sha256_prefixed(b"Use once, cite."));
+    assert_eq!(register(2).await.status, 201, "accepted in force: registered");
+    let unknown = home.admin("POST", &path, json!({"version": 9})).await;
+    assert_eq!((unknown.status, unknown.body["code"].as_str()), (400, Some("request_invalid")));
+
+    // An unverified company registers no production key, whatever it accepted.
+    let unverified =
+        home.admin("POST", "/admin/companies", json!({"name": "Unverified AI", "terms_accepted": 2})).await;
+    let uuid = unverified.body["ai_company_uuid"].as_str().unwrap();
+    let group = home.admin("POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await;
+    let key = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[9; 32]).unwrap();
+    let path = format!("/admin/groups/{}/retrieval-keys", group.body["ai_group_id"].as_str().unwrap());
+    let refused = home.admin("POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await;
+    assert_eq!(refused.status, 400, "{:?}", refused.body);
+}

@@ -231,10 +231,8 @@ fn terms_json(terms: &TermsVersion) -> Value {
 
 /// The newest version already in effect; 404 when none is.
 pub fn terms_in_force(state: &Region, caller: &Caller) -> Result<Value> {
-    let now = caller.now;
-    let terms = state.registry.terms()?;
-    let in_force = terms.iter().filter(|t| t.effective_from <= now).max_by_key(|t| (t.effective_from, t.version));
-    in_force.map(terms_json).ok_or_else(|| Error::detail(Code::NotFound, "no Terms version is in force"))
+    let in_force = state.registry.terms_in_force(caller.now)?;
+    in_force.as_ref().map(terms_json).ok_or_else(|| Error::detail(Code::NotFound, "no Terms version is in force"))
 }
 
 /// One Terms version, in force or not.
