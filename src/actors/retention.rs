@@ -95,20 +95,40 @@ impl RetentionState {
         let Some(last) = ready.last().map(|(seq, _)| *seq) else { return Ok(()) };
         let purges: Vec<Purge> = ready.into_iter().map(|(_, p)| p).collect();
         let pending = Pending::new(&purges);
-        let rewritten = tokio::task::block_in_place(|| sweep(store, &pending, last))?;
-        if let Some(home) = &self.args.home {
-            clear_push_leaves(store, &home.publisher, &purges, self.args.clock.now()).await?;
+        let swept = tokio::task::block_in_place(|| sweep(store, &pending, last))?;
+        let pushes = match &self.args.home {
+            Some(home) => clear_push_leaves(store, &home.publisher, &purges, self.args.clock.now()).await?,
+            None => Vec::new(),
+        };
+        // Only where old values were replaced: the log's rewritten span,
+        // each record's head and versions, each push's leaves.
+        let mut ranges: Vec<(&'static str, Vec<u8>, Vec<u8>)> = Vec::new();
+        if let Some((first, last)) = swept.span {
+            ranges.push((cf::REPLOG, be(first).to_vec(), be(last).to_vec()));
         }
-        let families = [cf::REPLOG, cf::VERSIONS, cf::RECORDS, cf::PUSH_RESULTS];
-        tokio::task::block_in_place(|| store.purge_replaced(&families))?;
+        for purge in &purges {
+            let id = &purge.record_id;
+            ranges.push((cf::RECORDS, id.as_bytes().to_vec(), id.as_bytes().to_vec()));
+            ranges.push((cf::VERSIONS, keys::version(id, 0), keys::version(id, u64::MAX)));
+        }
+        for push_id in pushes {
+            let leaves = keys::push_leaves(&push_id);
+            ranges.push((cf::PUSH_RESULTS, leaves.clone(), [leaves.as_slice(), &[0xff]].concat()));
+        }
+        tokio::task::block_in_place(|| store.purge_replaced(&ranges))?;
         for shard in &self.args.shards {
             shard.call(IndexShardMsg::Purge).await??;
         }
         store.put(cf::META, keys::meta::PURGED_THROUGH, &last)?;
-        tracing::info!(records = purges.len(), entries = rewritten, through = last, "deleted records' bytes purged");
+        tracing::info!(
+            records = purges.len(),
+            entries = swept.entries,
+            through = last,
+            "deleted records' bytes purged"
+        );
         self.snapshot.purged_through = last;
         self.snapshot.records_purged += purges.len() as u64;
-        self.snapshot.entries_rewritten += rewritten;
+        self.snapshot.entries_rewritten += swept.entries;
         Ok(())
     }
 
@@ -252,13 +272,13 @@ impl RetentionState {
 }
 
 /// Home's push results name each record and its product; a deleted
-/// record's leaves keep only its id and outcome.
+/// record's leaves keep only its id and outcome. Answers the pushes seen.
 async fn clear_push_leaves(
     store: &Store,
     publisher: &Mailbox<PublisherMsg>,
     purges: &[Purge],
     now: UnixMs,
-) -> Result<(), ActorError> {
+) -> Result<Vec<String>, ActorError> {
     let mut by_push: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for purge in purges {
         for generation in 1..=purge.generations {
@@ -269,6 +289,7 @@ async fn clear_push_leaves(
             }
         }
     }
+    let pushes: Vec<String> = by_push.keys().cloned().collect();
     for (push_id, records) in by_push {
         let leaves: Vec<(Vec<u8>, PushLeaf)> =
             store.scan(cf::PUSH_RESULTS, &keys::push_leaves(&push_id), None, usize::MAX)?;
@@ -287,7 +308,7 @@ async fn clear_push_leaves(
             publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
         }
     }
-    Ok(())
+    Ok(pushes)
 }
 
 impl Actor for Retention {

@@ -79,11 +79,19 @@ impl Pending {
     }
 }
 
+/// What a sweep rewrote: how many entries, and the first and last of them
+/// (the span of the log whose old values a compaction then drops).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    pub entries: u64,
+    pub span: Option<(u64, u64)>,
+}
+
 /// Rewrites every entry up to `through` that still holds a purged
-/// record's bytes; answers how many it rewrote. Only entries already
-/// written are read, so the log's one writer is never raced on a key.
-pub fn sweep(store: &Store, pending: &Pending, through: u64) -> StoreResult<u64> {
-    let mut rewritten = 0;
+/// record's bytes. Only entries already written are read, so the log's one
+/// writer is never raced on a key.
+pub fn sweep(store: &Store, pending: &Pending, through: u64) -> StoreResult<Swept> {
+    let mut swept = Swept::default();
     let mut from = 1u64;
     while !pending.is_empty() && from <= through {
         let page = store.scan::<Entry>(cf::REPLOG, &[], Some(&be(from)), PAGE)?;
@@ -92,13 +100,15 @@ pub fn sweep(store: &Store, pending: &Pending, through: u64) -> StoreResult<u64>
         for (key, mut entry) in page.into_iter().filter(|(_, e)| e.seq <= through) {
             if pending.scrub_entry(&mut entry)? {
                 batch.put(cf::REPLOG, &key, &entry);
-                rewritten += 1;
+                swept.entries += 1;
+                let first = swept.span.map_or(entry.seq, |(first, _)| first);
+                swept.span = Some((first, entry.seq));
             }
         }
         batch.commit()?;
         from = last + 1;
     }
-    Ok(rewritten)
+    Ok(swept)
 }
 
 #[cfg(test)]
@@ -163,8 +173,8 @@ mod tests {
             log.commit(change, UnixMs(1)).unwrap();
         }
         let pending = Pending::new(&[Purge { record_id: "r1".into(), generations: 2, deleted_at: UnixMs(5) }]);
-        assert_eq!(sweep(&store, &pending, 3).unwrap(), 2);
-        assert_eq!(sweep(&store, &pending, 3).unwrap(), 0, "a second sweep finds nothing left");
+        assert_eq!(sweep(&store, &pending, 3).unwrap(), Swept { entries: 2, span: Some((1, 3)) });
+        assert_eq!(sweep(&store, &pending, 3).unwrap(), Swept::default(), "a second sweep finds nothing left");
         let entries = super::super::entries_after(&store, 0, 10).unwrap();
         let bytes = |e: &Entry| match &e.ops[0] {
             Op::Put { value, .. } => decode::<RecordVersion>(cf::VERSIONS, value).unwrap().bytes,

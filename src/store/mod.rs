@@ -430,17 +430,18 @@ impl Store {
         Ok(versioned)
     }
 
-    /// Writes every memtable out, then rewrites each of `families` whole
-    /// down to its last level: what an overwrite or delete replaced leaves
-    /// the files (and the WAL files that held it are no longer needed).
-    pub fn purge_replaced(&self, families: &[&'static str]) -> StoreResult<()> {
+    /// Writes every memtable out, then rewrites each key range (family,
+    /// first key, last key, both included) down to its family's last level:
+    /// what an overwrite or delete replaced there leaves the files (and the
+    /// WAL files that held it are no longer needed).
+    pub fn purge_replaced(&self, ranges: &[(&'static str, Vec<u8>, Vec<u8>)]) -> StoreResult<()> {
         for name in cf::ALL {
             self.db.flush_cf(self.handle(name)?)?;
         }
         let mut options = rocksdb::CompactOptions::default();
         options.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
-        for name in families {
-            self.db.compact_range_cf_opt(self.handle(name)?, None::<&[u8]>, None::<&[u8]>, &options);
+        for (name, first, last) in ranges {
+            self.db.compact_range_cf_opt(self.handle(name)?, Some(first), Some(last), &options);
         }
         Ok(())
     }
