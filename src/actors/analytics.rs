@@ -103,8 +103,25 @@ impl AnalyticsState {
         if shipment.first_seq > through.saturating_add(1) {
             return Ok(through);
         }
-        let new: Vec<&StoredReceipt> = shipment.receipts.iter().filter(|r| r.seq > through).collect();
-        let Some(last) = new.last().map(|r| r.seq) else { return Ok(through) };
+        let Some(last) = shipment.receipts.iter().map(|r| r.seq).filter(|seq| *seq > through).max() else {
+            return Ok(through);
+        };
+        // A caller whose sandbox data expired is not kept again from a late shipment.
+        let mut expired = std::collections::HashMap::new();
+        let mut new: Vec<&StoredReceipt> = Vec::new();
+        for receipt in shipment.receipts.iter().filter(|r| r.seq > through) {
+            let gone = match expired.get(&receipt.company_uuid) {
+                Some(gone) => *gone,
+                None => {
+                    let gone = self.store.contains(cf::EXPIRED_CALLERS, receipt.company_uuid.as_bytes())?;
+                    expired.insert(receipt.company_uuid.clone(), gone);
+                    gone
+                }
+            };
+            if !gone {
+                new.push(receipt);
+            }
+        }
         let mut batch = self.store.batch();
         for receipt in &new {
             batch.put(cf::REGION_RECEIPTS, &keys::region_receipt(region, receipt.seq), *receipt);

@@ -127,7 +127,10 @@ impl DomainAssuranceState {
             }
             let live = assurance::endpoints_live(&judged);
             pass.suspended += u64::from(!live);
-            self.keep(&business.uuid, &kept, &judged, live, now).await?;
+            // One business's write refused (changed meanwhile) leaves the rest.
+            if let Err(e) = self.keep(&business.uuid, &kept, &judged, live, now).await {
+                tracing::info!(business = %business.uuid, error = %e, "domain assurance judged again next pass");
+            }
         }
         self.last = pass.clone();
         Ok(pass)
@@ -150,6 +153,12 @@ impl DomainAssuranceState {
             change.delete(cf::DOMAINS, &keys::domain(business_uuid, gone));
         }
         let suspension = self.registry.endpoints_suspension(business_uuid)?;
+        // Judged on what was read: an operator's change meanwhile fails
+        // this write, and the next pass judges again.
+        match &suspension {
+            Some(s) => change.require_unchanged(cf::ENDPOINTS, business_uuid.as_bytes(), s),
+            None => change.require_absent(cf::ENDPOINTS, business_uuid.as_bytes()),
+        };
         match (&suspension, live) {
             (None, false) => {
                 let lost = judged.iter().filter(|d| !assurance::endpoints_live(std::slice::from_ref(*d)));
@@ -166,7 +175,7 @@ impl DomainAssuranceState {
             }
             _ => {}
         }
-        if change.is_empty() {
+        if change.replicated_len() == 0 {
             return Ok(());
         }
         self.args.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;

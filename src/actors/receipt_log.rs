@@ -48,10 +48,15 @@ impl Actor for ReceiptLog {
         _me: ActorRef<ReceiptLogMsg>,
         store: Store,
     ) -> Result<ReceiptLogState, ActorProcessingErr> {
-        let next = match store.last_key(cf::RECEIPTS)? {
-            Some(k) => from_be(&k).ok_or(ActorError::Refused("malformed receipt sequence"))? + 1,
-            None => 1,
-        };
+        // The leaves are never deleted (an expired caller's receipts are),
+        // so numbering goes on after the highest either holds.
+        let mut last = 0;
+        for family in [cf::RECEIPTS, cf::RECEIPT_LEAVES] {
+            if let Some(k) = store.last_key(family)? {
+                last = last.max(from_be(&k).ok_or(ActorError::Refused("malformed receipt sequence"))?);
+            }
+        }
+        let next = last + 1;
         Ok(ReceiptLogState { store, next })
     }
 

@@ -12,7 +12,9 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::replicator::ReplicationStatus;
 use crate::actors::error::ActorError;
-use crate::replication::exchange::{self, ReceiptsShipment, ReceiptsTaken, Report, ReportTaken, SHIPMENT_MAX};
+use crate::replication::exchange::{
+    self, ReceiptsShipment, ReceiptsTaken, Report, ReportTaken, SHIPMENT_BYTES, SHIPMENT_MAX,
+};
 use crate::replication::link::HomeLink;
 use crate::store::model::StoredReceipt;
 use crate::store::{Store, be, cf, keys};
@@ -59,18 +61,31 @@ impl Uplink {
         Ok(keys.len())
     }
 
-    /// Ships the receipts after the last home took; answers how many went.
-    async fn ship_receipts(args: &UplinkArgs) -> Result<usize, ActorError> {
+    /// Ships the receipts after the last home took; answers whether more
+    /// wait (this shipment was full and home took it whole).
+    async fn ship_receipts(args: &UplinkArgs) -> Result<bool, ActorError> {
         let shipped: u64 = args.store.get(cf::META, keys::meta::RECEIPTS_SHIPPED_SEQ)?.unwrap_or(0);
         let first_seq = shipped + 1;
-        let receipts: Vec<StoredReceipt> = args
+        let mut receipts: Vec<StoredReceipt> = args
             .store
             .scan(cf::RECEIPTS, &[], Some(&be(first_seq)), SHIPMENT_MAX)?
             .into_iter()
             .map(|(_, r)| r)
             .collect();
+        let scanned = receipts.len();
+        let mut bytes = 0;
+        let fit = receipts
+            .iter()
+            .take_while(|r| {
+                bytes += r.envelope.len();
+                bytes <= SHIPMENT_BYTES
+            })
+            .count();
+        receipts.truncate(fit.max(1));
+        // More wait when the page was full or cut to its bytes.
+        let more = scanned == SHIPMENT_MAX || receipts.len() < scanned;
         if receipts.is_empty() {
-            return Ok(0);
+            return Ok(false);
         }
         let n = receipts.len();
         let shipment = ReceiptsShipment { region: args.region.clone(), first_seq, receipts };
@@ -79,7 +94,7 @@ impl Uplink {
         // Home answers what it holds: on from there next time (after a
         // restore of home's store, that may be before what was shipped).
         args.store.put(cf::META, keys::meta::RECEIPTS_SHIPPED_SEQ, &taken.through)?;
-        Ok(if taken.through >= first_seq + n as u64 - 1 { n } else { 0 })
+        Ok(more && taken.through >= first_seq + n as u64 - 1)
     }
 }
 
@@ -125,7 +140,7 @@ impl Actor for Uplink {
                 }
                 loop {
                     match Self::ship_receipts(args).await {
-                        Ok(n) if n == SHIPMENT_MAX => continue,
+                        Ok(true) => continue,
                         Ok(_) => break,
                         Err(e) => {
                             tracing::debug!(error = %e, "receipts to home failed; sending again later");

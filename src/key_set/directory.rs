@@ -70,12 +70,20 @@ pub fn document(store: &Store) -> StoreResult<Option<String>> {
 /// from the signed one's; `None` when nothing changed.
 pub fn renewal(store: &Store, keys: &ServiceKeys, companies: Value, now: UnixMs) -> StoreResult<Option<Change>> {
     let signed: Option<Value> = document(store)?.and_then(|d| serde_json::from_str(&d).ok());
-    if signed.as_ref().is_some_and(|d| d["companies"] == companies) {
+    let key = keys.statement_key();
+    let key_ids = [key.classical.verifying_key().thumbprint(), key.post_quantum.verifying_key().thumbprint()];
+    // Signed again when what it lists changed, or the statement key did
+    // (a retired key's signature stops verifying once the key is ended).
+    let by_current_key = |d: &Value| {
+        let signatures = d["statement"]["signatures"].as_array().cloned().unwrap_or_default();
+        key_ids.iter().all(|id| signatures.iter().any(|s| s["keyid"] == id.as_str()))
+    };
+    if signed.as_ref().is_some_and(|d| d["companies"] == companies && by_current_key(d)) {
         return Ok(None);
     }
     let payload = json!({"v": 1, "issued_at": now.to_rfc3339_millis(), "companies": companies});
     let Ok(bytes) = svc_core::canonical::to_signed_bytes(&payload) else { return Ok(None) };
-    let statement = keys.statement_key().sign(&payload_type("key-directory.v1"), &bytes);
+    let statement = key.sign(&payload_type("key-directory.v1"), &bytes);
     let mut document = payload;
     document["statement"] = json!(statement);
     let mut change = Change::new();

@@ -125,6 +125,9 @@ impl Report {
 
 /// Receipts one shipment carries at most.
 pub const SHIPMENT_MAX: usize = 500;
+/// Envelope bytes one shipment carries at most (home reads 16 MiB at most);
+/// a single larger receipt still goes alone.
+pub const SHIPMENT_BYTES: usize = 8 << 20;
 /// The largest receipt envelope home keeps (a search's is a few KiB).
 const ENVELOPE_MAX: usize = 256 * 1024;
 /// The most businesses one receipt names (a search answers at most 50 rows).

@@ -19,16 +19,29 @@ const LOOK_EVERY: Duration = Duration::from_secs(1);
 /// republishes when it starts.
 pub async fn run(state: Region, mut shutdown: watch::Receiver<bool>) {
     let Some(minute) = svc_core::sandbox::time_of_day(&state.config.sandbox_republish_at) else { return };
+    if let Err(e) = super::seed::name_own_company(&state) {
+        tracing::warn!(error = %e, "the sandbox corpus's company could not be named apart");
+    }
+    // After a failed republish (each attempt writes versions), wait before
+    // the next: a failure that repeats must not republish every second.
+    let mut not_before = crate::clock::monotonic();
     loop {
         tokio::select! {
             _ = shutdown.changed() => return,
             _ = tokio::time::sleep(LOOK_EVERY) => {}
         }
+        if crate::clock::monotonic() < not_before {
+            continue;
+        }
         if let Err(e) = republish_if_due(&state, minute).await {
-            tracing::warn!(error = %e, "nightly sandbox republish failed; tried again at the next look");
+            tracing::warn!(error = %e, "nightly sandbox republish failed; tried again in 10 minutes");
+            not_before = crate::clock::monotonic() + RETRY_AFTER;
         }
     }
 }
+
+/// How long a failed republish waits before it is tried again.
+const RETRY_AFTER: Duration = Duration::from_secs(600);
 
 async fn republish_if_due(state: &Region, minute: i64) -> Result<(), super::seed::SeedError> {
     let now = state.clock.now();

@@ -124,10 +124,7 @@ pub async fn ensure_seeded(
 ) -> Result<SeedState, SeedError> {
     let own_company = crate::store::keys::meta::SANDBOX_COMPANY;
     if let Some(seeded) = state.store.get::<SeedState>(cf::META, SEED_STATE_KEY)? {
-        // Seeded by a build that did not name its company apart.
-        if !state.store.contains(cf::META, own_company)? {
-            state.store.put(cf::META, own_company, &seeded.sandbox_company)?;
-        }
+        name_own_company(state)?;
         return Ok(seeded);
     }
     let company = admin(state, "POST", "/admin/companies", json!({"name": "Sandbox AI", "verified": true})).await?;
@@ -157,6 +154,18 @@ pub async fn ensure_seeded(
     publish_all(state, corpus, &seeded, progress).await?;
     state.store.put(cf::META, SEED_STATE_KEY, &seeded)?;
     Ok(seeded)
+}
+
+/// Names the corpus's own company apart in a store seeded by a build that
+/// did not (sandbox callers' data expires, this company's does not).
+pub fn name_own_company(state: &Region) -> Result<(), SeedError> {
+    let own_company = crate::store::keys::meta::SANDBOX_COMPANY;
+    if let Some(seeded) = state.store.get::<SeedState>(cf::META, SEED_STATE_KEY)?
+        && !state.store.contains(cf::META, own_company)?
+    {
+        state.store.put(cf::META, own_company, &seeded.sandbox_company)?;
+    }
+    Ok(())
 }
 
 /// Whether this node holds a seeded sandbox corpus.

@@ -859,12 +859,19 @@ pub async fn create_company(state: &Region, req: NewCompany) -> Result<Done> {
     };
     let mut change = Change::new();
     change.put(cf::COMPANIES, company.uuid.as_bytes(), &company);
-    if let Some(terms) =
-        company.terms_accepted.and_then(|v| state.registry.terms().ok()?.into_iter().find(|t| t.version == v))
-    {
-        let accepted =
-            TermsAcceptance { version: terms.version, sha256: terms.sha256, accepted_at: company.created_at };
-        change.put(cf::TERMS_ACCEPTED, company.uuid.as_bytes(), &accepted);
+    // A version given must exist, unless none is published yet (an
+    // acceptance recorded before any Terms, kept for older deployments).
+    if let Some(version) = company.terms_accepted {
+        let terms = state.registry.terms()?;
+        let published = !terms.is_empty();
+        match terms.into_iter().find(|t| t.version == version) {
+            Some(t) => {
+                let accepted = TermsAcceptance { version, sha256: t.sha256, accepted_at: company.created_at };
+                change.put(cf::TERMS_ACCEPTED, company.uuid.as_bytes(), &accepted);
+            }
+            None if !published => {}
+            None => return Err(invalid(format!("there is no Terms version {version}"))),
+        }
     }
     // A verified company holds a certificate, as a business does.
     if company.verified {

@@ -194,12 +194,11 @@ pub async fn end_record(
     }
     // The regions that still serve it: their index has not applied this
     // change yet (out of serving in every region within seconds).
-    let live_in = match served_from.filter(|_| was_live) {
-        Some(from) => {
-            let ended_at = super::read::last_change(state, &document.record_id)?;
-            super::read::regions_serving(state, from, ended_at)?
-        }
-        None => Vec::new(),
+    let live_in = if was_live {
+        let ended_at = super::read::last_change(state, &document.record_id)?;
+        super::read::regions_serving(state, served_from.unwrap_or(0), ended_at)?
+    } else {
+        Vec::new()
     };
     Ok(json!({"record_id": document.record_id, "action": wanted.as_str(), "live_in": live_in}))
 }

@@ -124,10 +124,10 @@ pub fn catalogue_record(state: &Region, caller: &BusinessCaller, id: &str) -> Re
     let raw = |bytes: &[u8]| serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null);
     let serving =
         head.state == RecordState::Live && state.registry.serves(&head.business_uuid, &version, caller.now)?;
-    let live_in = match last_change(state, &record_id)? {
-        Some(from) if serving => regions_serving(state, from, None)?,
-        _ => Vec::new(),
-    };
+    // A record last changed before changes were recorded is held by every
+    // region that is pulling (seq 0).
+    let live_in =
+        if serving { regions_serving(state, last_change(state, &record_id)?.unwrap_or(0), None)? } else { Vec::new() };
     Ok(json!({
         "record_id": head.record_id,
         "business_product_id": head.own_id,
