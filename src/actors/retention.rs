@@ -201,6 +201,7 @@ impl RetentionState {
             change.delete(cf::COMPANIES, uuid.as_bytes());
             change.delete(cf::BILLING_PLANS, uuid.as_bytes());
             change.delete(cf::DIRECTORY, uuid.as_bytes());
+            change.delete(cf::TERMS_ACCEPTED, uuid.as_bytes());
             change.delete(cf::ALLOWANCES, uuid.as_bytes());
             for group in &groups {
                 change.delete(cf::GROUPS, group.as_bytes());
