@@ -83,8 +83,6 @@ pub enum PublisherMsg {
     /// Signs the key directory again if what it lists changed; answers
     /// whether it did.
     RenewKeyDirectory {
-        environment: crate::store::model::Environment,
-        verify_base: String,
         now: UnixMs,
         reply: RpcReplyPort<Result<bool, ActorError>>,
     },
@@ -131,6 +129,7 @@ pub struct Publisher;
 pub struct PublisherArgs {
     pub store: Store,
     pub keys: Arc<ServiceKeys>,
+    pub directory: crate::key_set::directory::Scope,
 }
 
 impl Actor for Publisher {
@@ -139,7 +138,7 @@ impl Actor for Publisher {
     type Arguments = PublisherArgs;
 
     async fn pre_start(&self, _me: ActorRef<PublisherMsg>, args: PublisherArgs) -> Result<Engine, ActorProcessingErr> {
-        Ok(Engine::new(LogWriter::open(args.store)?, args.keys))
+        Ok(Engine::new(LogWriter::open(args.store)?, args.keys, args.directory))
     }
 
     async fn handle(
@@ -190,8 +189,8 @@ impl Actor for Publisher {
             PublisherMsg::Apply { change, now, reply } => {
                 let _ = reply.send(engine.apply(change, now).map_err(ActorError::from));
             }
-            PublisherMsg::RenewKeyDirectory { environment, verify_base, now, reply } => {
-                let result = tokio::task::block_in_place(|| engine.renew_key_directory(environment, &verify_base, now));
+            PublisherMsg::RenewKeyDirectory { now, reply } => {
+                let result = tokio::task::block_in_place(|| engine.renew_key_directory(now));
                 let _ = reply.send(result.map_err(ActorError::from));
             }
             PublisherMsg::FoundKeySet { valid_from, now, reply } => {

@@ -56,7 +56,6 @@ pub struct AtHome {
     pub publisher: Mailbox<PublisherMsg>,
     pub uploads: PathBuf,
     pub environment: crate::store::model::Environment,
-    pub verify_base: String,
 }
 
 #[derive(Clone)]
@@ -263,13 +262,9 @@ impl RetentionState {
                 let listed: Vec<(Vec<u8>, ())> = store.scan(cf::RECEIPTS_BY_GROUP, &prefix, None, usize::MAX)?;
                 let mut batch = store.batch();
                 for (k, ()) in listed {
-                    let tail = &k[prefix.len()..];
-                    let Some(seq) = tail.get(8..16).and_then(crate::store::from_be) else { continue };
-                    match tail.get(17..) {
-                        Some(region) if !region.is_empty() => {
-                            let region = String::from_utf8_lossy(region);
-                            batch.delete(cf::REGION_RECEIPTS, &keys::region_receipt(&region, seq));
-                        }
+                    let Some((_, seq, region)) = keys::parse_receipt_by_group(&k[prefix.len()..]) else { continue };
+                    match region {
+                        Some(region) => batch.delete(cf::REGION_RECEIPTS, &keys::region_receipt(&region, seq)),
                         _ if shipped.is_some_and(|s| seq > s) => {
                             whole = false;
                             continue;
@@ -367,12 +362,8 @@ impl Actor for Retention {
                     tracing::warn!(error = %e, "forgetting expired callers' receipts failed");
                 }
                 if let Some(home) = &state.args.home {
-                    let (environment, verify_base, now) =
-                        (home.environment, home.verify_base.clone(), state.args.clock.now());
-                    let renewed = home
-                        .publisher
-                        .call(|reply| PublisherMsg::RenewKeyDirectory { environment, verify_base, now, reply })
-                        .await;
+                    let now = state.args.clock.now();
+                    let renewed = home.publisher.call(|reply| PublisherMsg::RenewKeyDirectory { now, reply }).await;
                     if let Err(e) = renewed.map_err(ActorError::from).and_then(|r| r) {
                         tracing::warn!(error = %e, "key directory renewal failed");
                     }

@@ -10,7 +10,7 @@ use axum::routing::get;
 use serde::Deserialize;
 use svc_core::problem::Code;
 
-use super::cacheable::{html_answer, json_document, query, wants_html};
+use super::cacheable::{cached, html_answer, json_document, query, wants_html};
 use super::pages;
 use crate::region::Region;
 use crate::service::Error;
@@ -98,7 +98,7 @@ async fn ai_policy_key(headers: HeaderMap) -> Response {
 /// `GET /v1/key-directory`: the signed directory of AI companies' keys.
 async fn key_directory(State(state): State<Region>, headers: HeaderMap) -> Response {
     match crate::service::public::key_directory(&state) {
-        Ok(document) => json_document(&document, &headers, DOCUMENT_MAX_AGE),
+        Ok(document) => cached(&document, &headers, DOCUMENT_MAX_AGE, "application/json"),
         Err(e) => e.into_response(),
     }
 }

@@ -22,6 +22,14 @@ pub const PATH: &str = "/v1/key-directory";
 /// Its key in `key_set`: the signed document, as JSON.
 pub const DOCUMENT: &[u8] = crate::store::keys::key_set::DIRECTORY;
 
+/// What a directory is of: this deployment's environment (its keys), and
+/// where its certificates are read (`certificate_url`).
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub environment: Environment,
+    pub verify_base: String,
+}
+
 /// How a key came to the directory: registered with the service by the
 /// company (through the operator or, later, the AI-company portal).
 const SOURCE: &str = "registration";
@@ -40,9 +48,10 @@ fn listed_key(key: &RetrievalKey) -> Option<Value> {
 }
 
 /// The companies listed now, in uuid order, each with its live keys.
-pub fn companies(registry: &Registry, environment: Environment, verify_base: &str, now: UnixMs) -> StoreResult<Value> {
+pub fn companies(registry: &Registry, scope: &Scope, now: UnixMs) -> StoreResult<Value> {
     let mut keys = registry.retrieval_keys()?;
-    keys.retain(|k| k.revoked_at.is_none() && k.environment == environment);
+    keys.retain(|k| k.revoked_at.is_none() && k.environment == scope.environment);
+    let verify_base = scope.verify_base.trim_end_matches('/');
     let mut companies = Vec::new();
     for (uuid, _) in registry.directory_listings()? {
         let Some(company) = registry.company(&uuid)?.filter(|c| c.verified) else { continue };
@@ -54,7 +63,7 @@ pub fn companies(registry: &Registry, environment: Environment, verify_base: &st
         companies.push(json!({
             "ai_company_uuid": uuid,
             "name": company.name,
-            "certificate_url": format!("{}/v1/certificates/{uuid}", verify_base.trim_end_matches('/')),
+            "certificate_url": format!("{verify_base}/v1/certificates/{uuid}"),
             "keys": listed,
         }));
     }

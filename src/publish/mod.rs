@@ -246,6 +246,8 @@ pub struct Engine {
     log: LogWriter,
     registry: Registry,
     keys: Arc<ServiceKeys>,
+    /// What the key directory this engine signs is of.
+    directory: crate::key_set::directory::Scope,
     trees: HashMap<String, Arc<BatchTree>>,
     /// What the chunk commit still in flight wrote: record heads and the
     /// push, read by the next chunk before the store has them.
@@ -259,9 +261,9 @@ struct InFlight {
 }
 
 impl Engine {
-    pub fn new(log: LogWriter, keys: Arc<ServiceKeys>) -> Self {
+    pub fn new(log: LogWriter, keys: Arc<ServiceKeys>, directory: crate::key_set::directory::Scope) -> Self {
         let registry = Registry::new(log.store().clone());
-        Engine { log, registry, keys, trees: HashMap::new(), in_flight: InFlight::default() }
+        Engine { log, registry, keys, directory, trees: HashMap::new(), in_flight: InFlight::default() }
     }
 
     /// Waits until every chunk commit is on disk. Every step but a chunk
@@ -308,14 +310,9 @@ impl Engine {
     }
 
     /// Signs the key directory again when the companies it lists changed.
-    pub fn renew_key_directory(
-        &mut self,
-        environment: Environment,
-        verify_base: &str,
-        now: UnixMs,
-    ) -> StoreResult<bool> {
+    pub fn renew_key_directory(&mut self, now: UnixMs) -> StoreResult<bool> {
         self.settle_writes()?;
-        let companies = crate::key_set::directory::companies(&self.registry, environment, verify_base, now)?;
+        let companies = crate::key_set::directory::companies(&self.registry, &self.directory, now)?;
         match crate::key_set::directory::renewal(self.log.store(), &self.keys, companies, now)? {
             Some(change) => self.log.commit(change, now).map(|_| true),
             None => Ok(false),
@@ -924,9 +921,7 @@ impl Engine {
             // Only the fingerprints stay: each version's seal (its hash).
             for generation in 1..=head.generation {
                 if let Some(mut version) = self.registry.record_version(record_id, generation)? {
-                    version.bytes.clear();
-                    version.row.clear();
-                    version.sidecar.clear();
+                    version.purge_content();
                     change.put(cf::VERSIONS, &keys::version(record_id, generation), &version);
                 }
             }

@@ -209,7 +209,6 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
             publisher: h.publisher.clone(),
             uploads: uploads.clone(),
             environment: config.environment,
-            verify_base: config.verify_base_url.clone(),
         }),
     };
     let retention = supervise(
@@ -224,10 +223,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
             let valid_from = ServiceKeys::created_at(&store, clock.now())?;
             let now = clock.now();
             home.publisher.call(|reply| PublisherMsg::FoundKeySet { valid_from, now, reply }).await??;
-            let (environment, verify_base) = (config.environment, config.verify_base_url.clone());
-            home.publisher
-                .call(|reply| PublisherMsg::RenewKeyDirectory { environment, verify_base, now, reply })
-                .await??;
+            home.publisher.call(|reply| PublisherMsg::RenewKeyDirectory { now, reply }).await??;
             Certifier::Publisher(home.publisher.clone())
         }
         (None, Some(outbox)) => Certifier::Outbox(outbox),
@@ -283,7 +279,11 @@ async fn start_home(
     blocklist: &Option<Arc<Blocklist>>,
     uploads: &std::path::Path,
 ) -> Result<HomeActors, StartError> {
-    let publisher_args = PublisherArgs { store: store.clone(), keys: keys.clone() };
+    let directory = crate::key_set::directory::Scope {
+        environment: config.environment,
+        verify_base: config.verify_base_url.clone(),
+    };
+    let publisher_args = PublisherArgs { store: store.clone(), keys: keys.clone(), directory };
     let publisher = supervise(sup, Spec::new("publisher", Publisher, move || Ok(publisher_args.clone()))).await?;
     let worker_args = PushWorkerArgs {
         store: store.clone(),

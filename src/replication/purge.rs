@@ -43,12 +43,9 @@ impl Pending {
     fn scrub(&self, family: &str, key: &[u8], value: &[u8]) -> StoreResult<Option<Vec<u8>>> {
         if family == cf::VERSIONS && self.versions.contains(key) {
             let mut version: RecordVersion = decode(cf::VERSIONS, value)?;
-            if version.bytes.is_empty() && version.row.is_empty() && version.sidecar.is_empty() {
+            if !version.purge_content() {
                 return Ok(None);
             }
-            version.bytes.clear();
-            version.row.clear();
-            version.sidecar.clear();
             return encode_value(&version).map(Some);
         }
         if family == cf::RECORDS

@@ -748,10 +748,8 @@ pub async fn save_sealed_record(state: &Region, uuid: String, req: SealedRecord)
 
 /// Signs the key directory again if what it lists changed (home).
 pub async fn renew_key_directory(state: &Region) -> Result<bool> {
-    let (environment, verify_base, now) =
-        (state.config.environment, state.config.verify_base_url.clone(), state.clock.now());
-    let publisher = &state.home()?.publisher;
-    Ok(publisher.call(|reply| PublisherMsg::RenewKeyDirectory { environment, verify_base, now, reply }).await??)
+    let now = state.clock.now();
+    Ok(state.home()?.publisher.call(|reply| PublisherMsg::RenewKeyDirectory { now, reply }).await??)
 }
 
 #[derive(Deserialize)]

@@ -239,6 +239,20 @@ pub fn region_receipts_through(region: &str) -> Vec<u8> {
     key(&[b"region_receipts_through", region.as_bytes()])
 }
 
+/// Reads a `receipts_by_group` key after its group's prefix: the served
+/// millisecond, the sequence, and the region for a read region's receipt
+/// kept at home (none: this node's own).
+pub fn parse_receipt_by_group(tail: &[u8]) -> Option<(i64, u64, Option<String>)> {
+    let ms = i64::from_be_bytes(tail.get(..8)?.try_into().ok()?);
+    let seq = from_be(tail.get(8..16)?)?;
+    let region = match tail.get(16..) {
+        None | Some([]) => None,
+        Some([0, name @ ..]) => Some(String::from_utf8(name.to_vec()).ok()?),
+        Some(_) => return None,
+    };
+    Some((ms, seq, region))
+}
+
 /// `receipts_by_group` at home, for a read region's receipt: the group's
 /// key of [`receipt_by_group`] followed by ‖ region, so it sorts among the
 /// group's receipts by when it was served.

@@ -478,6 +478,17 @@ pub struct RecordVersion {
 }
 
 impl RecordVersion {
+    /// Clears what a delete purges (the bytes, and the row and sidecar made
+    /// from them), keeping the seal: the fingerprint. Answers whether
+    /// anything was left to clear.
+    pub fn purge_content(&mut self) -> bool {
+        let held = !(self.bytes.is_empty() && self.row.is_empty() && self.sidecar.is_empty());
+        self.bytes.clear();
+        self.row.clear();
+        self.sidecar.clear();
+        held
+    }
+
     /// The key that sealed this version and when, read from its served
     /// seal; `None` when the seal cannot be read.
     pub fn sealed_by(&self) -> Option<(String, UnixMs)> {

@@ -19,10 +19,6 @@ use svc_core::ids::product_id;
 use crate::common::*;
 use crate::retrieval::get;
 
-fn token(region: &str) -> String {
-    format!("{region}-replication-token-for-tests-32-characters")
-}
-
 /// A product whose name carries `marker`, a string found nowhere else.
 fn named_product(sku: &str, marker: &str) -> Vec<u8> {
     let mut value: serde_json::Value = serde_json::from_slice(&product("Lumio", sku, "12.00")).unwrap();
@@ -45,7 +41,7 @@ fn files_holding(dir: &Path, needle: &[u8]) -> Vec<std::path::PathBuf> {
 }
 
 /// Polls `check` every 50 ms for up to 30 s; `Err` if it never held.
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) -> Result<(), ()> {
+async fn waited(what: &str, mut check: impl FnMut() -> bool) -> Result<(), ()> {
     for _ in 0..600 {
         if check() {
             return Ok(());
@@ -54,21 +50,6 @@ async fn eventually(what: &str, mut check: impl FnMut() -> bool) -> Result<(), (
     }
     eprintln!("{what} never happened");
     Err(())
-}
-
-/// Polls `check` every 50 ms for up to 30 s.
-async fn eventually_async<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    for _ in 0..600 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{what} never happened");
 }
 
 /// `live_in` of a record read back from the catalogue.
@@ -88,7 +69,7 @@ fn region_config(dir: &Path, region: &str, home: &Node) -> NodeConfig {
     config.replication = Some(ReplicationConfig::read(
         Some(format!("http://{}", home.addr)),
         Some(format!("http://{}", home.internal_addr.unwrap())),
-        &token(region),
+        &region_token(region),
     ));
     config
 }
@@ -111,7 +92,7 @@ async fn a_deleted_records_bytes_leave_every_file_of_every_region_and_a_later_re
     let (home, home_node) = Home::listening(|config| {
         config.internal_listen = Some("127.0.0.1:0".parse().unwrap());
         config.retention_every_ms = 100;
-        let regions = ["eu", "ap"].map(|r| RegionCredential::new(r, &token(r))).to_vec();
+        let regions = ["eu", "ap"].map(|r| RegionCredential::new(r, &region_token(r))).to_vec();
         config.replication = Some(ReplicationConfig::home(regions));
     })
     .await;
@@ -142,7 +123,7 @@ async fn a_deleted_records_bytes_leave_every_file_of_every_region_and_a_later_re
     // `live_in` names the regions whose index holds the record now.
     let kept_id = product_id(&lumio.uuid, "KEPT-1");
     let home_region = home.state.config.region.clone();
-    eventually_async("eu reports its index", || async {
+    eventually("eu reports its index", || async {
         live_in(&home, &lumio, &kept_id).await == json!([home_region, "eu"])
     })
     .await;
@@ -171,7 +152,7 @@ async fn a_deleted_records_bytes_leave_every_file_of_every_region_and_a_later_re
     // Purged at home and at the region: no file holds the bytes; the
     // record kept beside it is still there (the search for it works).
     let left = || [holding(&home_dir, gone), holding(&eu_dir, gone)].concat();
-    eventually("the record's bytes leave home's and eu's files", || left().is_empty()).await.unwrap_or_else(|()| {
+    waited("the record's bytes leave home's and eu's files", || left().is_empty()).await.unwrap_or_else(|()| {
         panic!("files still holding the deleted record: {:?}", left());
     });
     assert!(holds(&home_dir, kept) && holds(&eu_dir, kept), "another record's bytes stay");
@@ -183,7 +164,7 @@ async fn a_deleted_records_bytes_leave_every_file_of_every_region_and_a_later_re
     let ap =
         Node::start(region_config(regions_dir.path(), "ap", &home_node), Arc::new(home.clock.clone())).await.unwrap();
     caught_up(&ap, &home).await;
-    eventually_async("ap reports its index", || async {
+    eventually("ap reports its index", || async {
         live_in(&home, &lumio, &kept_id).await == json!([home_region, "ap", "eu"])
     })
     .await;
@@ -264,7 +245,7 @@ async fn a_delete_racing_a_push_of_the_same_record_leaves_one_whole_outcome() {
         );
     }
     // The purge leaves a live record's newer bytes alone.
-    eventually("every delete is purged", || {
+    waited("every delete is purged", || {
         let through: u64 = home.state.store.get(cf::META, keys::meta::PURGED_THROUGH).unwrap().unwrap_or(0);
         let last: Option<Vec<u8>> = home.state.store.last_key(cf::PURGES).unwrap();
         last.is_some_and(|k| svc::store::from_be(&k[..8]) == Some(through))

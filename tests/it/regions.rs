@@ -19,12 +19,7 @@ use svc::store::cf;
 use svc::store::model::StoredReceipt;
 use svc_core::keys::{Alg, SigningKey};
 
-use crate::common::link_request;
-
-/// Each region's own token on home's internal routes.
-fn token(region: &str) -> String {
-    format!("{region}-replication-token-for-tests-32-characters")
-}
+use crate::common::{eventually, link_request, region_token as token};
 
 /// A region's config; a read region reaches `home`'s public and internal
 /// listeners. Home knows `eu` and `ap`, each by its own token.
@@ -53,21 +48,6 @@ async fn get(base: &str, path: &str, token: Option<&str>) -> svc::client::transp
         request = request.header("authorization", format!("Bearer {token}"));
     }
     Transport::new(base).unwrap().send(request.body(axum::body::Body::empty()).unwrap()).await.unwrap()
-}
-
-/// Polls `check` every 25 ms for up to 20 s.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    for _ in 0..800 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("{what} never happened");
 }
 
 // rule: R5.1, P4.2.5

@@ -25,12 +25,13 @@ pub fn key_set(state: &Region) -> Result<Arc<PublicDocument>> {
 }
 
 /// The key directory home signed last (`key_set::directory`), as every
-/// region holds it; 503 at a region that has not received it yet.
-pub fn key_directory(state: &Region) -> Result<serde_json::Value> {
+/// region holds it, its bytes as signed and stored; 503 at a region that
+/// has not received it yet.
+pub fn key_directory(state: &Region) -> Result<crate::service::document::PublicDocument> {
     let unavailable =
         || Error::retry_after(Code::Unavailable, 5_000, "this region has not received the key directory yet");
     let document = crate::key_set::directory::document(&state.store)?.ok_or_else(unavailable)?;
-    serde_json::from_str(&document).map_err(Error::internal)
+    Ok(crate::service::document::PublicDocument::new(bytes::Bytes::from(document)))
 }
 
 /// The verification index (P4.2.16; served at `GET /v1/verification-index`, P-NS-8).

@@ -55,13 +55,7 @@ struct Position {
 impl Position {
     /// Reads the part of a `receipts_by_group` key after the group's prefix.
     fn of_key(tail: &[u8]) -> Option<Position> {
-        let ms = i64::from_be_bytes(tail.get(..8)?.try_into().ok()?);
-        let seq = u64::from_be_bytes(tail.get(8..16)?.try_into().ok()?);
-        let region = match tail.get(16..) {
-            None | Some([]) => None,
-            Some([0, name @ ..]) => Some(String::from_utf8(name.to_vec()).ok()?),
-            Some(_) => return None,
-        };
+        let (ms, seq, region) = keys::parse_receipt_by_group(tail)?;
         Some(Position { ms, seq, region })
     }
 

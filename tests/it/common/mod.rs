@@ -456,6 +456,27 @@ impl Home {
 
 /// A request on home's internal routes as region `region` sends it: its
 /// name, the time and the MAC keyed by its token (`svc_core::link`).
+/// A read region's own token on home's internal routes, in tests.
+pub fn region_token(region: &str) -> String {
+    format!("{region}-replication-token-for-tests-32-characters")
+}
+
+/// Polls `check` every 25 ms for up to 30 s; panics naming `what` if it
+/// never holds.
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..1_200 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("{what} never happened");
+}
+
 pub fn link_request(method: &str, path: &str, region: &str, token: &str, body: Vec<u8>) -> Request<Body> {
     let at = svc::clock::Clock::now(&svc::clock::SystemClock).0;
     let mac = svc_core::link::request_mac(token, region, method, path, at, &body);
