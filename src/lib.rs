@@ -28,6 +28,7 @@ pub mod loadgen;
 pub mod mcp;
 pub mod metrics;
 pub mod node;
+pub mod portal;
 pub mod publish;
 pub mod region;
 pub mod registry;

@@ -31,6 +31,26 @@ impl Registry {
         Ok(self.store.scan(cf::BUSINESSES, &[], None, usize::MAX)?.into_iter().map(|(_, b)| b).collect())
     }
 
+    /// A business and what its records are validated against: its own
+    /// brands, every other business's names and brands (the scope check),
+    /// and the mandate's countries when a key publishes under one.
+    pub fn validation_context(
+        &self,
+        business_uuid: &str,
+        mandate_countries: Option<Vec<String>>,
+    ) -> StoreResult<Option<(Business, svc_core::records::ValidationContext)>> {
+        let businesses = self.businesses()?;
+        let Some(business) = businesses.iter().find(|b| b.uuid == business_uuid).cloned() else { return Ok(None) };
+        let other_brands = businesses
+            .iter()
+            .filter(|b| b.uuid != business_uuid)
+            .flat_map(|b| std::iter::once(b.legal_name.clone()).chain(b.brands.iter().cloned()))
+            .collect();
+        let validation =
+            svc_core::records::ValidationContext::new(business.brands.clone(), other_brands, mandate_countries);
+        Ok(Some((business, validation)))
+    }
+
     /// Every issuance of a business's certificate, oldest first.
     pub fn certificates(&self, business_uuid: &str) -> StoreResult<Vec<CertificateIssuance>> {
         let prefix = keys::prefix(&[business_uuid]);

@@ -3,7 +3,7 @@
 //! before the body is read. Each route calls one operation of
 //! `service::operator`.
 
-use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
+use axum::extract::{FromRequestParts, Path, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
@@ -12,26 +12,11 @@ use axum::{Json, Router};
 use svc_core::problem::Code;
 
 use super::auth::bearer;
+use super::body::JsonBody;
 use crate::region::Region;
 use crate::service::auth::token_matches;
 use crate::service::operator::{self, *};
 use crate::service::{Error, Result};
-
-/// An operator's JSON body; one that does not read (not JSON, a member
-/// missing, unknown or of the wrong type) is a `400 request_invalid`
-/// problem saying why, like every other bad input.
-pub struct JsonBody<T>(pub T);
-
-impl<T: serde::de::DeserializeOwned> FromRequest<Region> for JsonBody<T> {
-    type Rejection = Error;
-
-    async fn from_request(req: Request, state: &Region) -> Result<Self> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(value)) => Ok(JsonBody(value)),
-            Err(rejection) => Err(Error::detail(Code::RequestInvalid, rejection.body_text())),
-        }
-    }
-}
 
 pub fn routes() -> Router<Region> {
     Router::new()
@@ -43,6 +28,7 @@ pub fn routes() -> Router<Region> {
         .route("/admin/businesses/{uuid}/keys", post(register_business_key))
         .route("/admin/businesses/{uuid}/ai-policy", post(seal_ai_policy))
         .route("/admin/businesses/{uuid}/records", post(save_sealed_record))
+        .route("/admin/businesses/{uuid}/owner-invitation", post(invite_owner))
         .route("/admin/keys/{key_id}/revoke", post(revoke_business_key))
         .route("/admin/keys/{key_id}/custody", post(restate_custody))
         .route("/admin/mandates", post(register_mandate))
@@ -171,6 +157,15 @@ async fn seal_ai_policy(
     JsonBody(req): JsonBody<AiPolicySeal>,
 ) -> Response {
     done(operator::seal_ai_policy(&state, uuid, req).await)
+}
+
+async fn invite_owner(
+    State(state): State<Region>,
+    _: Operator,
+    Path(uuid): Path<String>,
+    JsonBody(req): JsonBody<OwnerInvitation>,
+) -> Response {
+    done(operator::invite_owner(&state, uuid, req).await)
 }
 
 async fn save_sealed_record(

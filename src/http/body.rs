@@ -1,12 +1,15 @@
 //! Reading a request body under a limit, without reading past it.
 
+use axum::Json;
 use axum::body::Body;
+use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderMap, header};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use svc_core::problem::{Code, declared_length_over_limit};
 use svc_core::time::UnixMs;
 
+use crate::region::Region;
 use crate::service::Error;
 
 pub const KIB: usize = 1024;
@@ -44,3 +47,20 @@ pub async fn read_limited(headers: &HeaderMap, body: Body, limit: usize, now: Un
         Err(_) => Err(Error::detail(Code::RequestInvalid, "the body could not be read whole, or came too slowly")),
     }
 }
+
+/// A JSON body (the operator's, the portal script's); one that does not read (not JSON, a member
+/// missing, unknown or of the wrong type) is a `400 request_invalid`
+/// problem saying why, like every other bad input.
+pub struct JsonBody<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned> FromRequest<Region> for JsonBody<T> {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, state: &Region) -> Result<Self, Error> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(value)) => Ok(JsonBody(value)),
+            Err(rejection) => Err(Error::detail(Code::RequestInvalid, rejection.body_text())),
+        }
+    }
+}
+

@@ -386,18 +386,10 @@ impl Engine {
         business_uuid: &str,
         mandate_countries: Option<Vec<String>>,
     ) -> Result<BusinessContext, EngineError> {
-        let businesses = self.registry.businesses()?;
-        let business = businesses
-            .iter()
-            .find(|b| b.uuid == business_uuid)
-            .cloned()
+        let (business, validation) = self
+            .registry
+            .validation_context(business_uuid, mandate_countries)?
             .ok_or_else(|| EngineError::Invalid("unknown business".into()))?;
-        let other_brands = businesses
-            .iter()
-            .filter(|b| b.uuid != business_uuid)
-            .flat_map(|b| std::iter::once(b.legal_name.clone()).chain(b.brands.iter().cloned()))
-            .collect();
-        let validation = ValidationContext::new(business.brands.clone(), other_brands, mandate_countries);
         Ok(BusinessContext { business, validation })
     }
 

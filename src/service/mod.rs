@@ -7,6 +7,7 @@
 //! - `publishing`: a business's pushes, bulk files, catalogue, status, seal context, analytics.
 //! - `public`: the key set, certificates, projections, the log, verification.
 //! - `operator`: the admin API's operations.
+//! - `portal`: the business portal's people, passkey sessions and sealed saves.
 //! - `internal`: what home does for its read regions.
 //! - `ops`: health, readiness, metrics, and a read region's hand-off of writes.
 
@@ -16,6 +17,7 @@ pub mod error;
 pub mod internal;
 pub mod operator;
 pub mod ops;
+pub mod portal;
 pub mod public;
 pub mod publishing;
 pub mod raw_json;

@@ -20,6 +20,7 @@ use crate::actors::publisher::PublisherMsg;
 use crate::clock::random;
 use crate::region::Region;
 use crate::replication::Change;
+use crate::service::publishing::saves;
 use crate::service::{Error, Result};
 use crate::store::cf;
 use crate::store::keys;
@@ -229,6 +230,8 @@ pub struct NewBusiness {
     country: String,
     #[serde(default)]
     brands: Vec<String>,
+    /// The first owner, invited to the business portal.
+    owner_email: Option<String>,
 }
 
 pub async fn create_business(state: &Region, req: NewBusiness) -> Result<Done> {
@@ -258,8 +261,33 @@ pub async fn create_business(state: &Region, req: NewBusiness) -> Result<Done> {
     let mut change = Change::new();
     change.put(cf::BUSINESSES, business.uuid.as_bytes(), &business);
     change.put(cf::CERTIFICATES, &keys::certificate(&business.uuid, now, &cert.cert_id), &cert);
+    if let Some(email) = &req.owner_email {
+        crate::service::portal::sessions::normalise_email(email)?;
+    }
     apply(state, change).await?;
-    Ok(Done::Created(json!({"business_uuid": business.uuid, "cert_id": cert.cert_id, "status": "active"})))
+    let mut body = json!({"business_uuid": business.uuid, "cert_id": cert.cert_id, "status": "active"});
+    if let Some(email) = &req.owner_email {
+        body["owner_invitation"] = owner_invitation(state, &business.uuid, email).await?;
+    }
+    Ok(Done::Created(body))
+}
+
+/// Invites a business's owner to its portal: the first owner at creation,
+/// or another when the owners lost their passkeys. The link is shown once.
+pub async fn owner_invitation(state: &Region, uuid: &str, email: &str) -> Result<Value> {
+    let made = crate::service::portal::people::invite(state, None, uuid, email, PasskeyRole::Owner).await?;
+    let url = format!("{}{}", state.config.passkey_origin, made.path);
+    Ok(json!({"email": made.email, "role": made.role, "url": url, "expires_at": made.expires_at}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OwnerInvitation {
+    email: String,
+}
+
+pub async fn invite_owner(state: &Region, uuid: String, req: OwnerInvitation) -> Result<Done> {
+    Ok(Done::Created(owner_invitation(state, &uuid, &req.email).await?))
 }
 
 /// A business as the operator sees it: its certificate in force and the AI
@@ -376,20 +404,7 @@ pub async fn register_business_key(state: &Region, uuid: String, req: NewBusines
         });
     }
     let mut change = Change::new();
-    // Checked by the one writer as it writes: of two at once, one wins.
-    change.require_absent(cf::INTEGRATION_KEYS, record.key_id.as_bytes());
-    change.require_absent(cf::PASSKEYS, record.key_id.as_bytes());
-    change.put(cf_name, record.key_id.as_bytes(), &record);
-    // A key the business registered itself is in its own custody.
-    let custody = custody_statement(state, &record, svc_core::custody::Custody::OwnKey, now, now);
-    change.put(cf::CUSTODY, &keys::custody(&custody.business_uuid, now, &custody.statement_id), &custody);
-    let added = svc_core::tlog::key_added_leaf(
-        &record.business_uuid,
-        &record.key_id,
-        record.purpose.as_str(),
-        record.valid_from,
-    );
-    crate::transparency::queue(&mut change, crate::store::model::LeafKind::KeyAdded, added, now);
+    let custody = add_key(state, &mut change, &record, now);
     apply(state, change).await?;
     let mut body = json!({"key_id": record.key_id, "purpose": record.purpose, "kind": record.kind,
         "custody": custody.custody, "custody_statement_id": custody.statement_id});
@@ -399,6 +414,45 @@ pub async fn register_business_key(state: &Region, uuid: String, req: NewBusines
         body["sandbox_bearer_valid_until"] = json!(now.plus(svc_core::sandbox::BEARER_VALID_MS).to_rfc3339_secs());
     }
     Ok(Done::Created(body))
+}
+
+/// Adds a business key the business holds itself, in `change`: the key
+/// (refused if its id is taken, checked by the one writer as it writes),
+/// its `self` custody statement and its log leaf. The operator's key
+/// registration and a person's new passkey in the portal both add keys so.
+pub(crate) fn add_key(state: &Region, change: &mut Change, record: &BusinessKey, now: UnixMs) -> CustodyRecord {
+    let family = if record.kind == KeyKind::Passkey { cf::PASSKEYS } else { cf::INTEGRATION_KEYS };
+    change.require_absent(cf::INTEGRATION_KEYS, record.key_id.as_bytes());
+    change.require_absent(cf::PASSKEYS, record.key_id.as_bytes());
+    change.put(family, record.key_id.as_bytes(), record);
+    let custody = custody_statement(state, record, svc_core::custody::Custody::OwnKey, now, now);
+    change.put(cf::CUSTODY, &keys::custody(&custody.business_uuid, now, &custody.statement_id), &custody);
+    let added = svc_core::tlog::key_added_leaf(
+        &record.business_uuid,
+        &record.key_id,
+        record.purpose.as_str(),
+        record.valid_from,
+    );
+    crate::transparency::queue(change, LeafKind::KeyAdded, added, now);
+    custody
+}
+
+/// Revokes a business key from `effective_from` in `change`, with its log
+/// leaf; `compromised_at` invalidates what it sealed after that moment.
+pub(crate) fn revoke_key(
+    change: &mut Change,
+    mut key: BusinessKey,
+    effective_from: UnixMs,
+    compromised_at: Option<UnixMs>,
+    now: UnixMs,
+) -> BusinessKey {
+    key.revocation_effective_from = Some(effective_from);
+    key.compromised_at = compromised_at;
+    let family = if key.kind == KeyKind::Passkey { cf::PASSKEYS } else { cf::INTEGRATION_KEYS };
+    change.put(family, key.key_id.as_bytes(), &key);
+    let revoked = svc_core::tlog::key_revoked_leaf(&key.business_uuid, &key.key_id, effective_from, compromised_at);
+    crate::transparency::queue(change, LeafKind::KeyRevoked, revoked, now);
+    key
 }
 
 /// A dual-signed key-custody statement for `key`.
@@ -466,17 +520,13 @@ pub struct Revocation {
 
 pub async fn revoke_business_key(state: &Region, key_id: String, req: Revocation) -> Result<Done> {
     let now = state.clock.now();
-    let (cf_name, mut key) = match state.registry.integration_key(&key_id)? {
-        Some(k) => (cf::INTEGRATION_KEYS, k),
-        None => (cf::PASSKEYS, state.registry.passkey(&key_id)?.ok_or_else(|| Error::new(Code::NotFound))?),
+    let key = match state.registry.integration_key(&key_id)? {
+        Some(k) => k,
+        None => state.registry.passkey(&key_id)?.ok_or_else(|| Error::new(Code::NotFound))?,
     };
     let effective_from = parse_time(&req.effective_from, now)?;
-    key.revocation_effective_from = Some(effective_from);
-    key.compromised_at = optional_time(&req.compromised_at)?;
     let mut change = Change::new();
-    change.put(cf_name, key_id.as_bytes(), &key);
-    let revoked = svc_core::tlog::key_revoked_leaf(&key.business_uuid, &key_id, effective_from, key.compromised_at);
-    crate::transparency::queue(&mut change, crate::store::model::LeafKind::KeyRevoked, revoked, now);
+    let key = revoke_key(&mut change, key, effective_from, optional_time(&req.compromised_at)?, now);
     apply(state, change).await?;
     Ok(Done::Ok(
         json!({"key_id": key_id, "revocation_effective_from": key.revocation_effective_from.map(|t| t.to_rfc3339_secs()),
@@ -604,80 +654,11 @@ pub struct AiPolicySeal {
     seal: Envelope,
 }
 
+/// The portal's AI policy save, scripted (Path B): see [`saves::save_ai_policy`].
 pub async fn seal_ai_policy(state: &Region, uuid: String, req: AiPolicySeal) -> Result<Done> {
-    let refused = |detail: String| Error::detail(Code::SealInvalid, detail);
     let bytes = svc_core::b64::std_decode(&req.record_base64).ok_or_else(|| invalid("record_base64 is not base64"))?;
-    svc_core::ai_policy::parse_record(&bytes).map_err(|e| invalid(format!("AI policy record: {e}")))?;
-    let seal = svc_core::seal::read_record_seal(&req.seal).map_err(|r| refused(r.to_string()))?;
-    let svc_core::seal::RecordSeal::V2(seal) = seal else {
-        return Err(refused("AI policies are sealed with seal.v2".into()));
-    };
-    let passkey = verify_passkey_signature(state, &uuid, &seal.key_id, &req.seal)?;
-    if !matches!(passkey.role, Some(PasskeyRole::Owner | PasskeyRole::Admin)) {
-        return Err(refused("an AI policy is sealed by an owner's or admin's passkey".into()));
-    }
-    svc_core::seal::check_hash(&seal.hash, &bytes).map_err(|r| refused(r.to_string()))?;
-    let now = state.clock.now();
-    let current = state.registry.ai_policy_at(&uuid, now)?.map_or(0, |p| p.version);
-    let next = current + 1;
-    if seal.record_type != RecordType::AiPolicy.name()
-        || seal.next_ai_policy_version != Some(next)
-        || seal.ai_policy_version != current
-    {
-        return Err(Error::from(
-            svc_core::problem::Problem::new(Code::SealInvalid)
-                .detail(format!("the seal must name ai_policy_version {current} and next_ai_policy_version {next}"))
-                .ai_policy_version(current),
-        ));
-    }
-    let record_id = ids::ai_policy_record_id(&uuid, next);
-    let version = AiPolicyVersion {
-        business_uuid: uuid.clone(),
-        version: next,
-        record_id: record_id.clone(),
-        bytes,
-        seal: req.seal.to_json(),
-        live_from: now,
-    };
-    let mut change = Change::new();
-    change.put(cf::AI_POLICIES, &keys::ai_policy(&uuid, next), &version);
-    crate::publish::queue_seal(&mut change, &version.seal, now);
-    apply(state, change).await?;
-    Ok(Done::Created(json!({"business_uuid": uuid, "ai_policy_version": next, "ai_policy_record_id": record_id,
-        "live_from": now.to_rfc3339_secs()})))
-}
-
-/// Checks that a passkey of `business_uuid` made the envelope's WebAuthn
-/// signature, and answers the passkey.
-fn verify_passkey_signature(
-    state: &Region,
-    business_uuid: &str,
-    key_id: &str,
-    envelope: &Envelope,
-) -> Result<BusinessKey> {
-    let refused = |detail: String| Error::detail(Code::SealInvalid, detail);
-    let passkey = state
-        .registry
-        .passkey(key_id)?
-        .filter(|p| p.business_uuid == business_uuid)
-        .ok_or_else(|| refused("the seal's key is not a passkey of this business".into()))?;
-    let public = crate::service::auth::key_from_jwk(&passkey.jwk).ok_or_else(|| Error::internal("stored passkey"))?;
-    let opened = envelope.open().map_err(|r| refused(r.to_string()))?;
-    let signature = envelope
-        .signatures
-        .iter()
-        .find(|s| s.keyid == key_id)
-        .ok_or_else(|| refused("no signature by the key".into()))?;
-    svc_core::publish::webauthn::verify_assertion(
-        signature,
-        &envelope.payload_type,
-        &opened.payload,
-        &public,
-        &state.config.passkey_rp_id,
-        &state.config.passkey_origin,
-    )
-    .map_err(|r| refused(r.to_string()))?;
-    Ok(passkey)
+    let saved = saves::save_ai_policy(state, &uuid, bytes, &req.seal).await?;
+    Ok(Done::Created(saved.to_json()))
 }
 
 #[derive(Deserialize)]
@@ -689,60 +670,15 @@ pub struct SealedRecord {
     seal: Envelope,
 }
 
-/// The business portal's save (Path B), scripted: a person sealed one record
-/// with a passkey. Judged like a Path A seal: key validity, hash, the
-/// certificate and AI policy version in force at `sealed_at`, and the
-/// five-minute window; then the record is validated and published.
+/// The business portal's save (Path B), scripted: see [`saves::save_record`].
 pub async fn save_sealed_record(state: &Region, uuid: String, req: SealedRecord) -> Result<Done> {
-    let now = state.clock.now();
-    let refused = |detail: String| Error::detail(Code::SealInvalid, detail);
     let record_type = RecordType::from_name(&req.record_type)
         .filter(|t| t.is_collection())
         .ok_or_else(|| invalid("record_type is a collection name"))?;
     let bytes = svc_core::b64::std_decode(&req.record_base64).ok_or_else(|| invalid("record_base64 is not base64"))?;
-    let svc_core::seal::RecordSeal::V2(seal) =
-        svc_core::seal::read_record_seal(&req.seal).map_err(|r| refused(r.to_string()))?
-    else {
-        return Err(refused("records are sealed with seal.v2".into()));
-    };
-    let passkey = verify_passkey_signature(state, &uuid, &seal.key_id, &req.seal)?;
-    svc_core::seal::check_hash(&seal.hash, &bytes).map_err(|r| refused(r.to_string()))?;
-    if seal.record_type != record_type.name() {
-        return Err(refused("the seal names another record type".into()));
-    }
-    let sealed_at = UnixMs::parse_rfc3339_millis_utc(&seal.sealed_at).ok_or_else(|| refused("sealed_at".into()))?;
-    if !svc_core::seal::sealed_at_fresh(sealed_at, now) {
-        return Err(refused("sealed_at is more than five minutes from receipt".into()));
-    }
-    passkey.validity().judge(sealed_at).map_err(|r| refused(format!("the passkey at sealed_at: {r}")))?;
-    crate::service::publishing::check_certificate_in_force(
-        &state.registry.certificates(&uuid)?,
-        &seal.cert_id,
-        sealed_at,
-    )?;
-    crate::service::publishing::check_ai_policy_version(state, &uuid, seal.ai_policy_version, sealed_at)?;
-    let save = crate::publish::SealedSave {
-        business_uuid: uuid,
-        record_type,
-        bytes,
-        seal_json: req.seal.to_json(),
-        key_id: passkey.key_id,
-        cert_id: seal.cert_id,
-        certificate_status: CertificateStatus::Active.as_str().into(),
-        ai_policy_version: seal.ai_policy_version,
-        now,
-    };
-    let saved = state.home()?.publisher.call(|reply| PublisherMsg::SaveSealed(Box::new(save), reply)).await??;
-    Ok(match saved {
-        Ok(saved) => Done::Created(json!({"outcome": saved.outcome, "record_id": saved.record_id,
-            "version": saved.version, "sha256": saved.sha256})),
-        Err(errors) => {
-            let errors: Vec<Value> = errors
-                .iter()
-                .map(|e| json!({"code": e.code.as_str(), "pointer": e.pointer, "detail": e.detail}))
-                .collect();
-            Done::Ok(json!({"outcome": "rejected", "errors": errors}))
-        }
+    Ok(match saves::save_record(state, &uuid, record_type, bytes, &req.seal).await? {
+        saved @ saves::Saved::Published { .. } => Done::Created(saved.to_json()),
+        rejected @ saves::Saved::Rejected(_) => Done::Ok(rejected.to_json()),
     })
 }
 

@@ -63,6 +63,10 @@
 //! | `record_seqs` | record id | `u64`, the seq of the entry that last wrote its head (home) |
 //! | `region_receipts` | region ‖ be(seq) ([`region_receipt`]) | `StoredReceipt` (home) |
 //! | `purges` | be(seq of the delete's entry) ‖ record id ([`purge`]) | `Purge` (replicated) |
+//! | `people` | business uuid ‖ person id ([`person`]) | `Person` (home) |
+//! | `people_emails` | lower-case e-mail address | `PersonRef` (home) |
+//! | `invitations`, `portal_sessions` | SHA-256 of the token | `Invitation`, `PortalSession` (home) |
+//! | `ceremonies` | the ceremony's random id | `Ceremony` (home) |
 
 use svc_core::time::UnixMs;
 
@@ -265,6 +269,10 @@ pub fn region_receipt_by_group(group_id: &str, served_ms: i64, seq: u64, region:
 
 /// `purges`: be(seq of the delete's log entry) ‖ record id, so a node
 /// reads the purges it has not done yet in the order they were asked.
+pub fn person(business_uuid: &str, person_id: &str) -> Vec<u8> {
+    key(&[business_uuid.as_bytes(), person_id.as_bytes()])
+}
+
 pub fn purge(seq: u64, record_id: &str) -> Vec<u8> {
     key(&[&be(seq), record_id.as_bytes()])
 }

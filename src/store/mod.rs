@@ -127,6 +127,15 @@ pub mod cf {
     /// Deleted records whose bytes every node purges (replicated): by the
     /// sequence of the delete's log entry, then the record id.
     pub const PURGES: &str = "purges";
+    /// Home: the portals' people by business uuid ‖ person id (`Person`),
+    /// and by e-mail address (`PersonRef`).
+    pub const PEOPLE: &str = "people";
+    pub const PEOPLE_EMAILS: &str = "people_emails";
+    /// Home: portal invitations, sessions and WebAuthn ceremonies, each by
+    /// the SHA-256 of its secret (ceremonies by their random id).
+    pub const INVITATIONS: &str = "invitations";
+    pub const PORTAL_SESSIONS: &str = "portal_sessions";
+    pub const CEREMONIES: &str = "ceremonies";
 
     pub const ALL: &[&str] = &[
         META,
@@ -183,6 +192,11 @@ pub mod cf {
         DIRECTORY,
         EXPIRED_CALLERS,
         TERMS_ACCEPTED,
+        PEOPLE,
+        PEOPLE_EMAILS,
+        INVITATIONS,
+        PORTAL_SESSIONS,
+        CEREMONIES,
     ];
 }
 

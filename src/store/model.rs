@@ -789,6 +789,89 @@ pub struct HourCounts {
     pub fetches: u64,
 }
 
+named_enum! {
+    /// What a WebAuthn ceremony the portal began is for.
+    CeremonyKind {
+        /// An invited person creates their passkey.
+        Register = "register",
+        /// A person signs in.
+        SignIn = "sign_in",
+        /// A person seals a save.
+        Seal = "seal",
+    }
+}
+
+/// A person of a business's portal. Home only: nothing that names a person
+/// leaves the portal (their passkeys are listed anonymously).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Person {
+    pub person_id: String,
+    pub business_uuid: String,
+    /// Lower case; one business's portal at a time.
+    pub email: String,
+    pub name: String,
+    #[serde(with = "by_name")]
+    pub role: PasskeyRole,
+    pub passkeys: Vec<PersonPasskey>,
+    pub added_at: UnixMs,
+    pub removed_at: Option<UnixMs>,
+}
+
+/// One of a person's passkeys: the business key it is, and the relying
+/// party's credential (webauthn-rs's JSON: credential id, COSE key, counter).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonPasskey {
+    pub key_id: String,
+    #[serde(with = "serde_bytes")]
+    pub credential: Vec<u8>,
+    pub added_at: UnixMs,
+}
+
+/// Where a person is: the key of their `people` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonRef {
+    pub business_uuid: String,
+    pub person_id: String,
+}
+
+/// An invitation to a business's portal, by the digest of its token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Invitation {
+    pub business_uuid: String,
+    pub email: String,
+    #[serde(with = "by_name")]
+    pub role: PasskeyRole,
+    /// The person who invited, or `None` for the operator's first owner.
+    pub invited_by: Option<String>,
+    pub invited_at: UnixMs,
+    pub expires_at: UnixMs,
+}
+
+/// A signed-in person's session, by the digest of its cookie.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortalSession {
+    pub person: PersonRef,
+    /// The passkey the person signed in with: the one that seals.
+    pub key_id: String,
+    /// The token every state change must carry.
+    pub csrf: String,
+    pub created_at: UnixMs,
+    pub last_seen: UnixMs,
+}
+
+/// A WebAuthn ceremony in progress, by its random id; taken once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ceremony {
+    #[serde(with = "by_name")]
+    pub kind: CeremonyKind,
+    /// The invitation's token digest (register) or the person (sign in, seal).
+    pub subject: String,
+    /// The relying party's state, or the save being sealed, as JSON.
+    #[serde(with = "serde_bytes")]
+    pub state: Vec<u8>,
+    pub expires_at: UnixMs,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

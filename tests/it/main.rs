@@ -1,6 +1,7 @@
 //! Every integration test in one binary (one link of RocksDB and tantivy
 //! instead of one per file). Each module is one area of the node.
 
+mod browser;
 mod common;
 mod process;
 
@@ -26,6 +27,7 @@ mod mcp_python;
 mod mcp_regions;
 mod multi_region;
 mod pages;
+mod portal;
 mod public;
 mod push_crash;
 mod regions;

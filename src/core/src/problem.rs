@@ -52,6 +52,10 @@ codes! {
     MethodNotAllowed => ("method_not_allowed", 405, "Method is not allowed here"),
     IdempotencyKeyReused => ("idempotency_key_reused", 422, "Idempotency-Key was used with another request"),
     Unauthorized => ("unauthorized", 401, "Operator credentials are missing or wrong"),
+    SignInRequired => ("sign_in_required", 401, "Sign in to the portal first"),
+    Forbidden => ("forbidden", 403, "The person's role does not allow this"),
+    CsrfInvalid => ("csrf_invalid", 403, "The form's token is missing or wrong"),
+    PasskeyRefused => ("passkey_refused", 422, "The passkey's answer does not hold"),
     Internal => ("internal", 500, "Internal error"),
     NotImplemented => ("not_implemented", 501, "Not built yet"),
 }
@@ -174,13 +178,17 @@ mod tests {
             (Code::Unauthorized, 401),
             (Code::Internal, 500),
             (Code::NotImplemented, 501),
+            (Code::SignInRequired, 401),
+            (Code::Forbidden, 403),
+            (Code::CsrfInvalid, 403),
+            (Code::PasskeyRefused, 422),
         ] {
             assert_eq!(code.status(), status, "{}", code.as_str());
         }
         for code in Code::ALL {
             assert_eq!(serde_json::to_value(code).unwrap(), code.as_str());
         }
-        assert_eq!(Code::ALL.len(), 28, "a new code gets its status pinned above");
+        assert_eq!(Code::ALL.len(), 32, "a new code gets its status pinned above");
     }
 
     // rule: R7.1, R2.9.2, R2.9.3, R2.9.4, R2.9.5, R7.14

@@ -8,6 +8,7 @@ mod bulk;
 pub mod freshness;
 mod push;
 mod read;
+pub mod saves;
 
 pub use analytics::{DailyQuery, WhoQuery, daily, who_is_asking};
 pub use bulk::{UploadSink, create_import, create_upload, open_upload, upload_waiting};

@@ -55,6 +55,44 @@ pub fn start(dir: &std::path::Path, region: &str, home: Option<&Process>) -> Pro
 
 /// Like [`start`], with more `[replication]` settings (TOML lines).
 pub fn start_with(dir: &std::path::Path, region: &str, home: Option<&Process>, replication: &str) -> Process {
+    launch(dir, region, home, replication, &Site::default())
+}
+
+/// Where a node listens and the passkey relying party it judges seals by.
+pub struct Site {
+    pub listen: String,
+    pub rp_id: String,
+    pub origin: String,
+}
+
+impl Default for Site {
+    fn default() -> Site {
+        Site {
+            listen: "127.0.0.1:0".into(),
+            rp_id: "portal.svc.localhost".into(),
+            origin: "https://portal.svc.localhost".into(),
+        }
+    }
+}
+
+/// A home whose business portal a browser reaches at
+/// `http://localhost:<port>/portal/` (a secure context without TLS).
+pub fn start_portal_home(dir: &std::path::Path, port: u16) -> Process {
+    let site = Site {
+        listen: format!("127.0.0.1:{port}"),
+        rp_id: "localhost".into(),
+        origin: format!("http://localhost:{port}"),
+    };
+    launch(dir, "home", None, "", &site)
+}
+
+/// A read region of a portal home: it judges seals by the same relying party.
+pub fn start_portal_region(dir: &std::path::Path, region: &str, home: &Process, port: u16) -> Process {
+    let site = Site { rp_id: "localhost".into(), origin: format!("http://localhost:{port}"), ..Site::default() };
+    launch(dir, region, Some(home), "", &site)
+}
+
+fn launch(dir: &std::path::Path, region: &str, home: Option<&Process>, replication: &str, site: &Site) -> Process {
     let (role, internal_listen, link, regions) = match home {
         Some(home) => (
             "read",
@@ -81,18 +119,21 @@ pub fn start_with(dir: &std::path::Path, region: &str, home: Option<&Process>, r
 role = "{role}"
 environment = "production"
 data_dir = "{}"
-listen = "127.0.0.1:0"
+listen = "{}"
 admin_listen = "127.0.0.1:0"
 {internal_listen}public_authority = "{AUTHORITY}"
 verify_base_url = "http://verify.svc.localhost"
 admin_token = "{TOKEN}"
-passkey_rp_id = "portal.svc.localhost"
-passkey_origin = "https://portal.svc.localhost"
+passkey_rp_id = "{}"
+passkey_origin = "{}"
 
 [replication]
 {link}{replication}
 {regions}"#,
-        dir.join(region).display()
+        dir.join(region).display(),
+        site.listen,
+        site.rp_id,
+        site.origin,
     );
     let path = dir.join(format!("{region}.toml"));
     std::fs::write(&path, config).unwrap();

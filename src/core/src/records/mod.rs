@@ -38,6 +38,7 @@
 //! [`ErrorCode::UrlFlagged`].
 
 mod business_files;
+pub mod editor;
 mod events;
 pub mod examples;
 mod form;

@@ -1,0 +1,188 @@
+//! The portal's pages: one template struct per page (`templates/portal/`),
+//! escaped by askama, and the two static assets.
+
+use askama::Template;
+use axum::http::header;
+use axum::response::IntoResponse;
+
+use crate::region::Region;
+use crate::service::Result;
+use crate::service::portal::Signed;
+
+/// The header of a signed-in page.
+pub struct Nav {
+    pub person: String,
+    pub role: &'static str,
+    pub business: String,
+    pub csrf: String,
+}
+
+impl Nav {
+    pub fn of(state: &Region, signed: &Signed) -> Result<Option<Nav>> {
+        let business = crate::service::portal::business_name(state, signed)?;
+        Ok(Some(Nav { person: signed.name.clone(), role: signed.role.as_str(), business, csrf: signed.csrf.clone() }))
+    }
+}
+
+#[derive(Template)]
+#[template(path = "portal/problem.html")]
+pub struct Problem {
+    pub nav: Option<Nav>,
+    pub title: String,
+    pub detail: String,
+    pub code: String,
+    pub back: String,
+}
+
+#[derive(Template)]
+#[template(path = "portal/sign_in.html")]
+pub struct SignIn {
+    pub nav: Option<Nav>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/invitation.html")]
+pub struct Invitation {
+    pub nav: Option<Nav>,
+    pub business: String,
+    pub role: &'static str,
+    pub email: String,
+    pub expires_at: String,
+    pub path: String,
+}
+
+pub struct RecordRow {
+    pub record_id: String,
+    pub own_id: String,
+    pub state: String,
+    pub source: &'static str,
+    pub last_updated: String,
+    pub live: bool,
+}
+
+pub struct RecordGroup {
+    pub kind: &'static str,
+    pub title: &'static str,
+    pub singular: &'static str,
+    pub rows: Vec<RecordRow>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/records.html")]
+pub struct Records {
+    pub nav: Option<Nav>,
+    pub groups: Vec<RecordGroup>,
+    pub sealer: bool,
+}
+
+pub struct Field {
+    pub name: &'static str,
+    pub required: bool,
+    pub widget: &'static str,
+    /// Each value a choice offers, and whether it is the one chosen.
+    pub options: Vec<(&'static str, bool)>,
+    pub max: Option<usize>,
+    pub rows: usize,
+    pub value: String,
+    pub error: Option<String>,
+}
+
+pub struct Reason {
+    pub code: &'static str,
+    pub pointer: String,
+    pub detail: String,
+}
+
+impl Reason {
+    pub fn of(errors: &[svc_core::records::RecordError]) -> Vec<Reason> {
+        errors.iter().map(|e| Reason { code: e.code.as_str(), pointer: e.pointer.clone(), detail: e.detail.clone() }).collect()
+    }
+}
+
+#[derive(Template)]
+#[template(path = "portal/editor.html")]
+pub struct Editor {
+    pub nav: Option<Nav>,
+    pub heading: String,
+    pub action: String,
+    pub csrf: String,
+    pub fields: Vec<Field>,
+    pub errors: Vec<Reason>,
+}
+
+pub struct Flag {
+    pub name: &'static str,
+    pub meaning: &'static str,
+    pub checked: bool,
+}
+
+pub struct FlagGroup {
+    pub title: &'static str,
+    pub prefix: &'static str,
+    pub flags: Vec<Flag>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/ai_policy.html")]
+pub struct AiPolicy {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub current: u64,
+    pub next: u64,
+    pub groups: Vec<FlagGroup>,
+    pub sealer: bool,
+}
+
+#[derive(Template)]
+#[template(path = "portal/seal.html")]
+pub struct Seal {
+    pub nav: Option<Nav>,
+    pub record_type: &'static str,
+    pub size: usize,
+    pub hash: String,
+    pub text: String,
+    pub payload: String,
+    pub ceremony_id: String,
+    pub csrf: String,
+    pub options: String,
+}
+
+#[derive(Template)]
+#[template(path = "portal/saved.html")]
+pub struct Saved {
+    pub nav: Option<Nav>,
+    pub heading: String,
+    pub facts: Vec<(&'static str, String)>,
+    pub errors: Vec<Reason>,
+}
+
+pub struct PersonRow {
+    pub person_id: String,
+    pub name: String,
+    pub email: String,
+    pub role: &'static str,
+    pub since: String,
+    pub removed: bool,
+    pub me: bool,
+    /// Each role, and whether it is the person's.
+    pub roles: Vec<(&'static str, bool)>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/people.html")]
+pub struct People {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub people: Vec<PersonRow>,
+    pub owner: bool,
+    pub roles: &'static [&'static str],
+    pub invited: Option<String>,
+}
+
+pub async fn script() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], include_str!("assets/portal.js"))
+}
+
+pub async fn style() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("assets/portal.css"))
+}

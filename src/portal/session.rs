@@ -1,0 +1,74 @@
+//! The portal's session cookie and the checks every request makes: a page
+//! needs a signed-in person (else it goes to sign-in), and a state change
+//! also needs the session's CSRF token, in the form or in `X-CSRF-Token`.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, header};
+use svc_core::problem::Code;
+
+use crate::region::Region;
+use crate::service::Error;
+use crate::service::portal::{Signed, sessions};
+
+pub const COOKIE: &str = "svc_portal";
+
+/// The session cookie's value in a request, if any.
+pub fn cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.to_owned())
+}
+
+/// `Set-Cookie` for a new session: `HttpOnly`, `SameSite=Strict`, on the
+/// portal's path, `Secure` when the portal's origin is HTTPS.
+pub fn set_cookie(state: &Region, value: &str) -> HeaderValue {
+    let secure = if state.config.passkey_origin.starts_with("https://") { "; Secure" } else { "" };
+    let max_age = sessions::LONGEST_MS / 1000;
+    HeaderValue::from_str(&format!(
+        "{COOKIE}={value}; Path=/portal; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static("svc_portal=; Path=/portal"))
+}
+
+/// `Set-Cookie` that ends the session in the browser.
+pub fn clear_cookie() -> HeaderValue {
+    HeaderValue::from_static("svc_portal=; Path=/portal; HttpOnly; SameSite=Strict; Max-Age=0")
+}
+
+/// A signed-in person, from the session cookie.
+pub struct Person(pub Signed);
+
+impl FromRequestParts<Region> for Person {
+    type Rejection = super::PageError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Region) -> Result<Self, Self::Rejection> {
+        let value = cookie(&parts.headers)
+            .ok_or_else(|| Error::detail(Code::SignInRequired, "sign in to the business portal"))?;
+        Ok(Person(sessions::resolve(state, &value).await?))
+    }
+}
+
+impl Person {
+    /// Refused unless `token` is the session's CSRF token.
+    pub fn check_csrf(&self, token: Option<&str>) -> Result<(), Error> {
+        match token {
+            Some(t) if constant_time_eq(t.as_bytes(), self.0.csrf.as_bytes()) => Ok(()),
+            _ => Err(Error::detail(Code::CsrfInvalid, "the form's token is missing or stale; reload the page")),
+        }
+    }
+
+    /// The CSRF token a script sent in its header.
+    pub fn check_csrf_header(&self, headers: &HeaderMap) -> Result<(), Error> {
+        self.check_csrf(headers.get("x-csrf-token").and_then(|v| v.to_str().ok()))
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

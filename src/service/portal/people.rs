@@ -1,0 +1,251 @@
+//! People and roles: an owner invites people and sets their roles; the
+//! first owner is invited by the operator when it creates the business. An
+//! invited person creates a passkey, which is also added as the business's
+//! sealing key (with the person's role, no name); removing a person revokes
+//! their passkeys and ends their sessions at once.
+
+use serde::Serialize;
+use serde_json::Value;
+use svc_core::problem::Code;
+use svc_core::time::UnixMs;
+use webauthn_rs::prelude::{PasskeyRegistration, RegisterPublicKeyCredential, Uuid};
+
+use super::relying_party::{self, public_key};
+use super::sessions::{self, NewSession, begin_ceremony, json_bytes, normalise_email, open_session, take_ceremony};
+use super::{Signed, apply, digest, invalid, secret};
+use crate::region::Region;
+use crate::replication::Change;
+use crate::service::operator::{add_key, revoke_key};
+use crate::service::{Error, Result};
+use crate::store::model::*;
+use crate::store::{cf, keys};
+
+/// An invitation is open this long.
+pub const INVITATION_MS: i64 = 7 * 24 * 60 * 60_000;
+/// The longest name a person gives.
+pub const MAX_NAME: usize = 120;
+/// The most people a business's portal holds (removed ones included).
+pub const MAX_PEOPLE: usize = 200;
+
+/// A new invitation: the token its link carries, shown once.
+#[derive(Debug, Clone, Serialize)]
+pub struct NewInvitation {
+    pub token: String,
+    pub path: String,
+    pub email: String,
+    pub role: &'static str,
+    pub expires_at: String,
+}
+
+/// Invites `email` to `business_uuid`'s portal in `role`. `by` is the owner
+/// who invites, or `None` for the operator (the first owner).
+pub async fn invite(
+    state: &Region,
+    by: Option<&Signed>,
+    business_uuid: &str,
+    email: &str,
+    role: PasskeyRole,
+) -> Result<NewInvitation> {
+    if let Some(by) = by {
+        by.require(&[PasskeyRole::Owner], "inviting people")?;
+    }
+    state.registry.business(business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let email = normalise_email(email)?;
+    if sessions::person_by_email(state, &email)?.is_some() {
+        return Err(invalid("this address already belongs to a person of a business portal"));
+    }
+    if people(state, business_uuid)?.len() >= MAX_PEOPLE {
+        return Err(invalid(format!("a business's portal holds at most {MAX_PEOPLE} people")));
+    }
+    let now = state.clock.now();
+    let (token, token_digest) = secret();
+    let invitation = Invitation {
+        business_uuid: business_uuid.to_owned(),
+        email: email.clone(),
+        role,
+        invited_by: by.map(|b| b.person_id.clone()),
+        invited_at: now,
+        expires_at: now.plus(INVITATION_MS),
+    };
+    let mut change = Change::new();
+    change.put(cf::INVITATIONS, &token_digest, &invitation);
+    apply(state, change).await?;
+    Ok(NewInvitation {
+        path: format!("/portal/invitations/{token}"),
+        token,
+        email,
+        role: role.as_str(),
+        expires_at: invitation.expires_at.to_rfc3339_secs(),
+    })
+}
+
+/// An open invitation, with the business's legal name for the page.
+pub fn invitation(state: &Region, token: &str) -> Result<(Invitation, String)> {
+    let invitation: Invitation = state
+        .store
+        .get(cf::INVITATIONS, &digest(token))?
+        .filter(|i: &Invitation| i.expires_at > state.clock.now())
+        .ok_or_else(|| Error::detail(Code::NotFound, "this invitation is unknown, used or expired"))?;
+    let business = state.registry.business(&invitation.business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    Ok((invitation, business.legal_name))
+}
+
+/// The person an invitation will make, kept with the ceremony.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Registering {
+    person_id: String,
+    name: String,
+    registration: PasskeyRegistration,
+}
+
+/// Asks the invited person's authenticator for a new passkey.
+pub async fn begin_registration(state: &Region, token: &str, name: &str) -> Result<(String, Value)> {
+    let (invitation, _) = invitation(state, token)?;
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > MAX_NAME || name.chars().any(char::is_control) {
+        return Err(invalid(format!("a name is 1 to {MAX_NAME} characters on one line")));
+    }
+    let person_id = svc_core::ids::uuid_v4(crate::clock::random::<16>());
+    let handle = Uuid::parse_str(&person_id).map_err(Error::internal)?;
+    let rp = relying_party::relying_party(&state.config)?;
+    let (options, registration) = rp
+        .start_passkey_registration(handle, &invitation.email, name, None)
+        .map_err(relying_party::refused)?;
+    let registering = Registering { person_id, name: name.to_owned(), registration };
+    let mut change = Change::new();
+    let subject = svc_core::b64::url_encode(&digest(token));
+    let id = begin_ceremony(&mut change, CeremonyKind::Register, subject, json_bytes(&registering)?, state.clock.now());
+    apply(state, change).await?;
+    Ok((id, serde_json::to_value(options).map_err(Error::internal)?))
+}
+
+/// Checks the new passkey, makes the person, adds the passkey as a
+/// sealing key of the business, uses up the invitation and signs in.
+pub async fn finish_registration(
+    state: &Region,
+    ceremony_id: &str,
+    answer: &RegisterPublicKeyCredential,
+) -> Result<NewSession> {
+    let mut change = Change::new();
+    let ceremony = take_ceremony(state, &mut change, ceremony_id, CeremonyKind::Register)?;
+    let token_digest = svc_core::b64::url_decode(&ceremony.subject).ok_or_else(|| Error::internal("ceremony"))?;
+    let invitation: Invitation = state
+        .store
+        .get(cf::INVITATIONS, &token_digest)?
+        .ok_or_else(|| Error::detail(Code::NotFound, "this invitation was used meanwhile"))?;
+    let registering: Registering = serde_json::from_slice(&ceremony.state).map_err(Error::internal)?;
+    let rp = relying_party::relying_party(&state.config)?;
+    let credential = rp.finish_passkey_registration(answer, &registering.registration).map_err(relying_party::refused)?;
+    let public = public_key(&credential)?;
+    let now = state.clock.now();
+    if sessions::person_by_email(state, &invitation.email)?.is_some() {
+        return Err(invalid("this address already belongs to a person of a business portal"));
+    }
+    let key = sealing_key(state, &invitation.business_uuid, &public, invitation.role, now)?;
+    let person = Person {
+        person_id: registering.person_id,
+        business_uuid: invitation.business_uuid.clone(),
+        email: invitation.email.clone(),
+        name: registering.name,
+        role: invitation.role,
+        passkeys: vec![PersonPasskey { key_id: key.key_id.clone(), credential: json_bytes(&credential)?, added_at: now }],
+        added_at: now,
+        removed_at: None,
+    };
+    change.delete(cf::INVITATIONS, &token_digest);
+    change.require_absent(cf::PEOPLE_EMAILS, person.email.as_bytes());
+    change.put(
+        cf::PEOPLE_EMAILS,
+        person.email.as_bytes(),
+        &PersonRef { business_uuid: person.business_uuid.clone(), person_id: person.person_id.clone() },
+    );
+    change.put(cf::PEOPLE, &keys::person(&person.business_uuid, &person.person_id), &person);
+    add_key(state, &mut change, &key, now);
+    let session = open_session(&mut change, &person, key.key_id, now);
+    apply(state, change).await?;
+    Ok(session)
+}
+
+/// The business key a person's new passkey becomes.
+fn sealing_key(
+    state: &Region,
+    business_uuid: &str,
+    public: &svc_core::keys::VerifyingKey,
+    role: PasskeyRole,
+    now: UnixMs,
+) -> Result<BusinessKey> {
+    Ok(BusinessKey {
+        key_id: public.thumbprint(),
+        business_uuid: business_uuid.to_owned(),
+        purpose: KeyPurpose::Sealing,
+        kind: KeyKind::Passkey,
+        role: Some(role),
+        jwk: serde_json::to_vec(&public.to_jwk()).map_err(Error::internal)?,
+        valid_from: now,
+        valid_until: None,
+        revocation_effective_from: None,
+        compromised_at: None,
+        registered_at: now,
+        environment: state.config.environment,
+        sandbox: None,
+    })
+}
+
+/// Every person of a business, in the order they joined.
+pub fn people(state: &Region, business_uuid: &str) -> Result<Vec<Person>> {
+    let mut people: Vec<Person> = state
+        .store
+        .scan::<Person>(cf::PEOPLE, &keys::prefix(&[business_uuid]), None, MAX_PEOPLE + 1)?
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect();
+    people.sort_by_key(|p| p.added_at);
+    Ok(people)
+}
+
+/// The other person of `by`'s business an owner acts on, as read.
+fn other_person(state: &Region, by: &Signed, person_id: &str) -> Result<Person> {
+    by.require(&[PasskeyRole::Owner], "changing people")?;
+    if person_id == by.person_id {
+        return Err(invalid("an owner does not change their own role or remove themselves; another owner does"));
+    }
+    sessions::person(state, &by.business_uuid, person_id)?
+        .filter(|p| p.removed_at.is_none())
+        .ok_or_else(|| Error::new(Code::NotFound))
+}
+
+/// An owner sets another person's role; their passkeys take the role too.
+pub async fn set_role(state: &Region, by: &Signed, person_id: &str, role: PasskeyRole) -> Result<()> {
+    let as_read = other_person(state, by, person_id)?;
+    let mut change = Change::new();
+    let key = keys::person(&by.business_uuid, person_id);
+    change.require_unchanged(cf::PEOPLE, &key, &as_read);
+    change.put(cf::PEOPLE, &key, &Person { role, ..as_read.clone() });
+    for passkey in &as_read.passkeys {
+        if let Some(mut stored) = state.registry.passkey(&passkey.key_id)? {
+            stored.role = Some(role);
+            change.put(cf::PASSKEYS, passkey.key_id.as_bytes(), &stored);
+        }
+    }
+    apply(state, change).await
+}
+
+/// An owner removes another person: their passkeys are revoked from now
+/// (what they sealed before stands) and their sessions end at once.
+pub async fn remove(state: &Region, by: &Signed, person_id: &str) -> Result<()> {
+    let as_read = other_person(state, by, person_id)?;
+    let now = state.clock.now();
+    let mut change = Change::new();
+    let key = keys::person(&by.business_uuid, person_id);
+    change.require_unchanged(cf::PEOPLE, &key, &as_read);
+    change.put(cf::PEOPLE, &key, &Person { removed_at: Some(now), ..as_read.clone() });
+    change.delete(cf::PEOPLE_EMAILS, as_read.email.as_bytes());
+    for passkey in &as_read.passkeys {
+        if let Some(stored) = state.registry.passkey(&passkey.key_id)?
+            && stored.revocation_effective_from.is_none()
+        {
+            revoke_key(&mut change, stored, now, None, now);
+        }
+    }
+    apply(state, change).await
+}

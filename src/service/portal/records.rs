@@ -1,0 +1,89 @@
+//! What the portal shows of a business's records: its catalogue by type,
+//! and a record's live bytes to edit.
+
+use svc_core::ids::RecordType;
+use svc_core::problem::Code;
+
+use super::Signed;
+use crate::region::Region;
+use crate::service::{Error, Result};
+use crate::store::model::*;
+use crate::store::{cf, keys};
+
+/// The most records of one type a portal page lists.
+pub const PAGE: usize = 200;
+
+/// One line of the portal's catalogue.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    pub record_id: String,
+    pub own_id: String,
+    pub state: RecordState,
+    pub source: RecordSource,
+    pub last_updated: String,
+}
+
+/// The business's records of `kind`, in record id order, at most [`PAGE`].
+pub fn list(state: &Region, signed: &Signed, kind: RecordType) -> Result<Vec<Listed>> {
+    let prefix = keys::prefix(&[&signed.business_uuid, kind.name()]);
+    let mut out = Vec::new();
+    for (key, ()) in state.store.scan::<()>(cf::CATALOGUE, &prefix, None, PAGE)? {
+        let record_id = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+        if let Some(head) = state.registry.record_head(&record_id)? {
+            out.push(Listed {
+                record_id,
+                own_id: head.own_id,
+                state: head.state,
+                source: head.source,
+                last_updated: head.last_updated.to_rfc3339_secs(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The live bytes of one of the business's records, to edit.
+pub fn live_bytes(state: &Region, signed: &Signed, record_id: &str) -> Result<(RecordType, Vec<u8>)> {
+    let head = state
+        .registry
+        .record_head(record_id)?
+        .filter(|h| h.business_uuid == signed.business_uuid && h.live_generation > 0)
+        .ok_or_else(|| Error::new(Code::NotFound))?;
+    let version =
+        state.registry.record_version(record_id, head.live_generation)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    if version.bytes.is_empty() {
+        return Err(Error::detail(Code::NotFound, "this record was deleted"));
+    }
+    Ok((head.record_type, version.bytes))
+}
+
+/// One of the business's records as the portal shows it after a save.
+#[derive(Debug, Clone)]
+pub struct Shown {
+    pub record_id: String,
+    pub record_type: RecordType,
+    pub own_id: String,
+    pub state: RecordState,
+    pub version: u64,
+    pub sha256: Option<String>,
+    pub last_updated: String,
+}
+
+pub fn show(state: &Region, signed: &Signed, record_id: &str) -> Result<Shown> {
+    let head = state
+        .registry
+        .record_head(record_id)?
+        .filter(|h| h.business_uuid == signed.business_uuid)
+        .ok_or_else(|| Error::new(Code::NotFound))?;
+    let version = state.registry.record_version(record_id, head.live_generation)?;
+    let sha256 = version.filter(|v| !v.bytes.is_empty()).map(|v| svc_core::digest::sha256_prefixed(&v.bytes));
+    Ok(Shown {
+        record_id: head.record_id,
+        record_type: head.record_type,
+        own_id: head.own_id,
+        state: head.state,
+        version: head.live_generation,
+        sha256,
+        last_updated: head.last_updated.to_rfc3339_secs(),
+    })
+}

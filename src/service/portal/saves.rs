@@ -1,0 +1,155 @@
+//! A person's save, sealed by their passkey (Path B). The portal shows the
+//! record's exact bytes and asks the passkey the person signed in with to
+//! sign the `seal.v2` payload over them; WebAuthn cannot sign arbitrary
+//! bytes, so the challenge is the SHA-256 of the payload's DSSE encoding
+//! (`svc_core::publish::webauthn`). The signed envelope then goes through
+//! the same save as the operator's scripted one.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use svc_core::dsse::{self, Envelope};
+use svc_core::ids::RecordType;
+use svc_core::problem::Code;
+use svc_core::seal::SealV2;
+
+use super::sessions::{begin_ceremony, json_bytes, take_ceremony};
+use super::{SEALERS, Signed, apply};
+use crate::region::Region;
+use crate::replication::Change;
+use crate::service::publishing::saves::{self, AiPolicySaved, Saved};
+use crate::service::{Error, Result};
+use crate::store::model::*;
+
+/// What a save ceremony holds until the passkey answers.
+#[derive(Serialize, Deserialize)]
+struct Pending {
+    business_uuid: String,
+    record_type: String,
+    #[serde(with = "serde_bytes")]
+    bytes: Vec<u8>,
+    #[serde(with = "serde_bytes")]
+    payload: Vec<u8>,
+}
+
+/// A save waiting for the passkey: the ceremony, the options for
+/// `navigator.credentials.get`, and what is being sealed.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub ceremony_id: String,
+    pub options: Value,
+    pub payload: Vec<u8>,
+}
+
+/// The WebAuthn members a passkey's answer carries (base64url, as the
+/// browser gives them).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Assertion {
+    pub authenticator_data: String,
+    pub client_data_json: String,
+    pub signature: String,
+}
+
+/// What a finished save came to.
+#[derive(Debug)]
+pub enum Finished {
+    Record(Saved),
+    AiPolicy(AiPolicySaved),
+}
+
+/// Prepares sealing `bytes` as a record of `record_type` (a collection or
+/// the AI policy): the `seal.v2` payload names the passkey the person
+/// signed in with, the certificate and AI policy version in force now.
+pub async fn prepare(state: &Region, signed: &Signed, record_type: RecordType, bytes: Vec<u8>) -> Result<Prepared> {
+    signed.require(SEALERS, "sealing a record")?;
+    let now = state.clock.now();
+    let uuid = &signed.business_uuid;
+    let cert = state
+        .registry
+        .certificate_in_force(uuid, now)?
+        .ok_or_else(|| Error::detail(Code::SealInvalid, "the business has no certificate in force"))?;
+    let (current, next) = saves::ai_policy_versions(state, uuid, now)?;
+    let seal = SealV2 {
+        v: 2,
+        key_id: signed.key_id.clone(),
+        cert_id: cert.cert_id,
+        hash: svc_core::digest::sha256_prefixed(&bytes),
+        sealed_at: now.to_rfc3339_millis(),
+        record_type: record_type.name().into(),
+        ai_policy_version: current,
+        next_ai_policy_version: (record_type == RecordType::AiPolicy).then_some(next),
+    };
+    let payload = svc_core::canonical::to_signed_bytes(&seal).map_err(Error::internal)?;
+    let challenge = svc_core::publish::webauthn::challenge(&seal_type(), &payload);
+    let person = super::sessions::person(state, uuid, &signed.person_id)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let credential = person
+        .passkeys
+        .iter()
+        .find(|p| p.key_id == signed.key_id)
+        .ok_or_else(|| Error::detail(Code::SignInRequired, "sign in again with your passkey"))?;
+    let stored: webauthn_rs::prelude::Passkey = serde_json::from_slice(&credential.credential).map_err(Error::internal)?;
+    let options = json!({"publicKey": {
+        "challenge": challenge,
+        "rpId": state.config.passkey_rp_id,
+        "allowCredentials": [{"type": "public-key", "id": svc_core::b64::url_encode(stored.cred_id())}],
+        "userVerification": "required",
+        "timeout": super::relying_party::CEREMONY_MS,
+    }});
+    let pending = Pending {
+        business_uuid: uuid.clone(),
+        record_type: record_type.name().into(),
+        bytes,
+        payload: payload.clone(),
+    };
+    let mut change = Change::new();
+    let subject = format!("{uuid}/{}", signed.person_id);
+    let ceremony_id = begin_ceremony(&mut change, CeremonyKind::Seal, subject, json_bytes(&pending)?, now);
+    apply(state, change).await?;
+    Ok(Prepared { ceremony_id, options, payload })
+}
+
+fn seal_type() -> String {
+    dsse::payload_type(svc_core::seal::SEAL_V2)
+}
+
+/// Finishes a save with the passkey's answer: the envelope is assembled
+/// from the payload prepared and the authenticator's output, and judged and
+/// published as any passkey seal. The ceremony is used up either way.
+pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: &Assertion) -> Result<Finished> {
+    signed.require(SEALERS, "sealing a record")?;
+    let mut change = Change::new();
+    let ceremony = take_ceremony(state, &mut change, ceremony_id, CeremonyKind::Seal)?;
+    if ceremony.subject != format!("{}/{}", signed.business_uuid, signed.person_id) {
+        return Err(Error::detail(Code::PasskeyRefused, "this save was begun by someone else"));
+    }
+    apply(state, change).await?;
+    let pending: Pending = serde_json::from_slice(&ceremony.state).map_err(Error::internal)?;
+    let std = |member: &str, text: &str| {
+        svc_core::b64::url_decode(text)
+            .map(|bytes| svc_core::b64::std_encode(&bytes))
+            .ok_or_else(|| Error::detail(Code::PasskeyRefused, format!("{member} is not base64url")))
+    };
+    let envelope = Envelope {
+        payload_type: seal_type(),
+        payload: svc_core::b64::std_encode(&pending.payload),
+        signatures: vec![dsse::Signature {
+            keyid: signed.key_id.clone(),
+            sig: std("signature", &answer.signature)?,
+            authenticator_data: Some(std("authenticatorData", &answer.authenticator_data)?),
+            client_data_json: Some(std("clientDataJSON", &answer.client_data_json)?),
+        }],
+    };
+    let record_type = RecordType::from_name(&pending.record_type).ok_or_else(|| Error::internal("ceremony"))?;
+    if record_type == RecordType::AiPolicy {
+        let saved = saves::save_ai_policy(state, &pending.business_uuid, pending.bytes, &envelope).await?;
+        Ok(Finished::AiPolicy(saved))
+    } else {
+        let saved = saves::save_record(state, &pending.business_uuid, record_type, pending.bytes, &envelope).await?;
+        Ok(Finished::Record(saved))
+    }
+}
+
+/// The AI policy in force now, read back as its flags.
+pub fn ai_policy_in_force(state: &Region, signed: &Signed) -> Result<Option<svc_core::ai_policy::AiPolicyRecord>> {
+    let policy = state.registry.ai_policy_at(&signed.business_uuid, state.clock.now())?;
+    Ok(policy.and_then(|p| svc_core::ai_policy::parse_record(&p.bytes).ok()))
+}

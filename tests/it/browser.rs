@@ -1,0 +1,173 @@
+//! Headless Chromium driven over W3C WebDriver by Debian's `chromedriver`
+//! (installed by `.ci/setup`), with a virtual authenticator from the
+//! WebDriver extension of WebAuthn Level 2: a real browser engine runs the
+//! portal's pages and script and answers its passkey ceremonies.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::Request;
+use serde_json::{Value, json};
+use svc::client::transport::Transport;
+
+/// The element reference member of a WebDriver answer.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+pub struct Browser {
+    driver: Child,
+    transport: Transport,
+    session: String,
+    _profile: tempfile::TempDir,
+    /// Where screenshots go: kept as test artefacts.
+    pub shots: std::path::PathBuf,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl Browser {
+    /// Starts chromedriver and a headless Chromium session with a virtual
+    /// platform authenticator that verifies its user.
+    pub async fn start(shots: &str) -> Browser {
+        let port = free_port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver (apt install chromium-driver; .ci/setup does)");
+        let transport = Transport::new(&format!("http://127.0.0.1:{port}")).unwrap();
+        let profile = tempfile::tempdir().unwrap();
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", "--window-size=1100,1300",
+                    format!("--user-data-dir={}", profile.path().display())],
+            },
+        }}});
+        let mut session = None;
+        for _ in 0..100 {
+            if let Ok(answer) = transport.send(post("/session", &capabilities)).await {
+                assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+                session = Some(answer.json()["value"]["sessionId"].as_str().unwrap().to_owned());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(shots);
+        std::fs::create_dir_all(&shots).unwrap();
+        let browser = Browser {
+            driver,
+            transport,
+            session: session.expect("chromedriver answers"),
+            _profile: profile,
+            shots,
+        };
+        browser
+            .command(
+                "POST",
+                "webauthn/authenticator",
+                json!({"protocol": "ctap2", "transport": "internal", "hasResidentKey": true,
+                "hasUserVerification": true, "isUserConsenting": true, "isUserVerified": true}),
+            )
+            .await;
+        browser
+    }
+
+    /// One WebDriver command of this session; answers its `value`.
+    pub async fn command(&self, method: &str, path: &str, body: Value) -> Value {
+        let uri = format!("/session/{}/{path}", self.session);
+        let request = if method == "GET" {
+            Request::get(uri).body(Body::empty()).unwrap()
+        } else {
+            post(&uri, &body)
+        };
+        let answer = self.transport.send(request).await.unwrap();
+        assert_eq!(answer.status, 200, "{method} {path}: {}", String::from_utf8_lossy(&answer.bytes));
+        answer.json()["value"].clone()
+    }
+
+    pub async fn open(&self, url: &str) {
+        self.command("POST", "url", json!({"url": url})).await;
+    }
+
+    pub async fn url(&self) -> String {
+        self.command("GET", "url", Value::Null).await.as_str().unwrap().to_owned()
+    }
+
+    pub async fn source(&self) -> String {
+        self.command("GET", "source", Value::Null).await.as_str().unwrap().to_owned()
+    }
+
+    async fn element(&self, css: &str) -> String {
+        let found = self.command("POST", "element", json!({"using": "css selector", "value": css})).await;
+        found[ELEMENT].as_str().unwrap().to_owned()
+    }
+
+    /// Types `text` into the field `css` names, after clearing it.
+    pub async fn fill(&self, css: &str, text: &str) {
+        let id = self.element(css).await;
+        self.command("POST", &format!("element/{id}/clear"), json!({})).await;
+        self.command("POST", &format!("element/{id}/value"), json!({"text": text})).await;
+    }
+
+    pub async fn click(&self, css: &str) {
+        let id = self.element(css).await;
+        self.command("POST", &format!("element/{id}/click"), json!({})).await;
+    }
+
+    /// Runs a script in the page; answers what it returns.
+    pub async fn script(&self, script: &str, args: Value) -> Value {
+        self.command("POST", "execute/sync", json!({"script": script, "args": args})).await
+    }
+
+    /// Waits until the page's address ends with `suffix`, or its text holds
+    /// `text` when the suffix is empty.
+    pub async fn wait_for(&self, what: &str, done: impl Fn(&str, &str) -> bool) {
+        let (mut url, mut source) = (String::new(), String::new());
+        for _ in 0..200 {
+            url = self.url().await;
+            source = self.source().await;
+            if done(&url, &source) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{what} never happened; at {url}:\n{source}");
+    }
+
+    /// Saves a screenshot of the page as `<name>.png` among the artefacts.
+    pub async fn shot(&self, name: &str) -> std::path::PathBuf {
+        let png = self.command("GET", "screenshot", Value::Null).await;
+        let bytes = svc_core::b64::std_decode(png.as_str().unwrap()).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG"), "a PNG");
+        let path = self.shots.join(format!("{name}.png"));
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    /// The browser's cookies for the page's site (HttpOnly ones included).
+    pub async fn cookie(&self, name: &str) -> Option<Value> {
+        let all = self.command("GET", "cookie", Value::Null).await;
+        all.as_array().unwrap().iter().find(|c| c["name"] == name).cloned()
+    }
+}
+
+fn post(uri: &str, body: &Value) -> Request<Body> {
+    Request::post(uri)
+        .header("content-type", "application/json")
+        .body(Body::from(serde_json::to_vec(body).unwrap()))
+        .unwrap()
+}
