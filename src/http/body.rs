@@ -63,4 +63,3 @@ impl<T: serde::de::DeserializeOwned> FromRequest<Region> for JsonBody<T> {
         }
     }
 }
-

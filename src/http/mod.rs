@@ -33,12 +33,11 @@ pub fn public_router(state: Region) -> Router {
         .merge(public::routes(state.home.is_some()))
         .merge(crate::mcp::public::routes(&state))
         .merge(health::routes());
-    let routed =
-        if state.home.is_some() {
-            served.merge(business::routes()).merge(crate::portal::routes())
-        } else {
-            served.fallback(forward::to_home)
-        };
+    let routed = if state.home.is_some() {
+        served.merge(business::routes()).merge(crate::portal::routes())
+    } else {
+        served.fallback(forward::to_home)
+    };
     let recorded = axum::middleware::from_fn_with_state(state.metrics.clone(), crate::metrics::record);
     routed.layer(recorded).with_state(state)
 }

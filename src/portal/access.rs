@@ -14,8 +14,8 @@ use super::session::{self, Person};
 use super::{PageResult, html};
 use crate::http::body::JsonBody;
 use crate::region::Region;
-use crate::service::portal::{people, sessions};
 use crate::service::Result;
+use crate::service::portal::{people, sessions};
 
 pub async fn sign_in_page(State(state): State<Region>, headers: HeaderMap) -> Response {
     // A person still signed in goes straight to their records.

@@ -95,7 +95,10 @@ pub struct Reason {
 
 impl Reason {
     pub fn of(errors: &[svc_core::records::RecordError]) -> Vec<Reason> {
-        errors.iter().map(|e| Reason { code: e.code.as_str(), pointer: e.pointer.clone(), detail: e.detail.clone() }).collect()
+        errors
+            .iter()
+            .map(|e| Reason { code: e.code.as_str(), pointer: e.pointer.clone(), detail: e.detail.clone() })
+            .collect()
     }
 }
 

@@ -16,9 +16,8 @@ use crate::store::model::{Named, PasskeyRole};
 const ROLES: &[&str] = &["owner", "admin", "developer"];
 
 fn role(name: &str) -> Result<PasskeyRole, Error> {
-    PasskeyRole::from_name(name).ok_or_else(|| {
-        Error::detail(svc_core::problem::Code::RequestInvalid, "a role is owner, admin or developer")
-    })
+    PasskeyRole::from_name(name)
+        .ok_or_else(|| Error::detail(svc_core::problem::Code::RequestInvalid, "a role is owner, admin or developer"))
 }
 
 async fn page(state: &Region, person: &Person, invited: Option<String>) -> PageResult {
@@ -59,8 +58,7 @@ pub struct InviteForm {
 
 pub async fn invite(State(state): State<Region>, person: Person, Form(form): Form<InviteForm>) -> PageResult {
     person.check_csrf(form.csrf.as_deref())?;
-    let made =
-        people::invite(&state, Some(&person.0), &person.0.business_uuid, &form.email, role(&form.role)?).await?;
+    let made = people::invite(&state, Some(&person.0), &person.0.business_uuid, &form.email, role(&form.role)?).await?;
     let link = format!("{}{}", state.config.passkey_origin, made.path);
     page(&state, &person, Some(link)).await
 }

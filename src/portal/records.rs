@@ -174,11 +174,20 @@ pub async fn ai_policy(State(state): State<Region>, person: Person) -> PageResul
     let group = |title, prefix, flags: Vec<(&'static str, &'static str)>, mask: Option<u64>| FlagGroup {
         title,
         prefix,
-        flags: flags.into_iter().enumerate().map(|(i, (name, meaning))| Flag { name, meaning, checked: bit(mask, i) }).collect(),
+        flags: flags
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, meaning))| Flag { name, meaning, checked: bit(mask, i) })
+            .collect(),
     };
     let groups = vec![
         group("Use", USE_PREFIX, USE_FLAGS.iter().map(|f| (f.0, f.1)).collect(), in_force.as_ref().map(|p| p.use_mask)),
-        group("Actions", ACTION_PREFIX, ACTION_FLAGS.iter().map(|f| (f.0, f.1)).collect(), in_force.as_ref().map(|p| p.action)),
+        group(
+            "Actions",
+            ACTION_PREFIX,
+            ACTION_FLAGS.iter().map(|f| (f.0, f.1)).collect(),
+            in_force.as_ref().map(|p| p.action),
+        ),
         group(
             "Blocked contexts (never shown beside)",
             BLOCKED_PREFIX,
@@ -225,8 +234,10 @@ pub async fn seal(
             Ok(Json(json!({"next": format!("/portal/records/{record_id}")})).into_response())
         }
         Finished::Record(Saved::Rejected(errors)) => {
-            let reasons: Vec<String> =
-                errors_json(&errors).iter().map(|e| format!("{} {} {}", e["code"], e["pointer"], e["detail"])).collect();
+            let reasons: Vec<String> = errors_json(&errors)
+                .iter()
+                .map(|e| format!("{} {} {}", e["code"], e["pointer"], e["detail"]))
+                .collect();
             Err(Error::detail(Code::RequestInvalid, format!("not published: {}", reasons.join("; "))))
         }
         Finished::AiPolicy(_) => Ok(Json(json!({"next": "/portal/ai-policy"})).into_response()),

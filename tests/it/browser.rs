@@ -68,13 +68,8 @@ impl Browser {
         }
         let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(shots);
         std::fs::create_dir_all(&shots).unwrap();
-        let browser = Browser {
-            driver,
-            transport,
-            session: session.expect("chromedriver answers"),
-            _profile: profile,
-            shots,
-        };
+        let browser =
+            Browser { driver, transport, session: session.expect("chromedriver answers"), _profile: profile, shots };
         browser
             .command(
                 "POST",
@@ -89,11 +84,7 @@ impl Browser {
     /// One WebDriver command of this session; answers its `value`.
     pub async fn command(&self, method: &str, path: &str, body: Value) -> Value {
         let uri = format!("/session/{}/{path}", self.session);
-        let request = if method == "GET" {
-            Request::get(uri).body(Body::empty()).unwrap()
-        } else {
-            post(&uri, &body)
-        };
+        let request = if method == "GET" { Request::get(uri).body(Body::empty()).unwrap() } else { post(&uri, &body) };
         let answer = self.transport.send(request).await.unwrap();
         assert_eq!(answer.status, 200, "{method} {path}: {}", String::from_utf8_lossy(&answer.bytes));
         answer.json()["value"].clone()
@@ -131,6 +122,17 @@ impl Browser {
     /// Runs a script in the page; answers what it returns.
     pub async fn script(&self, script: &str, args: Value) -> Value {
         self.command("POST", "execute/sync", json!({"script": script, "args": args})).await
+    }
+
+    /// POSTs `body` (JSON text) from the page, as its script would, with
+    /// the page's cookies; answers (status, JSON reply).
+    pub async fn post_from_page(&self, url: &str, body: &str, csrf: &str) -> (u64, Value) {
+        let script = "const [url, body, csrf, done] = arguments;
+            fetch(url, {method: 'POST', headers: {'content-type': 'application/json', 'x-csrf-token': csrf},
+                body, credentials: 'same-origin'})
+              .then((r) => r.json().then((j) => done({status: r.status, body: j})));";
+        let answer = self.command("POST", "execute/async", json!({"script": script, "args": [url, body, csrf]})).await;
+        (answer["status"].as_u64().unwrap(), answer["body"].clone())
     }
 
     /// Waits until the page's address ends with `suffix`, or its text holds

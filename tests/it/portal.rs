@@ -48,6 +48,89 @@ const JOB: &[(&str, &str)] = &[
     ("city", "Lyon"),
 ];
 
+const UPDATE: &[(&str, &str)] = &[
+    ("language", "fr"),
+    ("update_id", "u-portal"),
+    ("countries", "FR"),
+    ("headline", "Horaires de fêtes"),
+    ("body", "Fermeture à 16 h le 24 décembre."),
+    ("update_type", "announcement"),
+    ("relevant_until", "2026-12-26T00:00:00Z"),
+];
+
+/// Wraps the page's `fetch` so the seal's answer is kept in the tab's
+/// session storage (`keep`), or sent with its client data naming another
+/// site (`another-origin`), as a phishing page's would.
+async fn intercept(browser: &Browser, mode: &str) {
+    let script = "const mode = arguments[0];
+        const original = window.fetch.bind(window);
+        const b64 = (t) => t.replace(/-/g, '+').replace(/_/g, '/');
+        const url64 = (t) => t.replace(/\\+/g, '-').replace(/\\//g, '_').replace(/=+$/, '');
+        window.fetch = (url, init) => {
+          if (String(url).includes('/portal/seal/')) {
+            if (mode === 'another-origin') {
+              const answer = JSON.parse(init.body);
+              const text = b64(answer.client_data_json);
+              const client = JSON.parse(atob(text + '==='.slice((text.length + 3) % 4)));
+              client.origin = 'https://evil.example';
+              answer.client_data_json = url64(btoa(JSON.stringify(client)));
+              init = {...init, body: JSON.stringify(answer)};
+            }
+            sessionStorage.setItem('sealed', JSON.stringify({url: String(url), body: init.body,
+              csrf: init.headers['x-csrf-token']}));
+          }
+          return original(url, init);
+        };";
+    browser.script(script, json!([mode])).await;
+}
+
+/// An owner invites a developer, who signs up in another browser and may
+/// not save records; made admin, they may; removed, their session ends at
+/// once and their passkey is revoked.
+async fn people_flows(owner: &Browser, site: &str, home: &process::Process, uuid: &str) {
+    owner.open(&format!("{site}/portal/people")).await;
+    owner.fill("#invite-email", "dev@lumio.example").await;
+    owner.script("document.getElementById('invite-role').value = 'developer'", json!([])).await;
+    owner.click("form.invite button").await;
+    owner.wait_for("the invitation link", |_, page| page.contains("invitation-link")).await;
+    owner.shot("12-people-invited").await;
+    let link = owner.script("return document.getElementById('invitation-link').textContent", json!([])).await;
+
+    let developer = Browser::start("portal-pages-developer").await;
+    developer.open(link.as_str().unwrap()).await;
+    developer.wait_for("the invitation page", |_, page| page.contains("as <strong>developer</strong>")).await;
+    developer.fill("#name", "Dev Person").await;
+    developer.click("#register-button").await;
+    developer.wait_for("the records page", |url, _| url.ends_with("/portal/")).await;
+    assert!(!developer.source().await.contains("New event"), "a developer is offered no saves");
+    developer.open(&format!("{site}/portal/records/new/events")).await;
+    developer.wait_for("the refusal", |_, page| page.contains("needs the role owner or admin")).await;
+    developer.shot("01-developer-refused").await;
+
+    owner.open(&format!("{site}/portal/people")).await;
+    owner.script("document.querySelector('form[action$=\"/role\"] select').value = 'admin'", json!([])).await;
+    owner.click("form[action$=\"/role\"] button").await;
+    owner.wait_for("the new role", |_, page| page.contains("<td>admin</td>")).await;
+    developer.open(&format!("{site}/portal/records/new/events")).await;
+    developer.wait_for("the editor", |_, page| page.contains("Save event")).await;
+
+    owner.click("form[action$=\"/remove\"] button").await;
+    owner.wait_for("the removal", |_, page| page.contains("class=\"removed\"")).await;
+    owner.shot("13-people-removed").await;
+    developer.open(&format!("{site}/portal/records/new/events")).await;
+    developer.wait_for("the session's end", |url, _| url.ends_with("/portal/sign-in")).await;
+
+    // The removed person's passkey is revoked in the business's public keys.
+    assert_eq!(owner.script("return document.cookie", json!([])).await, "", "the session cookie is HttpOnly");
+    let request =
+        Request::get(format!("/v1/certificates/{uuid}/keys")).header("host", AUTHORITY).body(Body::empty()).unwrap();
+    let answer = Transport::new(&home.public_url).unwrap().send(request).await.unwrap();
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+    let keys = answer.json()["keys"].as_array().unwrap().clone();
+    let revoked = keys.iter().filter(|k| !k["revocation_effective_from"].is_null()).count();
+    assert_eq!((keys.len(), revoked), (2, 1), "{keys:?}");
+}
+
 /// Sets each form field by name, then submits the editor.
 async fn submit_editor(browser: &Browser, fields: &[(&str, &str)]) {
     let values: serde_json::Map<String, Value> = fields.iter().map(|(k, v)| ((*k).into(), json!(v))).collect();
@@ -175,7 +258,10 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     browser.open(&format!("{site}/portal/records/new/events")).await;
     browser.shot("05-event-editor").await;
     submit_editor(&browser, EVENT).await;
+    browser.wait_for("the review page", |_, page| page.contains("Seal and publish")).await;
+    intercept(&browser, "keep").await;
     seal(&browser, "06-event", "/portal/records/").await;
+    let kept = browser.script("return JSON.parse(sessionStorage.getItem('sealed'))", json!([])).await;
     let page = browser.source().await;
     assert!(page.contains("soiree-2026") && page.contains("live"), "{page}");
 
@@ -194,9 +280,48 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     seal(&browser, "09-ai-policy", "/portal/ai-policy").await;
     browser.wait_for("version 1", |_, page| page.contains("Version in force: <strong>1</strong>")).await;
 
+    // The event's answer again, to its own used ceremony and to a new save;
+    // then a save whose answer names another site. Each is refused with a
+    // clear message and stores nothing.
+    let (url, body, csrf) =
+        (kept["url"].as_str().unwrap(), kept["body"].as_str().unwrap(), kept["csrf"].as_str().unwrap());
+    let (status, again) = browser.post_from_page(url, body, csrf).await;
+    assert_eq!((status, again["code"].as_str()), (422, Some("passkey_refused")), "{again}");
+    assert!(again["detail"].as_str().unwrap().contains("already used"), "{again}");
+    browser.open(&format!("{site}/portal/records/new/updates")).await;
+    submit_editor(&browser, UPDATE).await;
+    browser.wait_for("the review page", |_, page| page.contains("Seal and publish")).await;
+    let other = browser.script("return document.getElementById('seal').dataset.finish", json!([])).await;
+    let (status, replayed) = browser.post_from_page(other.as_str().unwrap(), body, csrf).await;
+    assert_eq!((status, replayed["code"].as_str()), (422, Some("passkey_refused")), "{replayed}");
+    assert!(replayed["detail"].as_str().unwrap().contains("another save"), "{replayed}");
+    browser.open(&format!("{site}/portal/records/new/updates")).await;
+    submit_editor(&browser, UPDATE).await;
+    browser.wait_for("the review page", |_, page| page.contains("Seal and publish")).await;
+    intercept(&browser, "another-origin").await;
+    browser.click("#seal-button").await;
+    browser.wait_for("the refusal", |_, page| page.contains("another site (https://evil.example)")).await;
+    browser.shot("10-refused-other-origin").await;
+    let (status, _) = browser.post_from_page(other.as_str().unwrap(), body, "not-the-token").await;
+    assert_eq!(status, 403, "a state change without the session's CSRF token is refused");
+
     browser.open(&format!("{site}/portal/")).await;
     browser.wait_for("both records listed", |_, page| page.contains("soiree-2026") && page.contains("J-12")).await;
-    browser.shot("10-records").await;
+    assert!(!browser.source().await.contains("u-portal"), "no refused save was stored");
+    browser.shot("11-records").await;
+
+    // A form post without the token, with the session cookie: refused.
+    let cookie = browser.cookie("svc_portal").await.unwrap()["value"].as_str().unwrap().to_owned();
+    let forged = Request::post("/portal/people/invite")
+        .header("cookie", format!("svc_portal={cookie}"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(Body::from("email=mallory%40evil.example&role=owner"))
+        .unwrap();
+    let answer = Transport::new(&home.public_url).unwrap().send(forged).await.unwrap();
+    assert_eq!(answer.status, 403);
+    assert!(String::from_utf8_lossy(&answer.bytes).contains("csrf_invalid"));
+
+    people_flows(&browser, &site, &home, created["business_uuid"].as_str().unwrap()).await;
 
     // An AI company finds both at the read region; their passkey seals verify there.
     let event = found_at(&eu.public_url, &ai_key, "events", "start_at:asc").await;

@@ -108,9 +108,8 @@ pub async fn begin_registration(state: &Region, token: &str, name: &str) -> Resu
     let person_id = svc_core::ids::uuid_v4(crate::clock::random::<16>());
     let handle = Uuid::parse_str(&person_id).map_err(Error::internal)?;
     let rp = relying_party::relying_party(&state.config)?;
-    let (options, registration) = rp
-        .start_passkey_registration(handle, &invitation.email, name, None)
-        .map_err(relying_party::refused)?;
+    let (options, registration) =
+        rp.start_passkey_registration(handle, &invitation.email, name, None).map_err(relying_party::refused)?;
     let registering = Registering { person_id, name: name.to_owned(), registration };
     let mut change = Change::new();
     let subject = svc_core::b64::url_encode(&digest(token));
@@ -135,7 +134,8 @@ pub async fn finish_registration(
         .ok_or_else(|| Error::detail(Code::NotFound, "this invitation was used meanwhile"))?;
     let registering: Registering = serde_json::from_slice(&ceremony.state).map_err(Error::internal)?;
     let rp = relying_party::relying_party(&state.config)?;
-    let credential = rp.finish_passkey_registration(answer, &registering.registration).map_err(relying_party::refused)?;
+    let credential =
+        rp.finish_passkey_registration(answer, &registering.registration).map_err(relying_party::refused)?;
     let public = public_key(&credential)?;
     let now = state.clock.now();
     if sessions::person_by_email(state, &invitation.email)?.is_some() {
@@ -148,7 +148,11 @@ pub async fn finish_registration(
         email: invitation.email.clone(),
         name: registering.name,
         role: invitation.role,
-        passkeys: vec![PersonPasskey { key_id: key.key_id.clone(), credential: json_bytes(&credential)?, added_at: now }],
+        passkeys: vec![PersonPasskey {
+            key_id: key.key_id.clone(),
+            credential: json_bytes(&credential)?,
+            added_at: now,
+        }],
         added_at: now,
         removed_at: None,
     };

@@ -16,7 +16,9 @@ pub const CEREMONY_MS: i64 = 5 * 60_000;
 pub fn relying_party(config: &NodeConfig) -> Result<Webauthn> {
     let origin = Url::parse(&config.passkey_origin).map_err(|e| Error::internal(format!("passkey_origin: {e}")))?;
     WebauthnBuilder::new(&config.passkey_rp_id, &origin)
-        .and_then(|b| b.rp_name("svc business portal").timeout(std::time::Duration::from_millis(CEREMONY_MS as u64)).build())
+        .and_then(|b| {
+            b.rp_name("svc business portal").timeout(std::time::Duration::from_millis(CEREMONY_MS as u64)).build()
+        })
         .map_err(|e| Error::internal(format!("the passkey relying party: {e}")))
 }
 

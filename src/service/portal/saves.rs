@@ -86,7 +86,8 @@ pub async fn prepare(state: &Region, signed: &Signed, record_type: RecordType, b
         .iter()
         .find(|p| p.key_id == signed.key_id)
         .ok_or_else(|| Error::detail(Code::SignInRequired, "sign in again with your passkey"))?;
-    let stored: webauthn_rs::prelude::Passkey = serde_json::from_slice(&credential.credential).map_err(Error::internal)?;
+    let stored: webauthn_rs::prelude::Passkey =
+        serde_json::from_slice(&credential.credential).map_err(Error::internal)?;
     let options = json!({"publicKey": {
         "challenge": challenge,
         "rpId": state.config.passkey_rp_id,
@@ -138,6 +139,11 @@ pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: 
             client_data_json: Some(std("clientDataJSON", &answer.client_data_json)?),
         }],
     };
+    // Say plainly why an answer made for another save or site is refused,
+    // before the seal's own checks (which refuse it too).
+    let client_data = svc_core::b64::url_decode(&answer.client_data_json).unwrap_or_default();
+    svc_core::publish::webauthn::binding(&client_data, &seal_type(), &pending.payload, &state.config.passkey_origin)
+        .map_err(|why| Error::detail(Code::PasskeyRefused, format!("nothing was saved: {why}")))?;
     let record_type = RecordType::from_name(&pending.record_type).ok_or_else(|| Error::internal("ceremony"))?;
     if record_type == RecordType::AiPolicy {
         let saved = saves::save_ai_policy(state, &pending.business_uuid, pending.bytes, &envelope).await?;

@@ -75,7 +75,9 @@ pub(super) fn take_ceremony(state: &Region, change: &mut Change, id: &str, kind:
         .store
         .get(cf::CEREMONIES, id.as_bytes())?
         .filter(|c: &Ceremony| c.kind == kind && c.expires_at > state.clock.now())
-        .ok_or_else(|| Error::detail(Code::PasskeyRefused, "this passkey request expired or was already used; start again"))?;
+        .ok_or_else(|| {
+            Error::detail(Code::PasskeyRefused, "this passkey request expired or was already used; start again")
+        })?;
     change.require_unchanged(cf::CEREMONIES, id.as_bytes(), &ceremony);
     change.delete(cf::CEREMONIES, id.as_bytes());
     Ok(ceremony)
@@ -94,11 +96,12 @@ pub(super) fn credentials(person: &Person) -> Result<Vec<Passkey>> {
 /// `navigator.credentials.get` and the ceremony's id.
 pub async fn begin_sign_in(state: &Region, email: &str) -> Result<(String, Value)> {
     let email = normalise_email(email)?;
-    let person = person_by_email(state, &email)?
-        .filter(|p| !p.passkeys.is_empty())
-        .ok_or_else(|| Error::detail(Code::SignInRequired, "no person of a business portal signs in with this address"))?;
+    let person = person_by_email(state, &email)?.filter(|p| !p.passkeys.is_empty()).ok_or_else(|| {
+        Error::detail(Code::SignInRequired, "no person of a business portal signs in with this address")
+    })?;
     let rp = relying_party::relying_party(&state.config)?;
-    let (options, ceremony) = rp.start_passkey_authentication(&credentials(&person)?).map_err(relying_party::refused)?;
+    let (options, ceremony) =
+        rp.start_passkey_authentication(&credentials(&person)?).map_err(relying_party::refused)?;
     let now = state.clock.now();
     let mut change = Change::new();
     let subject = format!("{}/{}", person.business_uuid, person.person_id);

@@ -23,7 +23,12 @@ use crate::store::{cf, keys};
 /// What a record's save came to.
 #[derive(Debug)]
 pub enum Saved {
-    Published { outcome: Outcome, record_id: String, version: u64, sha256: String },
+    Published {
+        outcome: Outcome,
+        record_id: String,
+        version: u64,
+        sha256: String,
+    },
     /// The record failed validation: every reason, as a push reports them.
     Rejected(Vec<RecordError>),
 }

@@ -49,6 +49,57 @@ struct ClientData {
     cross_origin: Option<bool>,
 }
 
+/// Why a `clientDataJSON` does not bind an assertion to a message here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unbound {
+    /// Not a JSON object of client data.
+    NotClientData,
+    /// A registration, or another ceremony than an assertion.
+    NotAnAssertion,
+    /// Made for another message: a replayed or misdirected answer.
+    OtherChallenge,
+    /// Made on another site than the portal: the origin it names.
+    OtherOrigin(String),
+    /// Made inside a frame of another origin.
+    CrossOrigin,
+}
+
+impl std::fmt::Display for Unbound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unbound::NotClientData => f.write_str("the answer's client data is not readable"),
+            Unbound::NotAnAssertion => f.write_str("the answer is not a passkey signature (webauthn.get)"),
+            Unbound::OtherChallenge => f.write_str("the answer was made for another save (a replayed answer)"),
+            Unbound::OtherOrigin(o) => write!(f, "the answer was made on another site ({o}), not this portal"),
+            Unbound::CrossOrigin => f.write_str("the answer was made inside a frame of another site"),
+        }
+    }
+}
+
+/// Whether `client_data_json` binds an assertion to this DSSE message on
+/// `origin`: type, challenge, origin and no cross-origin frame, in that
+/// order, so the first thing wrong is named.
+pub fn binding(client_data_json: &[u8], payload_type: &str, payload: &[u8], origin: &str) -> Result<(), Unbound> {
+    // serde would also read the struct from a JSON array; client data is an object.
+    if client_data_json.first() != Some(&b'{') {
+        return Err(Unbound::NotClientData);
+    }
+    let client: ClientData = serde_json::from_slice(client_data_json).map_err(|_| Unbound::NotClientData)?;
+    if client.kind != ASSERTION_TYPE {
+        return Err(Unbound::NotAnAssertion);
+    }
+    if client.challenge != challenge(payload_type, payload) {
+        return Err(Unbound::OtherChallenge);
+    }
+    if client.origin != origin {
+        return Err(Unbound::OtherOrigin(client.origin));
+    }
+    if client.cross_origin == Some(true) {
+        return Err(Unbound::CrossOrigin);
+    }
+    Ok(())
+}
+
 /// Verifies one passkey signature of a DSSE envelope.
 ///
 /// `key` must be the ES256 key the signature's `keyid` names (its RFC 7638
@@ -76,17 +127,12 @@ pub fn verify_assertion(
     let client_data_json = decode(&envelope_sig.client_data_json)?;
     let der = b64::std_decode(&envelope_sig.sig).ok_or(Reason::EnvelopeMalformed)?;
     let signature = p256::ecdsa::Signature::from_der(&der).map_err(|_| Reason::EnvelopeMalformed)?;
-    // serde would also read the struct from a JSON array; client data is an object.
-    if client_data_json.first() != Some(&b'{') {
-        return Err(Reason::EnvelopeMalformed);
+    match binding(&client_data_json, payload_type, payload, origin) {
+        Ok(()) => {}
+        Err(Unbound::NotClientData) => return Err(Reason::EnvelopeMalformed),
+        Err(_) => return Err(Reason::SignatureInvalid),
     }
-    let client: ClientData = serde_json::from_slice(&client_data_json).map_err(|_| Reason::EnvelopeMalformed)?;
-
-    let bound = client.kind == ASSERTION_TYPE
-        && client.challenge == challenge(payload_type, payload)
-        && client.origin == origin
-        && client.cross_origin != Some(true);
-    if !bound || authenticator_data.len() < MIN_AUTHENTICATOR_DATA {
+    if authenticator_data.len() < MIN_AUTHENTICATOR_DATA {
         return Err(Reason::SignatureInvalid);
     }
     // The authenticator must have scoped the credential to our relying party,
@@ -195,6 +241,31 @@ mod tests {
 
     fn check(sig: &dsse::Signature, key: &SigningKey) -> Result<(), Reason> {
         verify_assertion(sig, TYPE, PAYLOAD, &key.verifying_key(), RP, ORIGIN)
+    }
+
+    /// The first thing wrong with a client data is the one named: a person
+    /// reads why their passkey's answer was refused.
+    #[test]
+    fn binding_names_what_is_wrong() {
+        let data = |kind: &str, challenge_of: &[u8], origin: &str, cross: bool| {
+            serde_json::to_vec(&serde_json::json!({"type": kind, "challenge": challenge(TYPE, challenge_of),
+                "origin": origin, "crossOrigin": cross}))
+            .unwrap()
+        };
+        assert_eq!(binding(&data(ASSERTION_TYPE, PAYLOAD, ORIGIN, false), TYPE, PAYLOAD, ORIGIN), Ok(()));
+        assert_eq!(binding(b"[1]", TYPE, PAYLOAD, ORIGIN), Err(Unbound::NotClientData));
+        let create = data("webauthn.create", PAYLOAD, ORIGIN, false);
+        assert_eq!(binding(&create, TYPE, PAYLOAD, ORIGIN), Err(Unbound::NotAnAssertion));
+        let other = data(ASSERTION_TYPE, b"{\"v\":2}", "https://evil.example", false);
+        assert_eq!(binding(&other, TYPE, PAYLOAD, ORIGIN), Err(Unbound::OtherChallenge));
+        let elsewhere = data(ASSERTION_TYPE, PAYLOAD, "https://evil.example", false);
+        assert_eq!(
+            binding(&elsewhere, TYPE, PAYLOAD, ORIGIN),
+            Err(Unbound::OtherOrigin("https://evil.example".into()))
+        );
+        assert!(Unbound::OtherOrigin("https://evil.example".into()).to_string().contains("evil.example"));
+        let framed = data(ASSERTION_TYPE, PAYLOAD, ORIGIN, true);
+        assert_eq!(binding(&framed, TYPE, PAYLOAD, ORIGIN), Err(Unbound::CrossOrigin));
     }
 
     /// Re-signs edited authenticator data and client data, so a test reaches

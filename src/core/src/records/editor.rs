@@ -18,15 +18,21 @@ use crate::ids::RecordType;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputKind {
     /// One line of text, at most `max` characters where the schema says.
-    Line { max: Option<usize> },
+    Line {
+        max: Option<usize>,
+    },
     /// Several lines of text.
-    Paragraph { max: usize },
+    Paragraph {
+        max: usize,
+    },
     /// One of the values, or none.
     Choice(&'static [&'static str]),
     /// Yes, no, or not stated.
     YesNo,
     /// One item a line (commas also separate items where no item has one).
-    List { commas: bool },
+    List {
+        commas: bool,
+    },
     Integer,
     Number,
     /// An object or a list of objects, as JSON.
@@ -143,12 +149,9 @@ pub fn record_from_form(kind: RecordType, values: &[(String, String)]) -> Result
                 Ok(Value::Array(items.collect()))
             }
             InputKind::Integer => text.parse::<i64>().map(Value::from).map_err(|_| "is a whole number"),
-            InputKind::Number => text
-                .parse::<f64>()
-                .ok()
-                .and_then(serde_json::Number::from_f64)
-                .map(Value::Number)
-                .ok_or("is a number"),
+            InputKind::Number => {
+                text.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number).ok_or("is a number")
+            }
             InputKind::Json => serde_json::from_str::<Value>(text).map_err(|_| "is JSON"),
         };
         match shaped {
@@ -170,9 +173,11 @@ pub fn form_values(kind: RecordType, record: &Value) -> Vec<(String, String)> {
             let value = object.get(input.name)?;
             let text = match (input.kind, value) {
                 (_, Value::String(s)) => s.clone(),
-                (InputKind::List { .. }, Value::Array(items)) => {
-                    items.iter().map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned)).collect::<Vec<_>>().join("\n")
-                }
+                (InputKind::List { .. }, Value::Array(items)) => items
+                    .iter()
+                    .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
                 (_, other) => other.to_string(),
             };
             Some((input.name.to_owned(), text))
