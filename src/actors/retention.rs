@@ -4,7 +4,8 @@
 //! files) once its index has dropped the record; home also deletes bulk
 //! files 7 days after their upload address was made, signs the key
 //! directory again when a certificate status issued for later has taken
-//! effect, and in the sandbox removes an AI company's data 90 days after
+//! effect, deletes the portal's expired passkey requests, sessions and
+//! invitations, and in the sandbox removes an AI company's data 90 days after
 //! its last use (R1.42), every node then forgetting its receipts.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -169,7 +170,43 @@ impl RetentionState {
     }
 }
 
+/// Portal entries looked at in one pass, per column family.
+const PORTAL_PER_PASS: usize = 10_000;
+
 impl RetentionState {
+    /// Home: deletes the portal's expired passkey requests, ended sessions
+    /// and lapsed invitations (each stored under a secret's digest, so
+    /// nothing else would ever read them again).
+    async fn sweep_portal(&mut self) -> Result<(), ActorError> {
+        use crate::store::model::{Ceremony, Invitation, PortalSession};
+        use svc_core::portal::{ceremony_id_prefix, session_ended};
+        let Some(home) = &self.args.home else { return Ok(()) };
+        let now = self.args.clock.now();
+        let store = &self.args.store;
+        let mut change = Change::new();
+        let open_from = ceremony_id_prefix(now);
+        for (key, _) in store.scan::<Ceremony>(cf::CEREMONIES, &[], None, PORTAL_PER_PASS)? {
+            if key.as_slice() >= open_from.as_bytes() {
+                break;
+            }
+            change.delete(cf::CEREMONIES, &key);
+        }
+        for (key, session) in store.scan::<PortalSession>(cf::PORTAL_SESSIONS, &[], None, PORTAL_PER_PASS)? {
+            if session_ended(session.created_at, session.last_seen, now) {
+                change.delete(cf::PORTAL_SESSIONS, &key);
+            }
+        }
+        for (key, invitation) in store.scan::<Invitation>(cf::INVITATIONS, &[], None, PORTAL_PER_PASS)? {
+            if invitation.expires_at <= now {
+                change.delete(cf::INVITATIONS, &key);
+            }
+        }
+        if !change.is_empty() {
+            home.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
+        }
+        Ok(())
+    }
+
     /// Sandbox: removes each caller-created AI company 90 days after its
     /// last use, with its groups, keys, certificates, usage and allowance,
     /// and tells every node (`expired_callers`) to forget its receipts.
@@ -354,6 +391,9 @@ impl Actor for Retention {
                 }
                 if let Err(e) = state.expire_uploads().await {
                     tracing::warn!(error = %e, "bulk file expiry failed");
+                }
+                if let Err(e) = state.sweep_portal().await {
+                    tracing::warn!(error = %e, "portal sweep failed");
                 }
                 if let Err(e) = state.expire_callers().await {
                     tracing::warn!(error = %e, "sandbox caller expiry failed");

@@ -126,9 +126,19 @@ pub enum BusinessCommand {
         /// A brand the business owns or sells (repeatable).
         #[arg(long = "brand")]
         brands: Vec<String>,
+        /// The first owner's e-mail address: answers their portal invitation link.
+        #[arg(long)]
+        owner_email: Option<String>,
     },
     /// The business, its certificate in force and its AI policy version.
     Show { uuid: String },
+    /// Invites an owner to the business portal (another, when the owners
+    /// lost their passkeys); answers the invitation link, shown once.
+    InviteOwner {
+        uuid: String,
+        #[arg(long)]
+        email: String,
+    },
     /// A certificate status change (a new issuance).
     Status {
         uuid: String,
@@ -316,12 +326,19 @@ pub async fn run(args: AdminArgs) -> Result<Value, CliError> {
     let answer = match args.command {
         AdminCommand::Config => admin.call("GET", "/admin/config", None).await,
         AdminCommand::Observe => admin.call("GET", "/admin/observe", None).await,
-        AdminCommand::Business(BusinessCommand::Create { legal_name, country, brands }) => {
-            let body = json!({"legal_name": legal_name, "country": country, "brands": brands});
+        AdminCommand::Business(BusinessCommand::Create { legal_name, country, brands, owner_email }) => {
+            let mut body = json!({"legal_name": legal_name, "country": country, "brands": brands});
+            if let Some(email) = owner_email {
+                body["owner_email"] = json!(email);
+            }
             admin.call("POST", "/admin/businesses", Some(body)).await
         }
         AdminCommand::Business(BusinessCommand::Show { uuid }) => {
             admin.call("GET", &format!("/admin/businesses/{uuid}"), None).await
+        }
+        AdminCommand::Business(BusinessCommand::InviteOwner { uuid, email }) => {
+            let body = json!({"email": email});
+            admin.call("POST", &format!("/admin/businesses/{uuid}/owner-invitation"), Some(body)).await
         }
         AdminCommand::Business(BusinessCommand::Status { uuid, status, effective_from, reason }) => {
             let body = json!({"status": status, "effective_from": effective_from, "reason": reason});

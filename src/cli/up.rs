@@ -82,6 +82,12 @@ fn region_config(
     config.region = region.to_owned();
     config.role = role;
     config.admin_token = super::secret_file(&dir.join("admin_token"))?;
+    // The portal is reached through the door; a browser treats
+    // http://localhost as a secure context, so passkeys work without TLS.
+    if plan.listen.port() != 0 {
+        config.passkey_rp_id = "localhost".into();
+        config.passkey_origin = format!("http://localhost:{}", plan.listen.port());
+    }
     config.replication = Some(match home {
         None => {
             config.internal_listen = Some(SocketAddr::new(ip, port(offset + 2)));

@@ -29,7 +29,7 @@ pub fn cookie(headers: &HeaderMap) -> Option<String> {
 /// portal's path, `Secure` when the portal's origin is HTTPS.
 pub fn set_cookie(state: &Region, value: &str) -> HeaderValue {
     let secure = if state.config.passkey_origin.starts_with("https://") { "; Secure" } else { "" };
-    let max_age = sessions::LONGEST_MS / 1000;
+    let max_age = svc_core::portal::SESSION_LONGEST_MS / 1000;
     HeaderValue::from_str(&format!(
         "{COOKIE}={value}; Path=/portal; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
     ))

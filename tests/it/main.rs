@@ -28,6 +28,7 @@ mod mcp_regions;
 mod multi_region;
 mod pages;
 mod portal;
+mod portal_limits;
 mod public;
 mod push_crash;
 mod regions;

@@ -26,6 +26,7 @@ pub mod link;
 pub mod merkle;
 pub mod net;
 pub mod offline;
+pub mod portal;
 pub mod problem;
 pub mod projection;
 pub mod publish;

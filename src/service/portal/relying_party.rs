@@ -10,8 +10,7 @@ use webauthn_rs::prelude::{COSEAlgorithm, COSEKeyType, ECDSACurve, Passkey, Url,
 use crate::config::NodeConfig;
 use crate::service::{Error, Result};
 
-/// How long a person has to answer their authenticator.
-pub const CEREMONY_MS: i64 = 5 * 60_000;
+use svc_core::portal::CEREMONY_MS;
 
 pub fn relying_party(config: &NodeConfig) -> Result<Webauthn> {
     let origin = Url::parse(&config.passkey_origin).map_err(|e| Error::internal(format!("passkey_origin: {e}")))?;

@@ -93,7 +93,7 @@ pub async fn prepare(state: &Region, signed: &Signed, record_type: RecordType, b
         "rpId": state.config.passkey_rp_id,
         "allowCredentials": [{"type": "public-key", "id": svc_core::b64::url_encode(stored.cred_id())}],
         "userVerification": "required",
-        "timeout": super::relying_party::CEREMONY_MS,
+        "timeout": svc_core::portal::CEREMONY_MS,
     }});
     let pending = Pending {
         business_uuid: uuid.clone(),
@@ -103,7 +103,7 @@ pub async fn prepare(state: &Region, signed: &Signed, record_type: RecordType, b
     };
     let mut change = Change::new();
     let subject = format!("{uuid}/{}", signed.person_id);
-    let ceremony_id = begin_ceremony(&mut change, CeremonyKind::Seal, subject, json_bytes(&pending)?, now);
+    let ceremony_id = begin_ceremony(state, &mut change, CeremonyKind::Seal, subject, json_bytes(&pending)?)?;
     apply(state, change).await?;
     Ok(Prepared { ceremony_id, options, payload })
 }

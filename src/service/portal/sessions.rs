@@ -7,18 +7,15 @@ use svc_core::problem::Code;
 use svc_core::time::UnixMs;
 use webauthn_rs::prelude::{Passkey, PasskeyAuthentication, PublicKeyCredential};
 
-use super::relying_party::{self, CEREMONY_MS};
+use super::relying_party;
 use super::{Signed, apply, digest, invalid, secret};
 use crate::region::Region;
 use crate::replication::Change;
 use crate::service::{Error, Result};
 use crate::store::model::*;
 use crate::store::{cf, keys};
+use svc_core::portal::{CEREMONY_MS, ceremony_id_prefix};
 
-/// A session ends this long after its last request.
-pub const IDLE_MS: i64 = 30 * 60_000;
-/// And this long after sign-in, however busy.
-pub const LONGEST_MS: i64 = 12 * 60 * 60_000;
 /// `last_seen` is written again only after this long, so reading pages is
 /// not a write each time.
 const TOUCH_MS: i64 = 60_000;
@@ -54,18 +51,34 @@ pub fn person(state: &Region, business_uuid: &str, person_id: &str) -> Result<Op
     Ok(state.store.get(cf::PEOPLE, &keys::person(business_uuid, person_id))?)
 }
 
-/// Stores a ceremony under a fresh id, in `change`.
+/// The most passkey requests open at once; more wait until some end.
+pub const MAX_OPEN_CEREMONIES: usize = 1_000;
+
+/// Stores a ceremony under a fresh id, in `change`; refused while
+/// [`MAX_OPEN_CEREMONIES`] are open, so a flood of sign-in requests cannot
+/// grow the store.
 pub(super) fn begin_ceremony(
+    state: &Region,
     change: &mut Change,
     kind: CeremonyKind,
     subject: String,
     state_json: Vec<u8>,
-    now: UnixMs,
-) -> String {
-    let id = svc_core::b64::url_encode(&crate::clock::random::<18>());
-    let ceremony = Ceremony { kind, subject, state: state_json, expires_at: now.plus(CEREMONY_MS) };
+) -> Result<String> {
+    let now = state.clock.now();
+    let from = ceremony_id_prefix(now);
+    let open = state.store.scan::<Ceremony>(cf::CEREMONIES, &[], Some(from.as_bytes()), MAX_OPEN_CEREMONIES)?;
+    if open.len() >= MAX_OPEN_CEREMONIES {
+        return Err(Error::retry_after(
+            Code::Unavailable,
+            60_000,
+            "too many passkey requests are open; try again in a minute",
+        ));
+    }
+    let expires_at = now.plus(CEREMONY_MS);
+    let id = format!("{}{}", ceremony_id_prefix(expires_at), svc_core::b64::url_encode(&crate::clock::random::<18>()));
+    let ceremony = Ceremony { kind, subject, state: state_json, expires_at };
     change.put(cf::CEREMONIES, id.as_bytes(), &ceremony);
-    id
+    Ok(id)
 }
 
 /// Takes a ceremony of `kind` (it is deleted in `change`, so an answer is
@@ -102,10 +115,9 @@ pub async fn begin_sign_in(state: &Region, email: &str) -> Result<(String, Value
     let rp = relying_party::relying_party(&state.config)?;
     let (options, ceremony) =
         rp.start_passkey_authentication(&credentials(&person)?).map_err(relying_party::refused)?;
-    let now = state.clock.now();
     let mut change = Change::new();
     let subject = format!("{}/{}", person.business_uuid, person.person_id);
-    let id = begin_ceremony(&mut change, CeremonyKind::SignIn, subject, json_bytes(&ceremony)?, now);
+    let id = begin_ceremony(state, &mut change, CeremonyKind::SignIn, subject, json_bytes(&ceremony)?)?;
     apply(state, change).await?;
     Ok((id, serde_json::to_value(options).map_err(Error::internal)?))
 }
@@ -163,7 +175,7 @@ pub async fn resolve(state: &Region, cookie: &str) -> Result<Signed> {
     let ended = || Error::detail(Code::SignInRequired, "your session ended; sign in again");
     let session: PortalSession = state.store.get(cf::PORTAL_SESSIONS, &key)?.ok_or_else(ended)?;
     let now = state.clock.now();
-    if now.0 >= session.last_seen.0 + IDLE_MS || now.0 >= session.created_at.0 + LONGEST_MS {
+    if svc_core::portal::session_ended(session.created_at, session.last_seen, now) {
         return Err(ended());
     }
     let person = person(state, &session.person.business_uuid, &session.person.person_id)?
