@@ -12,6 +12,7 @@
 //! - `ops`: health, readiness, metrics, and a read region's hand-off of writes.
 
 pub mod auth;
+pub mod business_keys;
 pub mod document;
 pub mod error;
 pub mod internal;

@@ -20,6 +20,7 @@ use crate::actors::publisher::PublisherMsg;
 use crate::clock::random;
 use crate::region::Region;
 use crate::replication::Change;
+use crate::service::business_keys::{add_key, custody_statement, revoke_key};
 use crate::service::publishing::saves;
 use crate::service::{Error, Result};
 use crate::store::cf;
@@ -414,72 +415,6 @@ pub async fn register_business_key(state: &Region, uuid: String, req: NewBusines
         body["sandbox_bearer_valid_until"] = json!(now.plus(svc_core::sandbox::BEARER_VALID_MS).to_rfc3339_secs());
     }
     Ok(Done::Created(body))
-}
-
-/// Adds a business key the business holds itself, in `change`: the key
-/// (refused if its id is taken, checked by the one writer as it writes),
-/// its `self` custody statement and its log leaf. The operator's key
-/// registration and a person's new passkey in the portal both add keys so.
-pub(crate) fn add_key(state: &Region, change: &mut Change, record: &BusinessKey, now: UnixMs) -> CustodyRecord {
-    let family = if record.kind == KeyKind::Passkey { cf::PASSKEYS } else { cf::INTEGRATION_KEYS };
-    change.require_absent(cf::INTEGRATION_KEYS, record.key_id.as_bytes());
-    change.require_absent(cf::PASSKEYS, record.key_id.as_bytes());
-    change.put(family, record.key_id.as_bytes(), record);
-    let custody = custody_statement(state, record, svc_core::custody::Custody::OwnKey, now, now);
-    change.put(cf::CUSTODY, &keys::custody(&custody.business_uuid, now, &custody.statement_id), &custody);
-    let added = svc_core::tlog::key_added_leaf(
-        &record.business_uuid,
-        &record.key_id,
-        record.purpose.as_str(),
-        record.valid_from,
-    );
-    crate::transparency::queue(change, LeafKind::KeyAdded, added, now);
-    custody
-}
-
-/// Revokes a business key from `effective_from` in `change`, with its log
-/// leaf; `compromised_at` invalidates what it sealed after that moment.
-pub(crate) fn revoke_key(
-    change: &mut Change,
-    mut key: BusinessKey,
-    effective_from: UnixMs,
-    compromised_at: Option<UnixMs>,
-    now: UnixMs,
-) -> BusinessKey {
-    key.revocation_effective_from = Some(effective_from);
-    key.compromised_at = compromised_at;
-    let family = if key.kind == KeyKind::Passkey { cf::PASSKEYS } else { cf::INTEGRATION_KEYS };
-    change.put(family, key.key_id.as_bytes(), &key);
-    let revoked = svc_core::tlog::key_revoked_leaf(&key.business_uuid, &key.key_id, effective_from, compromised_at);
-    crate::transparency::queue(change, LeafKind::KeyRevoked, revoked, now);
-    key
-}
-
-/// A dual-signed key-custody statement for `key`.
-fn custody_statement(
-    state: &Region,
-    key: &BusinessKey,
-    custody: svc_core::custody::Custody,
-    issued_at: UnixMs,
-    effective_from: UnixMs,
-) -> CustodyRecord {
-    let issued = svc_core::custody::issue(
-        &key.business_uuid,
-        &key.key_id,
-        custody,
-        issued_at,
-        effective_from,
-        &state.keys.issuer(),
-    );
-    CustodyRecord {
-        business_uuid: key.business_uuid.clone(),
-        key_id: key.key_id.clone(),
-        custody,
-        effective_from,
-        issued_at,
-        statement_id: issued.statement_id,
-        envelope: issued.envelope.to_json(),
-    }
 }
 
 #[derive(Deserialize)]

@@ -16,6 +16,7 @@ const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 pub struct Browser {
     driver: Child,
+    port: u16,
     transport: Transport,
     session: String,
     _profile: tempfile::TempDir,
@@ -24,7 +25,20 @@ pub struct Browser {
 }
 
 impl Drop for Browser {
+    /// Ends the session (chromedriver then closes Chromium), then stops the
+    /// driver: a failed test leaves no browser behind.
     fn drop(&mut self) {
+        use std::io::{Read, Write};
+        if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", self.port)) {
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+            let request = format!(
+                "DELETE /session/{} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                self.session
+            );
+            if stream.write_all(request.as_bytes()).is_ok() {
+                let _ = stream.read(&mut [0u8; 512]);
+            }
+        }
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }

@@ -15,7 +15,7 @@ use super::sessions::{self, NewSession, begin_ceremony, json_bytes, normalise_em
 use super::{Signed, apply, digest, invalid, secret};
 use crate::region::Region;
 use crate::replication::Change;
-use crate::service::operator::{add_key, revoke_key};
+use crate::service::business_keys::{add_key, revoke_key};
 use crate::service::{Error, Result};
 use crate::store::model::*;
 use crate::store::{cf, keys};

@@ -172,19 +172,41 @@ pub async fn end_record(
     }
     check_ai_policy_version(state, &key.business_uuid, seal.ai_policy_version, sealed_at)?;
     check_certificate_in_force(&state.registry.certificates(&key.business_uuid)?, &seal.cert_id, sealed_at)?;
-    let (business_uuid, record_id) = (key.business_uuid.clone(), document.record_id.clone());
+    end_documented(state, &key.business_uuid, &document, envelope.to_json(), now, delete).await
+}
+
+/// Ends a record a sealed document names, whoever sealed it (an integration
+/// key under a mandate, or a person's passkey in the portal), once its seal
+/// was judged: the record leaves serving in every region, and the answer
+/// names the regions that still served it.
+pub(crate) async fn end_documented(
+    state: &Region,
+    business_uuid: &str,
+    document: &documents::Document,
+    seal_json: Vec<u8>,
+    now: UnixMs,
+    delete: bool,
+) -> Result<Value> {
+    let wanted = if delete { documents::Action::Delete } else { documents::Action::Withdraw };
+    let (business_uuid, record_id) = (business_uuid.to_owned(), document.record_id.clone());
     // Where the record was served before this change, for `live_in`.
     let was_live = state.registry.record_head(&record_id)?.is_some_and(|h| h.state == RecordState::Live);
     let served_from = super::read::last_change(state, &record_id)?;
-    let seal_json = envelope.to_json();
     let ended = state
         .home()?
         .publisher
-        .call(|reply| PublisherMsg::EndRecord { business_uuid, record_id, delete, seal_json, now, reply })
+        .call(|reply| PublisherMsg::EndRecord {
+            business_uuid: business_uuid.clone(),
+            record_id,
+            delete,
+            seal_json,
+            now,
+            reply,
+        })
         .await??;
     if ended.is_none() {
         // Said plainly, so a client retrying a delete knows it already took.
-        let head = state.registry.record_head(&document.record_id)?.filter(|h| h.business_uuid == key.business_uuid);
+        let head = state.registry.record_head(&document.record_id)?.filter(|h| h.business_uuid == business_uuid);
         let detail = match head.map(|h| h.state) {
             Some(RecordState::Deleted) => "this record is already deleted",
             Some(RecordState::Withdrawn) => "this record is already withdrawn",
