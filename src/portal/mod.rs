@@ -49,6 +49,7 @@ pub fn routes() -> Router<Region> {
         .route("/portal/records/new/{kind}", get(records::new_record).post(records::review))
         .route("/portal/records/{record_id}", get(records::show))
         .route("/portal/records/{record_id}/edit", get(records::edit))
+        .route("/portal/records/{record_id}/end", post(records::end))
         .route("/portal/ai-policy", get(records::ai_policy).post(records::review_ai_policy))
         .route("/portal/seal/{ceremony_id}", post(records::seal))
         .layer(DefaultBodyLimit::max(MAX_BODY))

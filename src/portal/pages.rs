@@ -58,6 +58,7 @@ pub struct RecordRow {
     pub source: &'static str,
     pub last_updated: String,
     pub live: bool,
+    pub withdrawn: bool,
 }
 
 pub struct RecordGroup {
@@ -71,6 +72,7 @@ pub struct RecordGroup {
 #[template(path = "portal/records.html")]
 pub struct Records {
     pub nav: Option<Nav>,
+    pub csrf: String,
     pub groups: Vec<RecordGroup>,
     pub sealer: bool,
 }
@@ -140,6 +142,8 @@ pub struct AiPolicy {
 #[template(path = "portal/seal.html")]
 pub struct Seal {
     pub nav: Option<Nav>,
+    /// What sealing does: `publish`, `withdraw` or `delete`.
+    pub verb: &'static str,
     pub record_type: &'static str,
     pub size: usize,
     pub hash: String,

@@ -51,6 +51,7 @@ pub async fn list(State(state): State<Region>, person: Person) -> PageResult {
             .into_iter()
             .map(|r| RecordRow {
                 live: r.state == RecordState::Live,
+                withdrawn: r.state == RecordState::Withdrawn,
                 state: format!("{:?}", r.state).to_lowercase(),
                 record_id: r.record_id,
                 own_id: r.own_id,
@@ -60,7 +61,12 @@ pub async fn list(State(state): State<Region>, person: Person) -> PageResult {
             .collect();
         groups.push(RecordGroup { kind: kind.name(), title, singular, rows });
     }
-    Ok(html(&pages::Records { nav: Nav::of(&state, signed)?, groups, sealer: SEALERS.contains(&signed.role) }))
+    Ok(html(&pages::Records {
+        nav: Nav::of(&state, signed)?,
+        csrf: signed.csrf.clone(),
+        groups,
+        sealer: SEALERS.contains(&signed.role),
+    }))
 }
 
 /// The editor of `kind` with `values`, and each reason next to its member
@@ -145,13 +151,27 @@ pub async fn review(
 }
 
 async fn seal_page(state: &Region, person: &Person, kind: RecordType, bytes: Vec<u8>) -> PageResult {
-    let hash = svc_core::digest::sha256_prefixed(&bytes);
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    let size = bytes.len();
+    let shown = bytes.clone();
     let prepared = saves::prepare(state, &person.0, kind, bytes).await?;
+    review_page(state, person, kind.name(), "publish", &shown, prepared)
+}
+
+/// The review page: the exact bytes the passkey is about to seal.
+fn review_page(
+    state: &Region,
+    person: &Person,
+    what: &'static str,
+    verb: &'static str,
+    bytes: &[u8],
+    prepared: saves::Prepared,
+) -> PageResult {
+    let hash = svc_core::digest::sha256_prefixed(bytes);
+    let text = String::from_utf8_lossy(bytes).into_owned();
+    let size = bytes.len();
     Ok(html(&pages::Seal {
         nav: Nav::of(state, &person.0)?,
-        record_type: kind.name(),
+        verb,
+        record_type: what,
         size,
         hash,
         text,
@@ -241,6 +261,10 @@ pub async fn seal(
             Err(Error::detail(Code::RequestInvalid, format!("not published: {}", reasons.join("; "))))
         }
         Finished::AiPolicy(_) => Ok(Json(json!({"next": "/portal/ai-policy"})).into_response()),
+        Finished::Ended(ended) => {
+            let record_id = ended["record_id"].as_str().unwrap_or_default();
+            Ok(Json(json!({"next": format!("/portal/records/{record_id}")})).into_response())
+        }
     }
 }
 
@@ -264,4 +288,28 @@ pub async fn show(State(state): State<Region>, person: Person, Path(record_id): 
         facts,
         errors: Vec::new(),
     }))
+}
+
+#[derive(serde::Deserialize)]
+pub struct EndForm {
+    csrf: Option<String>,
+    action: String,
+}
+
+/// Withdraw or delete: the review page shows the document the passkey seals.
+pub async fn end(
+    State(state): State<Region>,
+    person: Person,
+    Path(record_id): Path<String>,
+    axum::Form(form): axum::Form<EndForm>,
+) -> PageResult {
+    person.check_csrf(form.csrf.as_deref())?;
+    let delete = match form.action.as_str() {
+        "withdraw" => false,
+        "delete" => true,
+        _ => return Err(Error::detail(Code::RequestInvalid, "the action is withdraw or delete").into()),
+    };
+    let (prepared, document) = saves::prepare_end(&state, &person.0, &record_id, delete).await?;
+    let (what, verb) = if delete { ("a delete document", "delete") } else { ("a withdraw document", "withdraw") };
+    review_page(&state, &person, what, verb, &document, prepared)
 }

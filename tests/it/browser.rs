@@ -82,8 +82,14 @@ impl Browser {
         }
         let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(shots);
         std::fs::create_dir_all(&shots).unwrap();
-        let browser =
-            Browser { driver, transport, session: session.expect("chromedriver answers"), _profile: profile, shots };
+        let browser = Browser {
+            driver,
+            port,
+            transport,
+            session: session.expect("chromedriver answers"),
+            _profile: profile,
+            shots,
+        };
         browser
             .command(
                 "POST",

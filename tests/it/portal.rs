@@ -147,7 +147,12 @@ async fn submit_editor(browser: &Browser, fields: &[(&str, &str)]) {
 
 /// Seals what the review page shows and waits for the page after it.
 async fn seal(browser: &Browser, shot: &str, after: &str) {
-    browser.wait_for("the review page", |_, page| page.contains("Seal and publish")).await;
+    seal_to(browser, "publish", shot, after).await;
+}
+
+async fn seal_to(browser: &Browser, verb: &str, shot: &str, after: &str) {
+    let heading = format!("Seal and {verb}");
+    browser.wait_for("the review page", |_, page| page.contains(&heading)).await;
     browser.shot(&format!("{shot}-review")).await;
     browser.click("#seal-button").await;
     browser.wait_for(after, |url, _| url.contains(after)).await;
@@ -168,6 +173,20 @@ async fn found_at(region: &str, key: &svc_core::keys::SigningKey, collection: &s
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     panic!("the read region never served the {collection} record");
+}
+
+/// Waits until the read region serves no record of `collection` in France.
+async fn gone_at(region: &str, key: &svc_core::keys::SigningKey, collection: &str, sort: &str) {
+    let client = RetrievalClient::new(region, AUTHORITY, key.clone(), None).unwrap();
+    let body = json!({"collection": collection, "filter": {"all": [{"country": "FR"}]}, "sort_by": sort, "limit": 5});
+    for _ in 0..400 {
+        let answer = client.call("POST", "/v1/search", serde_json::to_vec(&body).unwrap()).await.unwrap();
+        if answer.json()["rows"].as_array().is_some_and(|rows| rows.is_empty()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the read region still serves the {collection} record");
 }
 
 /// The record a row names, fetched at the read region, checked by the
@@ -332,5 +351,20 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
         assert_eq!((seal["valid"].as_bool(), seal["path"].as_str()), (Some(true), Some("B")), "{verdict}");
         assert_eq!(seal["checks"]["signature"], "ok", "the passkey's signature over the exact bytes: {verdict}");
         assert_eq!(verdict["projection"]["rerun"], "matches", "{verdict}");
+    }
+
+    // Withdraw the job and delete the event, each with a sealed document:
+    // both leave serving at the read region.
+    for (row, verb, state, collection, sort) in [
+        (&job, "withdraw", "withdrawn", "jobs", "published_at:desc"),
+        (&event, "delete", "deleted", "events", "start_at:asc"),
+    ] {
+        let record_id = row["record_id"].as_str().unwrap();
+        browser.open(&format!("{site}/portal/")).await;
+        browser.wait_for("the records page", |_, page| page.contains(record_id)).await;
+        browser.click(&format!("form[action=\"/portal/records/{record_id}/end\"] button[value={verb}]")).await;
+        seal_to(&browser, verb, &format!("14-{verb}"), &format!("/portal/records/{record_id}")).await;
+        browser.wait_for("the record's new state", |_, page| page.contains(&format!("<code>{state}</code>"))).await;
+        gone_at(&eu.public_url, &ai_key, collection, sort).await;
     }
 }

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use svc_core::dsse::{self, Envelope};
 use svc_core::ids::RecordType;
 use svc_core::problem::Code;
+use svc_core::publish::documents::{Action, Document};
 use svc_core::seal::SealV2;
 
 use super::sessions::{begin_ceremony, json_bytes, take_ceremony};
@@ -25,6 +26,8 @@ use crate::store::model::*;
 struct Pending {
     business_uuid: String,
     record_type: String,
+    /// `save`, or `withdraw` or `delete` with a document as the bytes.
+    purpose: String,
     #[serde(with = "serde_bytes")]
     bytes: Vec<u8>,
     #[serde(with = "serde_bytes")]
@@ -54,12 +57,46 @@ pub struct Assertion {
 pub enum Finished {
     Record(Saved),
     AiPolicy(AiPolicySaved),
+    /// A withdrawal or deletion: `{record_id, action, live_in}`.
+    Ended(Value),
 }
+
+const SAVE: &str = "save";
 
 /// Prepares sealing `bytes` as a record of `record_type` (a collection or
 /// the AI policy): the `seal.v2` payload names the passkey the person
 /// signed in with, the certificate and AI policy version in force now.
 pub async fn prepare(state: &Region, signed: &Signed, record_type: RecordType, bytes: Vec<u8>) -> Result<Prepared> {
+    prepare_for(state, signed, record_type, bytes, SAVE).await
+}
+
+/// Prepares sealing the document that withdraws or deletes one of the
+/// business's records (publishing 2.3): `{record_id, action, at}`.
+pub async fn prepare_end(
+    state: &Region,
+    signed: &Signed,
+    record_id: &str,
+    delete: bool,
+) -> Result<(Prepared, Vec<u8>)> {
+    let head = state
+        .registry
+        .record_head(record_id)?
+        .filter(|h| h.business_uuid == signed.business_uuid)
+        .ok_or_else(|| Error::new(Code::NotFound))?;
+    let action = if delete { Action::Delete } else { Action::Withdraw };
+    let document =
+        Document { record_id: record_id.to_owned(), action, at: state.clock.now().to_rfc3339_secs() }.to_bytes();
+    let prepared = prepare_for(state, signed, head.record_type, document.clone(), action.as_str()).await?;
+    Ok((prepared, document))
+}
+
+async fn prepare_for(
+    state: &Region,
+    signed: &Signed,
+    record_type: RecordType,
+    bytes: Vec<u8>,
+    purpose: &str,
+) -> Result<Prepared> {
     signed.require(SEALERS, "sealing a record")?;
     let now = state.clock.now();
     let uuid = &signed.business_uuid;
@@ -98,6 +135,7 @@ pub async fn prepare(state: &Region, signed: &Signed, record_type: RecordType, b
     let pending = Pending {
         business_uuid: uuid.clone(),
         record_type: record_type.name().into(),
+        purpose: purpose.into(),
         bytes,
         payload: payload.clone(),
     };
@@ -145,6 +183,12 @@ pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: 
     svc_core::publish::webauthn::binding(&client_data, &seal_type(), &pending.payload, &state.config.passkey_origin)
         .map_err(|why| Error::detail(Code::PasskeyRefused, format!("nothing was saved: {why}")))?;
     let record_type = RecordType::from_name(&pending.record_type).ok_or_else(|| Error::internal("ceremony"))?;
+    if pending.purpose != SAVE {
+        let delete = pending.purpose == Action::Delete.as_str();
+        let ended =
+            saves::end_record(state, &pending.business_uuid, record_type, &pending.bytes, &envelope, delete).await?;
+        return Ok(Finished::Ended(ended));
+    }
     if record_type == RecordType::AiPolicy {
         let saved = saves::save_ai_policy(state, &pending.business_uuid, pending.bytes, &envelope).await?;
         Ok(Finished::AiPolicy(saved))

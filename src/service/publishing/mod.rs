@@ -12,7 +12,7 @@ pub mod saves;
 
 pub use analytics::{DailyQuery, WhoQuery, daily, who_is_asking};
 pub use bulk::{UploadSink, create_import, create_upload, open_upload, upload_waiting};
-pub use push::{end_record, publish, publish_type};
+pub use push::{end_documented, end_record, publish, publish_type};
 pub use read::{
     AttemptsQuery, CatalogueQuery, StatusQuery, attempts, catalogue, catalogue_record, push_status_of, seal_context,
 };

@@ -179,7 +179,7 @@ pub async fn end_record(
 /// key under a mandate, or a person's passkey in the portal), once its seal
 /// was judged: the record leaves serving in every region, and the answer
 /// names the regions that still served it.
-pub(crate) async fn end_documented(
+pub async fn end_documented(
     state: &Region,
     business_uuid: &str,
     document: &documents::Document,

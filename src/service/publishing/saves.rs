@@ -203,3 +203,35 @@ pub async fn save_ai_policy(
     state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
     Ok(AiPolicySaved { version: next, record_id, business_uuid: business_uuid.to_owned(), live_from: now })
 }
+
+/// Withdraws or deletes a record with a document `{record_id, action, at}`
+/// a person sealed with their passkey (publishing 2.3; no bare delete): the
+/// seal is judged as a record's, over the document's bytes, and the record
+/// leaves serving as when an integration key sends the same document.
+pub async fn end_record(
+    state: &Region,
+    business_uuid: &str,
+    record_type: RecordType,
+    document_bytes: &[u8],
+    envelope: &Envelope,
+    delete: bool,
+) -> Result<Value> {
+    use svc_core::publish::documents;
+    let now = state.clock.now();
+    let (seal, passkey) = passkey_seal(state, business_uuid, envelope)?;
+    documents::check_document_seal(document_bytes, &seal, record_type)
+        .map_err(|r| refused(format!("document: {r}")))?;
+    let document = documents::read_document(document_bytes).map_err(|d| Error::detail(Code::RequestInvalid, d))?;
+    let wanted = if delete { documents::Action::Delete } else { documents::Action::Withdraw };
+    if document.action != wanted {
+        return Err(Error::detail(Code::RequestInvalid, format!("the document's action is not {}", wanted.as_str())));
+    }
+    let sealed_at = UnixMs::parse_rfc3339_millis_utc(&seal.sealed_at).ok_or_else(|| refused("sealed_at"))?;
+    if !svc_core::seal::sealed_at_fresh(sealed_at, now) {
+        return Err(refused("sealed_at is more than five minutes from receipt"));
+    }
+    passkey.validity().judge(sealed_at).map_err(|r| refused(format!("the passkey at sealed_at: {r}")))?;
+    super::check_ai_policy_version(state, business_uuid, seal.ai_policy_version, sealed_at)?;
+    super::check_certificate_in_force(&state.registry.certificates(business_uuid)?, &seal.cert_id, sealed_at)?;
+    super::end_documented(state, business_uuid, &document, envelope.to_json(), now, delete).await
+}
