@@ -6,6 +6,7 @@
 //! session goes to sign-in.
 
 mod access;
+mod keys;
 mod pages;
 mod people;
 mod records;
@@ -52,6 +53,10 @@ pub fn routes() -> Router<Region> {
         .route("/portal/records/{record_id}/end", post(records::end))
         .route("/portal/ai-policy", get(records::ai_policy).post(records::review_ai_policy))
         .route("/portal/seal/{ceremony_id}", post(records::seal))
+        .route("/portal/keys", get(keys::list).post(keys::add))
+        .route("/portal/keys/{key_id}/revoke", post(keys::revoke))
+        .route("/portal/keys/{key_id}/mandates", post(keys::review_mandate))
+        .route("/portal/keys/{key_id}/mandates/{mandate_id}/revoke", post(keys::revoke_mandate))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(axum::middleware::map_response(secure_headers))
 }

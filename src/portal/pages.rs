@@ -193,3 +193,33 @@ pub async fn script() -> impl IntoResponse {
 pub async fn style() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("assets/portal.css"))
 }
+
+pub struct MandateRow {
+    pub mandate_id: String,
+    pub record_types: String,
+    pub countries: String,
+    pub caps: String,
+    pub valid_until: String,
+    pub revoked: Option<String>,
+}
+
+pub struct KeyRow {
+    pub key_id: String,
+    pub kind: &'static str,
+    pub registered_at: String,
+    pub revoked: Option<String>,
+    pub mandates: Vec<MandateRow>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/keys.html")]
+pub struct Keys {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub keys: Vec<KeyRow>,
+    /// Each collection, and whether a new mandate offers it ticked.
+    pub types: Vec<(&'static str, bool)>,
+    pub keeper: bool,
+    pub sealer: bool,
+    pub notice: Option<String>,
+}

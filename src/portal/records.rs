@@ -157,7 +157,7 @@ async fn seal_page(state: &Region, person: &Person, kind: RecordType, bytes: Vec
 }
 
 /// The review page: the exact bytes the passkey is about to seal.
-fn review_page(
+pub(super) fn review_page(
     state: &Region,
     person: &Person,
     what: &'static str,
@@ -261,6 +261,7 @@ pub async fn seal(
             Err(Error::detail(Code::RequestInvalid, format!("not published: {}", reasons.join("; "))))
         }
         Finished::AiPolicy(_) => Ok(Json(json!({"next": "/portal/ai-policy"})).into_response()),
+        Finished::Mandate(_) => Ok(Json(json!({"next": "/portal/keys"})).into_response()),
         Finished::Ended(ended) => {
             let record_id = ended["record_id"].as_str().unwrap_or_default();
             Ok(Json(json!({"next": format!("/portal/records/{record_id}")})).into_response())

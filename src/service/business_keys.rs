@@ -1,11 +1,18 @@
-//! A business's keys as the operator and the portal change them: adding a
-//! key the business holds (with its custody statement and log leaf), and
-//! revoking one (with its log leaf), each into a `Change` the caller applies.
+//! A business's keys and mandates as the operator and the portal change
+//! them: registering a key (with its custody statement and log leaf),
+//! revoking one (with its log leaf), and registering and revoking the
+//! mandates a passkey sealed.
 
+use serde_json::{Value, json};
+use svc_core::dsse::Envelope;
+use svc_core::keys::{Alg, Jwk, VerifyingKey};
+use svc_core::problem::Code;
 use svc_core::time::UnixMs;
 
+use crate::actors::publisher::PublisherMsg;
 use crate::region::Region;
 use crate::replication::Change;
+use crate::service::{Error, Result};
 use crate::store::model::*;
 use crate::store::{cf, keys};
 
@@ -73,4 +80,182 @@ pub fn custody_statement(
         statement_id: issued.statement_id,
         envelope: issued.envelope.to_json(),
     }
+}
+
+fn invalid(detail: impl Into<String>) -> Error {
+    Error::detail(Code::RequestInvalid, detail)
+}
+
+async fn apply(state: &Region, change: Change) -> Result<()> {
+    let now = state.clock.now();
+    state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
+    Ok(())
+}
+
+/// A key a business registers: integration (Ed25519 or P-256, no role) or
+/// sealing (a P-256 passkey with its role).
+pub struct NewKey {
+    pub jwk: Jwk,
+    /// `integration` or `sealing`.
+    pub purpose: String,
+    /// Passkeys: `owner`, `admin` or `developer`.
+    pub role: Option<String>,
+    pub valid_from: UnixMs,
+    pub valid_until: Option<UnixMs>,
+}
+
+/// A registered key, its custody statement, and in the sandbox the bearer
+/// token of an integration key's first hour (shown once).
+pub struct Registered {
+    pub key: BusinessKey,
+    pub custody: CustodyRecord,
+    pub sandbox_token: Option<String>,
+    pub registered_at: UnixMs,
+}
+
+impl Registered {
+    pub fn to_json(&self) -> Value {
+        let key = &self.key;
+        let mut body = json!({"key_id": key.key_id, "purpose": key.purpose, "kind": key.kind,
+            "custody": self.custody.custody, "custody_statement_id": self.custody.statement_id});
+        if let (Some(sandbox), Some(token)) = (&key.sandbox, &self.sandbox_token) {
+            body["sandbox_key_grant"] = json!(sandbox.grant);
+            body["sandbox_bearer_token"] = json!(token);
+            body["sandbox_bearer_valid_until"] =
+                json!(self.registered_at.plus(svc_core::sandbox::BEARER_VALID_MS).to_rfc3339_secs());
+        }
+        body
+    }
+}
+
+/// Registers a key of `business_uuid` (the operator's route, and a
+/// developer's integration key in the portal).
+pub async fn register(state: &Region, business_uuid: &str, new: NewKey) -> Result<Registered> {
+    state.registry.business(business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let key = VerifyingKey::from_jwk(&new.jwk).map_err(|e| invalid(e.to_string()))?;
+    let now = state.clock.now();
+    let purpose = KeyPurpose::from_name(&new.purpose);
+    let role = new.role.as_deref().map(|r| PasskeyRole::from_name(r).ok_or(r));
+    let (kind, role) = match (purpose, key.alg(), role) {
+        (Some(KeyPurpose::Integration), Alg::Ed25519, None) => (KeyKind::Ed25519, None),
+        (Some(KeyPurpose::Integration), Alg::Es256, None) => (KeyKind::P256, None),
+        (Some(KeyPurpose::Sealing), Alg::Es256, Some(Ok(role))) => (KeyKind::Passkey, Some(role)),
+        _ => {
+            return Err(invalid(
+                "integration keys are Ed25519 or P-256 without a role; passkeys are P-256 with a role",
+            ));
+        }
+    };
+    let mut record = BusinessKey {
+        key_id: key.thumbprint(),
+        business_uuid: business_uuid.to_owned(),
+        purpose: if kind == KeyKind::Passkey { KeyPurpose::Sealing } else { KeyPurpose::Integration },
+        kind,
+        role,
+        jwk: serde_json::to_vec(&key.to_jwk()).map_err(Error::internal)?,
+        valid_from: new.valid_from,
+        valid_until: new.valid_until,
+        revocation_effective_from: None,
+        compromised_at: None,
+        registered_at: now,
+        environment: state.config.environment,
+        sandbox: None,
+    };
+    // A sandbox integration key is introduced by its grant on its first
+    // request, and may use a bearer token for its first hour.
+    let sandbox_token = (state.config.environment.is_sandbox() && kind != KeyKind::Passkey)
+        .then(|| svc_core::b64::url_encode(&crate::clock::random::<32>()));
+    if let Some(token) = &sandbox_token {
+        record.sandbox = Some(SandboxCredentials {
+            grant: svc_core::sandbox::grant_for(&record.key_id),
+            bearer_sha256: svc_core::sandbox::bearer_digest(token),
+            introduced: false,
+        });
+    }
+    let mut change = Change::new();
+    let custody = add_key(state, &mut change, &record, now);
+    apply(state, change).await?;
+    Ok(Registered { key: record, custody, sandbox_token, registered_at: now })
+}
+
+/// Registers a mandate an owner or admin sealed with a passkey (publishing
+/// 2.4) for one of the business's integration keys.
+pub async fn register_mandate(state: &Region, envelope: &Envelope) -> Result<MandateRecord> {
+    let registry = &state.registry;
+    let mandate = svc_core::publish::mandate::verify_mandate(
+        envelope,
+        |keyid| {
+            let key = registry.passkey(keyid).ok().flatten()?;
+            let public = crate::service::auth::key_from_jwk(&key.jwk)?;
+            Some((public, key.role.map(|r| r.as_str().to_owned()).unwrap_or_default()))
+        },
+        &state.config.passkey_rp_id,
+        &state.config.passkey_origin,
+    )
+    .map_err(|r| Error::detail(Code::SealInvalid, format!("mandate refused: {r}")))?;
+    // The sealing passkey and the integration key belong to the mandate's business.
+    let signer_business = envelope.signatures.iter().find_map(|s| registry.passkey(&s.keyid).ok().flatten());
+    let key = registry
+        .integration_key(&mandate.key_id)?
+        .ok_or_else(|| invalid("the mandate names an unknown integration key"))?;
+    if key.business_uuid != mandate.business_uuid
+        || signer_business.is_none_or(|p| p.business_uuid != mandate.business_uuid)
+    {
+        return Err(Error::detail(
+            Code::SealInvalid,
+            "the mandate, its key and its passkey belong to different businesses",
+        ));
+    }
+    let (Some(valid_from), Some(valid_until)) = (mandate.valid_from_ms(), mandate.valid_until_ms()) else {
+        return Err(invalid("mandate validity"));
+    };
+    if state.as_table.is_none() && svc_core::publish::mandate::names_asn(&mandate.scope.source_ip_allow_list) {
+        return Err(invalid(
+            "the source allow-list names an autonomous system (AS…), and this service has no IP-to-AS table to \
+             match it (ip_to_as_file): list addresses or CIDR blocks instead",
+        ));
+    }
+    let record = MandateRecord {
+        mandate_id: mandate.mandate_id.clone(),
+        business_uuid: mandate.business_uuid.clone(),
+        key_id: mandate.key_id.clone(),
+        envelope: envelope.to_json(),
+        record_types: mandate.scope.record_types.clone(),
+        countries: mandate.scope.countries.clone(),
+        records_per_hour: mandate.scope.caps.records_per_hour,
+        bytes_per_day: mandate.scope.caps.bytes_per_day,
+        source_ip_allow_list: mandate.scope.source_ip_allow_list.clone(),
+        valid_from,
+        valid_until,
+        revoked_at: None,
+    };
+    let mut change = Change::new();
+    change.put(cf::MANDATES, &keys::mandate(&record.key_id, &record.mandate_id), &record);
+    apply(state, change).await?;
+    Ok(record)
+}
+
+/// Revokes a mandate at once (publishing 2.4); `business_uuid`, when given,
+/// must be the mandate's. Answers when it was revoked.
+pub async fn revoke_mandate(
+    state: &Region,
+    key_id: &str,
+    mandate_id: &str,
+    business_uuid: Option<&str>,
+) -> Result<UnixMs> {
+    let mut mandate = state
+        .registry
+        .mandates_of_key(key_id)?
+        .into_iter()
+        .find(|m| m.mandate_id == mandate_id && business_uuid.is_none_or(|b| b == m.business_uuid))
+        .ok_or_else(|| Error::new(Code::NotFound))?;
+    if let Some(at) = mandate.revoked_at {
+        return Ok(at);
+    }
+    let now = state.clock.now();
+    mandate.revoked_at = Some(now);
+    let mut change = Change::new();
+    change.put(cf::MANDATES, &keys::mandate(key_id, mandate_id), &mandate);
+    apply(state, change).await?;
+    Ok(now)
 }

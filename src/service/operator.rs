@@ -20,7 +20,7 @@ use crate::actors::publisher::PublisherMsg;
 use crate::clock::random;
 use crate::region::Region;
 use crate::replication::Change;
-use crate::service::business_keys::{add_key, custody_statement, revoke_key};
+use crate::service::business_keys::{self, custody_statement, revoke_key};
 use crate::service::publishing::saves;
 use crate::service::{Error, Result};
 use crate::store::cf;
@@ -357,64 +357,16 @@ pub struct NewBusinessKey {
 }
 
 pub async fn register_business_key(state: &Region, uuid: String, req: NewBusinessKey) -> Result<Done> {
-    state.registry.business(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
-    let key = VerifyingKey::from_jwk(&req.jwk).map_err(|e| invalid(e.to_string()))?;
     let now = state.clock.now();
-    let purpose = KeyPurpose::from_name(&req.purpose);
-    let role = req.role.as_deref().map(|r| PasskeyRole::from_name(r).ok_or(r));
-    let (cf_name, kind, role) = match (purpose, key.alg(), role) {
-        (Some(KeyPurpose::Integration), svc_core::keys::Alg::Ed25519, None) => {
-            (cf::INTEGRATION_KEYS, KeyKind::Ed25519, None)
-        }
-        (Some(KeyPurpose::Integration), svc_core::keys::Alg::Es256, None) => {
-            (cf::INTEGRATION_KEYS, KeyKind::P256, None)
-        }
-        (Some(KeyPurpose::Sealing), svc_core::keys::Alg::Es256, Some(Ok(role))) => {
-            (cf::PASSKEYS, KeyKind::Passkey, Some(role))
-        }
-        _ => {
-            return Err(invalid(
-                "integration keys are Ed25519 or P-256 without a role; passkeys are P-256 with a role",
-            ));
-        }
-    };
-    let mut record = BusinessKey {
-        key_id: key.thumbprint(),
-        business_uuid: uuid,
-        purpose: if kind == KeyKind::Passkey { KeyPurpose::Sealing } else { KeyPurpose::Integration },
-        kind,
-        role,
-        jwk: serde_json::to_vec(&key.to_jwk()).map_err(Error::internal)?,
+    let new = business_keys::NewKey {
+        jwk: req.jwk,
+        purpose: req.purpose,
+        role: req.role,
         valid_from: parse_time(&req.valid_from, now)?,
         valid_until: optional_time(&req.valid_until)?,
-        revocation_effective_from: None,
-        compromised_at: None,
-        registered_at: now,
-        environment: state.config.environment,
-        sandbox: None,
     };
-    // A sandbox integration key is introduced by its grant on its first
-    // request, and may use a bearer token for its first hour.
-    let token = (state.config.environment.is_sandbox() && cf_name == cf::INTEGRATION_KEYS)
-        .then(|| svc_core::b64::url_encode(&random::<32>()));
-    if let Some(token) = &token {
-        record.sandbox = Some(SandboxCredentials {
-            grant: svc_core::sandbox::grant_for(&record.key_id),
-            bearer_sha256: svc_core::sandbox::bearer_digest(token),
-            introduced: false,
-        });
-    }
-    let mut change = Change::new();
-    let custody = add_key(state, &mut change, &record, now);
-    apply(state, change).await?;
-    let mut body = json!({"key_id": record.key_id, "purpose": record.purpose, "kind": record.kind,
-        "custody": custody.custody, "custody_statement_id": custody.statement_id});
-    if let (Some(sandbox), Some(token)) = (&record.sandbox, token) {
-        body["sandbox_key_grant"] = json!(sandbox.grant);
-        body["sandbox_bearer_token"] = json!(token);
-        body["sandbox_bearer_valid_until"] = json!(now.plus(svc_core::sandbox::BEARER_VALID_MS).to_rfc3339_secs());
-    }
-    Ok(Done::Created(body))
+    let added = business_keys::register(state, &uuid, new).await?;
+    Ok(Done::Created(added.to_json()))
 }
 
 #[derive(Deserialize)]
@@ -477,59 +429,9 @@ pub struct MandateRegistration {
 }
 
 pub async fn register_mandate(state: &Region, req: MandateRegistration) -> Result<Done> {
-    let registry = &state.registry;
-    let mandate = svc_core::publish::mandate::verify_mandate(
-        &req.envelope,
-        |keyid| {
-            let key = registry.passkey(keyid).ok().flatten()?;
-            let public = crate::service::auth::key_from_jwk(&key.jwk)?;
-            Some((public, key.role.map(|r| r.as_str().to_owned()).unwrap_or_default()))
-        },
-        &state.config.passkey_rp_id,
-        &state.config.passkey_origin,
-    )
-    .map_err(|r| Error::detail(Code::SealInvalid, format!("mandate refused: {r}")))?;
-    // The sealing passkey and the integration key belong to the mandate's business.
-    let signer_business = req.envelope.signatures.iter().find_map(|s| registry.passkey(&s.keyid).ok().flatten());
-    let key = registry
-        .integration_key(&mandate.key_id)?
-        .ok_or_else(|| invalid("the mandate names an unknown integration key"))?;
-    if key.business_uuid != mandate.business_uuid
-        || signer_business.is_none_or(|p| p.business_uuid != mandate.business_uuid)
-    {
-        return Err(Error::detail(
-            Code::SealInvalid,
-            "the mandate, its key and its passkey belong to different businesses",
-        ));
-    }
-    let (Some(valid_from), Some(valid_until)) = (mandate.valid_from_ms(), mandate.valid_until_ms()) else {
-        return Err(invalid("mandate validity"));
-    };
-    if state.as_table.is_none() && svc_core::publish::mandate::names_asn(&mandate.scope.source_ip_allow_list) {
-        return Err(invalid(
-            "the source allow-list names an autonomous system (AS…), and this service has no IP-to-AS table to \
-             match it (ip_to_as_file): list addresses or CIDR blocks instead",
-        ));
-    }
-    let record = MandateRecord {
-        mandate_id: mandate.mandate_id.clone(),
-        business_uuid: mandate.business_uuid.clone(),
-        key_id: mandate.key_id.clone(),
-        envelope: req.envelope.to_json(),
-        record_types: mandate.scope.record_types.clone(),
-        countries: mandate.scope.countries.clone(),
-        records_per_hour: mandate.scope.caps.records_per_hour,
-        bytes_per_day: mandate.scope.caps.bytes_per_day,
-        source_ip_allow_list: mandate.scope.source_ip_allow_list.clone(),
-        valid_from,
-        valid_until,
-        revoked_at: None,
-    };
-    let mut change = Change::new();
-    change.put(cf::MANDATES, &keys::mandate(&record.key_id, &record.mandate_id), &record);
-    apply(state, change).await?;
+    let record = business_keys::register_mandate(state, &req.envelope).await?;
     Ok(Done::Created(json!({"mandate_id": record.mandate_id, "key_id": record.key_id,
-        "valid_until": valid_until.to_rfc3339_secs()})))
+        "valid_until": record.valid_until.to_rfc3339_secs()})))
 }
 
 /// Ends a retrieval key: from now on its signatures are `key_unknown` at
@@ -566,18 +468,8 @@ fn refused_release(error: ActorError) -> Error {
 }
 
 pub async fn revoke_mandate(state: &Region, key_id: String, mandate_id: String) -> Result<Done> {
-    let mut mandate = state
-        .registry
-        .mandates_of_key(&key_id)?
-        .into_iter()
-        .find(|m| m.mandate_id == mandate_id)
-        .ok_or_else(|| Error::new(Code::NotFound))?;
-    let now = state.clock.now();
-    mandate.revoked_at = Some(now);
-    let mut change = Change::new();
-    change.put(cf::MANDATES, &keys::mandate(&key_id, &mandate_id), &mandate);
-    apply(state, change).await?;
-    Ok(Done::Ok(json!({"mandate_id": mandate_id, "revoked_at": now.to_rfc3339_secs()})))
+    let revoked_at = business_keys::revoke_mandate(state, &key_id, &mandate_id, None).await?;
+    Ok(Done::Ok(json!({"mandate_id": mandate_id, "revoked_at": revoked_at.to_rfc3339_secs()})))
 }
 
 #[derive(Deserialize)]

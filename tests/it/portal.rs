@@ -106,6 +106,32 @@ async fn people_flows(owner: &Browser, site: &str, home: &process::Process, uuid
     developer.open(&format!("{site}/portal/records/new/events")).await;
     developer.wait_for("the refusal", |_, page| page.contains("needs the role owner or admin")).await;
     developer.shot("01-developer-refused").await;
+    // A developer manages integration keys but cannot seal a mandate.
+    developer.open(&format!("{site}/portal/keys")).await;
+    developer.wait_for("the keys page", |_, page| page.contains("Register an integration key")).await;
+    assert!(!developer.source().await.contains("Seal a mandate for this key"));
+    let key_id = developer.script("return document.querySelector('section.key h2 code').textContent", json!([])).await;
+    developer
+        .script(
+            "const form = document.createElement('form');
+             form.method = 'post';
+             form.action = `/portal/keys/${arguments[0]}/mandates`;
+             const fields = [['csrf', document.querySelector('input[name=csrf]').value], ['record_type', 'products'],
+               ['countries', 'FR'], ['records_per_hour', '1'], ['bytes_per_day', '1'], ['days', '1']];
+             for (const [name, value] of fields) {
+               const input = document.createElement('input');
+               input.name = name;
+               input.value = value;
+               form.appendChild(input);
+             }
+             document.body.appendChild(form);
+             form.submit();",
+            json!([key_id]),
+        )
+        .await;
+    developer
+        .wait_for("the mandate refusal", |_, page| page.contains("sealing a mandate needs the role owner or admin"))
+        .await;
 
     owner.open(&format!("{site}/portal/people")).await;
     owner.script("document.querySelector('form[action$=\"/role\"] select').value = 'admin'", json!([])).await;
@@ -126,7 +152,8 @@ async fn people_flows(owner: &Browser, site: &str, home: &process::Process, uuid
         Request::get(format!("/v1/certificates/{uuid}/keys")).header("host", AUTHORITY).body(Body::empty()).unwrap();
     let answer = Transport::new(&home.public_url).unwrap().send(request).await.unwrap();
     assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
-    let keys = answer.json()["keys"].as_array().unwrap().clone();
+    let keys: Vec<Value> =
+        answer.json()["keys"].as_array().unwrap().iter().filter(|k| k["purpose"] == "sealing").cloned().collect();
     let revoked = keys.iter().filter(|k| !k["revocation_effective_from"].is_null()).count();
     assert_eq!((keys.len(), revoked), (2, 1), "{keys:?}");
 }
@@ -298,6 +325,34 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     browser.click("form.policy button[type=submit]").await;
     seal(&browser, "09-ai-policy", "/portal/ai-policy").await;
     browser.wait_for("version 1", |_, page| page.contains("Version in force: <strong>1</strong>")).await;
+
+    // An integration key and a mandate sealed with the passkey: the
+    // business's system then publishes a product under it.
+    let key = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[71; 32]).unwrap();
+    browser.open(&format!("{site}/portal/keys")).await;
+    browser.fill("form.add-key textarea", &serde_json::to_string(&key.verifying_key().to_jwk()).unwrap()).await;
+    browser.click("form.add-key button").await;
+    browser.wait_for("the registered key", |_, page| page.contains("Registered integration key")).await;
+    browser
+        .script(
+            "const form = document.querySelector('form.mandate');
+             form.closest('details').open = true;
+             form.querySelector('[name=countries]').value = 'FR';",
+            json!([]),
+        )
+        .await;
+    browser.click("form.mandate button[type=submit]").await;
+    seal_to(&browser, "authorise", "09b-mandate", "/portal/keys").await;
+    browser.wait_for("the mandate", |_, page| page.contains("mdt_") && page.contains("<td>products</td>")).await;
+    let context = svc::client::sealing::SealContext {
+        cert_id: created["cert_id"].as_str().unwrap().to_owned(),
+        ai_policy_version: 1,
+    };
+    let public = Transport::new(&home.public_url).unwrap();
+    let product = svc::chaos::setup::product_of("Lumio", 1);
+    let pushed = svc::chaos::setup::publish(&public, &key, &context, &[product], 1, AUTHORITY).await.unwrap();
+    assert_eq!(pushed.status, 200, "{}", String::from_utf8_lossy(&pushed.bytes));
+    assert_eq!(pushed.json()["results"][0]["outcome"], "accepted", "{}", String::from_utf8_lossy(&pushed.bytes));
 
     // The event's answer again, to its own used ceremony and to a new save;
     // then a save whose answer names another site. Each is refused with a

@@ -26,8 +26,11 @@ use crate::store::model::*;
 struct Pending {
     business_uuid: String,
     record_type: String,
-    /// `save`, or `withdraw` or `delete` with a document as the bytes.
+    /// `save`, `withdraw` or `delete` with a document as the bytes, or
+    /// `mandate` (the bytes are the mandate, signed itself).
     purpose: String,
+    /// What the passkey signs: a `seal.v2`, or a `mandate.v1`.
+    payload_type: String,
     #[serde(with = "serde_bytes")]
     bytes: Vec<u8>,
     #[serde(with = "serde_bytes")]
@@ -59,6 +62,29 @@ pub enum Finished {
     AiPolicy(AiPolicySaved),
     /// A withdrawal or deletion: `{record_id, action, live_in}`.
     Ended(Value),
+    Mandate(MandateRecord),
+}
+
+const MANDATE: &str = "mandate";
+
+/// Prepares sealing a mandate: the passkey signs the mandate payload
+/// itself (publishing 2.4), not a seal over it.
+pub async fn prepare_mandate(
+    state: &Region,
+    signed: &Signed,
+    payload: Vec<u8>,
+    payload_type: String,
+) -> Result<Prepared> {
+    signed.require(SEALERS, "sealing a mandate")?;
+    let pending = Pending {
+        business_uuid: signed.business_uuid.clone(),
+        record_type: String::new(),
+        purpose: MANDATE.into(),
+        payload_type,
+        bytes: payload.clone(),
+        payload,
+    };
+    ask_passkey(state, signed, pending).await
 }
 
 const SAVE: &str = "save";
@@ -116,7 +142,22 @@ async fn prepare_for(
         next_ai_policy_version: (record_type == RecordType::AiPolicy).then_some(next),
     };
     let payload = svc_core::canonical::to_signed_bytes(&seal).map_err(Error::internal)?;
-    let challenge = svc_core::publish::webauthn::challenge(&seal_type(), &payload);
+    let pending = Pending {
+        business_uuid: uuid.clone(),
+        record_type: record_type.name().into(),
+        purpose: purpose.into(),
+        payload_type: seal_type(),
+        bytes,
+        payload,
+    };
+    ask_passkey(state, signed, pending).await
+}
+
+/// Stores the ceremony and the options that ask the passkey the person
+/// signed in with to sign `pending.payload`.
+async fn ask_passkey(state: &Region, signed: &Signed, pending: Pending) -> Result<Prepared> {
+    let uuid = &signed.business_uuid;
+    let challenge = svc_core::publish::webauthn::challenge(&pending.payload_type, &pending.payload);
     let person = super::sessions::person(state, uuid, &signed.person_id)?.ok_or_else(|| Error::new(Code::NotFound))?;
     let credential = person
         .passkeys
@@ -132,13 +173,7 @@ async fn prepare_for(
         "userVerification": "required",
         "timeout": svc_core::portal::CEREMONY_MS,
     }});
-    let pending = Pending {
-        business_uuid: uuid.clone(),
-        record_type: record_type.name().into(),
-        purpose: purpose.into(),
-        bytes,
-        payload: payload.clone(),
-    };
+    let payload = pending.payload.clone();
     let mut change = Change::new();
     let subject = format!("{uuid}/{}", signed.person_id);
     let ceremony_id = begin_ceremony(state, &mut change, CeremonyKind::Seal, subject, json_bytes(&pending)?)?;
@@ -168,7 +203,7 @@ pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: 
             .ok_or_else(|| Error::detail(Code::PasskeyRefused, format!("{member} is not base64url")))
     };
     let envelope = Envelope {
-        payload_type: seal_type(),
+        payload_type: pending.payload_type.clone(),
         payload: svc_core::b64::std_encode(&pending.payload),
         signatures: vec![dsse::Signature {
             keyid: signed.key_id.clone(),
@@ -180,8 +215,17 @@ pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: 
     // Say plainly why an answer made for another save or site is refused,
     // before the seal's own checks (which refuse it too).
     let client_data = svc_core::b64::url_decode(&answer.client_data_json).unwrap_or_default();
-    svc_core::publish::webauthn::binding(&client_data, &seal_type(), &pending.payload, &state.config.passkey_origin)
-        .map_err(|why| Error::detail(Code::PasskeyRefused, format!("nothing was saved: {why}")))?;
+    svc_core::publish::webauthn::binding(
+        &client_data,
+        &pending.payload_type,
+        &pending.payload,
+        &state.config.passkey_origin,
+    )
+    .map_err(|why| Error::detail(Code::PasskeyRefused, format!("nothing was saved: {why}")))?;
+    if pending.purpose == MANDATE {
+        let record = crate::service::business_keys::register_mandate(state, &envelope).await?;
+        return Ok(Finished::Mandate(record));
+    }
     let record_type = RecordType::from_name(&pending.record_type).ok_or_else(|| Error::internal("ceremony"))?;
     if pending.purpose != SAVE {
         let delete = pending.purpose == Action::Delete.as_str();
