@@ -101,7 +101,7 @@ pub async fn revoke_mandate(
 }
 
 fn items(text: &str) -> Vec<String> {
-    text.split(|c| c == '\n' || c == ',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+    text.split(['\n', ',']).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
 }
 
 fn number(form: &[(String, String)], name: &str) -> Result<u64, Error> {

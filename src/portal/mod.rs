@@ -9,6 +9,7 @@ mod access;
 mod keys;
 mod pages;
 mod people;
+mod pushes;
 mod records;
 pub mod session;
 
@@ -53,6 +54,8 @@ pub fn routes() -> Router<Region> {
         .route("/portal/records/{record_id}/end", post(records::end))
         .route("/portal/ai-policy", get(records::ai_policy).post(records::review_ai_policy))
         .route("/portal/seal/{ceremony_id}", post(records::seal))
+        .route("/portal/pushes", get(pushes::list))
+        .route("/portal/pushes/{push_id}/release", post(pushes::review_release))
         .route("/portal/keys", get(keys::list).post(keys::add))
         .route("/portal/keys/{key_id}/revoke", post(keys::revoke))
         .route("/portal/keys/{key_id}/mandates", post(keys::review_mandate))

@@ -223,3 +223,24 @@ pub struct Keys {
     pub sealer: bool,
     pub notice: Option<String>,
 }
+
+pub struct PushRow {
+    pub push_id: String,
+    pub record_type: &'static str,
+    pub source: &'static str,
+    pub state: &'static str,
+    pub held: bool,
+    pub held_reasons: String,
+    pub records: u64,
+    pub counts: String,
+    pub received_at: String,
+}
+
+#[derive(Template)]
+#[template(path = "portal/pushes.html")]
+pub struct Pushes {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub pushes: Vec<PushRow>,
+    pub sealer: bool,
+}

@@ -262,6 +262,7 @@ pub async fn seal(
         }
         Finished::AiPolicy(_) => Ok(Json(json!({"next": "/portal/ai-policy"})).into_response()),
         Finished::Mandate(_) => Ok(Json(json!({"next": "/portal/keys"})).into_response()),
+        Finished::Released(_) => Ok(Json(json!({"next": "/portal/pushes"})).into_response()),
         Finished::Ended(ended) => {
             let record_id = ended["record_id"].as_str().unwrap_or_default();
             Ok(Json(json!({"next": format!("/portal/records/{record_id}")})).into_response())

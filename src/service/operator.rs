@@ -15,7 +15,6 @@ use svc_core::seal::CertificateStatus;
 use svc_core::time::UnixMs;
 
 use crate::actors::billing::BillingMsg;
-use crate::actors::error::ActorError;
 use crate::actors::publisher::PublisherMsg;
 use crate::clock::random;
 use crate::region::Region;
@@ -458,15 +457,6 @@ pub async fn revoke_retrieval_key(state: &Region, key_id: String) -> Result<Done
     Ok(Done::Ok(json!({"key_id": key_id, "revoked_at": revoked_at.to_rfc3339_secs()})))
 }
 
-/// A release the publisher refused (the push is not held) is the caller's
-/// fault; anything else failed on the service's side.
-fn refused_release(error: ActorError) -> Error {
-    match error {
-        ActorError::Invalid(why) => invalid(why),
-        other => Error::from(other),
-    }
-}
-
 pub async fn revoke_mandate(state: &Region, key_id: String, mandate_id: String) -> Result<Done> {
     let revoked_at = business_keys::revoke_mandate(state, &key_id, &mandate_id, None).await?;
     Ok(Done::Ok(json!({"mandate_id": mandate_id, "revoked_at": revoked_at.to_rfc3339_secs()})))
@@ -756,57 +746,7 @@ pub struct PushRelease {
 /// a `push-release.v1` sealed by their passkey, naming the push, its
 /// business and the decision, confirmed within the last five minutes.
 pub async fn release_push(state: &Region, push_id: String, req: PushRelease) -> Result<Done> {
-    use svc_core::publish::release::{Decision, verify_release};
-    let push =
-        state.store.get::<PushRecord>(cf::PUSHES, &keys::push(&push_id))?.ok_or_else(|| Error::new(Code::NotFound))?;
-    let now = state.clock.now();
-    let registry = &state.registry;
-    let release = verify_release(
-        &req.envelope,
-        |keyid| {
-            let key = registry.passkey(keyid).ok().flatten()?;
-            let usable = key.business_uuid == push.business_uuid && key.live_at(now);
-            let public = crate::service::auth::key_from_jwk(&key.jwk).filter(|_| usable)?;
-            Some((public, key.role.map(|r| r.as_str().to_owned()).unwrap_or_default()))
-        },
-        &state.config.passkey_rp_id,
-        &state.config.passkey_origin,
-        now,
-    )
-    .map_err(|r| Error::detail(Code::SealInvalid, format!("release refused: {r}")))?;
-    if release.push_id != push_id || release.business_uuid != push.business_uuid {
-        return Err(Error::detail(Code::SealInvalid, "the confirmation names another push or business"));
-    }
-    if push.state != svc_core::publish::outcome::PushState::Held {
-        return Err(invalid(format!("the push is {}, not held", push.state.name())));
-    }
-    let settled = match release.decision {
-        Decision::Publish => {
-            let mut from = Some(0);
-            let mut settled = push;
-            while let Some(leaf) = from {
-                let id = push_id.clone();
-                let (pushed, next) = state
-                    .home()?
-                    .publisher
-                    .call(|reply| PublisherMsg::ReleaseChunk { push_id: id, from: leaf, now, reply })
-                    .await?
-                    .map_err(refused_release)?;
-                settled = pushed;
-                from = next;
-            }
-            settled
-        }
-        Decision::Discard => {
-            let id = push_id.clone();
-            state
-                .home()?
-                .publisher
-                .call(|reply| PublisherMsg::Discard { push_id: id, now, reply })
-                .await?
-                .map_err(refused_release)?
-        }
-    };
+    let settled = saves::release_held(state, &push_id, &req.envelope).await?;
     Ok(Done::Ok(
         json!({"push_id": push_id, "state": settled.state, "held": settled.held, "counts": settled.outcome_counts()}),
     ))

@@ -354,6 +354,28 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     assert_eq!(pushed.status, 200, "{}", String::from_utf8_lossy(&pushed.bytes));
     assert_eq!(pushed.json()["results"][0]["outcome"], "accepted", "{}", String::from_utf8_lossy(&pushed.bytes));
 
+    // Twenty listings, then a push that changes every price by more than
+    // half: held for an owner or admin, who publishes it from the portal.
+    let listings: Vec<Vec<u8>> = (1..=20).map(|sku| svc::chaos::setup::product_of("Lumio", sku)).collect();
+    let pushed = svc::chaos::setup::publish(&public, &key, &context, &listings, 2, AUTHORITY).await.unwrap();
+    assert_eq!(pushed.status, 200, "{}", String::from_utf8_lossy(&pushed.bytes));
+    let repriced: Vec<Vec<u8>> = listings
+        .iter()
+        .map(|bytes| String::from_utf8(bytes.clone()).unwrap().replace("\"12.50\"", "\"30.00\"").into_bytes())
+        .collect();
+    let held = svc::chaos::setup::publish(&public, &key, &context, &repriced, 3, AUTHORITY).await.unwrap();
+    assert_eq!(held.json()["held"], true, "{}", String::from_utf8_lossy(&held.bytes));
+    browser.open(&format!("{site}/portal/pushes")).await;
+    browser.wait_for("the held push", |_, page| page.contains("form method=\"post\"") && page.contains("held")).await;
+    browser.shot("09c-pushes-held").await;
+    browser.click("form.release button[value=publish]").await;
+    seal_to(&browser, "release", "09d-release", "/portal/pushes").await;
+    browser
+        .wait_for("the push published", |_, page| !page.contains("form.release") && !page.contains("value=\"publish\""))
+        .await;
+    let page = browser.source().await;
+    assert!(page.contains("<td>complete</td>") || page.contains("<td>complete "), "{page}");
+
     // The event's answer again, to its own used ceremony and to a new save;
     // then a save whose answer names another site. Each is refused with a
     // clear message and stores nothing.

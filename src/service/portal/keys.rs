@@ -31,10 +31,10 @@ pub fn list(state: &Region, signed: &Signed) -> Result<Vec<KeyView>> {
             continue;
         }
         let mut mandates = state.registry.mandates_of_key(&key.key_id)?;
-        mandates.sort_by(|a, b| b.valid_from.cmp(&a.valid_from));
+        mandates.sort_by_key(|m| std::cmp::Reverse(m.valid_from));
         out.push(KeyView { key, mandates });
     }
-    out.sort_by(|a, b| b.key.registered_at.cmp(&a.key.registered_at));
+    out.sort_by_key(|view| std::cmp::Reverse(view.key.registered_at));
     Ok(out)
 }
 

@@ -9,6 +9,7 @@
 
 pub mod keys;
 pub mod people;
+pub mod pushes;
 pub mod records;
 pub mod relying_party;
 pub mod saves;

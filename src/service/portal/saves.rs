@@ -63,9 +63,12 @@ pub enum Finished {
     /// A withdrawal or deletion: `{record_id, action, live_in}`.
     Ended(Value),
     Mandate(MandateRecord),
+    /// A held push, published or discarded.
+    Released(Box<PushRecord>),
 }
 
 const MANDATE: &str = "mandate";
+const RELEASE: &str = "release";
 
 /// Prepares sealing a mandate: the passkey signs the mandate payload
 /// itself (publishing 2.4), not a seal over it.
@@ -75,11 +78,34 @@ pub async fn prepare_mandate(
     payload: Vec<u8>,
     payload_type: String,
 ) -> Result<Prepared> {
-    signed.require(SEALERS, "sealing a mandate")?;
+    prepare_signed(state, signed, payload, payload_type, MANDATE).await
+}
+
+/// Prepares sealing a decision on a held push (`push-release.v1`), which
+/// the passkey signs itself; `push_id` is what it decides on.
+pub async fn prepare_release(
+    state: &Region,
+    signed: &Signed,
+    push_id: &str,
+    payload: Vec<u8>,
+    payload_type: String,
+) -> Result<Prepared> {
+    prepare_signed(state, signed, payload, payload_type, &format!("{RELEASE}:{push_id}")).await
+}
+
+/// A document the passkey signs itself (not a seal over it).
+async fn prepare_signed(
+    state: &Region,
+    signed: &Signed,
+    payload: Vec<u8>,
+    payload_type: String,
+    purpose: &str,
+) -> Result<Prepared> {
+    signed.require(SEALERS, "sealing with a passkey")?;
     let pending = Pending {
         business_uuid: signed.business_uuid.clone(),
         record_type: String::new(),
-        purpose: MANDATE.into(),
+        purpose: purpose.into(),
         payload_type,
         bytes: payload.clone(),
         payload,
@@ -222,6 +248,10 @@ pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: 
         &state.config.passkey_origin,
     )
     .map_err(|why| Error::detail(Code::PasskeyRefused, format!("nothing was saved: {why}")))?;
+    if let Some(push_id) = pending.purpose.strip_prefix(RELEASE).and_then(|p| p.strip_prefix(':')) {
+        let settled = saves::release_held(state, push_id, &envelope).await?;
+        return Ok(Finished::Released(Box::new(settled)));
+    }
     if pending.purpose == MANDATE {
         let record = crate::service::business_keys::register_mandate(state, &envelope).await?;
         return Ok(Finished::Mandate(record));

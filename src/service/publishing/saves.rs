@@ -235,3 +235,63 @@ pub async fn end_record(
     super::check_certificate_in_force(&state.registry.certificates(business_uuid)?, &seal.cert_id, sealed_at)?;
     super::end_documented(state, business_uuid, &document, envelope.to_json(), now, delete).await
 }
+
+/// A release the publisher refused (the push is not held) is the caller's
+/// fault; anything else failed on the service's side.
+fn refused_release(error: crate::actors::error::ActorError) -> Error {
+    match error {
+        crate::actors::error::ActorError::Invalid(why) => Error::detail(Code::RequestInvalid, why),
+        other => Error::from(other),
+    }
+}
+
+/// Publishes or discards a push held by the price-shock rule, as an owner
+/// or admin decided with their passkey (a `push-release.v1` confirmed
+/// within five minutes). Answers the push as it settled.
+pub async fn release_held(state: &Region, push_id: &str, envelope: &Envelope) -> Result<PushRecord> {
+    use svc_core::publish::release::{Decision, verify_release};
+    let push =
+        state.store.get::<PushRecord>(cf::PUSHES, &keys::push(push_id))?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let now = state.clock.now();
+    let registry = &state.registry;
+    let release = verify_release(
+        envelope,
+        |keyid| {
+            let key = registry.passkey(keyid).ok().flatten()?;
+            let usable = key.business_uuid == push.business_uuid && key.live_at(now);
+            let public = crate::service::auth::key_from_jwk(&key.jwk).filter(|_| usable)?;
+            Some((public, key.role.map(|r| r.as_str().to_owned()).unwrap_or_default()))
+        },
+        &state.config.passkey_rp_id,
+        &state.config.passkey_origin,
+        now,
+    )
+    .map_err(|r| Error::detail(Code::SealInvalid, format!("release refused: {r}")))?;
+    if release.push_id != push_id || release.business_uuid != push.business_uuid {
+        return Err(Error::detail(Code::SealInvalid, "the confirmation names another push or business"));
+    }
+    if push.state != svc_core::publish::outcome::PushState::Held {
+        return Err(Error::detail(Code::RequestInvalid, format!("the push is {}, not held", push.state.name())));
+    }
+    let publisher = &state.home()?.publisher;
+    Ok(match release.decision {
+        Decision::Publish => {
+            let mut from = Some(0);
+            let mut settled = push;
+            while let Some(leaf) = from {
+                let id = push_id.to_owned();
+                let (pushed, next) = publisher
+                    .call(|reply| PublisherMsg::ReleaseChunk { push_id: id, from: leaf, now, reply })
+                    .await?
+                    .map_err(refused_release)?;
+                settled = pushed;
+                from = next;
+            }
+            settled
+        }
+        Decision::Discard => {
+            let id = push_id.to_owned();
+            publisher.call(|reply| PublisherMsg::Discard { push_id: id, now, reply }).await?.map_err(refused_release)?
+        }
+    })
+}
