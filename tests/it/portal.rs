@@ -202,6 +202,26 @@ async fn found_at(region: &str, key: &svc_core::keys::SigningKey, collection: &s
     panic!("the read region never served the {collection} record");
 }
 
+/// The account export, downloaded with the browser's session: its files.
+async fn export(browser: &Browser, home: &process::Process) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let cookie = browser.cookie("svc_portal").await.unwrap()["value"].as_str().unwrap().to_owned();
+    let request =
+        Request::get("/portal/export").header("cookie", format!("svc_portal={cookie}")).body(Body::empty()).unwrap();
+    let answer = Transport::new(&home.public_url).unwrap().send(request).await.unwrap();
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+    assert_eq!(answer.headers["content-type"], "application/x-tar");
+    assert!(answer.headers["content-disposition"].to_str().unwrap().starts_with("attachment; filename=\"svc-export-"));
+    let mut files = std::collections::BTreeMap::new();
+    for entry in tar::Archive::new(&answer.bytes[..]).entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let path = entry.path().unwrap().display().to_string();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut entry, &mut bytes).unwrap();
+        files.insert(path, bytes);
+    }
+    files
+}
+
 /// Waits until the read region serves no record of `collection` in France.
 async fn gone_at(region: &str, key: &svc_core::keys::SigningKey, collection: &str, sort: &str) {
     let client = RetrievalClient::new(region, AUTHORITY, key.clone(), None).unwrap();
@@ -444,4 +464,24 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
         browser.wait_for("the record's new state", |_, page| page.contains(&format!("<code>{state}</code>"))).await;
         gone_at(&eu.public_url, &ai_key, collection, sort).await;
     }
+
+    // The account export: every version's exact sealed bytes beside its
+    // seal; the deleted event's bytes are purged, its seal kept.
+    let files = export(&browser, &home).await;
+    let names: Vec<&String> = files.keys().collect();
+    assert!(files.contains_key("manifest.json"), "{names:?}");
+    let manifest: Value = serde_json::from_slice(&files["manifest.json"]).unwrap();
+    let (job_id, event_id) = (job["record_id"].as_str().unwrap(), event["record_id"].as_str().unwrap());
+    let job_bytes = files.get(&format!("records/{job_id}/1.json")).unwrap_or_else(|| panic!("{job_id}: {names:?}"));
+    let job_seal = svc_core::dsse::Envelope::parse(&files[&format!("records/{job_id}/1.seal.json")]).unwrap();
+    let payload: Value = serde_json::from_slice(&job_seal.payload_bytes().unwrap()).unwrap();
+    assert_eq!(payload["hash"], svc_core::digest::sha256_prefixed(job_bytes), "the seal is over the exact bytes");
+    assert!(!files.contains_key(&format!("records/{event_id}/1.json")), "a deleted record's bytes are not exported");
+    assert!(files.contains_key(&format!("records/{event_id}/1.seal.json")));
+    let listed =
+        |id: &str| manifest["records"].as_array().unwrap().iter().find(|r| r["record_id"] == id).cloned().unwrap();
+    assert_eq!(listed(event_id)["versions"][0]["purged"], true, "{manifest}");
+    assert_eq!(listed(job_id)["state"], "withdrawn", "{manifest}");
+    assert!(files.contains_key("ai_policy/1.json") && files.contains_key("ai_policy/1.seal.json"));
+    assert_eq!(manifest["records"].as_array().unwrap().len(), 22, "an event, a job and twenty products: {manifest}");
 }
