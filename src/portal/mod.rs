@@ -6,6 +6,7 @@
 //! session goes to sign-in.
 
 mod access;
+mod chart;
 mod export;
 mod keys;
 mod pages;
@@ -56,6 +57,7 @@ pub fn routes() -> Router<Region> {
         .route("/portal/ai-policy", get(records::ai_policy).post(records::review_ai_policy))
         .route("/portal/seal/{ceremony_id}", post(records::seal))
         .route("/portal/export", get(export::download))
+        .route("/portal/analytics", get(records::analytics))
         .route("/portal/pushes", get(pushes::list))
         .route("/portal/pushes/{push_id}/release", post(pushes::review_release))
         .route("/portal/keys", get(keys::list).post(keys::add))

@@ -244,3 +244,16 @@ pub struct Pushes {
     pub pushes: Vec<PushRow>,
     pub sealer: bool,
 }
+
+#[derive(Template)]
+#[template(path = "portal/analytics.html")]
+pub struct Analytics {
+    pub nav: Option<Nav>,
+    pub as_at: String,
+    /// SVG drawn by `chart` (its text escaped there).
+    pub daily: String,
+    pub groups: String,
+    pub groups_empty: bool,
+    pub searches: u64,
+    pub fetches: u64,
+}

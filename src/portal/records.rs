@@ -315,3 +315,28 @@ pub async fn end(
     let (what, verb) = if delete { ("a delete document", "delete") } else { ("a withdraw document", "withdraw") };
     review_page(&state, &person, what, verb, &document, prepared)
 }
+
+/// The analytics page: the 30 days to `as_at` as bars (a day without
+/// counts is an empty bar), and the asking groups.
+pub async fn analytics(State(state): State<Region>, person: Person) -> PageResult {
+    let (as_at, days, groups) = records::analytics(&state, &person.0)?;
+    let end = svc_core::time::UnixMs::parse_rfc3339(&as_at).unwrap_or(state.clock.now());
+    let window: Vec<(String, u64, u64)> = (0..30)
+        .rev()
+        .map(|back| {
+            let date =
+                svc_core::time::UnixMs(end.0 - 1 - back * svc_core::time::DAY).to_rfc3339_secs()[..10].to_owned();
+            let (searches, fetches) = days.iter().find(|(d, _, _)| *d == date).map_or((0, 0), |(_, s, f)| (*s, *f));
+            (date, searches, fetches)
+        })
+        .collect();
+    Ok(html(&pages::Analytics {
+        nav: Nav::of(&state, &person.0)?,
+        as_at,
+        searches: window.iter().map(|d| d.1).sum(),
+        fetches: window.iter().map(|d| d.2).sum(),
+        daily: super::chart::daily_bars(&window),
+        groups_empty: groups.is_empty(),
+        groups: super::chart::group_bars(&groups),
+    }))
+}

@@ -465,6 +465,13 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
         gone_at(&eu.public_url, &ai_key, collection, sort).await;
     }
 
+    // Analytics as charts: thirty days of bars (the searches above count once
+    // their hour completes), and the asking groups.
+    browser.open(&format!("{site}/portal/analytics")).await;
+    browser.wait_for("the analytics page", |_, page| page.contains("class=\"chart daily\"")).await;
+    assert_eq!(browser.source().await.matches("<g class=\"day\">").count(), 30);
+    browser.shot("15-analytics").await;
+
     // The account export: every version's exact sealed bytes beside its
     // seal; the deleted event's bytes are purged, its seal kept.
     let files = export(&browser, &home).await;

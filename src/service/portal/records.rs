@@ -87,3 +87,34 @@ pub fn show(state: &Region, signed: &Signed, record_id: &str) -> Result<Shown> {
         last_updated: head.last_updated.to_rfc3339_secs(),
     })
 }
+
+/// Searches and fetches of the business's records per day, summed over
+/// countries and groups (the portal's chart), and per asking group over 30
+/// days: `(as_at, days, groups)`.
+pub fn analytics(
+    state: &Region,
+    signed: &Signed,
+) -> Result<(String, Vec<(String, u64, u64)>, Vec<(String, u64, u64)>)> {
+    use crate::service::publishing::{DailyQuery, WhoQuery, daily_of, who_is_asking_of};
+    let now = state.clock.now();
+    let daily = daily_of(state, &signed.business_uuid, now, DailyQuery { from: None, to: None })?;
+    let mut days: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
+    for day in daily["days"].as_array().into_iter().flatten() {
+        let entry = days.entry(day["date"].as_str().unwrap_or_default().to_owned()).or_default();
+        entry.0 += day["searches"].as_u64().unwrap_or(0);
+        entry.1 += day["fetches"].as_u64().unwrap_or(0);
+    }
+    let who = who_is_asking_of(state, &signed.business_uuid, now, WhoQuery { country: None })?;
+    let mut groups: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
+    for group in who["groups"].as_array().into_iter().flatten() {
+        let entry = groups.entry(group["name"].as_str().unwrap_or_default().to_owned()).or_default();
+        entry.0 += group["searches"].as_u64().unwrap_or(0);
+        entry.1 += group["fetches"].as_u64().unwrap_or(0);
+    }
+    let as_at = daily["as_at"].as_str().unwrap_or_default().to_owned();
+    Ok((
+        as_at,
+        days.into_iter().map(|(d, (s, f))| (d, s, f)).collect(),
+        groups.into_iter().map(|(g, (s, f))| (g, s, f)).collect(),
+    ))
+}

@@ -61,7 +61,11 @@ pub struct DailyQuery {
 /// `from` and `to` are UTC dates, both inclusive (default: the 30 days to
 /// `as_at`); at most 92 days.
 pub fn daily(state: &Region, caller: &BusinessCaller, q: DailyQuery) -> Result<Value> {
-    let (key, now) = (&caller.key, caller.now);
+    daily_of(state, &caller.key.business_uuid, caller.now, q)
+}
+
+/// [`daily`] for a business at `now`, whoever asks (the portal too).
+pub fn daily_of(state: &Region, business_uuid: &str, now: UnixMs, q: DailyQuery) -> Result<Value> {
     let date = |name: &str, v: &Option<String>| -> Result<Option<UnixMs>> {
         v.as_deref()
             .map(|v| UnixMs::parse_date(v).ok_or_else(|| invalid(format!("{name} is a date, YYYY-MM-DD"))))
@@ -76,7 +80,7 @@ pub fn daily(state: &Region, caller: &BusinessCaller, q: DailyQuery) -> Result<V
     if (to.0 - from.0) > MAX_DAILY_DAYS * DAY {
         return Err(invalid(format!("a range is at most {MAX_DAILY_DAYS} days")));
     }
-    let hours = hours(state, &key.business_uuid, from, to)?;
+    let hours = hours(state, business_uuid, from, to)?;
     let days = analytics::daily(hours.iter().map(|(h, c, g, n)| (*h, c.as_deref(), g.as_str(), *n)), from, to);
     let mut names = BTreeMap::new();
     let mut out = Vec::with_capacity(days.len());
@@ -106,7 +110,11 @@ pub struct WhoQuery {
 /// The groups that asked in the 30 days to `as_at`, per country (fetches,
 /// which name no country, under `null`); `country` narrows to one.
 pub fn who_is_asking(state: &Region, caller: &BusinessCaller, q: WhoQuery) -> Result<Value> {
-    let (key, now) = (&caller.key, caller.now);
+    who_is_asking_of(state, &caller.key.business_uuid, caller.now, q)
+}
+
+/// [`who_is_asking`] for a business at `now`, whoever asks.
+pub fn who_is_asking_of(state: &Region, business_uuid: &str, now: UnixMs, q: WhoQuery) -> Result<Value> {
     if let Some(c) = &q.country
         && !svc_core::ids::is_country(c)
     {
@@ -115,7 +123,7 @@ pub fn who_is_asking(state: &Region, caller: &BusinessCaller, q: WhoQuery) -> Re
     let as_at = analytics::as_at(now);
     let from = UnixMs(as_at.0 - WHO_IS_ASKING_DAYS * DAY);
     let mut groups: BTreeMap<(String, Option<String>), Counts> = BTreeMap::new();
-    for (_, country, group, counts) in hours(state, &key.business_uuid, from, as_at)? {
+    for (_, country, group, counts) in hours(state, business_uuid, from, as_at)? {
         if q.country.is_some() && country != q.country {
             continue;
         }

@@ -10,7 +10,7 @@ mod push;
 mod read;
 pub mod saves;
 
-pub use analytics::{DailyQuery, WhoQuery, daily, who_is_asking};
+pub use analytics::{DailyQuery, WhoQuery, daily, daily_of, who_is_asking, who_is_asking_of};
 pub use bulk::{UploadSink, create_import, create_upload, open_upload, upload_waiting};
 pub use push::{end_documented, end_record, publish, publish_type};
 pub use read::{
