@@ -10,7 +10,7 @@ use serde_json::json;
 use webauthn_rs::prelude::{PublicKeyCredential, RegisterPublicKeyCredential};
 
 use super::pages::{self, Nav};
-use super::session::{self, Person};
+use super::session::{self, CsrfForm, Person};
 use super::{PageResult, html};
 use crate::http::body::JsonBody;
 use crate::region::Region;
@@ -51,11 +51,6 @@ pub async fn finish_sign_in(State(state): State<Region>, JsonBody(req): JsonBody
 
 fn signed_in(state: &Region, cookie: &str) -> Response {
     ([(header::SET_COOKIE, session::set_cookie(state, cookie))], Json(json!({"next": "/portal/"}))).into_response()
-}
-
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    csrf: Option<String>,
 }
 
 pub async fn sign_out(

@@ -9,7 +9,7 @@ use svc_core::ids::RecordType;
 use svc_core::problem::Code;
 
 use super::pages::{self, KeyRow, MandateRow, Nav};
-use super::session::Person;
+use super::session::{CsrfForm, Person};
 use super::{PageResult, html};
 use crate::region::Region;
 use crate::service::Error;
@@ -71,11 +71,6 @@ pub async fn add(State(state): State<Region>, person: Person, Form(form): Form<A
         ));
     }
     page(&state, &person, Some(notice)).await
-}
-
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    csrf: Option<String>,
 }
 
 pub async fn revoke(

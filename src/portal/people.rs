@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use serde::Deserialize;
 
 use super::pages::{self, Nav, PersonRow};
-use super::session::Person;
+use super::session::{CsrfForm, Person};
 use super::{PageResult, html};
 use crate::region::Region;
 use crate::service::Error;
@@ -78,11 +78,6 @@ pub async fn set_role(
     person.check_csrf(form.csrf.as_deref())?;
     people::set_role(&state, &person.0, &person_id, role(&form.role)?).await?;
     page(&state, &person, None).await
-}
-
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    csrf: Option<String>,
 }
 
 pub async fn remove(

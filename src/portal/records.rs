@@ -319,7 +319,7 @@ pub async fn end(
 /// The analytics page: the 30 days to `as_at` as bars (a day without
 /// counts is an empty bar), and the asking groups.
 pub async fn analytics(State(state): State<Region>, person: Person) -> PageResult {
-    let (as_at, days, groups) = records::analytics(&state, &person.0)?;
+    let records::Figures { as_at, days, groups } = records::analytics(&state, &person.0)?;
     let end = svc_core::time::UnixMs::parse_rfc3339(&as_at).unwrap_or(state.clock.now());
     let window: Vec<(String, u64, u64)> = (0..30)
         .rev()

@@ -13,6 +13,12 @@ use crate::service::portal::{Signed, sessions};
 
 pub const COOKIE: &str = "svc_portal";
 
+/// A form that carries only the session's CSRF token.
+#[derive(serde::Deserialize)]
+pub struct CsrfForm {
+    pub csrf: Option<String>,
+}
+
 /// The session cookie's value in a request, if any.
 pub fn cookie(headers: &HeaderMap) -> Option<String> {
     headers

@@ -9,10 +9,9 @@ use svc_core::keys::{Alg, Jwk, VerifyingKey};
 use svc_core::problem::Code;
 use svc_core::time::UnixMs;
 
-use crate::actors::publisher::PublisherMsg;
 use crate::region::Region;
 use crate::replication::Change;
-use crate::service::{Error, Result};
+use crate::service::{Error, Result, apply, invalid};
 use crate::store::model::*;
 use crate::store::{cf, keys};
 
@@ -80,16 +79,6 @@ pub fn custody_statement(
         statement_id: issued.statement_id,
         envelope: issued.envelope.to_json(),
     }
-}
-
-fn invalid(detail: impl Into<String>) -> Error {
-    Error::detail(Code::RequestInvalid, detail)
-}
-
-async fn apply(state: &Region, change: Change) -> Result<()> {
-    let now = state.clock.now();
-    state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
-    Ok(())
 }
 
 /// A key a business registers: integration (Ed25519 or P-256, no role) or

@@ -27,10 +27,7 @@ use crate::store::keys;
 use crate::store::model::*;
 
 /// Applies a change through the publisher, the one writer: it replicates.
-async fn apply(state: &Region, change: Change) -> Result<Option<u64>> {
-    let now = state.clock.now();
-    Ok(state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??)
-}
+use crate::service::apply;
 
 /// What an operation answers: a body, and whether it created something.
 #[derive(Debug)]
@@ -39,9 +36,7 @@ pub enum Done {
     Created(Value),
 }
 
-fn invalid(detail: impl Into<String>) -> Error {
-    Error::detail(Code::RequestInvalid, detail)
-}
+use crate::service::invalid;
 
 /// An optional RFC 3339 member: absent stays absent.
 fn optional_time(value: &Option<String>) -> Result<Option<UnixMs>> {

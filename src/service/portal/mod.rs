@@ -18,7 +18,6 @@ pub mod sessions;
 
 use svc_core::problem::Code;
 
-use crate::actors::publisher::PublisherMsg;
 use crate::region::Region;
 use crate::replication::Change;
 use crate::service::{Error, Result};
@@ -57,15 +56,11 @@ pub fn business_name(state: &Region, signed: &Signed) -> Result<String> {
 /// The roles that may seal records and mandates.
 pub const SEALERS: &[PasskeyRole] = &[PasskeyRole::Owner, PasskeyRole::Admin];
 
-fn invalid(detail: impl Into<String>) -> Error {
-    Error::detail(Code::RequestInvalid, detail)
-}
+use crate::service::invalid;
 
 /// Applies a change through the publisher, the one writer.
 async fn apply(state: &Region, change: Change) -> Result<()> {
-    let now = state.clock.now();
-    state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
-    Ok(())
+    crate::service::apply(state, change).await.map(|_| ())
 }
 
 /// A fresh secret (32 random bytes, base64url) and its digest, the key it

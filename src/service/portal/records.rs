@@ -88,13 +88,22 @@ pub fn show(state: &Region, signed: &Signed, record_id: &str) -> Result<Shown> {
     })
 }
 
+/// A label (a date, a group name) with its searches and fetches.
+pub type Tally = (String, u64, u64);
+
+/// What the analytics page draws.
+pub struct Figures {
+    pub as_at: String,
+    /// Per date, only those with counts.
+    pub days: Vec<Tally>,
+    /// Per asking group name, over 30 days.
+    pub groups: Vec<Tally>,
+}
+
 /// Searches and fetches of the business's records per day, summed over
 /// countries and groups (the portal's chart), and per asking group over 30
-/// days: `(as_at, days, groups)`.
-pub fn analytics(
-    state: &Region,
-    signed: &Signed,
-) -> Result<(String, Vec<(String, u64, u64)>, Vec<(String, u64, u64)>)> {
+/// days.
+pub fn analytics(state: &Region, signed: &Signed) -> Result<Figures> {
     use crate::service::publishing::{DailyQuery, WhoQuery, daily_of, who_is_asking_of};
     let now = state.clock.now();
     let daily = daily_of(state, &signed.business_uuid, now, DailyQuery { from: None, to: None })?;
@@ -112,9 +121,9 @@ pub fn analytics(
         entry.1 += group["fetches"].as_u64().unwrap_or(0);
     }
     let as_at = daily["as_at"].as_str().unwrap_or_default().to_owned();
-    Ok((
+    Ok(Figures {
         as_at,
-        days.into_iter().map(|(d, (s, f))| (d, s, f)).collect(),
-        groups.into_iter().map(|(g, (s, f))| (g, s, f)).collect(),
-    ))
+        days: days.into_iter().map(|(d, (s, f))| (d, s, f)).collect(),
+        groups: groups.into_iter().map(|(g, (s, f))| (g, s, f)).collect(),
+    })
 }
