@@ -11,7 +11,9 @@ use svc_core::time::UnixMs;
 
 use crate::region::Region;
 use crate::replication::Change;
-use crate::service::{Error, Result, apply, invalid};
+use crate::service::error::invalid;
+use crate::service::writes::apply;
+use crate::service::{Error, Result};
 use crate::store::model::*;
 use crate::store::{cf, keys};
 

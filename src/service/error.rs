@@ -148,3 +148,8 @@ mod tests {
         assert_eq!(problem.detail, None, "the cause stays in the log");
     }
 }
+
+/// A `400 request_invalid` saying why.
+pub fn invalid(detail: impl Into<String>) -> Error {
+    Error::detail(Code::RequestInvalid, detail)
+}

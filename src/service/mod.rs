@@ -23,21 +23,6 @@ pub mod public;
 pub mod publishing;
 pub mod raw_json;
 pub mod retrieval;
+pub mod writes;
 
 pub use error::{Error, Result};
-
-use crate::actors::publisher::PublisherMsg;
-use crate::region::Region;
-use crate::replication::Change;
-
-/// Applies a change through the publisher, the one writer (home): it
-/// replicates what is replicated. Answers the log sequence it took, if any.
-pub async fn apply(state: &Region, change: Change) -> Result<Option<u64>> {
-    let now = state.clock.now();
-    Ok(state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??)
-}
-
-/// A `400 request_invalid` saying why.
-pub fn invalid(detail: impl Into<String>) -> Error {
-    Error::detail(svc_core::problem::Code::RequestInvalid, detail)
-}

@@ -27,7 +27,7 @@ use crate::store::keys;
 use crate::store::model::*;
 
 /// Applies a change through the publisher, the one writer: it replicates.
-use crate::service::apply;
+use crate::service::writes::apply;
 
 /// What an operation answers: a body, and whether it created something.
 #[derive(Debug)]
@@ -36,7 +36,7 @@ pub enum Done {
     Created(Value),
 }
 
-use crate::service::invalid;
+use crate::service::error::invalid;
 
 /// An optional RFC 3339 member: absent stays absent.
 fn optional_time(value: &Option<String>) -> Result<Option<UnixMs>> {

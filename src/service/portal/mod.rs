@@ -56,11 +56,11 @@ pub fn business_name(state: &Region, signed: &Signed) -> Result<String> {
 /// The roles that may seal records and mandates.
 pub const SEALERS: &[PasskeyRole] = &[PasskeyRole::Owner, PasskeyRole::Admin];
 
-use crate::service::invalid;
+use crate::service::error::invalid;
 
 /// Applies a change through the publisher, the one writer.
 async fn apply(state: &Region, change: Change) -> Result<()> {
-    crate::service::apply(state, change).await.map(|_| ())
+    crate::service::writes::apply(state, change).await.map(|_| ())
 }
 
 /// A fresh secret (32 random bytes, base64url) and its digest, the key it
