@@ -20,7 +20,7 @@ use crate::http::body::JsonBody;
 use crate::region::Region;
 use crate::service::portal::saves::{self, Assertion, Finished};
 use crate::service::portal::{SEALERS, records};
-use crate::service::publishing::saves::{Saved, ai_policy_versions, errors_json, judge_record};
+use crate::service::publishing::saves::{Saved, ai_policy_versions, judge_record};
 use crate::service::{Error, Result};
 use crate::store::model::RecordState;
 
@@ -254,10 +254,8 @@ pub async fn seal(
             Ok(Json(json!({"next": format!("/portal/records/{record_id}")})).into_response())
         }
         Finished::Record(Saved::Rejected(errors)) => {
-            let reasons: Vec<String> = errors_json(&errors)
-                .iter()
-                .map(|e| format!("{} {} {}", e["code"], e["pointer"], e["detail"]))
-                .collect();
+            let reasons: Vec<String> =
+                errors.iter().map(|e| format!("{} {} {}", e.code, e.pointer, e.detail)).collect();
             Err(Error::detail(Code::RequestInvalid, format!("not published: {}", reasons.join("; "))))
         }
         Finished::AiPolicy(_) => Ok(Json(json!({"next": "/portal/ai-policy"})).into_response()),

@@ -39,14 +39,9 @@ impl Saved {
             Saved::Published { outcome, record_id, version, sha256 } => {
                 json!({"outcome": outcome, "record_id": record_id, "version": version, "sha256": sha256})
             }
-            Saved::Rejected(errors) => json!({"outcome": "rejected", "errors": errors_json(errors)}),
+            Saved::Rejected(errors) => json!({"outcome": "rejected", "errors": errors}),
         }
     }
-}
-
-/// Record errors in a publish outcome's form.
-pub fn errors_json(errors: &[RecordError]) -> Vec<Value> {
-    errors.iter().map(|e| json!({"code": e.code.as_str(), "pointer": e.pointer, "detail": e.detail})).collect()
 }
 
 /// A new AI policy version, live from `live_from`.
