@@ -130,6 +130,11 @@ impl From<Problem> for Error {
     }
 }
 
+/// A `400 request_invalid` saying why.
+pub fn invalid(detail: impl Into<String>) -> Error {
+    Error::detail(Code::RequestInvalid, detail)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,9 +152,4 @@ mod tests {
         assert_eq!(problem.code, Code::Internal);
         assert_eq!(problem.detail, None, "the cause stays in the log");
     }
-}
-
-/// A `400 request_invalid` saying why.
-pub fn invalid(detail: impl Into<String>) -> Error {
-    Error::detail(Code::RequestInvalid, detail)
 }
