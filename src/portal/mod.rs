@@ -14,6 +14,7 @@ mod people;
 mod pushes;
 mod records;
 pub mod session;
+mod signing;
 
 use askama::Template;
 use axum::Router;
@@ -56,6 +57,8 @@ pub fn routes() -> Router<Region> {
         .route("/portal/records/{record_id}/end", post(records::end))
         .route("/portal/ai-policy", get(records::ai_policy).post(records::review_ai_policy))
         .route("/portal/seal/{ceremony_id}", post(records::seal))
+        .route("/portal/confirm/{ceremony_id}", post(records::confirm))
+        .route("/portal/signing", get(signing::page).post(signing::review))
         .route("/portal/export", get(export::download))
         .route("/portal/analytics", get(records::analytics))
         .route("/portal/pushes", get(pushes::list))

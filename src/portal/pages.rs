@@ -152,6 +152,25 @@ pub struct Seal {
     pub ceremony_id: String,
     pub csrf: String,
     pub options: String,
+    /// What sealing does, after the record type.
+    pub explain: &'static str,
+    /// Whether the service may sign instead (hosted signing is on and this
+    /// is a record's save, withdrawal or deletion).
+    pub hosted: bool,
+}
+
+#[derive(Template)]
+#[template(path = "portal/signing.html")]
+pub struct Signing {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    /// The hosted key and since when, while hosted signing is on.
+    pub hosted: Option<(String, String)>,
+    pub owner: bool,
+    /// The business's custody statements, newest first:
+    /// `(key_id, custody, effective_from)`.
+    pub statements: Vec<(String, &'static str, String)>,
+    pub notice: Option<String>,
 }
 
 #[derive(Template)]

@@ -157,6 +157,26 @@ async fn seal_page(state: &Region, person: &Person, kind: RecordType, bytes: Vec
 }
 
 /// The review page: the exact bytes the passkey is about to seal.
+/// What sealing with `verb` does, said after what is sealed.
+fn explanation(verb: &str) -> &'static str {
+    match verb {
+        "authorise" => ": the key may publish within it until it ends or is revoked",
+        "release" => ": the held records are published as they were sealed",
+        "discard" => ": the held records stay unpublished and the push ends",
+        "withdraw" => ": the record leaves serving in every region",
+        "delete" => ": the record leaves serving in every region, and its bytes are purged (its fingerprints stay)",
+        HOSTED_ON => ": the service makes a key for your business and signs each save a person confirms",
+        HOSTED_OFF => ": the service's key for your business is revoked and its secret destroyed",
+        _ => "",
+    }
+}
+
+pub(super) const HOSTED_ON: &str = "turn on hosted signing";
+pub(super) const HOSTED_OFF: &str = "turn off hosted signing";
+
+/// The review page: the exact bytes and the passkey's ceremony. A record's
+/// save, withdrawal or deletion (`record`) may instead be confirmed for
+/// the service to sign, while hosted signing is on.
 pub(super) fn review_page(
     state: &Region,
     person: &Person,
@@ -165,6 +185,8 @@ pub(super) fn review_page(
     bytes: &[u8],
     prepared: saves::Prepared,
 ) -> PageResult {
+    let record = ["publish", "withdraw", "delete"].contains(&verb);
+    let hosted = record && crate::service::portal::hosted::held(state, &person.0.business_uuid)?.is_some();
     let hash = svc_core::digest::sha256_prefixed(bytes);
     let text = String::from_utf8_lossy(bytes).into_owned();
     let size = bytes.len();
@@ -179,6 +201,8 @@ pub(super) fn review_page(
         ceremony_id: prepared.ceremony_id,
         csrf: person.0.csrf.clone(),
         options: prepared.options.to_string(),
+        explain: explanation(verb),
+        hosted,
     }))
 }
 
@@ -249,23 +273,39 @@ pub async fn seal(
     JsonBody(answer): JsonBody<Assertion>,
 ) -> Result<Response> {
     person.check_csrf_header(&headers)?;
-    match saves::finish(&state, &person.0, &ceremony_id, &answer).await? {
-        Finished::Record(Saved::Published { record_id, .. }) => {
-            Ok(Json(json!({"next": format!("/portal/records/{record_id}")})).into_response())
-        }
+    let finished = saves::finish(&state, &person.0, &ceremony_id, &answer).await?;
+    Ok(Json(json!({"next": next_page(finished)?})).into_response())
+}
+
+/// A person's confirmation of a save the service signs (hosted signing):
+/// a plain form, so the answer is the page the save leads to.
+pub async fn confirm(
+    State(state): State<Region>,
+    person: Person,
+    Path(ceremony_id): Path<String>,
+    axum::Form(form): axum::Form<super::session::CsrfForm>,
+) -> PageResult {
+    person.check_csrf(form.csrf.as_deref())?;
+    let finished = saves::confirm_hosted(&state, &person.0, &ceremony_id).await?;
+    Ok(axum::response::Redirect::to(&next_page(finished)?).into_response())
+}
+
+/// Where a finished save leads; a rejected record is refused with every
+/// reason.
+fn next_page(finished: Finished) -> Result<String> {
+    Ok(match finished {
+        Finished::Record(Saved::Published { record_id, .. }) => format!("/portal/records/{record_id}"),
         Finished::Record(Saved::Rejected(errors)) => {
             let reasons: Vec<String> =
                 errors.iter().map(|e| format!("{} {} {}", e.code, e.pointer, e.detail)).collect();
-            Err(Error::detail(Code::RequestInvalid, format!("not published: {}", reasons.join("; "))))
+            return Err(Error::detail(Code::RequestInvalid, format!("not published: {}", reasons.join("; "))));
         }
-        Finished::AiPolicy(_) => Ok(Json(json!({"next": "/portal/ai-policy"})).into_response()),
-        Finished::Mandate(_) => Ok(Json(json!({"next": "/portal/keys"})).into_response()),
-        Finished::Released(_) => Ok(Json(json!({"next": "/portal/pushes"})).into_response()),
-        Finished::Ended(ended) => {
-            let record_id = ended["record_id"].as_str().unwrap_or_default();
-            Ok(Json(json!({"next": format!("/portal/records/{record_id}")})).into_response())
-        }
-    }
+        Finished::AiPolicy(_) => "/portal/ai-policy".into(),
+        Finished::Mandate(_) => "/portal/keys".into(),
+        Finished::Released(_) => "/portal/pushes".into(),
+        Finished::Custody(_) => "/portal/signing".into(),
+        Finished::Ended(ended) => format!("/portal/records/{}", ended["record_id"].as_str().unwrap_or_default()),
+    })
 }
 
 pub async fn show(State(state): State<Region>, person: Person, Path(record_id): Path<String>) -> PageResult {

@@ -17,17 +17,23 @@ use crate::service::{Error, Result};
 use crate::store::model::*;
 use crate::store::{cf, keys};
 
-/// Adds a business key the business holds itself, in `change`: the key
-/// (refused if its id is taken, checked by the one writer as it writes),
-/// its `self` custody statement and its log leaf. The operator's key
-/// registration and a person's new passkey in the portal both add keys so.
-pub fn add_key(state: &Region, change: &mut Change, record: &BusinessKey, now: UnixMs) -> CustodyRecord {
-    let family = if record.kind == KeyKind::Passkey { cf::PASSKEYS } else { cf::INTEGRATION_KEYS };
+/// Adds a business key in `change`: the key (refused if its id is taken,
+/// checked by the one writer as it writes), its custody statement and its
+/// `key_added` log leaf. The operator's key registration and a person's new
+/// passkey add keys the business holds (`self`); hosted signing adds the
+/// key the service holds (`hosted`), and logs that custody too.
+pub fn add_key(
+    state: &Region,
+    change: &mut Change,
+    record: &BusinessKey,
+    custody: svc_core::custody::Custody,
+    now: UnixMs,
+) -> CustodyRecord {
     change.require_absent(cf::INTEGRATION_KEYS, record.key_id.as_bytes());
     change.require_absent(cf::PASSKEYS, record.key_id.as_bytes());
-    change.put(family, record.key_id.as_bytes(), record);
-    let custody = custody_statement(state, record, svc_core::custody::Custody::OwnKey, now, now);
-    change.put(cf::CUSTODY, &keys::custody(&custody.business_uuid, now, &custody.statement_id), &custody);
+    change.put(family_of(record), record.key_id.as_bytes(), record);
+    let statement = custody_statement(state, record, custody, now, now);
+    change.put(cf::CUSTODY, &keys::custody(&statement.business_uuid, now, &statement.statement_id), &statement);
     let added = svc_core::tlog::key_added_leaf(
         &record.business_uuid,
         &record.key_id,
@@ -35,7 +41,28 @@ pub fn add_key(state: &Region, change: &mut Change, record: &BusinessKey, now: U
         record.valid_from,
     );
     crate::transparency::queue(change, LeafKind::KeyAdded, added, now);
-    custody
+    if custody == svc_core::custody::Custody::Hosted {
+        log_custody(change, &statement, now);
+    }
+    statement
+}
+
+/// Sealing keys (passkeys and hosted keys) and integration keys live apart.
+fn family_of(key: &BusinessKey) -> &'static str {
+    if key.purpose == KeyPurpose::Sealing { cf::PASSKEYS } else { cf::INTEGRATION_KEYS }
+}
+
+/// Logs a custody statement that changes who holds a key, so the log shows
+/// when a business's keys moved to or from the service.
+pub fn log_custody(change: &mut Change, statement: &CustodyRecord, now: UnixMs) {
+    let leaf = svc_core::tlog::key_custody_leaf(
+        &statement.business_uuid,
+        &statement.key_id,
+        statement.custody.as_str(),
+        statement.effective_from,
+        &statement.statement_id,
+    );
+    crate::transparency::queue(change, LeafKind::KeyCustody, leaf, now);
 }
 
 /// Revokes a business key from `effective_from` in `change`, with its log
@@ -49,8 +76,7 @@ pub fn revoke_key(
 ) -> BusinessKey {
     key.revocation_effective_from = Some(effective_from);
     key.compromised_at = compromised_at;
-    let family = if key.kind == KeyKind::Passkey { cf::PASSKEYS } else { cf::INTEGRATION_KEYS };
-    change.put(family, key.key_id.as_bytes(), &key);
+    change.put(family_of(&key), key.key_id.as_bytes(), &key);
     let revoked = svc_core::tlog::key_revoked_leaf(&key.business_uuid, &key.key_id, effective_from, compromised_at);
     crate::transparency::queue(change, LeafKind::KeyRevoked, revoked, now);
     key
@@ -164,7 +190,7 @@ pub async fn register(state: &Region, business_uuid: &str, new: NewKey) -> Resul
         });
     }
     let mut change = Change::new();
-    let custody = add_key(state, &mut change, &record, now);
+    let custody = add_key(state, &mut change, &record, svc_core::custody::Custody::OwnKey, now);
     apply(state, change).await?;
     Ok(Registered { key: record, custody, sandbox_token, registered_at: now })
 }

@@ -387,6 +387,7 @@ pub async fn restate_custody(state: &Region, key_id: String, req: CustodyChange)
     let statement = custody_statement(state, &key, custody, issued_at, effective);
     let mut change = Change::new();
     change.put(cf::CUSTODY, &keys::custody(&key.business_uuid, issued_at, &statement.statement_id), &statement);
+    crate::service::business_keys::log_custody(&mut change, &statement, now);
     apply(state, change).await?;
     Ok(Done::Created(json!({"key_id": key_id, "custody": statement.custody, "statement_id": statement.statement_id,
         "effective_from": effective.to_rfc3339_secs()})))

@@ -136,6 +136,9 @@ pub mod cf {
     pub const INVITATIONS: &str = "invitations";
     pub const PORTAL_SESSIONS: &str = "portal_sessions";
     pub const CEREMONIES: &str = "ceremonies";
+    /// Home: the sealing key the service holds for a business with hosted
+    /// signing on, by business uuid (`HostedKey`); deleted when it ends.
+    pub const HOSTED_KEYS: &str = "hosted_keys";
 
     pub const ALL: &[&str] = &[
         META,
@@ -197,6 +200,7 @@ pub mod cf {
         INVITATIONS,
         PORTAL_SESSIONS,
         CEREMONIES,
+        HOSTED_KEYS,
     ];
 }
 

@@ -196,6 +196,7 @@ named_enum! {
         Seal = "seal",
         KeyAdded = "key_added",
         KeyRevoked = "key_revoked",
+        KeyCustody = "key_custody",
         ReceiptMinute = "receipt_minute",
     }
 }
@@ -870,6 +871,21 @@ pub struct Ceremony {
     #[serde(with = "serde_bytes")]
     pub state: Vec<u8>,
     pub expires_at: UnixMs,
+}
+
+/// The sealing key the service holds for a business that chose hosted
+/// signing, by business uuid (home only, never replicated): its secret,
+/// and the owner's passkey-signed `custody-request.v1` that asked for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostedKey {
+    pub key_id: String,
+    /// The Ed25519 seed.
+    #[serde(with = "serde_bytes")]
+    pub seed: Vec<u8>,
+    /// The consent envelope as JSON bytes.
+    #[serde(with = "serde_bytes")]
+    pub consent: Vec<u8>,
+    pub enabled_at: UnixMs,
 }
 
 #[cfg(test)]

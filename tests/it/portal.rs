@@ -158,6 +158,87 @@ async fn people_flows(owner: &Browser, site: &str, home: &process::Process, uuid
     assert_eq!((keys.len(), revoked), (2, 1), "{keys:?}");
 }
 
+/// An owner turns hosted signing on with their passkey: the service's key
+/// gets a `hosted` custody statement (public, and a `key_custody` leaf in
+/// the log); an update is then confirmed without a passkey, signed by the
+/// service, found and verified at the read region as Path B. Turned off,
+/// the key is revoked and a review page no longer offers the service.
+async fn hosted_flows(
+    browser: &Browser,
+    site: &str,
+    home: &process::Process,
+    eu: &process::Process,
+    admin: &Admin,
+    ai_key: &svc_core::keys::SigningKey,
+    uuid: &str,
+) {
+    browser.open(&format!("{site}/portal/signing")).await;
+    browser.wait_for("the signing page", |_, page| page.contains("Hosted signing is <strong>off</strong>")).await;
+    browser.shot("17-signing-off").await;
+    browser.click("#switch button").await;
+    seal_to(browser, "turn on hosted signing", "18-hosted-on", "/portal/signing").await;
+    browser.wait_for("hosted signing on", |_, page| page.contains("Hosted signing is <strong>on</strong>")).await;
+    browser.shot("18-signing-on").await;
+    let public = |path: String| async move {
+        let request = Request::get(path).header("host", AUTHORITY).body(Body::empty()).unwrap();
+        let answer = Transport::new(&home.public_url).unwrap().send(request).await.unwrap();
+        assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+        answer.json()
+    };
+    let custody = public(format!("/v1/certificates/{uuid}/key-custody")).await;
+    let statement = custody["statements"][0].clone();
+    assert_eq!(statement["custody"], "hosted", "the newest statement: {custody}");
+    let hosted_key = statement["key_id"].as_str().unwrap().to_owned();
+    assert!(browser.source().await.contains(&hosted_key), "the page names the service's key");
+    let keys = public(format!("/v1/certificates/{uuid}/keys")).await;
+    let listed = keys["keys"].as_array().unwrap().iter().find(|k| k["key_id"] == hosted_key.as_str()).cloned();
+    assert_eq!(listed.map(|k| (k["purpose"].clone(), k["kind"].clone())), Some((json!("sealing"), json!("ed25519"))));
+    let sequenced = admin.call("POST", "/admin/log/sequence", None).await.unwrap();
+    assert!(sequenced.is_object(), "{sequenced}");
+    let effective_from = svc_core::time::UnixMs::parse_rfc3339(statement["effective_from"].as_str().unwrap()).unwrap();
+    let leaf = svc_core::tlog::key_custody_leaf(
+        uuid,
+        &hosted_key,
+        "hosted",
+        effective_from,
+        statement["statement_id"].as_str().unwrap(),
+    );
+    let proof = public(format!("/v1/log/proof?leaf_hash={}", svc_core::tlog::leaf_name(&leaf))).await;
+    assert_eq!(proof["kind"], "key_custody", "the switch is in the log: {proof}");
+
+    // An update confirmed by the person and signed by the service.
+    let update: Vec<(&str, &str)> =
+        UPDATE.iter().map(|&(k, v)| if k == "update_id" { (k, "u-hosted") } else { (k, v) }).collect();
+    browser.open(&format!("{site}/portal/records/new/updates")).await;
+    submit_editor(browser, &update).await;
+    browser.wait_for("the review page", |_, page| page.contains("signed by the service")).await;
+    browser.shot("19-hosted-review").await;
+    browser.click("#confirm-button").await;
+    browser.wait_for("the saved update", |url, _| url.contains("/portal/records/")).await;
+    browser.wait_for("the update's page", |_, page| page.contains("u-hosted")).await;
+    browser.shot("20-hosted-saved").await;
+    let row = found_at(&eu.public_url, ai_key, "updates", "published_at:desc").await;
+    let (verdict, seal) = verified_at(&eu.public_url, ai_key, &row).await;
+    assert!(seal["signatures"][0]["authenticatorData"].is_null(), "the service's plain signature: {seal}");
+    let judged = &verdict["seal"];
+    assert_eq!((judged["valid"].as_bool(), judged["path"].as_str()), (Some(true), Some("B")), "{verdict}");
+    assert_eq!(judged["key_id"], hosted_key.as_str(), "{verdict}");
+
+    // Off again: the key is revoked, and saves need a passkey once more.
+    browser.open(&format!("{site}/portal/signing")).await;
+    browser.click("#switch button").await;
+    seal_to(browser, "turn off hosted signing", "21-hosted-off", "/portal/signing").await;
+    browser.wait_for("hosted signing off", |_, page| page.contains("Hosted signing is <strong>off</strong>")).await;
+    browser.shot("21-signing-off-again").await;
+    let keys = public(format!("/v1/certificates/{uuid}/keys")).await;
+    let revoked = keys["keys"].as_array().unwrap().iter().find(|k| k["key_id"] == hosted_key.as_str()).cloned();
+    assert!(revoked.is_some_and(|k| k["revocation_effective_from"].is_string()), "{keys}");
+    browser.open(&format!("{site}/portal/records/new/updates")).await;
+    submit_editor(browser, &update).await;
+    browser.wait_for("the review page", |_, page| page.contains("Seal and publish")).await;
+    assert!(!browser.source().await.contains("confirm-button"), "the service no longer signs");
+}
+
 /// Sets each form field by name, then submits the editor.
 async fn submit_editor(browser: &Browser, fields: &[(&str, &str)]) {
     let values: serde_json::Map<String, Value> = fields.iter().map(|(k, v)| ((*k).into(), json!(v))).collect();
@@ -238,7 +319,7 @@ async fn gone_at(region: &str, key: &svc_core::keys::SigningKey, collection: &st
 
 /// The record a row names, fetched at the read region, checked by the
 /// public `POST /v1/verify` there: a passkey seal over the exact bytes.
-async fn verified_at(region: &str, key: &svc_core::keys::SigningKey, row: &Value) -> Value {
+async fn verified_at(region: &str, key: &svc_core::keys::SigningKey, row: &Value) -> (Value, Value) {
     let client = RetrievalClient::new(region, AUTHORITY, key.clone(), None).unwrap();
     let path = format!("/v1/records/{}", row["record_id"].as_str().unwrap());
     let fetched = client.call("GET", &path, Vec::new()).await.unwrap();
@@ -251,8 +332,6 @@ async fn verified_at(region: &str, key: &svc_core::keys::SigningKey, row: &Value
     let raw: Raw<'_> = serde_json::from_slice(&fetched.bytes).unwrap();
     let body = fetched.json();
     let seal = &body["seal"];
-    let signature = &seal["signatures"][0];
-    assert!(signature["authenticatorData"].is_string() && signature["clientDataJSON"].is_string(), "{seal}");
     let check = json!({"record_base64": svc_core::b64::std_encode(raw.record.get().as_bytes()), "seal": seal,
         "row": row, "sidecar": body["sidecar"]});
     let request = Request::post("/v1/verify")
@@ -262,10 +341,10 @@ async fn verified_at(region: &str, key: &svc_core::keys::SigningKey, row: &Value
         .unwrap();
     let answer = Transport::new(region).unwrap().send(request).await.unwrap();
     assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
-    answer.json()
+    (answer.json(), seal.clone())
 }
 
-// rule: P1.1, P1.3, P2.1.1, P2.1.2, P2.4.1
+// rule: P1.1, P1.3, P1.5, P1.8, P1.9, P2.1.1, P2.1.2, P2.4.1, P2.6.24, P2.6.28
 #[tokio::test(flavor = "multi_thread")]
 async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     let dir = tempfile::tempdir().unwrap();
@@ -443,7 +522,9 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     let event = found_at(&eu.public_url, &ai_key, "events", "start_at:asc").await;
     let job = found_at(&eu.public_url, &ai_key, "jobs", "published_at:desc").await;
     for row in [&event, &job] {
-        let verdict = verified_at(&eu.public_url, &ai_key, row).await;
+        let (verdict, sealed) = verified_at(&eu.public_url, &ai_key, row).await;
+        let signature = &sealed["signatures"][0];
+        assert!(signature["authenticatorData"].is_string() && signature["clientDataJSON"].is_string(), "{sealed}");
         let seal = &verdict["seal"];
         assert_eq!((seal["valid"].as_bool(), seal["path"].as_str()), (Some(true), Some("B")), "{verdict}");
         assert_eq!(seal["checks"]["signature"], "ok", "the passkey's signature over the exact bytes: {verdict}");
@@ -491,4 +572,6 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     assert_eq!(listed(job_id)["state"], "withdrawn", "{manifest}");
     assert!(files.contains_key("ai_policy/1.json") && files.contains_key("ai_policy/1.seal.json"));
     assert_eq!(manifest["records"].as_array().unwrap().len(), 22, "an event, a job and twenty products: {manifest}");
+
+    hosted_flows(&browser, &site, &home, &eu, &admin, &ai_key, created["business_uuid"].as_str().unwrap()).await;
 }

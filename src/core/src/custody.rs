@@ -85,9 +85,57 @@ pub fn in_force(statements: &[(UnixMs, UnixMs)], at: UnixMs) -> Option<usize> {
     statements.iter().enumerate().filter(|(_, (from, _))| *from <= at).max_by_key(|(_, pair)| **pair).map(|(i, _)| i)
 }
 
+/// What an owner's passkey signs to switch who holds the business's
+/// sealing key (hosted signing, publishing section 1): the service's own
+/// document, kept beside the key as the owner's consent.
+pub const CUSTODY_REQUEST_V1: &str = "custody-request.v1";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustodyRequest {
+    pub v: u64,
+    pub business_uuid: String,
+    /// `hosted`: the service signs each save a person confirms; `self`:
+    /// the hosted key is revoked and its secret destroyed.
+    pub custody: Custody,
+    pub requested_at: String,
+}
+
+impl CustodyRequest {
+    pub fn new(business_uuid: &str, custody: Custody, requested_at: UnixMs) -> Self {
+        CustodyRequest { v: 1, business_uuid: business_uuid.into(), custody, requested_at: requested_at.to_rfc3339_secs() }
+    }
+
+    /// The canonical bytes the passkey signs.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        // Strings and a small version only: always canonical.
+        crate::canonical::to_signed_bytes(self).unwrap_or_default()
+    }
+
+    /// Reads a signed request: version 1, with a valid instant.
+    pub fn parse(bytes: &[u8]) -> Option<(Self, UnixMs)> {
+        let request: CustodyRequest = serde_json::from_slice(bytes).ok()?;
+        let at = UnixMs::parse_rfc3339(&request.requested_at)?;
+        (request.v == 1).then_some((request, at))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_custody_request_reads_back_and_refuses_another_version() {
+        let t = UnixMs(1_795_341_600_000);
+        let bytes = CustodyRequest::new("b", Custody::Hosted, t).to_bytes();
+        assert_eq!(
+            String::from_utf8(bytes.clone()).unwrap(),
+            r#"{"business_uuid":"b","custody":"hosted","requested_at":"2026-11-22T10:00:00Z","v":1}"#
+        );
+        assert_eq!(CustodyRequest::parse(&bytes).map(|(r, at)| (r.custody, at)), Some((Custody::Hosted, t)));
+        let other = String::from_utf8(bytes).unwrap().replace("\"v\":1", "\"v\":2");
+        assert!(CustodyRequest::parse(other.as_bytes()).is_none());
+    }
 
     // rule: P2.6.24, P2.6.25, P2.6.26, P2.6.29
     #[test]

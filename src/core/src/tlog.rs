@@ -77,6 +77,27 @@ pub fn key_revoked_leaf(
     }))
 }
 
+/// A custody statement issued for a business key (a switch to or from
+/// hosted signing): which statement, so the log shows when custody changed.
+pub fn key_custody_leaf(
+    business_uuid: &str,
+    key_id: &str,
+    custody: &str,
+    effective_from: UnixMs,
+    statement_id: &str,
+) -> Vec<u8> {
+    canonical(&json!({
+        "v": 1,
+        "kind": "key_custody",
+        "business_uuid": business_uuid,
+        "key_id": key_id,
+        "custody": custody,
+        // As the statement itself says it.
+        "effective_from": effective_from.to_rfc3339_secs(),
+        "statement_id": statement_id,
+    }))
+}
+
 /// One folded part of a region's receipt minute, as its log leaf names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReceiptMinute {

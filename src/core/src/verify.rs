@@ -27,8 +27,12 @@ use crate::time::UnixMs;
 pub struct RegisteredKey {
     pub business_uuid: String,
     pub public: VerifyingKey,
-    /// `integration` or `sealing` (a passkey).
+    /// `integration` or `sealing` (a passkey, or a key the service holds
+    /// for the business: hosted signing).
     pub purpose: String,
+    /// Whether the key signs through WebAuthn (a passkey): its signature
+    /// carries `authenticatorData` and `clientDataJSON`.
+    pub webauthn: bool,
     pub validity: KeyValidity,
 }
 
@@ -226,12 +230,13 @@ fn run(submitted: &Submitted<'_>, register: &impl Register, verdict: &mut SealVe
         return Err(("signature", Reason::KeyUnknown));
     };
     verdict.business_uuid = Some(key.business_uuid.clone());
-    let passkey = key.purpose == "sealing";
-    if passkey == batch.is_some() {
-        // A batch seal is an integration key's; a record seal here a passkey's.
+    let sealing = key.purpose == "sealing";
+    if sealing == batch.is_some() {
+        // A batch seal is an integration key's; a record seal here a
+        // sealing key's (a passkey, or a hosted key: both Path B).
         return Err(("signature", Reason::KeyMismatch));
     }
-    let signed = if passkey {
+    let signed = if key.webauthn {
         let (rp_id, origin) = register.passkey_binding();
         envelope
             .open()

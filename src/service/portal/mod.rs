@@ -8,6 +8,7 @@
 //! business key (replicated, listed without a name).
 
 pub mod export;
+pub mod hosted;
 pub mod keys;
 pub mod people;
 pub mod pushes;

@@ -164,7 +164,7 @@ pub async fn finish_registration(
         &PersonRef { business_uuid: person.business_uuid.clone(), person_id: person.person_id.clone() },
     );
     change.put(cf::PEOPLE, &keys::person(&person.business_uuid, &person.person_id), &person);
-    add_key(state, &mut change, &key, now);
+    add_key(state, &mut change, &key, svc_core::custody::Custody::OwnKey, now);
     let session = open_session(&mut change, &person, key.key_id, now);
     apply(state, change).await?;
     Ok(session)

@@ -65,10 +65,24 @@ pub enum Finished {
     Mandate(MandateRecord),
     /// A held push, published or discarded.
     Released(Box<PushRecord>),
+    /// Hosted signing switched: whether it is now on.
+    Custody(bool),
 }
 
 const MANDATE: &str = "mandate";
 const RELEASE: &str = "release";
+const CUSTODY: &str = "custody";
+
+/// Prepares switching custody (`custody-request.v1`), which an owner's
+/// passkey signs itself.
+pub async fn prepare_custody(
+    state: &Region,
+    signed: &Signed,
+    payload: Vec<u8>,
+    payload_type: String,
+) -> Result<Prepared> {
+    prepare_signed(state, signed, payload, payload_type, CUSTODY).await
+}
 
 /// Prepares sealing a mandate: the passkey signs the mandate payload
 /// itself (publishing 2.4), not a seal over it.
@@ -211,10 +225,8 @@ fn seal_type() -> String {
     dsse::payload_type(svc_core::seal::SEAL_V2)
 }
 
-/// Finishes a save with the passkey's answer: the envelope is assembled
-/// from the payload prepared and the authenticator's output, and judged and
-/// published as any passkey seal. The ceremony is used up either way.
-pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: &Assertion) -> Result<Finished> {
+/// The save a ceremony holds, taken (used up) for the person who began it.
+async fn take_pending(state: &Region, signed: &Signed, ceremony_id: &str) -> Result<Pending> {
     signed.require(SEALERS, "sealing a record")?;
     let mut change = Change::new();
     let ceremony = take_ceremony(state, &mut change, ceremony_id, CeremonyKind::Seal)?;
@@ -222,7 +234,14 @@ pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: 
         return Err(Error::detail(Code::PasskeyRefused, "this save was begun by someone else"));
     }
     apply(state, change).await?;
-    let pending: Pending = serde_json::from_slice(&ceremony.state).map_err(Error::internal)?;
+    serde_json::from_slice(&ceremony.state).map_err(Error::internal)
+}
+
+/// Finishes a save with the passkey's answer: the envelope is assembled
+/// from the payload prepared and the authenticator's output, and judged and
+/// published as any passkey seal. The ceremony is used up either way.
+pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: &Assertion) -> Result<Finished> {
+    let pending = take_pending(state, signed, ceremony_id).await?;
     let std = |member: &str, text: &str| {
         svc_core::b64::url_decode(text)
             .map(|bytes| svc_core::b64::std_encode(&bytes))
@@ -252,22 +271,40 @@ pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: 
         let settled = saves::release_held(state, push_id, &envelope).await?;
         return Ok(Finished::Released(Box::new(settled)));
     }
-    if pending.purpose == MANDATE {
-        let record = crate::service::business_keys::register_mandate(state, &envelope).await?;
-        return Ok(Finished::Mandate(record));
+    match pending.purpose.as_str() {
+        MANDATE => Ok(Finished::Mandate(crate::service::business_keys::register_mandate(state, &envelope).await?)),
+        CUSTODY => Ok(Finished::Custody(super::hosted::switch(state, &pending.business_uuid, &envelope).await?)),
+        _ => publish(state, pending, &envelope).await,
     }
+}
+
+/// Confirms a save the service signs for the business (hosted signing):
+/// the person confirms the exact bytes their review page showed, and the
+/// seal prepared for them is signed by the business's hosted key instead.
+/// Mandates, releases and custody switches always need a passkey.
+pub async fn confirm_hosted(state: &Region, signed: &Signed, ceremony_id: &str) -> Result<Finished> {
+    let pending = take_pending(state, signed, ceremony_id).await?;
+    if [MANDATE, CUSTODY].contains(&pending.purpose.as_str()) || pending.purpose.starts_with(RELEASE) {
+        return Err(Error::detail(Code::Forbidden, "this is signed by your passkey, never by the service"));
+    }
+    let envelope = super::hosted::sign(state, &pending.business_uuid, &pending.payload_type, &pending.payload)?;
+    publish(state, pending, &envelope).await
+}
+
+/// Publishes a sealed save, withdrawal or deletion of a record.
+async fn publish(state: &Region, pending: Pending, envelope: &Envelope) -> Result<Finished> {
     let record_type = RecordType::from_name(&pending.record_type).ok_or_else(|| Error::internal("ceremony"))?;
     if pending.purpose != SAVE {
         let delete = pending.purpose == Action::Delete.as_str();
         let ended =
-            saves::end_record(state, &pending.business_uuid, record_type, &pending.bytes, &envelope, delete).await?;
+            saves::end_record(state, &pending.business_uuid, record_type, &pending.bytes, envelope, delete).await?;
         return Ok(Finished::Ended(ended));
     }
     if record_type == RecordType::AiPolicy {
-        let saved = saves::save_ai_policy(state, &pending.business_uuid, pending.bytes, &envelope).await?;
+        let saved = saves::save_ai_policy(state, &pending.business_uuid, pending.bytes, envelope).await?;
         Ok(Finished::AiPolicy(saved))
     } else {
-        let saved = saves::save_record(state, &pending.business_uuid, record_type, pending.bytes, &envelope).await?;
+        let saved = saves::save_record(state, &pending.business_uuid, record_type, pending.bytes, envelope).await?;
         Ok(Finished::Record(saved))
     }
 }

@@ -57,6 +57,7 @@ impl Register for Lookups<'_> {
             validity: key.validity(),
             business_uuid: key.business_uuid,
             purpose: key.purpose.as_str().into(),
+            webauthn: key.kind == crate::store::model::KeyKind::Passkey,
         })
     }
 

@@ -64,27 +64,37 @@ fn refused(detail: impl Into<String>) -> Error {
     Error::detail(Code::SealInvalid, detail)
 }
 
-/// The `seal.v2` payload of `envelope`, once a passkey of `business_uuid`
-/// held by an owner or admin is shown to have made its WebAuthn signature.
-fn passkey_seal(state: &Region, business_uuid: &str, envelope: &Envelope) -> Result<(SealV2, BusinessKey)> {
+/// The `seal.v2` payload of `envelope`, once its key is shown to be one of
+/// `business_uuid`'s sealing keys and to have signed it: a passkey held by
+/// an owner or admin (its WebAuthn signature), or the key the service holds
+/// for the business while hosted signing is on (a plain signature).
+fn person_seal(state: &Region, business_uuid: &str, envelope: &Envelope) -> Result<(SealV2, BusinessKey)> {
     let RecordSeal::V2(seal) = svc_core::seal::read_record_seal(envelope).map_err(|r| refused(r.to_string()))? else {
         return Err(refused("a person's save is sealed with seal.v2"));
     };
-    let passkey = state
+    let key = state
         .registry
         .passkey(&seal.key_id)?
         .filter(|p| p.business_uuid == business_uuid)
-        .ok_or_else(|| refused("the seal's key is not a passkey of this business"))?;
-    if !matches!(passkey.role, Some(PasskeyRole::Owner | PasskeyRole::Admin)) {
-        return Err(refused("a record is sealed by an owner's or admin's passkey"));
-    }
-    let public = crate::service::auth::key_from_jwk(&passkey.jwk).ok_or_else(|| Error::internal("stored passkey"))?;
+        .ok_or_else(|| refused("the seal's key is not a sealing key of this business"))?;
+    let public = crate::service::auth::key_from_jwk(&key.jwk).ok_or_else(|| Error::internal("stored sealing key"))?;
     let opened = envelope.open().map_err(|r| refused(r.to_string()))?;
     let signature = envelope
         .signatures
         .iter()
         .find(|s| s.keyid == seal.key_id)
         .ok_or_else(|| refused("no signature by the seal's key"))?;
+    if key.kind != KeyKind::Passkey {
+        let held = state.store.get::<HostedKey>(cf::HOSTED_KEYS, business_uuid.as_bytes())?;
+        if held.is_none_or(|h| h.key_id != key.key_id) {
+            return Err(refused("the seal's key is no longer held for this business"));
+        }
+        envelope.verify(&envelope.payload_type, &public).map_err(|r| refused(format!("the hosted signature: {r}")))?;
+        return Ok((seal, key));
+    }
+    if !matches!(key.role, Some(PasskeyRole::Owner | PasskeyRole::Admin)) {
+        return Err(refused("a record is sealed by an owner's or admin's passkey"));
+    }
     svc_core::publish::webauthn::verify_assertion(
         signature,
         &envelope.payload_type,
@@ -94,7 +104,7 @@ fn passkey_seal(state: &Region, business_uuid: &str, envelope: &Envelope) -> Res
         &state.config.passkey_origin,
     )
     .map_err(|r| refused(format!("the passkey signature: {r}")))?;
-    Ok((seal, passkey))
+    Ok((seal, key))
 }
 
 /// Publishes one record of a collection a person sealed. Judged like a Path
@@ -109,7 +119,7 @@ pub async fn save_record(
     envelope: &Envelope,
 ) -> Result<Saved> {
     let now = state.clock.now();
-    let (seal, passkey) = passkey_seal(state, business_uuid, envelope)?;
+    let (seal, passkey) = person_seal(state, business_uuid, envelope)?;
     svc_core::seal::check_hash(&seal.hash, &bytes).map_err(|r| refused(r.to_string()))?;
     if seal.record_type != record_type.name() {
         return Err(refused("the seal names another record type"));
@@ -118,7 +128,7 @@ pub async fn save_record(
     if !svc_core::seal::sealed_at_fresh(sealed_at, now) {
         return Err(refused("sealed_at is more than five minutes from receipt"));
     }
-    passkey.validity().judge(sealed_at).map_err(|r| refused(format!("the passkey at sealed_at: {r}")))?;
+    passkey.validity().judge(sealed_at).map_err(|r| refused(format!("the sealing key at sealed_at: {r}")))?;
     super::check_certificate_in_force(&state.registry.certificates(business_uuid)?, &seal.cert_id, sealed_at)?;
     super::check_ai_policy_version(state, business_uuid, seal.ai_policy_version, sealed_at)?;
     let save = crate::publish::SealedSave {
@@ -169,7 +179,7 @@ pub async fn save_ai_policy(
 ) -> Result<AiPolicySaved> {
     svc_core::ai_policy::parse_record(&bytes)
         .map_err(|e| Error::detail(Code::RequestInvalid, format!("AI policy record: {e}")))?;
-    let (seal, _) = passkey_seal(state, business_uuid, envelope)?;
+    let (seal, _) = person_seal(state, business_uuid, envelope)?;
     svc_core::seal::check_hash(&seal.hash, &bytes).map_err(|r| refused(r.to_string()))?;
     let now = state.clock.now();
     let (current, next) = ai_policy_versions(state, business_uuid, now)?;
@@ -213,7 +223,7 @@ pub async fn end_record(
 ) -> Result<Value> {
     use svc_core::publish::documents;
     let now = state.clock.now();
-    let (seal, passkey) = passkey_seal(state, business_uuid, envelope)?;
+    let (seal, passkey) = person_seal(state, business_uuid, envelope)?;
     documents::check_document_seal(document_bytes, &seal, record_type)
         .map_err(|r| refused(format!("document: {r}")))?;
     let document = documents::read_document(document_bytes).map_err(|d| Error::detail(Code::RequestInvalid, d))?;
@@ -225,7 +235,7 @@ pub async fn end_record(
     if !svc_core::seal::sealed_at_fresh(sealed_at, now) {
         return Err(refused("sealed_at is more than five minutes from receipt"));
     }
-    passkey.validity().judge(sealed_at).map_err(|r| refused(format!("the passkey at sealed_at: {r}")))?;
+    passkey.validity().judge(sealed_at).map_err(|r| refused(format!("the sealing key at sealed_at: {r}")))?;
     super::check_ai_policy_version(state, business_uuid, seal.ai_policy_version, sealed_at)?;
     super::check_certificate_in_force(&state.registry.certificates(business_uuid)?, &seal.cert_id, sealed_at)?;
     super::end_documented(state, business_uuid, &document, envelope.to_json(), now, delete).await

@@ -64,6 +64,7 @@ impl Default for TestRegister {
             business_uuid: BUSINESS.into(),
             public: k.verifying_key(),
             purpose: purpose.into(),
+            webauthn: purpose == "sealing",
             validity: validity.clone(),
         };
         let keys = HashMap::from([
@@ -188,6 +189,41 @@ fn a_valid_batch_record_passes_every_check() {
     let verdict = judge(&record, &path_b, &TestRegister::default(), KeyEvents::Warn);
     assert!(verdict.valid(), "{:?}", verdict.reason);
     assert_eq!((verdict.path, verdict.to_value()["checks"]["hash"].clone()), ("B", json!("ok")));
+}
+
+// rule: P1.8, P4.2.27
+#[test]
+fn a_hosted_key_seals_on_path_b_without_webauthn_and_a_passkey_must_use_it() {
+    // The service's key for the business signs the seal plainly (no
+    // authenticator output): Path B, judged against that key's own algorithm.
+    let hosted = SigningKey::from_seed(Alg::Ed25519, &[6; 32]).unwrap();
+    let mut register = TestRegister::default();
+    let mut key = register.keys[&passkey().verifying_key().thumbprint()].clone();
+    key.public = hosted.verifying_key();
+    key.webauthn = false;
+    register.keys.insert(hosted.verifying_key().thumbprint(), key);
+    let record = product("a");
+    let payload = SealV2 {
+        v: 2,
+        key_id: hosted.verifying_key().thumbprint(),
+        cert_id: CERT.into(),
+        hash: sha256_prefixed(&record),
+        sealed_at: T.to_rfc3339_millis(),
+        record_type: "products".into(),
+        ai_policy_version: 0,
+        next_ai_policy_version: None,
+    };
+    let bytes = crate::canonical::to_signed_bytes(&payload).unwrap();
+    let plain = ServedSeal::Record(Envelope::sign(&payload_type("seal.v2"), &bytes, &[&hosted]));
+    let verdict = judge(&record, &plain, &register, KeyEvents::Warn);
+    assert!(verdict.valid(), "{:?}", verdict.reason);
+    assert_eq!(verdict.path, "B");
+    // A passkey's seal without its authenticator output is refused.
+    let bare = Envelope::sign(&payload_type("seal.v2"), &bytes, &[&hosted]);
+    let mut as_passkey = register.keys[&hosted.verifying_key().thumbprint()].clone();
+    as_passkey.webauthn = true;
+    register.keys.insert(hosted.verifying_key().thumbprint(), as_passkey);
+    assert!(!judge(&record, &ServedSeal::Record(bare), &register, KeyEvents::Warn).valid());
 }
 
 // rule: P4.2.42, P4.2.43, P7.13

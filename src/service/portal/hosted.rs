@@ -1,0 +1,137 @@
+//! Hosted signing (publishing section 1, the third way to seal): an owner
+//! lets the service sign for the business with a key it holds, and from
+//! then on a person confirms each publication on its review page instead of
+//! signing it with a passkey. Switching custody either way is itself signed
+//! by an owner's passkey (`custody-request.v1`), issues a `hosted` custody
+//! statement for the new key (logged as a `key_custody` leaf beside its
+//! `key_added` one), and on the way back revokes the key (`key_revoked`)
+//! and destroys its secret. The secret lives in a home-only column family.
+
+use svc_core::custody::{CUSTODY_REQUEST_V1, Custody, CustodyRequest};
+use svc_core::dsse::{self, Envelope};
+use svc_core::keys::{Alg, SigningKey};
+use svc_core::problem::Code;
+
+use super::{Signed, apply};
+use crate::region::Region;
+use crate::replication::Change;
+use crate::service::business_keys::{add_key, revoke_key};
+use crate::service::error::invalid;
+use crate::service::{Error, Result};
+use crate::store::cf;
+use crate::store::model::*;
+
+/// Who may switch custody: it decides who signs for the whole business.
+pub const SWITCHERS: &[PasskeyRole] = &[PasskeyRole::Owner];
+
+/// The key the service holds for the business, while hosted signing is on.
+pub fn held(state: &Region, business_uuid: &str) -> Result<Option<HostedKey>> {
+    Ok(state.store.get::<HostedKey>(cf::HOSTED_KEYS, business_uuid.as_bytes())?)
+}
+
+/// The document an owner's passkey signs to turn hosted signing on
+/// (`Custody::Hosted`) or off (`Custody::OwnKey`), and its payload type.
+pub fn request(state: &Region, signed: &Signed, custody: Custody) -> Result<(Vec<u8>, String)> {
+    signed.require(SWITCHERS, "switching who holds the sealing key")?;
+    let on = held(state, &signed.business_uuid)?.is_some();
+    match (custody, on) {
+        (Custody::Hosted, true) => return Err(invalid("hosted signing is already on")),
+        (Custody::OwnKey, false) => return Err(invalid("hosted signing is already off")),
+        _ => {}
+    }
+    let bytes = CustodyRequest::new(&signed.business_uuid, custody, state.clock.now()).to_bytes();
+    Ok((bytes, dsse::payload_type(CUSTODY_REQUEST_V1)))
+}
+
+/// Carries out a custody request an owner's passkey signed: on, a fresh
+/// Ed25519 key with its `hosted` statement; off, the key revoked now and
+/// its secret deleted. Answers whether hosted signing is now on.
+pub async fn switch(state: &Region, business_uuid: &str, envelope: &Envelope) -> Result<bool> {
+    let now = state.clock.now();
+    let refused = |why: &str| Error::detail(Code::SealInvalid, format!("custody request refused: {why}"));
+    let signature = envelope.signatures.first().ok_or_else(|| refused("it is not signed"))?;
+    let owner = state
+        .registry
+        .passkey(&signature.keyid)?
+        .filter(|k| k.business_uuid == business_uuid && k.live_at(now))
+        .filter(|k| k.kind == KeyKind::Passkey && k.role == Some(PasskeyRole::Owner))
+        .ok_or_else(|| refused("it is not signed by a live owner's passkey of this business"))?;
+    let public = crate::service::auth::key_from_jwk(&owner.jwk).ok_or_else(|| Error::internal("stored passkey"))?;
+    if envelope.payload_type != dsse::payload_type(CUSTODY_REQUEST_V1) {
+        return Err(refused("it is not a custody-request.v1"));
+    }
+    let payload = envelope.payload_bytes().map_err(|r| refused(r.as_str()))?;
+    svc_core::publish::webauthn::verify_assertion(
+        signature,
+        &envelope.payload_type,
+        &payload,
+        &public,
+        &state.config.passkey_rp_id,
+        &state.config.passkey_origin,
+    )
+    .map_err(|r| refused(r.as_str()))?;
+    let (request, at) = CustodyRequest::parse(&payload).ok_or_else(|| refused("its payload is malformed"))?;
+    if request.business_uuid != business_uuid {
+        return Err(refused("it names another business"));
+    }
+    if at.0.abs_diff(now.0) > svc_core::portal::CEREMONY_MS.unsigned_abs() {
+        return Err(refused("it was made more than five minutes ago"));
+    }
+    let current = held(state, business_uuid)?;
+    let mut change = Change::new();
+    match (request.custody, current) {
+        (Custody::Hosted, None) => {
+            let seed = crate::clock::random::<32>();
+            let signing = SigningKey::from_seed(Alg::Ed25519, &seed).map_err(Error::internal)?;
+            let public = signing.verifying_key();
+            let key = BusinessKey {
+                key_id: public.thumbprint(),
+                business_uuid: business_uuid.to_owned(),
+                purpose: KeyPurpose::Sealing,
+                kind: KeyKind::Ed25519,
+                role: None,
+                jwk: serde_json::to_vec(&public.to_jwk()).map_err(Error::internal)?,
+                valid_from: now,
+                valid_until: None,
+                revocation_effective_from: None,
+                compromised_at: None,
+                registered_at: now,
+                environment: state.config.environment,
+                sandbox: None,
+            };
+            add_key(state, &mut change, &key, Custody::Hosted, now);
+            let hosted = HostedKey { key_id: key.key_id, seed: seed.to_vec(), consent: envelope.to_json(), enabled_at: now };
+            change.require_absent(cf::HOSTED_KEYS, business_uuid.as_bytes());
+            change.put(cf::HOSTED_KEYS, business_uuid.as_bytes(), &hosted);
+        }
+        (Custody::OwnKey, Some(hosted)) => {
+            let key = state.registry.passkey(&hosted.key_id)?.ok_or_else(|| Error::internal("hosted key"))?;
+            revoke_key(&mut change, key, now, None, now);
+            change.require_unchanged(cf::HOSTED_KEYS, business_uuid.as_bytes(), &hosted);
+            change.delete(cf::HOSTED_KEYS, business_uuid.as_bytes());
+        }
+        (Custody::Hosted, Some(_)) => return Err(invalid("hosted signing is already on")),
+        (Custody::OwnKey, None) => return Err(invalid("hosted signing is already off")),
+    }
+    apply(state, change).await?;
+    Ok(request.custody == Custody::Hosted)
+}
+
+/// Signs a prepared seal payload with the business's hosted key, naming
+/// that key: what a person's confirmation publishes.
+pub fn sign(state: &Region, business_uuid: &str, payload_type: &str, seal_payload: &[u8]) -> Result<Envelope> {
+    let hosted = held(state, business_uuid)?.ok_or_else(|| invalid("hosted signing is off for this business"))?;
+    let mut seal: svc_core::seal::SealV2 = serde_json::from_slice(seal_payload).map_err(Error::internal)?;
+    seal.key_id = hosted.key_id;
+    let payload = svc_core::canonical::to_signed_bytes(&seal).map_err(Error::internal)?;
+    let seed: [u8; 32] = hosted.seed.as_slice().try_into().map_err(|_| Error::internal("hosted key seed"))?;
+    let key = SigningKey::from_seed(Alg::Ed25519, &seed).map_err(Error::internal)?;
+    Ok(Envelope::sign(payload_type, &payload, &[&key]))
+}
+
+/// The business's key-custody statements, newest issued first.
+pub fn statements(state: &Region, signed: &Signed) -> Result<Vec<CustodyRecord>> {
+    let mut all = state.registry.custody_statements(&signed.business_uuid)?;
+    all.reverse();
+    Ok(all)
+}
