@@ -60,3 +60,34 @@ async fn invitations_and_passkey_requests_are_bounded_and_swept_when_they_lapse(
     eventually("the sweep of lapsed invitations", || async { count::<Invitation>(&home, cf::INVITATIONS) == 0 }).await;
     assert_eq!(people::invitation(&home.state, &made.token).unwrap_err().code(), Code::NotFound);
 }
+
+// rule: P1.8
+#[tokio::test(flavor = "multi_thread")]
+async fn only_an_owners_passkey_switches_to_hosted_signing() {
+    use svc::service::portal::{Signed, hosted};
+    use svc_core::custody::{CUSTODY_REQUEST_V1, Custody, CustodyRequest};
+    let home = Home::start().await;
+    let uuid = business(&home).await;
+    let person = |role| Signed {
+        business_uuid: uuid.clone(),
+        person_id: "p".into(),
+        name: "Ana".into(),
+        role,
+        key_id: "k".into(),
+        csrf: "c".into(),
+    };
+    let admin = hosted::request(&home.state, &person(PasskeyRole::Admin), Custody::Hosted).unwrap_err();
+    assert_eq!(admin.code(), Code::Forbidden, "{admin}");
+    let off = hosted::request(&home.state, &person(PasskeyRole::Owner), Custody::OwnKey).unwrap_err();
+    assert_eq!((off.code(), off.to_string().contains("already off")), (Code::RequestInvalid, true), "{off}");
+    let (bytes, payload_type) = hosted::request(&home.state, &person(PasskeyRole::Owner), Custody::Hosted).unwrap();
+    assert_eq!(payload_type, svc_core::dsse::payload_type(CUSTODY_REQUEST_V1));
+    assert_eq!(CustodyRequest::parse(&bytes).unwrap().0.custody, Custody::Hosted);
+    // The request signed by a key that is no owner's passkey: refused, and
+    // no key is made.
+    let stranger = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Es256, &[9; 32]).unwrap();
+    let forged = svc_core::dsse::Envelope::sign(&payload_type, &bytes, &[&stranger]);
+    let refused = hosted::switch(&home.state, &uuid, &forged).await.unwrap_err();
+    assert_eq!(refused.code(), Code::SealInvalid, "{refused}");
+    assert!(hosted::held(&home.state, &uuid).unwrap().is_none());
+}
