@@ -15,13 +15,36 @@ pub struct Nav {
     pub role: &'static str,
     pub business: String,
     pub csrf: String,
+    /// Pushes that finished, or were held, since the person last dismissed
+    /// the notices: `(push_id, what happened)`.
+    pub notices: Vec<(String, String)>,
 }
 
 impl Nav {
     pub fn of(state: &Region, signed: &Signed) -> Result<Option<Nav>> {
         let business = crate::service::portal::business_name(state, signed)?;
-        Ok(Some(Nav { person: signed.name.clone(), role: signed.role.as_str(), business, csrf: signed.csrf.clone() }))
+        use crate::store::model::Named;
+        let notices = crate::service::portal::pushes::notices(state, signed)?
+            .into_iter()
+            .map(|p| {
+                let what = format!("{} push of {} records {}: {}", p.record_type.name(), p.records, p.state.name(), counts(&p));
+                (p.push_id, what)
+            })
+            .collect();
+        Ok(Some(Nav {
+            person: signed.name.clone(),
+            role: signed.role.as_str(),
+            business,
+            csrf: signed.csrf.clone(),
+            notices,
+        }))
     }
+}
+
+/// A push's outcomes in words.
+pub fn counts(push: &crate::store::model::PushRecord) -> String {
+    let [accepted, updated, rejected, held, pending] = push.counts;
+    format!("{accepted} accepted, {updated} updated, {rejected} rejected, {held} held, {pending} pending")
 }
 
 #[derive(Template)]
@@ -253,6 +276,28 @@ pub struct PushRow {
     pub records: u64,
     pub counts: String,
     pub received_at: String,
+}
+
+#[derive(Template)]
+#[template(path = "portal/push.html")]
+pub struct Push {
+    pub nav: Option<Nav>,
+    pub row: PushRow,
+    /// `received_at`, `completed_at`, `progress` and `error`, as shown.
+    pub facts: Vec<(&'static str, String)>,
+    pub attempts: Vec<AttemptRow>,
+    pub first: u64,
+    pub next: Option<u64>,
+}
+
+pub struct AttemptRow {
+    pub leaf_index: u64,
+    pub business_product_id: String,
+    pub product_name: String,
+    pub outcome: &'static str,
+    pub record_id: Option<String>,
+    /// Each reason as `code pointer: detail`.
+    pub reasons: Vec<String>,
 }
 
 #[derive(Template)]

@@ -1,46 +1,86 @@
 //! The pushes page, and the decision on a held push.
 
 use axum::Form;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Redirect};
 use serde::Deserialize;
 use svc_core::problem::Code;
 
-use super::pages::{self, Nav, PushRow};
-use super::session::Person;
+use super::pages::{self, AttemptRow, Nav, PushRow};
+use super::session::{CsrfForm, Person};
 use super::{PageResult, html};
 use crate::region::Region;
 use crate::service::Error;
 use crate::service::portal::{SEALERS, pushes, saves};
-use crate::store::model::Named;
+use crate::store::model::{Named, PushRecord};
 use svc_core::publish::outcome::PushState;
 
 pub async fn list(State(state): State<Region>, person: Person) -> PageResult {
     let me = &person.0;
-    let rows = pushes::recent(&state, me)?
-        .into_iter()
-        .map(|p| {
-            let [accepted, updated, rejected, held, pending] = p.counts;
-            PushRow {
-                counts: format!(
-                    "{accepted} accepted, {updated} updated, {rejected} rejected, {held} held, {pending} pending"
-                ),
-                push_id: p.push_id,
-                record_type: p.record_type.name(),
-                source: p.source.name(),
-                state: p.state.name(),
-                held: p.state == PushState::Held,
-                held_reasons: p.held_reasons.join(", "),
-                records: p.records,
-                received_at: p.received_at.to_rfc3339_secs(),
-            }
-        })
-        .collect();
+    let rows = pushes::recent(&state, me)?.iter().map(row).collect();
     Ok(html(&pages::Pushes {
         nav: Nav::of(&state, me)?,
         csrf: me.csrf.clone(),
         pushes: rows,
         sealer: SEALERS.contains(&me.role),
     }))
+}
+
+fn row(p: &PushRecord) -> PushRow {
+    PushRow {
+        counts: pages::counts(p),
+        push_id: p.push_id.clone(),
+        record_type: p.record_type.name(),
+        source: p.source.name(),
+        state: p.state.name(),
+        held: p.state == PushState::Held,
+        held_reasons: p.held_reasons.join(", "),
+        records: p.records,
+        received_at: p.received_at.to_rfc3339_secs(),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct Page {
+    from: Option<u64>,
+}
+
+/// One push: its status and its attempts, a hundred records a page.
+pub async fn show(
+    State(state): State<Region>,
+    person: Person,
+    Path(push_id): Path<String>,
+    Query(page): Query<Page>,
+) -> PageResult {
+    let first = page.from.unwrap_or(0);
+    let pushes::Attempts { push, leaves, next } = pushes::attempts(&state, &person.0, &push_id, first)?;
+    let mut facts = vec![
+        ("received_at", push.received_at.to_rfc3339_secs()),
+        ("completed_at", push.completed_at.map_or("not yet".into(), |t| t.to_rfc3339_secs())),
+        ("progress", format!("{} of {} chunks", push.chunks_done, push.chunks)),
+    ];
+    if let Some(error) = &push.error {
+        facts.push(("error", error.clone()));
+    }
+    let attempts = leaves
+        .into_iter()
+        .map(|leaf| AttemptRow {
+            leaf_index: leaf.leaf_index,
+            business_product_id: leaf.business_product_id.unwrap_or_default(),
+            product_name: leaf.product_name.unwrap_or_default(),
+            outcome: leaf.outcome.name(),
+            record_id: leaf.record_id,
+            reasons: leaf.errors.iter().map(|(code, pointer, detail)| format!("{code} {pointer}: {detail}")).collect(),
+        })
+        .collect();
+    Ok(html(&pages::Push { nav: Nav::of(&state, &person.0)?, row: row(&push), facts, attempts, first, next }))
+}
+
+/// Marks the notices read; the pushes page lists them still.
+pub async fn dismiss(State(state): State<Region>, person: Person, Form(form): Form<CsrfForm>) -> PageResult {
+    person.check_csrf(form.csrf.as_deref())?;
+    pushes::dismiss_notices(&state, &person.0).await?;
+    Ok(Redirect::to("/portal/pushes").into_response())
 }
 
 #[derive(Deserialize)]

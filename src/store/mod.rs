@@ -139,6 +139,9 @@ pub mod cf {
     /// Home: the sealing key the service holds for a business with hosted
     /// signing on, by business uuid (`HostedKey`); deleted when it ends.
     pub const HOSTED_KEYS: &str = "hosted_keys";
+    /// Home: when each person last dismissed the portal's notices, by
+    /// business uuid ‖ person id (`UnixMs`).
+    pub const NOTICES_SEEN: &str = "notices_seen";
 
     pub const ALL: &[&str] = &[
         META,
@@ -201,6 +204,7 @@ pub mod cf {
         PORTAL_SESSIONS,
         CEREMONIES,
         HOSTED_KEYS,
+        NOTICES_SEEN,
     ];
 }
 

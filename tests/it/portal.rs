@@ -467,6 +467,14 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     browser.open(&format!("{site}/portal/pushes")).await;
     browser.wait_for("the held push", |_, page| page.contains("form method=\"post\"") && page.contains("held")).await;
     browser.shot("09c-pushes-held").await;
+    // Each push that finished or was held while the person was away is a
+    // notice on every page, until dismissed.
+    let notices = browser.script("return document.getElementById('notices').textContent", json!([])).await;
+    let notices = notices.as_str().unwrap();
+    assert!(notices.contains("products push of 20 records held"), "{notices}");
+    assert!(notices.contains("products push of 1 records complete: 1 accepted"), "{notices}");
+    browser.click("#notices button").await;
+    browser.wait_for("the notices dismissed", |_, page| !page.contains("id=\"notices\"")).await;
     browser.click("form.release button[value=publish]").await;
     seal_to(&browser, "release", "09d-release", "/portal/pushes").await;
     browser
@@ -474,6 +482,16 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
         .await;
     let page = browser.source().await;
     assert!(page.contains("<td>complete</td>") || page.contains("<td>complete "), "{page}");
+    // The released push finished after the dismissal: a notice again. Its
+    // page shows its status and every record's attempt.
+    let notices = browser.script("return document.getElementById('notices').textContent", json!([])).await;
+    assert!(notices.as_str().unwrap().contains("products push of 20 records complete: 0 accepted, 20 updated"));
+    let held_id = held.json()["batch_id"].as_str().unwrap().to_owned();
+    browser.click(&format!("#notices a[href=\"/portal/pushes/{held_id}\"]")).await;
+    browser.wait_for("the push's page", |_, page| page.contains("id=\"attempts\"")).await;
+    browser.shot("09e-push-attempts").await;
+    let rows = browser.script("return [...document.querySelectorAll('#attempts tbody tr.updated')].length", json!([])).await;
+    assert_eq!(rows, 20, "every record's attempt, each updated");
 
     // The event's answer again, to its own used ceremony and to a new save;
     // then a save whose answer names another site. Each is refused with a

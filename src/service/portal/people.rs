@@ -244,6 +244,7 @@ pub async fn remove(state: &Region, by: &Signed, person_id: &str) -> Result<()> 
     change.require_unchanged(cf::PEOPLE, &key, &as_read);
     change.put(cf::PEOPLE, &key, &Person { removed_at: Some(now), ..as_read.clone() });
     change.delete(cf::PEOPLE_EMAILS, as_read.email.as_bytes());
+    change.delete(cf::NOTICES_SEEN, &key);
     for passkey in &as_read.passkeys {
         if let Some(stored) = state.registry.passkey(&passkey.key_id)?
             && stored.revocation_effective_from.is_none()

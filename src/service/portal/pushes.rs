@@ -5,9 +5,13 @@
 use svc_core::publish::release::{Decision, Release, release_payload_type};
 use svc_core::time::DAY;
 
+use svc_core::problem::Code;
+use svc_core::time::UnixMs;
+
 use super::{SEALERS, Signed};
 use crate::region::Region;
-use crate::service::Result;
+use crate::replication::Change;
+use crate::service::{Error, Result};
 use crate::store::model::*;
 use crate::store::{cf, keys};
 
@@ -31,6 +35,59 @@ pub fn recent(state: &Region, signed: &Signed) -> Result<Vec<PushRecord>> {
         }
     }
     Ok(out)
+}
+
+/// One push and a page of its attempts (one per record, in leaf order),
+/// as `GET /v1/push-attempts` reports them; the leaf the next page starts
+/// at, if there is one.
+pub struct Attempts {
+    pub push: PushRecord,
+    pub leaves: Vec<PushLeaf>,
+    pub next: Option<u64>,
+}
+
+/// Attempts a page shows.
+pub const ATTEMPTS_PAGE: usize = 100;
+
+/// A page of one of the business's pushes' attempts, from leaf `from`.
+pub fn attempts(state: &Region, signed: &Signed, push_id: &str, from: u64) -> Result<Attempts> {
+    let push = state
+        .store
+        .get::<PushRecord>(cf::PUSHES, &keys::push(push_id))?
+        .filter(|p| p.business_uuid == signed.business_uuid)
+        .ok_or_else(|| Error::new(Code::NotFound))?;
+    let mut leaves = Vec::new();
+    let mut next = None;
+    crate::service::publishing::leaves_while(state, push_id, from, |leaf| {
+        if leaves.len() == ATTEMPTS_PAGE {
+            next = Some(leaf.leaf_index);
+            return false;
+        }
+        leaves.push(leaf);
+        true
+    })?;
+    Ok(Attempts { push, leaves, next })
+}
+
+/// What the portal tells a person about pushes their systems made while
+/// they were away: each push that finished, or was held for a decision,
+/// after `since`, newest first.
+pub fn notices(state: &Region, signed: &Signed) -> Result<Vec<PushRecord>> {
+    let seen = state.store.get::<UnixMs>(cf::NOTICES_SEEN, &keys::person(&signed.business_uuid, &signed.person_id))?;
+    // Without a mark, the last day's.
+    let since = seen.unwrap_or(state.clock.now().minus(DAY));
+    let mut out = recent(state, signed)?;
+    // A held push settles twice: held, then published or discarded.
+    out.retain(|p| p.state.is_settled() && p.updated_at > since);
+    Ok(out)
+}
+
+/// Marks every notice so far as read.
+pub async fn dismiss_notices(state: &Region, signed: &Signed) -> Result<()> {
+    let mut change = Change::new();
+    let now = state.clock.now();
+    change.put(cf::NOTICES_SEEN, &keys::person(&signed.business_uuid, &signed.person_id), &now);
+    super::apply(state, change).await
 }
 
 /// The `push-release.v1` payload a person is about to seal for one of the
