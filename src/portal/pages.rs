@@ -27,7 +27,13 @@ impl Nav {
         let notices = crate::service::portal::pushes::notices(state, signed)?
             .into_iter()
             .map(|p| {
-                let what = format!("{} push of {} records {}: {}", p.record_type.name(), p.records, p.state.name(), counts(&p));
+                let what = format!(
+                    "{} push of {} records {}: {}",
+                    p.record_type.name(),
+                    p.records,
+                    p.state.name(),
+                    counts(&p)
+                );
                 (p.push_id, what)
             })
             .collect();

@@ -695,6 +695,7 @@ impl Engine {
             let seal_digest = sha256_prefixed(&seal_json);
             let origin = record.origin();
             let was_live = head.as_ref().is_some_and(|h| h.state == RecordState::Live && h.live_generation > 0);
+            let was_withdrawn = head.as_ref().is_some_and(|h| h.state == RecordState::Withdrawn);
             let (outcome, new_head) = if push.held {
                 let new_head = match head {
                     Some(mut h) => {
@@ -736,7 +737,7 @@ impl Engine {
             };
             change.put(cf::RECORDS, record_id.as_bytes(), &new_head);
             if outcome != Outcome::Held {
-                change.put(cf::CATALOGUE, &keys::catalogue(&push.business_uuid, record_type.name(), &record_id), &());
+                list_live(&mut change, &push.business_uuid, record_type, &record_id, was_withdrawn);
             }
             heads.insert(record_id.clone(), new_head);
             leaf.outcome = outcome;
@@ -806,6 +807,7 @@ impl Engine {
         let head = self.registry.record_head(&record_id)?;
         let generation = head.as_ref().map_or(1, |h| h.generation + 1);
         let was_live = head.as_ref().is_some_and(|h| h.state == RecordState::Live && h.live_generation > 0);
+        let was_withdrawn = head.as_ref().is_some_and(|h| h.state == RecordState::Withdrawn);
         let sidecar = Sidecar {
             v: 2,
             record_id: record_id.clone(),
@@ -843,7 +845,7 @@ impl Engine {
         let mut change = Change::new();
         change.put(cf::VERSIONS, &keys::version(&record_id, generation), &version);
         change.put(cf::RECORDS, record_id.as_bytes(), &head);
-        change.put(cf::CATALOGUE, &keys::catalogue(&save.business_uuid, save.record_type.name(), &record_id), &());
+        list_live(&mut change, &save.business_uuid, save.record_type, &record_id, was_withdrawn);
         queue_seal(&mut change, &version.seal, save.now);
         self.log.commit(change, save.now)?;
         Ok(Ok(Saved { outcome, record_id, version: generation, sha256: record.origin() }))
@@ -922,7 +924,14 @@ impl Engine {
             change.put(cf::PURGES, &keys::purge(self.log.next_seq(), record_id), &purge);
         }
         change.put(cf::RECORDS, record_id.as_bytes(), &head);
-        change.delete(cf::CATALOGUE, &keys::catalogue(business_uuid, head.record_type.name(), record_id));
+        let entry = keys::catalogue(business_uuid, head.record_type.name(), record_id);
+        change.delete(cf::CATALOGUE, &entry);
+        // The portal lists what was withdrawn, to delete it later.
+        if delete {
+            change.delete(cf::WITHDRAWN, &entry);
+        } else {
+            change.put(cf::WITHDRAWN, &entry, &());
+        }
         queue_seal(&mut change, seal_json, now);
         self.log.commit(change, now)?;
         Ok(Some(head))
@@ -1003,5 +1012,21 @@ fn rejected_leaf(i: u64, bytes: &[u8], errors: &[records::RecordError]) -> PushL
         errors: errors.iter().map(|e| (e.code.as_str().to_owned(), e.pointer.clone(), e.detail.clone())).collect(),
         business_product_id: member("business_product_id"),
         product_name: member("product_name"),
+    }
+}
+
+/// Lists a record that is live again in the business's catalogue, and off
+/// the portal's list of withdrawn records if it was on it.
+pub(crate) fn list_live(
+    change: &mut Change,
+    business_uuid: &str,
+    record_type: RecordType,
+    record_id: &str,
+    was_withdrawn: bool,
+) {
+    let entry = keys::catalogue(business_uuid, record_type.name(), record_id);
+    change.put(cf::CATALOGUE, &entry, &());
+    if was_withdrawn {
+        change.delete(cf::WITHDRAWN, &entry);
     }
 }

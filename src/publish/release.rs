@@ -69,7 +69,8 @@ impl Engine {
             )?;
             change.put(cf::VERSIONS, &keys::version(&record_id, generation), &live);
             change.put(cf::RECORDS, record_id.as_bytes(), &new_head);
-            change.put(cf::CATALOGUE, &keys::catalogue(&push.business_uuid, pctx.record_type.name(), &record_id), &());
+            let was_withdrawn = head.state == RecordState::Withdrawn;
+            super::list_live(&mut change, &push.business_uuid, pctx.record_type, &record_id, was_withdrawn);
             push.counts[count_index(Outcome::Held)] = push.counts[count_index(Outcome::Held)].saturating_sub(1);
             push.counts[count_index(outcome)] += 1;
             leaf.outcome = outcome;

@@ -142,6 +142,9 @@ pub mod cf {
     /// Home: when each person last dismissed the portal's notices, by
     /// business uuid ‖ person id (`UnixMs`).
     pub const NOTICES_SEEN: &str = "notices_seen";
+    /// Home: the records each business withdrew and has not deleted or
+    /// published again, keyed as `catalogue` is (the portal lists them).
+    pub const WITHDRAWN: &str = "withdrawn";
 
     pub const ALL: &[&str] = &[
         META,
@@ -205,6 +208,7 @@ pub mod cf {
         CEREMONIES,
         HOSTED_KEYS,
         NOTICES_SEEN,
+        WITHDRAWN,
     ];
 }
 

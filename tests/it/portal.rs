@@ -490,7 +490,8 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     browser.click(&format!("#notices a[href=\"/portal/pushes/{held_id}\"]")).await;
     browser.wait_for("the push's page", |_, page| page.contains("id=\"attempts\"")).await;
     browser.shot("09e-push-attempts").await;
-    let rows = browser.script("return [...document.querySelectorAll('#attempts tbody tr.updated')].length", json!([])).await;
+    let rows =
+        browser.script("return [...document.querySelectorAll('#attempts tbody tr.updated')].length", json!([])).await;
     assert_eq!(rows, 20, "every record's attempt, each updated");
 
     // The event's answer again, to its own used ceremony and to a new save;
@@ -590,6 +591,21 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     assert_eq!(listed(job_id)["state"], "withdrawn", "{manifest}");
     assert!(files.contains_key("ai_policy/1.json") && files.contains_key("ai_policy/1.seal.json"));
     assert_eq!(manifest["records"].as_array().unwrap().len(), 22, "an event, a job and twenty products: {manifest}");
+
+    // The withdrawn job is still listed, to delete; deleted, it is not.
+    browser.open(&format!("{site}/portal/")).await;
+    browser.wait_for("the withdrawn job", |_, page| page.contains("<td>withdrawn</td>")).await;
+    let end = format!("form[action=\"/portal/records/{job_id}/end\"]");
+    let buttons = browser
+        .script("return [...document.querySelectorAll(arguments[0] + ' button')].map(b => b.value)", json!([end]))
+        .await;
+    assert_eq!(buttons, json!(["delete"]), "a withdrawn record may only be deleted");
+    browser.click(&format!("{end} button[value=delete]")).await;
+    seal_to(&browser, "delete", "16-delete-withdrawn", &format!("/portal/records/{job_id}")).await;
+    browser.wait_for("the job deleted", |_, page| page.contains("<code>deleted</code>")).await;
+    browser.open(&format!("{site}/portal/")).await;
+    browser.wait_for("the records page", |_, page| page.contains("Records")).await;
+    assert!(!browser.source().await.contains(job_id), "a deleted record is not listed");
 
     hosted_flows(&browser, &site, &home, &eu, &admin, &ai_key, created["business_uuid"].as_str().unwrap()).await;
 }

@@ -103,7 +103,12 @@ pub struct CustodyRequest {
 
 impl CustodyRequest {
     pub fn new(business_uuid: &str, custody: Custody, requested_at: UnixMs) -> Self {
-        CustodyRequest { v: 1, business_uuid: business_uuid.into(), custody, requested_at: requested_at.to_rfc3339_secs() }
+        CustodyRequest {
+            v: 1,
+            business_uuid: business_uuid.into(),
+            custody,
+            requested_at: requested_at.to_rfc3339_secs(),
+        }
     }
 
     /// The canonical bytes the passkey signs.

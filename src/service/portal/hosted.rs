@@ -100,7 +100,8 @@ pub async fn switch(state: &Region, business_uuid: &str, envelope: &Envelope) ->
                 sandbox: None,
             };
             add_key(state, &mut change, &key, Custody::Hosted, now);
-            let hosted = HostedKey { key_id: key.key_id, seed: seed.to_vec(), consent: envelope.to_json(), enabled_at: now };
+            let hosted =
+                HostedKey { key_id: key.key_id, seed: seed.to_vec(), consent: envelope.to_json(), enabled_at: now };
             change.require_absent(cf::HOSTED_KEYS, business_uuid.as_bytes());
             change.put(cf::HOSTED_KEYS, business_uuid.as_bytes(), &hosted);
         }

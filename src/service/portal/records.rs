@@ -23,11 +23,15 @@ pub struct Listed {
     pub last_updated: String,
 }
 
-/// The business's records of `kind`, in record id order, at most [`PAGE`].
+/// The business's records of `kind`: those in its catalogue, then those it
+/// withdrew (to delete or publish again), each in record id order and at
+/// most [`PAGE`] of each.
 pub fn list(state: &Region, signed: &Signed, kind: RecordType) -> Result<Vec<Listed>> {
     let prefix = keys::prefix(&[&signed.business_uuid, kind.name()]);
     let mut out = Vec::new();
-    for (key, ()) in state.store.scan::<()>(cf::CATALOGUE, &prefix, None, PAGE)? {
+    let mut entries = state.store.scan::<()>(cf::CATALOGUE, &prefix, None, PAGE)?;
+    entries.extend(state.store.scan::<()>(cf::WITHDRAWN, &prefix, None, PAGE)?);
+    for (key, ()) in entries {
         let record_id = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
         if let Some(head) = state.registry.record_head(&record_id)? {
             out.push(Listed {
