@@ -13,6 +13,7 @@
 
 pub mod auth;
 pub mod business_keys;
+pub mod company_keys;
 pub mod document;
 pub mod error;
 pub mod internal;

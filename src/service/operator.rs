@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use svc_core::digest::sha256_prefixed;
 use svc_core::dsse::{Envelope, payload_type};
 use svc_core::ids::{self, RecordType};
-use svc_core::keys::{Jwk, VerifyingKey};
+use svc_core::keys::Jwk;
 use svc_core::problem::Code;
 use svc_core::seal::CertificateStatus;
 use svc_core::time::UnixMs;
@@ -20,6 +20,7 @@ use crate::clock::random;
 use crate::region::Region;
 use crate::replication::Change;
 use crate::service::business_keys::{self, custody_statement, revoke_key};
+use crate::service::company_keys;
 use crate::service::publishing::saves;
 use crate::service::{Error, Result};
 use crate::store::cf;
@@ -429,27 +430,9 @@ pub async fn register_mandate(state: &Region, req: MandateRegistration) -> Resul
         "valid_until": record.valid_until.to_rfc3339_secs()})))
 }
 
-/// Ends a retrieval key: from now on its signatures are `key_unknown` at
-/// every region (as each applies the change). Revoking it again answers
-/// the first revocation.
+/// Ends a retrieval key (`company_keys::revoke`).
 pub async fn revoke_retrieval_key(state: &Region, key_id: String) -> Result<Done> {
-    let mut key = state.registry.retrieval_key(&key_id)?.ok_or_else(|| Error::new(Code::NotFound))?;
-    let revoked_at = match key.revoked_at {
-        Some(at) => at,
-        None => {
-            let now = state.clock.now();
-            let as_read = key.clone();
-            key.revoked_at = Some(now);
-            let mut change = Change::new();
-            // Of two revocations at once, the second finds the key changed
-            // (503, ask again) and then answers the first.
-            change.require_unchanged(cf::RETRIEVAL_KEYS, key_id.as_bytes(), &as_read);
-            change.put(cf::RETRIEVAL_KEYS, key_id.as_bytes(), &key);
-            apply(state, change).await?;
-            renew_key_directory(state).await?;
-            now
-        }
-    };
+    let revoked_at = company_keys::revoke(state, &key_id, None).await?;
     Ok(Done::Ok(json!({"key_id": key_id, "revoked_at": revoked_at.to_rfc3339_secs()})))
 }
 
@@ -531,56 +514,16 @@ pub async fn set_directory_listing(state: &Region, uuid: String, req: DirectoryC
     Ok(Done::Ok(json!({"ai_company_uuid": uuid, "listed": req.listed})))
 }
 
-/// A production key needs a verified company that accepted the Terms in
-/// force, that version by its hash (retrieval 5). Before any Terms are in
-/// force, an acceptance recorded at the company's creation stands.
-fn production_key_allowed(state: &Region, company: &Company) -> Result<()> {
-    if !company.verified {
-        return Err(invalid("a production key needs a verified company"));
-    }
-    let now = state.clock.now();
-    let Some(in_force) = state.registry.terms_in_force(now)? else {
-        return match company.terms_accepted {
-            Some(_) => Ok(()),
-            None => Err(invalid("a production key needs a company that accepted the Terms")),
-        };
-    };
-    let accepted = state.registry.terms_accepted(&company.uuid)?;
-    match accepted {
-        Some(a) if a.version == in_force.version && a.sha256 == in_force.sha256 => Ok(()),
-        Some(a) => Err(invalid(format!(
-            "a production key needs the Terms in force accepted: version {} ({}) is in force, the company accepted \
-             version {}",
-            in_force.version, in_force.sha256, a.version
-        ))),
-        None => Err(invalid(format!(
-            "a production key needs the Terms in force accepted: version {} ({}), which the company has not accepted",
-            in_force.version, in_force.sha256
-        ))),
-    }
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TermsAcceptanceChange {
     version: u64,
 }
 
-/// Records that an AI company accepted a Terms version, pinned by its hash
-/// (the AI-company portal will ask the person; until then the operator).
+/// Records that an AI company accepted a Terms version (the portal asks
+/// the person; the operator may record it too).
 pub async fn accept_terms(state: &Region, uuid: String, req: TermsAcceptanceChange) -> Result<Done> {
-    let mut company = state.registry.company(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
-    let terms = state.registry.terms()?.into_iter().find(|t| t.version == req.version);
-    let terms = terms.ok_or_else(|| invalid(format!("there is no Terms version {}", req.version)))?;
-    let accepted =
-        TermsAcceptance { version: terms.version, sha256: terms.sha256.clone(), accepted_at: state.clock.now() };
-    let mut change = Change::new();
-    change.put(cf::TERMS_ACCEPTED, uuid.as_bytes(), &accepted);
-    company.terms_accepted = Some(terms.version);
-    change.put(cf::COMPANIES, uuid.as_bytes(), &company);
-    apply(state, change).await?;
-    Ok(Done::Ok(json!({"ai_company_uuid": uuid, "version": terms.version, "sha256": terms.sha256,
-        "accepted_at": accepted.accepted_at.to_rfc3339_secs()})))
+    Ok(Done::Ok(company_keys::accept_terms(state, &uuid, req.version).await?))
 }
 
 #[derive(Deserialize)]
@@ -639,11 +582,7 @@ pub struct NewGroup {
 }
 
 pub async fn create_group(state: &Region, uuid: String, req: NewGroup) -> Result<Done> {
-    state.registry.company(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
-    let group = Group { group_id: format!("grp_{}", hex::encode(random::<12>())), company_uuid: uuid, name: req.name };
-    let mut change = Change::new();
-    change.put(cf::GROUPS, group.group_id.as_bytes(), &group);
-    apply(state, change).await?;
+    let group = company_keys::create_group(state, &uuid, &req.name).await?;
     Ok(Done::Created(json!({"ai_group_id": group.group_id, "name": group.name})))
 }
 
@@ -655,49 +594,7 @@ pub struct NewRetrievalKey {
 
 pub async fn register_retrieval_key(state: &Region, group_id: String, req: NewRetrievalKey) -> Result<Done> {
     let group = state.registry.group(&group_id)?.ok_or_else(|| Error::new(Code::NotFound))?;
-    let company = state.registry.company(&group.company_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
-    let key = VerifyingKey::from_jwk(&req.jwk).map_err(|e| invalid(e.to_string()))?;
-    if !matches!(key.alg(), svc_core::keys::Alg::Ed25519 | svc_core::keys::Alg::Es256) {
-        return Err(invalid("retrieval keys are Ed25519 or P-256"));
-    }
-    let sandbox = state.config.environment.is_sandbox();
-    if !sandbox {
-        production_key_allowed(state, &company)?;
-    }
-    let now = state.clock.now();
-    let key_id = key.thumbprint();
-    let (grant, token) = if sandbox {
-        let grant = svc_core::sandbox::grant_for(&key_id);
-        (Some(grant), Some(svc_core::b64::url_encode(&random::<32>())))
-    } else {
-        (None, None)
-    };
-    let record = RetrievalKey {
-        key_id: key_id.clone(),
-        group_id,
-        company_uuid: company.uuid,
-        jwk: serde_json::to_vec(&key.to_jwk()).map_err(Error::internal)?,
-        environment: state.config.environment,
-        registered_at: now,
-        revoked_at: None,
-        grant: grant.clone(),
-        bearer_sha256: token.as_ref().map(|t| svc_core::sandbox::bearer_digest(t)),
-        introduced: false,
-    };
-    // A key registered once stays with its company: registered again (to
-    // this or another company), the one writer refuses it.
-    let mut change = Change::new();
-    change.require_absent(cf::RETRIEVAL_KEYS, key_id.as_bytes());
-    change.put(cf::RETRIEVAL_KEYS, key_id.as_bytes(), &record);
-    apply(state, change).await?;
-    renew_key_directory(state).await?;
-    let mut body = json!({"key_id": key_id, "environment": state.config.environment});
-    if let (Some(grant), Some(token)) = (grant, token) {
-        body["sandbox_key_grant"] = json!(grant);
-        body["sandbox_bearer_token"] = json!(token);
-        body["sandbox_bearer_valid_until"] = json!(now.plus(svc_core::time::HOUR).to_rfc3339_secs());
-    }
-    Ok(Done::Created(body))
+    Ok(Done::Created(company_keys::register(state, &group, &req.jwk).await?.to_json()))
 }
 
 #[derive(Deserialize)]

@@ -88,9 +88,14 @@ impl Position {
 /// second or so); a read region forwards the route to home. `key_id` and
 /// `ai_company_uuid` narrow within the group; they never widen it.
 pub fn receipts(state: &Region, caller: &Caller, q: ReceiptsQuery) -> Result<Value> {
+    group_receipts(state, &caller.key.group_id, q)
+}
+
+/// One group's receipts, a page at a time (the route above, and the
+/// AI-company portal's receipts and their download).
+pub fn group_receipts(state: &Region, group: &str, q: ReceiptsQuery) -> Result<Value> {
     let from = timestamp("from", q.from.as_deref())?.unwrap_or(UnixMs(0));
     let to = timestamp("to", q.to.as_deref())?;
-    let group = &caller.key.group_id;
     let prefix = keys::prefix(&[group]);
     let mut start = keys::receipt_by_group(group, from.0, 0);
     if let Some(c) = q.cursor.as_deref() {
@@ -167,7 +172,12 @@ fn day(name: &str, value: Option<&str>) -> Result<Option<UnixMs>> {
 /// The caller's company's billed requests per UTC day (shape in the
 /// docs/REFERENCE.md): the last 30 days unless `from` and `to` say otherwise.
 pub async fn usage(state: &Region, caller: &Caller, q: UsageQuery) -> Result<Value> {
-    let now = caller.now;
+    company_usage(state, &caller.key.company_uuid, caller.now, q).await
+}
+
+/// A company's billed requests per UTC day (the route above, and the
+/// AI-company portal's usage and bills).
+pub async fn company_usage(state: &Region, company_uuid: &str, now: UnixMs, q: UsageQuery) -> Result<Value> {
     let to = day("to", q.to.as_deref())?.unwrap_or(now);
     let from = day("from", q.from.as_deref())?.unwrap_or(to.minus(29 * DAY));
     let (from_day, to_day) = (day_of(from), day_of(to));
@@ -177,7 +187,7 @@ pub async fn usage(state: &Region, caller: &Caller, q: UsageQuery) -> Result<Val
     if (to.0 - from.0) / DAY >= USAGE_MAX_DAYS {
         return Err(invalid(format!("a usage range is at most {USAGE_MAX_DAYS} days")));
     }
-    let company_uuid = caller.key.company_uuid.clone();
+    let company_uuid = company_uuid.to_owned();
     let report = state
         .billing
         .call(|reply| BillingMsg::Usage {
