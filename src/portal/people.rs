@@ -22,7 +22,7 @@ fn role(name: &str) -> Result<PasskeyRole, Error> {
 
 async fn page(state: &Region, person: &Person, invited: Option<String>) -> PageResult {
     let me = &person.0;
-    let rows = people::people(state, &me.business_uuid)?
+    let rows = people::people(state, &me.account_uuid)?
         .into_iter()
         .map(|p| PersonRow {
             me: p.person_id == me.person_id,
@@ -58,7 +58,7 @@ pub struct InviteForm {
 
 pub async fn invite(State(state): State<Region>, person: Person, Form(form): Form<InviteForm>) -> PageResult {
     person.check_csrf(form.csrf.as_deref())?;
-    let made = people::invite(&state, Some(&person.0), &person.0.business_uuid, &form.email, role(&form.role)?).await?;
+    let made = people::invite(&state, Some(&person.0), &person.0.account_uuid, &form.email, role(&form.role)?).await?;
     let link = format!("{}{}", state.config.passkey_origin, made.path);
     page(&state, &person, Some(link)).await
 }

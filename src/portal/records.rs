@@ -143,7 +143,7 @@ pub async fn review(
         Ok(bytes) => bytes,
         Err(errors) => return editor_page(&state, &person, kind, &form, &errors),
     };
-    let errors = judge_record(&state, &person.0.business_uuid, kind, &bytes)?;
+    let errors = judge_record(&state, &person.0.account_uuid, kind, &bytes)?;
     if !errors.is_empty() {
         return editor_page(&state, &person, kind, &form, &errors);
     }
@@ -186,7 +186,7 @@ pub(super) fn review_page(
     prepared: saves::Prepared,
 ) -> PageResult {
     let record = ["publish", "withdraw", "delete"].contains(&verb);
-    let hosted = record && crate::service::portal::hosted::held(state, &person.0.business_uuid)?.is_some();
+    let hosted = record && crate::service::portal::hosted::held(state, &person.0.account_uuid)?.is_some();
     let hash = svc_core::digest::sha256_prefixed(bytes);
     let text = String::from_utf8_lossy(bytes).into_owned();
     let size = bytes.len();
@@ -212,7 +212,7 @@ const BLOCKED_PREFIX: &str = "blocked.";
 
 pub async fn ai_policy(State(state): State<Region>, person: Person) -> PageResult {
     let signed = &person.0;
-    let (current, next) = ai_policy_versions(&state, &signed.business_uuid, state.clock.now())?;
+    let (current, next) = ai_policy_versions(&state, &signed.account_uuid, state.clock.now())?;
     let in_force = crate::service::portal::saves::ai_policy_in_force(&state, signed)?;
     let bit = |mask: Option<u64>, i: usize| mask.is_some_and(|m| m & (1 << i) != 0);
     let group = |title, prefix, flags: Vec<(&'static str, &'static str)>, mask: Option<u64>| FlagGroup {

@@ -19,7 +19,7 @@ use crate::service::portal::saves;
 
 pub async fn page(State(state): State<Region>, person: Person) -> PageResult {
     let me = &person.0;
-    let held = hosted::held(&state, &me.business_uuid)?;
+    let held = hosted::held(&state, &me.account_uuid)?;
     Ok(html(&pages::Signing {
         nav: Nav::of(&state, me)?,
         csrf: me.csrf.clone(),

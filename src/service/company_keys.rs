@@ -58,8 +58,7 @@ impl Registered {
         if let (Some(grant), Some(token)) = (&key.grant, &self.sandbox_bearer_token) {
             body["sandbox_key_grant"] = json!(grant);
             body["sandbox_bearer_token"] = json!(token);
-            body["sandbox_bearer_valid_until"] =
-                json!(key.registered_at.plus(svc_core::time::HOUR).to_rfc3339_secs());
+            body["sandbox_bearer_valid_until"] = json!(key.registered_at.plus(svc_core::time::HOUR).to_rfc3339_secs());
         }
         body
     }

@@ -807,7 +807,8 @@ named_enum! {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Person {
     pub person_id: String,
-    pub business_uuid: String,
+    /// The business's uuid, or the AI company's (the portals share people).
+    pub account_uuid: String,
     /// Lower case; one business's portal at a time.
     pub email: String,
     pub name: String,
@@ -831,14 +832,14 @@ pub struct PersonPasskey {
 /// Where a person is: the key of their `people` entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PersonRef {
-    pub business_uuid: String,
+    pub account_uuid: String,
     pub person_id: String,
 }
 
 /// An invitation to a business's portal, by the digest of its token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Invitation {
-    pub business_uuid: String,
+    pub account_uuid: String,
     pub email: String,
     #[serde(with = "by_name")]
     pub role: PasskeyRole,

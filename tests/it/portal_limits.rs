@@ -69,7 +69,8 @@ async fn only_an_owners_passkey_switches_to_hosted_signing() {
     let home = Home::start().await;
     let uuid = business(&home).await;
     let person = |role| Signed {
-        business_uuid: uuid.clone(),
+        account_uuid: uuid.clone(),
+        company: false,
         person_id: "p".into(),
         name: "Ana".into(),
         role,

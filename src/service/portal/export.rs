@@ -27,7 +27,7 @@ pub fn allowed(signed: &Signed) -> Result<()> {
 /// The archive's file name.
 pub fn file_name(state: &Region, signed: &Signed) -> String {
     let day = state.clock.now().to_rfc3339_secs();
-    format!("svc-export-{}-{}.tar", signed.business_uuid, &day[..10])
+    format!("svc-export-{}-{}.tar", signed.account_uuid, &day[..10])
 }
 
 fn io(e: std::io::Error) -> Error {
@@ -48,7 +48,7 @@ fn append(builder: &mut tar::Builder<impl Write>, path: &str, bytes: &[u8], mtim
 /// manifest as purged, with their seal.
 pub fn write_archive(state: &Region, signed: &Signed, out: impl Write) -> Result<()> {
     allowed(signed)?;
-    let uuid = &signed.business_uuid;
+    let uuid = &signed.account_uuid;
     let business = state.registry.business(uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
     let mut builder = tar::Builder::new(out);
     let mut records = Vec::new();

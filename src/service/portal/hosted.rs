@@ -33,13 +33,13 @@ pub fn held(state: &Region, business_uuid: &str) -> Result<Option<HostedKey>> {
 /// (`Custody::Hosted`) or off (`Custody::OwnKey`), and its payload type.
 pub fn request(state: &Region, signed: &Signed, custody: Custody) -> Result<(Vec<u8>, String)> {
     signed.require(SWITCHERS, "switching who holds the sealing key")?;
-    let on = held(state, &signed.business_uuid)?.is_some();
+    let on = held(state, &signed.account_uuid)?.is_some();
     match (custody, on) {
         (Custody::Hosted, true) => return Err(invalid("hosted signing is already on")),
         (Custody::OwnKey, false) => return Err(invalid("hosted signing is already off")),
         _ => {}
     }
-    let bytes = CustodyRequest::new(&signed.business_uuid, custody, state.clock.now()).to_bytes();
+    let bytes = CustodyRequest::new(&signed.account_uuid, custody, state.clock.now()).to_bytes();
     Ok((bytes, dsse::payload_type(CUSTODY_REQUEST_V1)))
 }
 
@@ -132,7 +132,7 @@ pub fn sign(state: &Region, business_uuid: &str, payload_type: &str, seal_payloa
 
 /// The business's key-custody statements, newest issued first.
 pub fn statements(state: &Region, signed: &Signed) -> Result<Vec<CustodyRecord>> {
-    let mut all = state.registry.custody_statements(&signed.business_uuid)?;
+    let mut all = state.registry.custody_statements(&signed.account_uuid)?;
     all.reverse();
     Ok(all)
 }

@@ -26,7 +26,7 @@ pub struct KeyView {
 /// The business's integration keys and their mandates.
 pub fn list(state: &Region, signed: &Signed) -> Result<Vec<KeyView>> {
     let mut out = Vec::new();
-    for key in state.registry.business_keys(&signed.business_uuid)? {
+    for key in state.registry.business_keys(&signed.account_uuid)? {
         if key.purpose != KeyPurpose::Integration {
             continue;
         }
@@ -45,7 +45,7 @@ pub async fn add(state: &Region, signed: &Signed, jwk_text: &str) -> Result<Regi
         .map_err(|e| invalid(format!("the public key is a JWK (JSON with kty, crv, x): {e}")))?;
     let new =
         NewKey { jwk, purpose: "integration".into(), role: None, valid_from: state.clock.now(), valid_until: None };
-    business_keys::register(state, &signed.business_uuid, new).await
+    business_keys::register(state, &signed.account_uuid, new).await
 }
 
 /// The business's integration key `key_id`, as stored.
@@ -53,7 +53,7 @@ fn own_key(state: &Region, signed: &Signed, key_id: &str) -> Result<BusinessKey>
     state
         .registry
         .integration_key(key_id)?
-        .filter(|k| k.business_uuid == signed.business_uuid)
+        .filter(|k| k.business_uuid == signed.account_uuid)
         .ok_or_else(|| Error::new(Code::NotFound))
 }
 
@@ -95,7 +95,7 @@ pub fn mandate(state: &Region, signed: &Signed, form: MandateForm) -> Result<(Ve
     let mandate = Mandate {
         v: 1,
         mandate_id: format!("mdt_{}", hex::encode(crate::clock::random::<12>())),
-        business_uuid: signed.business_uuid.clone(),
+        business_uuid: signed.account_uuid.clone(),
         key_id: form.key_id,
         scope: Scope {
             record_types: form.record_types,
@@ -119,5 +119,5 @@ pub fn mandate(state: &Region, signed: &Signed, form: MandateForm) -> Result<(Ve
 /// Revokes one of the business's mandates at once.
 pub async fn revoke_mandate(state: &Region, signed: &Signed, key_id: &str, mandate_id: &str) -> Result<UnixMs> {
     signed.require(SEALERS, "revoking a mandate")?;
-    business_keys::revoke_mandate(state, key_id, mandate_id, Some(&signed.business_uuid)).await
+    business_keys::revoke_mandate(state, key_id, mandate_id, Some(&signed.account_uuid)).await
 }

@@ -28,7 +28,10 @@ use crate::store::model::PasskeyRole;
 /// and the token their session's state changes carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signed {
-    pub business_uuid: String,
+    /// The business's uuid, or in the AI-company portal the company's.
+    pub account_uuid: String,
+    /// Whether the account is an AI company's.
+    pub company: bool,
     pub person_id: String,
     pub name: String,
     pub role: PasskeyRole,
@@ -51,7 +54,7 @@ impl Signed {
 
 /// The legal name of the signed-in person's business, for the page header.
 pub fn business_name(state: &Region, signed: &Signed) -> Result<String> {
-    Ok(state.registry.business(&signed.business_uuid)?.map(|b| b.legal_name).unwrap_or_default())
+    Ok(state.registry.business(&signed.account_uuid)?.map(|b| b.legal_name).unwrap_or_default())
 }
 
 /// The roles that may seal records and mandates.

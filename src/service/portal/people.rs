@@ -60,7 +60,7 @@ pub async fn invite(
     let now = state.clock.now();
     let (token, token_digest) = secret();
     let invitation = Invitation {
-        business_uuid: business_uuid.to_owned(),
+        account_uuid: business_uuid.to_owned(),
         email: email.clone(),
         role,
         invited_by: by.map(|b| b.person_id.clone()),
@@ -86,7 +86,7 @@ pub fn invitation(state: &Region, token: &str) -> Result<(Invitation, String)> {
         .get(cf::INVITATIONS, &digest(token))?
         .filter(|i: &Invitation| i.expires_at > state.clock.now())
         .ok_or_else(|| Error::detail(Code::NotFound, "this invitation is unknown, used or expired"))?;
-    let business = state.registry.business(&invitation.business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let business = state.registry.business(&invitation.account_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
     Ok((invitation, business.legal_name))
 }
 
@@ -141,10 +141,10 @@ pub async fn finish_registration(
     if sessions::person_by_email(state, &invitation.email)?.is_some() {
         return Err(invalid("this address already belongs to a person of a business portal"));
     }
-    let key = sealing_key(state, &invitation.business_uuid, &public, invitation.role, now)?;
+    let key = sealing_key(state, &invitation.account_uuid, &public, invitation.role, now)?;
     let person = Person {
         person_id: registering.person_id,
-        business_uuid: invitation.business_uuid.clone(),
+        account_uuid: invitation.account_uuid.clone(),
         email: invitation.email.clone(),
         name: registering.name,
         role: invitation.role,
@@ -161,9 +161,9 @@ pub async fn finish_registration(
     change.put(
         cf::PEOPLE_EMAILS,
         person.email.as_bytes(),
-        &PersonRef { business_uuid: person.business_uuid.clone(), person_id: person.person_id.clone() },
+        &PersonRef { account_uuid: person.account_uuid.clone(), person_id: person.person_id.clone() },
     );
-    change.put(cf::PEOPLE, &keys::person(&person.business_uuid, &person.person_id), &person);
+    change.put(cf::PEOPLE, &keys::person(&person.account_uuid, &person.person_id), &person);
     add_key(state, &mut change, &key, svc_core::custody::Custody::OwnKey, now);
     let session = open_session(&mut change, &person, key.key_id, now);
     apply(state, change).await?;
@@ -213,7 +213,7 @@ fn other_person(state: &Region, by: &Signed, person_id: &str) -> Result<Person> 
     if person_id == by.person_id {
         return Err(invalid("an owner does not change their own role or remove themselves; another owner does"));
     }
-    sessions::person(state, &by.business_uuid, person_id)?
+    sessions::person(state, &by.account_uuid, person_id)?
         .filter(|p| p.removed_at.is_none())
         .ok_or_else(|| Error::new(Code::NotFound))
 }
@@ -222,7 +222,7 @@ fn other_person(state: &Region, by: &Signed, person_id: &str) -> Result<Person> 
 pub async fn set_role(state: &Region, by: &Signed, person_id: &str, role: PasskeyRole) -> Result<()> {
     let as_read = other_person(state, by, person_id)?;
     let mut change = Change::new();
-    let key = keys::person(&by.business_uuid, person_id);
+    let key = keys::person(&by.account_uuid, person_id);
     change.require_unchanged(cf::PEOPLE, &key, &as_read);
     change.put(cf::PEOPLE, &key, &Person { role, ..as_read.clone() });
     for passkey in &as_read.passkeys {
@@ -240,7 +240,7 @@ pub async fn remove(state: &Region, by: &Signed, person_id: &str) -> Result<()> 
     let as_read = other_person(state, by, person_id)?;
     let now = state.clock.now();
     let mut change = Change::new();
-    let key = keys::person(&by.business_uuid, person_id);
+    let key = keys::person(&by.account_uuid, person_id);
     change.require_unchanged(cf::PEOPLE, &key, &as_read);
     change.put(cf::PEOPLE, &key, &Person { removed_at: Some(now), ..as_read.clone() });
     change.delete(cf::PEOPLE_EMAILS, as_read.email.as_bytes());

@@ -23,9 +23,9 @@ const SCANNED: usize = 10_000;
 
 /// The business's pushes of the last 30 days, newest first, at most 50.
 pub fn recent(state: &Region, signed: &Signed) -> Result<Vec<PushRecord>> {
-    let prefix = keys::prefix(&[&signed.business_uuid]);
+    let prefix = keys::prefix(&[&signed.account_uuid]);
     let since = state.clock.now().0.saturating_sub(WINDOW_DAYS * DAY).max(0);
-    let start = keys::attempt(&signed.business_uuid, svc_core::time::UnixMs(since), "");
+    let start = keys::attempt(&signed.account_uuid, svc_core::time::UnixMs(since), "");
     let rows: Vec<(Vec<u8>, ())> = state.store.scan(cf::ATTEMPTS, &prefix, Some(&start), SCANNED)?;
     let mut out = Vec::new();
     for (key, ()) in rows.iter().rev().take(SHOWN) {
@@ -54,7 +54,7 @@ pub fn attempts(state: &Region, signed: &Signed, push_id: &str, from: u64) -> Re
     let push = state
         .store
         .get::<PushRecord>(cf::PUSHES, &keys::push(push_id))?
-        .filter(|p| p.business_uuid == signed.business_uuid)
+        .filter(|p| p.business_uuid == signed.account_uuid)
         .ok_or_else(|| Error::new(Code::NotFound))?;
     let mut leaves = Vec::new();
     let mut next = None;
@@ -73,7 +73,7 @@ pub fn attempts(state: &Region, signed: &Signed, push_id: &str, from: u64) -> Re
 /// they were away: each push that finished, or was held for a decision,
 /// after `since`, newest first.
 pub fn notices(state: &Region, signed: &Signed) -> Result<Vec<PushRecord>> {
-    let seen = state.store.get::<UnixMs>(cf::NOTICES_SEEN, &keys::person(&signed.business_uuid, &signed.person_id))?;
+    let seen = state.store.get::<UnixMs>(cf::NOTICES_SEEN, &keys::person(&signed.account_uuid, &signed.person_id))?;
     // Without a mark, the last day's.
     let since = seen.unwrap_or(state.clock.now().minus(DAY));
     let mut out = recent(state, signed)?;
@@ -86,7 +86,7 @@ pub fn notices(state: &Region, signed: &Signed) -> Result<Vec<PushRecord>> {
 pub async fn dismiss_notices(state: &Region, signed: &Signed) -> Result<()> {
     let mut change = Change::new();
     let now = state.clock.now();
-    change.put(cf::NOTICES_SEEN, &keys::person(&signed.business_uuid, &signed.person_id), &now);
+    change.put(cf::NOTICES_SEEN, &keys::person(&signed.account_uuid, &signed.person_id), &now);
     super::apply(state, change).await
 }
 
@@ -97,7 +97,7 @@ pub fn release(state: &Region, signed: &Signed, push_id: &str, publish: bool) ->
     let release = Release {
         v: 1,
         push_id: push_id.to_owned(),
-        business_uuid: signed.business_uuid.clone(),
+        business_uuid: signed.account_uuid.clone(),
         decision: if publish { Decision::Publish } else { Decision::Discard },
         confirmed_at: state.clock.now().to_rfc3339_millis(),
     };

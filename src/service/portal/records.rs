@@ -27,7 +27,7 @@ pub struct Listed {
 /// withdrew (to delete or publish again), each in record id order and at
 /// most [`PAGE`] of each.
 pub fn list(state: &Region, signed: &Signed, kind: RecordType) -> Result<Vec<Listed>> {
-    let prefix = keys::prefix(&[&signed.business_uuid, kind.name()]);
+    let prefix = keys::prefix(&[&signed.account_uuid, kind.name()]);
     let mut out = Vec::new();
     let mut entries = state.store.scan::<()>(cf::CATALOGUE, &prefix, None, PAGE)?;
     entries.extend(state.store.scan::<()>(cf::WITHDRAWN, &prefix, None, PAGE)?);
@@ -51,7 +51,7 @@ pub fn live_bytes(state: &Region, signed: &Signed, record_id: &str) -> Result<(R
     let head = state
         .registry
         .record_head(record_id)?
-        .filter(|h| h.business_uuid == signed.business_uuid && h.live_generation > 0)
+        .filter(|h| h.business_uuid == signed.account_uuid && h.live_generation > 0)
         .ok_or_else(|| Error::new(Code::NotFound))?;
     let version =
         state.registry.record_version(record_id, head.live_generation)?.ok_or_else(|| Error::new(Code::NotFound))?;
@@ -77,7 +77,7 @@ pub fn show(state: &Region, signed: &Signed, record_id: &str) -> Result<Shown> {
     let head = state
         .registry
         .record_head(record_id)?
-        .filter(|h| h.business_uuid == signed.business_uuid)
+        .filter(|h| h.business_uuid == signed.account_uuid)
         .ok_or_else(|| Error::new(Code::NotFound))?;
     let version = state.registry.record_version(record_id, head.live_generation)?;
     let sha256 = version.filter(|v| !v.bytes.is_empty()).map(|v| svc_core::digest::sha256_prefixed(&v.bytes));
@@ -110,14 +110,14 @@ pub struct Figures {
 pub fn analytics(state: &Region, signed: &Signed) -> Result<Figures> {
     use crate::service::publishing::{DailyQuery, WhoQuery, daily_of, who_is_asking_of};
     let now = state.clock.now();
-    let daily = daily_of(state, &signed.business_uuid, now, DailyQuery { from: None, to: None })?;
+    let daily = daily_of(state, &signed.account_uuid, now, DailyQuery { from: None, to: None })?;
     let mut days: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
     for day in daily["days"].as_array().into_iter().flatten() {
         let entry = days.entry(day["date"].as_str().unwrap_or_default().to_owned()).or_default();
         entry.0 += day["searches"].as_u64().unwrap_or(0);
         entry.1 += day["fetches"].as_u64().unwrap_or(0);
     }
-    let who = who_is_asking_of(state, &signed.business_uuid, now, WhoQuery { country: None })?;
+    let who = who_is_asking_of(state, &signed.account_uuid, now, WhoQuery { country: None })?;
     let mut groups: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
     for group in who["groups"].as_array().into_iter().flatten() {
         let entry = groups.entry(group["name"].as_str().unwrap_or_default().to_owned()).or_default();

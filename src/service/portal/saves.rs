@@ -117,7 +117,7 @@ async fn prepare_signed(
 ) -> Result<Prepared> {
     signed.require(SEALERS, "sealing with a passkey")?;
     let pending = Pending {
-        business_uuid: signed.business_uuid.clone(),
+        business_uuid: signed.account_uuid.clone(),
         record_type: String::new(),
         purpose: purpose.into(),
         payload_type,
@@ -147,7 +147,7 @@ pub async fn prepare_end(
     let head = state
         .registry
         .record_head(record_id)?
-        .filter(|h| h.business_uuid == signed.business_uuid)
+        .filter(|h| h.business_uuid == signed.account_uuid)
         .ok_or_else(|| Error::new(Code::NotFound))?;
     let action = if delete { Action::Delete } else { Action::Withdraw };
     let document =
@@ -165,7 +165,7 @@ async fn prepare_for(
 ) -> Result<Prepared> {
     signed.require(SEALERS, "sealing a record")?;
     let now = state.clock.now();
-    let uuid = &signed.business_uuid;
+    let uuid = &signed.account_uuid;
     let cert = state
         .registry
         .certificate_in_force(uuid, now)?
@@ -196,7 +196,7 @@ async fn prepare_for(
 /// Stores the ceremony and the options that ask the passkey the person
 /// signed in with to sign `pending.payload`.
 async fn ask_passkey(state: &Region, signed: &Signed, pending: Pending) -> Result<Prepared> {
-    let uuid = &signed.business_uuid;
+    let uuid = &signed.account_uuid;
     let challenge = svc_core::publish::webauthn::challenge(&pending.payload_type, &pending.payload);
     let person = super::sessions::person(state, uuid, &signed.person_id)?.ok_or_else(|| Error::new(Code::NotFound))?;
     let credential = person
@@ -230,7 +230,7 @@ async fn take_pending(state: &Region, signed: &Signed, ceremony_id: &str) -> Res
     signed.require(SEALERS, "sealing a record")?;
     let mut change = Change::new();
     let ceremony = take_ceremony(state, &mut change, ceremony_id, CeremonyKind::Seal)?;
-    if ceremony.subject != format!("{}/{}", signed.business_uuid, signed.person_id) {
+    if ceremony.subject != format!("{}/{}", signed.account_uuid, signed.person_id) {
         return Err(Error::detail(Code::PasskeyRefused, "this save was begun by someone else"));
     }
     apply(state, change).await?;
@@ -311,6 +311,6 @@ async fn publish(state: &Region, pending: Pending, envelope: &Envelope) -> Resul
 
 /// The AI policy in force now, read back as its flags.
 pub fn ai_policy_in_force(state: &Region, signed: &Signed) -> Result<Option<svc_core::ai_policy::AiPolicyRecord>> {
-    let policy = state.registry.ai_policy_at(&signed.business_uuid, state.clock.now())?;
+    let policy = state.registry.ai_policy_at(&signed.account_uuid, state.clock.now())?;
     Ok(policy.and_then(|p| svc_core::ai_policy::parse_record(&p.bytes).ok()))
 }

@@ -43,7 +43,7 @@ pub fn normalise_email(email: &str) -> Result<String> {
 /// The person an e-mail address signs in as, if present and not removed.
 pub fn person_by_email(state: &Region, email: &str) -> Result<Option<Person>> {
     let Some(at) = state.store.get::<PersonRef>(cf::PEOPLE_EMAILS, email.as_bytes())? else { return Ok(None) };
-    let person: Option<Person> = state.store.get(cf::PEOPLE, &keys::person(&at.business_uuid, &at.person_id))?;
+    let person: Option<Person> = state.store.get(cf::PEOPLE, &keys::person(&at.account_uuid, &at.person_id))?;
     Ok(person.filter(|p| p.removed_at.is_none()))
 }
 
@@ -116,7 +116,7 @@ pub async fn begin_sign_in(state: &Region, email: &str) -> Result<(String, Value
     let (options, ceremony) =
         rp.start_passkey_authentication(&credentials(&person)?).map_err(relying_party::refused)?;
     let mut change = Change::new();
-    let subject = format!("{}/{}", person.business_uuid, person.person_id);
+    let subject = format!("{}/{}", person.account_uuid, person.person_id);
     let id = begin_ceremony(state, &mut change, CeremonyKind::SignIn, subject, json_bytes(&ceremony)?)?;
     apply(state, change).await?;
     Ok((id, serde_json::to_value(options).map_err(Error::internal)?))
@@ -158,7 +158,7 @@ pub(super) fn open_session(change: &mut Change, person: &Person, key_id: String,
     let (cookie, cookie_digest) = secret();
     let (csrf, _) = secret();
     let session = PortalSession {
-        person: PersonRef { business_uuid: person.business_uuid.clone(), person_id: person.person_id.clone() },
+        person: PersonRef { account_uuid: person.account_uuid.clone(), person_id: person.person_id.clone() },
         key_id,
         csrf: csrf.clone(),
         created_at: now,
@@ -178,7 +178,7 @@ pub async fn resolve(state: &Region, cookie: &str) -> Result<Signed> {
     if svc_core::portal::session_ended(session.created_at, session.last_seen, now) {
         return Err(ended());
     }
-    let person = person(state, &session.person.business_uuid, &session.person.person_id)?
+    let person = person(state, &session.person.account_uuid, &session.person.person_id)?
         .filter(|p| p.removed_at.is_none() && p.passkeys.iter().any(|k| k.key_id == session.key_id))
         .ok_or_else(ended)?;
     if now.0 >= session.last_seen.0 + TOUCH_MS {
@@ -187,7 +187,8 @@ pub async fn resolve(state: &Region, cookie: &str) -> Result<Signed> {
         apply(state, change).await?;
     }
     Ok(Signed {
-        business_uuid: person.business_uuid,
+        company: state.registry.company(&person.account_uuid)?.is_some(),
+        account_uuid: person.account_uuid,
         person_id: person.person_id,
         name: person.name,
         role: person.role,
