@@ -119,7 +119,11 @@ pub async fn onboard_as(
         now.minus(60_000),
         now.plus(30 * svc_core::time::DAY),
     );
-    let authenticator = Passkey { key: passkey, rp_id: RP_ID, origin: ORIGIN };
+    // The passkey answers for the node's own relying party.
+    let config = admin.call("GET", "/admin/config", None).await?;
+    let rp_id = config["passkey_rp_id"].as_str().unwrap_or(RP_ID);
+    let origin = config["passkey_origin"].as_str().unwrap_or(ORIGIN);
+    let authenticator = Passkey { key: passkey, rp_id, origin };
     let envelope = authenticator.seal_mandate(&mandate)?;
     admin.call("POST", "/admin/mandates", Some(json!({"envelope": envelope}))).await?;
     let context =

@@ -253,6 +253,15 @@ pub enum CompanyCommand {
         /// The Terms version the company accepted.
         #[arg(long)]
         terms_accepted: Option<u64>,
+        /// The first owner, invited to the AI-company portal.
+        #[arg(long)]
+        owner_email: Option<String>,
+    },
+    /// Invites an owner to the AI-company portal; answers the link, shown once.
+    InviteOwner {
+        uuid: String,
+        #[arg(long)]
+        email: String,
     },
 }
 
@@ -402,9 +411,16 @@ pub async fn run(args: AdminArgs) -> Result<Value, CliError> {
             let envelope = passkey_of(&key, &config)?.seal_release(&push_id, &business, &decision, now())?;
             admin.call("POST", &format!("/admin/pushes/{push_id}/release"), Some(json!({"envelope": envelope}))).await
         }
-        AdminCommand::Company(CompanyCommand::Create { name, verified, terms_accepted }) => {
-            let body = json!({"name": name, "verified": verified, "terms_accepted": terms_accepted});
+        AdminCommand::Company(CompanyCommand::Create { name, verified, terms_accepted, owner_email }) => {
+            let mut body = json!({"name": name, "verified": verified, "terms_accepted": terms_accepted});
+            if let Some(email) = owner_email {
+                body["owner_email"] = json!(email);
+            }
             admin.call("POST", "/admin/companies", Some(body)).await
+        }
+        AdminCommand::Company(CompanyCommand::InviteOwner { uuid, email }) => {
+            let body = json!({"email": email});
+            admin.call("POST", &format!("/admin/companies/{uuid}/owner-invitation"), Some(body)).await
         }
         AdminCommand::Group(GroupCommand::Create { company, name }) => {
             admin.call("POST", &format!("/admin/companies/{company}/groups"), Some(json!({"name": name}))).await

@@ -38,6 +38,7 @@ pub fn routes() -> Router<Region> {
         .route("/admin/companies/{uuid}/certificate-status", post(change_certificate_status))
         .route("/admin/companies/{uuid}/directory", post(set_directory_listing))
         .route("/admin/companies/{uuid}/terms-acceptance", post(accept_terms))
+        .route("/admin/companies/{uuid}/owner-invitation", post(invite_owner))
         .route("/admin/groups/{group_id}/retrieval-keys", post(register_retrieval_key))
         .route("/admin/retrieval-keys/{key_id}/revoke", post(revoke_retrieval_key))
         .route("/admin/blocks", post(set_block))

@@ -7,6 +7,7 @@
 
 mod access;
 mod chart;
+mod company;
 mod export;
 mod keys;
 mod pages;
@@ -37,7 +38,7 @@ connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 pub fn routes() -> Router<Region> {
     Router::new()
         .route("/portal", get(|| async { Redirect::to("/portal/") }))
-        .route("/portal/", get(records::list))
+        .route("/portal/", get(landing))
         .route("/portal/assets/portal.js", get(pages::script))
         .route("/portal/assets/portal.css", get(pages::style))
         .route("/portal/sign-in", get(access::sign_in_page))
@@ -69,8 +70,25 @@ pub fn routes() -> Router<Region> {
         .route("/portal/keys/{key_id}/revoke", post(keys::revoke))
         .route("/portal/keys/{key_id}/mandates", post(keys::review_mandate))
         .route("/portal/keys/{key_id}/mandates/{mandate_id}/revoke", post(keys::revoke_mandate))
+        .route("/portal/company/keys", get(company::keys))
+        .route("/portal/company/groups", post(company::add_group))
+        .route("/portal/company/groups/{group_id}/keys", post(company::register_key))
+        .route("/portal/company/keys/{key_id}/revoke", post(company::revoke_key))
+        .route("/portal/company/terms", get(company::terms).post(company::accept_terms))
+        .route("/portal/company/receipts", get(company::receipts))
+        .route("/portal/company/receipts/download", get(company::download))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(axum::middleware::map_response(secure_headers))
+}
+
+/// `/portal/`: a business's records, or an AI company's usage.
+async fn landing(state: axum::extract::State<Region>, member: session::Member) -> PageResult {
+    let session::Member(signed) = member;
+    if signed.company {
+        company::home(&state, &signed).await
+    } else {
+        records::catalogue(&state, &session::Person(signed))
+    }
 }
 
 /// Every portal answer: a content policy that loads only the portal's own

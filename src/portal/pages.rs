@@ -13,16 +13,29 @@ use crate::service::portal::Signed;
 pub struct Nav {
     pub person: String,
     pub role: &'static str,
-    pub business: String,
+    /// The business's or the AI company's name.
+    pub account: String,
     pub csrf: String,
     /// Pushes that finished, or were held, since the person last dismissed
     /// the notices: `(push_id, what happened)`.
     pub notices: Vec<(String, String)>,
+    /// The AI-company portal's pages, not the business portal's.
+    pub company: bool,
 }
 
 impl Nav {
     pub fn of(state: &Region, signed: &Signed) -> Result<Option<Nav>> {
-        let business = crate::service::portal::business_name(state, signed)?;
+        let account = crate::service::portal::people::Account::of(state, &signed.account_uuid)?;
+        if signed.company {
+            return Ok(Some(Nav {
+                person: signed.name.clone(),
+                role: signed.role.as_str(),
+                account: account.name,
+                csrf: signed.csrf.clone(),
+                notices: Vec::new(),
+                company: true,
+            }));
+        }
         use crate::store::model::Named;
         let notices = crate::service::portal::pushes::notices(state, signed)?
             .into_iter()
@@ -40,9 +53,10 @@ impl Nav {
         Ok(Some(Nav {
             person: signed.name.clone(),
             role: signed.role.as_str(),
-            business,
+            account: account.name,
             csrf: signed.csrf.clone(),
             notices,
+            company: false,
         }))
     }
 }
@@ -230,7 +244,9 @@ pub struct People {
     pub csrf: String,
     pub people: Vec<PersonRow>,
     pub owner: bool,
-    pub roles: &'static [&'static str],
+    pub roles: Vec<&'static str>,
+    /// An AI company's people (the page says what their roles may do).
+    pub company: bool,
     pub invited: Option<String>,
 }
 
@@ -326,4 +342,82 @@ pub struct Analytics {
     pub groups_empty: bool,
     pub searches: u64,
     pub fetches: u64,
+}
+
+#[derive(Template)]
+#[template(path = "portal/company_home.html")]
+pub struct CompanyHome {
+    pub nav: Option<Nav>,
+    /// Searches, fetches and billed requests in the last 30 days.
+    pub totals: (u64, u64, u64),
+    pub daily: String,
+    pub monthly: String,
+    /// `(month, searches, fetches, billed)`, newest first.
+    pub bills: Vec<(String, u64, u64, u64)>,
+    pub invoiced: bool,
+    pub allowance: String,
+    pub verified: bool,
+    /// Why a production key would be refused now (production nodes only).
+    pub production_refusal: Option<String>,
+}
+
+pub struct GroupRow {
+    pub group_id: String,
+    pub name: String,
+    pub keys: Vec<RetrievalKeyRow>,
+}
+
+pub struct RetrievalKeyRow {
+    pub key_id: String,
+    pub environment: &'static str,
+    pub registered_at: String,
+    pub revoked: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/retrieval_keys.html")]
+pub struct RetrievalKeys {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub groups: Vec<GroupRow>,
+    pub manager: bool,
+    pub notice: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/terms.html")]
+pub struct Terms {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    /// `(version, sha256, effective_from, text)`.
+    pub in_force: Option<(u64, String, String, String)>,
+    /// `(version, sha256, accepted_at)`.
+    pub accepted: Option<(u64, String, String)>,
+    pub acceptor: bool,
+    pub verified: bool,
+    pub sandbox: bool,
+    pub notice: Option<String>,
+}
+
+pub struct ReceiptRow {
+    pub served_at: String,
+    pub kind: String,
+    pub retrieval_id: String,
+    pub key_id: String,
+    pub rows: usize,
+}
+
+#[derive(Template)]
+#[template(path = "portal/receipts.html")]
+pub struct Receipts {
+    pub nav: Option<Nav>,
+    /// `(group_id, name, selected)`.
+    pub groups: Vec<(String, String, bool)>,
+    pub from: String,
+    pub to: String,
+    pub rows: Vec<ReceiptRow>,
+    /// The query of the next page, if there is one.
+    pub next: Option<String>,
+    /// The query of the download, when a group is chosen.
+    pub download: Option<String>,
 }

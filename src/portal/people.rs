@@ -6,22 +6,21 @@ use axum::extract::{Path, State};
 use serde::Deserialize;
 
 use super::pages::{self, Nav, PersonRow};
-use super::session::{CsrfForm, Person};
+use super::session::{CsrfForm, Member};
 use super::{PageResult, html};
 use crate::region::Region;
 use crate::service::Error;
 use crate::service::portal::people;
 use crate::store::model::{Named, PasskeyRole};
 
-const ROLES: &[&str] = &["owner", "admin", "developer"];
-
 fn role(name: &str) -> Result<PasskeyRole, Error> {
-    PasskeyRole::from_name(name)
-        .ok_or_else(|| Error::detail(svc_core::problem::Code::RequestInvalid, "a role is owner, admin or developer"))
+    PasskeyRole::from_name(name).ok_or_else(|| Error::detail(svc_core::problem::Code::RequestInvalid, "no such role"))
 }
 
-async fn page(state: &Region, person: &Person, invited: Option<String>) -> PageResult {
+async fn page(state: &Region, person: &Member, invited: Option<String>) -> PageResult {
     let me = &person.0;
+    let roles: Vec<&'static str> =
+        people::Account::of(state, &me.account_uuid)?.roles().iter().map(|r| r.as_str()).collect();
     let rows = people::people(state, &me.account_uuid)?
         .into_iter()
         .map(|p| PersonRow {
@@ -30,7 +29,7 @@ async fn page(state: &Region, person: &Person, invited: Option<String>) -> PageR
             name: p.name,
             email: p.email,
             role: p.role.as_str(),
-            roles: ROLES.iter().map(|r| (*r, *r == p.role.as_str())).collect(),
+            roles: roles.iter().map(|r| (*r, *r == p.role.as_str())).collect(),
             since: p.added_at.to_rfc3339_secs(),
             removed: p.removed_at.is_some(),
         })
@@ -40,12 +39,13 @@ async fn page(state: &Region, person: &Person, invited: Option<String>) -> PageR
         csrf: me.csrf.clone(),
         people: rows,
         owner: me.role == PasskeyRole::Owner,
-        roles: ROLES,
+        roles,
+        company: me.company,
         invited,
     }))
 }
 
-pub async fn list(State(state): State<Region>, person: Person) -> PageResult {
+pub async fn list(State(state): State<Region>, person: Member) -> PageResult {
     page(&state, &person, None).await
 }
 
@@ -56,7 +56,7 @@ pub struct InviteForm {
     role: String,
 }
 
-pub async fn invite(State(state): State<Region>, person: Person, Form(form): Form<InviteForm>) -> PageResult {
+pub async fn invite(State(state): State<Region>, person: Member, Form(form): Form<InviteForm>) -> PageResult {
     person.check_csrf(form.csrf.as_deref())?;
     let made = people::invite(&state, Some(&person.0), &person.0.account_uuid, &form.email, role(&form.role)?).await?;
     let link = format!("{}{}", state.config.passkey_origin, made.path);
@@ -71,7 +71,7 @@ pub struct RoleForm {
 
 pub async fn set_role(
     State(state): State<Region>,
-    person: Person,
+    person: Member,
     Path(person_id): Path<String>,
     Form(form): Form<RoleForm>,
 ) -> PageResult {
@@ -82,7 +82,7 @@ pub async fn set_role(
 
 pub async fn remove(
     State(state): State<Region>,
-    person: Person,
+    person: Member,
     Path(person_id): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> PageResult {

@@ -42,7 +42,9 @@ fn collection(name: &str) -> Result<RecordType> {
         .ok_or_else(|| Error::detail(Code::NotFound, "no such collection"))
 }
 
-pub async fn list(State(state): State<Region>, person: Person) -> PageResult {
+/// The business's records by collection, each with what a person may do.
+pub fn catalogue(state: &Region, person: &Person) -> PageResult {
+    let state = state.clone();
     let signed = &person.0;
     let mut groups = Vec::new();
     for kind in RecordType::COLLECTIONS {

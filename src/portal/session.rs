@@ -47,33 +47,79 @@ pub fn clear_cookie() -> HeaderValue {
     HeaderValue::from_static("svc_portal=; Path=/portal; HttpOnly; SameSite=Strict; Max-Age=0")
 }
 
-/// A signed-in person, from the session cookie.
+/// A signed-in person of any account (the pages both portals share:
+/// people, sign-out, the landing page).
+pub struct Member(pub Signed);
+
+impl FromRequestParts<Region> for Member {
+    type Rejection = super::PageError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Region) -> Result<Self, Self::Rejection> {
+        let value =
+            cookie(&parts.headers).ok_or_else(|| Error::detail(Code::SignInRequired, "sign in to the portal"))?;
+        Ok(Member(sessions::resolve(state, &value).await?))
+    }
+}
+
+/// A signed-in person of a business (the business portal's pages).
 pub struct Person(pub Signed);
 
 impl FromRequestParts<Region> for Person {
     type Rejection = super::PageError;
 
     async fn from_request_parts(parts: &mut Parts, state: &Region) -> Result<Self, Self::Rejection> {
-        let value = cookie(&parts.headers)
-            .ok_or_else(|| Error::detail(Code::SignInRequired, "sign in to the business portal"))?;
-        Ok(Person(sessions::resolve(state, &value).await?))
-    }
-}
-
-impl Person {
-    /// Refused unless `token` is the session's CSRF token.
-    pub fn check_csrf(&self, token: Option<&str>) -> Result<(), Error> {
-        match token {
-            Some(t) if constant_time_eq(t.as_bytes(), self.0.csrf.as_bytes()) => Ok(()),
-            _ => Err(Error::detail(Code::CsrfInvalid, "the form's token is missing or stale; reload the page")),
+        let Member(signed) = Member::from_request_parts(parts, state).await?;
+        if signed.company {
+            return Err(
+                Error::detail(Code::Forbidden, "this page is a business's; your account is an AI company's").into()
+            );
         }
-    }
-
-    /// The CSRF token a script sent in its header.
-    pub fn check_csrf_header(&self, headers: &HeaderMap) -> Result<(), Error> {
-        self.check_csrf(headers.get("x-csrf-token").and_then(|v| v.to_str().ok()))
+        Ok(Person(signed))
     }
 }
+
+/// A signed-in person of an AI company (the AI-company portal's pages).
+pub struct CompanyPerson(pub Signed);
+
+impl FromRequestParts<Region> for CompanyPerson {
+    type Rejection = super::PageError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Region) -> Result<Self, Self::Rejection> {
+        let Member(signed) = Member::from_request_parts(parts, state).await?;
+        if !signed.company {
+            return Err(
+                Error::detail(Code::Forbidden, "this page is an AI company's; your account is a business's").into()
+            );
+        }
+        Ok(CompanyPerson(signed))
+    }
+}
+
+/// Refused unless `token` is the session's CSRF token.
+fn check_csrf(signed: &Signed, token: Option<&str>) -> Result<(), Error> {
+    match token {
+        Some(t) if constant_time_eq(t.as_bytes(), signed.csrf.as_bytes()) => Ok(()),
+        _ => Err(Error::detail(Code::CsrfInvalid, "the form's token is missing or stale; reload the page")),
+    }
+}
+
+macro_rules! csrf_checks {
+    ($($who:ty),*) => {$(
+        impl $who {
+            /// Refused unless `token` is the session's CSRF token.
+            pub fn check_csrf(&self, token: Option<&str>) -> Result<(), Error> {
+                check_csrf(&self.0, token)
+            }
+
+            /// The CSRF token a script sent in its header.
+            pub fn check_csrf_header(&self, headers: &HeaderMap) -> Result<(), Error> {
+                self.check_csrf(headers.get("x-csrf-token").and_then(|v| v.to_str().ok()))
+            }
+        }
+    )*};
+}
+
+csrf_checks!(Member, Person, CompanyPerson);
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0

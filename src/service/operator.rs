@@ -268,8 +268,9 @@ pub async fn create_business(state: &Region, req: NewBusiness) -> Result<Done> {
     Ok(Done::Created(body))
 }
 
-/// Invites a business's owner to its portal: the first owner at creation,
-/// or another when the owners lost their passkeys. The link is shown once.
+/// Invites an owner of a business or an AI company to the portal: the
+/// first owner at creation, or another when the owners lost their
+/// passkeys. The link is shown once.
 pub async fn owner_invitation(state: &Region, uuid: &str, email: &str) -> Result<Value> {
     let made = crate::service::portal::people::invite(state, None, uuid, email, PasskeyRole::Owner).await?;
     let url = format!("{}{}", state.config.passkey_origin, made.path);
@@ -533,11 +534,16 @@ pub struct NewCompany {
     #[serde(default)]
     verified: bool,
     terms_accepted: Option<u64>,
+    /// The first owner, invited to the AI-company portal.
+    owner_email: Option<String>,
 }
 
 pub async fn create_company(state: &Region, req: NewCompany) -> Result<Done> {
     if req.name.trim().is_empty() {
         return Err(invalid("name is required"));
+    }
+    if let Some(email) = &req.owner_email {
+        crate::service::portal::sessions::normalise_email(email)?;
     }
     let company = Company {
         uuid: ids::uuid_v4(random()),
@@ -572,7 +578,11 @@ pub async fn create_company(state: &Region, req: NewCompany) -> Result<Done> {
     }
     apply(state, change).await?;
     renew_key_directory(state).await?;
-    Ok(Done::Created(json!({"ai_company_uuid": company.uuid, "name": company.name})))
+    let mut body = json!({"ai_company_uuid": company.uuid, "name": company.name});
+    if let Some(email) = &req.owner_email {
+        body["owner_invitation"] = owner_invitation(state, &company.uuid, email).await?;
+    }
+    Ok(Done::Created(body))
 }
 
 #[derive(Deserialize)]

@@ -164,7 +164,10 @@ named_enum! {
     PasskeyRole {
         Owner = "owner",
         Admin = "admin",
+        /// A business's: manages integration keys, seals nothing.
         Developer = "developer",
+        /// An AI company's: manages retrieval keys.
+        IntegrationManager = "integration_manager",
     }
 }
 

@@ -12,6 +12,7 @@ mod business_limits;
 mod certificates_serving;
 mod chaos;
 mod client;
+mod company_portal;
 mod core_is_pure;
 mod deletion;
 mod domain_assurance;

@@ -7,6 +7,7 @@
 //! sessions are home-only column families; a person's passkey is also a
 //! business key (replicated, listed without a name).
 
+pub mod company;
 pub mod export;
 pub mod hosted;
 pub mod keys;
@@ -50,11 +51,6 @@ impl Signed {
             Err(Error::detail(Code::Forbidden, format!("{what} needs the role {}", names.join(" or "))))
         }
     }
-}
-
-/// The legal name of the signed-in person's business, for the page header.
-pub fn business_name(state: &Region, signed: &Signed) -> Result<String> {
-    Ok(state.registry.business(&signed.account_uuid)?.map(|b| b.legal_name).unwrap_or_default())
 }
 
 /// The roles that may seal records and mandates.

@@ -1,8 +1,8 @@
-//! People and roles: an owner invites people and sets their roles; the
-//! first owner is invited by the operator when it creates the business. An
-//! invited person creates a passkey, which is also added as the business's
-//! sealing key (with the person's role, no name); removing a person revokes
-//! their passkeys and ends their sessions at once.
+//! People and roles, of a business or an AI company: an owner invites
+//! people and sets their roles; the first owner is invited by the operator
+//! when it creates the account. An invited person creates a passkey; a
+//! business's is also its sealing key (with the person's role, no name).
+//! Removing a person revokes their passkeys and ends their sessions at once.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -37,30 +37,66 @@ pub struct NewInvitation {
     pub expires_at: String,
 }
 
-/// Invites `email` to `business_uuid`'s portal in `role`. `by` is the owner
-/// who invites, or `None` for the operator (the first owner).
+/// The roles a business's people hold.
+pub const BUSINESS_ROLES: &[PasskeyRole] = &[PasskeyRole::Owner, PasskeyRole::Admin, PasskeyRole::Developer];
+/// The roles an AI company's people hold (retrieval 5).
+pub const COMPANY_ROLES: &[PasskeyRole] = &[PasskeyRole::Owner, PasskeyRole::Admin, PasskeyRole::IntegrationManager];
+
+/// An account people join: a business, or an AI company.
+pub struct Account {
+    pub name: String,
+    pub company: bool,
+}
+
+impl Account {
+    pub fn of(state: &Region, uuid: &str) -> Result<Account> {
+        if let Some(business) = state.registry.business(uuid)? {
+            return Ok(Account { name: business.legal_name, company: false });
+        }
+        let company = state.registry.company(uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+        Ok(Account { name: company.name, company: true })
+    }
+
+    pub fn roles(&self) -> &'static [PasskeyRole] {
+        if self.company { COMPANY_ROLES } else { BUSINESS_ROLES }
+    }
+
+    /// Refused unless `role` is one of this kind of account's.
+    pub fn check_role(&self, role: PasskeyRole) -> Result<()> {
+        if self.roles().contains(&role) {
+            return Ok(());
+        }
+        let names: Vec<&str> = self.roles().iter().map(|r| r.as_str()).collect();
+        let kind = if self.company { "an AI company's" } else { "a business's" };
+        Err(invalid(format!("{kind} people are {}", names.join(", "))))
+    }
+}
+
+/// Invites `email` to the portal of `account_uuid` (a business or an AI
+/// company) in `role`. `by` is the owner who invites, or `None` for the
+/// operator (the first owner).
 pub async fn invite(
     state: &Region,
     by: Option<&Signed>,
-    business_uuid: &str,
+    account_uuid: &str,
     email: &str,
     role: PasskeyRole,
 ) -> Result<NewInvitation> {
     if let Some(by) = by {
         by.require(&[PasskeyRole::Owner], "inviting people")?;
     }
-    state.registry.business(business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    Account::of(state, account_uuid)?.check_role(role)?;
     let email = normalise_email(email)?;
     if sessions::person_by_email(state, &email)?.is_some() {
         return Err(invalid("this address already belongs to a person of a business portal"));
     }
-    if people(state, business_uuid)?.len() >= MAX_PEOPLE {
-        return Err(invalid(format!("a business's portal holds at most {MAX_PEOPLE} people")));
+    if people(state, account_uuid)?.len() >= MAX_PEOPLE {
+        return Err(invalid(format!("a portal holds at most {MAX_PEOPLE} people per account")));
     }
     let now = state.clock.now();
     let (token, token_digest) = secret();
     let invitation = Invitation {
-        account_uuid: business_uuid.to_owned(),
+        account_uuid: account_uuid.to_owned(),
         email: email.clone(),
         role,
         invited_by: by.map(|b| b.person_id.clone()),
@@ -79,15 +115,15 @@ pub async fn invite(
     })
 }
 
-/// An open invitation, with the business's legal name for the page.
+/// An open invitation, with its account's name for the page.
 pub fn invitation(state: &Region, token: &str) -> Result<(Invitation, String)> {
     let invitation: Invitation = state
         .store
         .get(cf::INVITATIONS, &digest(token))?
         .filter(|i: &Invitation| i.expires_at > state.clock.now())
         .ok_or_else(|| Error::detail(Code::NotFound, "this invitation is unknown, used or expired"))?;
-    let business = state.registry.business(&invitation.account_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
-    Ok((invitation, business.legal_name))
+    let account = Account::of(state, &invitation.account_uuid)?;
+    Ok((invitation, account.name))
 }
 
 /// The person an invitation will make, kept with the ceremony.
@@ -141,6 +177,9 @@ pub async fn finish_registration(
     if sessions::person_by_email(state, &invitation.email)?.is_some() {
         return Err(invalid("this address already belongs to a person of a business portal"));
     }
+    // A business's passkey is also its sealing key; an AI company's only
+    // signs its people in.
+    let company = Account::of(state, &invitation.account_uuid)?.company;
     let key = sealing_key(state, &invitation.account_uuid, &public, invitation.role, now)?;
     let person = Person {
         person_id: registering.person_id,
@@ -164,7 +203,9 @@ pub async fn finish_registration(
         &PersonRef { account_uuid: person.account_uuid.clone(), person_id: person.person_id.clone() },
     );
     change.put(cf::PEOPLE, &keys::person(&person.account_uuid, &person.person_id), &person);
-    add_key(state, &mut change, &key, svc_core::custody::Custody::OwnKey, now);
+    if !company {
+        add_key(state, &mut change, &key, svc_core::custody::Custody::OwnKey, now);
+    }
     let session = open_session(&mut change, &person, key.key_id, now);
     apply(state, change).await?;
     Ok(session)
@@ -220,6 +261,7 @@ fn other_person(state: &Region, by: &Signed, person_id: &str) -> Result<Person> 
 
 /// An owner sets another person's role; their passkeys take the role too.
 pub async fn set_role(state: &Region, by: &Signed, person_id: &str, role: PasskeyRole) -> Result<()> {
+    Account::of(state, &by.account_uuid)?.check_role(role)?;
     let as_read = other_person(state, by, person_id)?;
     let mut change = Change::new();
     let key = keys::person(&by.account_uuid, person_id);

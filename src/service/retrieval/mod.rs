@@ -9,7 +9,7 @@
 //! through [`deliver`], which logs the receipt and settles the bill before
 //! the answer leaves.
 
-mod account;
+pub mod account;
 mod fetch;
 mod search;
 
