@@ -16,7 +16,7 @@ use super::session::{CompanyPerson, CsrfForm};
 use super::{PageResult, html};
 use crate::region::Region;
 use crate::service::portal::Signed;
-use crate::service::portal::company::{self, KEY_MANAGERS, TERMS_ACCEPTORS};
+use crate::service::portal::company::{self, DECIDERS, KEY_MANAGERS};
 use crate::service::retrieval::{ReceiptsQuery, UsageQuery};
 
 /// The landing page: the last 30 days of usage, the allowance, and the
@@ -81,8 +81,28 @@ async fn keys_page(state: &Region, me: &Signed, notice: Option<String>) -> PageR
         csrf: me.csrf.clone(),
         groups,
         manager: KEY_MANAGERS.contains(&me.role),
+        decider: DECIDERS.contains(&me.role),
+        listed: company::listed(state, me)?,
         notice,
     }))
+}
+
+#[derive(Deserialize)]
+pub struct ListingForm {
+    csrf: Option<String>,
+    listed: bool,
+}
+
+pub async fn set_listing(
+    State(state): State<Region>,
+    person: CompanyPerson,
+    Form(form): Form<ListingForm>,
+) -> PageResult {
+    person.check_csrf(form.csrf.as_deref())?;
+    company::set_listing(&state, &person.0, form.listed).await?;
+    let notice =
+        if form.listed { "Your live keys are listed in the key directory." } else { "Your keys are no longer listed." };
+    keys_page(&state, &person.0, Some(notice.into())).await
 }
 
 pub async fn keys(State(state): State<Region>, person: CompanyPerson) -> PageResult {
@@ -143,7 +163,7 @@ async fn terms_page(state: &Region, me: &Signed, notice: Option<String>) -> Page
         csrf: me.csrf.clone(),
         in_force: status.in_force.map(|t| (t.version, t.sha256, t.effective_from.to_rfc3339_secs(), t.text)),
         accepted: status.accepted.map(|a| (a.version, a.sha256, a.accepted_at.to_rfc3339_secs())),
-        acceptor: TERMS_ACCEPTORS.contains(&me.role),
+        acceptor: DECIDERS.contains(&me.role),
         verified: status.verified,
         sandbox: status.sandbox,
         notice,

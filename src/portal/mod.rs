@@ -71,6 +71,7 @@ pub fn routes() -> Router<Region> {
         .route("/portal/keys/{key_id}/mandates", post(keys::review_mandate))
         .route("/portal/keys/{key_id}/mandates/{mandate_id}/revoke", post(keys::revoke_mandate))
         .route("/portal/company/keys", get(company::keys))
+        .route("/portal/company/directory", post(company::set_listing))
         .route("/portal/company/groups", post(company::add_group))
         .route("/portal/company/groups/{group_id}/keys", post(company::register_key))
         .route("/portal/company/keys/{key_id}/revoke", post(company::revoke_key))

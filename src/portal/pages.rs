@@ -381,6 +381,9 @@ pub struct RetrievalKeys {
     pub csrf: String,
     pub groups: Vec<GroupRow>,
     pub manager: bool,
+    /// Whether the person decides the key directory listing.
+    pub decider: bool,
+    pub listed: bool,
     pub notice: Option<String>,
 }
 

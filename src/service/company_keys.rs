@@ -8,15 +8,21 @@ use svc_core::keys::{Alg, Jwk, VerifyingKey};
 use svc_core::problem::Code;
 use svc_core::time::UnixMs;
 
+use crate::actors::publisher::PublisherMsg;
 use crate::clock::random;
 use crate::region::Region;
 use crate::replication::Change;
 use crate::service::error::invalid;
-use crate::service::operator::renew_key_directory;
 use crate::service::writes::apply;
 use crate::service::{Error, Result};
 use crate::store::cf;
 use crate::store::model::*;
+
+/// Signs the key directory again if what it lists changed (home).
+pub async fn renew_key_directory(state: &Region) -> Result<bool> {
+    let now = state.clock.now();
+    Ok(state.home()?.publisher.call(|reply| PublisherMsg::RenewKeyDirectory { now, reply }).await??)
+}
 
 /// The most groups one company holds.
 pub const MAX_GROUPS: usize = 100;
@@ -46,6 +52,7 @@ pub async fn create_group(state: &Region, company_uuid: &str, name: &str) -> Res
 
 /// A registered retrieval key, and in the sandbox its grant and its first
 /// hour's bearer token (shown once).
+#[derive(Debug)]
 pub struct Registered {
     pub key: RetrievalKey,
     pub sandbox_bearer_token: Option<String>,
@@ -168,4 +175,35 @@ pub async fn accept_terms(state: &Region, company_uuid: &str, version: u64) -> R
     apply(state, change).await?;
     Ok(json!({"ai_company_uuid": company_uuid, "version": terms.version, "sha256": terms.sha256,
         "accepted_at": accepted.accepted_at.to_rfc3339_secs()}))
+}
+
+/// An AI company opts in to the key directory (or out). Only a verified
+/// company with an active certificate is listed; the directory says so
+/// again while that holds.
+pub async fn set_directory_listing(state: &Region, company_uuid: &str, listed: bool) -> Result<()> {
+    let company = state.registry.company(company_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let now = state.clock.now();
+    let mut change = Change::new();
+    if listed {
+        let active = state
+            .registry
+            .certificate_in_force(company_uuid, now)?
+            .is_some_and(|c| c.status == svc_core::seal::CertificateStatus::Active);
+        if !company.verified || !active {
+            return Err(invalid(
+                "only a verified AI company with an active certificate is listed in the key directory",
+            ));
+        }
+        change.put(cf::DIRECTORY, company_uuid.as_bytes(), &DirectoryListing { listed_since: now });
+    } else {
+        change.delete(cf::DIRECTORY, company_uuid.as_bytes());
+    }
+    apply(state, change).await?;
+    renew_key_directory(state).await?;
+    Ok(())
+}
+
+/// Whether the company is listed in the key directory.
+pub fn listed(state: &Region, company_uuid: &str) -> Result<bool> {
+    Ok(state.store.get::<DirectoryListing>(cf::DIRECTORY, company_uuid.as_bytes())?.is_some())
 }

@@ -20,7 +20,7 @@ use crate::clock::random;
 use crate::region::Region;
 use crate::replication::Change;
 use crate::service::business_keys::{self, custody_statement, revoke_key};
-use crate::service::company_keys;
+use crate::service::company_keys::{self, renew_key_directory};
 use crate::service::publishing::saves;
 use crate::service::{Error, Result};
 use crate::store::cf;
@@ -479,39 +479,15 @@ pub async fn save_sealed_record(state: &Region, uuid: String, req: SealedRecord)
     })
 }
 
-/// Signs the key directory again if what it lists changed (home).
-pub async fn renew_key_directory(state: &Region) -> Result<bool> {
-    let now = state.clock.now();
-    Ok(state.home()?.publisher.call(|reply| PublisherMsg::RenewKeyDirectory { now, reply }).await??)
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DirectoryChange {
     listed: bool,
 }
 
-/// An AI company opts in to the key directory (or out). Only a verified
-/// company with an active certificate is listed; the directory says so
-/// again while that holds.
+/// An AI company opts in to the key directory (or out): `company_keys`.
 pub async fn set_directory_listing(state: &Region, uuid: String, req: DirectoryChange) -> Result<Done> {
-    let company = state.registry.company(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
-    let now = state.clock.now();
-    let mut change = Change::new();
-    if req.listed {
-        let active =
-            state.registry.certificate_in_force(&uuid, now)?.is_some_and(|c| c.status == CertificateStatus::Active);
-        if !company.verified || !active {
-            return Err(invalid(
-                "only a verified AI company with an active certificate is listed in the key directory",
-            ));
-        }
-        change.put(cf::DIRECTORY, uuid.as_bytes(), &DirectoryListing { listed_since: now });
-    } else {
-        change.delete(cf::DIRECTORY, uuid.as_bytes());
-    }
-    apply(state, change).await?;
-    renew_key_directory(state).await?;
+    company_keys::set_directory_listing(state, &uuid, req.listed).await?;
     Ok(Done::Ok(json!({"ai_company_uuid": uuid, "listed": req.listed})))
 }
 

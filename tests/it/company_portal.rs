@@ -109,6 +109,16 @@ async fn an_ai_company_registers_a_key_after_accepting_the_terms_and_reads_its_r
     browser.shot("04-key-registered").await;
     let key_id = key.verifying_key().thumbprint();
     assert!(browser.source().await.contains(&format!("<code>{key_id}</code>")));
+    // Listed in the public key directory by an owner.
+    browser.click("form.directory button").await;
+    browser.wait_for("the listing", |_, page| page.contains("Your live keys are listed")).await;
+    let directory = public
+        .send(Request::get("/v1/key-directory").header("host", AUTHORITY).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let directory: Value = serde_json::from_slice(&directory.bytes).unwrap();
+    let listed = directory["companies"].as_array().unwrap().iter().find(|c| c["name"] == "Far AI").cloned();
+    assert_eq!(listed.map(|c| c["keys"][0]["key_id"].clone()), Some(json!(key_id)), "{directory}");
 
     // The key searches and fetches: billed, and receipted.
     let client = RetrievalClient::new(&home.public_url, AUTHORITY, key.clone(), None).unwrap();

@@ -92,3 +92,56 @@ async fn only_an_owners_passkey_switches_to_hosted_signing() {
     assert_eq!(refused.code(), Code::SealInvalid, "{refused}");
     assert!(hosted::held(&home.state, &uuid).unwrap().is_none());
 }
+
+// rule: R5.50
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ai_companys_roles_and_its_own_groups_bound_what_its_people_do() {
+    use svc::service::portal::{Signed, company};
+    let home = Home::start().await;
+    let made = |name: &str| {
+        let home = &home;
+        let name = name.to_owned();
+        async move {
+            let created = home.admin("POST", "/admin/companies", json!({"name": name, "verified": true})).await;
+            created.body["ai_company_uuid"].as_str().unwrap().to_owned()
+        }
+    };
+    let (far, near) = (made("Far AI").await, made("Near AI").await);
+    let person = |uuid: &str, role| Signed {
+        account_uuid: uuid.to_owned(),
+        company: true,
+        person_id: "p".into(),
+        name: "Inès".into(),
+        role,
+        key_id: "k".into(),
+        csrf: "c".into(),
+    };
+    let manager = person(&far, PasskeyRole::IntegrationManager);
+    let group = company::add_group(&home.state, &manager, "bots").await.unwrap();
+    // An integration manager neither accepts the Terms nor lists the keys.
+    let terms = company::accept_terms(&home.state, &manager, 1, "sha256:0").await.unwrap_err();
+    assert_eq!(terms.code(), Code::Forbidden, "{terms}");
+    let listing = company::set_listing(&home.state, &manager, true).await.unwrap_err();
+    assert_eq!(listing.code(), Code::Forbidden, "{listing}");
+    // An owner accepts only the version in force, as read.
+    let owner = person(&far, PasskeyRole::Owner);
+    let none = company::accept_terms(&home.state, &owner, 1, "sha256:0").await.unwrap_err();
+    assert_eq!(none.code(), Code::RequestInvalid, "no Terms are in force: {none}");
+    // Another company's group and key are not found; a bad JWK is refused.
+    let other = person(&near, PasskeyRole::Owner);
+    let jwk =
+        svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[7; 32]).unwrap().verifying_key().to_jwk();
+    let jwk = serde_json::to_string(&jwk).unwrap();
+    let foreign = company::register_key(&home.state, &other, &group.group_id, &jwk).await.unwrap_err();
+    assert_eq!(foreign.code(), Code::NotFound, "{foreign}");
+    let bad = company::register_key(&home.state, &manager, &group.group_id, "not json").await.unwrap_err();
+    assert_eq!(bad.code(), Code::RequestInvalid, "{bad}");
+    // Production: no Terms accepted, so the key is refused.
+    let refused = company::register_key(&home.state, &manager, &group.group_id, &jwk).await.unwrap_err();
+    assert!(refused.to_string().contains("accepted the Terms"), "{refused}");
+    let empty = company::add_group(&home.state, &manager, "  ").await.unwrap_err();
+    assert_eq!(empty.code(), Code::RequestInvalid, "{empty}");
+    let business = Signed { company: false, role: PasskeyRole::Developer, ..manager.clone() };
+    let wrong_role = company::add_group(&home.state, &business, "x").await.unwrap_err();
+    assert_eq!(wrong_role.code(), Code::Forbidden, "a developer is a business's role: {wrong_role}");
+}

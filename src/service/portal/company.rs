@@ -20,8 +20,9 @@ use crate::store::model::*;
 
 /// Who registers and revokes retrieval keys, and makes groups for them.
 pub const KEY_MANAGERS: &[PasskeyRole] = &[PasskeyRole::Owner, PasskeyRole::Admin, PasskeyRole::IntegrationManager];
-/// Who accepts the Terms for the company.
-pub const TERMS_ACCEPTORS: &[PasskeyRole] = &[PasskeyRole::Owner, PasskeyRole::Admin];
+/// Who decides for the company: accepting the Terms, listing its keys in
+/// the key directory.
+pub const DECIDERS: &[PasskeyRole] = &[PasskeyRole::Owner, PasskeyRole::Admin];
 
 /// A group and its retrieval keys, newest first.
 pub struct GroupKeys {
@@ -74,6 +75,17 @@ pub async fn revoke_key(state: &Region, signed: &Signed, key_id: &str) -> Result
     company_keys::revoke(state, key_id, Some(&signed.account_uuid)).await
 }
 
+/// Whether the company's live keys are listed in the key directory.
+pub fn listed(state: &Region, signed: &Signed) -> Result<bool> {
+    company_keys::listed(state, &signed.account_uuid)
+}
+
+/// Lists the company's keys in the key directory, or stops.
+pub async fn set_listing(state: &Region, signed: &Signed, listed: bool) -> Result<()> {
+    signed.require(DECIDERS, "listing the company in the key directory")?;
+    company_keys::set_directory_listing(state, &signed.account_uuid, listed).await
+}
+
 /// Where the company stands with the Terms.
 pub struct TermsStatus {
     pub in_force: Option<TermsVersion>,
@@ -100,7 +112,7 @@ pub fn terms(state: &Region, signed: &Signed) -> Result<TermsStatus> {
 /// must be that version's, so a version published meanwhile is not
 /// accepted unread.
 pub async fn accept_terms(state: &Region, signed: &Signed, version: u64, sha256: &str) -> Result<Value> {
-    signed.require(TERMS_ACCEPTORS, "accepting the Terms")?;
+    signed.require(DECIDERS, "accepting the Terms")?;
     let in_force = state.registry.terms_in_force(state.clock.now())?;
     match in_force {
         Some(t) if t.version == version && t.sha256 == sha256 => {}
