@@ -47,6 +47,33 @@ pub fn add_key(
     statement
 }
 
+/// A sealing key of `business_uuid`, valid from now: a person's passkey
+/// (with their role), or without a role the Ed25519 key the service holds
+/// for the business (hosted signing).
+pub fn sealing_key(
+    state: &Region,
+    business_uuid: &str,
+    public: &VerifyingKey,
+    role: Option<PasskeyRole>,
+    now: UnixMs,
+) -> Result<BusinessKey> {
+    Ok(BusinessKey {
+        key_id: public.thumbprint(),
+        business_uuid: business_uuid.to_owned(),
+        purpose: KeyPurpose::Sealing,
+        kind: if role.is_some() { KeyKind::Passkey } else { KeyKind::Ed25519 },
+        role,
+        jwk: serde_json::to_vec(&public.to_jwk()).map_err(Error::internal)?,
+        valid_from: now,
+        valid_until: None,
+        revocation_effective_from: None,
+        compromised_at: None,
+        registered_at: now,
+        environment: state.config.environment,
+        sandbox: None,
+    })
+}
+
 /// Sealing keys (passkeys and hosted keys) and integration keys live apart.
 fn family_of(key: &BusinessKey) -> &'static str {
     if key.purpose == KeyPurpose::Sealing { cf::PASSKEYS } else { cf::INTEGRATION_KEYS }

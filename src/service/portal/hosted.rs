@@ -15,7 +15,7 @@ use svc_core::problem::Code;
 use super::{Signed, apply};
 use crate::region::Region;
 use crate::replication::Change;
-use crate::service::business_keys::{add_key, revoke_key};
+use crate::service::business_keys::{add_key, revoke_key, sealing_key};
 use crate::service::error::invalid;
 use crate::service::{Error, Result};
 use crate::store::cf;
@@ -84,21 +84,7 @@ pub async fn switch(state: &Region, business_uuid: &str, envelope: &Envelope) ->
             let seed = crate::clock::random::<32>();
             let signing = SigningKey::from_seed(Alg::Ed25519, &seed).map_err(Error::internal)?;
             let public = signing.verifying_key();
-            let key = BusinessKey {
-                key_id: public.thumbprint(),
-                business_uuid: business_uuid.to_owned(),
-                purpose: KeyPurpose::Sealing,
-                kind: KeyKind::Ed25519,
-                role: None,
-                jwk: serde_json::to_vec(&public.to_jwk()).map_err(Error::internal)?,
-                valid_from: now,
-                valid_until: None,
-                revocation_effective_from: None,
-                compromised_at: None,
-                registered_at: now,
-                environment: state.config.environment,
-                sandbox: None,
-            };
+            let key = sealing_key(state, business_uuid, &public, None, now)?;
             add_key(state, &mut change, &key, Custody::Hosted, now);
             let hosted =
                 HostedKey { key_id: key.key_id, seed: seed.to_vec(), consent: envelope.to_json(), enabled_at: now };

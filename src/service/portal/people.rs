@@ -7,7 +7,6 @@
 use serde::Serialize;
 use serde_json::Value;
 use svc_core::problem::Code;
-use svc_core::time::UnixMs;
 use webauthn_rs::prelude::{PasskeyRegistration, RegisterPublicKeyCredential, Uuid};
 
 use super::relying_party::{self, public_key};
@@ -15,7 +14,7 @@ use super::sessions::{self, NewSession, begin_ceremony, json_bytes, normalise_em
 use super::{Signed, apply, digest, invalid, secret};
 use crate::region::Region;
 use crate::replication::Change;
-use crate::service::business_keys::{add_key, revoke_key};
+use crate::service::business_keys::{add_key, revoke_key, sealing_key};
 use crate::service::{Error, Result};
 use crate::store::model::*;
 use crate::store::{cf, keys};
@@ -180,7 +179,7 @@ pub async fn finish_registration(
     // A business's passkey is also its sealing key; an AI company's only
     // signs its people in.
     let company = Account::of(state, &invitation.account_uuid)?.company;
-    let key = sealing_key(state, &invitation.account_uuid, &public, invitation.role, now)?;
+    let key = sealing_key(state, &invitation.account_uuid, &public, Some(invitation.role), now)?;
     let person = Person {
         person_id: registering.person_id,
         account_uuid: invitation.account_uuid.clone(),
@@ -209,31 +208,6 @@ pub async fn finish_registration(
     let session = open_session(&mut change, &person, key.key_id, now);
     apply(state, change).await?;
     Ok(session)
-}
-
-/// The business key a person's new passkey becomes.
-fn sealing_key(
-    state: &Region,
-    business_uuid: &str,
-    public: &svc_core::keys::VerifyingKey,
-    role: PasskeyRole,
-    now: UnixMs,
-) -> Result<BusinessKey> {
-    Ok(BusinessKey {
-        key_id: public.thumbprint(),
-        business_uuid: business_uuid.to_owned(),
-        purpose: KeyPurpose::Sealing,
-        kind: KeyKind::Passkey,
-        role: Some(role),
-        jwk: serde_json::to_vec(&public.to_jwk()).map_err(Error::internal)?,
-        valid_from: now,
-        valid_until: None,
-        revocation_effective_from: None,
-        compromised_at: None,
-        registered_at: now,
-        environment: state.config.environment,
-        sandbox: None,
-    })
 }
 
 /// Every person of a business, in the order they joined.
