@@ -5,6 +5,7 @@
 //! nonce stores are passed in as closures, and every function returns what the
 //! caller must apply.
 
+pub mod ads;
 pub mod ai_policy;
 pub mod analytics;
 pub mod assurance;

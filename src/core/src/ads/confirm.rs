@@ -1,0 +1,187 @@
+//! The confirmation table (retrieval 3) as judgements: what a render or a
+//! click confirmation comes to, given what the region holds of the token,
+//! and whether it is billed. The region records every confirmation, billed
+//! or not.
+
+use serde::{Deserialize, Serialize};
+
+use super::campaign::Repeats;
+use super::{Basis, CLICK_VALID_MS, Placement, RENDER_WINDOW_MS, REPEAT_CLICK_MS};
+use crate::time::UnixMs;
+
+/// Why a confirmation is not accepted (R4.2.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotAccepted {
+    WindowExpired,
+    BudgetExhausted,
+    TokenReused,
+}
+
+impl NotAccepted {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotAccepted::WindowExpired => "window_expired",
+            NotAccepted::BudgetExhausted => "budget_exhausted",
+            NotAccepted::TokenReused => "token_reused",
+        }
+    }
+}
+
+/// An earlier confirmation of the same token, as the region recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Earlier {
+    pub idempotency_key: String,
+    /// SHA-256 of the confirmation's body.
+    pub request: [u8; 32],
+    pub accepted: bool,
+}
+
+/// What a confirmation comes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judgement {
+    /// The same Idempotency-Key and body again: the first answer (R3.7).
+    Replay,
+    /// The same Idempotency-Key with another body: refused
+    /// (`request_invalid`), nothing recorded.
+    KeyReused,
+    Accepted,
+    NotAccepted(NotAccepted),
+}
+
+/// What the region knows when a confirmation arrives.
+#[derive(Debug, Clone)]
+pub struct Facts<'a> {
+    pub now: UnixMs,
+    /// A render: when the pool (or the sponsored row's search) was served.
+    /// A click: when its render was accepted.
+    pub since: UnixMs,
+    pub idempotency_key: &'a str,
+    pub request: [u8; 32],
+    /// Earlier confirmations of this token.
+    pub earlier: &'a [Earlier],
+    /// Whether the campaign can pay for the event (a reserve held for it,
+    /// or budget left); a click of a campaign that does not bill clicks
+    /// needs none.
+    pub funded: bool,
+}
+
+fn replayed(facts: &Facts<'_>) -> Option<Judgement> {
+    let same = facts.earlier.iter().find(|e| e.idempotency_key == facts.idempotency_key)?;
+    Some(if same.request == facts.request { Judgement::Replay } else { Judgement::KeyReused })
+}
+
+/// A render confirmation (R3.3 to R3.8): the first answer again for its
+/// Idempotency-Key; `token_reused` once the token was accepted under another
+/// key; then the ten-minute window; then the money.
+pub fn judge_render(facts: &Facts<'_>) -> Judgement {
+    if let Some(again) = replayed(facts) {
+        return again;
+    }
+    if facts.earlier.iter().any(|e| e.accepted) {
+        return Judgement::NotAccepted(NotAccepted::TokenReused);
+    }
+    if facts.now.0 - facts.since.0 > RENDER_WINDOW_MS {
+        return Judgement::NotAccepted(NotAccepted::WindowExpired);
+    }
+    if !facts.funded {
+        return Judgement::NotAccepted(NotAccepted::BudgetExhausted);
+    }
+    Judgement::Accepted
+}
+
+/// A click confirmation (R3.9, R3.10): the first answer again for its
+/// Idempotency-Key; then the 24-hour window from the render. Clicks are not
+/// single-use: a repeat is recorded and billed as [`click_billed`] says.
+pub fn judge_click(facts: &Facts<'_>) -> Judgement {
+    if let Some(again) = replayed(facts) {
+        return again;
+    }
+    if facts.now.0 - facts.since.0 > CLICK_VALID_MS {
+        return Judgement::NotAccepted(NotAccepted::WindowExpired);
+    }
+    Judgement::Accepted
+}
+
+/// Whether an accepted render is charged: renders are billed on `cpm`
+/// campaigns of ads and sponsorships only; in one conversation only the
+/// first, unless the advertiser allows repeats, then up to its maximum
+/// (R3.12, R3.13). `before` counts this conversation's earlier accepted
+/// renders of the item.
+pub fn render_billed(placement: Placement, basis: Basis, repeats: Repeats, before: u32) -> bool {
+    let allowed = if repeats.allowed { repeats.max_per_conversation } else { 1 };
+    placement.billed() && basis == Basis::Cpm && before < allowed
+}
+
+/// Whether an accepted click is charged: on `cpc` campaigns of ads and
+/// sponsorships only, and not a repeat of the same item in the same
+/// conversation within 15 minutes of the last click (R3.9, R3.14).
+pub fn click_billed(placement: Placement, basis: Basis, last_click: Option<UnixMs>, now: UnixMs) -> bool {
+    let repeat = last_click.is_some_and(|at| now.0 - at.0 < REPEAT_CLICK_MS);
+    placement.billed() && basis == Basis::Cpc && !repeat
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::MINUTE;
+
+    const T: UnixMs = UnixMs(1_795_341_600_000);
+
+    fn facts<'a>(now: UnixMs, earlier: &'a [Earlier], funded: bool) -> Facts<'a> {
+        Facts { now, since: T, idempotency_key: "k2", request: [2; 32], earlier, funded }
+    }
+
+    // rule: R3.3, R3.4, R3.5, R3.6, R3.7, R4.2.5, R4.2.6
+    #[test]
+    fn every_row_of_the_render_table() {
+        let none: &[Earlier] = &[];
+        assert_eq!(judge_render(&facts(T.plus(10 * MINUTE), none, true)), Judgement::Accepted, "the window's edge");
+        let late = judge_render(&facts(T.plus(10 * MINUTE + 1), none, true));
+        assert_eq!(late, Judgement::NotAccepted(NotAccepted::WindowExpired));
+        let poor = judge_render(&facts(T.plus(MINUTE), none, false));
+        assert_eq!(poor, Judgement::NotAccepted(NotAccepted::BudgetExhausted));
+        let first = [Earlier { idempotency_key: "k1".into(), request: [1; 32], accepted: true }];
+        let reused = judge_render(&facts(T.plus(MINUTE), &first, true));
+        assert_eq!(reused, Judgement::NotAccepted(NotAccepted::TokenReused));
+        let same = [Earlier { idempotency_key: "k2".into(), request: [2; 32], accepted: true }];
+        assert_eq!(
+            judge_render(&facts(T.plus(20 * MINUTE), &same, false)),
+            Judgement::Replay,
+            "whatever changed since"
+        );
+        let other_body = [Earlier { idempotency_key: "k2".into(), request: [9; 32], accepted: true }];
+        assert_eq!(judge_render(&facts(T.plus(MINUTE), &other_body, true)), Judgement::KeyReused);
+        // A token refused before (late) is not reused: it is judged again.
+        let refused = [Earlier { idempotency_key: "k1".into(), request: [1; 32], accepted: false }];
+        assert_eq!(judge_render(&facts(T.plus(MINUTE), &refused, true)), Judgement::Accepted);
+    }
+
+    // rule: R3.9, R3.10, R3.14
+    #[test]
+    fn clicks_last_a_day_and_bill_only_cpc_first_clicks() {
+        let none: &[Earlier] = &[];
+        let day = 24 * 60 * MINUTE;
+        assert_eq!(judge_click(&facts(T.plus(day), none, true)), Judgement::Accepted);
+        let late = judge_click(&facts(T.plus(day + 1), none, true));
+        assert_eq!(late, Judgement::NotAccepted(NotAccepted::WindowExpired));
+        assert!(click_billed(Placement::Ad, Basis::Cpc, None, T));
+        assert!(!click_billed(Placement::Ad, Basis::Cpm, None, T), "a cpm campaign's click is recorded only");
+        assert!(!click_billed(Placement::Promotion, Basis::Cpc, None, T), "promotions are never billed");
+        assert!(!click_billed(Placement::Ad, Basis::Cpc, Some(T.minus(15 * MINUTE - 1)), T), "a repeat click");
+        assert!(click_billed(Placement::Ad, Basis::Cpc, Some(T.minus(15 * MINUTE)), T));
+    }
+
+    // rule: R3.12, R3.13
+    #[test]
+    fn a_conversation_is_charged_once_unless_the_advertiser_allows_repeats() {
+        let once = Repeats { allowed: false, max_per_conversation: 1 };
+        let thrice = Repeats { allowed: true, max_per_conversation: 3 };
+        assert!(render_billed(Placement::Ad, Basis::Cpm, once, 0));
+        assert!(!render_billed(Placement::Ad, Basis::Cpm, once, 1));
+        assert!(render_billed(Placement::Sponsorship, Basis::Cpm, thrice, 2));
+        assert!(!render_billed(Placement::Sponsorship, Basis::Cpm, thrice, 3));
+        assert!(!render_billed(Placement::Ad, Basis::Cpc, once, 0), "a cpc campaign pays per click");
+        assert!(!render_billed(Placement::Promotion, Basis::Cpm, once, 0));
+    }
+}
