@@ -118,7 +118,22 @@ fn update() -> Value {
     })
 }
 
-/// A valid record of `kind` (one of the five collections; `{}` otherwise).
+fn ad() -> Value {
+    json!({
+        "schema": "service/ads/1",
+        "language": "fr",
+        "ad_id": "winter-lamps",
+        "countries": ["FR"],
+        "headline": "Lumio desk lamps",
+        "description": "Warm light for long evenings, designed in Lyon.",
+        "cta_text": "See the lamps",
+        "destination_url": "https://shop.example.com/lamps?utm_source=svc",
+        "image_square_url": "https://shop.example.com/img/lamp-1x1.png",
+        "image_landscape_url": "https://shop.example.com/img/lamp-191x100.png"
+    })
+}
+
+/// A valid record of `kind` (the five collections and ads; `{}` otherwise).
 pub fn example(kind: RecordType) -> Value {
     match kind {
         RecordType::Products => product(),
@@ -126,6 +141,7 @@ pub fn example(kind: RecordType) -> Value {
         RecordType::Events => event(),
         RecordType::Jobs => job(),
         RecordType::Updates => update(),
-        _ => json!({}),
+        RecordType::Ads => ad(),
+        RecordType::AiPolicy => json!({}),
     }
 }

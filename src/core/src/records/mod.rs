@@ -37,6 +37,7 @@
 //! caller checks every URL [`urls`] lists and adds its own errors with
 //! [`ErrorCode::UrlFlagged`].
 
+mod ads;
 mod business_files;
 pub mod editor;
 mod events;
@@ -55,17 +56,20 @@ use crate::canonical::escape_pointer_token;
 use crate::digest::sha256_prefixed;
 use crate::ids::RecordType;
 
+pub use ads::{MAX_AD_DESCRIPTION, MAX_CTA};
 pub use business_files::{ENDPOINT_URLS, endpoint_domains};
 pub use form::{is_forbidden_char, is_gtin, is_hostname, is_language, is_money, is_slug, is_timezone, money_units};
 pub use jobs::{SALARY_FIELDS, SALARY_REQUIRED};
 
-/// The `schema` value of each collection's format version 1 (R2.1.3).
-pub const SCHEMAS: [(&str, RecordType); 5] = [
+/// The `schema` value of each collection's format version 1 (R2.1.3), and
+/// of ads (`service/ads/1`, R2.8.9).
+pub const SCHEMAS: [(&str, RecordType); 6] = [
     ("service/products/1", RecordType::Products),
     ("service/business_files/1", RecordType::BusinessFiles),
     ("service/events/1", RecordType::Events),
     ("service/jobs/1", RecordType::Jobs),
     ("service/updates/1", RecordType::Updates),
+    ("service/ads/1", RecordType::Ads),
 ];
 
 /// Schemas known to svc but validated elsewhere: naming one where a
@@ -75,12 +79,13 @@ pub const OTHER_SCHEMAS: [(&str, RecordType); 2] =
 
 /// The member carrying the business's own id of a record of each collection;
 /// the record id is derived from it (R2.1.4).
-pub const OWN_ID_FIELDS: [(RecordType, &str); 5] = [
+pub const OWN_ID_FIELDS: [(RecordType, &str); 6] = [
     (RecordType::Products, "business_product_id"),
     (RecordType::BusinessFiles, "business_file_id"),
     (RecordType::Events, "event_id"),
     (RecordType::Jobs, "job_id"),
     (RecordType::Updates, "update_id"),
+    (RecordType::Ads, "ad_id"),
 ];
 
 /// `countries`: 1 to this many unique assigned ISO 3166-1 alpha-2 codes.
@@ -412,7 +417,8 @@ fn definition(kind: RecordType) -> Option<Definition> {
         RecordType::Events => (events::FIELDS, events::cross),
         RecordType::Jobs => (jobs::FIELDS, jobs::cross),
         RecordType::Updates => (updates::FIELDS, updates::cross),
-        RecordType::AiPolicy | RecordType::Ads => return None,
+        RecordType::Ads => (ads::FIELDS, ads::cross),
+        RecordType::AiPolicy => return None,
     };
     Some(Definition { fields, cross, own_id })
 }

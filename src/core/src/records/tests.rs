@@ -639,3 +639,27 @@ proptest! {
         }
     }
 }
+
+// rule: R2.8.4, R2.8.9, R4.3.8
+#[test]
+fn an_ad_is_a_sealed_record_of_its_own_schema() {
+    let ad = fixture(RecordType::Ads);
+    let valid = run(&ad, RecordType::Ads).unwrap();
+    assert!(valid.record_id("b").starts_with("ad_"));
+    assert_eq!(valid.own_id(), "winter-lamps");
+    assert_eq!(schema_type("service/ads/1"), Some(RecordType::Ads));
+    // An ad is not a product, and a product is not an ad.
+    assert!(run(&ad, RecordType::Products).is_err());
+    assert!(run(&product(), RecordType::Ads).is_err());
+    let bad = with(
+        with(ad.clone(), "/destination_url", json!("http://shop.example.com/")),
+        "/cta_text",
+        json!("x".repeat(31)),
+    );
+    let bad = with(bad, "/description", json!("a\nb"));
+    let codes = reasons(run(&bad, RecordType::Ads));
+    assert_eq!(codes.len(), 3, "{codes:?}");
+    assert!(codes.iter().any(|(_, p)| p == "/destination_url") && codes.iter().any(|(_, p)| p == "/cta_text"));
+    assert!(run(&without(ad.clone(), "headline"), RecordType::Ads).is_err());
+    assert!(run(&without(ad, "image_square_url"), RecordType::Ads).is_ok(), "images are optional");
+}
