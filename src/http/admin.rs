@@ -39,6 +39,9 @@ pub fn routes() -> Router<Region> {
         .route("/admin/companies/{uuid}/directory", post(set_directory_listing))
         .route("/admin/companies/{uuid}/terms-acceptance", post(accept_terms))
         .route("/admin/companies/{uuid}/owner-invitation", post(invite_owner))
+        .route("/admin/businesses/{uuid}/campaigns", post(create_campaign))
+        .route("/admin/campaigns/{campaign_id}/funds", post(fund_campaign))
+        .route("/admin/campaigns/{campaign_id}/state", post(set_campaign_state))
         .route("/admin/groups/{group_id}/retrieval-keys", post(register_retrieval_key))
         .route("/admin/retrieval-keys/{key_id}/revoke", post(revoke_retrieval_key))
         .route("/admin/blocks", post(set_block))
@@ -207,6 +210,33 @@ async fn create_group(
     JsonBody(req): JsonBody<NewGroup>,
 ) -> Response {
     done(operator::create_group(&state, uuid, req).await)
+}
+
+async fn create_campaign(
+    State(state): State<Region>,
+    _: Operator,
+    Path(uuid): Path<String>,
+    JsonBody(req): JsonBody<NewCampaign>,
+) -> Response {
+    done(operator::create_campaign(&state, uuid, req).await)
+}
+
+async fn fund_campaign(
+    State(state): State<Region>,
+    _: Operator,
+    Path(campaign_id): Path<String>,
+    JsonBody(req): JsonBody<CampaignFunds>,
+) -> Response {
+    done(operator::fund_campaign(&state, campaign_id, req).await)
+}
+
+async fn set_campaign_state(
+    State(state): State<Region>,
+    _: Operator,
+    Path(campaign_id): Path<String>,
+    JsonBody(req): JsonBody<CampaignStateChange>,
+) -> Response {
+    done(operator::set_campaign_state(&state, campaign_id, req).await)
 }
 
 async fn register_retrieval_key(

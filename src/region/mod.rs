@@ -4,6 +4,7 @@
 
 mod positions;
 mod serve_times;
+pub mod sponsorships;
 mod start;
 pub mod supervisor;
 
@@ -61,6 +62,8 @@ pub struct Region {
     pub limits: Arc<crate::limits::Limits>,
     /// Each business's serve-time members, between answers.
     pub serve_times: Arc<ServeTimes>,
+    /// The records campaigns place as paid rows.
+    pub sponsorships: Arc<sponsorships::Sponsorships>,
     /// Home: how far each read region serves.
     pub region_positions: Arc<RegionPositions>,
     pub billing: Mailbox<crate::actors::billing::BillingMsg>,

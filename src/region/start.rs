@@ -252,6 +252,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         index_shards,
         limits,
         serve_times: Arc::default(),
+        sponsorships: Arc::default(),
         region_positions: Arc::default(),
         jwk_keys: Arc::default(),
         signed_statements: Arc::default(),

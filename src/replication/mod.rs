@@ -18,6 +18,7 @@ use crate::store::{Batch, ReadyBatch, Store, StoreError, StoreResult, be, cf, cf
 /// Column families whose writes replicate to read regions. The rest (pushes,
 /// attempts, idempotency, usage, allowances, receipts, nonces, uploads) is the home region's own.
 pub const REPLICATED: &[&str] = &[
+    cf::CAMPAIGNS,
     cf::BUSINESSES,
     cf::CERTIFICATES,
     cf::INTEGRATION_KEYS,

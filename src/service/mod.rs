@@ -11,6 +11,7 @@
 //! - `internal`: what home does for its read regions.
 //! - `ops`: health, readiness, metrics, and a read region's hand-off of writes.
 
+pub mod ads;
 pub mod auth;
 pub mod business_keys;
 pub mod company_keys;

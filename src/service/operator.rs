@@ -835,3 +835,60 @@ pub async fn rotate_service_key(state: &Region, req: ServiceKeyRotation) -> Resu
         "previous_valid_until": now.plus(svc_core::keyset::KEY_OVERLAP_MS).to_rfc3339_secs(),
     })))
 }
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewCampaign {
+    terms: svc_core::ads::campaign::CampaignTerms,
+    #[serde(default)]
+    items: Vec<String>,
+}
+
+/// A campaign as the operator and the business read it: its terms with
+/// money as decimal dollars, and no gross price (there is none).
+pub fn campaign_json(c: &Campaign) -> Value {
+    let t = &c.terms;
+    json!({
+        "campaign_id": c.campaign_id, "business_uuid": c.business_uuid, "name": t.name,
+        "placement": t.placement, "budget": t.budget.to_decimal(),
+        "net_price": {"amount": t.net_price.to_decimal(), "currency": "USD", "basis": t.basis},
+        "keywords": t.keywords, "countries": t.countries, "subdivisions": t.subdivisions, "formats": t.formats,
+        "repeats": t.repeats, "items": c.items, "state": c.state.name(), "funded": c.funded.to_decimal(),
+        "created_at": c.created_at.to_rfc3339_secs(), "updated_at": c.updated_at.to_rfc3339_secs(),
+    })
+}
+
+/// A business's campaign, made for it (the portal's form, scripted).
+pub async fn create_campaign(state: &Region, uuid: String, req: NewCampaign) -> Result<Done> {
+    let campaign = crate::service::ads::campaigns::create(state, &uuid, &req.terms, &req.items).await?;
+    Ok(Done::Created(campaign_json(&campaign)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignFunds {
+    /// Dollars, a decimal string.
+    amount: String,
+}
+
+pub async fn fund_campaign(state: &Region, campaign_id: String, req: CampaignFunds) -> Result<Done> {
+    let campaign = crate::service::ads::campaigns::fund(state, &campaign_id, &req.amount).await?;
+    Ok(Done::Ok(campaign_json(&campaign)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignStateChange {
+    state: String,
+}
+
+pub async fn set_campaign_state(state: &Region, campaign_id: String, req: CampaignStateChange) -> Result<Done> {
+    let to = CampaignState::from_name(&req.state).ok_or_else(|| invalid("state is active, paused or ended"))?;
+    let business = state
+        .store
+        .get::<Campaign>(cf::CAMPAIGNS, campaign_id.as_bytes())?
+        .ok_or_else(|| Error::detail(Code::NotFound, "no such campaign"))?
+        .business_uuid;
+    let campaign = crate::service::ads::campaigns::set_state(state, &business, &campaign_id, to).await?;
+    Ok(Done::Ok(campaign_json(&campaign)))
+}

@@ -145,6 +145,8 @@ pub mod cf {
     /// Home: the records each business withdrew and has not deleted or
     /// published again, keyed as `catalogue` is (the portal lists them).
     pub const WITHDRAWN: &str = "withdrawn";
+    /// Campaigns by id (`Campaign`, replicated).
+    pub const CAMPAIGNS: &str = "campaigns";
 
     pub const ALL: &[&str] = &[
         META,
@@ -209,6 +211,7 @@ pub mod cf {
         HOSTED_KEYS,
         NOTICES_SEEN,
         WITHDRAWN,
+        CAMPAIGNS,
     ];
 }
 

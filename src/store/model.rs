@@ -204,6 +204,15 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// Whether a campaign places its items now.
+    CampaignState {
+        Active = "active",
+        Paused = "paused",
+        Ended = "ended",
+    }
+}
+
 /// Production or sandbox. Keys, tokens and data of one never serve the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -875,6 +884,42 @@ pub struct Ceremony {
     #[serde(with = "serde_bytes")]
     pub state: Vec<u8>,
     pub expires_at: UnixMs,
+}
+
+/// A business's campaign (the spec shows none): its checked terms, the
+/// records it places (ads, sponsored products, promoted events, jobs and
+/// updates), whether it runs, and the money the operator put in. Replicated,
+/// so every region knows what it may place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Campaign {
+    /// `cmp_` and 24 hex digits.
+    pub campaign_id: String,
+    pub business_uuid: String,
+    pub terms: svc_core::ads::campaign::Terms,
+    pub items: Vec<String>,
+    #[serde(with = "by_name")]
+    pub state: CampaignState,
+    /// What the operator funded, in micro-dollars; the campaign spends at
+    /// most the lesser of this and its budget.
+    pub funded: svc_core::ads::Micros,
+    pub created_at: UnixMs,
+    pub updated_at: UnixMs,
+}
+
+impl Campaign {
+    /// What it may spend at most: the lesser of its budget and its funds.
+    pub fn spendable(&self) -> svc_core::ads::Micros {
+        self.terms.budget.min(self.funded)
+    }
+
+    /// Whether it places `record_id` in a search of `country` now: active,
+    /// funded, running there, and listing the record.
+    pub fn places(&self, record_id: &str, country: &str) -> bool {
+        self.state == CampaignState::Active
+            && self.spendable().0 > 0
+            && self.terms.runs_in(country, None)
+            && self.items.iter().any(|i| i == record_id)
+    }
 }
 
 /// The sealing key the service holds for a business that chose hosted

@@ -5,6 +5,7 @@ mod browser;
 mod common;
 mod process;
 
+mod ads;
 mod analytics;
 mod bulk;
 mod business_api;

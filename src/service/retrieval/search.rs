@@ -14,6 +14,7 @@ use super::{Answer, Caller, Served, admit, deliver};
 use crate::clock::random;
 use crate::region::Region;
 use crate::region::ServeTimes;
+use crate::region::sponsorships::sponsored;
 use crate::service::raw_json::RawObject;
 use crate::service::{Error, Result};
 use crate::store::model::UsageKind;
@@ -31,6 +32,7 @@ pub async fn search(state: &Region, caller: &Caller, typed: Option<RecordType>) 
     let hits = state.index.search(&query, &caller.key.group_id, deadline).map_err(Error::internal)?;
 
     let seq = ServeTimes::seq(&state.store)?;
+    let placed = state.sponsorships.at(state, seq)?;
     let mut serve_times: HashMap<String, ServeTime> = HashMap::new();
     let mut rows: Vec<Vec<u8>> = Vec::with_capacity(hits.rows.len());
     let mut entries = Vec::with_capacity(hits.rows.len());
@@ -45,6 +47,8 @@ pub async fn search(state: &Region, caller: &Caller, typed: Option<RecordType>) 
                 at
             }
         };
+        // A paid row is marked outside its signature, where it stands.
+        let at = ServeTime { sponsored: sponsored(&placed, &ids.record_id, &query.country), ..at };
         entries.push(serve::receipt_row_of(&ids, &at));
         rows.push(
             serve::serve_row_text(&hit.row, &at).ok_or_else(|| Error::internal("an indexed row is not an object"))?,
