@@ -6,6 +6,7 @@
 //! session goes to sign-in.
 
 mod access;
+mod campaigns;
 mod chart;
 mod company;
 mod export;
@@ -60,6 +61,8 @@ pub fn routes() -> Router<Region> {
         .route("/portal/seal/{ceremony_id}", post(records::seal))
         .route("/portal/confirm/{ceremony_id}", post(records::confirm))
         .route("/portal/signing", get(signing::page).post(signing::review))
+        .route("/portal/campaigns", get(campaigns::list).post(campaigns::review))
+        .route("/portal/campaigns/{campaign_id}/state", post(campaigns::set_state))
         .route("/portal/export", get(export::download))
         .route("/portal/analytics", get(records::analytics))
         .route("/portal/pushes", get(pushes::list))

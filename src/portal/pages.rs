@@ -424,3 +424,27 @@ pub struct Receipts {
     /// The query of the download, when a group is chosen.
     pub download: Option<String>,
 }
+
+pub struct CampaignRow {
+    pub campaign_id: String,
+    pub name: String,
+    pub placement: &'static str,
+    pub budget: String,
+    pub funded: String,
+    pub net_price: String,
+    pub keywords: String,
+    pub countries: String,
+    pub items: usize,
+    pub state: &'static str,
+}
+
+#[derive(Template)]
+#[template(path = "portal/campaigns.html")]
+pub struct Campaigns {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub campaigns: Vec<CampaignRow>,
+    /// Live records a campaign may place: `(record_id, type and own id)`.
+    pub placeable: Vec<(String, String)>,
+    pub sealer: bool,
+}

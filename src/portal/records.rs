@@ -169,6 +169,7 @@ fn explanation(verb: &str) -> &'static str {
         "delete" => ": the record leaves serving in every region, and its bytes are purged (its fingerprints stay)",
         HOSTED_ON => ": the service makes a key for your business and signs each save a person confirms",
         HOSTED_OFF => ": the service's key for your business is revoked and its secret destroyed",
+        "start" => ": the campaign places its records once the operator funds it, within its budget",
         _ => "",
     }
 }
@@ -306,6 +307,7 @@ fn next_page(finished: Finished) -> Result<String> {
         Finished::Mandate(_) => "/portal/keys".into(),
         Finished::Released(_) => "/portal/pushes".into(),
         Finished::Custody(_) => "/portal/signing".into(),
+        Finished::Campaign(_) => "/portal/campaigns".into(),
         Finished::Ended(ended) => format!("/portal/records/{}", ended["record_id"].as_str().unwrap_or_default()),
     })
 }

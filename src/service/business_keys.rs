@@ -303,3 +303,46 @@ pub async fn revoke_mandate(
     apply(state, change).await?;
     Ok(now)
 }
+
+/// The payload of a document of type `name` (`custody-request.v1`,
+/// `campaign.v1`, …) that a live passkey of `business_uuid`, held in one of
+/// `roles`, signed through WebAuthn for this deployment; made at most five
+/// minutes from now (`made_at` reads that instant from the payload). Every
+/// refusal is `seal_invalid`, saying what is wrong.
+pub fn passkey_document(
+    state: &Region,
+    business_uuid: &str,
+    envelope: &Envelope,
+    name: &str,
+    roles: &[PasskeyRole],
+    made_at: impl Fn(&[u8]) -> Option<UnixMs>,
+) -> Result<Vec<u8>> {
+    let now = state.clock.now();
+    let refused = |why: &str| Error::detail(Code::SealInvalid, format!("{name} refused: {why}"));
+    let signature = envelope.signatures.first().ok_or_else(|| refused("it is not signed"))?;
+    let signer = state
+        .registry
+        .passkey(&signature.keyid)?
+        .filter(|k| k.business_uuid == business_uuid && k.live_at(now) && k.kind == KeyKind::Passkey)
+        .filter(|k| k.role.is_some_and(|r| roles.contains(&r)))
+        .ok_or_else(|| refused("it is not signed by a live passkey of this business in a role that may"))?;
+    let public = crate::service::auth::key_from_jwk(&signer.jwk).ok_or_else(|| Error::internal("stored passkey"))?;
+    if envelope.payload_type != svc_core::dsse::payload_type(name) {
+        return Err(refused(&format!("it is not a {name}")));
+    }
+    let payload = envelope.payload_bytes().map_err(|r| refused(r.as_str()))?;
+    svc_core::publish::webauthn::verify_assertion(
+        signature,
+        &envelope.payload_type,
+        &payload,
+        &public,
+        &state.config.passkey_rp_id,
+        &state.config.passkey_origin,
+    )
+    .map_err(|r| refused(r.as_str()))?;
+    let at = made_at(&payload).ok_or_else(|| refused("its payload is malformed"))?;
+    if at.0.abs_diff(now.0) > svc_core::portal::CEREMONY_MS.unsigned_abs() {
+        return Err(refused("it was made more than five minutes ago"));
+    }
+    Ok(payload)
+}

@@ -860,7 +860,7 @@ pub fn campaign_json(c: &Campaign) -> Value {
 
 /// A business's campaign, made for it (the portal's form, scripted).
 pub async fn create_campaign(state: &Region, uuid: String, req: NewCampaign) -> Result<Done> {
-    let campaign = crate::service::ads::campaigns::create(state, &uuid, &req.terms, &req.items).await?;
+    let campaign = crate::service::ads::campaigns::create(state, &uuid, &req.terms, &req.items, Vec::new()).await?;
     Ok(Done::Created(campaign_json(&campaign)))
 }
 

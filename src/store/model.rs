@@ -904,6 +904,10 @@ pub struct Campaign {
     pub funded: svc_core::ads::Micros,
     pub created_at: UnixMs,
     pub updated_at: UnixMs,
+    /// The `campaign.v1` envelope a person's passkey signed in the portal
+    /// (empty when the operator made the campaign).
+    #[serde(with = "serde_bytes")]
+    pub sealed: Vec<u8>,
 }
 
 impl Campaign {

@@ -239,6 +239,78 @@ async fn hosted_flows(
     assert!(!browser.source().await.contains("confirm-button"), "the service no longer signs");
 }
 
+/// An owner starts a sponsorship campaign with their passkey; once the
+/// operator funds it, the read region marks its product `sponsored` in a
+/// search; paused in the portal, the mark goes.
+async fn campaign_flows(
+    browser: &Browser,
+    site: &str,
+    eu: &process::Process,
+    admin: &Admin,
+    ai_key: &svc_core::keys::SigningKey,
+) {
+    browser.open(&format!("{site}/portal/campaigns")).await;
+    browser.wait_for("the campaigns page", |_, page| page.contains("Start a campaign")).await;
+    let item = browser.script("return document.querySelector('input[name=item]').value", json!([])).await;
+    let item = item.as_str().unwrap().to_owned();
+    browser
+        .script(
+            "const form = document.querySelector('form.campaign');
+             form.querySelector('[name=name]').value = 'Winter lamps';
+             form.querySelector('[name=budget]').value = '50';
+             form.querySelector('[name=net_price]').value = '4.00';
+             form.querySelector('[name=keywords]').value = 'lamp, lighting';
+             form.querySelector('[name=countries]').value = 'FR';
+             form.querySelector('input[name=item]').checked = true;",
+            json!([]),
+        )
+        .await;
+    browser.shot("22-campaign-form").await;
+    browser.click("form.campaign button[type=submit]").await;
+    seal_to(browser, "start", "23-campaign", "/portal/campaigns").await;
+    browser.wait_for("the campaign", |_, page| page.contains("Winter lamps") && page.contains("<td>active</td>")).await;
+    let campaign = browser.script("return document.querySelector('#campaigns code').textContent", json!([])).await;
+    let funded = admin
+        .call("POST", &format!("/admin/campaigns/{}/funds", campaign.as_str().unwrap()), Some(json!({"amount": "20"})))
+        .await
+        .unwrap();
+    assert_eq!(funded["funded"], "20.00");
+    assert!(funded["items"].as_array().unwrap().contains(&json!(item)));
+    let client = RetrievalClient::new(&eu.public_url, AUTHORITY, ai_key.clone(), None).unwrap();
+    let body = json!({"collection": "products", "filter": {"all": [{"country": "FR"}]}, "sort_by": "price_amount:asc"});
+    let marked = |rows: &Value| -> Vec<String> {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["sponsored"] == true)
+            .map(|r| r["record_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut seen = Vec::new();
+    for _ in 0..400 {
+        let answer = client.call("POST", "/v1/search", serde_json::to_vec(&body).unwrap()).await.unwrap();
+        seen = marked(&answer.json()["rows"]);
+        if !seen.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(seen, [item], "the funded campaign's product, marked at the read region");
+    browser.open(&format!("{site}/portal/campaigns")).await;
+    browser.click("form.campaign-state button[value=paused]").await;
+    browser.wait_for("the pause", |_, page| page.contains("<td>paused</td>")).await;
+    browser.shot("24-campaign-paused").await;
+    for _ in 0..400 {
+        let answer = client.call("POST", "/v1/search", serde_json::to_vec(&body).unwrap()).await.unwrap();
+        seen = marked(&answer.json()["rows"]);
+        if seen.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(seen.is_empty(), "a paused campaign places nothing");
+}
+
 /// Sets each form field by name, then submits the editor.
 async fn submit_editor(browser: &Browser, fields: &[(&str, &str)]) {
     let values: serde_json::Map<String, Value> = fields.iter().map(|(k, v)| ((*k).into(), json!(v))).collect();
@@ -608,4 +680,5 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     assert!(!browser.source().await.contains(job_id), "a deleted record is not listed");
 
     hosted_flows(&browser, &site, &home, &eu, &admin, &ai_key, created["business_uuid"].as_str().unwrap()).await;
+    campaign_flows(&browser, &site, &eu, &admin, &ai_key).await;
 }

@@ -35,7 +35,7 @@ fn placeable(placement: Placement) -> &'static [RecordType] {
 
 /// Checks that each item is a live record of the business of a type the
 /// placement lists.
-fn check_items(state: &Region, business_uuid: &str, placement: Placement, items: &[String]) -> Result<Vec<String>> {
+pub fn check_items(state: &Region, business_uuid: &str, placement: Placement, items: &[String]) -> Result<Vec<String>> {
     let mut out: Vec<String> = Vec::with_capacity(items.len());
     for id in items {
         let head = state.registry.record_head(id)?.filter(|h| h.business_uuid == business_uuid);
@@ -72,14 +72,26 @@ pub fn all(state: &Region) -> Result<Vec<Campaign>> {
     Ok(rows.into_iter().map(|(_, c)| c).collect())
 }
 
-/// Creates a campaign of `business_uuid`, active and unfunded: it places
-/// nothing until the operator funds it.
-pub async fn create(state: &Region, business_uuid: &str, terms: &CampaignTerms, items: &[String]) -> Result<Campaign> {
-    state.registry.business(business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
-    let checked = check(terms).map_err(|errors| {
+/// The terms checked, every reason in one refusal.
+pub fn checked(terms: &CampaignTerms) -> Result<svc_core::ads::campaign::Terms> {
+    check(terms).map_err(|errors| {
         let reasons: Vec<String> = errors.iter().map(|(member, why)| format!("{member}: {why}")).collect();
         invalid(reasons.join("; "))
-    })?;
+    })
+}
+
+/// Creates a campaign of `business_uuid`, active and unfunded: it places
+/// nothing until the operator funds it. `sealed` is the `campaign.v1` a
+/// person's passkey signed, if one did.
+pub async fn create(
+    state: &Region,
+    business_uuid: &str,
+    terms: &CampaignTerms,
+    items: &[String],
+    sealed: Vec<u8>,
+) -> Result<Campaign> {
+    state.registry.business(business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let checked = checked(terms)?;
     if of_business(state, business_uuid)?.len() >= MAX_CAMPAIGNS {
         return Err(invalid(format!("a business holds at most {MAX_CAMPAIGNS} campaigns")));
     }
@@ -94,6 +106,7 @@ pub async fn create(state: &Region, business_uuid: &str, terms: &CampaignTerms, 
         funded: Micros(0),
         created_at: now,
         updated_at: now,
+        sealed,
     };
     let mut change = Change::new();
     change.require_absent(cf::CAMPAIGNS, campaign.campaign_id.as_bytes());

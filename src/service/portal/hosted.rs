@@ -15,7 +15,7 @@ use svc_core::problem::Code;
 use super::{Signed, apply};
 use crate::region::Region;
 use crate::replication::Change;
-use crate::service::business_keys::{add_key, revoke_key, sealing_key};
+use crate::service::business_keys::{add_key, passkey_document, revoke_key, sealing_key};
 use crate::service::error::invalid;
 use crate::service::{Error, Result};
 use crate::store::cf;
@@ -48,34 +48,12 @@ pub fn request(state: &Region, signed: &Signed, custody: Custody) -> Result<(Vec
 /// its secret deleted. Answers whether hosted signing is now on.
 pub async fn switch(state: &Region, business_uuid: &str, envelope: &Envelope) -> Result<bool> {
     let now = state.clock.now();
-    let refused = |why: &str| Error::detail(Code::SealInvalid, format!("custody request refused: {why}"));
-    let signature = envelope.signatures.first().ok_or_else(|| refused("it is not signed"))?;
-    let owner = state
-        .registry
-        .passkey(&signature.keyid)?
-        .filter(|k| k.business_uuid == business_uuid && k.live_at(now))
-        .filter(|k| k.kind == KeyKind::Passkey && k.role == Some(PasskeyRole::Owner))
-        .ok_or_else(|| refused("it is not signed by a live owner's passkey of this business"))?;
-    let public = crate::service::auth::key_from_jwk(&owner.jwk).ok_or_else(|| Error::internal("stored passkey"))?;
-    if envelope.payload_type != dsse::payload_type(CUSTODY_REQUEST_V1) {
-        return Err(refused("it is not a custody-request.v1"));
-    }
-    let payload = envelope.payload_bytes().map_err(|r| refused(r.as_str()))?;
-    svc_core::publish::webauthn::verify_assertion(
-        signature,
-        &envelope.payload_type,
-        &payload,
-        &public,
-        &state.config.passkey_rp_id,
-        &state.config.passkey_origin,
-    )
-    .map_err(|r| refused(r.as_str()))?;
-    let (request, at) = CustodyRequest::parse(&payload).ok_or_else(|| refused("its payload is malformed"))?;
+    let payload = passkey_document(state, business_uuid, envelope, CUSTODY_REQUEST_V1, SWITCHERS, |bytes| {
+        CustodyRequest::parse(bytes).map(|(_, at)| at)
+    })?;
+    let (request, _) = CustodyRequest::parse(&payload).ok_or_else(|| Error::internal("custody request"))?;
     if request.business_uuid != business_uuid {
-        return Err(refused("it names another business"));
-    }
-    if at.0.abs_diff(now.0) > svc_core::portal::CEREMONY_MS.unsigned_abs() {
-        return Err(refused("it was made more than five minutes ago"));
+        return Err(Error::detail(Code::SealInvalid, "custody-request.v1 refused: it names another business"));
     }
     let current = held(state, business_uuid)?;
     let mut change = Change::new();

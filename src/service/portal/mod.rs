@@ -7,6 +7,7 @@
 //! sessions are home-only column families; a person's passkey is also a
 //! business key (replicated, listed without a name).
 
+pub mod campaigns;
 pub mod company;
 pub mod export;
 pub mod hosted;

@@ -67,11 +67,24 @@ pub enum Finished {
     Released(Box<PushRecord>),
     /// Hosted signing switched: whether it is now on.
     Custody(bool),
+    /// A campaign started.
+    Campaign(Box<Campaign>),
 }
 
 const MANDATE: &str = "mandate";
 const RELEASE: &str = "release";
 const CUSTODY: &str = "custody";
+const CAMPAIGN: &str = "campaign";
+
+/// Prepares starting a campaign (`campaign.v1`), which the passkey signs itself.
+pub async fn prepare_campaign(
+    state: &Region,
+    signed: &Signed,
+    payload: Vec<u8>,
+    payload_type: String,
+) -> Result<Prepared> {
+    prepare_signed(state, signed, payload, payload_type, CAMPAIGN).await
+}
 
 /// Prepares switching custody (`custody-request.v1`), which an owner's
 /// passkey signs itself.
@@ -274,6 +287,10 @@ pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: 
     match pending.purpose.as_str() {
         MANDATE => Ok(Finished::Mandate(crate::service::business_keys::register_mandate(state, &envelope).await?)),
         CUSTODY => Ok(Finished::Custody(super::hosted::switch(state, &pending.business_uuid, &envelope).await?)),
+        CAMPAIGN => {
+            let started = super::campaigns::start(state, &pending.business_uuid, &envelope).await?;
+            Ok(Finished::Campaign(Box::new(started)))
+        }
         _ => publish(state, pending, &envelope).await,
     }
 }
@@ -284,7 +301,7 @@ pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: 
 /// Mandates, releases and custody switches always need a passkey.
 pub async fn confirm_hosted(state: &Region, signed: &Signed, ceremony_id: &str) -> Result<Finished> {
     let pending = take_pending(state, signed, ceremony_id).await?;
-    if [MANDATE, CUSTODY].contains(&pending.purpose.as_str()) || pending.purpose.starts_with(RELEASE) {
+    if [MANDATE, CUSTODY, CAMPAIGN].contains(&pending.purpose.as_str()) || pending.purpose.starts_with(RELEASE) {
         return Err(Error::detail(Code::Forbidden, "this is signed by your passkey, never by the service"));
     }
     let envelope = super::hosted::sign(state, &pending.business_uuid, &pending.payload_type, &pending.payload)?;

@@ -174,6 +174,35 @@ impl Terms {
     }
 }
 
+/// What a person's passkey signs to start a campaign in the portal: the
+/// terms as entered, the records it places, and when.
+pub const CAMPAIGN_V1: &str = "campaign.v1";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignDocument {
+    pub v: u64,
+    pub business_uuid: String,
+    pub terms: CampaignTerms,
+    pub items: Vec<String>,
+    pub requested_at: String,
+}
+
+impl CampaignDocument {
+    /// The canonical bytes the passkey signs.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        // Strings, small integers, booleans and enums: always canonical.
+        crate::canonical::to_signed_bytes(self).unwrap_or_default()
+    }
+
+    /// Reads a signed document: version 1, with a valid instant.
+    pub fn parse(bytes: &[u8]) -> Option<(CampaignDocument, crate::time::UnixMs)> {
+        let document: CampaignDocument = serde_json::from_slice(bytes).ok()?;
+        let at = crate::time::UnixMs::parse_rfc3339(&document.requested_at)?;
+        (document.v == 1).then_some((document, at))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
