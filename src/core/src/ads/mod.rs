@@ -6,6 +6,7 @@
 
 pub mod campaign;
 pub mod confirm;
+pub mod ledger;
 pub mod pool;
 pub mod tokens;
 
@@ -131,7 +132,7 @@ pub fn label(kind: RecordType) -> Option<&'static str> {
 
 /// US dollars in millionths: what prices and budgets are counted in, so
 /// no sum is ever rounded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Micros(pub u64);
 
 impl Micros {

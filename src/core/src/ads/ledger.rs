@@ -1,0 +1,224 @@
+//! A campaign's money across regions (R4.1.19, issue 28): home keeps one
+//! ledger per campaign and leases slices of what is left to the regions,
+//! as allowance leases do; a region spends only from a lease it holds, and
+//! reports what it used. A lease a region never settles is counted as used
+//! in full when it expires, so a region lost with unreported spending can
+//! never let the campaign pass its budget. Pure: time is passed in.
+
+use serde::{Deserialize, Serialize};
+
+use super::Micros;
+use crate::time::UnixMs;
+
+/// A slice of a campaign's money a region holds until `expires_at`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    pub lease_id: u64,
+    pub region: String,
+    pub amount: Micros,
+    /// What the region reported it used, so far.
+    pub used: Micros,
+    pub expires_at: UnixMs,
+}
+
+/// Home's account of one campaign.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Ledger {
+    /// What the campaign may spend: the lesser of its budget and funds.
+    pub spendable: Micros,
+    /// Used and settled (or expired) money.
+    pub spent: Micros,
+    pub leases: Vec<Lease>,
+    /// The next lease's id.
+    pub next_lease: u64,
+}
+
+/// Why a report is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LedgerError {
+    /// No such lease (settled, expired, or never granted).
+    UnknownLease,
+    /// The region reported less than it had reported before, or more than
+    /// the lease holds.
+    BadReport,
+}
+
+impl Ledger {
+    pub fn new(spendable: Micros) -> Ledger {
+        Ledger { spendable, ..Ledger::default() }
+    }
+
+    /// Money neither spent nor leased (a live lease holds all of its
+    /// amount, used or not, until it is settled or expires).
+    pub fn available(&self) -> Micros {
+        let leased: u64 = self.leases.iter().map(|l| l.amount.0).sum();
+        self.spendable.saturating_sub(self.spent).saturating_sub(Micros(leased))
+    }
+
+    /// Leases up to `want` of what is left to `region` until `expires_at`;
+    /// nothing when nothing is left.
+    pub fn grant(&mut self, region: &str, want: Micros, expires_at: UnixMs) -> Option<Lease> {
+        let amount = want.min(self.available());
+        if amount.0 == 0 {
+            return None;
+        }
+        let lease = Lease { lease_id: self.next_lease, region: region.to_owned(), amount, used: Micros(0), expires_at };
+        self.next_lease += 1;
+        self.leases.push(lease.clone());
+        Some(lease)
+    }
+
+    /// The region's running total of what it used of a lease.
+    pub fn report(&mut self, lease_id: u64, used: Micros) -> Result<(), LedgerError> {
+        let lease = self.leases.iter_mut().find(|l| l.lease_id == lease_id).ok_or(LedgerError::UnknownLease)?;
+        if used < lease.used || used > lease.amount {
+            return Err(LedgerError::BadReport);
+        }
+        lease.used = used;
+        Ok(())
+    }
+
+    /// The region hands a lease back with its final use: that much is
+    /// spent, the rest is free again.
+    pub fn settle(&mut self, lease_id: u64, used: Micros) -> Result<(), LedgerError> {
+        self.report(lease_id, used)?;
+        if let Some(at) = self.leases.iter().position(|l| l.lease_id == lease_id) {
+            let lease = self.leases.remove(at);
+            self.spent = Micros(self.spent.0.saturating_add(lease.used.0));
+        }
+        Ok(())
+    }
+
+    /// Ends the leases past their time that no region settled, counting
+    /// each as used in full: what a lost region spent is never unaccounted.
+    pub fn expire(&mut self, now: UnixMs) {
+        let (ended, live): (Vec<Lease>, Vec<Lease>) = self.leases.drain(..).partition(|l| l.expires_at <= now);
+        self.leases = live;
+        for lease in ended {
+            self.spent = Micros(self.spent.0.saturating_add(lease.amount.0));
+        }
+    }
+}
+
+/// A region's side of a lease: what it may still spend from it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Held {
+    pub lease_id: u64,
+    pub amount: Micros,
+    pub used: Micros,
+    pub expires_at: UnixMs,
+}
+
+/// A region stops spending from a lease this long before it expires, so its
+/// final report reaches home first.
+pub const SETTLE_MARGIN_MS: i64 = 5_000;
+
+impl Held {
+    pub fn of(lease: &Lease) -> Held {
+        Held { lease_id: lease.lease_id, amount: lease.amount, used: lease.used, expires_at: lease.expires_at }
+    }
+
+    /// Spends `cost` if the lease still holds it and has time left.
+    pub fn spend(&mut self, cost: Micros, now: UnixMs) -> bool {
+        let fits = self.used.0.checked_add(cost.0).is_some_and(|total| total <= self.amount.0);
+        if fits && now.0 < self.expires_at.0 - SETTLE_MARGIN_MS {
+            self.used = Micros(self.used.0 + cost.0);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+
+    const T: UnixMs = UnixMs(1_795_341_600_000);
+
+    // rule: R4.1.19
+    #[test]
+    fn leases_come_from_what_is_left_and_settle_back() {
+        let mut ledger = Ledger::new(Micros(100));
+        let a = ledger.grant("eu", Micros(60), T.plus(60_000)).unwrap();
+        let b = ledger.grant("ap", Micros(60), T.plus(60_000)).unwrap();
+        assert_eq!((a.amount, b.amount), (Micros(60), Micros(40)), "the second gets what is left");
+        assert!(ledger.grant("home", Micros(1), T.plus(60_000)).is_none());
+        assert_eq!(ledger.report(a.lease_id, Micros(10)), Ok(()));
+        assert_eq!(ledger.report(a.lease_id, Micros(5)), Err(LedgerError::BadReport), "running totals only grow");
+        assert_eq!(ledger.report(a.lease_id, Micros(61)), Err(LedgerError::BadReport));
+        ledger.settle(a.lease_id, Micros(20)).unwrap();
+        assert_eq!((ledger.spent, ledger.available()), (Micros(20), Micros(40)));
+        assert_eq!(ledger.settle(a.lease_id, Micros(20)), Err(LedgerError::UnknownLease));
+        // A lease never settled counts in full once it expires.
+        ledger.expire(T.plus(60_000));
+        assert_eq!((ledger.spent, ledger.available()), (Micros(60), Micros(40)));
+        let mut held = Held::of(&ledger.grant("eu", Micros(10), T.plus(60_000)).unwrap());
+        assert!(held.spend(Micros(10), T));
+        assert!(!held.spend(Micros(1), T), "beyond the lease");
+        let mut late = Held::of(&ledger.grant("ap", Micros(10), T.plus(60_000)).unwrap());
+        assert!(!late.spend(Micros(1), T.plus(60_000 - SETTLE_MARGIN_MS)), "too near its end");
+    }
+
+    /// Regions grant, spend, report, settle, crash and lose what they had
+    /// not reported, while funds grow, in a random order: what the regions
+    /// spent never passes what the campaign may spend, and home never counts
+    /// less than was spent.
+    // rule: R4.1.19
+    #[test]
+    fn no_interleaving_of_regions_overspends_or_undercounts() {
+        for seed in 0..300 {
+            let mut rng = Rng::new(seed);
+            let mut ledger = Ledger::new(Micros(1 + rng.below(500)));
+            let regions = ["home", "eu", "ap"];
+            let mut held: Vec<Vec<Held>> = vec![Vec::new(); 3];
+            let mut actually_spent = 0u64;
+            let mut now = T;
+            for _ in 0..200 {
+                now = now.plus(rng.below(4_000) as i64);
+                let r = rng.below(3) as usize;
+                match rng.below(7) {
+                    0 | 1 => {
+                        let want = Micros(1 + rng.below(80));
+                        if let Some(lease) = ledger.grant(regions[r], want, now.plus(20_000)) {
+                            held[r].push(Held::of(&lease));
+                        }
+                    }
+                    2 | 3 => {
+                        let cost = Micros(1 + rng.below(10));
+                        if let Some(h) = held[r].iter_mut().find(|h| h.used.0 + cost.0 <= h.amount.0)
+                            && h.spend(cost, now)
+                        {
+                            actually_spent += cost.0;
+                        }
+                    }
+                    4 => {
+                        for h in &held[r] {
+                            let _ = ledger.report(h.lease_id, h.used);
+                        }
+                    }
+                    5 => {
+                        for h in held[r].drain(..) {
+                            let _ = ledger.settle(h.lease_id, h.used);
+                        }
+                    }
+                    _ => {
+                        if rng.chance(30) {
+                            held[r].clear(); // the region is lost with whatever it had not reported
+                        } else {
+                            ledger.spendable = Micros(ledger.spendable.0 + rng.below(50));
+                        }
+                    }
+                }
+                ledger.expire(now);
+                held.iter_mut().for_each(|hs| hs.retain(|h| h.expires_at > now));
+                let outstanding: u64 = ledger.leases.iter().map(|l| l.amount.0 - l.used.0).sum();
+                let reported: u64 = ledger.leases.iter().map(|l| l.used.0).sum();
+                assert!(actually_spent <= ledger.spendable.0, "seed {seed}: overspent");
+                assert!(ledger.spent.0 + reported + outstanding <= ledger.spendable.0, "seed {seed}: over-leased");
+                assert!(actually_spent <= ledger.spent.0 + reported + outstanding, "seed {seed}: undercounted");
+            }
+        }
+    }
+}
