@@ -41,7 +41,7 @@ pub async fn list(State(state): State<Region>, person: Person) -> PageResult {
         })
         .collect();
     let mut placeable = Vec::new();
-    for kind in [RecordType::Products, RecordType::Events, RecordType::Jobs, RecordType::Updates] {
+    for kind in [RecordType::Products, RecordType::Events, RecordType::Jobs, RecordType::Updates, RecordType::Ads] {
         for r in
             records::list(&state, me, kind)?.into_iter().filter(|r| r.state == crate::store::model::RecordState::Live)
         {

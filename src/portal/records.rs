@@ -32,13 +32,24 @@ fn titles(kind: RecordType) -> (&'static str, &'static str) {
         RecordType::Events => ("Events", "event"),
         RecordType::Jobs => ("Jobs", "job"),
         RecordType::Updates => ("Updates", "update"),
-        RecordType::AiPolicy | RecordType::Ads => ("", ""),
+        RecordType::Ads => ("Ads", "ad"),
+        RecordType::AiPolicy => ("", ""),
     }
 }
 
+/// What the portal edits: the five collections, and ads (shown in pools).
+const EDITED: [RecordType; 6] = [
+    RecordType::Products,
+    RecordType::BusinessFiles,
+    RecordType::Events,
+    RecordType::Jobs,
+    RecordType::Updates,
+    RecordType::Ads,
+];
+
 fn collection(name: &str) -> Result<RecordType> {
     RecordType::from_name(name)
-        .filter(|t| t.is_collection())
+        .filter(|t| EDITED.contains(t))
         .ok_or_else(|| Error::detail(Code::NotFound, "no such collection"))
 }
 
@@ -47,7 +58,7 @@ pub fn catalogue(state: &Region, person: &Person) -> PageResult {
     let state = state.clone();
     let signed = &person.0;
     let mut groups = Vec::new();
-    for kind in RecordType::COLLECTIONS {
+    for kind in EDITED {
         let (title, singular) = titles(kind);
         let rows = records::list(&state, signed, kind)?
             .into_iter()

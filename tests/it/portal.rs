@@ -84,6 +84,16 @@ async fn intercept(browser: &Browser, mode: &str) {
     browser.script(script, json!([mode])).await;
 }
 
+const AD: &[(&str, &str)] = &[
+    ("language", "fr"),
+    ("ad_id", "winter-lamps"),
+    ("countries", "FR"),
+    ("headline", "Lampes Lumio"),
+    ("description", "Une lumière chaude pour les longues soirées."),
+    ("cta_text", "Voir les lampes"),
+    ("destination_url", "https://shop.example.com/lampes"),
+];
+
 /// An owner invites a developer, who signs up in another browser and may
 /// not save records; made admin, they may; removed, their session ends at
 /// once and their passkey is revoked.
@@ -309,6 +319,32 @@ async fn campaign_flows(
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert!(seen.is_empty(), "a paused campaign places nothing");
+
+    // An ad is a record sealed like the others, and an ad campaign places it.
+    browser.open(&format!("{site}/portal/records/new/ads")).await;
+    submit_editor(browser, AD).await;
+    seal(browser, "25-ad", "/portal/records/ad_").await;
+    browser.wait_for("the ad", |_, page| page.contains("winter-lamps") && page.contains("<code>live</code>")).await;
+    let ad_id = browser.url().await.rsplit('/').next().unwrap().to_owned();
+    assert!(ad_id.starts_with("ad_"), "{ad_id}");
+    browser.open(&format!("{site}/portal/campaigns")).await;
+    browser
+        .script(
+            "const form = document.querySelector('form.campaign');
+             form.querySelector('[name=name]').value = 'Lamp ads';
+             form.querySelector('[name=placement]').value = 'ad';
+             form.querySelector('[name=budget]').value = '10';
+             form.querySelector('[name=net_price]').value = '0.50';
+             form.querySelector('[name=basis]').value = 'cpc';
+             form.querySelector('[name=keywords]').value = 'lamp';
+             form.querySelector('[name=countries]').value = 'FR';
+             form.querySelector(`input[name=item][value=${arguments[0]}]`).checked = true;",
+            json!([ad_id]),
+        )
+        .await;
+    browser.click("form.campaign button[type=submit]").await;
+    seal_to(browser, "start", "26-ad-campaign", "/portal/campaigns").await;
+    browser.wait_for("the ad campaign", |_, page| page.contains("Lamp ads") && page.contains("1 ads")).await;
 }
 
 /// Sets each form field by name, then submits the editor.
