@@ -191,3 +191,56 @@ async fn text_naming_another_business_is_a_scope_violation() {
     }
     assert_eq!(answer.body["results"][2]["outcome"], "accepted");
 }
+
+// rule: P4.1.12, P4.1.35, P-NS-6
+#[tokio::test(flavor = "multi_thread")]
+async fn push_attempts_page_on_from_their_cursor_across_pushes_without_repeats() {
+    let home = Home::start().await;
+    let b = home.business("Lumio", products_scope(10_000)).await;
+    // Three pushes of 70 records; every seventh price is refused.
+    for push in 0..3 {
+        let records: Vec<Vec<u8>> = (0..70)
+            .map(|i| {
+                let price = if i % 7 == 0 { "cheap".to_owned() } else { format!("{}.00", 1 + push * 100 + i) };
+                product("Lumio", &format!("SKU-{push}-{i}"), &price)
+            })
+            .collect();
+        let pushed = home.publish(&b, &records, &format!("p{push}")).await;
+        assert!([200, 202].contains(&pushed.status), "{:?}", pushed.body);
+    }
+    let all = |status: &'static str| {
+        let home = &home;
+        let b = &b;
+        async move {
+            let mut seen = Vec::new();
+            let mut path = format!("/v1/push-attempts{status}");
+            let mut pages = 0;
+            loop {
+                let page = read(home, b, &path).await;
+                assert_eq!(page.status, 200, "{:?}", page.body);
+                pages += 1;
+                for a in page.body["attempts"].as_array().unwrap() {
+                    seen.push((a["batch_id"].as_str().unwrap().to_owned(), a["leaf_index"].as_u64().unwrap()));
+                }
+                match page.body["next_cursor"].as_str() {
+                    Some(c) => {
+                        let sep = if status.is_empty() { "?" } else { "&" };
+                        path = format!("/v1/push-attempts{status}{sep}cursor={c}");
+                    }
+                    None => break,
+                }
+            }
+            (seen, pages)
+        }
+    };
+    let (every, pages) = all("").await;
+    assert_eq!((every.len(), pages), (210, 3), "100, 100 and 10");
+    let mut unique = every.clone();
+    unique.dedup();
+    assert_eq!(unique.len(), 210, "no attempt twice");
+    let (refused, _) = all("?status=rejected").await;
+    assert_eq!(refused.len(), 30, "every seventh of each push");
+    assert!(refused.iter().all(|(_, leaf)| leaf % 7 == 0));
+    let bad = read(&home, &b, "/v1/push-attempts?cursor=bm90LWEtY3Vyc29y").await;
+    assert_eq!((bad.status, bad.body["code"].as_str()), (400, Some("request_invalid")));
+}

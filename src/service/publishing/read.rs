@@ -159,7 +159,35 @@ fn parse_bound(text: &Option<String>, default: UnixMs) -> Result<UnixMs> {
     }
 }
 
-/// Every record the business's pushes carried, one result each, a page at a time.
+/// Result rows one attempts page passes over at most while filtering by
+/// status; past that the page ends early with a cursor to go on from.
+pub const ATTEMPTS_SCAN: usize = 10_000;
+
+/// Where an attempts page stopped: the push (by when it arrived, as the
+/// attempts family orders pushes) and the leaf to go on after.
+struct AttemptPosition {
+    received_ms: i64,
+    push_id: String,
+    leaf: u64,
+}
+
+impl AttemptPosition {
+    fn text(&self) -> String {
+        format!("{}:{}:{}", self.received_ms, self.push_id, self.leaf)
+    }
+
+    fn parse(text: &str) -> Option<AttemptPosition> {
+        let mut parts = text.splitn(3, ':');
+        let received_ms = parts.next()?.parse().ok()?;
+        let push_id = parts.next()?.to_owned();
+        let leaf = parts.next()?.parse().ok()?;
+        Some(AttemptPosition { received_ms, push_id, leaf })
+    }
+}
+
+/// Every record the business's pushes carried, one result each, a page at
+/// a time. A page starts where the cursor stopped (never from the range's
+/// start again) and passes over at most [`ATTEMPTS_SCAN`] results.
 pub fn attempts(state: &Region, caller: &BusinessCaller, q: AttemptsQuery) -> Result<Value> {
     let key = &caller.key;
     let from = parse_bound(&q.from, UnixMs(0))?;
@@ -168,54 +196,67 @@ pub fn attempts(state: &Region, caller: &BusinessCaller, q: AttemptsQuery) -> Re
         Some(s) => Some(Outcome::parse(s).ok_or_else(|| Error::detail(Code::RequestInvalid, "status"))?),
         None => None,
     };
-    // Position: "<push_id>:<leaf>" of the last attempt returned.
     let after = match q.cursor.as_deref() {
-        Some(c) => Some(cursor::decode(c).ok_or_else(|| Error::detail(Code::RequestInvalid, "cursor"))?),
+        Some(c) => Some(
+            cursor::decode(c)
+                .and_then(|p| AttemptPosition::parse(&p))
+                .ok_or_else(|| Error::detail(Code::RequestInvalid, "cursor"))?,
+        ),
         None => None,
     };
     let prefix = keys::prefix(&[&key.business_uuid]);
-    let mut start = prefix.clone();
-    start.extend_from_slice(&crate::store::be(from.0.max(0) as u64));
-    let pushes: Vec<(Vec<u8>, ())> = state.store.scan(cf::ATTEMPTS, &prefix, Some(&start), usize::MAX)?;
+    let mut start = match &after {
+        Some(a) => keys::attempt(&key.business_uuid, UnixMs(a.received_ms), &a.push_id),
+        None => keys::attempt(&key.business_uuid, UnixMs(from.0.max(0)), ""),
+    };
     let mut attempts = Vec::new();
-    let mut passed = after.is_none();
-    let mut next_cursor = None;
-    for (k, ()) in pushes {
-        let push_id = String::from_utf8_lossy(&k[prefix.len() + 9..]).into_owned();
-        let Some(push) = state.store.get::<PushRecord>(cf::PUSHES, &keys::push(&push_id))? else { continue };
-        if push.received_at >= to {
+    let mut passed = 0usize;
+    let mut stopped: Option<AttemptPosition> = None;
+    'pushes: loop {
+        let batch: Vec<(Vec<u8>, ())> = state.store.scan(cf::ATTEMPTS, &prefix, Some(&start), 256)?;
+        let Some((last, ())) = batch.last() else { break };
+        let (mut next_start, more) = (last.clone(), batch.len() == 256);
+        next_start.push(0);
+        for (k, ()) in &batch {
+            let push_id = String::from_utf8_lossy(&k[prefix.len() + 9..]).into_owned();
+            let Some(push) = state.store.get::<PushRecord>(cf::PUSHES, &keys::push(&push_id))? else { continue };
+            if push.received_at >= to {
+                break 'pushes;
+            }
+            let first = match &after {
+                Some(a) if a.push_id == push_id => a.leaf + 1,
+                _ => 0,
+            };
+            let received_ms = push.received_at.0;
+            let mut cut = false;
+            leaves_while(state, &push_id, first, |leaf| {
+                let here = AttemptPosition { received_ms, push_id: push_id.clone(), leaf: leaf.leaf_index };
+                if passed == ATTEMPTS_SCAN || attempts.len() == out::RESULTS_PAGE {
+                    cut = true;
+                    return false;
+                }
+                passed += 1;
+                if status.is_none_or(|s| s == outcome_of(&leaf)) {
+                    let reason = leaf.errors.first().map(|(code, _, _)| code.clone());
+                    attempts.push(json!({"batch_id": push_id, "leaf_index": leaf.leaf_index,
+                        "received_at": push.received_at.to_rfc3339_millis(), "source": push.source,
+                        "key_id": push.key_id, "business_product_id": leaf.business_product_id,
+                        "product_name": leaf.product_name, "outcome": leaf.outcome, "reason": reason}));
+                }
+                stopped = Some(here);
+                true
+            })?;
+            if cut {
+                let next_cursor = stopped.as_ref().map(|p| cursor::encode(&p.text()));
+                return Ok(json!({"attempts": attempts, "next_cursor": next_cursor}));
+            }
+        }
+        if !more {
             break;
         }
-        let mut full = false;
-        leaves_while(state, &push_id, 0, |leaf| {
-            let position = format!("{push_id}:{}", leaf.leaf_index);
-            if !passed {
-                passed = after.as_deref() == Some(position.as_str());
-                return true;
-            }
-            if status.is_some_and(|s| s != outcome_of(&leaf)) {
-                return true;
-            }
-            if attempts.len() == out::RESULTS_PAGE {
-                next_cursor = attempts.last().and_then(|a: &Value| a["_position"].as_str().map(cursor::encode));
-                full = true;
-                return false;
-            }
-            let reason = leaf.errors.first().map(|(code, _, _)| code.clone());
-            attempts.push(json!({"batch_id": push_id, "leaf_index": leaf.leaf_index,
-                "received_at": push.received_at.to_rfc3339_millis(), "source": push.source, "key_id": push.key_id,
-                "business_product_id": leaf.business_product_id, "product_name": leaf.product_name,
-                "outcome": leaf.outcome, "reason": reason, "_position": position}));
-            true
-        })?;
-        if full {
-            break;
-        }
+        start = next_start;
     }
-    for a in &mut attempts {
-        a.as_object_mut().map(|o| o.remove("_position"));
-    }
-    Ok(json!({"attempts": attempts, "next_cursor": next_cursor}))
+    Ok(json!({"attempts": attempts, "next_cursor": null}))
 }
 
 /// What the business's next seal names: the certificate and AI policy in force.
