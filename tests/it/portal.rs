@@ -249,6 +249,25 @@ async fn hosted_flows(
     assert!(!browser.source().await.contains("confirm-button"), "the service no longer signs");
 }
 
+/// Fills the campaign form (running in France on the keyword `lamp` unless
+/// `fields` say otherwise) and ticks the record it places.
+async fn fill_campaign(browser: &Browser, fields: &[(&str, &str)], item: &str) {
+    let mut values = serde_json::Map::new();
+    for (name, value) in [("keywords", "lamp"), ("countries", "FR")].iter().chain(fields) {
+        values.insert((*name).into(), json!(value));
+    }
+    browser
+        .script(
+            "const form = document.querySelector('form.campaign');
+             for (const [name, value] of Object.entries(arguments[0])) {
+               form.querySelector(`[name=\"${name}\"]`).value = value;
+             }
+             form.querySelector(`input[name=item][value=\"${arguments[1]}\"]`).checked = true;",
+            json!([values, item]),
+        )
+        .await;
+}
+
 /// An owner starts a sponsorship campaign with their passkey; once the
 /// operator funds it, the read region marks its product `sponsored` in a
 /// search; paused in the portal, the mark goes.
@@ -263,18 +282,8 @@ async fn campaign_flows(
     browser.wait_for("the campaigns page", |_, page| page.contains("Start a campaign")).await;
     let item = browser.script("return document.querySelector('input[name=item]').value", json!([])).await;
     let item = item.as_str().unwrap().to_owned();
-    browser
-        .script(
-            "const form = document.querySelector('form.campaign');
-             form.querySelector('[name=name]').value = 'Winter lamps';
-             form.querySelector('[name=budget]').value = '50';
-             form.querySelector('[name=net_price]').value = '4.00';
-             form.querySelector('[name=keywords]').value = 'lamp, lighting';
-             form.querySelector('[name=countries]').value = 'FR';
-             form.querySelector('input[name=item]').checked = true;",
-            json!([]),
-        )
-        .await;
+    let terms = [("name", "Winter lamps"), ("budget", "50"), ("net_price", "4.00"), ("keywords", "lamp, lighting")];
+    fill_campaign(browser, &terms, &item).await;
     browser.shot("22-campaign-form").await;
     browser.click("form.campaign button[type=submit]").await;
     seal_to(browser, "start", "23-campaign", "/portal/campaigns").await;
@@ -328,20 +337,8 @@ async fn campaign_flows(
     let ad_id = browser.url().await.rsplit('/').next().unwrap().to_owned();
     assert!(ad_id.starts_with("ad_"), "{ad_id}");
     browser.open(&format!("{site}/portal/campaigns")).await;
-    browser
-        .script(
-            "const form = document.querySelector('form.campaign');
-             form.querySelector('[name=name]').value = 'Lamp ads';
-             form.querySelector('[name=placement]').value = 'ad';
-             form.querySelector('[name=budget]').value = '10';
-             form.querySelector('[name=net_price]').value = '0.50';
-             form.querySelector('[name=basis]').value = 'cpc';
-             form.querySelector('[name=keywords]').value = 'lamp';
-             form.querySelector('[name=countries]').value = 'FR';
-             form.querySelector(`input[name=item][value=${arguments[0]}]`).checked = true;",
-            json!([ad_id]),
-        )
-        .await;
+    let terms = [("name", "Lamp ads"), ("placement", "ad"), ("budget", "10"), ("net_price", "0.50"), ("basis", "cpc")];
+    fill_campaign(browser, &terms, &ad_id).await;
     browser.click("form.campaign button[type=submit]").await;
     seal_to(browser, "start", "26-ad-campaign", "/portal/campaigns").await;
     browser.wait_for("the ad campaign", |_, page| page.contains("Lamp ads") && page.contains("1 ads")).await;
