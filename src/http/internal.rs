@@ -23,6 +23,8 @@ pub fn routes() -> Router<Region> {
         .route("/internal/v1/nonces", get(nonces))
         .route("/internal/v1/report", post(report))
         .route("/internal/v1/lease", post(lease))
+        .route("/internal/v1/ad-lease", post(ad_lease))
+        .route("/internal/v1/ad-settle", post(ad_settle))
         .route("/internal/v1/receipts", post(receipts))
 }
 
@@ -109,6 +111,18 @@ async fn report(State(state): State<Region>, req: Request) -> Result<Response> {
 async fn receipts(State(state): State<Region>, req: Request) -> Result<Response> {
     let (admitted, body) = admitted_body(&state, req).await?;
     let answer = internal::take_receipts(&state, &admitted.region, &body).await?;
+    Ok(sealed(&admitted, POSTCARD, None, answer))
+}
+
+async fn ad_lease(State(state): State<Region>, req: Request) -> Result<Response> {
+    let (admitted, body) = admitted_body(&state, req).await?;
+    let answer = internal::grant_ad_lease(&state, &admitted.region, &body).await?;
+    Ok(sealed(&admitted, POSTCARD, None, answer))
+}
+
+async fn ad_settle(State(state): State<Region>, req: Request) -> Result<Response> {
+    let (admitted, body) = admitted_body(&state, req).await?;
+    let answer = internal::settle_ad_lease(&state, &admitted.region, &body).await?;
     Ok(sealed(&admitted, POSTCARD, None, answer))
 }
 

@@ -201,6 +201,21 @@ pub async fn take_receipts(state: &Region, region: &str, body: &[u8]) -> Result<
 }
 
 /// Sets allowance units aside for a region.
+/// A slice of a campaign's money for the asking region (`ads::ledger`).
+pub async fn grant_ad_lease(state: &Region, region: &str, body: &[u8]) -> Result<Vec<u8>> {
+    let ask: crate::service::ads::ledger::AdLeaseAsk = decode(body)?;
+    speaks_for(region, &ask.region)?;
+    encode(&crate::service::ads::ledger::lease(state, &ask).await?)
+}
+
+/// A region hands a campaign's lease back with what it used.
+pub async fn settle_ad_lease(state: &Region, region: &str, body: &[u8]) -> Result<Vec<u8>> {
+    let settle: crate::service::ads::ledger::AdLeaseSettle = decode(body)?;
+    speaks_for(region, &settle.region)?;
+    crate::service::ads::ledger::settle(state, &settle).await?;
+    encode(&())
+}
+
 pub async fn grant_lease(state: &Region, region: &str, body: &[u8]) -> Result<Vec<u8>> {
     let ask: LeaseAsk = decode(body)?;
     speaks_for(region, &ask.region)?;

@@ -844,24 +844,27 @@ pub struct NewCampaign {
     items: Vec<String>,
 }
 
-/// A campaign as the operator and the business read it: its terms with
-/// money as decimal dollars, and no gross price (there is none).
-pub fn campaign_json(c: &Campaign) -> Value {
+/// A campaign as the operator reads it: its terms with money as decimal
+/// dollars (and no gross price: there is none), and its money as home's
+/// ledger counts it (spent, leased to regions, left).
+pub fn campaign_json(state: &Region, c: &Campaign) -> Result<Value> {
     let t = &c.terms;
-    json!({
+    let (spent, leased, left) = crate::service::ads::ledger::standing(state, c)?;
+    Ok(json!({
         "campaign_id": c.campaign_id, "business_uuid": c.business_uuid, "name": t.name,
         "placement": t.placement, "budget": t.budget.to_decimal(),
         "net_price": {"amount": t.net_price.to_decimal(), "currency": "USD", "basis": t.basis},
         "keywords": t.keywords, "countries": t.countries, "subdivisions": t.subdivisions, "formats": t.formats,
         "repeats": t.repeats, "items": c.items, "state": c.state.name(), "funded": c.funded.to_decimal(),
+        "spent": spent.to_decimal(), "leased": leased.to_decimal(), "left": left.to_decimal(),
         "created_at": c.created_at.to_rfc3339_secs(), "updated_at": c.updated_at.to_rfc3339_secs(),
-    })
+    }))
 }
 
 /// A business's campaign, made for it (the portal's form, scripted).
 pub async fn create_campaign(state: &Region, uuid: String, req: NewCampaign) -> Result<Done> {
     let campaign = crate::service::ads::campaigns::create(state, &uuid, &req.terms, &req.items, Vec::new()).await?;
-    Ok(Done::Created(campaign_json(&campaign)))
+    Ok(Done::Created(campaign_json(state, &campaign)?))
 }
 
 #[derive(Deserialize)]
@@ -873,7 +876,7 @@ pub struct CampaignFunds {
 
 pub async fn fund_campaign(state: &Region, campaign_id: String, req: CampaignFunds) -> Result<Done> {
     let campaign = crate::service::ads::campaigns::fund(state, &campaign_id, &req.amount).await?;
-    Ok(Done::Ok(campaign_json(&campaign)))
+    Ok(Done::Ok(campaign_json(state, &campaign)?))
 }
 
 #[derive(Deserialize)]
@@ -890,5 +893,5 @@ pub async fn set_campaign_state(state: &Region, campaign_id: String, req: Campai
         .ok_or_else(|| Error::detail(Code::NotFound, "no such campaign"))?
         .business_uuid;
     let campaign = crate::service::ads::campaigns::set_state(state, &business, &campaign_id, to).await?;
-    Ok(Done::Ok(campaign_json(&campaign)))
+    Ok(Done::Ok(campaign_json(state, &campaign)?))
 }

@@ -147,6 +147,9 @@ pub mod cf {
     pub const WITHDRAWN: &str = "withdrawn";
     /// Campaigns by id (`Campaign`, replicated).
     pub const CAMPAIGNS: &str = "campaigns";
+    /// Home: each campaign's money, leased to regions
+    /// (`svc_core::ads::ledger::Ledger`).
+    pub const CAMPAIGN_LEDGERS: &str = "campaign_ledgers";
 
     pub const ALL: &[&str] = &[
         META,
@@ -212,6 +215,7 @@ pub mod cf {
         NOTICES_SEEN,
         WITHDRAWN,
         CAMPAIGNS,
+        CAMPAIGN_LEDGERS,
     ];
 }
 
