@@ -23,7 +23,9 @@ pub async fn list(State(state): State<Region>, person: Person) -> PageResult {
     let me = &person.0;
     let rows = campaigns::list(&state, me)?
         .into_iter()
-        .map(|c| CampaignRow {
+        .map(|(c, spent, left)| CampaignRow {
+            spent: spent.to_decimal(),
+            left: left.to_decimal(),
             placement: match c.terms.placement {
                 Placement::Ad => "ads",
                 Placement::Sponsorship => "sponsored products",

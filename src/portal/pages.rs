@@ -431,6 +431,8 @@ pub struct CampaignRow {
     pub placement: &'static str,
     pub budget: String,
     pub funded: String,
+    pub spent: String,
+    pub left: String,
     pub net_price: String,
     pub keywords: String,
     pub countries: String,

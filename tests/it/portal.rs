@@ -318,6 +318,7 @@ async fn campaign_flows(
     browser.open(&format!("{site}/portal/campaigns")).await;
     browser.click("form.campaign-state button[value=paused]").await;
     browser.wait_for("the pause", |_, page| page.contains("<td>paused</td>")).await;
+    assert!(browser.source().await.contains("spent 0.00, left 20.00"), "the lesser of budget and funds is left");
     browser.shot("24-campaign-paused").await;
     for _ in 0..400 {
         let answer = client.call("POST", "/v1/search", serde_json::to_vec(&body).unwrap()).await.unwrap();

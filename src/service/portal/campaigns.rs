@@ -3,6 +3,7 @@
 //! records it places), and pauses, resumes or ends it. The operator funds
 //! it; until then it places nothing.
 
+use svc_core::ads::Micros;
 use svc_core::ads::campaign::{CAMPAIGN_V1, CampaignDocument, CampaignTerms};
 use svc_core::dsse::{self, Envelope};
 
@@ -13,9 +14,15 @@ use crate::service::business_keys::passkey_document;
 use crate::service::{Error, Result};
 use crate::store::model::*;
 
-/// The business's campaigns, newest first.
-pub fn list(state: &Region, signed: &Signed) -> Result<Vec<Campaign>> {
-    campaigns::of_business(state, &signed.account_uuid)
+/// The business's campaigns, newest first, each with what it spent and
+/// has left (home's ledger).
+pub fn list(state: &Region, signed: &Signed) -> Result<Vec<(Campaign, Micros, Micros)>> {
+    let mut out = Vec::new();
+    for campaign in campaigns::of_business(state, &signed.account_uuid)? {
+        let (spent, _, left) = crate::service::ads::ledger::standing(state, &campaign)?;
+        out.push((campaign, spent, left));
+    }
+    Ok(out)
 }
 
 /// The `campaign.v1` a person is about to seal, once its terms and records
