@@ -51,6 +51,8 @@ pub enum AdminCommand {
     Group(GroupCommand),
     #[command(subcommand, name = "retrieval-key")]
     RetrievalKey(RetrievalKeyCommand),
+    #[command(subcommand)]
+    Campaign(CampaignCommand),
     /// A business blocks (or unblocks) an AI group.
     Block {
         #[arg(long)]
@@ -266,6 +268,29 @@ pub enum CompanyCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum CampaignCommand {
+    /// Makes a business's campaign from a JSON file `{terms, items}` (the
+    /// portal's form, scripted); it is active and unfunded.
+    Create {
+        business: String,
+        #[arg(long)]
+        file: PathBuf,
+    },
+    /// Adds funds, in dollars (a decimal string).
+    Fund {
+        campaign: String,
+        #[arg(long)]
+        amount: String,
+    },
+    /// Pauses, resumes (`active`) or ends a campaign.
+    State {
+        campaign: String,
+        #[arg(long)]
+        state: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum GroupCommand {
     Create {
         company: String,
@@ -421,6 +446,20 @@ pub async fn run(args: AdminArgs) -> Result<Value, CliError> {
         AdminCommand::Company(CompanyCommand::InviteOwner { uuid, email }) => {
             let body = json!({"email": email});
             admin.call("POST", &format!("/admin/companies/{uuid}/owner-invitation"), Some(body)).await
+        }
+        AdminCommand::Campaign(CampaignCommand::Create { business, file }) => {
+            let text = std::fs::read(&file).map_err(|source| CliError::Io { path: file.clone(), source })?;
+            let body: Value =
+                serde_json::from_slice(&text).map_err(|source| CliError::JsonFile { path: file.clone(), source })?;
+            admin.call("POST", &format!("/admin/businesses/{business}/campaigns"), Some(body)).await
+        }
+        AdminCommand::Campaign(CampaignCommand::Fund { campaign, amount }) => {
+            let body = json!({"amount": amount});
+            admin.call("POST", &format!("/admin/campaigns/{campaign}/funds"), Some(body)).await
+        }
+        AdminCommand::Campaign(CampaignCommand::State { campaign, state }) => {
+            let body = json!({"state": state});
+            admin.call("POST", &format!("/admin/campaigns/{campaign}/state"), Some(body)).await
         }
         AdminCommand::Group(GroupCommand::Create { company, name }) => {
             admin.call("POST", &format!("/admin/companies/{company}/groups"), Some(json!({"name": name}))).await

@@ -274,8 +274,8 @@ async fn fill_campaign(browser: &Browser, fields: &[(&str, &str)], item: &str) {
 async fn campaign_flows(
     browser: &Browser,
     site: &str,
+    home: &process::Process,
     eu: &process::Process,
-    admin: &Admin,
     ai_key: &svc_core::keys::SigningKey,
 ) {
     browser.open(&format!("{site}/portal/campaigns")).await;
@@ -289,10 +289,15 @@ async fn campaign_flows(
     seal_to(browser, "start", "23-campaign", "/portal/campaigns").await;
     browser.wait_for("the campaign", |_, page| page.contains("Winter lamps") && page.contains("<td>active</td>")).await;
     let campaign = browser.script("return document.querySelector('#campaigns code').textContent", json!([])).await;
-    let funded = admin
-        .call("POST", &format!("/admin/campaigns/{}/funds", campaign.as_str().unwrap()), Some(json!({"amount": "20"})))
+    // The operator funds it with `svc admin campaign fund`.
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"))
+        .args(["admin", "--url", &home.admin_url, "--token", TOKEN, "campaign", "fund"])
+        .args([campaign.as_str().unwrap(), "--amount", "20"])
+        .output()
         .await
         .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let funded: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(funded["funded"], "20.00");
     assert!(funded["items"].as_array().unwrap().contains(&json!(item)));
     let client = RetrievalClient::new(&eu.public_url, AUTHORITY, ai_key.clone(), None).unwrap();
@@ -714,5 +719,5 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     assert!(!browser.source().await.contains(job_id), "a deleted record is not listed");
 
     hosted_flows(&browser, &site, &home, &eu, &admin, &ai_key, created["business_uuid"].as_str().unwrap()).await;
-    campaign_flows(&browser, &site, &eu, &admin, &ai_key).await;
+    campaign_flows(&browser, &site, &home, &eu, &ai_key).await;
 }
