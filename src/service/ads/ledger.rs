@@ -17,9 +17,10 @@ use crate::service::{Error, Result};
 use crate::store::cf;
 use crate::store::model::*;
 
-/// How long a lease lasts: a region asks again well within a pool's
-/// ten-minute reserve, and a lost region's slice comes back within it.
-pub const LEASE_MS: i64 = 60_000;
+/// How long a lease lasts: longer than a pool's ten-minute reserve, which
+/// is only taken from a lease that outlives it (`svc_core::ads::reserve`);
+/// a lost region's slice is counted in full once this has passed.
+pub const LEASE_MS: i64 = 20 * svc_core::time::MINUTE;
 
 /// A region's ask for a slice of a campaign's money.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,6 +8,7 @@ pub mod campaign;
 pub mod confirm;
 pub mod ledger;
 pub mod pool;
+pub mod reserve;
 pub mod tokens;
 
 use serde::{Deserialize, Serialize};
