@@ -16,6 +16,7 @@ use super::session::Person;
 use super::{PageResult, html};
 use crate::region::Region;
 use crate::service::Error;
+use crate::service::portal::saves::PasskeyDocument;
 use crate::service::portal::{SEALERS, campaigns, records, saves};
 use crate::store::model::{CampaignState, Named};
 
@@ -102,7 +103,8 @@ pub async fn review(
     };
     let chosen: Vec<String> = form.iter().filter(|(n, _)| n == "item").map(|(_, v)| v.clone()).collect();
     let (payload, payload_type) = campaigns::document(&state, &person.0, terms, chosen)?;
-    let prepared = saves::prepare_campaign(&state, &person.0, payload.clone(), payload_type).await?;
+    let prepared =
+        saves::prepare_document(&state, &person.0, PasskeyDocument::Campaign, payload.clone(), payload_type).await?;
     review_page(&state, &person, "a campaign", "start", &payload, prepared)
 }
 

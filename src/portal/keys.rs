@@ -14,6 +14,7 @@ use super::{PageResult, html};
 use crate::region::Region;
 use crate::service::Error;
 use crate::service::portal::keys::{self, KEY_KEEPERS, MandateForm};
+use crate::service::portal::saves::PasskeyDocument;
 use crate::service::portal::{SEALERS, saves};
 
 async fn page(state: &Region, person: &Person, notice: Option<String>) -> PageResult {
@@ -124,6 +125,7 @@ pub async fn review_mandate(
         days: number(&form, "days")?,
     };
     let (payload, payload_type) = keys::mandate(&state, &person.0, request)?;
-    let prepared = saves::prepare_mandate(&state, &person.0, payload.clone(), payload_type).await?;
+    let prepared =
+        saves::prepare_document(&state, &person.0, PasskeyDocument::Mandate, payload.clone(), payload_type).await?;
     super::records::review_page(&state, &person, "a mandate", "authorise", &payload, prepared)
 }

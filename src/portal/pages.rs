@@ -25,19 +25,11 @@ pub struct Nav {
 
 impl Nav {
     pub fn of(state: &Region, signed: &Signed) -> Result<Option<Nav>> {
-        let account = crate::service::portal::people::Account::of(state, &signed.account_uuid)?;
-        if signed.company {
-            return Ok(Some(Nav {
-                person: signed.name.clone(),
-                role: signed.role.as_str(),
-                account: account.name,
-                csrf: signed.csrf.clone(),
-                notices: Vec::new(),
-                company: true,
-            }));
-        }
         use crate::store::model::Named;
-        let notices = crate::service::portal::pushes::notices(state, signed)?
+        let account = crate::service::portal::people::Account::of(state, &signed.account_uuid)?;
+        // Notices are of pushes: an AI company's pages have none.
+        let pushes = if signed.company { Vec::new() } else { crate::service::portal::pushes::notices(state, signed)? };
+        let notices = pushes
             .into_iter()
             .map(|p| {
                 let what = format!(
@@ -56,7 +48,7 @@ impl Nav {
             account: account.name,
             csrf: signed.csrf.clone(),
             notices,
-            company: false,
+            company: signed.company,
         }))
     }
 }

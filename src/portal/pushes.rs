@@ -11,6 +11,7 @@ use super::session::{CsrfForm, Person};
 use super::{PageResult, html};
 use crate::region::Region;
 use crate::service::Error;
+use crate::service::portal::saves::PasskeyDocument;
 use crate::service::portal::{SEALERS, pushes, saves};
 use crate::store::model::{Named, PushRecord};
 use svc_core::publish::outcome::PushState;
@@ -103,7 +104,9 @@ pub async fn review_release(
         _ => return Err(Error::detail(Code::RequestInvalid, "the decision is publish or discard").into()),
     };
     let (payload, payload_type) = pushes::release(&state, &person.0, &push_id, publish)?;
-    let prepared = saves::prepare_release(&state, &person.0, &push_id, payload.clone(), payload_type).await?;
+    let prepared =
+        saves::prepare_document(&state, &person.0, PasskeyDocument::Release { push_id }, payload.clone(), payload_type)
+            .await?;
     let verb = if publish { "release" } else { "discard" };
     super::records::review_page(&state, &person, "a decision on a held push", verb, &payload, prepared)
 }

@@ -15,7 +15,7 @@ use super::{PageResult, html};
 use crate::region::Region;
 use crate::service::Error;
 use crate::service::portal::hosted::{self, SWITCHERS};
-use crate::service::portal::saves;
+use crate::service::portal::saves::{self, PasskeyDocument};
 
 pub async fn page(State(state): State<Region>, person: Person) -> PageResult {
     let me = &person.0;
@@ -45,7 +45,8 @@ pub async fn review(State(state): State<Region>, person: Person, Form(form): For
     let custody = Custody::parse(&form.custody)
         .ok_or_else(|| Error::detail(Code::RequestInvalid, "custody is hosted or self"))?;
     let (payload, payload_type) = hosted::request(&state, &person.0, custody)?;
-    let prepared = saves::prepare_custody(&state, &person.0, payload.clone(), payload_type).await?;
+    let prepared =
+        saves::prepare_document(&state, &person.0, PasskeyDocument::Custody, payload.clone(), payload_type).await?;
     let verb = if custody == Custody::Hosted { HOSTED_ON } else { HOSTED_OFF };
     review_page(&state, &person, "a custody request", verb, &payload, prepared)
 }

@@ -1,33 +1,51 @@
 //! Which records a region places as paid rows (sponsored products,
-//! promoted events, jobs and updates): the replicated campaigns, read once
-//! per replicated sequence and kept between answers, so marking a row
-//! costs a map lookup. Marking never moves a row (retrieval 1, rule 10).
+//! promoted events, jobs and updates): the replicated campaigns, read again
+//! only after a campaign changed, and kept between answers, so marking a
+//! row costs a map lookup. Marking never moves a row (retrieval 1, rule 10).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::service::Result;
+use crate::service::ads::campaigns;
 use crate::store::model::Campaign;
 
-/// Each placed record's campaigns, as of a replicated sequence.
+/// Each placed record's campaigns.
 type Placed = Arc<HashMap<String, Vec<Arc<Campaign>>>>;
+
+/// What was read: at which replicated sequence, after which campaign
+/// change, and the placed records.
+struct Read {
+    seq: u64,
+    changed: Option<u64>,
+    placed: Placed,
+}
 
 #[derive(Default)]
 pub struct Sponsorships {
-    held: Mutex<Option<(u64, Placed)>>,
+    held: Mutex<Option<Read>>,
 }
 
 impl Sponsorships {
-    /// The campaigns placing records, as of replicated sequence `seq`.
+    /// The campaigns placing records, as of replicated sequence `seq`. A
+    /// new sequence costs one read of the campaigns' change token; the
+    /// campaigns are read again only when it moved.
     pub fn at(&self, state: &crate::region::Region, seq: u64) -> Result<Placed> {
-        if let Ok(held) = self.held.lock()
-            && let Some((at, placed)) = held.as_ref()
-            && *at == seq
+        let mut held = self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(read) = held.as_ref()
+            && read.seq == seq
         {
-            return Ok(placed.clone());
+            return Ok(read.placed.clone());
+        }
+        let changed = campaigns::changed(state)?;
+        if let Some(read) = held.as_mut()
+            && read.changed == changed
+        {
+            read.seq = seq;
+            return Ok(read.placed.clone());
         }
         let mut placed: HashMap<String, Vec<Arc<Campaign>>> = HashMap::new();
-        for campaign in crate::service::ads::campaigns::all(state)? {
+        for campaign in campaigns::all(state)? {
             if campaign.terms.placement == svc_core::ads::Placement::Ad {
                 continue;
             }
@@ -37,9 +55,7 @@ impl Sponsorships {
             }
         }
         let placed = Arc::new(placed);
-        if let Ok(mut held) = self.held.lock() {
-            *held = Some((seq, placed.clone()));
-        }
+        *held = Some(Read { seq, changed, placed: placed.clone() });
         Ok(placed)
     }
 }

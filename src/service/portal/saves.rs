@@ -76,63 +76,43 @@ const RELEASE: &str = "release";
 const CUSTODY: &str = "custody";
 const CAMPAIGN: &str = "campaign";
 
-/// Prepares starting a campaign (`campaign.v1`), which the passkey signs itself.
-pub async fn prepare_campaign(
-    state: &Region,
-    signed: &Signed,
-    payload: Vec<u8>,
-    payload_type: String,
-) -> Result<Prepared> {
-    prepare_signed(state, signed, payload, payload_type, CAMPAIGN).await
+/// A document a passkey signs itself, not a seal over it: a mandate
+/// (publishing 2.4), a decision on a held push (`push-release.v1`, naming
+/// the push), a custody request (`custody-request.v1`, owners only) or a
+/// campaign (`campaign.v1`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PasskeyDocument {
+    Mandate,
+    Release { push_id: String },
+    Custody,
+    Campaign,
 }
 
-/// Prepares switching custody (`custody-request.v1`), which an owner's
-/// passkey signs itself.
-pub async fn prepare_custody(
-    state: &Region,
-    signed: &Signed,
-    payload: Vec<u8>,
-    payload_type: String,
-) -> Result<Prepared> {
-    prepare_signed(state, signed, payload, payload_type, CUSTODY).await
+impl PasskeyDocument {
+    /// How the ceremony names what it prepares.
+    fn purpose(&self) -> String {
+        match self {
+            PasskeyDocument::Mandate => MANDATE.into(),
+            PasskeyDocument::Release { push_id } => format!("{RELEASE}:{push_id}"),
+            PasskeyDocument::Custody => CUSTODY.into(),
+            PasskeyDocument::Campaign => CAMPAIGN.into(),
+        }
+    }
 }
 
-/// Prepares sealing a mandate: the passkey signs the mandate payload
-/// itself (publishing 2.4), not a seal over it.
-pub async fn prepare_mandate(
+/// Prepares a document the person's passkey signs itself.
+pub async fn prepare_document(
     state: &Region,
     signed: &Signed,
+    document: PasskeyDocument,
     payload: Vec<u8>,
     payload_type: String,
-) -> Result<Prepared> {
-    prepare_signed(state, signed, payload, payload_type, MANDATE).await
-}
-
-/// Prepares sealing a decision on a held push (`push-release.v1`), which
-/// the passkey signs itself; `push_id` is what it decides on.
-pub async fn prepare_release(
-    state: &Region,
-    signed: &Signed,
-    push_id: &str,
-    payload: Vec<u8>,
-    payload_type: String,
-) -> Result<Prepared> {
-    prepare_signed(state, signed, payload, payload_type, &format!("{RELEASE}:{push_id}")).await
-}
-
-/// A document the passkey signs itself (not a seal over it).
-async fn prepare_signed(
-    state: &Region,
-    signed: &Signed,
-    payload: Vec<u8>,
-    payload_type: String,
-    purpose: &str,
 ) -> Result<Prepared> {
     signed.require(SEALERS, "sealing with a passkey")?;
     let pending = Pending {
         business_uuid: signed.account_uuid.clone(),
         record_type: String::new(),
-        purpose: purpose.into(),
+        purpose: document.purpose(),
         payload_type,
         bytes: payload.clone(),
         payload,
