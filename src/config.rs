@@ -114,6 +114,19 @@ pub struct NodeConfig {
     /// move its clock (`/admin/faults/*`), for chaos runs. Never in service.
     #[serde(default)]
     pub fault_injection: bool,
+    /// The other regions' public addresses, by name: an ad confirmation
+    /// belongs to the region that served its pool or search, and is sent
+    /// on there (retrieval 4.2). A region not listed answers `503`.
+    #[serde(default)]
+    pub peers: Vec<Peer>,
+}
+
+/// Another region's public address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Peer {
+    pub name: String,
+    pub url: String,
 }
 
 fn default_verify_per_second() -> u64 {
@@ -406,6 +419,7 @@ impl NodeConfig {
             verify_per_second: default_verify_per_second(),
             mcp: McpConfig::default(),
             fault_injection: false,
+            peers: Vec::new(),
         }
     }
 }

@@ -13,6 +13,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub mod actors;
 pub mod as_table;
 pub mod blocklist;
+pub mod campaign_ledger;
 pub mod chaos;
 pub mod cli;
 pub mod client;

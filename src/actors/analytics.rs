@@ -60,6 +60,7 @@ fn count<'a>(receipts: impl IntoIterator<Item = &'a StoredReceipt>, deltas: &mut
             match receipt.kind {
                 UsageKind::Search => counts.searches += 1,
                 UsageKind::Fetch => counts.fetches += 1,
+                UsageKind::Pool => {}
             }
         }
     }

@@ -206,6 +206,7 @@ impl<'a> Tally<'a> {
         match event.kind {
             UsageKind::Search => counts.searches += 1,
             UsageKind::Fetch => counts.fetches += 1,
+            UsageKind::Pool => {}
         }
         batch.put(cf::USAGE, &k, event);
         self.counted.insert(k);
@@ -438,7 +439,8 @@ impl BillingState {
                 Outgoing::Claim(_)
                 | Outgoing::ReceiptKey { .. }
                 | Outgoing::Introduced { .. }
-                | Outgoing::ReceiptRoot(_) => {}
+                | Outgoing::ReceiptRoot(_)
+                | Outgoing::AdSettle { .. } => {}
                 Outgoing::Usage { event, lease_id } => {
                     if !tally.count(&mut batch, event)? {
                         taken.already_billed += 1;

@@ -48,3 +48,18 @@ pub async fn with_credentials<T>(
 pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
     headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")
 }
+
+/// A request's caller, once its body is read: the seven signing steps (or
+/// the sandbox's bearer token), then the key's request rate.
+pub async fn retrieval_caller(
+    state: &crate::region::Region,
+    parts: &axum::http::request::Parts,
+    body: bytes::Bytes,
+    now: svc_core::time::UnixMs,
+    arrived: std::time::Instant,
+) -> crate::service::Result<crate::service::retrieval::Caller> {
+    with_credentials(parts, &body, async |credentials| {
+        crate::service::retrieval::authenticate(state, credentials, body.clone(), now, arrived).await
+    })
+    .await
+}

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod admission;
+pub mod ads;
 pub mod auth;
 pub mod body;
 pub mod business;

@@ -12,7 +12,6 @@ use serde::de::DeserializeOwned;
 use svc_core::ids::RecordType;
 use svc_core::problem::{Code, Problem};
 
-use super::auth::with_credentials;
 use super::body::{DEFAULT_LIMIT, read_limited};
 use super::problem::problem_response;
 use super::raw_json::json_response;
@@ -35,17 +34,8 @@ pub fn routes(home: bool) -> Router<Region> {
         .route("/v1/records/{record_id}", get(fetch))
         .route("/v1/terms", get(terms_in_force))
         .route("/v1/terms/{version}", get(terms_version))
-        .route("/v1/ads/pool", post(ads_not_built))
-        .route("/v1/ads/render", post(ads_not_built))
-        .route("/v1/ads/click", post(ads_not_built));
+        .merge(super::ads::routes());
     if home { routes.route("/v1/usage", get(usage)).route("/v1/receipts", get(receipts)) } else { routes }
-}
-
-/// The ad routes exist in the spec and are not built yet (issue 28): a
-/// clear `501` rather than a bare `404`, for callers and the MCP server.
-async fn ads_not_built() -> Response {
-    Error::detail(svc_core::problem::Code::NotImplemented, "ads (pool, render, click) are not built yet")
-        .into_response()
 }
 
 /// A retrieval request that passed the gate: the seven signing steps (or the
@@ -60,11 +50,7 @@ impl FromRequest<Region> for Retrieval {
         let now = state.clock.now();
         let (parts, body) = req.into_parts();
         let body = read_limited(&parts.headers, body, DEFAULT_LIMIT, now).await?;
-        let caller = with_credentials(&parts, &body, async |credentials| {
-            retrieval::authenticate(state, credentials, body.clone(), now, arrived).await
-        })
-        .await?;
-        Ok(Retrieval(caller))
+        Ok(Retrieval(super::auth::retrieval_caller(state, &parts, body, now, arrived).await?))
     }
 }
 

@@ -68,6 +68,8 @@ pub struct Region {
     pub region_positions: Arc<RegionPositions>,
     pub billing: Mailbox<crate::actors::billing::BillingMsg>,
     pub receipts: Mailbox<crate::actors::receipt_log::ReceiptLogMsg>,
+    /// Campaign leases, pools' reserves, and ad confirmations.
+    pub ads: Mailbox<crate::actors::ad_reservations::AdMsg>,
     pub receipt_folder: Mailbox<crate::actors::receipt_folder::ReceiptFolderMsg>,
     pub analytics: Mailbox<crate::actors::analytics::AnalyticsMsg>,
     /// Purges deleted records' bytes; at home, expires bulk files.
@@ -77,6 +79,8 @@ pub struct Region {
     /// The transparency log as replicated here.
     pub log: crate::transparency::LogView,
     pub metrics: crate::metrics::Metrics,
+    /// The other regions' public ports, for the ad confirmations they own.
+    pub peers: Arc<std::collections::HashMap<String, crate::client::transport::Transport>>,
 }
 
 /// The actors that write: the home region's alone.

@@ -1,5 +1,6 @@
 //! Which records a region places as paid rows (sponsored products,
-//! promoted events, jobs and updates): the replicated campaigns, read again
+//! promoted events, jobs and updates) and which campaigns place ads in
+//! pools: the replicated campaigns, read again
 //! only after a campaign changed, and kept between answers, so marking a
 //! row costs a map lookup. Marking never moves a row (retrieval 1, rule 10).
 
@@ -10,8 +11,16 @@ use crate::service::Result;
 use crate::service::ads::campaigns;
 use crate::store::model::Campaign;
 
-/// Each placed record's campaigns.
-type Placed = Arc<HashMap<String, Vec<Arc<Campaign>>>>;
+/// What funded campaigns place, as last read.
+#[derive(Default)]
+pub struct Placements {
+    /// Each record placed as a paid row, with its campaigns.
+    pub rows: HashMap<String, Vec<Arc<Campaign>>>,
+    /// The campaigns of ads, for pools.
+    pub ads: Vec<Arc<Campaign>>,
+}
+
+type Placed = Arc<Placements>;
 
 /// What was read: at which replicated sequence, after which campaign
 /// change, and the placed records.
@@ -44,14 +53,15 @@ impl Sponsorships {
             read.seq = seq;
             return Ok(read.placed.clone());
         }
-        let mut placed: HashMap<String, Vec<Arc<Campaign>>> = HashMap::new();
+        let mut placed = Placements::default();
         for campaign in campaigns::all(state)? {
+            let campaign = Arc::new(campaign);
             if campaign.terms.placement == svc_core::ads::Placement::Ad {
+                placed.ads.push(campaign);
                 continue;
             }
-            let campaign = Arc::new(campaign);
             for item in &campaign.items {
-                placed.entry(item.clone()).or_default().push(campaign.clone());
+                placed.rows.entry(item.clone()).or_default().push(campaign.clone());
             }
         }
         let placed = Arc::new(placed);
@@ -62,5 +72,5 @@ impl Sponsorships {
 
 /// Whether `record_id` is a paid row in a search of `country`.
 pub fn sponsored(placed: &Placed, record_id: &str, country: &str) -> bool {
-    placed.get(record_id).is_some_and(|campaigns| campaigns.iter().any(|c| c.places(record_id, country)))
+    placed.rows.get(record_id).is_some_and(|campaigns| campaigns.iter().any(|c| c.places(record_id, country)))
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorRef};
 
+use crate::actors::ad_reservations::{AdArgs, AdMsg, AdReservations, AdRole};
 use crate::actors::analytics::{Analytics, AnalyticsArgs, AnalyticsMsg};
 use crate::actors::billing::{Billing, BillingArgs, BillingMsg, BillingRole};
 use crate::actors::domain_assurance::{DomainAssuranceActor, DomainAssuranceArgs, DomainAssuranceMsg};
@@ -176,6 +177,25 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         Role::Home => None,
         Role::Read => Some(start_replica(&sup, &config, &store, &clock, &nonces, outbox.clone()).await?),
     };
+    let ad_role = match (&home, &outbox) {
+        (Some(home), _) => AdRole::Home { region: config.region.clone(), publisher: home.publisher.clone() },
+        (None, Some(outbox)) => AdRole::Region { outbox: outbox.clone() },
+        (None, None) => return Err(StartError::Config("a read region without an outbox".into())),
+    };
+    let ad_args = AdArgs { store: store.clone(), role: ad_role };
+    let ad_clock = clock.clone();
+    let ads = supervise(
+        &sup,
+        Spec::new("ad_reservations", AdReservations, move || Ok(ad_args.clone()))
+            .tick(Duration::from_secs(1), move || AdMsg::Tick { now: ad_clock.now() }),
+    )
+    .await?;
+    let mut peers = std::collections::HashMap::new();
+    for peer in &config.peers {
+        let transport = crate::client::transport::Transport::http2(&peer.url)
+            .map_err(|e| StartError::Config(format!("peer {}: {e}", peer.name)))?;
+        peers.insert(peer.name.clone(), transport);
+    }
     let index_dir = config.data_dir.join("index");
     if crate::search::prepare_layout(&index_dir, config.shards_per_collection)? {
         crate::actors::indexer::forget_applied(&store)?;
@@ -258,12 +278,14 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         signed_statements: Arc::default(),
         billing,
         receipts,
+        ads,
         receipt_folder,
         analytics,
         retention,
         key_set,
         log,
         metrics: crate::metrics::Metrics::default(),
+        peers: Arc::new(peers),
     })
 }
 

@@ -51,6 +51,13 @@ pub enum Outgoing {
     Introduced {
         key_id: String,
     },
+    /// A campaign's lease the region is done with, and what it spent of it
+    /// (`svc_core::ads::reserve`): home settles its ledger.
+    AdSettle {
+        campaign_id: String,
+        lease_id: u64,
+        used: svc_core::ads::Micros,
+    },
 }
 
 /// A batch of a region's outbox, shipped to home (`POST /internal/v1/report`).
@@ -111,6 +118,7 @@ impl Report {
                     }
                 }
                 Outgoing::Introduced { key_id } => check_id("an introduced key_id", key_id)?,
+                Outgoing::AdSettle { campaign_id, .. } => check_id("a settled lease's campaign_id", campaign_id)?,
                 Outgoing::ReceiptRoot(root) => {
                     check_instant("a receipt root's minute", root.minute, now)?;
                     if root.first_seq > root.last_seq {

@@ -173,6 +173,15 @@ pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Ve
                 let (region, now) = (report.region.clone(), state.clock.now());
                 publisher.call(|reply| PublisherMsg::CertifyReceiptKey { region, key, now, reply }).await??;
             }
+            Outgoing::AdSettle { campaign_id, lease_id, used } => {
+                let (region, now) = (&report.region, state.clock.now());
+                // Shipped again after a lost answer, it finds its lease settled.
+                if let Ok(change) =
+                    crate::campaign_ledger::settle(&state.store, now, region, campaign_id, *lease_id, *used)?
+                {
+                    crate::service::writes::apply(state, change).await?;
+                }
+            }
             // The nonce store and billing take these below.
             Outgoing::Claim(_) | Outgoing::Usage { .. } | Outgoing::Return { .. } => {}
         }
@@ -200,7 +209,6 @@ pub async fn take_receipts(state: &Region, region: &str, body: &[u8]) -> Result<
     encode(&ReceiptsTaken { through })
 }
 
-/// Sets allowance units aside for a region.
 /// A slice of a campaign's money for the asking region (`ads::ledger`).
 pub async fn grant_ad_lease(state: &Region, region: &str, body: &[u8]) -> Result<Vec<u8>> {
     let ask: crate::service::ads::ledger::AdLeaseAsk = decode(body)?;
@@ -216,6 +224,7 @@ pub async fn settle_ad_lease(state: &Region, region: &str, body: &[u8]) -> Resul
     encode(&())
 }
 
+/// Sets allowance units aside for a region.
 pub async fn grant_lease(state: &Region, region: &str, body: &[u8]) -> Result<Vec<u8>> {
     let ask: LeaseAsk = decode(body)?;
     speaks_for(region, &ask.region)?;

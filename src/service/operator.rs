@@ -470,8 +470,8 @@ pub struct SealedRecord {
 /// The business portal's save (Path B), scripted: see [`saves::save_record`].
 pub async fn save_sealed_record(state: &Region, uuid: String, req: SealedRecord) -> Result<Done> {
     let record_type = RecordType::from_name(&req.record_type)
-        .filter(|t| t.is_collection())
-        .ok_or_else(|| invalid("record_type is a collection name"))?;
+        .filter(|t| t.is_collection() || *t == RecordType::Ads)
+        .ok_or_else(|| invalid("record_type is a collection name or ads"))?;
     let bytes = svc_core::b64::std_decode(&req.record_base64).ok_or_else(|| invalid("record_base64 is not base64"))?;
     Ok(match saves::save_record(state, &uuid, record_type, bytes, &req.seal).await? {
         saved @ saves::Saved::Published { .. } => Done::Created(saved.to_json()),

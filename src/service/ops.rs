@@ -118,6 +118,32 @@ const FORWARD_RETRY_MS: u64 = 5_000;
 /// 503 with `Retry-After`, and so is a write home does not answer within
 /// `forward_timeout_ms`: the region never answers a write it did not hand
 /// to home.
+/// A request another region owns (an ad confirmation), sent there on its
+/// public port, once: a request already sent on is not sent again.
+pub async fn forward_to_peer(state: &Region, region: &str, mut request: Request<Body>) -> Result<Response<Body>> {
+    let unreachable =
+        || Error::retry_after(Code::Unavailable, FORWARD_RETRY_MS, format!("region {region} cannot be reached"));
+    let Some(peer) = state.peers.get(region) else { return Err(unreachable()) };
+    if request.headers().contains_key(ROUTED_HEADER) {
+        return Err(unreachable());
+    }
+    if let Ok(from) = axum::http::HeaderValue::from_str(&state.config.region) {
+        request.headers_mut().insert(ROUTED_HEADER, from);
+    }
+    let wait = state.config.replication.as_ref().map_or(10_000, |r| r.forward_timeout_ms);
+    match tokio::time::timeout(Duration::from_millis(wait), peer.forward(request)).await {
+        Ok(Ok(answer)) => Ok(answer.map(Body::new)),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, region, "a peer region is unreachable for a confirmation");
+            Err(unreachable())
+        }
+        Err(_) => Err(unreachable()),
+    }
+}
+
+/// Marks a request one region sent on to another.
+pub const ROUTED_HEADER: &str = "x-svc-routed-from";
+
 pub async fn forward_to_home(state: &Region, request: Request<Body>) -> Result<Response<Body>> {
     let Some(replica) = &state.replica else { return Err(Error::new(Code::NotFound)) };
     let wait = state.config.replication.as_ref().map_or(10_000, |r| r.forward_timeout_ms);

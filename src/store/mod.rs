@@ -150,6 +150,15 @@ pub mod cf {
     /// Home: each campaign's money, leased to regions
     /// (`svc_core::ads::ledger::Ledger`).
     pub const CAMPAIGN_LEDGERS: &str = "campaign_ledgers";
+    /// A region's own: the campaign leases it holds and its pools' reserves
+    /// (`svc_core::ads::reserve::Book`, one value).
+    pub const AD_BOOK: &str = "ad_book";
+    /// A region's own: each render or click token's confirmations, by the
+    /// token's time (ms, big-endian) ‖ its id (`AdToken`).
+    pub const AD_TOKENS: &str = "ad_tokens";
+    /// A region's own: a conversation's renders and clicks of an item, by
+    /// conversation digest ‖ 0 ‖ item id (`AdConversation`), kept 24 hours.
+    pub const AD_CONVERSATIONS: &str = "ad_conversations";
 
     pub const ALL: &[&str] = &[
         META,
@@ -216,6 +225,9 @@ pub mod cf {
         WITHDRAWN,
         CAMPAIGNS,
         CAMPAIGN_LEDGERS,
+        AD_BOOK,
+        AD_TOKENS,
+        AD_CONVERSATIONS,
     ];
 }
 

@@ -657,6 +657,8 @@ pub struct IdempotentAnswer {
 pub enum UsageKind {
     Search,
     Fetch,
+    /// An ad pool: receipted, never billed.
+    Pool,
 }
 
 /// One billed request. Keyed by (key id, nonce), so each signed request is
@@ -924,6 +926,43 @@ impl Campaign {
             && self.terms.runs_in(country, None)
             && self.items.iter().any(|i| i == record_id)
     }
+}
+
+/// One confirmation of a render or click token, as the serving region
+/// recorded it, with the answer it gave (replayed for its Idempotency-Key).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdConfirmation {
+    pub idempotency_key: String,
+    /// SHA-256 of the confirmation's body.
+    pub request: [u8; 32],
+    pub accepted: bool,
+    /// What the campaign was charged for it.
+    pub charged: svc_core::ads::Micros,
+    pub at: UnixMs,
+    pub answer: Vec<u8>,
+}
+
+/// A token's confirmations (`ad_tokens`), at most [`AdToken::MAX`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdToken {
+    pub confirmations: Vec<AdConfirmation>,
+}
+
+impl AdToken {
+    /// Confirmations one token keeps: a click token is confirmed once per
+    /// click, and a caller clicking more often than this is not a person.
+    pub const MAX: usize = 1_000;
+}
+
+/// What a conversation did with one item (`ad_conversations`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdConversation {
+    /// When the conversation first met the item: it is forgotten 24 hours on.
+    pub first_at: UnixMs,
+    /// Accepted renders, and the last one's time.
+    pub renders: u32,
+    pub rendered_at: Option<UnixMs>,
+    pub clicked_at: Option<UnixMs>,
 }
 
 /// The sealing key the service holds for a business that chose hosted

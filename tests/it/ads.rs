@@ -223,3 +223,211 @@ async fn home_leases_a_campaigns_money_to_regions_and_never_more_than_it_may_spe
     let after: Option<Lease> = link(&home, "/internal/v1/ad-lease", "eu", &ask("eu", 1_000_000)).await.unwrap();
     assert!(after.is_none(), "0.25 settled, 0.30 and 0.45 expired: the whole 1.00 is spent");
 }
+
+fn ad(own_id: &str, headline: &str) -> Vec<u8> {
+    let mut ad = svc_core::records::examples::example(svc_core::ids::RecordType::Ads);
+    ad["ad_id"] = json!(own_id);
+    ad["headline"] = json!(headline);
+    serde_json::to_vec(&ad).unwrap()
+}
+
+fn ad_terms(budget: &str, net_price: &str, basis: &str) -> Value {
+    json!({"name": "lamps", "placement": "ad", "budget": budget, "net_price": net_price, "basis": basis,
+        "keywords": ["lamp", "desk"], "countries": ["FR"], "formats": ["compact", "card"],
+        "repeats": {"allowed": false, "max_per_conversation": 1}})
+}
+
+fn pool_body(session_ref: &str) -> Value {
+    json!({"country": "FR", "keywords": ["Lamp"], "formats": ["card"], "sort_by": "net_price:desc,random:asc",
+        "size": 20, "session_ref": session_ref})
+}
+
+/// A signed ad call with an Idempotency-Key.
+async fn ad_call(
+    home: &Home,
+    caller: &crate::common::Caller,
+    path: &str,
+    body: &Value,
+    idem: &str,
+) -> crate::common::Answer {
+    let body = serde_json::to_vec(body).unwrap();
+    home.signed(&caller.key, "POST", path, &body, "svc-retrieval", &[("idempotency-key", idem)]).await
+}
+
+/// A business with two sealed ads in one funded cpm campaign.
+async fn ads_on_sale(home: &Home, budget: &str, net_price: &str, basis: &str) -> (Vec<String>, String) {
+    let business = home.business("Lumen", products_scope(100_000)).await;
+    let mut ad_ids = Vec::new();
+    for (own, headline) in [("winter", "Warm lamps"), ("desk", "Desk lamps")] {
+        let saved = home.save_sealed(&business, "ads", &ad(own, headline)).await;
+        assert_eq!(saved.status, 201, "{:?}", saved.body);
+        ad_ids.push(saved.body["record_id"].as_str().unwrap().to_owned());
+    }
+    let made = home
+        .admin(
+            "POST",
+            &format!("/admin/businesses/{}/campaigns", business.uuid),
+            json!({"terms": ad_terms(budget, net_price, basis), "items": ad_ids}),
+        )
+        .await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+    let campaign = made.body["campaign_id"].as_str().unwrap().to_owned();
+    let funded = home.admin("POST", &format!("/admin/campaigns/{campaign}/funds"), json!({"amount": budget})).await;
+    assert_eq!(funded.status, 200, "{:?}", funded.body);
+    home.wait_indexed().await;
+    (ad_ids, campaign)
+}
+
+fn payload(envelope: &Value) -> Value {
+    let bytes = svc_core::b64::std_decode(envelope["payload"].as_str().unwrap()).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+// rule: R4.1.1, R4.1.5, R4.1.9, R4.1.10, R4.1.17, R4.1.18, R2.8.1, R2.8.2, R2.8.3, R2.8.4, R2.8.5, R2.8.6, R2.8.7, R2.8.8, R2.8.12, R4.3.1
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pool_holds_funded_ads_in_the_callers_order_each_with_a_render_token_and_a_receipt() {
+    let home = Home::start().await;
+    let (ad_ids, campaign) = ads_on_sale(&home, "10", "200.00", "cpm").await;
+    let caller = home.caller("Reader").await;
+
+    let mut no_sort = pool_body("c1");
+    no_sort.as_object_mut().unwrap().remove("sort_by");
+    let refused = ad_call(&home, &caller, "/v1/ads/pool", &no_sort, "p0").await;
+    assert_eq!((refused.status, refused.body["code"].as_str()), (400, Some("sort_required")), "{:?}", refused.body);
+    let mut other_sort = pool_body("c1");
+    other_sort["sort_by"] = json!("price:asc");
+    let refused = ad_call(&home, &caller, "/v1/ads/pool", &other_sort, "p0").await;
+    assert_eq!(refused.body["code"], "sort_not_allowed", "{:?}", refused.body);
+    let mut elsewhere = pool_body("c1");
+    elsewhere["country"] = json!("DE");
+    let none = ad_call(&home, &caller, "/v1/ads/pool", &elsewhere, "p0").await;
+    assert_eq!((none.status, none.body["ads"].as_array().unwrap().len()), (200, 0), "not running in DE");
+
+    let pooled = ad_call(&home, &caller, "/v1/ads/pool", &pool_body("c1"), "p1").await;
+    assert_eq!(pooled.status, 200, "{:?}", pooled.body);
+    let ads = pooled.body["ads"].as_array().unwrap();
+    assert_eq!(ads.len(), 2, "{:?}", pooled.body);
+    // Equal prices: the random key, seeded by the pool's retrieval_id, orders them.
+    let retrieval_id = pooled.body["retrieval_id"].as_str().unwrap();
+    let mut expected = ad_ids.clone();
+    expected.sort_by_key(|id| svc_core::ads::pool::random_key(retrieval_id, id));
+    let got: Vec<&str> = ads.iter().map(|a| a["ad_id"].as_str().unwrap()).collect();
+    assert_eq!(got, expected);
+    let item = &ads[0];
+    assert_eq!(item["label"], "Ad");
+    assert_eq!(item["campaign_id"], campaign.as_str());
+    assert_eq!(item["formats"], json!(["card"]), "offered among those asked");
+    assert_eq!(item["net_price"], json!({"amount": "200.00", "currency": "USD", "basis": "cpm"}));
+    assert_eq!(item["creative"]["display_domain"], "shop.example.com");
+    assert_eq!(item["creative"]["cta"], "See the lamps");
+    assert!(item.get("gross_price").is_none() && item["net_price"].get("take_rate").is_none());
+    let record = svc_core::b64::std_decode(item["record_base64"].as_str().unwrap()).unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&record).unwrap()["schema"], "service/ads/1");
+    assert_eq!(item["ai_policy"], json!({"version": 0, "record_base64": null, "seal": null}));
+    let token = payload(&item["render_token"]);
+    assert_eq!(item["render_token"]["payloadType"], "application/vnd.service.render.v1+json");
+    assert_eq!(
+        (token["retrieval_id"].as_str(), token["company_uuid"].as_str()),
+        (Some(retrieval_id), Some(caller.company_uuid.as_str()))
+    );
+    // The receipt names each ad with the hash of its bytes.
+    let receipt = payload(&pooled.body["receipt"]);
+    assert_eq!(receipt["retrieval_id"], retrieval_id);
+    assert_eq!(receipt["caller_key_id"], caller.key_id.as_str());
+    let rows: Vec<&str> = receipt["rows"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(rows, got);
+    assert_eq!(receipt["rows"][0]["adl_origin"], svc_core::digest::sha256_prefixed(&record).as_str());
+}
+
+// rule: R3.3, R3.4, R3.6, R3.7, R3.9, R3.11, R3.14, R4.2.1, R4.2.2, R4.2.4, R4.2.5, R4.2.6, R4.2.7, R7.9
+#[tokio::test(flavor = "multi_thread")]
+async fn renders_and_clicks_follow_the_confirmation_table() {
+    let home = Home::start().await;
+    // 200.00 per thousand renders: 0.20 a render, five renders in a dollar.
+    let (_, campaign) = ads_on_sale(&home, "1", "200.00", "cpm").await;
+    let caller = home.caller("Reader").await;
+    let pooled = ad_call(&home, &caller, "/v1/ads/pool", &pool_body("c1"), "p1").await;
+    let ads = pooled.body["ads"].as_array().unwrap().clone();
+    let render = |i: usize, session: &str| json!({"render_token": ads[i]["render_token"], "format": "card", "session_ref": session});
+
+    // Refusals: no Idempotency-Key, a format not offered, both forms, a forged token.
+    let body = serde_json::to_vec(&render(0, "c1")).unwrap();
+    let bare = home.signed(&caller.key, "POST", "/v1/ads/render", &body, "svc-retrieval", &[]).await;
+    assert_eq!((bare.status, bare.body["code"].as_str()), (400, Some("request_invalid")));
+    let mut compact = render(0, "c1");
+    compact["format"] = json!("compact");
+    assert_eq!(ad_call(&home, &caller, "/v1/ads/render", &compact, "r0").await.body["code"], "request_invalid");
+    let mut both = render(0, "c1");
+    both["retrieval_id"] = pooled.body["retrieval_id"].clone();
+    assert_eq!(ad_call(&home, &caller, "/v1/ads/render", &both, "r0").await.body["code"], "request_invalid");
+    let mut forged = render(0, "c1");
+    let mut token = payload(&ads[0]["render_token"]);
+    token["company_uuid"] = json!("00000000-0000-4000-8000-000000000000");
+    forged["render_token"]["payload"] = json!(svc_core::b64::std_encode(&serde_json::to_vec(&token).unwrap()));
+    let answer = ad_call(&home, &caller, "/v1/ads/render", &forged, "r0").await;
+    assert_eq!((answer.status, answer.body["code"].as_str()), (400, Some("token_invalid")));
+    let stranger = home.caller("Stranger").await;
+    let answer = ad_call(&home, &stranger, "/v1/ads/render", &render(0, "c1"), "r0").await;
+    assert_eq!(answer.body["code"], "token_invalid", "issued to another company");
+
+    // Accepted with a click token; the same key and body replay the first answer.
+    let first = ad_call(&home, &caller, "/v1/ads/render", &render(0, "c1"), "r1").await;
+    assert_eq!((first.status, &first.body["accepted"]), (200, &json!(true)), "{:?}", first.body);
+    assert_eq!(first.body["click_token"]["payloadType"], "application/vnd.service.click.v1+json");
+    let again = ad_call(&home, &caller, "/v1/ads/render", &render(0, "c1"), "r1").await;
+    assert_eq!(again.body, first.body, "replayed");
+    let other_body = ad_call(&home, &caller, "/v1/ads/render", &render(0, "c9"), "r1").await;
+    assert_eq!(other_body.body["code"], "request_invalid", "one key, another body");
+    let reused = ad_call(&home, &caller, "/v1/ads/render", &render(0, "c1"), "r2").await;
+    assert_eq!(reused.body, json!({"accepted": false, "reason": "token_reused"}));
+
+    // The rendered ad leaves that conversation's pools for an hour, not others'.
+    let same = ad_call(&home, &caller, "/v1/ads/pool", &pool_body("c1"), "p2").await;
+    let ids = |a: &crate::common::Answer| -> Vec<String> {
+        a.body["ads"].as_array().unwrap().iter().map(|x| x["ad_id"].as_str().unwrap().to_owned()).collect()
+    };
+    assert!(!ids(&same).contains(&ads[0]["ad_id"].as_str().unwrap().to_owned()), "{:?}", same.body);
+    assert_eq!(ids(&ad_call(&home, &caller, "/v1/ads/pool", &pool_body("c2"), "p3").await).len(), 2);
+
+    // A click on a cpm campaign is accepted and not charged; clicks go on.
+    let click = json!({"click_token": first.body["click_token"], "session_ref": "c1"});
+    let clicked = ad_call(&home, &caller, "/v1/ads/click", &click, "k1").await;
+    assert_eq!(clicked.body, json!({"accepted": true}), "{:?}", clicked.body);
+    assert_eq!(ad_call(&home, &caller, "/v1/ads/click", &click, "k2").await.body, json!({"accepted": true}));
+
+    // Renders spend the dollar, and not a cent past it. A render costs
+    // 0.20; one is spent, and the two pools above still reserve 0.40 for
+    // ten minutes, so two more renders fit, then the campaign leaves pools.
+    let mut accepted = 0;
+    let mut exhausted = 0;
+    for round in 0..8 {
+        let session = format!("spend-{round}");
+        let pooled = ad_call(&home, &caller, "/v1/ads/pool", &pool_body(&session), &format!("sp{round}")).await;
+        let Some(item) = pooled.body["ads"].as_array().unwrap().first().cloned() else { continue };
+        let body = json!({"render_token": item["render_token"], "format": "card", "session_ref": session});
+        let answer = ad_call(&home, &caller, "/v1/ads/render", &body, &format!("sr{round}")).await;
+        match answer.body["reason"].as_str() {
+            None => accepted += 1,
+            Some("budget_exhausted") => exhausted += 1,
+            Some(other) => panic!("{other}"),
+        }
+    }
+    assert_eq!(accepted, 2, "0.20 spent and 0.40 reserved of the dollar");
+    assert!(exhausted == 0, "a spent campaign leaves pools rather than failing renders");
+    let pooled = ad_call(&home, &caller, "/v1/ads/pool", &pool_body("after"), "spx").await;
+    assert!(pooled.body["ads"].as_array().unwrap().is_empty(), "nothing left to reserve: {:?}", pooled.body);
+    let book = home.state.ads.call(svc::actors::ad_reservations::AdMsg::Observe).await.unwrap();
+    assert_eq!(book.leases[&campaign].used, svc_core::ads::Micros(600_000), "three renders of 0.20");
+    let reserved: u64 = book.reserves.iter().map(|r| r.cost.0).sum();
+    assert_eq!(reserved, 400_000, "two pools' reserves");
+    assert_eq!(book.leases[&campaign].amount, svc_core::ads::Micros(1_000_000), "all home had");
+
+    // Ten minutes after the pool the window is closed.
+    home.clock.advance((10 * 60 + 1) * 1000);
+    let late = ad_call(&home, &caller, "/v1/ads/render", &render(1, "c3"), "r3").await;
+    assert_eq!(late.body, json!({"accepted": false, "reason": "window_expired"}), "{:?}", late.body);
+    // A day after the render, so is its click.
+    home.clock.advance(24 * 3600 * 1000);
+    let stale = ad_call(&home, &caller, "/v1/ads/click", &click, "k3").await;
+    assert_eq!(stale.body, json!({"accepted": false, "reason": "window_expired"}));
+}

@@ -6,11 +6,11 @@
 
 use serde::{Deserialize, Serialize};
 use svc_core::ads::Micros;
-use svc_core::ads::ledger::{Lease, Ledger, LedgerError};
+use svc_core::ads::ledger::{Lease, Ledger};
 use svc_core::problem::Code;
 
+use crate::campaign_ledger::{self, NotSettled};
 use crate::region::Region;
-use crate::replication::Change;
 use crate::service::error::invalid;
 use crate::service::writes::apply;
 use crate::service::{Error, Result};
@@ -39,25 +39,12 @@ pub struct AdLeaseSettle {
     pub used: Micros,
 }
 
-/// The campaign's ledger as stored, or a new one; its spendable amount
-/// follows the campaign's, and leases past their time are ended.
 fn current(state: &Region, campaign: &Campaign) -> Result<(Option<Ledger>, Ledger)> {
-    let stored = state.store.get::<Ledger>(cf::CAMPAIGN_LEDGERS, campaign.campaign_id.as_bytes())?;
-    let mut ledger = stored.clone().unwrap_or_default();
-    ledger.spendable = campaign.spendable();
-    ledger.expire(state.clock.now());
-    Ok((stored, ledger))
+    Ok(campaign_ledger::current(&state.store, campaign, state.clock.now())?)
 }
 
-/// Writes `ledger` unless another change came first.
 async fn write(state: &Region, campaign_id: &str, as_read: Option<&Ledger>, ledger: &Ledger) -> Result<()> {
-    let mut change = Change::new();
-    match as_read {
-        Some(read) => change.require_unchanged(cf::CAMPAIGN_LEDGERS, campaign_id.as_bytes(), read),
-        None => change.require_absent(cf::CAMPAIGN_LEDGERS, campaign_id.as_bytes()),
-    };
-    change.put(cf::CAMPAIGN_LEDGERS, campaign_id.as_bytes(), ledger);
-    apply(state, change).await.map(|_| ())
+    apply(state, campaign_ledger::written(campaign_id, as_read, ledger)).await.map(|_| ())
 }
 
 /// Leases `region` up to what it asks of an active campaign's money left;
@@ -85,19 +72,15 @@ pub async fn lease(state: &Region, ask: &AdLeaseAsk) -> Result<Option<Lease>> {
 /// Takes a lease back from the region that holds it, with what it used.
 pub async fn settle(state: &Region, settle: &AdLeaseSettle) -> Result<()> {
     state.home()?;
-    let campaign = state
-        .store
-        .get::<Campaign>(cf::CAMPAIGNS, settle.campaign_id.as_bytes())?
-        .ok_or_else(|| Error::detail(Code::NotFound, "no such campaign"))?;
-    let (stored, mut ledger) = current(state, &campaign)?;
-    if !ledger.leases.iter().any(|l| l.lease_id == settle.lease_id && l.region == settle.region) {
-        return Err(Error::detail(Code::NotFound, "no such lease of this region (settled, or expired and counted)"));
+    let (region, now) = (&settle.region, state.clock.now());
+    match campaign_ledger::settle(&state.store, now, region, &settle.campaign_id, settle.lease_id, settle.used)? {
+        Ok(change) => apply(state, change).await.map(|_| ()),
+        Err(NotSettled::NoCampaign) => Err(Error::detail(Code::NotFound, "no such campaign")),
+        Err(NotSettled::NoLease) => {
+            Err(Error::detail(Code::NotFound, "no such lease of this region (settled, or expired and counted)"))
+        }
+        Err(NotSettled::BadUse) => Err(invalid("a lease's use only grows, up to its amount")),
     }
-    ledger.settle(settle.lease_id, settle.used).map_err(|e| match e {
-        LedgerError::UnknownLease => Error::detail(Code::NotFound, "no such lease"),
-        LedgerError::BadReport => invalid("a lease's use only grows, up to its amount"),
-    })?;
-    write(state, &campaign.campaign_id, stored.as_ref(), &ledger).await
 }
 
 /// A campaign's money as home counts it: spent, leased, and left.

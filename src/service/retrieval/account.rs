@@ -137,7 +137,7 @@ pub fn group_receipts(state: &Region, group: &str, q: ReceiptsQuery) -> Result<V
                     "retrieval_id": stored.retrieval_id,
                     "served_at": stored.served_at.to_rfc3339_millis(),
                     "caller_key_id": stored.caller_key_id,
-                    "kind": match stored.kind { UsageKind::Search => "search", UsageKind::Fetch => "fetch" },
+                    "kind": match stored.kind { UsageKind::Search => "search", UsageKind::Fetch => "fetch", UsageKind::Pool => "pool" },
                 }));
                 if page.len() == RECEIPTS_PAGE {
                     break 'scan;

@@ -66,7 +66,7 @@ pub struct Caller {
 }
 
 impl Caller {
-    fn request_hash(&self) -> String {
+    pub(crate) fn request_hash(&self) -> String {
         self.verified.as_ref().map(Verified::request_hash).unwrap_or_default()
     }
 
@@ -184,6 +184,14 @@ impl Drop for Held {
         if let Some(reservation) = self.reservation.take() {
             let _ = self.state.billing.cast(BillingMsg::Release { reservation });
         }
+    }
+}
+
+impl Held {
+    /// No allowance unit: a route never billed (an ad pool) is served with
+    /// whatever allowance is left.
+    pub fn unbilled(state: &Region) -> Held {
+        Held { state: state.clone(), reservation: None }
     }
 }
 
@@ -323,7 +331,10 @@ pub async fn deliver(
         at: now,
     });
     let Some(reservation) = held.reservation.take() else {
-        return Err(Error::internal("an allowance unit was delivered twice"));
+        if served.billable {
+            return Err(Error::internal("an allowance unit was delivered twice"));
+        }
+        return Ok(envelope_json);
     };
     let kept = reservation.clone();
     let settled =

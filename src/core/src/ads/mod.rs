@@ -7,6 +7,7 @@
 pub mod campaign;
 pub mod confirm;
 pub mod ledger;
+pub mod pace;
 pub mod pool;
 pub mod reserve;
 pub mod tokens;
@@ -178,6 +179,11 @@ pub fn event_cost(price: Micros, basis: Basis) -> Micros {
         Basis::Cpm => Micros(price.0.div_ceil(1_000)),
         Basis::Cpc => price,
     }
+}
+
+/// An ad's `display_domain`: its destination's own host (R4.3.3).
+pub fn display_domain(destination_url: &str) -> Option<String> {
+    url::Url::parse(destination_url).ok()?.host_str().map(str::to_owned)
 }
 
 /// What the service keeps of a `session_ref`: HMAC-SHA-256 under the

@@ -92,6 +92,36 @@ impl Book {
         lease.spend(reserve.cost, now).then_some((reserve.campaign_id, reserve.cost))
     }
 
+    /// Spends `cost` of a campaign straight from its lease, beside what
+    /// reserves hold: a sponsored row's render or a click, which no pool
+    /// reserved.
+    pub fn spend_now(&mut self, campaign_id: &str, cost: Micros, now: UnixMs) -> Result<(), Short> {
+        self.lapse(now);
+        let reserved = self.reserved(campaign_id);
+        let Some(lease) = self.leases.get_mut(campaign_id) else { return Err(Short::NeedLease(cost)) };
+        let free = lease.amount.0.saturating_sub(lease.used.0).saturating_sub(reserved);
+        if free >= cost.0 && lease.spend(cost, now) { Ok(()) } else { Err(Short::NeedLease(cost)) }
+    }
+
+    /// Takes out the leases done with: past their time to spend, or too
+    /// short-lived to back a new reserve with none outstanding on them.
+    /// Each goes home with what it used.
+    pub fn due(&mut self, now: UnixMs) -> Vec<(String, Held)> {
+        self.lapse(now);
+        let done: Vec<String> = self
+            .leases
+            .iter()
+            .filter(|(campaign_id, lease)| {
+                let spent_out = now.0 >= lease.expires_at.0 - SETTLE_MARGIN_MS;
+                let idle = now.plus(RESERVE_MS).0 >= lease.expires_at.0 - SETTLE_MARGIN_MS
+                    && !self.reserves.iter().any(|r| &r.campaign_id == *campaign_id);
+                spent_out || idle
+            })
+            .map(|(campaign_id, _)| campaign_id.clone())
+            .collect();
+        done.into_iter().filter_map(|c| self.leases.remove(&c).map(|lease| (c, lease))).collect()
+    }
+
     /// Takes a new lease of a campaign; the one it replaces is handed back
     /// to be settled with what it used. Outstanding reserves are counted
     /// against the campaign, so the new lease holds their money from now on.
@@ -131,5 +161,24 @@ mod tests {
         book.lapse(T.plus(RESERVE_MS));
         assert!(book.reserves.is_empty());
         assert!(book.reserve("c", "k", Micros(15), T.plus(RESERVE_MS)).is_ok(), "15 of 20 unused");
+    }
+
+    // rule: R4.1.19
+    #[test]
+    fn a_direct_spend_leaves_reserves_their_money_and_done_leases_go_home() {
+        let mut book = Book::default();
+        book.take_lease("c", lease(20, T.plus(3 * RESERVE_MS)));
+        book.reserve("c", "k", Micros(15), T).unwrap();
+        assert_eq!(book.spend_now("c", Micros(6), T), Err(Short::NeedLease(Micros(6))), "15 of 20 reserved");
+        assert_eq!(book.spend_now("c", Micros(5), T), Ok(()));
+        assert_eq!(book.spend_now("other", Micros(1), T), Err(Short::NeedLease(Micros(1))));
+        assert!(book.due(T.plus(RESERVE_MS)).is_empty(), "still backs reserves for a while");
+        // Once too short-lived for a new reserve, it waits for its last one.
+        book.reserve("c", "k", Micros(1), T.plus(RESERVE_MS)).unwrap();
+        assert!(book.due(T.plus(2 * RESERVE_MS - SETTLE_MARGIN_MS)).is_empty(), "a reserve is outstanding");
+        let done = book.due(T.plus(2 * RESERVE_MS));
+        assert_eq!(done.len(), 1);
+        assert_eq!((done[0].0.as_str(), done[0].1.used), ("c", Micros(5)));
+        assert!(book.leases.is_empty());
     }
 }

@@ -34,6 +34,8 @@ pub struct RenderToken {
     /// The formats offered (a confirmation names one of them).
     pub formats: Vec<Format>,
     pub basis: Basis,
+    /// The serving region's reserve of the campaign's money for this pool.
+    pub reserve_id: u64,
     /// RFC 3339, milliseconds: when the pool was served.
     pub issued_at: String,
 }
@@ -108,6 +110,7 @@ mod tests {
             business_uuid: "b".into(),
             formats: vec![Format::Compact],
             basis: Basis::Cpm,
+            reserve_id: 7,
             issued_at: "2026-11-27T10:00:00.000Z".into(),
         }
     }

@@ -1,0 +1,59 @@
+//! The ad routes (retrieval 4.1, 4.2): bodies up to 64 KiB, signed like
+//! every retrieval route. A confirmation whose token or receipt names
+//! another region is sent on there before anything is checked or claimed,
+//! so that region judges it against its own record.
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+
+use super::auth::retrieval_caller;
+use super::body::read_limited;
+use super::raw_json::json_response;
+use crate::clock::monotonic;
+use crate::region::Region;
+use crate::service::ads::{confirm, pool};
+use crate::service::{Result, ops};
+
+pub fn routes() -> Router<Region> {
+    Router::new()
+        .route("/v1/ads/pool", post(|s, r| ad_route(s, r, Route::Pool)))
+        .route("/v1/ads/render", post(|s, r| ad_route(s, r, Route::Render)))
+        .route("/v1/ads/click", post(|s, r| ad_route(s, r, Route::Click)))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Route {
+    Pool,
+    Render,
+    Click,
+}
+
+async fn ad_route(State(state): State<Region>, request: Request, route: Route) -> Response {
+    answer(&state, request, route).await.unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn answer(state: &Region, request: Request, route: Route) -> Result<Response> {
+    let (arrived, now) = (monotonic(), state.clock.now());
+    let (mut parts, body) = request.into_parts();
+    let body = read_limited(&parts.headers, body, svc_core::ads::MAX_BODY, now).await?;
+    if route != Route::Pool
+        && let Some(region) = confirm::serving_region(&body)
+        && region != state.config.region
+    {
+        let peer = crate::forwarded::peer(&parts.extensions);
+        crate::forwarded::forward_for(&mut parts.headers, peer);
+        return ops::forward_to_peer(state, &region, Request::from_parts(parts, Body::from(body))).await;
+    }
+    let caller = retrieval_caller(state, &parts, body, now, arrived).await?;
+    let idempotency_key =
+        || confirm::idempotency_key(parts.headers.get("idempotency-key").and_then(|v| v.to_str().ok()));
+    let body = match route {
+        Route::Pool => pool::pool(state, &caller).await?.body,
+        Route::Render => confirm::render(state, &caller, idempotency_key()?).await?,
+        Route::Click => confirm::click(state, &caller, idempotency_key()?).await?,
+    };
+    Ok(json_response(body))
+}

@@ -1,0 +1,281 @@
+//! `POST /v1/ads/pool` (retrieval 4.1, 2.8): the ads of funded campaigns
+//! whose keywords the pool names exactly, running in its country, in the
+//! caller's order; each campaign in the pool reserves one event's cost at
+//! this region, and each ad comes with a render token this region signed.
+//! A receipt names every ad; a pool is never billed.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use svc_core::ads::pool::{self, Candidate, Pool};
+use svc_core::ads::reserve::Short;
+use svc_core::ads::tokens::{self, RENDER_V1, RenderToken};
+use svc_core::ads::{EXCLUSION_MS, Format, Micros, event_cost};
+use svc_core::digest::sha256_prefixed;
+use svc_core::problem::{Code, Problem};
+use svc_core::receipt::{Receipt, ReceiptRow};
+use svc_core::time::UnixMs;
+
+use super::reservations::{conversation_key, conversation_secret, lease_more};
+use crate::actors::ad_reservations::AdMsg;
+use crate::clock::random;
+use crate::region::{Region, ServeTimes};
+use crate::service::raw_json::RawObject;
+use crate::service::retrieval::{Answer, Caller, Held, Served, deliver};
+use crate::service::{Error, Result};
+use crate::store::cf;
+use crate::store::model::{AdConversation, Campaign, RecordState, RecordVersion, UsageKind};
+
+/// Ads one pool considers at most (every campaign's items together).
+pub const MAX_CANDIDATES: usize = 10_000;
+
+/// An ad the pool may hold, with what its item needs.
+struct Found {
+    candidate: Candidate,
+    campaign: Arc<Campaign>,
+    version: RecordVersion,
+    business_uuid: String,
+    formats: Vec<Format>,
+}
+
+pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
+    let now = caller.now;
+    let asked = pool::parse(&caller.body).map_err(|(code, detail)| Error::from(Problem::new(code).detail(detail)))?;
+    let digest = svc_core::ads::conversation(&conversation_secret(state)?, &asked.session_ref);
+    let found = candidates(state, caller, &asked, &digest, now)?;
+    let retrieval_id = svc_core::ids::retrieval_id(&random());
+    let chosen = reserve(state, caller, &asked, &retrieval_id, found, now).await?;
+
+    let signer = state.key_set.signer(now).ok_or_else(|| {
+        Error::retry_after(Code::Unavailable, 1_000, "this region's receipt key is not certified yet")
+    })?;
+    let mut items = Vec::with_capacity(chosen.len());
+    let mut rows = Vec::with_capacity(chosen.len());
+    for (found, reserve_id) in &chosen {
+        let token = RenderToken {
+            v: 1,
+            token_id: format!("rt_{}", hex::encode(random::<12>())),
+            retrieval_id: retrieval_id.clone(),
+            region: state.config.region.clone(),
+            company_uuid: caller.key.company_uuid.clone(),
+            key_id: caller.key.key_id.clone(),
+            ad_id: found.candidate.ad_id.clone(),
+            campaign_id: found.campaign.campaign_id.clone(),
+            business_uuid: found.business_uuid.clone(),
+            formats: found.formats.clone(),
+            basis: found.campaign.terms.basis,
+            reserve_id: *reserve_id,
+            issued_at: now.to_rfc3339_millis(),
+        };
+        let envelope = tokens::sign(RENDER_V1, &token, &signer.key);
+        let (item, policy_version) = item(state, found, &envelope, now)?;
+        items.push(item);
+        rows.push(ReceiptRow {
+            id: found.candidate.ad_id.clone(),
+            adl_origin: Some(sha256_prefixed(&found.version.bytes)),
+            row_sig: None,
+            sha256: None,
+            ai_policy_version: Some(policy_version),
+            sponsored: None,
+        });
+    }
+    let receipt = Receipt {
+        retrieval_id: retrieval_id.clone(),
+        served_at: now.to_rfc3339_millis(),
+        region: state.config.region.clone(),
+        request_hash: caller.request_hash(),
+        country: Some(asked.country.clone()),
+        rows,
+        key_id: String::new(),
+        caller_key_id: Some(caller.key.key_id.clone()),
+        sandbox: state.config.environment.is_sandbox(),
+    };
+    let served = Served { kind: UsageKind::Pool, billable: false, cost: 1, country: None, businesses: Vec::new() };
+    let envelope = deliver(state, caller, Held::unbilled(state), receipt, served, now).await?;
+    let mut body = RawObject::new();
+    body.value("retrieval_id", &retrieval_id)?;
+    body.raw("receipt", &envelope);
+    body.value("ads", &items)?;
+    Ok(Answer { retrieval_id, body: body.close() })
+}
+
+/// Every ad the pool may hold: of an active, funded ad campaign running in
+/// the pool's country with a keyword it names and a format it asks for; a
+/// live record of a business that serves and does not block the caller's
+/// group; not rendered in this conversation within the hour.
+fn candidates(state: &Region, caller: &Caller, asked: &Pool, digest: &str, now: UnixMs) -> Result<Vec<Found>> {
+    let placed = state.sponsorships.at(state, ServeTimes::seq(&state.store)?)?;
+    let mut found = Vec::new();
+    let mut blocked: HashMap<String, bool> = HashMap::new();
+    for campaign in &placed.ads {
+        let terms = &campaign.terms;
+        let matches = terms.keyword_matches(&asked.keywords);
+        let formats: Vec<Format> = asked.formats.iter().copied().filter(|f| terms.formats.contains(f)).collect();
+        let runs = campaign.state == crate::store::model::CampaignState::Active
+            && campaign.spendable().0 > 0
+            && terms.runs_in(&asked.country, asked.subdivision.as_deref());
+        if !runs || matches == 0 || formats.is_empty() {
+            continue;
+        }
+        for ad_id in &campaign.items {
+            if found.len() >= MAX_CANDIDATES {
+                return Ok(found);
+            }
+            let Some(head) = state.registry.record_head(ad_id)? else { continue };
+            if head.state != RecordState::Live || head.live_generation == 0 {
+                continue;
+            }
+            let business = head.business_uuid.clone();
+            let is_blocked = match blocked.get(&business) {
+                Some(b) => *b,
+                None => {
+                    let b = state.registry.blocks(&business, &caller.key.group_id)?;
+                    blocked.insert(business.clone(), b);
+                    b
+                }
+            };
+            if is_blocked {
+                continue;
+            }
+            let Some(version) = state.registry.record_version(ad_id, head.live_generation)? else { continue };
+            if !state.registry.serves(&business, &version, now)? {
+                continue;
+            }
+            let seen = state.store.get::<AdConversation>(cf::AD_CONVERSATIONS, &conversation_key(digest, ad_id))?;
+            if seen.and_then(|c| c.rendered_at).is_some_and(|at| now.0 - at.0 < EXCLUSION_MS) {
+                continue;
+            }
+            found.push(Found {
+                candidate: Candidate {
+                    ad_id: ad_id.clone(),
+                    campaign_id: campaign.campaign_id.clone(),
+                    net_price: terms.net_price,
+                    published_at: version.published_at.0,
+                    keyword_matches: matches,
+                },
+                campaign: campaign.clone(),
+                version,
+                business_uuid: business,
+                formats: formats.clone(),
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// The pool in order, each of its campaigns holding a reserve: a campaign
+/// this region cannot reserve (the key holds three already, or its money
+/// is out) leaves, and the next ads take its places. Answers each chosen
+/// ad with its campaign's reserve.
+async fn reserve(
+    state: &Region,
+    caller: &Caller,
+    asked: &Pool,
+    retrieval_id: &str,
+    mut found: Vec<Found>,
+    now: UnixMs,
+) -> Result<Vec<(Found, u64)>> {
+    let mut reserves: HashMap<String, u64> = HashMap::new();
+    let mut out: HashSet<String> = HashSet::new();
+    let mut paced = false;
+    loop {
+        let ordered = pool::order(asked, retrieval_id, found.iter().map(|f| f.candidate.clone()).collect());
+        let mut asks: Vec<(String, Micros)> = Vec::new();
+        for candidate in &ordered {
+            let id = &candidate.campaign_id;
+            if !reserves.contains_key(id) && !asks.iter().any(|(c, _)| c == id) {
+                let campaign =
+                    &found.iter().find(|f| &f.candidate.campaign_id == id).expect("ordered from found").campaign;
+                asks.push((id.clone(), event_cost(campaign.terms.net_price, campaign.terms.basis)));
+            }
+        }
+        if asks.is_empty() && paced {
+            let mut by_id: HashMap<String, Found> = found.into_iter().map(|f| (f.candidate.ad_id.clone(), f)).collect();
+            return Ok(ordered
+                .iter()
+                .filter_map(|c| by_id.remove(&c.ad_id).map(|f| (f, reserves[&c.campaign_id])))
+                .collect());
+        }
+        let answers = take(state, caller, &asks, !paced, now).await?;
+        paced = true;
+        for ((campaign_id, cost), answer) in asks.into_iter().zip(answers) {
+            let reserved = match answer {
+                Ok(id) => Some(id),
+                Err(Short::TooMany) => None,
+                // Once more after home leased the region more of it.
+                Err(Short::NeedLease(_)) if lease_more(state, &campaign_id, cost).await? => {
+                    take(state, caller, &[(campaign_id.clone(), cost)], false, now).await?.pop().and_then(|r| r.ok())
+                }
+                Err(Short::NeedLease(_)) => None,
+            };
+            match reserved {
+                Some(id) => {
+                    reserves.insert(campaign_id, id);
+                }
+                None => {
+                    out.insert(campaign_id);
+                }
+            }
+        }
+        found.retain(|f| !out.contains(&f.candidate.campaign_id));
+    }
+}
+
+/// Asks the actor for reserves; the first ask of a pool also paces the key.
+async fn take(
+    state: &Region,
+    caller: &Caller,
+    asks: &[(String, Micros)],
+    pace: bool,
+    now: UnixMs,
+) -> Result<Vec<std::result::Result<u64, Short>>> {
+    let (key_id, asks) = (caller.key.key_id.clone(), asks.to_vec());
+    let taken = state.ads.call(|reply| AdMsg::Pool { key_id, asks, pace, now, reply }).await??;
+    taken.map_err(|wait_ms| {
+        Error::retry_after(
+            Code::RateLimited,
+            wait_ms.max(1) as u64,
+            "past 600 pools an hour, a key may ask 20 pools per render it confirms",
+        )
+    })
+}
+
+/// An ad item (retrieval 2.8), and the AI policy version it carries.
+fn item(state: &Region, found: &Found, render_token: &svc_core::dsse::Envelope, now: UnixMs) -> Result<(Value, u64)> {
+    let record: Value = serde_json::from_slice(&found.version.bytes).map_err(Error::internal)?;
+    let text = |name: &str| record.get(name).cloned().unwrap_or(Value::Null);
+    let destination = record.get("destination_url").and_then(Value::as_str).unwrap_or_default();
+    let seal: Value = serde_json::from_slice(&found.version.seal).map_err(Error::internal)?;
+    let (policy, version) = match state.registry.ai_policy_at(&found.business_uuid, now)? {
+        Some(p) => {
+            let seal: Value = serde_json::from_slice(&p.seal).map_err(Error::internal)?;
+            (
+                json!({"version": p.version, "record_base64": svc_core::b64::std_encode(&p.bytes), "seal": seal}),
+                p.version,
+            )
+        }
+        None => (json!({"version": 0, "record_base64": null, "seal": null}), 0),
+    };
+    let terms = &found.campaign.terms;
+    let item = json!({
+        "ad_id": found.candidate.ad_id,
+        "campaign_id": found.campaign.campaign_id,
+        "business_uuid": found.business_uuid,
+        "label": svc_core::ads::label(svc_core::ids::RecordType::Ads),
+        "formats": found.formats,
+        "creative": {
+            "headline": text("headline"),
+            "description": text("description"),
+            "cta": text("cta_text"),
+            "destination_url": destination,
+            "display_domain": svc_core::ads::display_domain(destination),
+        },
+        "net_price": {"amount": terms.net_price.to_decimal(), "currency": "USD", "basis": terms.basis},
+        "adl_origin_seal": seal,
+        "record_base64": svc_core::b64::std_encode(&found.version.bytes),
+        "ai_policy": policy,
+        "render_token": render_token,
+    });
+    Ok((item, version))
+}

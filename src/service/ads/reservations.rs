@@ -1,0 +1,61 @@
+//! What the ad use cases ask of the region's ad-reservations actor, and the
+//! leases of campaign money they fetch for it: from home's ledger over the
+//! link at a read region, straight from it at home.
+
+use std::time::Duration;
+
+use svc_core::ads::Micros;
+use svc_core::ads::ledger::{Held, Lease};
+
+use super::ledger::{self, AdLeaseAsk};
+use crate::actors::ad_reservations::{AdMsg, CONVERSATION_SECRET};
+use crate::region::Region;
+use crate::service::{Error, Result};
+use crate::store::cf;
+
+/// A lease asks for this many events' cost, so one lease serves a run of
+/// pools; home grants less when less is left.
+pub const LEASE_EVENTS: u64 = 20;
+/// How long a lease ask may hold up the request that needs it.
+const LEASE_WAIT: Duration = Duration::from_secs(1);
+
+/// Asks home for a slice of `campaign_id`'s money worth [`LEASE_EVENTS`]
+/// events of `cost`, and hands it to the actor. `false` when home has none
+/// left; an unreachable home is `503`.
+pub async fn lease_more(state: &Region, campaign_id: &str, cost: Micros) -> Result<bool> {
+    let ask = AdLeaseAsk {
+        region: state.config.region.clone(),
+        campaign_id: campaign_id.to_owned(),
+        want: Micros(cost.0.saturating_mul(LEASE_EVENTS)),
+    };
+    let lease: Option<Lease> = match &state.replica {
+        None => ledger::lease(state, &ask).await?,
+        Some(replica) => replica
+            .link
+            .call("POST", "/internal/v1/ad-lease", Some(&ask), LEASE_WAIT)
+            .await
+            .map_err(|e| Error::retry_after(svc_core::problem::Code::Unavailable, 1_000, format!("home: {e}")))?,
+    };
+    let Some(lease) = lease else { return Ok(false) };
+    let (campaign_id, now) = (campaign_id.to_owned(), state.clock.now());
+    let held = Held::of(&lease);
+    state.ads.call(|reply| AdMsg::TakeLease { campaign_id, lease: held, now, reply }).await??;
+    Ok(true)
+}
+
+/// The region's secret for conversation digests (the actor draws it once).
+pub fn conversation_secret(state: &Region) -> Result<Vec<u8>> {
+    state
+        .store
+        .get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?
+        .ok_or_else(|| Error::internal("no conversation secret"))
+}
+
+/// The key of what a conversation did with one item.
+pub fn conversation_key(digest: &str, item_id: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(digest.len() + 1 + item_id.len());
+    key.extend_from_slice(digest.as_bytes());
+    key.push(0);
+    key.extend_from_slice(item_id.as_bytes());
+    key
+}
