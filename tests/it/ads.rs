@@ -431,3 +431,129 @@ async fn renders_and_clicks_follow_the_confirmation_table() {
     let stale = ad_call(&home, &caller, "/v1/ads/click", &click, "k3").await;
     assert_eq!(stale.body, json!({"accepted": false, "reason": "window_expired"}));
 }
+
+/// A read region `eu` of `home_node` on `listen`, whose peer is home.
+fn eu_config(
+    dir: &std::path::Path,
+    home: &Home,
+    home_node: &svc::node::Node,
+    listen: std::net::SocketAddr,
+) -> svc::config::NodeConfig {
+    use svc::config::{NodeConfig, Peer, ReplicationConfig, Role};
+    let loopback = "127.0.0.1:0".parse().unwrap();
+    let mut config = NodeConfig::local_home(dir.join("eu"), listen, loopback);
+    config.environment = svc::store::model::Environment::Production;
+    config.region = "eu".into();
+    config.role = Role::Read;
+    config.replication = Some(ReplicationConfig::read(
+        Some(format!("http://{}", home_node.addr)),
+        Some(format!("http://{}", home_node.internal_addr.unwrap())),
+        &crate::common::region_token("eu"),
+    ));
+    config.peers = vec![Peer { name: home.state.config.region.clone(), url: format!("http://{}", home_node.addr) }];
+    // The manual clock stands still: every request falls in one second.
+    config.retrieval_limits.requests_per_second = 1_000_000;
+    config
+}
+
+/// A signed ad call sent over TCP to the node at `addr`.
+async fn ad_call_at(
+    addr: std::net::SocketAddr,
+    home: &Home,
+    caller: &crate::common::Caller,
+    path: &str,
+    body: &Value,
+    idem: &str,
+) -> (u16, Value) {
+    let body = serde_json::to_vec(body).unwrap();
+    let request = home.signed_request(&caller.key, "POST", path, &body, "svc-retrieval", &[("idempotency-key", idem)]);
+    let transport = svc::client::transport::Transport::new(&format!("http://{addr}")).unwrap();
+    let answer = transport.send(request).await.unwrap();
+    (answer.status, serde_json::from_slice(&answer.bytes).unwrap_or(Value::Null))
+}
+
+// rule: R4.2.11, R4.1.19, R4.1.20
+#[tokio::test(flavor = "multi_thread")]
+async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_never_overspend() {
+    use svc::config::{Peer, RegionCredential, ReplicationConfig};
+    let eu_listen = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let (home, home_node) = Home::listening(|config| {
+        config.internal_listen = Some("127.0.0.1:0".parse().unwrap());
+        config.replication =
+            Some(ReplicationConfig::home(vec![RegionCredential::new("eu", &crate::common::region_token("eu"))]));
+        config.peers = vec![Peer { name: "eu".into(), url: format!("http://{eu_listen}") }];
+        config.retrieval_limits.requests_per_second = 1_000_000;
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let eu = svc::node::Node::start(
+        eu_config(dir.path(), &home, &home_node, eu_listen),
+        std::sync::Arc::new(home.clock.clone()),
+    )
+    .await
+    .unwrap();
+    // One dollar at 0.20 a render: five renders, whichever region serves them.
+    let (_, campaign) = ads_on_sale(&home, "1", "200.00", "cpm").await;
+    let caller = home.caller("Reader").await;
+    let mut pooled = Value::Null;
+    let mut last = (0, Value::Null);
+    for _ in 0..200 {
+        let (status, body) = ad_call_at(eu.addr, &home, &caller, "/v1/ads/pool", &pool_body("route"), "p").await;
+        if status == 200 && body["ads"].as_array().is_some_and(|a| a.len() == 2) {
+            pooled = body;
+            break;
+        }
+        last = (status, body);
+        // A region reads its key set again as its clock moves.
+        home.clock.advance(1_000);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let ads = pooled["ads"].as_array().unwrap_or_else(|| panic!("eu never pooled both ads: {last:?}")).clone();
+    assert_eq!(payload(&ads[0]["render_token"])["region"], "eu");
+
+    // Sent to home, the render goes on to eu and is judged there.
+    let render = json!({"render_token": ads[0]["render_token"], "format": "card", "session_ref": "route"});
+    let (status, first) = ad_call_at(home_node.addr, &home, &caller, "/v1/ads/render", &render, "r1").await;
+    assert_eq!((status, &first["accepted"]), (200, &json!(true)), "{first}");
+    let (_, again) = ad_call_at(eu.addr, &home, &caller, "/v1/ads/render", &render, "r1").await;
+    assert_eq!(again, first, "eu holds the first answer");
+    let click = json!({"click_token": first["click_token"], "session_ref": "route"});
+    let (_, clicked) = ad_call_at(home_node.addr, &home, &caller, "/v1/ads/click", &click, "k1").await;
+    assert_eq!(clicked, json!({"accepted": true}));
+    let observe = |node: &svc::node::Node| {
+        let ads = node.state.ads.clone();
+        async move { ads.call(svc::actors::ad_reservations::AdMsg::Observe).await.unwrap() }
+    };
+    assert_eq!(observe(&eu).await.leases[&campaign].used, svc_core::ads::Micros(200_000), "spent at eu");
+    assert!(!observe(&home_node).await.leases.contains_key(&campaign), "home pooled nothing");
+
+    // Both regions hammer the rest of the dollar at once.
+    let mut racers = Vec::new();
+    for i in 0..12 {
+        let addr = if i % 2 == 0 { eu.addr } else { home_node.addr };
+        let (home, caller) = (&home, &caller);
+        racers.push(async move {
+            let session = format!("race-{i}");
+            let (_, pooled) =
+                ad_call_at(addr, home, caller, "/v1/ads/pool", &pool_body(&session), &format!("rp{i}")).await;
+            let Some(item) = pooled["ads"].as_array().and_then(|a| a.first().cloned()) else { return 0 };
+            let body = json!({"render_token": item["render_token"], "format": "card", "session_ref": session});
+            let (_, answer) = ad_call_at(addr, home, caller, "/v1/ads/render", &body, &format!("rr{i}")).await;
+            u64::from(answer["accepted"] == true)
+        });
+    }
+    let accepted: u64 = futures::future::join_all(racers).await.into_iter().sum();
+    assert!((1..=4).contains(&accepted), "at most four more renders of 0.20 fit: {accepted}");
+    let mut spent = 0;
+    for node in [&eu, &home_node] {
+        spent += observe(node).await.leases.get(&campaign).map_or(0, |l| l.used.0);
+    }
+    assert!(spent <= 1_000_000, "never past the budget across regions: {spent}");
+    assert_eq!(spent, 200_000 * (1 + accepted), "every accepted render spent once");
+
+    // With eu gone, a confirmation of its pool cannot be judged: 503.
+    let render = json!({"render_token": ads[1]["render_token"], "format": "card", "session_ref": "gone"});
+    eu.stop().await;
+    let (status, refused) = ad_call_at(home_node.addr, &home, &caller, "/v1/ads/render", &render, "r9").await;
+    assert_eq!((status, refused["code"].as_str()), (503, Some("unavailable")), "{refused}");
+}

@@ -139,7 +139,7 @@ async fn the_official_python_sdk_calls_every_tool_over_stdio_and_http_and_the_ke
         {"tool": "terms", "arguments": {}},
         {"tool": "ai_policy_key", "arguments": {}},
         {"tool": "usage", "arguments": {}},
-        {"tool": "ads_pool", "arguments": {"country": region.country, "keywords": ["lamp"], "sort_by": "random:asc", "session_ref": "s1"}},
+        {"tool": "ads_pool", "arguments": {"country": region.country, "keywords": ["lamp"], "formats": ["card"], "sort_by": "random:asc", "session_ref": "s1"}},
         {"tool": "report", "arguments": {"kind": "ad_render", "idempotency_key": "r1", "body": {"render_token": "t", "format": "card", "session_ref": "s1"}}},
         {"tool": "report", "arguments": {"kind": "ad_click", "idempotency_key": "c1", "body": {"click_token": "t", "session_ref": "s1"}}},
         {"tool": "catalogue", "arguments": {}},
@@ -184,14 +184,9 @@ async fn the_official_python_sdk_calls_every_tool_over_stdio_and_http_and_the_ke
     assert!(receipts["receipts"].as_array().unwrap().len() >= 2);
     let decoded: Value = serde_json::from_str(first(&answers[10])).unwrap();
     assert!(decoded.get("use").is_some() && decoded.get("blocked").is_some(), "{decoded}");
-    for (i, code) in [
-        (11, None),
-        (12, None),
-        (13, None),
-        (14, Some("not_implemented")),
-        (15, Some("not_implemented")),
-        (16, Some("not_implemented")),
-    ] {
+    for (i, code) in
+        [(11, None), (12, None), (13, None), (14, None), (15, Some("token_invalid")), (16, Some("token_invalid"))]
+    {
         let answer = &answers[i];
         match code {
             None => assert!(
@@ -207,11 +202,11 @@ async fn the_official_python_sdk_calls_every_tool_over_stdio_and_http_and_the_ke
     assert!(format!("{}", answers[18]).contains("surprise"), "{}", answers[18]);
     // Billed and receipted as the API is: a receipt for each answer that
     // carries one, and none for a refusal.
-    let receipted = answers[..10]
+    let receipted = answers[..17]
         .iter()
         .filter(|a| serde_json::from_str::<Value>(first(a)).is_ok_and(|b| b.get("receipt").is_some()))
         .count();
-    assert!(receipted >= 2, "the product search and the fetch");
+    assert!(receipted >= 3, "the product search, the fetch and the ad pool");
     assert_eq!(region.receipts().await - before, receipted);
     let everything = format!("{}{}", run, run["stderr"]);
     assert_no_secret(&everything, &secrets, "the stdio run's log lines or tool answers");
