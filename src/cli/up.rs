@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::CliError;
 use crate::clock::SystemClock;
-use crate::config::{NodeConfig, RegionCredential, ReplicationConfig, Role};
+use crate::config::{NodeConfig, Peer, RegionCredential, ReplicationConfig, Role};
 use crate::front_door::{FrontDoor, FrontDoorConfig, Route};
 use crate::node::Node;
 
@@ -67,13 +67,14 @@ fn region_config(
     plan: &Plan,
     (region, role, offset): (&str, Role, u16),
     home: Option<&Node>,
+    publics: &[(String, SocketAddr)],
 ) -> Result<NodeConfig, CliError> {
     let dir = plan.data_dir.join(region);
     std::fs::create_dir_all(&dir).map_err(|source| CliError::Io { path: dir.clone(), source })?;
     let ip = plan.listen.ip();
     // Port 0 everywhere (tests) lets the system choose.
     let port = |n: u16| if plan.ports_from == 0 { 0 } else { plan.ports_from + n };
-    let public = SocketAddr::new(ip, port(offset));
+    let public = publics.iter().find(|(name, _)| name == region).map_or(SocketAddr::new(ip, 0), |(_, a)| *a);
     let admin = match role {
         Role::Home => plan.admin_listen,
         Role::Read => SocketAddr::new(ip, port(offset + 1)),
@@ -81,6 +82,12 @@ fn region_config(
     let mut config = NodeConfig::local_home(dir.clone(), public, admin);
     config.region = region.to_owned();
     config.role = role;
+    // Every other region, for the ad confirmations it owns.
+    config.peers = publics
+        .iter()
+        .filter(|(name, _)| name != region)
+        .map(|(name, addr)| Peer { name: name.clone(), url: format!("http://{addr}") })
+        .collect();
     config.admin_token = super::secret_file(&dir.join("admin_token"))?;
     // The portal is reached through the door; a browser treats
     // http://localhost as a secure context, so passkeys work without TLS.
@@ -108,6 +115,24 @@ fn region_config(
     Ok(config)
 }
 
+/// Each region's public address, known before any starts so each can
+/// name the others: from `ports_from`, or ports the system frees for it.
+fn public_addresses(plan: &Plan) -> Result<Vec<(String, SocketAddr)>, CliError> {
+    let ip = plan.listen.ip();
+    let mut publics = Vec::new();
+    for &(region, _, offset) in REGIONS {
+        let addr = if plan.ports_from == 0 {
+            let probe = std::net::TcpListener::bind(SocketAddr::new(ip, 0))
+                .map_err(|source| CliError::Io { path: PathBuf::from(format!("{ip}:0")), source })?;
+            probe.local_addr().map_err(|source| CliError::Io { path: PathBuf::from(format!("{ip}:0")), source })?
+        } else {
+            SocketAddr::new(ip, plan.ports_from + offset)
+        };
+        publics.push((region.to_owned(), addr));
+    }
+    Ok(publics)
+}
+
 /// A read region's token on home's internal routes, drawn at its first start.
 fn region_token(plan: &Plan, region: &str) -> Result<String, CliError> {
     let dir = plan.data_dir.join(region);
@@ -127,9 +152,10 @@ impl Up {
         let latency = latency_table(&plan.latency)?;
         std::fs::create_dir_all(&plan.data_dir)
             .map_err(|source| CliError::Io { path: plan.data_dir.clone(), source })?;
+        let publics = public_addresses(plan)?;
         let mut nodes: Vec<Node> = Vec::new();
         for &(region, role, offset) in REGIONS {
-            let config = region_config(plan, (region, role, offset), nodes.first())?;
+            let config = region_config(plan, (region, role, offset), nodes.first(), &publics)?;
             nodes.push(Node::start(config, Arc::new(SystemClock)).await?);
         }
         let routes = nodes
