@@ -15,7 +15,7 @@ use svc_core::ads::ledger::Held;
 use svc_core::ads::pace::Pace;
 use svc_core::ads::reserve::{Book, Short};
 use svc_core::ads::{Basis, Micros, Placement, SESSION_KEPT_MS};
-use svc_core::time::{HOUR, UnixMs};
+use svc_core::time::{HOUR, MINUTE, UnixMs};
 
 use crate::actors::error::ActorError;
 use crate::actors::mailbox::Mailbox;
@@ -133,6 +133,8 @@ pub struct AdState {
     role: AdRole,
     book: Book,
     paces: HashMap<String, Pace>,
+    /// When old tokens and conversations were last forgotten.
+    forgot_at: UnixMs,
 }
 
 impl AdState {
@@ -273,7 +275,7 @@ impl Actor for AdReservations {
         if args.store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.is_none() {
             args.store.put(cf::AD_BOOK, CONVERSATION_SECRET, &crate::clock::random::<32>().to_vec())?;
         }
-        Ok(AdState { store: args.store, role: args.role, book, paces: HashMap::new() })
+        Ok(AdState { store: args.store, role: args.role, book, paces: HashMap::new(), forgot_at: UnixMs(0) })
     }
 
     async fn handle(&self, _me: ActorRef<AdMsg>, msg: AdMsg, state: &mut AdState) -> Result<(), ActorProcessingErr> {
@@ -337,12 +339,21 @@ impl Actor for AdReservations {
             AdMsg::Tick { now } => {
                 let before = state.book.clone();
                 let done = state.book.due(now);
+                let forget = now.0 - state.forgot_at.0 >= MINUTE;
+                // A quiet tick writes nothing.
+                if state.book == before && !forget {
+                    return Ok(());
+                }
                 let store = state.store.clone();
                 let mut batch = store.batch();
-                let written = match state.send_home(&mut batch, done, now).await {
-                    Ok(()) => state.forget(&mut batch, now).and_then(|()| batch.commit().map_err(ActorError::from)),
-                    Err(e) => Err(e),
-                };
+                let mut written = state.send_home(&mut batch, done, now).await;
+                if written.is_ok() && forget {
+                    written = state.forget(&mut batch, now);
+                }
+                let written = written.and_then(|()| batch.commit().map_err(ActorError::from));
+                if written.is_ok() && forget {
+                    state.forgot_at = now;
+                }
                 if let Err(e) = written {
                     state.book = before;
                     tracing::warn!(error = %e, "the ad book's upkeep failed; the next tick tries again");

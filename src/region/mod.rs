@@ -132,6 +132,8 @@ impl Region {
         // Before the shards and the publisher it calls.
         let _ = self.retention.actor().stop_and_wait(None, wait).await;
         let _ = self.indexer.actor().stop_and_wait(None, wait).await;
+        // Before the publisher and the uplink its settlements go through.
+        let _ = self.ads.actor().stop_and_wait(None, wait).await;
         for shard in &self.index_shards {
             let _ = shard.actor().stop_and_wait(None, wait).await;
         }
