@@ -18,7 +18,7 @@ use super::reservations::{conversation_key, conversation_secret, lease_more};
 use crate::actors::ad_reservations::{AdMsg, Confirmation, Confirmed};
 use crate::clock::random;
 use crate::region::{Region, ServeTimes};
-use crate::service::retrieval::Caller;
+use crate::service::retrieval::{Caller, receipt_signer};
 use crate::service::{Error, Result};
 use crate::store::be;
 use crate::store::cf;
@@ -181,9 +181,7 @@ pub async fn render(state: &Region, caller: &Caller, idempotency_key: String) ->
         basis: subject.basis,
         rendered_at: now.to_rfc3339_millis(),
     };
-    let signer = state.key_set.signer(now).ok_or_else(|| {
-        Error::retry_after(Code::Unavailable, 1_000, "this region's receipt key is not certified yet")
-    })?;
+    let signer = receipt_signer(state, now)?;
     let click_token = tokens::sign(CLICK_V1, &click, &signer.key);
     let accepted = match subject.label {
         Some(label) => json!({"accepted": true, "label": label, "click_token": click_token}),

@@ -22,7 +22,7 @@ use crate::actors::ad_reservations::AdMsg;
 use crate::clock::random;
 use crate::region::{Region, ServeTimes};
 use crate::service::raw_json::RawObject;
-use crate::service::retrieval::{Answer, Caller, Held, Served, deliver};
+use crate::service::retrieval::{Answer, Caller, Held, Served, deliver, receipt_signer};
 use crate::service::{Error, Result};
 use crate::store::cf;
 use crate::store::model::{AdConversation, Campaign, RecordState, RecordVersion, UsageKind};
@@ -47,9 +47,7 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
     let retrieval_id = svc_core::ids::retrieval_id(&random());
     let chosen = reserve(state, caller, &asked, &retrieval_id, found, now).await?;
 
-    let signer = state.key_set.signer(now).ok_or_else(|| {
-        Error::retry_after(Code::Unavailable, 1_000, "this region's receipt key is not certified yet")
-    })?;
+    let signer = receipt_signer(state, now)?;
     let mut items = Vec::with_capacity(chosen.len());
     let mut rows = Vec::with_capacity(chosen.len());
     for (found, reserve_id) in &chosen {
@@ -176,6 +174,11 @@ async fn reserve(
     mut found: Vec<Found>,
     now: UnixMs,
 ) -> Result<Vec<(Found, u64)>> {
+    // One event's cost per campaign: a render's for cpm, a click's for cpc.
+    let costs: HashMap<String, Micros> = found
+        .iter()
+        .map(|f| (f.campaign.campaign_id.clone(), event_cost(f.campaign.terms.net_price, f.campaign.terms.basis)))
+        .collect();
     let mut reserves: HashMap<String, u64> = HashMap::new();
     let mut out: HashSet<String> = HashSet::new();
     let mut paced = false;
@@ -185,9 +188,7 @@ async fn reserve(
         for candidate in &ordered {
             let id = &candidate.campaign_id;
             if !reserves.contains_key(id) && !asks.iter().any(|(c, _)| c == id) {
-                let campaign =
-                    &found.iter().find(|f| &f.candidate.campaign_id == id).expect("ordered from found").campaign;
-                asks.push((id.clone(), event_cost(campaign.terms.net_price, campaign.terms.basis)));
+                asks.push((id.clone(), costs[id]));
             }
         }
         if asks.is_empty() && paced {

@@ -276,6 +276,12 @@ fn renew_lease(state: &Region, company_uuid: &str) {
     });
 }
 
+/// The region's receipt key, which signs receipts and ad tokens: only a key
+/// the key set names signs, so what it signs verifies.
+pub(crate) fn receipt_signer(state: &Region, now: UnixMs) -> Result<svc_core::receipt::ReceiptSigner> {
+    state.key_set.signer(now).ok_or_else(|| unavailable("this region's receipt key is not certified yet"))
+}
+
 /// What a billable route served.
 pub struct Served {
     pub kind: UsageKind,
@@ -300,9 +306,7 @@ pub async fn deliver(
     now: UnixMs,
 ) -> Result<Vec<u8>> {
     let retrieval_id = receipt.retrieval_id.clone();
-    // Only a key the key set names signs: a receipt must verify.
-    let signer =
-        state.key_set.signer(now).ok_or_else(|| unavailable("this region's receipt key is not certified yet"))?;
+    let signer = receipt_signer(state, now)?;
     let envelope = receipt::make(receipt, &signer).map_err(Error::internal)?;
     let stored = StoredReceipt {
         seq: 0,
