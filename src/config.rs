@@ -119,6 +119,29 @@ pub struct NodeConfig {
     /// on there (retrieval 4.2). A region not listed answers `503`.
     #[serde(default)]
     pub peers: Vec<Peer>,
+    /// How home fetches the images ads name when they are saved.
+    #[serde(default)]
+    pub ad_images: AdImagesConfig,
+}
+
+/// The ad-image fetcher (`image_fetch`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdImagesConfig {
+    /// PEM certificates trusted besides the web PKI's roots (a deployment
+    /// behind its own CA; tests).
+    pub extra_roots_pem: Option<PathBuf>,
+    /// Fetch from loopback and private addresses too. Never in service: it
+    /// lets an ad point the service at its own network.
+    pub allow_private_addresses: bool,
+    /// One image's whole fetch, connection to last byte.
+    pub timeout_ms: u64,
+}
+
+impl Default for AdImagesConfig {
+    fn default() -> Self {
+        AdImagesConfig { extra_roots_pem: None, allow_private_addresses: false, timeout_ms: 5_000 }
+    }
 }
 
 /// Another region's public address.
@@ -420,6 +443,7 @@ impl NodeConfig {
             mcp: McpConfig::default(),
             fault_injection: false,
             peers: Vec::new(),
+            ad_images: AdImagesConfig::default(),
         }
     }
 }

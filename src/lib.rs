@@ -23,6 +23,7 @@ pub mod faults;
 pub mod forwarded;
 pub mod front_door;
 pub mod http;
+pub mod image_fetch;
 pub mod key_set;
 pub mod limits;
 pub mod loadgen;

@@ -5,16 +5,17 @@
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::{Path, RawQuery, Request, State};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 
 use super::auth::retrieval_caller;
 use super::body::read_limited;
 use super::raw_json::json_response;
 use crate::clock::monotonic;
 use crate::region::Region;
-use crate::service::ads::{confirm, pool};
+use crate::service::ads::{confirm, images, pool};
 use crate::service::{Result, ops};
 
 pub fn routes() -> Router<Region> {
@@ -22,6 +23,32 @@ pub fn routes() -> Router<Region> {
         .route("/v1/ads/pool", post(|s, r| ad_route(s, r, Route::Pool)))
         .route("/v1/ads/render", post(|s, r| ad_route(s, r, Route::Render)))
         .route("/v1/ads/click", post(|s, r| ad_route(s, r, Route::Click)))
+        .route("/v1/ads/images/{sha256}", get(image))
+}
+
+#[derive(serde::Deserialize)]
+struct ImageLink {
+    expires: i64,
+    sig: String,
+}
+
+/// An ad image through its signed link: cached by the browser only as long
+/// as the link is good, never sniffed as another type.
+async fn image(State(state): State<Region>, Path(sha256): Path<String>, RawQuery(query): RawQuery) -> Result<Response> {
+    let link: ImageLink = serde_urlencoded::from_str(query.as_deref().unwrap_or_default()).map_err(|_| {
+        crate::service::Error::detail(svc_core::problem::Code::RequestInvalid, "an image link has expires and sig")
+    })?;
+    let image = images::image(&state, &sha256, link.expires, &link.sig)?;
+    let left = (link.expires - state.clock.now().0.div_euclid(1000)).max(0);
+    Ok((
+        [
+            (header::CONTENT_TYPE, image.content_type),
+            (header::CACHE_CONTROL, format!("private, max-age={left}")),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_owned()),
+        ],
+        image.bytes,
+    )
+        .into_response())
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

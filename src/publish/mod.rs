@@ -16,7 +16,7 @@ use svc_core::digest::{sha256, sha256_prefixed};
 use svc_core::dsse::Envelope;
 use svc_core::ids::RecordType;
 use svc_core::merkle::{self, BatchTree, Hash};
-use svc_core::projection::{self, ProjectionContext};
+use svc_core::projection::{self, AdParts, ProjectionContext};
 use svc_core::publish::caps::UsageLedger;
 use svc_core::publish::outcome::{Outcome, PushState, Source};
 use svc_core::publish::price_shock;
@@ -66,6 +66,8 @@ pub struct SealedSave {
     pub certificate_status: String,
     pub ai_policy_version: u64,
     pub now: UnixMs,
+    /// An ad's images as the service fetched them, by slot.
+    pub images: Vec<(svc_core::ads::images::Slot, AdImage)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,6 +161,7 @@ fn sign_version(
     seal_json: Vec<u8>,
     sidecar: &Sidecar,
     push_id: &str,
+    ad: Option<AdParts>,
     now: UnixMs,
 ) -> Result<RecordVersion, EngineError> {
     let pctx = ProjectionContext {
@@ -166,6 +169,7 @@ fn sign_version(
         business_uuid: business.uuid.clone(),
         business_name: business.legal_name.clone(),
         published_at: now,
+        ad,
     };
     let row = projection::project(record, &pctx, &keys.projection_key());
     let signed = sidecar::make(sidecar, &keys.sidecar_key()).map_err(|e| EngineError::Invalid(e.to_string()))?;
@@ -752,7 +756,7 @@ impl Engine {
         let signed: Vec<Result<RecordVersion, EngineError>> = to_sign
             .into_par_iter()
             .map(|(record, seal_json, sidecar)| {
-                sign_version(&self.keys, &record, &ctx.business, seal_json, &sidecar, push_id, now)
+                sign_version(&self.keys, &record, &ctx.business, seal_json, &sidecar, push_id, None, now)
             })
             .collect();
         for version in signed {
@@ -786,10 +790,11 @@ impl Engine {
         sidecar: Sidecar,
         push_id: &str,
         source: RecordSource,
+        ad: Option<AdParts>,
         now: UnixMs,
     ) -> Result<(Outcome, RecordHead, RecordVersion), EngineError> {
         let (outcome, head) = live_head(record, business, was_live, sidecar.generation, source, now);
-        let version = sign_version(&self.keys, record, business, seal_json, &sidecar, push_id, now)?;
+        let version = sign_version(&self.keys, record, business, seal_json, &sidecar, push_id, ad, now)?;
         Ok((outcome, head, version))
     }
 
@@ -832,6 +837,17 @@ impl Engine {
             geocoded: None,
             accepted_at: save.now.to_rfc3339_millis(),
         };
+        let mut change = Change::new();
+        let ad = (save.record_type == RecordType::Ads).then(|| {
+            let mut creative = serde_json::Map::new();
+            for (slot, image) in &save.images {
+                let hex = hex::encode(sha256(&image.bytes));
+                creative.insert(slot.creative_member().into(), format!("sha256:{hex}").into());
+                change.put(cf::AD_IMAGES, hex.as_bytes(), image);
+            }
+            let origin_seal = serde_json::from_slice(&save.seal_json).unwrap_or_default();
+            AdParts { origin_seal, creative }
+        });
         let (outcome, head, version) = self.live_version(
             &record,
             &ctx.business,
@@ -840,9 +856,9 @@ impl Engine {
             sidecar,
             "",
             RecordSource::Manual,
+            ad,
             save.now,
         )?;
-        let mut change = Change::new();
         change.put(cf::VERSIONS, &keys::version(&record_id, generation), &version);
         change.put(cf::RECORDS, record_id.as_bytes(), &head);
         list_live(&mut change, &save.business_uuid, save.record_type, &record_id, was_withdrawn);

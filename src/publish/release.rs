@@ -65,6 +65,7 @@ impl Engine {
                 sidecar,
                 push_id,
                 RecordSource::of_push(push.source),
+                None,
                 now,
             )?;
             change.put(cf::VERSIONS, &keys::version(&record_id, generation), &live);

@@ -81,6 +81,8 @@ pub struct Region {
     pub metrics: crate::metrics::Metrics,
     /// The other regions' public ports, for the ad confirmations they own.
     pub peers: Arc<std::collections::HashMap<String, crate::client::transport::Transport>>,
+    /// Fetches the images an ad names when it is saved (home).
+    pub images: Arc<crate::image_fetch::ImageFetcher>,
 }
 
 /// The actors that write: the home region's alone.

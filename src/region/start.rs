@@ -253,6 +253,8 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     // Home certifies its receipt key now; a region's request waits in its
     // outbox until home takes it.
     key_set.ask_certification(clock.now()).await?;
+    let images = crate::image_fetch::ImageFetcher::new(&config.ad_images)
+        .map_err(|e| StartError::Config(format!("ad_images: {e}")))?;
     Ok(Region {
         supervisor: sup,
         failures,
@@ -286,6 +288,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         log,
         metrics: crate::metrics::Metrics::default(),
         peers: Arc::new(peers),
+        images: Arc::new(images),
     })
 }
 

@@ -19,6 +19,7 @@ use crate::store::{Batch, ReadyBatch, Store, StoreError, StoreResult, be, cf, cf
 /// attempts, idempotency, usage, allowances, receipts, nonces, uploads) is the home region's own.
 pub const REPLICATED: &[&str] = &[
     cf::CAMPAIGNS,
+    cf::AD_IMAGES,
     cf::BUSINESSES,
     cf::CERTIFICATES,
     cf::INTEGRATION_KEYS,

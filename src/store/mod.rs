@@ -159,6 +159,9 @@ pub mod cf {
     /// A region's own: a conversation's renders and clicks of an item, by
     /// conversation digest ‖ 0 ‖ item id (`AdConversation`), kept 24 hours.
     pub const AD_CONVERSATIONS: &str = "ad_conversations";
+    /// The images ads name, fetched by the service when each ad was saved,
+    /// by lower-case hex SHA-256 of their bytes (`AdImage`, replicated).
+    pub const AD_IMAGES: &str = "ad_images";
 
     pub const ALL: &[&str] = &[
         META,
@@ -228,6 +231,7 @@ pub mod cf {
         AD_BOOK,
         AD_TOKENS,
         AD_CONVERSATIONS,
+        AD_IMAGES,
     ];
 }
 

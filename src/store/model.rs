@@ -954,6 +954,16 @@ impl AdToken {
     pub const MAX: usize = 1_000;
 }
 
+/// An image an ad names, as the service fetched it (`ad_images`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdImage {
+    pub content_type: String,
+    pub width: u32,
+    pub height: u32,
+    #[serde(with = "serde_bytes")]
+    pub bytes: Vec<u8>,
+}
+
 /// What a conversation did with one item (`ad_conversations`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdConversation {

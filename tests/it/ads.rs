@@ -5,7 +5,12 @@
 use serde_json::{Value, json};
 use svc_core::rng::Rng;
 
-use crate::common::{Home, product, products_scope};
+use std::sync::atomic::Ordering;
+
+use svc_core::ads::images::png_header;
+
+use crate::common::images::ImageServer;
+use crate::common::{Clock, Home, product, products_scope};
 
 fn terms(name: &str, budget: &str) -> Value {
     json!({"name": name, "placement": "sponsorship", "budget": budget, "net_price": "4.00", "basis": "cpm",
@@ -224,10 +229,22 @@ async fn home_leases_a_campaigns_money_to_regions_and_never_more_than_it_may_spe
     assert!(after.is_none(), "0.25 settled, 0.30 and 0.45 expired: the whole 1.00 is spent");
 }
 
-fn ad(own_id: &str, headline: &str) -> Vec<u8> {
+/// An ad showing the image server's square and landscape images, or none.
+fn ad(own_id: &str, headline: &str, images: Option<&ImageServer>) -> Vec<u8> {
     let mut ad = svc_core::records::examples::example(svc_core::ids::RecordType::Ads);
     ad["ad_id"] = json!(own_id);
     ad["headline"] = json!(headline);
+    let fields = ad.as_object_mut().unwrap();
+    match images {
+        Some(server) => {
+            fields.insert("image_square_url".into(), json!(server.url("/square.png")));
+            fields.insert("image_landscape_url".into(), json!(server.url("/wide.png")));
+        }
+        None => {
+            fields.remove("image_square_url");
+            fields.remove("image_landscape_url");
+        }
+    }
     serde_json::to_vec(&ad).unwrap()
 }
 
@@ -255,11 +272,17 @@ async fn ad_call(
 }
 
 /// A business with two sealed ads in one funded cpm campaign.
-async fn ads_on_sale(home: &Home, budget: &str, net_price: &str, basis: &str) -> (Vec<String>, String) {
+async fn ads_on_sale(
+    home: &Home,
+    budget: &str,
+    net_price: &str,
+    basis: &str,
+    images: Option<&ImageServer>,
+) -> (Vec<String>, String) {
     let business = home.business("Lumen", products_scope(100_000)).await;
     let mut ad_ids = Vec::new();
     for (own, headline) in [("winter", "Warm lamps"), ("desk", "Desk lamps")] {
-        let saved = home.save_sealed(&business, "ads", &ad(own, headline)).await;
+        let saved = home.save_sealed(&business, "ads", &ad(own, headline, images)).await;
         assert_eq!(saved.status, 201, "{:?}", saved.body);
         ad_ids.push(saved.body["record_id"].as_str().unwrap().to_owned());
     }
@@ -283,11 +306,13 @@ fn payload(envelope: &Value) -> Value {
     serde_json::from_slice(&bytes).unwrap()
 }
 
-// rule: R4.1.1, R4.1.5, R4.1.9, R4.1.10, R4.1.17, R4.1.18, R2.8.1, R2.8.2, R2.8.3, R2.8.4, R2.8.5, R2.8.6, R2.8.7, R2.8.8, R2.8.12, R4.3.1
+// rule: R4.1.1, R4.1.5, R4.1.9, R4.1.10, R4.1.17, R4.1.18, R2.8.1, R2.8.2, R2.8.3, R2.8.4, R2.8.5, R2.8.6, R2.8.7, R2.8.8, R2.8.9, R2.8.10, R2.8.12, R4.1.22, R4.3.1
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pool_holds_funded_ads_in_the_callers_order_each_with_a_render_token_and_a_receipt() {
-    let home = Home::start().await;
-    let (ad_ids, campaign) = ads_on_sale(&home, "10", "200.00", "cpm").await;
+    let images = ImageServer::start().await;
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| images.trust(config)).await;
+    let (ad_ids, campaign) = ads_on_sale(&home, "10", "200.00", "cpm", Some(&images)).await;
+    assert_eq!(images.hits.load(Ordering::SeqCst), 4, "each ad's two images fetched once, when it was saved");
     let caller = home.caller("Reader").await;
 
     let mut no_sort = pool_body("c1");
@@ -337,6 +362,75 @@ async fn a_pool_holds_funded_ads_in_the_callers_order_each_with_a_render_token_a
     let rows: Vec<&str> = receipt["rows"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(rows, got);
     assert_eq!(receipt["rows"][0]["adl_origin"], svc_core::digest::sha256_prefixed(&record).as_str());
+    assert_eq!(receipt["rows"][0]["row_sig"], item["row"]["adl_row_sig"]);
+
+    // The signed row: the seal inline, the destination, each image's hash,
+    // and the serve-time AI policy bits outside the signature.
+    let row = item["row"].as_object().unwrap();
+    assert_eq!(row["type"], "ads");
+    assert_eq!(row["adl_origin_seal"], item["adl_origin_seal"]);
+    assert_eq!(row["adl_dest"], item["creative"]["destination_url"]);
+    let square = svc_core::digest::sha256_prefixed(&png_header(600, 600));
+    let wide = svc_core::digest::sha256_prefixed(&png_header(1200, 628));
+    assert_eq!(row["adl_creative"], json!({"image_square": square, "image_landscape": wide}));
+    assert_eq!(row["ai_policy_bits"]["ai_policy_version"], 0);
+    let keys = home.state.key_set.clone();
+    let now = home.clock.now();
+    svc_core::projection::verify_row(row, |kid| keys.key(svc_core::keyset::Purpose::Projection, kid, now, now))
+        .expect("the ad's row verifies under the projection key");
+
+    // Each image through the region's signed link: the stored bytes, good
+    // for 15 minutes, and only as signed; the advertiser is not asked again.
+    let link = item["creative"]["image_square_url"].as_str().unwrap();
+    let path = link.strip_prefix(&home.state.config.public_base()).expect("a link to this region");
+    let shown = home.get(path).await;
+    assert_eq!((shown.status, shown.bytes.clone()), (200, png_header(600, 600)));
+    assert_eq!(shown.headers["content-type"], "image/png");
+    assert_eq!(shown.headers["x-content-type-options"], "nosniff");
+    let forged = home.get(&path.replace("sig=", "sig=00")).await;
+    assert_eq!((forged.status, forged.body["code"].as_str()), (401, Some("signature_invalid")));
+    let bare = home.get(path.split('?').next().unwrap()).await;
+    assert_eq!((bare.status, bare.body["code"].as_str()), (400, Some("request_invalid")));
+    assert_eq!(images.hits.load(Ordering::SeqCst), 4, "shown from the service's copy");
+    home.clock.advance(svc_core::ads::images::LINK_VALID_MS);
+    let stale = home.get(path).await;
+    assert_eq!((stale.status, stale.body["code"].as_str()), (401, Some("signature_expired")));
+}
+
+// rule: R4.1.22, R2.8.4
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ad_whose_images_the_service_cannot_fetch_or_use_is_refused_with_the_member_at_fault() {
+    let images = ImageServer::start().await;
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| images.trust(config)).await;
+    let business = home.business("Lumen", products_scope(100_000)).await;
+    let with = |square: String, wide: String| {
+        let mut ad: Value = serde_json::from_slice(&ad("a", "Lamps", None)).unwrap();
+        ad["image_square_url"] = json!(square);
+        ad["image_landscape_url"] = json!(wide);
+        serde_json::to_vec(&ad).unwrap()
+    };
+    // A square image in the landscape slot, and an image over the size cap.
+    let saved = home.save_sealed(&business, "ads", &with(images.url("/huge.png"), images.url("/square.png"))).await;
+    assert_eq!(saved.body["outcome"], "rejected", "{:?}", saved.body);
+    let pointers: Vec<&str> =
+        saved.body["errors"].as_array().unwrap().iter().map(|e| e["pointer"].as_str().unwrap()).collect();
+    assert_eq!(pointers, ["/image_square_url", "/image_landscape_url"], "{:?}", saved.body);
+    let missing = home.save_sealed(&business, "ads", &with(images.url("/gone.png"), images.url("/wide.png"))).await;
+    assert_eq!(missing.body["errors"][0]["pointer"], "/image_square_url", "{:?}", missing.body);
+
+    // Without the operator's leave, the service fetches nothing from its
+    // own network, whatever the name says.
+    let strict = Home::start_with_config(tempfile::tempdir().unwrap(), |config| {
+        images.trust(config);
+        config.ad_images.allow_private_addresses = false;
+    })
+    .await;
+    let business = strict.business("Lumen", products_scope(100_000)).await;
+    let before = images.hits.load(Ordering::SeqCst);
+    let inward = strict.save_sealed(&business, "ads", &with(images.url("/square.png"), images.url("/wide.png"))).await;
+    assert_eq!(inward.body["outcome"], "rejected", "{:?}", inward.body);
+    assert!(inward.body["errors"][0]["detail"].as_str().unwrap().contains("not public"), "{:?}", inward.body);
+    assert_eq!(images.hits.load(Ordering::SeqCst), before, "never connected");
 }
 
 // rule: R3.3, R3.4, R3.6, R3.7, R3.9, R3.11, R3.14, R4.2.1, R4.2.2, R4.2.4, R4.2.5, R4.2.6, R4.2.7, R7.9
@@ -344,7 +438,7 @@ async fn a_pool_holds_funded_ads_in_the_callers_order_each_with_a_render_token_a
 async fn renders_and_clicks_follow_the_confirmation_table() {
     let home = Home::start().await;
     // 200.00 per thousand renders: 0.20 a render, five renders in a dollar.
-    let (_, campaign) = ads_on_sale(&home, "1", "200.00", "cpm").await;
+    let (_, campaign) = ads_on_sale(&home, "1", "200.00", "cpm", None).await;
     let caller = home.caller("Reader").await;
     let pooled = ad_call(&home, &caller, "/v1/ads/pool", &pool_body("c1"), "p1").await;
     let ads = pooled.body["ads"].as_array().unwrap().clone();
@@ -493,7 +587,7 @@ async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_neve
     .await
     .unwrap();
     // One dollar at 0.20 a render: five renders, whichever region serves them.
-    let (_, campaign) = ads_on_sale(&home, "1", "200.00", "cpm").await;
+    let (_, campaign) = ads_on_sale(&home, "1", "200.00", "cpm", None).await;
     let caller = home.caller("Reader").await;
     let mut pooled = Value::Null;
     let mut last = (0, Value::Null);

@@ -91,6 +91,7 @@ fn row_projection(c: &mut Criterion) {
         business_uuid: "6f1d2c3b-4a59-4e68-9d7c-8b9a0f1e2d3c".into(),
         business_name: "Lumio SARL".into(),
         published_at: UnixMs(1_793_534_400_000),
+        ad: None,
     };
     c.bench_function("product_row_projection_and_signature", |b| {
         b.iter(|| black_box(projection::project(black_box(&record), &ctx, &key)))

@@ -401,6 +401,7 @@ pub fn judge_row(row: &Map<String, Value>, record: Option<&ValidRecord>, registe
                 business_uuid: text("business_uuid"),
                 business_name: text("business_name"),
                 published_at: at,
+                ad: projection::AdParts::of_row(row),
             };
             let same_record = ctx.record_id == record.record_id(&ctx.business_uuid);
             if same_record && projection::rerun_matches(record, &ctx, row) { "matches" } else { "differs" }

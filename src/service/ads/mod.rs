@@ -4,6 +4,7 @@
 
 pub mod campaigns;
 pub mod confirm;
+pub mod images;
 pub mod ledger;
 pub mod pool;
 pub mod reservations;

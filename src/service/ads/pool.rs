@@ -7,16 +7,18 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use svc_core::ads::pool::{self, Candidate, Pool};
 use svc_core::ads::reserve::Short;
 use svc_core::ads::tokens::{self, RENDER_V1, RenderToken};
 use svc_core::ads::{EXCLUSION_MS, Format, Micros, event_cost};
-use svc_core::digest::sha256_prefixed;
+use svc_core::ids::RecordType;
 use svc_core::problem::{Code, Problem};
 use svc_core::receipt::{Receipt, ReceiptRow};
+use svc_core::search::serve::{receipt_row, serve_row};
 use svc_core::time::UnixMs;
 
+use super::images;
 use super::reservations::{conversation_key, conversation_secret, lease_more};
 use crate::actors::ad_reservations::AdMsg;
 use crate::clock::random;
@@ -48,6 +50,7 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
     let chosen = reserve(state, caller, &asked, &retrieval_id, found, now).await?;
 
     let signer = receipt_signer(state, now)?;
+    let seq = ServeTimes::seq(&state.store)?;
     let mut items = Vec::with_capacity(chosen.len());
     let mut rows = Vec::with_capacity(chosen.len());
     for (found, reserve_id) in &chosen {
@@ -67,16 +70,9 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
             issued_at: now.to_rfc3339_millis(),
         };
         let envelope = tokens::sign(RENDER_V1, &token, &signer.key);
-        let (item, policy_version) = item(state, found, &envelope, now)?;
+        let (item, row) = item(state, found, &envelope, seq, now)?;
         items.push(item);
-        rows.push(ReceiptRow {
-            id: found.candidate.ad_id.clone(),
-            adl_origin: Some(sha256_prefixed(&found.version.bytes)),
-            row_sig: None,
-            sha256: None,
-            ai_policy_version: Some(policy_version),
-            sponsored: None,
-        });
+        rows.push(row);
     }
     let receipt = Receipt {
         retrieval_id: retrieval_id.clone(),
@@ -242,41 +238,51 @@ async fn take(
     })
 }
 
-/// An ad item (retrieval 2.8), and the AI policy version it carries.
-fn item(state: &Region, found: &Found, render_token: &svc_core::dsse::Envelope, now: UnixMs) -> Result<(Value, u64)> {
+/// An ad item (retrieval 2.8), and the receipt's entry for it.
+fn item(
+    state: &Region,
+    found: &Found,
+    render_token: &svc_core::dsse::Envelope,
+    seq: u64,
+    now: UnixMs,
+) -> Result<(Value, ReceiptRow)> {
     let record: Value = serde_json::from_slice(&found.version.bytes).map_err(Error::internal)?;
     let text = |name: &str| record.get(name).cloned().unwrap_or(Value::Null);
     let destination = record.get("destination_url").and_then(Value::as_str).unwrap_or_default();
     let seal: Value = serde_json::from_slice(&found.version.seal).map_err(Error::internal)?;
-    let (policy, version) = match state.registry.ai_policy_at(&found.business_uuid, now)? {
+    let signed: Map<String, Value> = serde_json::from_slice(&found.version.row).map_err(Error::internal)?;
+    let at = state.serve_times.of(&state.registry, seq, &found.business_uuid, RecordType::Ads, now)?;
+    let policy = match state.registry.ai_policy_at(&found.business_uuid, now)? {
         Some(p) => {
             let seal: Value = serde_json::from_slice(&p.seal).map_err(Error::internal)?;
-            (
-                json!({"version": p.version, "record_base64": svc_core::b64::std_encode(&p.bytes), "seal": seal}),
-                p.version,
-            )
+            json!({"version": p.version, "record_base64": svc_core::b64::std_encode(&p.bytes), "seal": seal})
         }
-        None => (json!({"version": 0, "record_base64": null, "seal": null}), 0),
+        None => json!({"version": 0, "record_base64": null, "seal": null}),
     };
     let terms = &found.campaign.terms;
+    let mut creative = json!({
+        "headline": text("headline"),
+        "description": text("description"),
+        "cta": text("cta_text"),
+        "destination_url": destination,
+        "display_domain": svc_core::ads::display_domain(destination),
+    });
+    for (slot, link) in images::links(state, signed.get("adl_creative").and_then(Value::as_object), now)? {
+        creative[slot.url_member()] = link;
+    }
     let item = json!({
         "ad_id": found.candidate.ad_id,
         "campaign_id": found.campaign.campaign_id,
         "business_uuid": found.business_uuid,
-        "label": svc_core::ads::label(svc_core::ids::RecordType::Ads),
+        "label": svc_core::ads::label(RecordType::Ads),
         "formats": found.formats,
-        "creative": {
-            "headline": text("headline"),
-            "description": text("description"),
-            "cta": text("cta_text"),
-            "destination_url": destination,
-            "display_domain": svc_core::ads::display_domain(destination),
-        },
+        "creative": creative,
         "net_price": {"amount": terms.net_price.to_decimal(), "currency": "USD", "basis": terms.basis},
         "adl_origin_seal": seal,
         "record_base64": svc_core::b64::std_encode(&found.version.bytes),
+        "row": serve_row(&signed, &at),
         "ai_policy": policy,
         "render_token": render_token,
     });
-    Ok((item, version))
+    Ok((item, receipt_row(&signed, &at)))
 }

@@ -5,11 +5,12 @@
 //! both call these.
 
 use serde_json::{Value, json};
+use svc_core::ads::images::Slot;
 use svc_core::dsse::Envelope;
 use svc_core::ids::{self, RecordType};
 use svc_core::problem::{Code, Problem};
 use svc_core::publish::outcome::Outcome;
-use svc_core::records::RecordError;
+use svc_core::records::{ErrorCode, RecordError};
 use svc_core::seal::{CertificateStatus, RecordSeal, SealV2};
 use svc_core::time::UnixMs;
 
@@ -131,6 +132,13 @@ pub async fn save_record(
     passkey.validity().judge(sealed_at).map_err(|r| refused(format!("the sealing key at sealed_at: {r}")))?;
     super::check_certificate_in_force(&state.registry.certificates(business_uuid)?, &seal.cert_id, sealed_at)?;
     super::check_ai_policy_version(state, business_uuid, seal.ai_policy_version, sealed_at)?;
+    let images = match record_type {
+        RecordType::Ads => match fetch_images(state, &bytes).await {
+            Ok(images) => images,
+            Err(errors) => return Ok(Saved::Rejected(errors)),
+        },
+        _ => Vec::new(),
+    };
     let save = crate::publish::SealedSave {
         business_uuid: business_uuid.to_owned(),
         record_type,
@@ -141,12 +149,38 @@ pub async fn save_record(
         certificate_status: CertificateStatus::Active.as_str().into(),
         ai_policy_version: seal.ai_policy_version,
         now,
+        images,
     };
     let saved = state.home()?.publisher.call(|reply| PublisherMsg::SaveSealed(Box::new(save), reply)).await??;
     Ok(match saved {
         Ok(s) => Saved::Published { outcome: s.outcome, record_id: s.record_id, version: s.version, sha256: s.sha256 },
         Err(errors) => Saved::Rejected(errors),
     })
+}
+
+/// The images an ad names, fetched by the service now (R4.1.22) and each
+/// judged for its slot; every one that cannot be used is a reason the save
+/// is refused. A record that is not JSON names none: validation refuses it.
+async fn fetch_images(state: &Region, bytes: &[u8]) -> Result<Vec<(Slot, AdImage)>, Vec<RecordError>> {
+    let record: Value = serde_json::from_slice(bytes).unwrap_or_default();
+    let mut images = Vec::new();
+    let mut errors = Vec::new();
+    for slot in Slot::ALL {
+        let Some(url) = record.get(slot.url_member()).and_then(Value::as_str) else { continue };
+        let fetched = state.images.fetch(url).await.and_then(|bytes| {
+            let judged = svc_core::ads::images::judge(slot, &bytes)?;
+            Ok(AdImage { content_type: judged.content_type.into(), width: judged.width, height: judged.height, bytes })
+        });
+        match fetched {
+            Ok(image) => images.push((slot, image)),
+            Err(why) => errors.push(RecordError::new(
+                ErrorCode::FieldInvalid,
+                format!("/{}", slot.url_member()),
+                format!("the service could not use this image: {why}"),
+            )),
+        }
+    }
+    if errors.is_empty() { Ok(images) } else { Err(errors) }
 }
 
 /// Every reason the write path would refuse `bytes` as a record of

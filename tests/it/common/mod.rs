@@ -24,6 +24,8 @@ use svc_core::seal::BatchSealV2;
 use svc_core::time::UnixMs;
 use tower::ServiceExt;
 
+pub mod images;
+
 pub const AUTHORITY: &str = "api.svc.localhost";
 /// 2026-11-22T10:00:00Z
 pub const START: UnixMs = UnixMs(1_795_341_600_000);
@@ -165,6 +167,13 @@ impl Home {
 
     pub async fn send(&self, request: Request<Body>) -> Answer {
         answer(public_router(self.state.clone()).oneshot(request).await.unwrap()).await
+    }
+
+    /// An unsigned `GET` of a public route.
+    pub async fn get(&self, path: &str) -> Answer {
+        let mut request = Request::get(path).header("host", AUTHORITY).body(Body::empty()).unwrap();
+        request.extensions_mut().insert(ConnectInfo::<SocketAddr>("127.0.0.1:50000".parse().unwrap()));
+        self.send(request).await
     }
 
     /// A verified business with an Ed25519 integration key, an owner's

@@ -6,6 +6,7 @@
 
 pub mod campaign;
 pub mod confirm;
+pub mod images;
 pub mod ledger;
 pub mod pace;
 pub mod pool;

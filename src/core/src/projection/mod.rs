@@ -41,12 +41,14 @@ pub const SERVE_TIME_FIELDS: [&str; 3] = ["ai_policy_bits", "sponsored", "freshn
 /// The row member holding the signature.
 pub const SIGNATURE_MEMBER: &str = "adl_row_sig";
 /// The projection version of each collection, as `adl_proj` names it.
-pub const VERSIONS: [(RecordType, &str); 5] = [
+pub const VERSIONS: [(RecordType, &str); 6] = [
     (RecordType::Products, "products/1"),
     (RecordType::BusinessFiles, "business_files/1"),
     (RecordType::Events, "events/1"),
     (RecordType::Jobs, "jobs/1"),
     (RecordType::Updates, "updates/1"),
+    // An ad's row (R2.8.10) travels in its ad item, never in a search.
+    (RecordType::Ads, "ads/1"),
 ];
 
 /// One projection specification.
@@ -118,6 +120,27 @@ pub struct ProjectionContext {
     pub business_uuid: String,
     pub business_name: String,
     pub published_at: UnixMs,
+    /// An ad's row also holds its seal and its images' hashes (R2.8.10).
+    pub ad: Option<AdParts>,
+}
+
+/// What an ad's row holds beyond its record's members.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdParts {
+    /// The business's seal envelope over the record (`adl_origin_seal`).
+    pub origin_seal: Value,
+    /// `adl_creative`: each fetched image's slot and `sha256:` hash.
+    pub creative: Map<String, Value>,
+}
+
+impl AdParts {
+    /// The parts an ad row names, to re-run its projection.
+    pub fn of_row(row: &Map<String, Value>) -> Option<AdParts> {
+        Some(AdParts {
+            origin_seal: row.get("adl_origin_seal")?.clone(),
+            creative: row.get("adl_creative")?.as_object()?.clone(),
+        })
+    }
 }
 
 /// Builds and signs the row of a record (R2.4.7 to R2.4.13).
@@ -142,6 +165,10 @@ fn unsigned_row(record: &ValidRecord, ctx: &ProjectionContext, key_id: &str) -> 
     row.insert("business_name".into(), ctx.business_name.clone().into());
     row.insert("type".into(), kind.name().into());
     rows::collection_fields(kind, record.fields(), &mut row);
+    if let Some(ad) = &ctx.ad {
+        row.insert("adl_origin_seal".into(), ad.origin_seal.clone());
+        row.insert("adl_creative".into(), Value::Object(ad.creative.clone()));
+    }
     row.insert("published_at".into(), ctx.published_at.as_secs().into());
     row.insert("adl_origin".into(), record.origin().into());
     if let Some(spec) = spec(kind) {

@@ -63,7 +63,13 @@ pub(super) fn collection_fields(kind: RecordType, rec: &Row, row: &mut Row) {
             copy(rec, row, &["language", "countries", "headline", "body", "update_type", "url"]);
             seconds(rec, row, &["relevant_until"]);
         }
-        RecordType::AiPolicy | RecordType::Ads => {}
+        RecordType::Ads => {
+            copy(rec, row, &["language", "countries", "headline", "description", "cta_text"]);
+            if let Some(dest) = rec.get("destination_url") {
+                row.insert("adl_dest".into(), dest.clone());
+            }
+        }
+        RecordType::AiPolicy => {}
     }
 }
 

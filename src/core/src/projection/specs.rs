@@ -107,6 +107,20 @@ const UPDATES: FieldMap = &[
     ("relevant_until", "relevant_until as Unix seconds"),
 ];
 
+const ADS: FieldMap = &[
+    ("language", "language"),
+    ("countries", "countries"),
+    ("headline", "headline"),
+    ("description", "description"),
+    ("cta_text", "cta_text"),
+    ("adl_dest", "destination_url"),
+    ("adl_origin_seal", "service: the seal envelope the business sealed the record with, as received"),
+    (
+        "adl_creative",
+        "service: for each image the record names, image_square or image_landscape, the sha256: hash of the bytes the service fetched when the ad was saved",
+    ),
+];
+
 const COMMON_RULES: &[&str] = &[
     "A row member is written only when its source is present in the record; an absent optional member is omitted, never null.",
     "Strings, booleans, arrays, objects and numbers of the record are copied unchanged.",
@@ -156,7 +170,16 @@ fn collection_parts(kind: RecordType) -> Option<(FieldMap, &'static [&'static st
             &["relevant_until is integer Unix seconds."],
             "An updates row is the searchable form of one sealed updates record: its headline, body, type and the date it stops being relevant, and the provenance that ties the row to the sealed bytes.",
         ),
-        RecordType::AiPolicy | RecordType::Ads => return None,
+        RecordType::Ads => (
+            ADS,
+            &[
+                "adl_dest is destination_url exactly as sealed: the service is never in the redirect path.",
+                "adl_creative has one member per image the record names, and is an empty object when it names none; an image link an ad item shows serves exactly the bytes whose hash is there.",
+                "An ads row is never in a search; it travels in the ad item the ad pool serves.",
+            ],
+            "An ads row is the signed form of one sealed ad: its texts, its destination, its seal and the hash of each image the service fetched, and the provenance that ties the row to the sealed bytes.",
+        ),
+        RecordType::AiPolicy => return None,
     })
 }
 

@@ -32,6 +32,7 @@ fn pctx(record: &ValidRecord) -> ProjectionContext {
         business_name: "Lumio SARL".into(),
         // 2026-11-01T12:00:00.999Z: seconds round down.
         published_at: UnixMs(1_793_534_400_999),
+        ad: None,
     }
 }
 

@@ -631,6 +631,7 @@ proptest! {
                 business_uuid: "6f1d2c3b-4a59-4e68-9d7c-8b9a0f1e2d3c".into(),
                 business_name: "Lumio".into(),
                 published_at: crate::time::UnixMs(1_793_966_400_000),
+                ad: None,
             };
             let row = crate::projection::project(&valid, &pctx, &key);
             let public = key.verifying_key();

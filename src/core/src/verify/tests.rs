@@ -338,6 +338,7 @@ fn a_row_is_checked_by_its_signature_and_by_re_running_the_projection() {
         business_uuid: BUSINESS.into(),
         business_name: "Lumio".into(),
         published_at: T,
+        ad: None,
     };
     let row = projection::project(&record, &ctx, &projection_key());
     let register = TestRegister::default();

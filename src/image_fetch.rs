@@ -1,0 +1,175 @@
+//! Fetches the images an ad names, for the service (R4.1.22: never an end
+//! user's browser). One HTTPS GET with no redirect followed, the size cap
+//! judged from `Content-Length` and enforced while reading, one deadline
+//! for the whole fetch, and only public addresses, each checked before
+//! connecting, so an ad cannot point the service at its own network.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
+use rustls::pki_types::pem::PemObject;
+use svc_core::ads::images::MAX_IMAGE_BYTES;
+
+use crate::config::AdImagesConfig;
+
+/// Why an image was not fetched, for the person saving the ad.
+pub type FetchError = String;
+
+/// The HTTPS client ads' images are fetched with.
+pub struct ImageFetcher {
+    tls: tokio_rustls::TlsConnector,
+    timeout: Duration,
+    allow_private: bool,
+}
+
+impl ImageFetcher {
+    /// Trusts the web PKI's roots and the operator's own, if it names any.
+    pub fn new(config: &AdImagesConfig) -> Result<ImageFetcher, String> {
+        let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        if let Some(path) = &config.extra_roots_pem {
+            let certs = rustls::pki_types::CertificateDer::pem_file_iter(path)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            for cert in certs {
+                let cert = cert.map_err(|e| format!("{}: {e}", path.display()))?;
+                roots.add(cert).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Ok(ImageFetcher {
+            tls: tokio_rustls::TlsConnector::from(Arc::new(tls)),
+            timeout: Duration::from_millis(config.timeout_ms),
+            allow_private: config.allow_private_addresses,
+        })
+    }
+
+    /// The bytes at `url`, at most [`MAX_IMAGE_BYTES`].
+    pub async fn fetch(&self, url: &str) -> Result<Vec<u8>, FetchError> {
+        match tokio::time::timeout(self.timeout, self.get(url)).await {
+            Ok(answer) => answer,
+            Err(_) => Err(format!("no answer within {} ms", self.timeout.as_millis())),
+        }
+    }
+
+    async fn get(&self, url: &str) -> Result<Vec<u8>, FetchError> {
+        let parsed = url::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+        if parsed.scheme() != "https" {
+            return Err("only https images are fetched".into());
+        }
+        let host = parsed.host_str().ok_or("the URL has no host")?.to_owned();
+        let port = parsed.port().unwrap_or(443);
+        let address = self.address(&host, port).await?;
+        let tcp = tokio::net::TcpStream::connect(address).await.map_err(|e| format!("connecting: {e}"))?;
+        let name = ServerName::try_from(host.trim_matches(['[', ']']).to_owned()).map_err(|e| e.to_string())?;
+        let tls = self.tls.connect(name, tcp).await.map_err(|e| format!("TLS: {e}"))?;
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(|e| format!("HTTP: {e}"))?;
+        tokio::spawn(connection);
+        let target = match parsed.query() {
+            Some(query) => format!("{}?{query}", parsed.path()),
+            None => parsed.path().to_owned(),
+        };
+        let authority = match parsed.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.clone(),
+        };
+        let request = hyper::Request::get(target)
+            .header(hyper::header::HOST, authority)
+            .header(hyper::header::USER_AGENT, "svc-ad-images/1")
+            .header(hyper::header::ACCEPT, "image/png, image/jpeg, image/webp, image/gif")
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| e.to_string())?;
+        let response = sender.send_request(request).await.map_err(|e| format!("HTTP: {e}"))?;
+        if response.status() != hyper::StatusCode::OK {
+            return Err(format!("the server answered {} (redirects are not followed)", response.status()));
+        }
+        let declared = response
+            .headers()
+            .get(hyper::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > MAX_IMAGE_BYTES as u64) {
+            return Err(format!("the image is over {MAX_IMAGE_BYTES} bytes"));
+        }
+        let body = Limited::new(response.into_body(), MAX_IMAGE_BYTES)
+            .collect()
+            .await
+            .map_err(|_| format!("the image is over {MAX_IMAGE_BYTES} bytes, or its body broke off"))?;
+        Ok(body.to_bytes().to_vec())
+    }
+
+    /// The first address of `host`, refused when any of them is not public
+    /// (a name that also points inward is not trusted either way).
+    async fn address(&self, host: &str, port: u16) -> Result<SocketAddr, FetchError> {
+        let addresses: Vec<SocketAddr> = tokio::net::lookup_host((host.trim_matches(['[', ']']), port))
+            .await
+            .map_err(|e| format!("resolving {host}: {e}"))?
+            .collect();
+        let first = *addresses.first().ok_or_else(|| format!("{host} has no address"))?;
+        if !self.allow_private && addresses.iter().any(|a| !is_public(a.ip())) {
+            return Err(format!("{host} resolves to an address that is not public"));
+        }
+        Ok(first)
+    }
+}
+
+/// Whether an address is reachable on the public internet: not loopback,
+/// private, shared, link-local, documentation, multicast or unspecified.
+fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 198 && (18..20).contains(&b))
+                || a >= 240)
+        }
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => is_public(IpAddr::V4(v4)),
+            None => {
+                let first = v6.segments()[0];
+                !(v6.is_loopback()
+                    || v6.is_unspecified()
+                    || v6.is_multicast()
+                    || (first & 0xfe00) == 0xfc00
+                    || (first & 0xffc0) == 0xfe80
+                    || first == 0x2001 && v6.segments()[1] == 0x0db8)
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_public_addresses_are_fetched_from() {
+        for inward in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0"]
+        {
+            assert!(!is_public(inward.parse().unwrap()), "{inward}");
+        }
+        for inward in ["::1", "fd00::1", "fe80::1", "::ffff:10.0.0.1", "2001:db8::1"] {
+            assert!(!is_public(inward.parse().unwrap()), "{inward}");
+        }
+        for outward in ["93.184.215.14", "2606:4700::1111", "8.8.8.8"] {
+            assert!(is_public(outward.parse().unwrap()), "{outward}");
+        }
+    }
+}
