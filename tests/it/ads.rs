@@ -306,7 +306,7 @@ fn payload(envelope: &Value) -> Value {
     serde_json::from_slice(&bytes).unwrap()
 }
 
-// rule: R4.1.1, R4.1.5, R4.1.9, R4.1.10, R4.1.17, R4.1.18, R2.8.1, R2.8.2, R2.8.3, R2.8.4, R2.8.5, R2.8.6, R2.8.7, R2.8.8, R2.8.9, R2.8.10, R2.8.12, R4.1.22, R4.3.1
+// rule: P4.2.19, P4.2.23, R4.1.1, R4.1.5, R4.1.9, R4.1.10, R4.1.17, R4.1.18, R2.8.1, R2.8.2, R2.8.3, R2.8.4, R2.8.5, R2.8.6, R2.8.7, R2.8.8, R2.8.9, R2.8.10, R2.8.12, R4.1.22, R4.3.1
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pool_holds_funded_ads_in_the_callers_order_each_with_a_render_token_and_a_receipt() {
     let images = ImageServer::start().await;
@@ -392,6 +392,45 @@ async fn a_pool_holds_funded_ads_in_the_callers_order_each_with_a_render_token_a
     let bare = home.get(path.split('?').next().unwrap()).await;
     assert_eq!((bare.status, bare.body["code"].as_str()), (400, Some("request_invalid")));
     assert_eq!(images.hits.load(Ordering::SeqCst), 4, "shown from the service's copy");
+
+    // Anyone can check the item as served (P4.2.23): its seal, its row, and
+    // that every text and link it would show is the sealed one.
+    let verify = |item: Value| {
+        let home = &home;
+        async move {
+            let body = serde_json::to_vec(&json!({"ad_item": item})).unwrap();
+            let mut request = axum::http::Request::post("/v1/verify")
+                .header("host", crate::common::AUTHORITY)
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from(body))
+                .unwrap();
+            request
+                .extensions_mut()
+                .insert(axum::extract::ConnectInfo::<std::net::SocketAddr>("127.0.0.1:50000".parse().unwrap()));
+            home.send(request).await
+        }
+    };
+    let checked = verify(item.clone()).await;
+    assert_eq!(checked.status, 200, "{:?}", checked.body);
+    assert_eq!(checked.body["seal"]["valid"], true, "{:?}", checked.body["seal"]);
+    assert_eq!(checked.body["seal"]["record_type"], "ads");
+    assert_eq!(
+        (checked.body["projection"]["row_signature"].as_str(), checked.body["projection"]["rerun"].as_str()),
+        (Some("ok"), Some("matches")),
+        "{:?}",
+        checked.body["projection"]
+    );
+    assert_eq!(checked.body["ad_item"], json!({"shown_is_sealed": "ok", "differ": []}));
+    let mut shown_otherwise = item.clone();
+    shown_otherwise["creative"]["headline"] = json!("Lamps at half price");
+    let checked = verify(shown_otherwise).await;
+    assert_eq!(checked.body["ad_item"]["differ"], json!(["creative.headline"]), "{:?}", checked.body);
+    assert_eq!(checked.body["seal"]["valid"], true, "the seal itself still holds");
+    let mut other_image = item.clone();
+    other_image["row"]["adl_creative"]["image_square"] = json!(square.replace('a', "b"));
+    let checked = verify(other_image).await;
+    assert_eq!(checked.body["projection"]["row_signature"], "failed", "{:?}", checked.body);
+
     home.clock.advance(svc_core::ads::images::LINK_VALID_MS);
     let stale = home.get(path).await;
     assert_eq!((stale.status, stale.body["code"].as_str()), (401, Some("signature_expired")));

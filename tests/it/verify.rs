@@ -180,7 +180,9 @@ async fn verify_refuses_a_bare_id_or_hash_and_answers_any_origin() {
         (json!({"record_base64": "e30=", "seal": {}, "key_events": "sometimes"}), 400),
         (json!({"record_base64": "not base64!", "seal": {}}), 400),
         (json!({"record_base64": "A".repeat(204_804), "seal": {}}), 413),
-        (json!({"ad_item": {}}), 501),
+        (json!({"ad_item": {}}), 400),
+        (json!({"ad_item": [1]}), 400),
+        (json!({"ad_item": {"record_base64": "e30="}, "record_base64": "e30="}), 400),
     ] {
         let answer = home.send(post(&body)).await;
         assert_eq!(answer.status, status, "{body}: {:?}", answer.body);

@@ -477,5 +477,7 @@ pub fn judge_bits(
     }
 }
 
+pub mod ad_item;
+
 #[cfg(test)]
 mod tests;

@@ -43,6 +43,77 @@ struct VerifyRequest {
     adl_origin: Option<Value>,
 }
 
+/// What is judged, from the request's own members or from an ad item.
+struct Parts {
+    record_base64: String,
+    seal: Value,
+    row: Option<Map<String, Value>>,
+    sidecar: Option<Value>,
+    /// Bits a row carried, with the AI policy record and seal to check them by.
+    bits: Option<(AiPolicyBits, String, Value)>,
+    item: Option<Map<String, Value>>,
+}
+
+impl Parts {
+    fn of_request(req: VerifyRequest) -> Result<Parts> {
+        let record_base64 = req.record_base64.ok_or_else(|| invalid("record_base64 is required (or ad_item)"))?;
+        let bits = match (req.ai_policy_bits, req.ai_policy_record_base64, req.ai_policy_seal) {
+            (Some(bits), Some(policy), Some(policy_seal)) => Some((bits, policy, policy_seal)),
+            (Some(_), _, _) => {
+                return Err(invalid("to check ai_policy_bits, send ai_policy_record_base64 and ai_policy_seal too"));
+            }
+            _ => None,
+        };
+        Ok(Parts {
+            record_base64,
+            seal: req.seal.ok_or_else(|| invalid("seal is required"))?,
+            row: req.row,
+            sidecar: req.sidecar,
+            bits,
+            item: None,
+        })
+    }
+
+    /// An ad item carries its record, seal, row, bits and AI policy: it is
+    /// sent alone (P4.2.23).
+    fn of_ad_item(item: Value, req: &VerifyRequest) -> Result<Parts> {
+        let alone = req.record_base64.is_none()
+            && req.seal.is_none()
+            && req.row.is_none()
+            && req.sidecar.is_none()
+            && req.ai_policy_bits.is_none()
+            && req.ai_policy_record_base64.is_none()
+            && req.ai_policy_seal.is_none();
+        if !alone {
+            return Err(invalid("an ad_item carries its own record, seal, row and AI policy: send it alone"));
+        }
+        let Value::Object(item) = item else { return Err(invalid("ad_item is an ad item object")) };
+        let text = |name: &str| {
+            item.get(name).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| invalid(format!("ad_item.{name}")))
+        };
+        let row = match item.get("row") {
+            Some(Value::Object(row)) => row.clone(),
+            _ => return Err(invalid("ad_item.row is the signed row the pool served")),
+        };
+        let policy = item.get("ai_policy").cloned().unwrap_or_default();
+        let bits = match (row.get("ai_policy_bits"), policy["record_base64"].as_str()) {
+            (Some(bits), Some(record)) => {
+                let bits = serde_json::from_value(bits.clone()).map_err(|_| invalid("ad_item.row.ai_policy_bits"))?;
+                Some((bits, record.to_owned(), policy["seal"].clone()))
+            }
+            _ => None,
+        };
+        Ok(Parts {
+            record_base64: text("record_base64")?,
+            seal: item.get("adl_origin_seal").cloned().ok_or_else(|| invalid("ad_item.adl_origin_seal"))?,
+            row: Some(row),
+            sidecar: None,
+            bits,
+            item: Some(item),
+        })
+    }
+}
+
 /// What the node knows, as the judgement asks for it.
 pub struct Lookups<'a> {
     pub state: &'a Region,
@@ -112,41 +183,38 @@ pub async fn judge(state: &Region, client: Option<std::net::IpAddr>, bytes: &[u8
             "verifications from this address are over their rate",
         ));
     }
-    let req: VerifyRequest = serde_json::from_slice(bytes).map_err(|e| invalid(format!("body: {e}")))?;
+    let mut req: VerifyRequest = serde_json::from_slice(bytes).map_err(|e| invalid(format!("body: {e}")))?;
     if req.record_id.is_some() || req.hash.is_some() || req.adl_origin.is_some() {
         return Err(invalid("a bare id or hash is never accepted: send the record's bytes (record_base64)"));
     }
-    if req.ad_item.is_some() {
-        return Err(Error::detail(Code::NotImplemented, "ad items are not served yet, so none can be verified"));
-    }
-    let Some(record) = req.record_base64.as_deref() else {
-        return Err(invalid("record_base64 is required (or ad_item)"));
-    };
-    let record = decode_base64(record, "record_base64")?;
     let key_events = match req.key_events.as_deref() {
         None | Some("warn") => KeyEvents::Warn,
         Some("require") => KeyEvents::Require,
         Some(other) => return Err(invalid(format!("key_events is warn or require, not {other}"))),
     };
-    let seal: ServedSeal = serde_json::from_value(req.seal.ok_or_else(|| invalid("seal is required"))?)
+    let parts = match req.ad_item.take() {
+        Some(item) => Parts::of_ad_item(item, &req)?,
+        None => Parts::of_request(req)?,
+    };
+    let record = decode_base64(&parts.record_base64, "record_base64")?;
+    let seal: ServedSeal = serde_json::from_value(parts.seal)
         .map_err(|_| invalid("seal is a seal envelope, or {batch_seal, leaf_index, inclusion_proof}"))?;
     let sidecar =
-        req.sidecar.map(|s| Envelope::from_value(&s)).transpose().map_err(|r| invalid(format!("sidecar: {r}")))?;
+        parts.sidecar.map(|s| Envelope::from_value(&s)).transpose().map_err(|r| invalid(format!("sidecar: {r}")))?;
     let lookups = Lookups { state, now };
     let submitted = Submitted { record: &record, seal: &seal, sidecar: sidecar.as_ref(), key_events };
     let verdict = verify::judge_seal(&submitted, &lookups);
-    let projection = req.row.as_ref().map(|row| verify::judge_row(row, verdict.record.as_ref(), &lookups));
-    let bits = match (&req.ai_policy_bits, &req.ai_policy_record_base64, &req.ai_policy_seal) {
-        (Some(bits), Some(policy), Some(policy_seal)) => {
-            let policy = decode_base64(policy, "ai_policy_record_base64")?;
-            let policy_seal = Envelope::from_value(policy_seal).map_err(|r| invalid(format!("ai_policy_seal: {r}")))?;
-            Some(verify::judge_bits(bits, &policy, &policy_seal, verdict.business_uuid.as_deref(), &lookups))
+    let projection = parts.row.as_ref().map(|row| verify::judge_row(row, verdict.record.as_ref(), &lookups));
+    let bits = match parts.bits {
+        Some((bits, policy, policy_seal)) => {
+            let policy = decode_base64(&policy, "ai_policy_record_base64")?;
+            let policy_seal =
+                Envelope::from_value(&policy_seal).map_err(|r| invalid(format!("ai_policy_seal: {r}")))?;
+            Some(verify::judge_bits(&bits, &policy, &policy_seal, verdict.business_uuid.as_deref(), &lookups))
         }
-        (Some(_), _, _) => {
-            return Err(invalid("to check ai_policy_bits, send ai_policy_record_base64 and ai_policy_seal too"));
-        }
-        _ => None,
+        None => None,
     };
+    let ad_item = parts.item.as_ref().map(|item| verify::ad_item::judge(item, &record, parts.row.as_ref()));
     let log_inclusion = log_inclusion(state, &seal).await?;
     let mut warnings = verdict.warnings.clone();
     if log_inclusion["included"] == false {
@@ -157,6 +225,7 @@ pub async fn judge(state: &Region, client: Option<std::net::IpAddr>, bytes: &[u8
         "log_inclusion": log_inclusion,
         "projection": projection,
         "ai_policy_bits": bits,
+        "ad_item": ad_item,
         "warnings": warnings,
         "checked_at": now.to_rfc3339_millis(),
     });
