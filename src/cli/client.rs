@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
+use svc_core::ads::tokens::{CLICK_V1, ClickToken};
+use svc_core::dsse::Envelope;
 use svc_core::keyset::KeySet;
 use svc_core::offline;
 
@@ -77,6 +79,69 @@ pub enum ClientCommand {
         #[arg(long, conflicts_with = "record_id")]
         answer: Option<PathBuf>,
     },
+    /// An ad pool (retrieval 4.1). Checked offline: the receipt names every
+    /// ad by its row, every row signature holds, every item shows only its
+    /// sealed texts and images, and every render token was signed by the
+    /// serving region for this key.
+    Pool {
+        #[arg(long)]
+        country: String,
+        #[arg(long)]
+        subdivision: Option<String>,
+        /// A keyword the ads' campaigns must name (repeat for more).
+        #[arg(long = "keyword", required = true)]
+        keywords: Vec<String>,
+        /// `compact` or `card` (repeat for both).
+        #[arg(long = "format", default_values = ["compact", "card"])]
+        formats: Vec<String>,
+        /// Up to three of `net_price`, `published_at`, `keyword_matches`, `random`.
+        #[arg(long, default_value = "net_price:desc")]
+        sort: String,
+        #[arg(long)]
+        size: Option<u64>,
+        #[arg(long)]
+        max_per_campaign: Option<u64>,
+        /// The end user's conversation, as the company names it.
+        #[arg(long)]
+        session_ref: String,
+        /// Keeps the answer, for `render --pool`.
+        #[arg(long)]
+        save: Option<PathBuf>,
+    },
+    /// Confirms a render (retrieval 4.2): an ad of a saved pool, or a
+    /// sponsored row of a saved search. The click token is checked offline.
+    Render {
+        /// A pool answer `pool --save` kept.
+        #[arg(long, conflicts_with = "search", required_unless_present = "search")]
+        pool: Option<PathBuf>,
+        /// The ad to confirm (the pool's first when absent).
+        #[arg(long, requires = "pool")]
+        ad: Option<String>,
+        /// A search answer kept as it came, and the sponsored row's record id.
+        #[arg(long, requires = "record")]
+        search: Option<PathBuf>,
+        #[arg(long)]
+        record: Option<String>,
+        #[arg(long)]
+        format: String,
+        #[arg(long)]
+        session_ref: String,
+        /// Sent again with the same key, the first answer comes back.
+        #[arg(long)]
+        idempotency_key: Option<String>,
+        /// Keeps the answer, for `click --render`.
+        #[arg(long)]
+        save: Option<PathBuf>,
+    },
+    /// Confirms a click with the click token of a saved render answer.
+    Click {
+        #[arg(long)]
+        render: PathBuf,
+        #[arg(long)]
+        session_ref: String,
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
     /// The group's receipts, oldest first.
     Receipts {
         #[arg(long)]
@@ -135,6 +200,29 @@ pub fn run(args: ClientArgs) -> i32 {
     }
 }
 
+/// Writes an answer's exact bytes where asked.
+fn keep(path: Option<&PathBuf>, answer: &Answer) -> Result<(), CliError> {
+    match path {
+        Some(path) => std::fs::write(path, &answer.bytes).map_err(|source| CliError::Io { path: path.clone(), source }),
+        None => Ok(()),
+    }
+}
+
+fn read_json(path: &PathBuf) -> Result<Value, CliError> {
+    let bytes = std::fs::read(path).map_err(|source| CliError::Io { path: path.clone(), source })?;
+    serde_json::from_slice(&bytes).map_err(|source| CliError::Json { what: "a kept answer", source })
+}
+
+/// A render or click confirmation, under the given Idempotency-Key or a
+/// fresh one; the answer is printed.
+async fn confirm(client: &RetrievalClient, path: &str, body: &Value, key: Option<&str>) -> Result<Answer, CliError> {
+    let fresh = format!("svc-client-{}", hex::encode(crate::clock::random::<8>()));
+    let key = key.unwrap_or(&fresh);
+    let answer = client.call_with("POST", path, serde_json::to_vec(body)?, &[("idempotency-key", key)]).await?;
+    print_body(&answer)?;
+    Ok(answer)
+}
+
 fn print_body(answer: &Answer) -> Result<(), CliError> {
     match serde_json::from_slice::<Value>(&answer.bytes) {
         Ok(v) => super::print_out(&serde_json::to_string_pretty(&v)?),
@@ -175,9 +263,7 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
             let answer =
                 client.call("GET", &format!("/v1/records/{}", crate::client::percent(record_id)), Vec::new()).await?;
             print_body(&answer)?;
-            if let Some(path) = save {
-                std::fs::write(path, &answer.bytes).map_err(|source| CliError::Io { path: path.clone(), source })?;
-            }
+            keep(save.as_ref(), &answer)?;
             let keys = key_set(&args, &client).await?;
             let checked = offline::check_fetch(&answer.bytes, &keys, &client.key_id()).map_err(CliError::Offline)?;
             eprintln!(
@@ -206,6 +292,70 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
                 eprintln!("{line}");
             }
         }
+        ClientCommand::Pool {
+            country,
+            subdivision,
+            keywords,
+            formats,
+            sort,
+            size,
+            max_per_campaign,
+            session_ref,
+            save,
+        } => {
+            let mut body = json!({"country": country, "keywords": keywords, "formats": formats, "sort_by": sort,
+                "session_ref": session_ref});
+            for (name, value) in [("subdivision", json!(subdivision)), ("size", json!(size))] {
+                if !value.is_null() {
+                    body[name] = value;
+                }
+            }
+            if let Some(most) = max_per_campaign {
+                body["max_per_campaign"] = json!(most);
+            }
+            let answer = client.call("POST", "/v1/ads/pool", serde_json::to_vec(&body)?).await?;
+            print_body(&answer)?;
+            keep(save.as_ref(), &answer)?;
+            let keys = key_set(&args, &client).await?;
+            let ads = offline::check_pool(&answer.json(), &keys, &client.key_id()).map_err(CliError::Offline)?;
+            eprintln!(
+                "checked offline: the receipt names all {ads} ads; every row signature holds; every item shows \
+                 its sealed texts and images; every render token is the region's, issued to this key"
+            );
+        }
+        ClientCommand::Render { pool, ad, search, record, format, session_ref, idempotency_key, save } => {
+            let mut body = json!({"format": format, "session_ref": session_ref});
+            if let Some(path) = pool {
+                let kept = read_json(path)?;
+                let items = kept["ads"].as_array().cloned().unwrap_or_default();
+                let item = match ad {
+                    Some(id) => items.into_iter().find(|i| i["ad_id"] == id.as_str()),
+                    None => items.into_iter().next(),
+                };
+                let item = item.ok_or(CliError::Missing("that ad in the pool"))?;
+                body["render_token"] = item["render_token"].clone();
+            } else if let (Some(path), Some(record)) = (search, record) {
+                let kept = read_json(path)?;
+                body["retrieval_id"] = kept["retrieval_id"].clone();
+                body["receipt"] = kept["receipt"].clone();
+                body["record_id"] = json!(record);
+            }
+            let answer = confirm(&client, "/v1/ads/render", &body, idempotency_key.as_deref()).await?;
+            keep(save.as_ref(), &answer)?;
+            let keys = key_set(&args, &client).await?;
+            let token = Envelope::from_value(&answer.json()["click_token"]).map_err(CliError::Offline)?;
+            let click: ClickToken =
+                offline::check_token(&token, CLICK_V1, &keys, &client.key_id()).map_err(CliError::Offline)?;
+            eprintln!(
+                "checked offline: the click token for {} is region {}'s, issued to this key",
+                click.item_id, click.region
+            );
+        }
+        ClientCommand::Click { render, session_ref, idempotency_key } => {
+            let kept = read_json(render)?;
+            let body = json!({"click_token": kept["click_token"], "session_ref": session_ref});
+            confirm(&client, "/v1/ads/click", &body, idempotency_key.as_deref()).await?;
+        }
         ClientCommand::Receipts { from, to, cursor } => {
             let q = crate::client::query(&[("from", from.clone()), ("to", to.clone()), ("cursor", cursor.clone())]);
             print_body(&client.call("GET", &format!("/v1/receipts{q}"), Vec::new()).await?)?;
@@ -221,9 +371,7 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
         ClientCommand::KeyDirectory { out } => {
             let answer = client.public_get(crate::key_set::directory::PATH).await?;
             print_body(&answer)?;
-            if let Some(path) = out {
-                std::fs::write(path, &answer.bytes).map_err(|source| CliError::Io { path: path.clone(), source })?;
-            }
+            keep(out.as_ref(), &answer)?;
             let keys = key_set(&args, &client).await?;
             let companies = offline::key_directory(&answer.json(), &keys).map_err(CliError::Offline)?;
             let listed: usize = companies.iter().map(|c| c.keys.len()).sum();

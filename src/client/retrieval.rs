@@ -32,7 +32,21 @@ impl RetrievalClient {
 
     /// A signed call; `body` empty for a GET.
     pub async fn call(&self, method: &str, path_and_query: &str, body: Vec<u8>) -> Result<Answer, ClientError> {
+        self.call_with(method, path_and_query, body, &[]).await
+    }
+
+    /// A signed call with more headers (an ad confirmation's `Idempotency-Key`).
+    pub async fn call_with(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        body: Vec<u8>,
+        headers: &[(&str, &str)],
+    ) -> Result<Answer, ClientError> {
         let mut unsigned = Unsigned::new(method, path_and_query, body);
+        for (name, value) in headers {
+            unsigned = unsigned.header(name, value);
+        }
         if let Some(grant) = &self.grant {
             unsigned = unsigned.header(svc_core::sandbox::GRANT_HEADER, grant);
         }

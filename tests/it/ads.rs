@@ -690,3 +690,89 @@ async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_neve
     let (status, refused) = ad_call_at(home_node.addr, &home, &caller, "/v1/ads/render", &render, "r9").await;
     assert_eq!((status, refused["code"].as_str()), (503, Some("unavailable")), "{refused}");
 }
+
+/// Runs `svc client --base-url <node> --key <file> <args>`; answers (exit
+/// code, stdout, stderr).
+async fn svc_client(node: &svc::node::Node, key_file: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_svc"));
+    command.args(["client", "--base-url", &format!("http://{}", node.addr), "--key", key_file.to_str().unwrap()]);
+    command.args(args);
+    let output = tokio::task::spawn_blocking(move || command.output().unwrap()).await.unwrap();
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (output.status.code().unwrap_or(-1), text(&output.stdout), text(&output.stderr))
+}
+
+// rule: R4.1.1, R4.2.1, R4.2.2, R2.8.10, R2.8.12, P4.2.23
+#[tokio::test(flavor = "multi_thread")]
+async fn the_command_line_pools_renders_and_clicks_and_checks_each_answer_offline() {
+    let images = ImageServer::start().await;
+    let (home, node) = Home::listening(|config| images.trust(config)).await;
+    // The command line signs with the real clock: the node's moves there.
+    home.clock.advance(svc::clock::SystemClock.now().0 - home.clock.now().0);
+    ads_on_sale(&home, "10", "200.00", "cpm", Some(&images)).await;
+    let caller = home.caller("Reader").await;
+    let key_file = home.dir.path().join("reader.key.json");
+    svc::client::keyfile::write(&key_file, &caller.key).unwrap();
+    let (pool, render) = (home.dir.path().join("pool.json"), home.dir.path().join("render.json"));
+
+    let pool_args =
+        ["pool", "--country", "FR", "--keyword", "lamp", "--format", "card", "--session-ref", "c1", "--save"];
+    let mut pool_args = pool_args.to_vec();
+    pool_args.push(pool.to_str().unwrap());
+    let (code, stdout, stderr) = svc_client(&node, &key_file, &pool_args).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["ads"].as_array().unwrap().len(), 2);
+    assert!(stderr.contains("the receipt names all 2 ads; every row signature holds"), "{stderr}");
+
+    let pooled: Value = serde_json::from_slice(&std::fs::read(&pool).unwrap()).unwrap();
+    let second = pooled["ads"][1]["ad_id"].as_str().unwrap().to_owned();
+    let args = ["render", "--pool", pool.to_str().unwrap(), "--ad", &second, "--format", "card"];
+    let mut render_args = args.to_vec();
+    render_args.extend(["--session-ref", "c1", "--idempotency-key", "r1", "--save", render.to_str().unwrap()]);
+    let (code, stdout, stderr) = svc_client(&node, &key_file, &render_args).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["accepted"], true);
+    assert!(stderr.contains(&format!("the click token for {second} is region home's, issued to this key")), "{stderr}");
+    // The same Idempotency-Key answers the first answer again, byte for byte.
+    let first = std::fs::read(&render).unwrap();
+    assert_eq!(svc_client(&node, &key_file, &render_args).await.0, 0);
+    assert_eq!(std::fs::read(&render).unwrap(), first);
+
+    let click = ["click", "--render", render.to_str().unwrap(), "--session-ref", "c1"];
+    let (code, stdout, stderr) = svc_client(&node, &key_file, &click).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["accepted"], true);
+
+    // The offline checks catch what was changed after the pool answered.
+    let document = svc::client::retrieval::RetrievalClient::new(
+        &format!("http://{}", node.addr),
+        crate::common::AUTHORITY,
+        caller.key.clone(),
+        None,
+    )
+    .unwrap()
+    .key_set()
+    .await
+    .unwrap()
+    .json();
+    let keys = &home.state.keys;
+    let anchors = svc_core::keyset::RootAnchors {
+        classical: keys.root.classical.verifying_key(),
+        post_quantum: keys.root.post_quantum.verifying_key(),
+    };
+    let set = svc_core::keyset::verify(&document, &anchors).unwrap();
+    let me = caller.key.verifying_key().thumbprint();
+    use svc_core::offline::check_pool;
+    assert_eq!(check_pool(&pooled, &set, &me), Ok(2));
+    assert_eq!(check_pool(&pooled, &set, "someone-else"), Err(svc_core::Reason::ReceiptCallerMismatch));
+    let mut shown = pooled.clone();
+    shown["ads"][0]["creative"]["cta"] = json!("Buy now");
+    assert_eq!(check_pool(&shown, &set, &me), Err(svc_core::Reason::HashMismatch));
+    let mut swapped = pooled.clone();
+    swapped["ads"][0]["render_token"] = pooled["ads"][1]["render_token"].clone();
+    assert_eq!(check_pool(&swapped, &set, &me), Err(svc_core::Reason::ReceiptRowMismatch));
+    let mut dropped = pooled.clone();
+    dropped["ads"].as_array_mut().unwrap().pop();
+    assert_eq!(check_pool(&dropped, &set, &me), Err(svc_core::Reason::ReceiptRowMismatch));
+    node.stop().await;
+}

@@ -41,6 +41,67 @@ fn receipt_of(
     receipt::verify(&envelope, &check)
 }
 
+/// A pool answer (retrieval 4.1): its receipt names exactly its ads by
+/// their rows, every row is signed by a projection key of the set, every
+/// item shows only what was sealed (P4.2.23), and every render token was
+/// signed by the serving region and issued to the presenting key for that
+/// ad of that pool. Answers how many ads it checked.
+pub fn check_pool(body: &Value, keys: &KeySet, presenter: &str) -> Result<usize, Reason> {
+    let items = body.get("ads").and_then(Value::as_array).ok_or(Reason::PayloadMalformed)?;
+    let mut rows = Vec::with_capacity(items.len());
+    for item in items {
+        rows.push(item.get("row").and_then(Value::as_object).cloned().ok_or(Reason::PayloadMalformed)?);
+    }
+    let verified = receipt_of(body, keys, presenter, Some(&rows))?;
+    if verified.receipt.rows.len() != rows.len() {
+        return Err(Reason::ReceiptRowMismatch);
+    }
+    let served_at = UnixMs::parse_rfc3339(&verified.receipt.served_at).ok_or(Reason::PayloadMalformed)?;
+    for (item, row) in items.iter().zip(&rows) {
+        crate::projection::verify_row(row, |kid| keys.key(Purpose::Projection, kid, served_at))?;
+        let item = item.as_object().ok_or(Reason::PayloadMalformed)?;
+        let record = item
+            .get("record_base64")
+            .and_then(Value::as_str)
+            .and_then(crate::b64::std_decode)
+            .ok_or(Reason::PayloadMalformed)?;
+        if crate::verify::ad_item::judge(item, &record, Some(row))["shown_is_sealed"] != "ok" {
+            return Err(Reason::HashMismatch);
+        }
+        let token = Envelope::from_value(item.get("render_token").ok_or(Reason::EnvelopeMalformed)?)?;
+        let token: crate::ads::tokens::RenderToken =
+            check_token(&token, crate::ads::tokens::RENDER_V1, keys, presenter)?;
+        let id = item.get("ad_id").and_then(Value::as_str);
+        if Some(token.ad_id.as_str()) != id || token.retrieval_id != verified.receipt.retrieval_id {
+            return Err(Reason::ReceiptRowMismatch);
+        }
+    }
+    Ok(items.len())
+}
+
+/// A render or click token (`render.v1`, `click.v1`): signed by the
+/// receipt key of the region it names, valid when it was issued, and
+/// issued to the presenting key.
+pub fn check_token<T: for<'de> Deserialize<'de>>(
+    envelope: &Envelope,
+    name: &str,
+    keys: &KeySet,
+    presenter: &str,
+) -> Result<T, Reason> {
+    let claimed: Value = serde_json::from_slice(&envelope.open()?.payload).map_err(|_| Reason::PayloadMalformed)?;
+    let text = |member: &str| claimed.get(member).and_then(Value::as_str);
+    let region = text("region").ok_or(Reason::PayloadMalformed)?;
+    let at =
+        text("issued_at").or(text("rendered_at")).and_then(UnixMs::parse_rfc3339).ok_or(Reason::PayloadMalformed)?;
+    let kid = &envelope.signatures.first().ok_or(Reason::EnvelopeMalformed)?.keyid;
+    let key = keys.receipt_key(kid, region, at).ok_or(Reason::KeyUnknown)?;
+    let token = crate::ads::tokens::open::<T>(envelope, name, &key)?;
+    if text("key_id") != Some(presenter) {
+        return Err(Reason::ReceiptCallerMismatch);
+    }
+    Ok(token)
+}
+
 /// A search answer: its receipt names exactly its rows, and every row is
 /// signed by a projection key of the set.
 pub fn check_search(body: &Value, keys: &KeySet, presenter: &str) -> Result<Checked, Reason> {
