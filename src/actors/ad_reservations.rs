@@ -21,11 +21,13 @@ use crate::actors::error::ActorError;
 use crate::actors::mailbox::Mailbox;
 use crate::actors::publisher::PublisherMsg;
 use crate::replication::exchange::{Outgoing, Sequence};
-use crate::store::model::{AdConfirmation, AdConversation, AdToken};
+use crate::store::model::{AdConfirmation, AdConversation, AdEvent, AdToken};
 use crate::store::{Batch, Store, be, cf};
 
 /// The one key of `ad_book`.
 const BOOK: &[u8] = b"book";
+/// The key of the last analytics event's sequence in `ad_book`.
+const EVENT_SEQ: &[u8] = b"event_seq";
 /// The key of the region's secret for conversation digests in `ad_book`.
 pub const CONVERSATION_SECRET: &[u8] = b"conversation_secret";
 /// Tokens' confirmations are kept this long after the token's time: past
@@ -78,6 +80,10 @@ pub struct Confirmation {
     /// Home had no more of the campaign's money when last asked: a charge
     /// that finds none now is not accepted (a render) or not charged (a click).
     pub home_is_out: bool,
+    /// For the business's analytics.
+    pub business_uuid: String,
+    pub group_id: String,
+    pub country: Option<String>,
 }
 
 /// What a confirmation came to.
@@ -135,6 +141,8 @@ pub struct AdState {
     paces: HashMap<String, Pace>,
     /// When old tokens and conversations were last forgotten.
     forgot_at: UnixMs,
+    /// The last accepted render or click counted for analytics.
+    event_seq: u64,
 }
 
 impl AdState {
@@ -234,6 +242,23 @@ impl AdState {
             answer: answer.clone(),
         });
         if accepted {
+            self.event_seq += 1;
+            let event = AdEvent {
+                seq: self.event_seq,
+                business_uuid: ask.business_uuid.clone(),
+                group_id: ask.group_id.clone(),
+                country: ask.country.clone(),
+                at: ask.now,
+                click: ask.click,
+                charged,
+            };
+            match &self.role {
+                AdRole::Home { .. } => batch.put(cf::AD_EVENTS, &be(event.seq), &event),
+                AdRole::Region { outbox } => {
+                    outbox.append(batch, &Outgoing::AdEvent(event));
+                }
+            }
+            batch.put(cf::AD_BOOK, EVENT_SEQ, &self.event_seq);
             if ask.click {
                 conversation.clicked_at = Some(ask.now);
             } else {
@@ -275,7 +300,8 @@ impl Actor for AdReservations {
         if args.store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.is_none() {
             args.store.put(cf::AD_BOOK, CONVERSATION_SECRET, &crate::clock::random::<32>().to_vec())?;
         }
-        Ok(AdState { store: args.store, role: args.role, book, paces: HashMap::new(), forgot_at: UnixMs(0) })
+        let event_seq = args.store.get::<u64>(cf::AD_BOOK, EVENT_SEQ)?.unwrap_or(0);
+        Ok(AdState { store: args.store, role: args.role, book, paces: HashMap::new(), forgot_at: UnixMs(0), event_seq })
     }
 
     async fn handle(&self, _me: ActorRef<AdMsg>, msg: AdMsg, state: &mut AdState) -> Result<(), ActorProcessingErr> {
@@ -316,7 +342,7 @@ impl Actor for AdReservations {
                 let _ = reply.send(written);
             }
             AdMsg::Confirm { ask, reply } => {
-                let before = state.book.clone();
+                let (before, event_seq) = (state.book.clone(), state.event_seq);
                 let store = state.store.clone();
                 let mut batch = store.batch();
                 let written = match state.confirm(&ask, &mut batch) {
@@ -332,7 +358,7 @@ impl Actor for AdReservations {
                     Err(e) => Err(e),
                 };
                 if written.is_err() {
-                    state.book = before;
+                    (state.book, state.event_seq) = (before, event_seq);
                 }
                 let _ = reply.send(written);
             }

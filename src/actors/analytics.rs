@@ -14,7 +14,7 @@ use svc_core::analytics::hour_of;
 
 use crate::actors::error::ActorError;
 use crate::replication::exchange::ReceiptsShipment;
-use crate::store::model::{HourCounts, StoredReceipt, UsageKind};
+use crate::store::model::{AdEvent, AdHourCounts, HourCounts, StoredReceipt, UsageKind};
 use crate::store::{Batch, Store, be, cf, keys};
 
 const APPLIED_KEY: &[u8] = keys::meta::ANALYTICS_APPLIED_SEQ;
@@ -30,6 +30,13 @@ pub enum AnalyticsMsg {
     TakeRegion {
         shipment: ReceiptsShipment,
         reply: RpcReplyPort<Result<u64, ActorError>>,
+    },
+    /// Home: counts a read region's accepted renders and clicks, those
+    /// after the last it counted of that region (its outbox may ship again).
+    TakeAdEvents {
+        region: String,
+        events: Vec<AdEvent>,
+        reply: RpcReplyPort<Result<(), ActorError>>,
     },
     Observe(RpcReplyPort<u64>),
 }
@@ -66,7 +73,65 @@ fn count<'a>(receipts: impl IntoIterator<Item = &'a StoredReceipt>, deltas: &mut
     }
 }
 
+/// Adds each accepted render or click to `deltas`, by business, hour,
+/// country and group.
+fn count_ads<'a>(events: impl IntoIterator<Item = &'a AdEvent>, deltas: &mut HashMap<Vec<u8>, AdHourCounts>) {
+    for event in events {
+        let hour = hour_of(event.at).0;
+        let country = event.country.as_deref().unwrap_or_default();
+        let counts = deltas.entry(keys::analytics(&event.business_uuid, hour, country, &event.group_id)).or_default();
+        if event.click {
+            counts.clicks += 1;
+        } else {
+            counts.renders += 1;
+        }
+        counts.spend += event.charged.0;
+    }
+}
+
 impl AnalyticsState {
+    fn add_ads(&self, batch: &mut Batch<'_>, deltas: HashMap<Vec<u8>, AdHourCounts>) -> Result<(), ActorError> {
+        for (k, delta) in deltas {
+            let mut counts: AdHourCounts = self.store.get(cf::AD_ANALYTICS, &k)?.unwrap_or_default();
+            counts.renders += delta.renders;
+            counts.clicks += delta.clicks;
+            counts.spend += delta.spend;
+            batch.put(cf::AD_ANALYTICS, &k, &counts);
+        }
+        Ok(())
+    }
+
+    /// Counts home's own waiting renders and clicks, deleting each in the
+    /// write that counts it. Whether any were.
+    fn fold_ad_events(&self) -> Result<bool, ActorError> {
+        let events = self.store.scan::<AdEvent>(cf::AD_EVENTS, &[], None, BATCH)?;
+        if events.is_empty() {
+            return Ok(false);
+        }
+        let mut deltas = HashMap::new();
+        count_ads(events.iter().map(|(_, e)| e), &mut deltas);
+        let mut batch = self.store.batch();
+        self.add_ads(&mut batch, deltas)?;
+        for (k, _) in &events {
+            batch.delete(cf::AD_EVENTS, k);
+        }
+        batch.commit().map_err(ActorError::from)?;
+        Ok(true)
+    }
+
+    fn take_ad_events(&self, region: &str, events: &[AdEvent]) -> Result<(), ActorError> {
+        let applied_key = keys::region_ad_events_applied(region);
+        let applied: u64 = self.store.get(cf::META, &applied_key)?.unwrap_or(0);
+        let fresh: Vec<&AdEvent> = events.iter().filter(|e| e.seq > applied).collect();
+        let Some(last) = fresh.iter().map(|e| e.seq).max() else { return Ok(()) };
+        let mut deltas = HashMap::new();
+        count_ads(fresh, &mut deltas);
+        let mut batch = self.store.batch();
+        self.add_ads(&mut batch, deltas)?;
+        batch.put(cf::META, &applied_key, &last);
+        batch.commit().map_err(ActorError::from)
+    }
+
     /// Writes the counts plus `deltas` into `batch` (this actor is the
     /// only writer of the counts).
     fn add(&self, batch: &mut Batch<'_>, deltas: HashMap<Vec<u8>, HourCounts>) -> Result<(), ActorError> {
@@ -168,6 +233,14 @@ impl Actor for Analytics {
                 };
                 let _ = reply.send(taken);
             }
+            AnalyticsMsg::TakeAdEvents { region, events, reply } => {
+                let taken = if state.home {
+                    tokio::task::block_in_place(|| state.take_ad_events(&region, &events))
+                } else {
+                    Err(ActorError::Refused("only home counts a region's ad events"))
+                };
+                let _ = reply.send(taken);
+            }
             AnalyticsMsg::Tick => {
                 // Catch up fully on each tick, letting the worker's other
                 // tasks run between steps; an error waits for the next tick.
@@ -177,6 +250,16 @@ impl Actor for Analytics {
                         Ok(false) => break,
                         Err(e) => {
                             tracing::error!(error = %e, "analytics fold failed");
+                            break;
+                        }
+                    }
+                }
+                loop {
+                    match state.fold_ad_events() {
+                        Ok(true) => tokio::task::yield_now().await,
+                        Ok(false) => break,
+                        Err(e) => {
+                            tracing::error!(error = %e, "ad analytics fold failed");
                             break;
                         }
                     }

@@ -440,7 +440,8 @@ impl BillingState {
                 | Outgoing::ReceiptKey { .. }
                 | Outgoing::Introduced { .. }
                 | Outgoing::ReceiptRoot(_)
-                | Outgoing::AdSettle { .. } => {}
+                | Outgoing::AdSettle { .. }
+                | Outgoing::AdEvent(_) => {}
                 Outgoing::Usage { event, lease_id } => {
                     if !tally.count(&mut batch, event)? {
                         taken.already_billed += 1;

@@ -58,6 +58,8 @@ pub enum Outgoing {
         lease_id: u64,
         used: svc_core::ads::Micros,
     },
+    /// An accepted render or click, for the business's analytics.
+    AdEvent(crate::store::model::AdEvent),
 }
 
 /// A batch of a region's outbox, shipped to home (`POST /internal/v1/report`).
@@ -119,6 +121,14 @@ impl Report {
                 }
                 Outgoing::Introduced { key_id } => check_id("an introduced key_id", key_id)?,
                 Outgoing::AdSettle { campaign_id, .. } => check_id("a settled lease's campaign_id", campaign_id)?,
+                Outgoing::AdEvent(event) => {
+                    check_id("an ad event's business_uuid", &event.business_uuid)?;
+                    check_id("an ad event's group_id", &event.group_id)?;
+                    if event.country.as_deref().is_some_and(|c| !svc_core::ids::is_country(c)) {
+                        return Err("an ad event's country is not a country code".into());
+                    }
+                    check_instant("an ad event's time", event.at, now)?;
+                }
                 Outgoing::ReceiptRoot(root) => {
                     check_instant("a receipt root's minute", root.minute, now)?;
                     if root.first_seq > root.last_seq {

@@ -182,6 +182,7 @@ pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Ve
                     crate::service::writes::apply(state, change).await?;
                 }
             }
+            Outgoing::AdEvent(_) => {}
             // The nonce store and billing take these below.
             Outgoing::Claim(_) | Outgoing::Usage { .. } | Outgoing::Return { .. } => {}
         }
@@ -190,6 +191,15 @@ pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Ve
     let claims =
         report.entries.iter().filter_map(|e| if let Outgoing::Claim(c) = e { Some(c.clone()) } else { None }).collect();
     state.nonces.call(|reply| NonceMsg::Learn { claims, reply }).await??;
+    let events: Vec<_> = report
+        .entries
+        .iter()
+        .filter_map(|e| if let Outgoing::AdEvent(event) = e { Some(event.clone()) } else { None })
+        .collect();
+    if !events.is_empty() {
+        let region = report.region.clone();
+        state.analytics.call(|reply| AnalyticsMsg::TakeAdEvents { region, events, reply }).await??;
+    }
     let taken = state.billing.call(|reply| BillingMsg::Take { report, reply }).await??;
     let reported = [("billed", taken.billed), ("already_billed", taken.already_billed)];
     for (outcome, n) in reported {

@@ -322,6 +322,11 @@ pub fn analytics(business_uuid: &str, hour_ms: i64, country: &str, group_id: &st
     k
 }
 
+/// `meta`: the last of a read region's ad events home counted.
+pub fn region_ad_events_applied(region: &str) -> Vec<u8> {
+    key(&[b"ad_events_applied", region.as_bytes()])
+}
+
 /// Reads an analytics key back: (hour ms, country, group id), after the
 /// business prefix.
 pub fn parse_analytics(rest: &[u8]) -> Option<(i64, String, String)> {

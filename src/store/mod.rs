@@ -162,6 +162,12 @@ pub mod cf {
     /// The images ads name, fetched by the service when each ad was saved,
     /// by lower-case hex SHA-256 of their bytes (`AdImage`, replicated).
     pub const AD_IMAGES: &str = "ad_images";
+    /// Home: accepted ad renders and clicks not yet counted, by its own
+    /// event sequence (`AdEvent`); the analytics actor folds and deletes them.
+    pub const AD_EVENTS: &str = "ad_events";
+    /// Home: ad renders, clicks and spend per business, hour, country and
+    /// group (`AdHourCounts`, keyed as `analytics`).
+    pub const AD_ANALYTICS: &str = "ad_analytics";
 
     pub const ALL: &[&str] = &[
         META,
@@ -232,6 +238,8 @@ pub mod cf {
         AD_TOKENS,
         AD_CONVERSATIONS,
         AD_IMAGES,
+        AD_EVENTS,
+        AD_ANALYTICS,
     ];
 }
 

@@ -804,6 +804,32 @@ pub struct HourCounts {
     pub fetches: u64,
 }
 
+/// What one AI group confirmed of one business's ads and paid rows in one
+/// country and hour (`ad_analytics`, keyed as `analytics` is).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdHourCounts {
+    pub renders: u64,
+    pub clicks: u64,
+    /// Charged, in micro-dollars.
+    pub spend: u64,
+}
+
+/// An accepted render or click, for the business's analytics: written with
+/// the confirmation (home's in `ad_events`, a read region's in its outbox)
+/// and counted at home once, by the region's sequence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdEvent {
+    /// The confirming region's own sequence of events.
+    pub seq: u64,
+    pub business_uuid: String,
+    pub group_id: String,
+    /// The pool's or search's country.
+    pub country: Option<String>,
+    pub at: UnixMs,
+    pub click: bool,
+    pub charged: svc_core::ads::Micros,
+}
+
 named_enum! {
     /// What a WebAuthn ceremony the portal began is for.
     CeremonyKind {

@@ -472,7 +472,7 @@ async fn an_ad_whose_images_the_service_cannot_fetch_or_use_is_refused_with_the_
     assert_eq!(images.hits.load(Ordering::SeqCst), before, "never connected");
 }
 
-// rule: R3.3, R3.4, R3.6, R3.7, R3.9, R3.11, R3.14, R4.2.1, R4.2.2, R4.2.4, R4.2.5, R4.2.6, R4.2.7, R7.9
+// rule: P2.5.33, R3.3, R3.4, R3.6, R3.7, R3.9, R3.11, R3.14, R4.2.1, R4.2.2, R4.2.4, R4.2.5, R4.2.6, R4.2.7, R7.9
 #[tokio::test(flavor = "multi_thread")]
 async fn renders_and_clicks_follow_the_confirmation_table() {
     let home = Home::start().await;
@@ -563,6 +563,26 @@ async fn renders_and_clicks_follow_the_confirmation_table() {
     home.clock.advance(24 * 3600 * 1000);
     let stale = ad_call(&home, &caller, "/v1/ads/click", &click, "k3").await;
     assert_eq!(stale.body, json!({"accepted": false, "reason": "window_expired"}));
+
+    // The business sees what was accepted: three renders charged 0.20
+    // each and two clicks on a cpm campaign, charged nothing.
+    let business_uuid = ads[0]["business_uuid"].as_str().unwrap();
+    let days = ad_days(&home, business_uuid).await;
+    assert_eq!(days.len(), 1, "{days:?}");
+    assert_eq!((&days[0]["country"], &days[0]["ai_group"]), (&json!("FR"), &json!("assistants")), "{days:?}");
+    assert_eq!((&days[0]["ad_renders"], &days[0]["ad_clicks"]), (&json!(3), &json!(2)));
+    assert_eq!(days[0]["spend_gross"], json!({"amount": "0.60", "currency": "USD"}));
+}
+
+/// The days of a business's analytics with ad figures, once home folded
+/// what it holds.
+async fn ad_days(home: &Home, business_uuid: &str) -> Vec<Value> {
+    use svc::actors::analytics::AnalyticsMsg;
+    use svc::service::publishing::{DailyQuery, daily_of};
+    home.state.analytics.cast(AnalyticsMsg::Tick).unwrap();
+    home.state.analytics.call(AnalyticsMsg::Observe).await.unwrap();
+    let daily = daily_of(&home.state, business_uuid, home.clock.now(), DailyQuery { from: None, to: None }).unwrap();
+    daily["days"].as_array().unwrap().iter().filter(|d| d["ad_renders"] != 0 || d["ad_clicks"] != 0).cloned().collect()
 }
 
 /// A read region `eu` of `home_node` on `listen`, whose peer is home.
@@ -683,6 +703,22 @@ async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_neve
     }
     assert!(spent <= 1_000_000, "never past the budget across regions: {spent}");
     assert_eq!(spent, 200_000 * (1 + accepted), "every accepted render spent once");
+
+    // Home counts every accepted render and click, eu's as its outbox
+    // ships them, each once, once their hour is over.
+    home.clock.advance(3_600_000);
+    let business_uuid = ads[0]["business_uuid"].as_str().unwrap();
+    let mut counted = (0, 0);
+    for _ in 0..200 {
+        let days = ad_days(&home, business_uuid).await;
+        let sum = |name: &str| days.iter().map(|d| d[name].as_u64().unwrap()).sum::<u64>();
+        counted = (sum("ad_renders"), sum("ad_clicks"));
+        if counted == (1 + accepted, 1) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(counted, (1 + accepted, 1), "every accepted render and click, once");
 
     // With eu gone, a confirmation of its pool cannot be judged: 503.
     let render = json!({"render_token": ads[1]["render_token"], "format": "card", "session_ref": "gone"});

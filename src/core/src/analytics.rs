@@ -32,12 +32,20 @@ pub fn date_of(at: UnixMs) -> String {
 pub struct Counts {
     pub searches: u64,
     pub fetches: u64,
+    /// Renders of the business's ads and paid rows the group confirmed.
+    pub ad_renders: u64,
+    pub ad_clicks: u64,
+    /// What those renders and clicks were charged, in micro-dollars.
+    pub spend: u64,
 }
 
 impl std::ops::AddAssign for Counts {
     fn add_assign(&mut self, other: Counts) {
         self.searches += other.searches;
         self.fetches += other.fetches;
+        self.ad_renders += other.ad_renders;
+        self.ad_clicks += other.ad_clicks;
+        self.spend += other.spend;
     }
 }
 
@@ -78,8 +86,8 @@ mod tests {
     #[test]
     fn hours_sum_into_days_by_country_and_group_within_the_range() {
         let h = |s: &str| UnixMs::parse_rfc3339(s).unwrap();
-        let one = Counts { searches: 1, fetches: 0 };
-        let fetch = Counts { searches: 0, fetches: 1 };
+        let one = Counts { searches: 1, ..Counts::default() };
+        let fetch = Counts { fetches: 1, ..Counts::default() };
         let hours = vec![
             (h("2026-11-21T23:00:00Z"), Some("FR"), "g1", one),
             (h("2026-11-22T00:00:00Z"), Some("FR"), "g1", one),

@@ -126,6 +126,9 @@ struct Subject {
     since: UnixMs,
     token_key: Vec<u8>,
     label: Option<&'static str>,
+    /// Whose ad or row it is, and where it was served: the business's analytics.
+    business_uuid: String,
+    country: Option<String>,
 }
 
 pub async fn render(state: &Region, caller: &Caller, idempotency_key: String) -> Result<Vec<u8>> {
@@ -147,8 +150,10 @@ pub async fn render(state: &Region, caller: &Caller, idempotency_key: String) ->
                 return Err(invalid("format is not one the ad offers"));
             }
             let since = UnixMs::parse_rfc3339(&token.issued_at).ok_or_else(|| token_invalid("issued_at"))?;
-            let terms = campaign(state, &token.campaign_id)?.map(|c| c.terms);
-            let Some(terms) = terms else { return Err(token_invalid("the token's campaign is unknown")) };
+            let Some(campaign) = campaign(state, &token.campaign_id)? else {
+                return Err(token_invalid("the token's campaign is unknown"));
+            };
+            let terms = campaign.terms;
             Subject {
                 item_id: token.ad_id,
                 rendered: token.token_id.clone(),
@@ -161,6 +166,8 @@ pub async fn render(state: &Region, caller: &Caller, idempotency_key: String) ->
                 since,
                 token_key: token_key(since, &token.token_id),
                 label: None,
+                business_uuid: campaign.business_uuid,
+                country: token.country,
             }
         }
         (None, true) => sponsored(state, caller, body.retrieval_id, body.record_id, body.receipt, format)?,
@@ -180,6 +187,7 @@ pub async fn render(state: &Region, caller: &Caller, idempotency_key: String) ->
         placement: subject.placement,
         basis: subject.basis,
         rendered_at: now.to_rfc3339_millis(),
+        country: subject.country.clone(),
     };
     let signer = receipt_signer(state, now)?;
     let click_token = tokens::sign(CLICK_V1, &click, &signer.key);
@@ -253,6 +261,8 @@ fn sponsored(
         since,
         token_key: token_key(since, &format!("{retrieval_id}\0{record_id}")),
         label: Some(label.unwrap_or("Sponsored")),
+        business_uuid: campaign.business_uuid.clone(),
+        country: receipt.country,
     })
 }
 
@@ -266,7 +276,9 @@ pub async fn click(state: &Region, caller: &Caller, idempotency_key: String) -> 
     }
     here(state, &token.region)?;
     let since = UnixMs::parse_rfc3339(&token.rendered_at).ok_or_else(|| token_invalid("rendered_at"))?;
-    let net_price = campaign(state, &token.campaign_id)?.map(|c| c.terms.net_price).unwrap_or_default();
+    let placed = campaign(state, &token.campaign_id)?;
+    let net_price = placed.as_ref().map(|c| c.terms.net_price).unwrap_or_default();
+    let business_uuid = placed.map(|c| c.business_uuid).unwrap_or_default();
     let subject = Subject {
         item_id: token.item_id.clone(),
         rendered: token.rendered.clone(),
@@ -279,6 +291,8 @@ pub async fn click(state: &Region, caller: &Caller, idempotency_key: String) -> 
         since,
         token_key: token_key(since, &token.token_id),
         label: None,
+        business_uuid,
+        country: token.country.clone(),
     };
     confirm(state, caller, idempotency_key, &session, subject, true, br#"{"accepted":true}"#.to_vec()).await
 }
@@ -312,6 +326,9 @@ async fn confirm(
         conversation_key: conversation_key(&digest, &subject.item_id),
         accepted_answer,
         home_is_out: false,
+        business_uuid: subject.business_uuid.clone(),
+        group_id: caller.key.group_id.clone(),
+        country: subject.country.clone(),
     };
     loop {
         let asked = Box::new(ask.clone());

@@ -68,6 +68,7 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
             basis: found.campaign.terms.basis,
             reserve_id: *reserve_id,
             issued_at: now.to_rfc3339_millis(),
+            country: Some(asked.country.clone()),
         };
         let envelope = tokens::sign(RENDER_V1, &token, &signer.key);
         let (item, row) = item(state, found, &envelope, seq, now)?;

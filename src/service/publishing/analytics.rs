@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+use svc_core::ads::Micros;
 use svc_core::analytics::{self, Counts, MAX_DAILY_DAYS, WHO_IS_ASKING_DAYS};
 use svc_core::problem::Code;
 use svc_core::time::{DAY, UnixMs};
@@ -13,7 +14,7 @@ use svc_core::time::{DAY, UnixMs};
 use super::BusinessCaller;
 use crate::region::Region;
 use crate::service::{Error, Result};
-use crate::store::model::HourCounts;
+use crate::store::model::{AdHourCounts, HourCounts};
 use crate::store::{be, cf, keys};
 
 fn invalid(detail: impl Into<String>) -> Error {
@@ -29,13 +30,23 @@ fn hours(state: &Region, business_uuid: &str, from: UnixMs, until: UnixMs) -> Re
     let mut start = prefix.clone();
     start.extend_from_slice(&be(from.0.max(0) as u64));
     let mut out = Vec::new();
-    for (k, counts) in state.store.scan::<HourCounts>(cf::ANALYTICS, &prefix, Some(&start), usize::MAX)? {
-        let Some((hour, country, group)) = keys::parse_analytics(&k[prefix.len()..]) else { continue };
+    let mut add = |k: &[u8], counts: Counts| {
+        let Some((hour, country, group)) = keys::parse_analytics(&k[prefix.len()..]) else { return true };
         if hour >= until.0 {
+            return false;
+        }
+        out.push((UnixMs(hour), (!country.is_empty()).then_some(country), group, counts));
+        true
+    };
+    for (k, c) in state.store.scan::<HourCounts>(cf::ANALYTICS, &prefix, Some(&start), usize::MAX)? {
+        if !add(&k, Counts { searches: c.searches, fetches: c.fetches, ..Counts::default() }) {
             break;
         }
-        let country = (!country.is_empty()).then_some(country);
-        out.push((UnixMs(hour), country, group, Counts { searches: counts.searches, fetches: counts.fetches }));
+    }
+    for (k, c) in state.store.scan::<AdHourCounts>(cf::AD_ANALYTICS, &prefix, Some(&start), usize::MAX)? {
+        if !add(&k, Counts { ad_renders: c.renders, ad_clicks: c.clicks, spend: c.spend, ..Counts::default() }) {
+            break;
+        }
     }
     Ok(out)
 }
@@ -91,10 +102,10 @@ pub fn daily_of(state: &Region, business_uuid: &str, now: UnixMs, q: DailyQuery)
             "ai_group": group_name(state, &mut names, &group)?,
             "searches": counts.searches,
             "fetches": counts.fetches,
-            // Ads are not served yet, so there is nothing to count or spend.
-            "ad_renders": 0,
-            "ad_clicks": 0,
-            "spend_gross": {"amount": "0.00", "currency": "USD"},
+            "ad_renders": counts.ad_renders,
+            "ad_clicks": counts.ad_clicks,
+            // svc takes no cut of a net price yet, so gross is what was charged.
+            "spend_gross": {"amount": Micros(counts.spend).to_decimal(), "currency": "USD"},
         }));
     }
     Ok(json!({"as_at": as_at.to_rfc3339_secs(), "days": out}))

@@ -38,6 +38,9 @@ pub struct RenderToken {
     pub reserve_id: u64,
     /// RFC 3339, milliseconds: when the pool was served.
     pub issued_at: String,
+    /// The pool's country, for the business's analytics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country: Option<String>,
 }
 
 /// What an accepted render's click token says.
@@ -60,6 +63,9 @@ pub struct ClickToken {
     pub basis: Basis,
     /// RFC 3339, milliseconds: when the render was accepted.
     pub rendered_at: String,
+    /// The pool's or search's country, for the business's analytics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country: Option<String>,
 }
 
 impl ClickToken {
@@ -112,6 +118,7 @@ mod tests {
             basis: Basis::Cpm,
             reserve_id: 7,
             issued_at: "2026-11-27T10:00:00.000Z".into(),
+            country: Some("FR".into()),
         }
     }
 
