@@ -334,6 +334,9 @@ pub struct Analytics {
     pub groups_empty: bool,
     pub searches: u64,
     pub fetches: u64,
+    /// Days with ad renders or clicks: date, renders, clicks, spend.
+    pub ad_days: Vec<(String, u64, u64, String)>,
+    pub ad_totals: (u64, u64, String),
 }
 
 #[derive(Template)]

@@ -372,7 +372,7 @@ pub async fn end(
 /// The analytics page: the 30 days to `as_at` as bars (a day without
 /// counts is an empty bar), and the asking groups.
 pub async fn analytics(State(state): State<Region>, person: Person) -> PageResult {
-    let records::Figures { as_at, days, groups } = records::analytics(&state, &person.0)?;
+    let records::Figures { as_at, days, groups, ads } = records::analytics(&state, &person.0)?;
     let end = svc_core::time::UnixMs::parse_rfc3339(&as_at).unwrap_or(state.clock.now());
     let window: Vec<(String, u64, u64)> = (0..30)
         .rev()
@@ -391,5 +391,11 @@ pub async fn analytics(State(state): State<Region>, person: Person) -> PageResul
         daily: super::chart::daily_bars(&window),
         groups_empty: groups.is_empty(),
         groups: super::chart::group_bars(&groups),
+        ad_totals: (
+            ads.iter().map(|d| d.1).sum(),
+            ads.iter().map(|d| d.2).sum(),
+            svc_core::ads::Micros(ads.iter().map(|d| d.3.0).sum()).to_decimal(),
+        ),
+        ad_days: ads.into_iter().map(|(date, r, c, spend)| (date, r, c, spend.to_decimal())).collect(),
     }))
 }

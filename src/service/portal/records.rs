@@ -102,7 +102,12 @@ pub struct Figures {
     pub days: Vec<Tally>,
     /// Per asking group name, over 30 days.
     pub groups: Vec<Tally>,
+    /// Per date with any: the business's ad renders, clicks and spend.
+    pub ads: Vec<AdDay>,
 }
+
+/// A day's ad renders, clicks and spend (micro-dollars).
+pub type AdDay = (String, u64, u64, svc_core::ads::Micros);
 
 /// Searches and fetches of the business's records per day, summed over
 /// countries and groups (the portal's chart), and per asking group over 30
@@ -112,10 +117,18 @@ pub fn analytics(state: &Region, signed: &Signed) -> Result<Figures> {
     let now = state.clock.now();
     let daily = daily_of(state, &signed.account_uuid, now, DailyQuery { from: None, to: None })?;
     let mut days: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
+    let mut ads: std::collections::BTreeMap<String, (u64, u64, u64)> = std::collections::BTreeMap::new();
     for day in daily["days"].as_array().into_iter().flatten() {
-        let entry = days.entry(day["date"].as_str().unwrap_or_default().to_owned()).or_default();
+        let date = day["date"].as_str().unwrap_or_default().to_owned();
+        let entry = days.entry(date.clone()).or_default();
         entry.0 += day["searches"].as_u64().unwrap_or(0);
         entry.1 += day["fetches"].as_u64().unwrap_or(0);
+        let (renders, clicks) = (day["ad_renders"].as_u64().unwrap_or(0), day["ad_clicks"].as_u64().unwrap_or(0));
+        let spend = day["spend_gross"]["amount"].as_str().and_then(svc_core::ads::Micros::parse).unwrap_or_default();
+        if renders + clicks + spend.0 > 0 {
+            let entry = ads.entry(date).or_default();
+            (entry.0, entry.1, entry.2) = (entry.0 + renders, entry.1 + clicks, entry.2 + spend.0);
+        }
     }
     let who = who_is_asking_of(state, &signed.account_uuid, now, WhoQuery { country: None })?;
     let mut groups: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
@@ -129,5 +142,6 @@ pub fn analytics(state: &Region, signed: &Signed) -> Result<Figures> {
         as_at,
         days: days.into_iter().map(|(d, (s, f))| (d, s, f)).collect(),
         groups: groups.into_iter().map(|(g, (s, f))| (g, s, f)).collect(),
+        ads: ads.into_iter().map(|(d, (r, c, m))| (d, r, c, svc_core::ads::Micros(m))).collect(),
     })
 }
