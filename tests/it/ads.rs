@@ -625,7 +625,7 @@ async fn ad_call_at(
     (answer.status, serde_json::from_slice(&answer.bytes).unwrap_or(Value::Null))
 }
 
-// rule: R4.2.11, R4.1.19, R4.1.20
+// rule: R4.2.11, R4.1.19, R4.1.20, R4.1.1, R4.2.1, R4.2.2
 #[tokio::test(flavor = "multi_thread")]
 async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_never_overspend() {
     use svc::config::{Peer, RegionCredential, ReplicationConfig};
@@ -664,14 +664,37 @@ async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_neve
     let ads = pooled["ads"].as_array().unwrap_or_else(|| panic!("eu never pooled both ads: {last:?}")).clone();
     assert_eq!(payload(&ads[0]["render_token"])["region"], "eu");
 
-    // Sent to home, the render goes on to eu and is judged there.
+    // Through the front door, whose nearest region is home: a pool is
+    // served at home, and a render of eu's pool goes on from home to eu and
+    // is judged there.
+    let door = svc::front_door::FrontDoor::start(svc::front_door::FrontDoorConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        probe_ms: 50,
+        regions: vec![
+            svc::front_door::Route { region: "home".into(), url: format!("http://{}", home_node.addr), latency_ms: 5 },
+            svc::front_door::Route { region: "eu".into(), url: format!("http://{}", eu.addr), latency_ms: 90 },
+        ],
+        listener: Default::default(),
+    })
+    .await
+    .unwrap();
+    let mut at_door = (0, Value::Null);
+    for _ in 0..200 {
+        at_door = ad_call_at(door.addr, &home, &caller, "/v1/ads/pool", &pool_body("door"), "pd").await;
+        if at_door.0 == 200 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(at_door.0, 200, "{:?}", at_door.1);
+    assert_eq!(payload(&at_door.1["receipt"])["region"], "home", "the nearest region served it");
     let render = json!({"render_token": ads[0]["render_token"], "format": "card", "session_ref": "route"});
-    let (status, first) = ad_call_at(home_node.addr, &home, &caller, "/v1/ads/render", &render, "r1").await;
+    let (status, first) = ad_call_at(door.addr, &home, &caller, "/v1/ads/render", &render, "r1").await;
     assert_eq!((status, &first["accepted"]), (200, &json!(true)), "{first}");
     let (_, again) = ad_call_at(eu.addr, &home, &caller, "/v1/ads/render", &render, "r1").await;
     assert_eq!(again, first, "eu holds the first answer");
     let click = json!({"click_token": first["click_token"], "session_ref": "route"});
-    let (_, clicked) = ad_call_at(home_node.addr, &home, &caller, "/v1/ads/click", &click, "k1").await;
+    let (_, clicked) = ad_call_at(door.addr, &home, &caller, "/v1/ads/click", &click, "k1").await;
     assert_eq!(clicked, json!({"accepted": true}));
     let observe = |node: &svc::node::Node| {
         let ads = node.state.ads.clone();
@@ -725,6 +748,7 @@ async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_neve
     eu.stop().await;
     let (status, refused) = ad_call_at(home_node.addr, &home, &caller, "/v1/ads/render", &render, "r9").await;
     assert_eq!((status, refused["code"].as_str()), (503, Some("unavailable")), "{refused}");
+    door.stop().await;
 }
 
 /// Runs `svc client --base-url <node> --key <file> <args>`; answers (exit
