@@ -87,7 +87,9 @@ pub struct Plan {
     pub base_url: String,
     /// The public authority requests are signed for (sent as `Host`).
     pub authority: String,
-    /// Retrieval keys; connection `i` signs with key `i % keys.len()`.
+    /// Retrieval keys. Connection `i` signs with the keys `i`, `i + connections`,
+    /// `i + 2 × connections`, … in turn (one key each when there are as many
+    /// keys as connections; more spread a per-key limit such as ad pools' pace).
     pub keys: Vec<SigningKey>,
     pub connections: usize,
     /// Requests per second to offer, on a schedule, over all connections;
@@ -267,12 +269,20 @@ pub async fn run(plan: Plan) -> Result<Report, LoadgenError> {
         plan.rate.map(|per_second| Arc::new(Schedule { start: began, per_second, taken: AtomicU64::new(0) }));
     let mut tasks = Vec::with_capacity(plan.connections);
     for n in 0..plan.connections {
-        let signer = signers[n % signers.len()].clone();
-        let grant = plan.sandbox_grant.then(|| svc_core::sandbox::grant_for(&signer.key.verifying_key().thumbprint()));
+        let own: Vec<usize> = (n % signers.len()..signers.len()).step_by(plan.connections).collect();
+        let signers: Vec<(Arc<Signer>, Option<String>)> = own
+            .into_iter()
+            .map(|i| {
+                let signer = signers[i].clone();
+                let grant =
+                    plan.sandbox_grant.then(|| svc_core::sandbox::grant_for(&signer.key.verifying_key().thumbprint()));
+                (signer, grant)
+            })
+            .collect();
         // Spread the starting offsets so connections do not send the same
         // query in lockstep.
         let start = n * queries.len() / plan.connections;
-        let load = Load { addr: addr.clone(), signer, grant, queries: queries.clone(), schedule: schedule.clone() };
+        let load = Load { addr: addr.clone(), signers, queries: queries.clone(), schedule: schedule.clone() };
         tasks.push(tokio::spawn(connection(load, start, from, until)));
     }
     let mut total = Tally::default();
@@ -334,14 +344,14 @@ async fn connect(addr: &str) -> Result<SendRequest<Body>, LoadgenError> {
 /// What one connection sends, and where.
 struct Load {
     addr: String,
-    signer: Arc<Signer>,
-    grant: Option<String>,
+    /// The connection's keys, each with its sandbox grant, used in turn.
+    signers: Vec<(Arc<Signer>, Option<String>)>,
     queries: Arc<Vec<Query>>,
     schedule: Option<Arc<Schedule>>,
 }
 
 async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) -> Result<Tally, LoadgenError> {
-    let Load { addr, signer, grant, queries, schedule } = load;
+    let Load { addr, signers, queries, schedule } = load;
     let in_window = |at: Instant| at >= from && at < until;
     let mut tally = Tally::default();
     // The first connect must work: a wrong address is an error, not a report.
@@ -375,6 +385,7 @@ async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) 
             },
         };
         let query = &queries[next % queries.len()];
+        let (signer, grant) = &signers[next % signers.len()];
         next += 1;
         let mut unsigned = Unsigned::new("POST", &query.path, query.body.clone());
         if let Some(grant) = &grant {

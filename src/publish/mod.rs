@@ -154,6 +154,7 @@ fn live_head(
 
 /// A live version: the row projected and signed, the sidecar signed. Pure
 /// work over one record, so a chunk's records are signed in parallel.
+#[allow(clippy::too_many_arguments)]
 fn sign_version(
     keys: &ServiceKeys,
     record: &ValidRecord,
