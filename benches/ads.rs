@@ -102,16 +102,36 @@ async fn store_ad(state: &Region, business_uuid: &str, n: usize) -> String {
     fields.remove("image_square_url");
     fields.remove("image_landscape_url");
     let certificates = state.registry.certificates(business_uuid).expect("certificates");
+    let cert_id = certificates.last().expect("a certificate").cert_id.clone();
+    let bytes = serde_json::to_vec(&ad).unwrap();
+    let now = svc::clock::Clock::now(&SystemClock);
+    // A seal of the right form by a key of the bench's own.
+    let sealer = SigningKey::from_seed(Alg::Ed25519, &[9; 32]).unwrap();
+    let seal = svc_core::seal::SealV2 {
+        v: 2,
+        key_id: sealer.verifying_key().thumbprint(),
+        cert_id: cert_id.clone(),
+        hash: svc_core::digest::sha256_prefixed(&bytes),
+        sealed_at: now.to_rfc3339_millis(),
+        record_type: "ads".into(),
+        ai_policy_version: 0,
+        next_ai_policy_version: None,
+    };
+    let envelope = svc_core::dsse::Envelope::sign(
+        &svc_core::dsse::payload_type("seal.v2"),
+        &svc_core::canonical::canonicalize(&serde_json::to_value(&seal).unwrap()),
+        &[&sealer],
+    );
     let save = svc::publish::SealedSave {
         business_uuid: business_uuid.to_owned(),
         record_type: RecordType::Ads,
-        bytes: serde_json::to_vec(&ad).unwrap(),
-        seal_json: br#"{"payloadType":"application/vnd.service.seal.v2+json","payload":"","signatures":[]}"#.to_vec(),
-        key_id: "bench-seal".into(),
-        cert_id: certificates.last().expect("a certificate").cert_id.clone(),
+        bytes,
+        seal_json: envelope.to_json(),
+        key_id: seal.key_id.clone(),
+        cert_id,
         certificate_status: "active".into(),
         ai_policy_version: 0,
-        now: svc::clock::Clock::now(&SystemClock),
+        now,
         images: Vec::new(),
     };
     let saved = state

@@ -24,8 +24,10 @@ use crate::replication::exchange::{Outgoing, Sequence};
 use crate::store::model::{AdConfirmation, AdConversation, AdEvent, AdToken};
 use crate::store::{Batch, Store, be, cf};
 
-/// The one key of `ad_book`.
-const BOOK: &[u8] = b"book";
+/// The prefix of each lease's key in `ad_book` (then the campaign id).
+const LEASE: &[u8] = b"lease\0";
+/// Where builds before leases were kept apart held the whole book.
+const LEGACY_BOOK: &[u8] = b"book";
 /// The key of the last analytics event's sequence in `ad_book`.
 const EVENT_SEQ: &[u8] = b"event_seq";
 /// The key of the region's secret for conversation digests in `ad_book`.
@@ -145,17 +147,39 @@ pub struct AdState {
     event_seq: u64,
 }
 
+fn lease_key(campaign_id: &str) -> Vec<u8> {
+    [LEASE, campaign_id.as_bytes()].concat()
+}
+
 impl AdState {
-    /// Writes the book in `batch`, with the settlement of each lease done.
+    /// Writes the campaign's lease as the book holds it now (or its end).
+    fn write_lease(&self, batch: &mut Batch<'_>, campaign_id: &str) {
+        match self.book.leases.get(campaign_id) {
+            Some(lease) => batch.put(cf::AD_BOOK, &lease_key(campaign_id), lease),
+            None => batch.delete(cf::AD_BOOK, &lease_key(campaign_id)),
+        }
+    }
+
+    /// Writes the end of each lease done in `batch`, with its settlement.
     async fn send_home(
         &mut self,
         batch: &mut Batch<'_>,
-        done: Vec<(String, Held)>,
+        done: &[(String, Held)],
         now: UnixMs,
     ) -> Result<(), ActorError> {
+        for (campaign_id, _) in done {
+            batch.delete(cf::AD_BOOK, &lease_key(campaign_id));
+        }
+        self.settle(batch, done, now).await
+    }
+
+    /// Sends each lease done home with what it used: a read region's in its
+    /// outbox, in `batch`; home's straight into its ledger.
+    async fn settle(&mut self, batch: &mut Batch<'_>, done: &[(String, Held)], now: UnixMs) -> Result<(), ActorError> {
         match &self.role {
             AdRole::Region { outbox } => {
                 for (campaign_id, held) in done {
+                    let campaign_id = campaign_id.clone();
                     let settle = Outgoing::AdSettle { campaign_id, lease_id: held.lease_id, used: held.used };
                     outbox.append(batch, &settle);
                 }
@@ -166,7 +190,7 @@ impl AdState {
                         &self.store,
                         now,
                         region,
-                        &campaign_id,
+                        campaign_id,
                         held.lease_id,
                         held.used,
                     )?;
@@ -177,7 +201,6 @@ impl AdState {
                 }
             }
         }
-        batch.put(cf::AD_BOOK, BOOK, &self.book);
         Ok(())
     }
 
@@ -216,7 +239,7 @@ impl AdState {
                     confirm::render_billed(ask.placement, ask.basis, ask.repeats, conversation.renders)
                 };
                 let paid = !charge
-                    || ask.reserve_id.and_then(|id| self.book.spend(id, ask.now)).is_some()
+                    || ask.reserve_id.and_then(|id| self.book.spend(id, &ask.campaign_id, ask.now)).is_some()
                     || self.book.spend_now(&ask.campaign_id, ask.cost, ask.now).is_ok();
                 if paid && charge {
                     charged = ask.cost;
@@ -269,7 +292,7 @@ impl AdState {
             batch.put(cf::AD_CONVERSATIONS, &ask.conversation_key, &conversation);
         }
         batch.put(cf::AD_TOKENS, &ask.token_key, &token);
-        batch.put(cf::AD_BOOK, BOOK, &self.book);
+        self.write_lease(batch, &ask.campaign_id);
         Ok(Confirmed::Answer(answer))
     }
 
@@ -296,7 +319,19 @@ impl Actor for AdReservations {
     type Arguments = AdArgs;
 
     async fn pre_start(&self, _me: ActorRef<AdMsg>, args: AdArgs) -> Result<AdState, ActorProcessingErr> {
-        let book = args.store.get::<Book>(cf::AD_BOOK, BOOK)?.unwrap_or_default();
+        let leases = args.store.scan::<Held>(cf::AD_BOOK, LEASE, None, usize::MAX)?;
+        let leases = leases
+            .into_iter()
+            .filter_map(|(key, lease)| Some((String::from_utf8(key[LEASE.len()..].to_vec()).ok()?, lease)))
+            .collect();
+        let mut legacy = args.store.batch();
+        legacy.delete(cf::AD_BOOK, LEGACY_BOOK);
+        legacy.commit()?;
+        // Reserve ids name reserves in render tokens: a random start keeps
+        // a token from before a restart from naming a reserve after it. Below
+        // 2^52, so every id stays a safe JSON integer (RFC 8785).
+        let first_id = u64::from_le_bytes(crate::clock::random::<8>()) >> 12;
+        let book = Book::with_leases(leases, first_id);
         if args.store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.is_none() {
             args.store.put(cf::AD_BOOK, CONVERSATION_SECRET, &crate::clock::random::<32>().to_vec())?;
         }
@@ -312,37 +347,33 @@ impl Actor for AdReservations {
                     let _ = reply.send(Ok(Err(wait_ms)));
                     return Ok(());
                 }
-                let before = state.book.clone();
+                // Reserves are not written: one lost with the process lapses unspent.
                 let reserved: Vec<Result<u64, Short>> = asks
                     .iter()
                     .map(|(campaign_id, cost)| state.book.reserve(campaign_id, &key_id, *cost, now))
                     .collect();
-                let mut batch = state.store.batch();
-                batch.put(cf::AD_BOOK, BOOK, &state.book);
-                // Not synced: a reserve lost with the machine lapses unspent.
-                let written = batch.commit_unsynced().map_err(ActorError::from);
-                if written.is_err() {
-                    state.book = before;
-                }
-                let _ = reply.send(written.map(|()| Ok(reserved)));
+                let _ = reply.send(Ok(Ok(reserved)));
             }
             AdMsg::TakeLease { campaign_id, lease, now, reply } => {
-                let before = state.book.clone();
                 let replaced = state.book.take_lease(&campaign_id, lease);
                 let store = state.store.clone();
                 let mut batch = store.batch();
-                let done: Vec<(String, Held)> = replaced.map(|old| (campaign_id, old)).into_iter().collect();
-                let written = match state.send_home(&mut batch, done, now).await {
+                state.write_lease(&mut batch, &campaign_id);
+                let done: Vec<(String, Held)> = replaced.clone().map(|old| (campaign_id.clone(), old)).into_iter().collect();
+                // The replaced lease's end is the new one's key: only its settlement is written.
+                let written = match state.settle(&mut batch, &done, now).await {
                     Ok(()) => batch.commit().map_err(ActorError::from),
                     Err(e) => Err(e),
                 };
                 if written.is_err() {
-                    state.book = before;
+                    state.book.restore(&campaign_id, replaced, None);
                 }
                 let _ = reply.send(written);
             }
             AdMsg::Confirm { ask, reply } => {
-                let (before, event_seq) = (state.book.clone(), state.event_seq);
+                let lease_before = state.book.leases.get(&ask.campaign_id).cloned();
+                let reserve_before = ask.reserve_id.and_then(|id| state.book.reserve_of(id).cloned());
+                let event_seq = state.event_seq;
                 let store = state.store.clone();
                 let mut batch = store.batch();
                 let written = match state.confirm(&ask, &mut batch) {
@@ -350,29 +381,25 @@ impl Actor for AdReservations {
                     Ok(Confirmed::Answer(answer)) => {
                         batch.commit().map(|()| Confirmed::Answer(answer)).map_err(ActorError::from)
                     }
-                    // Nothing recorded: a reserve taken out on the way is back.
-                    Ok(other) => {
-                        state.book = before.clone();
-                        Ok(other)
-                    }
-                    Err(e) => Err(e),
+                    other => other,
                 };
-                if written.is_err() {
-                    (state.book, state.event_seq) = (before, event_seq);
+                // Nothing recorded: the lease and a reserve taken out on the way are back.
+                if !matches!(written, Ok(Confirmed::Answer(_))) {
+                    state.book.restore(&ask.campaign_id, lease_before, reserve_before);
+                    state.event_seq = event_seq;
                 }
                 let _ = reply.send(written);
             }
             AdMsg::Tick { now } => {
-                let before = state.book.clone();
                 let done = state.book.due(now);
                 let forget = now.0 - state.forgot_at.0 >= MINUTE;
                 // A quiet tick writes nothing.
-                if state.book == before && !forget {
+                if done.is_empty() && !forget {
                     return Ok(());
                 }
                 let store = state.store.clone();
                 let mut batch = store.batch();
-                let mut written = state.send_home(&mut batch, done, now).await;
+                let mut written = state.send_home(&mut batch, &done, now).await;
                 if written.is_ok() && forget {
                     written = state.forget(&mut batch, now);
                 }
@@ -381,7 +408,9 @@ impl Actor for AdReservations {
                     state.forgot_at = now;
                 }
                 if let Err(e) = written {
-                    state.book = before;
+                    for (campaign_id, lease) in done {
+                        state.book.take_lease(&campaign_id, lease);
+                    }
                     tracing::warn!(error = %e, "the ad book's upkeep failed; the next tick tries again");
                 }
             }

@@ -551,7 +551,7 @@ async fn renders_and_clicks_follow_the_confirmation_table() {
     assert!(pooled.body["ads"].as_array().unwrap().is_empty(), "nothing left to reserve: {:?}", pooled.body);
     let book = home.state.ads.call(svc::actors::ad_reservations::AdMsg::Observe).await.unwrap();
     assert_eq!(book.leases[&campaign].used, svc_core::ads::Micros(600_000), "three renders of 0.20");
-    let reserved: u64 = book.reserves.iter().map(|r| r.cost.0).sum();
+    let reserved: u64 = book.reserves().map(|r| r.cost.0).sum();
     assert_eq!(reserved, 400_000, "two pools' reserves");
     assert_eq!(book.leases[&campaign].amount, svc_core::ads::Micros(1_000_000), "all home had");
 

@@ -5,7 +5,7 @@
 //! an unconfirmed one lapses. A reserve is taken only from a lease that
 //! outlives it, so a confirmation within the window always finds its money.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -34,28 +34,87 @@ pub enum Short {
     NeedLease(Micros),
 }
 
-/// The leases and reserves of one region.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What one campaign's reserves hold at a region.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Holds {
+    money: u64,
+    /// Outstanding reserves per key.
+    by_key: HashMap<String, usize>,
+}
+
+/// The leases and reserves of one region. Reserves live in memory only:
+/// one lost with the process lapses unspent, and a render of its pool
+/// spends straight from the lease. Every step costs the same however many
+/// reserves are outstanding: they are kept in issue order (each lasts
+/// [`RESERVE_MS`], so the first issued lapse first) with running totals per
+/// campaign and key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Book {
     pub leases: HashMap<String, Held>,
-    pub reserves: Vec<Reserve>,
-    pub next_reserve: u64,
+    reserves: BTreeMap<u64, Reserve>,
+    holds: HashMap<String, Holds>,
+    next_reserve: u64,
 }
 
 impl Book {
+    /// A book of the leases kept, whose reserve ids start at `first_id`
+    /// (above any a process before it issued: ids name reserves in tokens).
+    pub fn with_leases(leases: HashMap<String, Held>, first_id: u64) -> Book {
+        Book { leases, next_reserve: first_id, ..Book::default() }
+    }
+
+    /// The outstanding reserves, oldest first.
+    pub fn reserves(&self) -> impl Iterator<Item = &Reserve> {
+        self.reserves.values()
+    }
+
+    /// The reserve `reserve_id`, if outstanding.
+    pub fn reserve_of(&self, reserve_id: u64) -> Option<&Reserve> {
+        self.reserves.get(&reserve_id)
+    }
+
+    fn remove(&mut self, reserve_id: u64) -> Option<Reserve> {
+        let reserve = self.reserves.remove(&reserve_id)?;
+        if let Some(holds) = self.holds.get_mut(&reserve.campaign_id) {
+            holds.money -= reserve.cost.0;
+            if let Some(n) = holds.by_key.get_mut(&reserve.key_id) {
+                *n -= 1;
+                if *n == 0 {
+                    holds.by_key.remove(&reserve.key_id);
+                }
+            }
+            if holds.by_key.is_empty() {
+                self.holds.remove(&reserve.campaign_id);
+            }
+        }
+        Some(reserve)
+    }
+
+    fn insert(&mut self, reserve: Reserve) {
+        let holds = self.holds.entry(reserve.campaign_id.clone()).or_default();
+        holds.money += reserve.cost.0;
+        *holds.by_key.entry(reserve.key_id.clone()).or_default() += 1;
+        self.reserves.insert(reserve.reserve_id, reserve);
+    }
+
     /// Drops reserves that lapsed unconfirmed.
     pub fn lapse(&mut self, now: UnixMs) {
-        self.reserves.retain(|r| r.expires_at > now);
+        while let Some((&id, first)) = self.reserves.first_key_value()
+            && first.expires_at <= now
+        {
+            self.remove(id);
+        }
     }
 
     fn reserved(&self, campaign_id: &str) -> u64 {
-        self.reserves.iter().filter(|r| r.campaign_id == campaign_id).map(|r| r.cost.0).sum()
+        self.holds.get(campaign_id).map_or(0, |h| h.money)
     }
 
     /// Reserves `cost` of `campaign_id` for a pool of `key_id`.
     pub fn reserve(&mut self, campaign_id: &str, key_id: &str, cost: Micros, now: UnixMs) -> Result<u64, Short> {
         self.lapse(now);
-        let held_by_key = self.reserves.iter().filter(|r| r.campaign_id == campaign_id && r.key_id == key_id).count();
+        let held_by_key =
+            self.holds.get(campaign_id).and_then(|h| h.by_key.get(key_id)).copied().unwrap_or_default();
         if held_by_key >= MAX_RESERVES {
             return Err(Short::TooMany);
         }
@@ -72,24 +131,36 @@ impl Book {
         }
         let reserve_id = self.next_reserve;
         self.next_reserve += 1;
-        self.reserves.push(Reserve {
-            reserve_id,
-            campaign_id: campaign_id.to_owned(),
-            key_id: key_id.to_owned(),
-            cost,
-            expires_at,
-        });
+        let (campaign_id, key_id) = (campaign_id.to_owned(), key_id.to_owned());
+        self.insert(Reserve { reserve_id, campaign_id, key_id, cost, expires_at });
         Ok(reserve_id)
     }
 
-    /// Spends a reserve for a confirmed render: `None` when it lapsed.
-    pub fn spend(&mut self, reserve_id: u64, now: UnixMs) -> Option<(String, Micros)> {
-        self.lapse(now);
-        let at = self.reserves.iter().position(|r| r.reserve_id == reserve_id)?;
-        let reserve = self.reserves.remove(at);
-        let lease = self.leases.get_mut(&reserve.campaign_id)?;
+    /// Spends a reserve of `campaign_id` for a confirmed render: `None`
+    /// when it lapsed (or is another campaign's).
+    pub fn spend(&mut self, reserve_id: u64, campaign_id: &str, now: UnixMs) -> Option<Micros> {
+        let reserve = self.reserves.get(&reserve_id)?;
+        if reserve.campaign_id != campaign_id || reserve.expires_at <= now {
+            return None;
+        }
+        let reserve = self.remove(reserve_id)?;
+        let lease = self.leases.get_mut(campaign_id)?;
         // Never past the lease, even one that replaced a larger one.
-        lease.spend(reserve.cost, now).then_some((reserve.campaign_id, reserve.cost))
+        lease.spend(reserve.cost, now).then_some(reserve.cost)
+    }
+
+    /// Puts back what a confirmation changed, when its write failed: the
+    /// campaign's lease as it was, and the reserve it spent.
+    pub fn restore(&mut self, campaign_id: &str, lease: Option<Held>, reserve: Option<Reserve>) {
+        match lease {
+            Some(lease) => self.leases.insert(campaign_id.to_owned(), lease),
+            None => self.leases.remove(campaign_id),
+        };
+        if let Some(reserve) = reserve
+            && !self.reserves.contains_key(&reserve.reserve_id)
+        {
+            self.insert(reserve);
+        }
     }
 
     /// Spends `cost` of a campaign straight from its lease, beside what
@@ -114,7 +185,7 @@ impl Book {
             .filter(|(campaign_id, lease)| {
                 let spent_out = now.0 >= lease.expires_at.0 - SETTLE_MARGIN_MS;
                 let idle = now.plus(RESERVE_MS).0 >= lease.expires_at.0 - SETTLE_MARGIN_MS
-                    && !self.reserves.iter().any(|r| &r.campaign_id == *campaign_id);
+                    && !self.holds.contains_key(*campaign_id);
                 spent_out || idle
             })
             .map(|(campaign_id, _)| campaign_id.clone())
@@ -155,12 +226,18 @@ mod tests {
         assert_eq!(book.reserve("c", "other", Micros(6), T), Err(Short::NeedLease(Micros(6))), "5 left");
         book.reserve("c", "other", Micros(5), T).unwrap();
         // A confirmed render spends its reserve; a lapsed one frees its money.
-        assert_eq!(book.spend(first, T.plus(1)), Some(("c".into(), Micros(5))));
-        assert_eq!(book.spend(first, T.plus(1)), None, "once");
+        let other = book.reserves().last().unwrap().reserve_id;
+        assert_eq!(book.spend(other, "d", T.plus(1)), None, "another campaign's reserve");
+        assert_eq!(book.spend(first, "c", T.plus(1)), Some(Micros(5)));
+        assert_eq!(book.spend(first, "c", T.plus(1)), None, "once");
         assert_eq!(book.leases["c"].used, Micros(5));
         book.lapse(T.plus(RESERVE_MS));
-        assert!(book.reserves.is_empty());
-        assert!(book.reserve("c", "k", Micros(15), T.plus(RESERVE_MS)).is_ok(), "15 of 20 unused");
+        assert_eq!(book.reserves().count(), 0);
+        // 15 of 20 unused, and the key's lapsed reserves no longer count.
+        for _ in 0..3 {
+            assert!(book.reserve("c", "k", Micros(5), T.plus(RESERVE_MS)).is_ok());
+        }
+        assert_eq!(book.reserve("c", "k", Micros(1), T.plus(RESERVE_MS)), Err(Short::TooMany));
     }
 
     // rule: R4.1.19
