@@ -359,7 +359,8 @@ impl Actor for AdReservations {
                 let store = state.store.clone();
                 let mut batch = store.batch();
                 state.write_lease(&mut batch, &campaign_id);
-                let done: Vec<(String, Held)> = replaced.clone().map(|old| (campaign_id.clone(), old)).into_iter().collect();
+                let done: Vec<(String, Held)> =
+                    replaced.clone().map(|old| (campaign_id.clone(), old)).into_iter().collect();
                 // The replaced lease's end is the new one's key: only its settlement is written.
                 let written = match state.settle(&mut batch, &done, now).await {
                     Ok(()) => batch.commit().map_err(ActorError::from),

@@ -289,6 +289,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         metrics: crate::metrics::Metrics::default(),
         peers: Arc::new(peers),
         images: Arc::new(images),
+        lease_asks: Arc::default(),
     })
 }
 

@@ -2,6 +2,9 @@
 //! leases of campaign money they fetch for it: from home's ledger over the
 //! link at a read region, straight from it at home.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use svc_core::ads::Micros;
@@ -19,10 +22,45 @@ pub const LEASE_EVENTS: u64 = 20;
 /// How long a lease ask may hold up the request that needs it.
 const LEASE_WAIT: Duration = Duration::from_secs(1);
 
+/// Campaigns whose lease asks a region remembers at most (then it forgets
+/// them all: an ask in flight finishes, and at worst one more is made).
+const MAX_ASK_SLOTS: usize = 100_000;
+
+/// A region's lease asks, one at a time per campaign: pools that find too
+/// little at once wait for the ask under way instead of each making one.
+#[derive(Default)]
+pub struct LeaseAsks {
+    slots: std::sync::Mutex<HashMap<String, Arc<AskSlot>>>,
+}
+
+#[derive(Default)]
+struct AskSlot {
+    /// Leases taken through this slot so far.
+    taken: AtomicU64,
+    ask: tokio::sync::Mutex<()>,
+}
+
+impl LeaseAsks {
+    fn slot(&self, campaign_id: &str) -> Arc<AskSlot> {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if slots.len() >= MAX_ASK_SLOTS && !slots.contains_key(campaign_id) {
+            slots.clear();
+        }
+        slots.entry(campaign_id.to_owned()).or_default().clone()
+    }
+}
+
 /// Asks home for a slice of `campaign_id`'s money worth [`LEASE_EVENTS`]
-/// events of `cost`, and hands it to the actor. `false` when home has none
-/// left; an unreachable home is `503`.
+/// events of `cost` (home may grant more), and hands it to the actor; a
+/// caller that waited while another took a lease tries that one first.
+/// `false` when home has none left; an unreachable home is `503`.
 pub async fn lease_more(state: &Region, campaign_id: &str, cost: Micros) -> Result<bool> {
+    let slot = state.lease_asks.slot(campaign_id);
+    let seen = slot.taken.load(Ordering::SeqCst);
+    let _one = slot.ask.lock().await;
+    if slot.taken.load(Ordering::SeqCst) != seen {
+        return Ok(true);
+    }
     let ask = AdLeaseAsk {
         region: state.config.region.clone(),
         campaign_id: campaign_id.to_owned(),
@@ -40,6 +78,7 @@ pub async fn lease_more(state: &Region, campaign_id: &str, cost: Micros) -> Resu
     let (campaign_id, now) = (campaign_id.to_owned(), state.clock.now());
     let held = Held::of(&lease);
     state.ads.call(|reply| AdMsg::TakeLease { campaign_id, lease: held, now, reply }).await??;
+    slot.taken.fetch_add(1, Ordering::SeqCst);
     Ok(true)
 }
 

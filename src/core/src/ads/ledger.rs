@@ -43,6 +43,9 @@ pub enum LedgerError {
     BadReport,
 }
 
+/// A lease is at least this share of what is left (1/16).
+pub const GRANT_SHARE: u64 = 16;
+
 impl Ledger {
     pub fn new(spendable: Micros) -> Ledger {
         Ledger { spendable, ..Ledger::default() }
@@ -55,10 +58,13 @@ impl Ledger {
         self.spendable.saturating_sub(self.spent).saturating_sub(Micros(leased))
     }
 
-    /// Leases up to `want` of what is left to `region` until `expires_at`;
-    /// nothing when nothing is left.
+    /// Leases `region` what it wants of what is left, or a sixteenth of it
+    /// when that is more (a busy campaign's region asks again seldom, and
+    /// most stays for the others), until `expires_at`; nothing when nothing
+    /// is left.
     pub fn grant(&mut self, region: &str, want: Micros, expires_at: UnixMs) -> Option<Lease> {
-        let amount = want.min(self.available());
+        let available = self.available();
+        let amount = want.max(Micros(available.0 / GRANT_SHARE)).min(available);
         if amount.0 == 0 {
             return None;
         }
@@ -159,6 +165,10 @@ mod tests {
         assert!(!held.spend(Micros(1), T), "beyond the lease");
         let mut late = Held::of(&ledger.grant("ap", Micros(10), T.plus(60_000)).unwrap());
         assert!(!late.spend(Micros(1), T.plus(60_000 - SETTLE_MARGIN_MS)), "too near its end");
+        // A busy campaign's lease is a sixteenth of what is left, when that is more.
+        let mut big = Ledger::new(Micros(1_600));
+        assert_eq!(big.grant("eu", Micros(1), T).unwrap().amount, Micros(100));
+        assert_eq!(big.grant("ap", Micros(200), T).unwrap().amount, Micros(200));
     }
 
     /// Regions grant, spend, report, settle, crash and lose what they had

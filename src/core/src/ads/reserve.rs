@@ -113,8 +113,7 @@ impl Book {
     /// Reserves `cost` of `campaign_id` for a pool of `key_id`.
     pub fn reserve(&mut self, campaign_id: &str, key_id: &str, cost: Micros, now: UnixMs) -> Result<u64, Short> {
         self.lapse(now);
-        let held_by_key =
-            self.holds.get(campaign_id).and_then(|h| h.by_key.get(key_id)).copied().unwrap_or_default();
+        let held_by_key = self.holds.get(campaign_id).and_then(|h| h.by_key.get(key_id)).copied().unwrap_or_default();
         if held_by_key >= MAX_RESERVES {
             return Err(Short::TooMany);
         }
