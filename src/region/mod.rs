@@ -81,6 +81,8 @@ pub struct Region {
     pub metrics: crate::metrics::Metrics,
     /// The other regions' public ports, for the ad confirmations they own.
     pub peers: Arc<std::collections::HashMap<String, crate::client::transport::Transport>>,
+    /// Live ad versions, kept between pools.
+    pub ad_versions: Arc<crate::service::ads::pool::AdVersions>,
     /// Lease asks to home in flight, one per campaign.
     pub lease_asks: Arc<crate::service::ads::reservations::LeaseAsks>,
     /// Fetches the images an ad names when it is saved (home).

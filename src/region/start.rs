@@ -290,6 +290,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         peers: Arc::new(peers),
         images: Arc::new(images),
         lease_asks: Arc::default(),
+        ad_versions: Arc::default(),
     })
 }
 

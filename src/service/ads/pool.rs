@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use svc_core::ads::pool::{self, Candidate, Pool};
 use svc_core::ads::reserve::Short;
 use svc_core::ads::tokens::{self, RENDER_V1, RenderToken};
-use svc_core::ads::{EXCLUSION_MS, Format, Micros, event_cost};
+use svc_core::ads::{Format, Micros, event_cost};
 use svc_core::ids::RecordType;
 use svc_core::problem::{Code, Problem};
 use svc_core::receipt::{Receipt, ReceiptRow};
@@ -36,7 +36,7 @@ pub const MAX_CANDIDATES: usize = 10_000;
 struct Found {
     candidate: Candidate,
     campaign: Arc<Campaign>,
-    version: RecordVersion,
+    version: Arc<RecordVersion>,
     business_uuid: String,
     formats: Vec<Format>,
 }
@@ -45,9 +45,17 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
     let now = caller.now;
     let asked = pool::parse(&caller.body).map_err(|(code, detail)| Error::from(Problem::new(code).detail(detail)))?;
     let digest = svc_core::ads::conversation(&conversation_secret(state)?, &asked.session_ref);
-    let found = candidates(state, caller, &asked, &digest, now)?;
+    let found = candidates(state, &asked)?;
     let retrieval_id = svc_core::ids::retrieval_id(&random());
-    let chosen = reserve(state, caller, &asked, &retrieval_id, found, now).await?;
+    let admission = Admission {
+        state,
+        group_id: &caller.key.group_id,
+        digest: &digest,
+        now,
+        blocked: HashMap::new(),
+        judged: HashMap::new(),
+    };
+    let chosen = reserve(state, caller, &asked, &retrieval_id, found, admission).await?;
 
     let signer = receipt_signer(state, now)?;
     let seq = ServeTimes::seq(&state.store)?;
@@ -95,14 +103,40 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
     Ok(Answer { retrieval_id, body: body.close() })
 }
 
-/// Every ad the pool may hold: of an active, funded ad campaign running in
-/// the pool's country with a keyword it names and a format it asks for; a
-/// live record of a business that serves and does not block the caller's
-/// group; not rendered in this conversation within the hour.
-fn candidates(state: &Region, caller: &Caller, asked: &Pool, digest: &str, now: UnixMs) -> Result<Vec<Found>> {
+/// Live ad versions a region keeps between pools (a version never
+/// changes once written, so it is kept by id and generation).
+#[derive(Default)]
+pub struct AdVersions {
+    held: std::sync::Mutex<HashMap<(String, u64), Arc<RecordVersion>>>,
+}
+
+/// Versions kept at most; past it the cache starts again.
+const MAX_KEPT_VERSIONS: usize = 20_000;
+
+impl AdVersions {
+    fn get(&self, state: &Region, ad_id: &str, generation: u64) -> Result<Option<Arc<RecordVersion>>> {
+        let key = (ad_id.to_owned(), generation);
+        if let Some(version) = self.held.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(Some(version.clone()));
+        }
+        let Some(version) = state.registry.record_version(ad_id, generation)? else { return Ok(None) };
+        let version = Arc::new(version);
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if held.len() >= MAX_KEPT_VERSIONS {
+            held.clear();
+        }
+        held.insert(key, version.clone());
+        Ok(Some(version))
+    }
+}
+
+/// Every ad the pool may consider: of an active, funded ad campaign running
+/// in the pool's country with a keyword it names and a format it asks for,
+/// and live. Whether each may be shown to this caller is judged later, in
+/// the pool's order, only as far as the pool reaches ([`Admission`]).
+fn candidates(state: &Region, asked: &Pool) -> Result<Vec<Found>> {
     let placed = state.sponsorships.at(state, ServeTimes::seq(&state.store)?)?;
     let mut found = Vec::new();
-    let mut blocked: HashMap<String, bool> = HashMap::new();
     for campaign in &placed.ads {
         let terms = &campaign.terms;
         let matches = terms.keyword_matches(&asked.keywords);
@@ -121,26 +155,7 @@ fn candidates(state: &Region, caller: &Caller, asked: &Pool, digest: &str, now: 
             if head.state != RecordState::Live || head.live_generation == 0 {
                 continue;
             }
-            let business = head.business_uuid.clone();
-            let is_blocked = match blocked.get(&business) {
-                Some(b) => *b,
-                None => {
-                    let b = state.registry.blocks(&business, &caller.key.group_id)?;
-                    blocked.insert(business.clone(), b);
-                    b
-                }
-            };
-            if is_blocked {
-                continue;
-            }
-            let Some(version) = state.registry.record_version(ad_id, head.live_generation)? else { continue };
-            if !state.registry.serves(&business, &version, now)? {
-                continue;
-            }
-            let seen = state.store.get::<AdConversation>(cf::AD_CONVERSATIONS, &conversation_key(digest, ad_id))?;
-            if seen.and_then(|c| c.rendered_at).is_some_and(|at| now.0 - at.0 < EXCLUSION_MS) {
-                continue;
-            }
+            let Some(version) = state.ad_versions.get(state, ad_id, head.live_generation)? else { continue };
             found.push(Found {
                 candidate: Candidate {
                     ad_id: ad_id.clone(),
@@ -151,7 +166,7 @@ fn candidates(state: &Region, caller: &Caller, asked: &Pool, digest: &str, now: 
                 },
                 campaign: campaign.clone(),
                 version,
-                business_uuid: business,
+                business_uuid: head.business_uuid.clone(),
                 formats: formats.clone(),
             });
         }
@@ -159,18 +174,59 @@ fn candidates(state: &Region, caller: &Caller, asked: &Pool, digest: &str, now: 
     Ok(found)
 }
 
-/// The pool in order, each of its campaigns holding a reserve: a campaign
-/// this region cannot reserve (the key holds three already, or its money
-/// is out) leaves, and the next ads take its places. Answers each chosen
-/// ad with its campaign's reserve.
+/// Whether an ad may be shown to this caller in this conversation: its
+/// business serves and does not block the caller's group, and the
+/// conversation did not render it in the last hour. Each business's block
+/// is read once a pool.
+struct Admission<'a> {
+    state: &'a Region,
+    group_id: &'a str,
+    digest: &'a str,
+    now: UnixMs,
+    blocked: HashMap<String, bool>,
+    judged: HashMap<String, bool>,
+}
+
+impl Admission<'_> {
+    fn admits(&mut self, found: &Found) -> Result<bool> {
+        if let Some(admitted) = self.judged.get(&found.candidate.ad_id) {
+            return Ok(*admitted);
+        }
+        let business = &found.business_uuid;
+        let blocked = match self.blocked.get(business) {
+            Some(b) => *b,
+            None => {
+                let b = self.state.registry.blocks(business, self.group_id)?;
+                self.blocked.insert(business.clone(), b);
+                b
+            }
+        };
+        let key = conversation_key(self.digest, &found.candidate.ad_id);
+        let admitted = !blocked
+            && self.state.registry.serves(business, &found.version, self.now)?
+            && !svc_core::ads::excluded(
+                self.state.store.get::<AdConversation>(cf::AD_CONVERSATIONS, &key)?.and_then(|c| c.rendered_at),
+                self.now,
+            );
+        self.judged.insert(found.candidate.ad_id.clone(), admitted);
+        Ok(admitted)
+    }
+}
+
+/// The pool in order, each of its ads admitted and each of its campaigns
+/// holding a reserve: an ad not admitted, or of a campaign this region
+/// cannot reserve (the key holds three already, or its money is out),
+/// leaves, and the next ads take its places. Answers each chosen ad with
+/// its campaign's reserve.
 async fn reserve(
     state: &Region,
     caller: &Caller,
     asked: &Pool,
     retrieval_id: &str,
     mut found: Vec<Found>,
-    now: UnixMs,
+    mut admission: Admission<'_>,
 ) -> Result<Vec<(Found, u64)>> {
+    let now = admission.now;
     // One event's cost per campaign: a render's for cpm, a click's for cpc.
     let costs: HashMap<String, Micros> = found
         .iter()
@@ -181,6 +237,20 @@ async fn reserve(
     let mut paced = false;
     loop {
         let ordered = pool::order(asked, retrieval_id, found.iter().map(|f| f.candidate.clone()).collect());
+        // Judged in order, only as far as the pool reaches.
+        let mut refused: HashSet<String> = HashSet::new();
+        for candidate in &ordered {
+            let judged = found.iter().find(|f| f.candidate.ad_id == candidate.ad_id);
+            if let Some(f) = judged
+                && !admission.admits(f)?
+            {
+                refused.insert(candidate.ad_id.clone());
+            }
+        }
+        if !refused.is_empty() {
+            found.retain(|f| !refused.contains(&f.candidate.ad_id));
+            continue;
+        }
         let mut asks: Vec<(String, Micros)> = Vec::new();
         for candidate in &ordered {
             let id = &candidate.campaign_id;
