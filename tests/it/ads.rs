@@ -278,7 +278,7 @@ async fn ads_on_sale(
     net_price: &str,
     basis: &str,
     images: Option<&ImageServer>,
-) -> (Vec<String>, String) {
+) -> (Vec<String>, String, crate::common::Business) {
     let business = home.business("Lumen", products_scope(100_000)).await;
     let mut ad_ids = Vec::new();
     for (own, headline) in [("winter", "Warm lamps"), ("desk", "Desk lamps")] {
@@ -298,7 +298,7 @@ async fn ads_on_sale(
     let funded = home.admin("POST", &format!("/admin/campaigns/{campaign}/funds"), json!({"amount": budget})).await;
     assert_eq!(funded.status, 200, "{:?}", funded.body);
     home.wait_indexed().await;
-    (ad_ids, campaign)
+    (ad_ids, campaign, business)
 }
 
 fn payload(envelope: &Value) -> Value {
@@ -311,7 +311,7 @@ fn payload(envelope: &Value) -> Value {
 async fn a_pool_holds_funded_ads_in_the_callers_order_each_with_a_render_token_and_a_receipt() {
     let images = ImageServer::start().await;
     let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| images.trust(config)).await;
-    let (ad_ids, campaign) = ads_on_sale(&home, "10", "200.00", "cpm", Some(&images)).await;
+    let (ad_ids, campaign, business) = ads_on_sale(&home, "10", "200.00", "cpm", Some(&images)).await;
     assert_eq!(images.hits.load(Ordering::SeqCst), 4, "each ad's two images fetched once, when it was saved");
     let caller = home.caller("Reader").await;
 
@@ -431,6 +431,14 @@ async fn a_pool_holds_funded_ads_in_the_callers_order_each_with_a_render_token_a
     let checked = verify(other_image).await;
     assert_eq!(checked.body["projection"]["row_signature"], "failed", "{:?}", checked.body);
 
+    // An ad saved again shows its new version in the next pool.
+    let saved = home.save_sealed(&business, "ads", &ad("winter", "Warmer lamps", Some(&images))).await;
+    assert_eq!((saved.status, saved.body["version"].as_u64()), (201, Some(2)), "{:?}", saved.body);
+    let after = ad_call(&home, &caller, "/v1/ads/pool", &pool_body("c9"), "p9").await;
+    let headlines: Vec<&str> =
+        after.body["ads"].as_array().unwrap().iter().map(|a| a["creative"]["headline"].as_str().unwrap()).collect();
+    assert!(headlines.contains(&"Warmer lamps") && !headlines.contains(&"Warm lamps"), "{headlines:?}");
+
     home.clock.advance(svc_core::ads::images::LINK_VALID_MS);
     let stale = home.get(path).await;
     assert_eq!((stale.status, stale.body["code"].as_str()), (401, Some("signature_expired")));
@@ -477,7 +485,7 @@ async fn an_ad_whose_images_the_service_cannot_fetch_or_use_is_refused_with_the_
 async fn renders_and_clicks_follow_the_confirmation_table() {
     let home = Home::start().await;
     // 200.00 per thousand renders: 0.20 a render, five renders in a dollar.
-    let (_, campaign) = ads_on_sale(&home, "1", "200.00", "cpm", None).await;
+    let (_, campaign, _) = ads_on_sale(&home, "1", "200.00", "cpm", None).await;
     let caller = home.caller("Reader").await;
     let pooled = ad_call(&home, &caller, "/v1/ads/pool", &pool_body("c1"), "p1").await;
     let ads = pooled.body["ads"].as_array().unwrap().clone();
@@ -646,7 +654,7 @@ async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_neve
     .await
     .unwrap();
     // One dollar at 0.20 a render: five renders, whichever region serves them.
-    let (_, campaign) = ads_on_sale(&home, "1", "200.00", "cpm", None).await;
+    let (_, campaign, _) = ads_on_sale(&home, "1", "200.00", "cpm", None).await;
     let caller = home.caller("Reader").await;
     let mut pooled = Value::Null;
     let mut last = (0, Value::Null);

@@ -61,6 +61,8 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
     let seq = ServeTimes::seq(&state.store)?;
     let mut items = Vec::with_capacity(chosen.len());
     let mut rows = Vec::with_capacity(chosen.len());
+    // Each business's AI policy member, built once a pool.
+    let mut policies = HashMap::new();
     for (found, reserve_id) in &chosen {
         let token = RenderToken {
             v: 1,
@@ -79,7 +81,7 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
             country: Some(asked.country.clone()),
         };
         let envelope = tokens::sign(RENDER_V1, &token, &signer.key);
-        let (item, row) = item(state, found, &envelope, seq, now)?;
+        let (item, row) = item(state, found, &envelope, seq, &mut policies, now)?;
         items.push(item);
         rows.push(row);
     }
@@ -104,16 +106,45 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
 }
 
 /// Live ad versions a region keeps between pools (a version never
-/// changes once written, so it is kept by id and generation).
+/// changes once written, so it is kept by id and generation), and each
+/// ad's live generation and business as of one replicated sequence.
 #[derive(Default)]
 pub struct AdVersions {
     held: std::sync::Mutex<HashMap<(String, u64), Arc<RecordVersion>>>,
+    heads: std::sync::Mutex<(u64, HashMap<String, Option<Live>>)>,
 }
+
+/// An ad's live generation and its business.
+type Live = (u64, String);
 
 /// Versions kept at most; past it the cache starts again.
 const MAX_KEPT_VERSIONS: usize = 20_000;
 
 impl AdVersions {
+    /// The ad's live generation and business at replicated sequence `seq`
+    /// (`None`: not live).
+    fn live(&self, state: &Region, seq: u64, ad_id: &str) -> Result<Option<Live>> {
+        {
+            let heads = self.heads.lock().unwrap_or_else(|p| p.into_inner());
+            if heads.0 == seq
+                && let Some(live) = heads.1.get(ad_id)
+            {
+                return Ok(live.clone());
+            }
+        }
+        let live = state
+            .registry
+            .record_head(ad_id)?
+            .filter(|h| h.state == RecordState::Live && h.live_generation > 0)
+            .map(|h| (h.live_generation, h.business_uuid));
+        let mut heads = self.heads.lock().unwrap_or_else(|p| p.into_inner());
+        if heads.0 != seq || heads.1.len() >= MAX_KEPT_VERSIONS {
+            *heads = (seq, HashMap::new());
+        }
+        heads.1.insert(ad_id.to_owned(), live.clone());
+        Ok(live)
+    }
+
     fn get(&self, state: &Region, ad_id: &str, generation: u64) -> Result<Option<Arc<RecordVersion>>> {
         let key = (ad_id.to_owned(), generation);
         if let Some(version) = self.held.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
@@ -135,7 +166,8 @@ impl AdVersions {
 /// and live. Whether each may be shown to this caller is judged later, in
 /// the pool's order, only as far as the pool reaches ([`Admission`]).
 fn candidates(state: &Region, asked: &Pool) -> Result<Vec<Found>> {
-    let placed = state.sponsorships.at(state, ServeTimes::seq(&state.store)?)?;
+    let seq = ServeTimes::seq(&state.store)?;
+    let placed = state.sponsorships.at(state, seq)?;
     let mut found = Vec::new();
     for campaign in &placed.ads {
         let terms = &campaign.terms;
@@ -151,11 +183,8 @@ fn candidates(state: &Region, asked: &Pool) -> Result<Vec<Found>> {
             if found.len() >= MAX_CANDIDATES {
                 return Ok(found);
             }
-            let Some(head) = state.registry.record_head(ad_id)? else { continue };
-            if head.state != RecordState::Live || head.live_generation == 0 {
-                continue;
-            }
-            let Some(version) = state.ad_versions.get(state, ad_id, head.live_generation)? else { continue };
+            let Some((generation, business_uuid)) = state.ad_versions.live(state, seq, ad_id)? else { continue };
+            let Some(version) = state.ad_versions.get(state, ad_id, generation)? else { continue };
             found.push(Found {
                 candidate: Candidate {
                     ad_id: ad_id.clone(),
@@ -166,7 +195,7 @@ fn candidates(state: &Region, asked: &Pool) -> Result<Vec<Found>> {
                 },
                 campaign: campaign.clone(),
                 version,
-                business_uuid: head.business_uuid.clone(),
+                business_uuid,
                 formats: formats.clone(),
             });
         }
@@ -315,6 +344,7 @@ fn item(
     found: &Found,
     render_token: &svc_core::dsse::Envelope,
     seq: u64,
+    policies: &mut HashMap<String, Value>,
     now: UnixMs,
 ) -> Result<(Value, ReceiptRow)> {
     let record: Value = serde_json::from_slice(&found.version.bytes).map_err(Error::internal)?;
@@ -323,12 +353,19 @@ fn item(
     let seal: Value = serde_json::from_slice(&found.version.seal).map_err(Error::internal)?;
     let signed: Map<String, Value> = serde_json::from_slice(&found.version.row).map_err(Error::internal)?;
     let at = state.serve_times.of(&state.registry, seq, &found.business_uuid, RecordType::Ads, now)?;
-    let policy = match state.registry.ai_policy_at(&found.business_uuid, now)? {
-        Some(p) => {
-            let seal: Value = serde_json::from_slice(&p.seal).map_err(Error::internal)?;
-            json!({"version": p.version, "record_base64": svc_core::b64::std_encode(&p.bytes), "seal": seal})
+    let policy = match policies.get(&found.business_uuid) {
+        Some(policy) => policy.clone(),
+        None => {
+            let policy = match state.registry.ai_policy_at(&found.business_uuid, now)? {
+                Some(p) => {
+                    let seal: Value = serde_json::from_slice(&p.seal).map_err(Error::internal)?;
+                    json!({"version": p.version, "record_base64": svc_core::b64::std_encode(&p.bytes), "seal": seal})
+                }
+                None => json!({"version": 0, "record_base64": null, "seal": null}),
+            };
+            policies.insert(found.business_uuid.clone(), policy.clone());
+            policy
         }
-        None => json!({"version": 0, "record_base64": null, "seal": null}),
     };
     let terms = &found.campaign.terms;
     let mut creative = json!({
