@@ -29,7 +29,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use svc::actors::ad_reservations::AdMsg;
-use svc::actors::indexer::IndexerMsg;
 use svc::actors::publisher::PublisherMsg;
 use svc::client::retrieval::RetrievalClient;
 use svc::clock::SystemClock;
@@ -43,6 +42,10 @@ use svc::store::cf;
 use svc_core::ids::RecordType;
 use svc_core::keys::{Alg, SigningKey};
 use svc_core::rng::Rng;
+
+mod common;
+
+use common::{retrieval_keys, wait_indexed};
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
@@ -58,39 +61,6 @@ const KEYWORDS: [&str; 40] = [
 ];
 
 const TOKEN: &str = "eu-replication-token-for-the-ads-bench-32";
-
-/// Waits until the index has applied every replication log entry.
-async fn wait_indexed(state: &Region) {
-    loop {
-        let last =
-            state.home.as_ref().unwrap().publisher.call(PublisherMsg::Observe).await.expect("publisher").last_seq;
-        let applied = state.indexer.call(IndexerMsg::Observe).await.expect("indexer").applied_seq;
-        if applied >= last {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// One AI company, one group, `count` Ed25519 retrieval keys in it.
-async fn retrieval_keys(state: &Region, count: usize) -> Vec<SigningKey> {
-    let company =
-        admin(state, "POST", "/admin/companies", json!({"name": "Bench AI", "verified": true})).await.expect("company");
-    let company = company["ai_company_uuid"].as_str().unwrap().to_owned();
-    let group = admin(state, "POST", &format!("/admin/companies/{company}/groups"), json!({"name": "assistants"}))
-        .await
-        .expect("group");
-    let group = group["ai_group_id"].as_str().unwrap().to_owned();
-    let mut keys = Vec::with_capacity(count);
-    for i in 0..count {
-        let seed = svc_core::digest::sha256(format!("ads bench retrieval {i}").as_bytes());
-        let key = SigningKey::from_seed(Alg::Ed25519, &seed).unwrap();
-        let path = format!("/admin/groups/{group}/retrieval-keys");
-        admin(state, "POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await.expect("retrieval key");
-        keys.push(key);
-    }
-    keys
-}
 
 /// Stores one ad of `business_uuid` through the publisher; its record id.
 async fn store_ad(state: &Region, business_uuid: &str, n: usize) -> String {
@@ -243,7 +213,7 @@ async fn pools_next_to_searches() -> Value {
         businesses.len(),
         seeding.elapsed().as_secs_f64()
     );
-    let keys = retrieval_keys(&state, connections * 32).await;
+    let (_, keys) = retrieval_keys(&state, connections * 32, "ads bench retrieval").await;
     let plan = |queries: Vec<Query>| Plan {
         base_url: format!("http://{}", node.addr),
         authority: state.config.public_authority.clone(),
@@ -360,7 +330,7 @@ async fn overspend() -> Value {
     let corpus = generate(2, Sizes { products: 10, ..Sizes::default() });
     ensure_seeded(&home.state, &corpus, &|_| {}).await.expect("corpus seeded");
     let business = home.state.registry.businesses().unwrap()[0].uuid.clone();
-    let keys = retrieval_keys(&home.state, tasks * 2).await;
+    let (_, keys) = retrieval_keys(&home.state, tasks * 2, "ads bench retrieval").await;
     let clients: Vec<Arc<RetrievalClient>> = keys
         .iter()
         .enumerate()

@@ -24,55 +24,23 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use svc::actors::indexer::IndexerMsg;
-use svc::actors::publisher::PublisherMsg;
 use svc::clock::{Clock, SystemClock};
 use svc::config::{NodeConfig, RetrievalLimits};
 use svc::loadgen::{self, Latency, Plan, Query, summarize};
 use svc::node::Node;
 use svc::region::Region;
 use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{admin, ensure_seeded};
+use svc::sandbox::seed::ensure_seeded;
 use svc_core::ids::RecordType;
-use svc_core::keys::{Alg, SigningKey};
 use svc_core::search::SearchQuery;
+
+mod common;
+
+use common::{retrieval_keys, wait_indexed};
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// Waits until the index has applied every replication log entry.
-async fn wait_indexed(state: &Region) {
-    loop {
-        let last =
-            state.home.as_ref().unwrap().publisher.call(PublisherMsg::Observe).await.expect("publisher").last_seq;
-        let applied = state.indexer.call(IndexerMsg::Observe).await.expect("indexer").applied_seq;
-        if applied >= last {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// One AI company, one group, `count` Ed25519 retrieval keys in it.
-async fn retrieval_keys(state: &Region, count: usize) -> (String, Vec<SigningKey>) {
-    let company =
-        admin(state, "POST", "/admin/companies", json!({"name": "Bench AI", "verified": true})).await.expect("company");
-    let company = company["ai_company_uuid"].as_str().unwrap().to_owned();
-    let group = admin(state, "POST", &format!("/admin/companies/{company}/groups"), json!({"name": "assistants"}))
-        .await
-        .expect("group");
-    let group = group["ai_group_id"].as_str().unwrap().to_owned();
-    let mut keys = Vec::with_capacity(count);
-    for i in 0..count {
-        let seed = svc_core::digest::sha256(format!("bench retrieval {i}").as_bytes());
-        let key = SigningKey::from_seed(Alg::Ed25519, &seed).unwrap();
-        let path = format!("/admin/groups/{group}/retrieval-keys");
-        admin(state, "POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await.expect("retrieval key");
-        keys.push(key);
-    }
-    (group, keys)
 }
 
 /// The judged searches run straight on the index from `threads` threads:
@@ -193,7 +161,7 @@ fn main() {
             seeded.as_secs_f64(),
             seeding.elapsed().as_secs_f64()
         );
-        let (group, keys) = retrieval_keys(&state, connections).await;
+        let (group, keys) = retrieval_keys(&state, connections, "bench retrieval").await;
         // Searches run on the index at rest: each shard merged into one
         // segment once quiet, as a region's index is between batches.
         let product_segments =

@@ -685,6 +685,7 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     browser.open(&format!("{site}/portal/analytics")).await;
     browser.wait_for("the analytics page", |_, page| page.contains("class=\"chart daily\"")).await;
     assert_eq!(browser.source().await.matches("<g class=\"day\">").count(), 30);
+    assert!(browser.source().await.contains("0 renders and 0 clicks confirmed, 0.00 USD spent"), "the ads' line");
     browser.shot("15-analytics").await;
 
     // The account export: every version's exact sealed bytes beside its
