@@ -2,6 +2,7 @@
 //! case reaches through one `Region`. `start` brings them up in order;
 //! `stop_actors` lets go of them in the reverse order.
 
+pub mod ad_cache;
 mod positions;
 mod serve_times;
 pub mod sponsorships;
@@ -82,9 +83,9 @@ pub struct Region {
     /// The other regions' public ports, for the ad confirmations they own.
     pub peers: Arc<std::collections::HashMap<String, crate::client::transport::Transport>>,
     /// Live ad versions, kept between pools.
-    pub ad_versions: Arc<crate::service::ads::pool::AdVersions>,
+    pub ad_versions: Arc<ad_cache::AdVersions>,
     /// Lease asks to home in flight, one per campaign.
-    pub lease_asks: Arc<crate::service::ads::reservations::LeaseAsks>,
+    pub lease_asks: Arc<ad_cache::LeaseAsks>,
     /// Fetches the images an ad names when it is saved (home).
     pub images: Arc<crate::image_fetch::ImageFetcher>,
 }

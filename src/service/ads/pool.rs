@@ -27,7 +27,7 @@ use crate::service::raw_json::RawObject;
 use crate::service::retrieval::{Answer, Caller, Held, Served, deliver, receipt_signer};
 use crate::service::{Error, Result};
 use crate::store::cf;
-use crate::store::model::{AdConversation, Campaign, RecordState, RecordVersion, UsageKind};
+use crate::store::model::{AdConversation, Campaign, RecordVersion, UsageKind};
 
 /// Ads one pool considers at most (every campaign's items together).
 pub const MAX_CANDIDATES: usize = 10_000;
@@ -105,62 +105,6 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
     Ok(Answer { retrieval_id, body: body.close() })
 }
 
-/// Live ad versions a region keeps between pools (a version never
-/// changes once written, so it is kept by id and generation), and each
-/// ad's live generation and business as of one replicated sequence.
-#[derive(Default)]
-pub struct AdVersions {
-    held: std::sync::Mutex<HashMap<(String, u64), Arc<RecordVersion>>>,
-    heads: std::sync::Mutex<(u64, HashMap<String, Option<Live>>)>,
-}
-
-/// An ad's live generation and its business.
-type Live = (u64, String);
-
-/// Versions kept at most; past it the cache starts again.
-const MAX_KEPT_VERSIONS: usize = 20_000;
-
-impl AdVersions {
-    /// The ad's live generation and business at replicated sequence `seq`
-    /// (`None`: not live).
-    fn live(&self, state: &Region, seq: u64, ad_id: &str) -> Result<Option<Live>> {
-        {
-            let heads = self.heads.lock().unwrap_or_else(|p| p.into_inner());
-            if heads.0 == seq
-                && let Some(live) = heads.1.get(ad_id)
-            {
-                return Ok(live.clone());
-            }
-        }
-        let live = state
-            .registry
-            .record_head(ad_id)?
-            .filter(|h| h.state == RecordState::Live && h.live_generation > 0)
-            .map(|h| (h.live_generation, h.business_uuid));
-        let mut heads = self.heads.lock().unwrap_or_else(|p| p.into_inner());
-        if heads.0 != seq || heads.1.len() >= MAX_KEPT_VERSIONS {
-            *heads = (seq, HashMap::new());
-        }
-        heads.1.insert(ad_id.to_owned(), live.clone());
-        Ok(live)
-    }
-
-    fn get(&self, state: &Region, ad_id: &str, generation: u64) -> Result<Option<Arc<RecordVersion>>> {
-        let key = (ad_id.to_owned(), generation);
-        if let Some(version) = self.held.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-            return Ok(Some(version.clone()));
-        }
-        let Some(version) = state.registry.record_version(ad_id, generation)? else { return Ok(None) };
-        let version = Arc::new(version);
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        if held.len() >= MAX_KEPT_VERSIONS {
-            held.clear();
-        }
-        held.insert(key, version.clone());
-        Ok(Some(version))
-    }
-}
-
 /// Every ad the pool may consider: of an active, funded ad campaign running
 /// in the pool's country with a keyword it names and a format it asks for,
 /// and live. Whether each may be shown to this caller is judged later, in
@@ -183,8 +127,10 @@ fn candidates(state: &Region, asked: &Pool) -> Result<Vec<Found>> {
             if found.len() >= MAX_CANDIDATES {
                 return Ok(found);
             }
-            let Some((generation, business_uuid)) = state.ad_versions.live(state, seq, ad_id)? else { continue };
-            let Some(version) = state.ad_versions.get(state, ad_id, generation)? else { continue };
+            let Some((generation, business_uuid)) = state.ad_versions.live(&state.registry, seq, ad_id)? else {
+                continue;
+            };
+            let Some(version) = state.ad_versions.get(&state.registry, ad_id, generation)? else { continue };
             found.push(Found {
                 candidate: Candidate {
                     ad_id: ad_id.clone(),

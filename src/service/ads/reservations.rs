@@ -2,9 +2,7 @@
 //! leases of campaign money they fetch for it: from home's ledger over the
 //! link at a read region, straight from it at home.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use svc_core::ads::Micros;
@@ -21,34 +19,6 @@ use crate::store::cf;
 pub const LEASE_EVENTS: u64 = 20;
 /// How long a lease ask may hold up the request that needs it.
 const LEASE_WAIT: Duration = Duration::from_secs(1);
-
-/// Campaigns whose lease asks a region remembers at most (then it forgets
-/// them all: an ask in flight finishes, and at worst one more is made).
-const MAX_ASK_SLOTS: usize = 100_000;
-
-/// A region's lease asks, one at a time per campaign: pools that find too
-/// little at once wait for the ask under way instead of each making one.
-#[derive(Default)]
-pub struct LeaseAsks {
-    slots: std::sync::Mutex<HashMap<String, Arc<AskSlot>>>,
-}
-
-#[derive(Default)]
-struct AskSlot {
-    /// Leases taken through this slot so far.
-    taken: AtomicU64,
-    ask: tokio::sync::Mutex<()>,
-}
-
-impl LeaseAsks {
-    fn slot(&self, campaign_id: &str) -> Arc<AskSlot> {
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        if slots.len() >= MAX_ASK_SLOTS && !slots.contains_key(campaign_id) {
-            slots.clear();
-        }
-        slots.entry(campaign_id.to_owned()).or_default().clone()
-    }
-}
 
 /// Asks home for a slice of `campaign_id`'s money worth [`LEASE_EVENTS`]
 /// events of `cost` (home may grant more), and hands it to the actor; a
