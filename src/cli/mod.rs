@@ -99,7 +99,7 @@ pub enum Command {
 /// What `svc up` does not run yet.
 pub const NOT_YET: &[&str] = &[
     "svc client publish (business systems sign publish requests with svc::client)",
-    "ads (pool, render and click answer 501)",
+    "ads' conversation exclusion and pool pace across regions (each region keeps its own)",
 ];
 
 pub fn run(cli: Cli) -> i32 {
