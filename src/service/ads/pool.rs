@@ -45,7 +45,9 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
     let now = caller.now;
     let asked = pool::parse(&caller.body).map_err(|(code, detail)| Error::from(Problem::new(code).detail(detail)))?;
     let digest = svc_core::ads::conversation(&conversation_secret(state)?, &asked.session_ref);
-    let found = candidates(state, &asked)?;
+    // One replicated sequence for the whole answer: candidates and items.
+    let seq = ServeTimes::seq(&state.store)?;
+    let found = candidates(state, &asked, seq)?;
     let retrieval_id = svc_core::ids::retrieval_id(&random());
     let admission = Admission {
         state,
@@ -58,7 +60,6 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
     let chosen = reserve(state, caller, &asked, &retrieval_id, found, admission).await?;
 
     let signer = receipt_signer(state, now)?;
-    let seq = ServeTimes::seq(&state.store)?;
     let mut items = Vec::with_capacity(chosen.len());
     let mut rows = Vec::with_capacity(chosen.len());
     // Each business's AI policy member, built once a pool.
@@ -109,8 +110,7 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
 /// in the pool's country with a keyword it names and a format it asks for,
 /// and live. Whether each may be shown to this caller is judged later, in
 /// the pool's order, only as far as the pool reaches ([`Admission`]).
-fn candidates(state: &Region, asked: &Pool) -> Result<Vec<Found>> {
-    let seq = ServeTimes::seq(&state.store)?;
+fn candidates(state: &Region, asked: &Pool, seq: u64) -> Result<Vec<Found>> {
     let placed = state.sponsorships.at(state, seq)?;
     let mut found = Vec::new();
     for campaign in &placed.ads {
