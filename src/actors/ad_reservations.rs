@@ -5,6 +5,13 @@
 //! and records every render and click confirmation with the money it spends
 //! in one write. Leases it is done with go home with what they used: from a
 //! read region through its outbox, at home straight into the ledger.
+//!
+//! What the conversation rules and a key's pace need from every region
+//! travels as ad facts: a region writes its own to its outbox in the same
+//! write as the confirmation, home adds them to its ad feed, and each
+//! region learns the others' from that feed (`ad_feed`). Home also hands
+//! out the one conversation secret, so a `session_ref` has one digest
+//! everywhere.
 
 use std::collections::HashMap;
 
@@ -12,7 +19,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use svc_core::ads::campaign::Repeats;
 use svc_core::ads::confirm::{self, Earlier, Facts, Judgement, NotAccepted};
 use svc_core::ads::ledger::Held;
-use svc_core::ads::pace::Pace;
+use svc_core::ads::pace::{Pace, minute_of};
 use svc_core::ads::reserve::{Book, Short};
 use svc_core::ads::{Basis, Micros, Placement, SESSION_KEPT_MS};
 use svc_core::time::{HOUR, MINUTE, UnixMs};
@@ -20,7 +27,7 @@ use svc_core::time::{HOUR, MINUTE, UnixMs};
 use crate::actors::error::ActorError;
 use crate::actors::mailbox::Mailbox;
 use crate::actors::publisher::PublisherMsg;
-use crate::replication::exchange::{Outgoing, Sequence};
+use crate::replication::exchange::{AdFact, AdFactKind, AdFeedPage, Outgoing, Sequence};
 use crate::store::model::{AdConfirmation, AdConversation, AdEvent, AdToken};
 use crate::store::{Batch, Store, be, cf};
 
@@ -30,8 +37,17 @@ const LEASE: &[u8] = b"lease\0";
 const LEGACY_BOOK: &[u8] = b"book";
 /// The key of the last analytics event's sequence in `ad_book`.
 const EVENT_SEQ: &[u8] = b"event_seq";
-/// The key of the region's secret for conversation digests in `ad_book`.
+/// The key of the last ad fact's sequence in `ad_book`.
+const FACT_SEQ: &[u8] = b"fact_seq";
+/// A read region: the key of its place in home's ad feed in `ad_book`.
+const FEED_CURSOR: &[u8] = b"feed_cursor";
+/// Home: the prefix of the last fact taken from each region in `ad_book`.
+const LEARNED: &[u8] = b"learned\0";
+/// The key of the service's secret for conversation digests in `ad_book`:
+/// home draws it, read regions keep home's.
 pub const CONVERSATION_SECRET: &[u8] = b"conversation_secret";
+/// Home keeps its ad feed this long: past a conversation's 24 hours.
+const FEED_KEPT_MS: i64 = 25 * HOUR;
 /// Tokens' confirmations are kept this long after the token's time: past
 /// every window a confirmation of it is judged in (a click's 24 hours).
 const TOKENS_KEPT_MS: i64 = 25 * HOUR;
@@ -41,10 +57,11 @@ const FORGET_PER_TICK: usize = 10_000;
 /// Where the region's settled leases go.
 #[derive(Clone)]
 pub enum AdRole {
-    /// Home applies the ledger's change through its one writer.
-    Home { region: String, publisher: Mailbox<PublisherMsg> },
+    /// Home applies the ledger's change through its one writer, and passes
+    /// ad facts on in its feed.
+    Home { region: String, publisher: Mailbox<PublisherMsg>, feed: Sequence },
     /// A read region ships them home in its outbox.
-    Region { outbox: Sequence },
+    Region { region: String, outbox: Sequence },
 }
 
 #[derive(Clone)]
@@ -75,8 +92,9 @@ pub struct Confirmation {
     pub cost: Micros,
     /// The pool's reserve, for an ad's render.
     pub reserve_id: Option<u64>,
-    /// The conversation's key in `ad_conversations`.
-    pub conversation_key: Vec<u8>,
+    /// The conversation's digest and the item confirmed in it.
+    pub conversation: String,
+    pub item_id: String,
     /// The answer if it is accepted (a render's carries its click token).
     pub accepted_answer: Vec<u8>,
     /// Home had no more of the campaign's money when last asked: a charge
@@ -125,12 +143,35 @@ pub enum AdMsg {
         ask: Box<Confirmation>,
         reply: RpcReplyPort<Result<Confirmed, ActorError>>,
     },
-    /// Lapses reserves, sends done leases home, forgets old tokens and
+    /// Lapses reserves, sends done leases home, tells the other regions of
+    /// the pools asked since the last tick, forgets old tokens and
     /// conversations.
     Tick {
         now: UnixMs,
     },
+    /// Home: a region's ad facts, those after the last taken from it (its
+    /// outbox may ship again); each joins the ad feed.
+    Learn {
+        region: String,
+        facts: Vec<AdFact>,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<(), ActorError>>,
+    },
+    /// A read region: a page of home's ad feed, applied with its cursor.
+    LearnFeed {
+        page: AdFeedPage,
+        now: UnixMs,
+        reply: RpcReplyPort<Result<(), ActorError>>,
+    },
+    /// A read region: its place in home's ad feed.
+    FeedCursor(RpcReplyPort<u64>),
     Observe(RpcReplyPort<Book>),
+    /// A key's pools and renders within the hour, every region's counted.
+    ObservePace {
+        key_id: String,
+        now: UnixMs,
+        reply: RpcReplyPort<(u64, u64)>,
+    },
 }
 
 #[derive(Clone)]
@@ -145,10 +186,49 @@ pub struct AdState {
     forgot_at: UnixMs,
     /// The last accepted render or click counted for analytics.
     event_seq: u64,
+    /// The last ad fact this node told.
+    fact_seq: u64,
+    /// Pools counted since the last tick told the other regions, by key
+    /// and minute.
+    pooled: HashMap<(String, i64), u64>,
+    /// A read region: its place in home's ad feed.
+    feed_cursor: u64,
 }
 
 fn lease_key(campaign_id: &str) -> Vec<u8> {
     [LEASE, campaign_id.as_bytes()].concat()
+}
+
+/// The key of what a conversation did with one item in `ad_conversations`.
+pub fn conversation_key(digest: &str, item_id: &str) -> Vec<u8> {
+    [digest.as_bytes(), &[0], item_id.as_bytes()].concat()
+}
+
+/// Conversations as a run of writes left them: read once, then from here.
+struct Conversations<'s> {
+    store: &'s Store,
+    changed: HashMap<Vec<u8>, AdConversation>,
+}
+
+impl<'s> Conversations<'s> {
+    fn new(store: &'s Store) -> Self {
+        Conversations { store, changed: HashMap::new() }
+    }
+
+    fn get(&mut self, key: Vec<u8>, at: UnixMs) -> Result<&mut AdConversation, ActorError> {
+        if !self.changed.contains_key(&key) {
+            let held = self.store.get::<AdConversation>(cf::AD_CONVERSATIONS, &key)?;
+            self.changed
+                .insert(key.clone(), held.unwrap_or(AdConversation { first_at: at, ..AdConversation::default() }));
+        }
+        Ok(self.changed.get_mut(&key).expect("inserted above"))
+    }
+
+    fn write(self, batch: &mut Batch<'_>) {
+        for (key, conversation) in &self.changed {
+            batch.put(cf::AD_CONVERSATIONS, key, conversation);
+        }
+    }
 }
 
 impl AdState {
@@ -177,14 +257,14 @@ impl AdState {
     /// outbox, in `batch`; home's straight into its ledger.
     async fn settle(&mut self, batch: &mut Batch<'_>, done: &[(String, Held)], now: UnixMs) -> Result<(), ActorError> {
         match &self.role {
-            AdRole::Region { outbox } => {
+            AdRole::Region { outbox, .. } => {
                 for (campaign_id, held) in done {
                     let campaign_id = campaign_id.clone();
                     let settle = Outgoing::AdSettle { campaign_id, lease_id: held.lease_id, used: held.used };
                     outbox.append(batch, &settle);
                 }
             }
-            AdRole::Home { region, publisher } => {
+            AdRole::Home { region, publisher, .. } => {
                 for (campaign_id, held) in done {
                     let settled = crate::campaign_ledger::settle(
                         &self.store,
@@ -204,6 +284,112 @@ impl AdState {
         Ok(())
     }
 
+    /// Tells the other regions: at home into the feed, at a read region
+    /// into its outbox, in `batch`.
+    fn tell(&mut self, batch: &mut Batch<'_>, at: UnixMs, kind: AdFactKind) {
+        self.fact_seq += 1;
+        let fact = AdFact { seq: self.fact_seq, at, kind };
+        match &self.role {
+            AdRole::Home { region, feed, .. } => {
+                feed.append(batch, &(region.clone(), fact));
+            }
+            AdRole::Region { outbox, .. } => {
+                outbox.append(batch, &Outgoing::AdFact(fact));
+            }
+        }
+        batch.put(cf::AD_BOOK, FACT_SEQ, &self.fact_seq);
+    }
+
+    /// Tells the other regions of the pools counted since the last tick.
+    fn tell_pooled(&mut self, batch: &mut Batch<'_>, now: UnixMs) {
+        let mut pooled: Vec<((String, i64), u64)> = self.pooled.drain().collect();
+        pooled.sort();
+        for ((key_id, minute), pools) in pooled {
+            self.tell(batch, now, AdFactKind::Pooled { key_id, minute, pools });
+        }
+    }
+
+    /// Counts another region's fact here, as a confirmation or pool of this
+    /// region's own is counted. A fact past a conversation's day is moot.
+    fn apply(&mut self, conversations: &mut Conversations<'_>, fact: &AdFact, now: UnixMs) -> Result<(), ActorError> {
+        if now.0 - fact.at.0 >= SESSION_KEPT_MS {
+            return Ok(());
+        }
+        match &fact.kind {
+            AdFactKind::Rendered { conversation, item_id, key_id } => {
+                let held = conversations.get(conversation_key(conversation, item_id), fact.at)?;
+                held.renders = held.renders.saturating_add(1);
+                held.rendered_at = held.rendered_at.max(Some(fact.at));
+                self.paces.entry(key_id.clone()).or_default().add(minute_of(fact.at), 0, 1, now);
+            }
+            AdFactKind::Clicked { conversation, item_id } => {
+                let held = conversations.get(conversation_key(conversation, item_id), fact.at)?;
+                held.clicked_at = held.clicked_at.max(Some(fact.at));
+            }
+            AdFactKind::Pooled { key_id, minute, pools } => {
+                self.paces.entry(key_id.clone()).or_default().add(*minute, *pools, 0, now);
+            }
+        }
+        Ok(())
+    }
+
+    /// Home: takes a region's facts after the last taken from it, counts
+    /// them here and passes them on in the feed, in one write.
+    fn learn(&mut self, region: &str, facts: &[AdFact], now: UnixMs) -> Result<(), ActorError> {
+        let AdRole::Home { feed, .. } = &self.role else {
+            return Err(ActorError::Refused("only home takes a region's ad facts"));
+        };
+        let feed = feed.clone();
+        let learned_key = [LEARNED, region.as_bytes()].concat();
+        let learned: u64 = self.store.get(cf::AD_BOOK, &learned_key)?.unwrap_or(0);
+        let fresh: Vec<&AdFact> = facts.iter().filter(|f| f.seq > learned).collect();
+        let Some(last) = fresh.iter().map(|f| f.seq).max() else { return Ok(()) };
+        let store = self.store.clone();
+        let mut batch = store.batch();
+        let mut conversations = Conversations::new(&store);
+        for fact in fresh {
+            self.apply(&mut conversations, fact, now)?;
+            feed.append(&mut batch, &(region.to_owned(), fact.clone()));
+        }
+        conversations.write(&mut batch);
+        batch.put(cf::AD_BOOK, &learned_key, &last);
+        batch.commit().map_err(ActorError::from)
+    }
+
+    /// A read region: counts the other regions' facts of a page of home's
+    /// feed (its own it counted when they happened), keeps home's secret,
+    /// and moves its cursor, in one write.
+    fn learn_feed(&mut self, page: &AdFeedPage, now: UnixMs) -> Result<(), ActorError> {
+        let AdRole::Region { region, .. } = &self.role else {
+            return Err(ActorError::Refused("home writes the ad feed; it does not read one"));
+        };
+        let region = region.clone();
+        let store = self.store.clone();
+        let mut batch = store.batch();
+        if store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.as_deref() != Some(&page.secret[..]) {
+            batch.put(cf::AD_BOOK, CONVERSATION_SECRET, &page.secret);
+        }
+        // Home's feed behind this cursor: home's store was restored. What
+        // it numbers anew from its head is new here; counting again what
+        // was counted before would count it twice.
+        let mut cursor = if page.head < self.feed_cursor { page.head } else { self.feed_cursor };
+        let mut conversations = Conversations::new(&store);
+        for entry in &page.entries {
+            if entry.seq <= cursor {
+                continue;
+            }
+            if entry.region != region {
+                self.apply(&mut conversations, &entry.fact, now)?;
+            }
+            cursor = entry.seq;
+        }
+        conversations.write(&mut batch);
+        batch.put(cf::AD_BOOK, FEED_CURSOR, &cursor);
+        batch.commit()?;
+        self.feed_cursor = cursor;
+        Ok(())
+    }
+
     fn confirm(&mut self, ask: &Confirmation, batch: &mut Batch<'_>) -> Result<Confirmed, ActorError> {
         let mut token = self.store.get::<AdToken>(cf::AD_TOKENS, &ask.token_key)?.unwrap_or_default();
         let earlier: Vec<Earlier> = token
@@ -211,9 +397,10 @@ impl AdState {
             .iter()
             .map(|c| Earlier { idempotency_key: c.idempotency_key.clone(), request: c.request, accepted: c.accepted })
             .collect();
+        let conversation_key = conversation_key(&ask.conversation, &ask.item_id);
         let mut conversation = self
             .store
-            .get::<AdConversation>(cf::AD_CONVERSATIONS, &ask.conversation_key)?
+            .get::<AdConversation>(cf::AD_CONVERSATIONS, &conversation_key)?
             .unwrap_or_else(|| AdConversation { first_at: ask.now, ..AdConversation::default() });
         let facts = Facts {
             now: ask.now,
@@ -277,19 +464,23 @@ impl AdState {
             };
             match &self.role {
                 AdRole::Home { .. } => batch.put(cf::AD_EVENTS, &be(event.seq), &event),
-                AdRole::Region { outbox } => {
+                AdRole::Region { outbox, .. } => {
                     outbox.append(batch, &Outgoing::AdEvent(event));
                 }
             }
             batch.put(cf::AD_BOOK, EVENT_SEQ, &self.event_seq);
+            let (conversation_id, item_id) = (ask.conversation.clone(), ask.item_id.clone());
             if ask.click {
                 conversation.clicked_at = Some(ask.now);
+                self.tell(batch, ask.now, AdFactKind::Clicked { conversation: conversation_id, item_id });
             } else {
                 conversation.renders = conversation.renders.saturating_add(1);
                 conversation.rendered_at = Some(ask.now);
                 self.paces.entry(ask.key_id.clone()).or_default().rendered(ask.now);
+                let key_id = ask.key_id.clone();
+                self.tell(batch, ask.now, AdFactKind::Rendered { conversation: conversation_id, item_id, key_id });
             }
-            batch.put(cf::AD_CONVERSATIONS, &ask.conversation_key, &conversation);
+            batch.put(cf::AD_CONVERSATIONS, &conversation_key, &conversation);
         }
         batch.put(cf::AD_TOKENS, &ask.token_key, &token);
         self.write_lease(batch, &ask.campaign_id);
@@ -305,6 +496,15 @@ impl AdState {
             }
         }
         self.paces.retain(|_, pace| !pace.idle(now));
+        if let AdRole::Home { .. } = self.role {
+            let feed = self.store.scan::<(String, AdFact)>(cf::AD_FEED, &[], None, FORGET_PER_TICK)?;
+            let old = feed.iter().take_while(|(_, (_, fact))| now.0 - fact.at.0 >= FEED_KEPT_MS);
+            if let Some((last, _)) = old.last() {
+                let mut end = last.clone();
+                end.push(0);
+                batch.delete_range(cf::AD_FEED, &[], &end);
+            }
+        }
         Ok(())
     }
 }
@@ -332,11 +532,24 @@ impl Actor for AdReservations {
         // 2^52, so every id stays a safe JSON integer (RFC 8785).
         let first_id = u64::from_le_bytes(crate::clock::random::<8>()) >> 12;
         let book = Book::with_leases(leases, first_id);
-        if args.store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.is_none() {
+        // Home draws the service's one secret; a read region keeps home's
+        // from the ad feed (one it drew itself in older builds is replaced).
+        let home = matches!(args.role, AdRole::Home { .. });
+        if home && args.store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.is_none() {
             args.store.put(cf::AD_BOOK, CONVERSATION_SECRET, &crate::clock::random::<32>().to_vec())?;
         }
-        let event_seq = args.store.get::<u64>(cf::AD_BOOK, EVENT_SEQ)?.unwrap_or(0);
-        Ok(AdState { store: args.store, role: args.role, book, paces: HashMap::new(), forgot_at: UnixMs(0), event_seq })
+        let read = |key: &[u8]| args.store.get::<u64>(cf::AD_BOOK, key).map(Option::unwrap_or_default);
+        Ok(AdState {
+            book,
+            paces: HashMap::new(),
+            forgot_at: UnixMs(0),
+            event_seq: read(EVENT_SEQ)?,
+            fact_seq: read(FACT_SEQ)?,
+            pooled: HashMap::new(),
+            feed_cursor: read(FEED_CURSOR)?,
+            store: args.store,
+            role: args.role,
+        })
     }
 
     async fn handle(&self, _me: ActorRef<AdMsg>, msg: AdMsg, state: &mut AdState) -> Result<(), ActorProcessingErr> {
@@ -346,6 +559,9 @@ impl Actor for AdReservations {
                 if let Err(wait_ms) = paced {
                     let _ = reply.send(Ok(Err(wait_ms)));
                     return Ok(());
+                }
+                if pace {
+                    *state.pooled.entry((key_id.clone(), minute_of(now))).or_default() += 1;
                 }
                 // Reserves are not written: one lost with the process lapses unspent.
                 let reserved: Vec<Result<u64, Short>> = asks
@@ -374,7 +590,7 @@ impl Actor for AdReservations {
             AdMsg::Confirm { ask, reply } => {
                 let lease_before = state.book.leases.get(&ask.campaign_id).cloned();
                 let reserve_before = ask.reserve_id.and_then(|id| state.book.reserve_of(id).cloned());
-                let event_seq = state.event_seq;
+                let (event_seq, fact_seq) = (state.event_seq, state.fact_seq);
                 let store = state.store.clone();
                 let mut batch = store.batch();
                 let written = match state.confirm(&ask, &mut batch) {
@@ -387,7 +603,7 @@ impl Actor for AdReservations {
                 // Nothing recorded: the lease and a reserve taken out on the way are back.
                 if !matches!(written, Ok(Confirmed::Answer(_))) {
                     state.book.restore(&ask.campaign_id, lease_before, reserve_before);
-                    state.event_seq = event_seq;
+                    (state.event_seq, state.fact_seq) = (event_seq, fact_seq);
                 }
                 let _ = reply.send(written);
             }
@@ -395,11 +611,13 @@ impl Actor for AdReservations {
                 let done = state.book.due(now);
                 let forget = now.0 - state.forgot_at.0 >= MINUTE;
                 // A quiet tick writes nothing.
-                if done.is_empty() && !forget {
+                if done.is_empty() && !forget && state.pooled.is_empty() {
                     return Ok(());
                 }
                 let store = state.store.clone();
                 let mut batch = store.batch();
+                let (pooled, fact_seq) = (state.pooled.clone(), state.fact_seq);
+                state.tell_pooled(&mut batch, now);
                 let mut written = state.send_home(&mut batch, &done, now).await;
                 if written.is_ok() && forget {
                     written = state.forget(&mut batch, now);
@@ -412,11 +630,25 @@ impl Actor for AdReservations {
                     for (campaign_id, lease) in done {
                         state.book.take_lease(&campaign_id, lease);
                     }
+                    (state.pooled, state.fact_seq) = (pooled, fact_seq);
                     tracing::warn!(error = %e, "the ad book's upkeep failed; the next tick tries again");
                 }
             }
+            AdMsg::Learn { region, facts, now, reply } => {
+                let _ = reply.send(state.learn(&region, &facts, now));
+            }
+            AdMsg::LearnFeed { page, now, reply } => {
+                let _ = reply.send(state.learn_feed(&page, now));
+            }
+            AdMsg::FeedCursor(reply) => {
+                let _ = reply.send(state.feed_cursor);
+            }
             AdMsg::Observe(reply) => {
                 let _ = reply.send(state.book.clone());
+            }
+            AdMsg::ObservePace { key_id, now, reply } => {
+                let counted = state.paces.get_mut(&key_id).map_or((0, 0), |pace| pace.counted(now));
+                let _ = reply.send(counted);
             }
         }
         Ok(())

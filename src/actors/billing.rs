@@ -441,7 +441,8 @@ impl BillingState {
                 | Outgoing::Introduced { .. }
                 | Outgoing::ReceiptRoot(_)
                 | Outgoing::AdSettle { .. }
-                | Outgoing::AdEvent(_) => {}
+                | Outgoing::AdEvent(_)
+                | Outgoing::AdFact(_) => {}
                 Outgoing::Usage { event, lease_id } => {
                     if !tally.count(&mut batch, event)? {
                         taken.already_billed += 1;

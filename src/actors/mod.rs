@@ -1,6 +1,7 @@
 //! The actors of a node, one per file. Each owns one piece of mutable state,
 //! handles its messages one at a time, and answers `Observe` with a snapshot.
 
+pub mod ad_feed;
 pub mod ad_reservations;
 pub mod analytics;
 pub mod billing;

@@ -43,6 +43,9 @@ pub struct ReplicationStatus {
     /// Home's newest nonce feed sequence, and the last one learned here.
     pub feed_head: AtomicU64,
     pub feed_learned: AtomicU64,
+    /// Home's newest ad feed sequence, and the last one learned here.
+    pub ad_feed_head: AtomicU64,
+    pub ad_feed_learned: AtomicU64,
 }
 
 impl ReplicationStatus {

@@ -97,10 +97,7 @@ pub enum Command {
 }
 
 /// What `svc up` does not run yet.
-pub const NOT_YET: &[&str] = &[
-    "svc client publish (business systems sign publish requests with svc::client)",
-    "ads' conversation exclusion and pool pace across regions (each region keeps its own)",
-];
+pub const NOT_YET: &[&str] = &["svc client publish (business systems sign publish requests with svc::client)"];
 
 pub fn run(cli: Cli) -> i32 {
     match cli.command {

@@ -21,6 +21,7 @@ pub fn routes() -> Router<Region> {
     Router::new()
         .route("/internal/v1/log", get(log))
         .route("/internal/v1/nonces", get(nonces))
+        .route("/internal/v1/ad-feed", get(ad_feed))
         .route("/internal/v1/report", post(report))
         .route("/internal/v1/lease", post(lease))
         .route("/internal/v1/ad-lease", post(ad_lease))
@@ -84,6 +85,13 @@ async fn nonces(State(state): State<Region>, req: Request) -> Result<Response> {
     let admitted = internal::admit(&state, &link_request(&parts), &[])?;
     let query = query(&parts)?;
     Ok(sealed(&admitted, POSTCARD, None, internal::nonce_feed(&state, query.after, query.wait_ms).await?))
+}
+
+async fn ad_feed(State(state): State<Region>, req: Request) -> Result<Response> {
+    let (parts, _) = req.into_parts();
+    let admitted = internal::admit(&state, &link_request(&parts), &[])?;
+    let query = query(&parts)?;
+    Ok(sealed(&admitted, POSTCARD, None, internal::ad_feed(&state, query.after, query.wait_ms).await?))
 }
 
 fn query(parts: &Parts) -> Result<LogQuery> {

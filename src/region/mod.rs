@@ -106,6 +106,7 @@ pub struct Replica {
     pub replicator: Mailbox<crate::actors::replicator::ReplicatorMsg>,
     pub uplink: Mailbox<crate::actors::uplink::UplinkMsg>,
     pub nonce_feed: Mailbox<crate::actors::nonce_feed::NonceFeedMsg>,
+    pub ad_feed: Mailbox<crate::actors::ad_feed::AdFeedMsg>,
     pub status: Arc<crate::actors::replicator::ReplicationStatus>,
     pub link: Arc<crate::replication::link::HomeLink>,
     /// What the region reports home, written with what it reports.
@@ -132,6 +133,7 @@ impl Region {
         if let Some(replica) = &self.replica {
             let _ = replica.replicator.actor().stop_and_wait(None, wait).await;
             let _ = replica.nonce_feed.actor().stop_and_wait(None, wait).await;
+            let _ = replica.ad_feed.actor().stop_and_wait(None, wait).await;
         }
         if let Some(home) = &self.home {
             let _ = home.push_worker.actor().stop_and_wait(None, wait).await;

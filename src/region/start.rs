@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorRef};
 
+use crate::actors::ad_feed::{AdFeed, AdFeedArgs};
 use crate::actors::ad_reservations::{AdArgs, AdMsg, AdReservations, AdRole};
 use crate::actors::analytics::{Analytics, AnalyticsArgs, AnalyticsMsg};
 use crate::actors::billing::{Billing, BillingArgs, BillingMsg, BillingRole};
@@ -173,13 +174,13 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         Role::Home => Some(start_home(&sup, &config, &store, &keys, &clock, &log, &blocklist, &uploads).await?),
         Role::Read => None,
     };
-    let replica = match config.role {
-        Role::Home => None,
-        Role::Read => Some(start_replica(&sup, &config, &store, &clock, &nonces, outbox.clone()).await?),
-    };
     let ad_role = match (&home, &outbox) {
-        (Some(home), _) => AdRole::Home { region: config.region.clone(), publisher: home.publisher.clone() },
-        (None, Some(outbox)) => AdRole::Region { outbox: outbox.clone() },
+        (Some(home), _) => AdRole::Home {
+            region: config.region.clone(),
+            publisher: home.publisher.clone(),
+            feed: exchange::ad_feed(&store)?,
+        },
+        (None, Some(outbox)) => AdRole::Region { region: config.region.clone(), outbox: outbox.clone() },
         (None, None) => return Err(StartError::Config("a read region without an outbox".into())),
     };
     let ad_args = AdArgs { store: store.clone(), role: ad_role };
@@ -190,6 +191,10 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
             .tick(Duration::from_secs(1), move || AdMsg::Tick { now: ad_clock.now() }),
     )
     .await?;
+    let replica = match config.role {
+        Role::Home => None,
+        Role::Read => Some(start_replica(&sup, &config, &store, &clock, &nonces, &ads, outbox.clone()).await?),
+    };
     let mut peers = std::collections::HashMap::new();
     for peer in &config.peers {
         let transport = crate::client::transport::Transport::http2(&peer.url)
@@ -361,6 +366,7 @@ async fn start_replica(
     store: &Store,
     clock: &SharedClock,
     nonces: &Mailbox<NonceMsg>,
+    ads: &Mailbox<AdMsg>,
     outbox: Option<exchange::Sequence>,
 ) -> Result<Replica, StartError> {
     let outbox = outbox.ok_or(StartError::Config("a read region without an outbox".into()))?;
@@ -388,6 +394,8 @@ async fn start_replica(
     let replicator = supervise(sup, Spec::new("replicator", Replicator, move || Ok(args.clone()))).await?;
     let feed_args = NonceFeedArgs { link: link.clone(), nonces: nonces.clone(), status: status.clone() };
     let nonce_feed = supervise(sup, Spec::new("nonce_feed", NonceFeed, move || Ok(feed_args.clone()))).await?;
+    let ad_feed_args = AdFeedArgs { link: link.clone(), ads: ads.clone(), status: status.clone() };
+    let ad_feed = supervise(sup, Spec::new("ad_feed", AdFeed, move || Ok(ad_feed_args.clone()))).await?;
     let uplink_args =
         UplinkArgs { store: store.clone(), link: link.clone(), region: config.region.clone(), status: status.clone() };
     let uplink = supervise(
@@ -396,7 +404,7 @@ async fn start_replica(
             .tick(Duration::from_millis(UPLINK_INTERVAL_MS), || UplinkMsg::Ship),
     )
     .await?;
-    Ok(Replica { replicator, uplink, nonce_feed, status, link, outbox, introductions: Default::default() })
+    Ok(Replica { replicator, uplink, nonce_feed, ad_feed, status, link, outbox, introductions: Default::default() })
 }
 
 /// How often a read region ships its outbox: part of the replay window.

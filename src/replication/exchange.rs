@@ -60,6 +60,89 @@ pub enum Outgoing {
     },
     /// An accepted render or click, for the business's analytics.
     AdEvent(crate::store::model::AdEvent),
+    /// What the other regions must know of the region's ads: home passes
+    /// it on in its ad feed.
+    AdFact(AdFact),
+}
+
+/// Something one region's ad actor saw that every region's judgements
+/// depend on: the conversation rules (R3.11 to R3.13) and a key's pool pace
+/// (R4.1.21) are one across regions. A region numbers its own, so home
+/// takes each once however often a report is shipped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdFact {
+    pub seq: u64,
+    pub at: UnixMs,
+    pub kind: AdFactKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AdFactKind {
+    /// A render was accepted in a conversation (its digest) of an item.
+    Rendered { conversation: String, item_id: String, key_id: String },
+    /// A click was accepted in a conversation of an item.
+    Clicked { conversation: String, item_id: String },
+    /// A key asked for `pools` pools in a minute (since the last such fact).
+    Pooled { key_id: String, minute: i64, pools: u64 },
+}
+
+impl AdFact {
+    fn check(&self, now: UnixMs) -> Result<(), String> {
+        check_instant("an ad fact's time", self.at, now)?;
+        match &self.kind {
+            AdFactKind::Rendered { conversation, item_id, key_id } => {
+                check_id("a conversation", conversation)?;
+                check_id("an item_id", item_id)?;
+                check_id("a key_id", key_id)
+            }
+            AdFactKind::Clicked { conversation, item_id } => {
+                check_id("a conversation", conversation)?;
+                check_id("an item_id", item_id)
+            }
+            AdFactKind::Pooled { key_id, minute, .. } => {
+                check_id("a key_id", key_id)?;
+                check_instant("a pooled minute", UnixMs(minute.saturating_mul(svc_core::time::MINUTE)), now)
+            }
+        }
+    }
+}
+
+/// An ad fact as home passes it on: the region it came from (a region
+/// skips its own) under the feed's sequence number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdFeedEntry {
+    pub seq: u64,
+    pub region: String,
+    pub fact: AdFact,
+}
+
+/// A page of home's ad feed (`GET /internal/v1/ad-feed`): its newest
+/// sequence number, the service's conversation secret (so every region
+/// draws the same digest from a `session_ref`), and the entries.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdFeedPage {
+    pub head: u64,
+    pub secret: Vec<u8>,
+    pub entries: Vec<AdFeedEntry>,
+}
+
+impl AdFeedPage {
+    /// Entries after `after`, in order, each fact in range; a secret of 32 bytes.
+    pub fn check(&self, after: u64, now: UnixMs) -> Result<(), String> {
+        if self.secret.len() != 32 {
+            return Err("home's conversation secret is not 32 bytes".into());
+        }
+        let mut last = after;
+        for entry in &self.entries {
+            if entry.seq <= last {
+                return Err(format!("ad feed entry {} is not after {last}", entry.seq));
+            }
+            last = entry.seq;
+            check_id("an ad fact's region", &entry.region)?;
+            entry.fact.check(now)?;
+        }
+        Ok(())
+    }
 }
 
 /// A batch of a region's outbox, shipped to home (`POST /internal/v1/report`).
@@ -129,6 +212,7 @@ impl Report {
                     }
                     check_instant("an ad event's time", event.at, now)?;
                 }
+                Outgoing::AdFact(fact) => fact.check(now)?,
                 Outgoing::ReceiptRoot(root) => {
                     check_instant("a receipt root's minute", root.minute, now)?;
                     if root.first_seq > root.last_seq {
@@ -339,6 +423,22 @@ pub fn outbox(store: &Store) -> StoreResult<Sequence> {
 /// Home's feed of claimed nonces.
 pub fn nonce_feed(store: &Store) -> StoreResult<Sequence> {
     Sequence::open(store, cf::NONCE_FEED)
+}
+
+/// Home's feed of ad facts, its own and its regions' (`AdFeedEntry`
+/// without its sequence number, which is its key).
+pub fn ad_feed(store: &Store) -> StoreResult<Sequence> {
+    Sequence::open(store, cf::AD_FEED)
+}
+
+/// The ad feed's entries after `after`, oldest first.
+pub fn ad_feed_after(store: &Store, after: u64, max: usize) -> StoreResult<Vec<AdFeedEntry>> {
+    let from = be(after.saturating_add(1));
+    let rows = store.scan::<(String, AdFact)>(cf::AD_FEED, &[], Some(&from), max)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(k, (region, fact))| Some(AdFeedEntry { seq: from_be(&k)?, region, fact }))
+        .collect())
 }
 
 /// Up to `max` outbox entries, oldest first, with their keys.

@@ -11,6 +11,7 @@ use svc_core::keys::{Alg, VerifyingKey};
 use svc_core::problem::Code;
 
 use super::{Error, Result};
+use crate::actors::ad_reservations::AdMsg;
 use crate::actors::analytics::AnalyticsMsg;
 use crate::actors::billing::BillingMsg;
 use crate::actors::nonce_store::NonceMsg;
@@ -18,9 +19,12 @@ use crate::actors::publisher::PublisherMsg;
 use crate::clock::monotonic;
 use crate::config::RegionCredential;
 use crate::region::Region;
-use crate::replication::exchange::{self, FeedPage, LeaseAsk, Outgoing, ReceiptsShipment, ReceiptsTaken, Report};
+use crate::replication::exchange::{
+    self, AdFeedPage, FeedPage, LeaseAsk, Outgoing, ReceiptsShipment, ReceiptsTaken, Report,
+};
 use crate::replication::{encode_frames, entries_after};
 use crate::store::model::ReceiptRoot;
+use crate::store::{cf, from_be};
 use svc_core::link;
 
 pub use crate::replication::LOG_HEAD_HEADER;
@@ -143,6 +147,18 @@ pub async fn nonce_feed(state: &Region, after: u64, wait_ms: u64) -> Result<Vec<
     encode(&FeedPage { head: snapshot.feed_seq, entries })
 }
 
+/// The ad facts after `after`, oldest first, with the feed's head and the
+/// service's conversation secret.
+pub async fn ad_feed(state: &Region, after: u64, wait_ms: u64) -> Result<Vec<u8>> {
+    state.home()?;
+    let entries =
+        long_poll(wait_ms, || exchange::ad_feed_after(&state.store, after, MAX_ENTRIES * 10).map_err(Error::from))
+            .await?;
+    let head = state.store.last_key(cf::AD_FEED)?.and_then(|k| from_be(&k)).unwrap_or(0);
+    let secret = crate::service::ads::reservations::conversation_secret(state)?;
+    encode(&AdFeedPage { head, secret, entries })
+}
+
 /// A region's report: its receipt keys are certified, its claims join
 /// home's nonce store (and so the feed), then its usage events and lease
 /// returns are billed, in order.
@@ -182,7 +198,8 @@ pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Ve
                     crate::service::writes::apply(state, change).await?;
                 }
             }
-            Outgoing::AdEvent(_) => {}
+            // The analytics and ad actors take these below.
+            Outgoing::AdEvent(_) | Outgoing::AdFact(_) => {}
             // The nonce store and billing take these below.
             Outgoing::Claim(_) | Outgoing::Usage { .. } | Outgoing::Return { .. } => {}
         }
@@ -199,6 +216,15 @@ pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Ve
     if !events.is_empty() {
         let region = report.region.clone();
         state.analytics.call(|reply| AnalyticsMsg::TakeAdEvents { region, events, reply }).await??;
+    }
+    let facts: Vec<_> = report
+        .entries
+        .iter()
+        .filter_map(|e| if let Outgoing::AdFact(fact) = e { Some(fact.clone()) } else { None })
+        .collect();
+    if !facts.is_empty() {
+        let (region, now) = (report.region.clone(), state.clock.now());
+        state.ads.call(|reply| AdMsg::Learn { region, facts, now, reply }).await??;
     }
     let taken = state.billing.call(|reply| BillingMsg::Take { report, reply }).await??;
     let reported = [("billed", taken.billed), ("already_billed", taken.already_billed)];

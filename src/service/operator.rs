@@ -126,6 +126,8 @@ pub async fn observe(state: &Region) -> Result<Done> {
         put("replicator", Some(json!({"applied": applied, "head": head, "refused": refused})));
         let (feed_head, learned) = (status.feed_head.load(Relaxed), status.feed_learned.load(Relaxed));
         put("nonce_feed", Some(json!({"head": feed_head, "learned": learned})));
+        let (ad_head, ad_learned) = (status.ad_feed_head.load(Relaxed), status.ad_feed_learned.load(Relaxed));
+        put("ad_feed", Some(json!({"head": ad_head, "learned": ad_learned})));
         put("uplink", Some(json!({"reported": status.reported.load(Relaxed)})));
     }
     let supervised = ractor::call!(state.supervisor, crate::region::supervisor::SupervisorMsg::Observe)

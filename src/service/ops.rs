@@ -43,6 +43,7 @@ pub async fn readiness(state: &Region) -> (bool, Value) {
                 "lag_ms": (lag_ms != i64::MAX).then_some(lag_ms),
                 "max_lag_ms": max,
                 "nonce_feed_head": replica.status.feed_head.load(Ordering::Relaxed),
+                "ad_feed_head": replica.status.ad_feed_head.load(Ordering::Relaxed),
             });
             (index_caught_up && lag_ms <= max, body)
         }
@@ -101,6 +102,8 @@ pub async fn metrics_text(state: &Region) -> String {
             m.total("svc_replication_refused_total", none, status.refused.load(Ordering::Relaxed));
             m.total("svc_outbox_reported_total", none, status.reported.load(Ordering::Relaxed));
             m.gauge("svc_nonce_feed_head", none, status.feed_head.load(Ordering::Relaxed) as f64);
+            m.gauge("svc_ad_feed_head", none, status.ad_feed_head.load(Ordering::Relaxed) as f64);
+            m.gauge("svc_ad_feed_learned", none, status.ad_feed_learned.load(Ordering::Relaxed) as f64);
             let pending = crate::replication::exchange::pending_count(&state.store).unwrap_or(0);
             m.gauge("svc_outbox_pending", none, pending as f64);
         }

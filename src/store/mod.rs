@@ -156,8 +156,9 @@ pub mod cf {
     /// A region's own: each render or click token's confirmations, by the
     /// token's time (ms, big-endian) ‖ its id (`AdToken`).
     pub const AD_TOKENS: &str = "ad_tokens";
-    /// A region's own: a conversation's renders and clicks of an item, by
-    /// conversation digest ‖ 0 ‖ item id (`AdConversation`), kept 24 hours.
+    /// Every node's own: a conversation's renders and clicks of an item, by
+    /// conversation digest ‖ 0 ‖ item id (`AdConversation`), kept 24 hours;
+    /// its own confirmations and the other regions' from the ad feed.
     pub const AD_CONVERSATIONS: &str = "ad_conversations";
     /// The images ads name, fetched by the service when each ad was saved,
     /// by lower-case hex SHA-256 of their bytes (`AdImage`, replicated).
@@ -165,6 +166,10 @@ pub mod cf {
     /// Home: accepted ad renders and clicks not yet counted, by its own
     /// event sequence (`AdEvent`); the analytics actor folds and deletes them.
     pub const AD_EVENTS: &str = "ad_events";
+    /// Home: the ad facts every region must know (conversations' renders
+    /// and clicks, keys' pools), by feed sequence (`(region, AdFact)`),
+    /// kept 25 hours; regions long-poll it.
+    pub const AD_FEED: &str = "ad_feed";
     /// Home: ad renders, clicks and spend per business, hour, country and
     /// group (`AdHourCounts`, keyed as `analytics`).
     pub const AD_ANALYTICS: &str = "ad_analytics";
@@ -240,6 +245,7 @@ pub mod cf {
         AD_IMAGES,
         AD_EVENTS,
         AD_ANALYTICS,
+        AD_FEED,
     ];
 }
 

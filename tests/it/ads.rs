@@ -271,7 +271,7 @@ async fn ad_call(
     home.signed(&caller.key, "POST", path, &body, "svc-retrieval", &[("idempotency-key", idem)]).await
 }
 
-/// A business with two sealed ads in one funded cpm campaign.
+/// A business with two sealed ads in one funded campaign.
 async fn ads_on_sale(
     home: &Home,
     budget: &str,
@@ -279,7 +279,19 @@ async fn ads_on_sale(
     basis: &str,
     images: Option<&ImageServer>,
 ) -> (Vec<String>, String, crate::common::Business) {
-    let business = home.business("Lumen", products_scope(100_000)).await;
+    ads_of("Lumen", home, budget, net_price, basis, images).await
+}
+
+/// As `ads_on_sale`, of the business named `name`.
+async fn ads_of(
+    name: &str,
+    home: &Home,
+    budget: &str,
+    net_price: &str,
+    basis: &str,
+    images: Option<&ImageServer>,
+) -> (Vec<String>, String, crate::common::Business) {
+    let business = home.business(name, products_scope(100_000)).await;
     let mut ad_ids = Vec::new();
     for (own, headline) in [("winter", "Warm lamps"), ("desk", "Desk lamps")] {
         let saved = home.save_sealed(&business, "ads", &ad(own, headline, images)).await;
@@ -633,9 +645,8 @@ async fn ad_call_at(
     (answer.status, serde_json::from_slice(&answer.bytes).unwrap_or(Value::Null))
 }
 
-// rule: R4.2.11, R4.1.19, R4.1.20, R4.1.1, R4.2.1, R4.2.2
-#[tokio::test(flavor = "multi_thread")]
-async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_never_overspend() {
+/// Home listening on TCP with a read region `eu` of it, each the other's peer.
+async fn home_and_eu() -> (Home, svc::node::Node, svc::node::Node, tempfile::TempDir) {
     use svc::config::{Peer, RegionCredential, ReplicationConfig};
     let eu_listen = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let (home, home_node) = Home::listening(|config| {
@@ -653,6 +664,133 @@ async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_neve
     )
     .await
     .unwrap();
+    (home, home_node, eu, dir)
+}
+
+/// The ad ids of a pool answer.
+fn pooled_ids(answer: &Value) -> Vec<String> {
+    answer["ads"].as_array().map_or(vec![], |a| a.iter().map(|x| x["ad_id"].as_str().unwrap().to_owned()).collect())
+}
+
+// rule: R3.11, R3.12, R3.14, R4.1.21
+#[tokio::test(flavor = "multi_thread")]
+async fn a_conversation_and_a_keys_pace_are_one_across_regions() {
+    use crate::common::eventually;
+    use svc::actors::ad_reservations::AdMsg;
+    let (home, home_node, eu, _dir) = home_and_eu().await;
+    // A cpm campaign without repeats (0.20 a render) and a cpc one (1.00 a
+    // click), each with money enough for both regions' first leases.
+    let (_, cpm, _) = ads_on_sale(&home, "10", "200.00", "cpm", None).await;
+    let (_, cpc, _) = ads_of("Halo", &home, "100", "1.00", "cpc", None).await;
+    let caller = home.caller("Reader").await;
+    let pool_at = |addr, session: &'static str, idem: &'static str| {
+        let (home, caller) = (&home, &caller);
+        async move { ad_call_at(addr, home, caller, "/v1/ads/pool", &pool_body(session), idem).await }
+    };
+    // One conversation pools in both regions before anything is rendered.
+    let mut at_eu = Value::Null;
+    eventually("eu pools all four ads", async || {
+        home.clock.advance(1_000);
+        at_eu = pool_at(eu.addr, "moving", "pe").await.1;
+        pooled_ids(&at_eu).len() == 4
+    })
+    .await;
+    let (_, at_home) = pool_at(home_node.addr, "moving", "ph").await;
+    assert_eq!(pooled_ids(&at_home).len(), 4, "{at_home}");
+    // The first ad of a campaign in a pool, or the one that is not `but`.
+    let item = |pool: &Value, campaign: &str, but: Option<&Value>| -> Value {
+        let mut of_campaign = pool["ads"].as_array().unwrap().iter().filter(|a| {
+            payload(&a["render_token"])["campaign_id"] == campaign && but.is_none_or(|b| b["ad_id"] != a["ad_id"])
+        });
+        of_campaign.next().unwrap().clone()
+    };
+    let same = |pool: &Value, ad: &Value| -> Value {
+        pool["ads"].as_array().unwrap().iter().find(|a| a["ad_id"] == ad["ad_id"]).unwrap().clone()
+    };
+    let render =
+        |item: &Value| json!({"render_token": item["render_token"], "format": "card", "session_ref": "moving"});
+    let observe = |node: &svc::node::Node, campaign: &str| {
+        let (ads, campaign) = (node.state.ads.clone(), campaign.to_owned());
+        async move { ads.call(AdMsg::Observe).await.unwrap().leases.get(&campaign).map_or(0, |l| l.used.0) }
+    };
+
+    // At eu: a render of each campaign and a click of the cpc one, all billed there.
+    let (x, y) = (item(&at_eu, &cpm, None), item(&at_eu, &cpc, None));
+    for (i, it) in [&x, &y].into_iter().enumerate() {
+        let (_, answer) = ad_call_at(eu.addr, &home, &caller, "/v1/ads/render", &render(it), &format!("er{i}")).await;
+        assert_eq!(answer["accepted"], true, "{answer}");
+        if i == 1 {
+            let click = json!({"click_token": answer["click_token"], "session_ref": "moving"});
+            let (_, clicked) = ad_call_at(eu.addr, &home, &caller, "/v1/ads/click", &click, "ek").await;
+            assert_eq!(clicked, json!({"accepted": true}));
+        }
+    }
+    assert_eq!((observe(&eu, &cpm).await, observe(&eu, &cpc).await), (200_000, 1_000_000));
+    eventually("home took eu's outbox", async || {
+        svc::replication::exchange::pending_count(&eu.state.store).unwrap() == 0
+    })
+    .await;
+
+    // Home knows: both items are out of the conversation's pools there, a
+    // repeat render is accepted and not charged, and a repeat click within
+    // 15 minutes is accepted and not charged.
+    let (_, again) = pool_at(home_node.addr, "moving", "ph2").await;
+    let left = pooled_ids(&again);
+    assert!(!left.contains(&x["ad_id"].as_str().unwrap().to_owned()), "{again}");
+    assert!(!left.contains(&y["ad_id"].as_str().unwrap().to_owned()), "{again}");
+    assert_eq!(left.len(), 2, "{again}");
+    let (hx, hy) = (same(&at_home, &x), same(&at_home, &y));
+    let (_, repeat) = ad_call_at(home_node.addr, &home, &caller, "/v1/ads/render", &render(&hx), "hr1").await;
+    assert_eq!(repeat["accepted"], true, "a repeat render is accepted: {repeat}");
+    let (_, rendered) = ad_call_at(home_node.addr, &home, &caller, "/v1/ads/render", &render(&hy), "hr2").await;
+    let click = json!({"click_token": rendered["click_token"], "session_ref": "moving"});
+    let (_, clicked) = ad_call_at(home_node.addr, &home, &caller, "/v1/ads/click", &click, "hk").await;
+    assert_eq!(clicked, json!({"accepted": true}));
+    assert_eq!((observe(&home_node, &cpm).await, observe(&home_node, &cpc).await), (0, 0), "repeats, not charged");
+
+    // At home: a first render of the other cpm ad, which eu then leaves out too.
+    let w = item(&at_home, &cpm, Some(&x));
+    let (_, answer) = ad_call_at(home_node.addr, &home, &caller, "/v1/ads/render", &render(&w), "hr3").await;
+    assert_eq!(answer["accepted"], true, "{answer}");
+    assert_eq!(observe(&home_node, &cpm).await, 200_000, "a first render is charged");
+    let feed_head = || svc::replication::exchange::ad_feed(&home_node.state.store).unwrap().last();
+    eventually("eu learned home's ad feed", async || {
+        eu.state.ads.call(AdMsg::FeedCursor).await.unwrap() >= feed_head()
+    })
+    .await;
+    let (_, at_eu) = pool_at(eu.addr, "moving", "pe2").await;
+    assert_eq!(pooled_ids(&at_eu), [item(&at_home, &cpc, Some(&y))["ad_id"].as_str().unwrap()], "{at_eu}");
+
+    // A key's pace: eu's pools up to the hour's 600 leave it none at home
+    // either, until it renders.
+    let now = home.clock.now();
+    let mut at_eu_only = 0;
+    loop {
+        let (key_id, asks) = (caller.key_id.clone(), vec![]);
+        let paced = eu.state.ads.call(|reply| AdMsg::Pool { key_id, asks, pace: true, now, reply }).await.unwrap();
+        if paced.unwrap().is_err() {
+            break;
+        }
+        at_eu_only += 1;
+    }
+    assert!(at_eu_only > 590, "eu counted home's few pools and its own: {at_eu_only}");
+    let pace = |node: &svc::node::Node| {
+        let (ads, key_id) = (node.state.ads.clone(), caller.key_id.clone());
+        async move { ads.call(|reply| AdMsg::ObservePace { key_id, now, reply }).await.unwrap() }
+    };
+    eventually("home counts eu's pools", async || pace(&home_node).await.0 >= 600).await;
+    let (status, refused) = pool_at(home_node.addr, "moving", "ph3").await;
+    assert_eq!((status, refused["code"].as_str()), (429, Some("rate_limited")), "{refused}");
+    // Every pool and render is counted alike in both regions once told.
+    eventually("both regions count the key alike", async || pace(&home_node).await == pace(&eu).await).await;
+    let (pools, renders) = pace(&eu).await;
+    assert!(pools >= 600 && renders == 5, "{pools} pools, {renders} renders");
+}
+
+// rule: R4.2.11, R4.1.19, R4.1.20, R4.1.1, R4.2.1, R4.2.2
+#[tokio::test(flavor = "multi_thread")]
+async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_never_overspend() {
+    let (home, home_node, eu, _dir) = home_and_eu().await;
     // One dollar at 0.20 a render: five renders, whichever region serves them.
     let (_, campaign, _) = ads_on_sale(&home, "1", "200.00", "cpm", None).await;
     let caller = home.caller("Reader").await;

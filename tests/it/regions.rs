@@ -560,6 +560,62 @@ async fn a_region_speaks_only_for_itself_and_out_of_range_values_are_refused() {
     home.stop().await;
 }
 
+// rule: R3.11, R4.1.21
+// A region's ad facts reach home once however often its outbox ships, join
+// home's ad feed under the region's name, and ones out of range are refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn home_takes_each_ad_fact_once_and_passes_it_on_in_its_feed() {
+    use svc::actors::ad_reservations::AdMsg;
+    use svc::replication::exchange::{AdFact, AdFactKind, AdFeedPage, Outgoing, Report};
+    use svc_core::ads::pace::minute_of;
+    let dir = tempfile::tempdir().unwrap();
+    let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
+    let now = svc::clock::Clock::now(&SystemClock);
+    let report = |facts: Vec<AdFact>| {
+        let entries = facts.into_iter().map(Outgoing::AdFact).collect();
+        postcard::to_stdvec(&Report { region: "eu".into(), entries }).unwrap()
+    };
+    let rendered = |seq| AdFact {
+        seq,
+        at: now,
+        kind: AdFactKind::Rendered { conversation: "c1".into(), item_id: "ad_x".into(), key_id: "k".into() },
+    };
+    let pooled =
+        AdFact { seq: 1, at: now, kind: AdFactKind::Pooled { key_id: "k".into(), minute: minute_of(now), pools: 7 } };
+    let pace = || {
+        let ads = home.state.ads.clone();
+        async move { ads.call(|reply| AdMsg::ObservePace { key_id: "k".into(), now, reply }).await.unwrap() }
+    };
+    for _ in 0..2 {
+        let taken =
+            internal_post(&home, "/internal/v1/report", &token("eu"), report(vec![pooled.clone(), rendered(2)])).await;
+        assert_eq!(taken.status, 200, "{}", String::from_utf8_lossy(&taken.bytes));
+    }
+    assert_eq!(pace().await, (7, 1), "shipped twice, counted once");
+    let again = report(vec![rendered(2), rendered(3)]);
+    assert_eq!(internal_post(&home, "/internal/v1/report", &token("eu"), again).await.status, 200);
+    assert_eq!(pace().await, (7, 2), "only the fact after the last taken");
+
+    let request = link_request("GET", "/internal/v1/ad-feed?after=0", "eu", &token("eu"), vec![]);
+    let internal = Transport::new(&format!("http://{}", home.internal_addr.unwrap())).unwrap();
+    let page: AdFeedPage = postcard::from_bytes(&internal.send(request).await.unwrap().bytes).unwrap();
+    assert_eq!(page.head, 3);
+    assert_eq!(page.secret.len(), 32);
+    let told: Vec<(&str, u64)> = page.entries.iter().map(|e| (e.region.as_str(), e.fact.seq)).collect();
+    assert_eq!(told, [("eu", 1), ("eu", 2), ("eu", 3)]);
+
+    for bad in [
+        AdFact { kind: AdFactKind::Clicked { conversation: "c1".into(), item_id: String::new() }, ..rendered(4) },
+        AdFact { kind: AdFactKind::Pooled { key_id: "k".into(), minute: i64::MAX, pools: 1 }, ..rendered(4) },
+        AdFact { at: svc_core::time::UnixMs(i64::MAX), ..rendered(4) },
+    ] {
+        let refused = internal_post(&home, "/internal/v1/report", &token("eu"), report(vec![bad])).await;
+        assert_eq!(refused.status, 400, "{}", String::from_utf8_lossy(&refused.bytes));
+    }
+    assert_eq!(pace().await, (7, 2));
+    home.stop().await;
+}
+
 // Slow posts at a read region: each holds a publishing slot there and a
 // stream to home on the connection for forwarded requests, never the one
 // replication uses. Past the region's cap they are refused at once; the

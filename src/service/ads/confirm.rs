@@ -14,7 +14,7 @@ use svc_core::problem::Code;
 use svc_core::receipt::{ReceiptCheck, verify as verify_receipt};
 use svc_core::time::UnixMs;
 
-use super::reservations::{conversation_key, conversation_secret, lease_more};
+use super::reservations::{conversation_secret, lease_more};
 use crate::actors::ad_reservations::{AdMsg, Confirmation, Confirmed};
 use crate::clock::random;
 use crate::region::{Region, ServeTimes};
@@ -323,7 +323,8 @@ async fn confirm(
         repeats: subject.repeats,
         cost: subject.cost,
         reserve_id: subject.reserve_id,
-        conversation_key: conversation_key(&digest, &subject.item_id),
+        conversation: digest,
+        item_id: subject.item_id.clone(),
         accepted_answer,
         home_is_out: false,
         business_uuid: subject.business_uuid.clone(),

@@ -19,8 +19,8 @@ use svc_core::search::serve::{receipt_row, serve_row};
 use svc_core::time::UnixMs;
 
 use super::images;
-use super::reservations::{conversation_key, conversation_secret, lease_more};
-use crate::actors::ad_reservations::AdMsg;
+use super::reservations::{conversation_secret, lease_more};
+use crate::actors::ad_reservations::{AdMsg, conversation_key};
 use crate::clock::random;
 use crate::region::{Region, ServeTimes};
 use crate::service::raw_json::RawObject;

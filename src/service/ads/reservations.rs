@@ -52,19 +52,11 @@ pub async fn lease_more(state: &Region, campaign_id: &str, cost: Micros) -> Resu
     Ok(true)
 }
 
-/// The region's secret for conversation digests (the actor draws it once).
+/// The service's secret for conversation digests: home draws it, a read
+/// region has it from home's ad feed (until then it serves no ads).
 pub fn conversation_secret(state: &Region) -> Result<Vec<u8>> {
-    state
-        .store
-        .get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?
-        .ok_or_else(|| Error::internal("no conversation secret"))
-}
-
-/// The key of what a conversation did with one item.
-pub fn conversation_key(digest: &str, item_id: &str) -> Vec<u8> {
-    let mut key = Vec::with_capacity(digest.len() + 1 + item_id.len());
-    key.extend_from_slice(digest.as_bytes());
-    key.push(0);
-    key.extend_from_slice(item_id.as_bytes());
-    key
+    state.store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.ok_or_else(|| {
+        let detail = "this region has not yet heard from home, whose secret keeps conversations one across regions";
+        Error::retry_after(svc_core::problem::Code::Unavailable, 1_000, detail)
+    })
 }

@@ -472,11 +472,7 @@ pub fn region_token(region: &str) -> String {
 
 /// Polls `check` every 25 ms for up to 30 s; panics naming `what` if it
 /// never holds.
-pub async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
+pub async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
     for _ in 0..1_200 {
         if check().await {
             return;
