@@ -190,43 +190,58 @@ async fn home_leases_a_campaigns_money_to_regions_and_never_more_than_it_may_spe
         )
         .await;
     let campaign = made.body["campaign_id"].as_str().unwrap().to_owned();
+    // Events of 0.05: a lease is whole events.
     let ask = |region: &str, want: u64| AdLeaseAsk {
         region: region.into(),
         campaign_id: campaign.clone(),
         want: Micros(want),
+        event: Micros(50_000),
+    };
+    let lease = |region: &'static str, want: u64| {
+        let ask = ask(region, want);
+        let home = &home;
+        async move { link::<Option<Lease>>(home, "/internal/v1/ad-lease", region, &ask).await.unwrap() }
+    };
+    let money = async || {
+        let shown = home.admin("POST", &format!("/admin/campaigns/{campaign}/state"), json!({"state": "active"})).await;
+        [&shown.body["spent"], &shown.body["leased"], &shown.body["left"]].map(|v| v.as_str().unwrap().to_owned())
     };
 
     // Unfunded: nothing to lease.
-    let none: Option<Lease> = link(&home, "/internal/v1/ad-lease", "eu", &ask("eu", 100)).await.unwrap();
-    assert!(none.is_none());
+    assert!(lease("eu", 100_000).await.is_none());
     home.admin("POST", &format!("/admin/campaigns/{campaign}/funds"), json!({"amount": "5"})).await;
-    // Spendable is the lesser of the budget (1.00) and the funds (5.00).
-    let eu: Option<Lease> = link(&home, "/internal/v1/ad-lease", "eu", &ask("eu", 700_000)).await.unwrap();
-    let ap: Option<Lease> = link(&home, "/internal/v1/ad-lease", "ap", &ask("ap", 700_000)).await.unwrap();
-    let (eu, ap) = (eu.unwrap(), ap.unwrap());
-    assert_eq!((eu.amount, ap.amount), (Micros(700_000), Micros(300_000)), "the second gets what is left");
-    let more: Option<Lease> = link(&home, "/internal/v1/ad-lease", "eu", &ask("eu", 1)).await.unwrap();
-    assert!(more.is_none(), "never more than the campaign may spend");
-    // A region speaks only for itself, and settles only its own lease.
+    // Spendable is the lesser of the budget (1.00) and the funds (5.00). A
+    // region's first lease is at most a third of what is left (home, eu and
+    // ap), in whole events, so each region finds some.
+    let (eu, ap) = (lease("eu", 700_000).await.unwrap(), lease("ap", 700_000).await.unwrap());
+    assert_eq!((eu.amount, ap.amount), (Micros(300_000), Micros(200_000)), "a third, then a third of the rest");
+    let mut rest = Vec::new();
+    while let Some(more) = lease("eu", 700_000).await {
+        rest.push(more.amount.0);
+    }
+    assert_eq!(rest, [500_000], "then what it asks, never more than the campaign may spend");
+    assert_eq!(money().await, ["0.00", "1.00", "0.00"]);
+    // Asks out of range, or for another region, are refused.
+    let mut zero = ask("eu", 0);
+    zero.event = Micros(0);
+    assert_eq!(link::<Option<Lease>>(&home, "/internal/v1/ad-lease", "eu", &zero).await.unwrap_err(), 400);
+    assert_eq!(link::<Option<Lease>>(&home, "/internal/v1/ad-lease", "eu", &ask("eu", 1)).await.unwrap_err(), 400);
     assert_eq!(link::<Option<Lease>>(&home, "/internal/v1/ad-lease", "eu", &ask("ap", 1)).await.unwrap_err(), 401);
+    // A region settles only its own lease, and never for more than it held.
     let theirs =
         AdLeaseSettle { region: "eu".into(), campaign_id: campaign.clone(), lease_id: ap.lease_id, used: Micros(0) };
     assert_eq!(link::<()>(&home, "/internal/v1/ad-settle", "eu", &theirs).await.unwrap_err(), 404);
-    let too_much = AdLeaseSettle { used: Micros(700_001), lease_id: eu.lease_id, ..theirs.clone() };
+    let too_much = AdLeaseSettle { used: Micros(300_001), lease_id: eu.lease_id, ..theirs.clone() };
     assert_eq!(link::<()>(&home, "/internal/v1/ad-settle", "eu", &too_much).await.unwrap_err(), 400);
-    // eu used 0.25 and hands the rest back: that much can be leased again.
+    // eu used 0.25 of its first lease and hands the rest back: that much can be leased again.
     let settled = AdLeaseSettle { used: Micros(250_000), lease_id: eu.lease_id, ..theirs };
     link::<()>(&home, "/internal/v1/ad-settle", "eu", &settled).await.unwrap();
-    let shown = home.admin("POST", &format!("/admin/campaigns/{campaign}/state"), json!({"state": "active"})).await;
-    let money = (&shown.body["spent"], &shown.body["leased"], &shown.body["left"]);
-    assert_eq!(money, (&json!("0.25"), &json!("0.30"), &json!("0.45")), "{:?}", shown.body);
-    let again: Option<Lease> = link(&home, "/internal/v1/ad-lease", "eu", &ask("eu", 1_000_000)).await.unwrap();
-    assert_eq!(again.unwrap().amount, Micros(450_000));
+    assert_eq!(money().await, ["0.25", "0.70", "0.05"]);
+    assert_eq!(lease("eu", 1_000_000).await.unwrap().amount, Micros(50_000));
     // Both regions are lost: their leases count in full once they expire,
     // so what they may have spent unreported is never given out again.
     home.clock.advance(svc::service::ads::ledger::LEASE_MS);
-    let after: Option<Lease> = link(&home, "/internal/v1/ad-lease", "eu", &ask("eu", 1_000_000)).await.unwrap();
-    assert!(after.is_none(), "0.25 settled, 0.30 and 0.45 expired: the whole 1.00 is spent");
+    assert_eq!(money().await, ["1.00", "0.00", "0.00"], "0.25 settled and 0.75 expired");
 }
 
 /// An ad showing the image server's square and landscape images, or none.
@@ -847,7 +862,8 @@ async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_neve
         async move { ads.call(svc::actors::ad_reservations::AdMsg::Observe).await.unwrap() }
     };
     assert_eq!(observe(&eu).await.leases[&campaign].used, svc_core::ads::Micros(200_000), "spent at eu");
-    assert!(!observe(&home_node).await.leases.contains_key(&campaign), "home pooled nothing");
+    let at_home = observe(&home_node).await.leases[&campaign].clone();
+    assert_eq!((at_home.amount.0, at_home.used.0), (200_000, 0), "home found some of what eu left, and spent none");
 
     // Both regions hammer the rest of the dollar at once.
     let mut racers = Vec::new();
@@ -866,12 +882,20 @@ async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_neve
     }
     let accepted: u64 = futures::future::join_all(racers).await.into_iter().sum();
     assert!((1..=4).contains(&accepted), "at most four more renders of 0.20 fit: {accepted}");
+    // Spent: what home's ledger settled (leases a region replaced) and what
+    // the regions' leases used, once eu's settlements reached home.
     let mut spent = 0;
-    for node in [&eu, &home_node] {
-        spent += observe(node).await.leases.get(&campaign).map_or(0, |l| l.used.0);
-    }
+    crate::common::eventually("eu's replaced leases settled at home", async || {
+        let shown = home.admin("POST", &format!("/admin/campaigns/{campaign}/state"), json!({"state": "active"})).await;
+        let settled = shown.body["spent"].as_str().unwrap().parse::<f64>().unwrap();
+        spent = (settled * 1e6).round() as u64;
+        for node in [&eu, &home_node] {
+            spent += observe(node).await.leases.get(&campaign).map_or(0, |l| l.used.0);
+        }
+        spent == 200_000 * (1 + accepted)
+    })
+    .await;
     assert!(spent <= 1_000_000, "never past the budget across regions: {spent}");
-    assert_eq!(spent, 200_000 * (1 + accepted), "every accepted render spent once");
 
     // Home counts every accepted render and click, eu's as its outbox
     // ships them, each once, once their hour is over.

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use svc_core::ads::Micros;
-use svc_core::ads::ledger::{Lease, Ledger};
+use svc_core::ads::ledger::{Ask, Lease, Ledger};
 use svc_core::problem::Code;
 
 use crate::campaign_ledger::{self, NotSettled};
@@ -28,6 +28,8 @@ pub struct AdLeaseAsk {
     pub region: String,
     pub campaign_id: String,
     pub want: Micros,
+    /// One event's cost: a lease is whole events.
+    pub event: Micros,
 }
 
 /// A region hands a lease back with what it used of it.
@@ -51,8 +53,8 @@ async fn write(state: &Region, campaign_id: &str, as_read: Option<&Ledger>, ledg
 /// `None` when nothing is left.
 pub async fn lease(state: &Region, ask: &AdLeaseAsk) -> Result<Option<Lease>> {
     state.home()?;
-    if ask.want.0 == 0 {
-        return Err(invalid("a lease asks for more than zero"));
+    if ask.event.0 == 0 || ask.want < ask.event {
+        return Err(invalid("a lease asks for one event's cost or more, and an event costs more than zero"));
     }
     let campaign = state
         .store
@@ -62,7 +64,9 @@ pub async fn lease(state: &Region, ask: &AdLeaseAsk) -> Result<Option<Lease>> {
         return Ok(None);
     }
     let (stored, mut ledger) = current(state, &campaign)?;
-    let lease = ledger.grant(&ask.region, ask.want, state.clock.now().plus(LEASE_MS));
+    let regions = 1 + state.config.replication.as_ref().map_or(0, |r| r.regions.len());
+    let asked = Ask { region: &ask.region, want: ask.want, event: ask.event, regions };
+    let lease = ledger.grant(asked, state.clock.now().plus(LEASE_MS));
     if lease.is_some() || stored.as_ref() != Some(&ledger) {
         write(state, &campaign.campaign_id, stored.as_ref(), &ledger).await?;
     }

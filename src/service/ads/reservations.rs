@@ -35,6 +35,7 @@ pub async fn lease_more(state: &Region, campaign_id: &str, cost: Micros) -> Resu
         region: state.config.region.clone(),
         campaign_id: campaign_id.to_owned(),
         want: Micros(cost.0.saturating_mul(LEASE_EVENTS)),
+        event: cost,
     };
     let lease: Option<Lease> = match &state.replica {
         None => ledger::lease(state, &ask).await?,

@@ -43,6 +43,17 @@ pub enum LedgerError {
     BadReport,
 }
 
+/// What a region asks of a campaign's money.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    pub region: &'a str,
+    pub want: Micros,
+    /// One event's cost: a lease is whole events.
+    pub event: Micros,
+    /// How many regions the deployment has, home among them.
+    pub regions: usize,
+}
+
 /// A lease is at least this share of what is left (1/16).
 pub const GRANT_SHARE: u64 = 16;
 
@@ -60,11 +71,21 @@ impl Ledger {
 
     /// Leases `region` what it wants of what is left, or a sixteenth of it
     /// when that is more (a busy campaign's region asks again seldom, and
-    /// most stays for the others), until `expires_at`; nothing when nothing
-    /// is left.
-    pub fn grant(&mut self, region: &str, want: Micros, expires_at: UnixMs) -> Option<Lease> {
-        let available = self.available();
-        let amount = want.max(Micros(available.0 / GRANT_SHARE)).min(available);
+    /// most stays for the others), until `expires_at`. A region's first
+    /// lease, of a deployment of `regions`, is at most a `regions`th of what
+    /// is left (but one event), so each region finds some of a small budget
+    /// before one holds it all. Always whole events of `event` (one event's
+    /// cost), so no lease holds a cent it cannot spend; nothing when not one
+    /// event is left.
+    pub fn grant(&mut self, ask: Ask<'_>, expires_at: UnixMs) -> Option<Lease> {
+        let (available, event) = (self.available().0, ask.event.0.max(1));
+        let mut amount = ask.want.0.max(available / GRANT_SHARE).min(available);
+        let first = !self.leases.iter().any(|l| l.region == ask.region);
+        if first && ask.regions > 1 {
+            amount = amount.min((available / ask.regions as u64).max(event));
+        }
+        let region = ask.region;
+        let amount = Micros(amount / event * event);
         if amount.0 == 0 {
             return None;
         }
@@ -147,10 +168,12 @@ mod tests {
     #[test]
     fn leases_come_from_what_is_left_and_settle_back() {
         let mut ledger = Ledger::new(Micros(100));
-        let a = ledger.grant("eu", Micros(60), T.plus(60_000)).unwrap();
-        let b = ledger.grant("ap", Micros(60), T.plus(60_000)).unwrap();
+        let until = T.plus(60_000);
+        let ask = |region, want, event| Ask { region, want: Micros(want), event: Micros(event), regions: 1 };
+        let a = ledger.grant(ask("eu", 60, 1), until).unwrap();
+        let b = ledger.grant(ask("ap", 60, 1), until).unwrap();
         assert_eq!((a.amount, b.amount), (Micros(60), Micros(40)), "the second gets what is left");
-        assert!(ledger.grant("home", Micros(1), T.plus(60_000)).is_none());
+        assert!(ledger.grant(ask("home", 1, 1), until).is_none());
         assert_eq!(ledger.report(a.lease_id, Micros(10)), Ok(()));
         assert_eq!(ledger.report(a.lease_id, Micros(5)), Err(LedgerError::BadReport), "running totals only grow");
         assert_eq!(ledger.report(a.lease_id, Micros(61)), Err(LedgerError::BadReport));
@@ -160,15 +183,34 @@ mod tests {
         // A lease never settled counts in full once it expires.
         ledger.expire(T.plus(60_000));
         assert_eq!((ledger.spent, ledger.available()), (Micros(60), Micros(40)));
-        let mut held = Held::of(&ledger.grant("eu", Micros(10), T.plus(60_000)).unwrap());
+        let mut held = Held::of(&ledger.grant(ask("eu", 10, 1), until).unwrap());
         assert!(held.spend(Micros(10), T));
         assert!(!held.spend(Micros(1), T), "beyond the lease");
-        let mut late = Held::of(&ledger.grant("ap", Micros(10), T.plus(60_000)).unwrap());
+        let mut late = Held::of(&ledger.grant(ask("ap", 10, 1), until).unwrap());
         assert!(!late.spend(Micros(1), T.plus(60_000 - SETTLE_MARGIN_MS)), "too near its end");
         // A busy campaign's lease is a sixteenth of what is left, when that is more.
         let mut big = Ledger::new(Micros(1_600));
-        assert_eq!(big.grant("eu", Micros(1), T).unwrap().amount, Micros(100));
-        assert_eq!(big.grant("ap", Micros(200), T).unwrap().amount, Micros(200));
+        assert_eq!(big.grant(ask("eu", 1, 1), T).unwrap().amount, Micros(100));
+        assert_eq!(big.grant(ask("ap", 200, 1), T).unwrap().amount, Micros(200));
+        // Whole events: of 1,300 left, 1,299 asked in events of 100 is 1,200.
+        assert_eq!(big.grant(ask("home", 1_299, 100), T).unwrap().amount, Micros(1_200));
+        assert!(big.grant(ask("home", 100, 200), T).is_none(), "100 left is not one event of 200");
+    }
+
+    // rule: R4.1.19
+    #[test]
+    fn each_region_finds_some_of_a_small_budget_before_one_holds_it_all() {
+        // A dollar at 0.20 an event in three regions; each asks for twenty events.
+        let ask = |region| Ask { region, want: Micros(4_000_000), event: Micros(200_000), regions: 3 };
+        let mut ledger = Ledger::new(Micros(1_000_000));
+        let eu = ledger.grant(ask("eu"), T).unwrap();
+        let home = ledger.grant(ask("home"), T).unwrap();
+        let ap = ledger.grant(ask("ap"), T).unwrap();
+        let amounts = [eu.amount, home.amount, ap.amount].map(|m| m.0);
+        assert_eq!(amounts, [200_000, 200_000, 200_000], "a third of what is left, in whole events, or one event");
+        // A region that holds a lease may take the rest.
+        assert_eq!(ledger.grant(ask("eu"), T).unwrap().amount, Micros(400_000));
+        assert!(ledger.grant(ask("ap"), T).is_none());
     }
 
     /// Regions grant, spend, report, settle, crash and lose what they had
@@ -190,8 +232,9 @@ mod tests {
                 let r = rng.below(3) as usize;
                 match rng.below(7) {
                     0 | 1 => {
-                        let want = Micros(1 + rng.below(80));
-                        if let Some(lease) = ledger.grant(regions[r], want, now.plus(20_000)) {
+                        let (want, event) = (Micros(1 + rng.below(80)), Micros(1 + rng.below(10)));
+                        let ask = Ask { region: regions[r], want, event, regions: 3 };
+                        if let Some(lease) = ledger.grant(ask, now.plus(20_000)) {
                             held[r].push(Held::of(&lease));
                         }
                     }
