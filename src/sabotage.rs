@@ -25,10 +25,12 @@ pub enum Sabotage {
     IgnoredBlocks,
     /// Read regions drop every certificate issuance but an active one.
     IgnoredCertificates,
+    /// Home leases a campaign's money as if it had four times its budget.
+    UnboundedAdLeases,
 }
 
 impl Sabotage {
-    pub const ALL: [Sabotage; 9] = [
+    pub const ALL: [Sabotage; 10] = [
         Sabotage::UnreadyAfter10s,
         Sabotage::UnbilledFetches,
         Sabotage::UnfoldedReceipts,
@@ -38,6 +40,7 @@ impl Sabotage {
         Sabotage::IgnoredWithdrawals,
         Sabotage::IgnoredBlocks,
         Sabotage::IgnoredCertificates,
+        Sabotage::UnboundedAdLeases,
     ];
 
     pub fn name(self) -> &'static str {
@@ -51,6 +54,7 @@ impl Sabotage {
             Sabotage::IgnoredWithdrawals => "ignored-withdrawals",
             Sabotage::IgnoredBlocks => "ignored-blocks",
             Sabotage::IgnoredCertificates => "ignored-certificates",
+            Sabotage::UnboundedAdLeases => "unbounded-ad-leases",
         }
     }
 

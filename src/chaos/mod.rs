@@ -2,6 +2,7 @@
 //! real `svc node` processes, its load run while its faults strike on
 //! schedule, then every invariant checked from outside, and a report.
 
+pub mod ads;
 pub mod deploy;
 pub mod disk;
 pub mod invariants;
@@ -101,6 +102,13 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
     let passkey = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Es256, &[32; 32])
         .map_err(|_| ClientError::NoKeyDrawn(svc_core::keys::Alg::Es256))?;
     let business = setup::onboard(&admin, &key, &passkey).await?;
+    // Its ads' campaign, written before the products, so a region that
+    // serves the products holds the campaign too.
+    let ads_rate = *scenario.load.ads_per_second.get_ref();
+    let campaign = match ads_rate {
+        0 => None,
+        _ => Some(ads::campaign(&admin, &business, &passkey, scenario.ad_budget_renders()).await?),
+    };
     // The other businesses push too, each with its own keys and brand.
     let mut others = Vec::new();
     for i in 1..*scenario.load.businesses.get_ref() as usize {
@@ -154,6 +162,7 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
     let fetchable: Vec<String> =
         (0..PRODUCTS).map(|sku| svc_core::ids::product_id(&business.business_uuid, &format!("SKU-{sku}"))).collect();
     let load = load::run(&keys, &targets, rates, &fetchable, duration, AUTHORITY);
+    let ad_load = ads::run(&keys, &targets, ads_rate, duration, AUTHORITY);
     let pusher = push::Business { home: &public, key: &key, onboarded: &business, authority: AUTHORITY };
     // Batch 1 published the products; the load's batches follow.
     let seqs = std::sync::atomic::AtomicU64::new(2);
@@ -191,8 +200,8 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         .collect();
     let withdrawing = withdraw_certificate(&admin, losing, (&urls, &probe), &losing_products, withdraw_at);
     let faults = strike(&mut deployment, scenario, started);
-    let (seen, mut pushed, (imported, bulk), observed, applied, blocked, withdrawn) =
-        tokio::join!(load, pushes, imports, watcher, faults, blocking, withdrawing);
+    let ((seen, ad_seen), mut pushed, (imported, bulk), observed, applied, blocked, withdrawn) =
+        tokio::join!(async { tokio::join!(load, ad_load) }, pushes, imports, watcher, faults, blocking, withdrawing);
     pushed.extend(imported);
     let healed = Instant::now();
 
@@ -200,9 +209,12 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         invariants::converged(&deployment, healed, Duration::from_secs(120)).await,
         invariants::bills_match(&deployment, &keys, &seen, Duration::from_secs(60)).await,
         invariants::receipts_provable(&deployment, &admin, &seen, Duration::from_secs(150)).await,
-        invariants::replays_refused(&seen),
+        invariants::replays_refused(&seen, &applied),
         invariants::checkpoints_consistent(&deployment, &observed).await,
     ];
+    if let Some(campaign) = &campaign {
+        invariants.push(invariants::ads_within_budget(&admin, campaign, &ad_seen).await);
+    }
     // A business whose certificate was withdrawn is served nowhere: its
     // pushes are judged by that invariant instead.
     let unserved = withdrawn.as_ref().filter(|w| w["error"].is_null()).map(|_| losing.brand.as_str());
@@ -236,13 +248,13 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         verdict,
         faults: applied,
         network: json!({"kind": deployment.network.kind(), "note": deployment.network_note}),
-        load: figures(&seen, &pushed, &bulk, [blocked.as_ref(), withdrawn.as_ref()]),
+        load: figures(&seen, &pushed, &bulk, &ad_seen, [blocked.as_ref(), withdrawn.as_ref()]),
         invariants,
     };
     let path = out.join("report.json");
-    let text =
-        serde_json::to_vec_pretty(&json!({"report": report, "seen": seen, "pushed": pushed, "checkpoints": observed}))
-            .unwrap_or_default();
+    let text = serde_json::to_vec_pretty(&json!({"report": report, "seen": seen, "ads": ad_seen, "pushed": pushed,
+            "checkpoints": observed}))
+    .unwrap_or_default();
     std::fs::write(&path, text).map_err(|source| ChaosError::Io { path: path.clone(), source })?;
     let page = out.join("report.html");
     let regions: Vec<String> = deployment.nodes.iter().map(|n| n.name.clone()).collect();
@@ -398,8 +410,19 @@ fn figures(
     seen: &[Seen],
     pushed: &[push::Pushed],
     bulk: &[push::Imported],
+    ad_seen: &[ads::AdSeen],
     [blocked, withdrawn]: [Option<&Value>; 2],
 ) -> Value {
+    let mut renders = std::collections::BTreeMap::new();
+    for s in ad_seen.iter().filter(|s| s.render_status.is_some()) {
+        let outcome = match &s.render {
+            Some(r) if r["accepted"] == true => "accepted".to_owned(),
+            Some(r) => r["reason"].as_str().unwrap_or("not accepted").to_owned(),
+            None => format!("status {}", s.render_status.unwrap_or_default()),
+        };
+        *renders.entry(outcome).or_insert(0u64) += 1;
+    }
+    let pooled = ad_seen.iter().filter(|s| s.pool_status == 200).count();
     let mut pushes = std::collections::BTreeMap::new();
     for p in pushed.iter().filter(|p| p.sku < push::BULK_SKUS) {
         *pushes.entry(format!("{:?} {}", p.action, p.status).to_lowercase()).or_insert(0u64) += 1;
@@ -415,5 +438,6 @@ fn figures(
     let fetches = seen.iter().filter(|s| matches!(s.ask, load::Ask::Fetch(_))).count();
     json!({"requests": seen.len(), "fetches": fetches, "by_status": by_status, "p50_ms": pct(0.5),
            "p99_ms": pct(0.99), "pushes": pushes, "bulk_imports": bulk,
+           "ads": {"pools": ad_seen.len(), "pooled": pooled, "renders": renders},
            "block": blocked, "certificate_withdrawn": withdrawn})
 }

@@ -115,6 +115,11 @@ pub struct Load {
     /// Answers re-sent on purpose, with their nonce, to another region.
     #[serde(default)]
     pub replays_per_second: u32,
+    /// Ad pools a second over every region in turn, each followed by the
+    /// render of its first ad there, spending a campaign of the first
+    /// business funded for half the renders the load asks.
+    #[serde(default = "zero")]
+    pub ads_per_second: Spanned<u32>,
     /// Businesses pushing at home, each at `pushes_per_second` with its
     /// own keys and brand (1 to 4; the first owns the products fetched).
     #[serde(default = "one_business")]
@@ -371,6 +376,10 @@ impl Scenario {
         if *fetches.get_ref() > 2_000 {
             return Err(refuse(fetches.span().start, "load.fetches_per_second is 0 to 2000".into()));
         }
+        let ads = &scenario.load.ads_per_second;
+        if *ads.get_ref() > 50 {
+            return Err(refuse(ads.span().start, "load.ads_per_second is 0 to 50".into()));
+        }
         let businesses = &scenario.load.businesses;
         if !(1..=4).contains(businesses.get_ref()) {
             return Err(refuse(businesses.span().start, "load.businesses is 1 to 4".into()));
@@ -423,6 +432,13 @@ impl Scenario {
 
     pub fn duration(&self) -> u64 {
         *self.duration_s.get_ref()
+    }
+
+    /// The renders the ads campaign is funded for: half of those the load
+    /// asks, so its money runs out mid-load.
+    pub fn ad_budget_renders(&self) -> u32 {
+        let asked = u64::from(*self.load.ads_per_second.get_ref()) * self.duration();
+        (asked / 2).max(1) as u32
     }
 
     /// The deployment the run needs: a network a partition can cut when a
@@ -480,6 +496,10 @@ for_s = 3
         assert_eq!(scenario.faults[0].kind(), FaultKind::Kill);
         let load = &scenario.load;
         assert_eq!((*load.fetches_per_second.get_ref(), *load.pushes_per_second.get_ref()), (0, 0));
+        assert_eq!((*load.ads_per_second.get_ref(), scenario.ad_budget_renders()), (0, 1));
+        let with_ads = SMOKE.replace("searches_per_second = 20", "searches_per_second = 20\nads_per_second = 4");
+        let scenario = Scenario::parse("ads.toml", &with_ads).unwrap();
+        assert_eq!(scenario.ad_budget_renders(), 40, "half of 4 a second for 20 s");
     }
 
     #[test]
@@ -503,6 +523,8 @@ for_s = 3
         assert_eq!(e.to_string(), format!("bad.toml:2: {}", e.reason));
         let e = refused(SMOKE.replace("searches_per_second = 20", "searches_per_second = 20\npushes_per_second = 50"));
         assert_eq!((e.line, e.reason.contains("pushes_per_second is 0 to 20")), (10, true), "{e}");
+        let e = refused(SMOKE.replace("searches_per_second = 20", "searches_per_second = 20\nads_per_second = 51"));
+        assert_eq!((e.line, e.reason.contains("ads_per_second is 0 to 50")), (10, true), "{e}");
         let e = refused("name = \"x\"\nduration_s = [".into());
         assert_eq!(e.line, 2, "{e}");
     }

@@ -40,6 +40,7 @@ pub fn routes() -> Router<Region> {
         .route("/admin/companies/{uuid}/terms-acceptance", post(accept_terms))
         .route("/admin/companies/{uuid}/owner-invitation", post(invite_owner))
         .route("/admin/businesses/{uuid}/campaigns", post(create_campaign))
+        .route("/admin/campaigns/{campaign_id}", get(show_campaign))
         .route("/admin/campaigns/{campaign_id}/funds", post(fund_campaign))
         .route("/admin/campaigns/{campaign_id}/state", post(set_campaign_state))
         .route("/admin/groups/{group_id}/retrieval-keys", post(register_retrieval_key))
@@ -228,6 +229,10 @@ async fn fund_campaign(
     JsonBody(req): JsonBody<CampaignFunds>,
 ) -> Response {
     done(operator::fund_campaign(&state, campaign_id, req).await)
+}
+
+async fn show_campaign(State(state): State<Region>, _: Operator, Path(campaign_id): Path<String>) -> Response {
+    done(operator::show_campaign(&state, &campaign_id))
 }
 
 async fn set_campaign_state(

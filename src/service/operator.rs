@@ -887,6 +887,15 @@ pub struct CampaignStateChange {
     state: String,
 }
 
+/// A campaign with its money as home counts it now.
+pub fn show_campaign(state: &Region, campaign_id: &str) -> Result<Done> {
+    let campaign = state
+        .store
+        .get::<Campaign>(cf::CAMPAIGNS, campaign_id.as_bytes())?
+        .ok_or_else(|| Error::detail(Code::NotFound, "no such campaign"))?;
+    Ok(Done::Ok(campaign_json(state, &campaign)?))
+}
+
 pub async fn set_campaign_state(state: &Region, campaign_id: String, req: CampaignStateChange) -> Result<Done> {
     let to = CampaignState::from_name(&req.state).ok_or_else(|| invalid("state is active, paused or ended"))?;
     let business = state

@@ -64,6 +64,9 @@ pub async fn lease(state: &Region, ask: &AdLeaseAsk) -> Result<Option<Lease>> {
         return Ok(None);
     }
     let (stored, mut ledger) = current(state, &campaign)?;
+    if crate::sabotage::on(crate::sabotage::Sabotage::UnboundedAdLeases) {
+        ledger.spendable = Micros(ledger.spendable.0.saturating_mul(4));
+    }
     let regions = 1 + state.config.replication.as_ref().map_or(0, |r| r.regions.len());
     let asked = Ask { region: &ask.region, want: ask.want, event: ask.event, regions };
     let lease = ledger.grant(asked, state.clock.now().plus(LEASE_MS));
