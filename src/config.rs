@@ -122,6 +122,20 @@ pub struct NodeConfig {
     /// How home fetches the images ads name when they are saved.
     #[serde(default)]
     pub ad_images: AdImagesConfig,
+    /// Paid placements' money (home's is in force everywhere).
+    #[serde(default)]
+    pub ads: AdsConfig,
+}
+
+/// Paid placements' money.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdsConfig {
+    /// The service's take of what a business pays, in basis points (0 to
+    /// 9,000): an event whose net price is N charges the campaign
+    /// N / (1 - rate). Home's rate reaches every region with its ad feed;
+    /// a read region's own is not read. It never leaves the service.
+    pub take_rate_bps: u32,
 }
 
 /// The ad-image fetcher (`image_fetch`).
@@ -444,6 +458,7 @@ impl NodeConfig {
             fault_injection: false,
             peers: Vec::new(),
             ad_images: AdImagesConfig::default(),
+            ads: AdsConfig::default(),
         }
     }
 }

@@ -46,6 +46,9 @@ const LEARNED: &[u8] = b"learned\0";
 /// The key of the service's secret for conversation digests in `ad_book`:
 /// home draws it, read regions keep home's.
 pub const CONVERSATION_SECRET: &[u8] = b"conversation_secret";
+/// The key of the take rate in force (basis points) in `ad_book`: home's
+/// from its config, a read region's from home's ad feed.
+pub const TAKE_BPS: &[u8] = b"take_bps";
 /// Home keeps its ad feed this long: past a conversation's 24 hours.
 const FEED_KEPT_MS: i64 = 25 * HOUR;
 /// Tokens' confirmations are kept this long after the token's time: past
@@ -59,7 +62,7 @@ const FORGET_PER_TICK: usize = 10_000;
 pub enum AdRole {
     /// Home applies the ledger's change through its one writer, and passes
     /// ad facts on in its feed.
-    Home { region: String, publisher: Mailbox<PublisherMsg>, feed: Sequence },
+    Home { region: String, publisher: Mailbox<PublisherMsg>, feed: Sequence, take_bps: u32 },
     /// A read region ships them home in its outbox.
     Region { region: String, outbox: Sequence },
 }
@@ -369,6 +372,9 @@ impl AdState {
         if store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.as_deref() != Some(&page.secret[..]) {
             batch.put(cf::AD_BOOK, CONVERSATION_SECRET, &page.secret);
         }
+        if store.get::<u32>(cf::AD_BOOK, TAKE_BPS)? != Some(page.take_bps) {
+            batch.put(cf::AD_BOOK, TAKE_BPS, &page.take_bps);
+        }
         // Home's feed behind this cursor: home's store was restored. What
         // it numbers anew from its head is new here; counting again what
         // was counted before would count it twice.
@@ -534,9 +540,11 @@ impl Actor for AdReservations {
         let book = Book::with_leases(leases, first_id);
         // Home draws the service's one secret; a read region keeps home's
         // from the ad feed (one it drew itself in older builds is replaced).
-        let home = matches!(args.role, AdRole::Home { .. });
-        if home && args.store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.is_none() {
-            args.store.put(cf::AD_BOOK, CONVERSATION_SECRET, &crate::clock::random::<32>().to_vec())?;
+        if let AdRole::Home { take_bps, .. } = &args.role {
+            if args.store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.is_none() {
+                args.store.put(cf::AD_BOOK, CONVERSATION_SECRET, &crate::clock::random::<32>().to_vec())?;
+            }
+            args.store.put(cf::AD_BOOK, TAKE_BPS, take_bps)?;
         }
         let read = |key: &[u8]| args.store.get::<u64>(cf::AD_BOOK, key).map(Option::unwrap_or_default);
         Ok(AdState {

@@ -13,6 +13,9 @@ use crate::config::{NodeConfig, Peer, RegionCredential, ReplicationConfig, Role}
 use crate::front_door::{FrontDoor, FrontDoorConfig, Route};
 use crate::node::Node;
 
+/// The take rate of `svc up`'s home (basis points): 20 %.
+const SANDBOX_TAKE_BPS: u32 = 2_000;
+
 pub struct Plan {
     pub data_dir: PathBuf,
     pub listen: SocketAddr,
@@ -97,6 +100,8 @@ fn region_config(
     }
     config.replication = Some(match home {
         None => {
+            // The sandbox's campaigns pay a 20 % take on their net prices.
+            config.ads.take_rate_bps = SANDBOX_TAKE_BPS;
             config.internal_listen = Some(SocketAddr::new(ip, port(offset + 2)));
             let mut regions = Vec::new();
             for &(name, role, _) in REGIONS {

@@ -174,11 +174,15 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         Role::Home => Some(start_home(&sup, &config, &store, &keys, &clock, &log, &blocklist, &uploads).await?),
         Role::Read => None,
     };
+    if config.ads.take_rate_bps > svc_core::ads::MAX_TAKE_BPS {
+        return Err(StartError::Config(format!("ads.take_rate_bps is 0 to {}", svc_core::ads::MAX_TAKE_BPS)));
+    }
     let ad_role = match (&home, &outbox) {
         (Some(home), _) => AdRole::Home {
             region: config.region.clone(),
             publisher: home.publisher.clone(),
             feed: exchange::ad_feed(&store)?,
+            take_bps: config.ads.take_rate_bps,
         },
         (None, Some(outbox)) => AdRole::Region { region: config.region.clone(), outbox: outbox.clone() },
         (None, None) => return Err(StartError::Config("a read region without an outbox".into())),

@@ -118,11 +118,14 @@ pub struct AdFeedEntry {
 
 /// A page of home's ad feed (`GET /internal/v1/ad-feed`): its newest
 /// sequence number, the service's conversation secret (so every region
-/// draws the same digest from a `session_ref`), and the entries.
+/// draws the same digest from a `session_ref`), the take rate in force,
+/// and the entries.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdFeedPage {
     pub head: u64,
     pub secret: Vec<u8>,
+    /// The take rate in force (basis points).
+    pub take_bps: u32,
     pub entries: Vec<AdFeedEntry>,
 }
 
@@ -131,6 +134,9 @@ impl AdFeedPage {
     pub fn check(&self, after: u64, now: UnixMs) -> Result<(), String> {
         if self.secret.len() != 32 {
             return Err("home's conversation secret is not 32 bytes".into());
+        }
+        if self.take_bps > svc_core::ads::MAX_TAKE_BPS {
+            return Err(format!("a take rate of {} basis points is out of range", self.take_bps));
         }
         let mut last = after;
         for entry in &self.entries {

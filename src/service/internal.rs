@@ -156,7 +156,8 @@ pub async fn ad_feed(state: &Region, after: u64, wait_ms: u64) -> Result<Vec<u8>
             .await?;
     let head = state.store.last_key(cf::AD_FEED)?.and_then(|k| from_be(&k)).unwrap_or(0);
     let secret = crate::service::ads::reservations::conversation_secret(state)?;
-    encode(&AdFeedPage { head, secret, entries })
+    let take_bps = crate::service::ads::reservations::take_rate(state)?;
+    encode(&AdFeedPage { head, secret, take_bps, entries })
 }
 
 /// A region's report: its receipt keys are certified, its claims join

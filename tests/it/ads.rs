@@ -609,6 +609,40 @@ async fn renders_and_clicks_follow_the_confirmation_table() {
     assert_eq!(days[0]["spend_gross"], json!({"amount": "0.60", "currency": "USD"}));
 }
 
+// rule: R2.8.7, R4.1.19, P2.5.33
+#[tokio::test(flavor = "multi_thread")]
+async fn a_campaign_pays_the_take_rate_on_the_net_price_and_the_rate_never_leaves_the_service() {
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| config.ads.take_rate_bps = 2_000).await;
+    // A dollar at 200.00 net a thousand: a render is 0.20 net and charges
+    // 0.25 at a 20 % take, so the dollar pays four.
+    let (_, campaign, _) = ads_on_sale(&home, "1", "200.00", "cpm", None).await;
+    let caller = home.caller("Reader").await;
+    let mut accepted = 0;
+    let mut business_uuid = String::new();
+    for round in 0..8 {
+        let session = format!("take-{round}");
+        let pooled = ad_call(&home, &caller, "/v1/ads/pool", &pool_body(&session), &format!("tp{round}")).await;
+        let Some(item) = pooled.body["ads"].as_array().unwrap().first().cloned() else { continue };
+        assert_eq!(item["net_price"], json!({"amount": "200.00", "currency": "USD", "basis": "cpm"}));
+        let text = String::from_utf8_lossy(&pooled.bytes).to_lowercase();
+        for leak in ["gross", "take", "250.00", "0.25\""] {
+            assert!(!text.contains(leak), "{leak} leaves the service: {text}");
+        }
+        business_uuid = item["business_uuid"].as_str().unwrap().to_owned();
+        let body = json!({"render_token": item["render_token"], "format": "card", "session_ref": session});
+        let answer = ad_call(&home, &caller, "/v1/ads/render", &body, &format!("tr{round}")).await;
+        accepted += u32::from(answer.body["accepted"] == true);
+    }
+    assert_eq!(accepted, 4, "0.25 a render of a dollar");
+    let shown = home.admin("GET", &format!("/admin/campaigns/{campaign}"), json!(null)).await;
+    assert_eq!(shown.body["left"], "0.00", "{:?}", shown.body);
+    // The business sees what it paid.
+    home.clock.advance(3_600_000);
+    let days = ad_days(&home, &business_uuid).await;
+    assert_eq!(days[0]["ad_renders"], 4);
+    assert_eq!(days[0]["spend_gross"], json!({"amount": "1.00", "currency": "USD"}));
+}
+
 /// The days of a business's analytics with ad figures, once home folded
 /// what it holds.
 async fn ad_days(home: &Home, business_uuid: &str) -> Vec<Value> {

@@ -7,14 +7,14 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use svc_core::ads::campaign::Repeats;
 use svc_core::ads::tokens::{self, CLICK_V1, ClickToken, RENDER_V1, RenderToken};
-use svc_core::ads::{Basis, Format, Micros, Placement, event_cost};
+use svc_core::ads::{Basis, Format, Micros, Placement, event_charge};
 use svc_core::dsse::Envelope;
 use svc_core::keyset::Purpose;
 use svc_core::problem::Code;
 use svc_core::receipt::{ReceiptCheck, verify as verify_receipt};
 use svc_core::time::UnixMs;
 
-use super::reservations::{conversation_secret, lease_more};
+use super::reservations::{conversation_secret, lease_more, take_rate};
 use crate::actors::ad_reservations::{AdMsg, Confirmation, Confirmed};
 use crate::clock::random;
 use crate::region::{Region, ServeTimes};
@@ -161,7 +161,7 @@ pub async fn render(state: &Region, caller: &Caller, idempotency_key: String) ->
                 placement: Placement::Ad,
                 basis: terms.basis,
                 repeats: terms.repeats,
-                cost: event_cost(terms.net_price, terms.basis),
+                cost: event_charge(terms.net_price, terms.basis, take_rate(state)?),
                 reserve_id: Some(token.reserve_id),
                 since,
                 token_key: token_key(since, &token.token_id),
@@ -256,7 +256,7 @@ fn sponsored(
         placement: terms.placement,
         basis: terms.basis,
         repeats: terms.repeats,
-        cost: event_cost(terms.net_price, terms.basis),
+        cost: event_charge(terms.net_price, terms.basis, take_rate(state)?),
         reserve_id: None,
         since,
         token_key: token_key(since, &format!("{retrieval_id}\0{record_id}")),
@@ -286,7 +286,7 @@ pub async fn click(state: &Region, caller: &Caller, idempotency_key: String) -> 
         placement: token.placement,
         basis: token.basis,
         repeats: Repeats { allowed: false, max_per_conversation: 1 },
-        cost: event_cost(net_price, Basis::Cpc),
+        cost: event_charge(net_price, Basis::Cpc, take_rate(state)?),
         reserve_id: None,
         since,
         token_key: token_key(since, &token.token_id),

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use svc_core::ads::pool::{self, Candidate, Pool};
 use svc_core::ads::reserve::Short;
 use svc_core::ads::tokens::{self, RENDER_V1, RenderToken};
-use svc_core::ads::{Format, Micros, event_cost};
+use svc_core::ads::{Format, Micros, event_charge};
 use svc_core::ids::RecordType;
 use svc_core::problem::{Code, Problem};
 use svc_core::receipt::{Receipt, ReceiptRow};
@@ -202,10 +202,14 @@ async fn reserve(
     mut admission: Admission<'_>,
 ) -> Result<Vec<(Found, u64)>> {
     let now = admission.now;
-    // One event's cost per campaign: a render's for cpm, a click's for cpc.
+    // One event's charge per campaign: a render's for cpm, a click's for cpc.
+    let take_bps = super::reservations::take_rate(state)?;
     let costs: HashMap<String, Micros> = found
         .iter()
-        .map(|f| (f.campaign.campaign_id.clone(), event_cost(f.campaign.terms.net_price, f.campaign.terms.basis)))
+        .map(|f| {
+            let terms = &f.campaign.terms;
+            (f.campaign.campaign_id.clone(), event_charge(terms.net_price, terms.basis, take_bps))
+        })
         .collect();
     let mut reserves: HashMap<String, u64> = HashMap::new();
     let mut out: HashSet<String> = HashSet::new();

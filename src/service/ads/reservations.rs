@@ -9,7 +9,7 @@ use svc_core::ads::Micros;
 use svc_core::ads::ledger::{Held, Lease};
 
 use super::ledger::{self, AdLeaseAsk};
-use crate::actors::ad_reservations::{AdMsg, CONVERSATION_SECRET};
+use crate::actors::ad_reservations::{AdMsg, CONVERSATION_SECRET, TAKE_BPS};
 use crate::region::Region;
 use crate::service::{Error, Result};
 use crate::store::cf;
@@ -53,11 +53,20 @@ pub async fn lease_more(state: &Region, campaign_id: &str, cost: Micros) -> Resu
     Ok(true)
 }
 
+/// What a read region serves no ads without until home's ad feed brings it.
+fn not_heard_from_home() -> Error {
+    let detail = "this region has not yet heard from home, whose ad feed brings the conversation secret and take rate";
+    Error::retry_after(svc_core::problem::Code::Unavailable, 1_000, detail)
+}
+
 /// The service's secret for conversation digests: home draws it, a read
-/// region has it from home's ad feed (until then it serves no ads).
+/// region has it from home's ad feed.
 pub fn conversation_secret(state: &Region) -> Result<Vec<u8>> {
-    state.store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.ok_or_else(|| {
-        let detail = "this region has not yet heard from home, whose secret keeps conversations one across regions";
-        Error::retry_after(svc_core::problem::Code::Unavailable, 1_000, detail)
-    })
+    state.store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.ok_or_else(not_heard_from_home)
+}
+
+/// The take rate in force (basis points): home's config, at a read region
+/// from home's ad feed.
+pub fn take_rate(state: &Region) -> Result<u32> {
+    state.store.get::<u32>(cf::AD_BOOK, TAKE_BPS)?.ok_or_else(not_heard_from_home)
 }

@@ -172,6 +172,25 @@ impl Micros {
     }
 }
 
+/// The most the service may take of what a business pays (basis points): 90 %.
+pub const MAX_TAKE_BPS: u32 = 9_000;
+
+/// What a business pays for an event whose net price is `net`, at the
+/// service's take rate of `take_bps` basis points of what is paid: rounded
+/// up, so the service never takes less than its rate. Gross prices and the
+/// rate stay inside the service (R2.8.7): items show the net price.
+pub fn gross(net: Micros, take_bps: u32) -> Micros {
+    let keep = 10_000 - u128::from(take_bps.min(MAX_TAKE_BPS));
+    let gross = (u128::from(net.0) * 10_000).div_ceil(keep);
+    Micros(u64::try_from(gross).unwrap_or(u64::MAX))
+}
+
+/// What one billable event charges a campaign's budget: its net cost
+/// grossed up by the take rate.
+pub fn event_charge(net_price: Micros, basis: Basis, take_bps: u32) -> Micros {
+    gross(event_cost(net_price, basis), take_bps)
+}
+
 /// What one billable event costs a campaign: a render of a `cpm` campaign
 /// is a thousandth of its price (rounded up, so a thousand renders never
 /// cost less than the price), a click of a `cpc` campaign its price.
@@ -233,6 +252,16 @@ mod tests {
         assert_eq!(event_cost(Micros(5_000_000), Basis::Cpm), Micros(5_000));
         assert_eq!(event_cost(Micros(1_001), Basis::Cpm), Micros(2), "rounded up");
         assert_eq!(event_cost(Micros(400_000), Basis::Cpc), Micros(400_000));
+    }
+
+    // rule: R2.8.7
+    #[test]
+    fn a_campaign_is_charged_the_net_cost_grossed_up_by_the_take_rate() {
+        // A 20 % take: a 0.20 net render charges 0.25, of which 0.05 is the service's.
+        assert_eq!(event_charge(Micros(200_000_000), Basis::Cpm, 2_000), Micros(250_000));
+        assert_eq!(gross(Micros(200_000), 0), Micros(200_000), "no take, no mark-up");
+        assert_eq!(gross(Micros(1), 3_000), Micros(2), "rounded up: never less than the rate");
+        assert_eq!(gross(Micros(100), 20_000), Micros(1_000), "at most 90 %");
     }
 
     // rule: R4.3.1, R4.3.2, R4.3.3, R4.3.4, R4.3.5, R2.8.2
