@@ -59,14 +59,16 @@ fn body_of(held: &Held) -> Value {
     })
 }
 
-/// The answer's statement, checked under the statement key; answers its payload.
+/// The answer's statement, checked under the statement key's P-256 half
+/// (a short-lived statement carries that one signature); answers its payload.
 fn statement(home: &Home, answer: &Value) -> Value {
     let envelope = svc_core::dsse::Envelope::from_value(&answer["statement"]).unwrap();
+    assert_eq!(envelope.signatures.len(), 1, "one signature: not a long-lived artefact");
     let payload = home
         .state
         .keys
         .statement
-        .verify(&envelope, "application/vnd.service.verify-statement.v1+json")
+        .verify_short_lived(&envelope, "application/vnd.service.verify-statement.v1+json")
         .expect("signed by the statement key");
     serde_json::from_slice(&payload).unwrap()
 }

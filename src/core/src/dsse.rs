@@ -205,6 +205,19 @@ impl DualKey {
     pub fn verify(&self, envelope: &Envelope, expected_type: &str) -> Result<Vec<u8>, Reason> {
         envelope.verify_dual(expected_type, &self.classical.verifying_key(), &self.post_quantum.verifying_key())
     }
+
+    /// Signs a short-lived statement (one answer's attestation, such as
+    /// `verify-statement.v1`) with the P-256 half alone: two signatures are
+    /// for long-lived artefacts (P2.1.5), and an ML-DSA-65 signature costs
+    /// more than the judgement it would attest.
+    pub fn sign_short_lived(&self, payload_type: &str, payload: &[u8]) -> Envelope {
+        Envelope::sign(payload_type, payload, &[&self.classical])
+    }
+
+    /// Verifies a short-lived statement: the P-256 half's signature.
+    pub fn verify_short_lived(&self, envelope: &Envelope, expected_type: &str) -> Result<Vec<u8>, Reason> {
+        envelope.verify(expected_type, &self.classical.verifying_key())
+    }
 }
 
 /// Reads the `v` member of a JSON payload and checks it is one of `known`.

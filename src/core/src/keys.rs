@@ -121,6 +121,14 @@ impl SigningKey {
     }
 }
 
+/// Whether `sig` is a valid ES256 signature of `msg` by `key`. Either
+/// form of S verifies (authenticators do not normalise it).
+pub fn es256_verify(key: &p256::ecdsa::VerifyingKey, msg: &[u8], sig: &p256::ecdsa::Signature) -> bool {
+    let point = key.to_sec1_point(false);
+    let public = ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, point.as_bytes());
+    public.verify(msg, &sig.to_bytes()).is_ok()
+}
+
 /// A public key.
 #[derive(Clone, PartialEq)]
 pub enum VerifyingKey {
@@ -151,10 +159,7 @@ impl VerifyingKey {
             VerifyingKey::Ed25519(k) => {
                 ed25519_dalek::Signature::from_slice(sig).is_ok_and(|s| k.verify_strict(msg, &s).is_ok())
             }
-            VerifyingKey::Es256(k) => {
-                use signature::Verifier;
-                p256::ecdsa::Signature::from_slice(sig).is_ok_and(|s| k.verify(msg, &s).is_ok())
-            }
+            VerifyingKey::Es256(k) => p256::ecdsa::Signature::from_slice(sig).is_ok_and(|s| es256_verify(k, msg, &s)),
             VerifyingKey::MlDsa65(k) => {
                 use signature::Verifier;
                 ml_dsa::Signature::<ml_dsa::MlDsa65>::try_from(sig).is_ok_and(|s| k.verify(msg, &s).is_ok())

@@ -230,7 +230,8 @@ pub async fn judge(state: &Region, client: Option<std::net::IpAddr>, bytes: &[u8
         "checked_at": now.to_rfc3339_millis(),
     });
     let signed = svc_core::canonical::to_signed_bytes(&answer).map_err(Error::internal)?;
-    answer["statement"] = json!(state.keys.statement_key().sign(&payload_type("verify-statement.v1"), &signed));
+    let statement = state.keys.statement_key().sign_short_lived(&payload_type("verify-statement.v1"), &signed);
+    answer["statement"] = json!(statement);
     Ok(answer)
 }
 

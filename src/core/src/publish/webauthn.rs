@@ -146,8 +146,7 @@ pub fn verify_assertion(
     let mut signed = authenticator_data;
     signed.extend_from_slice(&sha256(&client_data_json));
     // P-256 does not normalise S: authenticators emit high-S signatures too.
-    use p256::ecdsa::signature::Verifier;
-    public.verify(&signed, &signature).map_err(|_| Reason::SignatureInvalid)
+    if crate::keys::es256_verify(public, &signed, &signature) { Ok(()) } else { Err(Reason::SignatureInvalid) }
 }
 
 /// The signature counter an assertion reports, for the caller's clone check.
