@@ -124,7 +124,7 @@ impl Register for Lookups<'_> {
     fn business_key(&self, key_id: &str) -> Option<RegisteredKey> {
         let key = self.state.registry.business_key(key_id).ok()??;
         Some(RegisteredKey {
-            public: crate::service::auth::key_from_jwk(&key.jwk)?,
+            public: self.state.jwk_keys.get(&key.jwk)?,
             validity: key.validity(),
             business_uuid: key.business_uuid,
             purpose: key.purpose.as_str().into(),
