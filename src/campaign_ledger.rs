@@ -12,12 +12,25 @@ use crate::replication::Change;
 use crate::store::model::Campaign;
 use crate::store::{Store, StoreResult, cf};
 
+/// The key of a campaign's credit in home's `ad_book`: charges home gave
+/// back because two regions made them for one conversation.
+pub fn credit_key(campaign_id: &str) -> Vec<u8> {
+    [b"credit\0".as_slice(), campaign_id.as_bytes()].concat()
+}
+
+/// What home credited back to a campaign so far.
+pub fn credit(store: &Store, campaign_id: &str) -> StoreResult<Micros> {
+    Ok(store.get::<Micros>(cf::AD_BOOK, &credit_key(campaign_id))?.unwrap_or_default())
+}
+
 /// The campaign's ledger as stored, and as it stands now: its spendable
-/// amount follows the campaign's, and leases past their time are ended.
+/// amount follows the campaign's, plus what home credited back (that much
+/// of what was spent was charged twice), and leases past their time are ended.
 pub fn current(store: &Store, campaign: &Campaign, now: UnixMs) -> StoreResult<(Option<Ledger>, Ledger)> {
     let stored = store.get::<Ledger>(cf::CAMPAIGN_LEDGERS, campaign.campaign_id.as_bytes())?;
     let mut ledger = stored.clone().unwrap_or_default();
-    ledger.spendable = campaign.spendable();
+    let credit = credit(store, &campaign.campaign_id)?;
+    ledger.spendable = Micros(campaign.spendable().0.saturating_add(credit.0));
     ledger.expire(now);
     Ok((stored, ledger))
 }

@@ -27,8 +27,8 @@ use svc_core::time::{HOUR, MINUTE, UnixMs};
 use crate::actors::error::ActorError;
 use crate::actors::mailbox::Mailbox;
 use crate::actors::publisher::PublisherMsg;
-use crate::replication::exchange::{AdFact, AdFactKind, AdFeedPage, Outgoing, Sequence};
-use crate::store::model::{AdConfirmation, AdConversation, AdEvent, AdToken};
+use crate::replication::exchange::{AdFact, AdFactKind, AdFeedPage, Charge, Outgoing, Sequence};
+use crate::store::model::{AdConfirmation, AdConversation, AdEvent, AdRefund, AdToken, Campaign};
 use crate::store::{Batch, Store, be, cf};
 
 /// The prefix of each lease's key in `ad_book` (then the campaign id).
@@ -314,26 +314,46 @@ impl AdState {
 
     /// Counts another region's fact here, as a confirmation or pool of this
     /// region's own is counted. A fact past a conversation's day is moot.
-    fn apply(&mut self, conversations: &mut Conversations<'_>, fact: &AdFact, now: UnixMs) -> Result<(), ActorError> {
+    /// Answers, for home, a charge the fact made that another region's
+    /// render or click of the same conversation had made first: two regions
+    /// confirmed it before either knew of the other (R3.12 to R3.14).
+    fn apply(
+        &mut self,
+        conversations: &mut Conversations<'_>,
+        fact: &AdFact,
+        now: UnixMs,
+    ) -> Result<Option<Charge>, ActorError> {
         if now.0 - fact.at.0 >= SESSION_KEPT_MS {
-            return Ok(());
+            return Ok(None);
         }
+        let mut twice = None;
         match &fact.kind {
-            AdFactKind::Rendered { conversation, item_id, key_id } => {
+            AdFactKind::Rendered { conversation, item_id, key_id, charge } => {
                 let held = conversations.get(conversation_key(conversation, item_id), fact.at)?;
+                if let Some(charge) = charge {
+                    let repeats = self.repeats(&charge.campaign_id)?;
+                    twice = confirm::render_charged_twice(repeats, held.renders).then(|| charge.clone());
+                }
                 held.renders = held.renders.saturating_add(1);
                 held.rendered_at = held.rendered_at.max(Some(fact.at));
                 self.paces.entry(key_id.clone()).or_default().add(minute_of(fact.at), 0, 1, now);
             }
-            AdFactKind::Clicked { conversation, item_id } => {
+            AdFactKind::Clicked { conversation, item_id, charge } => {
                 let held = conversations.get(conversation_key(conversation, item_id), fact.at)?;
+                twice = charge.clone().filter(|_| confirm::click_charged_twice(held.clicked_at, fact.at));
                 held.clicked_at = held.clicked_at.max(Some(fact.at));
             }
             AdFactKind::Pooled { key_id, minute, pools } => {
                 self.paces.entry(key_id.clone()).or_default().add(*minute, *pools, 0, now);
             }
         }
-        Ok(())
+        Ok(twice)
+    }
+
+    /// Whether and how often a campaign charges repeats in a conversation.
+    fn repeats(&self, campaign_id: &str) -> Result<Repeats, ActorError> {
+        let campaign = self.store.get::<Campaign>(cf::CAMPAIGNS, campaign_id.as_bytes())?;
+        Ok(campaign.map_or(Repeats { allowed: false, max_per_conversation: 1 }, |c| c.terms.repeats))
     }
 
     /// Home: takes a region's facts after the last taken from it, counts
@@ -350,9 +370,27 @@ impl AdState {
         let store = self.store.clone();
         let mut batch = store.batch();
         let mut conversations = Conversations::new(&store);
+        let mut credits: HashMap<String, Micros> = HashMap::new();
         for fact in fresh {
-            self.apply(&mut conversations, fact, now)?;
+            if let Some(charge) = self.apply(&mut conversations, fact, now)? {
+                // Credited back to the campaign, and taken off the business's spend.
+                let credit = credits.entry(charge.campaign_id.clone()).or_default();
+                *credit = Micros(credit.0.saturating_add(charge.amount.0));
+                let refund = AdRefund {
+                    business_uuid: charge.business_uuid,
+                    group_id: charge.group_id,
+                    country: charge.country,
+                    at: fact.at,
+                    amount: charge.amount,
+                };
+                batch.put(cf::AD_REFUNDS, &[region.as_bytes(), &[0], &be(fact.seq)].concat(), &refund);
+            }
             feed.append(&mut batch, &(region.to_owned(), fact.clone()));
+        }
+        for (campaign_id, credit) in credits {
+            let held = crate::campaign_ledger::credit(&store, &campaign_id)?;
+            let key = crate::campaign_ledger::credit_key(&campaign_id);
+            batch.put(cf::AD_BOOK, &key, &Micros(held.0.saturating_add(credit.0)));
         }
         conversations.write(&mut batch);
         batch.put(cf::AD_BOOK, &learned_key, &last);
@@ -384,6 +422,7 @@ impl AdState {
             if entry.seq <= cursor {
                 continue;
             }
+            // Home alone credits a charge made twice.
             if entry.region != region {
                 self.apply(&mut conversations, &entry.fact, now)?;
             }
@@ -476,15 +515,23 @@ impl AdState {
             }
             batch.put(cf::AD_BOOK, EVENT_SEQ, &self.event_seq);
             let (conversation_id, item_id) = (ask.conversation.clone(), ask.item_id.clone());
+            let charge = (charged.0 > 0).then(|| Charge {
+                campaign_id: ask.campaign_id.clone(),
+                amount: charged,
+                business_uuid: ask.business_uuid.clone(),
+                group_id: ask.group_id.clone(),
+                country: ask.country.clone(),
+            });
             if ask.click {
                 conversation.clicked_at = Some(ask.now);
-                self.tell(batch, ask.now, AdFactKind::Clicked { conversation: conversation_id, item_id });
+                self.tell(batch, ask.now, AdFactKind::Clicked { conversation: conversation_id, item_id, charge });
             } else {
                 conversation.renders = conversation.renders.saturating_add(1);
                 conversation.rendered_at = Some(ask.now);
                 self.paces.entry(ask.key_id.clone()).or_default().rendered(ask.now);
                 let key_id = ask.key_id.clone();
-                self.tell(batch, ask.now, AdFactKind::Rendered { conversation: conversation_id, item_id, key_id });
+                let rendered = AdFactKind::Rendered { conversation: conversation_id, item_id, key_id, charge };
+                self.tell(batch, ask.now, rendered);
             }
             batch.put(cf::AD_CONVERSATIONS, &conversation_key, &conversation);
         }

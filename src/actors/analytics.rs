@@ -14,7 +14,7 @@ use svc_core::analytics::hour_of;
 
 use crate::actors::error::ActorError;
 use crate::replication::exchange::ReceiptsShipment;
-use crate::store::model::{AdEvent, AdHourCounts, HourCounts, StoredReceipt, UsageKind};
+use crate::store::model::{AdEvent, AdHourCounts, AdRefund, HourCounts, StoredReceipt, UsageKind};
 use crate::store::{Batch, Store, be, cf, keys};
 
 const APPLIED_KEY: &[u8] = keys::meta::ANALYTICS_APPLIED_SEQ;
@@ -106,7 +106,7 @@ impl AnalyticsState {
     fn fold_ad_events(&self) -> Result<bool, ActorError> {
         let events = self.store.scan::<AdEvent>(cf::AD_EVENTS, &[], None, BATCH)?;
         if events.is_empty() {
-            return Ok(false);
+            return self.fold_ad_refunds();
         }
         let mut deltas = HashMap::new();
         count_ads(events.iter().map(|(_, e)| e), &mut deltas);
@@ -114,6 +114,31 @@ impl AnalyticsState {
         self.add_ads(&mut batch, deltas)?;
         for (k, _) in &events {
             batch.delete(cf::AD_EVENTS, k);
+        }
+        batch.commit().map_err(ActorError::from)?;
+        Ok(true)
+    }
+
+    /// Takes each charge home credited back off the spend of the hour it
+    /// was counted in (once its events are folded: a write of its own).
+    fn fold_ad_refunds(&self) -> Result<bool, ActorError> {
+        let refunds = self.store.scan::<AdRefund>(cf::AD_REFUNDS, &[], None, BATCH)?;
+        if refunds.is_empty() {
+            return Ok(false);
+        }
+        let mut taken: HashMap<Vec<u8>, u64> = HashMap::new();
+        let mut batch = self.store.batch();
+        for (k, refund) in &refunds {
+            let hour = hour_of(refund.at).0;
+            let country = refund.country.as_deref().unwrap_or_default();
+            let key = keys::analytics(&refund.business_uuid, hour, country, &refund.group_id);
+            *taken.entry(key).or_default() += refund.amount.0;
+            batch.delete(cf::AD_REFUNDS, k);
+        }
+        for (key, amount) in taken {
+            let mut counts: AdHourCounts = self.store.get(cf::AD_ANALYTICS, &key)?.unwrap_or_default();
+            counts.spend = counts.spend.saturating_sub(amount);
+            batch.put(cf::AD_ANALYTICS, &key, &counts);
         }
         batch.commit().map_err(ActorError::from)?;
         Ok(true)

@@ -79,25 +79,51 @@ pub struct AdFact {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AdFactKind {
     /// A render was accepted in a conversation (its digest) of an item.
-    Rendered { conversation: String, item_id: String, key_id: String },
+    Rendered { conversation: String, item_id: String, key_id: String, charge: Option<Charge> },
     /// A click was accepted in a conversation of an item.
-    Clicked { conversation: String, item_id: String },
+    Clicked { conversation: String, item_id: String, charge: Option<Charge> },
     /// A key asked for `pools` pools in a minute (since the last such fact).
     Pooled { key_id: String, minute: i64, pools: u64 },
+}
+
+/// What a confirmation charged, so home can credit it back when another
+/// region had charged the same conversation's render or click first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Charge {
+    pub campaign_id: String,
+    pub amount: svc_core::ads::Micros,
+    /// Where the business's analytics counted it.
+    pub business_uuid: String,
+    pub group_id: String,
+    pub country: Option<String>,
+}
+
+impl Charge {
+    fn check(&self) -> Result<(), String> {
+        check_id("a charge's campaign_id", &self.campaign_id)?;
+        check_id("a charge's business_uuid", &self.business_uuid)?;
+        check_id("a charge's group_id", &self.group_id)?;
+        if self.country.as_deref().is_some_and(|c| !svc_core::ids::is_country(c)) {
+            return Err("a charge's country is not a country code".into());
+        }
+        Ok(())
+    }
 }
 
 impl AdFact {
     fn check(&self, now: UnixMs) -> Result<(), String> {
         check_instant("an ad fact's time", self.at, now)?;
         match &self.kind {
-            AdFactKind::Rendered { conversation, item_id, key_id } => {
+            AdFactKind::Rendered { conversation, item_id, key_id, charge } => {
                 check_id("a conversation", conversation)?;
                 check_id("an item_id", item_id)?;
-                check_id("a key_id", key_id)
+                check_id("a key_id", key_id)?;
+                charge.as_ref().map_or(Ok(()), Charge::check)
             }
-            AdFactKind::Clicked { conversation, item_id } => {
+            AdFactKind::Clicked { conversation, item_id, charge } => {
                 check_id("a conversation", conversation)?;
-                check_id("an item_id", item_id)
+                check_id("an item_id", item_id)?;
+                charge.as_ref().map_or(Ok(()), Charge::check)
             }
             AdFactKind::Pooled { key_id, minute, .. } => {
                 check_id("a key_id", key_id)?;

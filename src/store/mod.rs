@@ -170,6 +170,9 @@ pub mod cf {
     /// and clicks, keys' pools), by feed sequence (`(region, AdFact)`),
     /// kept 25 hours; regions long-poll it.
     pub const AD_FEED: &str = "ad_feed";
+    /// Home: charges credited back, by reporting region ‖ 0 ‖ its fact's
+    /// number (`AdRefund`); the analytics actor folds and deletes them.
+    pub const AD_REFUNDS: &str = "ad_refunds";
     /// Home: ad renders, clicks and spend per business, hour, country and
     /// group (`AdHourCounts`, keyed as `analytics`).
     pub const AD_ANALYTICS: &str = "ad_analytics";
@@ -246,6 +249,7 @@ pub mod cf {
         AD_EVENTS,
         AD_ANALYTICS,
         AD_FEED,
+        AD_REFUNDS,
     ];
 }
 

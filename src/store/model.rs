@@ -804,6 +804,19 @@ pub struct HourCounts {
     pub fetches: u64,
 }
 
+/// A charge home credited back (`ad_refunds`): another region had charged
+/// the same conversation's render or click before either knew of the
+/// other. The analytics actor takes it off the business's spend.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdRefund {
+    pub business_uuid: String,
+    pub group_id: String,
+    pub country: Option<String>,
+    /// When the charge was made: the hour it was counted in.
+    pub at: UnixMs,
+    pub amount: svc_core::ads::Micros,
+}
+
 /// What one AI group confirmed of one business's ads and paid rows in one
 /// country and hour (`ad_analytics`, keyed as `analytics` is).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

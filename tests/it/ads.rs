@@ -643,6 +643,79 @@ async fn a_campaign_pays_the_take_rate_on_the_net_price_and_the_rate_never_leave
     assert_eq!(days[0]["spend_gross"], json!({"amount": "1.00", "currency": "USD"}));
 }
 
+// rule: R3.12, R3.14, P2.5.33
+// Two regions each charge a first render of one item in one conversation
+// before either learned of the other: home, which learns both, credits the
+// second back to the campaign and takes it off the business's spend.
+#[tokio::test(flavor = "multi_thread")]
+async fn home_credits_back_a_charge_two_regions_made_for_one_conversation() {
+    use svc::replication::exchange::{AdFact, AdFactKind, Charge, Outgoing, Report, ReportTaken};
+    use svc::store::model::AdEvent;
+    use svc_core::ads::Micros;
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| {
+        use svc::config::{RegionCredential, ReplicationConfig};
+        config.replication =
+            Some(ReplicationConfig::home(vec![RegionCredential::new("eu", &crate::common::region_token("eu"))]));
+        config.internal_listen = Some("127.0.0.1:0".parse().unwrap());
+    })
+    .await;
+    // 0.20 a render, no repeats.
+    let (_, campaign, business) = ads_on_sale(&home, "10", "200.00", "cpm", None).await;
+    let caller = home.caller("Reader").await;
+    let pooled = ad_call(&home, &caller, "/v1/ads/pool", &pool_body("both"), "p").await;
+    let item = pooled.body["ads"][0].clone();
+    let render = json!({"render_token": item["render_token"], "format": "card", "session_ref": "both"});
+    assert_eq!(ad_call(&home, &caller, "/v1/ads/render", &render, "r").await.body["accepted"], true);
+    let left = || async {
+        let shown = home.admin("GET", &format!("/admin/campaigns/{campaign}"), json!(null)).await;
+        Micros::parse(shown.body["left"].as_str().unwrap()).unwrap().0
+    };
+    let before = left().await;
+
+    // eu's report of its own first render of the same item, charged, in
+    // the same conversation (the digest under the service's one secret).
+    let secret: Vec<u8> = home.state.store.get(svc::store::cf::AD_BOOK, b"conversation_secret").unwrap().unwrap();
+    let now = home.clock.now();
+    let charged = |session: &str, seq: u64| {
+        let charge = Charge {
+            campaign_id: campaign.clone(),
+            amount: Micros(200_000),
+            business_uuid: business.uuid.clone(),
+            group_id: caller.group_id.clone(),
+            country: Some("FR".into()),
+        };
+        let conversation = svc_core::ads::conversation(&secret, session);
+        let item_id = item["ad_id"].as_str().unwrap().to_owned();
+        let key_id = caller.key_id.clone();
+        let kind = AdFactKind::Rendered { conversation, item_id, key_id, charge: Some(charge) };
+        let event = AdEvent {
+            seq,
+            business_uuid: business.uuid.clone(),
+            group_id: caller.group_id.clone(),
+            country: Some("FR".into()),
+            at: now,
+            click: false,
+            charged: Micros(200_000),
+        };
+        vec![Outgoing::AdEvent(event), Outgoing::AdFact(AdFact { seq, at: now, kind })]
+    };
+    let report = |entries| Report { region: "eu".into(), entries };
+    for _ in 0..2 {
+        let taken: ReportTaken = link(&home, "/internal/v1/report", "eu", &report(charged("both", 1))).await.unwrap();
+        assert_eq!(taken.billed, 0);
+    }
+    assert_eq!(left().await, before + 200_000, "credited back once, however often the report came");
+    // A charged render in another conversation is no repeat.
+    let _: ReportTaken = link(&home, "/internal/v1/report", "eu", &report(charged("other", 2))).await.unwrap();
+    assert_eq!(left().await, before + 200_000);
+
+    // The business sees three renders and pays for two.
+    home.clock.advance(3_600_000);
+    let days = ad_days(&home, &business.uuid).await;
+    assert_eq!(days[0]["ad_renders"], 3, "{days:?}");
+    assert_eq!(days[0]["spend_gross"], json!({"amount": "0.40", "currency": "USD"}));
+}
+
 /// The days of a business's analytics with ad figures, once home folded
 /// what it holds.
 async fn ad_days(home: &Home, business_uuid: &str) -> Vec<Value> {

@@ -578,7 +578,12 @@ async fn home_takes_each_ad_fact_once_and_passes_it_on_in_its_feed() {
     let rendered = |seq| AdFact {
         seq,
         at: now,
-        kind: AdFactKind::Rendered { conversation: "c1".into(), item_id: "ad_x".into(), key_id: "k".into() },
+        kind: AdFactKind::Rendered {
+            conversation: "c1".into(),
+            item_id: "ad_x".into(),
+            key_id: "k".into(),
+            charge: None,
+        },
     };
     let pooled =
         AdFact { seq: 1, at: now, kind: AdFactKind::Pooled { key_id: "k".into(), minute: minute_of(now), pools: 7 } };
@@ -605,7 +610,10 @@ async fn home_takes_each_ad_fact_once_and_passes_it_on_in_its_feed() {
     assert_eq!(told, [("eu", 1), ("eu", 2), ("eu", 3)]);
 
     for bad in [
-        AdFact { kind: AdFactKind::Clicked { conversation: "c1".into(), item_id: String::new() }, ..rendered(4) },
+        AdFact {
+            kind: AdFactKind::Clicked { conversation: "c1".into(), item_id: String::new(), charge: None },
+            ..rendered(4)
+        },
         AdFact { kind: AdFactKind::Pooled { key_id: "k".into(), minute: i64::MAX, pools: 1 }, ..rendered(4) },
         AdFact { at: svc_core::time::UnixMs(i64::MAX), ..rendered(4) },
     ] {

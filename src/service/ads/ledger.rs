@@ -90,9 +90,11 @@ pub async fn settle(state: &Region, settle: &AdLeaseSettle) -> Result<()> {
     }
 }
 
-/// A campaign's money as home counts it: spent, leased, and left.
+/// A campaign's money as home counts it: spent (less what was charged
+/// twice and credited back), leased, and left.
 pub fn standing(state: &Region, campaign: &Campaign) -> Result<(Micros, Micros, Micros)> {
     let (_, ledger) = current(state, campaign)?;
     let leased = Micros(ledger.leases.iter().map(|l| l.amount.0).sum());
-    Ok((ledger.spent, leased, ledger.available()))
+    let credit = crate::campaign_ledger::credit(&state.store, &campaign.campaign_id)?;
+    Ok((ledger.spent.saturating_sub(credit), leased, ledger.available()))
 }

@@ -109,8 +109,28 @@ pub fn judge_click(facts: &Facts<'_>) -> Judgement {
 /// (R3.12, R3.13). `before` counts this conversation's earlier accepted
 /// renders of the item.
 pub fn render_billed(placement: Placement, basis: Basis, repeats: Repeats, before: u32) -> bool {
-    let allowed = if repeats.allowed { repeats.max_per_conversation } else { 1 };
-    placement.billed() && basis == Basis::Cpm && before < allowed
+    placement.billed() && basis == Basis::Cpm && before < renders_charged(repeats)
+}
+
+/// How many renders of an item one conversation is charged: one, or the
+/// advertiser's maximum when it allows repeats (R3.12, R3.13).
+pub fn renders_charged(repeats: Repeats) -> u32 {
+    if repeats.allowed { repeats.max_per_conversation } else { 1 }
+}
+
+/// Home, learning another region's charged render of an item after `before`
+/// renders of it in that conversation it already counted (any region's):
+/// whether the charge is one too many, made where the others were not yet
+/// known. Whichever of two such charges home learns second is the one.
+pub fn render_charged_twice(repeats: Repeats, before: u32) -> bool {
+    before >= renders_charged(repeats)
+}
+
+/// Home, learning another region's charged click at `at`: whether a click
+/// of the same item in the same conversation within 15 minutes either side
+/// was counted already, so this one should not have been billed (R3.14).
+pub fn click_charged_twice(last_click: Option<UnixMs>, at: UnixMs) -> bool {
+    last_click.is_some_and(|last| (at.0 - last.0).abs() < REPEAT_CLICK_MS)
 }
 
 /// Whether an accepted click is charged: on `cpc` campaigns of ads and
@@ -183,5 +203,21 @@ mod tests {
         assert!(!render_billed(Placement::Sponsorship, Basis::Cpm, thrice, 3));
         assert!(!render_billed(Placement::Ad, Basis::Cpc, once, 0), "a cpc campaign pays per click");
         assert!(!render_billed(Placement::Promotion, Basis::Cpm, once, 0));
+    }
+
+    // rule: R3.12, R3.13, R3.14
+    #[test]
+    fn home_finds_a_charge_two_regions_made_for_one_conversation() {
+        let once = Repeats { allowed: false, max_per_conversation: 1 };
+        let thrice = Repeats { allowed: true, max_per_conversation: 3 };
+        assert!(!render_charged_twice(once, 0));
+        assert!(render_charged_twice(once, 1));
+        assert!(!render_charged_twice(thrice, 2));
+        assert!(render_charged_twice(thrice, 3));
+        let t = UnixMs(1_795_341_600_000);
+        assert!(!click_charged_twice(None, t));
+        assert!(click_charged_twice(Some(t.plus(5 * MINUTE)), t), "the other click was later: either side counts");
+        assert!(click_charged_twice(Some(t), t.plus(15 * MINUTE - 1)));
+        assert!(!click_charged_twice(Some(t), t.plus(15 * MINUTE)));
     }
 }
