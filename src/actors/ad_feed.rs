@@ -48,8 +48,7 @@ impl AdFeed {
         let from = after.min(page.head);
         page.check(from, args.link.now()).map_err(|e| ActorError::from(LinkError::OutOfRange(e)))?;
         let now = args.link.now();
-        args.ads.call(|reply| AdMsg::LearnFeed { page, now, reply }).await??;
-        let learned = args.ads.call(AdMsg::FeedCursor).await?;
+        let learned = args.ads.call(|reply| AdMsg::LearnFeed { page, now, reply }).await??;
         args.status.ad_feed_learned.store(learned, Ordering::Relaxed);
         Ok(())
     }

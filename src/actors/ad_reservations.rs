@@ -160,11 +160,12 @@ pub enum AdMsg {
         now: UnixMs,
         reply: RpcReplyPort<Result<(), ActorError>>,
     },
-    /// A read region: a page of home's ad feed, applied with its cursor.
+    /// A read region: a page of home's ad feed, applied with its cursor;
+    /// answers the cursor after it.
     LearnFeed {
         page: AdFeedPage,
         now: UnixMs,
-        reply: RpcReplyPort<Result<(), ActorError>>,
+        reply: RpcReplyPort<Result<u64, ActorError>>,
     },
     /// A read region: its place in home's ad feed.
     FeedCursor(RpcReplyPort<u64>),
@@ -400,7 +401,7 @@ impl AdState {
     /// A read region: counts the other regions' facts of a page of home's
     /// feed (its own it counted when they happened), keeps home's secret,
     /// and moves its cursor, in one write.
-    fn learn_feed(&mut self, page: &AdFeedPage, now: UnixMs) -> Result<(), ActorError> {
+    fn learn_feed(&mut self, page: &AdFeedPage, now: UnixMs) -> Result<u64, ActorError> {
         let AdRole::Region { region, .. } = &self.role else {
             return Err(ActorError::Refused("home writes the ad feed; it does not read one"));
         };
@@ -432,7 +433,7 @@ impl AdState {
         batch.put(cf::AD_BOOK, FEED_CURSOR, &cursor);
         batch.commit()?;
         self.feed_cursor = cursor;
-        Ok(())
+        Ok(cursor)
     }
 
     fn confirm(&mut self, ask: &Confirmation, batch: &mut Batch<'_>) -> Result<Confirmed, ActorError> {

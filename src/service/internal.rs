@@ -147,8 +147,8 @@ pub async fn nonce_feed(state: &Region, after: u64, wait_ms: u64) -> Result<Vec<
     encode(&FeedPage { head: snapshot.feed_seq, entries })
 }
 
-/// The ad facts after `after`, oldest first, with the feed's head and the
-/// service's conversation secret.
+/// The ad facts after `after`, oldest first, with the feed's head, the
+/// service's conversation secret and the take rate in force.
 pub async fn ad_feed(state: &Region, after: u64, wait_ms: u64) -> Result<Vec<u8>> {
     state.home()?;
     let entries =
@@ -169,6 +169,8 @@ pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Ve
     report.check(state.clock.now()).map_err(|e| Error::detail(Code::RequestInvalid, e))?;
     let publisher = &state.home.as_ref().ok_or_else(|| Error::new(Code::NotFound))?.publisher;
     let mut roots = state.store.batch();
+    // What the nonce store, analytics and the ad actor take, in one pass.
+    let (mut claims, mut events, mut facts) = (Vec::new(), Vec::new(), Vec::new());
     for entry in &report.entries {
         match entry {
             Outgoing::ReceiptRoot(root) => {
@@ -199,30 +201,19 @@ pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Ve
                     crate::service::writes::apply(state, change).await?;
                 }
             }
-            // The analytics and ad actors take these below.
-            Outgoing::AdEvent(_) | Outgoing::AdFact(_) => {}
-            // The nonce store and billing take these below.
-            Outgoing::Claim(_) | Outgoing::Usage { .. } | Outgoing::Return { .. } => {}
+            Outgoing::Claim(claim) => claims.push(claim.clone()),
+            Outgoing::AdEvent(event) => events.push(event.clone()),
+            Outgoing::AdFact(fact) => facts.push(fact.clone()),
+            // Billing takes these below.
+            Outgoing::Usage { .. } | Outgoing::Return { .. } => {}
         }
     }
     roots.commit()?;
-    let claims =
-        report.entries.iter().filter_map(|e| if let Outgoing::Claim(c) = e { Some(c.clone()) } else { None }).collect();
     state.nonces.call(|reply| NonceMsg::Learn { claims, reply }).await??;
-    let events: Vec<_> = report
-        .entries
-        .iter()
-        .filter_map(|e| if let Outgoing::AdEvent(event) = e { Some(event.clone()) } else { None })
-        .collect();
     if !events.is_empty() {
         let region = report.region.clone();
         state.analytics.call(|reply| AnalyticsMsg::TakeAdEvents { region, events, reply }).await??;
     }
-    let facts: Vec<_> = report
-        .entries
-        .iter()
-        .filter_map(|e| if let Outgoing::AdFact(fact) = e { Some(fact.clone()) } else { None })
-        .collect();
     if !facts.is_empty() {
         let (region, now) = (report.region.clone(), state.clock.now());
         state.ads.call(|reply| AdMsg::Learn { region, facts, now, reply }).await??;

@@ -30,13 +30,16 @@ impl Pace {
     }
 
     fn forget_before(&mut self, now: UnixMs) {
-        self.minutes = self.minutes.split_off(&Self::first_minute(now));
+        let first = Self::first_minute(now);
+        // Split only when a minute has left: a pool's usual step allocates nothing.
+        if self.minutes.first_key_value().is_some_and(|(minute, _)| *minute < first) {
+            self.minutes = self.minutes.split_off(&first);
+        }
     }
 
     /// Counts a pool if the key may ask for one now; otherwise answers how
     /// long until the oldest counted minute leaves the hour (ms).
     pub fn pool(&mut self, now: UnixMs) -> Result<(), i64> {
-        self.forget_before(now);
         let (pools, renders) = self.counted(now);
         if pools >= FREE_POOLS_PER_HOUR && pools >= renders.saturating_mul(POOLS_PER_RENDER) {
             let oldest = self.minutes.keys().next().map_or(now.0, |m| m * MINUTE);
