@@ -28,12 +28,22 @@ use svc_core::time::UnixMs;
 const APPLIED_KEY: &[u8] = keys::meta::INDEX_APPLIED_SEQ;
 /// Entries read per step.
 const BATCH: usize = 2_000;
-/// The shortest time between two index commits. Entries arriving after a
-/// quiet spell are applied at the next tick; a steady stream is committed
-/// in groups, since each commit writes a segment and small segments cost
-/// merges (a fifth of a bulk import's CPU when every chunk was committed).
-const COMMIT_GAP: Duration = Duration::from_millis(COMMIT_GAP_MS);
-const COMMIT_GAP_MS: u64 = 500;
+/// The wait before the next step after one that committed: as long as that
+/// step took, between these bounds. A step is mostly a tantivy commit's
+/// disk waits (about 65 ms for a 100-record batch on the benchmark machine),
+/// so a trickle is searchable a step or two after it arrives, while a heavy
+/// stream (a bulk import) is committed in groups of up to half a second:
+/// small segments cost merges (a fifth of a bulk import's CPU when every
+/// chunk was committed). A wait of eight steps made replication to search
+/// twice as slow (p99 763 ms against 369 ms at 1,000 records/s) and did not
+/// make a bulk import faster (`benches/README.md`).
+const MIN_GAP: Duration = Duration::from_millis(5);
+const MAX_GAP: Duration = Duration::from_millis(500);
+const GAP_PER_STEP: u32 = 1;
+
+fn commit_gap(step: Duration) -> Duration {
+    (step * GAP_PER_STEP).clamp(MIN_GAP, MAX_GAP)
+}
 
 /// Forgets what the index applied, so it is fed again from the first entry
 /// (after its directory was rebuilt).
@@ -52,6 +62,11 @@ pub enum IndexerMsg {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexerSnapshot {
     pub applied_seq: u64,
+    /// Steps that committed, and the time they took: in all, and waiting
+    /// for the shards (adding documents, committing, reloading readers).
+    pub steps: u64,
+    pub step_micros: u64,
+    pub shard_micros: u64,
 }
 
 pub struct IndexerArgs {
@@ -68,8 +83,11 @@ pub struct IndexerState {
     args: IndexerArgs,
     registry: Registry,
     applied: u64,
-    /// When the last step that applied entries finished.
-    last_commit: Option<Instant>,
+    /// When the next step may start, after one that committed.
+    next_step_at: Option<Instant>,
+    steps: u64,
+    step_micros: u64,
+    shard_micros: std::sync::atomic::AtomicU64,
     retry: Backoff,
     /// Certificate statuses that take effect later, and their business:
     /// its records are judged again then.
@@ -105,7 +123,7 @@ impl Backoff {
 
 impl IndexerState {
     fn due(&self, now: Instant) -> bool {
-        self.last_commit.is_none_or(|at| now.duration_since(at) >= COMMIT_GAP) && self.retry.due(now)
+        self.next_step_at.is_none_or(|at| now >= at) && self.retry.due(now)
     }
 }
 
@@ -289,10 +307,13 @@ impl IndexerState {
                 Change::Delete => batch.1.push(record_id),
             }
         }
+        let started = crate::clock::monotonic();
         for (shard, (upserts, deletes)) in batches {
             let actor = self.args.shards.get(&shard).ok_or(ActorError::Refused("no such shard"))?;
             actor.call(|reply| IndexShardMsg::Apply { upserts, deletes, reply }).await.map_err(ActorError::from)??;
         }
+        let waited = started.elapsed().as_micros() as u64;
+        self.shard_micros.fetch_add(waited, std::sync::atomic::Ordering::Relaxed);
         crate::faults::crash_point(crate::faults::CrashPoint::IndexApplied);
         Ok(())
     }
@@ -313,7 +334,10 @@ impl Actor for Indexer {
             registry: Registry::new(args.store.clone()),
             args,
             applied,
-            last_commit: None,
+            next_step_at: None,
+            steps: 0,
+            step_micros: 0,
+            shard_micros: Default::default(),
             retry: Backoff::new(),
             later: Default::default(),
         };
@@ -331,13 +355,17 @@ impl Actor for Indexer {
         match msg {
             IndexerMsg::Tick if !state.due(crate::clock::monotonic()) => {}
             IndexerMsg::Tick => loop {
+                let started = crate::clock::monotonic();
                 let step = match state.take_effect().await {
                     Ok(_) => state.step().await,
                     Err(e) => Err(e),
                 };
                 match step {
                     Ok(true) => {
-                        state.last_commit = Some(crate::clock::monotonic());
+                        let now = crate::clock::monotonic();
+                        state.next_step_at = Some(now + commit_gap(now - started));
+                        state.steps += 1;
+                        state.step_micros += (now - started).as_micros() as u64;
                         state.retry = Backoff::new();
                     }
                     Ok(false) => break,
@@ -351,7 +379,12 @@ impl Actor for Indexer {
                 }
             },
             IndexerMsg::Observe(reply) => {
-                let _ = reply.send(IndexerSnapshot { applied_seq: state.applied });
+                let _ = reply.send(IndexerSnapshot {
+                    applied_seq: state.applied,
+                    steps: state.steps,
+                    step_micros: state.step_micros,
+                    shard_micros: state.shard_micros.load(std::sync::atomic::Ordering::Relaxed),
+                });
             }
         }
         Ok(())
@@ -378,5 +411,13 @@ mod tests {
         assert_eq!(waits[..3], [Duration::from_millis(200), Duration::from_millis(400), Duration::from_millis(800)]);
         assert_eq!(retry.wait, Backoff::MAX, "bounded");
         assert!(!retry.due(start + Duration::from_millis(4_999)));
+    }
+
+    #[test]
+    fn the_wait_after_a_step_follows_its_length_within_bounds() {
+        assert_eq!(commit_gap(Duration::ZERO), MIN_GAP);
+        assert_eq!(commit_gap(Duration::from_millis(3)), MIN_GAP);
+        assert_eq!(commit_gap(Duration::from_millis(40)), Duration::from_millis(40));
+        assert_eq!(commit_gap(Duration::from_secs(2)), MAX_GAP);
     }
 }

@@ -227,7 +227,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     };
     let indexer = supervise(
         &sup,
-        Spec::new("indexer", Indexer, indexer_args).tick(Duration::from_millis(20), || IndexerMsg::Tick),
+        Spec::new("indexer", Indexer, indexer_args).tick(Duration::from_millis(5), || IndexerMsg::Tick),
     )
     .await?;
     let retention_args = RetentionArgs {

@@ -73,6 +73,10 @@ pub async fn metrics_text(state: &Region) -> String {
     let none: &[(&str, String)] = &[];
     if let Ok(indexer) = state.indexer.call(IndexerMsg::Observe).await {
         m.gauge("svc_index_applied_seq", none, indexer.applied_seq as f64);
+        m.total("svc_index_steps_total", none, indexer.steps);
+        let seconds = |micros: u64| micros as f64 / 1e6;
+        m.gauge("svc_index_busy_seconds", &[("part", "all".to_owned())], seconds(indexer.step_micros));
+        m.gauge("svc_index_busy_seconds", &[("part", "shards".to_owned())], seconds(indexer.shard_micros));
     }
     for (collection, docs, segments) in state.index.documents() {
         let label = [("collection", collection.name().to_owned())];
