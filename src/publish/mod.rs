@@ -18,7 +18,7 @@ use svc_core::ids::RecordType;
 use svc_core::merkle::{self, BatchTree, Hash};
 use svc_core::projection::{self, AdParts, ProjectionContext};
 use svc_core::publish::caps::UsageLedger;
-use svc_core::publish::outcome::{Outcome, PushState, Source};
+use svc_core::publish::outcome::{MAX_RECORDS, Outcome, PushState, Source};
 use svc_core::publish::price_shock;
 use svc_core::records::{self, ValidRecord, ValidationContext};
 use svc_core::seal::{BatchMembership, BatchSealV2, ServedSeal};
@@ -257,6 +257,12 @@ pub struct Engine {
     /// What the chunk commit still in flight wrote: record heads and the
     /// push, read by the next chunk before the store has them.
     in_flight: InFlight,
+    /// The valid records of the batch staged last, by leaf, as validated
+    /// then: its chunks, committed next, take them rather than validate each
+    /// record again. One batch of at most `MAX_RECORDS` (a bulk file's are
+    /// validated again: 100,000 parsed records would not be kept in memory),
+    /// and forgotten when the registry changes, since validation reads it.
+    staged: Option<(String, Vec<Option<ValidRecord>>)>,
 }
 
 #[derive(Default)]
@@ -268,7 +274,7 @@ struct InFlight {
 impl Engine {
     pub fn new(log: LogWriter, keys: Arc<ServiceKeys>, directory: crate::key_set::directory::Scope) -> Self {
         let registry = Registry::new(log.store().clone());
-        Engine { log, registry, keys, directory, trees: HashMap::new(), in_flight: InFlight::default() }
+        Engine { log, registry, keys, directory, trees: HashMap::new(), in_flight: InFlight::default(), staged: None }
     }
 
     /// Waits until every chunk commit is on disk. Every step but a chunk
@@ -290,6 +296,7 @@ impl Engine {
     /// Commits an operator's change to the registry (it replicates).
     pub fn apply(&mut self, change: Change, now: UnixMs) -> StoreResult<Option<u64>> {
         self.settle_writes()?;
+        self.staged = None;
         self.log.commit(change, now)
     }
 
@@ -303,6 +310,7 @@ impl Engine {
         also: impl FnOnce(&mut Change),
     ) -> StoreResult<Result<(), svc_core::Reason>> {
         self.settle_writes()?;
+        self.staged = None;
         match crate::key_set::register::amend(self.log.store(), &self.keys, now, edit)? {
             Ok(Some(mut change)) => {
                 also(&mut change);
@@ -489,23 +497,26 @@ impl Engine {
         let countries = self.mandate_countries(push)?;
         let ctx = self.business_context(&push.business_uuid, countries)?;
         let mut counts = [0u64; 5];
-        let mut valid: Vec<ValidRecord> = Vec::new();
+        let mut valid: Vec<Option<ValidRecord>> = Vec::with_capacity(records.len());
         let validated: Vec<_> =
             records.par_iter().map(|bytes| records::validate(bytes, record_type, &ctx.validation)).collect();
         for (i, (bytes, validated)) in records.iter().zip(validated).enumerate() {
             let leaf = match validated {
                 Ok(record) => {
                     let leaf = pending_leaf(i as u64, bytes, &record, &push.business_uuid);
-                    valid.push(record);
+                    valid.push(Some(record));
                     leaf
                 }
-                Err(errors) => rejected_leaf(i as u64, bytes, &errors),
+                Err(errors) => {
+                    valid.push(None);
+                    rejected_leaf(i as u64, bytes, &errors)
+                }
             };
             counts[count_index(leaf.outcome)] += 1;
             change.put(cf::PUSH_RESULTS, &keys::push_leaf(&push.push_id, i as u64), &leaf);
         }
         push.held_reasons = if record_type == RecordType::Products {
-            self.price_shock(&push.business_uuid, &valid)?
+            self.price_shock(&push.business_uuid, valid.iter().flatten())?
         } else {
             Vec::new()
         };
@@ -514,6 +525,7 @@ impl Engine {
         push.records = records.len() as u64;
         push.chunks = records.len().div_ceil(CHUNK) as u64;
         push.staged = true;
+        self.staged = (records.len() <= MAX_RECORDS).then(|| (push.push_id.clone(), valid));
         let leaf_hashes: Vec<Hash> = records.iter().map(|r| merkle::leaf_hash(r)).collect();
         change.put(cf::PUSH_RESULTS, &keys::push_leaf_hashes(&push.push_id), &leaf_hashes);
         self.trees.insert(push.push_id.clone(), Arc::new(BatchTree::from_leaf_hashes(&leaf_hashes)));
@@ -562,7 +574,11 @@ impl Engine {
     }
 
     /// The held reasons of the price-shock rule for these valid products.
-    fn price_shock(&self, business_uuid: &str, valid: &[ValidRecord]) -> StoreResult<Vec<String>> {
+    fn price_shock<'a>(
+        &self,
+        business_uuid: &str,
+        valid: impl Iterator<Item = &'a ValidRecord>,
+    ) -> StoreResult<Vec<String>> {
         let mut catalogue = BTreeMap::new();
         for record_id in self.registry.catalogue_ids(business_uuid, "products", None, usize::MAX)? {
             if let Some(head) = self.registry.record_head(&record_id)?
@@ -600,6 +616,15 @@ impl Engine {
         let tree = Arc::new(BatchTree::from_leaf_hashes(&hashes));
         self.trees.insert(push_id.to_owned(), tree.clone());
         Ok(tree)
+    }
+
+    /// The record at `leaf` of the push staged last, as validated then.
+    fn take_staged(&mut self, push_id: &str, leaf: u64) -> Option<ValidRecord> {
+        let (staged_push, records) = self.staged.as_mut()?;
+        if staged_push != push_id {
+            return None;
+        }
+        records.get_mut(usize::try_from(leaf).ok()?)?.take()
     }
 
     /// What every chunk of a push is judged and signed with.
@@ -656,10 +681,16 @@ impl Engine {
         let (record_type, ctx, envelope) = (pctx.record_type, &pctx.ctx, &pctx.envelope);
         // Validation and signing are pure work per record: spread over the
         // cores. Heads and generations are settled in leaf order between.
+        let known: Vec<Option<ValidRecord>> =
+            leaves.iter().map(|(_, leaf)| self.take_staged(push_id, leaf.leaf_index)).collect();
         let mut validated: Vec<Option<Result<ValidRecord, Vec<records::RecordError>>>> = leaves
             .par_iter()
-            .map(|(_, leaf)| {
-                (leaf.outcome == Outcome::Pending).then(|| records::validate(&leaf.bytes, record_type, &ctx.validation))
+            .zip(known)
+            .map(|((_, leaf), known)| {
+                (leaf.outcome == Outcome::Pending).then(|| match known {
+                    Some(record) => Ok(record),
+                    None => records::validate(&leaf.bytes, record_type, &ctx.validation),
+                })
             })
             .collect();
         let mut heads: HashMap<String, RecordHead> = HashMap::new();
@@ -878,6 +909,9 @@ impl Engine {
         change.put(cf::PUSHES, &keys::push(&push.push_id), &*push);
         self.log.commit(change, now)?;
         self.trees.remove(&push.push_id);
+        if self.staged.as_ref().is_some_and(|(id, _)| *id == push.push_id) {
+            self.staged = None;
+        }
         Ok(())
     }
 
