@@ -5,6 +5,7 @@ pub mod ad_feed;
 pub mod ad_reservations;
 pub mod analytics;
 pub mod billing;
+pub mod claim_uplink;
 pub mod domain_assurance;
 pub mod error;
 pub mod index_shard;

@@ -1,8 +1,8 @@
 //! Claims (key id, nonce) pairs: each is accepted once, held until its
 //! signature expires, and persisted so a restart still refuses it.
 //!
-//! Across regions: a read region writes each claim to its outbox in the
-//! same write (the uplink reports it to home); home writes each claim it
+//! Across regions: a read region writes each claim to its claims outbox in
+//! the same write (the claim uplink ships it home at once); home writes each claim it
 //! learns, its own or a region's, to the nonce feed in the same write, and
 //! every region learns the feed. Once a claim has gone round, a replay to
 //! any region is refused.
@@ -12,9 +12,10 @@ use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use svc_core::time::UnixMs;
+use tokio::sync::Notify;
 
 use crate::actors::error::ActorError;
-use crate::replication::exchange::{Claimed, FeedEntry, Outgoing, Sequence};
+use crate::replication::exchange::{Claimed, FeedEntry, Sequence};
 use crate::store::{Store, StoreResult, be, cf, from_be, keys};
 
 /// Where the feed cursor of a read region is kept.
@@ -67,8 +68,9 @@ pub struct NonceSnapshot {
 pub enum NonceRole {
     /// Home: every new claim joins the feed.
     Home { feed: Sequence },
-    /// A read region: every claim of its own goes to the outbox.
-    Region { outbox: Sequence },
+    /// A read region: every claim of its own goes to its claims outbox,
+    /// and wakes the claim uplink.
+    Region { claims_out: Sequence, wake: Arc<Notify> },
 }
 
 pub struct NonceArgs {
@@ -198,8 +200,8 @@ impl NonceState {
                 (NonceRole::Home { feed }, _) => {
                     feed.append(&mut batch, &claimed);
                 }
-                (NonceRole::Region { outbox }, None) => {
-                    outbox.append(&mut batch, &Outgoing::Claim(claimed.clone()));
+                (NonceRole::Region { claims_out, .. }, None) => {
+                    claims_out.append(&mut batch, &claimed);
                 }
                 (NonceRole::Region { .. }, Some(_)) => {}
             }
@@ -217,6 +219,9 @@ impl NonceState {
             self.feed_cursor = cursor;
         }
         let n = fresh.len();
+        if let (NonceRole::Region { wake, .. }, None, true) = (&self.role, from_feed, n > 0) {
+            wake.notify_one();
+        }
         for (k, expires) in fresh {
             self.held.insert(k, expires);
         }
@@ -343,7 +348,7 @@ mod tests {
         let role = if home {
             NonceRole::Home { feed: exchange::nonce_feed(store).unwrap() }
         } else {
-            NonceRole::Region { outbox: exchange::outbox(store).unwrap() }
+            NonceRole::Region { claims_out: exchange::claims_out(store).unwrap(), wake: Default::default() }
         };
         NonceState { store: store.clone(), role, held: Held::default(), feed_cursor: 0, feed_dropped: 0 }
     }
@@ -455,9 +460,10 @@ mod tests {
 
         assert_eq!(eu.hold(vec![claimed("n1")], None, now).unwrap(), 1, "eu serves n1");
         assert_eq!(eu.hold(vec![claimed("n1")], None, now).unwrap(), 0, "a replay at eu is refused");
-        let outbox = exchange::pending(&eu_store, 10).unwrap();
-        assert_eq!(outbox.len(), 1, "the claim waits in eu's outbox");
-        let Outgoing::Claim(shipped) = &outbox[0].1 else { panic!("a claim") };
+        let outbox = exchange::claims_pending(&eu_store, 10).unwrap();
+        assert_eq!(outbox.len(), 1, "the claim waits in eu's claims outbox");
+        assert!(exchange::pending(&eu_store, 10).unwrap().is_empty(), "not in the report's outbox");
+        let shipped = &outbox[0].1;
 
         home.hold(vec![shipped.clone()], None, i64::MIN).unwrap();
         home.hold(vec![shipped.clone()], None, i64::MIN).unwrap();
@@ -467,6 +473,6 @@ mod tests {
         ap.hold(page.iter().map(|e| e.claimed.clone()).collect(), Some(page[0].seq), i64::MIN).unwrap();
         assert_eq!(ap.feed_cursor, 1);
         assert_eq!(ap.hold(vec![claimed("n1")], None, now).unwrap(), 0, "once learned, a replay at ap is refused");
-        assert!(exchange::pending(&ap_store, 10).unwrap().is_empty(), "what ap learned is not reported back");
+        assert!(exchange::claims_pending(&ap_store, 10).unwrap().is_empty(), "what ap learned is not reported back");
     }
 }

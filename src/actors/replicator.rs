@@ -38,6 +38,8 @@ pub struct ReplicationStatus {
     pub refused: AtomicU64,
     /// Outbox entries home took, since start.
     pub reported: AtomicU64,
+    /// Own claims home took, since start.
+    pub claims_reported: AtomicU64,
     /// Usage events home had already billed from another region, since start.
     pub billed_elsewhere: AtomicU64,
     /// Home's newest nonce feed sequence, and the last one learned here.

@@ -23,6 +23,7 @@ pub fn routes() -> Router<Region> {
         .route("/internal/v1/nonces", get(nonces))
         .route("/internal/v1/ad-feed", get(ad_feed))
         .route("/internal/v1/report", post(report))
+        .route("/internal/v1/claims", post(claims))
         .route("/internal/v1/lease", post(lease))
         .route("/internal/v1/ad-lease", post(ad_lease))
         .route("/internal/v1/ad-settle", post(ad_settle))
@@ -113,6 +114,12 @@ async fn admitted_body(state: &Region, req: Request) -> Result<(Admitted, bytes:
 async fn report(State(state): State<Region>, req: Request) -> Result<Response> {
     let (admitted, body) = admitted_body(&state, req).await?;
     let answer = internal::take_report(&state, &admitted.region, &body).await?;
+    Ok(sealed(&admitted, POSTCARD, None, answer))
+}
+
+async fn claims(State(state): State<Region>, req: Request) -> Result<Response> {
+    let (admitted, body) = admitted_body(&state, req).await?;
+    let answer = internal::take_claims(&state, &admitted.region, &body).await?;
     Ok(sealed(&admitted, POSTCARD, None, answer))
 }
 

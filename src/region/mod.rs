@@ -105,6 +105,7 @@ pub struct HomeActors {
 pub struct Replica {
     pub replicator: Mailbox<crate::actors::replicator::ReplicatorMsg>,
     pub uplink: Mailbox<crate::actors::uplink::UplinkMsg>,
+    pub claim_uplink: Mailbox<crate::actors::claim_uplink::ClaimUplinkMsg>,
     pub nonce_feed: Mailbox<crate::actors::nonce_feed::NonceFeedMsg>,
     pub ad_feed: Mailbox<crate::actors::ad_feed::AdFeedMsg>,
     pub status: Arc<crate::actors::replicator::ReplicationStatus>,
@@ -159,7 +160,8 @@ impl Region {
         // ships its last report.
         let _ = self.receipt_folder.actor().stop_and_wait(None, wait).await;
         if let Some(replica) = &self.replica {
-            // After billing and the nonce store: it ships what they wrote as it stops.
+            // After billing and the nonce store: they ship what those wrote as they stop.
+            let _ = replica.claim_uplink.actor().stop_and_wait(None, wait).await;
             let _ = replica.uplink.actor().stop_and_wait(None, wait).await;
         }
         let _ = self.receipts.actor().stop_and_wait(None, wait).await;

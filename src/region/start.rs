@@ -6,11 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ractor::{Actor, ActorRef};
+use tokio::sync::Notify;
 
 use crate::actors::ad_feed::{AdFeed, AdFeedArgs};
 use crate::actors::ad_reservations::{AdArgs, AdMsg, AdReservations, AdRole};
 use crate::actors::analytics::{Analytics, AnalyticsArgs, AnalyticsMsg};
 use crate::actors::billing::{Billing, BillingArgs, BillingMsg, BillingRole};
+use crate::actors::claim_uplink::{ClaimUplink, ClaimUplinkArgs};
 use crate::actors::domain_assurance::{DomainAssuranceActor, DomainAssuranceArgs, DomainAssuranceMsg};
 use crate::actors::index_shard::IndexShard;
 use crate::actors::indexer::{Indexer, IndexerArgs, IndexerMsg};
@@ -115,13 +117,18 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         Role::Home => None,
         Role::Read => Some(exchange::outbox(&store)?),
     };
+    // The nonce store wakes a region's claim uplink with each claim it writes.
+    let claims_wake = Arc::new(Notify::new());
     let (nonce_role, billing_role) = match &outbox {
         None => {
             let lease_ms = config.replication.as_ref().map_or(60_000, |r| r.lease_ms) as i64;
             let feed = exchange::nonce_feed(&store)?;
             (NonceRole::Home { feed }, BillingRole::Home { lease_ms })
         }
-        Some(outbox) => (NonceRole::Region { outbox: outbox.clone() }, BillingRole::Region { outbox: outbox.clone() }),
+        Some(outbox) => (
+            NonceRole::Region { claims_out: exchange::claims_out(&store)?, wake: claims_wake.clone() },
+            BillingRole::Region { outbox: outbox.clone() },
+        ),
     };
     let s = store.clone();
     // Every second: a busy region expires a few thousand claims a second,
@@ -197,7 +204,10 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     .await?;
     let replica = match config.role {
         Role::Home => None,
-        Role::Read => Some(start_replica(&sup, &config, &store, &clock, &nonces, &ads, outbox.clone()).await?),
+        Role::Read => {
+            let ends = LocalEnds { nonces: &nonces, ads: &ads, claims_wake };
+            Some(start_replica(&sup, &config, &store, &clock, ends, outbox.clone()).await?)
+        }
     };
     let mut peers = std::collections::HashMap::new();
     for peer in &config.peers {
@@ -362,15 +372,23 @@ async fn start_home(
     Ok(HomeActors { publisher, push_worker, transparency_log, domain_assurance })
 }
 
+/// What a read region's link to home delivers to, and what wakes it.
+struct LocalEnds<'a> {
+    nonces: &'a Mailbox<NonceMsg>,
+    ads: &'a Mailbox<AdMsg>,
+    /// Woken by the nonce store with each claim it writes.
+    claims_wake: Arc<Notify>,
+}
+
 /// A read region's link to home over HTTP/2: the replicator pulling the
-/// log, the nonce feed, and the uplink shipping the outbox.
+/// log, the nonce and ad feeds, the claim uplink, and the uplink shipping
+/// the outbox.
 async fn start_replica(
     sup: &ActorRef<SupervisorMsg>,
     config: &NodeConfig,
     store: &Store,
     clock: &SharedClock,
-    nonces: &Mailbox<NonceMsg>,
-    ads: &Mailbox<AdMsg>,
+    LocalEnds { nonces, ads, claims_wake }: LocalEnds<'_>,
     outbox: Option<exchange::Sequence>,
 ) -> Result<Replica, StartError> {
     let outbox = outbox.ok_or(StartError::Config("a read region without an outbox".into()))?;
@@ -400,6 +418,14 @@ async fn start_replica(
     let nonce_feed = supervise(sup, Spec::new("nonce_feed", NonceFeed, move || Ok(feed_args.clone()))).await?;
     let ad_feed_args = AdFeedArgs { link: link.clone(), ads: ads.clone(), status: status.clone() };
     let ad_feed = supervise(sup, Spec::new("ad_feed", AdFeed, move || Ok(ad_feed_args.clone()))).await?;
+    let claim_args = ClaimUplinkArgs {
+        store: store.clone(),
+        link: link.clone(),
+        region: config.region.clone(),
+        status: status.clone(),
+        wake: claims_wake,
+    };
+    let claim_uplink = supervise(sup, Spec::new("claim_uplink", ClaimUplink, move || Ok(claim_args.clone()))).await?;
     let uplink_args =
         UplinkArgs { store: store.clone(), link: link.clone(), region: config.region.clone(), status: status.clone() };
     let uplink = supervise(
@@ -408,7 +434,17 @@ async fn start_replica(
             .tick(Duration::from_millis(UPLINK_INTERVAL_MS), || UplinkMsg::Ship),
     )
     .await?;
-    Ok(Replica { replicator, uplink, nonce_feed, ad_feed, status, link, outbox, introductions: Default::default() })
+    Ok(Replica {
+        replicator,
+        uplink,
+        claim_uplink,
+        nonce_feed,
+        ad_feed,
+        status,
+        link,
+        outbox,
+        introductions: Default::default(),
+    })
 }
 
 /// How often a read region ships its outbox: part of the replay window.

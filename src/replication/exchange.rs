@@ -8,6 +8,9 @@
 //! the claim or the bill itself, so a crash loses nothing it answered; the
 //! uplink ships the outbox in order and deletes it only once home took it.
 //! Home takes a report idempotently, so a report sent twice counts once.
+//! Claims have an outbox of their own, shipped the moment they are written:
+//! the replay window is how long they take to go round, and a report that
+//! waits on home's billing must not lengthen it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,35 +32,24 @@ pub struct Claimed {
 /// One thing a region reports to home, in the order it happened.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Outgoing {
+    /// A claimed nonce, as builds before the claims outbox wrote them here
+    /// (home still takes them; nothing writes them now).
     Claim(Claimed),
     /// A billed request, and the lease whose unit it spent (prepay only).
-    Usage {
-        event: UsageEvent,
-        lease_id: Option<u64>,
-    },
+    Usage { event: UsageEvent, lease_id: Option<u64> },
     /// A lease the region no longer serves from; home credits back what
     /// was granted and not billed.
-    Return {
-        lease_id: u64,
-    },
+    Return { lease_id: u64 },
     /// A receipt key the region drew, for home to certify (its JWK as JSON).
-    ReceiptKey {
-        jwk: String,
-    },
+    ReceiptKey { jwk: String },
     /// A folded minute of the region's receipts, for home to keep.
     ReceiptRoot(ReceiptRoot),
     /// A sandbox retrieval key's first request reached this region: home
     /// marks it introduced, so it no longer needs its grant anywhere.
-    Introduced {
-        key_id: String,
-    },
+    Introduced { key_id: String },
     /// A campaign's lease the region is done with, and what it spent of it
     /// (`svc_core::ads::reserve`): home settles its ledger.
-    AdSettle {
-        campaign_id: String,
-        lease_id: u64,
-        used: svc_core::ads::Micros,
-    },
+    AdSettle { campaign_id: String, lease_id: u64, used: svc_core::ads::Micros },
     /// An accepted render or click, for the business's analytics.
     AdEvent(crate::store::model::AdEvent),
     /// What the other regions must know of the region's ads: home passes
@@ -318,6 +310,27 @@ impl ReceiptsShipment {
     }
 }
 
+/// A region's own claims, shipped apart from its report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimsReport {
+    pub region: String,
+    pub claims: Vec<Claimed>,
+}
+
+/// Claims one `ClaimsReport` carries at most.
+pub const CLAIMS_MAX: usize = 2_000;
+
+impl ClaimsReport {
+    /// Every value in range, as `Report::check` judges a report's claims.
+    pub fn check(&self, now: UnixMs) -> Result<(), String> {
+        check_id("region", &self.region)?;
+        if self.claims.len() > CLAIMS_MAX {
+            return Err(format!("a claims report carries at most {CLAIMS_MAX} claims"));
+        }
+        self.claims.iter().try_for_each(|claim| claim.check(now))
+    }
+}
+
 impl Claimed {
     fn check(&self, now: UnixMs) -> Result<(), String> {
         check_id("a claim's key_id", &self.key_id)?;
@@ -452,6 +465,16 @@ pub fn outbox(store: &Store) -> StoreResult<Sequence> {
     Sequence::open(store, cf::OUTBOX)
 }
 
+/// A region's outbox of its own claims.
+pub fn claims_out(store: &Store) -> StoreResult<Sequence> {
+    Sequence::open(store, cf::CLAIMS_OUT)
+}
+
+/// Up to `max` claims waiting to go home, oldest first, with their keys.
+pub fn claims_pending(store: &Store, max: usize) -> StoreResult<Vec<(Vec<u8>, Claimed)>> {
+    store.scan::<Claimed>(cf::CLAIMS_OUT, &[], None, max)
+}
+
 /// Home's feed of claimed nonces.
 pub fn nonce_feed(store: &Store) -> StoreResult<Sequence> {
     Sequence::open(store, cf::NONCE_FEED)
@@ -478,13 +501,19 @@ pub fn pending(store: &Store, max: usize) -> StoreResult<Vec<(Vec<u8>, Outgoing)
     store.scan::<Outgoing>(cf::OUTBOX, &[], None, max)
 }
 
-/// How many outbox entries wait. The uplink deletes shipped entries from
-/// the oldest on, so they are the run from the first key to the last.
-pub fn pending_count(store: &Store) -> StoreResult<u64> {
-    let Some((first, _)) = pending(store, 1)?.into_iter().next() else { return Ok(0) };
-    let seq = |k: &[u8]| from_be(k).unwrap_or(0);
-    let last = store.last_key(cf::OUTBOX)?.map_or(0, |k| seq(&k));
-    Ok(last.saturating_sub(seq(&first)) + 1)
+/// How many outbox entries wait, and how many claims. Shipped entries are
+/// deleted from the oldest on, so they are the run from the first key to
+/// the last.
+pub fn pending_count(store: &Store) -> StoreResult<(u64, u64)> {
+    let run = |cf: &'static str, first: Option<Vec<u8>>| -> StoreResult<u64> {
+        let Some(first) = first else { return Ok(0) };
+        let seq = |k: &[u8]| from_be(k).unwrap_or(0);
+        let last = store.last_key(cf)?.map_or(0, |k| seq(&k));
+        Ok(last.saturating_sub(seq(&first)) + 1)
+    };
+    let outbox = run(cf::OUTBOX, pending(store, 1)?.into_iter().next().map(|(k, _)| k))?;
+    let claims = run(cf::CLAIMS_OUT, claims_pending(store, 1)?.into_iter().next().map(|(k, _)| k))?;
+    Ok((outbox, claims))
 }
 
 /// The feed entries after `after`, oldest first.
@@ -520,20 +549,20 @@ mod tests {
     fn the_outbox_counts_what_waits_after_the_uplink_took_the_oldest() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        assert_eq!(pending_count(&store).unwrap(), 0);
+        assert_eq!(pending_count(&store).unwrap(), (0, 0));
         let outbox = outbox(&store).unwrap();
         let mut batch = store.batch();
         for lease_id in 1..=5 {
             outbox.append(&mut batch, &Outgoing::Return { lease_id });
         }
         batch.commit().unwrap();
-        assert_eq!(pending_count(&store).unwrap(), 5);
+        assert_eq!(pending_count(&store).unwrap(), (5, 0));
         let mut shipped = store.batch();
         for (k, _) in pending(&store, 2).unwrap() {
             shipped.delete(cf::OUTBOX, &k);
         }
         shipped.commit().unwrap();
-        assert_eq!(pending_count(&store).unwrap(), 3);
+        assert_eq!(pending_count(&store).unwrap(), (3, 0));
     }
 
     // A region judges home's words as home judges a region's: a feed page

@@ -1,7 +1,7 @@
 //! What home does for its read regions, each under a MAC keyed by its own
 //! token: it serves its replication log and its nonce feed, takes their
-//! reports (claims, usage, lease returns, receipt roots and keys) and their
-//! receipts, and grants allowance leases. Reports and answers are postcard bytes.
+//! claims, their reports (usage, lease returns, receipt roots and keys) and
+//! their receipts, and grants allowance leases. Reports and answers are postcard bytes.
 
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ use crate::clock::monotonic;
 use crate::config::RegionCredential;
 use crate::region::Region;
 use crate::replication::exchange::{
-    self, AdFeedPage, FeedPage, LeaseAsk, Outgoing, ReceiptsShipment, ReceiptsTaken, Report,
+    self, AdFeedPage, ClaimsReport, FeedPage, LeaseAsk, Outgoing, ReceiptsShipment, ReceiptsTaken, Report,
 };
 use crate::replication::{encode_frames, entries_after};
 use crate::store::model::ReceiptRoot;
@@ -224,6 +224,18 @@ pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Ve
         state.metrics.count("svc_billing_reported_total", &[("outcome", outcome.to_owned())], n);
     }
     encode(&taken)
+}
+
+/// A region's own claims, shipped apart from its report: they join home's
+/// nonce store and so the feed (a claim home holds is kept as it is).
+pub async fn take_claims(state: &Region, region: &str, body: &[u8]) -> Result<Vec<u8>> {
+    let report: ClaimsReport = decode(body)?;
+    speaks_for(region, &report.region)?;
+    report.check(state.clock.now()).map_err(|e| Error::detail(Code::RequestInvalid, e))?;
+    state.home.as_ref().ok_or_else(|| Error::new(Code::NotFound))?;
+    let claims = report.claims;
+    state.nonces.call(|reply| NonceMsg::Learn { claims, reply }).await??;
+    encode(&())
 }
 
 /// Keeps a run of a region's receipts (the analytics actor writes them,

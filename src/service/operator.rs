@@ -129,6 +129,7 @@ pub async fn observe(state: &Region) -> Result<Done> {
         let (ad_head, ad_learned) = (status.ad_feed_head.load(Relaxed), status.ad_feed_learned.load(Relaxed));
         put("ad_feed", Some(json!({"head": ad_head, "learned": ad_learned})));
         put("uplink", Some(json!({"reported": status.reported.load(Relaxed)})));
+        put("claim_uplink", Some(json!({"reported": status.claims_reported.load(Relaxed)})));
     }
     let supervised = ractor::call!(state.supervisor, crate::region::supervisor::SupervisorMsg::Observe)
         .map_err(Error::actor("supervisor"))?;

@@ -108,8 +108,10 @@ pub async fn metrics_text(state: &Region) -> String {
             m.gauge("svc_nonce_feed_head", none, status.feed_head.load(Ordering::Relaxed) as f64);
             m.gauge("svc_ad_feed_head", none, status.ad_feed_head.load(Ordering::Relaxed) as f64);
             m.gauge("svc_ad_feed_learned", none, status.ad_feed_learned.load(Ordering::Relaxed) as f64);
-            let pending = crate::replication::exchange::pending_count(&state.store).unwrap_or(0);
+            let (pending, claims) = crate::replication::exchange::pending_count(&state.store).unwrap_or((0, 0));
             m.gauge("svc_outbox_pending", none, pending as f64);
+            m.gauge("svc_claims_pending", none, claims as f64);
+            m.total("svc_claims_reported_total", none, status.claims_reported.load(Ordering::Relaxed));
         }
     }
     m.render()

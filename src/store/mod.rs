@@ -82,8 +82,12 @@ pub mod cf {
     /// Home-only index: business, type, record id.
     pub const CATALOGUE: &str = "catalogue";
     pub const REPLOG: &str = "replog";
-    /// A read region's reports to home, in order: claims, usage, lease returns.
+    /// A read region's reports to home, in order: usage, lease returns, ad
+    /// settlements (and claims an older build wrote there).
     pub const OUTBOX: &str = "outbox";
+    /// A read region's own claimed nonces until home holds them: a lane of
+    /// their own, so a slow report never holds a claim back.
+    pub const CLAIMS_OUT: &str = "claims_out";
     /// Home's fan-out of claimed nonces, by sequence.
     pub const NONCE_FEED: &str = "nonce_feed";
     /// Home: allowance units set aside for regions, by lease id.
@@ -213,6 +217,7 @@ pub mod cf {
         CATALOGUE,
         REPLOG,
         OUTBOX,
+        CLAIMS_OUT,
         NONCE_FEED,
         LEASES_GRANTED,
         LEASES_HELD,

@@ -849,7 +849,7 @@ async fn a_conversation_and_a_keys_pace_are_one_across_regions() {
     }
     assert_eq!((observe(&eu, &cpm).await, observe(&eu, &cpc).await), (200_000, 1_000_000));
     eventually("home took eu's outbox", async || {
-        svc::replication::exchange::pending_count(&eu.state.store).unwrap() == 0
+        svc::replication::exchange::pending_count(&eu.state.store).unwrap().0 == 0
     })
     .await;
 

@@ -1,6 +1,6 @@
 //! Three `svc node` processes on 127.0.0.1: home and two read regions. A
 //! batch published at home becomes searchable in both read regions; one of
-//! them, killed with SIGKILL while it replicates and then restarted,
+//! them, aborted while it replicates (fault injection) and then restarted,
 //! catches up with no gap and answers the same queries as its peer. With
 //! home cut off (SIGSTOP), the read regions serve searches, refuse writes
 //! with 503 and fail closed once their allowance lease is spent; after the
@@ -21,7 +21,7 @@ use svc_core::keys::{Alg, SigningKey};
 
 use crate::process;
 
-use process::{AUTHORITY, Process, TOKEN, ai_company, onboard, product, region_token, start, start_with};
+use process::{AUTHORITY, Process, TOKEN, ai_company, onboard, product, region_token, start, start_faulty, start_with};
 
 /// Home's newest sequence number, from its log route (as region eu).
 async fn home_head(home: &Process) -> u64 {
@@ -67,7 +67,7 @@ async fn search(base: &str, key: &SigningKey, body: &Value) -> Value {
 async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_peer() {
     let dir = tempfile::tempdir().unwrap();
     let home = start(dir.path(), "home", None);
-    let eu = start(dir.path(), "eu", Some(&home));
+    let mut eu = start_faulty(dir.path(), "eu", Some(&home));
     let ap = start(dir.path(), "ap", Some(&home));
     let admin = Admin::new(&home.admin_url, TOKEN.into()).unwrap();
     let home_api = Transport::new(&home.public_url).unwrap();
@@ -76,6 +76,19 @@ async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_pe
     let passkey = SigningKey::from_seed(Alg::Es256, &[32; 32]).unwrap();
     let context = onboard(&admin, &key, &passkey).await;
     let ai_key = ai_company(&admin, "Far AI", 33, None).await;
+
+    // eu aborts right after it writes the first page of frames it pulls
+    // next: part of the push, since home commits its chunks over seconds.
+    let eu_api = Transport::new(&eu.public_url).unwrap();
+    let start_head = home_head(&home).await;
+    caught_up(&eu_api, start_head).await;
+    let arm = Request::post("/admin/faults/crash")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("content-type", "application/json")
+        .body(Body::from(json!({"at": "frames-applied"}).to_string()))
+        .unwrap();
+    let armed = Transport::new(&eu.admin_url).unwrap().send(arm).await.unwrap();
+    assert_eq!(armed.status, 200, "{}", String::from_utf8_lossy(&armed.bytes));
 
     // A 10,000-record batch, published at home as a background push.
     let records: Vec<Vec<u8>> = (0..10_000).map(product).collect();
@@ -90,20 +103,21 @@ async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_pe
     let accepted = home_api.send(request).await.unwrap();
     assert_eq!(accepted.status, 202, "{}", String::from_utf8_lossy(&accepted.bytes));
 
-    // Kill eu while it replicates: once it applied part of the push.
-    let eu_api = Transport::new(&eu.public_url).unwrap();
-    let start_head = home_head(&home).await;
-    let mut killed_at = None;
-    for _ in 0..4000 {
-        let applied = readyz(&eu_api).await["applied_seq"].as_u64().unwrap_or(0);
-        if applied > start_head {
-            killed_at = Some(applied);
+    let mut exited = None;
+    for _ in 0..1200 {
+        exited = eu.child.try_wait().unwrap();
+        if exited.is_some() {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    eu.kill();
-    let killed_at = killed_at.expect("eu replicated part of the push");
+    assert!(exited.is_some_and(|status| !status.success()), "eu aborted as it replicated the push");
+    let killed_at = {
+        let store = svc::store::Store::open(&dir.path().join("eu").join("db")).unwrap();
+        svc::replication::last_seq(&store).unwrap()
+    };
+    assert!(killed_at > start_head, "eu wrote part of the push ({killed_at} after {start_head})");
+    drop(eu);
 
     // Restarted on the same data, it resumes from what it applied.
     let eu = start(dir.path(), "eu", Some(&home));
@@ -130,7 +144,7 @@ async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_pe
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     let head = head.max(home_head(&home).await);
-    assert!(killed_at < head, "eu was killed before the push was replicated ({killed_at} of {head})");
+    assert!(killed_at < head, "eu stopped before the push was replicated ({killed_at} of {head})");
     let eu_ready = caught_up(&eu_api, head).await;
     caught_up(&ap_api, head).await;
     assert_eq!(eu_ready["region"], "eu");

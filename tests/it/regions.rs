@@ -228,13 +228,31 @@ async fn billed_at_home(client: &RetrievalClient) -> (u64, Value) {
     (usage["totals"]["billed"].as_u64().unwrap(), usage["allowance"].clone())
 }
 
-// rule: R1.26, R1.27, R1.28, R1.29, R5.36
-#[tokio::test(flavor = "multi_thread")]
-async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
+/// Where home's nonce feed holds the nonce (claimed anywhere), if it does.
+fn feed_seq(home: &Node, nonce: &str) -> Option<u64> {
+    let feed = svc::replication::exchange::feed_after(&home.state.store, 0, 100_000).unwrap();
+    feed.iter().find(|e| e.claimed.nonce == nonce).map(|e| e.seq)
+}
+
+fn home_holds(home: &Node, nonce: &str) -> bool {
+    feed_seq(home, nonce).is_some()
+}
+
+/// Home and eu serving the same corpus to one AI key, its company on a
+/// prepaid allowance of 200 (leased to eu 3 units at a time) or on none.
+struct TwoRegions {
+    home: Node,
+    eu: Node,
+    at_home: RetrievalClient,
+    at_eu: RetrievalClient,
+    search: Vec<u8>,
+    company_uuid: String,
+}
+
+async fn two_regions_serving(dir: &std::path::Path, prepaid: bool) -> TwoRegions {
+    let home = Node::start(config(dir, "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
     let home_url = format!("http://{}", home.addr);
-    let mut eu_config = config(dir.path(), "eu", Role::Read, Some(&home));
+    let mut eu_config = config(dir, "eu", Role::Read, Some(&home));
     if let Some(link) = eu_config.replication.as_mut() {
         link.lease_units = 3;
     }
@@ -245,11 +263,12 @@ async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed
     let corpus = generate(12, sizes);
     let country = corpus.businesses[0].country.clone();
     ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
-    let company = admin(&home.state, "POST", "/admin/companies", json!({"name": "Prepaid AI"})).await.unwrap();
+    let company = admin(&home.state, "POST", "/admin/companies", json!({"name": "An AI"})).await.unwrap();
     let uuid = company["ai_company_uuid"].as_str().unwrap();
-    admin(&home.state, "POST", "/admin/allowances", json!({"ai_company_uuid": uuid, "prepay": true, "remaining": 200}))
-        .await
-        .unwrap();
+    if prepaid {
+        let allowance = json!({"ai_company_uuid": uuid, "prepay": true, "remaining": 200});
+        admin(&home.state, "POST", "/admin/allowances", allowance).await.unwrap();
+    }
     let group =
         admin(&home.state, "POST", &format!("/admin/companies/{uuid}/groups"), json!({"name": "bots"})).await.unwrap();
     let key = SigningKey::from_seed(Alg::Ed25519, &[44; 32]).unwrap();
@@ -272,6 +291,15 @@ async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed
     .await;
     let outbox_empty = || async { svc::replication::exchange::pending(&eu.state.store, 1).unwrap().is_empty() };
     eventually("eu reported all it served", outbox_empty).await;
+    TwoRegions { home, eu, at_home, at_eu, search, company_uuid: uuid.to_owned() }
+}
+
+// rule: R1.26, R1.27, R1.28, R1.29, R5.36
+#[tokio::test(flavor = "multi_thread")]
+async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let TwoRegions { home, eu, at_home, at_eu, search, company_uuid: uuid } =
+        two_regions_serving(dir.path(), true).await;
     let (billed, _) = billed_at_home(&at_home).await;
 
     // Served at eu; once the claim has gone round, a replay at home is refused.
@@ -280,19 +308,17 @@ async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed
     let replay = async |client: &RetrievalClient, n: &str| {
         client.call_as("POST", "/v1/search", search.clone(), created, n).await.unwrap()
     };
-    eventually("a replay at home is refused", || async {
-        let answer = replay(&at_home, &n1).await;
-        answer.status == 401 && answer.json()["code"] == "nonce_reused"
-    })
-    .await;
+    eventually("home holds eu's claim", || async { home_holds(&home, &n1) }).await;
+    let replayed = replay(&at_home, &n1).await;
+    assert_eq!((replayed.status, replayed.json()["code"].as_str()), (401, Some("nonce_reused")));
     // Served at home; once eu learned it from the feed, a replay at eu is refused.
     let n2 = nonce();
     assert_eq!(replay(&at_home, &n2).await.status, 200);
-    eventually("a replay at eu is refused", || async {
-        let answer = replay(&at_eu, &n2).await;
-        answer.status == 401 && answer.json()["code"] == "nonce_reused"
-    })
-    .await;
+    let seq = feed_seq(&home, &n2).expect("home's feed has its own claim");
+    let learned = || eu.state.replica.as_ref().unwrap().status.feed_learned.load(std::sync::atomic::Ordering::Relaxed);
+    eventually("eu learned home's claim", || async { learned() >= seq }).await;
+    let replayed = replay(&at_eu, &n2).await;
+    assert_eq!((replayed.status, replayed.json()["code"].as_str()), (401, Some("nonce_reused")));
 
     // Sent to both at once, before either heard of it: served twice at
     // most, billed once. Tried until both regions served the same request.
@@ -348,6 +374,35 @@ async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed
     assert_eq!(refused.json()["code"], "unavailable");
     assert!(refused.headers.contains_key("retry-after"));
     eu.stop().await;
+}
+
+// A region's claims go home in their own lane: with a report home refuses
+// at the head of eu's outbox, nothing behind it gets through, yet a
+// request served at eu is refused when replayed at home.
+// rule: R5.36
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claim_goes_home_while_the_regions_report_is_refused() {
+    use svc::replication::exchange::{self, Outgoing};
+    let dir = tempfile::tempdir().unwrap();
+    let TwoRegions { home, eu, at_home, at_eu, search, .. } = two_regions_serving(dir.path(), false).await;
+    let outbox = &eu.state.replica.as_ref().unwrap().outbox;
+    let mut batch = eu.state.store.batch();
+    outbox.append(&mut batch, &Outgoing::ReceiptKey { jwk: "x".repeat(5_000) });
+    batch.commit().unwrap();
+
+    let (created, n) = (now_secs(), nonce());
+    let served = at_eu.call_as("POST", "/v1/search", search.clone(), created, &n).await.unwrap();
+    assert_eq!(served.status, 200, "{}", String::from_utf8_lossy(&served.bytes));
+    // Replayed only once home holds it: a replay home served would claim it there.
+    eventually("home holds eu's claim", || async { home_holds(&home, &n) }).await;
+    let replayed = at_home.call_as("POST", "/v1/search", search.clone(), created, &n).await.unwrap();
+    assert_eq!((replayed.status, replayed.json()["code"].as_str()), (401, Some("nonce_reused")));
+    assert!(exchange::claims_pending(&eu.state.store, 1).unwrap().is_empty(), "home took the claim");
+    let waiting = exchange::pending(&eu.state.store, 10).unwrap();
+    let billed = |e: &Outgoing| matches!(e, Outgoing::Usage { event, .. } if event.nonce == n);
+    assert!(waiting.iter().any(|(_, e)| billed(e)), "its bill waits behind the refused report: {waiting:?}");
+    eu.stop().await;
+    home.stop().await;
 }
 
 // rule: P2.6.33, P2.6.34, P2.6.36, P2.6.37, R2.6.14, R2.6.17, R5.40
@@ -504,11 +559,11 @@ async fn internal_post(home: &Node, path: &str, token: &str, body: Vec<u8>) -> s
 }
 
 // A rogue region: with its own token it may not speak for another region
-// (reports, leases, and so receipt key certifications), and values out of
+// (reports, claims, leases, and so receipt key certifications), and values out of
 // range are refused before they reach billing, which stays up.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_region_speaks_only_for_itself_and_out_of_range_values_are_refused() {
-    use svc::replication::exchange::{LeaseAsk, Outgoing, Report};
+    use svc::replication::exchange::{CLAIMS_MAX, Claimed, ClaimsReport, LeaseAsk, Outgoing, Report};
     use svc::store::model::{UsageEvent, UsageKind};
     let dir = tempfile::tempdir().unwrap();
     let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
@@ -529,6 +584,13 @@ async fn a_region_speaks_only_for_itself_and_out_of_range_values_are_refused() {
     assert!(certified.is_none(), "no key is certified for ap on eu's word");
     assert_eq!(internal_post(&home, "/internal/v1/lease", &eu, lease("ap", 10)).await.status, 401);
     assert_eq!(internal_post(&home, "/internal/v1/lease", &"x".repeat(40), lease("eu", 10)).await.status, 401);
+    let claims = |region: &str, claims: Vec<Claimed>| {
+        postcard::to_stdvec(&ClaimsReport { region: region.into(), claims }).unwrap()
+    };
+    let soon = now_secs() + 300;
+    let claim = |nonce: &str, expires_secs: i64| Claimed { key_id: "k".into(), nonce: nonce.into(), expires_secs };
+    let posing = internal_post(&home, "/internal/v1/claims", &eu, claims("ap", vec![claim("n", soon)])).await;
+    assert_eq!(posing.status, 401);
 
     let event = |at: i64| UsageEvent {
         company_uuid: "c".into(),
@@ -547,6 +609,9 @@ async fn a_region_speaks_only_for_itself_and_out_of_range_values_are_refused() {
         (report_path, report("eu", vec![Outgoing::Usage { event: event(-1), lease_id: Some(u64::MAX) }])),
         (report_path, report("eu", vec![Outgoing::Usage { event: elsewhere, lease_id: None }])),
         (report_path, vec![0xff; 64]),
+        ("/internal/v1/claims", claims("eu", vec![claim("n", i64::MAX)])),
+        ("/internal/v1/claims", claims("eu", vec![claim("", soon)])),
+        ("/internal/v1/claims", claims("eu", vec![claim("n", soon); CLAIMS_MAX + 1])),
         (lease_path, lease("eu", 0)),
         (lease_path, lease("eu", i64::MIN)),
     ] {
@@ -555,6 +620,10 @@ async fn a_region_speaks_only_for_itself_and_out_of_range_values_are_refused() {
     }
     // Billing took none of it and is still up.
     assert_eq!(internal_post(&home, "/internal/v1/report", &eu, report("eu", vec![])).await.status, 200);
+    assert!(svc::replication::exchange::feed_after(&home.state.store, 0, 10).unwrap().is_empty(), "no claim taken");
+    let taken = internal_post(&home, "/internal/v1/claims", &eu, claims("eu", vec![claim("n", soon)])).await;
+    assert_eq!(taken.status, 200, "{}", String::from_utf8_lossy(&taken.bytes));
+    assert_eq!(svc::replication::exchange::feed_after(&home.state.store, 0, 10).unwrap().len(), 1);
     let ready = get(&format!("http://{}", home.addr), "/readyz", None).await.json();
     assert_eq!(ready["failed_actors"], json!({}), "{ready}");
     home.stop().await;

@@ -58,11 +58,19 @@ pub fn start_with(dir: &std::path::Path, region: &str, home: Option<&Process>, r
     launch(dir, region, home, replication, &Site::default())
 }
 
-/// Where a node listens and the passkey relying party it judges seals by.
+/// Like [`start`], with fault injection on (`/admin/faults/*`).
+pub fn start_faulty(dir: &std::path::Path, region: &str, home: Option<&Process>) -> Process {
+    let site = Site { fault_injection: true, ..Site::default() };
+    launch(dir, region, home, "", &site)
+}
+
+/// Where a node listens, the passkey relying party it judges seals by, and
+/// whether it takes injected faults.
 pub struct Site {
     pub listen: String,
     pub rp_id: String,
     pub origin: String,
+    pub fault_injection: bool,
 }
 
 impl Default for Site {
@@ -71,6 +79,7 @@ impl Default for Site {
             listen: "127.0.0.1:0".into(),
             rp_id: "portal.svc.localhost".into(),
             origin: "https://portal.svc.localhost".into(),
+            fault_injection: false,
         }
     }
 }
@@ -82,6 +91,7 @@ pub fn start_portal_home(dir: &std::path::Path, port: u16) -> Process {
         listen: format!("127.0.0.1:{port}"),
         rp_id: "localhost".into(),
         origin: format!("http://localhost:{port}"),
+        fault_injection: false,
     };
     launch(dir, "home", None, "", &site)
 }
@@ -126,6 +136,7 @@ verify_base_url = "http://verify.svc.localhost"
 admin_token = "{TOKEN}"
 passkey_rp_id = "{}"
 passkey_origin = "{}"
+fault_injection = {}
 
 [replication]
 {link}{replication}
@@ -134,6 +145,7 @@ passkey_origin = "{}"
         site.listen,
         site.rp_id,
         site.origin,
+        site.fault_injection,
     );
     let path = dir.join(format!("{region}.toml"));
     std::fs::write(&path, config).unwrap();
