@@ -29,6 +29,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use svc::actors::indexer::{IndexerMsg, indexed_seq};
 use svc::client::retrieval::RetrievalClient;
 use svc::client::sealing::SealContext;
 use svc::clock::{Clock, SystemClock};
@@ -65,6 +66,25 @@ fn config(dir: &std::path::Path, region: &str, role: Role, home: Option<&Node>) 
     config.retrieval_limits =
         RetrievalLimits { requests_per_second: 1_000_000_000, query_cost_per_minute: 1_000_000_000_000 };
     config
+}
+
+/// When each sequence number was first seen, sampling a growing sequence.
+struct FirstSeen {
+    at: BTreeMap<u64, i64>,
+    last: u64,
+}
+
+impl FirstSeen {
+    fn from(last: u64) -> FirstSeen {
+        FirstSeen { at: BTreeMap::new(), last }
+    }
+
+    fn saw(&mut self, seq: u64, now: i64) {
+        for n in self.last + 1..=seq {
+            self.at.insert(n, now);
+        }
+        self.last = self.last.max(seq);
+    }
 }
 
 fn percentile(sorted: &[i64], p: f64) -> i64 {
@@ -109,34 +129,20 @@ fn main() {
             let status = status.clone();
             let home_store = home.state.store.clone();
             let region_store = eu.state.store.clone();
-            let indexed = move || -> u64 {
-                region_store.get(svc::store::cf::META, svc::store::keys::meta::INDEX_APPLIED_SEQ).ok().flatten().unwrap_or(0)
-            };
+            let indexed = move || indexed_seq(&region_store).unwrap_or(0);
             let stopped = stopped.clone();
             std::thread::spawn(move || {
-                let (mut at_home, mut at_region, mut at_index) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
-                let (mut home_last, mut region_last) = (first, status.applied.load(Ordering::Relaxed));
-                let mut index_last = indexed().max(first);
+                let mut home = FirstSeen::from(first);
+                let mut region = FirstSeen::from(status.applied.load(Ordering::Relaxed));
+                let mut index = FirstSeen::from(indexed().max(first));
                 while !stopped.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(1));
                     let now = SystemClock.now().0;
-                    let committed = svc::replication::last_seq(&home_store).unwrap_or(home_last);
-                    for seq in home_last + 1..=committed {
-                        at_home.insert(seq, now);
-                    }
-                    home_last = home_last.max(committed);
-                    let applied = status.applied.load(Ordering::Relaxed);
-                    for seq in region_last + 1..=applied {
-                        at_region.insert(seq, now);
-                    }
-                    region_last = region_last.max(applied);
-                    let searchable = indexed();
-                    for seq in index_last + 1..=searchable {
-                        at_index.insert(seq, now);
-                    }
-                    index_last = index_last.max(searchable);
+                    home.saw(svc::replication::last_seq(&home_store).unwrap_or(0), now);
+                    region.saw(status.applied.load(Ordering::Relaxed), now);
+                    index.saw(indexed(), now);
                 }
-                (at_home, at_region, at_index)
+                (home.at, region.at, index.at)
             })
         };
 
@@ -159,10 +165,7 @@ fn main() {
         }
         let publishing = started.elapsed();
         let last = svc::replication::last_seq(&home.state.store).unwrap();
-        let searchable = || -> u64 {
-            eu.state.store.get(svc::store::cf::META, svc::store::keys::meta::INDEX_APPLIED_SEQ).ok().flatten().unwrap_or(0)
-        };
-        while status.applied.load(Ordering::Relaxed) < last || searchable() < last {
+        while status.applied.load(Ordering::Relaxed) < last || indexed_seq(&eu.state.store).unwrap_or(0) < last {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -170,9 +173,8 @@ fn main() {
         let (at_home, at_region, at_index) = sampler.join().unwrap();
 
         let entries = svc::replication::entries_after(&home.state.store, first, usize::MAX).unwrap();
-        // From home's durable commit to the region holding the entry, and
-        // from the entry's stamp (the request's time at home, before the
-        // batch was validated and signed) to the same.
+        // Each lag from a stamp or from home's commit to when home, the
+        // region or the region's index first held the entry.
         let lags_to = |to: &BTreeMap<u64, i64>, from: &dyn Fn(&svc::replication::Entry) -> Option<i64>| {
             let mut lags: Vec<i64> = entries.iter().filter_map(|e| Some((to.get(&e.seq)? - from(e)?).max(0))).collect();
             lags.sort_unstable();
@@ -195,7 +197,7 @@ fn main() {
         );
         // Where the region's indexer spent its time: steps in all, and
         // waiting on the shards (documents added, committed, readers reloaded).
-        if let Ok(indexer) = eu.state.indexer.call(svc::actors::indexer::IndexerMsg::Observe).await {
+        if let Ok(indexer) = eu.state.indexer.call(IndexerMsg::Observe).await {
             println!(
                 "{}",
                 json!({"region_indexer": {"steps": indexer.steps, "step_ms_mean": indexer.step_micros / indexer.steps.max(1) / 1000,

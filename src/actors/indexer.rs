@@ -45,6 +45,12 @@ fn commit_gap(step: Duration) -> Duration {
     (step * GAP_PER_STEP).clamp(MIN_GAP, MAX_GAP)
 }
 
+/// How far the index has applied the log: every entry up to it is
+/// searchable.
+pub fn indexed_seq(store: &Store) -> crate::store::StoreResult<u64> {
+    Ok(store.get::<u64>(cf::META, APPLIED_KEY)?.unwrap_or(0))
+}
+
 /// Forgets what the index applied, so it is fed again from the first entry
 /// (after its directory was rebuilt).
 pub fn forget_applied(store: &Store) -> crate::store::StoreResult<()> {
@@ -87,7 +93,7 @@ pub struct IndexerState {
     next_step_at: Option<Instant>,
     steps: u64,
     step_micros: u64,
-    shard_micros: std::sync::atomic::AtomicU64,
+    shard_micros: u64,
     retry: Backoff,
     /// Certificate statuses that take effect later, and their business:
     /// its records are judged again then.
@@ -297,7 +303,7 @@ impl IndexerState {
     }
 
     /// Sends each shard its upserts and deletes, and waits for each commit.
-    async fn apply(&self, changes: BTreeMap<String, (RecordType, Change)>) -> Result<(), ActorError> {
+    async fn apply(&mut self, changes: BTreeMap<String, (RecordType, Change)>) -> Result<(), ActorError> {
         let k = self.args.shards_per_collection;
         let mut batches: HashMap<(RecordType, usize), (Vec<Blocked>, Vec<String>)> = HashMap::new();
         for (record_id, (collection, change)) in changes {
@@ -312,8 +318,7 @@ impl IndexerState {
             let actor = self.args.shards.get(&shard).ok_or(ActorError::Refused("no such shard"))?;
             actor.call(|reply| IndexShardMsg::Apply { upserts, deletes, reply }).await.map_err(ActorError::from)??;
         }
-        let waited = started.elapsed().as_micros() as u64;
-        self.shard_micros.fetch_add(waited, std::sync::atomic::Ordering::Relaxed);
+        self.shard_micros += started.elapsed().as_micros() as u64;
         crate::faults::crash_point(crate::faults::CrashPoint::IndexApplied);
         Ok(())
     }
@@ -329,7 +334,7 @@ impl Actor for Indexer {
         _me: ActorRef<IndexerMsg>,
         args: IndexerArgs,
     ) -> Result<IndexerState, ActorProcessingErr> {
-        let applied = args.store.get::<u64>(cf::META, APPLIED_KEY)?.unwrap_or(0);
+        let applied = indexed_seq(&args.store)?;
         let mut state = IndexerState {
             registry: Registry::new(args.store.clone()),
             args,
@@ -337,7 +342,7 @@ impl Actor for Indexer {
             next_step_at: None,
             steps: 0,
             step_micros: 0,
-            shard_micros: Default::default(),
+            shard_micros: 0,
             retry: Backoff::new(),
             later: Default::default(),
         };
@@ -362,10 +367,10 @@ impl Actor for Indexer {
                 };
                 match step {
                     Ok(true) => {
-                        let now = crate::clock::monotonic();
-                        state.next_step_at = Some(now + commit_gap(now - started));
+                        let took = started.elapsed();
+                        state.next_step_at = Some(crate::clock::monotonic() + commit_gap(took));
                         state.steps += 1;
-                        state.step_micros += (now - started).as_micros() as u64;
+                        state.step_micros += took.as_micros() as u64;
                         state.retry = Backoff::new();
                     }
                     Ok(false) => break,
@@ -383,7 +388,7 @@ impl Actor for Indexer {
                     applied_seq: state.applied,
                     steps: state.steps,
                     step_micros: state.step_micros,
-                    shard_micros: state.shard_micros.load(std::sync::atomic::Ordering::Relaxed),
+                    shard_micros: state.shard_micros,
                 });
             }
         }

@@ -15,7 +15,7 @@ use crate::actors::error::ActorError;
 use crate::clock::SharedClock;
 use crate::replication::link::HomeLink;
 use crate::replication::{LOG_HEAD_HEADER, apply_frames, last_seq};
-use crate::store::{Store, be, cf, keys};
+use crate::store::{Store, be, cf};
 
 /// How long home may hold a pull open when there is nothing new. A caught-up, idle
 /// region's lag climbs to this between answers, so `ready_max_lag_ms` must
@@ -91,7 +91,7 @@ impl Replicator {
         let after = last_seq(&args.store).map_err(ActorError::from)?;
         args.status.applied.store(after, Ordering::Relaxed);
         // What this region serves, for home's `live_in`.
-        let indexed: u64 = args.store.get(cf::META, keys::meta::INDEX_APPLIED_SEQ)?.unwrap_or(0);
+        let indexed = crate::actors::indexer::indexed_seq(&args.store)?;
         let path = format!("/internal/v1/log?after={after}&wait_ms={LONG_POLL_MS}&indexed={indexed}");
         // Bounded: a partitioned home must not hold the pull for ever.
         let wait = Duration::from_millis(LONG_POLL_MS) + Duration::from_secs(5);

@@ -83,7 +83,7 @@ impl RetentionState {
     async fn purge(&mut self) -> Result<(), ActorError> {
         let store = &self.args.store;
         let through: u64 = store.get(cf::META, keys::meta::PURGED_THROUGH)?.unwrap_or(0);
-        let indexed: u64 = store.get(cf::META, keys::meta::INDEX_APPLIED_SEQ)?.unwrap_or(0);
+        let indexed = crate::actors::indexer::indexed_seq(store)?;
         let found: Vec<(Vec<u8>, Purge)> =
             store.scan(cf::PURGES, &[], Some(&be(through.saturating_add(1))), PURGES_PER_PASS)?;
         // Only once the index dropped a record can its files be rewritten without it.

@@ -98,7 +98,7 @@ pub fn last_change(state: &Region, record_id: &str) -> Result<Option<u64>> {
 /// `from` is what they serve. Read regions say how far their index is
 /// each time they pull home's log.
 pub fn regions_serving(state: &Region, from: u64, until: Option<u64>) -> Result<Vec<String>> {
-    let own: u64 = state.store.get(cf::META, keys::meta::INDEX_APPLIED_SEQ)?.unwrap_or(0);
+    let own = crate::actors::indexer::indexed_seq(&state.store)?;
     Ok(state.region_positions.serving((&state.config.region, own), from, until))
 }
 
