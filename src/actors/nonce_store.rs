@@ -233,6 +233,14 @@ impl NonceState {
     /// expired head with it. Answers whether more of the feed is waiting.
     fn purge_step(&mut self, now: UnixMs) -> StoreResult<bool> {
         let cutoff = now.as_secs();
+        // Read before any claim is taken: a failed read leaves them held.
+        let from = be(self.feed_dropped + 1);
+        let head = match &self.role {
+            NonceRole::Home { feed } => {
+                Some((be(feed.last()), self.store.scan::<Claimed>(cf::NONCE_FEED, &[], Some(&from), FEED_STEP)?))
+            }
+            NonceRole::Region { .. } => None,
+        };
         let expired = self.held.take_expired(cutoff);
         let mut batch = self.store.batch();
         if !expired.is_empty() {
@@ -240,19 +248,19 @@ impl NonceState {
         }
         let mut more = false;
         let mut dropped_to = self.feed_dropped;
-        if let NonceRole::Home { feed } = &self.role {
+        if let Some((newest, head)) = head {
             // The feed is nearly in expiry order: drop its expired head, but
             // never its newest entry, from which the sequence goes on after
             // a restart (regions' cursors count on it).
-            let newest = be(feed.last());
-            let from = be(self.feed_dropped + 1);
-            let head = self.store.scan::<Claimed>(cf::NONCE_FEED, &[], Some(&from), FEED_STEP)?;
             let dropped = head.iter().take_while(|(k, claimed)| claimed.expires_secs < cutoff && *k != newest).count();
             if let Some((last, _)) = dropped.checked_sub(1).map(|i| &head[i]) {
                 dropped_to = from_be(last).unwrap_or(dropped_to);
                 batch.delete_range(cf::NONCE_FEED, &from, &be(dropped_to + 1));
             }
             more = dropped == FEED_STEP;
+        }
+        if batch.is_empty() {
+            return Ok(false);
         }
         // Forgotten in memory only once the store forgot them too.
         match batch.commit_unsynced() {
@@ -323,8 +331,15 @@ impl Actor for NonceStore {
             NonceMsg::Purge { now } => {
                 // The next step queues behind the claims that came meanwhile.
                 // (A stopping actor refuses it; the next start purges.)
-                if state.purge_step(now)? {
-                    let _ = me.send_message(NonceMsg::Purge { now });
+                match state.purge_step(now) {
+                    Ok(true) => {
+                        let _ = me.send_message(NonceMsg::Purge { now });
+                    }
+                    Ok(false) => {}
+                    // A store that cannot write (a full disk) keeps the claims
+                    // held, and the next tick tries again: failing here would
+                    // spend the supervisor's restarts on a passing condition.
+                    Err(e) => tracing::warn!(error = %e, "purging expired nonces failed; trying again next tick"),
                 }
             }
             NonceMsg::Observe(reply) => {
