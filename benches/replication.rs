@@ -15,13 +15,13 @@
 //! the region indexer's steps and their mean time, in all and waiting on
 //! the shards.
 //!
-//! Then the replay window: a signed search is answered at one region, and
-//! the same request (same nonce) is sent once at the other after a delay.
-//! For each delay, how many of `--replays` such replays were still served
-//! (the rest refused `nonce_reused`), each way: region to home through the
-//! region's report, home to region through the nonce feed.
+//! Then the replay window, each way (region to home through the region's
+//! claim uplink, home to region through the nonce feed): for each of
+//! `--replays` signed searches answered at one region, the time from its
+//! answer until the other region holds its nonce, after which the same
+//! request sent there is refused `nonce_reused`; p50, p90, p99 and max.
 //!
-//! `cargo bench --bench replication -- --rate 1000 --batch 100 --seconds 30 --replays 40`
+//! `cargo bench --bench replication -- --rate 1000 --batch 100 --seconds 30 --replays 500`
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -204,43 +204,81 @@ fn main() {
                     "shard_ms_mean": indexer.shard_micros / indexer.steps.max(1) / 1000}})
             );
         }
-        let replays = arg("--replays", 40) as usize;
+        let replays = arg("--replays", 500) as usize;
         let (eu_to_home, home_to_eu) = replay_windows(&home, &eu, replays).await;
-        println!("{}", json!({"replays_served_after_delay": {"served_at_eu_replayed_at_home": eu_to_home, "served_at_home_replayed_at_eu": home_to_eu}}));
+        println!("{}", json!({"replay_window": {"served_at_eu_replayed_at_home": eu_to_home, "served_at_home_replayed_at_eu": home_to_eu}}));
         eu.stop().await;
         home.stop().await;
     });
 }
 
-/// Delays (ms) after which the same request is sent again at the other region.
-const DELAYS_MS: &[u64] = &[0, 5, 10, 20, 30, 40, 50, 75, 100, 150, 200, 300];
+/// Where home's nonce feed holds each nonce it has seen, read on from the
+/// last entry seen.
+#[derive(Default)]
+struct HomeFeed {
+    after: u64,
+    seq: std::collections::HashMap<String, u64>,
+}
 
-/// For each delay, of `trials` requests answered at `first` and sent again
-/// once at `second` after that delay, how many `second` still served. (A
-/// replay sent once: a served replay claims the nonce at `second` itself.)
-async fn windows(first: &RetrievalClient, second: &RetrievalClient, trials: usize) -> serde_json::Value {
+impl HomeFeed {
+    fn seq_of(&mut self, home: &Node, nonce: &str) -> Option<u64> {
+        for entry in svc::replication::exchange::feed_after(&home.state.store, self.after, 10_000).unwrap() {
+            self.after = entry.seq;
+            self.seq.insert(entry.claimed.nonce, entry.seq);
+        }
+        self.seq.get(nonce).copied()
+    }
+}
+
+/// The replay window, claim by claim: for each of `trials` requests
+/// answered at one region, the milliseconds from its answer until the
+/// other region holds its nonce (sampled every millisecond, in-process),
+/// after which the same request sent there is refused `nonce_reused`.
+/// Region to home: home's feed has the nonce (home holds a claim and feeds
+/// it in one write). Home to region: the region learned the feed that far.
+async fn windows(
+    (home, at_home): (&Node, &RetrievalClient),
+    (eu, at_eu): (&Node, &RetrievalClient),
+    trials: usize,
+) -> [serde_json::Value; 2] {
     let body = serde_json::to_vec(&json!({"collection": "products", "q": "nothing-matches-this",
         "filter": {"all": [{"country": "FR"}]}, "sort_by": "_text_match:desc", "limit": 1}))
     .unwrap();
-    let mut served_after = Vec::new();
-    for &delay in DELAYS_MS {
-        let mut served = 0;
+    let status = eu.state.replica.as_ref().unwrap().status.clone();
+    let mut feed = HomeFeed::default();
+    let mut out = Vec::new();
+    // Served at eu and replayed at home, then the other way.
+    for served_at_home in [false, true] {
+        let (first, second) = if served_at_home { (at_home, at_eu) } else { (at_eu, at_home) };
+        let mut windows_us = Vec::with_capacity(trials);
         for _ in 0..trials {
             let nonce = svc_core::http_sig::nonce_from_bytes(&svc::clock::random::<32>());
             let created = SystemClock.now().as_secs();
             let answer = first.call_as("POST", "/v1/search", body.clone(), created, &nonce).await.unwrap();
+            let answered = Instant::now();
             assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
-            tokio::time::sleep(Duration::from_millis(delay)).await;
-            let replay = second.call_as("POST", "/v1/search", body.clone(), created, &nonce).await.unwrap();
-            match replay.status {
-                200 => served += 1,
-                401 => assert_eq!(replay.json()["code"], "nonce_reused"),
-                other => panic!("{other}: {}", String::from_utf8_lossy(&replay.bytes)),
+            loop {
+                let held = match (served_at_home, feed.seq_of(home, &nonce)) {
+                    (false, seq) => seq.is_some(),
+                    (true, Some(seq)) => status.feed_learned.load(Ordering::Relaxed) >= seq,
+                    (true, None) => panic!("home answered without holding the nonce"),
+                };
+                if held {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
             }
+            windows_us.push(answered.elapsed().as_micros() as i64);
+            let replay = second.call_as("POST", "/v1/search", body.clone(), created, &nonce).await.unwrap();
+            assert_eq!((replay.status, replay.json()["code"].as_str()), (401, Some("nonce_reused")));
         }
-        served_after.push(json!({"delay_ms": delay, "served": served, "of": trials}));
+        windows_us.sort_unstable();
+        let ms = |us: i64| us as f64 / 1000.0;
+        out.push(json!({"trials": trials, "p50_ms": ms(percentile(&windows_us, 0.5)),
+            "p90_ms": ms(percentile(&windows_us, 0.9)), "p99_ms": ms(percentile(&windows_us, 0.99)),
+            "max_ms": ms(windows_us.last().copied().unwrap_or(0))}));
     }
-    json!(served_after)
+    [out.remove(0), out.remove(0)]
 }
 
 async fn replay_windows(home: &Node, eu: &Node, trials: usize) -> (serde_json::Value, serde_json::Value) {
@@ -257,5 +295,6 @@ async fn replay_windows(home: &Node, eu: &Node, trials: usize) -> (serde_json::V
     while at_eu.call("POST", "/v1/search", probe.clone()).await.unwrap().status != 200 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    (windows(&at_eu, &at_home, trials).await, windows(&at_home, &at_eu, trials).await)
+    let [eu_to_home, home_to_eu] = windows((home, &at_home), (eu, &at_eu), trials).await;
+    (eu_to_home, home_to_eu)
 }

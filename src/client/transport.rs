@@ -55,11 +55,16 @@ impl Transport {
         // which cannot be told from a lost answer; so the pool lets idle
         // connections go well before a node would.
         let idle = if http2 { Duration::from_secs(30) } else { Duration::from_secs(4) };
+        // A request is written in pieces (its head, then its body): with
+        // Nagle's algorithm on, a piece waits for the peer to acknowledge
+        // the one before, which a delayed ACK holds up to 40 ms.
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
         let client = Client::builder(TokioExecutor::new())
             .http2_only(http2)
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(idle)
-            .build_http();
+            .build(connector);
         Ok(Transport { base, client })
     }
 
