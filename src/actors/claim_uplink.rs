@@ -52,12 +52,7 @@ impl ClaimUplink {
         let (keys, claims): (Vec<Vec<u8>>, Vec<_>) = pending.into_iter().unzip();
         let report = ClaimsReport { region: args.region.clone(), claims };
         args.link.call::<_, ()>("POST", "/internal/v1/claims", Some(&report), SHIP_WAIT).await?;
-        let mut batch = args.store.batch();
-        for k in &keys {
-            batch.delete(cf::CLAIMS_OUT, k);
-        }
-        // Not synced: a claim shipped again after a crash is held once.
-        batch.commit_unsynced().map_err(ActorError::from)?;
+        exchange::forget_taken(&args.store, cf::CLAIMS_OUT, &keys).map_err(ActorError::from)?;
         args.status.claims_reported.fetch_add(keys.len() as u64, Ordering::Relaxed);
         Ok(keys.len())
     }

@@ -51,11 +51,7 @@ impl Uplink {
         let keys: Vec<Vec<u8>> = pending.iter().map(|(k, _)| k.clone()).collect();
         let report = Report { region: args.region.clone(), entries: pending.into_iter().map(|(_, e)| e).collect() };
         let taken: ReportTaken = args.link.call("POST", "/internal/v1/report", Some(&report), REPORT_WAIT).await?;
-        let mut batch = args.store.batch();
-        for k in &keys {
-            batch.delete(cf::OUTBOX, k);
-        }
-        batch.commit_unsynced().map_err(ActorError::from)?;
+        exchange::forget_taken(&args.store, cf::OUTBOX, &keys).map_err(ActorError::from)?;
         args.status.reported.fetch_add(keys.len() as u64, Ordering::Relaxed);
         args.status.billed_elsewhere.fetch_add(taken.already_billed, Ordering::Relaxed);
         Ok(keys.len())

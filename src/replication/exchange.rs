@@ -501,6 +501,17 @@ pub fn pending(store: &Store, max: usize) -> StoreResult<Vec<(Vec<u8>, Outgoing)
     store.scan::<Outgoing>(cf::OUTBOX, &[], None, max)
 }
 
+/// Deletes what home took from a region's outbox (`cf::OUTBOX`) or claims
+/// outbox (`cf::CLAIMS_OUT`). Not synced: after a crash the entries are
+/// shipped again, and home takes each once.
+pub fn forget_taken(store: &Store, cf: &'static str, keys: &[Vec<u8>]) -> StoreResult<()> {
+    let mut batch = store.batch();
+    for k in keys {
+        batch.delete(cf, k);
+    }
+    batch.commit_unsynced()
+}
+
 /// How many outbox entries wait, and how many claims. Shipped entries are
 /// deleted from the oldest on, so they are the run from the first key to
 /// the last.
