@@ -159,9 +159,15 @@ fn main() {
             let (state, records) = (home.state.clone(), chunk.len());
             sends.spawn(async move { send_publish(&state, request).await.map(|_| records) });
         }
-        let mut published = 0usize;
+        let (mut published, mut overtaken) = (0usize, 0usize);
         while let Some(sent) = sends.join_next().await {
-            published += sent.unwrap().unwrap();
+            match sent.unwrap() {
+                Ok(records) => published += records,
+                // Two batches sent on one burst of ticks can arrive out of
+                // order; home refuses the one overtaken (its seq is lower).
+                Err(svc::sandbox::seed::SeedError::PublishRefused { status: 409, .. }) => overtaken += 1,
+                Err(e) => panic!("publish failed: {e:?}"),
+            }
         }
         let publishing = started.elapsed();
         let last = svc::replication::last_seq(&home.state.store).unwrap();
@@ -187,6 +193,7 @@ fn main() {
                 "target_records_per_s": rate,
                 "batch": batch,
                 "records": published,
+                "batches_overtaken": overtaken,
                 "records_per_s": (published as f64 / publishing.as_secs_f64()).round(),
                 "entries": entries.len(),
                 "lag_ms_from_home_commit": lags_to(&at_region, &|e| at_home.get(&e.seq).copied()),

@@ -1,7 +1,9 @@
 //! One tantivy shard of one collection: the only writer of its index. It
 //! applies a batch of upserts and deletes, commits, and reloads the readers
 //! searches share, so a search sees a batch once the shard answered. Once
-//! the shard has been quiet a while, it merges its segments into one.
+//! the shard has been quiet a while, it merges its segments into one and
+//! makes the index's writes durable (a commit does not wait for the disk:
+//! `search::deferred_sync`).
 
 use std::time::{Duration, Instant};
 
@@ -18,6 +20,9 @@ const QUIET: Duration = Duration::from_secs(2);
 /// shard, so a trickle of batches just over `QUIET` apart must not make
 /// the shard rewrite itself every few seconds.
 const COMPACTION_GAP: Duration = Duration::from_secs(60);
+/// Under a stream with no quiet in it, writes wait at most about this long
+/// for a checkpoint, so a machine crash rebuilds the index only rarely.
+const CHECKPOINT_AGE: Duration = Duration::from_secs(30);
 
 pub enum IndexShardMsg {
     Apply {
@@ -39,6 +44,8 @@ pub struct IndexShardSnapshot {
     pub docs: u64,
     pub commits: u64,
     pub compactions: u64,
+    /// Whether index writes wait for a checkpoint.
+    pub unsynced: bool,
 }
 
 #[derive(Clone)]
@@ -58,6 +65,19 @@ impl IndexShardState {
         let quiet_from = self.last_apply? + QUIET;
         let allowed_from = self.last_compaction.map_or(quiet_from, |at| at + COMPACTION_GAP);
         Some(quiet_from.max(allowed_from))
+    }
+}
+
+/// Syncs the index's writes; a merge still writing, or a failed sync, is
+/// tried again a quiet period later.
+fn checkpoint(me: &ActorRef<IndexShardMsg>, writer: &ShardWriter) {
+    match tokio::task::block_in_place(|| writer.checkpoint()) {
+        Ok(true) => {}
+        Ok(false) => drop(me.send_after(QUIET, || IndexShardMsg::Settle)),
+        Err(e) => {
+            tracing::warn!(error = %e, "index checkpoint failed; trying again");
+            drop(me.send_after(QUIET, || IndexShardMsg::Settle));
+        }
     }
 }
 
@@ -82,6 +102,19 @@ impl Actor for IndexShard {
         })
     }
 
+    /// What a stop leaves unsynced stays marked: a restart of the machine
+    /// before it reached the disk rebuilds the index.
+    async fn post_stop(
+        &self,
+        _me: ActorRef<IndexShardMsg>,
+        state: &mut IndexShardState,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Err(e) = tokio::task::block_in_place(|| state.writer.checkpoint()) {
+            tracing::warn!(error = %e, "index checkpoint at stop failed");
+        }
+        Ok(())
+    }
+
     async fn handle(
         &self,
         me: ActorRef<IndexShardMsg>,
@@ -95,28 +128,33 @@ impl Actor for IndexShard {
                     state.commits += 1;
                     state.last_apply = Some(crate::clock::monotonic());
                     me.send_after(QUIET, || IndexShardMsg::Settle);
+                    if state.writer.checkpoint_due(CHECKPOINT_AGE) {
+                        checkpoint(&me, &state.writer);
+                    }
                 }
                 let _ = reply.send(result.map_err(ActorError::from));
             }
             IndexShardMsg::Settle => {
-                let Some(due) = state.compaction_due() else { return Ok(()) };
                 // Each batch scheduled a settle: the one after the last batch acts.
                 if state.last_apply.is_some_and(|at| at.elapsed() < QUIET) {
                     return Ok(());
                 }
                 let now = crate::clock::monotonic();
-                if due > now {
-                    me.send_after(due - now, || IndexShardMsg::Settle);
-                    return Ok(());
+                match state.compaction_due() {
+                    Some(due) if due > now => drop(me.send_after(due - now, || IndexShardMsg::Settle)),
+                    Some(_) => {
+                        match tokio::task::block_in_place(|| state.writer.compact()) {
+                            Ok(merged) => state.compactions += u64::from(merged),
+                            // tantivy may be merging some of the segments itself: the
+                            // next batch's settle tries again.
+                            Err(e) => tracing::debug!(error = %e, "compaction deferred"),
+                        }
+                        state.last_apply = None;
+                        state.last_compaction = Some(crate::clock::monotonic());
+                    }
+                    None => {}
                 }
-                match tokio::task::block_in_place(|| state.writer.compact()) {
-                    Ok(merged) => state.compactions += u64::from(merged),
-                    // tantivy may be merging some of the segments itself: the
-                    // next batch's settle tries again.
-                    Err(e) => tracing::debug!(error = %e, "compaction deferred"),
-                }
-                state.last_apply = None;
-                state.last_compaction = Some(crate::clock::monotonic());
+                checkpoint(&me, &state.writer);
             }
             IndexShardMsg::Purge(reply) => {
                 let merged = tokio::task::block_in_place(|| state.writer.compact());
@@ -131,6 +169,7 @@ impl Actor for IndexShard {
                     docs: state.writer.num_docs(),
                     commits: state.commits,
                     compactions: state.compactions,
+                    unsynced: state.writer.unsynced(),
                 });
             }
         }

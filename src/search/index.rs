@@ -17,6 +17,7 @@ use tantivy::{DocAddress, TantivyDocument};
 
 use super::SearchError;
 use super::collect::{Ranked, sort_and_cut};
+use super::deferred_sync::Ledger;
 use super::orders::SortOrders;
 use super::plan::ShardPlan;
 use super::shard::*;
@@ -24,9 +25,11 @@ use super::shard::*;
 pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedWriter>), SearchError> {
     let mut readers: HashMap<RecordType, Vec<Arc<ShardReader>>> = HashMap::new();
     let mut writers = Vec::new();
+    let ledger = Ledger::new(dir);
     for collection in RecordType::COLLECTIONS {
         for n in 0..shards.max(1) {
-            let (index, reader, fields) = open(&dir.join(collection.name()).join(n.to_string()), collection)?;
+            let (index, reader, fields) =
+                open(&dir.join(collection.name()).join(n.to_string()), collection, ledger.clone())?;
             let writer = index.writer_with_options(
                 IndexWriterOptions::builder()
                     .num_worker_threads(1)
@@ -40,7 +43,7 @@ pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedWrit
                 fields: fields.clone(),
                 orders: SortOrders::default(),
             }));
-            writers.push((collection, n, ShardWriter { writer, reader, fields }));
+            writers.push((collection, n, ShardWriter { writer, reader, fields, ledger: ledger.clone() }));
         }
     }
     Ok((
@@ -177,6 +180,33 @@ mod tests {
         assert!(!dir.join("products-0").exists());
         std::fs::remove_file(dir.join("layout")).unwrap();
         assert!(prepare_layout(&dir, 2).unwrap(), "an index from before the layout was recorded");
+    }
+
+    #[test]
+    fn commits_wait_for_a_checkpoint_and_a_machine_restart_before_it_rebuilds_the_index() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("index");
+        assert!(prepare_layout(&dir, 1).unwrap());
+        let count = |dir: &Path| {
+            let (index, _writers) = open_all(dir, 1).unwrap();
+            index.documents().iter().map(|(_, docs, _)| docs).sum::<u64>()
+        };
+        {
+            let (_index, mut writers) = open_all(&dir, 1).unwrap();
+            let (_, _, writer) = writers.iter_mut().find(|(c, _, _)| *c == RecordType::Products).unwrap();
+            writer.apply(vec![tied("p1")], vec![]).unwrap();
+            assert!(writer.unsynced(), "the commit did not wait for the disk");
+            assert!(writer.checkpoint().unwrap());
+            assert!(!writer.unsynced());
+            writer.apply(vec![tied("p2")], vec![]).unwrap();
+            assert!(writer.unsynced());
+        }
+        assert!(!prepare_layout(&dir, 1).unwrap(), "the process stopped, the machine did not: the writes are there");
+        assert_eq!(count(&dir), 2);
+        // As if the machine had restarted since the last write.
+        std::fs::write(dir.join("unsynced"), "another boot").unwrap();
+        assert!(prepare_layout(&dir, 1).unwrap(), "writes no checkpoint covered may be lost: rebuilt");
+        assert_eq!(count(&dir), 0);
     }
 
     fn tied(id: &str) -> Blocked {

@@ -5,6 +5,7 @@
 //! every shard of a collection.
 
 mod collect;
+mod deferred_sync;
 pub mod doc;
 mod error;
 mod filter;

@@ -3,12 +3,12 @@
 
 use std::ops::Bound;
 use std::path::Path;
+use std::sync::Arc;
 
 use svc_core::ids::RecordType;
 use svc_core::search::fields::Kind;
 use svc_core::search::{Condition, Scalar, SearchQuery};
 use tantivy::DocSet;
-use tantivy::directory::MmapDirectory;
 use tantivy::query::{AllQuery, BooleanQuery, Occur, Query, RangeQuery, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::TokenStream;
@@ -16,6 +16,7 @@ use tantivy::{DocId, Index, IndexReader, IndexWriter, ReloadPolicy, SegmentReade
 
 use super::SearchError;
 use super::collect::Near;
+use super::deferred_sync::{DeferredSyncDirectory, Ledger, torn};
 use super::doc::Blocked;
 use super::orders::SortOrders;
 use super::schema::*;
@@ -25,6 +26,8 @@ pub struct ShardWriter {
     pub(super) writer: IndexWriter,
     pub(super) reader: IndexReader,
     pub(super) fields: Fields,
+    /// What the index wrote since its last checkpoint.
+    pub(super) ledger: Arc<Ledger>,
 }
 
 /// One shard as searches see it.
@@ -35,11 +38,15 @@ pub struct ShardReader {
     pub(super) orders: SortOrders,
 }
 
-pub(super) fn open(dir: &Path, collection: RecordType) -> Result<(Index, IndexReader, Fields), SearchError> {
+pub(super) fn open(
+    dir: &Path,
+    collection: RecordType,
+    ledger: Arc<Ledger>,
+) -> Result<(Index, IndexReader, Fields), SearchError> {
     std::fs::create_dir_all(dir).map_err(|source| SearchError::Io { path: dir.to_owned(), source })?;
     let (schema, fields) = schema(collection);
-    let directory =
-        MmapDirectory::open(dir).map_err(|source| SearchError::Directory { path: dir.to_owned(), source })?;
+    let directory = DeferredSyncDirectory::open(dir, ledger)
+        .map_err(|source| SearchError::Directory { path: dir.to_owned(), source })?;
     // Rows are read back for every answer (up to 50 a search): an
     // uncompressed doc store makes that a copy rather than a decompression.
     // Small blocks, since each row read copies its whole block (the cache
@@ -71,6 +78,21 @@ impl ShardWriter {
         }
         self.writer.commit()?;
         Ok(self.reader.reload()?)
+    }
+
+    /// Makes the index's writes durable (every shard's: they share one
+    /// ledger); `false` while a merge is still writing.
+    pub fn checkpoint(&self) -> Result<bool, SearchError> {
+        self.ledger.checkpoint().map_err(|source| SearchError::Io { path: self.ledger.root().to_owned(), source })
+    }
+
+    pub fn unsynced(&self) -> bool {
+        self.ledger.unsynced()
+    }
+
+    /// Whether writes have waited `age` or more for a checkpoint.
+    pub fn checkpoint_due(&self, age: std::time::Duration) -> bool {
+        self.ledger.due(age)
     }
 
     /// Merges every segment into one, and answers whether it merged: when
@@ -113,10 +135,11 @@ pub fn prepare_layout(dir: &Path, shards: usize) -> Result<bool, SearchError> {
     let wanted = format!("shards={}\nschema={SCHEMA_VERSION}\n", shards.max(1));
     let found = std::fs::read_to_string(&marker).ok();
     let rebuilt = match found {
-        Some(found) if found == wanted => false,
         // No index at all (a new node, or a store restored without its
         // index): fed from the start too.
         None if !dir.exists() => true,
+        // The machine stopped before index writes reached the disk.
+        Some(found) if found == wanted && !torn(dir) => false,
         _ => {
             std::fs::remove_dir_all(dir).map_err(|source| SearchError::Io { path: dir.to_owned(), source })?;
             true

@@ -24,7 +24,7 @@ use crate::replication::exchange::{
 };
 use crate::replication::{encode_frames, entries_after};
 use crate::store::model::ReceiptRoot;
-use crate::store::{cf, from_be};
+use crate::store::{Store, cf, from_be};
 use svc_core::link;
 
 pub use crate::replication::LOG_HEAD_HEADER;
@@ -34,7 +34,9 @@ const MAX_ENTRIES: usize = 1_000;
 pub const MAX_BYTES: usize = 16 * 1024 * 1024;
 /// The longest a caught-up region is kept waiting for a new entry.
 const MAX_WAIT: Duration = Duration::from_secs(10);
-const POLL: Duration = Duration::from_millis(25);
+/// A waiting poll looks again this often even when no bell rang, in case
+/// a write reached the feed some other way than a batch put.
+const LOOK_AGAIN: Duration = Duration::from_secs(1);
 
 /// A request on the link as a surface received it: who it says it is,
 /// when it was made, its MAC, and what it asks.
@@ -113,15 +115,41 @@ fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
     postcard::to_stdvec(value).map_err(Error::internal)
 }
 
-/// Waits until `fetch` finds something or `wait_ms` (at most 10 s) passed.
-async fn long_poll<T>(wait_ms: u64, fetch: impl Fn() -> Result<Vec<T>>) -> Result<Vec<T>> {
+/// Waits until `fetch` finds something in `feed` or `wait_ms` (at most
+/// 10 s) passed, looking again as soon as a write to the feed rings its
+/// bell: a region hears of a new entry as soon as home stored it.
+async fn long_poll<T>(
+    store: &Store,
+    feed: &'static str,
+    wait_ms: u64,
+    fetch: impl Fn() -> Result<Vec<T>>,
+) -> Result<Vec<T>> {
+    long_poll_looking(store, feed, wait_ms, LOOK_AGAIN, fetch).await
+}
+
+async fn long_poll_looking<T>(
+    store: &Store,
+    feed: &'static str,
+    wait_ms: u64,
+    look_again: Duration,
+    fetch: impl Fn() -> Result<Vec<T>>,
+) -> Result<Vec<T>> {
     let until = monotonic() + Duration::from_millis(wait_ms).min(MAX_WAIT);
+    // Listening starts before the first look, so a write between a look
+    // and the wait still wakes it.
+    let mut bell = store.bell(feed).ok_or_else(|| Error::internal(format!("{feed} has no bell")))?;
     loop {
+        bell.mark_unchanged();
         let found = fetch()?;
-        if !found.is_empty() || monotonic() >= until {
+        let now = monotonic();
+        if !found.is_empty() || now >= until {
             return Ok(found);
         }
-        tokio::time::sleep(POLL).await;
+        let wait = (until - now).min(look_again);
+        if let Ok(Err(_closed)) = tokio::time::timeout(wait, bell.changed()).await {
+            // The store is going away: no bell will ring, so just wait.
+            tokio::time::sleep(wait).await;
+        }
     }
 }
 
@@ -134,15 +162,20 @@ pub struct LogPage {
 }
 
 pub async fn log_page(state: &Region, after: u64, wait_ms: u64) -> Result<LogPage> {
-    let entries = long_poll(wait_ms, || entries_after(&state.store, after, MAX_ENTRIES).map_err(Error::from)).await?;
+    let entries = long_poll(&state.store, cf::REPLOG, wait_ms, || {
+        entries_after(&state.store, after, MAX_ENTRIES).map_err(Error::from)
+    })
+    .await?;
     let head = crate::replication::last_seq(&state.store)?;
     Ok(LogPage { frames: encode_frames(&entries, MAX_BYTES), head })
 }
 
 /// The claimed nonces after `after`, oldest first, and the feed's head.
 pub async fn nonce_feed(state: &Region, after: u64, wait_ms: u64) -> Result<Vec<u8>> {
-    let entries =
-        long_poll(wait_ms, || exchange::feed_after(&state.store, after, MAX_ENTRIES * 10).map_err(Error::from)).await?;
+    let entries = long_poll(&state.store, cf::NONCE_FEED, wait_ms, || {
+        exchange::feed_after(&state.store, after, MAX_ENTRIES * 10).map_err(Error::from)
+    })
+    .await?;
     let snapshot = state.nonces.call(NonceMsg::Observe).await?;
     encode(&FeedPage { head: snapshot.feed_seq, entries })
 }
@@ -151,9 +184,10 @@ pub async fn nonce_feed(state: &Region, after: u64, wait_ms: u64) -> Result<Vec<
 /// service's conversation secret and the take rate in force.
 pub async fn ad_feed(state: &Region, after: u64, wait_ms: u64) -> Result<Vec<u8>> {
     state.home()?;
-    let entries =
-        long_poll(wait_ms, || exchange::ad_feed_after(&state.store, after, MAX_ENTRIES * 10).map_err(Error::from))
-            .await?;
+    let entries = long_poll(&state.store, cf::AD_FEED, wait_ms, || {
+        exchange::ad_feed_after(&state.store, after, MAX_ENTRIES * 10).map_err(Error::from)
+    })
+    .await?;
     let head = state.store.last_key(cf::AD_FEED)?.and_then(|k| from_be(&k)).unwrap_or(0);
     let secret = crate::service::ads::reservations::conversation_secret(state)?;
     let take_bps = crate::service::ads::reservations::take_rate(state)?;
@@ -272,4 +306,42 @@ pub async fn grant_lease(state: &Region, region: &str, body: &[u8]) -> Result<Ve
     let now = state.clock.now();
     let grant = state.billing.call(|reply| BillingMsg::Grant { ask, now, reply }).await??;
     encode(&grant)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::be;
+
+    /// The poll waits up to 10 s and would not look again by itself within
+    /// the hour: only the bell can make it answer before its wait is over.
+    #[tokio::test]
+    async fn a_waiting_poll_answers_when_the_feed_is_written_not_when_its_wait_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let fetch = {
+            let store = store.clone();
+            move || Ok(store.get::<u64>(cf::AD_FEED, &be(1))?.into_iter().collect::<Vec<_>>())
+        };
+        let started = monotonic();
+        let waiting = tokio::spawn({
+            let store = store.clone();
+            let hour = Duration::from_secs(3_600);
+            async move { long_poll_looking(&store, cf::AD_FEED, 10_000, hour, fetch).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "nothing was in the feed yet");
+        store.put(cf::AD_FEED, &be(1), &7u64).unwrap();
+        assert_eq!(waiting.await.unwrap().unwrap(), vec![7]);
+        assert!(started.elapsed() < MAX_WAIT, "the poll answered only when its wait was over");
+    }
+
+    #[tokio::test]
+    async fn a_poll_with_nothing_new_answers_empty_when_its_wait_is_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let fetch = || Ok(Vec::<u64>::new());
+        assert!(long_poll(&store, cf::REPLOG, 30, fetch).await.unwrap().is_empty());
+        assert!(long_poll(&store, cf::RECORDS, 30, fetch).await.is_err(), "a family without a bell is refused");
+    }
 }

@@ -100,7 +100,12 @@ pub async fn observe(state: &Region) -> Result<Done> {
     );
     for shard in &state.index_shards {
         let seen = shard.call_within(IndexShardMsg::Observe, WAIT).await.ok();
-        put(shard.name(), seen.map(|s| json!({"docs": s.docs, "commits": s.commits, "compactions": s.compactions})));
+        put(
+            shard.name(),
+            seen.map(
+                |s| json!({"docs": s.docs, "commits": s.commits, "compactions": s.compactions, "unsynced": s.unsynced}),
+            ),
+        );
     }
     if let Some(home) = &state.home {
         let publisher = home.publisher.call_within(PublisherMsg::Observe, WAIT).await.ok();

@@ -14,6 +14,7 @@
 //! and refuses to open on one it does not know. A store written before
 //! values carried the byte (no schema marker) is migrated once, at open.
 
+mod bells;
 pub mod keys;
 pub mod model;
 
@@ -358,6 +359,8 @@ const MIGRATE_STEP_BYTES: usize = 8 << 20;
 #[derive(Clone)]
 pub struct Store {
     db: Arc<DB>,
+    /// Rung after writes to the feeds regions long-poll.
+    bells: Arc<bells::Bells>,
 }
 
 impl Store {
@@ -389,7 +392,7 @@ impl Store {
         opts.set_avoid_unnecessary_blocking_io(true);
         let cfs = cf::ALL.iter().map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name)));
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
-        let store = Store { db: Arc::new(db) };
+        let store = Store { db: Arc::new(db), bells: Arc::new(bells::Bells::new()) };
         store.check_schema(legacy_log_entry)?;
         Ok(store)
     }
@@ -582,7 +585,7 @@ impl Store {
     }
 
     pub fn batch(&self) -> Batch<'_> {
-        Batch { store: self, batch: WriteBatch::default(), error: None }
+        Batch { store: self, batch: WriteBatch::default(), error: None, rings: bells::Rings::default() }
     }
 
     /// A single put, synced.
@@ -599,13 +602,17 @@ pub struct Batch<'a> {
     store: &'a Store,
     batch: WriteBatch,
     error: Option<StoreError>,
+    rings: bells::Rings,
 }
 
 impl Batch<'_> {
     /// Writes `value`, with its version byte.
     pub fn put<T: Serialize>(&mut self, cf: &'static str, key: &[u8], value: &T) {
         match (self.store.handle(cf), encode_value(value)) {
-            (Ok(handle), Ok(bytes)) => self.batch.put_cf(handle, key, bytes),
+            (Ok(handle), Ok(bytes)) => {
+                self.rings.note(cf);
+                self.batch.put_cf(handle, key, bytes)
+            }
             (Err(e), _) | (_, Err(e)) => self.error = Some(e),
         }
     }
@@ -615,7 +622,10 @@ impl Batch<'_> {
     /// version byte this build knows fails the batch.
     pub fn put_raw(&mut self, cf: &'static str, key: &[u8], value: &[u8]) {
         match (self.store.handle(cf), versioned_body(cf, value)) {
-            (Ok(handle), Ok(_)) => self.batch.put_cf(handle, key, value),
+            (Ok(handle), Ok(_)) => {
+                self.rings.note(cf);
+                self.batch.put_cf(handle, key, value)
+            }
             (Err(e), _) | (_, Err(e)) => self.error = Some(e),
         }
     }
@@ -665,13 +675,13 @@ impl Batch<'_> {
     pub fn ready(self) -> StoreResult<ReadyBatch> {
         match self.error {
             Some(e) => Err(e),
-            None => Ok(ReadyBatch(self.batch)),
+            None => Ok(ReadyBatch(self.batch, self.rings)),
         }
     }
 }
 
 /// A checked batch of writes that owns its data.
-pub struct ReadyBatch(WriteBatch);
+pub struct ReadyBatch(WriteBatch, bells::Rings);
 
 impl Store {
     /// Writes a ready batch atomically; `sync` waits for the disk.
@@ -679,7 +689,15 @@ impl Store {
         let mut opts = WriteOptions::default();
         opts.set_sync(sync);
         self.db.write_opt(batch.0, &opts)?;
+        self.bells.ring(batch.1);
         Ok(())
+    }
+
+    /// Sees each later write that puts into `cf`, one of the feeds home
+    /// serves its regions (the replication log, the nonce and ad feeds);
+    /// `None` for any other family.
+    pub fn bell(&self, cf: &'static str) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.bells.listen(cf)
     }
 
     /// Writes one small synced value, as a probe of the disk: a full disk

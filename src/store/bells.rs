@@ -1,0 +1,68 @@
+//! Bells on the feeds home serves its regions: a write that reaches one of
+//! them rings its bell once it is in the store, so a region's long poll
+//! answers at once instead of finding it on its next look.
+
+use tokio::sync::watch;
+
+use super::cf;
+
+/// The column families a long poll waits on.
+const RUNG: [&str; 3] = [cf::REPLOG, cf::NONCE_FEED, cf::AD_FEED];
+
+/// Which bells a batch rings, one bit per [`RUNG`] family.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Rings(u8);
+
+impl Rings {
+    pub(super) fn note(&mut self, cf: &'static str) {
+        if let Some(i) = RUNG.iter().position(|rung| *rung == cf) {
+            self.0 |= 1 << i;
+        }
+    }
+}
+
+/// One counter per family, bumped after each write that touched it.
+pub(super) struct Bells([watch::Sender<u64>; 3]);
+
+impl Bells {
+    pub(super) fn new() -> Bells {
+        Bells(std::array::from_fn(|_| watch::Sender::new(0)))
+    }
+
+    pub(super) fn ring(&self, rings: Rings) {
+        for (i, bell) in self.0.iter().enumerate() {
+            if rings.0 & (1 << i) != 0 {
+                bell.send_modify(|n| *n = n.wrapping_add(1));
+            }
+        }
+    }
+
+    /// A receiver that sees each later write to `cf`; `None` for a family
+    /// without a bell.
+    pub(super) fn listen(&self, cf: &'static str) -> Option<watch::Receiver<u64>> {
+        RUNG.iter().position(|rung| *rung == cf).map(|i| self.0[i].subscribe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_rings_only_its_own_familys_bell() {
+        let bells = Bells::new();
+        let mut log = bells.listen(cf::REPLOG).unwrap();
+        let mut ads = bells.listen(cf::AD_FEED).unwrap();
+        assert!(bells.listen(cf::RECORDS).is_none());
+        let mut rings = Rings::default();
+        rings.note(cf::RECORDS);
+        rings.note(cf::REPLOG);
+        bells.ring(rings);
+        assert!(log.has_changed().unwrap());
+        assert!(!ads.has_changed().unwrap());
+        log.mark_unchanged();
+        bells.ring(Rings::default());
+        assert!(!log.has_changed().unwrap());
+        ads.mark_unchanged();
+    }
+}
