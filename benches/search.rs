@@ -16,6 +16,12 @@
 //! signed searches/s or more with p99 at 20 ms or less, 100,000 products,
 //! 32 connections.
 //!
+//! For scale (issue 29, goal 5) it also reports the process's resident
+//! memory at rest after seeding and at its highest during (a) and (b) (the
+//! load generator included), the index's and the store's bytes on disk, and
+//! the time from starting the node again on the same directory to its index
+//! answering.
+//!
 //! `cargo bench --bench search -- --products 100000 --connections 32 --seconds 20`
 //! (also `--rate R`, `--warmup S`, `--queries N`, `--seed N`, `--shards K` per
 //! collection, default the node's).
@@ -88,6 +94,47 @@ fn direct(
 /// CPU seconds this process has used (Linux; user + system, 100 ticks a
 /// second). Over a phase, divided by its length, it shows how many cores
 /// the bench had: fewer than the machine's means something else ran.
+/// A `kB` field of `/proc/self/status` (`VmRSS`), in MiB.
+fn status_mib(field: &str) -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// The highest resident memory seen every 100 ms until the answer is dropped.
+fn watch_resident() -> impl FnOnce() -> f64 {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = std::thread::spawn({
+        let stop = stop.clone();
+        move || {
+            let mut most = 0f64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                most = most.max(status_mib("VmRSS:").unwrap_or(0.0));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            most
+        }
+    });
+    move || {
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        watcher.join().unwrap_or(0.0)
+    }
+}
+
+/// Bytes of every file under `dir`.
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 fn cpu_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
@@ -144,7 +191,7 @@ fn main() {
         config.shards_per_collection = shards;
         config.retrieval_limits =
             RetrievalLimits { requests_per_second: 1_000_000_000, query_cost_per_minute: 1_000_000_000_000 };
-        let node = Node::start(config, Arc::new(SystemClock)).await.expect("node starts");
+        let node = Node::start(config.clone(), Arc::new(SystemClock)).await.expect("node starts");
         let state = node.state.clone();
 
         let seeding = Instant::now();
@@ -173,6 +220,8 @@ fn main() {
             segments = product_segments();
         }
         eprintln!("index: {segments} product segments over {shards} shard(s)");
+        drop(corpus);
+        let resident_at_rest = status_mib("VmRSS:");
 
         let queries: Vec<Query> = loadgen::product_mix(seed, mix);
         let judged: Vec<SearchQuery> = queries
@@ -222,6 +271,7 @@ fn main() {
             sandbox_grant: true,
         };
         eprintln!("(a) HTTP: {connections} connections, {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
+        let resident = watch_resident();
         let started = (cpu_seconds(), Instant::now());
         let http = loadgen::run(plan(None)).await.expect("load generator");
         let http_cores = cores_since(started);
@@ -232,6 +282,7 @@ fn main() {
         let started = (cpu_seconds(), Instant::now());
         let at_rate = loadgen::run(plan(Some(rate))).await.expect("load generator");
         let at_rate_cores = cores_since(started);
+        let resident_under_load = resident();
 
         eprintln!("(c) direct: {connections} threads, {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
         let started = (cpu_seconds(), Instant::now());
@@ -245,11 +296,35 @@ fn main() {
         let (per_core_rps, per_core_latency) = direct(&state, &group, &judged, cores, warmup, window);
         let per_core_cores = cores_since(started);
 
+        // Cold start: the node stopped, then started on the same directory
+        // and timed until its index answers the mix's first search.
+        // Every handle on the first node's store goes before the second opens it.
+        drop(state);
+        node.stop().await;
+        let reopening = Instant::now();
+        let node = Node::start(config, Arc::new(SystemClock)).await.expect("node starts again");
+        wait_indexed(&node.state).await;
+        node.state.index.search(&judged[0], &group, Instant::now() + Duration::from_secs(5)).expect("search");
+        let cold_start = reopening.elapsed();
+        let (index_bytes, store_bytes) = (dir_bytes(&dir.path().join("index")), dir_bytes(&dir.path().join("db")));
+        let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+        eprintln!(
+            "scale: resident {:.0} MiB at rest, {:.0} MiB most under load; index {:.0} MiB, store {:.0} MiB on disk; cold start {:.2} s",
+            resident_at_rest.unwrap_or(f64::NAN),
+            resident_under_load,
+            mib(index_bytes),
+            mib(store_bytes),
+            cold_start.as_secs_f64()
+        );
+
         let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
         let summary: Value = json!({
             "products": products,
             "connections": connections,
             "seconds": window.as_secs(),
+            "scale": {"resident_mib_at_rest": resident_at_rest, "resident_mib_under_load": resident_under_load,
+                "index_mib_on_disk": mib(index_bytes), "store_mib_on_disk": mib(store_bytes),
+                "cold_start_seconds": cold_start.as_secs_f64()},
             "http": without_timeline(&http),
             "http_at_rate": without_timeline(&at_rate),
             "direct": {"requests_per_second": direct_rps, "latency": direct_latency},

@@ -241,6 +241,10 @@ pub async fn register_business(
 /// Publishes every business's records: products as one signed batch each
 /// (processed in the background), the other types as passkey-sealed saves.
 /// Waits until every push has settled.
+/// Products per seeding request: well inside both of a batch's limits
+/// (`MAX_RECORDS`, and 32 MiB at the corpus's record sizes).
+const SEED_BATCH: usize = 5_000;
+
 async fn publish_all(
     state: &Region,
     corpus: &Corpus,
@@ -258,8 +262,11 @@ async fn publish_all(
             ai_policy_version: shown["ai_policy_version"].as_u64().unwrap_or(0),
         };
         let now = state.clock.now();
-        if !spec.products.is_empty() {
-            pushes.push(publish_products(state, &integration, &context, &spec.products, now).await?);
+        // A request carries at most the spec's batch of records (and 32 MiB):
+        // a large corpus goes in several, each under its own `seq`.
+        for (i, chunk) in spec.products.chunks(SEED_BATCH).enumerate() {
+            let sealed_at = UnixMs(now.0 + i as i64);
+            pushes.push(publish_products(state, &integration, &context, chunk, sealed_at).await?);
         }
         let config = &state.config;
         let authenticator = Passkey { key: &passkey, rp_id: &config.passkey_rp_id, origin: &config.passkey_origin };
