@@ -238,13 +238,13 @@ pub async fn register_business(
     Ok((uuid, cert_id))
 }
 
-/// Publishes every business's records: products as one signed batch each
-/// (processed in the background), the other types as passkey-sealed saves.
-/// Waits until every push has settled.
 /// Products per seeding request: well inside both of a batch's limits
 /// (`MAX_RECORDS`, and 32 MiB at the corpus's record sizes).
 const SEED_BATCH: usize = 5_000;
 
+/// Publishes every business's records: products in signed batches of
+/// `SEED_BATCH` (processed in the background), the other types as
+/// passkey-sealed saves. Waits until every push has settled.
 async fn publish_all(
     state: &Region,
     corpus: &Corpus,

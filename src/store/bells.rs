@@ -9,13 +9,18 @@ use super::cf;
 /// The column families a long poll waits on.
 const RUNG: [&str; 3] = [cf::REPLOG, cf::NONCE_FEED, cf::AD_FEED];
 
+/// The bell of `cf`, if it has one.
+fn bell_of(cf: &str) -> Option<usize> {
+    RUNG.iter().position(|rung| *rung == cf)
+}
+
 /// Which bells a batch rings, one bit per [`RUNG`] family.
 #[derive(Clone, Copy, Default)]
 pub(super) struct Rings(u8);
 
 impl Rings {
     pub(super) fn note(&mut self, cf: &'static str) {
-        if let Some(i) = RUNG.iter().position(|rung| *rung == cf) {
+        if let Some(i) = bell_of(cf) {
             self.0 |= 1 << i;
         }
     }
@@ -40,7 +45,7 @@ impl Bells {
     /// A receiver that sees each later write to `cf`; `None` for a family
     /// without a bell.
     pub(super) fn listen(&self, cf: &'static str) -> Option<watch::Receiver<u64>> {
-        RUNG.iter().position(|rung| *rung == cf).map(|i| self.0[i].subscribe())
+        bell_of(cf).map(|i| self.0[i].subscribe())
     }
 }
 
