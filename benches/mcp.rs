@@ -21,7 +21,6 @@ use svc::client::retrieval::RetrievalClient;
 use svc::client::transport::{Answer, Transport};
 use svc::clock::SystemClock;
 use svc::config::NodeConfig;
-use svc::loadgen::summarize;
 use svc::node::Node;
 use svc::sandbox::corpus::{Sizes, generate};
 use svc::sandbox::seed::{admin, ensure_seeded};
@@ -30,62 +29,11 @@ use svc::store::model::RecordHead;
 use svc_core::keys::{Alg, SigningKey};
 use svc_core::keyset::RootAnchors;
 
+#[path = "common/turns.rs"]
+mod turns;
+use turns::{Turn, arg, print_pair, turn};
+
 const AUTHORITY: &str = "api.svc.localhost";
-
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// One turn's figures.
-#[derive(Clone, Copy)]
-struct Turn {
-    rate: f64,
-    p50: f64,
-    p99: f64,
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(|a, b| a.total_cmp(b));
-    values[values.len() / 2]
-}
-
-fn medians(turns: &[Turn]) -> Turn {
-    Turn {
-        rate: median(&mut turns.iter().map(|t| t.rate).collect::<Vec<_>>()),
-        p50: median(&mut turns.iter().map(|t| t.p50).collect::<Vec<_>>()),
-        p99: median(&mut turns.iter().map(|t| t.p99).collect::<Vec<_>>()),
-    }
-}
-
-/// Runs `one` in a loop from `connections` tasks for `run`.
-async fn turn<F, Fut>(connections: usize, run: Duration, make: impl Fn() -> F) -> Turn
-where
-    F: FnMut() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
-{
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..connections {
-        let mut one = make();
-        tasks.push(tokio::spawn(async move {
-            let mut samples = Vec::new();
-            while started.elapsed() < run {
-                let at = Instant::now();
-                one().await;
-                samples.push(at.elapsed());
-            }
-            samples
-        }));
-    }
-    let mut samples = Vec::new();
-    for task in tasks {
-        samples.extend(task.await.unwrap());
-    }
-    let rate = samples.len() as f64 / started.elapsed().as_secs_f64();
-    let latency = summarize(samples);
-    Turn { rate, p50: latency.p50_ms, p99: latency.p99_ms }
-}
 
 /// One turn of `tool` calls with `arguments` through the MCP server at
 /// `base` and `path`, a session per connection.
@@ -111,24 +59,6 @@ async fn mcp_turn(
         }
     })
     .await
-}
-
-/// The medians of the raw turns and the MCP turns, and their ratios.
-fn print_pair(title: &str, (raw_name, raw): (&str, &[Turn]), (mcp_name, mcp): (&str, &[Turn])) {
-    let (raw, mcp) = (medians(raw), medians(mcp));
-    println!(
-        "{title}:\n  {raw_name}: {:.0}/s, p50 {:.2} ms, p99 {:.2} ms\n  {mcp_name}: {:.0}/s, p50 {:.2} ms, p99 {:.2} ms\n  \
-         ratio (MCP / raw): throughput {:.2}x, p50 {:.2}x, p99 {:.2}x",
-        raw.rate,
-        raw.p50,
-        raw.p99,
-        mcp.rate,
-        mcp.p50,
-        mcp.p99,
-        mcp.rate / raw.rate,
-        mcp.p50 / raw.p50,
-        mcp.p99 / raw.p99
-    );
 }
 
 /// A Streamable HTTP session with one MCP server: initialize, then calls.

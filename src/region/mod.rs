@@ -61,6 +61,8 @@ pub struct Region {
     pub index_shards: Vec<Mailbox<crate::actors::index_shard::IndexShardMsg>>,
     /// Per-key budgets: catalogue read-back, request rate, query cost.
     pub limits: Arc<crate::limits::Limits>,
+    /// Home: the portal's passkey requests open now, for their cap.
+    pub ceremonies: Arc<crate::service::portal::sessions::OpenCeremonies>,
     /// Each business's serve-time members, between answers.
     pub serve_times: Arc<ServeTimes>,
     /// The records campaigns place as paid rows.

@@ -292,6 +292,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         indexer,
         index_shards,
         limits,
+        ceremonies: Arc::default(),
         serve_times: Arc::default(),
         sponsorships: Arc::default(),
         region_positions: Arc::default(),

@@ -47,6 +47,16 @@ async fn invitations_and_passkey_requests_are_bounded_and_swept_when_they_lapse(
     assert_eq!(full.code(), Code::Unavailable, "{full}");
     assert_eq!(count::<Ceremony>(&home, cf::CEREMONIES), sessions::MAX_OPEN_CEREMONIES);
 
+    // One ends (as a taken one is deleted): the count is read again from
+    // the store once it is at the cap, so the next request is let in.
+    let stored = home.state.store.scan::<Ceremony>(cf::CEREMONIES, &[], None, 1).unwrap();
+    let mut batch = home.state.store.batch();
+    batch.delete(cf::CEREMONIES, &stored[0].0);
+    batch.commit().unwrap();
+    people::begin_registration(&home.state, &made.token, "Ana").await.unwrap();
+    let full = people::begin_registration(&home.state, &made.token, "Ana").await.unwrap_err();
+    assert_eq!(full.code(), Code::Unavailable, "{full}");
+
     // Once they expire the cap frees at once, and the sweep deletes them.
     home.clock.advance(CEREMONY_MS + 1);
     let (later, _) = people::begin_registration(&home.state, &made.token, "Ana").await.unwrap();

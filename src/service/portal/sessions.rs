@@ -54,6 +54,43 @@ pub fn person(state: &Region, business_uuid: &str, person_id: &str) -> Result<Op
 /// The most passkey requests open at once; more wait until some end.
 pub const MAX_OPEN_CEREMONIES: usize = 1_000;
 
+/// The ids of the ceremonies begun at home and not yet expired (ids sort
+/// by expiry), some of them taken since: a count that never falls short of
+/// the open ones. Only when it reaches [`MAX_OPEN_CEREMONIES`] is it read
+/// again from the store, which drops the taken ones. Counting in the store
+/// on every request would step over the deletion of every ceremony taken
+/// in the last five minutes, a cost that grows with a busy portal's saves.
+#[derive(Default)]
+pub struct OpenCeremonies(std::sync::Mutex<Option<std::collections::BTreeSet<String>>>);
+
+impl OpenCeremonies {
+    /// Admits `id` unless [`MAX_OPEN_CEREMONIES`] are open at `now`.
+    fn admit(&self, state: &Region, id: &str, now: UnixMs) -> Result<bool> {
+        let mut held = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let from = ceremony_id_prefix(now);
+        let stored = || -> Result<std::collections::BTreeSet<String>> {
+            let open = state.store.scan::<Ceremony>(cf::CEREMONIES, &[], Some(from.as_bytes()), MAX_OPEN_CEREMONIES)?;
+            Ok(open.into_iter().filter_map(|(key, _)| String::from_utf8(key).ok()).collect())
+        };
+        let ids = match held.as_mut() {
+            Some(ids) => {
+                *ids = ids.split_off(from.as_str());
+                if ids.len() >= MAX_OPEN_CEREMONIES {
+                    *ids = stored()?;
+                }
+                ids
+            }
+            // First use since the node started: the store's count.
+            None => held.insert(stored()?),
+        };
+        if ids.len() >= MAX_OPEN_CEREMONIES {
+            return Ok(false);
+        }
+        ids.insert(id.to_owned());
+        Ok(true)
+    }
+}
+
 /// Stores a ceremony under a fresh id, in `change`; refused while
 /// [`MAX_OPEN_CEREMONIES`] are open, so a flood of sign-in requests cannot
 /// grow the store.
@@ -64,18 +101,18 @@ pub(super) fn begin_ceremony(
     subject: String,
     state_json: Vec<u8>,
 ) -> Result<String> {
+    // Only home writes; the open ceremonies are counted where they are kept.
+    state.home()?;
     let now = state.clock.now();
-    let from = ceremony_id_prefix(now);
-    let open = state.store.scan::<Ceremony>(cf::CEREMONIES, &[], Some(from.as_bytes()), MAX_OPEN_CEREMONIES)?;
-    if open.len() >= MAX_OPEN_CEREMONIES {
+    let expires_at = now.plus(CEREMONY_MS);
+    let id = format!("{}{}", ceremony_id_prefix(expires_at), svc_core::b64::url_encode(&crate::clock::random::<18>()));
+    if !state.ceremonies.admit(state, &id, now)? {
         return Err(Error::retry_after(
             Code::Unavailable,
             60_000,
             "too many passkey requests are open; try again in a minute",
         ));
     }
-    let expires_at = now.plus(CEREMONY_MS);
-    let id = format!("{}{}", ceremony_id_prefix(expires_at), svc_core::b64::url_encode(&crate::clock::random::<18>()));
     let ceremony = Ceremony { kind, subject, state: state_json, expires_at };
     change.put(cf::CEREMONIES, id.as_bytes(), &ceremony);
     Ok(id)

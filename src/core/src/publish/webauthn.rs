@@ -171,6 +171,18 @@ pub fn assert(
     payload: &[u8],
     sign_count: u32,
 ) -> Result<dsse::Signature, Reason> {
+    answer(key, rp_id, origin, &challenge(payload_type, payload), sign_count)
+}
+
+/// A software authenticator's answer to a WebAuthn `challenge` (base64url,
+/// as the relying party's options give it), as [`assert`] makes it.
+pub fn answer(
+    key: &SigningKey,
+    rp_id: &str,
+    origin: &str,
+    challenge: &str,
+    sign_count: u32,
+) -> Result<dsse::Signature, Reason> {
     let SigningKey::Es256(private) = key else {
         return Err(Reason::KeyMismatch);
     };
@@ -181,7 +193,7 @@ pub fn assert(
     // serde_json escapes the origin exactly as JSON requires.
     let client_data_json = serde_json::json!({
         "type": ASSERTION_TYPE,
-        "challenge": challenge(payload_type, payload),
+        "challenge": challenge,
         "origin": origin,
         "crossOrigin": false,
     })
