@@ -305,6 +305,9 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// build stores it (the entry, and each value it carries, versioned).
 pub type LegacyLogEntry = fn(&[u8]) -> StoreResult<Vec<u8>>;
 
+/// The memory all memtables share (RocksDB's write buffer manager).
+pub const MEMTABLES_BYTES: usize = 128 << 20;
+
 /// A column family's options.
 fn cf_options(name: &str) -> Options {
     let mut opts = Options::default();
@@ -390,6 +393,11 @@ impl Store {
         // point new writes reach, and a deleted record's bytes must leave
         // every file (`retention`).
         opts.set_avoid_unnecessary_blocking_io(true);
+        // Every memtable together at most this much, the largest flushed
+        // first: each of the seventy-odd column families may otherwise hold
+        // its own 64 MiB, and a node that has just seeded a corpus kept
+        // hundreds of megabytes of them resident.
+        opts.set_db_write_buffer_size(MEMTABLES_BYTES);
         let cfs = cf::ALL.iter().map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name)));
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
         let store = Store { db: Arc::new(db), bells: Arc::new(bells::Bells::new()) };
