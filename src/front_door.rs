@@ -1,10 +1,13 @@
 //! The front door: one public port that sends each request to the nearest
 //! healthy region, as an anycast edge or GeoDNS would.
 //!
-//! "Nearest" comes from a latency table (each region's latency from where
-//! the door stands, in milliseconds). A prober asks every region's
-//! `/readyz` four times a second: ready regions come first, then regions
-//! that answer but lag, nearest first within each. A request whose region
+//! "Nearest" is measured: a prober asks every region's `/readyz` four
+//! times a second and keeps a moving estimate of each round trip
+//! (`svc_core::nearest`). Ready regions come first, then regions that
+//! answer but lag, nearest first within each; the region the door leads
+//! with changes only when another is clearly nearer, so close regions do
+//! not take turns. A configured `latency_ms` is only the guess before the
+//! first probe. A request whose region
 //! cannot be connected to goes to the next one (its body, up to 1 MiB, is
 //! kept for that); a region is never retried once it may have seen the
 //! request. Every answer names the region that gave it in `x-svc-region`.
@@ -12,7 +15,7 @@
 //! session, which the session id names, wherever the caller stands.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -21,6 +24,7 @@ use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
 use serde::{Deserialize, Serialize};
+use svc_core::nearest::{self, Estimate};
 use svc_core::problem::Code;
 
 use crate::client::ClientError;
@@ -68,13 +72,22 @@ fn default_probe_ms() -> u64 {
     250
 }
 
-/// One region behind the door: where it listens and how far it is.
+/// One region behind the door: where it listens, and optionally how far it
+/// is thought to be before a probe has measured it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Route {
     pub region: String,
     pub url: String,
-    pub latency_ms: u64,
+    /// The guess before the first probe; the probes' estimate replaces it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
+    /// A simulated distance for regions that share one machine (`svc up`):
+    /// the door waits this long before each request it sends the region,
+    /// its probes included, so what it measures includes it. Leave it unset
+    /// in a real deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
 }
 
 /// What the prober last saw of a region.
@@ -90,11 +103,31 @@ struct Region {
     route: Route,
     transport: Transport,
     health: RwLock<Health>,
+    latency: RwLock<Estimate>,
+}
+
+impl Region {
+    /// The simulated distance, waited before each request to the region.
+    async fn travel(&self) {
+        if let Some(ms) = self.route.delay_ms.filter(|&ms| ms > 0) {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+    }
 }
 
 #[derive(Clone)]
 struct Door {
     regions: Arc<Vec<Region>>,
+    /// The region the door led with last.
+    leader: Arc<Mutex<Option<usize>>>,
+}
+
+/// One row of the door's table: a region, its health and its latency.
+#[derive(Debug, Clone)]
+pub struct TableRow {
+    pub route: Route,
+    pub health: Health,
+    pub latency: Estimate,
 }
 
 impl Door {
@@ -106,11 +139,19 @@ impl Door {
         *self.regions[i].health.write().unwrap_or_else(|p| p.into_inner()) = health;
     }
 
-    /// Regions to try, best first: ready before lagging, nearest first;
-    /// down regions last (the prober may not have seen them come back).
+    fn latency(&self, i: usize) -> Estimate {
+        *self.regions[i].latency.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Regions to try, best first: ready before lagging, nearest first,
+    /// the leader kept unless another is clearly nearer; down regions last
+    /// (the prober may not have seen them come back).
     fn order(&self) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..self.regions.len()).collect();
-        order.sort_by_key(|&i| (self.health(i), self.regions[i].route.latency_ms));
+        let seen: Vec<(Health, Estimate)> =
+            (0..self.regions.len()).map(|i| (self.health(i), self.latency(i))).collect();
+        let mut leader = self.leader.lock().unwrap_or_else(|p| p.into_inner());
+        let (order, first) = nearest::order(&seen, *leader);
+        *leader = first;
         order
     }
 
@@ -122,10 +163,18 @@ impl Door {
             probes.spawn(async move {
                 let mut request = axum::http::Request::new(Body::empty());
                 *request.uri_mut() = axum::http::Uri::from_static("/readyz");
-                let ask = door.regions[i].transport.send(request);
+                let region = &door.regions[i];
+                let sent = std::time::Instant::now();
+                let ask = async {
+                    region.travel().await;
+                    region.transport.send(request).await
+                };
                 let health = match tokio::time::timeout(PROBE_TIMEOUT, ask).await {
-                    Ok(Ok(answer)) if answer.status == 200 => Health::Ready,
-                    Ok(Ok(_)) => Health::Lagging,
+                    Ok(Ok(answer)) => {
+                        let round_trip = sent.elapsed().as_secs_f64() * 1000.0;
+                        region.latency.write().unwrap_or_else(|p| p.into_inner()).observe(round_trip);
+                        if answer.status == 200 { Health::Ready } else { Health::Lagging }
+                    }
                     _ => Health::Down,
                 };
                 door.mark(i, health);
@@ -151,9 +200,10 @@ impl FrontDoor {
         let mut regions = Vec::new();
         for route in config.regions {
             let transport = Transport::new(&route.url)?;
-            regions.push(Region { route, transport, health: RwLock::new(Health::Lagging) });
+            let latency = RwLock::new(Estimate::prior(route.latency_ms));
+            regions.push(Region { route, transport, health: RwLock::new(Health::Lagging), latency });
         }
-        let door = Door { regions: Arc::new(regions) };
+        let door = Door { regions: Arc::new(regions), leader: Arc::default() };
         door.probe().await;
         let listener = crate::http::listener::bind(config.listen)
             .map_err(|source| FrontDoorError::Bind { listen: config.listen, source })?;
@@ -182,8 +232,13 @@ impl FrontDoor {
     }
 
     /// Each region and what the prober last saw of it, in the door's order.
-    pub fn table(&self) -> Vec<(Route, Health)> {
-        self.door.order().into_iter().map(|i| (self.door.regions[i].route.clone(), self.door.health(i))).collect()
+    pub fn table(&self) -> Vec<TableRow> {
+        let row = |i: usize| TableRow {
+            route: self.door.regions[i].route.clone(),
+            health: self.door.health(i),
+            latency: self.door.latency(i),
+        };
+        self.door.order().into_iter().map(row).collect()
     }
 
     /// Stops accepting, lets requests in flight finish, stops probing.
@@ -241,7 +296,11 @@ async fn route(State(door): State<Door>, request: Request) -> Response {
         attempt.headers_mut().remove(axum::http::header::CONNECTION);
         crate::forwarded::forward_for(attempt.headers_mut(), crate::forwarded::peer(&parts.extensions));
         let region = &door.regions[i];
-        let answered = tokio::time::timeout(ANSWER_TIMEOUT, region.transport.try_forward(attempt)).await;
+        let forwarded = async {
+            region.travel().await;
+            region.transport.try_forward(attempt).await
+        };
+        let answered = tokio::time::timeout(ANSWER_TIMEOUT, forwarded).await;
         let Ok(answered) = answered else {
             // It may have taken the request: not sent again.
             tracing::warn!(region = %region.route.region, "front door: region did not answer in time");

@@ -36,7 +36,9 @@ pub enum Command {
         /// above (their admin APIs one above that).
         #[arg(long, default_value_t = 8100)]
         ports_from: u16,
-        /// The front door's latency table, `region=ms` (nearest is lowest).
+        /// Each region's simulated distance from the front door, `region=ms`:
+        /// the door waits that long on its way to the region, and measures
+        /// it (all regions share this machine).
         #[arg(long, value_delimiter = ',', default_value = "eu=10,home=25,ap=40")]
         latency: Vec<String>,
         /// The sandbox corpus's seed: the same seed gives the same corpus.

@@ -167,8 +167,9 @@ impl Up {
             .iter()
             .map(|node| {
                 let region = node.state.config.region.clone();
-                let latency_ms = latency.iter().find(|(r, _)| *r == region).map_or(u64::MAX, |(_, ms)| *ms);
-                Route { region, url: format!("http://{}", node.addr), latency_ms }
+                // One machine: the distance is simulated, and measured.
+                let delay_ms = latency.iter().find(|(r, _)| *r == region).map(|(_, ms)| *ms);
+                Route { region, url: format!("http://{}", node.addr), latency_ms: None, delay_ms }
             })
             .collect();
         let door = FrontDoor::start(FrontDoorConfig {
@@ -222,13 +223,19 @@ pub fn run(plan: Plan) -> Result<(), CliError> {
 fn print_addresses(data_dir: &Path, door: &FrontDoor, nodes: &[Node]) {
     println!("svc {}: a home region and two read regions (sandbox)", env!("CARGO_PKG_VERSION"));
     println!("  front door     http://{}  (sign for authority api.svc.localhost)", door.addr);
-    println!("  region  role  public                 admin                  latency");
-    for (route, health) in door.table() {
-        let Some(node) = nodes.iter().find(|n| n.state.config.region == route.region) else { continue };
+    println!("  region  role  public                 admin                  measured latency (simulated distance)");
+    for row in door.table() {
+        let Some(node) = nodes.iter().find(|n| n.state.config.region == row.route.region) else { continue };
         let role = if node.state.home.is_some() { "home" } else { "read" };
+        let measured = row.latency.ms().map_or("-".into(), |ms| format!("{ms:.1} ms"));
         println!(
-            "  {:<7} {:<5} http://{:<15} http://{:<15} {} ms ({health:?})",
-            route.region, role, node.addr, node.admin_addr, route.latency_ms
+            "  {:<7} {:<5} http://{:<15} http://{:<15} {measured} ({} ms, {:?})",
+            row.route.region,
+            role,
+            node.addr,
+            node.admin_addr,
+            row.route.delay_ms.unwrap_or(0),
+            row.health
         );
     }
     println!("  admin tokens   {}/<region>/admin_token", data_dir.display());

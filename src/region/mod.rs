@@ -62,7 +62,7 @@ pub struct Region {
     /// Per-key budgets: catalogue read-back, request rate, query cost.
     pub limits: Arc<crate::limits::Limits>,
     /// Home: the portal's passkey requests open now, for their cap.
-    pub ceremonies: Arc<crate::service::portal::sessions::OpenCeremonies>,
+    pub ceremonies: Arc<crate::service::portal::open_ceremonies::OpenCeremonies>,
     /// Each business's serve-time members, between answers.
     pub serve_times: Arc<ServeTimes>,
     /// The records campaigns place as paid rows.

@@ -939,8 +939,18 @@ async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_neve
         listen: "127.0.0.1:0".parse().unwrap(),
         probe_ms: 50,
         regions: vec![
-            svc::front_door::Route { region: "home".into(), url: format!("http://{}", home_node.addr), latency_ms: 5 },
-            svc::front_door::Route { region: "eu".into(), url: format!("http://{}", eu.addr), latency_ms: 90 },
+            svc::front_door::Route {
+                region: "home".into(),
+                url: format!("http://{}", home_node.addr),
+                latency_ms: None,
+                delay_ms: None,
+            },
+            svc::front_door::Route {
+                region: "eu".into(),
+                url: format!("http://{}", eu.addr),
+                latency_ms: None,
+                delay_ms: Some(30),
+            },
         ],
         listener: Default::default(),
     })

@@ -1,6 +1,6 @@
 //! `svc up`: home and two read regions in one process, each on its own
-//! port, behind a front door that routes by a latency table and fails over
-//! when a region goes down.
+//! port, behind a front door that routes to the region its probes measure
+//! nearest and fails over when a region goes down.
 
 use std::time::Duration;
 
@@ -8,7 +8,7 @@ use serde_json::json;
 use svc::cli::up::{Plan, Up};
 use svc::client::retrieval::RetrievalClient;
 use svc::client::transport::Transport;
-use svc::front_door::{FrontDoor, FrontDoorConfig, REGION_HEADER};
+use svc::front_door::{FrontDoor, FrontDoorConfig, REGION_HEADER, Route};
 use svc::sandbox::corpus::{Sizes, generate};
 use svc::sandbox::seed::{ai_caller, ensure_seeded};
 
@@ -67,7 +67,7 @@ async fn svc_up_runs_three_regions_behind_a_front_door_that_routes_to_the_neares
     // eu goes down: the very next requests go to home, the next nearest.
     // A second door that probes only at its start, so only a refused
     // connection can tell it eu is gone.
-    let routes = up.door.table().into_iter().map(|(route, _)| route).collect();
+    let routes = up.door.table().into_iter().map(|row| row.route).collect();
     let config = FrontDoorConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         probe_ms: 3_600_000,
@@ -88,6 +88,45 @@ async fn svc_up_runs_three_regions_behind_a_front_door_that_routes_to_the_neares
     assert_eq!(region_of(&answer), "home");
     assert_eq!(answer.json()["rows"], served.json()["rows"], "the same rows from another region");
     let table = up.door.table();
-    assert_eq!(table.last().map(|(route, _)| route.region.as_str()), Some("eu"), "a down region goes last");
+    assert_eq!(table.last().map(|row| row.route.region.as_str()), Some("eu"), "a down region goes last");
     up.stop().await;
+}
+
+/// A stand-in region for the door alone: answers every request 200 with
+/// its name.
+async fn answering(name: &'static str) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().fallback(move || async move { name });
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+// The latency table is measured, not configured: the region configured as
+// nearest but measured 40 ms away is not the one the door leads with.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_front_door_leads_with_the_region_its_probes_measure_nearest() {
+    let (far, near) = (answering("far").await, answering("near").await);
+    let door = FrontDoor::start(FrontDoorConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        probe_ms: 20,
+        regions: vec![
+            Route { region: "far".into(), url: far, latency_ms: Some(1), delay_ms: Some(40) },
+            Route { region: "near".into(), url: near, latency_ms: Some(500), delay_ms: None },
+        ],
+        listener: Default::default(),
+    })
+    .await
+    .unwrap();
+    // Several probes in: each estimate is measured and the order holds.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let table = door.table();
+    let regions: Vec<&str> = table.iter().map(|row| row.route.region.as_str()).collect();
+    assert_eq!(regions, ["near", "far"]);
+    assert!(table.iter().all(|row| row.latency.measured()), "{table:?}");
+    let (near_ms, far_ms) = (table[0].latency.ms().unwrap(), table[1].latency.ms().unwrap());
+    assert!(far_ms >= 40.0 && near_ms < far_ms, "near {near_ms} ms, far {far_ms} ms");
+    let answer = get(&format!("http://{}", door.addr), "/anything").await;
+    assert_eq!((region_of(&answer).as_str(), answer.bytes.as_slice()), ("near", b"near".as_slice()));
+    door.stop().await;
 }

@@ -25,6 +25,7 @@ pub mod keyset;
 pub mod limits;
 pub mod link;
 pub mod merkle;
+pub mod nearest;
 pub mod net;
 pub mod offline;
 pub mod portal;

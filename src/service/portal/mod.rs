@@ -12,6 +12,7 @@ pub mod company;
 pub mod export;
 pub mod hosted;
 pub mod keys;
+pub mod open_ceremonies;
 pub mod people;
 pub mod pushes;
 pub mod records;
