@@ -41,7 +41,7 @@ use svc_core::seal::SealV2;
 mod passkey;
 #[path = "common/turns.rs"]
 mod turns;
-use turns::{arg, print_pair, turn};
+use turns::{Turn, arg, print_pair, turn};
 
 /// What every save needs to know: where to send it and who seals it.
 struct Bench {
@@ -150,6 +150,34 @@ impl Bench {
     }
 }
 
+/// The two ways a save is made.
+#[derive(Clone, Copy)]
+enum Way {
+    Scripted,
+    Portal,
+}
+
+/// One turn of saves made `way`, each connection with its own transport.
+async fn saves(bench: &Arc<Bench>, way: Way, connections: usize, run: Duration) -> Turn {
+    turn(connections, run, || {
+        let base = match way {
+            Way::Scripted => &bench.admin,
+            Way::Portal => &bench.portal,
+        };
+        let (bench, transport) = (bench.clone(), Transport::new(base).unwrap());
+        move || {
+            let (bench, transport) = (bench.clone(), transport.clone());
+            async move {
+                match way {
+                    Way::Scripted => bench.raw_save(&transport).await,
+                    Way::Portal => bench.portal_save(&transport).await,
+                }
+            }
+        }
+    })
+    .await
+}
+
 fn expect(answer: Answer, status: u16, what: &str) -> Answer {
     assert_eq!(answer.status, status, "{what}: {}", String::from_utf8_lossy(&answer.bytes));
     answer
@@ -222,26 +250,8 @@ fn main() {
         let run = Duration::from_secs(seconds);
         let (mut raw, mut portal) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
-            raw.push(
-                turn(connections, run, || {
-                    let (bench, transport) = (bench.clone(), Transport::new(&bench.admin).unwrap());
-                    move || {
-                        let (bench, transport) = (bench.clone(), transport.clone());
-                        async move { bench.raw_save(&transport).await }
-                    }
-                })
-                .await,
-            );
-            portal.push(
-                turn(connections, run, || {
-                    let (bench, transport) = (bench.clone(), Transport::new(&bench.portal).unwrap());
-                    move || {
-                        let (bench, transport) = (bench.clone(), transport.clone());
-                        async move { bench.portal_save(&transport).await }
-                    }
-                })
-                .await,
-            );
+            raw.push(saves(&bench, Way::Scripted, connections, run).await);
+            portal.push(saves(&bench, Way::Portal, connections, run).await);
         }
         let saved = bench.saves.load(Ordering::Relaxed);
         let title = format!(

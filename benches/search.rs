@@ -91,9 +91,6 @@ fn direct(
     (latencies.len() as f64 / window.as_secs_f64(), summarize(latencies))
 }
 
-/// CPU seconds this process has used (Linux; user + system, 100 ticks a
-/// second). Over a phase, divided by its length, it shows how many cores
-/// the bench had: fewer than the machine's means something else ran.
 /// A `kB` field of `/proc/self/status` (`VmRSS`), in MiB.
 fn status_mib(field: &str) -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -135,6 +132,9 @@ fn dir_bytes(dir: &std::path::Path) -> u64 {
         .sum()
 }
 
+/// CPU seconds this process has used (Linux; user + system, 100 ticks a
+/// second). Over a phase, divided by its length, it shows how many cores
+/// the bench had: fewer than the machine's means something else ran.
 fn cpu_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();

@@ -306,7 +306,7 @@ pub type StoreResult<T> = Result<T, StoreError>;
 pub type LegacyLogEntry = fn(&[u8]) -> StoreResult<Vec<u8>>;
 
 /// The memory all memtables share (RocksDB's write buffer manager).
-pub const MEMTABLES_BYTES: usize = 128 << 20;
+const MEMTABLES_BYTES: usize = 128 << 20;
 
 /// A column family's options.
 fn cf_options(name: &str) -> Options {
@@ -395,8 +395,8 @@ impl Store {
         opts.set_avoid_unnecessary_blocking_io(true);
         // Every memtable together at most this much, the largest flushed
         // first: each of the seventy-odd column families may otherwise hold
-        // its own 64 MiB, and a node that has just seeded a corpus kept
-        // hundreds of megabytes of them resident.
+        // its own 64 MiB unflushed, and after seeding 100,000 products a node
+        // kept a gigabyte of WAL on disk and replayed it at each start.
         opts.set_db_write_buffer_size(MEMTABLES_BYTES);
         let cfs = cf::ALL.iter().map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name)));
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
