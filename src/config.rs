@@ -125,6 +125,42 @@ pub struct NodeConfig {
     /// Paid placements' money (home's is in force everywhere).
     #[serde(default)]
     pub ads: AdsConfig,
+    /// Witnesses that cosign the log's checkpoints (home only).
+    #[serde(default)]
+    pub log_witnesses: LogWitnesses,
+}
+
+/// The witnesses home asks to cosign each checkpoint
+/// (c2sp.org/tlog-witness), and how often it looks for one to ask.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogWitnesses {
+    /// How often home looks for a witness whose cosignature is missing.
+    pub every_ms: u64,
+    /// PEM certificates trusted besides the web PKI's roots.
+    pub extra_roots_pem: Option<PathBuf>,
+    pub witness: Vec<WitnessConfig>,
+}
+
+impl Default for LogWitnesses {
+    fn default() -> Self {
+        LogWitnesses { every_ms: 10_000, extra_roots_pem: None, witness: Vec::new() }
+    }
+}
+
+/// One witness: its verifier key (`<name>+<key id>+<base64(0x04 ‖ key)>`),
+/// its submission prefix and how long one request may take.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WitnessConfig {
+    pub key: String,
+    pub url: String,
+    #[serde(default = "default_witness_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+fn default_witness_timeout_ms() -> u64 {
+    5_000
 }
 
 /// Paid placements' money.
@@ -459,6 +495,7 @@ impl NodeConfig {
             peers: Vec::new(),
             ad_images: AdImagesConfig::default(),
             ads: AdsConfig::default(),
+            log_witnesses: LogWitnesses::default(),
         }
     }
 }

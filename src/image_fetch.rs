@@ -5,24 +5,20 @@
 //! connecting, so an ad cannot point the service at its own network.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Empty, Limited};
 use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
-use rustls::pki_types::ServerName;
-use rustls::pki_types::pem::PemObject;
 use svc_core::ads::images::MAX_IMAGE_BYTES;
 
 use crate::config::AdImagesConfig;
+use crate::outbound::Outbound;
 
 /// Why an image was not fetched, for the person saving the ad.
 pub type FetchError = String;
 
 /// The HTTPS client ads' images are fetched with.
 pub struct ImageFetcher {
-    tls: tokio_rustls::TlsConnector,
+    client: Outbound,
     timeout: Duration,
     allow_private: bool,
 }
@@ -30,23 +26,8 @@ pub struct ImageFetcher {
 impl ImageFetcher {
     /// Trusts the web PKI's roots and the operator's own, if it names any.
     pub fn new(config: &AdImagesConfig) -> Result<ImageFetcher, String> {
-        let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-        if let Some(path) = &config.extra_roots_pem {
-            let certs = rustls::pki_types::CertificateDer::pem_file_iter(path)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            for cert in certs {
-                let cert = cert.map_err(|e| format!("{}: {e}", path.display()))?;
-                roots.add(cert).map_err(|e| format!("{}: {e}", path.display()))?;
-            }
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
         Ok(ImageFetcher {
-            tls: tokio_rustls::TlsConnector::from(Arc::new(tls)),
+            client: Outbound::new(config.extra_roots_pem.as_deref())?,
             timeout: Duration::from_millis(config.timeout_ms),
             allow_private: config.allow_private_addresses,
         })
@@ -66,45 +47,15 @@ impl ImageFetcher {
             return Err("only https images are fetched".into());
         }
         let host = parsed.host_str().ok_or("the URL has no host")?.to_owned();
-        let port = parsed.port().unwrap_or(443);
-        let address = self.address(&host, port).await?;
-        let tcp = tokio::net::TcpStream::connect(address).await.map_err(|e| format!("connecting: {e}"))?;
-        let name = ServerName::try_from(host.trim_matches(['[', ']']).to_owned()).map_err(|e| e.to_string())?;
-        let tls = self.tls.connect(name, tcp).await.map_err(|e| format!("TLS: {e}"))?;
-        let (mut sender, connection) =
-            hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(|e| format!("HTTP: {e}"))?;
-        tokio::spawn(connection);
-        let target = match parsed.query() {
-            Some(query) => format!("{}?{query}", parsed.path()),
-            None => parsed.path().to_owned(),
-        };
-        let authority = match parsed.port() {
-            Some(port) => format!("{host}:{port}"),
-            None => host.clone(),
-        };
-        let request = hyper::Request::get(target)
-            .header(hyper::header::HOST, authority)
+        let address = self.address(&host, parsed.port().unwrap_or(443)).await?;
+        let request = hyper::Request::get("/")
             .header(hyper::header::USER_AGENT, "svc-ad-images/1")
-            .header(hyper::header::ACCEPT, "image/png, image/jpeg, image/webp, image/gif")
-            .body(Empty::<Bytes>::new())
-            .map_err(|e| e.to_string())?;
-        let response = sender.send_request(request).await.map_err(|e| format!("HTTP: {e}"))?;
-        if response.status() != hyper::StatusCode::OK {
-            return Err(format!("the server answered {} (redirects are not followed)", response.status()));
+            .header(hyper::header::ACCEPT, "image/png, image/jpeg, image/webp, image/gif");
+        let answer = self.client.send(address, &parsed, request, Bytes::new(), MAX_IMAGE_BYTES).await?;
+        if answer.status != hyper::StatusCode::OK {
+            return Err(format!("the server answered {} (redirects are not followed)", answer.status));
         }
-        let declared = response
-            .headers()
-            .get(hyper::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > MAX_IMAGE_BYTES as u64) {
-            return Err(format!("the image is over {MAX_IMAGE_BYTES} bytes"));
-        }
-        let body = Limited::new(response.into_body(), MAX_IMAGE_BYTES)
-            .collect()
-            .await
-            .map_err(|_| format!("the image is over {MAX_IMAGE_BYTES} bytes, or its body broke off"))?;
-        Ok(body.to_bytes().to_vec())
+        Ok(answer.body.to_vec())
     }
 
     /// The first address of `host`, refused when any of them is not public

@@ -30,6 +30,7 @@ pub mod loadgen;
 pub mod mcp;
 pub mod metrics;
 pub mod node;
+pub mod outbound;
 pub mod portal;
 pub mod publish;
 pub mod region;

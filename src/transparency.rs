@@ -6,12 +6,13 @@
 use std::sync::Arc;
 
 use svc_core::merkle::{self, Hash};
+use svc_core::tiles::TileRef;
 use svc_core::time::UnixMs;
 use svc_core::tlog::Tree;
 use tokio::sync::RwLock;
 
 use crate::replication::Change;
-use crate::store::model::{LeafKind, LogCheckpoint, LogLeaf, PendingLeaf, ReceiptRoot};
+use crate::store::model::{Cosignature, LeafKind, LogCheckpoint, LogLeaf, PendingLeaf, ReceiptRoot};
 use crate::store::{Batch, Store, StoreResult, be, cf};
 
 /// The log's origin (its checkpoints' first line and key name): the
@@ -61,6 +62,10 @@ struct Inner {
     origin: String,
     tree: RwLock<Tree>,
 }
+
+/// The most witnesses a checkpoint carries cosignatures of (C2SP asks
+/// verifiers to read 16 signatures; the log's own is one).
+pub const MAX_WITNESSES: usize = 15;
 
 /// Leaves read per store scan while catching up.
 const CATCH_UP: usize = 10_000;
@@ -117,6 +122,37 @@ impl LogView {
     pub async fn consistency(&self, old: u64, new: u64) -> StoreResult<Option<Vec<Hash>>> {
         self.caught_up(new).await?;
         Ok(self.inner.tree.read().await.consistency(old, new))
+    }
+
+    /// A hash tile of the tree of `size` leaves (c2sp.org/tlog-tiles);
+    /// `None` when that tree does not hold it.
+    pub async fn tile(&self, tile: &TileRef, size: u64) -> StoreResult<Option<Vec<u8>>> {
+        if !tile.within(size) {
+            return Ok(None);
+        }
+        self.caught_up(size).await?;
+        Ok(self.inner.tree.read().await.tile(tile))
+    }
+
+    /// An entry bundle's leaves, in order; `None` when the tree of `size`
+    /// leaves does not hold it or a leaf is not stored here yet.
+    pub fn entries(&self, tile: &TileRef, size: u64) -> StoreResult<Option<Vec<LogLeaf>>> {
+        let Some(first) = tile.first().filter(|_| tile.within(size)) else { return Ok(None) };
+        let leaves: Vec<LogLeaf> = self
+            .inner
+            .store
+            .scan::<LogLeaf>(cf::TLOG_LEAVES, &[], Some(&be(first)), tile.width as usize)?
+            .into_iter()
+            .map(|(_, leaf)| leaf)
+            .collect();
+        let whole = leaves.len() as u64 == tile.width && leaves.iter().zip(first..).all(|(leaf, i)| leaf.index == i);
+        Ok(whole.then_some(leaves))
+    }
+
+    /// The witnesses' cosignature lines on the checkpoint of `size` leaves.
+    pub fn cosignatures(&self, size: u64) -> StoreResult<Vec<Cosignature>> {
+        let found = self.inner.store.scan::<Cosignature>(cf::TLOG_COSIGNATURES, &be(size), None, MAX_WITNESSES)?;
+        Ok(found.into_iter().map(|(_, c)| c).collect())
     }
 
     /// Reads leaves the tree lacks, when it is shorter than `size`.

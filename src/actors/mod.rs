@@ -21,3 +21,4 @@ pub mod replicator;
 pub mod retention;
 pub mod transparency_log;
 pub mod uplink;
+pub mod witnesses;

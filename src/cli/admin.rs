@@ -90,6 +90,9 @@ pub enum AdminCommand {
     /// Sequences the transparency log's waiting leaves now and signs a
     /// checkpoint (home), without waiting for the hour.
     LogSequence,
+    /// Asks every configured witness missing from the newest checkpoint for
+    /// its cosignature now (home); prints each witness's state.
+    LogCosign,
     /// Draws a successor for one of home's own keys (`issuance`,
     /// `statement`, `projection`, `sidecar`, `log_checkpoint`); the old one
     /// closes an hour later.
@@ -490,6 +493,7 @@ pub async fn run(args: AdminArgs) -> Result<Value, CliError> {
             admin.call("POST", "/admin/service-keys/rotate", Some(json!({"purpose": purpose}))).await
         }
         AdminCommand::LogSequence => admin.call("POST", "/admin/log/sequence", None).await,
+        AdminCommand::LogCosign => admin.call("POST", "/admin/log/cosign", None).await,
         AdminCommand::ServiceKeyEnd { kid, valid_until, compromised_at } => {
             let body = json!({"valid_until": valid_until, "compromised_at": compromised_at});
             admin.call("POST", &format!("/admin/service-keys/{kid}/end"), Some(body)).await

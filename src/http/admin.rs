@@ -54,6 +54,7 @@ pub fn routes() -> Router<Region> {
         .route("/admin/sandbox/republish", post(republish_sandbox))
         .route("/admin/receipt-key/rotate", post(rotate_receipt_key))
         .route("/admin/log/sequence", post(sequence_log))
+        .route("/admin/log/cosign", post(cosign_log))
         .route("/admin/service-keys/{kid}/end", post(end_service_key))
         .route("/admin/service-keys/rotate", post(rotate_service_key))
         .route("/admin/faults/crash", post(arm_crash))
@@ -296,6 +297,10 @@ async fn skew_clock(State(state): State<Region>, _: Operator, JsonBody(req): Jso
 
 async fn sequence_log(State(state): State<Region>, _: Operator) -> Response {
     done(operator::sequence_log(&state).await)
+}
+
+async fn cosign_log(State(state): State<Region>, _: Operator) -> Response {
+    done(operator::cosign_log(&state).await)
 }
 
 async fn end_service_key(

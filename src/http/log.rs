@@ -1,8 +1,11 @@
 //! The transparency log's public routes (publishing 4.2; P-NS-9, P-NS-10):
-//! `GET /v1/log/checkpoint` and `GET /v1/log/proof` (`service::public::log`).
+//! `GET /v1/log/checkpoint` and `GET /v1/log/proof` (`service::public::log`),
+//! and the same log as c2sp.org/tlog-tiles lays it out under the prefix its
+//! origin names (`/log`): `checkpoint`, `tile/<L>/<N>[.p/<W>]` and
+//! `tile/entries/<N>[.p/<W>]`.
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -17,7 +20,34 @@ use crate::service::public::log::{self, ProofQuery, max_age};
 use crate::service::{Error, Result};
 
 pub fn routes() -> Router<Region> {
-    Router::new().route("/v1/log/checkpoint", get(checkpoint)).route("/v1/log/proof", get(proof))
+    Router::new()
+        .route("/v1/log/checkpoint", get(checkpoint))
+        .route("/v1/log/proof", get(proof))
+        .route("/log/checkpoint", get(tiled_checkpoint))
+        .route("/log/tile/{*path}", get(tile))
+}
+
+/// `GET /log/checkpoint`: the newest signed note with its cosignatures.
+async fn tiled_checkpoint(State(state): State<Region>, headers: HeaderMap) -> Response {
+    match log::cosigned_checkpoint(&state) {
+        Ok(note) => cached(
+            &PublicDocument::new(Bytes::from(note)),
+            &headers,
+            log::TILED_CHECKPOINT_MAX_AGE,
+            "text/plain; charset=utf-8",
+        ),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /log/tile/…`: a tile's bytes never change, so they are cached for good.
+async fn tile(State(state): State<Region>, Path(path): Path<String>, headers: HeaderMap) -> Response {
+    match log::tile(&state, &path).await {
+        Ok(bytes) => {
+            cached(&PublicDocument::new(Bytes::from(bytes)), &headers, log::PINNED_MAX_AGE, "application/octet-stream")
+        }
+        Err(e) => e.into_response(),
+    }
 }
 
 #[derive(Deserialize)]

@@ -100,6 +100,8 @@ pub struct HomeActors {
     pub transparency_log: Mailbox<crate::actors::transparency_log::TransparencyLogMsg>,
     /// Present when `domain_assurance` is configured.
     pub domain_assurance: Option<Mailbox<crate::actors::domain_assurance::DomainAssuranceMsg>>,
+    /// Present when witnesses are configured.
+    pub witnesses: Option<Mailbox<crate::actors::witnesses::WitnessesMsg>>,
 }
 
 /// A read region's replication: its puller, its progress, and home.

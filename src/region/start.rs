@@ -27,11 +27,13 @@ use crate::actors::replicator::{ReplicationStatus, Replicator, ReplicatorArgs};
 use crate::actors::retention::{AtHome, Retention, RetentionArgs, RetentionMsg};
 use crate::actors::transparency_log::{TransparencyLog, TransparencyLogArgs, TransparencyLogMsg};
 use crate::actors::uplink::{Uplink, UplinkArgs, UplinkMsg};
+use crate::actors::witnesses::{Witness, Witnesses, WitnessesArgs, WitnessesMsg};
 use crate::blocklist::Blocklist;
 use crate::clock::SharedClock;
 use crate::config::{NodeConfig, Role};
 use crate::key_set::{Certifier, KeyView};
 use crate::limits::Limits;
+use crate::outbound::Outbound;
 use crate::registry::Registry;
 use crate::replication::exchange;
 use crate::replication::link::HomeLink;
@@ -177,8 +179,12 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     )
     .await?;
     let log = LogView::open(store.clone(), crate::transparency::origin(&config.public_authority))?;
+    let metrics = crate::metrics::Metrics::default();
     let home = match config.role {
-        Role::Home => Some(start_home(&sup, &config, &store, &keys, &clock, &log, &blocklist, &uploads).await?),
+        Role::Home => {
+            let ends = HomeEnds { log: &log, blocklist: &blocklist, uploads: &uploads, metrics: &metrics };
+            Some(start_home(&sup, &config, &store, &keys, &clock, ends).await?)
+        }
         Role::Read => None,
     };
     if config.ads.take_rate_bps > svc_core::ads::MAX_TAKE_BPS {
@@ -306,7 +312,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         retention,
         key_set,
         log,
-        metrics: crate::metrics::Metrics::default(),
+        metrics,
         peers: Arc::new(peers),
         images: Arc::new(images),
         lease_asks: Arc::default(),
@@ -316,17 +322,15 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
 
 /// The writers only home runs: the publisher, the push worker and the
 /// transparency log's sequencer.
-#[allow(clippy::too_many_arguments)]
 async fn start_home(
     sup: &ActorRef<SupervisorMsg>,
     config: &NodeConfig,
     store: &Store,
     keys: &Arc<ServiceKeys>,
     clock: &SharedClock,
-    log: &LogView,
-    blocklist: &Option<Arc<Blocklist>>,
-    uploads: &std::path::Path,
+    ends: HomeEnds<'_>,
 ) -> Result<HomeActors, StartError> {
+    let HomeEnds { log, blocklist, uploads, metrics } = ends;
     let directory = crate::key_set::directory::Scope {
         environment: config.environment,
         verify_base: config.verify_base_url.clone(),
@@ -370,7 +374,44 @@ async fn start_home(
         }
         None => None,
     };
-    Ok(HomeActors { publisher, push_worker, transparency_log, domain_assurance })
+    let witnesses = match config.log_witnesses.witness.as_slice() {
+        [] => None,
+        configured => {
+            if configured.len() > crate::transparency::MAX_WITNESSES {
+                return Err(StartError::Config(format!(
+                    "log_witnesses: at most {} witnesses",
+                    crate::transparency::MAX_WITNESSES
+                )));
+            }
+            let witnesses: Vec<Witness> = configured
+                .iter()
+                .map(Witness::from_config)
+                .collect::<Result<_, _>>()
+                .map_err(|e| StartError::Config(format!("log_witnesses: {e}")))?;
+            let client = Outbound::new(config.log_witnesses.extra_roots_pem.as_deref())
+                .map_err(|e| StartError::Config(format!("log_witnesses: {e}")))?;
+            let args = WitnessesArgs {
+                log: log.clone(),
+                publisher: publisher.clone(),
+                clock: clock.clone(),
+                witnesses: Arc::new(witnesses),
+                client: Arc::new(client),
+                metrics: metrics.clone(),
+            };
+            let spec = Spec::new("witnesses", Witnesses, move || Ok(args.clone()))
+                .tick(Duration::from_millis(config.log_witnesses.every_ms.max(1)), || WitnessesMsg::Tick);
+            Some(supervise(sup, spec).await?)
+        }
+    };
+    Ok(HomeActors { publisher, push_worker, transparency_log, domain_assurance, witnesses })
+}
+
+/// What home's writers share with the rest of the region.
+struct HomeEnds<'a> {
+    log: &'a LogView,
+    blocklist: &'a Option<Arc<Blocklist>>,
+    uploads: &'a std::path::Path,
+    metrics: &'a crate::metrics::Metrics,
 }
 
 /// What a read region's link to home delivers to, and what wakes it.

@@ -40,6 +40,7 @@ pub const REPLICATED: &[&str] = &[
     cf::TLOG_LEAVES,
     cf::TLOG_INDEX,
     cf::TLOG_CHECKPOINTS,
+    cf::TLOG_COSIGNATURES,
     cf::PURGES,
     cf::FRESHNESS,
     cf::DOMAINS,

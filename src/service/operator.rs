@@ -749,6 +749,27 @@ pub async fn sequence_log(state: &Region) -> Result<Done> {
     })))
 }
 
+/// `POST /admin/log/cosign`: asks every witness missing from the newest
+/// checkpoint now; answers each witness's state.
+pub async fn cosign_log(state: &Region) -> Result<Done> {
+    let Some(witnesses) = &state.home()?.witnesses else {
+        return Err(Error::detail(Code::NotFound, "no witness is configured ([[log_witnesses.witness]])"));
+    };
+    let states = witnesses.call(crate::actors::witnesses::WitnessesMsg::CosignNow).await?;
+    let witnesses: Vec<Value> = states
+        .iter()
+        .map(|w| {
+            json!({
+                "name": w.name,
+                "cosigned_size": w.cosigned,
+                "last_failure": w.last_failure.map(|f| f.as_str()),
+                "failures": w.failures,
+            })
+        })
+        .collect();
+    Ok(Done::Ok(json!({ "witnesses": witnesses })))
+}
+
 /// `POST /admin/faults/crash`: the crash point to arm, or `null` to disarm.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

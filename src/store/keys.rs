@@ -365,6 +365,14 @@ pub fn receipt_root(region: &str, first_seq: u64) -> Vec<u8> {
     k
 }
 
+/// `tlog_cosignatures`: be(tree size) ‖ witness name. A checkpoint's
+/// cosignatures begin at `be(size)`.
+pub fn cosignature(size: u64, witness: &str) -> Vec<u8> {
+    let mut k = be(size).to_vec();
+    k.extend_from_slice(witness.as_bytes());
+    k
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -107,6 +107,8 @@ pub mod cf {
     pub const TLOG_LEAVES: &str = "tlog_leaves";
     pub const TLOG_INDEX: &str = "tlog_index";
     pub const TLOG_CHECKPOINTS: &str = "tlog_checkpoints";
+    /// Witnesses' cosignatures (replicated): by tree size, then witness.
+    pub const TLOG_COSIGNATURES: &str = "tlog_cosignatures";
     /// A region's folded receipts: each receipt's leaf hash to its part and
     /// place, and each part's leaf hashes (for the first level of a proof).
     pub const RECEIPT_PLACES: &str = "receipt_places";
@@ -228,6 +230,7 @@ pub mod cf {
         TLOG_LEAVES,
         TLOG_INDEX,
         TLOG_CHECKPOINTS,
+        TLOG_COSIGNATURES,
         RECEIPT_PLACES,
         RECEIPT_PARTS,
         PURGES,

@@ -786,6 +786,15 @@ pub struct LogCheckpoint {
     pub at: UnixMs,
 }
 
+/// A witness's cosignature on the checkpoint of one tree size: its note
+/// signature line (c2sp.org/tlog-cosignature) and the time it gives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cosignature {
+    pub witness: String,
+    pub line: String,
+    pub timestamp: u64,
+}
+
 /// A business whose authorised endpoints lost domain assurance: `purchase`
 /// is withheld on its rows and its business file shows `suspended`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

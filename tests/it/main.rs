@@ -23,6 +23,7 @@ mod key_directory;
 mod kill;
 mod layers;
 mod live;
+mod log_tiles;
 mod mcp_own;
 mod mcp_public;
 mod mcp_python;

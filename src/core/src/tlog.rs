@@ -215,6 +215,15 @@ impl Tree {
         merkle::inclusion_proof_by(&|a, b| self.mth(a, b), size as usize, index as usize)
     }
 
+    /// A hash tile's bytes (c2sp.org/tlog-tiles): its hashes of complete
+    /// subtrees, concatenated; `None` when this tree does not hold it yet.
+    pub fn tile(&self, tile: &crate::tiles::TileRef) -> Option<Vec<u8>> {
+        let level = self.levels.get(tile.tree_level() as usize)?;
+        let first = usize::try_from(tile.first()?).ok()?;
+        let hashes = level.get(first..first.checked_add(tile.width as usize)?)?;
+        Some(hashes.concat())
+    }
+
     /// The proof that the tree of `old` leaves is a prefix of that of `new`.
     pub fn consistency(&self, old: u64, new: u64) -> Option<Vec<Hash>> {
         if new > self.size() {
@@ -411,6 +420,29 @@ mod tests {
 
     fn leaves(n: usize) -> Vec<Hash> {
         (0..n).map(|i| merkle::leaf_hash(format!("leaf {i}").as_bytes())).collect()
+    }
+
+    // Tiles hold the tree's complete subtrees: level 0 the leaf hashes, level
+    // 1 each the root of 256 leaves, computed here from a tree of just those.
+    #[test]
+    fn tiles_hold_the_roots_of_full_subtrees() {
+        use crate::tiles::{TileKind, TileRef};
+        let all = leaves(256 * 3 + 17);
+        let mut tree = Tree::default();
+        all.iter().for_each(|leaf| tree.push(*leaf));
+        let tile = |level, index, width| TileRef { kind: TileKind::Hashes { level }, index, width };
+        assert_eq!(tree.tile(&tile(0, 1, 256)).unwrap(), all[256..512].concat());
+        assert_eq!(tree.tile(&tile(0, 3, 17)).unwrap(), all[768..].concat());
+        assert_eq!(tree.tile(&tile(0, 3, 18)), None, "past the tree");
+        let level1 = tree.tile(&tile(1, 0, 3)).unwrap();
+        for (i, chunk) in all.chunks(256).take(3).enumerate() {
+            let mut part = Tree::default();
+            chunk.iter().for_each(|leaf| part.push(*leaf));
+            assert_eq!(level1[i * 32..(i + 1) * 32], part.root(256).unwrap());
+        }
+        assert_eq!(tree.tile(&tile(1, 0, 4)), None, "a partial level 0 tile is never hashed upward");
+        assert_eq!(tree.tile(&tile(2, 0, 1)), None);
+        assert_eq!(tree.tile(&tile(0, u64::MAX, 256)), None);
     }
 
     // rule: P4.2.14, P4.2.15, P4.2.56

@@ -6,8 +6,10 @@
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+use svc_core::cosign::cosigned_note;
 use svc_core::merkle::{self, BatchTree, Hash};
 use svc_core::problem::Code;
+use svc_core::tiles::{TileKind, TileRef, entry_bundle};
 use svc_core::tlog::{self, path_value};
 
 use crate::region::Region;
@@ -20,6 +22,9 @@ use crate::store::{be, cf, from_be};
 pub const LATEST_MAX_AGE: u32 = 60;
 /// An answer pinned to a tree size never changes.
 pub const PINNED_MAX_AGE: u32 = 365 * 24 * 3600;
+/// The tile layout's checkpoint: C2SP asks for no caching beyond a few
+/// seconds, and witnesses' cosignatures arrive after the log signs.
+pub const TILED_CHECKPOINT_MAX_AGE: u32 = 5;
 
 fn invalid(detail: impl Into<String>) -> Error {
     Error::detail(Code::RequestInvalid, detail)
@@ -59,6 +64,35 @@ pub fn checkpoint_value(state: &Region, signed: &LogCheckpoint) -> Value {
         "signed_at": signed.at.to_rfc3339_millis(),
         "checkpoint": signed.note,
     })
+}
+
+/// The newest checkpoint as tile clients and witnesses read it
+/// (c2sp.org/tlog-tiles): the log's note, then every witness's cosignature
+/// collected for its size so far.
+pub fn cosigned_checkpoint(state: &Region) -> Result<String> {
+    let signed = signed_checkpoint(state, None)?;
+    let lines: Vec<String> = state.log.cosignatures(signed.size)?.into_iter().map(|c| c.line).collect();
+    Ok(cosigned_note(&signed.note, &lines))
+}
+
+/// `GET /log/tile/<path>`: a hash tile or an entry bundle, as far as the
+/// newest checkpoint here reaches. `path` is what follows `tile/`.
+pub async fn tile(state: &Region, path: &str) -> Result<Vec<u8>> {
+    let tile = TileRef::parse(path).map_err(|e| invalid(format!("tile/{path}: {e}")))?;
+    let size = signed_checkpoint(state, None)?.size;
+    let missing = || {
+        not_found(&format!(
+            "tile/{path} is not in the newest checkpoint here ({size} leaves); a tile is served once a checkpoint covers it"
+        ))
+    };
+    match tile.kind {
+        TileKind::Hashes { .. } => state.log.tile(&tile, size).await?.ok_or_else(missing),
+        TileKind::Entries => {
+            let leaves = state.log.entries(&tile, size)?.ok_or_else(missing)?;
+            entry_bundle(leaves.iter().map(|leaf| leaf.data.as_slice()))
+                .ok_or_else(|| Error::internal("a leaf is longer than an entry bundle frames"))
+        }
+    }
 }
 
 /// What `GET /v1/log/proof` asks for.
