@@ -461,6 +461,24 @@ async fn a_region_killed_with_sigkill_loses_no_receipt_it_returned() {
         .find(|k| k["purpose"] == "log_checkpoint")
         .map(|k| svc_core::keys::VerifyingKey::from_jwk(&serde_json::from_value(k.clone()).unwrap()).unwrap())
         .expect("the key set names the log's checkpoint key");
+    // The same log as C2SP tiles, at the region: its checkpoint and its
+    // rightmost level 0 tile are home's.
+    let home_api = Transport::new(&home.public_url).unwrap();
+    let tiled = |api: &Transport, path: String| {
+        let request = Request::get(path).header("host", AUTHORITY).body(Body::empty()).unwrap();
+        let api = api.clone();
+        async move { api.send(request).await }
+    };
+    let note = tiled(&eu_api, "/log/checkpoint".into()).await.unwrap();
+    let note = String::from_utf8(note.bytes).unwrap();
+    let opened = svc_core::tlog::Checkpoint::open(&note, &format!("{AUTHORITY}/log"), &checkpoint_key).unwrap();
+    assert_eq!(opened.size, size);
+    let tile = format!("/log/tile/{}", svc_core::tiles::rightmost(0, size).unwrap().path());
+    let at_eu = tiled(&eu_api, tile.clone()).await.unwrap();
+    let at_home = tiled(&home_api, tile).await.unwrap();
+    assert_eq!(at_eu.status, 200);
+    assert_eq!(at_eu.bytes, at_home.bytes);
+    assert_eq!(at_eu.bytes.len() as u64, (size % 256).max(1) * 32);
     for receipt in &receipts {
         let path = format!("/v1/log/proof?receipt={}", svc_core::tlog::leaf_name(receipt));
         let proof = eu_api.send(Request::get(path).header("host", AUTHORITY).body(Body::empty()).unwrap());
