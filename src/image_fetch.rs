@@ -11,7 +11,7 @@ use hyper::body::Bytes;
 use svc_core::ads::images::MAX_IMAGE_BYTES;
 
 use crate::config::AdImagesConfig;
-use crate::outbound::Outbound;
+use crate::outbound::{Bot, Outbound};
 
 /// Why an image was not fetched, for the person saving the ad.
 pub type FetchError = String;
@@ -25,9 +25,10 @@ pub struct ImageFetcher {
 
 impl ImageFetcher {
     /// Trusts the web PKI's roots and the operator's own, if it names any.
-    pub fn new(config: &AdImagesConfig) -> Result<ImageFetcher, String> {
+    /// Signs each fetch as `bot` (Web Bot Auth).
+    pub fn new(config: &AdImagesConfig, bot: Bot) -> Result<ImageFetcher, String> {
         Ok(ImageFetcher {
-            client: Outbound::new(config.extra_roots_pem.as_deref())?,
+            client: Outbound::new(config.extra_roots_pem.as_deref(), Some(bot))?,
             timeout: Duration::from_millis(config.timeout_ms),
             allow_private: config.allow_private_addresses,
         })

@@ -3,7 +3,9 @@
 //! with rustls and the web PKI's roots plus the operator's, or plain HTTP
 //! where the caller allows it; no redirect followed, the answer's body
 //! capped while it is read. Ad images and witnesses' cosignatures go
-//! through here.
+//! through here. Each request is signed the Web Bot Auth way when the
+//! client has the service's outbound key (`svc_core::web_bot_auth`), so a
+//! site can tell the service's fetches from anyone's.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -15,6 +17,7 @@ use hyper::{HeaderMap, StatusCode};
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::ServerName;
 use rustls::pki_types::pem::PemObject;
+use svc_core::web_bot_auth;
 
 /// Why a request got no answer, for logs and the person who asked.
 pub type OutboundError = String;
@@ -27,14 +30,24 @@ pub struct Answer {
     pub body: Bytes,
 }
 
-/// The client: its TLS settings, shared by every request.
+/// The client: its TLS settings and signing identity, shared by every request.
 pub struct Outbound {
     tls: tokio_rustls::TlsConnector,
+    bot: Option<Bot>,
+}
+
+/// Who signs outbound requests: the key, the `Signature-Agent` origin whose
+/// directory lists it, and the clock the signature's time comes from.
+#[derive(Clone)]
+pub struct Bot {
+    pub key: svc_core::keys::SigningKey,
+    pub agent: String,
+    pub clock: crate::clock::SharedClock,
 }
 
 impl Outbound {
     /// Trusts the web PKI's roots and the operator's own, if it names any.
-    pub fn new(extra_roots_pem: Option<&Path>) -> Result<Outbound, String> {
+    pub fn new(extra_roots_pem: Option<&Path>, bot: Option<Bot>) -> Result<Outbound, String> {
         let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
         if let Some(path) = extra_roots_pem {
             let certs = rustls::pki_types::CertificateDer::pem_file_iter(path)
@@ -50,7 +63,7 @@ impl Outbound {
             .map_err(|e| e.to_string())?
             .with_root_certificates(roots)
             .with_no_client_auth();
-        Ok(Outbound { tls: tokio_rustls::TlsConnector::from(Arc::new(tls)) })
+        Ok(Outbound { tls: tokio_rustls::TlsConnector::from(Arc::new(tls)), bot })
     }
 
     /// Sends `request` (its target the URL's path and query) to `address`,
@@ -72,11 +85,17 @@ impl Outbound {
             Some(port) => format!("{host}:{port}"),
             None => host.clone(),
         };
-        let request = request
-            .uri(target)
-            .header(hyper::header::HOST, authority)
-            .body(Full::new(body))
-            .map_err(|e| e.to_string())?;
+        let mut request = request.uri(target).header(hyper::header::HOST, &authority);
+        if let Some(bot) = &self.bot {
+            let created = bot.clock.now().0.div_euclid(1000);
+            let signed = web_bot_auth::sign_request(&bot.key, &authority, &bot.agent, created, &crate::clock::random())
+                .ok_or("the request's authority or agent is not printable ASCII")?;
+            request = request
+                .header("signature-agent", signed.signature_agent)
+                .header("signature-input", signed.signature_input)
+                .header("signature", signed.signature);
+        }
+        let request = request.body(Full::new(body)).map_err(|e| e.to_string())?;
         let tcp = tokio::net::TcpStream::connect(address).await.map_err(|e| format!("connecting: {e}"))?;
         let response = match url.scheme() {
             "https" => {

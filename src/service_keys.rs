@@ -85,6 +85,9 @@ pub struct ServiceKeys {
     /// Signs upload policies (bulk upload addresses). Never leaves the home
     /// region; derived from the sidecar seed so the stored seeds keep their form.
     pub upload: SigningKey,
+    /// Signs home's own outbound requests (Web Bot Auth). Derived from the
+    /// sidecar seed as `upload` is, so the stored seeds keep their form.
+    pub web_bot_auth: SigningKey,
     current: std::sync::Arc<std::sync::RwLock<Current>>,
 }
 
@@ -266,6 +269,7 @@ impl ServiceKeys {
             receipt: ed(s.receipt),
             checkpoint: ed(s.checkpoint),
             upload: ed(svc_core::digest::sha256(&[b"svc-upload-policy/1\0".as_slice(), &s.sidecar].concat())),
+            web_bot_auth: ed(svc_core::digest::sha256(&[b"svc-web-bot-auth/1\0".as_slice(), &s.sidecar].concat())),
             current: Default::default(),
         }
     }

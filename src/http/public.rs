@@ -24,9 +24,33 @@ pub fn routes(home: bool) -> Router<Region> {
         routes = routes
             .merge(super::certificates::statement_routes())
             .merge(super::verify::routes())
-            .merge(super::verify_page::routes());
+            .merge(super::verify_page::routes())
+            .route(svc_core::web_bot_auth::DIRECTORY_PATH, get(bot_directory));
     }
     routes.layer(axum::middleware::from_fn(any_origin))
+}
+
+/// `GET /.well-known/http-message-signatures-directory` (home; a read
+/// region forwards it): the key home's outbound fetches are signed with.
+async fn bot_directory(State(state): State<Region>, request: axum::extract::Request) -> Response {
+    let (parts, _) = request.into_parts();
+    let authority = super::auth::authority(&parts);
+    match crate::service::public::bot_directory(&state, &authority) {
+        Ok(directory) => {
+            let mut response = Response::new(Body::from(directory.body));
+            let headers = response.headers_mut();
+            headers
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(svc_core::web_bot_auth::DIRECTORY_MEDIA_TYPE));
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600"));
+            for (name, value) in [("signature-input", directory.signature_input), ("signature", directory.signature)] {
+                if let Ok(value) = HeaderValue::from_str(&value) {
+                    headers.insert(name, value);
+                }
+            }
+            response
+        }
+        Err(e) => e.into_response(),
+    }
 }
 
 /// Every public answer, a problem included, may be read by any origin; a

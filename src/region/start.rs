@@ -278,7 +278,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     // Home certifies its receipt key now; a region's request waits in its
     // outbox until home takes it.
     key_set.ask_certification(clock.now()).await?;
-    let images = crate::image_fetch::ImageFetcher::new(&config.ad_images)
+    let images = crate::image_fetch::ImageFetcher::new(&config.ad_images, bot(&config, &keys, &clock))
         .map_err(|e| StartError::Config(format!("ad_images: {e}")))?;
     Ok(Region {
         supervisor: sup,
@@ -388,7 +388,7 @@ async fn start_home(
                 .map(Witness::from_config)
                 .collect::<Result<_, _>>()
                 .map_err(|e| StartError::Config(format!("log_witnesses: {e}")))?;
-            let client = Outbound::new(config.log_witnesses.extra_roots_pem.as_deref())
+            let client = Outbound::new(config.log_witnesses.extra_roots_pem.as_deref(), Some(bot(config, keys, clock)))
                 .map_err(|e| StartError::Config(format!("log_witnesses: {e}")))?;
             let args = WitnessesArgs {
                 log: log.clone(),
@@ -404,6 +404,16 @@ async fn start_home(
         }
     };
     Ok(HomeActors { publisher, push_worker, transparency_log, domain_assurance, witnesses })
+}
+
+/// Who home's outbound requests say they are (Web Bot Auth): the key its
+/// directory lists, at the deployment's public origin.
+fn bot(config: &NodeConfig, keys: &ServiceKeys, clock: &SharedClock) -> crate::outbound::Bot {
+    crate::outbound::Bot {
+        key: keys.web_bot_auth.clone(),
+        agent: format!("https://{}", config.public_authority),
+        clock: clock.clone(),
+    }
 }
 
 /// What home's writers share with the rest of the region.

@@ -45,3 +45,4 @@ mod transparency;
 mod up;
 mod url_flagged;
 mod verify;
+mod web_bot_auth;

@@ -48,5 +48,6 @@ pub mod tiles;
 pub mod time;
 pub mod tlog;
 pub mod verify;
+pub mod web_bot_auth;
 
 pub use reason::Reason;

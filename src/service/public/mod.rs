@@ -34,6 +34,24 @@ pub fn key_directory(state: &Region) -> Result<crate::service::document::PublicD
     Ok(crate::service::document::PublicDocument::new(bytes::Bytes::from(document)))
 }
 
+/// Home's Web Bot Auth key directory as asked at `authority`: the JWK set
+/// of the key its outbound requests are signed with, and the answer's
+/// `Signature-Input` and `Signature` over that authority.
+pub struct BotDirectory {
+    pub body: Vec<u8>,
+    pub signature_input: String,
+    pub signature: String,
+}
+
+pub fn bot_directory(state: &Region, authority: &str) -> Result<BotDirectory> {
+    use svc_core::web_bot_auth;
+    let key = &state.keys.web_bot_auth;
+    let created = state.clock.now().0.div_euclid(1000);
+    let (signature_input, signature) = web_bot_auth::sign_directory(key, authority, created)
+        .ok_or_else(|| Error::detail(Code::RequestInvalid, "the Host header is not printable ASCII"))?;
+    Ok(BotDirectory { body: web_bot_auth::directory(&[key.verifying_key()]), signature_input, signature })
+}
+
 /// The verification index (P4.2.16; served at `GET /v1/verification-index`, P-NS-8).
 pub fn verification_index() -> serde_json::Value {
     svc_core::index::verification_index()

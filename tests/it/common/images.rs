@@ -15,6 +15,8 @@ pub struct ImageServer {
     roots: PathBuf,
     /// Requests it answered.
     pub hits: Arc<AtomicUsize>,
+    /// Each request's head as it came.
+    pub heads: Arc<std::sync::Mutex<Vec<String>>>,
     _dir: tempfile::TempDir,
 }
 
@@ -41,9 +43,11 @@ impl ImageServer {
             Arc::new(HashMap::from([("/square.png", png_header(600, 600)), ("/wide.png", png_header(1200, 628))]));
         let hits = Arc::new(AtomicUsize::new(0));
         let counted = hits.clone();
+        let heads: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+        let kept = heads.clone();
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
-                let (acceptor, files, hits) = (acceptor.clone(), files.clone(), counted.clone());
+                let (acceptor, files, hits, kept) = (acceptor.clone(), files.clone(), counted.clone(), kept.clone());
                 tokio::spawn(async move {
                     let Ok(mut tls) = acceptor.accept(tcp).await else { return };
                     let mut head = Vec::new();
@@ -56,6 +60,7 @@ impl ImageServer {
                     }
                     hits.fetch_add(1, Ordering::SeqCst);
                     let line = String::from_utf8_lossy(&head);
+                    kept.lock().unwrap().push(line.to_string());
                     let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
                     let answer = match (path.as_str(), files.get(path.as_str())) {
                         (_, Some(body)) => {
@@ -77,7 +82,7 @@ impl ImageServer {
                 });
             }
         });
-        ImageServer { port, roots, hits, _dir: dir }
+        ImageServer { port, roots, hits, heads, _dir: dir }
     }
 
     /// `https://localhost:<port><path>`.
