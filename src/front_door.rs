@@ -17,6 +17,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
+use tracing::Instrument;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -253,6 +254,13 @@ impl FrontDoor {
 /// Sends the request to the best region that takes the connection.
 async fn route(State(door): State<Door>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
+    // The door is the trace's first hop when the caller sent none.
+    let hop = crate::trace::Hop::start(&parts.headers);
+    let span = tracing::info_span!("front_door", trace_id = %hop.trace.trace_hex());
+    forward(door, parts, body, hop).instrument(span).await
+}
+
+async fn forward(door: Door, parts: axum::http::request::Parts, body: Body, hop: crate::trace::Hop) -> Response {
     let declared = parts
         .headers
         .get(axum::http::header::CONTENT_LENGTH)
@@ -294,6 +302,9 @@ async fn route(State(door): State<Door>, request: Request) -> Response {
         *attempt.uri_mut() = parts.uri.clone();
         *attempt.headers_mut() = parts.headers.clone();
         attempt.headers_mut().remove(axum::http::header::CONNECTION);
+        if let Ok(value) = HeaderValue::from_str(&hop.header()) {
+            attempt.headers_mut().insert(svc_core::trace_context::HEADER, value);
+        }
         crate::forwarded::forward_for(attempt.headers_mut(), crate::forwarded::peer(&parts.extensions));
         let region = &door.regions[i];
         let forwarded = async {

@@ -93,6 +93,16 @@ pub enum AdminCommand {
     /// Asks every configured witness missing from the newest checkpoint for
     /// its cosignature now (home); prints each witness's state.
     LogCosign,
+    /// Follows one request across nodes: every hop of trace `trace_id`
+    /// (the `traceresponse` an answer carried, or a log line's `trace_id`)
+    /// that this node and each `--node` served lately, in the order they began.
+    Trace {
+        trace_id: String,
+        /// Another node's admin API: `URL`, or `URL=TOKEN_FILE` when its
+        /// token differs (`svc up`: `http://127.0.0.1:8111=svc-data/eu/admin_token`).
+        #[arg(long = "node")]
+        nodes: Vec<String>,
+    },
     /// Draws a successor for one of home's own keys (`issuance`,
     /// `statement`, `projection`, `sidecar`, `log_checkpoint`); the old one
     /// closes an hour later.
@@ -358,6 +368,35 @@ fn now() -> UnixMs {
     crate::clock::SystemClock.now()
 }
 
+/// Every node's hops of one trace, merged in the order they began.
+async fn follow(first: &Admin, url: &str, trace_id: &str, nodes: &[String]) -> Result<Value, ClientError> {
+    let path = format!("/admin/traces/{trace_id}");
+    let mut hops = Vec::new();
+    let mut asked = vec![url.to_owned()];
+    let mut answers = vec![first.call("GET", &path, None).await?];
+    for node in nodes {
+        let (url, token) = match node.split_once('=') {
+            Some((url, file)) => {
+                let token = std::fs::read_to_string(file)
+                    .map_err(|source| ClientError::Io { path: file.into(), source })?
+                    .trim()
+                    .to_owned();
+                (url, token)
+            }
+            None => (node.as_str(), first.token.clone()),
+        };
+        answers.push(Admin::new(url, token)?.call("GET", &path, None).await?);
+        asked.push(url.to_owned());
+    }
+    for answer in answers {
+        if let Some(served) = answer["served"].as_array() {
+            hops.extend(served.iter().cloned());
+        }
+    }
+    hops.sort_by(|a, b| a["started_at"].as_str().cmp(&b["started_at"].as_str()));
+    Ok(json!({ "trace_id": trace_id, "nodes": asked, "hops": hops }))
+}
+
 pub async fn run(args: AdminArgs) -> Result<Value, CliError> {
     let admin = Admin::new(&args.url, token(&args)?)?;
     let answer = match args.command {
@@ -494,6 +533,7 @@ pub async fn run(args: AdminArgs) -> Result<Value, CliError> {
         }
         AdminCommand::LogSequence => admin.call("POST", "/admin/log/sequence", None).await,
         AdminCommand::LogCosign => admin.call("POST", "/admin/log/cosign", None).await,
+        AdminCommand::Trace { trace_id, nodes } => follow(&admin, &args.url, &trace_id, &nodes).await,
         AdminCommand::ServiceKeyEnd { kid, valid_until, compromised_at } => {
             let body = json!({"valid_until": valid_until, "compromised_at": compromised_at});
             admin.call("POST", &format!("/admin/service-keys/{kid}/end"), Some(body)).await

@@ -55,6 +55,7 @@ pub fn routes() -> Router<Region> {
         .route("/admin/receipt-key/rotate", post(rotate_receipt_key))
         .route("/admin/log/sequence", post(sequence_log))
         .route("/admin/log/cosign", post(cosign_log))
+        .route("/admin/traces/{trace_id}", get(trace))
         .route("/admin/service-keys/{kid}/end", post(end_service_key))
         .route("/admin/service-keys/rotate", post(rotate_service_key))
         .route("/admin/faults/crash", post(arm_crash))
@@ -297,6 +298,10 @@ async fn skew_clock(State(state): State<Region>, _: Operator, JsonBody(req): Jso
 
 async fn sequence_log(State(state): State<Region>, _: Operator) -> Response {
     done(operator::sequence_log(&state).await)
+}
+
+async fn trace(State(state): State<Region>, _: Operator, Path(trace_id): Path<String>) -> Response {
+    done(operator::trace(&state, &trace_id))
 }
 
 async fn cosign_log(State(state): State<Region>, _: Operator) -> Response {

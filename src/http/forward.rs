@@ -16,5 +16,6 @@ pub async fn to_home(State(state): State<Region>, mut request: Request) -> Respo
     // Home reads the caller's address from here when it trusts this region.
     let peer = crate::forwarded::peer(request.extensions());
     crate::forwarded::forward_for(request.headers_mut(), peer);
+    crate::trace::propagate(request.headers_mut());
     ops::forward_to_home(&state, request).await.into_response()
 }

@@ -40,7 +40,8 @@ pub fn public_router(state: Region) -> Router {
         served.fallback(forward::to_home)
     };
     let recorded = axum::middleware::from_fn_with_state(state.metrics.clone(), crate::metrics::record);
-    routed.layer(recorded).with_state(state)
+    let traced = axum::middleware::from_fn_with_state(state.clone(), crate::trace::layer);
+    routed.layer(recorded).layer(traced).with_state(state)
 }
 
 /// Home's routes for its read regions, each behind its own token.

@@ -82,6 +82,8 @@ pub struct Region {
     /// The transparency log as replicated here.
     pub log: crate::transparency::LogView,
     pub metrics: crate::metrics::Metrics,
+    /// The public requests this node served last, by trace.
+    pub traces: Arc<crate::trace::Recent>,
     /// The other regions' public ports, for the ad confirmations they own.
     pub peers: Arc<std::collections::HashMap<String, crate::client::transport::Transport>>,
     /// Live ad versions, kept between pools.

@@ -313,6 +313,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         key_set,
         log,
         metrics,
+        traces: Arc::default(),
         peers: Arc::new(peers),
         images: Arc::new(images),
         lease_asks: Arc::default(),

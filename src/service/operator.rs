@@ -749,6 +749,15 @@ pub async fn sequence_log(state: &Region) -> Result<Done> {
     })))
 }
 
+/// `GET /admin/traces/{trace_id}`: the public requests of one trace this
+/// node served lately (its last [`crate::trace::RECENT`]).
+pub fn trace(state: &Region, trace_id: &str) -> Result<Done> {
+    let trace = svc_core::trace_context::parse_trace_id(trace_id)
+        .ok_or_else(|| Error::detail(Code::RequestInvalid, "a trace id is 32 lower-case hex digits, not all zero"))?;
+    let served = state.traces.of(&trace);
+    Ok(Done::Ok(json!({ "region": state.config.region, "role": state.config.role, "served": served })))
+}
+
 /// `POST /admin/log/cosign`: asks every witness missing from the newest
 /// checkpoint now; answers each witness's state.
 pub async fn cosign_log(state: &Region) -> Result<Done> {

@@ -41,6 +41,7 @@ mod sandbox;
 mod search;
 mod shutdown;
 mod supervision;
+mod traces;
 mod transparency;
 mod up;
 mod url_flagged;

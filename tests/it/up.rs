@@ -94,6 +94,51 @@ async fn svc_up_runs_three_regions_behind_a_front_door_that_routes_to_the_neares
 
 /// A stand-in region for the door alone: answers every request 200 with
 /// its name.
+// A write through the door lands at eu, which forwards it to home: the
+// operator follows it across both nodes by its trace id.
+#[tokio::test(flavor = "multi_thread")]
+async fn svc_admin_trace_follows_one_request_through_the_door_a_region_and_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = Plan::on_free_ports(dir.path().to_owned());
+    let up = Up::start(&plan).await.unwrap();
+    let door = format!("http://{}", up.door.addr);
+    let mut followed = None;
+    for attempt in 0..400u32 {
+        let trace = format!("{:032x}", 0x5eed_0000 + attempt);
+        let request = axum::http::Request::get("/v1/catalogue")
+            .header("traceparent", format!("00-{trace}-00000000000000aa-01"))
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let answer = Transport::new(&door).unwrap().send(request).await.unwrap();
+        if region_of(&answer) == "eu" {
+            followed = Some(trace);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let trace = followed.expect("the door sent a request to eu");
+    let (home, eu) = (&up.nodes[0], &up.nodes[1]);
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"))
+        .args(["admin", "--url", &format!("http://{}", home.admin_addr)])
+        .arg("--token-file")
+        .arg(dir.path().join("home/admin_token"))
+        .args(["trace", &trace, "--node"])
+        .arg(format!("http://{}={}", eu.admin_addr, dir.path().join("eu/admin_token").display()))
+        .env("SVC_LOG", "warn")
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let followed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let hops = followed["hops"].as_array().unwrap();
+    let regions: Vec<&str> = hops.iter().map(|h| h["region"].as_str().unwrap()).collect();
+    assert_eq!(regions, ["eu", "home"], "{followed}");
+    assert!(hops.iter().all(|h| h["trace_id"] == trace.as_str() && h["path"] == "/v1/catalogue"));
+    assert_ne!(hops[0]["parent_span_id"], "00000000000000aa", "the door is a hop of its own");
+    assert_eq!(hops[1]["parent_span_id"], hops[0]["span_id"], "home's parent is eu's span");
+    up.stop().await;
+}
+
 async fn answering(name: &'static str) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

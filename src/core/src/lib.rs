@@ -47,6 +47,7 @@ pub mod source_line;
 pub mod tiles;
 pub mod time;
 pub mod tlog;
+pub mod trace_context;
 pub mod verify;
 pub mod web_bot_auth;
 
