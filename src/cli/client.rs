@@ -44,6 +44,10 @@ pub struct ClientArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum ClientCommand {
+    /// A business's publishing run: a CSV or NDJSON file of products, with
+    /// its integration key (`--key`): judged locally, sealed in batches,
+    /// resumed after an interruption, and reported row by row.
+    Publish(super::publish::PublishArgs),
     /// A signed search; the receipt and every row are checked.
     Search {
         #[arg(long, default_value = "products")]
@@ -191,6 +195,20 @@ pub fn run(args: ClientArgs) -> i32 {
             return 1;
         }
     };
+    if let ClientCommand::Publish(publish) = &args.command {
+        let run = async {
+            let key = keyfile::read(&args.key)?;
+            super::publish::run(&args.base_url, &args.authority, key, publish).await
+        };
+        return match runtime.block_on(run) {
+            Ok(status) => status,
+            Err(e) => {
+                super::progress::finish();
+                eprintln!("svc client publish: {e}");
+                1
+            }
+        };
+    }
     match runtime.block_on(execute(args)) {
         Ok(()) => 0,
         Err(e) => {
@@ -238,6 +256,7 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
     let key = keyfile::read(&args.key)?;
     let client = RetrievalClient::new(&args.base_url, &args.authority, key, args.grant.clone())?;
     match &args.command {
+        ClientCommand::Publish(_) => return Err(CliError::Usage("publish runs on its own".into())),
         ClientCommand::Search { collection, q, country, sort, limit, filter } => {
             let mut clauses = vec![json!({"country": country})];
             if let Some(more) = filter {

@@ -5,6 +5,7 @@ pub mod client;
 pub mod error;
 pub mod loadgen;
 pub mod progress;
+pub mod publish;
 pub mod up;
 
 use clap::{Parser, Subcommand};

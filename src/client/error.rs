@@ -55,6 +55,9 @@ pub enum ClientError {
     /// A pinned anchors file that does not hold two root keys.
     #[error("{}: {detail}", .path.display())]
     Anchor { path: PathBuf, detail: String },
+    /// A publishing run's input or state that cannot be used as it is.
+    #[error("{}: {detail}", .path.display())]
+    Publishing { path: PathBuf, detail: String },
     /// A value that does not encode as JSON.
     #[error("{0}")]
     Json(#[from] serde_json::Error),

@@ -7,6 +7,7 @@ pub mod anchors;
 pub mod bulk;
 pub mod error;
 pub mod keyfile;
+pub mod publish;
 pub mod retrieval;
 pub mod sealing;
 pub mod transport;

@@ -33,6 +33,7 @@ mod pages;
 mod portal;
 mod portal_limits;
 mod public;
+mod publish_cli;
 mod push_crash;
 mod regions;
 mod regions_config;

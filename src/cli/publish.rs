@@ -1,0 +1,316 @@
+//! `svc client publish`: a business developer publishes a CSV or NDJSON
+//! file with its integration key. Every row is judged locally first (the
+//! same rules and reasons as the service); the good rows go in batches
+//! within the spec's limits, each sealed (`batch-seal.v2`) and sent under
+//! its own Idempotency-Key, with a progress line; the run's state is kept
+//! beside the input so an interrupted run, started again, resends exactly
+//! what it sent and goes on. It ends with the outcome summary and a table
+//! of every row that was not published, with its reasons.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::Value;
+use svc_core::ids::RecordType;
+use svc_core::keys::SigningKey;
+
+use super::CliError;
+use crate::client::publish::{self, Batch, Format, Reason, Row, State};
+use crate::client::sealing::{self, SealContext};
+use crate::client::transport::{Answer, Transport};
+use crate::client::{ClientError, Signer, Unsigned};
+use crate::clock::{Clock, SystemClock};
+
+#[derive(Debug, Clone, Args)]
+pub struct PublishArgs {
+    /// The input: CSV (a header row naming the product's members) or NDJSON
+    /// (one record's exact bytes a line).
+    pub file: PathBuf,
+    /// The input's format; by default `.csv` is CSV and anything else NDJSON.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Records per batch: at most 10,000, and fewer when 32 MiB is reached first.
+    #[arg(long, default_value_t = 1_000)]
+    pub batch: usize,
+    /// Judge every row locally and print the reasons; send nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Where the run's state is kept (default: beside the input, `<file>.publish-state.json`).
+    #[arg(long)]
+    pub state: Option<PathBuf>,
+}
+
+/// The exit status when every row went out and none was refused.
+pub const ALL_PUBLISHED: i32 = 0;
+/// The exit status when the run finished but some rows were refused.
+pub const SOME_REFUSED: i32 = 2;
+/// The longest wait on a `429` or `503` before the batch is sent again.
+const MAX_WAIT: Duration = Duration::from_secs(120);
+/// How long a background push is waited for.
+const MAX_POLLS: usize = 600;
+
+struct Business {
+    transport: Transport,
+    push: Signer,
+    read: Signer,
+}
+
+impl Business {
+    async fn send(&self, signer: &Signer, request: Unsigned<'_>) -> Result<Answer, ClientError> {
+        let request = signer.sign_now(request, SystemClock.now().as_secs())?;
+        self.transport.send(request).await
+    }
+
+    async fn read(&self, path: &str) -> Result<Value, CliError> {
+        let answer = self.send(&self.read, Unsigned::new("GET", path, Vec::new())).await?;
+        if answer.status != 200 {
+            return Err(refused(path, &answer));
+        }
+        Ok(answer.json())
+    }
+}
+
+fn refused(what: &str, answer: &Answer) -> CliError {
+    let body = String::from_utf8_lossy(&answer.bytes).into_owned();
+    CliError::Client(ClientError::Status { status: answer.status, path: what.to_owned(), body })
+}
+
+/// Runs the command; answers the exit status.
+pub async fn run(base_url: &str, authority: &str, key: SigningKey, args: &PublishArgs) -> Result<i32, CliError> {
+    let record_type = RecordType::Products;
+    let input = publish::read_input(&args.file)?;
+    let format = args.format.unwrap_or_else(|| Format::of(&args.file));
+    let rows = publish::rows(&input, format, record_type)
+        .map_err(|detail| ClientError::Publishing { path: args.file.clone(), detail })?;
+    if args.dry_run {
+        let refused = report(&rows, None);
+        println!("dry run: nothing was sent");
+        return Ok(if refused == 0 { ALL_PUBLISHED } else { SOME_REFUSED });
+    }
+    let key_id = key.verifying_key().thumbprint();
+    let digest = hex::encode(svc_core::digest::sha256(&input));
+    let state_path = args.state.clone().unwrap_or_else(|| State::path_for(&args.file));
+    let mut state = match State::load(&state_path, &digest, &key_id)? {
+        Some(state) => {
+            let done = state.batches.iter().filter(|b| b.outcomes.is_some()).count();
+            eprintln!("resuming {}: {done} of {} batches done", state_path.display(), state.batches.len());
+            state
+        }
+        None => State {
+            input_sha256: digest.clone(),
+            record_type: "products".into(),
+            key_id,
+            batches: publish::plan(&rows, args.batch)
+                .into_iter()
+                .map(|rows| Batch { rows, idempotency_key: None, seal: None, outcomes: None })
+                .collect(),
+        },
+    };
+    state.save(&state_path)?;
+    let business = Business {
+        transport: Transport::new(base_url)?,
+        push: Signer::new(key.clone(), authority, "svc-push"),
+        read: Signer::new(key.clone(), authority, "svc-business-read"),
+    };
+    let context = business.read("/v1/seal-context").await?;
+    let context = SealContext {
+        cert_id: context["cert_id"].as_str().unwrap_or_default().to_owned(),
+        ai_policy_version: context["ai_policy_version"].as_u64().unwrap_or(0),
+    };
+    let mut last_seq = 0;
+    let total = state.batches.len();
+    for i in 0..total {
+        show_progress(&args.file, &state, &rows);
+        if state.batches[i].outcomes.is_some() {
+            continue;
+        }
+        let outcomes = loop {
+            if state.batches[i].seal.is_none() {
+                let records: Vec<Vec<u8>> = state.batches[i].rows.iter().map(|&r| bytes_of(&rows[r])).collect();
+                let now = SystemClock.now();
+                last_seq = (now.0 as u64).max(last_seq + 1);
+                let seal = sealing::batch_seal(&key, &context, "products", &records, last_seq, now)?;
+                let nonce = hex::encode(crate::clock::random::<6>());
+                state.batches[i].idempotency_key = Some(format!("svc-publish-{}-{i}-{nonce}", &digest[..16]));
+                state.batches[i].seal = Some(seal);
+                // Kept before it is sent: a resumed run sends these same bytes.
+                state.save(&state_path)?;
+            }
+            match send(&business, &state.batches[i], &rows).await? {
+                Sent::Answered(outcomes) => break outcomes,
+                Sent::Later(wait) => {
+                    // Not taken: sealed again (a fresh `sealed_at`) after the wait.
+                    state.batches[i].seal = None;
+                    state.batches[i].idempotency_key = None;
+                    state.save(&state_path)?;
+                    tokio::time::sleep(wait).await;
+                }
+            }
+        };
+        state.batches[i].outcomes = Some(outcomes);
+        state.save(&state_path)?;
+    }
+    show_progress(&args.file, &state, &rows);
+    super::progress::finish();
+    let refused = report(&rows, Some(&state));
+    Ok(if refused == 0 { ALL_PUBLISHED } else { SOME_REFUSED })
+}
+
+fn bytes_of(row: &Row) -> Vec<u8> {
+    row.judged.clone().unwrap_or_default()
+}
+
+enum Sent {
+    Answered(Vec<(String, Vec<Reason>)>),
+    /// Refused for now (rate or availability): send again after this long.
+    Later(Duration),
+}
+
+/// Sends one sealed batch and reads its outcomes (waiting for a background push).
+async fn send(business: &Business, batch: &Batch, rows: &[Row]) -> Result<Sent, CliError> {
+    let (Some(seal), Some(idempotency_key)) = (&batch.seal, &batch.idempotency_key) else {
+        return Err(CliError::Usage("a batch is sent only once sealed".into()));
+    };
+    let records: Vec<Vec<u8>> = batch.rows.iter().map(|&r| bytes_of(&rows[r])).collect();
+    let body = sealing::publish_body(seal, &records);
+    let request = Unsigned::new("POST", "/v1/publish/products", body).header("idempotency-key", idempotency_key);
+    let answer = business.send(&business.push, request).await?;
+    match answer.status {
+        200 => Ok(Sent::Answered(outcomes(&answer.json()["results"], batch.rows.len()))),
+        202 => {
+            let push = answer.json();
+            let id = push["push_id"].as_str().unwrap_or_default().to_owned();
+            Ok(Sent::Answered(finished(business, &id, batch.rows.len()).await?))
+        }
+        429 | 503 => {
+            let seconds = answer
+                .headers
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(60);
+            let wait = Duration::from_secs(seconds).min(MAX_WAIT);
+            eprintln!("the service answered {}: sending again in {} s", answer.status, wait.as_secs());
+            Ok(Sent::Later(wait))
+        }
+        _ => Err(refused("/v1/publish/products", &answer)),
+    }
+}
+
+/// A background push's outcomes, once it completes, read page by page.
+async fn finished(business: &Business, push_id: &str, leaves: usize) -> Result<Vec<(String, Vec<Reason>)>, CliError> {
+    let status_path = format!("/v1/pushes/{push_id}");
+    for _ in 0..MAX_POLLS {
+        let status = business.read(&status_path).await?;
+        if !status["completed_at"].is_null() {
+            let mut results = status["results"].as_array().cloned().unwrap_or_default();
+            let mut cursor = status["next_cursor"].as_str().map(str::to_owned);
+            while let Some(next) = cursor {
+                let page = business.read(&format!("{status_path}?cursor={}", crate::client::percent(&next))).await?;
+                results.extend(page["results"].as_array().cloned().unwrap_or_default());
+                cursor = page["next_cursor"].as_str().map(str::to_owned);
+            }
+            return Ok(outcomes(&Value::Array(results), leaves));
+        }
+        let wait = status["poll_after_seconds"].as_u64().unwrap_or(1).clamp(1, 5);
+        tokio::time::sleep(Duration::from_secs(wait)).await;
+    }
+    Err(CliError::Usage(format!("{status_path} did not complete; run again to keep waiting")))
+}
+
+/// Per leaf, the outcome and reasons of a `results` array (by `leaf_index`).
+fn outcomes(results: &Value, leaves: usize) -> Vec<(String, Vec<Reason>)> {
+    let mut out = vec![("pending".to_owned(), Vec::new()); leaves];
+    for result in results.as_array().into_iter().flatten() {
+        let Some(leaf) = result["leaf_index"].as_u64().map(|l| l as usize).filter(|l| *l < leaves) else { continue };
+        let reasons = result["errors"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| Reason {
+                code: e["code"].as_str().unwrap_or_default().to_owned(),
+                pointer: e["pointer"].as_str().unwrap_or_default().to_owned(),
+                detail: e["detail"].as_str().unwrap_or_default().to_owned(),
+            })
+            .collect();
+        out[leaf] = (result["outcome"].as_str().unwrap_or("pending").to_owned(), reasons);
+    }
+    out
+}
+
+fn show_progress(file: &std::path::Path, state: &State, rows: &[Row]) {
+    let sent: usize = state.batches.iter().filter(|b| b.outcomes.is_some()).map(|b| b.rows.len()).sum();
+    let planned: usize = state.batches.iter().map(|b| b.rows.len()).sum();
+    let local = rows.iter().filter(|r| r.judged.is_err()).count();
+    let width = 24;
+    let filled = (sent * width).checked_div(planned).unwrap_or(width);
+    let done = state.batches.iter().filter(|b| b.outcomes.is_some()).count();
+    super::progress::show(&format!(
+        "{} ▕{}{}▏ {sent}/{planned} records · {done}/{} batches · {local} refused locally",
+        file.display(),
+        "█".repeat(filled),
+        "░".repeat(width - filled),
+        state.batches.len(),
+    ));
+}
+
+/// Prints the table of rows not published and the summary; answers how
+/// many rows were refused (locally or by the service).
+fn report(rows: &[Row], state: Option<&State>) -> usize {
+    let mut outcome_of: Vec<Option<(String, Vec<Reason>)>> = vec![None; rows.len()];
+    for batch in state.map(|s| s.batches.as_slice()).unwrap_or_default() {
+        for (leaf, &row) in batch.rows.iter().enumerate() {
+            outcome_of[row] = batch.outcomes.as_ref().and_then(|o| o.get(leaf).cloned());
+        }
+    }
+    let mut lines = Vec::new();
+    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    for (row, outcome) in rows.iter().zip(&outcome_of) {
+        let (outcome, reasons) = match (&row.judged, outcome) {
+            (Err(reasons), _) => ("refused locally".to_owned(), reasons.clone()),
+            (Ok(_), Some((outcome, reasons))) => (outcome.clone(), reasons.clone()),
+            (Ok(_), None) if state.is_none() => ("valid".to_owned(), Vec::new()),
+            (Ok(_), None) => ("not sent".to_owned(), Vec::new()),
+        };
+        *counts.entry(outcome.clone()).or_default() += 1;
+        let id = row.business_product_id.clone().unwrap_or_else(|| "-".into());
+        for reason in &reasons {
+            lines.push([
+                row.line.to_string(),
+                id.clone(),
+                outcome.clone(),
+                reason.code.clone(),
+                reason.pointer.clone(),
+                reason.detail.clone(),
+            ]);
+        }
+        if reasons.is_empty() && matches!(outcome.as_str(), "rejected" | "refused locally") {
+            lines.push([row.line.to_string(), id, outcome, String::new(), String::new(), String::new()]);
+        }
+    }
+    if !lines.is_empty() {
+        print_table(&["line", "business_product_id", "outcome", "code", "pointer", "detail"], &lines);
+        println!();
+    }
+    let summary: Vec<String> = counts.iter().map(|(outcome, n)| format!("{n} {outcome}")).collect();
+    println!("{} rows: {}", rows.len(), summary.join(", "));
+    counts.get("rejected").copied().unwrap_or(0) + counts.get("refused locally").copied().unwrap_or(0)
+}
+
+fn print_table<const N: usize>(header: &[&str; N], lines: &[[String; N]]) {
+    let mut widths = header.map(|h| h.chars().count());
+    for line in lines {
+        for (w, cell) in widths.iter_mut().zip(line) {
+            *w = (*w).max(cell.chars().count().min(60));
+        }
+    }
+    let row = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    row(header.to_vec());
+    for line in lines {
+        row(line.iter().map(String::as_str).collect());
+    }
+}

@@ -1,0 +1,119 @@
+//! `svc client publish` (issue 30, item 4), run as a business developer
+//! runs it, against a listening home: a CSV with broken rows judged locally
+//! with the service's own reasons, the good rows published once in sealed
+//! batches, and a run interrupted between sending a batch and hearing its
+//! answer resumed with the same seal under the same Idempotency-Key.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::*;
+use serde_json::Value;
+
+const HEADER: &str =
+    "business_product_id,language,product_name,countries,brand,prices,on_sale,availability,product_url";
+
+fn row(sku: &str, price: &str) -> String {
+    format!("{sku},fr,Lampe {sku},FR,Lumen,FR:EUR:{price},false,in_stock,https://shop.example.com/p/{sku}")
+}
+
+/// 60 rows: three broken (a missing cell, a price that is not money, a
+/// price item out of form) among 57 good ones.
+fn csv() -> String {
+    let mut lines = vec![HEADER.to_owned()];
+    for i in 0..60 {
+        lines.push(match i {
+            7 => "l-7,fr,Lampe l-7,FR".to_owned(),
+            20 => row("l-20", "douze"),
+            41 => row("l-41", "9.90").replace("FR:EUR:9.90", "FR EUR 9.90"),
+            _ => row(&format!("l-{i}"), "19.90"),
+        });
+    }
+    lines.join("\n") + "\n"
+}
+
+fn publish(dir: &Path, base_url: &str, extra: &[&str]) -> (i32, String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_svc"))
+        .args(["client", "--base-url", base_url, "--authority", AUTHORITY, "--key"])
+        .arg(dir.join("integration.json"))
+        .arg("publish")
+        .arg(dir.join("products.csv"))
+        .args(["--batch", "55"])
+        .args(extra)
+        .env("SVC_LOG", "warn")
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (output.status.code().unwrap_or(-1), text(&output.stdout), text(&output.stderr))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_csv_is_judged_locally_published_in_sealed_batches_and_resumed_with_the_same_keys() {
+    let (home, node) = Home::listening(|_| {}).await;
+    let business = home.business("Lumen", products_scope(1_000)).await;
+    // The command signs and seals by the machine's clock.
+    home.clock.set(svc::clock::SystemClock.now());
+    let dir = tempfile::tempdir().unwrap();
+    svc::client::keyfile::write(&dir.path().join("integration.json"), &business.key).unwrap();
+    std::fs::write(dir.path().join("products.csv"), csv()).unwrap();
+    let base_url = format!("http://{}", node.addr);
+    let state_path = dir.path().join("products.csv.publish-state.json");
+
+    // A dry run sends nothing and names each broken row's line and reasons.
+    let (dir_path, url) = (dir.path().to_owned(), base_url.clone());
+    let (status, out, err) =
+        tokio::task::spawn_blocking(move || publish(&dir_path, &url, &["--dry-run"])).await.unwrap();
+    assert_eq!(status, 2, "{out}{err}");
+    assert!(out.contains("60 rows: 3 refused locally, 57 valid"), "{out}");
+    let line = |n: u64, sku: &str, code: &str| {
+        out.lines().any(|l| l.starts_with(&format!("{n} ")) && l.contains(sku) && l.contains(code))
+    };
+    assert!(line(9, "-", "row_unreadable"), "the short row, line 9:\n{out}");
+    assert!(line(22, "l-20", "field_invalid") && out.contains("/prices/0/amount"), "as the service says it:\n{out}");
+    assert!(line(43, "-", "row_unreadable") && out.contains("country:currency:amount"), "{out}");
+    assert!(!state_path.exists(), "a dry run keeps no state");
+
+    // The run: 57 good rows in two batches, the first over 50 records
+    // (answered 202 and followed to its end), the second inline.
+    let (dir_path, url) = (dir.path().to_owned(), base_url.clone());
+    let (status, out, err) = tokio::task::spawn_blocking(move || publish(&dir_path, &url, &[])).await.unwrap();
+    assert_eq!(status, 2, "three rows refused:\n{out}{err}");
+    assert!(out.contains("60 rows: 57 accepted, 3 refused locally"), "{out}\n{err}");
+    let state: Value = serde_json::from_slice(&std::fs::read(&state_path).unwrap()).unwrap();
+    let batches = state["batches"].as_array().unwrap();
+    assert_eq!(batches.iter().map(|b| b["rows"].as_array().unwrap().len()).collect::<Vec<_>>(), [55, 2]);
+    let catalogue =
+        home.signed(&business.key, "GET", "/v1/catalogue?type=products", b"", "svc-business-read", &[]).await;
+    assert_eq!(catalogue.body["entries"].as_array().unwrap().len(), 57, "{:?}", catalogue.body);
+
+    // As if the command died after sending both batches and before writing
+    // their answers: started again, it sends the same seals under the same
+    // keys, and the service answers as it did the first time.
+    let mut interrupted = state.clone();
+    for i in [0, 1] {
+        interrupted["batches"][i]["outcomes"] = Value::Null;
+    }
+    std::fs::write(&state_path, serde_json::to_vec(&interrupted).unwrap()).unwrap();
+    let (dir_path, url) = (dir.path().to_owned(), base_url.clone());
+    let (status, out, err) = tokio::task::spawn_blocking(move || publish(&dir_path, &url, &[])).await.unwrap();
+    assert_eq!(status, 2, "{out}{err}");
+    assert!(err.contains("resuming"), "{err}");
+    assert!(out.contains("60 rows: 57 accepted, 3 refused locally"), "replayed, not published again: {out}");
+    let resumed: Value = serde_json::from_slice(&std::fs::read(&state_path).unwrap()).unwrap();
+    for i in 0..2 {
+        assert_eq!(resumed["batches"][i]["idempotency_key"], state["batches"][i]["idempotency_key"]);
+        assert_eq!(resumed["batches"][i]["seal"], state["batches"][i]["seal"]);
+    }
+    let attempts =
+        home.signed(&business.key, "GET", "/v1/push-attempts?status=accepted", b"", "svc-business-read", &[]).await;
+    assert_eq!(attempts.body["attempts"].as_array().unwrap().len(), 57, "each record published once");
+
+    // A changed input is not resumed from another input's state.
+    std::fs::write(dir.path().join("products.csv"), csv().replace("l-3,", "l-3b,")).unwrap();
+    let (dir_path, url) = (dir.path().to_owned(), base_url.clone());
+    let (status, _, err) = tokio::task::spawn_blocking(move || publish(&dir_path, &url, &[])).await.unwrap();
+    assert_eq!(status, 1);
+    assert!(err.contains("another input"), "{err}");
+    node.stop().await;
+}
