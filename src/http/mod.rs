@@ -13,6 +13,7 @@ pub mod health;
 pub mod internal;
 pub mod listener;
 pub mod log;
+pub mod openapi;
 pub mod pages;
 pub mod problem;
 pub mod public;

@@ -18,6 +18,7 @@ use crate::region::Region;
 pub fn routes(home: bool) -> Router<Region> {
     let mut routes = Router::new()
         .route("/.well-known/keys", get(keys))
+        .route("/openapi.json", get(openapi))
         .merge(super::log::routes())
         .merge(super::certificates::routes());
     if home {
@@ -28,6 +29,12 @@ pub fn routes(home: bool) -> Router<Region> {
             .route(svc_core::web_bot_auth::DIRECTORY_PATH, get(bot_directory));
     }
     routes.layer(axum::middleware::from_fn(any_origin))
+}
+
+/// `GET /openapi.json`: the public API's description, the same at every region.
+async fn openapi(State(state): State<Region>, headers: HeaderMap) -> Response {
+    let document = super::openapi::document(&state.config.public_authority);
+    super::cacheable::json_document(&document, &headers, 3600)
 }
 
 /// `GET /.well-known/http-message-signatures-directory` (home; a read

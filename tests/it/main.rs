@@ -29,6 +29,7 @@ mod mcp_public;
 mod mcp_python;
 mod mcp_regions;
 mod multi_region;
+mod openapi;
 mod pages;
 mod portal;
 mod portal_limits;
