@@ -36,13 +36,24 @@ pub fn public_router(state: Region) -> Router {
         .merge(crate::mcp::public::routes(&state))
         .merge(health::routes());
     let routed = if state.home.is_some() {
-        served.merge(business::routes()).merge(crate::portal::routes())
+        served.merge(business::routes()).merge(crate::portal::routes()).fallback(no_route)
     } else {
         served.fallback(forward::to_home)
     };
+    // A method a route does not take is a problem too, not a bare 405.
+    let routed = routed.method_not_allowed_fallback(method_not_allowed);
     let recorded = axum::middleware::from_fn_with_state(state.metrics.clone(), crate::metrics::record);
     let traced = axum::middleware::from_fn_with_state(state.clone(), crate::trace::layer);
     routed.layer(recorded).layer(traced).with_state(state)
+}
+
+async fn no_route(uri: axum::http::Uri) -> crate::service::Error {
+    crate::service::Error::detail(svc_core::problem::Code::NotFound, format!("no route is {}", uri.path()))
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> crate::service::Error {
+    let detail = format!("{} does not take {method}", uri.path());
+    crate::service::Error::detail(svc_core::problem::Code::MethodNotAllowed, detail)
 }
 
 /// Home's routes for its read regions, each behind its own token.

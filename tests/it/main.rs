@@ -40,6 +40,7 @@ mod regions;
 mod regions_config;
 mod retrieval;
 mod sandbox;
+mod schemathesis;
 mod search;
 mod shutdown;
 mod supervision;

@@ -107,6 +107,16 @@ impl Home {
         (Home { state: node.state.clone(), clock, dir }, node)
     }
 
+    /// A production home on loopback sockets whose node keeps the machine's
+    /// time, for clients that sign by it (the helpers seal at the start).
+    pub async fn listening_on_system_clock(configure: impl FnOnce(&mut NodeConfig)) -> (Home, svc::node::Node) {
+        let dir = tempfile::tempdir().unwrap();
+        let now = svc::clock::SystemClock.now();
+        let config = test_config(&dir, configure);
+        let node = svc::node::Node::start(config, Arc::new(svc::clock::SystemClock)).await.unwrap();
+        (Home { state: node.state.clone(), clock: ManualClock::at(now), dir }, node)
+    }
+
     pub async fn admin(&self, method: &str, path: &str, body: Value) -> Answer {
         let request = Request::builder()
             .method(method)
