@@ -51,9 +51,24 @@ async fn no_route(uri: axum::http::Uri) -> crate::service::Error {
     crate::service::Error::detail(svc_core::problem::Code::NotFound, format!("no route is {}", uri.path()))
 }
 
-async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> crate::service::Error {
+/// A method the matched route does not take: a CORS preflight of a route
+/// anyone may call is answered as the public routes answer one; anything
+/// else is a `405` problem.
+async fn method_not_allowed(
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    matched: Option<axum::extract::MatchedPath>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let public = matched.is_some_and(|m| {
+        let route = m.as_str().replace("{*", "{");
+        openapi::OPERATIONS.iter().any(|o| o.path == route && o.caller == openapi::Caller::Anyone)
+    });
+    if method == axum::http::Method::OPTIONS && public {
+        return public::preflight().await;
+    }
     let detail = format!("{} does not take {method}", uri.path());
-    crate::service::Error::detail(svc_core::problem::Code::MethodNotAllowed, detail)
+    crate::service::Error::detail(svc_core::problem::Code::MethodNotAllowed, detail).into_response()
 }
 
 /// Home's routes for its read regions, each behind its own token.

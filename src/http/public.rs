@@ -77,7 +77,7 @@ fn cors(headers: &mut HeaderMap) {
 
 /// Answers a preflight for the public routes: GET, HEAD and POST (verify)
 /// from anywhere, no credentials.
-async fn preflight() -> Response {
+pub(super) async fn preflight() -> Response {
     let mut response = StatusCode::NO_CONTENT.into_response();
     let headers = response.headers_mut();
     cors(headers);
