@@ -18,7 +18,7 @@ use svc_core::time::UnixMs;
 use svc_core::trace_context::{HEADER, RESPONSE_HEADER, TraceParent};
 use tracing::Instrument;
 
-use crate::region::Region;
+use crate::clock::SharedClock;
 
 /// Requests a node remembers for `svc admin trace`: about a megabyte.
 pub const RECENT: usize = 4096;
@@ -113,8 +113,17 @@ impl Recent {
     }
 }
 
+/// What the middleware needs of its node: its region's name, its clock and
+/// where its recent requests are kept.
+#[derive(Clone)]
+pub struct Tracer {
+    pub region: String,
+    pub clock: SharedClock,
+    pub recent: std::sync::Arc<Recent>,
+}
+
 /// The middleware: the request's hop around everything that serves it.
-pub async fn layer(State(state): State<Region>, request: Request, next: Next) -> Response {
+pub async fn layer(State(state): State<Tracer>, request: Request, next: Next) -> Response {
     let hop = Hop::start(request.headers());
     let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str()).to_owned();
     let (method, path) = (request.method().to_string(), request.uri().path().to_owned());
@@ -133,7 +142,7 @@ pub async fn layer(State(state): State<Region>, request: Request, next: Next) ->
         trace_id,
         span_id: hex::encode(hop.span),
         parent_span_id: hop.from.map(hex::encode),
-        region: state.config.region.clone(),
+        region: state.region.clone(),
         method,
         route,
         path,
@@ -141,6 +150,6 @@ pub async fn layer(State(state): State<Region>, request: Request, next: Next) ->
         started_at: UnixMs::to_rfc3339_millis(started_at),
         duration_ms,
     };
-    state.traces.keep(hop.trace.trace_id, served);
+    state.recent.keep(hop.trace.trace_id, served);
     response
 }

@@ -43,7 +43,12 @@ pub fn public_router(state: Region) -> Router {
     // A method a route does not take is a problem too, not a bare 405.
     let routed = routed.method_not_allowed_fallback(method_not_allowed);
     let recorded = axum::middleware::from_fn_with_state(state.metrics.clone(), crate::metrics::record);
-    let traced = axum::middleware::from_fn_with_state(state.clone(), crate::trace::layer);
+    let tracer = crate::trace::Tracer {
+        region: state.config.region.clone(),
+        clock: state.clock.clone(),
+        recent: state.traces.clone(),
+    };
+    let traced = axum::middleware::from_fn_with_state(tracer, crate::trace::layer);
     routed.layer(recorded).layer(traced).with_state(state)
 }
 
