@@ -87,8 +87,14 @@ pub struct Served {
     pub route: String,
     pub path: String,
     pub status: u16,
-    pub started_at: String,
+    /// RFC 3339, written when read: the request path only keeps the instant.
+    #[serde(serialize_with = "rfc3339")]
+    pub started_at: UnixMs,
     pub duration_ms: f64,
+}
+
+fn rfc3339<S: serde::Serializer>(at: &UnixMs, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&at.to_rfc3339_millis())
 }
 
 /// The node's recent requests, oldest first, at most [`RECENT`].
@@ -147,7 +153,7 @@ pub async fn layer(State(state): State<Tracer>, request: Request, next: Next) ->
         route,
         path,
         status,
-        started_at: UnixMs::to_rfc3339_millis(started_at),
+        started_at,
         duration_ms,
     };
     state.recent.keep(hop.trace.trace_id, served);
