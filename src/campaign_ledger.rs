@@ -23,6 +23,28 @@ pub fn credit(store: &Store, campaign_id: &str) -> StoreResult<Micros> {
     Ok(store.get::<Micros>(cf::AD_BOOK, &credit_key(campaign_id))?.unwrap_or_default())
 }
 
+/// The key of what home leased a region of a campaign, in all, in home's
+/// `ad_book`: the most it credits back for that region's charges.
+pub fn granted_key(campaign_id: &str, region: &str) -> Vec<u8> {
+    [b"granted\0".as_slice(), campaign_id.as_bytes(), &[0], region.as_bytes()].concat()
+}
+
+/// The key of what home credited back of a region's charges to a campaign.
+pub fn credited_key(campaign_id: &str, region: &str) -> Vec<u8> {
+    [b"credited\0".as_slice(), campaign_id.as_bytes(), &[0], region.as_bytes()].concat()
+}
+
+/// A sum kept in home's `ad_book` under `key` (nothing is zero).
+pub fn sum(store: &Store, key: &[u8]) -> StoreResult<Micros> {
+    Ok(store.get::<Micros>(cf::AD_BOOK, key)?.unwrap_or_default())
+}
+
+/// The most one event of `campaign` can charge at any take rate: a
+/// region's reported charge above it was never made.
+pub fn largest_charge(campaign: &Campaign) -> Micros {
+    svc_core::ads::event_charge(campaign.terms.net_price, campaign.terms.basis, svc_core::ads::MAX_TAKE_BPS)
+}
+
 /// The campaign's ledger as stored, and as it stands now: its spendable
 /// amount follows the campaign's, plus what home credited back (that much
 /// of what was spent was charged twice), and leases past their time are ended.

@@ -164,7 +164,7 @@ fn default_witness_timeout_ms() -> u64 {
 }
 
 /// Paid placements' money.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AdsConfig {
     /// The service's take of what a business pays, in basis points (0 to
@@ -172,6 +172,15 @@ pub struct AdsConfig {
     /// N / (1 - rate). Home's rate reaches every region with its ad feed;
     /// a read region's own is not read. It never leaves the service.
     pub take_rate_bps: u32,
+    /// The most clicks one retrieval key is charged on one campaign within
+    /// an hour, at each region; clicks past it are recorded, not charged.
+    pub billed_clicks_per_hour: u32,
+}
+
+impl Default for AdsConfig {
+    fn default() -> Self {
+        AdsConfig { take_rate_bps: 0, billed_clicks_per_hour: 1_000 }
+    }
 }
 
 /// The ad-image fetcher (`image_fetch`).
@@ -207,17 +216,25 @@ fn default_verify_per_second() -> u64 {
 }
 
 /// The hosted public MCP server (`/v1/mcp/public`): how many sessions one
-/// region keeps, and how long one lives idle (R8.23: 30 minutes).
+/// region keeps, and one client address share (IPv6 by /64); how long one
+/// lives idle (R8.23: 30 minutes), and one that never called a tool.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct McpConfig {
     pub public_sessions: usize,
+    pub sessions_per_address: usize,
     pub session_idle_ms: u64,
+    pub untouched_session_idle_ms: u64,
 }
 
 impl Default for McpConfig {
     fn default() -> Self {
-        McpConfig { public_sessions: 10_000, session_idle_ms: 30 * 60 * 1000 }
+        McpConfig {
+            public_sessions: 10_000,
+            sessions_per_address: 100,
+            session_idle_ms: 30 * 60 * 1000,
+            untouched_session_idle_ms: 2 * 60 * 1000,
+        }
     }
 }
 

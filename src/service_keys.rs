@@ -88,6 +88,9 @@ pub struct ServiceKeys {
     /// Signs home's own outbound requests (Web Bot Auth). Derived from the
     /// sidecar seed as `upload` is, so the stored seeds keep their form.
     pub web_bot_auth: SigningKey,
+    /// Home's MAC key for portal sign-in tickets and the stand-in passkeys
+    /// of unknown addresses (`svc_core::portal`). Derived as `upload` is.
+    pub portal_secret: [u8; 32],
     current: std::sync::Arc<std::sync::RwLock<Current>>,
 }
 
@@ -270,6 +273,7 @@ impl ServiceKeys {
             checkpoint: ed(s.checkpoint),
             upload: ed(svc_core::digest::sha256(&[b"svc-upload-policy/1\0".as_slice(), &s.sidecar].concat())),
             web_bot_auth: ed(svc_core::digest::sha256(&[b"svc-web-bot-auth/1\0".as_slice(), &s.sidecar].concat())),
+            portal_secret: svc_core::digest::sha256(&[b"svc-portal-sign-in/1\0".as_slice(), &s.sidecar].concat()),
             current: Default::default(),
         }
     }

@@ -54,6 +54,9 @@ const FEED_KEPT_MS: i64 = 25 * HOUR;
 /// Tokens' confirmations are kept this long after the token's time: past
 /// every window a confirmation of it is judged in (a click's 24 hours).
 const TOKENS_KEPT_MS: i64 = 25 * HOUR;
+/// The prefix of each key's charged clicks on a campaign within an hour in
+/// `ad_book` (then the hour, the key id and the campaign id).
+const BILLED_CLICKS: &[u8] = b"billed_clicks\0";
 /// Conversations one tick forgets at most.
 const FORGET_PER_TICK: usize = 10_000;
 
@@ -98,6 +101,8 @@ pub struct Confirmation {
     /// The conversation's digest and the item confirmed in it.
     pub conversation: String,
     pub item_id: String,
+    /// The most clicks the key is charged on the campaign in an hour.
+    pub billed_clicks_per_hour: u32,
     /// The answer if it is accepted (a render's carries its click token).
     pub accepted_answer: Vec<u8>,
     /// Home had no more of the campaign's money when last asked: a charge
@@ -201,6 +206,12 @@ pub struct AdState {
 
 fn lease_key(campaign_id: &str) -> Vec<u8> {
     [LEASE, campaign_id.as_bytes()].concat()
+}
+
+/// The key of a key's charged clicks on a campaign in the hour of `at`.
+fn billed_clicks_key(at: UnixMs, key_id: &str, campaign_id: &str) -> Vec<u8> {
+    let hour = be(at.0.div_euclid(HOUR).max(0) as u64);
+    [BILLED_CLICKS, &hour, key_id.as_bytes(), &[0], campaign_id.as_bytes()].concat()
 }
 
 /// The key of what a conversation did with one item in `ad_conversations`.
@@ -357,6 +368,32 @@ impl AdState {
         Ok(campaign.map_or(Repeats { allowed: false, max_per_conversation: 1 }, |c| c.terms.repeats))
     }
 
+    /// Home: what it credits back of a region's charge made twice, as home
+    /// counts it: one event's cost of the campaign's terms at the take rate
+    /// in force (the region's figure only when it is less), and never past
+    /// what home leased the region of the campaign in all.
+    fn creditable(
+        &self,
+        credited: &mut HashMap<String, Micros>,
+        region: &str,
+        charge: &Charge,
+    ) -> Result<Option<Micros>, ActorError> {
+        let AdRole::Home { take_bps, .. } = &self.role else { return Ok(None) };
+        let Some(campaign) = self.store.get::<Campaign>(cf::CAMPAIGNS, charge.campaign_id.as_bytes())? else {
+            return Ok(None);
+        };
+        let event = svc_core::ads::event_charge(campaign.terms.net_price, campaign.terms.basis, *take_bps);
+        let ledger_key = |key: fn(&str, &str) -> Vec<u8>| key(&charge.campaign_id, region);
+        let so_far = match credited.get(&charge.campaign_id) {
+            Some(total) => *total,
+            None => crate::campaign_ledger::sum(&self.store, &ledger_key(crate::campaign_ledger::credited_key))?,
+        };
+        let granted = crate::campaign_ledger::sum(&self.store, &ledger_key(crate::campaign_ledger::granted_key))?;
+        let amount = charge.amount.min(event).min(granted.saturating_sub(so_far));
+        credited.insert(charge.campaign_id.clone(), Micros(so_far.0.saturating_add(amount.0)));
+        Ok((amount.0 > 0).then_some(amount))
+    }
+
     /// Home: takes a region's facts after the last taken from it, counts
     /// them here and passes them on in the feed, in one write.
     fn learn(&mut self, region: &str, facts: &[AdFact], now: UnixMs) -> Result<(), ActorError> {
@@ -372,21 +409,28 @@ impl AdState {
         let mut batch = store.batch();
         let mut conversations = Conversations::new(&store);
         let mut credits: HashMap<String, Micros> = HashMap::new();
+        // What this region was credited back per campaign, so far and in
+        // this write: never more than it was leased.
+        let mut credited: HashMap<String, Micros> = HashMap::new();
         for fact in fresh {
             if let Some(charge) = self.apply(&mut conversations, fact, now)? {
+                let Some(amount) = self.creditable(&mut credited, region, &charge)? else { continue };
                 // Credited back to the campaign, and taken off the business's spend.
                 let credit = credits.entry(charge.campaign_id.clone()).or_default();
-                *credit = Micros(credit.0.saturating_add(charge.amount.0));
+                *credit = Micros(credit.0.saturating_add(amount.0));
                 let refund = AdRefund {
                     business_uuid: charge.business_uuid,
                     group_id: charge.group_id,
                     country: charge.country,
                     at: fact.at,
-                    amount: charge.amount,
+                    amount,
                 };
                 batch.put(cf::AD_REFUNDS, &[region.as_bytes(), &[0], &be(fact.seq)].concat(), &refund);
             }
             feed.append(&mut batch, &(region.to_owned(), fact.clone()));
+        }
+        for (campaign_id, total) in credited {
+            batch.put(cf::AD_BOOK, &crate::campaign_ledger::credited_key(&campaign_id, region), &total);
         }
         for (campaign_id, credit) in credits {
             let held = crate::campaign_ledger::credit(&store, &campaign_id)?;
@@ -457,6 +501,8 @@ impl AdState {
             funded: true,
         };
         let judged = if ask.click { confirm::judge_click(&facts) } else { confirm::judge_render(&facts) };
+        let clicks_key = billed_clicks_key(ask.now, &ask.key_id, &ask.campaign_id);
+        let billed_clicks: u32 = if ask.click { self.store.get(cf::AD_BOOK, &clicks_key)?.unwrap_or(0) } else { 0 };
         let mut charged = Micros(0);
         let (accepted, answer) = match judged {
             Judgement::Replay => {
@@ -467,7 +513,15 @@ impl AdState {
             Judgement::NotAccepted(reason) => (false, not_accepted(reason)),
             Judgement::Accepted => {
                 let charge = if ask.click {
-                    confirm::click_billed(ask.placement, ask.basis, conversation.clicked_at, ask.now)
+                    confirm::click_billed(confirm::Click {
+                        placement: ask.placement,
+                        basis: ask.basis,
+                        last_click: conversation.clicked_at,
+                        now: ask.now,
+                        token_billed: token.confirmations.iter().any(|c| c.charged.0 > 0),
+                        billed_this_hour: billed_clicks,
+                        hourly_cap: ask.billed_clicks_per_hour,
+                    })
                 } else {
                     confirm::render_billed(ask.placement, ask.basis, ask.repeats, conversation.renders)
                 };
@@ -525,6 +579,9 @@ impl AdState {
             });
             if ask.click {
                 conversation.clicked_at = Some(ask.now);
+                if charged.0 > 0 {
+                    batch.put(cf::AD_BOOK, &clicks_key, &billed_clicks.saturating_add(1));
+                }
                 self.tell(batch, ask.now, AdFactKind::Clicked { conversation: conversation_id, item_id, charge });
             } else {
                 conversation.renders = conversation.renders.saturating_add(1);
@@ -543,6 +600,8 @@ impl AdState {
 
     fn forget(&mut self, batch: &mut Batch<'_>, now: UnixMs) -> Result<(), ActorError> {
         batch.delete_range(cf::AD_TOKENS, &[], &be(now.0.saturating_sub(TOKENS_KEPT_MS).max(0) as u64));
+        // Charged clicks are counted per hour: earlier hours are done.
+        batch.delete_range(cf::AD_BOOK, BILLED_CLICKS, &billed_clicks_key(now, "", "")[..BILLED_CLICKS.len() + 8]);
         let conversations = self.store.scan::<AdConversation>(cf::AD_CONVERSATIONS, &[], None, FORGET_PER_TICK)?;
         for (key, conversation) in conversations {
             if now.0 - conversation.first_at.0 >= SESSION_KEPT_MS {

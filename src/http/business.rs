@@ -20,6 +20,7 @@ use svc_core::publish::outcome::BULK_MAX_BYTES;
 
 use super::auth::with_credentials;
 use super::body::{DEFAULT_LIMIT, KIB, PUBLISH_LIMIT, declared_length, read_limited};
+use crate::limits::{InFlightGuard, PUBLISHES_PER_ADDRESS, PUBLISHES_PER_KEY};
 use crate::region::Region;
 use crate::service::publishing::{
     self as publishing, Answer, AttemptsQuery, BusinessCaller, CatalogueQuery, DailyQuery, Origin, StatusQuery,
@@ -78,7 +79,9 @@ impl Scope for Read {
 
 /// A business request that passed the gate for its scope: the body read
 /// within its limit, then the seven signing steps (or the sandbox bearer).
-pub struct Business<S>(pub BusinessCaller, PhantomData<S>);
+/// A large one holds its place among its key's and its address's
+/// publishes in flight until it is answered.
+pub struct Business<S>(pub BusinessCaller, PhantomData<S>, #[allow(dead_code)] Option<[InFlightGuard; 2]>);
 
 impl<S: Scope> FromRequest<Region> for Business<S> {
     type Rejection = Error;
@@ -86,19 +89,23 @@ impl<S: Scope> FromRequest<Region> for Business<S> {
     async fn from_request(req: Request, state: &Region) -> Result<Self> {
         let now = state.clock.now();
         let (parts, body) = req.into_parts();
-        // A large body is read only for a caller whose signed head passes:
-        // held uploads from strangers cost a request head, not 32 MiB.
+        let remote_ip = crate::forwarded::client_ip(&parts.extensions, &parts.headers, &state.config.trusted_proxies);
+        // A large body is read only for a caller whose signed head passes
+        // (the signature itself, not just a known key id): held uploads
+        // from strangers cost a request head, not 32 MiB, and hold no slot.
+        let mut held = None;
         if S::LIMIT > DEFAULT_LIMIT {
             let body_follows = declared_length(&parts.headers, S::LIMIT, now)?.is_some_and(|n| n > 0);
-            with_credentials(&parts, &[], async |credentials| {
+            let key_id = with_credentials(&parts, &[], async |credentials| {
                 publishing::judge_head(state, &credentials, S::TAG, body_follows, now)
             })
             .await?;
+            held = Some(publish_slots(state, &key_id, remote_ip)?);
         }
         let body = read_limited(&parts.headers, body, S::LIMIT, now).await?;
         let origin = Origin {
             path: parts.uri.path().to_owned(),
-            remote_ip: crate::forwarded::client_ip(&parts.extensions, &parts.headers, &state.config.trusted_proxies),
+            remote_ip,
             idempotency_key: parts
                 .headers
                 .get("idempotency-key")
@@ -108,8 +115,25 @@ impl<S: Scope> FromRequest<Region> for Business<S> {
             publishing::authenticate(state, credentials, S::TAG, body.clone(), origin, now).await
         })
         .await?;
-        Ok(Business(caller, PhantomData))
+        Ok(Business(caller, PhantomData, held))
     }
+}
+
+/// A place among the key's and the client address's publishes in flight,
+/// or `429` at once when either has its cap.
+fn publish_slots(state: &Region, key_id: &str, remote_ip: Option<std::net::IpAddr>) -> Result<[InFlightGuard; 2]> {
+    let busy = |whose: &str, cap: usize| {
+        Error::retry_after(
+            Code::RateLimited,
+            1_000,
+            format!("{cap} publishes of this {whose} are in flight; send again"),
+        )
+    };
+    let per_key = state.limits.publishes_per_key.enter(key_id).ok_or_else(|| busy("key", PUBLISHES_PER_KEY))?;
+    let address = remote_ip.map_or_else(String::new, svc_core::limits::address_share);
+    let per_address =
+        state.limits.publishes_per_address.enter(&address).ok_or_else(|| busy("address", PUBLISHES_PER_ADDRESS))?;
+    Ok([per_key, per_address])
 }
 
 /// The record type a publishing path names, judged before the signature.

@@ -15,7 +15,7 @@ use svc_core::link;
 use super::body::read_limited;
 use crate::region::Region;
 use crate::service::Result;
-use crate::service::internal::{self, Admitted, LOG_HEAD_HEADER, LinkRequest, MAX_BYTES};
+use crate::service::internal::{self, Admitted, LOG_HEAD_HEADER, LinkRequest, MAX_REQUEST_BYTES};
 
 pub fn routes() -> Router<Region> {
     Router::new()
@@ -38,6 +38,8 @@ fn link_request(parts: &Parts) -> LinkRequest<'_> {
     LinkRequest {
         region: header(link::REGION_HEADER),
         at: header(link::AT_HEADER),
+        id: header(link::ID_HEADER),
+        body_sha256: header(link::BODY_HEADER),
         mac: header(link::MAC_HEADER),
         method: parts.method.as_str(),
         target: parts.uri.path_and_query().map_or("/", |p| p.as_str()),
@@ -72,7 +74,7 @@ struct LogQuery {
 
 async fn log(State(state): State<Region>, req: Request) -> Result<Response> {
     let (parts, _) = req.into_parts();
-    let admitted = internal::admit(&state, &link_request(&parts), &[])?;
+    let admitted = admitted_poll(&state, &parts)?;
     let query = query(&parts)?;
     if let Some(indexed) = query.indexed {
         state.region_positions.saw(&admitted.region, indexed);
@@ -83,14 +85,14 @@ async fn log(State(state): State<Region>, req: Request) -> Result<Response> {
 
 async fn nonces(State(state): State<Region>, req: Request) -> Result<Response> {
     let (parts, _) = req.into_parts();
-    let admitted = internal::admit(&state, &link_request(&parts), &[])?;
+    let admitted = admitted_poll(&state, &parts)?;
     let query = query(&parts)?;
     Ok(sealed(&admitted, POSTCARD, None, internal::nonce_feed(&state, query.after, query.wait_ms).await?))
 }
 
 async fn ad_feed(State(state): State<Region>, req: Request) -> Result<Response> {
     let (parts, _) = req.into_parts();
-    let admitted = internal::admit(&state, &link_request(&parts), &[])?;
+    let admitted = admitted_poll(&state, &parts)?;
     let query = query(&parts)?;
     Ok(sealed(&admitted, POSTCARD, None, internal::ad_feed(&state, query.after, query.wait_ms).await?))
 }
@@ -101,14 +103,21 @@ fn query(parts: &Parts) -> Result<LogQuery> {
         .map_err(|e| crate::service::Error::detail(svc_core::problem::Code::RequestInvalid, e.body_text()))
 }
 
-/// A postcard body from a region: its head judged, then read within the
-/// limit, then its MAC.
+/// A postcard body from a region: its head judged whole (MAC, id, the
+/// declared digest), then read within the limit and checked against it.
 async fn admitted_body(state: &Region, req: Request) -> Result<(Admitted, bytes::Bytes)> {
     let (parts, body) = req.into_parts();
-    let request = link_request(&parts);
-    internal::judge_head(state, &request)?;
-    let body = read_limited(&parts.headers, body, MAX_BYTES, state.clock.now()).await?;
-    Ok((internal::admit(state, &request, &body)?, body))
+    let admitted = internal::admit(state, &link_request(&parts))?;
+    let body = read_limited(&parts.headers, body, MAX_REQUEST_BYTES, state.clock.now()).await?;
+    admitted.check_body(&body)?;
+    Ok((admitted, body))
+}
+
+/// A poll's head judged whole; it has no body.
+fn admitted_poll(state: &Region, parts: &Parts) -> Result<Admitted> {
+    let admitted = internal::admit(state, &link_request(parts))?;
+    admitted.check_body(&[])?;
+    Ok(admitted)
 }
 
 async fn report(State(state): State<Region>, req: Request) -> Result<Response> {

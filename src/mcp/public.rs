@@ -38,8 +38,13 @@ pub const MAX_MESSAGE: usize = 520 * 1024;
 /// that answers what the spec fixes before rmcp sees the request.
 pub fn routes(state: &Region) -> Router<Region> {
     let mcp = &state.config.mcp;
-    let sessions =
-        RegionSessions::new(&state.config.region, mcp.public_sessions, Duration::from_millis(mcp.session_idle_ms));
+    let limits = super::sessions::SessionLimits {
+        cap: mcp.public_sessions,
+        per_address: mcp.sessions_per_address,
+        idle: Duration::from_millis(mcp.session_idle_ms),
+        untouched: Duration::from_millis(mcp.untouched_session_idle_ms),
+    };
+    let sessions = RegionSessions::new(&state.config.region, limits);
     let tools = state.clone();
     let config = StreamableHttpServerConfig::default()
         // Anyone may call it from anywhere: there is no ambient credential
@@ -57,8 +62,8 @@ pub fn routes(state: &Region) -> Router<Region> {
 }
 
 /// `GET` is 405 (R4.4.9); a message over the limit is refused before it is
-/// read; a new session past the cap is a 503 with `Retry-After`; a session
-/// id presented from another address than the one that opened it is 404.
+/// read; a session id presented from another address than the one that
+/// opened it is 404. (A new session past a cap makes room: `sessions`.)
 async fn guard(
     sessions: &Arc<RegionSessions>,
     trusted: &[svc_core::net::Cidr],
@@ -78,7 +83,6 @@ async fn guard(
         return Error::detail(Code::RecordTooLarge, format!("an MCP message is at most {MAX_MESSAGE} bytes"))
             .into_response();
     }
-    let opens = request.method() == Method::POST && !request.headers().contains_key(SESSION_HEADER);
     let request = if request.method() == Method::POST {
         match whole_message(request).await {
             Ok(request) => request,
@@ -87,17 +91,6 @@ async fn guard(
     } else {
         request
     };
-    if opens && sessions.open().await >= sessions.cap() {
-        return Error::retry_after(
-            Code::Unavailable,
-            60_000,
-            format!(
-                "every public MCP session this region allows ({}) is open; retry later or end one with DELETE",
-                sessions.cap()
-            ),
-        )
-        .into_response();
-    }
     let client = crate::forwarded::client_ip(request.extensions(), request.headers(), trusted)
         .map(|ip| ip.to_string())
         .unwrap_or_default();

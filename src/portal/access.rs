@@ -33,8 +33,12 @@ pub struct Email {
     email: String,
 }
 
-pub async fn begin_sign_in(State(state): State<Region>, JsonBody(req): JsonBody<Email>) -> Result<Response> {
-    let (ceremony, options) = sessions::begin_sign_in(&state, &req.email).await?;
+pub async fn begin_sign_in(
+    State(state): State<Region>,
+    session::ClientAddress(client): session::ClientAddress,
+    JsonBody(req): JsonBody<Email>,
+) -> Result<Response> {
+    let (ceremony, options) = sessions::begin_sign_in(&state, &req.email, client).await?;
     Ok(Json(json!({"ceremony": ceremony, "options": options})).into_response())
 }
 

@@ -189,8 +189,8 @@ pub(super) const HOSTED_ON: &str = "turn on hosted signing";
 pub(super) const HOSTED_OFF: &str = "turn off hosted signing";
 
 /// The review page: the exact bytes and the passkey's ceremony. A record's
-/// save, withdrawal or deletion (`record`) may instead be confirmed for
-/// the service to sign, while hosted signing is on.
+/// save may instead be confirmed for the service to sign, while hosted
+/// signing is on.
 pub(super) fn review_page(
     state: &Region,
     person: &Person,
@@ -199,8 +199,9 @@ pub(super) fn review_page(
     bytes: &[u8],
     prepared: saves::Prepared,
 ) -> PageResult {
-    let record = ["publish", "withdraw", "delete"].contains(&verb);
-    let hosted = record && crate::service::portal::hosted::held(state, &person.0.account_uuid)?.is_some();
+    // A withdrawal or deletion is always the passkey's (a step-up, never
+    // the session alone).
+    let hosted = verb == "publish" && crate::service::portal::hosted::held(state, &person.0.account_uuid)?.is_some();
     let hash = svc_core::digest::sha256_prefixed(bytes);
     let text = String::from_utf8_lossy(bytes).into_owned();
     let size = bytes.len();

@@ -47,6 +47,19 @@ pub fn clear_cookie() -> HeaderValue {
     HeaderValue::from_static("svc_portal=; Path=/portal; HttpOnly; SameSite=Strict; Max-Age=0")
 }
 
+/// The client's address, as every surface reads it (`forwarded`), for
+/// what is limited per address.
+pub struct ClientAddress(pub Option<std::net::IpAddr>);
+
+impl FromRequestParts<Region> for ClientAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Region) -> Result<Self, Self::Rejection> {
+        let trusted = &state.config.trusted_proxies;
+        Ok(ClientAddress(crate::forwarded::client_ip(&parts.extensions, &parts.headers, trusted)))
+    }
+}
+
 /// A signed-in person of any account (the pages both portals share:
 /// people, sign-out, the landing page).
 pub struct Member(pub Signed);

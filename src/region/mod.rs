@@ -63,6 +63,9 @@ pub struct Region {
     pub limits: Arc<crate::limits::Limits>,
     /// Home: the portal's passkey requests open now, for their cap.
     pub ceremonies: Arc<crate::service::portal::open_ceremonies::OpenCeremonies>,
+    /// Home: the link request ids seen within their window, so each is
+    /// answered once.
+    pub link_replays: Arc<std::sync::Mutex<svc_core::link::Replays>>,
     /// Each business's serve-time members, between answers.
     pub serve_times: Arc<ServeTimes>,
     /// The records campaigns place as paid rows.

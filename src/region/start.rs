@@ -280,6 +280,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     key_set.ask_certification(clock.now()).await?;
     let images = crate::image_fetch::ImageFetcher::new(&config.ad_images, bot(&config, &keys, &clock))
         .map_err(|e| StartError::Config(format!("ad_images: {e}")))?;
+    let started_at = clock.now();
     Ok(Region {
         supervisor: sup,
         failures,
@@ -299,6 +300,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         index_shards,
         limits,
         ceremonies: Arc::default(),
+        link_replays: Arc::new(std::sync::Mutex::new(svc_core::link::Replays::new(started_at.0))),
         serve_times: Arc::default(),
         sponsorships: Arc::default(),
         region_positions: Arc::default(),

@@ -78,6 +78,16 @@ pub enum AdFactKind {
     Pooled { key_id: String, minute: i64, pools: u64 },
 }
 
+impl AdFactKind {
+    /// What the render or click charged, if anything.
+    pub fn charge(&self) -> Option<&Charge> {
+        match self {
+            AdFactKind::Rendered { charge, .. } | AdFactKind::Clicked { charge, .. } => charge.as_ref(),
+            AdFactKind::Pooled { .. } => None,
+        }
+    }
+}
+
 /// What a confirmation charged, so home can credit it back when another
 /// region had charged the same conversation's render or click first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -131,12 +131,24 @@ impl HomeLink {
         wait: Duration,
     ) -> Result<Answer, LinkError> {
         let at = self.clock.now().0;
-        let mac = link::request_mac(&self.token, &self.region, method, path_and_query, at, &body);
+        let id = hex::encode(crate::clock::random::<16>());
+        let body_sha256 = link::body_digest(&body);
+        let head = link::RequestHead {
+            region: &self.region,
+            method,
+            target: path_and_query,
+            at_ms: at,
+            id: &id,
+            body_sha256: &body_sha256,
+        };
+        let mac = link::request_mac(&self.token, &head);
         let request = Request::builder()
             .method(method)
             .uri(path_and_query)
             .header(link::REGION_HEADER, &self.region)
             .header(link::AT_HEADER, at)
+            .header(link::ID_HEADER, &id)
+            .header(link::BODY_HEADER, &body_sha256)
             .header(link::MAC_HEADER, mac)
             .header(header::CONTENT_TYPE, "application/vnd.svc.postcard")
             .body(Body::from(body))?;

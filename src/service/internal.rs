@@ -17,7 +17,6 @@ use crate::actors::billing::BillingMsg;
 use crate::actors::nonce_store::NonceMsg;
 use crate::actors::publisher::PublisherMsg;
 use crate::clock::monotonic;
-use crate::config::RegionCredential;
 use crate::region::Region;
 use crate::replication::exchange::{
     self, AdFeedPage, ClaimsReport, FeedPage, LeaseAsk, Outgoing, ReceiptsShipment, ReceiptsTaken, Report,
@@ -32,6 +31,10 @@ pub use crate::replication::LOG_HEAD_HEADER;
 /// Entries and bytes one answer carries at most.
 const MAX_ENTRIES: usize = 1_000;
 pub const MAX_BYTES: usize = 16 * 1024 * 1024;
+/// The largest body a region sends: a receipts shipment's envelopes, the
+/// one envelope that may pass them, and their framing. Read only once the
+/// head's MAC holds.
+pub const MAX_REQUEST_BYTES: usize = exchange::SHIPMENT_BYTES + 1024 * 1024;
 /// The longest a caught-up region is kept waiting for a new entry.
 const MAX_WAIT: Duration = Duration::from_secs(10);
 /// A waiting poll looks again this often even when no bell rang, in case
@@ -39,23 +42,27 @@ const MAX_WAIT: Duration = Duration::from_secs(10);
 const LOOK_AGAIN: Duration = Duration::from_secs(1);
 
 /// A request on the link as a surface received it: who it says it is,
-/// when it was made, its MAC, and what it asks.
+/// when it was made, its id, the body digest it declares, its MAC, and
+/// what it asks.
 pub struct LinkRequest<'a> {
     pub region: Option<&'a str>,
     pub at: Option<&'a str>,
+    pub id: Option<&'a str>,
+    pub body_sha256: Option<&'a str>,
     pub mac: Option<&'a str>,
     pub method: &'a str,
     /// The path and query.
     pub target: &'a str,
 }
 
-/// A request home admitted: the region it is, and what the answer's MAC
-/// binds (`svc_core::link`).
+/// A request home admitted from its head: the region it is, the body it
+/// declared, and what the answer's MAC binds (`svc_core::link`).
 pub struct Admitted {
     pub region: String,
     token: String,
     at: i64,
     target: String,
+    body_sha256: String,
 }
 
 impl Admitted {
@@ -63,15 +70,21 @@ impl Admitted {
     pub fn seal(&self, status: u16, head: Option<&str>, body: &[u8]) -> String {
         link::answer_mac(&self.token, self.at, &self.target, status, head, body)
     }
+
+    /// The body read is the one the MAC'd head declared.
+    pub fn check_body(&self, body: &[u8]) -> Result<()> {
+        if link::body_digest(body) != self.body_sha256 {
+            return Err(Error::detail(Code::Unauthorized, "the body is not the one the request declared"));
+        }
+        Ok(())
+    }
 }
 
-/// What can be judged before a body is read: home, a region it names, a
-/// time within the window. Anything else is `401`.
-pub fn judge_head(state: &Region, request: &LinkRequest<'_>) -> Result<()> {
-    credential(state, request).map(|_| ())
-}
-
-fn credential<'s>(state: &'s Region, request: &LinkRequest<'_>) -> Result<(&'s RegionCredential, i64)> {
+/// Judged from the head alone, before a byte of the body is read: home, a
+/// region it names, a time within the window, the region's MAC over the
+/// head (the declared body digest among it), and an id not used before.
+/// Anything else is `401`, and a replayed request changes nothing.
+pub fn admit(state: &Region, request: &LinkRequest<'_>) -> Result<Admitted> {
     let Some(replication) = state.config.replication.as_ref().filter(|_| state.home.is_some()) else {
         return Err(Error::new(Code::NotFound));
     };
@@ -79,22 +92,41 @@ fn credential<'s>(state: &'s Region, request: &LinkRequest<'_>) -> Result<(&'s R
     let named = request.region.ok_or_else(|| refused("the request names no region"))?;
     let region = replication.regions.iter().find(|r| r.name == named).ok_or_else(|| refused("no such region"))?;
     let at = request.at.and_then(|at| at.parse::<i64>().ok()).ok_or_else(|| refused("the request has no time"))?;
-    if !link::fresh(at, state.clock.now().0) {
+    let now = state.clock.now().0;
+    if !link::fresh(at, now) {
         return Err(refused("the request's time is outside the window; are the clocks in step?"));
     }
-    Ok((region, at))
-}
-
-/// Only home answers a region, and only a request whose MAC is that
-/// region's (its token never crosses the wire).
-pub fn admit(state: &Region, request: &LinkRequest<'_>, body: &[u8]) -> Result<Admitted> {
-    let (region, at) = credential(state, request)?;
-    let parts = (region.name.as_str(), request.method, request.target);
-    if !link::request_mac_matches(&region.token, request.mac.unwrap_or(""), parts, at, body) {
-        return Err(Error::detail(Code::Unauthorized, "the request's MAC is not the region's"));
+    let id = request.id.filter(|id| link::valid_id(id)).ok_or_else(|| refused("the request has no valid id"))?;
+    let body_sha256 = request.body_sha256.ok_or_else(|| refused("the request declares no body digest"))?;
+    let head = link::RequestHead {
+        region: &region.name,
+        method: request.method,
+        target: request.target,
+        at_ms: at,
+        id,
+        body_sha256,
+    };
+    if !link::request_mac_matches(&region.token, request.mac.unwrap_or(""), &head) {
+        return Err(refused("the request's MAC is not the region's"));
     }
-    let (token, target) = (region.token.clone(), request.target.to_owned());
-    Ok(Admitted { region: region.name.clone(), token, at, target })
+    let first = state.link_replays.lock().unwrap_or_else(std::sync::PoisonError::into_inner).first_use(
+        &region.name,
+        id,
+        at,
+        now,
+    );
+    match first {
+        Ok(()) => {}
+        Err(link::Replay::Seen) => return Err(refused("this request was answered once already")),
+        Err(link::Replay::BeforeStart) => {
+            return Err(refused("the request was made before home started; send it again"));
+        }
+        Err(link::Replay::TooMany) => {
+            return Err(Error::retry_after(Code::Unavailable, 1_000, "too many link requests in the window"));
+        }
+    }
+    let (token, target, body_sha256) = (region.token.clone(), request.target.to_owned(), body_sha256.to_owned());
+    Ok(Admitted { region: region.name.clone(), token, at, target, body_sha256 })
 }
 
 /// A region speaks for itself only: a report or lease naming another
@@ -202,6 +234,14 @@ pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Ve
     speaks_for(region, &report.region)?;
     report.check(state.clock.now()).map_err(|e| Error::detail(Code::RequestInvalid, e))?;
     let publisher = &state.home.as_ref().ok_or_else(|| Error::new(Code::NotFound))?.publisher;
+    // A forged charge refuses the whole report before any of it is applied.
+    for entry in &report.entries {
+        if let Outgoing::AdFact(fact) = entry
+            && let Some(charge) = fact.kind.charge()
+        {
+            crate::service::ads::ledger::check_charge(state, charge)?;
+        }
+    }
     let mut roots = state.store.batch();
     // What the nonce store, analytics and the ad actor take, in one pass.
     let (mut claims, mut events, mut facts) = (Vec::new(), Vec::new(), Vec::new());

@@ -417,8 +417,16 @@ pub async fn revoke_business_key(state: &Region, key_id: String, req: Revocation
         None => state.registry.passkey(&key_id)?.ok_or_else(|| Error::new(Code::NotFound))?,
     };
     let effective_from = parse_time(&req.effective_from, now)?;
+    let compromised_at = optional_time(&req.compromised_at)?;
     let mut change = Change::new();
-    let key = revoke_key(&mut change, key, effective_from, optional_time(&req.compromised_at)?, now);
+    // A passkey out from now leaves its person at once: every session it
+    // opened ends and it signs nobody in again. One revoked from a later
+    // moment stays until then (sessions check the key on every request).
+    let out_now = effective_from <= now || compromised_at.is_some_and(|at| at <= now);
+    if key.kind == KeyKind::Passkey && out_now {
+        crate::service::portal::people::drop_passkey(state, &mut change, &key.business_uuid, &key.key_id)?;
+    }
+    let key = revoke_key(&mut change, key, effective_from, compromised_at, now);
     apply(state, change).await?;
     Ok(Done::Ok(
         json!({"key_id": key_id, "revocation_effective_from": key.revocation_effective_from.map(|t| t.to_rfc3339_secs()),

@@ -150,13 +150,9 @@ async fn link<T: serde::de::DeserializeOwned>(
     let body = postcard::to_stdvec(body).unwrap();
     // Signed at home's (test) clock, as a region's own clock would be near it.
     let at = svc::clock::Clock::now(&home.clock).0;
-    let mac = svc_core::link::request_mac(&crate::common::region_token(region), region, "POST", path, at, &body);
-    let request = axum::http::Request::post(path)
-        .header(svc_core::link::REGION_HEADER, region)
-        .header(svc_core::link::AT_HEADER, at)
-        .header(svc_core::link::MAC_HEADER, mac)
-        .body(axum::body::Body::from(body))
-        .unwrap();
+    let id = hex::encode(svc::clock::random::<16>());
+    let request =
+        crate::common::link_request_at("POST", path, region, &crate::common::region_token(region), body, at, &id);
     let answer = svc::http::internal_router(home.state.clone()).oneshot(request).await.unwrap();
     let status = answer.status().as_u16();
     let bytes = http_body_util::BodyExt::collect(answer.into_body()).await.unwrap().to_bytes();
@@ -670,7 +666,6 @@ async fn home_credits_back_a_charge_two_regions_made_for_one_conversation() {
         let shown = home.admin("GET", &format!("/admin/campaigns/{campaign}"), json!(null)).await;
         Micros::parse(shown.body["left"].as_str().unwrap()).unwrap().0
     };
-    let before = left().await;
 
     // eu's report of its own first render of the same item, charged, in
     // the same conversation (the digest under the service's one secret).
@@ -700,6 +695,17 @@ async fn home_credits_back_a_charge_two_regions_made_for_one_conversation() {
         vec![Outgoing::AdEvent(event), Outgoing::AdFact(AdFact { seq, at: now, kind })]
     };
     let report = |entries| Report { region: "eu".into(), entries };
+    // eu spends from a lease of its own; what home credits back of its
+    // charges is bounded by what it leased eu.
+    let ask = svc::service::ads::ledger::AdLeaseAsk {
+        region: "eu".into(),
+        campaign_id: campaign.clone(),
+        want: Micros(200_000),
+        event: Micros(200_000),
+    };
+    let leased: Option<svc_core::ads::ledger::Lease> = link(&home, "/internal/v1/ad-lease", "eu", &ask).await.unwrap();
+    let leased = leased.unwrap().amount;
+    let before = left().await;
     for _ in 0..2 {
         let taken: ReportTaken = link(&home, "/internal/v1/report", "eu", &report(charged("both", 1))).await.unwrap();
         assert_eq!(taken.billed, 0);
@@ -714,6 +720,20 @@ async fn home_credits_back_a_charge_two_regions_made_for_one_conversation() {
     let days = ad_days(&home, &business.uuid).await;
     assert_eq!(days[0]["ad_renders"], 3, "{days:?}");
     assert_eq!(days[0]["spend_gross"], json!({"amount": "0.40", "currency": "USD"}));
+
+    // The attack: eu (or whoever holds its token) reports a charge of
+    // u64::MAX made twice. The report is refused whole; no money moves.
+    let mut forged = charged("both", 3);
+    if let Outgoing::AdFact(AdFact { kind: AdFactKind::Rendered { charge: Some(charge), .. }, .. }) = &mut forged[1] {
+        charge.amount = Micros(u64::MAX);
+    }
+    assert_eq!(link::<ReportTaken>(&home, "/internal/v1/report", "eu", &report(forged)).await.unwrap_err(), 400);
+    assert_eq!(left().await, before + 200_000, "the campaign's money is unchanged");
+    // Repeats of one conversation's render, each a real event's cost, are
+    // credited only up to what eu was leased.
+    let repeats = (3..40).map(|seq| charged("both", seq).remove(1)).collect();
+    let _: ReportTaken = link(&home, "/internal/v1/report", "eu", &report(repeats)).await.unwrap();
+    assert_eq!(left().await, before + leased.0, "never more back than eu was leased");
 }
 
 /// The days of a business's analytics with ad figures, once home folded
@@ -1122,4 +1142,94 @@ async fn the_command_line_pools_renders_and_clicks_and_checks_each_answer_offlin
     dropped["ads"].as_array_mut().unwrap().pop();
     assert_eq!(check_pool(&dropped, &set, &me), Err(svc_core::Reason::ReceiptRowMismatch));
     node.stop().await;
+}
+
+// rule: R3.9, R3.14
+// The attack: a key renders one ad on a cpc campaign, then confirms its
+// click a thousand times, each with a fresh session_ref and Idempotency-Key
+// (each would be a new conversation), then again in the render's own
+// conversation every sixteen minutes (past the repeat-click window). The
+// campaign pays for one click.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_render_buys_one_billed_click_not_a_thousand() {
+    // The clock stands still: the key may send its thousands at once.
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| {
+        config.retrieval_limits.requests_per_second = 10_000;
+    })
+    .await;
+    // 0.50 a click, at no take rate.
+    let (_, campaign, business) = ads_on_sale(&home, "100", "0.50", "cpc", None).await;
+    let caller = home.caller("Clicker").await;
+    let pooled = ad_call(&home, &caller, "/v1/ads/pool", &pool_body("c1"), "p1").await;
+    let ad = pooled.body["ads"][0].clone();
+    let render = json!({"render_token": ad["render_token"], "format": "card", "session_ref": "c1"});
+    let rendered = ad_call(&home, &caller, "/v1/ads/render", &render, "r1").await;
+    assert_eq!(rendered.body["accepted"], true, "{:?}", rendered.body);
+    let token = rendered.body["click_token"].clone();
+    assert!(payload(&token)["conversation"].as_str().is_some_and(|c| c.len() > 16), "a digest, not the session_ref");
+    let used = || async {
+        let book = home.state.ads.call(svc::actors::ad_reservations::AdMsg::Observe).await.unwrap();
+        book.leases.get(&campaign).map_or(0, |l| l.used.0)
+    };
+
+    for i in 0..1_000 {
+        let click = json!({"click_token": token, "session_ref": format!("fresh-{i}")});
+        let answer = ad_call(&home, &caller, "/v1/ads/click", &click, &format!("f{i}")).await;
+        assert_eq!((answer.status, answer.body["code"].as_str()), (400, Some("request_invalid")), "{:?}", answer.body);
+    }
+    assert_eq!(used().await, 0, "no click was charged");
+    let click = json!({"click_token": token, "session_ref": "c1"});
+    for i in 0..999 {
+        if i % 100 == 1 {
+            home.clock.advance(16 * 60 * 1000);
+        }
+        let answer = ad_call(&home, &caller, "/v1/ads/click", &click, &format!("k{i}")).await;
+        assert_eq!(answer.body, json!({"accepted": true}), "recorded: {:?}", answer.body);
+        if i == 0 {
+            assert_eq!(used().await, 500_000, "the first click is charged 0.50");
+        }
+    }
+    // The business sees every click and pays for one.
+    home.clock.advance(3_600_000);
+    let days = ad_days(&home, &business.uuid).await;
+    let clicks: u64 = days.iter().map(|d| d["ad_clicks"].as_u64().unwrap()).sum();
+    assert_eq!(clicks, 999, "{days:?}");
+    let spent: Vec<&Value> = days.iter().map(|d| &d["spend_gross"]).collect();
+    assert_eq!(spent, [&json!({"amount": "0.50", "currency": "USD"})], "one click of 0.50, whatever came after");
+}
+
+// rule: R3.9
+// A key's charged clicks on one campaign within an hour are capped: past
+// the cap, clicks on fresh renders are recorded and not charged.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_keys_charged_clicks_on_a_campaign_are_capped_per_hour() {
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| {
+        config.ads.billed_clicks_per_hour = 2;
+    })
+    .await;
+    let (_, campaign, _) = ads_on_sale(&home, "100", "0.50", "cpc", None).await;
+    let caller = home.caller("Clicker").await;
+    // Three pools: a key holds at most three reserves of a campaign.
+    for round in 0..3 {
+        let session = format!("person-{round}");
+        let pooled = ad_call(&home, &caller, "/v1/ads/pool", &pool_body(&session), &format!("p{round}")).await;
+        let ad = pooled.body["ads"][0].clone();
+        let render = json!({"render_token": ad["render_token"], "format": "card", "session_ref": session});
+        let rendered = ad_call(&home, &caller, "/v1/ads/render", &render, &format!("r{round}")).await;
+        let click = json!({"click_token": rendered.body["click_token"], "session_ref": session});
+        let clicked = ad_call(&home, &caller, "/v1/ads/click", &click, &format!("k{round}")).await;
+        assert_eq!(clicked.body, json!({"accepted": true}), "{:?}", clicked.body);
+    }
+    let book = home.state.ads.call(svc::actors::ad_reservations::AdMsg::Observe).await.unwrap();
+    assert_eq!(book.leases[&campaign].used.0, 1_000_000, "two clicks charged of three");
+    // The next hour the key's clicks are charged again.
+    home.clock.advance(3_600 * 1000);
+    let pooled = ad_call(&home, &caller, "/v1/ads/pool", &pool_body("later"), "p9").await;
+    let ad = pooled.body["ads"][0].clone();
+    let render = json!({"render_token": ad["render_token"], "format": "card", "session_ref": "later"});
+    let rendered = ad_call(&home, &caller, "/v1/ads/render", &render, "r9").await;
+    let click = json!({"click_token": rendered.body["click_token"], "session_ref": "later"});
+    assert_eq!(ad_call(&home, &caller, "/v1/ads/click", &click, "k9").await.body, json!({"accepted": true}));
+    let book = home.state.ads.call(svc::actors::ad_reservations::AdMsg::Observe).await.unwrap();
+    assert_eq!(book.leases[&campaign].used.0, 500_000, "charged again in a new hour, from a new lease: {book:?}");
 }

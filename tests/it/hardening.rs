@@ -336,8 +336,9 @@ async fn a_mandates_allow_list_sees_the_client_behind_trusted_proxies_only() {
     direct.state.stop_actors().await;
 }
 
-// A flood of public verifications from one address is slowed with 429 and
-// Retry-After; another address, and the same one a second later, are not.
+// A flood of public verifications from one address (an IPv6 one by its
+// /64) is slowed with 429 and Retry-After; another address, and the same
+// one a second later, are not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn public_verification_is_rate_limited_per_client_address() {
     let home = Home::start_with_config(tempfile::tempdir().unwrap(), |c| c.verify_per_second = 3).await;
@@ -360,6 +361,12 @@ async fn public_verification_is_rate_limited_per_client_address() {
     assert_ne!(verify("198.51.100.2").await.status, 429, "another address has its own rate");
     home.clock.advance(1_001);
     assert_ne!(verify("198.51.100.1").await.status, 429, "a second later");
+    // An IPv6 caller stepping through its own /64 finds no fresh rate.
+    for n in 1..=3 {
+        assert_ne!(verify(&format!("[2001:db8:1:2::{n}]")).await.status, 429);
+    }
+    assert_eq!(verify("[2001:db8:1:2:ffff::9]").await.status, 429, "one /64, one rate");
+    assert_ne!(verify("[2001:db8:1:3::1]").await.status, 429, "another /64 has its own");
     home.state.stop_actors().await;
 }
 

@@ -7,6 +7,7 @@ mod process;
 
 mod ads;
 mod analytics;
+mod attacks;
 mod bulk;
 mod business_api;
 mod business_limits;

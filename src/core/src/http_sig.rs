@@ -202,9 +202,7 @@ pub fn verify(
     }
 
     // Step 6: the signature, with the algorithm of the registered key only.
-    if !matches!(key.alg(), Alg::Ed25519 | Alg::Es256) || !key.verify(checked.base.as_bytes(), &checked.signature) {
-        return Err(SigError::SignatureInvalid);
-    }
+    signature_holds(&checked, &key)?;
 
     // Step 7: the nonce, claimed only now.
     if !claim_nonce(&checked.keyid, &checked.nonce, expires) {
@@ -221,19 +219,33 @@ pub fn verify(
     })
 }
 
-/// Steps 1 to 4 alone, on a request whose body has not been read: a server
-/// runs them before it reads a large body, so an unsigned or unknown caller
-/// costs it no more than a request head. `body_follows` says the request
-/// declared a non-empty body (then `content-digest` must be covered); the
-/// body itself is judged later by [`verify`], which runs every step again.
-/// Whatever this refuses, `verify` would refuse at the same step or sooner.
+/// Every step a request's head decides, on a request whose body has not
+/// been read: steps 1 to 4, then step 6, the signature over the covered
+/// components (the `content-digest` header among them, so the body it names
+/// is vouched for before a byte of it is read). A server runs them before
+/// it reads a large body, so an unsigned caller, an unknown key or a forged
+/// signature under a real key id costs it no more than a request head.
+/// `body_follows` says the request declared a non-empty body (then
+/// `content-digest` must be covered); the body itself is judged later by
+/// [`verify`] (step 5, then every step again). Whatever this refuses,
+/// `verify` would refuse too. Answers the key id that signed.
 pub fn judge_head(
     req: &Request<'_>,
     policy: &Policy<'_>,
     body_follows: bool,
     lookup_key: impl FnOnce(&str) -> Option<VerifyingKey>,
-) -> Result<(), SigError> {
-    head_steps(req, policy, body_follows, lookup_key).map(|_| ())
+) -> Result<String, SigError> {
+    let (checked, key) = head_steps(req, policy, body_follows, lookup_key)?;
+    signature_holds(&checked, &key)?;
+    Ok(checked.keyid)
+}
+
+/// Step 6: the signature, with the algorithm of the registered key only.
+fn signature_holds(checked: &Checked, key: &VerifyingKey) -> Result<(), SigError> {
+    if !matches!(key.alg(), Alg::Ed25519 | Alg::Es256) || !key.verify(checked.base.as_bytes(), &checked.signature) {
+        return Err(SigError::SignatureInvalid);
+    }
+    Ok(())
 }
 
 /// Steps 1 to 4: the headers, their shape, the time window, the key.
@@ -1416,12 +1428,12 @@ mod tests {
         let mut head = req.clone();
         let body_follows = !head.body.is_empty();
         head.body.clear();
-        head.with_request(|r| judge_head(r, policy, body_follows, registry(&[&test_key()])))
+        head.with_request(|r| judge_head(r, policy, body_follows, registry(&[&test_key()])).map(|_| ()))
     }
 
     // Judging the head before the body is read refuses what the full
-    // verification refuses in steps 1 to 4, with the same code, and lets a
-    // well-signed head through whatever body follows.
+    // verification refuses in steps 1 to 4 and 6, with the same code, and
+    // lets a well-signed head through whatever body follows.
     // rule: R5.2, R5.31, R5.33
     #[test]
     fn the_head_alone_is_judged_as_the_full_verification_judges_it() {
@@ -1445,6 +1457,13 @@ mod tests {
         }
         assert_eq!(judge(&signed, &at(EXPIRES + 1)), Err(SigError::SignatureExpired));
         assert_eq!(judge(&signed, &policy()), Ok(()));
+        // A wrong signature under a real key id is refused from the head
+        // (step 6 needs no body: the digest it covers is a header).
+        let mut sig = b64::std_decode(&signed.header("signature").unwrap()[6..94]).unwrap();
+        sig[0] ^= 1;
+        let forged = signed.clone().set("Signature", &format!("sig1=:{}:", b64::std_encode(&sig)));
+        assert_eq!(judge(&forged, &policy()), Err(SigError::SignatureInvalid), "a forged signature");
+        assert_eq!(forged.run(&policy()), Err(SigError::SignatureInvalid));
         // The body is not the head's to judge: the full verification is.
         let mut swapped = signed.clone();
         swapped.body = b"{}".to_vec();

@@ -96,6 +96,22 @@ pub fn search_cost(query: &SearchQuery, rows: usize) -> u64 {
 /// The query cost of a fetch that returned a record.
 pub const FETCH_COST: u64 = 1;
 
+/// The share a client address is counted under: an IPv4 address alone,
+/// an IPv6 address by its /64 (what one subscriber is given, so stepping
+/// through one's own prefix finds no fresh share).
+pub fn address_share(ip: std::net::IpAddr) -> String {
+    match ip {
+        std::net::IpAddr::V4(v4) => v4.to_string(),
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +171,16 @@ mod tests {
         assert_eq!(search_cost(&query, 0), 0);
         // 1 + 2 clauses + 2 sort keys + text + near (4).
         assert_eq!(search_cost(&query, 3), 10);
+    }
+
+    #[test]
+    fn an_ipv6_address_shares_its_64_and_an_ipv4_one_is_its_own() {
+        let share = |text: &str| address_share(text.parse().unwrap());
+        assert_eq!(share("2001:db8:1:2:aaaa::1"), share("2001:db8:1:2:ffff:1:2:3"));
+        assert_ne!(share("2001:db8:1:2::1"), share("2001:db8:1:3::1"));
+        assert_eq!(share("2001:db8:1:2::1"), "2001:db8:1:2::/64");
+        assert_eq!(share("192.0.2.7"), "192.0.2.7");
+        assert_eq!(share("::ffff:192.0.2.7"), "192.0.2.7", "a mapped IPv4 address is that address");
+        assert_ne!(share("192.0.2.7"), share("192.0.2.8"));
     }
 }

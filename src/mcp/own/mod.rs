@@ -116,7 +116,10 @@ pub async fn serve_http(
     if !transport.is_loopback() {
         config = config.disable_allowed_hosts();
     }
-    let sessions = crate::mcp::sessions::RegionSessions::new("own", SESSIONS, std::time::Duration::from_secs(30 * 60));
+    // One company's own server: its clients share it, so no share per address.
+    let idle = std::time::Duration::from_secs(30 * 60);
+    let limits = crate::mcp::sessions::SessionLimits { cap: SESSIONS, per_address: SESSIONS, idle, untouched: idle };
+    let sessions = crate::mcp::sessions::RegionSessions::new("own", limits);
     let service = StreamableHttpService::new(move || Ok(OwnTools::new(own.clone())), sessions, config);
     let token = bearer.map(Arc::new);
     let guard = axum::middleware::from_fn(move |request: Request, next: axum::middleware::Next| {

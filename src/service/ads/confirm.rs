@@ -85,10 +85,13 @@ fn open_token<T: for<'de> Deserialize<'de>>(state: &Region, value: &Value, name:
     tokens::open(&envelope, name, &key).map_err(|reason| token_invalid(format!("the token: {}", reason.as_str())))
 }
 
-fn session_ref(value: Option<String>) -> Result<String> {
-    value
+/// The digest of the conversation a `session_ref` names (it is kept only
+/// as this HMAC).
+fn conversation_of(state: &Region, value: Option<String>) -> Result<String> {
+    let session = value
         .filter(|s| !s.is_empty() && s.len() <= svc_core::ads::pool::MAX_SESSION_REF)
-        .ok_or_else(|| invalid("session_ref is required (1 to 256 characters)"))
+        .ok_or_else(|| invalid("session_ref is required (1 to 256 characters)"))?;
+    Ok(svc_core::ads::conversation(&conversation_secret(state)?, &session))
 }
 
 fn here(state: &Region, region: &str) -> Result<()> {
@@ -137,7 +140,7 @@ pub async fn render(state: &Region, caller: &Caller, idempotency_key: String) ->
         serde_json::from_slice(&caller.body).map_err(|e| invalid(format!("the confirmation: {e}")))?;
     let sponsored_form = body.retrieval_id.is_some() || body.record_id.is_some() || body.receipt.is_some();
     let format = body.format.as_deref().and_then(Format::parse).ok_or_else(|| invalid("format is compact or card"))?;
-    let session = session_ref(body.session_ref)?;
+    let conversation = conversation_of(state, body.session_ref)?;
     let subject = match (body.render_token, sponsored_form) {
         (Some(_), true) => return Err(invalid("send either a render_token or a search row, not both")),
         (Some(token), false) => {
@@ -187,6 +190,7 @@ pub async fn render(state: &Region, caller: &Caller, idempotency_key: String) ->
         placement: subject.placement,
         basis: subject.basis,
         rendered_at: now.to_rfc3339_millis(),
+        conversation: conversation.clone(),
         country: subject.country.clone(),
     };
     let signer = receipt_signer(state, now)?;
@@ -196,7 +200,7 @@ pub async fn render(state: &Region, caller: &Caller, idempotency_key: String) ->
         None => json!({"accepted": true, "click_token": click_token}),
     };
     let accepted = serde_json::to_vec(&accepted).map_err(Error::internal)?;
-    confirm(state, caller, idempotency_key, &session, subject, false, accepted).await
+    confirm(state, caller, idempotency_key, conversation, subject, false, accepted).await
 }
 
 /// The sponsored form: a row a search at this region marked `sponsored`,
@@ -269,12 +273,18 @@ fn sponsored(
 pub async fn click(state: &Region, caller: &Caller, idempotency_key: String) -> Result<Vec<u8>> {
     let now = caller.now;
     let body: ClickBody = serde_json::from_slice(&caller.body).map_err(|e| invalid(format!("the click: {e}")))?;
-    let session = session_ref(body.session_ref)?;
+    let conversation = conversation_of(state, body.session_ref)?;
     let token: ClickToken = open_token(state, &body.click_token, CLICK_V1, now)?;
     if token.company_uuid != caller.key.company_uuid {
         return Err(token_invalid("the click token was issued to another company"));
     }
     here(state, &token.region)?;
+    // A click belongs to the conversation its render was confirmed in: a
+    // fresh session_ref per click would make each one look like a new
+    // person's and bill it again.
+    if conversation != token.conversation {
+        return Err(invalid("session_ref is not the conversation the render was confirmed in"));
+    }
     let since = UnixMs::parse_rfc3339(&token.rendered_at).ok_or_else(|| token_invalid("rendered_at"))?;
     let placed = campaign(state, &token.campaign_id)?;
     let net_price = placed.as_ref().map(|c| c.terms.net_price).unwrap_or_default();
@@ -294,7 +304,7 @@ pub async fn click(state: &Region, caller: &Caller, idempotency_key: String) -> 
         business_uuid,
         country: token.country.clone(),
     };
-    confirm(state, caller, idempotency_key, &session, subject, true, br#"{"accepted":true}"#.to_vec()).await
+    confirm(state, caller, idempotency_key, conversation, subject, true, br#"{"accepted":true}"#.to_vec()).await
 }
 
 /// Has the actor judge and record a confirmation, leasing more of the
@@ -303,12 +313,11 @@ async fn confirm(
     state: &Region,
     caller: &Caller,
     idempotency_key: String,
-    session: &str,
+    conversation: String,
     subject: Subject,
     click: bool,
     accepted_answer: Vec<u8>,
 ) -> Result<Vec<u8>> {
-    let digest = svc_core::ads::conversation(&conversation_secret(state)?, session);
     let mut ask = Confirmation {
         click,
         token_key: subject.token_key,
@@ -323,7 +332,8 @@ async fn confirm(
         repeats: subject.repeats,
         cost: subject.cost,
         reserve_id: subject.reserve_id,
-        conversation: digest,
+        conversation,
+        billed_clicks_per_hour: state.config.ads.billed_clicks_per_hour,
         item_id: subject.item_id.clone(),
         accepted_answer,
         home_is_out: false,

@@ -70,10 +70,36 @@ pub async fn lease(state: &Region, ask: &AdLeaseAsk) -> Result<Option<Lease>> {
     let regions = 1 + state.config.replication.as_ref().map_or(0, |r| r.regions.len());
     let asked = Ask { region: &ask.region, want: ask.want, event: ask.event, regions };
     let lease = ledger.grant(asked, state.clock.now().plus(LEASE_MS));
-    if lease.is_some() || stored.as_ref() != Some(&ledger) {
+    if let Some(granted) = &lease {
+        // What the region was leased in all bounds what home ever credits
+        // back of its charges.
+        let mut change = campaign_ledger::written(&campaign.campaign_id, stored.as_ref(), &ledger);
+        let key = campaign_ledger::granted_key(&campaign.campaign_id, &ask.region);
+        let before = campaign_ledger::sum(&state.store, &key)?;
+        change.put(cf::AD_BOOK, &key, &Micros(before.0.saturating_add(granted.amount.0)));
+        apply(state, change).await?;
+    } else if stored.as_ref() != Some(&ledger) {
         write(state, &campaign.campaign_id, stored.as_ref(), &ledger).await?;
     }
     Ok(lease)
+}
+
+/// A charge a region reports (with the render or click that made it) is
+/// one event of a campaign that exists, at most what an event of it can
+/// cost: anything else was never made, and the report is refused whole.
+pub fn check_charge(state: &Region, charge: &crate::replication::exchange::Charge) -> Result<()> {
+    let campaign = state
+        .store
+        .get::<Campaign>(cf::CAMPAIGNS, charge.campaign_id.as_bytes())?
+        .ok_or_else(|| invalid(format!("a charge names campaign {}, which does not exist", charge.campaign_id)))?;
+    let most = campaign_ledger::largest_charge(&campaign);
+    if charge.amount.0 == 0 || charge.amount > most {
+        return Err(invalid(format!(
+            "a charge of {} micros to campaign {} is outside 1 to {} (one event at most)",
+            charge.amount.0, charge.campaign_id, most.0
+        )));
+    }
+    Ok(())
 }
 
 /// Takes a lease back from the region that holds it, with what it used.

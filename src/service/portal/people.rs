@@ -250,6 +250,22 @@ pub async fn set_role(state: &Region, by: &Signed, person_id: &str, role: Passke
     apply(state, change).await
 }
 
+/// Takes a revoked passkey off the person who holds it, in `change`, so
+/// no session it opened and no sign-in with it goes on (the key itself
+/// stays in the business's key history). Nothing when no person holds it.
+pub fn drop_passkey(state: &Region, change: &mut Change, business_uuid: &str, key_id: &str) -> Result<()> {
+    for as_read in people(state, business_uuid)? {
+        if as_read.passkeys.iter().any(|p| p.key_id == key_id) {
+            let key = keys::person(business_uuid, &as_read.person_id);
+            let mut person = as_read.clone();
+            person.passkeys.retain(|p| p.key_id != key_id);
+            change.require_unchanged(cf::PEOPLE, &key, &as_read);
+            change.put(cf::PEOPLE, &key, &person);
+        }
+    }
+    Ok(())
+}
+
 /// An owner removes another person: their passkeys are revoked from now
 /// (what they sealed before stands) and their sessions end at once.
 pub async fn remove(state: &Region, by: &Signed, person_id: &str) -> Result<()> {

@@ -278,10 +278,12 @@ pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: 
 /// Confirms a save the service signs for the business (hosted signing):
 /// the person confirms the exact bytes their review page showed, and the
 /// seal prepared for them is signed by the business's hosted key instead.
-/// Mandates, releases and custody switches always need a passkey.
+/// Mandates, releases, custody switches and campaigns always need a
+/// passkey, and so do a withdrawal and a deletion: a session alone (a
+/// stolen cookie) can never take a record down.
 pub async fn confirm_hosted(state: &Region, signed: &Signed, ceremony_id: &str) -> Result<Finished> {
     let pending = take_pending(state, signed, ceremony_id).await?;
-    if [MANDATE, CUSTODY, CAMPAIGN].contains(&pending.purpose.as_str()) || pending.purpose.starts_with(RELEASE) {
+    if pending.purpose != SAVE {
         return Err(Error::detail(Code::Forbidden, "this is signed by your passkey, never by the service"));
     }
     let envelope = super::hosted::sign(state, &pending.business_uuid, &pending.payload_type, &pending.payload)?;

@@ -1,6 +1,7 @@
 //! Signing in with a passkey, and the session a cookie names: it ends after
 //! 30 idle minutes, 12 hours after sign-in, at sign-out, and at once when the
-//! person is removed (every request reads the person again).
+//! person is removed or the passkey it was opened with is revoked or
+//! compromised (every request reads the person and the key again).
 
 use serde_json::Value;
 use svc_core::problem::Code;
@@ -95,41 +96,154 @@ pub(super) fn take_ceremony(state: &Region, change: &mut Change, id: &str, kind:
     Ok(ceremony)
 }
 
-/// The stored credentials of a person's passkeys.
-pub(super) fn credentials(person: &Person) -> Result<Vec<Passkey>> {
-    person
-        .passkeys
+/// Whether a person's passkey may act now: a business's passkey is one of
+/// its keys, live until its revocation takes effect or its compromise; an
+/// AI company's only signs its people in and is never registered as a key.
+pub fn passkey_live(state: &Region, account_uuid: &str, key_id: &str, now: UnixMs) -> Result<bool> {
+    match state.registry.passkey(key_id)? {
+        Some(key) => Ok(key.business_uuid == account_uuid
+            && key.valid_from <= now
+            && key.valid_until.is_none_or(|t| now < t)
+            && key.revocation_effective_from.is_none_or(|t| now < t)
+            && key.compromised_at.is_none_or(|t| now < t)),
+        None => Ok(state.registry.company(account_uuid)?.is_some()),
+    }
+}
+
+/// What a sign-in ticket carries (`svc_core::portal::seal_ticket`): the
+/// address, until when, and the relying party's state for the answer with
+/// its credentials left out (the browser can read a ticket; the passkeys
+/// are read again at the second step), so every ticket has one shape.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SignInTicket {
+    email: String,
+    expires_at: UnixMs,
+    #[serde(with = "serde_bytes")]
+    authentication: Vec<u8>,
+}
+
+/// Where webauthn-rs's serialised authentication state keeps the
+/// credentials it accepts (its persistence format, `danger-allow-state-
+/// serialisation`); the sign-in test fails if a new version moves them.
+fn with_credentials(mut authentication: Value, passkeys: &[Passkey]) -> Result<Value> {
+    let credentials = passkeys
         .iter()
-        .map(|p| serde_json::from_slice(&p.credential).map_err(|e| Error::internal(format!("stored passkey: {e}"))))
-        .collect()
+        .map(|p| serde_json::to_value(p).map(|mut v| v["cred"].take()))
+        .collect::<std::result::Result<Vec<Value>, _>>()
+        .map_err(Error::internal)?;
+    let slot = authentication
+        .get_mut("ast")
+        .and_then(|ast| ast.get_mut("credentials"))
+        .ok_or_else(|| Error::internal("webauthn-rs's authentication state has no ast.credentials"))?;
+    *slot = Value::Array(credentials);
+    Ok(authentication)
 }
 
-/// Asks the person's authenticator to sign in: the options for
-/// `navigator.credentials.get` and the ceremony's id.
-pub async fn begin_sign_in(state: &Region, email: &str) -> Result<(String, Value)> {
+/// Asks the person's authenticator to sign in: a ticket for the second step
+/// and the options for `navigator.credentials.get`. Nothing is stored: the
+/// ticket carries the relying party's state under home's MAC. An address
+/// that signs nobody in (unknown, removed, or with no live passkey) is
+/// answered alike, with a stand-in passkey derived from it, so the answer
+/// never tells whether a person exists. `client`'s share and the address
+/// are each held to a rate.
+pub async fn begin_sign_in(state: &Region, email: &str, client: Option<std::net::IpAddr>) -> Result<(String, Value)> {
+    state.home()?;
     let email = normalise_email(email)?;
-    let person = person_by_email(state, &email)?.filter(|p| !p.passkeys.is_empty()).ok_or_else(|| {
-        Error::detail(Code::SignInRequired, "no person of a business portal signs in with this address")
-    })?;
+    let now = state.clock.now();
+    let share = client.map_or_else(String::new, svc_core::limits::address_share);
+    let limits = &state.limits;
+    for (ledger, key) in [(&limits.sign_ins_per_client, &share), (&limits.sign_ins_per_email, &email)] {
+        if let Err(wait_ms) = ledger.take(key, now, 1) {
+            return Err(Error::retry_after(
+                Code::RateLimited,
+                wait_ms,
+                "too many sign-ins from here or for this address",
+            ));
+        }
+    }
+    let mut passkeys = Vec::new();
+    if let Some(person) = person_by_email(state, &email)? {
+        for stored in &person.passkeys {
+            if passkey_live(state, &person.account_uuid, &stored.key_id, now)? {
+                passkeys.push(serde_json::from_slice::<Passkey>(&stored.credential).map_err(Error::internal)?);
+            }
+        }
+    }
+    if passkeys.is_empty() {
+        passkeys.push(decoy(state, &email)?);
+    }
     let rp = relying_party::relying_party(&state.config)?;
-    let (options, ceremony) =
-        rp.start_passkey_authentication(&credentials(&person)?).map_err(relying_party::refused)?;
-    let mut change = Change::new();
-    let subject = format!("{}/{}", person.account_uuid, person.person_id);
-    let id = begin_ceremony(state, &mut change, CeremonyKind::SignIn, subject, json_bytes(&ceremony)?)?;
-    apply(state, change).await?;
-    Ok((id, serde_json::to_value(options).map_err(Error::internal)?))
+    let (options, authentication) = rp.start_passkey_authentication(&passkeys).map_err(relying_party::refused)?;
+    let bare = with_credentials(serde_json::to_value(&authentication).map_err(Error::internal)?, &[])?;
+    let ticket = SignInTicket { email, expires_at: now.plus(CEREMONY_MS), authentication: json_bytes(&bare)? };
+    let ticket = postcard::to_stdvec(&ticket).map_err(Error::internal)?;
+    let sealed = svc_core::portal::seal_ticket(&state.keys.portal_secret, &ticket);
+    Ok((sealed, serde_json::to_value(options).map_err(Error::internal)?))
 }
 
-/// Checks the authenticator's answer and opens a session.
-pub async fn finish_sign_in(state: &Region, ceremony_id: &str, answer: &PublicKeyCredential) -> Result<NewSession> {
-    let mut change = Change::new();
-    let ceremony = take_ceremony(state, &mut change, ceremony_id, CeremonyKind::SignIn)?;
-    let (business_uuid, person_id) = ceremony.subject.split_once('/').ok_or_else(|| Error::internal("ceremony"))?;
-    let as_read = person(state, business_uuid, person_id)?
-        .filter(|p| p.removed_at.is_none())
-        .ok_or_else(|| Error::detail(Code::SignInRequired, "this person was removed from the portal"))?;
-    let auth: PasskeyAuthentication = serde_json::from_slice(&ceremony.state).map_err(Error::internal)?;
+/// The stand-in passkey offered for an address that signs nobody in.
+fn decoy(state: &Region, email: &str) -> Result<Passkey> {
+    use webauthn_rs::prelude::*;
+    let (id, key) = svc_core::portal::decoy_passkey(&state.keys.portal_secret, email);
+    let jwk = key.verifying_key().to_jwk();
+    let coordinate =
+        |c: Option<&str>| c.and_then(svc_core::b64::url_decode).ok_or_else(|| Error::internal("decoy key"));
+    let credential = Credential {
+        cred_id: id,
+        cred: COSEKey {
+            type_: COSEAlgorithm::ES256,
+            key: COSEKeyType::EC_EC2(COSEEC2Key {
+                curve: ECDSACurve::SECP256R1,
+                x: coordinate(jwk.x.as_deref())?,
+                y: coordinate(jwk.y.as_deref())?,
+            }),
+        },
+        counter: 0,
+        transports: None,
+        user_verified: true,
+        backup_eligible: false,
+        backup_state: false,
+        registration_policy: Default::default(),
+        extensions: Default::default(),
+        attestation: ParsedAttestation { data: ParsedAttestationData::None, metadata: AttestationMetadata::None },
+        attestation_format: AttestationFormat::None,
+    };
+    Ok(Passkey::from(credential))
+}
+
+/// Checks the authenticator's answer to a sign-in ticket and opens a
+/// session. The ticket is used once: its digest is kept until it expires.
+pub async fn finish_sign_in(state: &Region, ticket: &str, answer: &PublicKeyCredential) -> Result<NewSession> {
+    state.home()?;
+    let now = state.clock.now();
+    let refused =
+        || Error::detail(Code::PasskeyRefused, "this passkey request expired or was already used; start again");
+    let payload = svc_core::portal::open_ticket(&state.keys.portal_secret, ticket).ok_or_else(refused)?;
+    let ticket_of: SignInTicket = postcard::from_bytes(&payload).map_err(|_| refused())?;
+    if ticket_of.expires_at <= now {
+        return Err(refused());
+    }
+    let used = [
+        ceremony_id_prefix(ticket_of.expires_at).as_bytes(),
+        b"used-",
+        svc_core::b64::url_encode(&svc_core::digest::sha256(ticket.as_bytes())).as_bytes(),
+    ]
+    .concat();
+    if state.store.get::<Ceremony>(cf::CEREMONIES, &used)?.is_some() {
+        return Err(refused());
+    }
+    let as_read = person_by_email(state, &ticket_of.email)?
+        .ok_or_else(|| relying_party::refused("no passkey of this address signs anyone in"))?;
+    let (business_uuid, person_id) = (as_read.account_uuid.clone(), as_read.person_id.clone());
+    let mut live = Vec::new();
+    for stored in &as_read.passkeys {
+        if passkey_live(state, &business_uuid, &stored.key_id, now)? {
+            live.push(serde_json::from_slice::<Passkey>(&stored.credential).map_err(Error::internal)?);
+        }
+    }
+    let bare: Value = serde_json::from_slice(&ticket_of.authentication).map_err(|_| refused())?;
+    let auth: PasskeyAuthentication =
+        serde_json::from_value(with_credentials(bare, &live)?).map_err(Error::internal)?;
     let rp = relying_party::relying_party(&state.config)?;
     let result = rp.finish_passkey_authentication(answer, &auth).map_err(relying_party::refused)?;
     // The sign counter moves on (webauthn-rs refuses one that went back).
@@ -144,10 +258,19 @@ pub async fn finish_sign_in(state: &Region, ceremony_id: &str, answer: &PublicKe
         }
     }
     let key_id = key_id.ok_or_else(|| relying_party::refused("a passkey this person does not hold"))?;
-    let key = keys::person(business_uuid, person_id);
+    let mut change = Change::new();
+    let marker = Ceremony {
+        kind: CeremonyKind::SignIn,
+        subject: String::new(),
+        state: Vec::new(),
+        expires_at: ticket_of.expires_at,
+    };
+    change.require_absent(cf::CEREMONIES, &used);
+    change.put(cf::CEREMONIES, &used, &marker);
+    let key = keys::person(&business_uuid, &person_id);
     change.require_unchanged(cf::PEOPLE, &key, &as_read);
     change.put(cf::PEOPLE, &key, &person);
-    let session = open_session(&mut change, &person, key_id, state.clock.now());
+    let session = open_session(&mut change, &person, key_id, now);
     apply(state, change).await?;
     Ok(session)
 }
@@ -180,6 +303,9 @@ pub async fn resolve(state: &Region, cookie: &str) -> Result<Signed> {
     let person = person(state, &session.person.account_uuid, &session.person.person_id)?
         .filter(|p| p.removed_at.is_none() && p.passkeys.iter().any(|k| k.key_id == session.key_id))
         .ok_or_else(ended)?;
+    if !passkey_live(state, &person.account_uuid, &session.key_id, now)? {
+        return Err(ended());
+    }
     if now.0 >= session.last_seen.0 + TOUCH_MS {
         let mut change = Change::new();
         change.put(cf::PORTAL_SESSIONS, &key, &PortalSession { last_seen: now, ..session.clone() });

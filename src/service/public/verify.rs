@@ -170,12 +170,12 @@ fn decode_base64(text: &str, member: &str) -> Result<Vec<u8>> {
 }
 
 /// Judges what was sent, and signs the statement of the judgement. The
-/// work is unauthenticated, so each client address gets its own rate
-/// (`verify_per_second`): generous for a checker, not for a flood.
+/// work is unauthenticated, so each client address (IPv6 by /64) gets its
+/// own rate (`verify_per_second`): generous for a checker, not for a flood.
 pub async fn judge(state: &Region, client: Option<std::net::IpAddr>, bytes: &[u8]) -> Result<Value> {
     let now = state.clock.now();
     if let Some(client) = client
-        && let Err(wait_ms) = state.limits.verify_rate.take(&client.to_string(), now, 1)
+        && let Err(wait_ms) = state.limits.verify_rate.take(&svc_core::limits::address_share(client), now, 1)
     {
         return Err(Error::retry_after(
             Code::RateLimited,

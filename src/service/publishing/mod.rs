@@ -92,20 +92,22 @@ async fn identify(state: &Region, credentials: &Credentials<'_>, tag: &str, now:
     if sandbox { introduce(state, key, now).await } else { Ok(key) }
 }
 
-/// Steps 1 to 4 of the signature (headers, shape, window, key) on a request
-/// whose body is not read yet: an unsigned or unknown caller is refused
-/// for the price of its head. `body_follows`: the request declared a body.
+/// Every step of the signature a head decides (headers, shape, window,
+/// key, and the signature over the covered components) on a request whose
+/// body is not read yet: an unsigned caller, an unknown key or a forged
+/// signature is refused for the price of its head. `body_follows`: the
+/// request declared a body. Answers the key id that signed.
 pub fn judge_head(
     state: &Region,
     credentials: &Credentials<'_>,
     tag: &str,
     body_follows: bool,
     now: UnixMs,
-) -> Result<()> {
+) -> Result<String> {
     let sandbox = state.config.environment.is_sandbox();
     if let Some(token) = credentials.sandbox_bearer(sandbox) {
         return match state.registry.integration_key_by_bearer(token, now)? {
-            Some(_) => Ok(()),
+            Some(key) => Ok(key.key_id),
             None => Err(Error::new(Code::KeyUnknown)),
         };
     }

@@ -25,6 +25,9 @@ use svc_core::time::UnixMs;
 use tower::ServiceExt;
 
 pub mod images;
+#[path = "../../../benches/common/passkey.rs"]
+pub mod passkey;
+pub mod person;
 
 pub const AUTHORITY: &str = "api.svc.localhost";
 /// 2026-11-22T10:00:00Z
@@ -494,12 +497,29 @@ pub async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
 
 pub fn link_request(method: &str, path: &str, region: &str, token: &str, body: Vec<u8>) -> Request<Body> {
     let at = svc::clock::Clock::now(&svc::clock::SystemClock).0;
-    let mac = svc_core::link::request_mac(token, region, method, path, at, &body);
+    link_request_at(method, path, region, token, body, at, &hex::encode(svc::clock::random::<16>()))
+}
+
+/// A link request made at `at` under the request id `id`.
+pub fn link_request_at(
+    method: &str,
+    path: &str,
+    region: &str,
+    token: &str,
+    body: Vec<u8>,
+    at: i64,
+    id: &str,
+) -> Request<Body> {
+    let body_sha256 = svc_core::link::body_digest(&body);
+    let head = svc_core::link::RequestHead { region, method, target: path, at_ms: at, id, body_sha256: &body_sha256 };
+    let mac = svc_core::link::request_mac(token, &head);
     Request::builder()
         .method(method)
         .uri(path)
         .header(svc_core::link::REGION_HEADER, region)
         .header(svc_core::link::AT_HEADER, at)
+        .header(svc_core::link::ID_HEADER, id)
+        .header(svc_core::link::BODY_HEADER, body_sha256)
         .header(svc_core::link::MAC_HEADER, mac)
         .header("content-type", "application/vnd.svc.postcard")
         .body(Body::from(body))

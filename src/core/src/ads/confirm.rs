@@ -133,12 +133,35 @@ pub fn click_charged_twice(last_click: Option<UnixMs>, at: UnixMs) -> bool {
     last_click.is_some_and(|last| (at.0 - last.0).abs() < REPEAT_CLICK_MS)
 }
 
+/// What decides whether an accepted click is charged.
+#[derive(Debug, Clone, Copy)]
+pub struct Click {
+    pub placement: Placement,
+    pub basis: Basis,
+    /// The conversation's last click on the item, from any render.
+    pub last_click: Option<UnixMs>,
+    pub now: UnixMs,
+    /// A click on this same token was charged already.
+    pub token_billed: bool,
+    /// Clicks the key had charged to the campaign this hour, and the most
+    /// it may.
+    pub billed_this_hour: u32,
+    pub hourly_cap: u32,
+}
+
 /// Whether an accepted click is charged: on `cpc` campaigns of ads and
 /// sponsorships only, and not a repeat of the same item in the same
-/// conversation within 15 minutes of the last click (R3.9, R3.14).
-pub fn click_billed(placement: Placement, basis: Basis, last_click: Option<UnixMs>, now: UnixMs) -> bool {
-    let repeat = last_click.is_some_and(|at| now.0 - at.0 < REPEAT_CLICK_MS);
-    placement.billed() && basis == Basis::Cpc && !repeat
+/// conversation within 15 minutes of the last click (R3.9, R3.14). Beyond
+/// the spec, the business pays only for what really happened once: one
+/// render's click token is charged at most once, and a key's charged clicks
+/// on one campaign are capped per hour.
+pub fn click_billed(click: Click) -> bool {
+    let repeat = click.last_click.is_some_and(|at| click.now.0 - at.0 < REPEAT_CLICK_MS);
+    click.placement.billed()
+        && click.basis == Basis::Cpc
+        && !repeat
+        && !click.token_billed
+        && click.billed_this_hour < click.hourly_cap
 }
 
 #[cfg(test)]
@@ -185,11 +208,37 @@ mod tests {
         assert_eq!(judge_click(&facts(T.plus(day), none, true)), Judgement::Accepted);
         let late = judge_click(&facts(T.plus(day + 1), none, true));
         assert_eq!(late, Judgement::NotAccepted(NotAccepted::WindowExpired));
-        assert!(click_billed(Placement::Ad, Basis::Cpc, None, T));
-        assert!(!click_billed(Placement::Ad, Basis::Cpm, None, T), "a cpm campaign's click is recorded only");
-        assert!(!click_billed(Placement::Promotion, Basis::Cpc, None, T), "promotions are never billed");
-        assert!(!click_billed(Placement::Ad, Basis::Cpc, Some(T.minus(15 * MINUTE - 1)), T), "a repeat click");
-        assert!(click_billed(Placement::Ad, Basis::Cpc, Some(T.minus(15 * MINUTE)), T));
+        let click = Click {
+            placement: Placement::Ad,
+            basis: Basis::Cpc,
+            last_click: None,
+            now: T,
+            token_billed: false,
+            billed_this_hour: 0,
+            hourly_cap: 10,
+        };
+        assert!(click_billed(click));
+        assert!(!click_billed(Click { basis: Basis::Cpm, ..click }), "a cpm campaign's click is recorded only");
+        assert!(!click_billed(Click { placement: Placement::Promotion, ..click }), "promotions are never billed");
+        let repeat = Click { last_click: Some(T.minus(15 * MINUTE - 1)), ..click };
+        assert!(!click_billed(repeat), "a repeat click");
+        assert!(click_billed(Click { last_click: Some(T.minus(15 * MINUTE)), ..click }));
+    }
+
+    #[test]
+    fn a_click_token_is_charged_once_and_a_keys_clicks_are_capped_per_hour() {
+        let click = Click {
+            placement: Placement::Ad,
+            basis: Basis::Cpc,
+            last_click: None,
+            now: T,
+            token_billed: false,
+            billed_this_hour: 9,
+            hourly_cap: 10,
+        };
+        assert!(click_billed(click));
+        assert!(!click_billed(Click { token_billed: true, ..click }), "the token was charged once");
+        assert!(!click_billed(Click { billed_this_hour: 10, ..click }), "the key's hour is full");
     }
 
     // rule: R3.12, R3.13

@@ -63,6 +63,9 @@ pub struct ClickToken {
     pub basis: Basis,
     /// RFC 3339, milliseconds: when the render was accepted.
     pub rendered_at: String,
+    /// The digest of the conversation the render was confirmed in
+    /// ([`super::conversation`]): a click names the same `session_ref`.
+    pub conversation: String,
     /// The pool's or search's country, for the business's analytics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub country: Option<String>,
