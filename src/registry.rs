@@ -105,10 +105,14 @@ impl Registry {
         self.store.get(cf::INTEGRATION_KEYS, key_id.as_bytes())
     }
 
-    /// The sandbox integration key whose one-hour bearer token this is.
+    /// The sandbox integration key whose one-hour bearer token this is,
+    /// found by the token's digest.
     pub fn integration_key_by_bearer(&self, token: &str, now: UnixMs) -> StoreResult<Option<BusinessKey>> {
-        let keys: Vec<(Vec<u8>, BusinessKey)> = self.store.scan(cf::INTEGRATION_KEYS, &[], None, usize::MAX)?;
-        Ok(keys.into_iter().map(|(_, k)| k).find(|k| {
+        let digest = svc_core::sandbox::bearer_digest(token);
+        let Some(key_id) = self.store.get::<String>(cf::KEY_INDEX, &keys::sandbox_bearer(&digest))? else {
+            return Ok(None);
+        };
+        Ok(self.integration_key(&key_id)?.filter(|k| {
             k.live_at(now)
                 && k.sandbox
                     .as_ref()
@@ -117,15 +121,39 @@ impl Registry {
     }
 
     /// Every key of a business, integration keys and passkeys, oldest
-    /// registered first.
+    /// registered first, found through the business's index entries.
     pub fn business_keys(&self, business_uuid: &str) -> StoreResult<Vec<BusinessKey>> {
+        let prefix = keys::business_key(business_uuid, "");
         let mut keys = Vec::new();
-        for family in [cf::INTEGRATION_KEYS, cf::PASSKEYS] {
-            let all: Vec<(Vec<u8>, BusinessKey)> = self.store.scan(family, &[], None, usize::MAX)?;
-            keys.extend(all.into_iter().map(|(_, k)| k).filter(|k| k.business_uuid == business_uuid));
+        for (entry, family) in self.store.scan::<String>(cf::KEY_INDEX, &prefix, None, usize::MAX)? {
+            let family = if family == cf::PASSKEYS { cf::PASSKEYS } else { cf::INTEGRATION_KEYS };
+            if let Some(key) = self.store.get::<BusinessKey>(family, &entry[prefix.len()..])? {
+                keys.push(key);
+            }
         }
         keys.sort_by(|a, b| (a.registered_at, &a.key_id).cmp(&(b.registered_at, &b.key_id)));
         Ok(keys)
+    }
+
+    /// Writes the index entries of every business key a store held before
+    /// the index existed (a node's first start on this build): each node
+    /// builds its own, and keys added since arrive with theirs.
+    pub fn index_keys(store: &Store) -> StoreResult<usize> {
+        if !store.scan::<String>(cf::KEY_INDEX, &[], None, 1)?.is_empty() {
+            return Ok(0);
+        }
+        let mut batch = store.batch();
+        let mut indexed = 0;
+        for family in [cf::INTEGRATION_KEYS, cf::PASSKEYS] {
+            for (_, key) in store.scan::<BusinessKey>(family, &[], None, usize::MAX)? {
+                for (entry, value) in index_entries(&key) {
+                    batch.put(cf::KEY_INDEX, &entry, &value);
+                }
+                indexed += 1;
+            }
+        }
+        batch.commit()?;
+        Ok(indexed)
     }
 
     /// A business's key of either kind.
@@ -325,6 +353,21 @@ pub fn policy_in_force(versions: &[AiPolicyVersion], at: UnixMs) -> (Option<&AiP
         .map(|p| p.live_from)
         .min();
     (in_force, next)
+}
+
+/// Sealing keys (passkeys and hosted keys) and integration keys live apart.
+pub fn family_of(key: &BusinessKey) -> &'static str {
+    if key.purpose == KeyPurpose::Sealing { cf::PASSKEYS } else { cf::INTEGRATION_KEYS }
+}
+
+/// The index entries a business key is found by: its business, and a
+/// sandbox key's bearer digest.
+pub fn index_entries(key: &BusinessKey) -> Vec<(Vec<u8>, String)> {
+    let mut entries = vec![(keys::business_key(&key.business_uuid, &key.key_id), family_of(key).to_owned())];
+    if let Some(sandbox) = &key.sandbox {
+        entries.push((keys::sandbox_bearer(&sandbox.bearer_sha256), key.key_id.clone()));
+    }
+    entries
 }
 
 #[cfg(test)]

@@ -92,6 +92,11 @@ fn region_config(
         .map(|(name, addr)| Peer { name: name.clone(), url: format!("http://{addr}") })
         .collect();
     config.admin_token = super::secret_file(&dir.join("admin_token"))?;
+    // The door and the read regions forward callers from this address: a
+    // node reads the caller's own from their X-Forwarded-For, so one busy
+    // checker never shares a rate with every caller behind a forwarder.
+    let trusted = if ip.is_ipv4() { format!("{ip}/32") } else { format!("{ip}/128") };
+    config.trusted_proxies = vec![trusted.parse().map_err(CliError::Usage)?];
     // The portal is reached through the door; a browser treats
     // http://localhost as a secure context, so passkeys work without TLS.
     if plan.listen.port() != 0 {

@@ -103,6 +103,10 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     let store = Store::open_migrating(&db, crate::replication::legacy_log_entry)
         .map_err(|source| StartError::Store { path: db.clone(), source })?;
     let keys = Arc::new(ServiceKeys::load_or_create(&store)?);
+    let indexed = Registry::index_keys(&store).map_err(|source| StartError::Store { path: db.clone(), source })?;
+    if indexed > 0 {
+        tracing::info!(keys = indexed, "business keys indexed by business and bearer digest");
+    }
     let uploads = config.data_dir.join("uploads");
     std::fs::create_dir_all(&uploads).map_err(io(&uploads))?;
     let blocklist = match &config.url_blocklist {
@@ -300,6 +304,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         index_shards,
         limits,
         ceremonies: Arc::default(),
+        verify_pages: Arc::default(),
         link_replays: Arc::new(std::sync::Mutex::new(svc_core::link::Replays::new(started_at.0))),
         serve_times: Arc::default(),
         sponsorships: Arc::default(),

@@ -24,6 +24,7 @@ pub const REPLICATED: &[&str] = &[
     cf::CERTIFICATES,
     cf::INTEGRATION_KEYS,
     cf::PASSKEYS,
+    cf::KEY_INDEX,
     cf::MANDATES,
     cf::AI_POLICIES,
     cf::CUSTODY,

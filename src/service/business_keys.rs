@@ -31,7 +31,10 @@ pub fn add_key(
 ) -> CustodyRecord {
     change.require_absent(cf::INTEGRATION_KEYS, record.key_id.as_bytes());
     change.require_absent(cf::PASSKEYS, record.key_id.as_bytes());
-    change.put(family_of(record), record.key_id.as_bytes(), record);
+    change.put(crate::registry::family_of(record), record.key_id.as_bytes(), record);
+    for (entry, value) in crate::registry::index_entries(record) {
+        change.put(cf::KEY_INDEX, &entry, &value);
+    }
     let statement = custody_statement(state, record, custody, now, now);
     change.put(cf::CUSTODY, &keys::custody(&statement.business_uuid, now, &statement.statement_id), &statement);
     let added = svc_core::tlog::key_added_leaf(
@@ -74,11 +77,6 @@ pub fn sealing_key(
     })
 }
 
-/// Sealing keys (passkeys and hosted keys) and integration keys live apart.
-fn family_of(key: &BusinessKey) -> &'static str {
-    if key.purpose == KeyPurpose::Sealing { cf::PASSKEYS } else { cf::INTEGRATION_KEYS }
-}
-
 /// Logs a custody statement that changes who holds a key, so the log shows
 /// when a business's keys moved to or from the service.
 pub fn log_custody(change: &mut Change, statement: &CustodyRecord, now: UnixMs) {
@@ -103,7 +101,7 @@ pub fn revoke_key(
 ) -> BusinessKey {
     key.revocation_effective_from = Some(effective_from);
     key.compromised_at = compromised_at;
-    change.put(family_of(&key), key.key_id.as_bytes(), &key);
+    change.put(crate::registry::family_of(&key), key.key_id.as_bytes(), &key);
     let revoked = svc_core::tlog::key_revoked_leaf(&key.business_uuid, &key.key_id, effective_from, compromised_at);
     crate::transparency::queue(change, LeafKind::KeyRevoked, revoked, now);
     key

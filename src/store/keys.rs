@@ -171,6 +171,16 @@ pub fn mandate(key_id: &str, mandate_id: &str) -> Vec<u8> {
     key(&[key_id.as_bytes(), mandate_id.as_bytes()])
 }
 
+/// `key_index`: `b` ‖ business uuid ‖ key id, holding the key's family.
+pub fn business_key(business_uuid: &str, key_id: &str) -> Vec<u8> {
+    key(&[b"b", business_uuid.as_bytes(), key_id.as_bytes()])
+}
+
+/// `key_index`: `t` ‖ a sandbox key's bearer digest, holding its key id.
+pub fn sandbox_bearer(bearer_sha256: &str) -> Vec<u8> {
+    key(&[b"t", bearer_sha256.as_bytes()])
+}
+
 /// `custody`: uuid ‖ be(issued_at ms) ‖ statement id.
 pub fn custody(business_uuid: &str, issued_at: UnixMs, statement_id: &str) -> Vec<u8> {
     key(&[business_uuid.as_bytes(), &be(issued_at.0 as u64), statement_id.as_bytes()])

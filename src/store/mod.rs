@@ -40,6 +40,11 @@ pub mod cf {
     pub const CERTIFICATES: &str = "certificates";
     pub const INTEGRATION_KEYS: &str = "integration_keys";
     pub const PASSKEYS: &str = "passkeys";
+    /// Where business keys are found without reading every key: by
+    /// business (`keys::business_key`, the key's family) and by a sandbox
+    /// key's bearer digest (`keys::sandbox_bearer`, its key id). Written
+    /// with the key; replicated.
+    pub const KEY_INDEX: &str = "key_index";
     pub const MANDATES: &str = "mandates";
     pub const AI_POLICIES: &str = "ai_policies";
     pub const CUSTODY: &str = "custody";
@@ -190,6 +195,7 @@ pub mod cf {
         CERTIFICATES,
         INTEGRATION_KEYS,
         PASSKEYS,
+        KEY_INDEX,
         MANDATES,
         AI_POLICIES,
         CUSTODY,

@@ -416,3 +416,48 @@ async fn sign_in_tells_nobody_who_exists_and_a_flood_of_them_holds_nothing() {
     }
     assert!(at_owner >= 100 - svc::limits::SIGN_INS_PER_EMAIL_MINUTE as usize, "{at_owner}");
 }
+
+// The public business-keys route and a sandbox bearer token are answered
+// through an index, not by reading every key on the platform (a cost any
+// caller could make grow): with the index entries gone neither is found,
+// and a node's start writes them back from the keys it holds.
+#[tokio::test(flavor = "multi_thread")]
+async fn business_keys_and_bearer_tokens_are_found_through_the_index() {
+    use svc::store::cf;
+    let home = Home::start_sandbox().await;
+    let mut uuids = Vec::new();
+    for name in ["Larch", "Birch"] {
+        let created = home
+            .admin("POST", "/admin/businesses", json!({"legal_name": name, "country": "FR", "brands": [name]}))
+            .await;
+        uuids.push(created.body["business_uuid"].as_str().unwrap().to_owned());
+    }
+    let key = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[3; 32]).unwrap();
+    let registered = home
+        .admin(
+            "POST",
+            &format!("/admin/businesses/{}/keys", uuids[0]),
+            json!({"jwk": key.verifying_key().to_jwk(), "purpose": "integration"}),
+        )
+        .await;
+    assert_eq!(registered.status, 201, "{:?}", registered.body);
+    let bearer = registered.body["sandbox_bearer_token"].as_str().unwrap().to_owned();
+    let now = home.clock.now();
+    let listed = |uuid: &str| home.state.registry.business_keys(uuid).unwrap().len();
+    assert_eq!((listed(&uuids[0]), listed(&uuids[1])), (1, 0), "each business its own keys");
+    assert!(home.state.registry.integration_key_by_bearer(&bearer, now).unwrap().is_some());
+
+    let entries = home.state.store.scan::<String>(cf::KEY_INDEX, &[], None, 100).unwrap();
+    assert_eq!(entries.len(), 2, "by business, and by bearer digest");
+    let mut batch = home.state.store.batch();
+    for (entry, _) in &entries {
+        batch.delete(cf::KEY_INDEX, entry);
+    }
+    batch.commit().unwrap();
+    assert_eq!(listed(&uuids[0]), 0, "found through the index only");
+    assert!(home.state.registry.integration_key_by_bearer(&bearer, now).unwrap().is_none());
+    assert_eq!(svc::registry::Registry::index_keys(&home.state.store).unwrap(), 1);
+    assert_eq!(listed(&uuids[0]), 1);
+    assert!(home.state.registry.integration_key_by_bearer(&bearer, now).unwrap().is_some());
+    assert!(home.state.registry.integration_key_by_bearer("not-the-token", now).unwrap().is_none());
+}

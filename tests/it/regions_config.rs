@@ -46,6 +46,27 @@ fn the_compose_deployment_is_one_home_and_two_read_regions_in_their_own_containe
     assert!(check_deployment(&astray, Hosts::Many).unwrap_err().to_string().contains("home_url"));
 }
 
+// The forwarders of a deployment are trusted to name their callers, so a
+// busy caller never shares a per-address rate with everyone behind them:
+// on one host, loopback (where the door and regions listen); in compose,
+// exactly the read regions' fixed addresses, at home.
+#[test]
+fn each_deployment_trusts_its_own_forwarders_and_no_one_else() {
+    for region in regions() {
+        let trusted: Vec<String> = region.trusted_proxies.iter().map(|c| c.to_string()).collect();
+        assert_eq!(trusted, ["127.0.0.1"], "{}", region.region);
+        assert!(region.listen.ip().is_loopback());
+    }
+    let compose =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/compose.yaml")).unwrap();
+    let fixed: Vec<&str> =
+        compose.lines().filter_map(|l| l.trim().strip_prefix("ipv4_address: ")).map(str::trim).collect();
+    assert_eq!(fixed.len(), 2, "eu and ap have fixed addresses");
+    let home = folder("deploy/compose").into_iter().find(|r| r.role == Role::Home).unwrap();
+    let trusted: Vec<String> = home.trusted_proxies.iter().map(|c| c.to_string()).collect();
+    assert_eq!(trusted, fixed);
+}
+
 #[test]
 fn the_localhost_front_door_routes_to_every_region_at_its_public_port() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("regions/front-door.toml");

@@ -285,3 +285,41 @@ async fn the_verify_page_needs_the_hash_and_answers_one_404_for_unknown_and_mism
     assert_eq!(strip(mismatch.body), strip(unknown.body));
     assert_eq!(home.send(get(format!("/v1/verify/{record_id}"))).await.status, 400, "origin is required");
 }
+
+// A flood of verify-page requests for one page is judged once a minute
+// while nothing changes (a write, or the next minute, makes it again), and
+// one address is held to the verification rate.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_verify_page_is_made_once_a_minute_and_its_callers_are_rate_limited() {
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |c| c.verify_per_second = 5).await;
+    let business = home.business("Lumen", products_scope(1_000)).await;
+    assert_eq!(home.publish(&business, &[product("Lumen", "l-1", "19.90")], "a").await.status, 200);
+    let caller = home.caller("Reader").await;
+    home.wait_indexed().await;
+    let held = held(&home, &caller).await;
+    let record_id = held.row["record_id"].as_str().unwrap().to_owned();
+    let origin = svc_core::digest::sha256_prefixed(&held.record);
+    let get = |from: &str| {
+        let mut request = Request::get(format!("/v1/verify/{record_id}?origin={origin}"))
+            .header("host", AUTHORITY)
+            .body(Body::empty())
+            .unwrap();
+        let peer: std::net::SocketAddr = format!("{from}:40000").parse().unwrap();
+        request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+        request
+    };
+    let first = home.send(get("198.51.100.1")).await;
+    assert_eq!(first.status, 200, "{:?}", first.body);
+    // The same statement, byte for byte: made once, not signed again.
+    for n in 2..=5 {
+        assert_eq!(home.send(get("198.51.100.1")).await.bytes, first.bytes, "request {n}");
+    }
+    let slowed = home.send(get("198.51.100.1")).await;
+    assert_eq!((slowed.status, slowed.body["code"].as_str()), (429, Some("rate_limited")));
+    assert_eq!(home.send(get("198.51.100.2")).await.bytes, first.bytes, "another address, the same page");
+    // A minute on, the page is made again (a new statement).
+    home.clock.advance(60_000);
+    let later = home.send(get("198.51.100.1")).await;
+    assert_eq!(later.status, 200);
+    assert_ne!(later.bytes, first.bytes);
+}

@@ -16,7 +16,7 @@ use crate::region::Region;
 use crate::service::{Error, Result};
 use crate::store::model::{RecordHead, RecordState, RecordVersion};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Clone, PartialEq, Eq, Hash)]
 #[serde(deny_unknown_fields)]
 pub struct PageQuery {
     pub origin: Option<String>,
@@ -40,6 +40,54 @@ fn generation_of(state: &Region, head: &RecordHead, origin: &str) -> Result<Opti
         }
     }
     Ok(None)
+}
+
+/// Pages made within the current minute, by record id and query, as of a
+/// replicated sequence: a page judges a seal again, unauthenticated work, so
+/// asking for one page over and over costs one judgement a minute (or one
+/// per write that could change it).
+pub struct VerifyPages(std::sync::Mutex<lru::LruCache<(String, PageQuery), ((i64, u64), Option<Value>)>>);
+
+/// Pages one node keeps.
+const PAGES_KEPT: usize = 10_000;
+
+impl Default for VerifyPages {
+    fn default() -> Self {
+        let cap = std::num::NonZeroUsize::new(PAGES_KEPT).expect("not zero");
+        VerifyPages(std::sync::Mutex::new(lru::LruCache::new(cap)))
+    }
+}
+
+/// The verify page for a caller at `client`, held to the per-address rate
+/// of `POST /v1/verify`, and made at most once a minute per id and query
+/// while nothing is written.
+pub fn page_for(
+    state: &Region,
+    client: Option<std::net::IpAddr>,
+    record_id: &str,
+    q: PageQuery,
+) -> Result<Option<Value>> {
+    let now = state.clock.now();
+    if let Some(client) = client
+        && let Err(wait_ms) = state.limits.verify_rate.take(&svc_core::limits::address_share(client), now, 1)
+    {
+        return Err(Error::retry_after(
+            Code::RateLimited,
+            wait_ms,
+            "verifications from this address are over their rate",
+        ));
+    }
+    let made = (now.0.div_euclid(svc_core::time::MINUTE), crate::replication::last_seq(&state.store)?);
+    let key = (record_id.to_owned(), q.clone());
+    let pages = || state.verify_pages.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((when, document)) = pages().get(&key)
+        && *when == made
+    {
+        return Ok(document.clone());
+    }
+    let document = page(state, record_id, q)?;
+    pages().put(key, (made, document.clone()));
+    Ok(document)
 }
 
 /// The signed verify page of one version of a record, found by its id and
