@@ -46,7 +46,11 @@ fn generation_of(state: &Region, head: &RecordHead, origin: &str) -> Result<Opti
 /// replicated sequence: a page judges a seal again, unauthenticated work, so
 /// asking for one page over and over costs one judgement a minute (or one
 /// per write that could change it).
-pub struct VerifyPages(std::sync::Mutex<lru::LruCache<(String, PageQuery), ((i64, u64), Option<Value>)>>);
+pub struct VerifyPages(std::sync::Mutex<lru::LruCache<(String, PageQuery), MadePage>>);
+
+/// A page (or the one 404) and when it was made: the minute and the
+/// replicated sequence it read.
+type MadePage = ((i64, u64), Option<Value>);
 
 /// Pages one node keeps.
 const PAGES_KEPT: usize = 10_000;
