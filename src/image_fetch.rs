@@ -75,7 +75,11 @@ impl ImageFetcher {
 }
 
 /// Whether an address is reachable on the public internet: not loopback,
-/// private, shared, link-local, documentation, multicast or unspecified.
+/// private, shared, link-local, documentation, multicast or unspecified,
+/// nor an IPv6 prefix that reaches IPv4 or another network by translation
+/// or tunnel (NAT64, 6to4, Teredo, IPv4-compatible) or is otherwise
+/// special-purpose (IANA's registry: discard-only, the IETF block,
+/// benchmarking, ORCHID, SRv6, site-local).
 fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
@@ -95,13 +99,22 @@ fn is_public(ip: IpAddr) -> bool {
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => is_public(IpAddr::V4(v4)),
             None => {
-                let first = v6.segments()[0];
+                let s = v6.segments();
+                let first = s[0];
                 !(v6.is_loopback()
                     || v6.is_unspecified()
                     || v6.is_multicast()
-                    || (first & 0xfe00) == 0xfc00
-                    || (first & 0xffc0) == 0xfe80
-                    || first == 0x2001 && v6.segments()[1] == 0x0db8)
+                    || (first & 0xfe00) == 0xfc00 // unique local
+                    || (first & 0xffc0) == 0xfe80 // link-local
+                    || (first & 0xffc0) == 0xfec0 // site-local
+                    || first == 0x2001 && s[1] == 0x0db8 // documentation
+                    || first == 0x3fff && s[1] < 0x1000 // documentation (3fff::/20)
+                    || first == 0x0064 && s[1] == 0xff9b // NAT64, well-known and local (64:ff9b::/96, 64:ff9b:1::/48)
+                    || first == 0x2002 // 6to4
+                    || first == 0x2001 && s[1] < 0x0200 // the IETF block: Teredo, benchmarking, ORCHID
+                    || first == 0x0100 && s[1..4] == [0, 0, 0] // discard-only
+                    || first == 0x5f00 // SRv6 segment identifiers
+                    || s[..6] == [0; 6]) // IPv4-compatible (deprecated)
             }
         },
     }
@@ -120,7 +133,25 @@ mod tests {
         for inward in ["::1", "fd00::1", "fe80::1", "::ffff:10.0.0.1", "2001:db8::1"] {
             assert!(!is_public(inward.parse().unwrap()), "{inward}");
         }
-        for outward in ["93.184.215.14", "2606:4700::1111", "8.8.8.8"] {
+        // Prefixes that reach IPv4 or another network: an ad image at any of
+        // them could be the service's own network by another route.
+        let translated = [
+            "64:ff9b::7f00:1",                      // NAT64 of 127.0.0.1
+            "64:ff9b:1::a00:1",                     // local-use NAT64
+            "2002:7f00:1::1",                       // 6to4 of 127.0.0.1
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2", // Teredo
+            "2001:2::1",                            // benchmarking
+            "2001:10::1",                           // ORCHID
+            "100::1",                               // discard-only
+            "::127.0.0.1",                          // IPv4-compatible
+            "fec0::1",                              // site-local
+            "5f00::1",                              // SRv6
+            "3fff::1",                              // documentation
+        ];
+        for inward in translated {
+            assert!(!is_public(inward.parse().unwrap()), "{inward}");
+        }
+        for outward in ["93.184.215.14", "2606:4700::1111", "8.8.8.8", "2001:4860:4860::8888", "2a00:1450::1"] {
             assert!(is_public(outward.parse().unwrap()), "{outward}");
         }
     }

@@ -76,12 +76,14 @@ impl Ledger {
 /// under a cap: a held request is counted until its guard drops. Only keys
 /// with a request in flight are held, so the map is as large as the
 /// listener's connection cap at most.
+#[derive(Debug)]
 pub struct InFlight {
     cap: usize,
     held: Mutex<HashMap<String, usize>>,
 }
 
 /// One request counted in an [`InFlight`]; dropping it ends the count.
+#[derive(Debug)]
 pub struct InFlightGuard {
     of: Arc<InFlight>,
     key: String,
@@ -142,6 +144,8 @@ pub struct Limits {
     pub verify_rate: Ledger,
     pub publishes_per_key: Arc<InFlight>,
     pub publishes_per_address: Arc<InFlight>,
+    /// Account exports under way, one per account.
+    pub exports: Arc<InFlight>,
     /// Portal sign-ins begun per client address share, and per e-mail address.
     pub sign_ins_per_client: Ledger,
     pub sign_ins_per_email: Ledger,
@@ -156,6 +160,7 @@ impl Limits {
             verify_rate: Ledger::new(move || RollingBudget::per_second(verify_per_second)),
             publishes_per_key: InFlight::new(PUBLISHES_PER_KEY),
             publishes_per_address: InFlight::new(PUBLISHES_PER_ADDRESS),
+            exports: InFlight::new(1),
             sign_ins_per_client: Ledger::new(|| RollingBudget::per_minute(SIGN_INS_PER_CLIENT_MINUTE)),
             sign_ins_per_email: Ledger::new(|| RollingBudget::per_minute(SIGN_INS_PER_EMAIL_MINUTE)),
         }

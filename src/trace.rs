@@ -128,11 +128,24 @@ pub struct Tracer {
     pub recent: std::sync::Arc<Recent>,
 }
 
+/// Path parameters that are secrets (an invitation's token, a bulk
+/// upload's id): never written to a trace or a log line.
+const SECRET_PARAMS: &[&str] = &["{token}", "{upload_id}"];
+
+/// `path` with the segments its route names as secrets replaced.
+fn redacted(route: &str, path: &str) -> String {
+    if !SECRET_PARAMS.iter().any(|secret| route.contains(secret)) {
+        return path.to_owned();
+    }
+    let segments = route.split('/').zip(path.split('/'));
+    segments.map(|(r, p)| if SECRET_PARAMS.contains(&r) { "[redacted]" } else { p }).collect::<Vec<_>>().join("/")
+}
+
 /// The middleware: the request's hop around everything that serves it.
 pub async fn layer(State(state): State<Tracer>, request: Request, next: Next) -> Response {
     let hop = Hop::start(request.headers());
     let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str()).to_owned();
-    let (method, path) = (request.method().to_string(), request.uri().path().to_owned());
+    let (method, path) = (request.method().to_string(), redacted(&route, request.uri().path()));
     let started_at = state.clock.now();
     let started = crate::clock::monotonic();
     let trace_id = hop.trace.trace_hex();
@@ -158,4 +171,17 @@ pub async fn layer(State(state): State<Tracer>, request: Request, next: Next) ->
     };
     state.recent.keep(hop.trace.trace_id, served);
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_in_a_path_never_reaches_a_trace() {
+        let route = "/portal/invitations/{token}/begin";
+        assert_eq!(redacted(route, "/portal/invitations/s3cr3t/begin"), "/portal/invitations/[redacted]/begin");
+        assert_eq!(redacted("/v1/uploads/{upload_id}", "/v1/uploads/up_123"), "/v1/uploads/[redacted]");
+        assert_eq!(redacted("/v1/records/{record_id}", "/v1/records/svc_1"), "/v1/records/svc_1", "ids are no secrets");
+    }
 }

@@ -10,7 +10,7 @@ use serde_json::json;
 use webauthn_rs::prelude::{PublicKeyCredential, RegisterPublicKeyCredential};
 
 use super::pages::{self, Nav};
-use super::session::{self, CsrfForm, Person};
+use super::session::{self, CsrfForm};
 use super::{PageResult, html};
 use crate::http::body::JsonBody;
 use crate::region::Region;
@@ -57,13 +57,14 @@ fn signed_in(state: &Region, cookie: &str) -> Response {
     ([(header::SET_COOKIE, session::set_cookie(state, cookie))], Json(json!({"next": "/portal/"}))).into_response()
 }
 
+/// Either portal's people sign out here, a business's or an AI company's.
 pub async fn sign_out(
     State(state): State<Region>,
-    person: Person,
+    member: session::Member,
     headers: HeaderMap,
     axum::Form(form): axum::Form<CsrfForm>,
 ) -> PageResult {
-    person.check_csrf(form.csrf.as_deref())?;
+    member.check_csrf(form.csrf.as_deref())?;
     if let Some(cookie) = session::cookie(&headers) {
         sessions::sign_out(&state, &cookie).await?;
     }

@@ -18,12 +18,15 @@ use crate::service::portal::export;
 const PIPE: usize = 64 * 1024;
 
 pub async fn download(State(state): State<Region>, person: Person) -> PageResult {
-    export::allowed(&person.0)?;
+    let one_at_a_time = export::begin(&state, &person.0)?;
     let name = export::file_name(&state, &person.0);
     let (reader, writer) = tokio::io::duplex(PIPE);
     let out = tokio_util::io::SyncIoBridge::new(writer);
     let signed = person.0.clone();
-    let written = tokio::task::spawn_blocking(move || export::write_archive(&state, &signed, out));
+    let written = tokio::task::spawn_blocking(move || {
+        let _held = one_at_a_time;
+        export::write_archive(&state, &signed, out)
+    });
     let failed = futures::stream::once(async move {
         match written.await {
             Ok(Ok(())) => None,

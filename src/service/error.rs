@@ -82,7 +82,7 @@ impl From<MailboxError> for Error {
     fn from(error: MailboxError) -> Self {
         match error {
             MailboxError::Full(_) | MailboxError::Stopped(_) => {
-                Error::retry_after(Code::Unavailable, 1_000, error.to_string())
+                unavailable_because(1_000, "the service is busy; ask again in a second", error)
             }
             MailboxError::Timeout(actor) => Error::Actor { actor: "mailbox", reason: format!("{actor}: timed out") },
         }
@@ -130,6 +130,14 @@ impl From<Problem> for Error {
     }
 }
 
+/// `503 unavailable` with `Retry-After`, whose cause is the operator's:
+/// logged here, once; the caller is told only `detail`, never the cause's
+/// text (an actor's name, a path, home's internal route).
+pub fn unavailable_because(retry_after_ms: u64, detail: &str, cause: impl Display) -> Error {
+    tracing::warn!(cause = %cause, "{detail}");
+    Error::retry_after(Code::Unavailable, retry_after_ms, detail)
+}
+
 /// A `400 request_invalid` saying why.
 pub fn invalid(detail: impl Into<String>) -> Error {
     Error::detail(Code::RequestInvalid, detail)
@@ -151,5 +159,8 @@ mod tests {
         let problem = failed.into_problem();
         assert_eq!(problem.code, Code::Internal);
         assert_eq!(problem.detail, None, "the cause stays in the log");
+        let busy = Error::from(MailboxError::Stopped("billing".into())).into_problem();
+        assert_eq!(busy.code, Code::Unavailable);
+        assert!(!busy.detail.unwrap_or_default().contains("billing"), "an actor's name stays in the log");
     }
 }

@@ -461,3 +461,43 @@ async fn business_keys_and_bearer_tokens_are_found_through_the_index() {
     assert!(home.state.registry.integration_key_by_bearer(&bearer, now).unwrap().is_some());
     assert!(home.state.registry.integration_key_by_bearer("not-the-token", now).unwrap().is_none());
 }
+
+// An AI company's person can sign out, as a business's can: the session
+// ends at once (a shared computer keeps nothing signed in).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ai_companys_person_signs_out_and_the_session_ends() {
+    let home = Home::start().await;
+    let caller = home.caller("Far AI").await;
+    let person = PortalPerson::register(&home, &caller.company_uuid, "ops@far.example", PasskeyRole::Owner).await;
+    let signed = person.signed(&home).await;
+    assert!(signed.company);
+    let sign_out = axum::http::Request::post("/portal/sign-out")
+        .header("host", crate::common::AUTHORITY)
+        .header("cookie", format!("{}={}", svc::portal::session::COOKIE, person.cookie))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(axum::body::Body::from(format!("csrf={}", signed.csrf)))
+        .unwrap();
+    let answer = home.send(sign_out).await;
+    assert_eq!(answer.status, 303, "{}", String::from_utf8_lossy(&answer.bytes));
+    assert_eq!(answer.headers["location"], "/portal/sign-in");
+    let ended = sessions::resolve(&home.state, &person.cookie).await.unwrap_err();
+    assert_eq!(ended.code(), Code::SignInRequired);
+}
+
+// A person asking for the account export again while one is under way is
+// told to wait: one export at a time per account, each reading every record.
+#[tokio::test(flavor = "multi_thread")]
+async fn account_exports_run_one_at_a_time_per_account() {
+    let home = Home::start().await;
+    let business = home.business("Larch", products_scope(100)).await;
+    let other = home.business("Birch", products_scope(100)).await;
+    let owner = PortalPerson::register(&home, &business.uuid, "owner@larch.example", PasskeyRole::Owner).await;
+    let theirs = PortalPerson::register(&home, &other.uuid, "owner@birch.example", PasskeyRole::Owner).await;
+    let signed = owner.signed(&home).await;
+    let under_way = svc::service::portal::export::begin(&home.state, &signed).unwrap();
+    let again = svc::service::portal::export::begin(&home.state, &signed).unwrap_err();
+    assert_eq!(again.code(), Code::RateLimited, "{again}");
+    assert!(svc::service::portal::export::begin(&home.state, &theirs.signed(&home).await).is_ok(), "another account's");
+    drop(under_way);
+    assert!(svc::service::portal::export::begin(&home.state, &signed).is_ok(), "once the first is done");
+}

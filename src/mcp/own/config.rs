@@ -237,7 +237,10 @@ impl OwnConfig {
     pub fn bearer_token(&self) -> Result<Option<String>, ConfigError> {
         let Some(var) = &self.transport.bearer_token_env else { return Ok(None) };
         match std::env::var(var) {
-            Ok(token) if token.len() >= 32 => Ok(Some(token)),
+            Ok(token) if token.len() >= 32 => {
+                super::forget_variable(var);
+                Ok(Some(token))
+            }
             _ => Err(ConfigError::BearerMissing(var.clone())),
         }
     }
@@ -303,5 +306,18 @@ mod tests {
         refused(format!("{MINIMAL}catalogue = true\n"), "unknown field");
         // Loopback needs no bearer token.
         assert!(parse(&format!("{MINIMAL}transport = {{ type = \"http\", host = \"::1\" }}\n")).is_ok());
+    }
+
+    // The bearer token's variable is read once and leaves the environment:
+    // a tool's child process, or a later dump of the environment, finds none.
+    #[test]
+    fn the_bearer_tokens_variable_is_gone_once_read() {
+        let var = "SVC_TEST_BEARER_GONE_ONCE_READ";
+        // SAFETY: this variable is this test's own; nothing else reads it.
+        unsafe { std::env::set_var(var, "a-bearer-token-of-thirty-two-characters") };
+        let text = format!("{MINIMAL}[transport]\ntype = \"http\"\nbearer_token_env = \"{var}\"\n");
+        let config = parse(&text).unwrap();
+        assert_eq!(config.bearer_token().unwrap().as_deref(), Some("a-bearer-token-of-thirty-two-characters"));
+        assert!(std::env::var(var).is_err(), "removed once read");
     }
 }

@@ -50,7 +50,16 @@ fn key(config: &OwnConfig) -> Result<SigningKey, OwnError> {
     }
     let var = config.key.env.clone().unwrap_or_default();
     let text = std::env::var(&var).map_err(|_| OwnError::KeyEnv(var.clone()))?;
+    forget_variable(&var);
     Ok(crate::client::keyfile::parse(text.as_bytes(), Path::new(&format!("${var}")))?)
+}
+
+/// Removes a secret's variable from the process's environment once read,
+/// so no child process and no later read of the environment finds it.
+pub(crate) fn forget_variable(var: &str) {
+    // SAFETY: read once at start-up, before the server's threads begin
+    // reading the environment (the runtime's own threads do not).
+    unsafe { std::env::remove_var(var) }
 }
 
 /// Everything the tools share, from a checked configuration.

@@ -39,11 +39,11 @@ pub async fn lease_more(state: &Region, campaign_id: &str, cost: Micros) -> Resu
     };
     let lease: Option<Lease> = match &state.replica {
         None => ledger::lease(state, &ask).await?,
-        Some(replica) => replica
-            .link
-            .call("POST", "/internal/v1/ad-lease", Some(&ask), LEASE_WAIT)
-            .await
-            .map_err(|e| Error::retry_after(svc_core::problem::Code::Unavailable, 1_000, format!("home: {e}")))?,
+        Some(replica) => {
+            replica.link.call("POST", "/internal/v1/ad-lease", Some(&ask), LEASE_WAIT).await.map_err(|e| {
+                crate::service::error::unavailable_because(1_000, "home cannot lease the campaign's money now", e)
+            })?
+        }
     };
     let Some(lease) = lease else { return Ok(false) };
     let (campaign_id, now) = (campaign_id.to_owned(), state.clock.now());

@@ -24,6 +24,19 @@ pub fn allowed(signed: &Signed) -> Result<()> {
     signed.require(SEALERS, "the account export")
 }
 
+/// Starts the account's export: one at a time per account (each reads the
+/// whole catalogue), held until the guard drops; another meanwhile is `429`.
+pub fn begin(state: &Region, signed: &Signed) -> Result<crate::limits::InFlightGuard> {
+    allowed(signed)?;
+    state.limits.exports.enter(&signed.account_uuid).ok_or_else(|| {
+        Error::retry_after(
+            Code::RateLimited,
+            10_000,
+            "an export of this account is under way; ask again when it is done",
+        )
+    })
+}
+
 /// The archive's file name.
 pub fn file_name(state: &Region, signed: &Signed) -> String {
     let day = state.clock.now().to_rfc3339_secs();

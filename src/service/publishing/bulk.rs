@@ -135,7 +135,9 @@ pub struct UploadSink {
 }
 
 fn staging(e: std::io::Error) -> Error {
-    unavailable(60, "staging_unavailable", &e.to_string())
+    // The cause names the node's own files: the operator's log, not the caller's answer.
+    tracing::warn!(error = %e, "a bulk file could not be staged");
+    unavailable(60, "staging_unavailable", "the file could not be staged here; send it again")
 }
 
 /// Opens the file of an upload once its form's fields are read: they must

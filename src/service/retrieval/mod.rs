@@ -28,6 +28,7 @@ use svc_core::receipt::{self, Receipt};
 use svc_core::time::UnixMs;
 
 use super::auth::{Credentials, verify_signed};
+use super::error::unavailable_because;
 use super::{Error, Result};
 use crate::actors::billing::{BillingMsg, Reservation, Reserved, Settled};
 use crate::actors::mailbox::MailboxError;
@@ -357,8 +358,8 @@ pub async fn deliver(
             state.metrics.count("svc_billing_events_total", &[("outcome", outcome.to_owned())], 1);
         }
         // A billable answer that cannot be billed is not served.
-        Ok(Err(e)) => return Err(unavailable(&format!("billing failed: {e}"))),
-        Err(e) => return Err(unavailable(&format!("billing unreachable: {e}"))),
+        Ok(Err(e)) => return Err(unavailable_because(UNAVAILABLE_RETRY_MS, "the request could not be billed", e)),
+        Err(e) => return Err(unavailable_because(UNAVAILABLE_RETRY_MS, "the request could not be billed", e)),
     }
     state.limits.query_cost.spend(&caller.key.key_id, now, served.cost);
     Ok(envelope_json)
