@@ -47,8 +47,11 @@ impl AdFeed {
         // A page from a restored home starts again at its head: judged from there.
         let from = after.min(page.head);
         page.check(from, args.link.now()).map_err(|e| ActorError::from(LinkError::OutOfRange(e)))?;
+        let secret = args.link.unwrap_conversation_secret(&page.wrapped_secret).ok_or_else(|| {
+            ActorError::from(LinkError::OutOfRange("the conversation secret is not wrapped for this region".into()))
+        })?;
         let now = args.link.now();
-        let learned = args.ads.call(|reply| AdMsg::LearnFeed { page, now, reply }).await??;
+        let learned = args.ads.call(|reply| AdMsg::LearnFeed { page, secret, now, reply }).await??;
         args.status.ad_feed_learned.store(learned, Ordering::Relaxed);
         Ok(())
     }

@@ -169,6 +169,8 @@ pub enum AdMsg {
     /// answers the cursor after it.
     LearnFeed {
         page: AdFeedPage,
+        /// The conversation secret the page carried, unwrapped.
+        secret: Vec<u8>,
         now: UnixMs,
         reply: RpcReplyPort<Result<u64, ActorError>>,
     },
@@ -445,15 +447,15 @@ impl AdState {
     /// A read region: counts the other regions' facts of a page of home's
     /// feed (its own it counted when they happened), keeps home's secret,
     /// and moves its cursor, in one write.
-    fn learn_feed(&mut self, page: &AdFeedPage, now: UnixMs) -> Result<u64, ActorError> {
+    fn learn_feed(&mut self, page: &AdFeedPage, secret: &[u8], now: UnixMs) -> Result<u64, ActorError> {
         let AdRole::Region { region, .. } = &self.role else {
             return Err(ActorError::Refused("home writes the ad feed; it does not read one"));
         };
         let region = region.clone();
         let store = self.store.clone();
         let mut batch = store.batch();
-        if store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.as_deref() != Some(&page.secret[..]) {
-            batch.put(cf::AD_BOOK, CONVERSATION_SECRET, &page.secret);
+        if store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.as_deref() != Some(secret) {
+            batch.put(cf::AD_BOOK, CONVERSATION_SECRET, &secret.to_vec());
         }
         if store.get::<u32>(cf::AD_BOOK, TAKE_BPS)? != Some(page.take_bps) {
             batch.put(cf::AD_BOOK, TAKE_BPS, &page.take_bps);
@@ -752,8 +754,8 @@ impl Actor for AdReservations {
             AdMsg::Learn { region, facts, now, reply } => {
                 let _ = reply.send(state.learn(&region, &facts, now));
             }
-            AdMsg::LearnFeed { page, now, reply } => {
-                let _ = reply.send(state.learn_feed(&page, now));
+            AdMsg::LearnFeed { page, secret, now, reply } => {
+                let _ = reply.send(state.learn_feed(&page, &secret, now));
             }
             AdMsg::FeedCursor(reply) => {
                 let _ = reply.send(state.feed_cursor);

@@ -94,7 +94,8 @@ async fn ad_feed(State(state): State<Region>, req: Request) -> Result<Response> 
     let (parts, _) = req.into_parts();
     let admitted = admitted_poll(&state, &parts)?;
     let query = query(&parts)?;
-    Ok(sealed(&admitted, POSTCARD, None, internal::ad_feed(&state, query.after, query.wait_ms).await?))
+    let page = internal::ad_feed(&state, &admitted.region, query.after, query.wait_ms).await?;
+    Ok(sealed(&admitted, POSTCARD, None, page))
 }
 
 fn query(parts: &Parts) -> Result<LogQuery> {

@@ -146,22 +146,24 @@ pub struct AdFeedEntry {
 
 /// A page of home's ad feed (`GET /internal/v1/ad-feed`): its newest
 /// sequence number, the service's conversation secret (so every region
-/// draws the same digest from a `session_ref`), the take rate in force,
-/// and the entries.
+/// draws the same digest from a `session_ref`) wrapped under the asking
+/// region's own key (`svc_core::link::conversation_key`), the take rate in
+/// force, and the entries.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdFeedPage {
     pub head: u64,
-    pub secret: Vec<u8>,
+    pub wrapped_secret: Vec<u8>,
     /// The take rate in force (basis points).
     pub take_bps: u32,
     pub entries: Vec<AdFeedEntry>,
 }
 
 impl AdFeedPage {
-    /// Entries after `after`, in order, each fact in range; a secret of 32 bytes.
+    /// Entries after `after`, in order, each fact in range; a wrapped
+    /// secret of 32 bytes.
     pub fn check(&self, after: u64, now: UnixMs) -> Result<(), String> {
-        if self.secret.len() != 32 {
-            return Err("home's conversation secret is not 32 bytes".into());
+        if self.wrapped_secret.len() != svc_core::wrap::NONCE_LEN + 32 + 16 {
+            return Err("home's wrapped conversation secret is not of 32 bytes".into());
         }
         if self.take_bps > svc_core::ads::MAX_TAKE_BPS {
             return Err(format!("a take rate of {} basis points is out of range", self.take_bps));

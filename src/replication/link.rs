@@ -116,6 +116,12 @@ impl HomeLink {
         Ok(self.clients.forward(request).await?)
     }
 
+    /// The conversation secret home wrapped for this region, unwrapped with
+    /// the region's own token; `None` if it is not home's for this region.
+    pub fn unwrap_conversation_secret(&self, wrapped: &[u8]) -> Option<Vec<u8>> {
+        svc_core::wrap::unwrap(&link::conversation_key(&self.token), self.region.as_bytes(), wrapped)
+    }
+
     /// The region's clock, as its requests are stamped with it.
     pub fn now(&self) -> UnixMs {
         self.clock.now()

@@ -213,8 +213,9 @@ pub async fn nonce_feed(state: &Region, after: u64, wait_ms: u64) -> Result<Vec<
 }
 
 /// The ad facts after `after`, oldest first, with the feed's head, the
-/// service's conversation secret and the take rate in force.
-pub async fn ad_feed(state: &Region, after: u64, wait_ms: u64) -> Result<Vec<u8>> {
+/// service's conversation secret wrapped for `region` (under a key of its
+/// own token: never in clear on the link) and the take rate in force.
+pub async fn ad_feed(state: &Region, region: &str, after: u64, wait_ms: u64) -> Result<Vec<u8>> {
     state.home()?;
     let entries = long_poll(&state.store, cf::AD_FEED, wait_ms, || {
         exchange::ad_feed_after(&state.store, after, MAX_ENTRIES * 10).map_err(Error::from)
@@ -222,8 +223,18 @@ pub async fn ad_feed(state: &Region, after: u64, wait_ms: u64) -> Result<Vec<u8>
     .await?;
     let head = state.store.last_key(cf::AD_FEED)?.and_then(|k| from_be(&k)).unwrap_or(0);
     let secret = crate::service::ads::reservations::conversation_secret(state)?;
+    let token = region_token(state, region)?;
+    let nonce = crate::clock::random::<{ svc_core::wrap::NONCE_LEN }>();
+    let wrapped_secret = svc_core::wrap::wrap(&link::conversation_key(token), region.as_bytes(), nonce, &secret);
     let take_bps = crate::service::ads::reservations::take_rate(state)?;
-    encode(&AdFeedPage { head, secret, take_bps, entries })
+    encode(&AdFeedPage { head, wrapped_secret, take_bps, entries })
+}
+
+/// A region's token, as home's config holds it.
+fn region_token<'s>(state: &'s Region, region: &str) -> Result<&'s str> {
+    let replication = state.config.replication.as_ref().ok_or_else(|| Error::new(Code::NotFound))?;
+    let named = replication.regions.iter().find(|r| r.name == region);
+    named.map(|r| r.token.as_str()).ok_or_else(|| Error::detail(Code::Unauthorized, "no such region"))
 }
 
 /// A region's report: its receipt keys are certified, its claims join

@@ -670,7 +670,21 @@ async fn home_takes_each_ad_fact_once_and_passes_it_on_in_its_feed() {
     let internal = Transport::new(&format!("http://{}", home.internal_addr.unwrap())).unwrap();
     let page: AdFeedPage = postcard::from_bytes(&internal.send(request).await.unwrap().bytes).unwrap();
     assert_eq!(page.head, 3);
-    assert_eq!(page.secret.len(), 32);
+    // The conversation secret is wrapped for eu: only eu's token opens it,
+    // and it never crosses the link in clear.
+    let secret: Vec<u8> = home
+        .state
+        .store
+        .get(svc::store::cf::AD_BOOK, svc::actors::ad_reservations::CONVERSATION_SECRET)
+        .unwrap()
+        .unwrap();
+    assert!(!page.wrapped_secret.windows(32).any(|w| w == secret.as_slice()), "not in clear");
+    let opened = svc_core::wrap::unwrap(&svc_core::link::conversation_key(&token("eu")), b"eu", &page.wrapped_secret);
+    assert_eq!(opened, Some(secret.clone()));
+    assert_eq!(
+        svc_core::wrap::unwrap(&svc_core::link::conversation_key(&token("ap")), b"ap", &page.wrapped_secret),
+        None
+    );
     let told: Vec<(&str, u64)> = page.entries.iter().map(|e| (e.region.as_str(), e.fact.seq)).collect();
     assert_eq!(told, [("eu", 1), ("eu", 2), ("eu", 3)]);
 

@@ -50,5 +50,6 @@ pub mod tlog;
 pub mod trace_context;
 pub mod verify;
 pub mod web_bot_auth;
+pub mod wrap;
 
 pub use reason::Reason;

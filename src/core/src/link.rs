@@ -105,6 +105,13 @@ pub fn answer_mac_matches(
     matches(answer(token, request, status, head, body), presented)
 }
 
+/// The key home wraps the conversation secret under for one region, and
+/// the region unwraps it with: drawn from that region's token, which never
+/// crosses the wire, so neither does the secret in clear.
+pub fn conversation_key(token: &str) -> [u8; 32] {
+    keyed(token, &["svc-link-conversation-secret/1"]).finalize().into_bytes().into()
+}
+
 /// Whether a request made at `at_ms` is within the window of `now_ms`.
 pub fn fresh(at_ms: i64, now_ms: i64) -> bool {
     at_ms.abs_diff(now_ms) <= WINDOW_MS as u64
