@@ -49,6 +49,16 @@ pub struct NodeConfig {
     pub admin_token: String,
     #[serde(default)]
     pub admin_token_file: Option<PathBuf>,
+    /// A file holding the operator's key-encryption key (a token, as
+    /// `svc secret` draws one): the node's seeds, and at home the hosted
+    /// businesses' seeds, are stored wrapped under a key drawn from it.
+    /// `SVC_KEY_ENCRYPTION_KEY` may give it instead (read once, then removed
+    /// from the environment).
+    #[serde(default)]
+    pub key_encryption_key_file: Option<PathBuf>,
+    /// The key, once read: never in a config file, never printed.
+    #[serde(skip)]
+    pub key_encryption_key: Option<crate::service_keys::KeyEncryptionKey>,
     /// WebAuthn relying party of the business portal (passkey seals).
     pub passkey_rp_id: String,
     pub passkey_origin: String,
@@ -492,6 +502,8 @@ impl NodeConfig {
             public_base_url: None,
             admin_token: hex::encode(crate::clock::random::<16>()),
             admin_token_file: None,
+            key_encryption_key_file: None,
+            key_encryption_key: None,
             passkey_rp_id: "portal.svc.localhost".into(),
             passkey_origin: "https://portal.svc.localhost".into(),
             url_blocklist: None,
@@ -625,6 +637,9 @@ pub fn check_secret(what: &str, token: &str) -> Result<(), ConfigError> {
     Err(ConfigError::WeakSecret { what: what.to_owned(), why })
 }
 
+/// The variable a key-encryption key may be given in instead of a file.
+pub const KEY_ENCRYPTION_KEY_VAR: &str = "SVC_KEY_ENCRYPTION_KEY";
+
 /// A token given inline or in a file (relative paths from `base`), never both.
 fn read_secret(what: &str, inline: &mut String, file: &Option<PathBuf>, base: &Path) -> Result<(), ConfigError> {
     let Some(file) = file else { return Ok(()) };
@@ -641,6 +656,20 @@ impl NodeConfig {
     /// Reads the tokens given as files, relative to the config file's folder.
     pub fn read_secret_files(&mut self, base: &Path) -> Result<(), ConfigError> {
         read_secret("admin_token", &mut self.admin_token, &self.admin_token_file, base)?;
+        let mut kek = String::new();
+        read_secret("key_encryption_key", &mut kek, &self.key_encryption_key_file, base)?;
+        if kek.is_empty()
+            && let Ok(text) = std::env::var(KEY_ENCRYPTION_KEY_VAR)
+        {
+            // SAFETY: read once while the node starts, before its threads
+            // read the environment.
+            unsafe { std::env::remove_var(KEY_ENCRYPTION_KEY_VAR) };
+            kek = text.trim().to_owned();
+        }
+        if !kek.is_empty() {
+            check_secret("key_encryption_key", &kek)?;
+            self.key_encryption_key = Some(crate::service_keys::KeyEncryptionKey::from_token(&kek));
+        }
         if let Some(link) = &mut self.replication {
             read_secret("token", &mut link.token, &link.token_file, base)?;
             for region in &mut link.regions {

@@ -364,20 +364,25 @@ impl Engine {
         purpose: svc_core::keyset::Purpose,
         now: UnixMs,
     ) -> StoreResult<Option<Vec<String>>> {
-        let store = self.log.store().clone();
-        let Some(successor) = self.keys.draw_successor(&store, purpose, now)? else {
+        let Some(successor) = self.keys.draw_successor(purpose, now) else {
             return Ok(None);
         };
+        let stored = self.keys.stored_rotations(&successor.all)?;
         let kids = successor.entries.iter().map(|e| e.kid.clone()).collect();
         let entries = successor.entries;
         let succeed = |all: &mut Vec<_>| {
             svc_core::keyset::succeed(all, entries, now);
             Ok(true)
         };
-        let rotations = successor.all;
         // Listing a successor never refuses: only the stored write can fail.
-        let _listed = self.amend_key_set(now, succeed, |change| {
-            change.put(cf::META, ServiceKeys::rotations_key(), &rotations);
+        let (clear_key, wrapped_key) = ServiceKeys::rotations_keys();
+        let _listed = self.amend_key_set(now, succeed, |change| match &stored {
+            crate::service_keys::StoredRotations::Clear(rotations) => {
+                change.put(cf::META, clear_key, rotations);
+            }
+            crate::service_keys::StoredRotations::Wrapped(wrapped) => {
+                change.put(cf::META, wrapped_key, wrapped);
+            }
         })?;
         self.keys.install(&successor.rotation);
         Ok(Some(kids))

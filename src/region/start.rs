@@ -76,6 +76,8 @@ pub enum StartError {
     Mailbox(#[from] crate::actors::mailbox::MailboxError),
     #[error(transparent)]
     KeySet(#[from] crate::key_set::KeySetError),
+    #[error(transparent)]
+    Keys(#[from] crate::service_keys::KeysError),
     /// A token too weak to guard what it guards.
     #[error(transparent)]
     Secrets(#[from] crate::config::ConfigError),
@@ -102,7 +104,15 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     let db = config.data_dir.join("db");
     let store = Store::open_migrating(&db, crate::replication::legacy_log_entry)
         .map_err(|source| StartError::Store { path: db.clone(), source })?;
-    let keys = Arc::new(ServiceKeys::load_or_create(&store)?);
+    let keys = Arc::new(ServiceKeys::load_or_create(&store, config.key_encryption_key.as_ref())?);
+    if config.role == Role::Home
+        && let Some(kek) = &config.key_encryption_key
+    {
+        let wrapped = crate::service::portal::hosted::wrap_clear_seeds(&store, kek)?;
+        if wrapped > 0 {
+            tracing::info!(seeds = wrapped, "hosted seeds wrapped under the key-encryption key");
+        }
+    }
     let indexed = Registry::index_keys(&store).map_err(|source| StartError::Store { path: db.clone(), source })?;
     if indexed > 0 {
         tracing::info!(keys = indexed, "business keys indexed by business and bearer digest");

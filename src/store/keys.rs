@@ -132,6 +132,11 @@ pub mod meta {
     pub const SERVICE_KEY_SEEDS: &[u8] = b"service_key_seeds";
     /// Home: rotations of the service's non-root keys (replicated).
     pub const SERVICE_KEY_ROTATIONS: &[u8] = b"service_key_rotations";
+    /// The seeds, wrapped under the operator's key-encryption key; then
+    /// `SERVICE_KEY_SEEDS` is gone.
+    pub const SERVICE_KEY_SEEDS_WRAPPED: &[u8] = b"service_key_seeds_wrapped";
+    /// The rotations, wrapped likewise.
+    pub const SERVICE_KEY_ROTATIONS_WRAPPED: &[u8] = b"service_key_rotations_wrapped";
     /// When the service keys were first drawn.
     pub const SERVICE_KEYS_CREATED_AT: &[u8] = b"service_keys_created_at";
     /// A read region: the last receipt sequence home has taken.

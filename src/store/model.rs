@@ -1026,16 +1026,28 @@ pub struct AdConversation {
 /// The sealing key the service holds for a business that chose hosted
 /// signing, by business uuid (home only, never replicated): its secret,
 /// and the owner's passkey-signed `custody-request.v1` that asked for it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostedKey {
     pub key_id: String,
-    /// The Ed25519 seed.
+    /// The Ed25519 seed: wrapped under the operator's key-encryption key
+    /// (60 bytes, `svc_core::wrap`), or in clear (32) on a node without one.
     #[serde(with = "serde_bytes")]
     pub seed: Vec<u8>,
     /// The consent envelope as JSON bytes.
     #[serde(with = "serde_bytes")]
     pub consent: Vec<u8>,
     pub enabled_at: UnixMs,
+}
+
+/// The seed is never printed.
+impl std::fmt::Debug for HostedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostedKey")
+            .field("key_id", &self.key_id)
+            .field("seed", &"[redacted]")
+            .field("enabled_at", &self.enabled_at)
+            .finish_non_exhaustive()
+    }
 }
 
 #[cfg(test)]

@@ -501,3 +501,93 @@ async fn account_exports_run_one_at_a_time_per_account() {
     drop(under_way);
     assert!(svc::service::portal::export::begin(&home.state, &signed).is_ok(), "once the first is done");
 }
+
+/// Stops `home` and answers its folder, for a start over the same store.
+async fn stopped(home: Home) -> tempfile::TempDir {
+    home.state.stop_actors().await;
+    let Home { dir, state, .. } = home;
+    drop(state);
+    dir
+}
+
+/// Whether any file under `dir` holds `bytes` (a stolen disk or backup).
+fn on_disk(dir: &std::path::Path, bytes: &[u8]) -> bool {
+    let mut found = false;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found |= on_disk(&path, bytes);
+        } else if let Ok(content) = std::fs::read(&path) {
+            found |= content.windows(bytes.len()).any(|w| w == bytes);
+        }
+    }
+    found
+}
+
+// A thief with the store (a disk, a backup) but not the operator's
+// key-encryption key finds no usable seed: the node's seeds and a hosted
+// business's seed are stored wrapped; a store is wrapped in place when a
+// key is first given; the node does not start without the key, or with
+// another; a hosted seed switched off leaves the store's files; and a seed
+// never shows in a debug print.
+#[tokio::test(flavor = "multi_thread")]
+async fn seeds_at_rest_are_wrapped_under_the_operators_key() {
+    use svc::service_keys::KeyEncryptionKey;
+    use svc::store::cf;
+    let kek = || Some(KeyEncryptionKey::from_token("the-operators-key-encryption-token-0001"));
+    let clear_seeds =
+        |home: &Home| home.state.store.get::<Vec<u8>>(cf::META, b"service_key_seeds").unwrap_or(Some(vec![]));
+    let wrapped_seeds = |home: &Home| home.state.store.get::<Vec<u8>>(cf::META, b"service_key_seeds_wrapped").unwrap();
+
+    // Started without a key: seeds in clear. Given one: wrapped in place.
+    let home = Home::start().await;
+    assert!(clear_seeds(&home).is_some() && wrapped_seeds(&home).is_none());
+    let statement_key = home.state.keys.statement.classical.verifying_key().thumbprint();
+    let dir = stopped(home).await;
+    let home = Home::start_with_config(dir, |c| c.key_encryption_key = kek()).await;
+    assert!(clear_seeds(&home).is_none(), "the clear seeds are gone");
+    assert!(wrapped_seeds(&home).is_some_and(|w| w.len() > 200));
+    assert_eq!(home.state.keys.statement.classical.verifying_key().thumbprint(), statement_key, "the same keys");
+
+    // Hosted signing on: the business's seed is stored wrapped, and signs.
+    let business = home.business("Larch", products_scope(100)).await;
+    let owner = PortalPerson::register(&home, &business.uuid, "owner@larch.example", PasskeyRole::Owner).await;
+    let signed = owner.signed(&home).await;
+    let (request, payload_type) = hosted::request(&home.state, &signed, Custody::Hosted).unwrap();
+    assert!(hosted::switch(&home.state, &business.uuid, &owner.seal(&home, &payload_type, &request)).await.unwrap());
+    let held = hosted::held(&home.state, &business.uuid).unwrap().unwrap();
+    assert_eq!(held.seed.len(), 60, "wrapped: nonce, seed and tag");
+    assert!(!format!("{held:?}").contains(&format!("{:?}", held.seed)), "never printed");
+    let prepared = saves::prepare(&home.state, &signed, RecordType::Updates, update_bytes("u-1")).await.unwrap();
+    let saved = saves::confirm_hosted(&home.state, &signed, &prepared.ceremony_id).await.unwrap();
+    assert!(matches!(saved, saves::Finished::Record(svc::service::publishing::saves::Saved::Published { .. })));
+
+    // No start without the key, nor with another.
+    let dir = stopped(home).await;
+    let path = dir.path().to_path_buf();
+    let config = |kek: Option<KeyEncryptionKey>| {
+        let mut config = svc::config::NodeConfig::local_home(
+            path.clone(),
+            "127.0.0.1:0".parse().unwrap(),
+            "127.0.0.1:0".parse().unwrap(),
+        );
+        config.environment = svc::store::model::Environment::Production;
+        config.key_encryption_key = kek;
+        config
+    };
+    let clock = std::sync::Arc::new(svc::clock::ManualClock::at(crate::common::START));
+    let without = svc::region::start(config(None), clock.clone()).await.err().expect("refused without the key");
+    assert!(without.to_string().contains("key-encryption key"), "{without}");
+    let other = Some(KeyEncryptionKey::from_token("another-key-encryption-token-of-32-chars"));
+    let wrong = svc::region::start(config(other), clock).await.err().expect("refused with another key");
+    assert!(wrong.to_string().contains("not the one"), "{wrong}");
+
+    // With it: hosted signing off, and the wrapped seed leaves the files.
+    let home = Home::start_with_config(dir, |c| c.key_encryption_key = kek()).await;
+    let signed = owner.signed(&home).await;
+    let (request, payload_type) = hosted::request(&home.state, &signed, Custody::OwnKey).unwrap();
+    assert!(!hosted::switch(&home.state, &business.uuid, &owner.seal(&home, &payload_type, &request)).await.unwrap());
+    assert!(hosted::held(&home.state, &business.uuid).unwrap().is_none());
+    let db = home.dir.path().join("db");
+    crate::common::eventually("the deleted seed leaves the store's files", async || !on_disk(&db, &held.seed)).await;
+}

@@ -18,6 +18,7 @@ use crate::replication::Change;
 use crate::service::business_keys::{add_key, passkey_document, revoke_key, sealing_key};
 use crate::service::error::invalid;
 use crate::service::{Error, Result};
+use crate::service_keys::KeyEncryptionKey;
 use crate::store::cf;
 use crate::store::model::*;
 
@@ -59,13 +60,13 @@ pub async fn switch(state: &Region, business_uuid: &str, envelope: &Envelope) ->
     let mut change = Change::new();
     match (request.custody, current) {
         (Custody::Hosted, None) => {
-            let seed = crate::clock::random::<32>();
+            let seed = zeroize::Zeroizing::new(crate::clock::random::<32>());
             let signing = SigningKey::from_seed(Alg::Ed25519, &seed).map_err(Error::internal)?;
             let public = signing.verifying_key();
             let key = sealing_key(state, business_uuid, &public, None, now)?;
             add_key(state, &mut change, &key, Custody::Hosted, now);
-            let hosted =
-                HostedKey { key_id: key.key_id, seed: seed.to_vec(), consent: envelope.to_json(), enabled_at: now };
+            let seed = stored_seed(state.keys.kek(), business_uuid, seed.as_slice());
+            let hosted = HostedKey { key_id: key.key_id, seed, consent: envelope.to_json(), enabled_at: now };
             change.require_absent(cf::HOSTED_KEYS, business_uuid.as_bytes());
             change.put(cf::HOSTED_KEYS, business_uuid.as_bytes(), &hosted);
         }
@@ -79,7 +80,60 @@ pub async fn switch(state: &Region, business_uuid: &str, envelope: &Envelope) ->
         (Custody::OwnKey, None) => return Err(invalid("hosted signing is already off")),
     }
     apply(state, change).await?;
+    if request.custody == Custody::OwnKey {
+        // The deleted seed leaves the store's files too, as a deleted
+        // record's bytes do.
+        let key = business_uuid.as_bytes().to_vec();
+        tokio::task::block_in_place(|| state.store.purge_replaced(&[(cf::HOSTED_KEYS, key.clone(), key)]))?;
+    }
     Ok(request.custody == Custody::Hosted)
+}
+
+/// What a hosted seed's wrapping is for: the business's own seed.
+fn seed_purpose(business_uuid: &str) -> Vec<u8> {
+    [b"svc-hosted-seed/1\0".as_slice(), business_uuid.as_bytes()].concat()
+}
+
+/// A seed as stored: wrapped under the key-encryption key when the node
+/// has one, else in clear.
+fn stored_seed(kek: Option<&KeyEncryptionKey>, business_uuid: &str, seed: &[u8]) -> Vec<u8> {
+    match kek {
+        Some(kek) => kek.wrap(&seed_purpose(business_uuid), seed),
+        None => seed.to_vec(),
+    }
+}
+
+/// The seed a stored one holds, cleared from memory when dropped.
+fn open_seed(state: &Region, business_uuid: &str, stored: &[u8]) -> Result<zeroize::Zeroizing<Vec<u8>>> {
+    if stored.len() == 32 {
+        return Ok(zeroize::Zeroizing::new(stored.to_vec()));
+    }
+    let kek = state
+        .keys
+        .kek()
+        .ok_or_else(|| Error::internal("a hosted seed is wrapped and no key-encryption key was given"))?;
+    kek.unwrap(&seed_purpose(business_uuid), stored).ok_or_else(|| Error::internal("a hosted seed does not unwrap"))
+}
+
+/// Wraps every hosted seed stored in clear (written by a start without a
+/// key-encryption key), in one write: home's start, given the key.
+pub fn wrap_clear_seeds(store: &crate::store::Store, kek: &KeyEncryptionKey) -> crate::store::StoreResult<usize> {
+    let mut batch = store.batch();
+    let mut wrapped = 0;
+    for (key, hosted) in store.scan::<HostedKey>(cf::HOSTED_KEYS, &[], None, usize::MAX)? {
+        if hosted.seed.len() == 32 {
+            let business_uuid = String::from_utf8_lossy(&key).into_owned();
+            let seed = zeroize::Zeroizing::new(hosted.seed.clone());
+            batch.put(
+                cf::HOSTED_KEYS,
+                &key,
+                &HostedKey { seed: stored_seed(Some(kek), &business_uuid, &seed), ..hosted },
+            );
+            wrapped += 1;
+        }
+    }
+    batch.commit()?;
+    Ok(wrapped)
 }
 
 /// Signs a prepared seal payload with the business's hosted key, naming
@@ -89,8 +143,9 @@ pub fn sign(state: &Region, business_uuid: &str, payload_type: &str, seal_payloa
     let mut seal: svc_core::seal::SealV2 = serde_json::from_slice(seal_payload).map_err(Error::internal)?;
     seal.key_id = hosted.key_id;
     let payload = svc_core::canonical::to_signed_bytes(&seal).map_err(Error::internal)?;
-    let seed: [u8; 32] = hosted.seed.as_slice().try_into().map_err(|_| Error::internal("hosted key seed"))?;
-    let key = SigningKey::from_seed(Alg::Ed25519, &seed).map_err(Error::internal)?;
+    let seed = open_seed(state, business_uuid, &hosted.seed)?;
+    let seed: &[u8; 32] = seed.as_slice().try_into().map_err(|_| Error::internal("hosted key seed"))?;
+    let key = SigningKey::from_seed(Alg::Ed25519, seed).map_err(Error::internal)?;
     Ok(Envelope::sign(payload_type, &payload, &[&key]))
 }
 
