@@ -210,6 +210,13 @@ fn lease_key(campaign_id: &str) -> Vec<u8> {
     [LEASE, campaign_id.as_bytes()].concat()
 }
 
+/// The key of a token's `n`th confirmation in `ad_tokens`: the token's key,
+/// 0xff (never in a token's UTF-8 id, so no token's confirmations run into
+/// another's), and `n`.
+fn confirmation_key(token_key: &[u8], n: usize) -> Vec<u8> {
+    [token_key, &[0xff], &(n as u32).to_be_bytes()].concat()
+}
+
 /// The key of a key's charged clicks on a campaign in the hour of `at`.
 fn billed_clicks_key(at: UnixMs, key_id: &str, campaign_id: &str) -> Vec<u8> {
     let hour = be(at.0.div_euclid(HOUR).max(0) as u64);
@@ -483,7 +490,7 @@ impl AdState {
     }
 
     fn confirm(&mut self, ask: &Confirmation, batch: &mut Batch<'_>) -> Result<Confirmed, ActorError> {
-        let mut token = self.store.get::<AdToken>(cf::AD_TOKENS, &ask.token_key)?.unwrap_or_default();
+        let token = AdToken { confirmations: self.confirmations(&ask.token_key)? };
         let earlier: Vec<Earlier> = token
             .confirmations
             .iter()
@@ -545,14 +552,17 @@ impl AdState {
         if token.confirmations.len() >= AdToken::MAX {
             return Err(ActorError::Invalid(format!("a token is confirmed at most {} times", AdToken::MAX)));
         }
-        token.confirmations.push(AdConfirmation {
+        // Appended under its own key: a token's thousandth confirmation
+        // writes one, not all that came before.
+        let confirmation = AdConfirmation {
             idempotency_key: ask.idempotency_key.clone(),
             request: ask.request,
             accepted,
             charged,
             at: ask.now,
             answer: answer.clone(),
-        });
+        };
+        batch.put(cf::AD_TOKENS, &confirmation_key(&ask.token_key, token.confirmations.len()), &confirmation);
         if accepted {
             self.event_seq += 1;
             let event = AdEvent {
@@ -595,9 +605,19 @@ impl AdState {
             }
             batch.put(cf::AD_CONVERSATIONS, &conversation_key, &conversation);
         }
-        batch.put(cf::AD_TOKENS, &ask.token_key, &token);
         self.write_lease(batch, &ask.campaign_id);
         Ok(Confirmed::Answer(answer))
+    }
+
+    /// A token's confirmations, in the order they came: each under its
+    /// own key (and, from builds that kept them whole, the token's list).
+    fn confirmations(&self, token_key: &[u8]) -> Result<Vec<AdConfirmation>, ActorError> {
+        let mut all = self.store.get::<AdToken>(cf::AD_TOKENS, token_key)?.unwrap_or_default().confirmations;
+        let prefix = confirmation_key(token_key, 0);
+        let appended =
+            self.store.scan::<AdConfirmation>(cf::AD_TOKENS, &prefix[..prefix.len() - 4], None, AdToken::MAX)?;
+        all.extend(appended.into_iter().map(|(_, c)| c));
+        Ok(all)
     }
 
     fn forget(&mut self, batch: &mut Batch<'_>, now: UnixMs) -> Result<(), ActorError> {

@@ -166,7 +166,8 @@ pub mod cf {
     /// (`svc_core::ads::reserve::Book`, one value).
     pub const AD_BOOK: &str = "ad_book";
     /// A region's own: each render or click token's confirmations, by the
-    /// token's time (ms, big-endian) ‖ its id (`AdToken`).
+    /// token's time (ms, big-endian) ‖ its id ‖ 0xff ‖ the confirmation's
+    /// number (`AdConfirmation`, one per key, appended).
     pub const AD_TOKENS: &str = "ad_tokens";
     /// Every node's own: a conversation's renders and clicks of an item, by
     /// conversation digest ‖ 0 ‖ item id (`AdConversation`), kept 24 hours;

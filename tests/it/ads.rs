@@ -1189,6 +1189,11 @@ async fn one_render_buys_one_billed_click_not_a_thousand() {
             assert_eq!(used().await, 500_000, "the first click is charged 0.50");
         }
     }
+    // Each confirmation was appended under its own key (the render's and
+    // 999 clicks'), not the token's whole list written again each time.
+    let kept: Vec<(Vec<u8>, svc::store::model::AdConfirmation)> =
+        home.state.store.scan(svc::store::cf::AD_TOKENS, &[], None, 10_000).unwrap();
+    assert_eq!(kept.len(), 1 + 999);
     // The business sees every click and pays for one.
     home.clock.advance(3_600_000);
     let days = ad_days(&home, &business.uuid).await;
