@@ -239,12 +239,16 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     if crate::search::prepare_layout(&index_dir, config.shards_per_collection)? {
         crate::actors::indexer::forget_applied(&store)?;
     }
-    let (index, writers) = crate::search::open_all(&index_dir, config.shards_per_collection)?;
+    let (index, openers) = crate::search::open_all(&index_dir, config.shards_per_collection)?;
     let mut shards = std::collections::HashMap::new();
     let mut index_shards = Vec::new();
-    for (collection, n, writer) in writers {
+    for (collection, n, opener) in openers {
         let name = format!("index_shard/{}/{n}", collection.name());
-        let shard = supervise(&sup, Spec::once(name, IndexShard, writer)).await?;
+        // A failed shard is reopened from its directory, like any actor.
+        let writer = move || {
+            opener.writer().map_err(|e| super::supervisor::SpawnError(format!("opening the index writer: {e}")))
+        };
+        let shard = supervise(&sup, Spec::new(name, IndexShard, writer)).await?;
         index_shards.push(shard.clone());
         shards.insert((collection, n), shard);
     }

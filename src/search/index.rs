@@ -11,7 +11,6 @@ use std::time::Instant;
 
 use svc_core::ids::RecordType;
 use svc_core::search::{Direction, SearchQuery};
-use tantivy::indexer::IndexWriterOptions;
 use tantivy::schema::{Field, Value};
 use tantivy::{DocAddress, TantivyDocument};
 
@@ -22,7 +21,7 @@ use super::orders::SortOrders;
 use super::plan::ShardPlan;
 use super::shard::*;
 
-pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedWriter>), SearchError> {
+pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedOpener>), SearchError> {
     let mut readers: HashMap<RecordType, Vec<Arc<ShardReader>>> = HashMap::new();
     let mut writers = Vec::new();
     let ledger = Ledger::new(dir);
@@ -30,20 +29,13 @@ pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedWrit
         for n in 0..shards.max(1) {
             let (index, reader, fields) =
                 open(&dir.join(collection.name()).join(n.to_string()), collection, ledger.clone())?;
-            let writer = index.writer_with_options(
-                IndexWriterOptions::builder()
-                    .num_worker_threads(1)
-                    .num_merge_threads(1)
-                    .memory_budget_per_thread(32_000_000)
-                    .build(),
-            )?;
             readers.entry(collection).or_default().push(Arc::new(ShardReader {
                 index: index.clone(),
                 reader: reader.clone(),
                 fields: fields.clone(),
                 orders: SortOrders::default(),
             }));
-            writers.push((collection, n, ShardWriter { writer, reader, fields, ledger: ledger.clone() }));
+            writers.push((collection, n, ShardOpener { index, reader, fields, ledger: ledger.clone() }));
         }
     }
     Ok((
@@ -192,8 +184,9 @@ mod tests {
             index.documents().iter().map(|(_, docs, _)| docs).sum::<u64>()
         };
         {
-            let (_index, mut writers) = open_all(&dir, 1).unwrap();
-            let (_, _, writer) = writers.iter_mut().find(|(c, _, _)| *c == RecordType::Products).unwrap();
+            let (_index, openers) = open_all(&dir, 1).unwrap();
+            let (_, _, opener) = openers.iter().find(|(c, _, _)| *c == RecordType::Products).unwrap();
+            let writer = &mut opener.writer().unwrap();
             writer.apply(vec![tied("p1")], vec![]).unwrap();
             assert!(writer.unsynced(), "the commit did not wait for the disk");
             assert!(writer.checkpoint().unwrap());
@@ -227,7 +220,7 @@ mod tests {
     fn ranked(batches: &[&[&str]], sort: &str, text: Option<&str>, limit: usize) -> Vec<String> {
         let root = tempfile::tempdir().unwrap();
         let (index, writers) = open_all(root.path(), 1).unwrap();
-        let mut writer = writers.into_iter().find(|(c, _, _)| *c == RecordType::Products).unwrap().2;
+        let mut writer = writers.into_iter().find(|(c, _, _)| *c == RecordType::Products).unwrap().2.writer().unwrap();
         for batch in batches {
             writer.apply(batch.iter().map(|id| tied(id)).collect(), vec![]).unwrap();
         }
@@ -367,7 +360,7 @@ mod tests {
     fn planned_searches_answer_what_the_whole_query_answers() {
         let root = tempfile::tempdir().unwrap();
         let (index, writers) = open_all(root.path(), 1).unwrap();
-        let mut writer = writers.into_iter().find(|(c, _, _)| *c == RecordType::Products).unwrap().2;
+        let mut writer = writers.into_iter().find(|(c, _, _)| *c == RecordType::Products).unwrap().2.writer().unwrap();
         let mut rng = svc_core::rng::Rng::new(7);
         // Several segments, rewritten and deleted rows among them.
         for batch in 0..4 {

@@ -18,4 +18,4 @@ mod shard;
 pub use error::SearchError;
 pub use index::{Hits, SearchIndex, open_all};
 pub use schema::shard_of;
-pub use shard::{NamedWriter, ShardWriter, prepare_layout};
+pub use shard::{NamedOpener, ShardOpener, ShardWriter, prepare_layout};

@@ -30,6 +30,31 @@ pub struct ShardWriter {
     pub(super) ledger: Arc<Ledger>,
 }
 
+/// What opens a shard's writer from its directory: at a node's start, and
+/// again when the supervisor restarts its actor (the old writer, dropped
+/// with the actor, let go of the directory's lock).
+#[derive(Clone)]
+pub struct ShardOpener {
+    pub(super) index: Index,
+    pub(super) reader: IndexReader,
+    pub(super) fields: Fields,
+    pub(super) ledger: Arc<Ledger>,
+}
+
+impl ShardOpener {
+    pub fn writer(&self) -> Result<ShardWriter, SearchError> {
+        let writer = self.index.writer_with_options(
+            tantivy::indexer::IndexWriterOptions::builder()
+                .num_worker_threads(1)
+                .num_merge_threads(1)
+                .memory_budget_per_thread(32_000_000)
+                .build(),
+        )?;
+        let (reader, fields, ledger) = (self.reader.clone(), self.fields.clone(), self.ledger.clone());
+        Ok(ShardWriter { writer, reader, fields, ledger })
+    }
+}
+
 /// One shard as searches see it.
 pub struct ShardReader {
     pub(super) index: Index,
@@ -69,7 +94,18 @@ impl ShardWriter {
     }
 
     /// Removes then (re)adds documents, commits, and reloads the readers.
+    /// A batch that fails (a full disk) is rolled back: the writer is made
+    /// again from the directory's last commit, so the batch, sent again,
+    /// applies once the disk has room; a writer tantivy killed never stays.
     pub fn apply(&mut self, upserts: Vec<Blocked>, deletes: Vec<String>) -> Result<(), SearchError> {
+        let applied = self.try_apply(upserts, deletes);
+        if applied.is_err() {
+            self.reopen();
+        }
+        applied
+    }
+
+    fn try_apply(&mut self, upserts: Vec<Blocked>, deletes: Vec<String>) -> Result<(), SearchError> {
         for id in deletes.iter().chain(upserts.iter().map(|(d, _)| &d.record_id)) {
             self.writer.delete_term(Term::from_field_text(self.fields.id, id));
         }
@@ -78,6 +114,14 @@ impl ShardWriter {
         }
         self.writer.commit()?;
         Ok(self.reader.reload()?)
+    }
+
+    /// Makes the writer again from the directory's last commit (tantivy's
+    /// rollback: new worker threads, the same lock).
+    pub fn reopen(&mut self) {
+        if let Err(e) = self.writer.rollback() {
+            tracing::warn!(error = %e, "the index writer could not be made again; the next batch tries");
+        }
     }
 
     /// Makes the index's writes durable (every shard's: they share one
@@ -107,7 +151,12 @@ impl ShardWriter {
             return Ok(false);
         }
         let segments: Vec<_> = metas.iter().map(|m| m.id()).collect();
-        self.writer.merge(&segments).wait()?;
+        if let Err(e) = self.writer.merge(&segments).wait() {
+            // A merge that failed on a full disk may have killed the writer.
+            drop(metas);
+            self.reopen();
+            return Err(e.into());
+        }
         // A segment's files stay while anything holds its meta: these
         // metas, and the searchers, which let go on reload.
         drop(metas);
@@ -117,8 +166,8 @@ impl ShardWriter {
     }
 }
 
-/// A shard's writer with its collection and number.
-pub type NamedWriter = (RecordType, usize, ShardWriter);
+/// A shard's writer's opener with its collection and number.
+pub type NamedOpener = (RecordType, usize, ShardOpener);
 
 /// Opens (or creates) every shard under `dir`: the writers for the actors,
 /// the readers for searches.

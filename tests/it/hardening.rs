@@ -477,3 +477,63 @@ async fn admin_bodies_are_read_only_after_the_token_is_judged() {
     assert_eq!(post(Some("operator-token-of-thirty-two-characters")).await.unwrap().status(), 400);
     home.state.stop_actors().await;
 }
+
+// The attack from outside: home on a small disk, a file filling it while a
+// business publishes and callers search. While full, every answer is 200,
+// 202 or 503 (never a dropped request), and the index cannot take what is
+// published. Once the file is removed every write
+// path heals by itself, the index included: its writer, which failed
+// mid-commit, is made again from its directory, the publishes accepted
+// meanwhile become searchable, and the node is ready, with no restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_heals_by_itself_on_every_write_path_the_index_included() {
+    let disk = Tmpfs::mount("200m");
+    let data = disk.0.path().join("data");
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |c| c.data_dir = data).await;
+    let business = home.business("Lumen", products_scope(100_000)).await;
+    assert_eq!(home.publish(&business, &[product("Lumen", "L-0", "9.00")], "p0").await.status, 200);
+    home.wait_indexed().await;
+    let caller = home.caller("Acme AI").await;
+    assert_eq!(home.search(&caller, "/v1/search", lamp_search()).await.status, 200);
+    let ready = || home.send(axum::http::Request::get("/readyz").body(axum::body::Body::empty()).unwrap());
+
+    // Full: publishes (a batch of a hundred lamps each) and searches go on.
+    let filler = disk.fill("filler", None);
+    let mut statuses = Vec::new();
+    for round in 1..=30 {
+        let lamps: Vec<Vec<u8>> = (0..100).map(|n| product("Lumen", &format!("L-{round}-{n}"), "9.00")).collect();
+        statuses.push(home.publish(&business, &lamps, &format!("p{round}")).await.status);
+        statuses.push(home.search(&caller, "/v1/search", lamp_search()).await.status);
+    }
+    // (RocksDB writes on into the log space it reserved; the index, which
+    // writes new files, cannot.)
+    assert!(statuses.iter().all(|s| [200, 202, 503].contains(s)), "{statuses:?}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let stuck = ready().await.body;
+    eprintln!("full disk: {statuses:?}; readyz {stuck}");
+    assert!(stuck["indexed_seq"].as_u64() < stuck["head_seq"].as_u64(), "the index is stuck while full: {stuck}");
+
+    // Space returns: nothing is restarted.
+    std::fs::remove_file(filler).unwrap();
+    let head = || svc::replication::last_seq(&home.state.store).unwrap();
+    crate::common::eventually("the index catches up with the log", async || {
+        ready().await.body["indexed_seq"].as_u64() >= Some(head())
+    })
+    .await;
+    crate::common::eventually("ready again", async || ready().await.status == 200).await;
+    let healed = home.publish(&business, &[product("Lumen", "L-after", "9.00")], "after").await;
+    assert_eq!(healed.status, 200, "{:?}", healed.body);
+    let after = json!({"collection": "products", "q": "L-after", "filter": {"all": [{"country": "FR"}]},
+        "sort_by": "_text_match:desc"});
+    crate::common::eventually("the new product is searchable", async || {
+        let found = home.search(&caller, "/v1/search", after.clone()).await;
+        found.status == 200
+            && found.body["rows"].as_array().is_some_and(|rows| {
+                rows.iter().any(|r| r["product_name"].as_str().is_some_and(|n| n.contains("L-after")))
+            })
+    })
+    .await;
+    let failed = home.state.failures.list();
+    assert!(failed.is_empty(), "no actor left failed: {failed:?}");
+    home.state.stop_actors().await;
+}
