@@ -236,21 +236,6 @@ impl<A: Actor + Clone + Sync> Spec<A> {
         Spec { name: name.into(), actor, args: Box::new(args), ticks: Vec::new() }
     }
 
-    /// An actor whose arguments exist once (an index writer holds its
-    /// directory's lock): if it fails, the region is unready.
-    pub fn once(name: impl Into<String>, actor: A, args: A::Arguments) -> Self
-    where
-        A::Arguments: Send,
-    {
-        let name = name.into();
-        let left = Mutex::new(Some(args));
-        let why = format!("{name} holds what only a node's start opens");
-        Spec::new(name, actor, move || {
-            let mut left = left.lock().map_err(|_| SpawnError(why.clone()))?;
-            left.take().ok_or_else(|| SpawnError(format!("it cannot be restarted: {why}")))
-        })
-    }
-
     /// A message sent every `every`, as long as the actor runs.
     pub fn tick(mut self, every: Duration, message: impl Fn() -> A::Msg + Send + Sync + 'static) -> Self {
         self.ticks.push((every, Arc::new(message)));

@@ -3,6 +3,7 @@
 //! sweep that deletes what has lapsed.
 
 use serde_json::json;
+use svc::service::portal::open_ceremonies::MAX_OPEN_PER_ACCOUNT;
 use svc::service::portal::{people, sessions};
 use svc::store::cf;
 use svc::store::model::{Ceremony, Invitation, PasskeyRole};
@@ -36,14 +37,30 @@ async fn invitations_and_passkey_requests_are_bounded_and_swept_when_they_lapse(
     let nameless = people::begin_registration(&home.state, &made.token, " ").await.unwrap_err();
     assert_eq!(nameless.code(), Code::RequestInvalid);
 
-    // Passkey requests are capped while open.
+    // Passkey requests are capped while open: an account's share first
+    // (one invitation cannot take every business's places), then the node's.
     let (first, options) = people::begin_registration(&home.state, &made.token, "Ana").await.unwrap();
     assert_eq!(options["publicKey"]["rp"]["id"], home.state.config.passkey_rp_id.as_str());
     assert_eq!(options["publicKey"]["user"]["name"], "ana@lumio.example");
-    for _ in 1..sessions::MAX_OPEN_CEREMONIES {
+    for _ in 1..MAX_OPEN_PER_ACCOUNT {
         people::begin_registration(&home.state, &made.token, "Ana").await.unwrap();
     }
-    let full = people::begin_registration(&home.state, &made.token, "Ana").await.unwrap_err();
+    let share = people::begin_registration(&home.state, &made.token, "Ana").await.unwrap_err();
+    assert_eq!(share.code(), Code::RateLimited, "{share}");
+    let mut tokens = Vec::new();
+    for n in 1..sessions::MAX_OPEN_CEREMONIES / MAX_OPEN_PER_ACCOUNT {
+        let other = business(&home).await;
+        let email = format!("p{n}@lumio.example");
+        tokens.push(people::invite(&home.state, None, &other, &email, PasskeyRole::Owner).await.unwrap().token);
+    }
+    for token in &tokens {
+        for _ in 0..MAX_OPEN_PER_ACCOUNT {
+            people::begin_registration(&home.state, token, "Ana").await.unwrap();
+        }
+    }
+    let another = business(&home).await;
+    let last = people::invite(&home.state, None, &another, "last@lumio.example", PasskeyRole::Owner).await.unwrap();
+    let full = people::begin_registration(&home.state, &last.token, "Ana").await.unwrap_err();
     assert_eq!(full.code(), Code::Unavailable, "{full}");
     assert_eq!(count::<Ceremony>(&home, cf::CEREMONIES), sessions::MAX_OPEN_CEREMONIES);
 
@@ -53,8 +70,8 @@ async fn invitations_and_passkey_requests_are_bounded_and_swept_when_they_lapse(
     let mut batch = home.state.store.batch();
     batch.delete(cf::CEREMONIES, &stored[0].0);
     batch.commit().unwrap();
-    people::begin_registration(&home.state, &made.token, "Ana").await.unwrap();
-    let full = people::begin_registration(&home.state, &made.token, "Ana").await.unwrap_err();
+    people::begin_registration(&home.state, &last.token, "Ana").await.unwrap();
+    let full = people::begin_registration(&home.state, &last.token, "Ana").await.unwrap_err();
     assert_eq!(full.code(), Code::Unavailable, "{full}");
 
     // Once they expire the cap frees at once, and the sweep deletes them.
@@ -65,7 +82,7 @@ async fn invitations_and_passkey_requests_are_bounded_and_swept_when_they_lapse(
         .await;
 
     // An invitation lapses after 7 days and is swept too.
-    assert_eq!(count::<Invitation>(&home, cf::INVITATIONS), 1);
+    assert_eq!(count::<Invitation>(&home, cf::INVITATIONS), 1 + tokens.len() + 1);
     home.clock.advance(people::INVITATION_MS);
     eventually("the sweep of lapsed invitations", || async { count::<Invitation>(&home, cf::INVITATIONS) == 0 }).await;
     assert_eq!(people::invitation(&home.state, &made.token).unwrap_err().code(), Code::NotFound);

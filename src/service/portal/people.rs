@@ -148,7 +148,8 @@ pub async fn begin_registration(state: &Region, token: &str, name: &str) -> Resu
     let registering = Registering { person_id, name: name.to_owned(), registration };
     let mut change = Change::new();
     let subject = svc_core::b64::url_encode(&digest(token));
-    let id = begin_ceremony(state, &mut change, CeremonyKind::Register, subject, json_bytes(&registering)?)?;
+    let kind = (CeremonyKind::Register, invitation.account_uuid.as_str());
+    let id = begin_ceremony(state, &mut change, kind, subject, json_bytes(&registering)?)?;
     apply(state, change).await?;
     Ok((id, serde_json::to_value(options).map_err(Error::internal)?))
 }

@@ -209,7 +209,7 @@ async fn ask_passkey(state: &Region, signed: &Signed, pending: Pending) -> Resul
     let payload = pending.payload.clone();
     let mut change = Change::new();
     let subject = format!("{uuid}/{}", signed.person_id);
-    let ceremony_id = begin_ceremony(state, &mut change, CeremonyKind::Seal, subject, json_bytes(&pending)?)?;
+    let ceremony_id = begin_ceremony(state, &mut change, (CeremonyKind::Seal, uuid), subject, json_bytes(&pending)?)?;
     apply(state, change).await?;
     Ok(Prepared { ceremony_id, options, payload })
 }

@@ -54,13 +54,14 @@ pub fn person(state: &Region, business_uuid: &str, person_id: &str) -> Result<Op
 
 pub use super::open_ceremonies::MAX_OPEN_CEREMONIES;
 
-/// Stores a ceremony under a fresh id, in `change`; refused while
-/// [`MAX_OPEN_CEREMONIES`] are open, so a flood of sign-in requests cannot
-/// grow the store.
+/// Stores a ceremony of `account` under a fresh id, in `change`; refused
+/// while [`MAX_OPEN_CEREMONIES`] are open (`503`), or the account's share
+/// ([`super::open_ceremonies::MAX_OPEN_PER_ACCOUNT`], `429`), so no flood
+/// grows the store or takes another account's places.
 pub(super) fn begin_ceremony(
     state: &Region,
     change: &mut Change,
-    kind: CeremonyKind,
+    (kind, account): (CeremonyKind, &str),
     subject: String,
     state_json: Vec<u8>,
 ) -> Result<String> {
@@ -68,13 +69,25 @@ pub(super) fn begin_ceremony(
     state.home()?;
     let now = state.clock.now();
     let expires_at = now.plus(CEREMONY_MS);
-    let id = format!("{}{}", ceremony_id_prefix(expires_at), svc_core::b64::url_encode(&crate::clock::random::<18>()));
-    if !state.ceremonies.admit(&state.store, &id, now)? {
-        return Err(Error::retry_after(
-            Code::Unavailable,
-            60_000,
-            "too many passkey requests are open; try again in a minute",
-        ));
+    let tag = super::open_ceremonies::account_tag(account);
+    let random = svc_core::b64::url_encode(&crate::clock::random::<18>());
+    let id = format!("{}{tag}{random}", ceremony_id_prefix(expires_at));
+    match state.ceremonies.admit(&state.store, &id, now)? {
+        Ok(()) => {}
+        Err(super::open_ceremonies::Full::Node) => {
+            return Err(Error::retry_after(
+                Code::Unavailable,
+                60_000,
+                "too many passkey requests are open; try again in a minute",
+            ));
+        }
+        Err(super::open_ceremonies::Full::Account) => {
+            return Err(Error::retry_after(
+                Code::RateLimited,
+                60_000,
+                "this account has too many passkey requests open; finish or wait for one",
+            ));
+        }
     }
     let ceremony = Ceremony { kind, subject, state: state_json, expires_at };
     change.put(cf::CEREMONIES, id.as_bytes(), &ceremony);
