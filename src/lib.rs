@@ -32,6 +32,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod node;
 pub mod outbound;
+pub mod page_cache;
 pub mod portal;
 pub mod publish;
 pub mod region;

@@ -67,7 +67,7 @@ pub struct Region {
     /// answered once.
     pub link_replays: Arc<std::sync::Mutex<svc_core::link::Replays>>,
     /// Verify pages made this minute (`GET /v1/verify/{record_id}`).
-    pub verify_pages: Arc<crate::service::public::verify_page::VerifyPages>,
+    pub verify_pages: Arc<crate::page_cache::PageCache>,
     /// Each business's serve-time members, between answers.
     pub serve_times: Arc<ServeTimes>,
     /// The records campaigns place as paid rows.

@@ -16,7 +16,7 @@ use crate::region::Region;
 use crate::service::{Error, Result};
 use crate::store::model::{RecordHead, RecordState, RecordVersion};
 
-#[derive(Deserialize, Clone, PartialEq, Eq, Hash)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PageQuery {
     pub origin: Option<String>,
@@ -42,26 +42,6 @@ fn generation_of(state: &Region, head: &RecordHead, origin: &str) -> Result<Opti
     Ok(None)
 }
 
-/// Pages made within the current minute, by record id and query, as of a
-/// replicated sequence: a page judges a seal again, unauthenticated work, so
-/// asking for one page over and over costs one judgement a minute (or one
-/// per write that could change it).
-pub struct VerifyPages(std::sync::Mutex<lru::LruCache<(String, PageQuery), MadePage>>);
-
-/// A page (or the one 404) and when it was made: the minute and the
-/// replicated sequence it read.
-type MadePage = ((i64, u64), Option<Value>);
-
-/// Pages one node keeps.
-const PAGES_KEPT: usize = 10_000;
-
-impl Default for VerifyPages {
-    fn default() -> Self {
-        let cap = std::num::NonZeroUsize::new(PAGES_KEPT).expect("not zero");
-        VerifyPages(std::sync::Mutex::new(lru::LruCache::new(cap)))
-    }
-}
-
 /// The verify page for a caller at `client`, held to the per-address rate
 /// of `POST /v1/verify`, and made at most once a minute per id and query
 /// while nothing is written.
@@ -82,15 +62,13 @@ pub fn page_for(
         ));
     }
     let made = (now.0.div_euclid(svc_core::time::MINUTE), crate::replication::last_seq(&state.store)?);
-    let key = (record_id.to_owned(), q.clone());
-    let pages = || state.verify_pages.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((when, document)) = pages().get(&key)
-        && *when == made
-    {
-        return Ok(document.clone());
+    let asked = [&q.origin, &q.cert, &q.served_at, &q.format].map(|m| m.as_deref().unwrap_or("-")).join("\n");
+    let key = (record_id.to_owned(), asked);
+    if let Some(document) = state.verify_pages.get(&key, made) {
+        return Ok(document);
     }
     let document = page(state, record_id, q)?;
-    pages().put(key, (made, document.clone()));
+    state.verify_pages.put(key, made, document.clone());
     Ok(document)
 }
 
