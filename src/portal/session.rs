@@ -60,17 +60,47 @@ impl FromRequestParts<Region> for ClientAddress {
     }
 }
 
+/// Why a request was not let in: a page navigation is shown a page (a
+/// missing or ended session is sent to sign in); the portal script's JSON
+/// calls get the problem itself (`401 sign_in_required`), which they show.
+pub enum Refused {
+    Page(super::PageError),
+    Json(Error),
+}
+
+impl axum::response::IntoResponse for Refused {
+    fn into_response(self) -> axum::response::Response {
+        match self {
+            Refused::Page(page) => page.into_response(),
+            Refused::Json(problem) => problem.into_response(),
+        }
+    }
+}
+
+/// The refusal of `error` as the request expects it: JSON for the script.
+fn refused(parts: &Parts, error: Error) -> Refused {
+    let content_type = parts.headers.get(axum::http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+    if content_type.is_some_and(|t| t.starts_with("application/json")) {
+        Refused::Json(error)
+    } else {
+        Refused::Page(super::PageError(error))
+    }
+}
+
 /// A signed-in person of any account (the pages both portals share:
 /// people, sign-out, the landing page).
 pub struct Member(pub Signed);
 
 impl FromRequestParts<Region> for Member {
-    type Rejection = super::PageError;
+    type Rejection = Refused;
 
     async fn from_request_parts(parts: &mut Parts, state: &Region) -> Result<Self, Self::Rejection> {
-        let value =
-            cookie(&parts.headers).ok_or_else(|| Error::detail(Code::SignInRequired, "sign in to the portal"))?;
-        Ok(Member(sessions::resolve(state, &value).await?))
+        let no_session = || Error::detail(Code::SignInRequired, "sign in to the portal");
+        let value = cookie(&parts.headers).ok_or_else(|| refused(parts, no_session()))?;
+        match sessions::resolve(state, &value).await {
+            Ok(signed) => Ok(Member(signed)),
+            Err(e) => Err(refused(parts, e)),
+        }
     }
 }
 
@@ -78,14 +108,13 @@ impl FromRequestParts<Region> for Member {
 pub struct Person(pub Signed);
 
 impl FromRequestParts<Region> for Person {
-    type Rejection = super::PageError;
+    type Rejection = Refused;
 
     async fn from_request_parts(parts: &mut Parts, state: &Region) -> Result<Self, Self::Rejection> {
         let Member(signed) = Member::from_request_parts(parts, state).await?;
         if signed.company {
-            return Err(
-                Error::detail(Code::Forbidden, "this page is a business's; your account is an AI company's").into()
-            );
+            let wrong = Error::detail(Code::Forbidden, "this page is a business's; your account is an AI company's");
+            return Err(refused(parts, wrong));
         }
         Ok(Person(signed))
     }
@@ -95,14 +124,13 @@ impl FromRequestParts<Region> for Person {
 pub struct CompanyPerson(pub Signed);
 
 impl FromRequestParts<Region> for CompanyPerson {
-    type Rejection = super::PageError;
+    type Rejection = Refused;
 
     async fn from_request_parts(parts: &mut Parts, state: &Region) -> Result<Self, Self::Rejection> {
         let Member(signed) = Member::from_request_parts(parts, state).await?;
         if !signed.company {
-            return Err(
-                Error::detail(Code::Forbidden, "this page is an AI company's; your account is a business's").into()
-            );
+            let wrong = Error::detail(Code::Forbidden, "this page is an AI company's; your account is a business's");
+            return Err(refused(parts, wrong));
         }
         Ok(CompanyPerson(signed))
     }

@@ -68,8 +68,8 @@ async fn a_revoked_passkey_is_out_at_once_and_a_session_alone_never_deletes() {
     let revoked = home.admin("POST", &format!("/admin/keys/{}/revoke", owner.key_id), json!({})).await;
     assert_eq!(revoked.status, 200, "{:?}", revoked.body);
 
-    // Both sessions end at once: the use case says so, and a page sends
-    // the cookie's holder to sign in.
+    // Both sessions end at once: the use case says so, a page sends the
+    // cookie's holder to sign in, and a script's call is answered 401.
     for cookie in [&owner.cookie, &second.cookie] {
         let ended = sessions::resolve(state, cookie).await.unwrap_err();
         assert_eq!((ended.code(), ended.code().status()), (Code::SignInRequired, 401), "{ended}");
@@ -81,6 +81,16 @@ async fn a_revoked_passkey_is_out_at_once_and_a_session_alone_never_deletes() {
         let answer = home.send(page).await;
         assert_eq!(answer.status, 303, "{:?}", answer.bytes);
         assert_eq!(answer.headers["location"], "/portal/sign-in");
+        // The portal script's JSON call (a seal) gets the 401 itself.
+        let seal = axum::http::Request::post("/portal/seal/any-ceremony")
+            .header("host", crate::common::AUTHORITY)
+            .header("cookie", format!("{}={cookie}", svc::portal::session::COOKIE))
+            .header("content-type", "application/json")
+            .header("x-csrf-token", &signed.csrf)
+            .body(axum::body::Body::from("{}"))
+            .unwrap();
+        let answer = home.send(seal).await;
+        assert_eq!((answer.status, answer.body["code"].as_str()), (401, Some("sign_in_required")), "{:?}", answer.body);
     }
     // The sign-in begun before cannot finish, and none can begin.
     let answer = serde_json::from_value(owner.assertion(&home, &options)).unwrap();

@@ -123,6 +123,17 @@ pub fn passkey_live(state: &Region, account_uuid: &str, key_id: &str, now: UnixM
     }
 }
 
+/// The relying party's credentials of a person's passkeys live now.
+fn live_passkeys(state: &Region, person: &Person, now: UnixMs) -> Result<Vec<Passkey>> {
+    let mut live = Vec::new();
+    for stored in &person.passkeys {
+        if passkey_live(state, &person.account_uuid, &stored.key_id, now)? {
+            live.push(serde_json::from_slice::<Passkey>(&stored.credential).map_err(Error::internal)?);
+        }
+    }
+    Ok(live)
+}
+
 /// What a sign-in ticket carries (`svc_core::portal::seal_ticket`): the
 /// address, until when, and the relying party's state for the answer with
 /// its credentials left out (the browser can read a ticket; the passkeys
@@ -174,14 +185,10 @@ pub async fn begin_sign_in(state: &Region, email: &str, client: Option<std::net:
             ));
         }
     }
-    let mut passkeys = Vec::new();
-    if let Some(person) = person_by_email(state, &email)? {
-        for stored in &person.passkeys {
-            if passkey_live(state, &person.account_uuid, &stored.key_id, now)? {
-                passkeys.push(serde_json::from_slice::<Passkey>(&stored.credential).map_err(Error::internal)?);
-            }
-        }
-    }
+    let mut passkeys = match person_by_email(state, &email)? {
+        Some(person) => live_passkeys(state, &person, now)?,
+        None => Vec::new(),
+    };
     if passkeys.is_empty() {
         passkeys.push(decoy(state, &email)?);
     }
@@ -248,12 +255,7 @@ pub async fn finish_sign_in(state: &Region, ticket: &str, answer: &PublicKeyCred
     let as_read = person_by_email(state, &ticket_of.email)?
         .ok_or_else(|| relying_party::refused("no passkey of this address signs anyone in"))?;
     let (business_uuid, person_id) = (as_read.account_uuid.clone(), as_read.person_id.clone());
-    let mut live = Vec::new();
-    for stored in &as_read.passkeys {
-        if passkey_live(state, &business_uuid, &stored.key_id, now)? {
-            live.push(serde_json::from_slice::<Passkey>(&stored.credential).map_err(Error::internal)?);
-        }
-    }
+    let live = live_passkeys(state, &as_read, now)?;
     let bare: Value = serde_json::from_slice(&ticket_of.authentication).map_err(|_| refused())?;
     let auth: PasskeyAuthentication =
         serde_json::from_value(with_credentials(bare, &live)?).map_err(Error::internal)?;
