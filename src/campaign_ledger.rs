@@ -29,6 +29,13 @@ pub fn granted_key(campaign_id: &str, region: &str) -> Vec<u8> {
     [b"granted\0".as_slice(), campaign_id.as_bytes(), &[0], region.as_bytes()].concat()
 }
 
+/// The key of what a region handed back unused of its settled leases of a
+/// campaign, in home's `ad_book`: what it was leased less this is the most
+/// it can have spent.
+pub fn returned_key(campaign_id: &str, region: &str) -> Vec<u8> {
+    [b"returned\0".as_slice(), campaign_id.as_bytes(), &[0], region.as_bytes()].concat()
+}
+
 /// The key of what home credited back of a region's charges to a campaign.
 pub fn credited_key(campaign_id: &str, region: &str) -> Vec<u8> {
     [b"credited\0".as_slice(), campaign_id.as_bytes(), &[0], region.as_bytes()].concat()
@@ -91,11 +98,18 @@ pub fn settle(
         return Ok(Err(NotSettled::NoCampaign));
     };
     let (stored, mut ledger) = current(store, &campaign, now)?;
-    if !ledger.leases.iter().any(|l| l.lease_id == lease_id && l.region == region) {
+    let Some(amount) = ledger.leases.iter().find(|l| l.lease_id == lease_id && l.region == region).map(|l| l.amount)
+    else {
         return Ok(Err(NotSettled::NoLease));
-    }
+    };
     Ok(match ledger.settle(lease_id, used) {
-        Ok(()) => Ok(written(campaign_id, stored.as_ref(), &ledger)),
+        Ok(()) => {
+            let mut change = written(campaign_id, stored.as_ref(), &ledger);
+            let key = returned_key(campaign_id, region);
+            let returned = sum(store, &key)?.0.saturating_add(amount.saturating_sub(used).0);
+            change.put(cf::AD_BOOK, &key, &Micros(returned));
+            Ok(change)
+        }
         Err(LedgerError::UnknownLease) => Err(NotSettled::NoLease),
         Err(LedgerError::BadReport) => Err(NotSettled::BadUse),
     })

@@ -380,7 +380,8 @@ impl AdState {
     /// Home: what it credits back of a region's charge made twice, as home
     /// counts it: one event's cost of the campaign's terms at the take rate
     /// in force (the region's figure only when it is less), and never past
-    /// what home leased the region of the campaign in all.
+    /// what the region can have spent of the campaign: what home leased it,
+    /// less what it handed back unused from the leases it settled.
     fn creditable(
         &self,
         credited: &mut HashMap<String, Micros>,
@@ -398,7 +399,8 @@ impl AdState {
             None => crate::campaign_ledger::sum(&self.store, &ledger_key(crate::campaign_ledger::credited_key))?,
         };
         let granted = crate::campaign_ledger::sum(&self.store, &ledger_key(crate::campaign_ledger::granted_key))?;
-        let amount = charge.amount.min(event).min(granted.saturating_sub(so_far));
+        let returned = crate::campaign_ledger::sum(&self.store, &ledger_key(crate::campaign_ledger::returned_key))?;
+        let amount = charge.amount.min(event).min(granted.saturating_sub(returned).saturating_sub(so_far));
         credited.insert(charge.campaign_id.clone(), Micros(so_far.0.saturating_add(amount.0)));
         Ok((amount.0 > 0).then_some(amount))
     }

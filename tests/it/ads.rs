@@ -704,7 +704,7 @@ async fn home_credits_back_a_charge_two_regions_made_for_one_conversation() {
         event: Micros(200_000),
     };
     let leased: Option<svc_core::ads::ledger::Lease> = link(&home, "/internal/v1/ad-lease", "eu", &ask).await.unwrap();
-    let leased = leased.unwrap().amount;
+    let leased = leased.unwrap();
     let before = left().await;
     for _ in 0..2 {
         let taken: ReportTaken = link(&home, "/internal/v1/report", "eu", &report(charged("both", 1))).await.unwrap();
@@ -714,6 +714,17 @@ async fn home_credits_back_a_charge_two_regions_made_for_one_conversation() {
     // A charged render in another conversation is no repeat.
     let _: ReportTaken = link(&home, "/internal/v1/report", "eu", &report(charged("other", 2))).await.unwrap();
     assert_eq!(left().await, before + 200_000);
+
+    // eu hands its lease back having spent two renders' worth.
+    let used = Micros(400_000.min(leased.amount.0));
+    let settle = svc::service::ads::ledger::AdLeaseSettle {
+        region: "eu".into(),
+        campaign_id: campaign.clone(),
+        lease_id: leased.lease_id,
+        used,
+    };
+    let () = link(&home, "/internal/v1/ad-settle", "eu", &settle).await.unwrap();
+    let settled = left().await;
 
     // The business sees three renders and pays for two.
     home.clock.advance(3_600_000);
@@ -728,12 +739,12 @@ async fn home_credits_back_a_charge_two_regions_made_for_one_conversation() {
         charge.amount = Micros(u64::MAX);
     }
     assert_eq!(link::<ReportTaken>(&home, "/internal/v1/report", "eu", &report(forged)).await.unwrap_err(), 400);
-    assert_eq!(left().await, before + 200_000, "the campaign's money is unchanged");
+    assert_eq!(left().await, settled, "the campaign's money is unchanged");
     // Repeats of one conversation's render, each a real event's cost, are
-    // credited only up to what eu was leased.
+    // credited only up to what eu spent (0.20 of it was credited above).
     let repeats = (3..40).map(|seq| charged("both", seq).remove(1)).collect();
     let _: ReportTaken = link(&home, "/internal/v1/report", "eu", &report(repeats)).await.unwrap();
-    assert_eq!(left().await, before + leased.0, "never more back than eu was leased");
+    assert_eq!(left().await, settled + used.0 - 200_000, "never more back than eu spent from its own leases");
 }
 
 /// The days of a business's analytics with ad figures, once home folded
