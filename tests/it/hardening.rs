@@ -537,3 +537,43 @@ async fn a_full_disk_heals_by_itself_on_every_write_path_the_index_included() {
     assert!(failed.is_empty(), "no actor left failed: {failed:?}");
     home.state.stop_actors().await;
 }
+
+// Over real TCP, with the disk full: every signed search is answered (200
+// or 503 with Retry-After), none is left without an answer or cut off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_full_disk_every_request_over_tcp_is_answered() {
+    // Ballast leaves RocksDB too little to reserve its log ahead, as on a
+    // disk already nearly full (see the test above).
+    let disk = Tmpfs::mount("160m");
+    let ballast = disk.fill("ballast", Some(120 << 20));
+    let data = disk.0.path().join("data");
+    let (home, node) = Home::listening(|c| c.data_dir = data).await;
+    let business = home.business("Lumen", products_scope(100_000)).await;
+    assert_eq!(home.publish(&business, &[product("Lumen", "L-0", "9.00")], "p0").await.status, 200);
+    home.wait_indexed().await;
+    let caller = home.caller("Acme AI").await;
+    let transport = Transport::new(&format!("http://{}", node.addr)).unwrap();
+    let search = serde_json::to_vec(&lamp_search()).unwrap();
+    let send = |n: usize| {
+        let request = home.signed_request(&caller.key, "POST", "/v1/search", &search, "svc-retrieval", &[]);
+        let transport = transport.clone();
+        async move { (n, transport.send(request).await.map(|a| a.status).map_err(|e| e.to_string())) }
+    };
+    assert_eq!(send(0).await.1, Ok(200));
+    let filler = disk.fill("filler", None);
+    let mut answers = Vec::new();
+    for round in 0..10 {
+        let sent = futures::future::join_all((0..8).map(|n| send(round * 8 + n))).await;
+        answers.extend(sent);
+        let lamps: Vec<Vec<u8>> = (0..100).map(|n| product("Lumen", &format!("F-{round}-{n}"), "9.00")).collect();
+        let _ = home.publish(&business, &lamps, &format!("f{round}")).await;
+    }
+    eprintln!("full disk over TCP: {answers:?}");
+    let dropped: Vec<_> = answers.iter().filter(|(_, a)| a.is_err()).collect();
+    assert!(dropped.is_empty(), "requests left without an answer: {dropped:?}");
+    assert!(answers.iter().all(|(_, a)| matches!(a, Ok(200 | 503))), "{answers:?}");
+    assert!(answers.iter().any(|(_, a)| *a == Ok(503)), "the full disk was felt: {answers:?}");
+    std::fs::remove_file(filler).unwrap();
+    std::fs::remove_file(ballast).unwrap();
+    home.state.stop_actors().await;
+}
