@@ -218,11 +218,16 @@ struct Stalled {
 /// [`DECLARED`] bytes with `headers`, then 1 MiB of the body, and no more
 /// (a write the server refuses by closing is no failure: it answered).
 async fn stalled_publish(addr: std::net::SocketAddr, headers: &[(&str, String)]) -> Stalled {
+    stalled_post(addr, "/v1/publish/products", headers).await
+}
+
+/// As [`stalled_publish`], to `path`.
+async fn stalled_post(addr: std::net::SocketAddr, path: &str, headers: &[(&str, String)]) -> Stalled {
     use tokio::io::AsyncWriteExt;
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let (read, mut write) = stream.into_split();
     let mut head = format!(
-        "POST /v1/publish/products HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: {DECLARED}\r\n",
+        "POST {path} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: {DECLARED}\r\n",
         crate::common::AUTHORITY
     );
     for (name, value) in headers {
@@ -600,4 +605,38 @@ async fn seeds_at_rest_are_wrapped_under_the_operators_key() {
     assert!(hosted::held(&home.state, &business.uuid).unwrap().is_none());
     let db = home.dir.path().join("db");
     crate::common::eventually("the deleted seed leaves the store's files", async || !on_disk(&db, &held.seed)).await;
+}
+
+// A link request is judged from its head: one whose MAC is not the
+// region's is refused before its body is read (a stalled body is never
+// waited for), and a body other than the one its MAC'd head declared is
+// refused once read, however well the head is signed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_link_request_is_judged_from_its_head_and_its_body_is_the_declared_one() {
+    use svc::replication::exchange::LeaseAsk;
+    let (home, node) = Home::listening(|config| {
+        use svc::config::{RegionCredential, ReplicationConfig};
+        let regions = ["eu", "ap"].map(|r| RegionCredential::new(r, &crate::common::region_token(r))).to_vec();
+        config.replication = Some(ReplicationConfig::home(regions));
+        config.internal_listen = Some("127.0.0.1:0".parse().unwrap());
+    })
+    .await;
+    let internal = node.internal_addr.unwrap();
+    let forged = [
+        ("x-svc-region", "eu".to_owned()),
+        ("x-svc-link-at", home.clock.now().0.to_string()),
+        ("x-svc-link-id", "forged-request-000001".to_owned()),
+        ("x-svc-link-body", svc_core::link::body_digest(b"anything")),
+        ("x-svc-link-mac", "00".repeat(32)),
+    ];
+    let mut stalled = stalled_post(internal, "/internal/v1/report", &forged).await;
+    assert_eq!(status_of(&mut stalled).await, Some(401), "answered from the head");
+
+    let caller = home.caller("Reader").await;
+    let ask = LeaseAsk { region: "eu".into(), company_uuid: caller.company_uuid.clone(), units: 3 };
+    let (parts, _) = captured(&home, "/internal/v1/lease", &ask, "swapped-body-000001").into_parts();
+    let greedy = LeaseAsk { units: 1_000_000, ..ask };
+    let swapped = axum::http::Request::from_parts(parts, axum::body::Body::from(postcard::to_stdvec(&greedy).unwrap()));
+    let (status, _) = on_link(&home, swapped).await;
+    assert_eq!(status, 401, "the body is not the declared one");
 }

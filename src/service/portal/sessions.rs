@@ -198,7 +198,16 @@ pub async fn begin_sign_in(state: &Region, email: &str, client: Option<std::net:
     let ticket = SignInTicket { email, expires_at: now.plus(CEREMONY_MS), authentication: json_bytes(&bare)? };
     let ticket = postcard::to_stdvec(&ticket).map_err(Error::internal)?;
     let sealed = svc_core::portal::seal_ticket(&state.keys.portal_secret, &ticket);
-    Ok((sealed, serde_json::to_value(options).map_err(Error::internal)?))
+    let mut options = serde_json::to_value(options).map_err(Error::internal)?;
+    // Transports are a browser's hint, kept from an attested registration
+    // (packed, TPM) and absent from a stand-in: none is offered, so the two
+    // always look alike.
+    if let Some(allowed) = options.pointer_mut("/publicKey/allowCredentials").and_then(Value::as_array_mut) {
+        for credential in allowed.iter_mut().filter_map(Value::as_object_mut) {
+            credential.remove("transports");
+        }
+    }
+    Ok((sealed, options))
 }
 
 /// The stand-in passkey offered for an address that signs nobody in.
