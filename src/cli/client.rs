@@ -198,7 +198,7 @@ pub fn run(args: ClientArgs) -> i32 {
     if let ClientCommand::Publish(publish) = &args.command {
         let run = async {
             let key = keyfile::read(&args.key)?;
-            super::publish::run(&args.base_url, &args.authority, key, publish).await
+            super::publish::run(&args.base_url, &args.authority, (key, args.grant.clone()), publish).await
         };
         return match runtime.block_on(run) {
             Ok(status) => status,

@@ -54,10 +54,15 @@ struct Business {
     transport: Transport,
     push: Signer,
     read: Signer,
+    /// Sandbox only: the key's grant, sent until the sandbox has seen the key.
+    grant: Option<String>,
 }
 
 impl Business {
-    async fn send(&self, signer: &Signer, request: Unsigned<'_>) -> Result<Answer, ClientError> {
+    async fn send(&self, signer: &Signer, mut request: Unsigned<'_>) -> Result<Answer, ClientError> {
+        if let Some(grant) = &self.grant {
+            request = request.header(svc_core::sandbox::GRANT_HEADER, grant);
+        }
         let request = signer.sign_now(request, SystemClock.now().as_secs())?;
         self.transport.send(request).await
     }
@@ -76,8 +81,14 @@ fn refused(what: &str, answer: &Answer) -> CliError {
     CliError::Client(ClientError::Status { status: answer.status, path: what.to_owned(), body })
 }
 
-/// Runs the command; answers the exit status.
-pub async fn run(base_url: &str, authority: &str, key: SigningKey, args: &PublishArgs) -> Result<i32, CliError> {
+/// Runs the command with `key` (and, in the sandbox, its `grant`); answers
+/// the exit status.
+pub async fn run(
+    base_url: &str,
+    authority: &str,
+    (key, grant): (SigningKey, Option<String>),
+    args: &PublishArgs,
+) -> Result<i32, CliError> {
     let record_type = RecordType::Products;
     let input = publish::read_input(&args.file)?;
     let format = args.format.unwrap_or_else(|| Format::of(&args.file));
@@ -112,6 +123,7 @@ pub async fn run(base_url: &str, authority: &str, key: SigningKey, args: &Publis
         transport: Transport::new(base_url)?,
         push: Signer::new(key.clone(), authority, "svc-push"),
         read: Signer::new(key.clone(), authority, "svc-business-read"),
+        grant,
     };
     let context = business.read("/v1/seal-context").await?;
     let context = SealContext {

@@ -34,18 +34,7 @@ fn csv() -> String {
 }
 
 fn publish(dir: &Path, base_url: &str, extra: &[&str]) -> (i32, String, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_svc"))
-        .args(["client", "--base-url", base_url, "--authority", AUTHORITY, "--key"])
-        .arg(dir.join("integration.json"))
-        .arg("publish")
-        .arg(dir.join("products.csv"))
-        .args(["--batch", "55"])
-        .args(extra)
-        .env("SVC_LOG", "warn")
-        .output()
-        .unwrap();
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (output.status.code().unwrap_or(-1), text(&output.stdout), text(&output.stderr))
+    publish_with(dir, base_url, &[&["--batch", "55"], extra].concat(), &[])
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -116,4 +105,64 @@ async fn a_csv_is_judged_locally_published_in_sealed_batches_and_resumed_with_th
     assert_eq!(status, 1);
     assert!(err.contains("another input"), "{err}");
     node.stop().await;
+}
+
+// rule: P4.1.4, P4.1.5
+// In the sandbox a new key is known only once a request carries its grant:
+// `svc client publish` sends it (`--grant` or SVC_SANDBOX_KEY), as every
+// other client command does, and without it the key is unknown.
+#[tokio::test(flavor = "multi_thread")]
+async fn in_the_sandbox_publish_sends_the_keys_grant() {
+    let (home, node) = Home::listening(|c| c.environment = svc::store::model::Environment::Sandbox).await;
+    home.clock.set(svc::clock::SystemClock.now());
+    let created = home
+        .admin(
+            "POST",
+            "/admin/businesses",
+            serde_json::json!({"legal_name": "Lumen", "country": "FR", "brands": ["Lumen"]}),
+        )
+        .await;
+    let uuid = created.body["business_uuid"].as_str().unwrap().to_owned();
+    let key = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[4; 32]).unwrap();
+    let registered = home
+        .admin(
+            "POST",
+            &format!("/admin/businesses/{uuid}/keys"),
+            serde_json::json!({"jwk": key.verifying_key().to_jwk(), "purpose": "integration"}),
+        )
+        .await;
+    assert_eq!(registered.status, 201, "{:?}", registered.body);
+    let grant = registered.body["sandbox_key_grant"].as_str().unwrap().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    svc::client::keyfile::write(&dir.path().join("integration.json"), &key).unwrap();
+    let rows = [HEADER.to_owned(), row("s-1", "9.90"), row("s-2", "19.90")].join("\n") + "\n";
+    std::fs::write(dir.path().join("products.csv"), rows).unwrap();
+    let base_url = format!("http://{}", node.addr);
+
+    let (dir_path, url) = (dir.path().to_owned(), base_url.clone());
+    let (status, out, err) = tokio::task::spawn_blocking(move || publish(&dir_path, &url, &[])).await.unwrap();
+    assert_ne!(status, 0, "{out}{err}");
+    assert!(err.contains("key_unknown"), "without its grant the new key is unknown: {err}");
+
+    let (dir_path, url) = (dir.path().to_owned(), base_url.clone());
+    let (status, out, err) =
+        tokio::task::spawn_blocking(move || publish_with(&dir_path, &url, &[], &["--grant", &grant])).await.unwrap();
+    assert_eq!(status, 0, "{out}{err}");
+    assert!(out.contains("2 rows: 2 accepted"), "{out}");
+}
+
+/// As [`publish`], with `before` given to `svc client` ahead of `publish`.
+fn publish_with(dir: &Path, base_url: &str, after: &[&str], before: &[&str]) -> (i32, String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_svc"))
+        .args(["client", "--base-url", base_url, "--authority", AUTHORITY, "--key"])
+        .arg(dir.join("integration.json"))
+        .args(before)
+        .arg("publish")
+        .arg(dir.join("products.csv"))
+        .args(after)
+        .env("SVC_LOG", "warn")
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (output.status.code().unwrap_or(-1), text(&output.stdout), text(&output.stderr))
 }
