@@ -32,6 +32,7 @@ mod mcp_regions;
 mod multi_region;
 mod openapi;
 mod pages;
+mod payload_types;
 mod portal;
 mod portal_limits;
 mod public;

@@ -35,6 +35,10 @@ pub const PAYLOAD_TYPES: &[&str] = &[
     "verify-statement.v1",
     "verify-page.v1",
     "key-directory.v1",
+    "custody-request.v1",
+    "campaign.v1",
+    "render.v1",
+    "click.v1",
 ];
 
 /// A controlled list of values a record field takes (R-NS-4).
