@@ -372,32 +372,28 @@ fn spawn(mut command: Command, name: &str, config: &Path, dir: &Path) -> Result<
 }
 
 /// Polls `/readyz` until it answers 200.
+pub async fn wait_ready(node: &Node, within: Duration) -> Result<(), DeployError> {
+    poll_ready(node, within, |_| true).await
+}
+
 /// Waits until `node` is ready and its index holds everything its log
 /// does (`indexed_seq` at least its `head_seq` or `applied_seq`): a node
 /// ready while its index is stuck (a shard that never took a write again)
 /// has not converged.
 pub async fn wait_caught_up(node: &Node, within: Duration) -> Result<(), DeployError> {
-    let transport = crate::client::transport::Transport::new(&node.public_url)
-        .map_err(|e| DeployError::Start { node: node.name.clone(), detail: e.to_string() })?;
-    let started = std::time::Instant::now();
-    while started.elapsed() < within {
-        let request = axum::http::Request::get("/readyz").body(axum::body::Body::empty());
-        if let Ok(request) = request
-            && let Ok(Ok(answer)) = tokio::time::timeout(Duration::from_secs(2), transport.send(request)).await
-            && answer.status == 200
-        {
-            let body = answer.json();
-            let log = ["head_seq", "applied_seq"].iter().filter_map(|m| body[*m].as_u64()).max().unwrap_or(0);
-            if body["indexed_seq"].as_u64().is_some_and(|indexed| indexed >= log) {
-                return Ok(());
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    Err(DeployError::NotReady { node: node.name.clone(), seconds: within.as_secs() })
+    poll_ready(node, within, |body| {
+        let log = ["head_seq", "applied_seq"].iter().filter_map(|m| body[*m].as_u64()).max().unwrap_or(0);
+        body["indexed_seq"].as_u64().is_some_and(|indexed| indexed >= log)
+    })
+    .await
 }
 
-pub async fn wait_ready(node: &Node, within: Duration) -> Result<(), DeployError> {
+/// Polls `/readyz` until it answers 200 with a body `done` accepts.
+async fn poll_ready(
+    node: &Node,
+    within: Duration,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> Result<(), DeployError> {
     let transport = crate::client::transport::Transport::new(&node.public_url)
         .map_err(|e| DeployError::Start { node: node.name.clone(), detail: e.to_string() })?;
     let started = std::time::Instant::now();
@@ -406,6 +402,7 @@ pub async fn wait_ready(node: &Node, within: Duration) -> Result<(), DeployError
         if let Ok(request) = request
             && let Ok(Ok(answer)) = tokio::time::timeout(Duration::from_secs(2), transport.send(request)).await
             && answer.status == 200
+            && done(&answer.json())
         {
             return Ok(());
         }

@@ -169,11 +169,9 @@ fn decode_base64(text: &str, member: &str) -> Result<Vec<u8>> {
     svc_core::b64::std_decode(text).ok_or_else(|| invalid(format!("{member} is not standard base64")))
 }
 
-/// Judges what was sent, and signs the statement of the judgement. The
-/// work is unauthenticated, so each client address (IPv6 by /64) gets its
-/// own rate (`verify_per_second`): generous for a checker, not for a flood.
-pub async fn judge(state: &Region, client: Option<std::net::IpAddr>, bytes: &[u8]) -> Result<Value> {
-    let now = state.clock.now();
+/// Spends one of the client address's verifications (IPv6 by /64), or
+/// `429` with the wait: `POST /v1/verify` and the verify page share it.
+pub fn within_rate(state: &Region, client: Option<std::net::IpAddr>, now: svc_core::time::UnixMs) -> Result<()> {
     if let Some(client) = client
         && let Err(wait_ms) = state.limits.verify_rate.take(&svc_core::limits::address_share(client), now, 1)
     {
@@ -183,6 +181,15 @@ pub async fn judge(state: &Region, client: Option<std::net::IpAddr>, bytes: &[u8
             "verifications from this address are over their rate",
         ));
     }
+    Ok(())
+}
+
+/// Judges what was sent, and signs the statement of the judgement. The
+/// work is unauthenticated, so each client address (IPv6 by /64) gets its
+/// own rate (`verify_per_second`): generous for a checker, not for a flood.
+pub async fn judge(state: &Region, client: Option<std::net::IpAddr>, bytes: &[u8]) -> Result<Value> {
+    let now = state.clock.now();
+    within_rate(state, client, now)?;
     let mut req: VerifyRequest = serde_json::from_slice(bytes).map_err(|e| invalid(format!("body: {e}")))?;
     if req.record_id.is_some() || req.hash.is_some() || req.adl_origin.is_some() {
         return Err(invalid("a bare id or hash is never accepted: send the record's bytes (record_base64)"));

@@ -52,15 +52,7 @@ pub fn page_for(
     q: PageQuery,
 ) -> Result<Option<Value>> {
     let now = state.clock.now();
-    if let Some(client) = client
-        && let Err(wait_ms) = state.limits.verify_rate.take(&svc_core::limits::address_share(client), now, 1)
-    {
-        return Err(Error::retry_after(
-            Code::RateLimited,
-            wait_ms,
-            "verifications from this address are over their rate",
-        ));
-    }
+    super::verify::within_rate(state, client, now)?;
     let made = (now.0.div_euclid(svc_core::time::MINUTE), crate::replication::last_seq(&state.store)?);
     let asked = [&q.origin, &q.cert, &q.served_at, &q.format].map(|m| m.as_deref().unwrap_or("-")).join("\n");
     let key = (record_id.to_owned(), asked);
