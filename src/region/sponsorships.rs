@@ -7,6 +7,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use svc_core::search::PaidRows;
+
+use crate::search::RecordIds;
 use crate::service::Result;
 use crate::service::ads::campaigns;
 use crate::store::model::Campaign;
@@ -67,6 +70,18 @@ impl Sponsorships {
         let placed = Arc::new(placed);
         *held = Some(Read { seq, changed, placed: placed.clone() });
         Ok(placed)
+    }
+}
+
+/// The records a search of `country` admits by its `sponsored` clauses:
+/// exactly those [`sponsored`] marks, from the same campaigns.
+pub fn paid_rows(placed: &Placed, rows: PaidRows, country: &str) -> RecordIds {
+    let paid = || placed.rows.keys().filter(|id| sponsored(placed, id, country)).cloned().collect();
+    match rows {
+        PaidRows::Any => RecordIds::All,
+        PaidRows::Only => RecordIds::Only(paid()),
+        PaidRows::Never => RecordIds::Except(paid()),
+        PaidRows::None => RecordIds::Only(Vec::new()),
     }
 }
 

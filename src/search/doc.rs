@@ -97,9 +97,9 @@ pub fn index_doc(collection: RecordType, row_bytes: &[u8]) -> Option<IndexDoc> {
                     }
                 }
             }
-            // Paid placement is a serve-time fact; ads are not built, so no
-            // row is sponsored and `sponsored: true` matches nothing.
-            (RecordType::Products, "sponsored") => doc.filters.push(("sponsored".into(), Indexed::Bool(false))),
+            // Paid placement is a serve-time fact, answered by record id
+            // beside the query (`RecordIds`), never indexed.
+            (RecordType::Products, "sponsored") => {}
             _ if field.kind == Kind::Geo => {
                 let mut found = Vec::new();
                 leaves(&whole, &[field.name], &mut found);
@@ -145,7 +145,7 @@ mod tests {
         assert!(doc.filters.contains(&("price_currency_DE".into(), Indexed::Str("EUR".into()))));
         assert!(doc.filters.contains(&("on_sale".into(), Indexed::Bool(true))));
         assert!(doc.filters.contains(&("published_at".into(), Indexed::Num(1_800_000_000.0))));
-        assert!(doc.filters.contains(&("sponsored".into(), Indexed::Bool(false))));
+        assert!(doc.filters.iter().all(|(name, _)| name != "sponsored"), "paid placement is not the row's");
         // The ids kept beside the row read as the row's own (no origin or
         // row signature here: none is written).
         assert_eq!(doc.ids, r#"{"record_id":"svc_a","business_uuid":"b"}"#);

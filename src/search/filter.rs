@@ -11,7 +11,8 @@ use svc_core::search::{Condition, Scalar, SearchQuery};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::{DocId, SegmentReader};
 
-use super::schema::{VALUES, f64_column, is_numeric, value_key};
+use super::index::RecordIds;
+use super::schema::{VALUES, f64_column, id_hash, is_numeric, tie_column, value_key};
 
 /// Some value of the document satisfies this.
 enum Test {
@@ -23,6 +24,13 @@ enum Test {
     Bool {
         column: Column<bool>,
         value: bool,
+    },
+    /// Its record id's hash is one of these (sorted): a 64-bit hash, so a
+    /// record outside the set passes only by a collision, which the region
+    /// catches when it marks the row (`service::retrieval::search`).
+    Ids {
+        column: Column<u64>,
+        hashes: Vec<u64>,
     },
     Range {
         column: Column<f64>,
@@ -44,6 +52,7 @@ impl Test {
         match self {
             Test::Terms { column, ords } => column.term_ords(doc).any(|o| ords.binary_search(&o).is_ok()),
             Test::Bool { column, value } => column.values_for_doc(doc).any(|v| v == *value),
+            Test::Ids { column, hashes } => column.first(doc).is_some_and(|h| hashes.binary_search(&h).is_ok()),
             Test::Range { column, low, high } => column.values_for_doc(doc).any(|v| within(v, *low, *high)),
             Test::Near { lats, lngs, lat, lng, radius_km } => {
                 let points: Vec<(f64, f64)> = lats.values_for_doc(doc).zip(lngs.values_for_doc(doc)).collect();
@@ -97,6 +106,16 @@ impl Columns<'_> {
         Some(Test::Terms { column, ords })
     }
 
+    fn ids(&self, ids: &[String]) -> Option<Test> {
+        let column = tie_column(self.segment)?;
+        let mut hashes: Vec<u64> = ids.iter().map(|id| id_hash(id)).collect();
+        if hashes.is_empty() {
+            return None;
+        }
+        hashes.sort_unstable();
+        Some(Test::Ids { column, hashes })
+    }
+
     fn scalar(&self, key: &str, value: &Scalar) -> Option<Test> {
         let path = format!("{VALUES}.{key}");
         match value {
@@ -122,11 +141,16 @@ impl Columns<'_> {
 
 impl DocFilter {
     /// The whole filter.
-    pub fn new(q: &SearchQuery, group: &str, segment: &SegmentReader) -> DocFilter {
+    pub fn new(q: &SearchQuery, group: &str, ids: &RecordIds, segment: &SegmentReader) -> DocFilter {
         let columns = Columns { segment };
         let mut filter = DocFilter { checks: Vec::new(), never: false };
         filter.add(columns.strings("country", &[&q.country]).into_iter().collect(), true);
         filter.add(columns.strings("blocked", &[group]).into_iter().collect(), false);
+        match ids {
+            RecordIds::All => {}
+            RecordIds::Only(ids) => filter.add(columns.ids(ids).into_iter().collect(), true),
+            RecordIds::Except(ids) => filter.add(columns.ids(ids).into_iter().collect(), false),
+        }
         filter.clauses(q, &columns, |_| true);
         filter
     }

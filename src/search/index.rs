@@ -44,6 +44,17 @@ pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedOpen
     ))
 }
 
+/// The records a search is held to beside its filter: what its `sponsored`
+/// clauses admit, which the region answers from its campaigns by record id
+/// (`svc_core::search::split_paid`). Few: the items of funded campaigns.
+#[derive(Debug, Clone, Default)]
+pub enum RecordIds {
+    #[default]
+    All,
+    Only(Vec<String>),
+    Except(Vec<String>),
+}
+
 /// What a search found: signed rows in order, and whether the time budget
 /// cut it short.
 #[derive(Debug, Default)]
@@ -104,17 +115,41 @@ impl SearchIndex {
     /// columns per candidate. A segment where walking the order would visit
     /// too much (a narrow filter) runs the whole query through tantivy.
     pub fn search(&self, q: &SearchQuery, group: &str, deadline: Instant) -> Result<Hits, SearchError> {
-        self.run(q, group, deadline, false)
+        self.run(q, group, &RecordIds::All, deadline, false)
+    }
+
+    /// A search held to `ids` beside its filter.
+    pub fn search_within(
+        &self,
+        q: &SearchQuery,
+        group: &str,
+        ids: &RecordIds,
+        deadline: Instant,
+    ) -> Result<Hits, SearchError> {
+        self.run(q, group, ids, deadline, false)
     }
 
     /// The same search run as one tantivy query per segment, as the
     /// planned search falls back to: what a test compares the plans with.
     #[cfg(test)]
-    fn search_whole(&self, q: &SearchQuery, group: &str, deadline: Instant) -> Result<Hits, SearchError> {
-        self.run(q, group, deadline, true)
+    fn search_whole(
+        &self,
+        q: &SearchQuery,
+        group: &str,
+        ids: &RecordIds,
+        deadline: Instant,
+    ) -> Result<Hits, SearchError> {
+        self.run(q, group, ids, deadline, true)
     }
 
-    fn run(&self, q: &SearchQuery, group: &str, deadline: Instant, whole: bool) -> Result<Hits, SearchError> {
+    fn run(
+        &self,
+        q: &SearchQuery,
+        group: &str,
+        ids: &RecordIds,
+        deadline: Instant,
+        whole: bool,
+    ) -> Result<Hits, SearchError> {
         let Some(shards) = self.shards.get(&q.collection) else { return Ok(Hits::default()) };
         let mut found: Vec<(Ranked, usize, DocAddress)> = Vec::new();
         let directions: Vec<Direction> = q.sort.iter().map(|k| k.direction).collect();
@@ -123,7 +158,7 @@ impl SearchIndex {
         let searchers: Vec<tantivy::Searcher> = shards.iter().map(|s| s.reader.searcher()).collect();
         'shards: for (n, shard) in shards.iter().enumerate() {
             let searcher = &searchers[n];
-            let mut plan = ShardPlan::new(shard, searcher, q, group, whole);
+            let mut plan = ShardPlan::new(shard, searcher, q, group, ids, whole);
             for (ord, segment) in searcher.segment_readers().iter().enumerate() {
                 if crate::clock::monotonic() >= deadline {
                     partial = true;
@@ -372,10 +407,22 @@ mod tests {
         let (mut rows, mut walked) = (0, 0);
         for _ in 0..600 {
             let q = random_search(&mut rng);
+            // Some searches are held to a few record ids, or kept from them.
+            let some: Vec<String> = (0..rng.below(30)).map(|_| format!("p_{}", rng.below(2_000))).collect();
+            let ids = match rng.below(4) {
+                0 => RecordIds::Only(some),
+                1 => RecordIds::Except(some),
+                _ => RecordIds::All,
+            };
             for group in ["g_blocked", "g_other"] {
-                let planned = index.search(&q, group, deadline).unwrap();
-                let whole = index.search_whole(&q, group, deadline).unwrap();
-                assert_eq!(planned.rows, whole.rows, "{q:?} for {group}");
+                let planned = index.search_within(&q, group, &ids, deadline).unwrap();
+                let whole = index.search_whole(&q, group, &ids, deadline).unwrap();
+                assert_eq!(planned.rows, whole.rows, "{q:?} for {group} within {ids:?}");
+                if let RecordIds::Only(only) = &ids {
+                    let id =
+                        |h: &Hit| serde_json::from_slice::<serde_json::Value>(&h.ids).unwrap()["record_id"].clone();
+                    assert!(planned.rows.iter().all(|h| only.iter().any(|o| id(h) == o.as_str())), "held to {only:?}");
+                }
                 rows += planned.rows.len();
                 walked += usize::from(!planned.rows.is_empty());
             }
@@ -385,6 +432,10 @@ mod tests {
         assert!(walks > 1_000, "segments were walked: {:?}", index.plans());
         writer.compact().unwrap();
         let q = random_search(&mut rng);
-        assert_eq!(index.search(&q, "g", deadline).unwrap().rows, index.search_whole(&q, "g", deadline).unwrap().rows);
+        let all = RecordIds::All;
+        assert_eq!(
+            index.search(&q, "g", deadline).unwrap().rows,
+            index.search_whole(&q, "g", &all, deadline).unwrap().rows
+        );
     }
 }

@@ -16,6 +16,6 @@ mod schema;
 mod shard;
 
 pub use error::SearchError;
-pub use index::{Hits, SearchIndex, open_all};
+pub use index::{Hits, RecordIds, SearchIndex, open_all};
 pub use schema::shard_of;
 pub use shard::{NamedOpener, ShardOpener, ShardWriter, prepare_layout};

@@ -12,6 +12,7 @@ use tantivy::{DocAddress, DocId, Score, SegmentReader};
 use super::SearchError;
 use super::collect::*;
 use super::filter::DocFilter;
+use super::index::RecordIds;
 use super::schema::*;
 use super::shard::ShardReader;
 
@@ -21,6 +22,7 @@ pub(super) struct ShardPlan<'a> {
     pub(super) searcher: &'a tantivy::Searcher,
     pub(super) q: &'a SearchQuery,
     pub(super) group: &'a str,
+    pub(super) ids: &'a RecordIds,
     pub(super) collector: TopKeys,
     /// The whole query: built when a segment needs it.
     pub(super) whole: Option<(Box<dyn tantivy::query::Weight>, Vec<Near>)>,
@@ -37,6 +39,7 @@ impl<'a> ShardPlan<'a> {
         searcher: &'a tantivy::Searcher,
         q: &'a SearchQuery,
         group: &'a str,
+        ids: &'a RecordIds,
         always_whole: bool,
     ) -> ShardPlan<'a> {
         let keys: Vec<SortKey> = q
@@ -48,7 +51,7 @@ impl<'a> ShardPlan<'a> {
             })
             .collect();
         let collector = TopKeys { limit: q.limit, keys, near: Vec::new() };
-        ShardPlan { shard, searcher, q, group, collector, whole: None, always_whole }
+        ShardPlan { shard, searcher, q, group, ids, collector, whole: None, always_whole }
     }
 
     pub(super) fn scoring(&self) -> EnableScoring<'a> {
@@ -72,7 +75,7 @@ impl<'a> ShardPlan<'a> {
         if self.always_whole || self.q.text.is_some() {
             return Ok((self.run_whole(ord, segment)?, false, false));
         }
-        let filter = DocFilter::new(self.q, self.group, segment);
+        let filter = DocFilter::new(self.q, self.group, self.ids, segment);
         if filter.is_never() {
             return Ok((Vec::new(), false, true));
         }
@@ -162,7 +165,7 @@ impl<'a> ShardPlan<'a> {
     pub(super) fn run_whole(&mut self, ord: u32, segment: &SegmentReader) -> Result<Fruit, SearchError> {
         let ranges_in_query = self.always_whole || self.q.text.is_none();
         if self.whole.is_none() {
-            let (query, near) = self.shard.query(self.q, self.group, ranges_in_query)?;
+            let (query, near) = self.shard.query(self.q, self.group, self.ids, ranges_in_query)?;
             self.whole = Some((query.weight(self.scoring())?, near));
         }
         let Some((weight, near)) = &self.whole else { return Ok(Vec::new()) };

@@ -8,8 +8,10 @@ use std::sync::Arc;
 use svc_core::ids::RecordType;
 use svc_core::search::fields::Kind;
 use svc_core::search::{Condition, Scalar, SearchQuery};
+
+use super::index::RecordIds;
 use tantivy::DocSet;
-use tantivy::query::{AllQuery, BooleanQuery, Occur, Query, RangeQuery, TermQuery};
+use tantivy::query::{AllQuery, BooleanQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::tokenizer::TokenStream;
 use tantivy::{DocId, Index, IndexReader, IndexWriter, ReloadPolicy, SegmentReader, Term};
@@ -286,6 +288,7 @@ impl ShardReader {
         &self,
         q: &SearchQuery,
         group: &str,
+        ids: &RecordIds,
         ranges: bool,
     ) -> Result<(Box<dyn Query>, Vec<Near>), SearchError> {
         let f = &self.fields;
@@ -299,6 +302,14 @@ impl ShardReader {
                 Box::new(TermQuery::new(Term::from_field_text(f.blocked, group), IndexRecordOption::Basic)),
             ),
         ];
+        let id_terms = |ids: &[String]| -> Box<dyn Query> {
+            Box::new(TermSetQuery::new(ids.iter().map(|id| Term::from_field_text(f.id, id))))
+        };
+        match ids {
+            RecordIds::All => {}
+            RecordIds::Only(ids) => clauses.push((Occur::Must, id_terms(ids))),
+            RecordIds::Except(ids) => clauses.push((Occur::MustNot, id_terms(ids))),
+        }
         match &q.text {
             Some(text) => match self.text_query(text, &q.query_by)? {
                 Some(query) => clauses.push((Occur::Must, query)),

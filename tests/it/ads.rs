@@ -28,7 +28,7 @@ fn receipt_rows(answer: &Value) -> Vec<Value> {
     payload["rows"].as_array().unwrap().clone()
 }
 
-// rule: R1.10, R2.4.3, R2.4.4, R2.6.5
+// rule: R1.10, R1.43, R2.3.13, R2.4.3, R2.4.4, R2.4.16, R2.6.5
 #[tokio::test(flavor = "multi_thread")]
 async fn paid_rows_are_marked_outside_their_signature_and_never_change_the_order() {
     let home = Home::start().await;
@@ -121,11 +121,32 @@ async fn paid_rows_are_marked_outside_their_signature_and_never_change_the_order
             query["q"] = json!(format!("L-{}", rng.below(40)));
         }
         let with_ads = home.search(&caller, "/v1/search", query.clone()).await;
+        // The filter on `sponsored` splits the same order in two: exactly
+        // the marked rows, and exactly the others, each where it stood.
+        let mut whole = query.clone();
+        whole["limit"] = json!(50);
+        let every = home.search(&caller, "/v1/search", whole.clone()).await;
+        for wanted in [true, false] {
+            let mut filtered = whole.clone();
+            filtered["filter"]["all"].as_array_mut().unwrap().push(json!({"sponsored": wanted}));
+            let answer = home.search(&caller, "/v1/search", filtered.clone()).await;
+            let expected: Vec<&Value> = every.body["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| (r.get("sponsored") == Some(&json!(true))) == wanted)
+                .collect();
+            let got: Vec<&Value> = answer.body["rows"].as_array().unwrap().iter().collect();
+            assert_eq!(got, expected, "case {case}: {filtered}");
+        }
         for id in &campaigns {
             home.admin("POST", &format!("/admin/campaigns/{id}/state"), json!({"state": "paused"})).await;
         }
         let without = home.search(&caller, "/v1/search", query.clone()).await;
         assert!(without.body["rows"].as_array().unwrap().iter().all(|r| r.get("sponsored").is_none()), "paused");
+        let mut paid = whole.clone();
+        paid["filter"]["all"].as_array_mut().unwrap().push(json!({"sponsored": true}));
+        assert_eq!(home.search(&caller, "/v1/search", paid).await.body["rows"], json!([]), "paused: none is paid");
         assert_eq!(ids(&with_ads.body), ids(&without.body), "case {case}: {query}");
         for id in &campaigns {
             home.admin("POST", &format!("/admin/campaigns/{id}/state"), json!({"state": "active"})).await;

@@ -319,7 +319,16 @@ async fn campaign_flows(
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert_eq!(seen, [item], "the funded campaign's product, marked at the read region");
+    assert_eq!(seen, [item.clone()], "the funded campaign's product, marked at the read region");
+    // The read region's `sponsored` filter answers from the same campaigns.
+    let filtered = |sponsored: bool| {
+        let mut body = body.clone();
+        body["filter"]["all"].as_array_mut().unwrap().push(json!({"sponsored": sponsored}));
+        serde_json::to_vec(&body).unwrap()
+    };
+    let only = client.call("POST", "/v1/search", filtered(true)).await.unwrap().json();
+    assert_eq!(marked(&only["rows"]), [item.clone()]);
+    assert_eq!(only["rows"].as_array().unwrap().len(), 1, "only the paid row: {only}");
     browser.open(&format!("{site}/portal/campaigns")).await;
     browser.click("form.campaign-state button[value=paused]").await;
     browser.wait_for("the pause", |_, page| page.contains("<td>paused</td>")).await;
@@ -334,6 +343,8 @@ async fn campaign_flows(
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert!(seen.is_empty(), "a paused campaign places nothing");
+    let only = client.call("POST", "/v1/search", filtered(true)).await.unwrap().json();
+    assert_eq!(only["rows"], json!([]), "paused, nothing is sponsored: {only}");
 
     // An ad is a record sealed like the others, and an ad campaign places it.
     browser.open(&format!("{site}/portal/records/new/ads")).await;

@@ -8,13 +8,14 @@ use std::time::Duration;
 use svc_core::ids::RecordType;
 use svc_core::problem::Problem;
 use svc_core::receipt::Receipt;
+use svc_core::search::PaidRows;
 use svc_core::search::serve::{self, ServeTime};
 
 use super::{Answer, Caller, Served, admit, deliver};
 use crate::clock::random;
 use crate::region::Region;
 use crate::region::ServeTimes;
-use crate::region::sponsorships::sponsored;
+use crate::region::sponsorships::{paid_rows, sponsored};
 use crate::service::raw_json::RawObject;
 use crate::service::{Error, Result};
 use crate::store::model::UsageKind;
@@ -26,19 +27,29 @@ pub async fn search(state: &Region, caller: &Caller, typed: Option<RecordType>) 
         .map_err(|refusal| Error::from(Problem::new(refusal.code).detail(refusal.detail)))?;
     let held = admit(state, caller, now).await?;
     let deadline = arrived + Duration::from_millis(state.config.search_budget_ms);
+    let seq = ServeTimes::seq(&state.store)?;
+    let placed = state.sponsorships.at(state, seq)?;
+    // `sponsored` is answered from the campaigns that mark rows, so the
+    // filter and the marker cannot disagree.
+    let (query, paid) = svc_core::search::split_paid(query);
+    let within = paid_rows(&placed, paid, &query.country);
     // On this worker: a search takes a fraction of a millisecond and stops
     // at its budget. Handed to a blocking thread, it cost more in hand-offs,
     // and the OS time-sliced that thread against the workers (measured).
-    let hits = state.index.search(&query, &caller.key.group_id, deadline).map_err(Error::internal)?;
+    let hits = state.index.search_within(&query, &caller.key.group_id, &within, deadline).map_err(Error::internal)?;
 
-    let seq = ServeTimes::seq(&state.store)?;
-    let placed = state.sponsorships.at(state, seq)?;
     let mut serve_times: HashMap<String, ServeTime> = HashMap::new();
     let mut rows: Vec<Vec<u8>> = Vec::with_capacity(hits.rows.len());
     let mut entries = Vec::with_capacity(hits.rows.len());
     for hit in &hits.rows {
         // Rows go out as the projection wrote them: read only their ids.
         let ids = serve::row_ids(&hit.ids).ok_or_else(|| Error::internal("an indexed row's ids do not read"))?;
+        let marked = sponsored(&placed, &ids.record_id, &query.country);
+        // The index matched paid rows by a hash of their ids; a collision is
+        // not served as what the filter asked for.
+        if (paid == PaidRows::Only && !marked) || (paid == PaidRows::Never && marked) {
+            continue;
+        }
         let at = match serve_times.get(ids.business_uuid.as_ref()) {
             Some(at) => *at,
             None => {
@@ -48,7 +59,7 @@ pub async fn search(state: &Region, caller: &Caller, typed: Option<RecordType>) 
             }
         };
         // A paid row is marked outside its signature, where it stands.
-        let at = ServeTime { sponsored: sponsored(&placed, &ids.record_id, &query.country), ..at };
+        let at = ServeTime { sponsored: marked, ..at };
         entries.push(serve::receipt_row_of(&ids, &at));
         rows.push(
             serve::serve_row_text(&hit.row, &at).ok_or_else(|| Error::internal("an indexed row is not an object"))?,

@@ -413,3 +413,46 @@ fn judge_sort(sort_by: Option<&Value>, spec: &Collection, country: &str) -> Resu
 
 #[cfg(test)]
 mod tests;
+
+/// Which rows a search's `sponsored` clauses admit. Paid placement is a
+/// fact of serve time (the region's campaigns), not of the indexed row, so
+/// the index cannot judge it: the clauses are taken out of the query and
+/// answered by record id beside it, from the same campaigns that mark rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PaidRows {
+    /// No clause on `sponsored`, or one every row meets.
+    Any,
+    /// Only rows served with `sponsored: true`.
+    Only,
+    /// Only rows served without it.
+    Never,
+    /// Clauses no row meets (`true` and `false` both required).
+    None,
+}
+
+/// The query without its `sponsored` clauses, and what they admit.
+pub fn split_paid(mut q: SearchQuery) -> (SearchQuery, PaidRows) {
+    let (mut paid, mut unpaid) = (true, true);
+    for clause in q.clauses.iter().filter(|c| c.field == "sponsored") {
+        for condition in &clause.conditions {
+            let admits = |marked: bool| match condition {
+                Condition::Eq(Scalar::Bool(b)) => *b == marked,
+                Condition::Ne(Scalar::Bool(b)) => *b != marked,
+                Condition::In(vs) => vs.contains(&Scalar::Bool(marked)),
+                Condition::Nin(vs) => !vs.contains(&Scalar::Bool(marked)),
+                // Judging admits only booleans on this field.
+                _ => true,
+            };
+            paid &= admits(true);
+            unpaid &= admits(false);
+        }
+    }
+    q.clauses.retain(|c| c.field != "sponsored");
+    let rows = match (paid, unpaid) {
+        (true, true) => PaidRows::Any,
+        (true, false) => PaidRows::Only,
+        (false, true) => PaidRows::Never,
+        (false, false) => PaidRows::None,
+    };
+    (q, rows)
+}

@@ -186,3 +186,19 @@ fn timestamps_take_rfc3339_or_unix_seconds() {
     let q = run(body).unwrap();
     assert_eq!(q.clauses[0].conditions, vec![Condition::Gte(1_793_491_200.0), Condition::Lt(1_800_000_000.0)]);
 }
+
+// rule: R2.3.13
+#[test]
+fn sponsored_clauses_leave_the_query_and_say_which_rows_they_admit() {
+    let with = |clauses: Value| {
+        let body = json!({"collection": "products", "filter": {"all": clauses}, "sort_by": "price_amount:asc"});
+        split_paid(run(body).unwrap())
+    };
+    let (q, rows) = with(json!([{"country": "FR"}, {"sponsored": true}, {"on_sale": true}]));
+    assert_eq!(rows, PaidRows::Only);
+    assert_eq!(q.clauses.iter().map(|c| c.field.as_str()).collect::<Vec<_>>(), ["on_sale"], "the rest stays");
+    assert_eq!(with(json!([{"country": "FR"}, {"sponsored": false}])).1, PaidRows::Never);
+    assert_eq!(with(json!([{"country": "FR"}, {"sponsored": {"eq": true}}])).1, PaidRows::Only);
+    assert_eq!(with(json!([{"country": "FR"}])).1, PaidRows::Any);
+    assert_eq!(with(json!([{"country": "FR"}, {"sponsored": true}, {"sponsored": false}])).1, PaidRows::None);
+}
