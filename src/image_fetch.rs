@@ -21,21 +21,28 @@ pub struct ImageFetcher {
     client: Outbound,
     timeout: Duration,
     allow_private: bool,
+    /// A sandbox draws the corpus's own images instead of fetching them.
+    sandbox: bool,
 }
 
 impl ImageFetcher {
     /// Trusts the web PKI's roots and the operator's own, if it names any.
     /// Signs each fetch as `bot` (Web Bot Auth).
-    pub fn new(config: &AdImagesConfig, bot: Bot) -> Result<ImageFetcher, String> {
+    /// In a `sandbox`, the corpus's images ([`svc_core::sandbox_images`]) are drawn.
+    pub fn new(config: &AdImagesConfig, bot: Bot, sandbox: bool) -> Result<ImageFetcher, String> {
         Ok(ImageFetcher {
             client: Outbound::new(config.extra_roots_pem.as_deref(), Some(bot))?,
             timeout: Duration::from_millis(config.timeout_ms),
             allow_private: config.allow_private_addresses,
+            sandbox,
         })
     }
 
     /// The bytes at `url`, at most [`MAX_IMAGE_BYTES`].
     pub async fn fetch(&self, url: &str) -> Result<Vec<u8>, FetchError> {
+        if self.sandbox && url.starts_with(svc_core::sandbox_images::BASE) {
+            return svc_core::sandbox_images::drawn(url).ok_or_else(|| "no such sandbox image".to_owned());
+        }
         match tokio::time::timeout(self.timeout, self.get(url)).await {
             Ok(answer) => answer,
             Err(_) => Err(format!("no answer within {} ms", self.timeout.as_millis())),

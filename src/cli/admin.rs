@@ -53,6 +53,8 @@ pub enum AdminCommand {
     RetrievalKey(RetrievalKeyCommand),
     #[command(subcommand)]
     Campaign(CampaignCommand),
+    #[command(subcommand)]
+    Record(RecordCommand),
     /// A business blocks (or unblocks) an AI group.
     Block {
         #[arg(long)]
@@ -281,7 +283,30 @@ pub enum CompanyCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum RecordCommand {
+    /// Seals a record with a person's passkey file and saves it, as the
+    /// portal's *Review and seal* does (Path B, scripted). Any record type;
+    /// `ai_policy` seals the next policy version.
+    ///
+    /// Example: `svc admin record save --business <uuid> --type ads --passkey passkey.json --file ad.json`
+    Save {
+        #[arg(long)]
+        business: String,
+        /// `products`, `business_files`, `events`, `jobs`, `updates`, `ads` or `ai_policy`.
+        #[arg(long = "type")]
+        record_type: String,
+        #[arg(long)]
+        passkey: PathBuf,
+        /// The record, exact bytes: what the passkey signs.
+        #[arg(long)]
+        file: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum CampaignCommand {
+    /// A campaign's terms, items, state and money (funded, leased, spent, left).
+    Show { campaign: String },
     /// Makes a business's campaign from a JSON file `{terms, items}` (the
     /// portal's form, scripted); it is active and unfunded.
     Create {
@@ -488,6 +513,29 @@ pub async fn run(args: AdminArgs) -> Result<Value, CliError> {
         AdminCommand::Company(CompanyCommand::InviteOwner { uuid, email }) => {
             let body = json!({"email": email});
             admin.call("POST", &format!("/admin/companies/{uuid}/owner-invitation"), Some(body)).await
+        }
+        AdminCommand::Record(RecordCommand::Save { business, record_type, passkey, file }) => {
+            let config = admin.call("GET", "/admin/config", None).await?;
+            let shown = admin.call("GET", &format!("/admin/businesses/{business}"), None).await?;
+            let key = keyfile::read(&passkey)?;
+            let bytes = std::fs::read(&file).map_err(|source| CliError::Io { path: file.clone(), source })?;
+            if record_type == "ai_policy" {
+                return seal_ai_policy(&admin, &config, &shown, &key, &business, &bytes, now()).await;
+            }
+            let context = SealContext {
+                cert_id: shown["cert_id"]
+                    .as_str()
+                    .ok_or(CliError::Missing("the business has no certificate in force"))?
+                    .to_owned(),
+                ai_policy_version: shown["ai_policy_version"].as_u64().unwrap_or(0),
+            };
+            let seal = passkey_of(&key, &config)?.seal_record(&context, &record_type, &bytes, now(), None)?;
+            let body = json!({"record_type": record_type, "record_base64": svc_core::b64::std_encode(&bytes),
+                "seal": seal});
+            admin.call("POST", &format!("/admin/businesses/{business}/records"), Some(body)).await
+        }
+        AdminCommand::Campaign(CampaignCommand::Show { campaign }) => {
+            admin.call("GET", &format!("/admin/campaigns/{campaign}"), None).await
         }
         AdminCommand::Campaign(CampaignCommand::Create { business, file }) => {
             let text = std::fs::read(&file).map_err(|source| CliError::Io { path: file.clone(), source })?;

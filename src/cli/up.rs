@@ -218,7 +218,18 @@ pub fn run(plan: Plan) -> Result<(), CliError> {
             corpus.record_count(),
             started.elapsed().as_secs_f64()
         );
-        print_tour(&plan.data_dir, &up.door, home, seeded.businesses.first().map(|b| b.0.as_str()));
+        let specs = corpus.businesses.iter().flat_map(|b| &b.campaigns);
+        let campaigns: Vec<(String, String)> = crate::sandbox::seed::campaigns(&home.state)?
+            .into_iter()
+            .zip(specs)
+            .map(|(id, spec)| {
+                let term = |name: &str| spec.terms[name].as_str().unwrap_or_default().to_owned();
+                let about =
+                    format!("{}: {} {}, budget {}", term("name"), term("placement"), term("basis"), term("budget"));
+                (id, about)
+            })
+            .collect();
+        print_tour(&plan.data_dir, &up.door, home, seeded.businesses.first().map(|b| b.0.as_str()), &campaigns);
         stopped.await;
         up.stop().await;
         Ok(())
@@ -246,12 +257,15 @@ fn print_addresses(data_dir: &Path, door: &FrontDoor, nodes: &[Node]) {
     println!("  admin tokens   {}/<region>/admin_token", data_dir.display());
 }
 
-fn print_tour(data_dir: &Path, door: &FrontDoor, home: &Node, business: Option<&str>) {
+fn print_tour(data_dir: &Path, door: &FrontDoor, home: &Node, business: Option<&str>, campaigns: &[(String, String)]) {
     let token_file = data_dir.join("home").join("admin_token");
     let admin = format!("svc admin --url http://{} --token-file {}", home.admin_addr, token_file.display());
     println!("Try (the README's tour goes on from here):");
     println!("  {admin} observe");
     println!("  {admin} business show {}", business.unwrap_or("<uuid>"));
+    for (id, about) in campaigns {
+        println!("  {admin} campaign show {id}    # {about}");
+    }
     println!("  svc keygen --alg ed25519 --out ai.json");
     println!("  {admin} company create --name 'Example AI'    # then a group and a retrieval key, as in the tour");
     println!(

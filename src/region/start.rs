@@ -296,7 +296,8 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     // Home certifies its receipt key now; a region's request waits in its
     // outbox until home takes it.
     key_set.ask_certification(clock.now()).await?;
-    let images = crate::image_fetch::ImageFetcher::new(&config.ad_images, bot(&config, &keys, &clock))
+    let sandbox = config.environment.is_sandbox();
+    let images = crate::image_fetch::ImageFetcher::new(&config.ad_images, bot(&config, &keys, &clock), sandbox)
         .map_err(|e| StartError::Config(format!("ad_images: {e}")))?;
     let started_at = clock.now();
     Ok(Region {

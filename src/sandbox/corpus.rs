@@ -6,8 +6,11 @@
 //! brand, so the corpus passes the scope check it is published through.
 
 use serde_json::{Value, json};
+use svc_core::ads::images::Slot;
 use svc_core::digest::sha256;
+use svc_core::ids::RecordType;
 use svc_core::rng::Rng;
+use svc_core::sandbox_images;
 
 /// Countries of the corpus, with their currency, a city and its coordinate.
 pub const MARKETS: [(&str, &str, &str, &str, f64, f64); 8] = [
@@ -61,6 +64,20 @@ pub struct BusinessSpec {
     pub ai_policy: Option<Vec<u8>>,
     /// Whether the business blocks the sandbox's `research` AI group.
     pub blocks_research: bool,
+    /// Its ads, sealed with its passkey; their images are the sandbox's own.
+    pub ads: Vec<Vec<u8>>,
+    /// Its campaigns, made and funded once the records are live.
+    pub campaigns: Vec<CampaignSpec>,
+}
+
+/// A campaign of the corpus: its terms as the portal's form sends them,
+/// what it places (each record by its type and the business's own id), and
+/// what the operator funds.
+#[derive(Debug, Clone)]
+pub struct CampaignSpec {
+    pub terms: Value,
+    pub items: Vec<(RecordType, String)>,
+    pub funds: &'static str,
 }
 
 #[derive(Debug, Clone)]
@@ -72,7 +89,10 @@ pub struct Corpus {
 
 impl Corpus {
     pub fn record_count(&self) -> usize {
-        self.businesses.iter().map(|b| b.products.len() + 1 + b.events.len() + b.jobs.len() + b.updates.len()).sum()
+        self.businesses
+            .iter()
+            .map(|b| b.products.len() + 1 + b.events.len() + b.jobs.len() + b.updates.len() + b.ads.len())
+            .sum()
     }
 }
 
@@ -277,6 +297,7 @@ fn business(rng: &mut Rng, seed: u64, i: usize, product_count: usize, sizes: Siz
         )
     });
 
+    let (ads, campaigns) = paid(i, brand, &domain, &countries, language, vertical, product_count);
     BusinessSpec {
         legal_name: format!("{brand} {}", ["SAS", "GmbH", "SL", "Srl", "BV", "Ltd", "AB", "Inc"][i % 8]),
         brand: brand.to_owned(),
@@ -291,7 +312,84 @@ fn business(rng: &mut Rng, seed: u64, i: usize, product_count: usize, sizes: Siz
         updates,
         ai_policy,
         blocks_research: i == 2 || i == 9,
+        ads,
+        campaigns,
     }
+}
+
+/// Businesses whose first products are sponsored: one in each of three
+/// markets (FR and DE, GB and SE, US and FR).
+const SPONSORS: [usize; 3] = [0, 5, 7];
+/// Products each sponsor places.
+const SPONSORED_PRODUCTS: usize = 5;
+
+/// The paid side of business `i`: the first business has two ads with
+/// images, one in a `cpc` campaign whose budget pays for one click (the
+/// tour's click spends it) and one in a `cpm` campaign; the [`SPONSORS`]
+/// sponsor their first products.
+fn paid(
+    i: usize,
+    brand: &str,
+    domain: &str,
+    countries: &[String],
+    language: &str,
+    vertical: &str,
+    product_count: usize,
+) -> (Vec<Vec<u8>>, Vec<CampaignSpec>) {
+    let terms = |name: String, placement: &str, basis: &str, net_price: &str, budget: &str, keywords: &[&str]| {
+        json!({"name": name, "placement": placement, "budget": budget, "net_price": net_price, "basis": basis,
+            "keywords": keywords, "countries": countries, "formats": ["compact", "card"],
+            "repeats": {"allowed": false, "max_per_conversation": 1}})
+    };
+    let mut ads = Vec::new();
+    let mut campaigns = Vec::new();
+    if i == 0 {
+        let lower = brand.to_ascii_lowercase();
+        let made = [
+            (
+                "reading-corner",
+                "Reading corner",
+                "An armchair and a lamp for long evenings.",
+                "Sit and read",
+                "cpc",
+                "5.00",
+            ),
+            ("desk-lamps", "Desk lamps", "Warm light for the desk, made to last.", "See the lamps", "cpm", "4.00"),
+        ];
+        for (ad_id, headline, description, cta, basis, net_price) in made {
+            let picture = format!("{lower}-{ad_id}");
+            ads.push(bytes(json!({
+                "schema": "service/ads/1",
+                "language": language,
+                "ad_id": ad_id,
+                "countries": countries,
+                "headline": format!("{brand} {}", headline.to_lowercase()),
+                "description": description,
+                "cta_text": cta,
+                "destination_url": format!("https://{domain}/{ad_id}"),
+                "image_square_url": sandbox_images::url(&picture, Slot::Square),
+                "image_landscape_url": sandbox_images::url(&picture, Slot::Landscape),
+            })));
+            // The cpc campaign's budget is one click; the cpm one's 500 renders.
+            let budget = if basis == "cpc" { net_price } else { "2.00" };
+            campaigns.push(CampaignSpec {
+                terms: terms(headline.to_owned(), "ad", basis, net_price, budget, &["lamp", "lighting", "reading"]),
+                items: vec![(RecordType::Ads, ad_id.to_owned())],
+                funds: budget,
+            });
+        }
+    }
+    if SPONSORS.contains(&i) && product_count > 0 {
+        let items = (0..product_count.min(SPONSORED_PRODUCTS))
+            .map(|p| (RecordType::Products, format!("{}-{p:05}", brand.to_ascii_uppercase())))
+            .collect();
+        campaigns.push(CampaignSpec {
+            terms: terms(format!("{brand} picks"), "sponsorship", "cpm", "6.00", "30.00", &[vertical]),
+            items,
+            funds: "30.00",
+        });
+    }
+    (ads, campaigns)
 }
 
 #[cfg(test)]
@@ -329,12 +427,13 @@ mod tests {
                 brands.iter().filter(|n| !n.starts_with(&business.brand)).cloned().collect(),
                 Some(business.countries.clone()),
             );
-            let sets: [(RecordType, Vec<&Vec<u8>>); 5] = [
+            let sets: [(RecordType, Vec<&Vec<u8>>); 6] = [
                 (RecordType::Products, business.products.iter().take(50).collect()),
                 (RecordType::BusinessFiles, vec![&business.business_file]),
                 (RecordType::Events, business.events.iter().collect()),
                 (RecordType::Jobs, business.jobs.iter().collect()),
                 (RecordType::Updates, business.updates.iter().collect()),
+                (RecordType::Ads, business.ads.iter().collect()),
             ];
             for (kind, records) in sets {
                 for record in records {
@@ -346,6 +445,28 @@ mod tests {
             if let Some(policy) = &business.ai_policy {
                 svc_core::ai_policy::parse_record(policy).unwrap();
             }
+            for campaign in &business.campaigns {
+                let terms = serde_json::from_value(campaign.terms.clone()).unwrap();
+                svc_core::ads::campaign::check(&terms).unwrap();
+            }
         }
+        // Ads in both formats with their images, a cpc and a cpm campaign,
+        // and products sponsored in several countries.
+        let campaigns: Vec<&CampaignSpec> = corpus.businesses.iter().flat_map(|b| &b.campaigns).collect();
+        let basis =
+            |b: &str| campaigns.iter().filter(|c| c.terms["placement"] == "ad" && c.terms["basis"] == b).count();
+        assert_eq!((basis("cpc"), basis("cpm")), (1, 1));
+        let ad: Value = serde_json::from_slice(&corpus.businesses[0].ads[0]).unwrap();
+        for slot in Slot::ALL {
+            let image = sandbox_images::drawn(ad[slot.url_member()].as_str().unwrap()).unwrap();
+            svc_core::ads::images::judge(slot, &image).unwrap();
+        }
+        let sponsored: std::collections::BTreeSet<&str> = corpus
+            .businesses
+            .iter()
+            .filter(|b| b.campaigns.iter().any(|c| c.terms["placement"] == "sponsorship"))
+            .flat_map(|b| b.countries.iter().map(String::as_str))
+            .collect();
+        assert!(sponsored.len() >= 4, "{sponsored:?}");
     }
 }

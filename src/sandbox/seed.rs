@@ -152,8 +152,37 @@ pub async fn ensure_seeded(
         assistants_group: assistants,
     };
     publish_all(state, corpus, &seeded, progress).await?;
+    let campaigns = start_campaigns(state, corpus, &seeded.businesses).await?;
+    state.store.put(cf::META, crate::store::keys::meta::SANDBOX_CAMPAIGNS, &campaigns)?;
     state.store.put(cf::META, SEED_STATE_KEY, &seeded)?;
     Ok(seeded)
+}
+
+/// Makes and funds the corpus's campaigns through the admin API, as a
+/// business's form and then the operator would; answers their ids.
+async fn start_campaigns(
+    state: &Region,
+    corpus: &Corpus,
+    businesses: &[(String, String)],
+) -> Result<Vec<String>, SeedError> {
+    let mut made = Vec::new();
+    for (spec, (uuid, _)) in corpus.businesses.iter().zip(businesses) {
+        for campaign in &spec.campaigns {
+            let items: Vec<String> =
+                campaign.items.iter().map(|(kind, own_id)| svc_core::ids::record_id(*kind, uuid, own_id)).collect();
+            let body = json!({"terms": campaign.terms, "items": items});
+            let answer = admin(state, "POST", &format!("/admin/businesses/{uuid}/campaigns"), body).await?;
+            let id = answer["campaign_id"].as_str().ok_or(SeedError::Missing("no campaign id"))?.to_owned();
+            admin(state, "POST", &format!("/admin/campaigns/{id}/funds"), json!({"amount": campaign.funds})).await?;
+            made.push(id);
+        }
+    }
+    Ok(made)
+}
+
+/// The corpus's campaigns (none in a store seeded before it had any).
+pub fn campaigns(state: &Region) -> Result<Vec<String>, SeedError> {
+    Ok(state.store.get(cf::META, crate::store::keys::meta::SANDBOX_CAMPAIGNS)?.unwrap_or_default())
 }
 
 /// Names the corpus's own company apart in a store seeded by a build that
@@ -273,7 +302,8 @@ async fn publish_all(
         let others = std::iter::once(("business_files", &spec.business_file))
             .chain(spec.events.iter().map(|r| ("events", r)))
             .chain(spec.jobs.iter().map(|r| ("jobs", r)))
-            .chain(spec.updates.iter().map(|r| ("updates", r)));
+            .chain(spec.updates.iter().map(|r| ("updates", r)))
+            .chain(spec.ads.iter().map(|r| ("ads", r)));
         for (record_type, record) in others {
             let seal = authenticator.seal_record(&context, record_type, record, now, None)?;
             let body = json!({"record_type": record_type, "record_base64": svc_core::b64::std_encode(record),

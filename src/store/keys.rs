@@ -109,6 +109,8 @@ pub mod meta {
     pub const MIGRATING: &[u8] = b"migrating";
     /// The sandbox seeder's state.
     pub const SANDBOX_SEED: &[u8] = b"sandbox_seed";
+    /// The sandbox corpus's campaigns, in the order the corpus lists them.
+    pub const SANDBOX_CAMPAIGNS: &[u8] = b"sandbox_campaigns";
     /// The sandbox corpus's own AI company (no caller created it).
     pub const SANDBOX_COMPANY: &[u8] = b"sandbox_company";
     /// A sandbox home: when its corpus was last republished (or, before

@@ -24,6 +24,8 @@ async fn the_corpus_is_seeded_once_and_republished_with_the_same_bytes() {
     for (spec, (uuid, _)) in corpus.businesses.iter().zip(&seeded.businesses) {
         for (kind, expected) in
             [("products", spec.products.len()), ("events", 2), ("jobs", 2), ("updates", 1), ("business_files", 1)]
+                .into_iter()
+                .chain([("ads", spec.ads.len())])
         {
             let ids = registry.catalogue_ids(uuid, kind, None, usize::MAX).unwrap();
             assert_eq!(ids.len(), expected, "{} {kind}", spec.brand);
@@ -169,4 +171,88 @@ async fn caller_created_sandbox_data_expires_ninety_days_after_its_last_use() {
     assert!(registry.company(&seeded.sandbox_company).unwrap().is_some(), "the corpus's company is not a caller's");
     let refused = search(Vec::new()).await;
     assert_eq!((refused.status, refused.body["code"].as_str()), (401, Some("key_unknown")), "{:?}", refused.body);
+}
+
+// The sandbox shows every paid part: ads with their images (drawn, not
+// fetched), a cpc campaign whose one-click budget the tour spends, a cpm
+// one that goes on, and products sponsored in several countries, all kept
+// by the republish.
+// rule: R1.31, R1.41, R2.4.16, R4.1.22, R4.2.5, R4.3.1
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sandbox_shows_ads_and_sponsored_products_and_keeps_them() {
+    use serde_json::{Value, json};
+    let home = Home::start_sandbox().await;
+    let corpus = generate(11, Sizes::products_only(8, 160));
+    let seeded = ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
+    let campaigns = svc::sandbox::seed::campaigns(&home.state).unwrap();
+    assert_eq!(campaigns.len(), 5, "two ad campaigns and three sponsorships");
+    home.wait_indexed().await;
+    let key = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[41; 32]).unwrap();
+    let (caller, registered) = home.caller_with(json!({"name": "Tourist AI"}), key).await;
+    let grant = registered.body["sandbox_key_grant"].as_str().unwrap().to_owned();
+    let call = |path: &'static str, body: Value, idempotency: &'static str| {
+        let (home, caller, grant) = (&home, &caller, &grant);
+        async move {
+            let body = serde_json::to_vec(&body).unwrap();
+            let headers = [("svc-sandbox-key", grant.as_str()), ("idempotency-key", idempotency)];
+            home.signed(&caller.key, "POST", path, &body, "svc-retrieval", &headers).await
+        }
+    };
+    let pool = json!({"country": "FR", "keywords": ["lamp"], "formats": ["compact", "card"],
+        "sort_by": "net_price:desc", "session_ref": "tour"});
+
+    let pooled = call("/v1/ads/pool", pool.clone(), "p1").await;
+    assert_eq!(pooled.status, 200, "{:?}", pooled.body);
+    let ads = pooled.body["ads"].as_array().unwrap().clone();
+    let shown: Vec<(&str, &str)> =
+        ads.iter().map(|a| (a["ad_id"].as_str().unwrap(), a["net_price"]["basis"].as_str().unwrap())).collect();
+    let ad_id = |own: &str| svc_core::ids::record_id(svc_core::ids::RecordType::Ads, &seeded.businesses[0].0, own);
+    let (reading, desk) = (ad_id("reading-corner"), ad_id("desk-lamps"));
+    assert_eq!(shown, [(reading.as_str(), "cpc"), (desk.as_str(), "cpm")]);
+    for ad in &ads {
+        for slot in svc_core::ads::images::Slot::ALL {
+            let link = ad["creative"][slot.url_member()].as_str().unwrap();
+            let path = link.strip_prefix(&home.state.config.public_base()).expect("the region's own link");
+            let image = home.get(path).await;
+            assert_eq!((image.status, image.headers["content-type"].to_str().unwrap()), (200, "image/png"));
+            svc_core::ads::images::judge(slot, &image.bytes).unwrap();
+        }
+    }
+
+    // The tour's render and click: the click spends the cpc campaign's budget.
+    let render = json!({"render_token": ads[0]["render_token"], "format": "card", "session_ref": "tour"});
+    let rendered = call("/v1/ads/render", render, "r1").await;
+    assert_eq!((rendered.status, &rendered.body["accepted"]), (200, &json!(true)), "{:?}", rendered.body);
+    let click = json!({"click_token": rendered.body["click_token"], "session_ref": "tour"});
+    let clicked = call("/v1/ads/click", click, "k1").await;
+    assert_eq!(clicked.body, json!({"accepted": true}), "{:?}", clicked.body);
+    let cpc = ads[0]["campaign_id"].as_str().unwrap();
+    let shown = home.admin("GET", &format!("/admin/campaigns/{cpc}"), Value::Null).await;
+    assert_eq!(shown.body["left"], "0.00", "leased for the click, and spent: {:?}", shown.body);
+    let mut again = pool.clone();
+    again["session_ref"] = json!("later");
+    let after = call("/v1/ads/pool", again, "p2").await;
+    let left: Vec<&str> = after.body["ads"].as_array().unwrap().iter().map(|a| a["ad_id"].as_str().unwrap()).collect();
+    assert_eq!(left, [desk.as_str()], "the spent campaign places nothing");
+
+    // Sponsored products in several countries, found by the filter.
+    for (business, country) in [(0, "FR"), (5, "GB"), (7, "US")] {
+        let (uuid, _) = &seeded.businesses[business];
+        let body = json!({"collection": "products", "filter": {"all": [{"country": country}, {"sponsored": true}]},
+            "sort_by": "price_amount:asc", "limit": 50});
+        let answer = call("/v1/search", body, "s").await;
+        let rows = answer.body["rows"].as_array().unwrap();
+        assert!(rows.iter().all(|r| r["sponsored"] == true), "{country}: only paid rows");
+        let own = rows.iter().filter(|r| r["business_uuid"] == uuid.as_str()).count();
+        assert_eq!(own, 5, "{country}: the sponsor's five products among {} rows", rows.len());
+    }
+
+    // The republish keeps the ads (new versions) and their campaigns.
+    home.clock.advance(svc_core::time::MINUTE);
+    republish(&home.state, &|_| {}).await.unwrap();
+    assert_eq!(home.state.registry.record_head(&desk).unwrap().unwrap().generation, 2);
+    let mut third = pool.clone();
+    third["session_ref"] = json!("next-day");
+    let next = call("/v1/ads/pool", third, "p3").await;
+    assert_eq!(next.body["ads"][0]["ad_id"], desk.as_str(), "{:?}", next.body);
 }

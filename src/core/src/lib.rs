@@ -39,6 +39,7 @@ pub mod receipt_fold;
 pub mod records;
 pub mod rng;
 pub mod sandbox;
+pub mod sandbox_images;
 pub mod seal;
 pub mod search;
 pub mod sidecar;
