@@ -115,6 +115,7 @@ pub enum AdminCommand {
     /// Ends one of the service's own keys in the key set (home): retired
     /// from `--valid-until`, or compromised from `--compromised-at`.
     ServiceKeyEnd {
+        #[arg(allow_hyphen_values = true)]
         kid: String,
         #[arg(long)]
         valid_until: Option<String>,
@@ -186,6 +187,7 @@ pub enum KeyCommand {
     },
     /// Re-states who holds a key (`hosted` or `self`): a new signed statement.
     Custody {
+        #[arg(allow_hyphen_values = true)]
         key_id: String,
         #[arg(long)]
         custody: String,
@@ -194,6 +196,7 @@ pub enum KeyCommand {
     },
     /// Revokes a key, optionally naming the moment it was compromised.
     Revoke {
+        #[arg(allow_hyphen_values = true)]
         key_id: String,
         #[arg(long)]
         effective_from: Option<String>,
@@ -210,7 +213,8 @@ pub enum MandateCommand {
         passkey: PathBuf,
         #[arg(long)]
         business: String,
-        #[arg(long)]
+        /// A key id is a base64url thumbprint, which may begin with `-`.
+        #[arg(long, allow_hyphen_values = true)]
         key_id: String,
         #[arg(long, default_value = "m-1")]
         id: String,
@@ -227,7 +231,11 @@ pub enum MandateCommand {
         days: i64,
     },
     /// Revokes a mandate now.
-    Revoke { key_id: String, mandate_id: String },
+    Revoke {
+        #[arg(allow_hyphen_values = true)]
+        key_id: String,
+        mandate_id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -313,6 +321,9 @@ pub enum CampaignCommand {
         business: String,
         #[arg(long)]
         file: PathBuf,
+        /// A record the campaign places, added to the file's `items` (repeatable).
+        #[arg(long = "item")]
+        items: Vec<String>,
     },
     /// Adds funds, in dollars (a decimal string).
     Fund {
@@ -346,7 +357,10 @@ pub enum RetrievalKeyCommand {
         key_file: PathBuf,
     },
     /// Ends a retrieval key: its signatures are refused from now on.
-    Revoke { key_id: String },
+    Revoke {
+        #[arg(allow_hyphen_values = true)]
+        key_id: String,
+    },
 }
 
 /// A connection to the admin API.
@@ -537,10 +551,14 @@ pub async fn run(args: AdminArgs) -> Result<Value, CliError> {
         AdminCommand::Campaign(CampaignCommand::Show { campaign }) => {
             admin.call("GET", &format!("/admin/campaigns/{campaign}"), None).await
         }
-        AdminCommand::Campaign(CampaignCommand::Create { business, file }) => {
+        AdminCommand::Campaign(CampaignCommand::Create { business, file, items }) => {
             let text = std::fs::read(&file).map_err(|source| CliError::Io { path: file.clone(), source })?;
-            let body: Value =
+            let mut body: Value =
                 serde_json::from_slice(&text).map_err(|source| CliError::JsonFile { path: file.clone(), source })?;
+            if let Some(fields) = body.as_object_mut().filter(|_| !items.is_empty()) {
+                let listed = fields.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+                fields.insert("items".into(), listed.into_iter().chain(items.into_iter().map(Value::from)).collect());
+            }
             admin.call("POST", &format!("/admin/businesses/{business}/campaigns"), Some(body)).await
         }
         AdminCommand::Campaign(CampaignCommand::Fund { campaign, amount }) => {
@@ -619,4 +637,40 @@ pub async fn seal_ai_policy(
     let seal = passkey_of(key, config)?.seal_record(&context, "ai_policy", bytes, now, Some(current + 1))?;
     let body = json!({"record_base64": svc_core::b64::std_encode(bytes), "seal": seal});
     Ok(admin.call("POST", &format!("/admin/businesses/{business}/ai-policy"), Some(body)).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    /// A key id is a base64url thumbprint: one in 64 begins with `-`,
+    /// which must still read as the value, never as a flag.
+    #[test]
+    fn a_key_id_that_begins_with_a_hyphen_is_a_value() {
+        let id = "-xZ1fj3dKHbb6TQD2XmV4XLqxXR2NqPjz8v6oK5kZt0";
+        let parse = |args: &[&str]| {
+            let cli =
+                Cli::try_parse_from([&["svc", "admin"], args].concat()).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            match cli.command {
+                Command::Admin(admin) => admin.command,
+                _ => unreachable!(),
+            }
+        };
+        let seal = ["mandate", "seal", "--passkey", "p.json", "--business", "b", "--key-id", id, "--countries", "FR"];
+        assert!(matches!(parse(&seal), AdminCommand::Mandate(MandateCommand::Seal { key_id, .. }) if key_id == id));
+        assert!(
+            matches!(parse(&["key", "revoke", id]), AdminCommand::Key(KeyCommand::Revoke { key_id, .. }) if key_id == id)
+        );
+        assert!(matches!(
+            parse(&["mandate", "revoke", id, "m1"]),
+            AdminCommand::Mandate(MandateCommand::Revoke { key_id, .. }) if key_id == id
+        ));
+        assert!(matches!(
+            parse(&["retrieval-key", "revoke", id]),
+            AdminCommand::RetrievalKey(RetrievalKeyCommand::Revoke { key_id }) if key_id == id
+        ));
+    }
 }

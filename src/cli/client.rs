@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
+use svc_core::Reason;
 use svc_core::ads::tokens::{CLICK_V1, ClickToken};
 use svc_core::dsse::Envelope;
 use svc_core::keyset::KeySet;
@@ -20,7 +21,7 @@ use crate::client::transport::Answer;
 #[derive(Debug, Args)]
 pub struct ClientArgs {
     /// Where the region listens.
-    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    #[arg(long, env = "SVC_BASE_URL", default_value = "http://127.0.0.1:8080")]
     pub base_url: String,
     /// The public host requests are signed for (`@authority`).
     #[arg(long, default_value = "api.svc.localhost")]
@@ -271,8 +272,8 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
             let bytes = serde_json::to_vec(&body)?;
             let answer = client.call("POST", "/v1/search", bytes).await?;
             print_body(&answer)?;
-            let keys = key_set(&args, &client).await?;
-            let checked = offline::check_search(&answer.json(), &keys, &client.key_id()).map_err(CliError::Offline)?;
+            let body = answer.json();
+            let checked = checked(&args, &client, |keys| offline::check_search(&body, keys, &client.key_id())).await?;
             eprintln!(
                 "checked offline: receipt format {} from region {} names all {} rows; every row signature holds",
                 checked.receipt.format, checked.receipt.receipt.region, checked.rows
@@ -283,8 +284,8 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
                 client.call("GET", &format!("/v1/records/{}", crate::client::percent(record_id)), Vec::new()).await?;
             print_body(&answer)?;
             keep(save.as_ref(), &answer)?;
-            let keys = key_set(&args, &client).await?;
-            let checked = offline::check_fetch(&answer.bytes, &keys, &client.key_id()).map_err(CliError::Offline)?;
+            let checked =
+                checked(&args, &client, |keys| offline::check_fetch(&answer.bytes, keys, &client.key_id())).await?;
             eprintln!(
                 "checked offline: receipt format {} from region {}; record bytes match the receipt and the sidecar{}; \
                  `svc client verify` also checks the business's seal and the log",
@@ -307,7 +308,13 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
             };
             print_body(&answer)?;
             let keys = key_set(&args, &client).await?;
-            for line in verify_fetched(&client, &answer, &keys).await? {
+            let lines = match verify_fetched(&client, &answer, &keys).await {
+                Err(CliError::Offline(Reason::KeyUnknown)) if args.keys.is_some() => {
+                    verify_fetched(&client, &answer, &refreshed(&args, &client).await?).await?
+                }
+                other => other?,
+            };
+            for line in lines {
                 eprintln!("{line}");
             }
         }
@@ -335,8 +342,8 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
             let answer = client.call("POST", "/v1/ads/pool", serde_json::to_vec(&body)?).await?;
             print_body(&answer)?;
             keep(save.as_ref(), &answer)?;
-            let keys = key_set(&args, &client).await?;
-            let ads = offline::check_pool(&answer.json(), &keys, &client.key_id()).map_err(CliError::Offline)?;
+            let body = answer.json();
+            let ads = checked(&args, &client, |keys| offline::check_pool(&body, keys, &client.key_id())).await?;
             eprintln!(
                 "checked offline: the receipt names all {ads} ads; every row signature holds; every item shows \
                  its sealed texts and images; every render token is the region's, issued to this key"
@@ -452,6 +459,40 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// Runs an offline check against the key set; when the saved one names
+/// no key that signed (a region rotated its receipt key since it was
+/// saved), fetches the region's, verified under the pinned anchors, saves
+/// it in its place and checks again.
+async fn checked<T>(
+    args: &ClientArgs,
+    client: &RetrievalClient,
+    check: impl Fn(&KeySet) -> Result<T, Reason>,
+) -> Result<T, CliError> {
+    match check(&key_set(args, client).await?) {
+        Err(Reason::KeyUnknown) if args.keys.is_some() => check(&refreshed(args, client).await?),
+        other => other,
+    }
+    .map_err(CliError::Offline)
+}
+
+/// The region's key set, verified as the saved one was, written over the
+/// saved file.
+async fn refreshed(args: &ClientArgs, client: &RetrievalClient) -> Result<KeySet, CliError> {
+    let answer = client.key_set().await?;
+    if answer.status != 200 {
+        return Err(CliError::Answered { what: "the key set", status: answer.status });
+    }
+    let keys = verified(args, &answer.json())?;
+    if let Some(path) = &args.keys {
+        std::fs::write(path, &answer.bytes).map_err(|source| CliError::Io { path: path.clone(), source })?;
+        eprintln!(
+            "note: {} named no key that signed this answer; saved the region's key set, checked as before",
+            path.display()
+        );
+    }
+    Ok(keys)
 }
 
 /// The key set to check against: the saved one, or the region's.

@@ -16,6 +16,7 @@ use crate::node::Node;
 /// The take rate of `svc up`'s home (basis points): 20 %.
 const SANDBOX_TAKE_BPS: u32 = 2_000;
 
+#[derive(Debug, Clone)]
 pub struct Plan {
     pub data_dir: PathBuf,
     pub listen: SocketAddr,
@@ -99,10 +100,8 @@ fn region_config(
     config.trusted_proxies = vec![trusted.parse().map_err(CliError::Usage)?];
     // The portal is reached through the door; a browser treats
     // http://localhost as a secure context, so passkeys work without TLS.
-    if plan.listen.port() != 0 {
-        config.passkey_rp_id = "localhost".into();
-        config.passkey_origin = format!("http://localhost:{}", plan.listen.port());
-    }
+    config.passkey_rp_id = "localhost".into();
+    config.passkey_origin = format!("http://localhost:{}", plan.listen.port());
     config.replication = Some(match home {
         None => {
             // The sandbox's campaigns pay a 20 % take on their net prices.
@@ -159,6 +158,15 @@ pub struct Up {
 impl Up {
     /// Starts home, then the read regions pulling from it, then the door.
     pub async fn start(plan: &Plan) -> Result<Up, CliError> {
+        // The door's port names the portal's passkey origin, so it is known
+        // before any region starts, even when the system picks it.
+        let listen = match plan.listen.port() {
+            0 => std::net::TcpListener::bind(plan.listen)
+                .and_then(|l| l.local_addr())
+                .map_err(|source| CliError::Io { path: "the front door's port".into(), source })?,
+            _ => plan.listen,
+        };
+        let plan = &Plan { listen, ..plan.clone() };
         let latency = latency_table(&plan.latency)?;
         std::fs::create_dir_all(&plan.data_dir)
             .map_err(|source| CliError::Io { path: plan.data_dir.clone(), source })?;

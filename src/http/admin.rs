@@ -332,8 +332,13 @@ async fn republish_sandbox(State(state): State<Region>, _: Operator) -> Response
     if !state.config.environment.is_sandbox() {
         return Error::detail(Code::RequestInvalid, "only a sandbox node holds the sandbox corpus").into_response();
     }
-    match crate::sandbox::seed::republish(&state, &|_| {}).await {
-        Ok(body) => Json(body).into_response(),
+    match crate::sandbox::seed::republish_waiting(&state, std::time::Duration::from_secs(20)).await {
+        Ok(Some(body)) => Json(body).into_response(),
+        Ok(None) => {
+            let running = serde_json::json!({"republishing": true,
+                "detail": "still running; each batch's new versions appear as it settles"});
+            (axum::http::StatusCode::ACCEPTED, Json(running)).into_response()
+        }
         Err(e) => Error::detail(Code::RequestInvalid, e.to_string()).into_response(),
     }
 }

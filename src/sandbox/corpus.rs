@@ -370,8 +370,9 @@ fn paid(
                 "image_square_url": sandbox_images::url(&picture, Slot::Square),
                 "image_landscape_url": sandbox_images::url(&picture, Slot::Landscape),
             })));
-            // The cpc campaign's budget is one click; the cpm one's 500 renders.
-            let budget = if basis == "cpc" { net_price } else { "2.00" };
+            // The cpc campaign's budget is one click at `svc up`'s 20 % take
+            // (5.00 net is 6.25); the cpm one's hundreds of renders.
+            let budget = if basis == "cpc" { "6.25" } else { "2.00" };
             campaigns.push(CampaignSpec {
                 terms: terms(headline.to_owned(), "ad", basis, net_price, budget, &["lamp", "lighting", "reading"]),
                 items: vec![(RecordType::Ads, ad_id.to_owned())],

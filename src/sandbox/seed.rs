@@ -202,6 +202,28 @@ pub fn is_seeded(state: &Region) -> Result<bool, SeedError> {
     Ok(state.store.contains(cf::META, SEED_STATE_KEY)?)
 }
 
+/// Starts a republish that goes on whatever happens to the caller, and
+/// answers its report when it ends within `wait` (`None`: still running).
+/// A whole corpus takes longer than an admin request may.
+pub async fn republish_waiting(state: &Region, wait: std::time::Duration) -> Result<Option<Value>, SeedError> {
+    if !is_seeded(state)? {
+        return Err(SeedError::Missing("this node holds no sandbox corpus"));
+    }
+    let running = state.clone();
+    let task = tokio::spawn(async move {
+        let report = republish(&running, &|_| {}).await;
+        if let Err(e) = &report {
+            tracing::warn!(error = %e, "sandbox republish failed");
+        }
+        report
+    });
+    match tokio::time::timeout(wait, task).await {
+        Ok(Ok(report)) => report.map(Some),
+        Ok(Err(_)) => Err(SeedError::Missing("the republish stopped before it ended")),
+        Err(_) => Ok(None),
+    }
+}
+
 /// Publishes every record of the corpus again: new versions, same ids and bytes.
 pub async fn republish(state: &Region, progress: &(dyn Fn(Progress) + Sync)) -> Result<Value, SeedError> {
     let seeded = state

@@ -1270,3 +1270,27 @@ async fn a_keys_charged_clicks_on_a_campaign_are_capped_per_hour() {
     let book = home.state.ads.call(svc::actors::ad_reservations::AdMsg::Observe).await.unwrap();
     assert_eq!(book.leases[&campaign].used.0, 500_000, "charged again in a new hour, from a new lease: {book:?}");
 }
+
+// A campaign pays its net price grossed up by the service's take: a budget
+// that covers the net price of one event but not what the business pays
+// for it would be accepted and never place anything.
+// rule: R4.3.1
+#[tokio::test(flavor = "multi_thread")]
+async fn a_budget_must_cover_one_event_with_the_services_take() {
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |c| c.ads.take_rate_bps = 2_000).await;
+    let business = home.business("Lumen", products_scope(100)).await;
+    let published = home.publish(&business, &[product("Lumen", "L-1", "9.90")], "one").await;
+    assert_eq!(published.status, 200, "{:?}", published.body);
+    let item = svc_core::ids::product_id(&business.uuid, "L-1");
+    let path = format!("/admin/businesses/{}/campaigns", business.uuid);
+    let mut short = terms("short", "5.00");
+    short["basis"] = json!("cpc");
+    short["net_price"] = json!("5.00");
+    let refused = home.admin("POST", &path, json!({"terms": short, "items": [item]})).await;
+    assert_eq!((refused.status, refused.body["code"].as_str()), (400, Some("request_invalid")), "{:?}", refused.body);
+    assert!(refused.body["detail"].as_str().unwrap().contains("6.25"), "{:?}", refused.body);
+    let mut enough = short.clone();
+    enough["budget"] = json!("6.25");
+    let made = home.admin("POST", &path, json!({"terms": enough, "items": [item]})).await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+}

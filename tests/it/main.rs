@@ -46,6 +46,7 @@ mod schemathesis;
 mod search;
 mod shutdown;
 mod supervision;
+mod tour;
 mod traces;
 mod transparency;
 mod up;

@@ -319,7 +319,7 @@ async fn campaign_flows(
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert_eq!(seen, [item.clone()], "the funded campaign's product, marked at the read region");
+    assert_eq!(seen, std::slice::from_ref(&item), "the funded campaign's product, marked at the read region");
     // The read region's `sponsored` filter answers from the same campaigns.
     let filtered = |sponsored: bool| {
         let mut body = body.clone();
@@ -327,7 +327,7 @@ async fn campaign_flows(
         serde_json::to_vec(&body).unwrap()
     };
     let only = client.call("POST", "/v1/search", filtered(true)).await.unwrap().json();
-    assert_eq!(marked(&only["rows"]), [item.clone()]);
+    assert_eq!(marked(&only["rows"]), std::slice::from_ref(&item));
     assert_eq!(only["rows"].as_array().unwrap().len(), 1, "only the paid row: {only}");
     browser.open(&format!("{site}/portal/campaigns")).await;
     browser.click("form.campaign-state button[value=paused]").await;

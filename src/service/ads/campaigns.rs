@@ -109,6 +109,15 @@ pub async fn create(
 ) -> Result<Campaign> {
     state.registry.business(business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
     let checked = checked(terms)?;
+    // What the business pays for an event is its net price grossed up by
+    // the service's take: a budget short of that would never place anything.
+    let charge = svc_core::ads::event_charge(checked.net_price, checked.basis, super::reservations::take_rate(state)?);
+    if charge > checked.budget {
+        return Err(invalid(format!(
+            "budget: the budget does not cover one billable event, {} with the service's take",
+            charge.to_decimal()
+        )));
+    }
     if of_business(state, business_uuid)?.len() >= MAX_CAMPAIGNS {
         return Err(invalid(format!("a business holds at most {MAX_CAMPAIGNS} campaigns")));
     }

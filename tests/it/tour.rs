@@ -1,0 +1,534 @@
+//! The README's tour is a test (issue 46, item 1): every command of its
+//! code blocks, read from the README itself, runs in order against a real
+//! `svc up` process, and each one's output is checked. A command the test
+//! has no check for fails it, so the README cannot drift from what works.
+//!
+//! What the test changes, and only this: `svc` is the test build rather
+//! than `cargo run --release` (the same binary, built once), the deployment
+//! listens on free ports (each `127.0.0.1:<default port>` in a command
+//! names the port that stands for it), `<placeholders>` are the values the
+//! earlier answers gave, and `xdg-open` is a fetch of the page.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// The README's tour: from its heading to the next top-level one.
+fn tour_blocks(readme: &str) -> Vec<Vec<String>> {
+    let start = readme.find("\n## Tour\n").expect("the README has a tour");
+    let rest = &readme[start + 1..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3);
+    let mut blocks: Vec<Vec<String>> = Vec::new();
+    let mut current: Vec<String> = Vec::new();
+    for line in rest[..end].lines() {
+        match line.strip_prefix("    ") {
+            Some(code) => match current.last_mut() {
+                // A continued line is one command.
+                Some(last) if last.ends_with('\\') => {
+                    last.pop();
+                    last.push_str(code.trim_start());
+                }
+                _ => current.push(code.to_owned()),
+            },
+            None if line.trim().is_empty() && !current.is_empty() => continue,
+            None => {
+                if !current.is_empty() {
+                    blocks.push(std::mem::take(&mut current));
+                }
+            }
+        }
+    }
+    if !current.is_empty() {
+        blocks.push(current);
+    }
+    blocks
+}
+
+/// A shell command without its trailing comment (`  # …`).
+fn without_comment(line: &str) -> &str {
+    line.find("   #").or_else(|| line.find("  # ")).map_or(line, |i| &line[..i]).trim_end()
+}
+
+/// `svc up` as a process, stopped (and its regions with it) when dropped.
+struct Up {
+    child: Child,
+    lines: Vec<String>,
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        // SIGTERM: the door, then each region, drain and stop.
+        let _ = Command::new("kill").arg(self.child.id().to_string()).status();
+        for _ in 0..100 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_up(dir: &Path) -> Up {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_svc"))
+        .args(["up", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ports-from", "0"])
+        .current_dir(dir)
+        .env("SVC_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut up = Up { child, lines: Vec::new() };
+    loop {
+        let line = receiver.recv_timeout(Duration::from_secs(600)).expect("svc up printed its tour");
+        let done = line.starts_with("Ctrl-C stops");
+        up.lines.push(line);
+        if done {
+            return up;
+        }
+    }
+}
+
+/// What the tour has learned so far: the placeholders' values, the shell
+/// variables it set, and the ports that stand for the README's.
+struct Tour {
+    dir: PathBuf,
+    values: HashMap<String, String>,
+    assignments: Vec<String>,
+    ports: Vec<(String, String)>,
+}
+
+/// How a command ran.
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\nstderr: {}", self.stdout, self.stderr))
+    }
+}
+
+impl Tour {
+    fn substitute(&self, command: &str) -> String {
+        let mut out = command.to_owned();
+        for (readme, actual) in &self.ports {
+            out = out.replace(&format!("127.0.0.1:{readme}"), actual);
+        }
+        while let Some(start) = out.find('<') {
+            let Some(length) = out[start..].find('>') else { break };
+            let name = &out[start + 1..start + length];
+            let value = self.values.get(name).unwrap_or_else(|| panic!("no value yet for <{name}> in {command}"));
+            out.replace_range(start..=start + length, value);
+        }
+        out
+    }
+
+    fn run(&self, command: &str) -> Ran {
+        let script = format!("{}\n{command}", self.assignments.join("\n"));
+        let output = Command::new("timeout")
+            .args(["300", "bash", "-c", &script])
+            .current_dir(&self.dir)
+            .env("SVC_ADMIN_URL", &self.values["admin_url"])
+            .env("SVC_BASE_URL", &self.values["door_url"])
+            .env("SVC_LOG", "warn")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        Ran {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// Waits until every read region holds what home had committed: a
+    /// person reading the next line gives replication that time.
+    fn caught_up(&self) {
+        let ready = |port: &str| -> Value {
+            let url = format!("http://{}/readyz", self.ports.iter().find(|(p, _)| p == port).unwrap().1);
+            let output = Command::new("curl").args(["-s", &url]).output().unwrap();
+            serde_json::from_slice(&output.stdout).unwrap_or(Value::Null)
+        };
+        let head = ready("8100")["head_seq"].as_u64().unwrap_or(0);
+        for region in ["8110", "8120"] {
+            for _ in 0..200 {
+                let at = ready(region);
+                if at["applied_seq"].as_u64().unwrap_or(0) >= head && at["ready"] == true {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+
+    fn set(&mut self, name: &str, value: &Value) {
+        let text = value.as_str().unwrap_or_else(|| panic!("<{name}> is not a string: {value}"));
+        self.values.insert(name.to_owned(), text.to_owned());
+    }
+}
+
+/// Checks one command's output, and keeps what later commands need. A
+/// command no rule knows fails the test.
+fn check(tour: &mut Tour, command: &str, ran: &Ran) {
+    let ok = |expected: i32| {
+        assert_eq!(ran.code, expected, "{command}\nstdout: {}\nstderr: {}", ran.stdout, ran.stderr);
+    };
+    let has = |what: &str| {
+        assert!(ran.stdout.contains(what), "{command}: no {what:?} in\n{}\nstderr: {}", ran.stdout, ran.stderr);
+    };
+    match command {
+        c if c.contains("/readyz") => {
+            ok(0);
+            has("x-svc-region");
+            has("\"ready\":true");
+        }
+        c if c.contains("openapi.json") => {
+            ok(0);
+            let paths: u64 = ran.stdout.trim().parse().unwrap();
+            assert!(paths > 40, "{paths} paths");
+        }
+        c if c.ends_with("admin observe") => {
+            ok(0);
+            assert!(ran.json()["actors"].is_object(), "{}", ran.stdout);
+        }
+        c if c.contains("admin business show") => {
+            ok(0);
+            assert_eq!(ran.json()["business_uuid"].as_str(), Some(tour.values["business_uuid"].as_str()));
+        }
+        c if c.contains("keygen") => {
+            ok(0);
+            let out = c.split("--out ").nth(1).unwrap().split_whitespace().next().unwrap();
+            assert!(tour.dir.join(out).exists(), "{out} written");
+        }
+        c if c.contains("business create") && c.contains("--owner-email") => {
+            ok(0);
+            // The invitation opens in a browser, through the door.
+            let answer = ran.json();
+            let door_port = tour.values["door_url"].rsplit(':').next().unwrap().to_owned();
+            let link = format!("http://localhost:{door_port}/portal/invitations/");
+            assert!(answer["owner_invitation"]["url"].as_str().unwrap_or_default().starts_with(&link), "{answer}");
+        }
+        c if c.contains("business create") => {
+            ok(0);
+            let answer = ran.json();
+            assert!(answer["cert_id"].is_string(), "{answer}");
+            tour.set("uuid", &answer["business_uuid"]);
+        }
+        c if c.contains("admin key register") => {
+            ok(0);
+            let answer = ran.json();
+            if c.contains("--purpose integration") {
+                tour.set("integration key_id", &answer["key_id"]);
+                tour.set("sandbox_key_grant", &answer["sandbox_key_grant"]);
+            } else {
+                assert!(answer["key_id"].is_string(), "{answer}");
+            }
+        }
+        c if c.contains("mandate seal") => {
+            ok(0);
+            assert!(ran.json()["mandate_id"].is_string(), "{}", ran.stdout);
+        }
+        c if c.contains("publish examples/products.csv --dry-run") => {
+            ok(2);
+            has("5     AN-004               refused locally  field_invalid  /prices/0/amount");
+            has("5 rows: 1 refused locally, 4 valid");
+        }
+        c if c.contains("publish examples/products.csv") => {
+            ok(2);
+            has("AN-004");
+            has("5 rows: 4 accepted, 1 refused locally");
+        }
+        c if c.contains("company create") => {
+            ok(0);
+            tour.set("ai_company_uuid", &ran.json()["ai_company_uuid"]);
+        }
+        c if c.contains("group create") => {
+            ok(0);
+            tour.set("ai_group_id", &ran.json()["ai_group_id"]);
+        }
+        c if c.contains("retrieval-key register") => {
+            ok(0);
+            tour.set("sandbox_key_grant", &ran.json()["sandbox_key_grant"]);
+        }
+        c if c.contains("client --key ai.json keys") => {
+            ok(0);
+            assert!(tour.dir.join("keys.json").exists() && tour.dir.join("anchors.json").exists());
+        }
+        c if c.contains("search --country FR --q lamp") => {
+            ok(0);
+            let rows = ran.json()["rows"].as_array().unwrap().clone();
+            assert!(!rows.is_empty(), "{}", ran.stdout);
+            tour.set("record_id", &rows[0]["record_id"]);
+        }
+        c if c.contains("\"on_sale\": true") => {
+            ok(0);
+            let rows = ran.json()["rows"].as_array().unwrap().clone();
+            assert!(!rows.is_empty() && rows.iter().all(|r| r["on_sale"] == true), "{}", ran.stdout);
+        }
+        c if c.contains("\"sponsored\": true") => {
+            ok(0);
+            let rows = ran.json()["rows"].as_array().unwrap().clone();
+            assert!(!rows.is_empty() && rows.iter().all(|r| r["sponsored"] == true), "{}", ran.stdout);
+        }
+        c if c.contains("fetch") && c.contains("--save kept.json") => {
+            ok(0);
+            assert!(tour.dir.join("kept.json").exists());
+        }
+        c if c.contains(" fetch ") => {
+            ok(0);
+            assert_eq!(ran.json()["record_id"].as_str(), Some(tour.values["record_id"].as_str()));
+        }
+        c if c.ends_with(" receipts") => {
+            ok(0);
+            assert!(!ran.json()["receipts"].as_array().unwrap().is_empty(), "{}", ran.stdout);
+        }
+        c if c.ends_with(" usage") => {
+            ok(0);
+            assert!(ran.json().is_object());
+        }
+        c if c.ends_with("key-directory") || c.ends_with("verification-index") => {
+            ok(0);
+            assert!(ran.json().is_object() || ran.json().is_array());
+        }
+        c if c.contains(" pool ") => {
+            ok(0);
+            let answer = ran.json();
+            let ads = answer["ads"].as_array().unwrap();
+            let session = c.split("--session-ref ").nth(1).unwrap().split_whitespace().next().unwrap();
+            match session {
+                // Both of the sandbox's ads, the one paid per click first.
+                "c1" => assert_eq!(ads.iter().map(|a| &a["net_price"]["basis"]).collect::<Vec<_>>(), ["cpc", "cpm"]),
+                // The click spent the cpc campaign.
+                "c2" => assert_eq!(ads.iter().map(|a| &a["net_price"]["basis"]).collect::<Vec<_>>(), ["cpm"]),
+                _ => assert!(
+                    ads.iter().any(|a| a["ad_id"].as_str() == tour.values.get("ad_record_id").map(String::as_str)),
+                    "{answer}"
+                ),
+            }
+        }
+        c if c.contains(" render ") || c.contains(" click ") => {
+            ok(0);
+            assert_eq!(ran.json()["accepted"], true, "{}", ran.stdout);
+        }
+        c if c.contains("campaign show") => {
+            ok(0);
+            assert_eq!(ran.json()["left"], "0.00", "{}", ran.stdout);
+        }
+        c if c.contains("record save") => {
+            ok(0);
+            let answer = ran.json();
+            assert_eq!(answer["outcome"], "accepted", "{answer}");
+            tour.set("ad_record_id", &answer["record_id"]);
+        }
+        c if c.contains("campaign create") => {
+            ok(0);
+            let answer = ran.json();
+            assert_eq!(answer["items"], json!([tour.values["ad_record_id"]]), "{answer}");
+            tour.set("campaign_id", &answer["campaign_id"]);
+        }
+        c if c.contains("campaign fund") => {
+            ok(0);
+            assert_eq!(ran.json()["funded"], "10.00", "{}", ran.stdout);
+        }
+        c if c.contains("campaign state") => {
+            ok(0);
+            assert_eq!(ran.json()["state"], "paused", "{}", ran.stdout);
+        }
+        c if c.contains("rotate-receipt-key") => {
+            ok(0);
+            assert!(ran.json().is_object(), "{}", ran.stdout);
+        }
+        c if c.contains(".well-known/keys") => {
+            ok(0);
+            // Home certifies the new key a moment later: watch for it.
+            let receipt_keys = |out: &str| out.matches("\"purpose\": \"receipt\"").count();
+            let mut out = ran.stdout.clone();
+            for _ in 0..100 {
+                if receipt_keys(&out) == 4 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+                out = tour.run(&tour.substitute(c)).stdout;
+            }
+            assert_eq!(receipt_keys(&out), 4, "three regions' keys and eu's next: {out}");
+            assert_eq!(out.matches("\"valid_until\": null").count(), 3, "eu's old key closes: {out}");
+        }
+        c if c.contains("verify --answer kept.json") => {
+            ok(0);
+            let said = &ran.stderr;
+            assert!(said.contains("seal: signed by the business's integration key"), "{said}");
+            if tour.values.contains_key("sequenced") {
+                // After the minute folded and the log was sequenced, both are proven.
+                assert!(!said.contains("not in the log yet") && !said.contains("not folded yet"), "{said}");
+            }
+        }
+        c if c.contains("log-sequence") => {
+            ok(0);
+            assert!(ran.json().is_object(), "{}", ran.stdout);
+            tour.values.insert("sequenced".into(), String::new());
+        }
+        c if c.contains("checkpoint") => {
+            ok(0);
+            assert!(ran.stdout.lines().any(|l| l.starts_with("— ")), "a signed note: {}", ran.stdout);
+        }
+        c if c.starts_with("xdg-open") => unreachable!("opened as a fetch"),
+        c if c.contains("/v1/verify") => {
+            ok(0);
+            assert_eq!(ran.json()["seal"]["valid"], true, "{}", ran.stdout);
+        }
+        c if c.contains("sandbox-republish") => {
+            ok(0);
+            // Done within the request, or still running when it answers.
+            let answer = ran.json();
+            assert!(answer["records"].as_u64().unwrap_or(0) > 10_000 || answer["republishing"] == true, "{answer}");
+        }
+        c if c.ends_with("formats") => {
+            ok(0);
+            has("render.v1");
+        }
+        other => panic!("the README's tour runs a command this test does not check: {other}"),
+    }
+}
+
+/// Serves the MCP configuration the README writes over stdio, and asks it
+/// for its tools and one search.
+fn mcp(tour: &Tour, toml: &str) {
+    let config = tour.substitute(toml).replace("svc_sbxk1.…", &tour.values["sandbox_key_grant"]);
+    std::fs::write(tour.dir.join("mcp.toml"), config).unwrap();
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+            "capabilities": {}, "clientInfo": {"name": "tour", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search_products",
+            "arguments": {"q": "lamp", "filter": {"all": [{"country": "FR"}]}, "sort_by": "_text_match:desc"}}}),
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_svc"))
+        .args(["mcp", "--config", "mcp.toml"])
+        .current_dir(&tour.dir)
+        .env("SVC_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answers = HashMap::new();
+    for message in &messages {
+        std::io::Write::write_all(&mut stdin, format!("{message}\n").as_bytes()).unwrap();
+        if let Some(id) = message.get("id") {
+            let line = lines.next().expect("an answer").unwrap();
+            let answer: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(&answer["id"], id, "{answer}");
+            answers.insert(id.as_u64().unwrap(), answer);
+        }
+    }
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    let tools = answers[&2]["result"]["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|t| t["name"] == "search_products"), "{tools:?}");
+    let called = &answers[&3]["result"];
+    assert_eq!(called["isError"], false, "{called}");
+    assert!(called.to_string().contains("record_id"), "rows came back: {called}");
+}
+
+// rule: R1.31, R1.41
+#[test]
+fn the_readmes_tour_runs_as_written() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let blocks = tour_blocks(&readme);
+    let dir = tempfile::tempdir().unwrap();
+    // A copy: a publish keeps its state beside its input.
+    std::fs::create_dir(dir.path().join("examples")).unwrap();
+    for file in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")).unwrap() {
+        let file = file.unwrap().path();
+        std::fs::copy(&file, dir.path().join("examples").join(file.file_name().unwrap())).unwrap();
+    }
+    let up = start_up(dir.path());
+    let printed = up.lines.join("\n");
+
+    // The addresses `svc up` printed stand for the README's default ports.
+    let address = |prefix: &str, column: usize| -> String {
+        let line = up.lines.iter().find(|l| l.trim_start().starts_with(prefix)).unwrap_or_else(|| panic!("{printed}"));
+        line.split_whitespace().nth(column).unwrap().trim_start_matches("http://").to_owned()
+    };
+    let door = address("front door", 2);
+    let (home, home_admin) = (address("home ", 2), address("home ", 3));
+    let (eu, eu_admin) = (address("eu ", 2), address("eu ", 3));
+    let (ap, ap_admin) = (address("ap ", 2), address("ap ", 3));
+    let ports =
+        [("8080", door.clone()), ("8081", home_admin.clone()), ("8100", home), ("8110", eu), ("8111", eu_admin)]
+            .into_iter()
+            .chain([("8120", ap), ("8121", ap_admin)])
+            .map(|(p, a)| (p.to_owned(), a))
+            .collect();
+    let mut tour = Tour { dir: dir.path().to_owned(), values: HashMap::new(), assignments: Vec::new(), ports };
+    tour.values.insert("door_url".into(), format!("http://{door}"));
+    tour.values.insert("admin_url".into(), format!("http://{home_admin}"));
+    let shown = up.lines.iter().find(|l| l.contains("business show ")).unwrap();
+    tour.values.insert("business_uuid".into(), shown.rsplit(' ').next().unwrap().to_owned());
+    let cpc = up.lines.iter().find(|l| l.contains("campaign show") && l.contains(" cpc,")).expect("a cpc campaign");
+    let cpc = cpc.split("campaign show ").nth(1).unwrap().split_whitespace().next().unwrap();
+    tour.values.insert("cpc_campaign_id".into(), cpc.to_owned());
+
+    let mut ran_commands = 0;
+    for block in &blocks {
+        if block[0].contains(" = ") {
+            mcp(&tour, &block.join("\n"));
+            continue;
+        }
+        for line in block {
+            let command = without_comment(line);
+            if command.contains("--bin svc -- up") {
+                // This is the `svc up` the test started.
+                continue;
+            }
+            if command.starts_with("svc=") {
+                assert_eq!(command, "svc=\"cargo run -q --release --bin svc --\"");
+                tour.assignments.push(format!("svc={:?}", env!("CARGO_BIN_EXE_svc")));
+                continue;
+            }
+            let command = tour.substitute(command);
+            if command.starts_with("export ") || command.split_once('=').is_some_and(|(n, _)| !n.contains(' ')) {
+                tour.assignments.push(command);
+                continue;
+            }
+            let ran = match command.strip_prefix("xdg-open ") {
+                Some(url) => {
+                    let ran = tour.run(&format!("curl -s {url}"));
+                    assert!(ran.stdout.contains("<html") && ran.stdout.contains("Certificate"), "{}", ran.stdout);
+                    ran_commands += 1;
+                    continue;
+                }
+                None => tour.run(&command),
+            };
+            check(&mut tour, without_comment(line), &ran);
+            if command.contains("admin") {
+                tour.caught_up();
+            }
+            ran_commands += 1;
+        }
+    }
+    assert!(ran_commands > 40, "the tour ran {ran_commands} commands");
+    drop(up);
+}
