@@ -181,7 +181,12 @@ async fn caller_created_sandbox_data_expires_ninety_days_after_its_last_use() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_sandbox_shows_ads_and_sponsored_products_and_keeps_them() {
     use serde_json::{Value, json};
-    let home = Home::start_sandbox().await;
+    // As `svc up` runs it: a 20 % take.
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| {
+        config.environment = svc::store::model::Environment::Sandbox;
+        config.ads.take_rate_bps = 2_000;
+    })
+    .await;
     let corpus = generate(11, Sizes::products_only(8, 160));
     let seeded = ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
     let campaigns = svc::sandbox::seed::campaigns(&home.state).unwrap();
