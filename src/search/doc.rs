@@ -79,11 +79,14 @@ pub fn index_doc(collection: RecordType, row_bytes: &[u8]) -> Option<IndexDoc> {
         row: row_bytes.to_vec(),
         ids: serde_json::to_string(&ids).ok()?,
     };
+    // Words are folded and stemmed in the record's own language (`text`).
+    let language = row.get("language").and_then(Value::as_str);
     for field in spec.text_fields {
         let path: Vec<&str> = field.split('.').collect();
         let mut found = Vec::new();
         leaves(&whole, &path, &mut found);
-        doc.texts.extend(found.into_iter().filter_map(Value::as_str).map(|s| (*field, s.to_owned())));
+        doc.texts
+            .extend(found.into_iter().filter_map(Value::as_str).map(|s| (*field, super::text::indexed(s, language))));
     }
     for field in spec.filters {
         match (collection, field.name) {
@@ -170,7 +173,7 @@ mod tests {
             "brands_owned": [{"name": "Lumio"}], "delivery": {"options": ["pickup", "delivery"]},
             "location_geo": [{"lat": 45.7, "lng": 4.8}, {"lat": 48.8, "lng": 2.3}], "has_booking": false});
         let doc = index_doc(RecordType::BusinessFiles, &serde_json::to_vec(&row).unwrap()).unwrap();
-        assert!(doc.texts.contains(&("brands_owned.name", "Lumio".into())));
+        assert!(doc.texts.contains(&("brands_owned.name", "lumio".into())), "folded, as the index holds it");
         assert!(doc.filters.contains(&("delivery.options".into(), Indexed::Str("pickup".into()))));
         assert_eq!(doc.points, vec![("location_geo", 45.7, 4.8), ("location_geo", 48.8, 2.3)]);
     }

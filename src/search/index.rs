@@ -30,7 +30,6 @@ pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedOpen
             let (index, reader, fields) =
                 open(&dir.join(collection.name()).join(n.to_string()), collection, ledger.clone())?;
             readers.entry(collection).or_default().push(Arc::new(ShardReader {
-                index: index.clone(),
                 reader: reader.clone(),
                 fields: fields.clone(),
                 orders: SortOrders::default(),

@@ -14,6 +14,7 @@ mod orders;
 mod plan;
 mod schema;
 mod shard;
+mod text;
 
 pub use error::SearchError;
 pub use index::{Hits, RecordIds, SearchIndex, open_all};

@@ -13,7 +13,6 @@ use super::index::RecordIds;
 use tantivy::DocSet;
 use tantivy::query::{AllQuery, BooleanQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery};
 use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::tokenizer::TokenStream;
 use tantivy::{DocId, Index, IndexReader, IndexWriter, ReloadPolicy, SegmentReader, Term};
 
 use super::SearchError;
@@ -59,7 +58,6 @@ impl ShardOpener {
 
 /// One shard as searches see it.
 pub struct ShardReader {
-    pub(super) index: Index,
     pub(super) reader: IndexReader,
     pub(super) fields: Fields,
     pub(super) orders: SortOrders,
@@ -174,7 +172,7 @@ pub type NamedOpener = (RecordType, usize, ShardOpener);
 /// Opens (or creates) every shard under `dir`: the writers for the actors,
 /// the readers for searches.
 /// Bumped whenever the index schema changes, so an older index is rebuilt.
-pub(super) const SCHEMA_VERSION: u32 = 5;
+pub(super) const SCHEMA_VERSION: u32 = 6;
 
 /// Makes the index directory hold `shards` shards per collection. An index
 /// laid out for another count (or from before the layout was recorded, when
@@ -258,12 +256,11 @@ impl ShardReader {
     ) -> Result<Option<Box<dyn Query>>, SearchError> {
         let fields: Vec<Field> =
             self.fields.texts.iter().filter(|(n, _)| query_by.contains(n)).map(|(_, f)| *f).collect();
-        let Some(first) = fields.first() else { return Ok(None) };
-        let mut analyzer = self.index.tokenizer_for_field(*first)?;
-        let mut tokens: Vec<String> = Vec::new();
-        analyzer.token_stream(text).process(&mut |t| tokens.push(t.text.clone()));
-        tokens.sort();
-        tokens.dedup();
+        if fields.is_empty() {
+            return Ok(None);
+        }
+        // Each word folded, as it is and as each language stems it.
+        let tokens = super::text::query_terms(text);
         if tokens.is_empty() {
             return Ok(None);
         }
