@@ -14,6 +14,7 @@ use svc_core::keyset::KeySet;
 use svc_core::offline;
 
 use super::CliError;
+use super::output::{self, Output, Shape};
 use crate::client::keyfile;
 use crate::client::retrieval::RetrievalClient;
 use crate::client::transport::Answer;
@@ -35,6 +36,10 @@ pub struct ClientArgs {
     /// A saved key set (`svc client keys --out`); fetched from the region when absent.
     #[arg(long)]
     pub keys: Option<PathBuf>,
+    /// Print each answer's exact JSON (also when stdout is not a terminal);
+    /// at a terminal, without it, a summary: rows, ads or receipts as a table.
+    #[arg(long, global = true)]
+    pub json: bool,
     /// Pinned root anchors (`svc client keys --anchors-out`); without them the
     /// key set's own root is trusted on first use, and the output says so.
     #[arg(long)]
@@ -234,18 +239,31 @@ fn read_json(path: &PathBuf) -> Result<Value, CliError> {
 
 /// A render or click confirmation, under the given Idempotency-Key or a
 /// fresh one; the answer is printed.
-async fn confirm(client: &RetrievalClient, path: &str, body: &Value, key: Option<&str>) -> Result<Answer, CliError> {
+async fn confirm(
+    output: Output,
+    client: &RetrievalClient,
+    path: &str,
+    body: &Value,
+    key: Option<&str>,
+) -> Result<Answer, CliError> {
     let fresh = format!("svc-client-{}", hex::encode(crate::clock::random::<8>()));
     let key = key.unwrap_or(&fresh);
     let answer = client.call_with("POST", path, serde_json::to_vec(body)?, &[("idempotency-key", key)]).await?;
-    print_body(&answer)?;
+    print_body(output, Shape::Other, &answer)?;
     Ok(answer)
 }
 
-fn print_body(answer: &Answer) -> Result<(), CliError> {
-    match serde_json::from_slice::<Value>(&answer.bytes) {
-        Ok(v) => super::print_out(&serde_json::to_string_pretty(&v)?),
-        Err(_) => super::print_out(&String::from_utf8_lossy(&answer.bytes)),
+/// Prints an answer: its JSON, or at a terminal its summary (`output`); a
+/// refusal at a terminal is its problem in words, on stderr.
+fn print_body(output: Output, shape: Shape, answer: &Answer) -> Result<(), CliError> {
+    let parsed = serde_json::from_slice::<Value>(&answer.bytes);
+    match (output, &parsed) {
+        (Output::Human, Ok(problem)) if answer.status >= 400 => {
+            eprintln!("{}", output::problem(problem, answer.status))
+        }
+        (Output::Human, Ok(v)) => super::print_out(&output::human(shape, v)),
+        (Output::Json, Ok(v)) => super::print_out(&serde_json::to_string_pretty(v)?),
+        (_, Err(_)) => super::print_out(&String::from_utf8_lossy(&answer.bytes)),
     }
     if answer.status >= 400 {
         return Err(CliError::Answered { what: "the region", status: answer.status });
@@ -254,6 +272,7 @@ fn print_body(answer: &Answer) -> Result<(), CliError> {
 }
 
 async fn execute(args: ClientArgs) -> Result<(), CliError> {
+    let output = Output::choose(args.json);
     let key = keyfile::read(&args.key)?;
     let client = RetrievalClient::new(&args.base_url, &args.authority, key, args.grant.clone())?;
     match &args.command {
@@ -271,7 +290,7 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
             }
             let bytes = serde_json::to_vec(&body)?;
             let answer = client.call("POST", "/v1/search", bytes).await?;
-            print_body(&answer)?;
+            print_body(output, Shape::Search, &answer)?;
             let body = answer.json();
             let checked = checked(&args, &client, |keys| offline::check_search(&body, keys, &client.key_id())).await?;
             eprintln!(
@@ -282,7 +301,7 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
         ClientCommand::Fetch { record_id, save } => {
             let answer =
                 client.call("GET", &format!("/v1/records/{}", crate::client::percent(record_id)), Vec::new()).await?;
-            print_body(&answer)?;
+            print_body(output, Shape::Fetch, &answer)?;
             keep(save.as_ref(), &answer)?;
             let checked =
                 checked(&args, &client, |keys| offline::check_fetch(&answer.bytes, keys, &client.key_id())).await?;
@@ -306,7 +325,7 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
                 }
                 (None, None) => return Err(CliError::Usage("give a record id or --answer".into())),
             };
-            print_body(&answer)?;
+            print_body(output, Shape::Fetch, &answer)?;
             let keys = key_set(&args, &client).await?;
             let lines = match verify_fetched(&client, &answer, &keys).await {
                 Err(CliError::Offline(Reason::KeyUnknown)) if args.keys.is_some() => {
@@ -340,7 +359,7 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
                 body["max_per_campaign"] = json!(most);
             }
             let answer = client.call("POST", "/v1/ads/pool", serde_json::to_vec(&body)?).await?;
-            print_body(&answer)?;
+            print_body(output, Shape::Pool, &answer)?;
             keep(save.as_ref(), &answer)?;
             let body = answer.json();
             let ads = checked(&args, &client, |keys| offline::check_pool(&body, keys, &client.key_id())).await?;
@@ -366,7 +385,7 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
                 body["receipt"] = kept["receipt"].clone();
                 body["record_id"] = json!(record);
             }
-            let answer = confirm(&client, "/v1/ads/render", &body, idempotency_key.as_deref()).await?;
+            let answer = confirm(output, &client, "/v1/ads/render", &body, idempotency_key.as_deref()).await?;
             keep(save.as_ref(), &answer)?;
             let keys = key_set(&args, &client).await?;
             let token = Envelope::from_value(&answer.json()["click_token"]).map_err(CliError::Offline)?;
@@ -380,23 +399,23 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
         ClientCommand::Click { render, session_ref, idempotency_key } => {
             let kept = read_json(render)?;
             let body = json!({"click_token": kept["click_token"], "session_ref": session_ref});
-            confirm(&client, "/v1/ads/click", &body, idempotency_key.as_deref()).await?;
+            confirm(output, &client, "/v1/ads/click", &body, idempotency_key.as_deref()).await?;
         }
         ClientCommand::Receipts { from, to, cursor } => {
             let q = crate::client::query(&[("from", from.clone()), ("to", to.clone()), ("cursor", cursor.clone())]);
-            print_body(&client.call("GET", &format!("/v1/receipts{q}"), Vec::new()).await?)?;
+            print_body(output, Shape::Receipts, &client.call("GET", &format!("/v1/receipts{q}"), Vec::new()).await?)?;
         }
         ClientCommand::Usage { from, to } => {
             let q = crate::client::query(&[("from", from.clone()), ("to", to.clone())]);
-            print_body(&client.call("GET", &format!("/v1/usage{q}"), Vec::new()).await?)?;
+            print_body(output, Shape::Other, &client.call("GET", &format!("/v1/usage{q}"), Vec::new()).await?)?;
         }
         ClientCommand::Terms { version } => {
             let path = version.map_or_else(|| "/v1/terms".to_owned(), |v| format!("/v1/terms/{v}"));
-            print_body(&client.call("GET", &path, Vec::new()).await?)?;
+            print_body(output, Shape::Other, &client.call("GET", &path, Vec::new()).await?)?;
         }
         ClientCommand::KeyDirectory { out } => {
             let answer = client.public_get(crate::key_set::directory::PATH).await?;
-            print_body(&answer)?;
+            print_body(output, Shape::Other, &answer)?;
             keep(out.as_ref(), &answer)?;
             let keys = key_set(&args, &client).await?;
             let companies = offline::key_directory(&answer.json(), &keys).map_err(CliError::Offline)?;
@@ -409,7 +428,7 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
         }
         ClientCommand::VerificationIndex => {
             let answer = client.public_get(svc_core::index::INDEX_PATH).await?;
-            print_body(&answer)?;
+            print_body(output, Shape::Other, &answer)?;
             let index = answer.json();
             let known =
                 svc_core::index::PAYLOAD_TYPES.iter().map(|t| svc_core::dsse::payload_type(t)).collect::<Vec<_>>();

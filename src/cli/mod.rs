@@ -4,6 +4,7 @@ pub mod admin;
 pub mod client;
 pub mod error;
 pub mod loadgen;
+pub mod output;
 pub mod progress;
 pub mod publish;
 pub mod up;

@@ -219,3 +219,56 @@ fn output_to_a_reader_that_went_away_ends_quietly() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success() && !stderr.contains("panicked"), "{:?}: {stderr}", run.status);
 }
+
+/// Runs `svc client … <args>` on a terminal (`script` gives it a pty);
+/// answers what the terminal showed.
+async fn on_a_terminal(region: &Live, args: &[&str]) -> String {
+    let mut line = vec![
+        env!("CARGO_BIN_EXE_svc").to_owned(),
+        "client".into(),
+        "--base-url".into(),
+        region.base_url(),
+        "--key".into(),
+        region.key_file.to_str().unwrap().into(),
+        "--grant".into(),
+        region.grant.clone(),
+    ];
+    line.extend(args.iter().map(|a| a.to_string()));
+    let quoted: Vec<String> = line.iter().map(|a| format!("'{a}'")).collect();
+    let command = quoted.join(" ");
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("script").args(["-qec", &command, "/dev/null"]).env("SVC_LOG", "warn").output().unwrap()
+    })
+    .await
+    .unwrap();
+    String::from_utf8_lossy(&output.stdout).replace('\r', "")
+}
+
+// At a terminal a search is a table and a refusal is its problem in words;
+// `--json`, after the subcommand too, or a pipe, is the exact JSON.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_reads_tables_and_a_program_reads_json() {
+    let region = region().await;
+    let client =
+        RetrievalClient::new(&region.base_url(), "api.svc.localhost", region.key.clone(), Some(region.grant.clone()))
+            .unwrap();
+    region.rows(&client).await;
+    let search = ["search", "--country", &region.country, "--sort", "published_at:desc", "--limit", "3"];
+    let shown = on_a_terminal(&region, &search).await;
+    println!("{shown}");
+    let header = shown.lines().find(|l| l.starts_with('#')).unwrap_or_else(|| panic!("a table: {shown}"));
+    assert!(header.contains("record_id") && header.contains("name"), "{shown}");
+    assert!(shown.contains("products rows in") && !shown.contains("\"rows\""), "{shown}");
+    let json = on_a_terminal(&region, &[&search[..], &["--json"]].concat()).await;
+    // The terminal shows stdout's JSON, then the checks stderr wrote.
+    let start = json.find('{').unwrap_or_else(|| panic!("JSON: {json}"));
+    let end = json.find("\n}\n").unwrap_or_else(|| panic!("JSON: {json}")) + 2;
+    let body: Value = serde_json::from_str(&json[start..end]).unwrap_or_else(|e| panic!("{e}: {json}"));
+    assert_eq!(body["rows"].as_array().unwrap().len(), 3);
+    let (_, piped, _) = region.svc_client(&search).await;
+    assert!(serde_json::from_str::<Value>(&piped).is_ok(), "piped, the exact JSON: {piped}");
+    // A refusal: a record that is not there.
+    let refused = on_a_terminal(&region, &["fetch", "svc_aaaaaaaaaaaaaaaaaaaaaaaaaa"]).await;
+    println!("{refused}");
+    assert!(refused.contains("refused: not_found (404)") && refused.contains("what to do:"), "{refused}");
+}

@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// The README's tour: from its heading to the next top-level one.
+/// The README's tour: from its heading to the next top-level one. Its
+/// indented blocks are commands (or a file to write); what a command
+/// prints is shown in fenced blocks, which are not run.
 fn tour_blocks(readme: &str) -> Vec<Vec<String>> {
     let start = readme.find("\n## Tour\n").expect("the README has a tour");
     let rest = &readme[start + 1..];

@@ -1,0 +1,200 @@
+//! What a command prints on stdout: the answer's exact JSON when asked
+//! (`--json`) or when stdout is not a terminal (a program reads it), and at
+//! a terminal a summary a person reads: a table of rows, ads or receipts.
+//! A refusal is the problem's code, detail and what to do, in words.
+
+use std::io::IsTerminal;
+
+use serde_json::Value;
+
+/// How answers are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    Json,
+    Human,
+}
+
+impl Output {
+    /// JSON when asked or piped; words at a terminal.
+    pub fn choose(json: bool) -> Output {
+        if json || !std::io::stdout().is_terminal() { Output::Json } else { Output::Human }
+    }
+}
+
+/// What an answer is, for its summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Search,
+    Fetch,
+    Pool,
+    Receipts,
+    /// Anything else: its JSON, indented.
+    Other,
+}
+
+/// A text cut to `width` characters, with an ellipsis when cut.
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(width.saturating_sub(1)).collect();
+    format!("{kept}…")
+}
+
+/// Rows of cells as aligned columns under a header.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            if let Some(w) = widths.get_mut(i) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        padded.join("  ").trim_end().to_owned()
+    };
+    let mut out = vec![line(header.iter().map(|h| h.to_string()).collect())];
+    out.extend(rows.iter().map(|r| line(r.clone())));
+    out.join("\n")
+}
+
+fn text(value: &Value, member: &str) -> String {
+    value.get(member).and_then(Value::as_str).unwrap_or("").to_owned()
+}
+
+/// The name a row goes by in its collection.
+fn name_of(row: &Value) -> String {
+    ["product_name", "title", "headline", "business_name", "brand"]
+        .iter()
+        .map(|m| text(row, m))
+        .find(|t| !t.is_empty())
+        .unwrap_or_default()
+}
+
+/// A product row's price in the searched country.
+fn price_of(row: &Value, country: &str) -> String {
+    match (row.get(format!("price_{country}")), row.get(format!("price_currency_{country}"))) {
+        (Some(amount), Some(Value::String(currency))) => format!("{amount} {currency}"),
+        _ => String::new(),
+    }
+}
+
+/// The summary of an answer of `shape`.
+pub fn human(shape: Shape, answer: &Value) -> String {
+    match shape {
+        Shape::Search => {
+            let country = text(answer, "country");
+            let rows = answer["rows"].as_array().cloned().unwrap_or_default();
+            let cells: Vec<Vec<String>> = rows
+                .iter()
+                .enumerate()
+                .map(|(i, row)| {
+                    vec![
+                        (i + 1).to_string(),
+                        text(row, "record_id"),
+                        cut(&name_of(row), 40),
+                        price_of(row, &country),
+                        if row["sponsored"] == true { "sponsored".into() } else { String::new() },
+                    ]
+                })
+                .collect();
+            format!(
+                "{} {} rows in {country} (retrieval {})\n{}",
+                rows.len(),
+                text(answer, "collection"),
+                text(answer, "retrieval_id"),
+                table(&["#", "record_id", "name", "price", ""], &cells)
+            )
+        }
+        Shape::Fetch => {
+            let record = &answer["record"];
+            format!(
+                "{} {} of business {}\n  {}\n  published {}",
+                text(answer, "type"),
+                text(answer, "record_id"),
+                text(answer, "business_uuid"),
+                name_of(record),
+                text(answer, "published_at")
+            )
+        }
+        Shape::Pool => {
+            let ads = answer["ads"].as_array().cloned().unwrap_or_default();
+            let cells: Vec<Vec<String>> = ads
+                .iter()
+                .map(|ad| {
+                    let price = &ad["net_price"];
+                    vec![
+                        text(ad, "ad_id"),
+                        cut(&text(&ad["creative"], "headline"), 36),
+                        format!("{} {} {}", text(price, "amount"), text(price, "currency"), text(price, "basis")),
+                        text(&ad["creative"], "display_domain"),
+                    ]
+                })
+                .collect();
+            format!(
+                "{} ads (retrieval {})\n{}",
+                ads.len(),
+                text(answer, "retrieval_id"),
+                table(&["ad_id", "headline", "net price", "shown as"], &cells)
+            )
+        }
+        Shape::Receipts => {
+            let receipts = answer["receipts"].as_array().cloned().unwrap_or_default();
+            let cells: Vec<Vec<String>> = receipts
+                .iter()
+                .map(|r| vec![text(r, "retrieval_id"), text(r, "served_at"), text(r, "region"), text(r, "kind")])
+                .collect();
+            format!("{} receipts\n{}", receipts.len(), table(&["retrieval_id", "served_at", "region", "kind"], &cells))
+        }
+        Shape::Other => serde_json::to_string_pretty(answer).unwrap_or_default(),
+    }
+}
+
+/// What to do about a refusal, by its problem code.
+fn what_to_do(code: &str) -> &'static str {
+    match code {
+        "key_unknown" => {
+            "register the key (svc admin retrieval-key register), and in the sandbox give its grant (--grant or SVC_SANDBOX_KEY) until the sandbox has seen it"
+        }
+        "signature_invalid" | "signature_missing" => {
+            "sign with the key file the key was registered from, for the authority the service names (--authority)"
+        }
+        "rate_limited" => "wait for the time the answer names (Retry-After), then send again",
+        "request_invalid" => "change the member the detail names",
+        "not_found" => "check the id: it names nothing this key may read",
+        "unavailable" => "the service is busy or a region is away: send again after the time it names",
+        "allowance_exhausted" => "the company's prepaid allowance is spent: the operator sets another",
+        _ => "read the detail; docs/REFERENCE.md lists every code",
+    }
+}
+
+/// A problem answer (RFC 9457) in words: its code and status, its detail,
+/// and what to do.
+pub fn problem(answer: &Value, status: u16) -> String {
+    let code = text(answer, "code");
+    let detail =
+        [text(answer, "detail"), text(answer, "title")].into_iter().find(|t| !t.is_empty()).unwrap_or_default();
+    format!("refused: {code} ({status}): {detail}\nwhat to do: {}", what_to_do(&code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn answers_read_as_tables_and_problems_as_words() {
+        let search = json!({"collection": "products", "country": "FR", "retrieval_id": "r_1", "rows": [
+            {"record_id": "svc_a", "product_name": "Lumio Oak Lamp", "price_FR": 19.9, "price_currency_FR": "EUR"},
+            {"record_id": "svc_b", "product_name": "Lumio Linen Lamp", "sponsored": true}]});
+        let shown = human(Shape::Search, &search);
+        assert_eq!(shown.lines().next(), Some("2 products rows in FR (retrieval r_1)"));
+        assert!(shown.contains("1  svc_a      Lumio Oak Lamp    19.9 EUR"), "{shown}");
+        assert!(shown.lines().last().unwrap().ends_with("sponsored"), "{shown}");
+        let refused = problem(&json!({"code": "key_unknown", "title": "Key is not known"}), 401);
+        assert!(refused.starts_with("refused: key_unknown (401): Key is not known\nwhat to do: register"), "{refused}");
+        assert_eq!(cut("abcdef", 4), "abc…");
+    }
+}
