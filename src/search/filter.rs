@@ -11,7 +11,7 @@ use svc_core::search::{Condition, Scalar, SearchQuery};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::{DocId, SegmentReader};
 
-use super::index::RecordIds;
+use super::held::RecordIds;
 use super::schema::{VALUES, f64_column, id_hash, is_numeric, tie_column, value_key};
 
 /// Some value of the document satisfies this.

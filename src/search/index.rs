@@ -17,6 +17,7 @@ use tantivy::{DocAddress, TantivyDocument};
 use super::SearchError;
 use super::collect::{Ranked, sort_and_cut};
 use super::deferred_sync::Ledger;
+use super::held::RecordIds;
 use super::orders::SortOrders;
 use super::plan::ShardPlan;
 use super::shard::*;
@@ -41,17 +42,6 @@ pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedOpen
         SearchIndex { shards: readers, count: shards.max(1), walked: AtomicU64::new(0), whole: AtomicU64::new(0) },
         writers,
     ))
-}
-
-/// The records a search is held to beside its filter: what its `sponsored`
-/// clauses admit, which the region answers from its campaigns by record id
-/// (`svc_core::search::split_paid`). Few: the items of funded campaigns.
-#[derive(Debug, Clone, Default)]
-pub enum RecordIds {
-    #[default]
-    All,
-    Only(Vec<String>),
-    Except(Vec<String>),
 }
 
 /// What a search found: signed rows in order, and whether the time budget

@@ -2,13 +2,16 @@
 //! into an index document, `schema` lays it out in tantivy, `shard` holds
 //! one shard's writer and reader and translates a judged query, `plan` and
 //! `collect` answer it segment by segment, and `index` runs a search over
-//! every shard of a collection.
+//! every shard of a collection. `text` folds and stems words the same way
+//! for records and queries; `held` is the record ids a search is held to
+//! beside its filter (its `sponsored` clauses).
 
 mod collect;
 mod deferred_sync;
 pub mod doc;
 mod error;
 mod filter;
+mod held;
 pub mod index;
 mod orders;
 mod plan;
@@ -17,6 +20,7 @@ mod shard;
 mod text;
 
 pub use error::SearchError;
-pub use index::{Hits, RecordIds, SearchIndex, open_all};
+pub use held::RecordIds;
+pub use index::{Hits, SearchIndex, open_all};
 pub use schema::shard_of;
 pub use shard::{NamedOpener, ShardOpener, ShardWriter, prepare_layout};

@@ -12,7 +12,7 @@ use tantivy::{DocAddress, DocId, Score, SegmentReader};
 use super::SearchError;
 use super::collect::*;
 use super::filter::DocFilter;
-use super::index::RecordIds;
+use super::held::RecordIds;
 use super::schema::*;
 use super::shard::ShardReader;
 

@@ -9,7 +9,7 @@ use svc_core::ids::RecordType;
 use svc_core::search::fields::Kind;
 use svc_core::search::{Condition, Scalar, SearchQuery};
 
-use super::index::RecordIds;
+use super::held::RecordIds;
 use tantivy::DocSet;
 use tantivy::query::{AllQuery, BooleanQuery, Occur, Query, RangeQuery, TermQuery, TermSetQuery};
 use tantivy::schema::{Field, IndexRecordOption};
