@@ -53,8 +53,12 @@ pub enum ClientCommand {
     /// A business's publishing run: a CSV or NDJSON file of products, with
     /// its integration key (`--key`): judged locally, sealed in batches,
     /// resumed after an interruption, and reported row by row.
+    #[command(after_help = "Example:\n  svc client --key integration.json publish examples/products.csv --dry-run")]
     Publish(super::publish::PublishArgs),
     /// A signed search; the receipt and every row are checked.
+    #[command(
+        after_help = "Example:\n  svc client --key ai.json search --country FR --q lamp --filter '[{\"on_sale\": true}]'"
+    )]
     Search {
         #[arg(long, default_value = "products")]
         collection: String,
@@ -72,6 +76,9 @@ pub enum ClientCommand {
     },
     /// Fetches one record; the receipt, the record's hash, the sidecar and
     /// the batch proof are checked.
+    #[command(
+        after_help = "Example:\n  svc client --key ai.json fetch svc_mvdc4jcndwqhvikjmsgbngpkoq --save kept.json"
+    )]
     Fetch {
         record_id: String,
         /// Also keeps the answer's exact bytes, for `verify --answer` later.
@@ -83,6 +90,9 @@ pub enum ClientCommand {
     /// the business's seal signature (by its signed key statement), and the
     /// seal and the receipt in the log. A receipt is in the log once its
     /// minute is folded and the next hour sequenced: verify a kept answer.
+    #[command(
+        after_help = "Example:\n  svc client --key ai.json --keys keys.json --anchors anchors.json verify --answer kept.json"
+    )]
     Verify {
         #[arg(required_unless_present = "answer")]
         record_id: Option<String>,
@@ -93,6 +103,9 @@ pub enum ClientCommand {
     /// ad by its row, every row signature holds, every item shows only its
     /// sealed texts and images, and every render token was signed by the
     /// serving region for this key.
+    #[command(
+        after_help = "Example:\n  svc client --key ai.json pool --country FR --keyword lamp --session-ref c1 --save pool.json"
+    )]
     Pool {
         #[arg(long)]
         country: String,
@@ -120,6 +133,9 @@ pub enum ClientCommand {
     },
     /// Confirms a render (retrieval 4.2): an ad of a saved pool, or a
     /// sponsored row of a saved search. The click token is checked offline.
+    #[command(
+        after_help = "Example:\n  svc client --key ai.json render --pool pool.json --format card --session-ref c1 --save render.json"
+    )]
     Render {
         /// A pool answer `pool --save` kept.
         #[arg(long, conflicts_with = "search", required_unless_present = "search")]
@@ -144,6 +160,7 @@ pub enum ClientCommand {
         save: Option<PathBuf>,
     },
     /// Confirms a click with the click token of a saved render answer.
+    #[command(after_help = "Example:\n  svc client --key ai.json click --render render.json --session-ref c1")]
     Click {
         #[arg(long)]
         render: PathBuf,
@@ -153,6 +170,7 @@ pub enum ClientCommand {
         idempotency_key: Option<String>,
     },
     /// The group's receipts, oldest first.
+    #[command(after_help = "Example:\n  svc client --key ai.json receipts --from 2026-11-01T00:00:00Z")]
     Receipts {
         #[arg(long)]
         from: Option<String>,
@@ -162,6 +180,7 @@ pub enum ClientCommand {
         cursor: Option<String>,
     },
     /// The company's billed requests per day.
+    #[command(after_help = "Example:\n  svc client --key ai.json usage")]
     Usage {
         #[arg(long)]
         from: Option<String>,
@@ -169,20 +188,26 @@ pub enum ClientCommand {
         to: Option<String>,
     },
     /// The Terms in force, or one version.
+    #[command(after_help = "Example:\n  svc client --key ai.json terms")]
     Terms {
         #[arg(long)]
         version: Option<u64>,
     },
     /// Fetches the key directory (AI companies' retrieval keys) and checks
     /// its statement offline under the pinned anchors.
+    #[command(
+        after_help = "Example:\n  svc client --key ai.json --keys keys.json --anchors anchors.json key-directory"
+    )]
     KeyDirectory {
         #[arg(long)]
         out: Option<PathBuf>,
     },
     /// Fetches the verification index and every document it pins, and
     /// checks each against its pinned hash (RFC 8785, here).
+    #[command(after_help = "Example:\n  svc client --key ai.json verification-index")]
     VerificationIndex,
     /// Fetches the key set; saves it and its root anchors when asked.
+    #[command(after_help = "Example:\n  svc client --key ai.json keys --out keys.json --anchors-out anchors.json")]
     Keys {
         #[arg(long)]
         out: Option<PathBuf>,

@@ -14,7 +14,12 @@ use clap::{Parser, Subcommand};
 pub use error::CliError;
 
 #[derive(Debug, Parser)]
-#[command(name = "svc", version, about = "Sealed business records: publish, search, fetch, verify.")]
+#[command(
+    name = "svc",
+    version,
+    about = "Sealed business records: publish, search, fetch, verify.",
+    after_help = "Example:\n  svc up    # a local deployment with the sandbox corpus; the README's tour goes on from there"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -24,6 +29,9 @@ pub struct Cli {
 pub enum Command {
     /// Run a deployment on this machine: a home region, two read regions
     /// (eu, ap) replicating from it, and a front door, with the sandbox corpus.
+    #[command(
+        after_help = "Example:\n  svc up --seed 1   # home, eu and ap behind a front door on :8080, the sandbox corpus seeded"
+    )]
     Up {
         /// Where the regions keep their data (one folder each).
         #[arg(long, default_value = "svc-data")]
@@ -48,21 +56,26 @@ pub enum Command {
         seed: u64,
     },
     /// Run a front door from its configuration file (`regions/front-door.toml`).
+    #[command(after_help = "Example:\n  svc front-door --config regions/front-door.toml")]
     FrontDoor {
         #[arg(long)]
         config: std::path::PathBuf,
     },
     /// Run one region from its configuration file (`regions/<name>.toml`).
+    #[command(after_help = "Example:\n  svc node --config regions/home.toml")]
     Node {
         #[arg(long)]
         config: std::path::PathBuf,
     },
     /// Print the payload types, record schemas and projection hashes this build speaks.
+    #[command(after_help = "Example:\n  svc formats | jq '.payload_types'")]
     Formats,
     /// Print a fresh token (256 random bits, hex) for `admin_token_file` or
     /// `[replication] token_file`.
+    #[command(after_help = "Example:\n  svc secret > regions/secrets/home-admin-token")]
     Secret,
     /// Write a new private key file (Ed25519 or ES256) and print its public half.
+    #[command(after_help = "Example:\n  svc keygen --alg ed25519 --out ai.json")]
     Keygen {
         /// `ed25519` or `es256` (passkeys are `es256`).
         #[arg(long, default_value = "ed25519")]
@@ -71,14 +84,21 @@ pub enum Command {
         out: std::path::PathBuf,
     },
     /// The operator's commands against a node's admin API; each prints JSON.
+    #[command(
+        after_help = "Example:\n  svc admin --url http://127.0.0.1:8081 --token-file svc-data/home/admin_token observe"
+    )]
     Admin(admin::AdminArgs),
     /// An AI company's signed calls: search, fetch, receipts, usage, Terms,
     /// and the key set; answers are checked offline.
+    #[command(
+        after_help = "Example:\n  svc client --key ai.json --grant <sandbox_key_grant> search --country FR --q lamp"
+    )]
     Client(client::ClientArgs),
     /// Run a chaos scenario (`chaos/scenarios/*.toml`): a deployment of
     /// `svc node` processes, load, faults on schedule, invariants checked from
     /// outside. Prints the report's path last; exits 0 when the verdict is
     /// the one the scenario expects.
+    #[command(after_help = "Example:\n  svc chaos chaos/scenarios/clock-skew.toml --out chaos-runs")]
     Chaos {
         scenario: std::path::PathBuf,
         /// Where the run keeps its deployment, logs and report.
@@ -91,12 +111,16 @@ pub enum Command {
     },
     /// Run the billable MCP server with your own retrieval key (retrieval
     /// 4.4): stdio by default, or Streamable HTTP as the file says.
+    #[command(after_help = "Example:\n  svc mcp --config mcp.toml")]
     Mcp {
         #[arg(long)]
         config: std::path::PathBuf,
     },
     /// Signed product searches against a running region from N connections;
     /// prints requests/s and latency percentiles as JSON.
+    #[command(
+        after_help = "Example:\n  svc loadgen --base-url http://127.0.0.1:8110 --key ai.json --sandbox-grant --connections 32 --seconds 20"
+    )]
     Loadgen(loadgen::LoadgenArgs),
 }
 
@@ -333,4 +357,40 @@ pub(crate) fn secret_file(path: &std::path::Path) -> Result<String, CliError> {
     let mut file = options.open(path).map_err(io)?;
     file.write_all(token.as_bytes()).map_err(io)?;
     Ok(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// Every command `svc --help` lists, and every `svc client` command,
+    /// shows an example in its help.
+    #[test]
+    fn each_command_s_help_gives_an_example() {
+        let mut cli = Cli::command();
+        cli.build();
+        let mut missing = Vec::new();
+        if !cli.get_after_help().is_some_and(|h| h.to_string().contains("Example:")) {
+            missing.push("svc".to_owned());
+        }
+        for command in cli.get_subcommands() {
+            let name = command.get_name();
+            if name == "help" {
+                continue;
+            }
+            if !command.get_after_help().is_some_and(|h| h.to_string().contains("Example:")) {
+                missing.push(name.to_owned());
+            }
+            if name == "client" {
+                for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
+                    if !sub.get_after_help().is_some_and(|h| h.to_string().contains("Example:")) {
+                        missing.push(format!("client {}", sub.get_name()));
+                    }
+                }
+            }
+        }
+        assert!(missing.is_empty(), "no example in the help of: {missing:?}");
+    }
 }

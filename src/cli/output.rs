@@ -142,11 +142,13 @@ pub fn human(shape: Shape, answer: &Value) -> String {
         }
         Shape::Receipts => {
             let receipts = answer["receipts"].as_array().cloned().unwrap_or_default();
-            let cells: Vec<Vec<String>> = receipts
-                .iter()
-                .map(|r| vec![text(r, "retrieval_id"), text(r, "served_at"), text(r, "region"), text(r, "kind")])
-                .collect();
-            format!("{} receipts\n{}", receipts.len(), table(&["retrieval_id", "served_at", "region", "kind"], &cells))
+            let cells: Vec<Vec<String>> =
+                receipts.iter().map(|r| vec![text(r, "retrieval_id"), text(r, "served_at"), text(r, "kind")]).collect();
+            let more = match text(answer, "next_cursor") {
+                cursor if cursor.is_empty() => String::new(),
+                cursor => format!("\nmore: --cursor {cursor}"),
+            };
+            format!("{} receipts\n{}{more}", receipts.len(), table(&["retrieval_id", "served_at", "kind"], &cells))
         }
         Shape::Other => serde_json::to_string_pretty(answer).unwrap_or_default(),
     }
@@ -196,5 +198,10 @@ mod tests {
         let refused = problem(&json!({"code": "key_unknown", "title": "Key is not known"}), 401);
         assert!(refused.starts_with("refused: key_unknown (401): Key is not known\nwhat to do: register"), "{refused}");
         assert_eq!(cut("abcdef", 4), "abc…");
+        let receipts = json!({"receipts": [{"retrieval_id": "r_1", "served_at": "2026-11-29T10:00:00.000Z",
+            "kind": "search"}], "next_cursor": "c2"});
+        let shown = human(Shape::Receipts, &receipts);
+        assert!(shown.contains("r_1           2026-11-29T10:00:00.000Z  search"), "{shown}");
+        assert!(shown.ends_with("more: --cursor c2"), "{shown}");
     }
 }
