@@ -235,7 +235,7 @@ pub fn run(args: ClientArgs) -> i32 {
             Ok(status) => status,
             Err(e) => {
                 super::progress::finish();
-                eprintln!("svc client publish: {e}");
+                eprintln!("svc client publish: {}", output::error_text(&e));
                 1
             }
         };
@@ -243,7 +243,7 @@ pub fn run(args: ClientArgs) -> i32 {
     match runtime.block_on(execute(args)) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("svc client: {e}");
+            eprintln!("svc client: {}", output::error_text(&e));
             1
         }
     }

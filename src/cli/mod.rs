@@ -212,7 +212,7 @@ fn print_result(result: Result<serde_json::Value, CliError>) -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("svc: {e}");
+            eprintln!("svc: {}", output::error_text(&e));
             1
         }
     }

@@ -181,6 +181,18 @@ pub fn problem(answer: &Value, status: u16) -> String {
     format!("refused: {code} ({status}): {detail}\nwhat to do: {}", what_to_do(&code))
 }
 
+/// An error as a person reads it: a refusal the service answered is its
+/// problem in words, anything else as it reads.
+pub fn error_text(error: &super::CliError) -> String {
+    if let super::CliError::Client(crate::client::ClientError::Status { status, path, body }) = error
+        && let Ok(answer) = serde_json::from_str::<Value>(body)
+        && answer.get("code").is_some_and(Value::is_string)
+    {
+        return format!("{path} {}", problem(&answer, *status));
+    }
+    error.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,5 +215,18 @@ mod tests {
         let shown = human(Shape::Receipts, &receipts);
         assert!(shown.contains("r_1           2026-11-29T10:00:00.000Z  search"), "{shown}");
         assert!(shown.ends_with("more: --cursor c2"), "{shown}");
+        let body = r#"{"type":"urn:svc:problem:unavailable","status":503,"code":"unavailable","detail":"busy"}"#;
+        let error = crate::cli::CliError::Client(crate::client::ClientError::Status {
+            status: 503,
+            path: "/admin/sandbox/republish".into(),
+            body: body.into(),
+        });
+        assert_eq!(
+            error_text(&error),
+            "/admin/sandbox/republish refused: unavailable (503): busy\nwhat to do: the service is busy or a region \
+             is away: send again after the time it names"
+        );
+        let other = crate::cli::CliError::Missing("no certificate");
+        assert_eq!(error_text(&other), "no certificate");
     }
 }
