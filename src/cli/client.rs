@@ -576,9 +576,30 @@ async fn verify_fetched(
     let business = offline::business_keys(&statement.json(), keys, fetched_at).map_err(CliError::Offline)?;
     let seal: svc_core::seal::ServedSeal =
         serde_json::from_value(body["seal"].clone()).map_err(|source| CliError::Json { what: "seal", source })?;
-    lines.push(match offline::check_seal_signature(&seal, &business, uuid).map_err(CliError::Offline)? {
-        true => "seal: signed by the business's integration key, as its signed key statement lists it".into(),
-        false => "seal: a passkey's record seal; its WebAuthn binding is checked by POST /v1/verify".into(),
+    let record = offline::fetched_record(&answer.bytes).map_err(CliError::Offline)?;
+    let signer = offline::check_seal_signature(&seal, &business, uuid, &record).map_err(CliError::Offline)?;
+    lines.push(match signer {
+        offline::SealSigner::Integration => {
+            "seal: signed by the business's integration key, as its signed key statement lists it".into()
+        }
+        offline::SealSigner::Passkey(party) => format!(
+            "seal: signed by a person's passkey of the business, as its signed key statement lists it, \
+             for the portal {} (relying party {})",
+            party.origin, party.id
+        ),
+        offline::SealSigner::Plain { key_id, sealed_at } => {
+            let custody = client.public_get(&format!("/v1/certificates/{uuid}/key-custody")).await?;
+            if custody.status != 200 {
+                return Err(CliError::Answered { what: "the business's key custody", status: custody.status });
+            }
+            let statements = offline::key_custody(&custody.json(), keys, uuid).map_err(CliError::Offline)?;
+            let held = match offline::custody_at(&statements, &key_id, sealed_at) {
+                Some(svc_core::custody::Custody::Hosted) => "the service holds it for the business (hosted signing)",
+                Some(svc_core::custody::Custody::OwnKey) => "the business holds it",
+                None => "no custody statement covers it",
+            };
+            format!("seal: signed by the business's sealing key, as its signed key statement lists it; {held}, as the signed custody statement in force then says")
+        }
     });
     let origin = client.log_origin();
     let leaf = svc_core::tlog::seal_leaf(seal.envelope());

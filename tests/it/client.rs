@@ -272,3 +272,109 @@ async fn a_person_reads_tables_and_a_program_reads_json() {
     println!("{refused}");
     assert!(refused.contains("refused: not_found (404)") && refused.contains("what to do:"), "{refused}");
 }
+
+/// A product of the corpus's first business under another id and name.
+fn another_product(spec: &svc::sandbox::corpus::BusinessSpec, own_id: &str) -> Vec<u8> {
+    let mut product: Value = serde_json::from_slice(&spec.products[0]).unwrap();
+    product["business_product_id"] = json!(own_id);
+    product["product_name"] = json!(format!("Lampe {own_id}"));
+    serde_json::to_vec(&product).unwrap()
+}
+
+// rule: P4.2.38, P2.6.38, P2.6.39
+#[tokio::test(flavor = "multi_thread")]
+async fn verify_checks_passkey_and_hosted_seals_offline() {
+    use svc::client::sealing::{SealContext, seal_v2_payload};
+    use svc_core::publish::webauthn::seal_with_passkey;
+    let region = region().await;
+    let state = &region.node.state;
+    let corpus = svc::sandbox::corpus::generate(7, svc::sandbox::corpus::Sizes::products_only(2, 40));
+    let spec = &corpus.businesses[0];
+    let seeded = svc::sandbox::seed::ensure_seeded(state, &corpus, &|_| {}).await.unwrap();
+    let (uuid, cert_id) = seeded.businesses[0].clone();
+    let (_, passkey) = svc::sandbox::seed::keys_of(spec).unwrap();
+    let (rp_id, origin) = (state.config.passkey_rp_id.clone(), state.config.passkey_origin.clone());
+    // The corpus's first business sealed an AI policy: version 1 is in force.
+    let context = SealContext { cert_id, ai_policy_version: u64::from(spec.ai_policy.is_some()) };
+    let kid = passkey.verifying_key().thumbprint();
+    let seal_at = |site: &str, record: &[u8], count: u32| {
+        let payload =
+            seal_v2_payload(&kid, &context, "products", record, svc::clock::Clock::now(&svc::clock::SystemClock), None)
+                .unwrap();
+        seal_with_passkey(&passkey, &rp_id, site, &svc_core::dsse::payload_type("seal.v2"), &payload, count).unwrap()
+    };
+    let save = |record: Vec<u8>, seal: svc_core::dsse::Envelope| {
+        let body =
+            json!({"record_type": "products", "record_base64": svc_core::b64::std_encode(&record), "seal": seal});
+        let path = format!("/admin/businesses/{uuid}/records");
+        async move { admin(state, "POST", &path, body).await.unwrap()["record_id"].as_str().unwrap().to_owned() }
+    };
+    let pinned = ["--anchors", region.anchors_file.to_str().unwrap()];
+    let verify = |id: String| {
+        let mut args = pinned.to_vec();
+        args.extend(["verify", &id]);
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let region = &region;
+        async move { region.svc_client(&args.iter().map(String::as_str).collect::<Vec<_>>()).await }
+    };
+
+    // Path B: a person's passkey, its assertion bound to the seal and to the portal.
+    let by_passkey = another_product(spec, "pb-1");
+    let id = save(by_passkey.clone(), seal_at(&origin, &by_passkey, 100)).await;
+    let (code, _, stderr) = verify(id.clone()).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains(&format!("seal: signed by a person's passkey of the business, as its signed key statement lists it, for the portal {origin} (relying party {rp_id})")), "{stderr}");
+
+    // The attacker's seals in a kept answer: the same passkey's assertion
+    // made on another site, and a genuine seal of another record.
+    let kept = region.dir.path().join("kept.json");
+    let mut save_args = pinned.to_vec();
+    let kept_path = kept.to_str().unwrap();
+    save_args.extend(["fetch", &id, "--save", kept_path]);
+    assert_eq!(region.svc_client(&save_args).await.0, 0);
+    let answer: Value = serde_json::from_slice(&std::fs::read(&kept).unwrap()).unwrap();
+    for (seal, reason) in [
+        (seal_at("https://portal.attacker.example", &by_passkey, 101), "signature_invalid"),
+        (seal_at(&origin, &another_product(spec, "pb-2"), 102), "hash_mismatch"),
+    ] {
+        let mut forged = answer.clone();
+        forged["seal"] = serde_json::to_value(&seal).unwrap();
+        let file = region.dir.path().join("forged.json");
+        std::fs::write(&file, serde_json::to_vec(&forged).unwrap()).unwrap();
+        let mut args = pinned.to_vec();
+        args.extend(["verify", "--answer", file.to_str().unwrap()]);
+        let (code, _, stderr) = region.svc_client(&args).await;
+        assert_ne!(code, 0, "{reason}: {stderr}");
+        assert!(stderr.contains(reason), "{reason}: {stderr}");
+    }
+
+    // Hosted signing: the owner's passkey turns it on, the service's key
+    // seals, and the custody statement says who held that key.
+    let request = svc_core::custody::CustodyRequest::new(
+        &uuid,
+        svc_core::custody::Custody::Hosted,
+        svc::clock::Clock::now(&svc::clock::SystemClock),
+    )
+    .to_bytes();
+    let consent = seal_with_passkey(
+        &passkey,
+        &rp_id,
+        &origin,
+        &svc_core::dsse::payload_type(svc_core::custody::CUSTODY_REQUEST_V1),
+        &request,
+        103,
+    )
+    .unwrap();
+    assert!(svc::service::portal::hosted::switch(state, &uuid, &consent).await.unwrap(), "hosted signing is on");
+    let by_service = another_product(spec, "hosted-1");
+    let payload =
+        seal_v2_payload("", &context, "products", &by_service, svc::clock::Clock::now(&svc::clock::SystemClock), None)
+            .unwrap();
+    let seal =
+        svc::service::portal::hosted::sign(state, &uuid, &svc_core::dsse::payload_type("seal.v2"), &payload).unwrap();
+    let id = save(by_service, seal).await;
+    let (code, _, stderr) = verify(id).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("seal: signed by the business's sealing key, as its signed key statement lists it; the service holds it for the business (hosted signing), as the signed custody statement in force then says"), "{stderr}");
+    region.node.stop().await;
+}

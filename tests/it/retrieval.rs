@@ -100,7 +100,7 @@ async fn a_fetch_answers_the_sealed_bytes_verbatim_with_their_proofs_and_a_recei
 
     let sidecar = Envelope::from_value(&body["sidecar"]).unwrap();
     let sidecar = svc_core::sidecar::verify(&sidecar, &home.state.keys.sidecar.verifying_key()).unwrap();
-    assert_eq!(sidecar.origin, sha256_prefixed(record));
+    assert_eq!((sidecar.format(), sidecar.origin()), (2, sha256_prefixed(record).as_str()));
     assert_eq!(body["ai_policy"], json!({"version": 0, "record": null, "seal": null}));
     assert!(body.get("represent").is_none() && body.get("endpoints").is_none(), "business files only");
 

@@ -74,7 +74,7 @@ fn statement(home: &Home, answer: &Value) -> Value {
 }
 
 // rule: P4.2.8, P4.2.18, P4.2.22, P4.2.26, P4.2.27, P4.2.28, P4.2.29, P4.2.30, P4.2.32, P4.2.33, P4.2.34
-// rule: P4.2.39, P4.2.40, P4.2.41, P4.2.42, P4.2.43, P4.2.44, P7.13, P7.17, P5.15
+// rule: P4.2.39, P4.2.40, P4.2.41, P4.2.42, P4.2.43, P4.2.44, P7.13, P7.17, P5.15, P9.10
 #[tokio::test(flavor = "multi_thread")]
 async fn a_fetched_product_verifies_with_its_seal_row_and_sidecar_and_is_proven_once_sequenced() {
     let home = Home::start().await;
@@ -152,6 +152,37 @@ async fn a_fetched_product_verifies_with_its_seal_row_and_sidecar_and_is_proven_
     let bent = home.send(post(&bent_row)).await;
     assert_eq!(bent.body["projection"]["reason"], "row_signature_invalid");
     assert_eq!(bent.body["seal"]["valid"], true, "the seal stands; the row does not");
+
+    // A format 1 sidecar (publishing 9: "v1 still exists") is judged as a
+    // format 2 one; signed by anyone but the service, it is refused.
+    let format_1 = |payload: &Value, key: &svc_core::keys::SigningKey| {
+        let mut body = body_of(&held);
+        let bytes = svc_core::canonical::to_signed_bytes(payload).unwrap();
+        let kid = home.state.keys.sidecar.verifying_key().thumbprint();
+        let mut envelope = svc_core::dsse::Envelope::sign(&svc_core::dsse::payload_type("sidecar.v1"), &bytes, &[key]);
+        envelope.signatures[0].keyid = kid;
+        body["sidecar"] = serde_json::to_value(&envelope).unwrap();
+        body
+    };
+    let served = svc_core::dsse::Envelope::from_value(&held.sidecar).unwrap();
+    let mut v1: Value = serde_json::from_slice(&served.payload_bytes().unwrap()).unwrap();
+    let version = v1.as_object_mut().unwrap().remove("ai_policy_version").unwrap();
+    v1["terms_version"] = version;
+    v1["v"] = json!(1);
+    let answer = home.send(post(&format_1(&v1, &home.state.keys.sidecar))).await;
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    assert_eq!(answer.body["seal"]["valid"], true, "{:?}", answer.body);
+    assert_eq!(answer.body["seal"]["checks"]["scope"], "ok");
+    let forger = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[9; 32]).unwrap();
+    let forged = home.send(post(&format_1(&v1, &forger))).await;
+    assert_eq!(
+        (forged.body["seal"]["valid"].clone(), forged.body["seal"]["reason"].clone()),
+        (json!(false), json!("signature_invalid"))
+    );
+    let mut elsewhere = v1.clone();
+    elsewhere["origin"] = json!(svc_core::digest::sha256_prefixed(b"another record"));
+    let moved = home.send(post(&format_1(&elsewhere, &home.state.keys.sidecar))).await;
+    assert_eq!(moved.body["seal"]["reason"], "hash_mismatch", "{:?}", moved.body);
 }
 
 // rule: P4.2.19, P4.2.20, P4.2.21, P4.2.24, P1.24, P1.25, P1.26

@@ -26,6 +26,7 @@ pub const PAYLOAD_TYPES: &[&str] = &[
     "receipt.v1",
     "receipt.v2",
     "receipt.v3",
+    "sidecar.v1",
     "sidecar.v2",
     "jwks.v1",
     "key-certificate.v1",

@@ -149,6 +149,12 @@ struct FetchedRaw<'a> {
     sidecar: Value,
 }
 
+/// The exact bytes of a fetch answer's `record`, as the service sealed them.
+pub fn fetched_record(answer: &[u8]) -> Result<Vec<u8>, Reason> {
+    let raw: FetchedRaw<'_> = serde_json::from_slice(answer).map_err(|_| Reason::PayloadMalformed)?;
+    Ok(raw.record.get().as_bytes().to_vec())
+}
+
 /// A fetch answer, from its bytes as received: the receipt's one row names
 /// the SHA-256 of the exact `record` bytes, the sidecar (signed by a sidecar
 /// key) names the same origin, and a batch record's inclusion proof leads to
@@ -171,7 +177,7 @@ pub fn check_fetch(answer: &[u8], keys: &KeySet, presenter: &str) -> Result<Chec
     let served_at = UnixMs::parse_rfc3339(&verified.receipt.served_at).ok_or(Reason::PayloadMalformed)?;
     let key = keys.key(Purpose::Sidecar, &key_id, served_at).ok_or(Reason::KeyUnknown)?;
     let sidecar = crate::sidecar::verify(&sidecar, &key)?;
-    if sidecar.origin != origin {
+    if sidecar.origin() != origin {
         return Err(Reason::HashMismatch);
     }
     let seal: ServedSeal = serde_json::from_value(raw.seal).map_err(|_| Reason::PayloadMalformed)?;
@@ -200,15 +206,28 @@ pub struct BusinessKeys {
 pub struct StatedKey {
     pub key_id: String,
     pub key: crate::keys::VerifyingKey,
-    /// `integration` or `sealing` (a passkey).
+    /// `integration`, or `sealing` (a passkey, or a plain key the service
+    /// holds for the business under hosted signing).
     pub purpose: String,
+    /// `passkey`, `ed25519`, ….
+    pub kind: String,
+    /// A passkey's relying party: the portal it was made for.
+    pub relying_party: Option<RelyingParty>,
     pub validity: crate::seal::KeyValidity,
+}
+
+/// The WebAuthn relying party a passkey signs for: its id (the `rpIdHash`
+/// of every assertion) and the portal's origin (in each `clientDataJSON`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RelyingParty {
+    pub id: String,
+    pub origin: String,
 }
 
 /// Reads the statement, judging the statement key that signed it at `at`
 /// (when it was fetched: it is signed fresh on each request).
 pub fn business_keys(document: &Value, keys: &KeySet, at: UnixMs) -> Result<BusinessKeys, Reason> {
-    let payload = stated(document.get("signed"), "business-keys.v1", keys, at)?;
+    let payload = stated(document.get("signed"), "business-keys.v1", Purpose::Statement, keys, at)?;
     let uuid = payload.get("uuid").and_then(Value::as_str).ok_or(Reason::PayloadMalformed)?.to_owned();
     let listed = payload.get("keys").and_then(Value::as_array).ok_or(Reason::PayloadMalformed)?;
     let mut out = Vec::with_capacity(listed.len());
@@ -227,22 +246,34 @@ pub fn business_keys(document: &Value, keys: &KeySet, at: UnixMs) -> Result<Busi
             revocation_effective_from: time("revocation_effective_from"),
             compromised_at: None,
         };
-        let purpose = key.get("purpose").and_then(Value::as_str).unwrap_or_default().to_owned();
-        out.push(StatedKey { key_id: kid.to_owned(), key: public, purpose, validity });
+        let text = |name: &str| key.get(name).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let relying_party = match key.get("relying_party") {
+            None | Some(Value::Null) => None,
+            Some(party) => Some(serde_json::from_value(party.clone()).map_err(|_| Reason::PayloadMalformed)?),
+        };
+        out.push(StatedKey {
+            key_id: kid.to_owned(),
+            key: public,
+            purpose: text("purpose"),
+            kind: text("kind"),
+            relying_party,
+            validity,
+        });
     }
     Ok(BusinessKeys { uuid, keys: out })
 }
 
 /// The payload of a statement envelope of `kind`, verified under the key
-/// set's statement key valid at `at` (P-256 and ML-DSA-65, both required),
-/// of version 1. Only this payload is read, never what sits beside it.
-fn stated(envelope: Option<&Value>, kind: &str, keys: &KeySet, at: UnixMs) -> Result<Value, Reason> {
+/// set's key of `purpose` valid at `at` (P-256 and ML-DSA-65, both
+/// required), of version 1. Only this payload is read, never what sits
+/// beside it.
+fn stated(envelope: Option<&Value>, kind: &str, purpose: Purpose, keys: &KeySet, at: UnixMs) -> Result<Value, Reason> {
     let envelope = Envelope::from_value(envelope.ok_or(Reason::EnvelopeMalformed)?)?;
     let statement_key = |alg: crate::keys::Alg| {
         envelope
             .signatures
             .iter()
-            .filter_map(|s| keys.key(Purpose::Statement, &s.keyid, at))
+            .filter_map(|s| keys.key(purpose, &s.keyid, at))
             .find(|k| k.alg() == alg)
             .ok_or(Reason::TrustChainBroken)
     };
@@ -274,7 +305,8 @@ pub fn key_directory(document: &Value, keys: &KeySet) -> Result<Vec<DirectoryCom
     let envelope = Envelope::from_value(signed.ok_or(Reason::EnvelopeMalformed)?)?;
     let unverified: Value = serde_json::from_slice(&envelope.payload_bytes()?).map_err(|_| Reason::PayloadMalformed)?;
     let issued_at = unverified.get("issued_at").and_then(Value::as_str).and_then(UnixMs::parse_rfc3339);
-    let payload = stated(signed, "key-directory.v1", keys, issued_at.ok_or(Reason::PayloadMalformed)?)?;
+    let at = issued_at.ok_or(Reason::PayloadMalformed)?;
+    let payload = stated(signed, "key-directory.v1", Purpose::Statement, keys, at)?;
     let companies = payload.get("companies").and_then(Value::as_array).ok_or(Reason::PayloadMalformed)?;
     let text =
         |v: &Value, name: &str| v.get(name).and_then(Value::as_str).map(str::to_owned).ok_or(Reason::PayloadMalformed);
@@ -301,24 +333,127 @@ pub fn key_directory(document: &Value, keys: &KeySet) -> Result<Vec<DirectoryCom
     Ok(out)
 }
 
-/// A batch seal's signature by the integration key it names, from the
-/// statement of `business_uuid`'s keys, and the key valid at `sealed_at`.
-/// A passkey's record seal is a WebAuthn assertion bound to the portal,
-/// which `POST /v1/verify` checks: `Ok(false)`.
-pub fn check_seal_signature(seal: &ServedSeal, business: &BusinessKeys, business_uuid: &str) -> Result<bool, Reason> {
+/// Who signed a record's seal, as the business's signed key statement
+/// lists the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SealSigner {
+    /// An integration key: Path A's batch seal.
+    Integration,
+    /// A person's passkey (Path B), its assertion bound to this portal.
+    Passkey(RelyingParty),
+    /// A plain sealing key: the key the service holds for the business
+    /// under hosted signing. Whose hands held it is the custody statement's
+    /// to say ([`key_custody`]).
+    Plain { key_id: String, sealed_at: UnixMs },
+}
+
+/// A record's seal, signed by the key it names from the statement of
+/// `business_uuid`'s keys, that key valid at `sealed_at`, and (a record's
+/// own seal) naming the record's bytes. A batch seal is an integration
+/// key's; a record seal a sealing key's: a passkey's WebAuthn assertion,
+/// bound by its challenge to the seal and by its relying party to the
+/// portal the statement names, or a plain signature.
+pub fn check_seal_signature(
+    seal: &ServedSeal,
+    business: &BusinessKeys,
+    business_uuid: &str,
+    record: &[u8],
+) -> Result<SealSigner, Reason> {
     if business.uuid != business_uuid {
         return Err(Reason::KeyMismatch);
     }
-    let ServedSeal::Batch(membership) = seal else { return Ok(false) };
-    let batch = crate::seal::read_batch_seal(&membership.batch_seal)?;
-    let stated = business.keys.iter().find(|k| k.key_id == batch.key_id).ok_or(Reason::KeyUnknown)?;
-    if stated.purpose != "integration" {
+    let envelope = match seal {
+        ServedSeal::Batch(membership) => {
+            let batch = crate::seal::read_batch_seal(&membership.batch_seal)?;
+            let stated = business.keys.iter().find(|k| k.key_id == batch.key_id).ok_or(Reason::KeyUnknown)?;
+            if stated.purpose != "integration" {
+                return Err(Reason::KeyMismatch);
+            }
+            crate::seal::verify_batch_seal(&membership.batch_seal, &stated.key)?;
+            let sealed_at = UnixMs::parse_rfc3339(&batch.sealed_at).ok_or(Reason::PayloadMalformed)?;
+            stated.validity.judge(sealed_at)?;
+            return Ok(SealSigner::Integration);
+        }
+        ServedSeal::Record(envelope) => envelope,
+    };
+    let named = crate::seal::read_record_seal(envelope)?;
+    let stated = business.keys.iter().find(|k| k.key_id == named.key_id()).ok_or(Reason::KeyUnknown)?;
+    if stated.purpose != "sealing" {
         return Err(Reason::KeyMismatch);
     }
-    crate::seal::verify_batch_seal(&membership.batch_seal, &stated.key)?;
-    let sealed_at = UnixMs::parse_rfc3339(&batch.sealed_at).ok_or(Reason::PayloadMalformed)?;
+    let sealed_at = UnixMs::parse_rfc3339(named.sealed_at()).ok_or(Reason::PayloadMalformed)?;
+    let opened = envelope.open()?;
+    let signer = match &stated.relying_party {
+        Some(party) if stated.kind == "passkey" => {
+            let signature = envelope.signatures.iter().find(|s| s.keyid == stated.key_id).ok_or(Reason::KeyMismatch)?;
+            crate::publish::webauthn::verify_assertion(
+                signature,
+                &envelope.payload_type,
+                &opened.payload,
+                &stated.key,
+                &party.id,
+                &party.origin,
+            )?;
+            SealSigner::Passkey(party.clone())
+        }
+        // A passkey the statement names no relying party for cannot be judged.
+        None if stated.kind == "passkey" => return Err(Reason::PayloadMalformed),
+        _ => {
+            envelope.verify(&envelope.payload_type, &stated.key)?;
+            SealSigner::Plain { key_id: stated.key_id.clone(), sealed_at }
+        }
+    };
+    crate::seal::check_hash(named.hash(), record)?;
     stated.validity.judge(sealed_at)?;
-    Ok(true)
+    Ok(signer)
+}
+
+/// One key-custody statement, read from its signed payload alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatedCustody {
+    pub key_id: String,
+    pub custody: crate::custody::Custody,
+    pub effective_from: UnixMs,
+    pub issued_at: UnixMs,
+}
+
+/// A business's key-custody statements (`key-custody.v1`), each verified
+/// under the key set's issuance key valid when it was issued (P-256 and
+/// ML-DSA-65, both required) and naming `business_uuid`.
+pub fn key_custody(document: &Value, keys: &KeySet, business_uuid: &str) -> Result<Vec<StatedCustody>, Reason> {
+    let listed = document.get("statements").and_then(Value::as_array).ok_or(Reason::PayloadMalformed)?;
+    let mut out = Vec::with_capacity(listed.len());
+    for entry in listed {
+        let signed = entry.get("statement");
+        let envelope = Envelope::from_value(signed.ok_or(Reason::EnvelopeMalformed)?)?;
+        // Judge the issuance key as of the issuance the payload names, then
+        // read that payload only once its signatures hold.
+        let unverified: Value =
+            serde_json::from_slice(&envelope.payload_bytes()?).map_err(|_| Reason::PayloadMalformed)?;
+        let issued_at = unverified.get("issued_at").and_then(Value::as_str).and_then(UnixMs::parse_rfc3339);
+        let payload =
+            stated(signed, "key-custody.v1", Purpose::Issuance, keys, issued_at.ok_or(Reason::PayloadMalformed)?)?;
+        let statement: crate::custody::CustodyStatement =
+            serde_json::from_value(payload).map_err(|_| Reason::PayloadMalformed)?;
+        if statement.business_uuid != business_uuid {
+            return Err(Reason::KeyMismatch);
+        }
+        let time = |text: &str| UnixMs::parse_rfc3339(text).ok_or(Reason::PayloadMalformed);
+        out.push(StatedCustody {
+            effective_from: time(&statement.effective_from)?,
+            issued_at: time(&statement.issued_at)?,
+            key_id: statement.key_id,
+            custody: statement.custody,
+        });
+    }
+    Ok(out)
+}
+
+/// The custody of `key_id` in force at `at`, if any statement covers it.
+pub fn custody_at(statements: &[StatedCustody], key_id: &str, at: UnixMs) -> Option<crate::custody::Custody> {
+    let of_key: Vec<&StatedCustody> = statements.iter().filter(|s| s.key_id == key_id).collect();
+    let pairs: Vec<(UnixMs, UnixMs)> = of_key.iter().map(|s| (s.effective_from, s.issued_at)).collect();
+    crate::custody::in_force(&pairs, at).map(|i| of_key[i].custody)
 }
 
 /// A checkpoint note opened under the key set's log-checkpoint key for

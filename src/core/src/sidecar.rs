@@ -1,5 +1,9 @@
-//! The sidecar (`sidecar.v2`): what the service checked when it accepted a
-//! record, signed by the sidecar key.
+//! The sidecar (`sidecar.v2`, and `sidecar.v1` which still verifies): what
+//! the service checked when it accepted a record, signed by the sidecar key.
+//!
+//! The spec shows no format 1 members. We read format 1 as format 2 with
+//! `terms_version` in place of `ai_policy_version`, the one change between
+//! the seal's formats 1 and 2; this build issues format 2 only.
 
 use serde::{Deserialize, Serialize};
 
@@ -7,6 +11,7 @@ use crate::Reason;
 use crate::dsse::{Envelope, payload_type};
 use crate::keys::{SigningKey, VerifyingKey};
 
+pub const SIDECAR_V1: &str = "sidecar.v1";
 pub const SIDECAR_V2: &str = "sidecar.v2";
 
 /// The scope the record was published under: a Path A mandate, or a Path B
@@ -60,18 +65,84 @@ pub struct Sidecar {
     pub accepted_at: String,
 }
 
+/// Sidecar payload, format 1: named the Terms version instead of the AI
+/// policy's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SidecarV1 {
+    pub v: u64,
+    pub record_id: String,
+    pub business_uuid: String,
+    pub record_type: String,
+    pub origin: String,
+    pub generation: u64,
+    pub path: String,
+    pub seal_digest: String,
+    pub key_id: String,
+    pub cert_id: String,
+    pub certificate_status: String,
+    pub terms_version: u64,
+    pub scope: ResolvedScope,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub batch_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub leaf_index: Option<u64>,
+    pub geocoded: Option<GeoPoint>,
+    pub accepted_at: String,
+}
+
+/// A sidecar of either format, as a verifier reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnySidecar {
+    V1(SidecarV1),
+    V2(Sidecar),
+}
+
+impl AnySidecar {
+    pub fn format(&self) -> u64 {
+        match self {
+            AnySidecar::V1(_) => 1,
+            AnySidecar::V2(_) => 2,
+        }
+    }
+    /// `sha256:` of the record's exact bytes.
+    pub fn origin(&self) -> &str {
+        match self {
+            AnySidecar::V1(s) => &s.origin,
+            AnySidecar::V2(s) => &s.origin,
+        }
+    }
+    pub fn key_id(&self) -> &str {
+        match self {
+            AnySidecar::V1(s) => &s.key_id,
+            AnySidecar::V2(s) => &s.key_id,
+        }
+    }
+    pub fn scope(&self) -> &ResolvedScope {
+        match self {
+            AnySidecar::V1(s) => &s.scope,
+            AnySidecar::V2(s) => &s.scope,
+        }
+    }
+}
+
 /// Signs a sidecar. Coordinates are floats, so they never hit the 2^53 rule.
 pub fn make(sidecar: &Sidecar, key: &SigningKey) -> Result<Envelope, crate::canonical::CanonicalError> {
     let bytes = crate::canonical::to_signed_bytes(sidecar)?;
     Ok(Envelope::sign(&payload_type(SIDECAR_V2), &bytes, &[key]))
 }
 
-pub fn verify(envelope: &Envelope, key: &VerifyingKey) -> Result<Sidecar, Reason> {
-    // Format 1 sidecars were never issued by this implementation.
-    crate::dsse::known_version(&envelope.payload_type, "sidecar", &[2])?;
-    let payload = envelope.verify(&payload_type(SIDECAR_V2), key)?;
-    let sidecar: Sidecar = serde_json::from_slice(&payload).map_err(|_| Reason::PayloadMalformed)?;
-    if sidecar.v != 2 {
+/// Checks a sidecar of either format under the sidecar key; its `v` must be
+/// its payload type's.
+pub fn verify(envelope: &Envelope, key: &VerifyingKey) -> Result<AnySidecar, Reason> {
+    let format = crate::dsse::known_version(&envelope.payload_type, "sidecar", &[1, 2])?;
+    let payload = envelope.verify(&envelope.payload_type, key)?;
+    let malformed = |_| Reason::PayloadMalformed;
+    let (v, sidecar) = match format {
+        1 => serde_json::from_slice::<SidecarV1>(&payload).map(|s| (s.v, AnySidecar::V1(s))).map_err(malformed)?,
+        _ => serde_json::from_slice::<Sidecar>(&payload).map(|s| (s.v, AnySidecar::V2(s))).map_err(malformed)?,
+    };
+    if v != format {
         return Err(Reason::VersionUnknown);
     }
     Ok(sidecar)
@@ -115,9 +186,43 @@ mod tests {
         let key = SigningKey::from_seed(Alg::Ed25519, &[3; 32]).unwrap();
         let env = make(&sample(), &key).unwrap();
         assert_eq!(env.payload_type, "application/vnd.service.sidecar.v2+json");
-        assert_eq!(verify(&env, &key.verifying_key()).unwrap(), sample());
+        assert_eq!(verify(&env, &key.verifying_key()).unwrap(), AnySidecar::V2(sample()));
         let mut other = env.clone();
         other.payload_type = payload_type("sidecar.v3");
         assert_eq!(verify(&other, &key.verifying_key()), Err(Reason::VersionUnknown));
+    }
+
+    /// Format 1, as this module reads it: format 2 naming `terms_version`.
+    fn v1_payload() -> serde_json::Value {
+        let mut payload = serde_json::to_value(sample()).unwrap();
+        let object = payload.as_object_mut().unwrap();
+        let version = object.remove("ai_policy_version").unwrap();
+        object.insert("terms_version".into(), version);
+        object.insert("v".into(), 1.into());
+        payload
+    }
+
+    // rule: P9.10
+    #[test]
+    fn a_format_1_sidecar_still_verifies_and_its_v_must_match_its_type() {
+        let key = SigningKey::from_seed(Alg::Ed25519, &[3; 32]).unwrap();
+        let sign = |name: &str, payload: &serde_json::Value| {
+            let bytes = crate::canonical::to_signed_bytes(payload).unwrap();
+            Envelope::sign(&payload_type(name), &bytes, &[&key])
+        };
+        let read = verify(&sign(SIDECAR_V1, &v1_payload()), &key.verifying_key()).unwrap();
+        assert_eq!(read.format(), 1);
+        assert_eq!((read.origin(), read.key_id()), (sample().origin.as_str(), "k"));
+        assert_eq!(read.scope(), &sample().scope);
+        // A format 2 payload under the format 1 type, or the other way round.
+        let v2 = serde_json::to_value(sample()).unwrap();
+        assert_eq!(verify(&sign(SIDECAR_V1, &v2), &key.verifying_key()), Err(Reason::PayloadMalformed));
+        assert_eq!(verify(&sign(SIDECAR_V2, &v1_payload()), &key.verifying_key()), Err(Reason::PayloadMalformed));
+        let mut relabelled = v1_payload();
+        relabelled["v"] = 2.into();
+        assert_eq!(verify(&sign(SIDECAR_V1, &relabelled), &key.verifying_key()), Err(Reason::VersionUnknown));
+        // Signed by another key.
+        let other = SigningKey::from_seed(Alg::Ed25519, &[4; 32]).unwrap();
+        assert!(verify(&sign(SIDECAR_V1, &v1_payload()), &other.verifying_key()).is_err());
     }
 }

@@ -365,7 +365,7 @@ fn scope(
                 .ok_or(Reason::PayloadMalformed)?;
             let sidecar_key = register.service_key(Purpose::Sidecar, kid, accepted_at).ok_or(Reason::KeyUnknown)?;
             let sidecar = crate::sidecar::verify(envelope, &sidecar_key)?;
-            if sidecar.origin != sha256_prefixed(submitted.record) {
+            if sidecar.origin() != sha256_prefixed(submitted.record) {
                 return Err(Reason::HashMismatch);
             }
             Some(sidecar)
@@ -374,9 +374,9 @@ fn scope(
     };
     let covered = match (key.purpose.as_str(), &sidecar) {
         ("sealing", Some(sidecar)) => {
-            sidecar.scope.basis == "grant"
-                && sidecar.key_id == named.key_id
-                && sidecar.scope.record_types.contains(&named.record_type)
+            sidecar.scope().basis == "grant"
+                && sidecar.key_id() == named.key_id
+                && sidecar.scope().record_types.contains(&named.record_type)
         }
         // A passkey of the business is the person's own grant.
         ("sealing", None) => true,

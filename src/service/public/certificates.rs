@@ -74,15 +74,18 @@ pub fn certificate_document(state: &Region, uuid: &str, now: UnixMs) -> Result<O
     Ok(Some((subject, document)))
 }
 
-fn key_value(key: &BusinessKey) -> Value {
+/// A key as the statement lists it; a passkey names the relying party it
+/// signs for, so an offline checker can judge its assertions.
+fn key_value(key: &BusinessKey, relying_party: &Value) -> Value {
+    let passkey = key.kind == crate::store::model::KeyKind::Passkey;
     let jwk: Value = serde_json::from_slice(&key.jwk).unwrap_or(Value::Null);
     let cose = serde_json::from_value(jwk.clone())
         .ok()
         .and_then(|jwk| svc_core::keys::VerifyingKey::from_jwk(&jwk).ok())
-        .filter(|_| key.kind == crate::store::model::KeyKind::Passkey)
+        .filter(|_| passkey)
         .and_then(|k| k.cose_key())
         .map(|c| svc_core::b64::std_encode(&c));
-    json!({
+    let mut value = json!({
         "key_id": key.key_id,
         "purpose": key.purpose,
         "kind": key.kind,
@@ -91,7 +94,11 @@ fn key_value(key: &BusinessKey) -> Value {
         "valid_from": key.valid_from.to_rfc3339_secs(),
         "valid_until": key.valid_until.map(UnixMs::to_rfc3339_secs),
         "revocation_effective_from": key.revocation_effective_from.map(UnixMs::to_rfc3339_secs),
-    })
+    });
+    if passkey {
+        value["relying_party"] = relying_party.clone();
+    }
+    value
 }
 
 /// Every key of the business and the statement key's signed
@@ -101,7 +108,8 @@ pub fn business_keys(state: &Region, uuid: &str) -> Result<Value> {
     state.registry.business(uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
     let cert = state.registry.certificate_in_force(uuid, now)?.ok_or_else(|| Error::new(Code::NotFound))?;
     let registered = state.registry.business_keys(uuid)?;
-    let keys: Vec<Value> = registered.iter().map(key_value).collect();
+    let party = json!({"id": state.config.passkey_rp_id, "origin": state.config.passkey_origin});
+    let keys: Vec<Value> = registered.iter().map(|k| key_value(k, &party)).collect();
     // The statement is issued as at the newest change it covers, so the same
     // keys give the same bytes (and ETag) whenever they are asked for.
     let issued_at = registered
