@@ -25,6 +25,10 @@ pub struct AdminArgs {
     /// Where `svc up` wrote the token.
     #[arg(long, default_value = "svc-data/home/admin_token")]
     pub token_file: PathBuf,
+    /// Print the answer's exact JSON (also when stdout is not a terminal);
+    /// at a terminal, without it, `observe` is a table of the actors.
+    #[arg(long, global = true)]
+    pub json: bool,
     #[command(subcommand)]
     pub command: AdminCommand,
 }
@@ -32,30 +36,51 @@ pub struct AdminArgs {
 #[derive(Debug, Subcommand)]
 pub enum AdminCommand {
     /// The node's region, role, environment, authority and passkey relying party.
+    #[command(after_help = "Example:\n  svc admin config")]
     Config,
     /// Snapshots of the node's actors.
+    #[command(after_help = "Example:\n  svc admin observe          # a table at a terminal; --json for the JSON")]
     Observe,
     #[command(subcommand)]
+    #[command(
+        after_help = "Example:\n  svc admin business create --legal-name \"Atelier Nord SAS\" --country FR --brand \"Atelier Nord\""
+    )]
     Business(BusinessCommand),
     #[command(subcommand)]
+    #[command(after_help = "Example:\n  svc admin key register <uuid> --key-file integration.json")]
     Key(KeyCommand),
     #[command(subcommand)]
+    #[command(
+        after_help = "Example:\n  svc admin mandate seal --passkey passkey.json --business <uuid> --key-id <key_id> --countries FR,DE"
+    )]
     Mandate(MandateCommand),
     #[command(subcommand, name = "ai-policy")]
+    #[command(
+        after_help = "Example:\n  svc admin ai-policy seal --passkey passkey.json --business <uuid> --record policy.json"
+    )]
     AiPolicy(AiPolicyCommand),
     #[command(subcommand)]
+    #[command(after_help = "Example:\n  svc admin push release <push_id> --passkey passkey.json --business <uuid>")]
     Push(PushCommand),
     #[command(subcommand)]
+    #[command(after_help = "Example:\n  svc admin company create --name \"Example AI\" --verified")]
     Company(CompanyCommand),
     #[command(subcommand)]
+    #[command(after_help = "Example:\n  svc admin group create <ai_company_uuid> --name assistants")]
     Group(GroupCommand),
     #[command(subcommand, name = "retrieval-key")]
+    #[command(after_help = "Example:\n  svc admin retrieval-key register <ai_group_id> --key-file ai.json")]
     RetrievalKey(RetrievalKeyCommand),
     #[command(subcommand)]
+    #[command(after_help = "Example:\n  svc admin campaign show <campaign_id>")]
     Campaign(CampaignCommand),
     #[command(subcommand)]
+    #[command(
+        after_help = "Example:\n  svc admin record save --business <uuid> --type ads --passkey passkey.json --file examples/ad.json"
+    )]
     Record(RecordCommand),
     /// A business blocks (or unblocks) an AI group.
+    #[command(after_help = "Example:\n  svc admin block --business <uuid> --group <ai_group_id>")]
     Block {
         #[arg(long)]
         business: String,
@@ -65,6 +90,7 @@ pub enum AdminCommand {
         unblock: bool,
     },
     /// Sets a company's prepay allowance.
+    #[command(after_help = "Example:\n  svc admin allowance --company <ai_company_uuid> --prepay --remaining 10000")]
     Allowance {
         #[arg(long)]
         company: String,
@@ -75,6 +101,7 @@ pub enum AdminCommand {
     },
     /// Suspends a business's authorised endpoints (domain assurance lost),
     /// or restores them.
+    #[command(after_help = "Example:\n  svc admin endpoints --business <uuid> --reason \"phishing report 4411\"")]
     Endpoints {
         #[arg(long)]
         business: String,
@@ -85,19 +112,28 @@ pub enum AdminCommand {
     },
     /// Publishes the sandbox corpus again: new versions, same ids and bytes.
     #[command(name = "sandbox-republish")]
+    #[command(after_help = "Example:\n  svc admin sandbox-republish")]
     SandboxRepublish,
     /// Draws the region's next receipt key and asks home to certify it (run
     /// against the region's own admin API, with its token).
+    #[command(
+        after_help = "Example:\n  svc admin --url http://127.0.0.1:8111 --token-file svc-data/eu/admin_token rotate-receipt-key"
+    )]
     RotateReceiptKey,
     /// Sequences the transparency log's waiting leaves now and signs a
     /// checkpoint (home), without waiting for the hour.
+    #[command(after_help = "Example:\n  svc admin log-sequence")]
     LogSequence,
     /// Asks every configured witness missing from the newest checkpoint for
     /// its cosignature now (home); prints each witness's state.
+    #[command(after_help = "Example:\n  svc admin log-cosign")]
     LogCosign,
     /// Follows one request across nodes: every hop of trace `trace_id`
     /// (the `traceresponse` an answer carried, or a log line's `trace_id`)
     /// that this node and each `--node` served lately, in the order they began.
+    #[command(
+        after_help = "Example:\n  svc admin trace 4bf92f3577b34da6a3ce929d0e0e4736 --node http://127.0.0.1:8111=svc-data/eu/admin_token"
+    )]
     Trace {
         trace_id: String,
         /// Another node's admin API: `URL`, or `URL=TOKEN_FILE` when its
@@ -108,12 +144,14 @@ pub enum AdminCommand {
     /// Draws a successor for one of home's own keys (`issuance`,
     /// `statement`, `projection`, `sidecar`, `log_checkpoint`); the old one
     /// closes an hour later.
+    #[command(after_help = "Example:\n  svc admin service-key-rotate --purpose projection")]
     ServiceKeyRotate {
         #[arg(long)]
         purpose: String,
     },
     /// Ends one of the service's own keys in the key set (home): retired
     /// from `--valid-until`, or compromised from `--compromised-at`.
+    #[command(after_help = "Example:\n  svc admin service-key-end <kid> --compromised-at 2026-11-29T10:00:00Z")]
     ServiceKeyEnd {
         #[arg(allow_hyphen_values = true)]
         kid: String,
@@ -123,6 +161,9 @@ pub enum AdminCommand {
         compromised_at: Option<String>,
     },
     /// Publishes a version of the AI-company Terms.
+    #[command(
+        after_help = "Example:\n  svc admin terms --version 2 --text-file terms-v2.md --effective-from 2026-12-01T00:00:00Z"
+    )]
     Terms {
         #[arg(long)]
         version: u64,
@@ -136,6 +177,9 @@ pub enum AdminCommand {
 #[derive(Debug, Subcommand)]
 pub enum BusinessCommand {
     /// Creates a verified business and issues its first certificate.
+    #[command(
+        after_help = "Example:\n  svc admin business create --legal-name \"Atelier Nord SAS\" --country FR --brand \"Atelier Nord\" --owner-email owner@atelier-nord.example"
+    )]
     Create {
         #[arg(long)]
         legal_name: String,
@@ -149,15 +193,20 @@ pub enum BusinessCommand {
         owner_email: Option<String>,
     },
     /// The business, its certificate in force and its AI policy version.
+    #[command(after_help = "Example:\n  svc admin business show <uuid>")]
     Show { uuid: String },
     /// Invites an owner to the business portal (another, when the owners
     /// lost their passkeys); answers the invitation link, shown once.
+    #[command(after_help = "Example:\n  svc admin business invite-owner <uuid> --email owner@atelier-nord.example")]
     InviteOwner {
         uuid: String,
         #[arg(long)]
         email: String,
     },
     /// A certificate status change (a new issuance).
+    #[command(
+        after_help = "Example:\n  svc admin business status <uuid> --status suspended --reason \"unpaid invoice\""
+    )]
     Status {
         uuid: String,
         #[arg(long)]
@@ -172,6 +221,9 @@ pub enum BusinessCommand {
 #[derive(Debug, Subcommand)]
 pub enum KeyCommand {
     /// Registers the public half of a key file: an integration key or a passkey.
+    #[command(
+        after_help = "Example:\n  svc admin key register <uuid> --key-file passkey.json --purpose sealing --role owner"
+    )]
     Register {
         business: String,
         #[arg(long)]
@@ -186,6 +238,7 @@ pub enum KeyCommand {
         valid_until: Option<String>,
     },
     /// Re-states who holds a key (`hosted` or `self`): a new signed statement.
+    #[command(after_help = "Example:\n  svc admin key custody <key_id> --custody self")]
     Custody {
         #[arg(allow_hyphen_values = true)]
         key_id: String,
@@ -195,6 +248,7 @@ pub enum KeyCommand {
         effective_from: Option<String>,
     },
     /// Revokes a key, optionally naming the moment it was compromised.
+    #[command(after_help = "Example:\n  svc admin key revoke <key_id> --compromised-at 2026-11-29T10:00:00Z")]
     Revoke {
         #[arg(allow_hyphen_values = true)]
         key_id: String,
@@ -208,6 +262,9 @@ pub enum KeyCommand {
 #[derive(Debug, Subcommand)]
 pub enum MandateCommand {
     /// Seals a mandate for an integration key with an owner's or admin's passkey.
+    #[command(
+        after_help = "Example:\n  svc admin mandate seal --passkey passkey.json --business <uuid> --key-id <key_id> --countries FR,DE"
+    )]
     Seal {
         #[arg(long)]
         passkey: PathBuf,
@@ -231,6 +288,7 @@ pub enum MandateCommand {
         days: i64,
     },
     /// Revokes a mandate now.
+    #[command(after_help = "Example:\n  svc admin mandate revoke <key_id> m-1")]
     Revoke {
         #[arg(allow_hyphen_values = true)]
         key_id: String,
@@ -241,6 +299,9 @@ pub enum MandateCommand {
 #[derive(Debug, Subcommand)]
 pub enum AiPolicyCommand {
     /// Seals the next version of a business's AI policy with a passkey.
+    #[command(
+        after_help = "Example:\n  svc admin ai-policy seal --passkey passkey.json --business <uuid> --record policy.json"
+    )]
     Seal {
         #[arg(long)]
         passkey: PathBuf,
@@ -256,6 +317,9 @@ pub enum AiPolicyCommand {
 pub enum PushCommand {
     /// An owner or admin releases a held push with their passkey: publish
     /// its held records, or discard them.
+    #[command(
+        after_help = "Example:\n  svc admin push release <push_id> --passkey passkey.json --business <uuid> --decision discard"
+    )]
     Release {
         push_id: String,
         #[arg(long)]
@@ -270,6 +334,9 @@ pub enum PushCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum CompanyCommand {
+    #[command(
+        after_help = "Example:\n  svc admin company create --name \"Example AI\" --verified --owner-email owner@example-ai.example"
+    )]
     Create {
         #[arg(long)]
         name: String,
@@ -283,6 +350,9 @@ pub enum CompanyCommand {
         owner_email: Option<String>,
     },
     /// Invites an owner to the AI-company portal; answers the link, shown once.
+    #[command(
+        after_help = "Example:\n  svc admin company invite-owner <ai_company_uuid> --email owner@example-ai.example"
+    )]
     InviteOwner {
         uuid: String,
         #[arg(long)]
@@ -297,6 +367,9 @@ pub enum RecordCommand {
     /// `ai_policy` seals the next policy version.
     ///
     /// Example: `svc admin record save --business <uuid> --type ads --passkey passkey.json --file ad.json`
+    #[command(
+        after_help = "Example:\n  svc admin record save --business <uuid> --type ads --passkey passkey.json --file examples/ad.json"
+    )]
     Save {
         #[arg(long)]
         business: String,
@@ -314,9 +387,13 @@ pub enum RecordCommand {
 #[derive(Debug, Subcommand)]
 pub enum CampaignCommand {
     /// A campaign's terms, items, state and money (funded, leased, spent, left).
+    #[command(after_help = "Example:\n  svc admin campaign show <campaign_id>")]
     Show { campaign: String },
     /// Makes a business's campaign from a JSON file `{terms, items}` (the
     /// portal's form, scripted); it is active and unfunded.
+    #[command(
+        after_help = "Example:\n  svc admin campaign create <uuid> --file examples/campaign.json --item <ad record_id>"
+    )]
     Create {
         business: String,
         #[arg(long)]
@@ -326,12 +403,14 @@ pub enum CampaignCommand {
         items: Vec<String>,
     },
     /// Adds funds, in dollars (a decimal string).
+    #[command(after_help = "Example:\n  svc admin campaign fund <campaign_id> --amount 10.00")]
     Fund {
         campaign: String,
         #[arg(long)]
         amount: String,
     },
     /// Pauses, resumes (`active`) or ends a campaign.
+    #[command(after_help = "Example:\n  svc admin campaign state <campaign_id> --state paused")]
     State {
         campaign: String,
         #[arg(long)]
@@ -341,6 +420,7 @@ pub enum CampaignCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum GroupCommand {
+    #[command(after_help = "Example:\n  svc admin group create <ai_company_uuid> --name assistants")]
     Create {
         company: String,
         #[arg(long)]
@@ -351,12 +431,14 @@ pub enum GroupCommand {
 #[derive(Debug, Subcommand)]
 pub enum RetrievalKeyCommand {
     /// Registers a retrieval key; in the sandbox the answer carries the grant and bearer token.
+    #[command(after_help = "Example:\n  svc admin retrieval-key register <ai_group_id> --key-file ai.json")]
     Register {
         group: String,
         #[arg(long)]
         key_file: PathBuf,
     },
     /// Ends a retrieval key: its signatures are refused from now on.
+    #[command(after_help = "Example:\n  svc admin retrieval-key revoke <key_id>")]
     Revoke {
         #[arg(allow_hyphen_values = true)]
         key_id: String,

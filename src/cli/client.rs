@@ -234,7 +234,6 @@ pub fn run(args: ClientArgs) -> i32 {
         return match runtime.block_on(run) {
             Ok(status) => status,
             Err(e) => {
-                super::progress::finish();
                 eprintln!("svc client publish: {}", output::error_text(&e));
                 1
             }
@@ -432,7 +431,7 @@ async fn execute(args: ClientArgs) -> Result<(), CliError> {
         }
         ClientCommand::Usage { from, to } => {
             let q = crate::client::query(&[("from", from.clone()), ("to", to.clone())]);
-            print_body(output, Shape::Other, &client.call("GET", &format!("/v1/usage{q}"), Vec::new()).await?)?;
+            print_body(output, Shape::Usage, &client.call("GET", &format!("/v1/usage{q}"), Vec::new()).await?)?;
         }
         ClientCommand::Terms { version } => {
             let path = version.map_or_else(|| "/v1/terms".to_owned(), |v| format!("/v1/terms/{v}"));

@@ -165,7 +165,19 @@ pub fn run(cli: Cli) -> i32 {
             print_out(&hex::encode(crate::clock::random::<32>()));
             0
         }
-        Command::Admin(args) => print_result(block_on(admin::run(args))),
+        Command::Admin(args) => {
+            let shape = match args.command {
+                admin::AdminCommand::Observe => output::Shape::Observe,
+                _ => output::Shape::Other,
+            };
+            match (output::Output::choose(args.json), block_on(admin::run(args))) {
+                (output::Output::Human, Ok(answer)) => {
+                    print_out(&output::human(shape, &answer));
+                    0
+                }
+                (_, result) => print_result(result),
+            }
+        }
         Command::Client(args) => client::run(args),
         Command::Loadgen(args) => print_result(loadgen::run(args)),
         Command::Chaos { scenario, out, keep_data } => match chaos(&scenario, &out, keep_data) {
@@ -263,6 +275,8 @@ fn chaos(path: &std::path::Path, out: &std::path::Path, keep_data: bool) -> Resu
     let binary = std::env::current_exe().map_err(CliError::Runtime)?;
     let stamp = crate::clock::Clock::now(&crate::clock::SystemClock).0;
     let out = out.join(format!("{}-{stamp}", scenario.name));
+    let waiting = progress::Bar::waiting(&format!("chaos {}", scenario.name));
+    waiting.set(0, 0, format!("a deployment under load and faults; the load lasts {} s", scenario.duration()));
     let report = block_on_workers(async move {
         let stopped = stop_signal()?;
         tokio::select! {
@@ -270,6 +284,7 @@ fn chaos(path: &std::path::Path, out: &std::path::Path, keep_data: bool) -> Resu
             _ = stopped => Err(CliError::Usage("interrupted: every process the run started was stopped".into())),
         }
     })?;
+    waiting.finish();
     let (report, out) = report;
     for checked in &report.invariants {
         eprintln!("{} {}: {}", if checked.held { "held  " } else { "FAILED" }, checked.name, checked.evidence);
@@ -369,28 +384,19 @@ mod tests {
     /// shows an example in its help.
     #[test]
     fn each_command_s_help_gives_an_example() {
+        /// Every command under `command`, at every depth, without one.
+        fn without_example(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            if !command.get_after_help().is_some_and(|h| h.to_string().contains("Example:")) {
+                missing.push(path.to_owned());
+            }
+            for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
+                without_example(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
         let mut cli = Cli::command();
         cli.build();
         let mut missing = Vec::new();
-        if !cli.get_after_help().is_some_and(|h| h.to_string().contains("Example:")) {
-            missing.push("svc".to_owned());
-        }
-        for command in cli.get_subcommands() {
-            let name = command.get_name();
-            if name == "help" {
-                continue;
-            }
-            if !command.get_after_help().is_some_and(|h| h.to_string().contains("Example:")) {
-                missing.push(name.to_owned());
-            }
-            if name == "client" {
-                for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
-                    if !sub.get_after_help().is_some_and(|h| h.to_string().contains("Example:")) {
-                        missing.push(format!("client {}", sub.get_name()));
-                    }
-                }
-            }
-        }
+        without_example(&cli, "svc", &mut missing);
         assert!(missing.is_empty(), "no example in the help of: {missing:?}");
     }
 }

@@ -28,6 +28,10 @@ pub enum Shape {
     Fetch,
     Pool,
     Receipts,
+    /// `GET /v1/usage`: each day's requests, with a bar of what was billed.
+    Usage,
+    /// `svc admin observe`: each actor, what it holds and how it fares.
+    Observe,
     /// Anything else: its JSON, indented.
     Other,
 }
@@ -150,8 +154,98 @@ pub fn human(shape: Shape, answer: &Value) -> String {
             };
             format!("{} receipts\n{}{more}", receipts.len(), table(&["retrieval_id", "served_at", "kind"], &cells))
         }
+        Shape::Usage => usage(answer),
+        Shape::Observe => observe(answer),
         Shape::Other => serde_json::to_string_pretty(answer).unwrap_or_default(),
     }
+}
+
+/// A number member as text (`0` when absent).
+fn count(value: &Value, member: &str) -> u64 {
+    value.get(member).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// Usage by day: a table whose last column is a bar of the requests billed
+/// that day, scaled to the busiest day, then the totals and the allowance.
+fn usage(answer: &Value) -> String {
+    const BAR: usize = 30;
+    let days = answer["days"].as_array().cloned().unwrap_or_default();
+    let busiest = days.iter().map(|d| count(d, "billed")).max().unwrap_or(0).max(1);
+    let cells: Vec<Vec<String>> = days
+        .iter()
+        .map(|d| {
+            let billed = count(d, "billed");
+            // At least one block for a day with any use, so it never looks empty.
+            let blocks = ((billed as usize * BAR).div_ceil(busiest as usize)).min(BAR);
+            vec![
+                text(d, "date"),
+                count(d, "searches").to_string(),
+                count(d, "fetches").to_string(),
+                billed.to_string(),
+                "█".repeat(blocks),
+            ]
+        })
+        .collect();
+    let totals = &answer["totals"];
+    let billing = match (text(answer, "environment").as_str(), answer["invoiced"] == true) {
+        (environment, true) => format!("{environment}, invoiced"),
+        (environment, false) => format!("{environment}, counted, never invoiced"),
+    };
+    let allowance = match &answer["allowance"] {
+        Value::Object(a) if a.get("prepay") == Some(&Value::Bool(true)) => {
+            format!("prepaid: {} requests left", a.get("remaining").and_then(Value::as_u64).unwrap_or(0))
+        }
+        _ => "billed after use".into(),
+    };
+    format!(
+        "usage {} to {} ({billing})
+{}
+total: {} searches, {} fetches, {} billed; {allowance}",
+        text(answer, "from"),
+        text(answer, "to"),
+        table(&["date", "searches", "fetches", "billed", ""], &cells),
+        count(totals, "searches"),
+        count(totals, "fetches"),
+        count(totals, "billed"),
+    )
+}
+
+/// Each actor: what it holds as `name value` pairs, its restarts, and why
+/// it failed if it is not back; an actor that did not answer says so.
+fn observe(answer: &Value) -> String {
+    let supervised = answer["supervisor"].as_array().cloned().unwrap_or_default();
+    let of = |name: &str| supervised.iter().find(|c| c["name"] == name);
+    let mut names: Vec<String> = answer["actors"].as_object().map(|a| a.keys().cloned().collect()).unwrap_or_default();
+    names.extend(supervised.iter().map(|c| text(c, "name")).filter(|n| answer["actors"].get(n).is_none()));
+    let cells: Vec<Vec<String>> = names
+        .iter()
+        .map(|name| {
+            let holds = match answer["actors"].get(name) {
+                Some(Value::Object(held)) => held
+                    .iter()
+                    .map(|(k, v)| format!("{k} {}", v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                Some(Value::Null) => "did not answer within 2 s".into(),
+                _ => String::new(),
+            };
+            let child = of(name);
+            let restarts = child.map(|c| count(c, "restarts").to_string()).unwrap_or_default();
+            let state = match child.map(|c| &c["failed"]) {
+                Some(Value::String(why)) => format!("FAILED: {why}"),
+                Some(_) => "running".into(),
+                None => String::new(),
+            };
+            vec![name.clone(), cut(&holds, 70), restarts, state]
+        })
+        .collect();
+    let failed = supervised.iter().filter(|c| c["failed"].is_string()).count();
+    format!(
+        "{} actors, {} supervised, {failed} failed\n{}",
+        names.len(),
+        supervised.len(),
+        table(&["actor", "holds", "restarts", "state"], &cells)
+    )
 }
 
 /// What to do about a refusal, by its problem code.
@@ -226,6 +320,24 @@ mod tests {
             "/admin/sandbox/republish refused: unavailable (503): busy\nwhat to do: the service is busy or a region \
              is away: send again after the time it names"
         );
+        let usage = json!({"environment": "sandbox", "invoiced": false, "from": "2026-11-28", "to": "2026-11-29",
+            "days": [{"date": "2026-11-28", "searches": 1, "fetches": 0, "billed": 1},
+                     {"date": "2026-11-29", "searches": 20, "fetches": 10, "billed": 30}],
+            "totals": {"searches": 21, "fetches": 10, "billed": 31}, "allowance": {"prepay": true, "remaining": 69}});
+        let shown = human(Shape::Usage, &usage);
+        assert_eq!(shown.lines().next(), Some("usage 2026-11-28 to 2026-11-29 (sandbox, counted, never invoiced)"));
+        // The busiest day fills the bar; a day with one request still shows one block.
+        assert!(shown.contains(&format!("2026-11-29  20        10       30      {}", "█".repeat(30))), "{shown}");
+        assert!(shown.contains("2026-11-28  1         0        1       █\n"), "{shown}");
+        assert!(shown.ends_with("total: 21 searches, 10 fetches, 31 billed; prepaid: 69 requests left"), "{shown}");
+        let observed = json!({"actors": {"indexer": {"applied_seq": 12}, "billing": null},
+            "supervisor": [{"name": "indexer", "restarts": 1, "failed": null},
+                           {"name": "push_worker", "restarts": 5, "failed": "disk full"}]});
+        let shown = human(Shape::Observe, &observed);
+        assert!(shown.starts_with("3 actors, 2 supervised, 1 failed\n"), "{shown}");
+        assert!(shown.contains("indexer      applied_seq 12             1         running"), "{shown}");
+        assert!(shown.contains("billing      did not answer within 2 s"), "{shown}");
+        assert!(shown.contains("push_worker                             5         FAILED: disk full"), "{shown}");
         let other = crate::cli::CliError::Missing("no certificate");
         assert_eq!(error_text(&other), "no certificate");
     }

@@ -119,6 +119,7 @@ pub async fn run(
         },
     };
     state.save(&state_path)?;
+    let bar = super::progress::Bar::counting(&args.file.display().to_string(), 0);
     let business = Business {
         transport: Transport::new(base_url)?,
         push: Signer::new(key.clone(), authority, "svc-push"),
@@ -133,7 +134,7 @@ pub async fn run(
     let mut last_seq = 0;
     let total = state.batches.len();
     for i in 0..total {
-        show_progress(&args.file, &state, &rows);
+        show_progress(&bar, &state, &rows);
         if state.batches[i].outcomes.is_some() {
             continue;
         }
@@ -163,8 +164,8 @@ pub async fn run(
         state.batches[i].outcomes = Some(outcomes);
         state.save(&state_path)?;
     }
-    show_progress(&args.file, &state, &rows);
-    super::progress::finish();
+    show_progress(&bar, &state, &rows);
+    bar.finish();
     let refused = report(&rows, Some(&state));
     Ok(if refused == 0 { ALL_PUBLISHED } else { SOME_REFUSED })
 }
@@ -251,20 +252,13 @@ fn outcomes(results: &Value, leaves: usize) -> Vec<(String, Vec<Reason>)> {
     out
 }
 
-fn show_progress(file: &std::path::Path, state: &State, rows: &[Row]) {
+fn show_progress(bar: &super::progress::Bar, state: &State, rows: &[Row]) {
     let sent: usize = state.batches.iter().filter(|b| b.outcomes.is_some()).map(|b| b.rows.len()).sum();
     let planned: usize = state.batches.iter().map(|b| b.rows.len()).sum();
     let local = rows.iter().filter(|r| r.judged.is_err()).count();
-    let width = 24;
-    let filled = (sent * width).checked_div(planned).unwrap_or(width);
     let done = state.batches.iter().filter(|b| b.outcomes.is_some()).count();
-    super::progress::show(&format!(
-        "{} ▕{}{}▏ {sent}/{planned} records · {done}/{} batches · {local} refused locally",
-        file.display(),
-        "█".repeat(filled),
-        "░".repeat(width - filled),
-        state.batches.len(),
-    ));
+    let message = format!("records · {done}/{} batches · {local} refused locally", state.batches.len());
+    bar.set(sent as u64, planned as u64, message);
 }
 
 /// Prints the table of rows not published and the summary; answers how

@@ -213,12 +213,10 @@ pub fn run(plan: Plan) -> Result<(), CliError> {
         let home = &up.nodes[0];
         let corpus = crate::sandbox::corpus::generate(plan.seed, crate::sandbox::corpus::Sizes::default());
         let started = crate::clock::monotonic();
-        let report = |p: crate::sandbox::seed::Progress| {
-            super::progress::show(&format!("  seeding the sandbox corpus at home: {} {}/{}", p.stage, p.done, p.total));
-        };
-        let seeded = crate::sandbox::seed::ensure_seeded(&home.state, &corpus, &report).await;
-        super::progress::finish();
-        let seeded = seeded?;
+        let bar = super::progress::Bar::counting("  seeding the sandbox corpus at home", 0);
+        let report = |p: crate::sandbox::seed::Progress| bar.set(p.done as u64, p.total as u64, p.stage);
+        let seeded = crate::sandbox::seed::ensure_seeded(&home.state, &corpus, &report).await?;
+        bar.finish();
         println!(
             "  sandbox corpus  seed {}: {} businesses, {} records ({:.1} s); the read regions replicate it",
             seeded.seed,

@@ -224,7 +224,6 @@ fn output_to_a_reader_that_went_away_ends_quietly() {
 /// answers what the terminal showed.
 async fn on_a_terminal(region: &Live, args: &[&str]) -> String {
     let mut line = vec![
-        env!("CARGO_BIN_EXE_svc").to_owned(),
         "client".into(),
         "--base-url".into(),
         region.base_url(),
@@ -234,7 +233,13 @@ async fn on_a_terminal(region: &Live, args: &[&str]) -> String {
         region.grant.clone(),
     ];
     line.extend(args.iter().map(|a| a.to_string()));
-    let quoted: Vec<String> = line.iter().map(|a| format!("'{a}'")).collect();
+    svc_on_a_terminal(line).await
+}
+
+/// Runs `svc <line>` with a terminal as its stdout; answers what it showed.
+async fn svc_on_a_terminal(line: Vec<String>) -> String {
+    let quoted: Vec<String> =
+        std::iter::once(env!("CARGO_BIN_EXE_svc").to_owned()).chain(line).map(|a| format!("'{a}'")).collect();
     let command = quoted.join(" ");
     let output = tokio::task::spawn_blocking(move || {
         Command::new("script").args(["-qec", &command, "/dev/null"]).env("SVC_LOG", "warn").output().unwrap()
@@ -271,6 +276,29 @@ async fn a_person_reads_tables_and_a_program_reads_json() {
     let refused = on_a_terminal(&region, &["fetch", "svc_aaaaaaaaaaaaaaaaaaaaaaaaaa"]).await;
     println!("{refused}");
     assert!(refused.contains("refused: not_found (404)") && refused.contains("what to do:"), "{refused}");
+
+    // Usage: a table by day with a bar of what was billed, and the totals.
+    let usage = on_a_terminal(&region, &["usage"]).await;
+    println!("{usage}");
+    assert!(usage.contains("(sandbox, counted, never invoiced)") && usage.contains("█"), "{usage}");
+    assert!(usage.lines().any(|l| l.starts_with("total: ") && l.contains(" searches, ")), "{usage}");
+    // The operator's view of the actors.
+    let admin = vec![
+        "admin".to_owned(),
+        "--url".into(),
+        format!("http://{}", region.node.admin_addr),
+        "--token".into(),
+        region.node.state.config.admin_token.clone(),
+        "observe".into(),
+    ];
+    let observed = svc_on_a_terminal(admin.clone()).await;
+    println!("{observed}");
+    let header = observed.lines().find(|l| l.starts_with("actor ")).unwrap_or_else(|| panic!("a table: {observed}"));
+    assert!(header.contains("holds") && header.contains("restarts"), "{observed}");
+    assert!(observed.lines().any(|l| l.starts_with("indexer ") && l.contains("applied_seq")), "{observed}");
+    assert!(observed.contains(", 0 failed"), "{observed}");
+    let json = svc_on_a_terminal([&admin[..], &["--json".to_owned()]].concat()).await;
+    assert!(json.trim_start().starts_with('{') && json.contains("\"supervisor\""), "{json}");
 }
 
 /// A product of the corpus's first business under another id and name.
