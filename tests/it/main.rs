@@ -18,6 +18,7 @@ mod company_portal;
 mod core_is_pure;
 mod deletion;
 mod domain_assurance;
+mod first_day;
 mod fuzzing;
 mod hardening;
 mod key_directory;
