@@ -12,6 +12,40 @@ use crate::replication::Change;
 use crate::store::model::Campaign;
 use crate::store::{Store, StoreResult, cf};
 
+/// Campaign ids begin so; the `campaigns` family's one other key is
+/// [`CAMPAIGNS_CHANGED`].
+pub const CAMPAIGN_PREFIX: &str = "cmp_";
+/// A token rewritten with every campaign change (replicated with it), so a
+/// region reads the campaigns again only when one changed.
+pub const CAMPAIGNS_CHANGED: &[u8] = b"~changed";
+
+/// Every campaign stored, at most `limit`.
+pub fn campaigns(store: &Store, limit: usize) -> StoreResult<Vec<Campaign>> {
+    Ok(store
+        .scan::<Campaign>(cf::CAMPAIGNS, CAMPAIGN_PREFIX.as_bytes(), None, limit)?
+        .into_iter()
+        .map(|(_, c)| c)
+        .collect())
+}
+
+/// Writes `campaign` in `change`, with a new change token.
+pub fn put_campaign(change: &mut Change, campaign: &Campaign) {
+    change.put(cf::CAMPAIGNS, campaign.campaign_id.as_bytes(), campaign);
+    touch_campaigns(change);
+}
+
+/// Removes a campaign and its ledger in `change`, with a new change token
+/// (its business's data expired).
+pub fn remove_campaign(change: &mut Change, campaign_id: &str) {
+    change.delete(cf::CAMPAIGNS, campaign_id.as_bytes());
+    change.delete(cf::CAMPAIGN_LEDGERS, campaign_id.as_bytes());
+    touch_campaigns(change);
+}
+
+fn touch_campaigns(change: &mut Change) {
+    change.put(cf::CAMPAIGNS, CAMPAIGNS_CHANGED, &u64::from_le_bytes(crate::clock::random::<8>()));
+}
+
 /// The key of a campaign's credit in home's `ad_book`: charges home gave
 /// back because two regions made them for one conversation.
 pub fn credit_key(campaign_id: &str) -> Vec<u8> {

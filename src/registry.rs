@@ -212,6 +212,16 @@ impl Registry {
         self.store.get(cf::META, keys::meta::SANDBOX_COMPANY)
     }
 
+    /// The sandbox corpus's own businesses, once named (no caller made them).
+    pub fn sandbox_corpus_businesses(&self) -> StoreResult<Option<Vec<String>>> {
+        self.store.get(cf::META, keys::meta::SANDBOX_BUSINESSES)
+    }
+
+    /// The UTC day a sandbox business last used the service (home), if it has.
+    pub fn business_last_used(&self, business_uuid: &str) -> StoreResult<Option<UnixMs>> {
+        self.store.get(cf::META, &keys::business_used(business_uuid))
+    }
+
     /// The Terms an AI company accepted last, if any.
     pub fn terms_accepted(&self, company_uuid: &str) -> StoreResult<Option<TermsAcceptance>> {
         self.store.get(cf::TERMS_ACCEPTED, company_uuid.as_bytes())

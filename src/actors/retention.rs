@@ -6,7 +6,9 @@
 //! directory again when a certificate status issued for later has taken
 //! effect, deletes the portal's expired passkey requests, sessions and
 //! invitations, and in the sandbox removes an AI company's data 90 days after
-//! its last use (R1.42), every node then forgetting its receipts.
+//! its last use (R1.42), every node then forgetting its receipts, and a
+//! business's a caller made (its records deleted as a delete is, purged at
+//! every node; then its keys, mandates, people, campaigns and certificate).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -22,7 +24,7 @@ use crate::clock::SharedClock;
 use crate::registry::Registry;
 use crate::replication::Change;
 use crate::replication::purge::{Pending, sweep};
-use crate::store::model::{ExpiredCaller, Purge, PushLeaf, RecordVersion, UploadRecord, UsageEvent};
+use crate::store::model::{ExpiredCaller, Person, PersonRef, Purge, PushLeaf, RecordVersion, UploadRecord, UsageEvent};
 use crate::store::{Store, be, cf, from_be, keys};
 
 /// Bulk files are kept at most this long (P8.13).
@@ -31,6 +33,27 @@ pub const BULK_FILE_KEPT_MS: i64 = 7 * DAY;
 const PURGES_PER_PASS: usize = 10_000;
 /// Upload records looked at in one pass; the next pass goes on from there.
 const UPLOADS_PER_PASS: usize = 10_000;
+/// An expiring business's records deleted in one pass, and its entries of
+/// one family removed in one change; the next pass goes on.
+const EXPIRING_PER_PASS: usize = 1_000;
+/// Campaigns looked at to find an expiring business's.
+const CAMPAIGNS_SCANNED: usize = 100_000;
+
+/// Families keyed by business uuid first: an expiring business's own.
+const BY_BUSINESS: &[&str] = &[
+    cf::CERTIFICATES,
+    cf::CUSTODY,
+    cf::AI_POLICIES,
+    cf::BLOCKS,
+    cf::DOMAINS,
+    cf::FRESHNESS,
+    cf::PEOPLE,
+    cf::ATTEMPTS,
+    cf::ANALYTICS,
+    cf::NOTICES_SEEN,
+];
+/// Families keyed by a key id first: an expiring business's keys' own.
+const BY_KEY: &[&str] = &[cf::MANDATES, cf::SEQS, cf::IDEMPOTENCY];
 
 pub enum RetentionMsg {
     Tick,
@@ -48,6 +71,8 @@ pub struct RetentionSnapshot {
     /// node forgot.
     pub callers_expired: u64,
     pub receipts_forgotten: u64,
+    /// Sandbox businesses a caller made whose data expired (home).
+    pub businesses_expired: u64,
 }
 
 /// Home's part: the one writer of its own column families, and the bulk
@@ -267,6 +292,66 @@ impl RetentionState {
         Ok(())
     }
 
+    /// Sandbox: removes each business a caller made 90 days after its last
+    /// use (R1.42): first its records, deleted as a delete is (out of
+    /// serving and purged at every node, their fingerprints kept), a
+    /// bounded number a pass; then, in one change, its keys and their
+    /// mandates, its people, campaigns, certificate and the rest it owns.
+    /// Its key's next request is `401 key_unknown`, its certificate `404`.
+    async fn expire_businesses(&mut self) -> Result<(), ActorError> {
+        let Some(home) = self.args.home.as_ref().filter(|h| h.environment.is_sandbox()) else { return Ok(()) };
+        let (store, now) = (&self.args.store, self.args.clock.now());
+        let registry = Registry::new(store.clone());
+        let corpus = registry.sandbox_corpus_businesses()?;
+        // A corpus seeded by an older build names its businesses on the
+        // node's next start; until then nothing is expired.
+        if corpus.is_none() && store.contains(cf::META, keys::meta::SANDBOX_SEED)? {
+            return Ok(());
+        }
+        let corpus = corpus.unwrap_or_default();
+        for business in registry.businesses()? {
+            let uuid = business.uuid.as_str();
+            let last_used = registry.business_last_used(uuid)?;
+            if corpus.iter().any(|c| c == uuid)
+                || !svc_core::sandbox::caller_expired(business.created_at, last_used, now)
+            {
+                continue;
+            }
+            // Its records first: each deleted as a delete is.
+            let mut listed = store.scan_keys(cf::CATALOGUE, &keys::prefix(&[uuid]), EXPIRING_PER_PASS)?;
+            listed.extend(store.scan_keys(cf::WITHDRAWN, &keys::prefix(&[uuid]), EXPIRING_PER_PASS)?);
+            let more = listed.len() >= EXPIRING_PER_PASS;
+            for entry in listed.iter().take(EXPIRING_PER_PASS) {
+                let Some(record_id) = entry.rsplit(|b| *b == 0).next().and_then(|id| std::str::from_utf8(id).ok())
+                else {
+                    continue;
+                };
+                let (business_uuid, record_id) = (uuid.to_owned(), record_id.to_owned());
+                // No seal: the service ends it, so nothing goes to the log.
+                home.publisher
+                    .call(|reply| PublisherMsg::EndRecord {
+                        business_uuid,
+                        record_id,
+                        delete: true,
+                        seal_json: Vec::new(),
+                        now,
+                        reply,
+                    })
+                    .await??;
+            }
+            if more {
+                continue;
+            }
+            let (change, whole) = business_removal(store, &registry, uuid)?;
+            home.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
+            if whole {
+                tracing::info!(business = uuid, "sandbox business data expired 90 days after its last use");
+                self.snapshot.businesses_expired += 1;
+            }
+        }
+        Ok(())
+    }
+
     /// Forgets the receipts of expired callers' groups held here. A read
     /// region keeps those home has not taken yet (its shipments are
     /// numbered without gaps) until a later pass.
@@ -319,6 +404,55 @@ impl RetentionState {
         }
         Ok(())
     }
+}
+
+/// What an expiring business owns besides its records, removed in one
+/// change, at most [`EXPIRING_PER_PASS`] entries of each family; answers
+/// whether that was all (the business itself goes last, with its index).
+fn business_removal(store: &Store, registry: &Registry, uuid: &str) -> Result<(Change, bool), ActorError> {
+    let mut change = Change::new();
+    let mut whole = true;
+    let mut remove_under = |change: &mut Change, family: &'static str, prefix: &[u8]| -> Result<(), ActorError> {
+        let found = store.scan_keys(family, prefix, EXPIRING_PER_PASS)?;
+        whole &= found.len() < EXPIRING_PER_PASS;
+        for key in found {
+            change.delete(family, &key);
+        }
+        Ok(())
+    };
+    for family in BY_BUSINESS {
+        remove_under(&mut change, family, &keys::prefix(&[uuid]))?;
+    }
+    for key in registry.business_keys(uuid)? {
+        for family in BY_KEY {
+            remove_under(&mut change, family, &keys::prefix(&[&key.key_id]))?;
+        }
+        change.delete(cf::INTEGRATION_KEYS, key.key_id.as_bytes());
+        change.delete(cf::PASSKEYS, key.key_id.as_bytes());
+        change.delete(cf::KEY_INDEX, &keys::business_key(uuid, &key.key_id));
+        if let Some(sandbox) = &key.sandbox {
+            change.delete(cf::KEY_INDEX, &keys::sandbox_bearer(&sandbox.bearer_sha256));
+        }
+    }
+    let people: Vec<(Vec<u8>, Person)> = store.scan(cf::PEOPLE, &keys::prefix(&[uuid]), None, EXPIRING_PER_PASS)?;
+    for (_, person) in people {
+        // The address may name someone of another account by now.
+        let named: Option<PersonRef> = store.get(cf::PEOPLE_EMAILS, person.email.as_bytes())?;
+        if named.is_some_and(|r| r.account_uuid == uuid) {
+            change.delete(cf::PEOPLE_EMAILS, person.email.as_bytes());
+        }
+    }
+    for campaign in crate::campaign_ledger::campaigns(store, CAMPAIGNS_SCANNED)? {
+        if campaign.business_uuid == uuid {
+            crate::campaign_ledger::remove_campaign(&mut change, &campaign.campaign_id);
+        }
+    }
+    if whole {
+        change.delete(cf::HOSTED_KEYS, uuid.as_bytes());
+        change.delete(cf::ENDPOINTS, uuid.as_bytes());
+        change.delete(cf::BUSINESSES, uuid.as_bytes());
+    }
+    Ok((change, whole))
 }
 
 /// Home's push results name each record and its product; a deleted
@@ -397,6 +531,9 @@ impl Actor for Retention {
                 }
                 if let Err(e) = state.expire_callers().await {
                     tracing::warn!(error = %e, "sandbox caller expiry failed");
+                }
+                if let Err(e) = state.expire_businesses().await {
+                    tracing::warn!(error = %e, "sandbox business expiry failed");
                 }
                 if let Err(e) = tokio::task::block_in_place(|| state.forget_expired_receipts()) {
                     tracing::warn!(error = %e, "forgetting expired callers' receipts failed");

@@ -154,6 +154,7 @@ pub async fn ensure_seeded(
     publish_all(state, corpus, &seeded, progress).await?;
     let campaigns = start_campaigns(state, corpus, &seeded.businesses).await?;
     state.store.put(cf::META, crate::store::keys::meta::SANDBOX_CAMPAIGNS, &campaigns)?;
+    name_own_businesses(state, &seeded)?;
     state.store.put(cf::META, SEED_STATE_KEY, &seeded)?;
     Ok(seeded)
 }
@@ -189,12 +190,22 @@ pub fn campaigns(state: &Region) -> Result<Vec<String>, SeedError> {
 /// did not (sandbox callers' data expires, this company's does not).
 pub fn name_own_company(state: &Region) -> Result<(), SeedError> {
     let own_company = crate::store::keys::meta::SANDBOX_COMPANY;
-    if let Some(seeded) = state.store.get::<SeedState>(cf::META, SEED_STATE_KEY)?
-        && !state.store.contains(cf::META, own_company)?
-    {
-        state.store.put(cf::META, own_company, &seeded.sandbox_company)?;
+    if let Some(seeded) = state.store.get::<SeedState>(cf::META, SEED_STATE_KEY)? {
+        if !state.store.contains(cf::META, own_company)? {
+            state.store.put(cf::META, own_company, &seeded.sandbox_company)?;
+        }
+        if !state.store.contains(cf::META, crate::store::keys::meta::SANDBOX_BUSINESSES)? {
+            name_own_businesses(state, &seeded)?;
+        }
     }
     Ok(())
+}
+
+/// Names the corpus's businesses apart: a caller's business expires 90
+/// days after its last use (R1.42), the corpus's never.
+fn name_own_businesses(state: &Region, seeded: &SeedState) -> Result<(), SeedError> {
+    let uuids: Vec<&String> = seeded.businesses.iter().map(|(uuid, _)| uuid).collect();
+    Ok(state.store.put(cf::META, crate::store::keys::meta::SANDBOX_BUSINESSES, &uuids)?)
 }
 
 /// Whether this node holds a seeded sandbox corpus.

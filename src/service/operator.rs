@@ -95,7 +95,8 @@ pub async fn observe(state: &Region) -> Result<Done> {
         retention.map(|r| {
             json!({"purged_through": r.purged_through, "records_purged": r.records_purged,
                 "entries_rewritten": r.entries_rewritten, "bulk_files_expired": r.bulk_files_expired,
-                "callers_expired": r.callers_expired, "receipts_forgotten": r.receipts_forgotten})
+                "callers_expired": r.callers_expired, "receipts_forgotten": r.receipts_forgotten,
+                "businesses_expired": r.businesses_expired})
         }),
     );
     for shard in &state.index_shards {

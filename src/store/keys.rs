@@ -113,6 +113,11 @@ pub mod meta {
     pub const SANDBOX_CAMPAIGNS: &[u8] = b"sandbox_campaigns";
     /// The sandbox corpus's own AI company (no caller created it).
     pub const SANDBOX_COMPANY: &[u8] = b"sandbox_company";
+    /// The sandbox corpus's own businesses (no caller created them).
+    pub const SANDBOX_BUSINESSES: &[u8] = b"sandbox_businesses";
+    /// Home, sandbox: the UTC day each business last used the service,
+    /// `business_used` ‖ business uuid ([`super::business_used`]).
+    pub const BUSINESS_USED: &[u8] = b"business_used";
     /// A sandbox home: when its corpus was last republished (or, before
     /// the first, when the schedule began).
     pub const SANDBOX_REPUBLISHED_AT: &[u8] = b"sandbox_republished_at";
@@ -236,6 +241,11 @@ pub fn push_leaf_hashes(push_id: &str) -> Vec<u8> {
 }
 
 /// `meta`: an expired caller whose receipts this node has forgotten.
+/// `meta`: the day a sandbox business last used the service (home).
+pub fn business_used(business_uuid: &str) -> Vec<u8> {
+    key(&[meta::BUSINESS_USED, business_uuid.as_bytes()])
+}
+
 pub fn expired_forgotten(company_uuid: &str) -> Vec<u8> {
     key(&[meta::EXPIRED_FORGOTTEN, company_uuid.as_bytes()])
 }

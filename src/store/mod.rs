@@ -581,6 +581,21 @@ impl Store {
         Ok(out)
     }
 
+    /// The keys (not their values) that start with `prefix`, in order, at
+    /// most `limit`: what a removal of everything under a prefix deletes.
+    pub fn scan_keys(&self, cf: &'static str, prefix: &[u8], limit: usize) -> StoreResult<Vec<Vec<u8>>> {
+        let iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::From(prefix, Direction::Forward));
+        let mut out = Vec::new();
+        for item in iter {
+            let (key, _) = item?;
+            if !key.starts_with(prefix) || out.len() >= limit {
+                break;
+            }
+            out.push(key.to_vec());
+        }
+        Ok(out)
+    }
+
     /// The entry with the greatest key at or before `at`.
     pub fn at_or_before<T: DeserializeOwned>(&self, cf: &'static str, at: &[u8]) -> StoreResult<Option<(Vec<u8>, T)>> {
         let mut iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::From(at, Direction::Reverse));

@@ -173,6 +173,89 @@ async fn caller_created_sandbox_data_expires_ninety_days_after_its_last_use() {
     assert_eq!((refused.status, refused.body["code"].as_str()), (401, Some("key_unknown")), "{:?}", refused.body);
 }
 
+// A business a caller made in the sandbox is theirs: 90 days after its
+// last use (a request its key signed) its records are deleted everywhere
+// and its keys, mandates, people, campaigns and certificate removed; the
+// corpus's businesses are the operator's and stay.
+// rule: R1.42
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandbox_business_s_own_data_expires_ninety_days_after_its_last_use() {
+    use serde_json::json;
+    use svc_core::time::DAY;
+    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| {
+        config.environment = svc::store::model::Environment::Sandbox;
+        config.retention_every_ms = 50;
+    })
+    .await;
+    let corpus = generate(7, Sizes::products_only(1, 4));
+    let seeded = ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
+    let visitor = home.business("Visitor Lamps", products_scope(1_000)).await;
+    let saved = home.save_sealed(&visitor, "products", &product("Visitor Lamps", "v-1", "9.90")).await;
+    assert_eq!(saved.status, 201, "{:?}", saved.body);
+    let record_id = saved.body["record_id"].as_str().unwrap().to_owned();
+    let campaign = home
+        .admin(
+            "POST",
+            &format!("/admin/businesses/{}/campaigns", visitor.uuid),
+            json!({"terms": {"name": "Visitor picks", "placement": "sponsorship", "budget": "10.00",
+                "net_price": "3.00", "basis": "cpm", "keywords": ["lamp"], "countries": ["FR"],
+                "formats": ["compact", "card"], "repeats": {"allowed": false, "max_per_conversation": 1}},
+                "items": [record_id]}),
+        )
+        .await;
+    assert!(campaign.status < 300, "{:?}", campaign.body);
+    let campaign_id = campaign.body["campaign_id"].as_str().unwrap().to_owned();
+    // A key of its own, used with its grant: what the business does.
+    let key = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[62; 32]).unwrap();
+    let registered = home
+        .admin(
+            "POST",
+            &format!("/admin/businesses/{}/keys", visitor.uuid),
+            json!({"jwk": key.verifying_key().to_jwk(), "purpose": "integration"}),
+        )
+        .await;
+    let grant = registered.body["sandbox_key_grant"].as_str().unwrap().to_owned();
+    let read = || {
+        let (home, key, grant) = (&home, &key, grant.clone());
+        async move {
+            home.signed(key, "GET", "/v1/catalogue", b"", "svc-business-read", &[("svc-sandbox-key", grant.as_str())])
+                .await
+        }
+    };
+    assert_eq!(read().await.status, 200);
+    let registry = &home.state.registry;
+
+    // Used again on day 80: kept 90 days from then, not from its creation.
+    home.clock.advance(80 * DAY);
+    assert_eq!(read().await.status, 200);
+    home.clock.advance(80 * DAY);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(registry.business(&visitor.uuid).unwrap().is_some(), "80 days after its last use it is kept");
+    assert_eq!(read().await.status, 200);
+
+    // 91 days after that use: its records deleted, its data removed.
+    home.clock.advance(91 * DAY);
+    until("the business is removed", || registry.business(&visitor.uuid).unwrap().is_none()).await;
+    let head = registry.record_head(&record_id).unwrap().expect("the fingerprint stays");
+    assert_eq!(head.state, svc::store::model::RecordState::Deleted, "its record is deleted, purged at every node");
+    assert!(registry.business_keys(&visitor.uuid).unwrap().is_empty(), "its keys are gone");
+    assert!(registry.integration_key(&visitor.key_id).unwrap().is_none());
+    assert!(registry.certificates(&visitor.uuid).unwrap().is_empty(), "its certificate is gone");
+    let kept: Option<svc::store::model::Campaign> =
+        home.state.store.get(svc::store::cf::CAMPAIGNS, campaign_id.as_bytes()).unwrap();
+    assert!(kept.is_none(), "its campaign is gone");
+    let refused = read().await;
+    assert_eq!((refused.status, refused.body["code"].as_str()), (401, Some("key_unknown")), "{:?}", refused.body);
+    let certificate = home.get(&format!("/v1/certificates/{}", visitor.uuid)).await;
+    assert_eq!(certificate.status, 404);
+    // The corpus's businesses were never used by anyone and stay.
+    for (uuid, _) in &seeded.businesses {
+        assert!(registry.business(uuid).unwrap().is_some(), "the corpus's business {uuid} stays");
+    }
+    let observed = home.admin("GET", "/admin/observe", json!({})).await;
+    assert_eq!(observed.body["actors"]["retention"]["businesses_expired"], 1, "{:?}", observed.body);
+}
+
 // The sandbox shows every paid part: ads with their images (drawn, not
 // fetched), a cpc campaign whose one-click budget the tour spends, a cpm
 // one that goes on, and products sponsored in several countries, all kept

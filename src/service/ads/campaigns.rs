@@ -8,6 +8,7 @@ use svc_core::ads::{Micros, Placement};
 use svc_core::ids::RecordType;
 use svc_core::problem::Code;
 
+use crate::campaign_ledger;
 use crate::clock::random;
 use crate::region::Region;
 use crate::replication::Change;
@@ -68,25 +69,12 @@ pub fn of_business(state: &Region, business_uuid: &str) -> Result<Vec<Campaign>>
 
 /// Every campaign (at most [`MAX_ALL_CAMPAIGNS`]).
 pub fn all(state: &Region) -> Result<Vec<Campaign>> {
-    let rows = state.store.scan::<Campaign>(cf::CAMPAIGNS, CAMPAIGN_PREFIX.as_bytes(), None, MAX_ALL_CAMPAIGNS)?;
-    Ok(rows.into_iter().map(|(_, c)| c).collect())
+    Ok(campaign_ledger::campaigns(&state.store, MAX_ALL_CAMPAIGNS)?)
 }
-
-/// Campaign ids begin so; the family's one other key is [`CHANGED`].
-const CAMPAIGN_PREFIX: &str = "cmp_";
-/// A token rewritten with every campaign change (replicated with it), so a
-/// region reads the campaigns again only when one changed.
-const CHANGED: &[u8] = b"~changed";
 
 /// The token of the latest campaign change (none before the first).
 pub fn changed(state: &Region) -> Result<Option<u64>> {
-    Ok(state.store.get::<u64>(cf::CAMPAIGNS, CHANGED)?)
-}
-
-/// Writes `campaign` in `change`, with a new change token.
-fn put(change: &mut Change, campaign: &Campaign) {
-    change.put(cf::CAMPAIGNS, campaign.campaign_id.as_bytes(), campaign);
-    change.put(cf::CAMPAIGNS, CHANGED, &u64::from_le_bytes(random::<8>()));
+    Ok(state.store.get::<u64>(cf::CAMPAIGNS, campaign_ledger::CAMPAIGNS_CHANGED)?)
 }
 
 /// The terms checked, every reason in one refusal.
@@ -124,7 +112,7 @@ pub async fn create(
     let items = check_items(state, business_uuid, checked.placement, items)?;
     let now = state.clock.now();
     let campaign = Campaign {
-        campaign_id: format!("{CAMPAIGN_PREFIX}{}", hex::encode(random::<12>())),
+        campaign_id: format!("{}{}", campaign_ledger::CAMPAIGN_PREFIX, hex::encode(random::<12>())),
         business_uuid: business_uuid.to_owned(),
         terms: checked,
         items,
@@ -136,7 +124,7 @@ pub async fn create(
     };
     let mut change = Change::new();
     change.require_absent(cf::CAMPAIGNS, campaign.campaign_id.as_bytes());
-    put(&mut change, &campaign);
+    campaign_ledger::put_campaign(&mut change, &campaign);
     apply(state, change).await?;
     Ok(campaign)
 }
@@ -153,7 +141,7 @@ fn read(state: &Region, campaign_id: &str, business_uuid: Option<&str>) -> Resul
 async fn rewrite(state: &Region, as_read: &Campaign, changed: Campaign) -> Result<Campaign> {
     let mut change = Change::new();
     change.require_unchanged(cf::CAMPAIGNS, as_read.campaign_id.as_bytes(), as_read);
-    put(&mut change, &changed);
+    campaign_ledger::put_campaign(&mut change, &changed);
     apply(state, change).await?;
     Ok(changed)
 }

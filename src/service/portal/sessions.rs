@@ -330,6 +330,7 @@ pub async fn resolve(state: &Region, cookie: &str) -> Result<Signed> {
     if !passkey_live(state, &person.account_uuid, &session.key_id, now)? {
         return Err(ended());
     }
+    crate::service::publishing::note_use(state, &person.account_uuid, now)?;
     if now.0 >= session.last_seen.0 + TOUCH_MS {
         let mut change = Change::new();
         change.put(cf::PORTAL_SESSIONS, &key, &PortalSession { last_seen: now, ..session.clone() });

@@ -84,12 +84,31 @@ async fn identify(state: &Region, credentials: &Credentials<'_>, tag: &str, now:
     // key's first hour.
     if let Some(token) = credentials.sandbox_bearer(sandbox) {
         let key = state.registry.integration_key_by_bearer(token, now)?.ok_or_else(|| Error::new(Code::KeyUnknown))?;
+        note_use(state, &key.business_uuid, now)?;
         return introduce(state, key, now).await;
     }
     let authority = &state.config.public_authority;
     let lookup = |key_id: &str| usable_key(state, key_id, credentials.grant, now);
     let (_, key) = verify_signed(&credentials.request, authority, tag, now, &state.nonces, lookup).await?;
-    if sandbox { introduce(state, key, now).await } else { Ok(key) }
+    if !sandbox {
+        return Ok(key);
+    }
+    note_use(state, &key.business_uuid, now)?;
+    introduce(state, key, now).await
+}
+
+/// Sandbox, at home: notes the UTC day a business used the service (a
+/// request signed by its key, a portal session of its people), once a day;
+/// its own data expires 90 days after the last (R1.42).
+pub(crate) fn note_use(state: &Region, business_uuid: &str, now: UnixMs) -> Result<()> {
+    if !state.config.environment.is_sandbox() || state.home.is_none() {
+        return Ok(());
+    }
+    let today = UnixMs(now.0 - now.0.rem_euclid(svc_core::time::DAY));
+    if state.registry.business_last_used(business_uuid)?.is_some_and(|day| day >= today) {
+        return Ok(());
+    }
+    Ok(state.store.put(cf::META, &keys::business_used(business_uuid), &today)?)
 }
 
 /// Every step of the signature a head decides (headers, shape, window,
