@@ -2,7 +2,8 @@
 //! file with its integration key. Every row is judged locally first (the
 //! same rules and reasons as the service); the good rows go in batches
 //! within the spec's limits, each sealed (`batch-seal.v2`) and sent under
-//! its own Idempotency-Key, with a progress line; the run's state is kept
+//! its own Idempotency-Key (with `--bulk`, stored as a bulk file and
+//! imported), with a progress bar; the run's state is kept
 //! beside the input so an interrupted run, started again, resends exactly
 //! what it sent and goes on. It ends with the outcome summary and a table
 //! of every row that was not published, with its reasons.
@@ -16,7 +17,9 @@ use svc_core::ids::RecordType;
 use svc_core::keys::SigningKey;
 
 use super::CliError;
-use crate::client::publish::{self, Batch, Format, Reason, Row, State};
+use super::progress::Bar;
+use crate::client::bulk;
+use crate::client::publish::{self, Batch, Carrier, Format, Reason, Row, State};
 use crate::client::sealing::{self, SealContext};
 use crate::client::transport::{Answer, Transport};
 use crate::client::{ClientError, Signer, Unsigned};
@@ -30,9 +33,15 @@ pub struct PublishArgs {
     /// The input's format; by default `.csv` is CSV and anything else NDJSON.
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// Records per batch: at most 10,000, and fewer when 32 MiB is reached first.
-    #[arg(long, default_value_t = 1_000)]
-    pub batch: usize,
+    /// Records per batch: at most 10,000, and fewer when 32 MiB is reached
+    /// first (default 1,000); with `--bulk` at most 100,000 and 256 MiB
+    /// (default as many as fit).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Send each batch as a bulk file: an upload, then an import that runs
+    /// in the background, followed to its end (for large catalogues).
+    #[arg(long)]
+    pub bulk: bool,
     /// Judge every row locally and print the reasons; send nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -99,6 +108,10 @@ pub async fn run(
         println!("dry run: nothing was sent");
         return Ok(if refused == 0 { ALL_PUBLISHED } else { SOME_REFUSED });
     }
+    let (carrier, per_batch) = match args.bulk {
+        true => (Carrier::BulkFile, args.batch.unwrap_or(usize::MAX)),
+        false => (Carrier::Body, args.batch.unwrap_or(1_000)),
+    };
     let key_id = key.verifying_key().thumbprint();
     let digest = hex::encode(svc_core::digest::sha256(&input));
     let state_path = args.state.clone().unwrap_or_else(|| State::path_for(&args.file));
@@ -112,14 +125,14 @@ pub async fn run(
             input_sha256: digest.clone(),
             record_type: "products".into(),
             key_id,
-            batches: publish::plan(&rows, args.batch)
+            batches: publish::plan(&rows, per_batch, carrier)
                 .into_iter()
-                .map(|rows| Batch { rows, idempotency_key: None, seal: None, outcomes: None })
+                .map(|rows| Batch { rows, upload_id: None, idempotency_key: None, seal: None, outcomes: None })
                 .collect(),
         },
     };
     state.save(&state_path)?;
-    let bar = super::progress::Bar::counting(&args.file.display().to_string(), 0);
+    let bar = Bar::counting(&args.file.display().to_string(), 0);
     let business = Business {
         transport: Transport::new(base_url)?,
         push: Signer::new(key.clone(), authority, "svc-push"),
@@ -139,6 +152,13 @@ pub async fn run(
             continue;
         }
         let outcomes = loop {
+            if args.bulk && state.batches[i].upload_id.is_none() {
+                let records: Vec<Vec<u8>> = state.batches[i].rows.iter().map(|&r| bytes_of(&rows[r])).collect();
+                bar.set(0, 0, format!("batch {}/{total}: uploading its file", i + 1));
+                state.batches[i].upload_id =
+                    Some(upload(&business, &records, &format!("{}-{i}", &digest[..16])).await?);
+                state.save(&state_path)?;
+            }
             if state.batches[i].seal.is_none() {
                 let records: Vec<Vec<u8>> = state.batches[i].rows.iter().map(|&r| bytes_of(&rows[r])).collect();
                 let now = SystemClock.now();
@@ -150,7 +170,7 @@ pub async fn run(
                 // Kept before it is sent: a resumed run sends these same bytes.
                 state.save(&state_path)?;
             }
-            match send(&business, &state.batches[i], &rows).await? {
+            match send(&business, &state.batches[i], &rows, &bar).await? {
                 Sent::Answered(outcomes) => break outcomes,
                 Sent::Later(wait) => {
                     // Not taken: sealed again (a fresh `sealed_at`) after the wait.
@@ -180,21 +200,57 @@ enum Sent {
     Later(Duration),
 }
 
-/// Sends one sealed batch and reads its outcomes (waiting for a background push).
-async fn send(business: &Business, batch: &Batch, rows: &[Row]) -> Result<Sent, CliError> {
+/// Stores a bulk file of `records` at a new upload address; answers its
+/// upload id. The same `idempotency_key` asks for the same address again.
+async fn upload(business: &Business, records: &[Vec<u8>], idempotency_key: &str) -> Result<String, CliError> {
+    let body = serde_json::to_vec(&serde_json::json!({"record_type": "products"}))?;
+    let request = Unsigned::new("POST", "/v1/bulk-uploads", body).header("idempotency-key", idempotency_key);
+    let described = business.send(&business.push, request).await?;
+    if described.status != 200 {
+        return Err(refused("/v1/bulk-uploads", &described));
+    }
+    let address = described.json();
+    let (Some(path), Some(upload_id)) =
+        (address["url"].as_str().and_then(bulk::upload_path), address["upload_id"].as_str())
+    else {
+        return Err(CliError::Missing("the upload address names no path or id"));
+    };
+    let form = bulk::form(&address["fields"], &bulk::ndjson(records));
+    let request = axum::http::Request::post(path)
+        .header("content-type", bulk::content_type())
+        .body(axum::body::Body::from(form))
+        .map_err(ClientError::from)?;
+    let stored = business.transport.send(request).await?;
+    if stored.status != 201 {
+        return Err(refused(path, &stored));
+    }
+    Ok(upload_id.to_owned())
+}
+
+/// Sends one sealed batch (its records, or its stored file's import) and
+/// reads its outcomes, following a background push on `bar`.
+async fn send(business: &Business, batch: &Batch, rows: &[Row], bar: &Bar) -> Result<Sent, CliError> {
     let (Some(seal), Some(idempotency_key)) = (&batch.seal, &batch.idempotency_key) else {
         return Err(CliError::Usage("a batch is sent only once sealed".into()));
     };
-    let records: Vec<Vec<u8>> = batch.rows.iter().map(|&r| bytes_of(&rows[r])).collect();
-    let body = sealing::publish_body(seal, &records);
-    let request = Unsigned::new("POST", "/v1/publish/products", body).header("idempotency-key", idempotency_key);
+    let (path, body) = match &batch.upload_id {
+        Some(upload_id) => {
+            ("/v1/bulk-imports", serde_json::to_vec(&serde_json::json!({"upload_id": upload_id, "batch_seal": seal}))?)
+        }
+        None => {
+            let records: Vec<Vec<u8>> = batch.rows.iter().map(|&r| bytes_of(&rows[r])).collect();
+            ("/v1/publish/products", sealing::publish_body(seal, &records))
+        }
+    };
+    let request = Unsigned::new("POST", path, body).header("idempotency-key", idempotency_key);
     let answer = business.send(&business.push, request).await?;
     match answer.status {
-        200 => Ok(Sent::Answered(outcomes(&answer.json()["results"], batch.rows.len()))),
-        202 => {
-            let push = answer.json();
-            let id = push["push_id"].as_str().unwrap_or_default().to_owned();
-            Ok(Sent::Answered(finished(business, &id, batch.rows.len()).await?))
+        200 if batch.upload_id.is_none() => Ok(Sent::Answered(outcomes(&answer.json()["results"], batch.rows.len()))),
+        // A push in the background, or an import (settled or not): its
+        // results, once it completes, page by page.
+        200 | 202 => {
+            let id = answer.json()["push_id"].as_str().unwrap_or_default().to_owned();
+            Ok(Sent::Answered(finished(business, &id, batch.rows.len(), bar).await?))
         }
         429 | 503 => {
             let seconds = answer
@@ -211,11 +267,23 @@ async fn send(business: &Business, batch: &Batch, rows: &[Row]) -> Result<Sent, 
     }
 }
 
-/// A background push's outcomes, once it completes, read page by page.
-async fn finished(business: &Business, push_id: &str, leaves: usize) -> Result<Vec<(String, Vec<Reason>)>, CliError> {
+/// A background push's outcomes, once it completes, read page by page;
+/// meanwhile `bar` says where it stands.
+async fn finished(
+    business: &Business,
+    push_id: &str,
+    leaves: usize,
+    bar: &Bar,
+) -> Result<Vec<(String, Vec<Reason>)>, CliError> {
     let status_path = format!("/v1/pushes/{push_id}");
     for _ in 0..MAX_POLLS {
         let status = business.read(&status_path).await?;
+        let progress = &status["progress"];
+        bar.set(
+            progress["chunk"].as_u64().unwrap_or(0),
+            progress["chunks"].as_u64().unwrap_or(0),
+            format!("chunks · {push_id} {}", progress["stage"].as_str().unwrap_or("queued")),
+        );
         if !status["completed_at"].is_null() {
             let mut results = status["results"].as_array().cloned().unwrap_or_default();
             let mut cursor = status["next_cursor"].as_str().map(str::to_owned);
@@ -252,7 +320,7 @@ fn outcomes(results: &Value, leaves: usize) -> Vec<(String, Vec<Reason>)> {
     out
 }
 
-fn show_progress(bar: &super::progress::Bar, state: &State, rows: &[Row]) {
+fn show_progress(bar: &Bar, state: &State, rows: &[Row]) {
     let sent: usize = state.batches.iter().filter(|b| b.outcomes.is_some()).map(|b| b.rows.len()).sum();
     let planned: usize = state.batches.iter().map(|b| b.rows.len()).sum();
     let local = rows.iter().filter(|r| r.judged.is_err()).count();

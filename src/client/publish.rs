@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use svc_core::dsse::Envelope;
 use svc_core::ids::RecordType;
-use svc_core::publish::outcome::{MAX_BODY, MAX_RECORD_CHARS, MAX_RECORDS};
+use svc_core::publish::outcome::{BULK_MAX_BYTES, BULK_MAX_RECORDS, MAX_BODY, MAX_RECORD_CHARS, MAX_RECORDS};
 use svc_core::records::{ValidationContext, validate};
 
 use super::ClientError;
@@ -213,16 +213,38 @@ fn prices(cell: &str) -> Option<Value> {
     items.map(Value::Array)
 }
 
-/// The good rows cut into batches: at most `per_batch` records (itself at
-/// most 10,000) and a body within 32 MiB each. Answers row indices.
-pub fn plan(rows: &[Row], per_batch: usize) -> Vec<Vec<usize>> {
-    let per_batch = per_batch.clamp(1, MAX_RECORDS);
+/// How a batch travels: in a publish request's body, or as a bulk file
+/// (an upload, then an import), each with its own limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carrier {
+    /// At most 10,000 records in a body within 32 MiB.
+    Body,
+    /// At most 100,000 records in a file within 256 MiB.
+    BulkFile,
+}
+
+impl Carrier {
+    fn limits(self) -> (usize, usize) {
+        match self {
+            Carrier::Body => (MAX_RECORDS, MAX_BODY - BODY_MARGIN),
+            Carrier::BulkFile => (BULK_MAX_RECORDS, BULK_MAX_BYTES as usize),
+        }
+    }
+}
+
+/// The good rows cut into batches: at most `per_batch` records (itself
+/// within the carrier's count) and the carrier's bytes each. Answers row
+/// indices.
+pub fn plan(rows: &[Row], per_batch: usize, carrier: Carrier) -> Vec<Vec<usize>> {
+    let (max_records, max_bytes) = carrier.limits();
+    let per_batch = per_batch.clamp(1, max_records);
     let mut batches: Vec<Vec<usize>> = Vec::new();
     let mut body = 0;
     for (i, row) in rows.iter().enumerate() {
         let Ok(bytes) = &row.judged else { continue };
+        // Base64 of the record, and its quotes and comma or its newline.
         let size = bytes.len().div_ceil(3) * 4 + 3;
-        let full = batches.last().is_none_or(|b| b.len() >= per_batch || body + size > MAX_BODY - BODY_MARGIN);
+        let full = batches.last().is_none_or(|b| b.len() >= per_batch || body + size > max_bytes);
         if full {
             batches.push(Vec::new());
             body = 0;
@@ -240,6 +262,9 @@ pub fn plan(rows: &[Row], per_batch: usize) -> Vec<Vec<usize>> {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Batch {
     pub rows: Vec<usize>,
+    /// A bulk file's upload, once the file is stored (`--bulk`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upload_id: Option<String>,
     pub idempotency_key: Option<String>,
     pub seal: Option<Envelope>,
     /// Per leaf: `(outcome, reasons)` as the service gave them.
@@ -354,11 +379,11 @@ mod tests {
         let good = |n: usize| Row { line: 1, business_product_id: None, judged: Ok(vec![b'x'; n]) };
         let bad = Row { line: 1, business_product_id: None, judged: Err(vec![]) };
         let rows = vec![good(10), bad.clone(), good(10), good(10), good(10), bad];
-        assert_eq!(plan(&rows, 2), vec![vec![0, 2], vec![3, 4]]);
-        assert_eq!(plan(&rows, 0), vec![vec![0], vec![2], vec![3], vec![4]]);
+        assert_eq!(plan(&rows, 2, Carrier::Body), vec![vec![0, 2], vec![3, 4]]);
+        assert_eq!(plan(&rows, 0, Carrier::Body), vec![vec![0], vec![2], vec![3], vec![4]]);
         // 150 KB records: the body limit cuts before the count does.
         let big: Vec<Row> = (0..400).map(|_| good(150_000)).collect();
-        let batches = plan(&big, 10_000);
+        let batches = plan(&big, 10_000, Carrier::Body);
         assert!(batches.len() > 1);
         assert!(
             batches.iter().all(|b| b.len() * (200_000 + 3) <= MAX_BODY),
@@ -366,5 +391,12 @@ mod tests {
             batches.iter().map(Vec::len).collect::<Vec<_>>()
         );
         assert_eq!(batches.iter().map(Vec::len).sum::<usize>(), 400);
+        // A bulk file takes ten times the records of a body, and 256 MiB.
+        let many: Vec<Row> = (0..25_000).map(|_| good(10)).collect();
+        assert_eq!(plan(&many, usize::MAX, Carrier::Body).len(), 3);
+        assert_eq!(plan(&many, usize::MAX, Carrier::BulkFile).len(), 1);
+        let batches = plan(&big, usize::MAX, Carrier::BulkFile);
+        assert!(batches.iter().all(|b| b.len() * (200_000 + 3) <= BULK_MAX_BYTES as usize));
+        assert!(batches.iter().any(|b| b.len() * (200_000 + 3) > MAX_BODY), "past a body's limit");
     }
 }

@@ -107,6 +107,39 @@ async fn a_csv_is_judged_locally_published_in_sealed_batches_and_resumed_with_th
     node.stop().await;
 }
 
+// The same file as one bulk file: an upload address, the file stored
+// there, an import of it with its batch seal, followed to its end.
+// rule: P4.1.37, P4.1.41, P4.1.42, P4.1.43, P4.1.49
+#[tokio::test(flavor = "multi_thread")]
+async fn with_bulk_the_good_rows_go_as_one_bulk_file_and_are_imported() {
+    let (home, node) = Home::listening(|_| {}).await;
+    let business = home.business("Lumen", products_scope(1_000)).await;
+    home.clock.set(svc::clock::SystemClock.now());
+    let dir = tempfile::tempdir().unwrap();
+    svc::client::keyfile::write(&dir.path().join("integration.json"), &business.key).unwrap();
+    std::fs::write(dir.path().join("products.csv"), csv()).unwrap();
+    let base_url = format!("http://{}", node.addr);
+    let dir_path = dir.path().to_owned();
+    let (status, out, err) =
+        tokio::task::spawn_blocking(move || publish_with(&dir_path, &base_url, &["--bulk"], &[])).await.unwrap();
+    assert_eq!(status, 2, "three rows refused:\n{out}{err}");
+    assert!(out.contains("60 rows: 57 accepted, 3 refused locally"), "{out}\n{err}");
+    let state: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("products.csv.publish-state.json")).unwrap()).unwrap();
+    let batches = state["batches"].as_array().unwrap();
+    assert_eq!(batches.len(), 1, "one file: {state}");
+    let upload_id = batches[0]["upload_id"].as_str().expect("sent as a bulk file");
+    assert!(svc_core::ids::is_upload_id(upload_id), "{upload_id}");
+    let catalogue =
+        home.signed(&business.key, "GET", "/v1/catalogue?type=products", b"", "svc-business-read", &[]).await;
+    assert_eq!(catalogue.body["entries"].as_array().unwrap().len(), 57, "{:?}", catalogue.body);
+    let attempts = home.signed(&business.key, "GET", "/v1/push-attempts", b"", "svc-business-read", &[]).await;
+    let sources: std::collections::BTreeSet<&str> =
+        attempts.body["attempts"].as_array().unwrap().iter().filter_map(|a| a["source"].as_str()).collect();
+    assert_eq!(sources, ["bulk"].into(), "{:?}", attempts.body);
+    node.stop().await;
+}
+
 // rule: P4.1.4, P4.1.5
 // In the sandbox a new key is known only once a request carries its grant:
 // `svc client publish` sends it (`--grant` or SVC_SANDBOX_KEY), as every
