@@ -155,8 +155,11 @@ pub async fn run(
             if args.bulk && state.batches[i].upload_id.is_none() {
                 let records: Vec<Vec<u8>> = state.batches[i].rows.iter().map(|&r| bytes_of(&rows[r])).collect();
                 bar.set(0, 0, format!("batch {}/{total}: uploading its file", i + 1));
-                state.batches[i].upload_id =
-                    Some(upload(&business, &records, &format!("{}-{i}", &digest[..16])).await?);
+                // A fresh address each time: a run that died before keeping
+                // the id leaves an unused upload, which expires in 7 days.
+                let nonce = hex::encode(crate::clock::random::<6>());
+                let idempotency_key = format!("svc-bulk-{}-{i}-{nonce}", &digest[..16]);
+                state.batches[i].upload_id = Some(upload(&business, &records, &idempotency_key).await?);
                 state.save(&state_path)?;
             }
             if state.batches[i].seal.is_none() {
@@ -201,7 +204,7 @@ enum Sent {
 }
 
 /// Stores a bulk file of `records` at a new upload address; answers its
-/// upload id. The same `idempotency_key` asks for the same address again.
+/// upload id.
 async fn upload(business: &Business, records: &[Vec<u8>], idempotency_key: &str) -> Result<String, CliError> {
     let body = serde_json::to_vec(&serde_json::json!({"record_type": "products"}))?;
     let request = Unsigned::new("POST", "/v1/bulk-uploads", body).header("idempotency-key", idempotency_key);

@@ -287,6 +287,16 @@ fn stated(envelope: Option<&Value>, kind: &str, purpose: Purpose, keys: &KeySet,
     Ok(payload)
 }
 
+/// A statement signed when it was issued, judged as of then: the key of
+/// `purpose` valid at the `issued_at` its payload names (read before the
+/// signatures, trusted only once they hold).
+fn stated_when_issued(envelope: Option<&Value>, kind: &str, purpose: Purpose, keys: &KeySet) -> Result<Value, Reason> {
+    let parsed = Envelope::from_value(envelope.ok_or(Reason::EnvelopeMalformed)?)?;
+    let unverified: Value = serde_json::from_slice(&parsed.payload_bytes()?).map_err(|_| Reason::PayloadMalformed)?;
+    let issued_at = unverified.get("issued_at").and_then(Value::as_str).and_then(UnixMs::parse_rfc3339);
+    stated(envelope, kind, purpose, keys, issued_at.ok_or(Reason::PayloadMalformed)?)
+}
+
 /// One AI company of the key directory, as the statement lists it.
 #[derive(Debug, Clone)]
 pub struct DirectoryCompany {
@@ -300,13 +310,7 @@ pub struct DirectoryCompany {
 /// verified under the statement key valid when it was issued; each key's
 /// id is its public key's thumbprint.
 pub fn key_directory(document: &Value, keys: &KeySet) -> Result<Vec<DirectoryCompany>, Reason> {
-    // Signed when issued: judge the statement key as of then.
-    let signed = document.get("statement");
-    let envelope = Envelope::from_value(signed.ok_or(Reason::EnvelopeMalformed)?)?;
-    let unverified: Value = serde_json::from_slice(&envelope.payload_bytes()?).map_err(|_| Reason::PayloadMalformed)?;
-    let issued_at = unverified.get("issued_at").and_then(Value::as_str).and_then(UnixMs::parse_rfc3339);
-    let at = issued_at.ok_or(Reason::PayloadMalformed)?;
-    let payload = stated(signed, "key-directory.v1", Purpose::Statement, keys, at)?;
+    let payload = stated_when_issued(document.get("statement"), "key-directory.v1", Purpose::Statement, keys)?;
     let companies = payload.get("companies").and_then(Value::as_array).ok_or(Reason::PayloadMalformed)?;
     let text =
         |v: &Value, name: &str| v.get(name).and_then(Value::as_str).map(str::to_owned).ok_or(Reason::PayloadMalformed);
@@ -424,15 +428,7 @@ pub fn key_custody(document: &Value, keys: &KeySet, business_uuid: &str) -> Resu
     let listed = document.get("statements").and_then(Value::as_array).ok_or(Reason::PayloadMalformed)?;
     let mut out = Vec::with_capacity(listed.len());
     for entry in listed {
-        let signed = entry.get("statement");
-        let envelope = Envelope::from_value(signed.ok_or(Reason::EnvelopeMalformed)?)?;
-        // Judge the issuance key as of the issuance the payload names, then
-        // read that payload only once its signatures hold.
-        let unverified: Value =
-            serde_json::from_slice(&envelope.payload_bytes()?).map_err(|_| Reason::PayloadMalformed)?;
-        let issued_at = unverified.get("issued_at").and_then(Value::as_str).and_then(UnixMs::parse_rfc3339);
-        let payload =
-            stated(signed, "key-custody.v1", Purpose::Issuance, keys, issued_at.ok_or(Reason::PayloadMalformed)?)?;
+        let payload = stated_when_issued(entry.get("statement"), "key-custody.v1", Purpose::Issuance, keys)?;
         let statement: crate::custody::CustodyStatement =
             serde_json::from_value(payload).map_err(|_| Reason::PayloadMalformed)?;
         if statement.business_uuid != business_uuid {
