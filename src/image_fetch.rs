@@ -11,10 +11,36 @@ use hyper::body::Bytes;
 use svc_core::ads::images::MAX_IMAGE_BYTES;
 
 use crate::config::AdImagesConfig;
-use crate::outbound::{Bot, Outbound};
+use crate::outbound::{Bot, Outbound, OutboundError};
 
-/// Why an image was not fetched, for the person saving the ad.
-pub type FetchError = String;
+/// Why an image was not fetched or cannot be used, for the person saving
+/// the ad.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("no such sandbox image")]
+    NoSandboxImage,
+    #[error("no answer within {0} ms")]
+    Timeout(u128),
+    #[error("not a URL: {0}")]
+    NotUrl(url::ParseError),
+    #[error("only https images are fetched")]
+    NotHttps,
+    #[error("the URL has no host")]
+    NoHost,
+    #[error("resolving {host}: {source}")]
+    Unresolved { host: String, source: std::io::Error },
+    #[error("{0} has no address")]
+    NoAddress(String),
+    #[error("{0} resolves to an address that is not public")]
+    NotPublic(String),
+    #[error("{0}")]
+    Outbound(#[from] OutboundError),
+    #[error("the server answered {0} (redirects are not followed)")]
+    Status(hyper::StatusCode),
+    /// Fetched, but not an image its slot takes.
+    #[error("{0}")]
+    Unusable(String),
+}
 
 /// The HTTPS client ads' images are fetched with.
 pub struct ImageFetcher {
@@ -29,7 +55,7 @@ impl ImageFetcher {
     /// Trusts the web PKI's roots and the operator's own, if it names any.
     /// Signs each fetch as `bot` (Web Bot Auth).
     /// In a `sandbox`, the corpus's images ([`svc_core::sandbox_images`]) are drawn.
-    pub fn new(config: &AdImagesConfig, bot: Bot, sandbox: bool) -> Result<ImageFetcher, String> {
+    pub fn new(config: &AdImagesConfig, bot: Bot, sandbox: bool) -> Result<ImageFetcher, OutboundError> {
         Ok(ImageFetcher {
             client: Outbound::new(config.extra_roots_pem.as_deref(), Some(bot))?,
             timeout: Duration::from_millis(config.timeout_ms),
@@ -41,27 +67,27 @@ impl ImageFetcher {
     /// The bytes at `url`, at most [`MAX_IMAGE_BYTES`].
     pub async fn fetch(&self, url: &str) -> Result<Vec<u8>, FetchError> {
         if self.sandbox && url.starts_with(svc_core::sandbox_images::BASE) {
-            return svc_core::sandbox_images::drawn(url).ok_or_else(|| "no such sandbox image".to_owned());
+            return svc_core::sandbox_images::drawn(url).ok_or(FetchError::NoSandboxImage);
         }
         match tokio::time::timeout(self.timeout, self.get(url)).await {
             Ok(answer) => answer,
-            Err(_) => Err(format!("no answer within {} ms", self.timeout.as_millis())),
+            Err(_) => Err(FetchError::Timeout(self.timeout.as_millis())),
         }
     }
 
     async fn get(&self, url: &str) -> Result<Vec<u8>, FetchError> {
-        let parsed = url::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+        let parsed = url::Url::parse(url).map_err(FetchError::NotUrl)?;
         if parsed.scheme() != "https" {
-            return Err("only https images are fetched".into());
+            return Err(FetchError::NotHttps);
         }
-        let host = parsed.host_str().ok_or("the URL has no host")?.to_owned();
+        let host = parsed.host_str().ok_or(FetchError::NoHost)?.to_owned();
         let address = self.address(&host, parsed.port().unwrap_or(443)).await?;
         let request = hyper::Request::get("/")
             .header(hyper::header::USER_AGENT, "svc-ad-images/1")
             .header(hyper::header::ACCEPT, "image/png, image/jpeg, image/webp, image/gif");
         let answer = self.client.send(address, &parsed, request, Bytes::new(), MAX_IMAGE_BYTES).await?;
         if answer.status != hyper::StatusCode::OK {
-            return Err(format!("the server answered {} (redirects are not followed)", answer.status));
+            return Err(FetchError::Status(answer.status));
         }
         Ok(answer.body.to_vec())
     }
@@ -71,11 +97,11 @@ impl ImageFetcher {
     async fn address(&self, host: &str, port: u16) -> Result<SocketAddr, FetchError> {
         let addresses: Vec<SocketAddr> = tokio::net::lookup_host((host.trim_matches(['[', ']']), port))
             .await
-            .map_err(|e| format!("resolving {host}: {e}"))?
+            .map_err(|source| FetchError::Unresolved { host: host.to_owned(), source })?
             .collect();
-        let first = *addresses.first().ok_or_else(|| format!("{host} has no address"))?;
+        let first = *addresses.first().ok_or_else(|| FetchError::NoAddress(host.to_owned()))?;
         if !self.allow_private && addresses.iter().any(|a| !is_public(a.ip())) {
-            return Err(format!("{host} resolves to an address that is not public"));
+            return Err(FetchError::NotPublic(host.to_owned()));
         }
         Ok(first)
     }

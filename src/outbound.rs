@@ -19,8 +19,37 @@ use rustls::pki_types::ServerName;
 use rustls::pki_types::pem::PemObject;
 use svc_core::web_bot_auth;
 
-/// Why a request got no answer, for logs and the person who asked.
-pub type OutboundError = String;
+/// Why the client could not be made, or a request got no answer (for
+/// logs and the person who asked).
+#[derive(Debug, thiserror::Error)]
+pub enum OutboundError {
+    #[error("{}: {source}", .path.display())]
+    RootsUnread { path: std::path::PathBuf, source: rustls::pki_types::pem::Error },
+    #[error("{}: {source}", .path.display())]
+    RootRefused { path: std::path::PathBuf, source: rustls::Error },
+    #[error("TLS settings: {0}")]
+    Settings(rustls::Error),
+    #[error("the URL has no host")]
+    NoHost,
+    #[error("the request's authority or agent is not printable ASCII")]
+    Unsignable,
+    #[error("{0}")]
+    Request(hyper::http::Error),
+    #[error("connecting: {0}")]
+    Connect(std::io::Error),
+    #[error("{0}")]
+    ServerName(rustls::pki_types::InvalidDnsNameError),
+    #[error("TLS: {0}")]
+    Handshake(std::io::Error),
+    #[error("{0} is not http or https")]
+    Scheme(String),
+    #[error("HTTP: {0}")]
+    Http(hyper::Error),
+    #[error("the answer is over {0} bytes")]
+    TooLarge(usize),
+    #[error("the answer is over {0} bytes, or its body broke off")]
+    BrokeOff(usize),
+}
 
 /// An answer: its status, headers and body (within the caller's cap).
 #[derive(Debug)]
@@ -47,20 +76,19 @@ pub struct Bot {
 
 impl Outbound {
     /// Trusts the web PKI's roots and the operator's own, if it names any.
-    pub fn new(extra_roots_pem: Option<&Path>, bot: Option<Bot>) -> Result<Outbound, String> {
+    pub fn new(extra_roots_pem: Option<&Path>, bot: Option<Bot>) -> Result<Outbound, OutboundError> {
         let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
         if let Some(path) = extra_roots_pem {
-            let certs = rustls::pki_types::CertificateDer::pem_file_iter(path)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            for cert in certs {
-                let cert = cert.map_err(|e| format!("{}: {e}", path.display()))?;
-                roots.add(cert).map_err(|e| format!("{}: {e}", path.display()))?;
+            let unread = |source| OutboundError::RootsUnread { path: path.to_owned(), source };
+            for cert in rustls::pki_types::CertificateDer::pem_file_iter(path).map_err(unread)? {
+                let cert = cert.map_err(unread)?;
+                roots.add(cert).map_err(|source| OutboundError::RootRefused { path: path.to_owned(), source })?;
             }
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let tls = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
+            .map_err(OutboundError::Settings)?
             .with_root_certificates(roots)
             .with_no_client_auth();
         Ok(Outbound { tls: tokio_rustls::TlsConnector::from(Arc::new(tls)), bot })
@@ -76,7 +104,7 @@ impl Outbound {
         body: Bytes,
         limit: usize,
     ) -> Result<Answer, OutboundError> {
-        let host = url.host_str().ok_or("the URL has no host")?.to_owned();
+        let host = url.host_str().ok_or(OutboundError::NoHost)?.to_owned();
         let target = match url.query() {
             Some(query) => format!("{}?{query}", url.path()),
             None => url.path().to_owned(),
@@ -89,22 +117,23 @@ impl Outbound {
         if let Some(bot) = &self.bot {
             let created = bot.clock.now().0.div_euclid(1000);
             let signed = web_bot_auth::sign_request(&bot.key, &authority, &bot.agent, created, &crate::clock::random())
-                .ok_or("the request's authority or agent is not printable ASCII")?;
+                .ok_or(OutboundError::Unsignable)?;
             request = request
                 .header("signature-agent", signed.signature_agent)
                 .header("signature-input", signed.signature_input)
                 .header("signature", signed.signature);
         }
-        let request = request.body(Full::new(body)).map_err(|e| e.to_string())?;
-        let tcp = tokio::net::TcpStream::connect(address).await.map_err(|e| format!("connecting: {e}"))?;
+        let request = request.body(Full::new(body)).map_err(OutboundError::Request)?;
+        let tcp = tokio::net::TcpStream::connect(address).await.map_err(OutboundError::Connect)?;
         let response = match url.scheme() {
             "https" => {
-                let name = ServerName::try_from(host.trim_matches(['[', ']']).to_owned()).map_err(|e| e.to_string())?;
-                let tls = self.tls.connect(name, tcp).await.map_err(|e| format!("TLS: {e}"))?;
+                let name = ServerName::try_from(host.trim_matches(['[', ']']).to_owned())
+                    .map_err(OutboundError::ServerName)?;
+                let tls = self.tls.connect(name, tcp).await.map_err(OutboundError::Handshake)?;
                 exchange(TokioIo::new(tls), request).await?
             }
             "http" => exchange(TokioIo::new(tcp), request).await?,
-            other => return Err(format!("{other} is not http or https")),
+            other => return Err(OutboundError::Scheme(other.to_owned())),
         };
         let (parts, body) = response.into_parts();
         let declared = parts
@@ -113,13 +142,9 @@ impl Outbound {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
         if declared.is_some_and(|n| n > limit as u64) {
-            return Err(format!("the answer is over {limit} bytes"));
+            return Err(OutboundError::TooLarge(limit));
         }
-        let body = Limited::new(body, limit)
-            .collect()
-            .await
-            .map_err(|_| format!("the answer is over {limit} bytes, or its body broke off"))?
-            .to_bytes();
+        let body = Limited::new(body, limit).collect().await.map_err(|_| OutboundError::BrokeOff(limit))?.to_bytes();
         Ok(Answer { status: parts.status, headers: parts.headers, body })
     }
 }
@@ -131,7 +156,7 @@ async fn exchange<T>(
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await.map_err(|e| format!("HTTP: {e}"))?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await.map_err(OutboundError::Http)?;
     tokio::spawn(connection);
-    sender.send_request(request).await.map_err(|e| format!("HTTP: {e}"))
+    sender.send_request(request).await.map_err(OutboundError::Http)
 }

@@ -59,14 +59,19 @@ impl Sabotage {
     }
 
     /// The sabotages a `SVC_SABOTAGE` value names; an unknown name is an error.
-    pub fn parse_list(text: &str) -> Result<Vec<Sabotage>, String> {
+    pub fn parse_list(text: &str) -> Result<Vec<Sabotage>, UnknownSabotage> {
         text.split(',')
             .map(str::trim)
             .filter(|n| !n.is_empty())
-            .map(|n| Sabotage::ALL.into_iter().find(|s| s.name() == n).ok_or_else(|| format!("unknown sabotage {n:?}")))
+            .map(|n| Sabotage::ALL.into_iter().find(|s| s.name() == n).ok_or_else(|| UnknownSabotage(n.to_owned())))
             .collect()
     }
 }
+
+/// A `SVC_SABOTAGE` name no sabotage goes by.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown sabotage {0:?}")]
+pub struct UnknownSabotage(pub String);
 
 /// The sabotages this process runs with: none unless built with the
 /// `sabotage` feature.

@@ -13,7 +13,7 @@ use super::ad_reservations::AdMsg;
 use super::replicator::ReplicationStatus;
 use crate::actors::error::ActorError;
 use crate::actors::mailbox::Mailbox;
-use crate::replication::exchange::AdFeedPage;
+use crate::replication::exchange::{AdFeedPage, OutOfRange};
 use crate::replication::link::{HomeLink, LinkError};
 
 /// How long home may hold a pull open when there is nothing new.
@@ -48,7 +48,9 @@ impl AdFeed {
         let from = after.min(page.head);
         page.check(from, args.link.now()).map_err(|e| ActorError::from(LinkError::OutOfRange(e)))?;
         let secret = args.link.unwrap_conversation_secret(&page.wrapped_secret).ok_or_else(|| {
-            ActorError::from(LinkError::OutOfRange("the conversation secret is not wrapped for this region".into()))
+            ActorError::from(LinkError::OutOfRange(OutOfRange(
+                "the conversation secret is not wrapped for this region".into(),
+            )))
         })?;
         let now = args.link.now();
         let learned = args.ads.call(|reply| AdMsg::LearnFeed { page, secret, now, reply }).await??;

@@ -90,15 +90,37 @@ pub struct Witness {
 
 impl Witness {
     /// Reads a witness's configuration, refusing a bad key or URL.
-    pub fn from_config(config: &WitnessConfig) -> Result<Witness, String> {
-        let key = WitnessKey::parse(&config.key).map_err(|e| format!("witness key {}: {e}", config.key))?;
+    pub fn from_config(config: &WitnessConfig) -> Result<Witness, WitnessConfigError> {
+        let key = WitnessKey::parse(&config.key)
+            .map_err(|e| WitnessConfigError::Key { key: config.key.clone(), detail: e.to_string() })?;
         let base = config.url.trim_end_matches('/');
-        let url = url::Url::parse(&format!("{base}/add-checkpoint")).map_err(|e| format!("witness url {base}: {e}"))?;
+        let bad_url = |detail: String| WitnessConfigError::Url { url: base.to_owned(), detail };
+        let url = url::Url::parse(&format!("{base}/add-checkpoint")).map_err(|e| bad_url(e.to_string()))?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-            return Err(format!("witness url {base}: http or https with a host"));
+            return Err(bad_url("http or https with a host".into()));
         }
         Ok(Witness { key, url, timeout: Duration::from_millis(config.timeout_ms.max(1)) })
     }
+}
+
+/// A witness's configuration that names no usable key or address.
+#[derive(Debug, thiserror::Error)]
+pub enum WitnessConfigError {
+    #[error("witness key {key}: {detail}")]
+    Key { key: String, detail: String },
+    #[error("witness url {url}: {detail}")]
+    Url { url: String, detail: String },
+}
+
+/// Why a witness could not be asked.
+#[derive(Debug, thiserror::Error)]
+pub enum WitnessUnreached {
+    #[error("resolving {host}: {source}")]
+    Unresolved { host: String, source: std::io::Error },
+    #[error("{0} has no address")]
+    NoAddress(String),
+    #[error("{0}")]
+    Outbound(#[from] crate::outbound::OutboundError),
 }
 
 #[derive(Clone)]
@@ -198,18 +220,18 @@ impl WitnessesState {
         }
     }
 
-    async fn post(&self, witness: &Witness, body: String) -> Result<crate::outbound::Answer, String> {
+    async fn post(&self, witness: &Witness, body: String) -> Result<crate::outbound::Answer, WitnessUnreached> {
         let host = witness.url.host_str().unwrap_or_default().trim_matches(['[', ']']).to_owned();
         let port = witness.url.port_or_known_default().unwrap_or(443);
         let address: SocketAddr = tokio::net::lookup_host((host.as_str(), port))
             .await
-            .map_err(|e| format!("resolving {host}: {e}"))?
+            .map_err(|source| WitnessUnreached::Unresolved { host: host.clone(), source })?
             .next()
-            .ok_or_else(|| format!("{host} has no address"))?;
+            .ok_or_else(|| WitnessUnreached::NoAddress(host.clone()))?;
         let request = hyper::Request::post("/")
             .header(hyper::header::USER_AGENT, "svc-log/1")
             .header(hyper::header::CONTENT_TYPE, "text/plain; charset=utf-8");
-        self.args.client.send(address, &witness.url, request, Bytes::from(body), MAX_ANSWER_BYTES).await
+        Ok(self.args.client.send(address, &witness.url, request, Bytes::from(body), MAX_ANSWER_BYTES).await?)
     }
 
     async fn settle(&mut self, i: usize, latest: &LogCheckpoint, outcome: Outcome) {

@@ -102,7 +102,7 @@ pub async fn run(
     let input = publish::read_input(&args.file)?;
     let format = args.format.unwrap_or_else(|| Format::of(&args.file));
     let rows = publish::rows(&input, format, record_type)
-        .map_err(|detail| ClientError::Publishing { path: args.file.clone(), detail })?;
+        .map_err(|e| ClientError::Publishing { path: args.file.clone(), detail: e.to_string() })?;
     if args.dry_run {
         let refused = report(&rows, None);
         println!("dry run: nothing was sent");

@@ -74,15 +74,29 @@ pub fn read_input(path: &Path) -> Result<Vec<u8>, ClientError> {
     std::fs::read(path).map_err(io)
 }
 
+/// Why an input is not read as rows at all (a row that does not read is
+/// a refused row, not this).
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("the header row does not read: {0}")]
+    Header(csv::Error),
+    #[error("the header row names every column")]
+    UnnamedColumn,
+    #[error("the input holds {0} records; one run publishes at most {MAX_INPUT_RECORDS}")]
+    TooMany(usize),
+    #[error("a row does not encode as JSON: {0}")]
+    Encode(serde_json::Error),
+}
+
 /// The input's rows, each judged as the service would judge it (the
 /// business's other-brand scope and URL checks are the service's alone).
-pub fn rows(input: &[u8], format: Format, record_type: RecordType) -> Result<Vec<Row>, String> {
+pub fn rows(input: &[u8], format: Format, record_type: RecordType) -> Result<Vec<Row>, InputError> {
     let raw = match format {
         Format::Csv => csv_rows(input)?,
         Format::Ndjson => ndjson_rows(input),
     };
     if raw.len() > MAX_INPUT_RECORDS {
-        return Err(format!("the input holds {} records; one run publishes at most {MAX_INPUT_RECORDS}", raw.len()));
+        return Err(InputError::TooMany(raw.len()));
     }
     let context = ValidationContext::new(Vec::new(), Vec::new(), None);
     Ok(raw
@@ -138,16 +152,12 @@ const LIST_MEMBERS: &[&str] = &["countries", "tags"];
 /// (`FR:EUR:19.90|DE:EUR:21.00`); `on_sale` is `true` or `false`; an empty
 /// cell leaves its member out; `schema` is the products schema unless a
 /// column names another.
-fn csv_rows(input: &[u8]) -> Result<Vec<Read>, String> {
+fn csv_rows(input: &[u8]) -> Result<Vec<Read>, InputError> {
     let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(input);
-    let header: Vec<String> = reader
-        .headers()
-        .map_err(|e| format!("the header row does not read: {e}"))?
-        .iter()
-        .map(|h| h.trim().to_owned())
-        .collect();
+    let header: Vec<String> =
+        reader.headers().map_err(InputError::Header)?.iter().map(|h| h.trim().to_owned()).collect();
     if header.iter().any(String::is_empty) {
-        return Err("the header row names every column".into());
+        return Err(InputError::UnnamedColumn);
     }
     let mut rows = Vec::new();
     for record in reader.byte_records() {
@@ -195,7 +205,7 @@ fn csv_rows(input: &[u8]) -> Result<Vec<Read>, String> {
             };
             record.insert(name.clone(), value);
         }
-        let bytes = serde_json::to_vec(&Value::Object(record)).map_err(|e| e.to_string())?;
+        let bytes = serde_json::to_vec(&Value::Object(record)).map_err(InputError::Encode)?;
         rows.push((line, if broken.is_empty() { Ok(bytes) } else { Err(broken) }));
     }
     Ok(rows)

@@ -101,19 +101,19 @@ pub struct Charge {
 }
 
 impl Charge {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), OutOfRange> {
         check_id("a charge's campaign_id", &self.campaign_id)?;
         check_id("a charge's business_uuid", &self.business_uuid)?;
         check_id("a charge's group_id", &self.group_id)?;
         if self.country.as_deref().is_some_and(|c| !svc_core::ids::is_country(c)) {
-            return Err("a charge's country is not a country code".into());
+            return Err(OutOfRange("a charge's country is not a country code".into()));
         }
         Ok(())
     }
 }
 
 impl AdFact {
-    fn check(&self, now: UnixMs) -> Result<(), String> {
+    fn check(&self, now: UnixMs) -> Result<(), OutOfRange> {
         check_instant("an ad fact's time", self.at, now)?;
         match &self.kind {
             AdFactKind::Rendered { conversation, item_id, key_id, charge } => {
@@ -161,17 +161,17 @@ pub struct AdFeedPage {
 impl AdFeedPage {
     /// Entries after `after`, in order, each fact in range; a wrapped
     /// secret of 32 bytes.
-    pub fn check(&self, after: u64, now: UnixMs) -> Result<(), String> {
+    pub fn check(&self, after: u64, now: UnixMs) -> Result<(), OutOfRange> {
         if self.wrapped_secret.len() != svc_core::wrap::NONCE_LEN + 32 + 16 {
-            return Err("home's wrapped conversation secret is not of 32 bytes".into());
+            return Err(OutOfRange("home's wrapped conversation secret is not of 32 bytes".into()));
         }
         if self.take_bps > svc_core::ads::MAX_TAKE_BPS {
-            return Err(format!("a take rate of {} basis points is out of range", self.take_bps));
+            return Err(OutOfRange(format!("a take rate of {} basis points is out of range", self.take_bps)));
         }
         let mut last = after;
         for entry in &self.entries {
             if entry.seq <= last {
-                return Err(format!("ad feed entry {} is not after {last}", entry.seq));
+                return Err(OutOfRange(format!("ad feed entry {} is not after {last}", entry.seq)));
             }
             last = entry.seq;
             check_id("an ad fact's region", &entry.region)?;
@@ -188,6 +188,17 @@ pub struct Report {
     pub entries: Vec<Outgoing>,
 }
 
+/// A value a peer sent that is out of range, and what it was.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct OutOfRange(pub String);
+
+impl From<OutOfRange> for String {
+    fn from(out: OutOfRange) -> String {
+        out.0
+    }
+}
+
 /// The earliest instant a peer's value may name: before the service existed.
 const EARLIEST: UnixMs = UnixMs(1_577_836_800_000); // 2020-01-01
 /// How far past home's clock a region's stamp may be (clock skew).
@@ -195,16 +206,16 @@ const AHEAD_MS: i64 = 3_600_000;
 /// The longest identifier a peer may send (key ids, uuids, nonces).
 const MAX_ID: usize = 256;
 
-fn check_id(what: &str, id: &str) -> Result<(), String> {
+fn check_id(what: &str, id: &str) -> Result<(), OutOfRange> {
     if id.is_empty() || id.len() > MAX_ID {
-        return Err(format!("{what} must be 1 to {MAX_ID} bytes"));
+        return Err(OutOfRange(format!("{what} must be 1 to {MAX_ID} bytes")));
     }
     Ok(())
 }
 
-fn check_instant(what: &str, at: UnixMs, now: UnixMs) -> Result<(), String> {
+fn check_instant(what: &str, at: UnixMs, now: UnixMs) -> Result<(), OutOfRange> {
     if at < EARLIEST || at > now.plus(AHEAD_MS) {
-        return Err(format!("{what} {} is outside 2020 to an hour from now", at.0));
+        return Err(OutOfRange(format!("{what} {} is outside 2020 to an hour from now", at.0)));
     }
     Ok(())
 }
@@ -212,14 +223,17 @@ fn check_instant(what: &str, at: UnixMs, now: UnixMs) -> Result<(), String> {
 impl Report {
     /// Every value in range, as home judges a peer's words before any of
     /// them reaches an actor: nothing a region sends can panic one.
-    pub fn check(&self, now: UnixMs) -> Result<(), String> {
+    pub fn check(&self, now: UnixMs) -> Result<(), OutOfRange> {
         check_id("region", &self.region)?;
         for entry in &self.entries {
             match entry {
                 Outgoing::Claim(claim) => claim.check(now)?,
                 Outgoing::Usage { event, .. } => {
                     if event.region != self.region {
-                        return Err(format!("a usage event of region {} in {}'s report", event.region, self.region));
+                        return Err(OutOfRange(format!(
+                            "a usage event of region {} in {}'s report",
+                            event.region, self.region
+                        )));
                     }
                     for (what, id) in [
                         ("company_uuid", &event.company_uuid),
@@ -235,7 +249,7 @@ impl Report {
                 Outgoing::Return { .. } => {}
                 Outgoing::ReceiptKey { jwk } => {
                     if jwk.len() > 4096 {
-                        return Err("a receipt key's JWK is over 4 KiB".into());
+                        return Err(OutOfRange("a receipt key's JWK is over 4 KiB".into()));
                     }
                 }
                 Outgoing::Introduced { key_id } => check_id("an introduced key_id", key_id)?,
@@ -244,7 +258,7 @@ impl Report {
                     check_id("an ad event's business_uuid", &event.business_uuid)?;
                     check_id("an ad event's group_id", &event.group_id)?;
                     if event.country.as_deref().is_some_and(|c| !svc_core::ids::is_country(c)) {
-                        return Err("an ad event's country is not a country code".into());
+                        return Err(OutOfRange("an ad event's country is not a country code".into()));
                     }
                     check_instant("an ad event's time", event.at, now)?;
                 }
@@ -252,7 +266,7 @@ impl Report {
                 Outgoing::ReceiptRoot(root) => {
                     check_instant("a receipt root's minute", root.minute, now)?;
                     if root.first_seq > root.last_seq {
-                        return Err("a receipt root's first_seq is after its last_seq".into());
+                        return Err(OutOfRange("a receipt root's first_seq is after its last_seq".into()));
                     }
                 }
             }
@@ -290,14 +304,14 @@ pub struct ReceiptsTaken {
 
 impl ReceiptsShipment {
     /// Every value in range and the receipts numbered on from `first_seq`.
-    pub fn check(&self, now: UnixMs) -> Result<(), String> {
+    pub fn check(&self, now: UnixMs) -> Result<(), OutOfRange> {
         check_id("region", &self.region)?;
         if self.first_seq == 0 || self.receipts.len() > SHIPMENT_MAX {
-            return Err(format!("a shipment starts at a receipt after 0 and holds at most {SHIPMENT_MAX}"));
+            return Err(OutOfRange(format!("a shipment starts at a receipt after 0 and holds at most {SHIPMENT_MAX}")));
         }
         for (i, receipt) in self.receipts.iter().enumerate() {
             if receipt.seq != self.first_seq.saturating_add(i as u64) {
-                return Err(format!("receipt {} is not number {} of the shipment", receipt.seq, i));
+                return Err(OutOfRange(format!("receipt {} is not number {} of the shipment", receipt.seq, i)));
             }
             for (what, id) in [
                 ("group_id", &receipt.group_id),
@@ -315,7 +329,7 @@ impl ReceiptsShipment {
             }
             check_instant("a receipt's served_at", receipt.served_at, now)?;
             if receipt.envelope.len() > ENVELOPE_MAX || receipt.businesses.len() > BUSINESSES_MAX {
-                return Err(format!("receipt {} is larger than any answer", receipt.seq));
+                return Err(OutOfRange(format!("receipt {} is larger than any answer", receipt.seq)));
             }
         }
         Ok(())
@@ -334,21 +348,21 @@ pub const CLAIMS_MAX: usize = 2_000;
 
 impl ClaimsReport {
     /// Every value in range, as `Report::check` judges a report's claims.
-    pub fn check(&self, now: UnixMs) -> Result<(), String> {
+    pub fn check(&self, now: UnixMs) -> Result<(), OutOfRange> {
         check_id("region", &self.region)?;
         if self.claims.len() > CLAIMS_MAX {
-            return Err(format!("a claims report carries at most {CLAIMS_MAX} claims"));
+            return Err(OutOfRange(format!("a claims report carries at most {CLAIMS_MAX} claims")));
         }
         self.claims.iter().try_for_each(|claim| claim.check(now))
     }
 }
 
 impl Claimed {
-    fn check(&self, now: UnixMs) -> Result<(), String> {
+    fn check(&self, now: UnixMs) -> Result<(), OutOfRange> {
         check_id("a claim's key_id", &self.key_id)?;
         check_id("a claim's nonce", &self.nonce)?;
         if self.expires_secs < 0 || self.expires_secs > now.as_secs() + AHEAD_MS / 1000 {
-            return Err(format!("a claim's expiry {} is out of range", self.expires_secs));
+            return Err(OutOfRange(format!("a claim's expiry {} is out of range", self.expires_secs)));
         }
         Ok(())
     }
@@ -357,11 +371,11 @@ impl Claimed {
 impl FeedPage {
     /// A region judges home's words too: entries after `after`, in order,
     /// each claim in range.
-    pub fn check(&self, after: u64, now: UnixMs) -> Result<(), String> {
+    pub fn check(&self, after: u64, now: UnixMs) -> Result<(), OutOfRange> {
         let mut last = after;
         for entry in &self.entries {
             if entry.seq <= last {
-                return Err(format!("feed entry {} is not after {last}", entry.seq));
+                return Err(OutOfRange(format!("feed entry {} is not after {last}", entry.seq)));
             }
             last = entry.seq;
             entry.claimed.check(now)?;
@@ -373,15 +387,18 @@ impl FeedPage {
 impl LeaseGrant {
     /// A grant answers the ask: the same company, units within what was
     /// asked, an expiry within a day.
-    pub fn check(&self, ask: &LeaseAsk, now: UnixMs) -> Result<(), String> {
+    pub fn check(&self, ask: &LeaseAsk, now: UnixMs) -> Result<(), OutOfRange> {
         if self.company_uuid != ask.company_uuid {
-            return Err(format!("a grant for {} answers an ask for {}", self.company_uuid, ask.company_uuid));
+            return Err(OutOfRange(format!(
+                "a grant for {} answers an ask for {}",
+                self.company_uuid, ask.company_uuid
+            )));
         }
         if !(0..=ask.units).contains(&self.units) {
-            return Err(format!("{} units granted for {} asked", self.units, ask.units));
+            return Err(OutOfRange(format!("{} units granted for {} asked", self.units, ask.units)));
         }
         if self.expires_at < now.minus(AHEAD_MS) || self.expires_at > now.plus(24 * AHEAD_MS) {
-            return Err(format!("a lease expiring at {} is out of range", self.expires_at.0));
+            return Err(OutOfRange(format!("a lease expiring at {} is out of range", self.expires_at.0)));
         }
         Ok(())
     }
@@ -391,11 +408,11 @@ impl LeaseGrant {
 pub const MAX_LEASE_UNITS: i64 = 1_000_000;
 
 impl LeaseAsk {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), OutOfRange> {
         check_id("region", &self.region)?;
         check_id("company_uuid", &self.company_uuid)?;
         if !(1..=MAX_LEASE_UNITS).contains(&self.units) {
-            return Err(format!("units must be 1 to {MAX_LEASE_UNITS}"));
+            return Err(OutOfRange(format!("units must be 1 to {MAX_LEASE_UNITS}")));
         }
         Ok(())
     }

@@ -12,7 +12,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use svc_core::link;
 use svc_core::time::UnixMs;
 
-use super::exchange::{LeaseAsk, LeaseGrant};
+use super::exchange::{LeaseAsk, LeaseGrant, OutOfRange};
 use crate::client::ClientError;
 use crate::client::transport::{Answer, Transport};
 use crate::clock::SharedClock;
@@ -43,7 +43,7 @@ pub enum LinkError {
     Decode { path: String, source: postcard::Error },
     /// A value in home's answer out of range: never used.
     #[error("home's answer is out of range: {0}")]
-    OutOfRange(String),
+    OutOfRange(#[from] OutOfRange),
     /// An answer whose MAC is not home's for the request: never used.
     #[error("the answer to {path} does not carry home's MAC for it")]
     Forged { path: String },

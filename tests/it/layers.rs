@@ -69,3 +69,43 @@ fn every_listener_is_served_within_its_limits() {
     let found = offenders("src", &["axum::serve("], &["src/loadgen.rs"]);
     assert!(found.is_empty(), "{found:#?}");
 }
+
+// Errors are typed outside the pure rules: a string says what went wrong
+// to a person, but no caller can tell one failure from another by it.
+#[test]
+fn no_error_is_a_bare_string_outside_svc_core() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for file in rust_files(&root.join("src")) {
+        let name = file.strip_prefix(root).unwrap().display().to_string();
+        if name.starts_with("src/core/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            if code.match_indices("Result<").any(|(at, _)| error_type(&code[at + "Result<".len()..]) == Some("String"))
+            {
+                found.push(format!("{name}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+/// The second type argument of a `Result<` whose arguments `rest` begins
+/// with, if it has one on this line.
+fn error_type(rest: &str) -> Option<&str> {
+    let mut depth = 0;
+    let mut comma = None;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            ',' if depth == 0 => comma = Some(i),
+            '>' | ')' | ']' if depth == 0 => return comma.map(|at| rest[at + 1..i].trim()),
+            '>' | ')' | ']' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}

@@ -154,12 +154,12 @@ impl OwnConfig {
     pub fn read(path: &Path) -> Result<OwnConfig, ConfigError> {
         let text =
             std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
-        let parsed: Result<OwnConfig, String> = if path.extension().is_some_and(|e| e == "json") {
-            serde_json::from_str(&text).map_err(|e| e.to_string())
+        let parse = |detail: String| ConfigError::Parse { path: path.to_owned(), detail };
+        let mut config: OwnConfig = if path.extension().is_some_and(|e| e == "json") {
+            serde_json::from_str(&text).map_err(|e| parse(e.to_string()))?
         } else {
-            toml::from_str(&text).map_err(|e| e.to_string())
+            toml::from_str(&text).map_err(|e| parse(e.to_string()))?
         };
-        let mut config = parsed.map_err(|detail| ConfigError::Parse { path: path.to_owned(), detail })?;
         if config.anchors_file.is_relative()
             && let Some(dir) = path.parent()
         {
@@ -250,9 +250,10 @@ impl OwnConfig {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<OwnConfig, String> {
-        let config: OwnConfig = toml::from_str(text).map_err(|e| e.to_string())?;
-        config.check().map_err(|e| e.to_string())?;
+    fn parse(text: &str) -> Result<OwnConfig, ConfigError> {
+        let detail = |e: toml::de::Error| ConfigError::Parse { path: "mcp.toml".into(), detail: e.to_string() };
+        let config: OwnConfig = toml::from_str(text).map_err(detail)?;
+        config.check()?;
         Ok(config)
     }
 
@@ -285,7 +286,7 @@ mod tests {
     #[test]
     fn every_refusal_the_spec_names() {
         let refused = |text: String, needle: &str| {
-            let error = parse(&text).unwrap_err();
+            let error = parse(&text).unwrap_err().to_string();
             assert!(error.contains(needle), "{error} should name {needle}");
         };
         refused(MINIMAL.replace("version = 1", "version = 2"), "version 2");

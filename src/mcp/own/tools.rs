@@ -33,32 +33,45 @@ impl Own {
 
     /// The key set verified under the anchors: the one held, or, when
     /// `fresh` (a key it does not name, after a rotation), fetched again.
-    async fn key_set(&self, fresh: bool) -> Result<Arc<KeySet>, String> {
+    async fn key_set(&self, fresh: bool) -> Result<Arc<KeySet>, CheckFailed> {
         if !fresh && let Some(keys) = self.keys.read().await.clone() {
             return Ok(keys);
         }
-        let called = self.caller.public("/.well-known/keys").await.map_err(|e| e.to_string())?;
+        let called = self.caller.public("/.well-known/keys").await.map_err(CheckFailed::KeySetUnreached)?;
         if called.answer.status != 200 {
-            return Err(format!("the key set answered {}", called.answer.status));
+            return Err(CheckFailed::KeySetStatus(called.answer.status));
         }
-        let document: Value = serde_json::from_slice(&called.answer.bytes).map_err(|e| e.to_string())?;
-        let keys = Arc::new(
-            svc_core::keyset::verify(&document, &self.anchors)
-                .map_err(|r| format!("the key set does not verify under the pinned anchors: {r}"))?,
-        );
+        let document: Value = serde_json::from_slice(&called.answer.bytes).map_err(CheckFailed::KeySetNotJson)?;
+        let keys = Arc::new(svc_core::keyset::verify(&document, &self.anchors).map_err(CheckFailed::KeySetUnverified)?);
         *self.keys.write().await = Some(keys.clone());
         Ok(keys)
     }
 
     /// Runs `check` against the key set, fetching it again once if the
     /// answer names a key it does not hold.
-    async fn checked<T>(&self, check: impl Fn(&KeySet) -> Result<T, svc_core::Reason>) -> Result<T, String> {
+    async fn checked<T>(&self, check: impl Fn(&KeySet) -> Result<T, svc_core::Reason>) -> Result<T, CheckFailed> {
         let keys = self.key_set(false).await?;
         match check(&keys) {
-            Err(svc_core::Reason::KeyUnknown) => check(&*self.key_set(true).await?).map_err(|r| r.to_string()),
-            other => other.map_err(|r| r.to_string()),
+            Err(svc_core::Reason::KeyUnknown) => check(&*self.key_set(true).await?).map_err(CheckFailed::Answer),
+            other => other.map_err(CheckFailed::Answer),
         }
     }
+}
+
+/// Why an answer's offline check did not hold: the key set could not be
+/// had under the anchors, or the answer itself does not check.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckFailed {
+    #[error("the key set could not be fetched: {0}")]
+    KeySetUnreached(CallError),
+    #[error("the key set answered {0}")]
+    KeySetStatus(u16),
+    #[error("the key set is not JSON: {0}")]
+    KeySetNotJson(serde_json::Error),
+    #[error("the key set does not verify under the pinned anchors: {0}")]
+    KeySetUnverified(svc_core::Reason),
+    #[error("{0}")]
+    Answer(svc_core::Reason),
 }
 
 /// The tools over one [`Own`].
@@ -193,7 +206,7 @@ fn failed(error: CallError) -> CallToolResult {
 }
 
 /// The answer's body as the first block; a second block for the check.
-fn with_check(called: &Called, check: Option<Result<Value, String>>) -> CallToolResult {
+fn with_check(called: &Called, check: Option<Result<Value, CheckFailed>>) -> CallToolResult {
     let body = ContentBlock::text(String::from_utf8_lossy(&called.answer.bytes).into_owned());
     let served = (200..300).contains(&called.answer.status);
     match check {
@@ -205,7 +218,7 @@ fn with_check(called: &Called, check: Option<Result<Value, String>>) -> CallTool
         ]),
         Some(Err(reason)) => CallToolResult::error(vec![
             body,
-            ContentBlock::text(json!({"offline_check": "failed", "reason": reason}).to_string()),
+            ContentBlock::text(json!({"offline_check": "failed", "reason": reason.to_string()}).to_string()),
         ]),
     }
 }

@@ -168,7 +168,8 @@ async fn fetch_images(state: &Region, bytes: &[u8]) -> Result<Vec<(Slot, AdImage
     for slot in Slot::ALL {
         let Some(url) = record.get(slot.url_member()).and_then(Value::as_str) else { continue };
         let fetched = state.images.fetch(url).await.and_then(|bytes| {
-            let judged = svc_core::ads::images::judge(slot, &bytes)?;
+            let judged =
+                svc_core::ads::images::judge(slot, &bytes).map_err(crate::image_fetch::FetchError::Unusable)?;
             Ok(AdImage { content_type: judged.content_type.into(), width: judged.width, height: judged.height, bytes })
         });
         match fetched {
