@@ -15,7 +15,7 @@ use svc_core::keys::SigningKey;
 
 use super::load::Target;
 use super::setup::{AiKey, ORIGIN, Onboarded, RP_ID};
-use crate::cli::admin::Admin;
+use crate::client::admin::Admin;
 use crate::client::sealing::Passkey;
 use crate::client::{ClientError, Signer, Unsigned};
 use crate::clock::{Clock, SystemClock};

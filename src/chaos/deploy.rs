@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::disk::{DiskError, SmallDisk};
 use super::network::{Network, NetworkError, NetworkKind};
-use crate::cli::admin::Admin;
+use crate::client::admin::Admin;
 use crate::faults::CrashPoint;
 
 /// Why a deployment could not be made or driven.

@@ -14,7 +14,7 @@ use super::load::Seen;
 use super::push::{Action, Pushed};
 use super::setup::AiKey;
 use super::watch::Observed;
-use crate::cli::admin::Admin;
+use crate::client::admin::Admin;
 use crate::client::retrieval::RetrievalClient;
 use crate::client::transport::Transport;
 

@@ -24,8 +24,8 @@ use self::deploy::{AUTHORITY, DeployError, Deployment};
 use self::invariants::Checked;
 use self::load::{Seen, Target};
 use self::scenario::{FaultKind, Scenario, ScenarioError, Verdict};
-use crate::cli::admin::Admin;
 use crate::client::ClientError;
+use crate::client::admin::Admin;
 use crate::client::transport::Transport;
 
 /// Why a run could not be made (as opposed to an invariant that failed).

@@ -5,7 +5,7 @@
 use serde_json::json;
 use svc_core::keys::{Alg, SigningKey};
 
-use crate::cli::admin::Admin;
+use crate::client::admin::Admin;
 use crate::client::retrieval::RetrievalClient;
 use crate::client::sealing::{self, Passkey, SealContext};
 use crate::client::transport::{Answer, Transport};

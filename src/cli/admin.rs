@@ -10,9 +10,9 @@ use svc_core::time::{DAY, UnixMs};
 
 use super::CliError;
 use crate::client::ClientError;
+use crate::client::admin::Admin;
 use crate::client::keyfile;
 use crate::client::sealing::{self, Passkey, SealContext};
-use crate::client::transport::Transport;
 
 #[derive(Debug, Args)]
 pub struct AdminArgs {
@@ -445,36 +445,6 @@ pub enum RetrievalKeyCommand {
     },
 }
 
-/// A connection to the admin API.
-pub struct Admin {
-    transport: Transport,
-    token: String,
-}
-
-impl Admin {
-    pub fn new(url: &str, token: String) -> Result<Admin, ClientError> {
-        Ok(Admin { transport: Transport::new(url)?, token })
-    }
-
-    /// One admin call; a problem answer becomes an error carrying its body.
-    pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, ClientError> {
-        let bytes = body.map(|b| serde_json::to_vec(&b).unwrap_or_default()).unwrap_or_default();
-        let request = axum::http::Request::builder()
-            .method(method)
-            .uri(path)
-            .header("authorization", format!("Bearer {}", self.token))
-            .header("content-type", "application/json")
-            .body(axum::body::Body::from(bytes))?;
-        let answer = self.transport.send(request).await?;
-        if (200..300).contains(&answer.status) {
-            Ok(answer.json())
-        } else {
-            let body = String::from_utf8_lossy(&answer.bytes).into_owned();
-            Err(ClientError::Status { status: answer.status, path: path.to_owned(), body })
-        }
-    }
-}
-
 fn token(args: &AdminArgs) -> Result<String, CliError> {
     match &args.token {
         Some(t) => Ok(t.clone()),
@@ -504,7 +474,7 @@ async fn follow(first: &Admin, url: &str, trace_id: &str, nodes: &[String]) -> R
                     .to_owned();
                 (url, token)
             }
-            None => (node.as_str(), first.token.clone()),
+            None => (node.as_str(), first.token().to_owned()),
         };
         answers.push(Admin::new(url, token)?.call("GET", &path, None).await?);
         asked.push(url.to_owned());

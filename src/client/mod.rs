@@ -3,6 +3,7 @@
 //! sign and seal through here, so there is one implementation of the
 //! caller's half of the protocol.
 
+pub mod admin;
 pub mod anchors;
 pub mod bulk;
 pub mod error;

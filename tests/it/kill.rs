@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use serde_json::Value;
-use svc::cli::admin::Admin;
+use svc::client::admin::Admin;
 use svc::client::sealing;
 use svc::client::transport::Transport;
 use svc::client::{Signer, Unsigned};

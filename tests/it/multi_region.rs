@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::Request;
 use serde_json::{Value, json};
-use svc::cli::admin::Admin;
+use svc::client::admin::Admin;
 use svc::client::retrieval::RetrievalClient;
 use svc::client::sealing;
 use svc::client::transport::Transport;

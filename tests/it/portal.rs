@@ -12,7 +12,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::Request;
 use serde_json::{Value, json};
-use svc::cli::admin::Admin;
+use svc::client::admin::Admin;
 use svc::client::retrieval::RetrievalClient;
 use svc::client::transport::Transport;
 

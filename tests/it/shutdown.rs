@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::Request;
 use serde_json::json;
-use svc::cli::admin::Admin;
+use svc::client::admin::Admin;
 use svc::client::retrieval::RetrievalClient;
 use svc::client::transport::Transport;
 use svc::clock::{Clock, SystemClock};

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
-use svc::cli::admin::Admin;
+use svc::client::admin::Admin;
 use svc::client::sealing::SealContext;
 use svc_core::keys::SigningKey;
 
