@@ -17,10 +17,10 @@ use svc::client::sealing::{self, SealContext};
 use svc::client::{Signer, Unsigned};
 use svc::clock::{Clock, SystemClock};
 use svc::config::NodeConfig;
-use svc::http::public_router;
 use svc::region::Region;
 use svc::sandbox::corpus::{Sizes, generate};
 use svc::sandbox::seed::{admin, call, keys_of, publish_request, register_business, send_publish, wait_settled};
+use svc::surfaces::public_router;
 
 struct Node {
     state: Region,

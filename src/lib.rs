@@ -44,5 +44,6 @@ pub mod search;
 pub mod service;
 pub mod service_keys;
 pub mod store;
+pub mod surfaces;
 pub mod trace;
 pub mod transparency;

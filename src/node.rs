@@ -42,8 +42,8 @@ impl Node {
         let (shutdown, _) = watch::channel(false);
         let limits = state.config.listener;
         let mut servers = vec![
-            serve(listener, http::public_router(state.clone()), limits, shutdown.subscribe()),
-            serve(admin_listener, http::admin_router(state.clone()), limits, shutdown.subscribe()),
+            serve(listener, crate::surfaces::public_router(state.clone()), limits, shutdown.subscribe()),
+            serve(admin_listener, admin_router(&state), limits, shutdown.subscribe()),
         ];
         if let Some(listener) = internal_listener {
             servers.push(serve(listener, http::internal_router(state.clone()), limits, shutdown.subscribe()));
@@ -62,4 +62,10 @@ impl Node {
         }
         self.state.stop_actors().await;
     }
+}
+
+/// The operator's admin API with the sandbox's own route, which the
+/// sandbox adds from above the HTTP layer.
+pub fn admin_router(state: &crate::region::Region) -> axum::Router {
+    http::admin_router(state.clone()).merge(crate::sandbox::routes::admin_routes(state.clone()))
 }

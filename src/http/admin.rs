@@ -51,7 +51,6 @@ pub fn routes() -> Router<Region> {
         .route("/admin/domain-assurance/check", post(check_domains))
         .route("/admin/pushes/{push_id}/release", post(release_push))
         .route("/admin/terms", post(publish_terms))
-        .route("/admin/sandbox/republish", post(republish_sandbox))
         .route("/admin/receipt-key/rotate", post(rotate_receipt_key))
         .route("/admin/log/sequence", post(sequence_log))
         .route("/admin/log/cosign", post(cosign_log))
@@ -323,22 +322,4 @@ async fn rotate_service_key(
     JsonBody(req): JsonBody<ServiceKeyRotation>,
 ) -> Response {
     done(operator::rotate_service_key(&state, req).await)
-}
-
-/// Republishes the sandbox corpus (the nightly job, on demand): new versions
-/// with the same ids and bytes, through the business API as a business
-/// would. Answers once every push has settled.
-async fn republish_sandbox(State(state): State<Region>, _: Operator) -> Response {
-    if !state.config.environment.is_sandbox() {
-        return Error::detail(Code::RequestInvalid, "only a sandbox node holds the sandbox corpus").into_response();
-    }
-    match crate::sandbox::seed::republish_waiting(&state, std::time::Duration::from_secs(20)).await {
-        Ok(Some(body)) => Json(body).into_response(),
-        Ok(None) => {
-            let running = serde_json::json!({"republishing": true,
-                "detail": "still running; each batch's new versions appear as it settles"});
-            (axum::http::StatusCode::ACCEPTED, Json(running)).into_response()
-        }
-        Err(e) => Error::detail(Code::RequestInvalid, e.to_string()).into_response(),
-    }
 }

@@ -15,6 +15,8 @@ use tokio::sync::Semaphore;
 use crate::config::ListenerLimits;
 use crate::service::Error;
 
+/// The public MCP server's path: a verification route, admitted as one.
+pub const MCP_PUBLIC_PATH: &str = "/v1/mcp/public";
 /// The kinds of work a request can ask for, each with its own cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RouteClass {
@@ -42,7 +44,7 @@ impl RouteClass {
             RouteClass::Publish
         } else if under("/v1/uploads/") {
             RouteClass::Upload
-        } else if path == "/v1/verify" || path == crate::mcp::public::PATH {
+        } else if path == "/v1/verify" || path == MCP_PUBLIC_PATH {
             RouteClass::Verify
         } else if path.ends_with("/search") || under("/v1/records/") || under("/v1/receipts") {
             RouteClass::Retrieval

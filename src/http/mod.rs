@@ -27,16 +27,18 @@ use axum::Router;
 use crate::region::Region;
 
 /// The public API: business, retrieval and public verification routes,
-/// and health. A read region serves retrieval and public routes itself and
-/// forwards everything else to home. The routes between regions are never
-/// here: they are on home's internal listener ([`internal_router`]).
-pub fn public_router(state: Region) -> Router {
+/// and health, with the surfaces built on this layer (`served`: served by
+/// every region; `at_home`: by home only). A read region serves retrieval
+/// and public routes itself and forwards everything else to home. The
+/// routes between regions are never here: they are on home's internal
+/// listener ([`internal_router`]). `crate::surfaces` composes it.
+pub fn public_router_with(state: Region, served: Router<Region>, at_home: Router<Region>) -> Router {
     let served = retrieval::routes(state.home.is_some())
         .merge(public::routes(state.home.is_some()))
-        .merge(crate::mcp::public::routes(&state))
+        .merge(served)
         .merge(health::routes());
     let routed = if state.home.is_some() {
-        served.merge(business::routes()).merge(crate::portal::routes()).fallback(no_route)
+        served.merge(business::routes()).merge(at_home).fallback(no_route)
     } else {
         served.fallback(forward::to_home)
     };

@@ -30,7 +30,7 @@ use crate::service::public::{certificates, log};
 use crate::service::{Error, ops};
 
 /// The path, on every region's public port.
-pub const PATH: &str = "/v1/mcp/public";
+pub const PATH: &str = crate::http::admission::MCP_PUBLIC_PATH;
 /// A message at most this large: a verify body (512 KiB) in its JSON-RPC wrapping.
 pub const MAX_MESSAGE: usize = 520 * 1024;
 

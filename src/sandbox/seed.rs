@@ -15,9 +15,10 @@ use tower::ServiceExt;
 use super::corpus::{BusinessSpec, Corpus};
 use crate::client::sealing::{self, Passkey, SealContext};
 use crate::client::{ClientError, Signer, Unsigned};
-use crate::http::{admin_router, public_router};
+use crate::http::admin_router;
 use crate::region::Region;
 use crate::store::{StoreError, cf};
+use crate::surfaces::public_router;
 
 /// What stops seeding: a call the node refused, or a part that failed.
 #[derive(Debug, thiserror::Error)]

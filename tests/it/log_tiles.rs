@@ -61,7 +61,7 @@ struct Fetched {
 impl Fetched {
     fn get(&self, path: &str) -> (u16, Vec<u8>) {
         let request = Request::get(path).header("host", AUTHORITY).body(Body::empty()).unwrap();
-        let router = svc::http::public_router(self.state.clone());
+        let router = svc::surfaces::public_router(self.state.clone());
         tokio::runtime::Handle::current().block_on(async move {
             use http_body_util::BodyExt;
             use tower::ServiceExt;
@@ -395,7 +395,7 @@ async fn witnesses_cosign_each_checkpoint_and_a_failing_one_is_left_out_and_coun
             let request = Request::get("/log/checkpoint").header("host", AUTHORITY).body(Body::empty()).unwrap();
             use http_body_util::BodyExt;
             use tower::ServiceExt;
-            let response = svc::http::public_router(home_state).oneshot(request).await.unwrap();
+            let response = svc::surfaces::public_router(home_state).oneshot(request).await.unwrap();
             String::from_utf8(response.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
         }
     };

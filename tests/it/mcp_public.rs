@@ -41,7 +41,7 @@ struct Surface {
 
 impl Surface {
     fn of(home: &Home) -> Surface {
-        Surface { router: svc::http::public_router(home.state.clone()) }
+        Surface { router: svc::surfaces::public_router(home.state.clone()) }
     }
 
     async fn send(&self, request: Request<Body>) -> Answer {
