@@ -1,4 +1,5 @@
-//! The operator guide's first day is a test: every command of
+//! The operator guide's first day, run by the tour's test after the
+//! README's tour (`tour.rs`): every command of
 //! `deploy/OPERATING.md`'s "Before the first start" and "First start", read
 //! from the guide itself, runs in order, and each one's effect is checked.
 //! A command the test has no check for fails it, so the guide cannot drift
@@ -768,8 +769,9 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-#[test]
-fn operating_s_first_day_runs_as_written() {
+/// Runs the guide's first day; the tour test calls it after the README's
+/// tour, so both run in one test.
+pub fn operating_s_first_day_runs_as_written() {
     let guide = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/OPERATING.md")).unwrap();
     let commands = first_day_commands(&guide);
     let dir = tempfile::tempdir().unwrap();

@@ -1,6 +1,7 @@
 //! The README's tour is a test (issue 46, item 1): every command of its
 //! code blocks, read from the README itself, runs in order against a real
-//! `svc up` process, and each one's output is checked. A command the test
+//! `svc up` process, and each one's output is checked; then, in the same
+//! test, the operator guide's first day (`first_day.rs`). A command the test
 //! has no check for fails it, so the README cannot drift from what works.
 //!
 //! What the test changes, and only this: `svc` is the test build rather
@@ -454,9 +455,11 @@ fn mcp(tour: &Tour, toml: &str) {
     assert!(called.to_string().contains("record_id"), "rows came back: {called}");
 }
 
+// The README's tour against `svc up`, then the operator guide's first day
+// (`first_day.rs`): every command a newcomer or an operator copies, in order.
 // rule: R1.31, R1.41
 #[test]
-fn the_readmes_tour_runs_as_written() {
+fn the_readmes_tour_and_the_operator_guide_s_first_day_run_as_written() {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     let blocks = tour_blocks(&readme);
     let dir = tempfile::tempdir().unwrap();
@@ -533,4 +536,5 @@ fn the_readmes_tour_runs_as_written() {
     }
     assert!(ran_commands > 40, "the tour ran {ran_commands} commands");
     drop(up);
+    crate::first_day::operating_s_first_day_runs_as_written();
 }
