@@ -37,16 +37,23 @@ fn publish(dir: &Path, base_url: &str, extra: &[&str]) -> (i32, String, String) 
     publish_with(dir, base_url, &[&["--batch", "55"], extra].concat(), &[])
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_csv_is_judged_locally_published_in_sealed_batches_and_resumed_with_the_same_keys() {
+/// A listening home, business Lumen's key file and the 60-row CSV in a
+/// folder, and the node's address; the clock is the machine's, which the
+/// command signs and seals by.
+async fn lumen_with_a_csv() -> (Home, svc::node::Node, Business, tempfile::TempDir, String) {
     let (home, node) = Home::listening(|_| {}).await;
     let business = home.business("Lumen", products_scope(1_000)).await;
-    // The command signs and seals by the machine's clock.
     home.clock.set(svc::clock::SystemClock.now());
     let dir = tempfile::tempdir().unwrap();
     svc::client::keyfile::write(&dir.path().join("integration.json"), &business.key).unwrap();
     std::fs::write(dir.path().join("products.csv"), csv()).unwrap();
     let base_url = format!("http://{}", node.addr);
+    (home, node, business, dir, base_url)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_csv_is_judged_locally_published_in_sealed_batches_and_resumed_with_the_same_keys() {
+    let (home, node, business, dir, base_url) = lumen_with_a_csv().await;
     let state_path = dir.path().join("products.csv.publish-state.json");
 
     // A dry run sends nothing and names each broken row's line and reasons.
@@ -112,13 +119,7 @@ async fn a_csv_is_judged_locally_published_in_sealed_batches_and_resumed_with_th
 // rule: P4.1.37, P4.1.41, P4.1.42, P4.1.43, P4.1.49
 #[tokio::test(flavor = "multi_thread")]
 async fn with_bulk_the_good_rows_go_as_one_bulk_file_and_are_imported() {
-    let (home, node) = Home::listening(|_| {}).await;
-    let business = home.business("Lumen", products_scope(1_000)).await;
-    home.clock.set(svc::clock::SystemClock.now());
-    let dir = tempfile::tempdir().unwrap();
-    svc::client::keyfile::write(&dir.path().join("integration.json"), &business.key).unwrap();
-    std::fs::write(dir.path().join("products.csv"), csv()).unwrap();
-    let base_url = format!("http://{}", node.addr);
+    let (home, node, business, dir, base_url) = lumen_with_a_csv().await;
     let dir_path = dir.path().to_owned();
     let (status, out, err) =
         tokio::task::spawn_blocking(move || publish_with(&dir_path, &base_url, &["--bulk"], &[])).await.unwrap();

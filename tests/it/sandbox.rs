@@ -116,10 +116,9 @@ async fn until(what: &str, mut check: impl FnMut() -> bool) {
     panic!("{what} never happened");
 }
 
-// rule: R1.42, R5.40
-#[tokio::test(flavor = "multi_thread")]
-async fn caller_created_sandbox_data_expires_ninety_days_after_its_last_use() {
-    use svc_core::time::DAY;
+/// A sandbox home with a small corpus seeded, whose retention pass runs
+/// every 50 ms, so a test moves its clock and sees what expired.
+async fn seeded_with_fast_retention() -> (Home, svc::sandbox::corpus::Corpus, svc::sandbox::seed::SeedState) {
     let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| {
         config.environment = svc::store::model::Environment::Sandbox;
         config.retention_every_ms = 50;
@@ -127,6 +126,14 @@ async fn caller_created_sandbox_data_expires_ninety_days_after_its_last_use() {
     .await;
     let corpus = generate(7, Sizes::products_only(1, 4));
     let seeded = ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
+    (home, corpus, seeded)
+}
+
+// rule: R1.42, R5.40
+#[tokio::test(flavor = "multi_thread")]
+async fn caller_created_sandbox_data_expires_ninety_days_after_its_last_use() {
+    use svc_core::time::DAY;
+    let (home, corpus, seeded) = seeded_with_fast_retention().await;
     home.wait_indexed().await;
     let key = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[61; 32]).unwrap();
     let company = serde_json::json!({"name": "Visitor AI", "verified": true, "terms_accepted": 1});
@@ -182,13 +189,7 @@ async fn caller_created_sandbox_data_expires_ninety_days_after_its_last_use() {
 async fn a_sandbox_business_s_own_data_expires_ninety_days_after_its_last_use() {
     use serde_json::json;
     use svc_core::time::DAY;
-    let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| {
-        config.environment = svc::store::model::Environment::Sandbox;
-        config.retention_every_ms = 50;
-    })
-    .await;
-    let corpus = generate(7, Sizes::products_only(1, 4));
-    let seeded = ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
+    let (home, _, seeded) = seeded_with_fast_retention().await;
     let visitor = home.business("Visitor Lamps", products_scope(1_000)).await;
     let saved = home.save_sealed(&visitor, "products", &product("Visitor Lamps", "v-1", "9.90")).await;
     assert_eq!(saved.status, 201, "{:?}", saved.body);
