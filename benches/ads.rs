@@ -28,20 +28,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use svc::actors::ad_reservations::AdMsg;
-use svc::actors::publisher::PublisherMsg;
-use svc::client::retrieval::RetrievalClient;
-use svc::clock::SystemClock;
-use svc::config::{NodeConfig, Peer, RegionCredential, ReplicationConfig, RetrievalLimits, Role};
 use svc::loadgen::{self, Plan, Query};
-use svc::node::Node;
-use svc::region::Region;
-use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{admin, ensure_seeded};
-use svc::store::cf;
+use svc_client::retrieval::RetrievalClient;
+use svc_clock::SystemClock;
 use svc_core::ids::RecordType;
 use svc_core::keys::{Alg, SigningKey};
 use svc_core::rng::Rng;
+use svc_http::node::Node;
+use svc_http::sandbox::corpus::{Sizes, generate};
+use svc_http::sandbox::seed::{admin, ensure_seeded};
+use svc_node::actors::ad_reservations::AdMsg;
+use svc_node::actors::publisher::PublisherMsg;
+use svc_node::config::{NodeConfig, Peer, RegionCredential, ReplicationConfig, RetrievalLimits, Role};
+use svc_node::region::Region;
+use svc_store::cf;
 
 mod common;
 
@@ -74,7 +74,7 @@ async fn store_ad(state: &Region, business_uuid: &str, n: usize) -> String {
     let certificates = state.registry.certificates(business_uuid).expect("certificates");
     let cert_id = certificates.last().expect("a certificate").cert_id.clone();
     let bytes = serde_json::to_vec(&ad).unwrap();
-    let now = svc::clock::Clock::now(&SystemClock);
+    let now = svc_clock::Clock::now(&SystemClock);
     // A seal of the right form by a key of the bench's own.
     let sealer = SigningKey::from_seed(Alg::Ed25519, &[9; 32]).unwrap();
     let seal = svc_core::seal::SealV2 {
@@ -92,7 +92,7 @@ async fn store_ad(state: &Region, business_uuid: &str, n: usize) -> String {
         &svc_core::canonical::canonicalize(&serde_json::to_value(&seal).unwrap()),
         &[&sealer],
     );
-    let save = svc::publish::SealedSave {
+    let save = svc_node::publish::SealedSave {
         business_uuid: business_uuid.to_owned(),
         record_type: RecordType::Ads,
         bytes,
@@ -185,7 +185,8 @@ async fn pools_next_to_searches() -> Value {
     let state = node.state.clone();
     let seeding = Instant::now();
     let corpus = generate(1, Sizes { products, ..Sizes::default() });
-    let progress = |p: svc::sandbox::seed::Progress| eprint!("\r  seeding: {} {}/{}        ", p.stage, p.done, p.total);
+    let progress =
+        |p: svc_http::sandbox::seed::Progress| eprint!("\r  seeding: {} {}/{}        ", p.stage, p.done, p.total);
     ensure_seeded(&state, &corpus, &progress).await.expect("corpus seeded");
     eprintln!();
     let businesses: Vec<String> = state.registry.businesses().unwrap().into_iter().map(|b| b.uuid).collect();

@@ -16,16 +16,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use svc::client::retrieval::RetrievalClient;
-use svc::clock::{Clock, SystemClock};
-use svc::config::NodeConfig;
 use svc::loadgen::summarize;
-use svc::node::Node;
-use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{ai_caller, ensure_seeded};
-use svc::store::model::{StoredReceipt, UsageKind};
-use svc::store::{Store, cf, keys};
+use svc_client::retrieval::RetrievalClient;
+use svc_clock::{Clock, SystemClock};
 use svc_core::time::UnixMs;
+use svc_http::node::Node;
+use svc_http::sandbox::corpus::{Sizes, generate};
+use svc_http::sandbox::seed::{ai_caller, ensure_seeded};
+use svc_node::config::NodeConfig;
+use svc_store::model::{StoredReceipt, UsageKind};
+use svc_store::{Store, cf, keys};
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
@@ -110,7 +110,7 @@ async fn pages(n: u64, asks: usize) -> Vec<(&'static str, Page)> {
         ("first page", "/v1/receipts".to_owned()),
         ("a page from the middle, by cursor", format!("/v1/receipts?cursor={cursor}")),
         ("narrowed by a key_id nothing matches", "/v1/receipts?key_id=nobody".to_owned()),
-        ("from near the end", format!("/v1/receipts?from={}", svc::client::percent(&near_end))),
+        ("from near the end", format!("/v1/receipts?from={}", svc_client::percent(&near_end))),
     ];
     let mut out = Vec::new();
     for (name, path) in paths {

@@ -17,17 +17,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use svc::client::retrieval::RetrievalClient;
-use svc::client::transport::{Answer, Transport};
-use svc::clock::SystemClock;
-use svc::config::NodeConfig;
-use svc::node::Node;
-use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{admin, ensure_seeded};
-use svc::store::cf;
-use svc::store::model::RecordHead;
+use svc_client::retrieval::RetrievalClient;
+use svc_client::transport::{Answer, Transport};
+use svc_clock::SystemClock;
 use svc_core::keys::{Alg, SigningKey};
 use svc_core::keyset::RootAnchors;
+use svc_http::node::Node;
+use svc_http::sandbox::corpus::{Sizes, generate};
+use svc_http::sandbox::seed::{admin, ensure_seeded};
+use svc_node::config::NodeConfig;
+use svc_store::cf;
+use svc_store::model::RecordHead;
 
 #[path = "common/turns.rs"]
 mod turns;
@@ -157,11 +157,11 @@ fn main() {
 
         // svc mcp, in-process, over Streamable HTTP.
         let key_file = dir.path().join("ai.json");
-        svc::client::keyfile::write(&key_file, &key).unwrap();
+        svc_client::keyfile::write(&key_file, &key).unwrap();
         let anchors = RootAnchors { classical: state.keys.root.classical.verifying_key(), post_quantum: state.keys.root.post_quantum.verifying_key() };
         let anchors_file = dir.path().join("anchors.json");
-        std::fs::write(&anchors_file, svc::client::anchors::document(&anchors).to_string()).unwrap();
-        let own_config: svc::mcp::own::config::OwnConfig = toml::from_str(&format!(
+        std::fs::write(&anchors_file, svc_client::anchors::document(&anchors).to_string()).unwrap();
+        let own_config: svc::own_mcp::config::OwnConfig = toml::from_str(&format!(
             "version = 1\nenvironment = \"sandbox\"\napi_base_url = \"{base}\"\npublic_base_url = \"http://{AUTHORITY}\"\n\
              key = {{ file = \"{}\" }}\nanchors_file = \"{}\"\nsandbox_key_grant = \"{grant}\"\n[transport]\ntype = \"http\"\nport = 0\n",
             key_file.display(),
@@ -169,9 +169,9 @@ fn main() {
         ))
         .unwrap();
         let transport = own_config.transport.clone();
-        let own = svc::mcp::own::own(own_config).unwrap();
+        let own = svc::own_mcp::own(own_config).unwrap();
         let (_stop, shutdown) = tokio::sync::watch::channel(false);
-        let (own_addr, _served) = svc::mcp::own::serve_http(own, &transport, None, shutdown).await.unwrap();
+        let (own_addr, _served) = svc::own_mcp::serve_http(own, &transport, None, shutdown).await.unwrap();
         let own_base = format!("http://{own_addr}");
 
         // (a) search: raw HTTP against svc mcp.

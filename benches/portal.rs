@@ -25,17 +25,17 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::Request;
 use serde_json::{Value, json};
-use svc::client::transport::{Answer, Transport};
-use svc::clock::{Clock, SystemClock};
-use svc::config::NodeConfig;
-use svc::node::Node;
-use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{admin, ensure_seeded};
-use svc::service::portal::{people, sessions};
-use svc::store::model::PasskeyRole;
+use svc_client::transport::{Answer, Transport};
+use svc_clock::{Clock, SystemClock};
 use svc_core::ids::RecordType;
 use svc_core::keys::{Alg, SigningKey};
 use svc_core::seal::SealV2;
+use svc_http::node::Node;
+use svc_http::sandbox::corpus::{Sizes, generate};
+use svc_http::sandbox::seed::{admin, ensure_seeded};
+use svc_node::config::NodeConfig;
+use svc_node::service::portal::{people, sessions};
+use svc_store::model::PasskeyRole;
 
 #[path = "common/passkey.rs"]
 mod passkey;
@@ -119,7 +119,7 @@ impl Bench {
         let mut form = vec![("csrf".to_owned(), self.csrf.clone())];
         form.extend(self.fields());
         let request = Request::post("/portal/records/new/updates")
-            .header("cookie", format!("{}={}", svc::portal::session::COOKIE, self.cookie))
+            .header("cookie", format!("{}={}", svc_http::portal::session::COOKIE, self.cookie))
             .header("content-type", "application/x-www-form-urlencoded")
             .body(Body::from(serde_urlencoded::to_string(&form).unwrap()))
             .unwrap();
@@ -136,7 +136,7 @@ impl Bench {
             "signature": std_to_url(&signed.sig),
         });
         let request = Request::post(finish)
-            .header("cookie", format!("{}={}", svc::portal::session::COOKIE, self.cookie))
+            .header("cookie", format!("{}={}", svc_http::portal::session::COOKIE, self.cookie))
             .header("x-csrf-token", &self.csrf)
             .header("content-type", "application/json")
             .body(Body::from(body.to_string()))

@@ -13,14 +13,14 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::Request;
 use serde_json::json;
-use svc::client::sealing::{self, SealContext};
-use svc::client::{Signer, Unsigned};
-use svc::clock::{Clock, SystemClock};
-use svc::config::NodeConfig;
-use svc::region::Region;
-use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{admin, call, keys_of, publish_request, register_business, send_publish, wait_settled};
-use svc::surfaces::public_router;
+use svc_client::sealing::{self, SealContext};
+use svc_client::{Signer, Unsigned};
+use svc_clock::{Clock, SystemClock};
+use svc_http::sandbox::corpus::{Sizes, generate};
+use svc_http::sandbox::seed::{admin, call, keys_of, publish_request, register_business, send_publish, wait_settled};
+use svc_http::surfaces::public_router;
+use svc_node::config::NodeConfig;
+use svc_node::region::Region;
 
 struct Node {
     state: Region,
@@ -34,12 +34,16 @@ async fn node() -> Node {
         "127.0.0.1:0".parse().unwrap(),
         "127.0.0.1:0".parse().unwrap(),
     );
-    let state = svc::region::start(config, Arc::new(SystemClock)).await.expect("node starts");
+    let state = svc_node::region::start(config, Arc::new(SystemClock)).await.expect("node starts");
     Node { state, _dir: dir }
 }
 
 /// A business with `products` products, registered; its seal context.
-async fn business(state: &Region, products: usize, seed: u64) -> (svc::sandbox::corpus::BusinessSpec, SealContext) {
+async fn business(
+    state: &Region,
+    products: usize,
+    seed: u64,
+) -> (svc_http::sandbox::corpus::BusinessSpec, SealContext) {
     let sizes = Sizes::products_only(1, products);
     let spec = generate(seed, sizes).businesses.remove(0);
     let (uuid, _) = register_business(state, &spec, "").await.expect("business registered");
@@ -90,14 +94,14 @@ async fn bulk_run(seed: u64) -> (Duration, Duration) {
     let (status, upload) = call(public_router(state.clone()), request.unwrap()).await.unwrap();
     assert_eq!(status, 200, "{upload}");
 
-    let file = svc::client::bulk::ndjson(&spec.products);
+    let file = svc_client::bulk::ndjson(&spec.products);
     let uploading = Instant::now();
-    let path = svc::client::bulk::upload_path(upload["url"].as_str().unwrap()).unwrap();
+    let path = svc_client::bulk::upload_path(upload["url"].as_str().unwrap()).unwrap();
     let request = Request::builder()
         .method("POST")
         .uri(path)
-        .header("content-type", svc::client::bulk::content_type())
-        .body(Body::from(svc::client::bulk::form(&upload["fields"], &file)))
+        .header("content-type", svc_client::bulk::content_type())
+        .body(Body::from(svc_client::bulk::form(&upload["fields"], &file)))
         .unwrap();
     let (status, stored) = call(public_router(state.clone()), request).await.unwrap();
     assert_eq!(status, 201, "{stored}");

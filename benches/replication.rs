@@ -29,14 +29,14 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use svc::actors::indexer::{IndexerMsg, indexed_seq};
-use svc::client::retrieval::RetrievalClient;
-use svc::client::sealing::SealContext;
-use svc::clock::{Clock, SystemClock};
-use svc::config::{NodeConfig, RegionCredential, ReplicationConfig, RetrievalLimits, Role};
-use svc::node::Node;
-use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{admin, ai_caller, keys_of, publish_request, register_business, send_publish};
+use svc_client::retrieval::RetrievalClient;
+use svc_client::sealing::SealContext;
+use svc_clock::{Clock, SystemClock};
+use svc_http::node::Node;
+use svc_http::sandbox::corpus::{Sizes, generate};
+use svc_http::sandbox::seed::{admin, ai_caller, keys_of, publish_request, register_business, send_publish};
+use svc_node::actors::indexer::{IndexerMsg, indexed_seq};
+use svc_node::config::{NodeConfig, RegionCredential, ReplicationConfig, RetrievalLimits, Role};
 
 const TOKEN: &str = "replication-bench-token-of-32-characters";
 
@@ -114,7 +114,7 @@ fn main() {
         };
         let (key, _) = keys_of(&spec).unwrap();
         let status = eu.state.replica.as_ref().unwrap().status.clone();
-        let first = svc::replication::last_seq(&home.state.store).unwrap();
+        let first = svc_node::replication::last_seq(&home.state.store).unwrap();
         while status.applied.load(Ordering::Relaxed) < first {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -138,7 +138,7 @@ fn main() {
                 while !stopped.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(1));
                     let now = SystemClock.now().0;
-                    home.saw(svc::replication::last_seq(&home_store).unwrap_or(0), now);
+                    home.saw(svc_node::replication::last_seq(&home_store).unwrap_or(0), now);
                     region.saw(status.applied.load(Ordering::Relaxed), now);
                     index.saw(indexed(), now);
                 }
@@ -165,12 +165,12 @@ fn main() {
                 Ok(records) => published += records,
                 // Two batches sent on one burst of ticks can arrive out of
                 // order; home refuses the one overtaken (its seq is lower).
-                Err(svc::sandbox::seed::SeedError::PublishRefused { status: 409, .. }) => overtaken += 1,
+                Err(svc_http::sandbox::seed::SeedError::PublishRefused { status: 409, .. }) => overtaken += 1,
                 Err(e) => panic!("publish failed: {e:?}"),
             }
         }
         let publishing = started.elapsed();
-        let last = svc::replication::last_seq(&home.state.store).unwrap();
+        let last = svc_node::replication::last_seq(&home.state.store).unwrap();
         while status.applied.load(Ordering::Relaxed) < last || indexed_seq(&eu.state.store).unwrap_or(0) < last {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -178,10 +178,10 @@ fn main() {
         stopped.store(true, Ordering::Relaxed);
         let (at_home, at_region, at_index) = sampler.join().unwrap();
 
-        let entries = svc::replication::entries_after(&home.state.store, first, usize::MAX).unwrap();
+        let entries = svc_node::replication::entries_after(&home.state.store, first, usize::MAX).unwrap();
         // Each lag from a stamp or from home's commit to when home, the
         // region or the region's index first held the entry.
-        let lags_to = |to: &BTreeMap<u64, i64>, from: &dyn Fn(&svc::replication::Entry) -> Option<i64>| {
+        let lags_to = |to: &BTreeMap<u64, i64>, from: &dyn Fn(&svc_node::replication::Entry) -> Option<i64>| {
             let mut lags: Vec<i64> = entries.iter().filter_map(|e| Some((to.get(&e.seq)? - from(e)?).max(0))).collect();
             lags.sort_unstable();
             json!({"measured": lags.len(), "p50": percentile(&lags, 0.50), "p99": percentile(&lags, 0.99),
@@ -229,7 +229,7 @@ struct HomeFeed {
 
 impl HomeFeed {
     fn seq_of(&mut self, home: &Node, nonce: &str) -> Option<u64> {
-        for entry in svc::replication::exchange::feed_after(&home.state.store, self.after, 10_000).unwrap() {
+        for entry in svc_node::replication::exchange::feed_after(&home.state.store, self.after, 10_000).unwrap() {
             self.after = entry.seq;
             self.seq.insert(entry.claimed.nonce, entry.seq);
         }
@@ -259,7 +259,7 @@ async fn windows(
         let (first, second) = if served_at_home { (at_home, at_eu) } else { (at_eu, at_home) };
         let mut windows_us = Vec::with_capacity(trials);
         for _ in 0..trials {
-            let nonce = svc_core::http_sig::nonce_from_bytes(&svc::clock::random::<32>());
+            let nonce = svc_core::http_sig::nonce_from_bytes(&svc_clock::random::<32>());
             let created = SystemClock.now().as_secs();
             let answer = first.call_as("POST", "/v1/search", body.clone(), created, &nonce).await.unwrap();
             let answered = Instant::now();

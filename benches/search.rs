@@ -30,15 +30,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use svc::clock::{Clock, SystemClock};
-use svc::config::{NodeConfig, RetrievalLimits};
 use svc::loadgen::{self, Latency, Plan, Query, summarize};
-use svc::node::Node;
-use svc::region::Region;
-use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::ensure_seeded;
+use svc_clock::{Clock, SystemClock};
 use svc_core::ids::RecordType;
 use svc_core::search::SearchQuery;
+use svc_http::node::Node;
+use svc_http::sandbox::corpus::{Sizes, generate};
+use svc_http::sandbox::seed::ensure_seeded;
+use svc_node::config::{NodeConfig, RetrievalLimits};
+use svc_node::region::Region;
 
 mod common;
 
@@ -197,7 +197,7 @@ fn main() {
         let seeding = Instant::now();
         let corpus = generate(seed, Sizes { products, ..Sizes::default() });
         let progress =
-            |p: svc::sandbox::seed::Progress| eprint!("\r  seeding: {} {}/{}        ", p.stage, p.done, p.total);
+            |p: svc_http::sandbox::seed::Progress| eprint!("\r  seeding: {} {}/{}        ", p.stage, p.done, p.total);
         ensure_seeded(&state, &corpus, &progress).await.expect("corpus seeded");
         let seeded = seeding.elapsed();
         wait_indexed(&state).await;

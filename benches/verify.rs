@@ -15,17 +15,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use svc::actors::transparency_log::TransparencyLogMsg;
-use svc::client::transport::Transport;
-use svc::clock::SystemClock;
-use svc::config::NodeConfig;
 use svc::loadgen::summarize;
-use svc::node::Node;
-use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::ensure_seeded;
-use svc::store::cf;
-use svc::store::model::RecordHead;
-use svc::store::model::{LeafKind, PendingLeaf};
+use svc_client::transport::Transport;
+use svc_clock::SystemClock;
+use svc_http::node::Node;
+use svc_http::sandbox::corpus::{Sizes, generate};
+use svc_http::sandbox::seed::ensure_seeded;
+use svc_node::actors::transparency_log::TransparencyLogMsg;
+use svc_node::config::NodeConfig;
+use svc_store::cf;
+use svc_store::model::RecordHead;
+use svc_store::model::{LeafKind, PendingLeaf};
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
@@ -33,7 +33,7 @@ fn arg(name: &str, default: u64) -> u64 {
 }
 
 /// The verify body for one published product: what a checker holds.
-fn verify_body(state: &svc::region::Region) -> Value {
+fn verify_body(state: &svc_node::region::Region) -> Value {
     let records = state.store.scan::<RecordHead>(cf::RECORDS, &[], None, 1).expect("records");
     let head = &records[0].1;
     let version = state.registry.record_version(&head.record_id, head.live_generation).unwrap().unwrap();
@@ -88,7 +88,7 @@ fn main() {
     runtime.block_on(async move {
         let dir = tempfile::tempdir().unwrap();
         let mut config = NodeConfig::local_home(dir.path().join("home"), "127.0.0.1:0".parse().unwrap(), "127.0.0.1:0".parse().unwrap());
-        config.environment = svc::store::model::Environment::Production;
+        config.environment = svc_store::model::Environment::Production;
         // One client address sends everything: the per-address rate is not what is measured.
         config.verify_per_second = 1_000_000;
         let node = Node::start(config, Arc::new(SystemClock)).await.unwrap();
@@ -122,7 +122,7 @@ fn main() {
                         let record = svc_core::b64::std_decode(request["record_base64"].as_str().unwrap()).unwrap();
                         let seal: svc_core::seal::ServedSeal = serde_json::from_value(request["seal"].clone()).unwrap();
                         let row = request["row"].as_object().unwrap().clone();
-                        let lookups = svc::service::public::verify::Lookups { state, now: state.clock.now() };
+                        let lookups = svc_node::service::public::verify::Lookups { state, now: state.clock.now() };
                         let mut n = 0;
                         while started.elapsed() < Duration::from_secs(seconds) {
                             let submitted = svc_core::verify::Submitted {

@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use serde_json::json;
-use svc::actors::indexer::IndexerMsg;
-use svc::actors::publisher::PublisherMsg;
-use svc::region::Region;
-use svc::sandbox::seed::admin;
 use svc_core::keys::{Alg, SigningKey};
+use svc_http::sandbox::seed::admin;
+use svc_node::actors::indexer::IndexerMsg;
+use svc_node::actors::publisher::PublisherMsg;
+use svc_node::region::Region;
 
 /// Waits until the index has applied every replication log entry.
 pub async fn wait_indexed(state: &Region) {

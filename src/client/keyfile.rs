@@ -55,7 +55,7 @@ impl KeyFile {
 pub fn generate(alg: Alg) -> Result<SigningKey, ClientError> {
     // A P-256 seed outside the curve order is refused; draw again (rare).
     for _ in 0..8 {
-        if let Ok(key) = SigningKey::from_seed(alg, &crate::clock::random::<32>()) {
+        if let Ok(key) = SigningKey::from_seed(alg, &svc_clock::random::<32>()) {
             return Ok(key);
         }
     }

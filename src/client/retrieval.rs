@@ -50,7 +50,7 @@ impl RetrievalClient {
         if let Some(grant) = &self.grant {
             unsigned = unsigned.header(svc_core::sandbox::GRANT_HEADER, grant);
         }
-        let now = crate::clock::Clock::now(&crate::clock::SystemClock).as_secs();
+        let now = svc_clock::Clock::now(&svc_clock::SystemClock).as_secs();
         let request = self.signer.sign_now(unsigned, now)?;
         self.transport.send(request).await
     }

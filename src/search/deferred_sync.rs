@@ -72,7 +72,7 @@ impl Ledger {
             out.sync_data()?;
             sync_dir(&self.root)?;
             state.marked = true;
-            state.since = Some(crate::clock::monotonic());
+            state.since = Some(svc_clock::monotonic());
         }
         state.files.insert(file.to_owned());
         if let Some(dir) = file.parent() {

@@ -149,7 +149,7 @@ impl SearchIndex {
             let searcher = &searchers[n];
             let mut plan = ShardPlan::new(shard, searcher, q, group, ids, whole);
             for (ord, segment) in searcher.segment_readers().iter().enumerate() {
-                if crate::clock::monotonic() >= deadline {
+                if svc_clock::monotonic() >= deadline {
                     partial = true;
                     break 'shards;
                 }
@@ -179,8 +179,8 @@ impl SearchIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::doc::{Blocked, IndexDoc, Indexed};
-    use crate::search::schema::id_hash;
+    use crate::doc::{Blocked, IndexDoc, Indexed};
+    use crate::schema::id_hash;
     use svc_core::search::fields::Kind;
     use svc_core::search::{Condition, Scalar};
 
@@ -260,7 +260,7 @@ mod tests {
             session_ref: None,
             topic_keywords: vec![],
         };
-        let hits = index.search(&query, "g", crate::clock::monotonic() + std::time::Duration::from_secs(5)).unwrap();
+        let hits = index.search(&query, "g", svc_clock::monotonic() + std::time::Duration::from_secs(5)).unwrap();
         hits.rows.into_iter().map(|r| String::from_utf8(r.row).unwrap()).collect()
     }
 
@@ -392,7 +392,7 @@ mod tests {
             let deletes = (0..20).map(|_| format!("p_{}", rng.below(2_000))).collect();
             writer.apply(upserts, deletes).unwrap();
         }
-        let deadline = crate::clock::monotonic() + std::time::Duration::from_secs(60);
+        let deadline = svc_clock::monotonic() + std::time::Duration::from_secs(60);
         let (mut rows, mut walked) = (0, 0);
         for _ in 0..600 {
             let q = random_search(&mut rng);

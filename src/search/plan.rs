@@ -119,7 +119,7 @@ impl<'a> ShardPlan<'a> {
                 return Walked::Done;
             }
             if visited % 1024 == 1023 {
-                if crate::clock::monotonic() >= deadline {
+                if svc_clock::monotonic() >= deadline {
                     return Walked::Late;
                 }
                 if cut.is_none() && visited >= budget {

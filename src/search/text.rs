@@ -153,8 +153,8 @@ pub fn query_terms(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::doc::IndexDoc;
-    use crate::search::open_all;
+    use crate::doc::IndexDoc;
+    use crate::open_all;
     use svc_core::ids::RecordType;
     use svc_core::search::{Direction, SearchQuery, SortKey};
 
@@ -274,7 +274,7 @@ mod tests {
                 session_ref: None,
                 topic_keywords: vec![],
             };
-            let deadline = crate::clock::monotonic() + std::time::Duration::from_secs(5);
+            let deadline = svc_clock::monotonic() + std::time::Duration::from_secs(5);
             let found: Vec<String> = index
                 .search(&query, "g", deadline)
                 .unwrap()

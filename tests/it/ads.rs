@@ -170,11 +170,11 @@ async fn link<T: serde::de::DeserializeOwned>(
     use tower::ServiceExt;
     let body = postcard::to_stdvec(body).unwrap();
     // Signed at home's (test) clock, as a region's own clock would be near it.
-    let at = svc::clock::Clock::now(&home.clock).0;
-    let id = hex::encode(svc::clock::random::<16>());
+    let at = svc_clock::Clock::now(&home.clock).0;
+    let id = hex::encode(svc_clock::random::<16>());
     let request =
         crate::common::link_request_at("POST", path, region, &crate::common::region_token(region), body, at, &id);
-    let answer = svc::http::internal_router(home.state.clone()).oneshot(request).await.unwrap();
+    let answer = svc_http::api::internal_router(home.state.clone()).oneshot(request).await.unwrap();
     let status = answer.status().as_u16();
     let bytes = http_body_util::BodyExt::collect(answer.into_body()).await.unwrap().to_bytes();
     if status == 200 { Ok(postcard::from_bytes(&bytes).unwrap()) } else { Err(status) }
@@ -183,11 +183,11 @@ async fn link<T: serde::de::DeserializeOwned>(
 // rule: R4.1.19
 #[tokio::test(flavor = "multi_thread")]
 async fn home_leases_a_campaigns_money_to_regions_and_never_more_than_it_may_spend() {
-    use svc::service::ads::ledger::{AdLeaseAsk, AdLeaseSettle};
     use svc_core::ads::Micros;
     use svc_core::ads::ledger::Lease;
+    use svc_node::service::ads::ledger::{AdLeaseAsk, AdLeaseSettle};
     let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| {
-        use svc::config::{RegionCredential, ReplicationConfig};
+        use svc_node::config::{RegionCredential, ReplicationConfig};
         let regions = ["eu", "ap"].map(|r| RegionCredential::new(r, &crate::common::region_token(r))).to_vec();
         config.replication = Some(ReplicationConfig::home(regions));
         config.internal_listen = Some("127.0.0.1:0".parse().unwrap());
@@ -257,7 +257,7 @@ async fn home_leases_a_campaigns_money_to_regions_and_never_more_than_it_may_spe
     assert_eq!(lease("eu", 1_000_000).await.unwrap().amount, Micros(50_000));
     // Both regions are lost: their leases count in full once they expire,
     // so what they may have spent unreported is never given out again.
-    home.clock.advance(svc::service::ads::ledger::LEASE_MS);
+    home.clock.advance(svc_node::service::ads::ledger::LEASE_MS);
     assert_eq!(money().await, ["1.00", "0.00", "0.00"], "0.25 settled and 0.75 expired");
 }
 
@@ -601,7 +601,7 @@ async fn renders_and_clicks_follow_the_confirmation_table() {
     assert!(exhausted == 0, "a spent campaign leaves pools rather than failing renders");
     let pooled = ad_call(&home, &caller, "/v1/ads/pool", &pool_body("after"), "spx").await;
     assert!(pooled.body["ads"].as_array().unwrap().is_empty(), "nothing left to reserve: {:?}", pooled.body);
-    let book = home.state.ads.call(svc::actors::ad_reservations::AdMsg::Observe).await.unwrap();
+    let book = home.state.ads.call(svc_node::actors::ad_reservations::AdMsg::Observe).await.unwrap();
     assert_eq!(book.leases[&campaign].used, svc_core::ads::Micros(600_000), "three renders of 0.20");
     let reserved: u64 = book.reserves().map(|r| r.cost.0).sum();
     assert_eq!(reserved, 400_000, "two pools' reserves");
@@ -666,11 +666,11 @@ async fn a_campaign_pays_the_take_rate_on_the_net_price_and_the_rate_never_leave
 // second back to the campaign and takes it off the business's spend.
 #[tokio::test(flavor = "multi_thread")]
 async fn home_credits_back_a_charge_two_regions_made_for_one_conversation() {
-    use svc::replication::exchange::{AdFact, AdFactKind, Charge, Outgoing, Report, ReportTaken};
-    use svc::store::model::AdEvent;
     use svc_core::ads::Micros;
+    use svc_node::replication::exchange::{AdFact, AdFactKind, Charge, Outgoing, Report, ReportTaken};
+    use svc_store::model::AdEvent;
     let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| {
-        use svc::config::{RegionCredential, ReplicationConfig};
+        use svc_node::config::{RegionCredential, ReplicationConfig};
         config.replication =
             Some(ReplicationConfig::home(vec![RegionCredential::new("eu", &crate::common::region_token("eu"))]));
         config.internal_listen = Some("127.0.0.1:0".parse().unwrap());
@@ -690,7 +690,7 @@ async fn home_credits_back_a_charge_two_regions_made_for_one_conversation() {
 
     // eu's report of its own first render of the same item, charged, in
     // the same conversation (the digest under the service's one secret).
-    let secret: Vec<u8> = home.state.store.get(svc::store::cf::AD_BOOK, b"conversation_secret").unwrap().unwrap();
+    let secret: Vec<u8> = home.state.store.get(svc_store::cf::AD_BOOK, b"conversation_secret").unwrap().unwrap();
     let now = home.clock.now();
     let charged = |session: &str, seq: u64| {
         let charge = Charge {
@@ -718,7 +718,7 @@ async fn home_credits_back_a_charge_two_regions_made_for_one_conversation() {
     let report = |entries| Report { region: "eu".into(), entries };
     // eu spends from a lease of its own; what home credits back of its
     // charges is bounded by what it leased eu.
-    let ask = svc::service::ads::ledger::AdLeaseAsk {
+    let ask = svc_node::service::ads::ledger::AdLeaseAsk {
         region: "eu".into(),
         campaign_id: campaign.clone(),
         want: Micros(200_000),
@@ -738,7 +738,7 @@ async fn home_credits_back_a_charge_two_regions_made_for_one_conversation() {
 
     // eu hands its lease back having spent two renders' worth.
     let used = Micros(400_000.min(leased.amount.0));
-    let settle = svc::service::ads::ledger::AdLeaseSettle {
+    let settle = svc_node::service::ads::ledger::AdLeaseSettle {
         region: "eu".into(),
         campaign_id: campaign.clone(),
         lease_id: leased.lease_id,
@@ -771,8 +771,8 @@ async fn home_credits_back_a_charge_two_regions_made_for_one_conversation() {
 /// The days of a business's analytics with ad figures, once home folded
 /// what it holds.
 async fn ad_days(home: &Home, business_uuid: &str) -> Vec<Value> {
-    use svc::actors::analytics::AnalyticsMsg;
-    use svc::service::publishing::{DailyQuery, daily_of};
+    use svc_node::actors::analytics::AnalyticsMsg;
+    use svc_node::service::publishing::{DailyQuery, daily_of};
     home.state.analytics.cast(AnalyticsMsg::Tick).unwrap();
     home.state.analytics.call(AnalyticsMsg::Observe).await.unwrap();
     let daily = daily_of(&home.state, business_uuid, home.clock.now(), DailyQuery { from: None, to: None }).unwrap();
@@ -783,13 +783,13 @@ async fn ad_days(home: &Home, business_uuid: &str) -> Vec<Value> {
 fn eu_config(
     dir: &std::path::Path,
     home: &Home,
-    home_node: &svc::node::Node,
+    home_node: &svc_http::node::Node,
     listen: std::net::SocketAddr,
-) -> svc::config::NodeConfig {
-    use svc::config::{NodeConfig, Peer, ReplicationConfig, Role};
+) -> svc_node::config::NodeConfig {
+    use svc_node::config::{NodeConfig, Peer, ReplicationConfig, Role};
     let loopback = "127.0.0.1:0".parse().unwrap();
     let mut config = NodeConfig::local_home(dir.join("eu"), listen, loopback);
-    config.environment = svc::store::model::Environment::Production;
+    config.environment = svc_store::model::Environment::Production;
     config.region = "eu".into();
     config.role = Role::Read;
     config.replication = Some(ReplicationConfig::read(
@@ -814,14 +814,14 @@ async fn ad_call_at(
 ) -> (u16, Value) {
     let body = serde_json::to_vec(body).unwrap();
     let request = home.signed_request(&caller.key, "POST", path, &body, "svc-retrieval", &[("idempotency-key", idem)]);
-    let transport = svc::client::transport::Transport::new(&format!("http://{addr}")).unwrap();
+    let transport = svc_client::transport::Transport::new(&format!("http://{addr}")).unwrap();
     let answer = transport.send(request).await.unwrap();
     (answer.status, serde_json::from_slice(&answer.bytes).unwrap_or(Value::Null))
 }
 
 /// Home listening on TCP with a read region `eu` of it, each the other's peer.
-async fn home_and_eu() -> (Home, svc::node::Node, svc::node::Node, tempfile::TempDir) {
-    use svc::config::{Peer, RegionCredential, ReplicationConfig};
+async fn home_and_eu() -> (Home, svc_http::node::Node, svc_http::node::Node, tempfile::TempDir) {
+    use svc_node::config::{Peer, RegionCredential, ReplicationConfig};
     let eu_listen = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let (home, home_node) = Home::listening(|config| {
         config.internal_listen = Some("127.0.0.1:0".parse().unwrap());
@@ -832,7 +832,7 @@ async fn home_and_eu() -> (Home, svc::node::Node, svc::node::Node, tempfile::Tem
     })
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let eu = svc::node::Node::start(
+    let eu = svc_http::node::Node::start(
         eu_config(dir.path(), &home, &home_node, eu_listen),
         std::sync::Arc::new(home.clock.clone()),
     )
@@ -850,7 +850,7 @@ fn pooled_ids(answer: &Value) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_conversation_and_a_keys_pace_are_one_across_regions() {
     use crate::common::eventually;
-    use svc::actors::ad_reservations::AdMsg;
+    use svc_node::actors::ad_reservations::AdMsg;
     let (home, home_node, eu, _dir) = home_and_eu().await;
     // A cpm campaign without repeats (0.20 a render) and a cpc one (1.00 a
     // click), each with money enough for both regions' first leases.
@@ -883,7 +883,7 @@ async fn a_conversation_and_a_keys_pace_are_one_across_regions() {
     };
     let render =
         |item: &Value| json!({"render_token": item["render_token"], "format": "card", "session_ref": "moving"});
-    let observe = |node: &svc::node::Node, campaign: &str| {
+    let observe = |node: &svc_http::node::Node, campaign: &str| {
         let (ads, campaign) = (node.state.ads.clone(), campaign.to_owned());
         async move { ads.call(AdMsg::Observe).await.unwrap().leases.get(&campaign).map_or(0, |l| l.used.0) }
     };
@@ -901,7 +901,7 @@ async fn a_conversation_and_a_keys_pace_are_one_across_regions() {
     }
     assert_eq!((observe(&eu, &cpm).await, observe(&eu, &cpc).await), (200_000, 1_000_000));
     eventually("home took eu's outbox", async || {
-        svc::replication::exchange::pending_count(&eu.state.store).unwrap().0 == 0
+        svc_node::replication::exchange::pending_count(&eu.state.store).unwrap().0 == 0
     })
     .await;
 
@@ -927,7 +927,7 @@ async fn a_conversation_and_a_keys_pace_are_one_across_regions() {
     let (_, answer) = ad_call_at(home_node.addr, &home, &caller, "/v1/ads/render", &render(&w), "hr3").await;
     assert_eq!(answer["accepted"], true, "{answer}");
     assert_eq!(observe(&home_node, &cpm).await, 200_000, "a first render is charged");
-    let feed_head = || svc::replication::exchange::ad_feed(&home_node.state.store).unwrap().last();
+    let feed_head = || svc_node::replication::exchange::ad_feed(&home_node.state.store).unwrap().last();
     eventually("eu learned home's ad feed", async || {
         eu.state.ads.call(AdMsg::FeedCursor).await.unwrap() >= feed_head()
     })
@@ -948,7 +948,7 @@ async fn a_conversation_and_a_keys_pace_are_one_across_regions() {
         at_eu_only += 1;
     }
     assert!(at_eu_only > 590, "eu counted home's few pools and its own: {at_eu_only}");
-    let pace = |node: &svc::node::Node| {
+    let pace = |node: &svc_http::node::Node| {
         let (ads, key_id) = (node.state.ads.clone(), caller.key_id.clone());
         async move { ads.call(|reply| AdMsg::ObservePace { key_id, now, reply }).await.unwrap() }
     };
@@ -987,17 +987,17 @@ async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_neve
     // Through the front door, whose nearest region is home: a pool is
     // served at home, and a render of eu's pool goes on from home to eu and
     // is judged there.
-    let door = svc::front_door::FrontDoor::start(svc::front_door::FrontDoorConfig {
+    let door = svc_http::front_door::FrontDoor::start(svc_http::front_door::FrontDoorConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         probe_ms: 50,
         regions: vec![
-            svc::front_door::Route {
+            svc_http::front_door::Route {
                 region: "home".into(),
                 url: format!("http://{}", home_node.addr),
                 latency_ms: None,
                 delay_ms: None,
             },
-            svc::front_door::Route {
+            svc_http::front_door::Route {
                 region: "eu".into(),
                 url: format!("http://{}", eu.addr),
                 latency_ms: None,
@@ -1026,9 +1026,9 @@ async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_neve
     let click = json!({"click_token": first["click_token"], "session_ref": "route"});
     let (_, clicked) = ad_call_at(door.addr, &home, &caller, "/v1/ads/click", &click, "k1").await;
     assert_eq!(clicked, json!({"accepted": true}));
-    let observe = |node: &svc::node::Node| {
+    let observe = |node: &svc_http::node::Node| {
         let ads = node.state.ads.clone();
-        async move { ads.call(svc::actors::ad_reservations::AdMsg::Observe).await.unwrap() }
+        async move { ads.call(svc_node::actors::ad_reservations::AdMsg::Observe).await.unwrap() }
     };
     assert_eq!(observe(&eu).await.leases[&campaign].used, svc_core::ads::Micros(200_000), "spent at eu");
     let at_home = observe(&home_node).await.leases[&campaign].clone();
@@ -1092,7 +1092,7 @@ async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_neve
 
 /// Runs `svc client --base-url <node> --key <file> <args>`; answers (exit
 /// code, stdout, stderr).
-async fn svc_client(node: &svc::node::Node, key_file: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+async fn svc_client(node: &svc_http::node::Node, key_file: &std::path::Path, args: &[&str]) -> (i32, String, String) {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_svc"));
     command.args(["client", "--base-url", &format!("http://{}", node.addr), "--key", key_file.to_str().unwrap()]);
     command.args(args);
@@ -1107,11 +1107,11 @@ async fn the_command_line_pools_renders_and_clicks_and_checks_each_answer_offlin
     let images = ImageServer::start().await;
     let (home, node) = Home::listening(|config| images.trust(config)).await;
     // The command line signs with the real clock: the node's moves there.
-    home.clock.advance(svc::clock::SystemClock.now().0 - home.clock.now().0);
+    home.clock.advance(svc_clock::SystemClock.now().0 - home.clock.now().0);
     ads_on_sale(&home, "10", "200.00", "cpm", Some(&images)).await;
     let caller = home.caller("Reader").await;
     let key_file = home.dir.path().join("reader.key.json");
-    svc::client::keyfile::write(&key_file, &caller.key).unwrap();
+    svc_client::keyfile::write(&key_file, &caller.key).unwrap();
     let (pool, render) = (home.dir.path().join("pool.json"), home.dir.path().join("render.json"));
 
     let pool_args =
@@ -1143,7 +1143,7 @@ async fn the_command_line_pools_renders_and_clicks_and_checks_each_answer_offlin
     assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["accepted"], true);
 
     // The offline checks catch what was changed after the pool answered.
-    let document = svc::client::retrieval::RetrievalClient::new(
+    let document = svc_client::retrieval::RetrievalClient::new(
         &format!("http://{}", node.addr),
         crate::common::AUTHORITY,
         caller.key.clone(),
@@ -1200,7 +1200,7 @@ async fn one_render_buys_one_billed_click_not_a_thousand() {
     let token = rendered.body["click_token"].clone();
     assert!(payload(&token)["conversation"].as_str().is_some_and(|c| c.len() > 16), "a digest, not the session_ref");
     let used = || async {
-        let book = home.state.ads.call(svc::actors::ad_reservations::AdMsg::Observe).await.unwrap();
+        let book = home.state.ads.call(svc_node::actors::ad_reservations::AdMsg::Observe).await.unwrap();
         book.leases.get(&campaign).map_or(0, |l| l.used.0)
     };
 
@@ -1223,8 +1223,8 @@ async fn one_render_buys_one_billed_click_not_a_thousand() {
     }
     // Each confirmation was appended under its own key (the render's and
     // 999 clicks'), not the token's whole list written again each time.
-    let kept: Vec<(Vec<u8>, svc::store::model::AdConfirmation)> =
-        home.state.store.scan(svc::store::cf::AD_TOKENS, &[], None, 10_000).unwrap();
+    let kept: Vec<(Vec<u8>, svc_store::model::AdConfirmation)> =
+        home.state.store.scan(svc_store::cf::AD_TOKENS, &[], None, 10_000).unwrap();
     assert_eq!(kept.len(), 1 + 999);
     // The business sees every click and pays for one.
     home.clock.advance(3_600_000);
@@ -1257,7 +1257,7 @@ async fn a_keys_charged_clicks_on_a_campaign_are_capped_per_hour() {
         let clicked = ad_call(&home, &caller, "/v1/ads/click", &click, &format!("k{round}")).await;
         assert_eq!(clicked.body, json!({"accepted": true}), "{:?}", clicked.body);
     }
-    let book = home.state.ads.call(svc::actors::ad_reservations::AdMsg::Observe).await.unwrap();
+    let book = home.state.ads.call(svc_node::actors::ad_reservations::AdMsg::Observe).await.unwrap();
     assert_eq!(book.leases[&campaign].used.0, 1_000_000, "two clicks charged of three");
     // The next hour the key's clicks are charged again.
     home.clock.advance(3_600 * 1000);
@@ -1267,7 +1267,7 @@ async fn a_keys_charged_clicks_on_a_campaign_are_capped_per_hour() {
     let rendered = ad_call(&home, &caller, "/v1/ads/render", &render, "r9").await;
     let click = json!({"click_token": rendered.body["click_token"], "session_ref": "later"});
     assert_eq!(ad_call(&home, &caller, "/v1/ads/click", &click, "k9").await.body, json!({"accepted": true}));
-    let book = home.state.ads.call(svc::actors::ad_reservations::AdMsg::Observe).await.unwrap();
+    let book = home.state.ads.call(svc_node::actors::ad_reservations::AdMsg::Observe).await.unwrap();
     assert_eq!(book.leases[&campaign].used.0, 500_000, "charged again in a new hour, from a new lease: {book:?}");
 }
 

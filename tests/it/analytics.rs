@@ -6,7 +6,7 @@ use crate::common;
 
 use common::*;
 use serde_json::{Value, json};
-use svc::actors::analytics::AnalyticsMsg;
+use svc_node::actors::analytics::AnalyticsMsg;
 
 fn lamp(brand: &str, sku: &str, name: &str) -> Vec<u8> {
     let mut value: Value = serde_json::from_slice(&product(brand, sku, "19.90")).unwrap();

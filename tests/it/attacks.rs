@@ -4,11 +4,11 @@
 //! a region forging the money it reports.
 
 use serde_json::json;
-use svc::service::portal::{hosted, saves, sessions};
-use svc::store::model::PasskeyRole;
 use svc_core::custody::{CUSTODY_REQUEST_V1, Custody, CustodyRequest};
 use svc_core::ids::RecordType;
 use svc_core::problem::Code;
+use svc_node::service::portal::{hosted, saves, sessions};
+use svc_store::model::PasskeyRole;
 
 use crate::common::person::PortalPerson;
 use crate::common::{Clock, Home, products_scope};
@@ -49,7 +49,8 @@ async fn a_revoked_passkey_is_out_at_once_and_a_session_alone_never_deletes() {
     // The session confirms a save, which the service signs…
     let prepared = saves::prepare(state, &signed, RecordType::Updates, update_bytes("u-1")).await.unwrap();
     let saved = saves::confirm_hosted(state, &signed, &prepared.ceremony_id).await.unwrap();
-    let saves::Finished::Record(svc::service::publishing::saves::Saved::Published { record_id, .. }) = saved else {
+    let saves::Finished::Record(svc_node::service::publishing::saves::Saved::Published { record_id, .. }) = saved
+    else {
         panic!("{saved:?}")
     };
     // …but a deletion confirmed by the session alone is refused: the
@@ -61,7 +62,7 @@ async fn a_revoked_passkey_is_out_at_once_and_a_session_alone_never_deletes() {
     let refused = saves::confirm_hosted(state, &signed, &prepared.ceremony_id).await.unwrap_err();
     assert_eq!(refused.code(), Code::Forbidden, "a withdrawal too: {refused}");
     let head = state.registry.record_head(&record_id).unwrap().unwrap();
-    assert_eq!(head.state, svc::store::model::RecordState::Live, "the record is still served");
+    assert_eq!(head.state, svc_store::model::RecordState::Live, "the record is still served");
 
     // The thief begins a sign-in, then the operator revokes the passkey.
     let (pending, options) = sessions::begin_sign_in(state, "owner@larch.example", None).await.unwrap();
@@ -75,7 +76,7 @@ async fn a_revoked_passkey_is_out_at_once_and_a_session_alone_never_deletes() {
         assert_eq!((ended.code(), ended.code().status()), (Code::SignInRequired, 401), "{ended}");
         let page = axum::http::Request::get("/portal/")
             .header("host", crate::common::AUTHORITY)
-            .header("cookie", format!("{}={cookie}", svc::portal::session::COOKIE))
+            .header("cookie", format!("{}={cookie}", svc_http::portal::session::COOKIE))
             .body(axum::body::Body::empty())
             .unwrap();
         let answer = home.send(page).await;
@@ -84,7 +85,7 @@ async fn a_revoked_passkey_is_out_at_once_and_a_session_alone_never_deletes() {
         // The portal script's JSON call (a seal) gets the 401 itself.
         let seal = axum::http::Request::post("/portal/seal/any-ceremony")
             .header("host", crate::common::AUTHORITY)
-            .header("cookie", format!("{}={cookie}", svc::portal::session::COOKIE))
+            .header("cookie", format!("{}={cookie}", svc_http::portal::session::COOKIE))
             .header("content-type", "application/json")
             .header("x-csrf-token", &signed.csrf)
             .body(axum::body::Body::from("{}"))
@@ -106,7 +107,7 @@ async fn a_revoked_passkey_is_out_at_once_and_a_session_alone_never_deletes() {
 /// Home with read regions `eu` and `ap`, each with its own link token.
 async fn home_with_regions() -> Home {
     Home::start_with_config(tempfile::tempdir().unwrap(), |config| {
-        use svc::config::{RegionCredential, ReplicationConfig};
+        use svc_node::config::{RegionCredential, ReplicationConfig};
         let regions = ["eu", "ap"].map(|r| RegionCredential::new(r, &crate::common::region_token(r))).to_vec();
         config.replication = Some(ReplicationConfig::home(regions));
         config.internal_listen = Some("127.0.0.1:0".parse().unwrap());
@@ -125,7 +126,7 @@ fn captured(home: &Home, path: &str, body: &impl serde::Serialize, id: &str) -> 
 /// Home's internal router's answer: its status and body.
 async fn on_link(home: &Home, request: axum::http::Request<axum::body::Body>) -> (u16, Vec<u8>) {
     use tower::ServiceExt;
-    let answer = svc::http::internal_router(home.state.clone()).oneshot(request).await.unwrap();
+    let answer = svc_http::api::internal_router(home.state.clone()).oneshot(request).await.unwrap();
     let status = answer.status().as_u16();
     (status, http_body_util::BodyExt::collect(answer.into_body()).await.unwrap().to_bytes().to_vec())
 }
@@ -135,10 +136,10 @@ async fn on_link(home: &Home, request: axum::http::Request<axum::body::Body>) ->
 // and granted nothing more.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_captured_link_request_replayed_changes_nothing() {
-    use svc::replication::exchange::{LeaseAsk, LeaseGrant};
-    use svc::service::ads::ledger::AdLeaseAsk;
     use svc_core::ads::Micros;
     use svc_core::ads::ledger::Lease;
+    use svc_node::replication::exchange::{LeaseAsk, LeaseGrant};
+    use svc_node::service::ads::ledger::AdLeaseAsk;
     let home = home_with_regions().await;
     let business = home.business("Lumen", products_scope(100)).await;
     let caller = home.caller("Reader").await;
@@ -166,8 +167,8 @@ async fn a_captured_link_request_replayed_changes_nothing() {
         200
     );
     let ledger = || {
-        let stored = home.state.store.get(svc::store::cf::CAMPAIGNS, campaign.as_bytes()).unwrap().unwrap();
-        svc::campaign_ledger::current(&home.state.store, &stored, home.clock.now()).unwrap().1
+        let stored = home.state.store.get(svc_store::cf::CAMPAIGNS, campaign.as_bytes()).unwrap().unwrap();
+        svc_node::campaign_ledger::current(&home.state.store, &stored, home.clock.now()).unwrap().1
     };
 
     let ask = AdLeaseAsk {
@@ -195,8 +196,8 @@ async fn a_captured_link_request_replayed_changes_nothing() {
         let (status, _) = on_link(&home, captured(&home, "/internal/v1/lease", &ask, "allowance-000000001")).await;
         assert_eq!(status, 401, "a replay is refused");
     }
-    let allowance: svc::store::model::Allowance =
-        home.state.store.get(svc::store::cf::ALLOWANCES, caller.company_uuid.as_bytes()).unwrap().unwrap();
+    let allowance: svc_store::model::Allowance =
+        home.state.store.get(svc_store::cf::ALLOWANCES, caller.company_uuid.as_bytes()).unwrap().unwrap();
     assert_eq!(allowance.remaining, 197, "one lease of 3 units parked, not 51");
     // A fresh request of the region's own is answered.
     let (status, _) = on_link(&home, captured(&home, "/internal/v1/lease", &ask, "allowance-000000002")).await;
@@ -330,7 +331,7 @@ async fn publishes_are_judged_from_their_signed_head_before_their_body_is_read()
     let body = home.publish_body(&seal, &records);
     let idem = [("idempotency-key", "honest")];
     let request = home.signed_request(&business.key, "POST", "/v1/publish/products", &body, "svc-push", &idem);
-    let transport = svc::client::transport::Transport::new(&format!("http://{}", node.addr)).unwrap();
+    let transport = svc_client::transport::Transport::new(&format!("http://{}", node.addr)).unwrap();
     let honest = transport.send(request).await.unwrap();
     assert_eq!(honest.status, 200, "{}", String::from_utf8_lossy(&honest.bytes));
     drop(strangers);
@@ -338,11 +339,11 @@ async fn publishes_are_judged_from_their_signed_head_before_their_body_is_read()
     // The key's own holder: past its cap of publishes in flight, the next
     // is refused at once (429), before its body.
     let mut own = Vec::new();
-    for n in 0..svc::limits::PUBLISHES_PER_KEY as u32 {
+    for n in 0..svc_node::limits::PUBLISHES_PER_KEY as u32 {
         own.push(stalled_publish(node.addr, &publish_signature(&home, &business.key, 100 + n, false)).await);
     }
     crate::common::eventually("the key's publishes in flight", async || {
-        home.state.limits.publishes_per_key.of(&business.key_id) == svc::limits::PUBLISHES_PER_KEY
+        home.state.limits.publishes_per_key.of(&business.key_id) == svc_node::limits::PUBLISHES_PER_KEY
     })
     .await;
     let mut over = stalled_publish(node.addr, &publish_signature(&home, &business.key, 200, false)).await;
@@ -372,9 +373,8 @@ async fn sign_in_tells_nobody_who_exists_and_a_flood_of_them_holds_nothing() {
     let business = home.business("Larch", products_scope(100)).await;
     let owner = PortalPerson::register(&home, &business.uuid, "owner@larch.example", PasskeyRole::Owner).await;
     let state = &home.state;
-    let ceremonies = || {
-        state.store.scan::<svc::store::model::Ceremony>(svc::store::cf::CEREMONIES, &[], None, 100_000).unwrap().len()
-    };
+    let ceremonies =
+        || state.store.scan::<svc_store::model::Ceremony>(svc_store::cf::CEREMONIES, &[], None, 100_000).unwrap().len();
     let held = ceremonies();
     let at = |n: u8| Some(std::net::IpAddr::from([192, 0, 2, n]));
 
@@ -416,7 +416,7 @@ async fn sign_in_tells_nobody_who_exists_and_a_flood_of_them_holds_nothing() {
             Err(e) => panic!("{e}"),
         }
     }
-    assert_eq!(slowed, 2_000 - svc::limits::SIGN_INS_PER_CLIENT_MINUTE as usize, "one address's share");
+    assert_eq!(slowed, 2_000 - svc_node::limits::SIGN_INS_PER_CLIENT_MINUTE as usize, "one address's share");
     assert_eq!(ceremonies(), held + 1, "only the used ticket's mark");
     assert!(sessions::begin_sign_in(state, "owner@larch.example", at(4)).await.is_ok(), "another address signs in");
     let signed = owner.signed(&home).await;
@@ -429,7 +429,7 @@ async fn sign_in_tells_nobody_who_exists_and_a_flood_of_them_holds_nothing() {
             at_owner += 1;
         }
     }
-    assert!(at_owner >= 100 - svc::limits::SIGN_INS_PER_EMAIL_MINUTE as usize, "{at_owner}");
+    assert!(at_owner >= 100 - svc_node::limits::SIGN_INS_PER_EMAIL_MINUTE as usize, "{at_owner}");
 }
 
 // The public business-keys route and a sandbox bearer token are answered
@@ -438,7 +438,7 @@ async fn sign_in_tells_nobody_who_exists_and_a_flood_of_them_holds_nothing() {
 // and a node's start writes them back from the keys it holds.
 #[tokio::test(flavor = "multi_thread")]
 async fn business_keys_and_bearer_tokens_are_found_through_the_index() {
-    use svc::store::cf;
+    use svc_store::cf;
     let home = Home::start_sandbox().await;
     let mut uuids = Vec::new();
     for name in ["Larch", "Birch"] {
@@ -471,7 +471,7 @@ async fn business_keys_and_bearer_tokens_are_found_through_the_index() {
     batch.commit().unwrap();
     assert_eq!(listed(&uuids[0]), 0, "found through the index only");
     assert!(home.state.registry.integration_key_by_bearer(&bearer, now).unwrap().is_none());
-    assert_eq!(svc::registry::Registry::index_keys(&home.state.store).unwrap(), 1);
+    assert_eq!(svc_node::registry::Registry::index_keys(&home.state.store).unwrap(), 1);
     assert_eq!(listed(&uuids[0]), 1);
     assert!(home.state.registry.integration_key_by_bearer(&bearer, now).unwrap().is_some());
     assert!(home.state.registry.integration_key_by_bearer("not-the-token", now).unwrap().is_none());
@@ -488,7 +488,7 @@ async fn an_ai_companys_person_signs_out_and_the_session_ends() {
     assert!(signed.company);
     let sign_out = axum::http::Request::post("/portal/sign-out")
         .header("host", crate::common::AUTHORITY)
-        .header("cookie", format!("{}={}", svc::portal::session::COOKIE, person.cookie))
+        .header("cookie", format!("{}={}", svc_http::portal::session::COOKIE, person.cookie))
         .header("content-type", "application/x-www-form-urlencoded")
         .body(axum::body::Body::from(format!("csrf={}", signed.csrf)))
         .unwrap();
@@ -509,12 +509,15 @@ async fn account_exports_run_one_at_a_time_per_account() {
     let owner = PortalPerson::register(&home, &business.uuid, "owner@larch.example", PasskeyRole::Owner).await;
     let theirs = PortalPerson::register(&home, &other.uuid, "owner@birch.example", PasskeyRole::Owner).await;
     let signed = owner.signed(&home).await;
-    let under_way = svc::service::portal::export::begin(&home.state, &signed).unwrap();
-    let again = svc::service::portal::export::begin(&home.state, &signed).unwrap_err();
+    let under_way = svc_node::service::portal::export::begin(&home.state, &signed).unwrap();
+    let again = svc_node::service::portal::export::begin(&home.state, &signed).unwrap_err();
     assert_eq!(again.code(), Code::RateLimited, "{again}");
-    assert!(svc::service::portal::export::begin(&home.state, &theirs.signed(&home).await).is_ok(), "another account's");
+    assert!(
+        svc_node::service::portal::export::begin(&home.state, &theirs.signed(&home).await).is_ok(),
+        "another account's"
+    );
     drop(under_way);
-    assert!(svc::service::portal::export::begin(&home.state, &signed).is_ok(), "once the first is done");
+    assert!(svc_node::service::portal::export::begin(&home.state, &signed).is_ok(), "once the first is done");
 }
 
 /// Stops `home` and answers its folder, for a start over the same store.
@@ -547,8 +550,8 @@ fn on_disk(dir: &std::path::Path, bytes: &[u8]) -> bool {
 // never shows in a debug print.
 #[tokio::test(flavor = "multi_thread")]
 async fn seeds_at_rest_are_wrapped_under_the_operators_key() {
-    use svc::service_keys::KeyEncryptionKey;
-    use svc::store::cf;
+    use svc_node::service_keys::KeyEncryptionKey;
+    use svc_store::cf;
     let kek = || Some(KeyEncryptionKey::from_token("the-operators-key-encryption-token-0001"));
     let clear_seeds =
         |home: &Home| home.state.store.get::<Vec<u8>>(cf::META, b"service_key_seeds").unwrap_or(Some(vec![]));
@@ -575,26 +578,26 @@ async fn seeds_at_rest_are_wrapped_under_the_operators_key() {
     assert!(!format!("{held:?}").contains(&format!("{:?}", held.seed)), "never printed");
     let prepared = saves::prepare(&home.state, &signed, RecordType::Updates, update_bytes("u-1")).await.unwrap();
     let saved = saves::confirm_hosted(&home.state, &signed, &prepared.ceremony_id).await.unwrap();
-    assert!(matches!(saved, saves::Finished::Record(svc::service::publishing::saves::Saved::Published { .. })));
+    assert!(matches!(saved, saves::Finished::Record(svc_node::service::publishing::saves::Saved::Published { .. })));
 
     // No start without the key, nor with another.
     let dir = stopped(home).await;
     let path = dir.path().to_path_buf();
     let config = |kek: Option<KeyEncryptionKey>| {
-        let mut config = svc::config::NodeConfig::local_home(
+        let mut config = svc_node::config::NodeConfig::local_home(
             path.clone(),
             "127.0.0.1:0".parse().unwrap(),
             "127.0.0.1:0".parse().unwrap(),
         );
-        config.environment = svc::store::model::Environment::Production;
+        config.environment = svc_store::model::Environment::Production;
         config.key_encryption_key = kek;
         config
     };
-    let clock = std::sync::Arc::new(svc::clock::ManualClock::at(crate::common::START));
-    let without = svc::region::start(config(None), clock.clone()).await.err().expect("refused without the key");
+    let clock = std::sync::Arc::new(svc_clock::ManualClock::at(crate::common::START));
+    let without = svc_node::region::start(config(None), clock.clone()).await.err().expect("refused without the key");
     assert!(without.to_string().contains("key-encryption key"), "{without}");
     let other = Some(KeyEncryptionKey::from_token("another-key-encryption-token-of-32-chars"));
-    let wrong = svc::region::start(config(other), clock).await.err().expect("refused with another key");
+    let wrong = svc_node::region::start(config(other), clock).await.err().expect("refused with another key");
     assert!(wrong.to_string().contains("not the one"), "{wrong}");
 
     // With it: hosted signing off, and the wrapped seed leaves the files.
@@ -613,9 +616,9 @@ async fn seeds_at_rest_are_wrapped_under_the_operators_key() {
 // refused once read, however well the head is signed.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_link_request_is_judged_from_its_head_and_its_body_is_the_declared_one() {
-    use svc::replication::exchange::LeaseAsk;
+    use svc_node::replication::exchange::LeaseAsk;
     let (home, node) = Home::listening(|config| {
-        use svc::config::{RegionCredential, ReplicationConfig};
+        use svc_node::config::{RegionCredential, ReplicationConfig};
         let regions = ["eu", "ap"].map(|r| RegionCredential::new(r, &crate::common::region_token(r))).to_vec();
         config.replication = Some(ReplicationConfig::home(regions));
         config.internal_listen = Some("127.0.0.1:0".parse().unwrap());

@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::Request;
 use serde_json::{Value, json};
-use svc::client::transport::Transport;
+use svc_client::transport::Transport;
 
 /// The element reference member of a WebDriver answer.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";

@@ -10,7 +10,7 @@ use common::*;
 use serde_json::{Value, json};
 use svc_core::time::MINUTE;
 
-use svc::client::bulk::{content_type, form, ndjson, upload_path};
+use svc_client::bulk::{content_type, form, ndjson, upload_path};
 
 async fn create_upload(home: &Home, b: &Business, idem: &str) -> Answer {
     let body = serde_json::to_vec(&json!({"record_type": "products"})).unwrap();
@@ -80,7 +80,7 @@ async fn an_uploaded_file_is_imported_as_a_queued_push() {
     let ids = home.state.registry.catalogue_ids(&b.uuid, "products", None, usize::MAX).unwrap();
     assert_eq!(ids.len(), 450);
     let head = home.state.registry.record_head(&svc_core::ids::product_id(&b.uuid, "SKU-0")).unwrap().unwrap();
-    assert_eq!(head.source, svc::store::model::RecordSource::Import);
+    assert_eq!(head.source, svc_store::model::RecordSource::Import);
     // The file is deleted once its import completes; asking again answers the status.
     assert!(!home.state.uploads.join(format!("{upload_id}.ndjson")).exists());
     let again = import(&home, &b, &upload_id, &seal).await;
@@ -190,7 +190,7 @@ async fn an_upload_needs_a_live_mandate_for_the_type() {
 
 /// How many bulk files the retention actor has deleted.
 async fn bulk_files_expired(home: &Home) -> u64 {
-    home.state.retention.call(svc::actors::retention::RetentionMsg::Observe).await.unwrap().bulk_files_expired
+    home.state.retention.call(svc_node::actors::retention::RetentionMsg::Observe).await.unwrap().bulk_files_expired
 }
 
 // rule: P4.1.45, P8.13

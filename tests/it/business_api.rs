@@ -345,7 +345,7 @@ async fn withdraw_takes_a_record_out_of_the_catalogue() {
     let catalogue = home.signed(&b.key, "GET", "/v1/catalogue", b"", "svc-business-read", &[]).await;
     assert_eq!(catalogue.body["entries"].as_array().unwrap().len(), 0);
     let head = home.state.registry.record_head(&id).unwrap().unwrap();
-    assert_eq!(head.state, svc::store::model::RecordState::Withdrawn);
+    assert_eq!(head.state, svc_store::model::RecordState::Withdrawn);
     // The withdrawal's seal is a leaf of the transparency log once sequenced.
     assert_eq!(home.admin("POST", "/admin/log/sequence", json!({})).await.status, 200);
     let leaf = svc_core::merkle::leaf_hash(&svc_core::tlog::seal_leaf(&env));
@@ -540,7 +540,7 @@ fn release(
 ) -> serde_json::Value {
     let config = &home.state.config;
     let person =
-        svc::client::sealing::Passkey { key: passkey, rp_id: &config.passkey_rp_id, origin: &config.passkey_origin };
+        svc_client::sealing::Passkey { key: passkey, rp_id: &config.passkey_rp_id, origin: &config.passkey_origin };
     json!({"envelope": person.seal_release(push_id, business, decision, at).unwrap()})
 }
 
@@ -706,13 +706,13 @@ async fn an_as_entry_is_matched_from_the_operators_table_and_refused_without_one
     // A table that does not read stops the start, naming the line.
     std::fs::write(&table, "127.0.0.0/8 AS64500\n127.0.0.0 nonsense\n").unwrap();
     let start_dir = tempfile::tempdir().unwrap();
-    let mut config = svc::config::NodeConfig::local_home(
+    let mut config = svc_node::config::NodeConfig::local_home(
         start_dir.path().to_path_buf(),
         "127.0.0.1:0".parse().unwrap(),
         "127.0.0.1:0".parse().unwrap(),
     );
     config.ip_to_as_file = Some(table);
-    let clock = std::sync::Arc::new(svc::clock::SystemClock);
-    let Err(failed) = svc::region::start(config, clock).await else { panic!("a bad table must stop the start") };
+    let clock = std::sync::Arc::new(svc_clock::SystemClock);
+    let Err(failed) = svc_node::region::start(config, clock).await else { panic!("a bad table must stop the start") };
     assert!(failed.to_string().contains("line 2"), "{failed}");
 }

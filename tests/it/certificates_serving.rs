@@ -123,7 +123,7 @@ async fn serving_follows_the_certificate_in_force_and_the_sealing_key() {
 async fn a_status_change_for_an_unknown_business_or_status_is_refused_and_writes_nothing() {
     let home = Home::start().await;
     let lumio = home.business("Lumio", products_scope(1_000)).await;
-    let head = svc::replication::last_seq(&home.state.store).unwrap();
+    let head = svc_node::replication::last_seq(&home.state.store).unwrap();
     let unknown = "6f1d2c3b-4a59-4e68-9d7c-8b9a0f1e2d3c";
     let body = json!({"status": "withdrawn", "reason": "approval_reversed"});
     let answer = home.admin("POST", &format!("/admin/businesses/{unknown}/certificate-status"), body).await;
@@ -132,6 +132,6 @@ async fn a_status_change_for_an_unknown_business_or_status_is_refused_and_writes
     let answer = home.admin("POST", &path, json!({"status": "paused"})).await;
     assert_eq!((answer.status, answer.body["code"].as_str()), (400, Some("request_invalid")), "{:?}", answer.body);
     assert!(answer.body["detail"].as_str().unwrap().contains("paused"), "it says why: {:?}", answer.body);
-    assert_eq!(svc::replication::last_seq(&home.state.store).unwrap(), head, "nothing was written");
+    assert_eq!(svc_node::replication::last_seq(&home.state.store).unwrap(), head, "nothing was written");
     assert_eq!(home.state.registry.certificates(&lumio.uuid).unwrap().len(), 1);
 }

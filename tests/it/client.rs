@@ -7,11 +7,11 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::live::Live;
-use svc::client::retrieval::RetrievalClient;
-use svc::sandbox::seed::admin;
+use svc_client::retrieval::RetrievalClient;
 use svc_core::Reason;
 use svc_core::keyset::{self, Purpose};
 use svc_core::offline::{check_fetch, check_search};
+use svc_http::sandbox::seed::admin;
 
 async fn region() -> Live {
     Live::start(7, 40, 42).await
@@ -302,7 +302,7 @@ async fn a_person_reads_tables_and_a_program_reads_json() {
 }
 
 /// A product of the corpus's first business under another id and name.
-fn another_product(spec: &svc::sandbox::corpus::BusinessSpec, own_id: &str) -> Vec<u8> {
+fn another_product(spec: &svc_http::sandbox::corpus::BusinessSpec, own_id: &str) -> Vec<u8> {
     let mut product: Value = serde_json::from_slice(&spec.products[0]).unwrap();
     product["business_product_id"] = json!(own_id);
     product["product_name"] = json!(format!("Lampe {own_id}"));
@@ -312,22 +312,22 @@ fn another_product(spec: &svc::sandbox::corpus::BusinessSpec, own_id: &str) -> V
 // rule: P4.2.38, P2.6.38, P2.6.39
 #[tokio::test(flavor = "multi_thread")]
 async fn verify_checks_passkey_and_hosted_seals_offline() {
-    use svc::client::sealing::{SealContext, seal_v2_payload};
+    use svc_client::sealing::{SealContext, seal_v2_payload};
     use svc_core::publish::webauthn::seal_with_passkey;
     let region = region().await;
     let state = &region.node.state;
-    let corpus = svc::sandbox::corpus::generate(7, svc::sandbox::corpus::Sizes::products_only(2, 40));
+    let corpus = svc_http::sandbox::corpus::generate(7, svc_http::sandbox::corpus::Sizes::products_only(2, 40));
     let spec = &corpus.businesses[0];
-    let seeded = svc::sandbox::seed::ensure_seeded(state, &corpus, &|_| {}).await.unwrap();
+    let seeded = svc_http::sandbox::seed::ensure_seeded(state, &corpus, &|_| {}).await.unwrap();
     let (uuid, cert_id) = seeded.businesses[0].clone();
-    let (_, passkey) = svc::sandbox::seed::keys_of(spec).unwrap();
+    let (_, passkey) = svc_http::sandbox::seed::keys_of(spec).unwrap();
     let (rp_id, origin) = (state.config.passkey_rp_id.clone(), state.config.passkey_origin.clone());
     // The corpus's first business sealed an AI policy: version 1 is in force.
     let context = SealContext { cert_id, ai_policy_version: u64::from(spec.ai_policy.is_some()) };
     let kid = passkey.verifying_key().thumbprint();
     let seal_at = |site: &str, record: &[u8], count: u32| {
         let payload =
-            seal_v2_payload(&kid, &context, "products", record, svc::clock::Clock::now(&svc::clock::SystemClock), None)
+            seal_v2_payload(&kid, &context, "products", record, svc_clock::Clock::now(&svc_clock::SystemClock), None)
                 .unwrap();
         seal_with_passkey(&passkey, &rp_id, site, &svc_core::dsse::payload_type("seal.v2"), &payload, count).unwrap()
     };
@@ -381,7 +381,7 @@ async fn verify_checks_passkey_and_hosted_seals_offline() {
     let request = svc_core::custody::CustodyRequest::new(
         &uuid,
         svc_core::custody::Custody::Hosted,
-        svc::clock::Clock::now(&svc::clock::SystemClock),
+        svc_clock::Clock::now(&svc_clock::SystemClock),
     )
     .to_bytes();
     let consent = seal_with_passkey(
@@ -393,13 +393,14 @@ async fn verify_checks_passkey_and_hosted_seals_offline() {
         103,
     )
     .unwrap();
-    assert!(svc::service::portal::hosted::switch(state, &uuid, &consent).await.unwrap(), "hosted signing is on");
+    assert!(svc_node::service::portal::hosted::switch(state, &uuid, &consent).await.unwrap(), "hosted signing is on");
     let by_service = another_product(spec, "hosted-1");
     let payload =
-        seal_v2_payload("", &context, "products", &by_service, svc::clock::Clock::now(&svc::clock::SystemClock), None)
+        seal_v2_payload("", &context, "products", &by_service, svc_clock::Clock::now(&svc_clock::SystemClock), None)
             .unwrap();
     let seal =
-        svc::service::portal::hosted::sign(state, &uuid, &svc_core::dsse::payload_type("seal.v2"), &payload).unwrap();
+        svc_node::service::portal::hosted::sign(state, &uuid, &svc_core::dsse::payload_type("seal.v2"), &payload)
+            .unwrap();
     let id = save(by_service, seal).await;
     let (code, _, stderr) = verify(id).await;
     assert_eq!(code, 0, "{stderr}");

@@ -10,9 +10,9 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::Request;
 use serde_json::{Value, json};
-use svc::client::admin::Admin;
-use svc::client::retrieval::RetrievalClient;
-use svc::client::transport::Transport;
+use svc_client::admin::Admin;
+use svc_client::retrieval::RetrievalClient;
+use svc_client::transport::Transport;
 use svc_core::keys::{Alg, SigningKey};
 
 use crate::browser::Browser;

@@ -9,12 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use svc::actors::retention::RetentionMsg;
-use svc::config::{NodeConfig, RegionCredential, ReplicationConfig, Role};
-use svc::node::Node;
-use svc::store::model::{Environment, RecordState, RecordVersion};
-use svc::store::{cf, keys};
 use svc_core::ids::product_id;
+use svc_http::node::Node;
+use svc_node::actors::retention::RetentionMsg;
+use svc_node::config::{NodeConfig, RegionCredential, ReplicationConfig, Role};
+use svc_store::model::{Environment, RecordState, RecordVersion};
+use svc_store::{cf, keys};
 
 use crate::common::*;
 use crate::retrieval::get;
@@ -75,7 +75,7 @@ fn region_config(dir: &Path, region: &str, home: &Node) -> NodeConfig {
 }
 
 async fn caught_up(region: &Node, home: &Home) {
-    let head = svc::replication::last_seq(&home.state.store).unwrap();
+    let head = svc_node::replication::last_seq(&home.state.store).unwrap();
     for _ in 0..600 {
         let indexed: u64 = region.state.store.get(cf::META, keys::meta::INDEX_APPLIED_SEQ).unwrap().unwrap_or_default();
         if indexed >= head {
@@ -172,8 +172,8 @@ async fn a_deleted_records_bytes_leave_every_file_of_every_region_and_a_later_re
     assert!(holds(&ap_dir, kept), "the later region has the record kept");
     assert!(!holds(&ap_dir, gone), "the later region never received the deleted bytes");
     assert_eq!(
-        svc::replication::entries_after(&ap.state.store, 0, usize::MAX).unwrap(),
-        svc::replication::entries_after(&home.state.store, 0, usize::MAX).unwrap(),
+        svc_node::replication::entries_after(&ap.state.store, 0, usize::MAX).unwrap(),
+        svc_node::replication::entries_after(&home.state.store, 0, usize::MAX).unwrap(),
         "the later region's log is home's, entry for entry"
     );
 
@@ -248,7 +248,7 @@ async fn a_delete_racing_a_push_of_the_same_record_leaves_one_whole_outcome() {
     waited("every delete is purged", || {
         let through: u64 = home.state.store.get(cf::META, keys::meta::PURGED_THROUGH).unwrap().unwrap_or(0);
         let last: Option<Vec<u8>> = home.state.store.last_key(cf::PURGES).unwrap();
-        last.is_some_and(|k| svc::store::from_be(&k[..8]) == Some(through))
+        last.is_some_and(|k| svc_store::from_be(&k[..8]) == Some(through))
     })
     .await
     .expect("purged");

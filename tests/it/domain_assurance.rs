@@ -19,10 +19,10 @@ use hickory_server::proto::rr::{LowerName, Name, RData, Record};
 use hickory_server::store::in_memory::InMemoryZoneHandler;
 use hickory_server::zone_handler::{AxfrPolicy, Catalog, ZoneType};
 use serde_json::{Value, json};
-use svc::config::DomainAssuranceConfig;
 use svc_core::assurance::expected_value;
 use svc_core::ids::RecordType;
 use svc_core::time::DAY;
+use svc_node::config::DomainAssuranceConfig;
 
 /// An authoritative server for `example.` holding each (name, value) TXT
 /// record, answering on `socket`. It stops when dropped.

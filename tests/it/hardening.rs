@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use svc::client::transport::Transport;
+use svc_client::transport::Transport;
 use svc_core::keys::{Alg, SigningKey};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -470,7 +470,7 @@ async fn admin_bodies_are_read_only_after_the_token_is_judged() {
             request = request.header("authorization", format!("Bearer {token}"));
         }
         let request = request.body(axum::body::Body::from("{not json")).unwrap();
-        svc::http::admin_router(home.state.clone()).oneshot(request)
+        svc_http::api::admin_router(home.state.clone()).oneshot(request)
     };
     assert_eq!(post(None).await.unwrap().status(), 401);
     assert_eq!(post(Some("a-wrong-token-of-thirty-two-characters")).await.unwrap().status(), 401);
@@ -515,7 +515,7 @@ async fn a_full_disk_heals_by_itself_on_every_write_path_the_index_included() {
 
     // Space returns: nothing is restarted.
     std::fs::remove_file(filler).unwrap();
-    let head = || svc::replication::last_seq(&home.state.store).unwrap();
+    let head = || svc_node::replication::last_seq(&home.state.store).unwrap();
     crate::common::eventually("the index catches up with the log", async || {
         ready().await.body["indexed_seq"].as_u64() >= Some(head())
     })

@@ -6,14 +6,14 @@
 use std::collections::HashMap;
 
 use serde_json::Value;
-use svc::client::admin::Admin;
-use svc::client::sealing;
-use svc::client::transport::Transport;
-use svc::client::{Signer, Unsigned};
-use svc::clock::{Clock, SystemClock};
-use svc::replication::{Op, entries_after};
-use svc::store::{Store, cf};
+use svc_client::admin::Admin;
+use svc_client::sealing;
+use svc_client::transport::Transport;
+use svc_client::{Signer, Unsigned};
+use svc_clock::{Clock, SystemClock};
 use svc_core::keys::{Alg, SigningKey};
+use svc_node::replication::{Op, entries_after};
+use svc_store::{Store, cf};
 
 use crate::process;
 

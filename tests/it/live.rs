@@ -7,14 +7,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::json;
-use svc::client::retrieval::RetrievalClient;
-use svc::clock::SystemClock;
-use svc::config::NodeConfig;
-use svc::node::Node;
-use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{admin, ensure_seeded};
+use svc_client::retrieval::RetrievalClient;
+use svc_clock::SystemClock;
 use svc_core::keys::{Alg, SigningKey};
 use svc_core::keyset::RootAnchors;
+use svc_http::node::Node;
+use svc_http::sandbox::corpus::{Sizes, generate};
+use svc_http::sandbox::seed::{admin, ensure_seeded};
+use svc_node::config::NodeConfig;
 
 pub const AUTHORITY: &str = "api.svc.localhost";
 
@@ -46,7 +46,7 @@ impl Live {
             .unwrap();
         let key = SigningKey::from_seed(Alg::Ed25519, &[key_seed; 32]).unwrap();
         let key_file = dir.path().join("ai.json");
-        svc::client::keyfile::write(&key_file, &key).unwrap();
+        svc_client::keyfile::write(&key_file, &key).unwrap();
         let group_id = group["ai_group_id"].as_str().unwrap();
         let path = format!("/admin/groups/{group_id}/retrieval-keys");
         let reg = admin(&node.state, "POST", &path, json!({"jwk": key.verifying_key().to_jwk()})).await.unwrap();
@@ -57,7 +57,7 @@ impl Live {
             post_quantum: keys.root.post_quantum.verifying_key(),
         };
         let anchors_file = dir.path().join("anchors.json");
-        std::fs::write(&anchors_file, svc::client::anchors::document(&anchors).to_string()).unwrap();
+        std::fs::write(&anchors_file, svc_client::anchors::document(&anchors).to_string()).unwrap();
         Live { node, dir, country, grant, key_file, key, anchors_file }
     }
 

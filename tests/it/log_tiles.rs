@@ -15,8 +15,8 @@ use axum::http::{Request, StatusCode};
 use common::*;
 use serde_json::{Value, json};
 use signed_note::{Note, StandardVerifier, Verifier, VerifierList};
-use svc::store::model::LeafKind;
 use svc_core::keys::{Alg, SigningKey};
+use svc_store::model::LeafKind;
 use tlog_tiles::{HashReader, Tile, TileHashReader, TileReader};
 
 const ORIGIN: &str = "api.svc.localhost/log";
@@ -27,7 +27,7 @@ async fn grow(home: &Home, from: usize, n: usize) -> Value {
     for i in from..from + n {
         let data = format!("{{\"kind\":\"test\",\"n\":{i}}}").into_bytes();
         home.clock.advance(1);
-        svc::transparency::queue_in_batch(&mut batch, LeafKind::Seal, data, home.clock.now());
+        svc_node::transparency::queue_in_batch(&mut batch, LeafKind::Seal, data, home.clock.now());
     }
     batch.commit().unwrap();
     let answer = home.admin("POST", "/admin/log/sequence", json!({})).await;
@@ -55,13 +55,13 @@ fn c2sp_path(tile: &Tile) -> String {
 /// Tiles fetched from the node's public routes, as a tile client asks.
 struct Fetched {
     tiles: Mutex<HashMap<String, Vec<u8>>>,
-    state: svc::region::Region,
+    state: svc_node::region::Region,
 }
 
 impl Fetched {
     fn get(&self, path: &str) -> (u16, Vec<u8>) {
         let request = Request::get(path).header("host", AUTHORITY).body(Body::empty()).unwrap();
-        let router = svc::surfaces::public_router(self.state.clone());
+        let router = svc_http::surfaces::public_router(self.state.clone());
         tokio::runtime::Handle::current().block_on(async move {
             use http_body_util::BodyExt;
             use tower::ServiceExt;
@@ -361,7 +361,7 @@ async fn witnesses_cosign_each_checkpoint_and_a_failing_one_is_left_out_and_coun
     let mut configured = Vec::new();
     for w in [&honest, &wrong, &late, &knowing] {
         let url = w.clone().serve().await;
-        configured.push(svc::config::WitnessConfig { key: w.vkey(), url, timeout_ms: 500 });
+        configured.push(svc_node::config::WitnessConfig { key: w.vkey(), url, timeout_ms: 500 });
     }
     let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| {
         config.log_witnesses.witness = configured;
@@ -395,7 +395,7 @@ async fn witnesses_cosign_each_checkpoint_and_a_failing_one_is_left_out_and_coun
             let request = Request::get("/log/checkpoint").header("host", AUTHORITY).body(Body::empty()).unwrap();
             use http_body_util::BodyExt;
             use tower::ServiceExt;
-            let response = svc::surfaces::public_router(home_state).oneshot(request).await.unwrap();
+            let response = svc_http::surfaces::public_router(home_state).oneshot(request).await.unwrap();
             String::from_utf8(response.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap()
         }
     };

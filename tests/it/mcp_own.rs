@@ -168,7 +168,7 @@ async fn the_official_python_sdk_calls_every_tool_over_stdio_and_http_and_the_ke
     let fetched = &answers[6];
     assert_eq!(fetched["is_error"], false, "{fetched}");
     let document = region.client().key_set().await.unwrap().json();
-    let keys = keyset::verify(&document, &svc::client::anchors::read(&region.anchors_file).unwrap()).unwrap();
+    let keys = keyset::verify(&document, &svc_client::anchors::read(&region.anchors_file).unwrap()).unwrap();
     svc_core::offline::check_fetch(first(fetched).as_bytes(), &keys, &region.key.verifying_key().thumbprint())
         .expect("the fetched bytes are the API's, byte for byte");
     let summary: Value = serde_json::from_str(fetched["blocks"][1].as_str().unwrap()).unwrap();
@@ -242,7 +242,7 @@ async fn the_official_python_sdk_calls_every_tool_over_stdio_and_http_and_the_ke
     let listen: Value = serde_json::from_str(&line).unwrap();
     let url = format!("http://{}/mcp", listen["mcp_listen"].as_str().unwrap());
     let unauthenticated =
-        svc::client::transport::Transport::new(&format!("http://{}", listen["mcp_listen"].as_str().unwrap()))
+        svc_client::transport::Transport::new(&format!("http://{}", listen["mcp_listen"].as_str().unwrap()))
             .unwrap()
             .send(
                 axum::http::Request::post("/mcp")
@@ -285,7 +285,7 @@ async fn stub(upstream: String, script: Vec<Option<u16>>, hang: bool) -> Stub {
     let searches = Arc::new(AtomicUsize::new(0));
     let nonces = Arc::new(std::sync::Mutex::new(Vec::new()));
     let (seen, kept) = (searches.clone(), nonces.clone());
-    let transport = svc::client::transport::Transport::new(&upstream).unwrap();
+    let transport = svc_client::transport::Transport::new(&upstream).unwrap();
     let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
         let (seen, kept, transport, script) = (seen.clone(), kept.clone(), transport.clone(), script.clone());
         async move {

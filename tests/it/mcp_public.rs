@@ -41,7 +41,7 @@ struct Surface {
 
 impl Surface {
     fn of(home: &Home) -> Surface {
-        Surface { router: svc::surfaces::public_router(home.state.clone()) }
+        Surface { router: svc_http::surfaces::public_router(home.state.clone()) }
     }
 
     async fn send(&self, request: Request<Body>) -> Answer {
@@ -237,7 +237,7 @@ async fn bad_input_is_answered_clearly() {
     assert!(is_error && text.contains("expected u64"), "{text}");
 
     // A message over the limit, declared: refused before it is read.
-    let big = vec![b' '; svc::mcp::public::MAX_MESSAGE + 1];
+    let big = vec![b' '; svc_http::mcp::public::MAX_MESSAGE + 1];
     let answer = mcp.send(mcp_post_bytes(Some(&session), big, "application/json, text/event-stream")).await;
     assert_eq!(answer.status, 413);
     assert_eq!(answer.body["code"], "record_too_large");
@@ -314,7 +314,7 @@ async fn an_idle_session_ends_and_frees_its_place() {
         config.mcp.session_idle_ms = 1000;
     })
     .await;
-    assert_eq!(svc::config::McpConfig::default().session_idle_ms, 30 * 60 * 1000, "30 minutes unless configured");
+    assert_eq!(svc_node::config::McpConfig::default().session_idle_ms, 30 * 60 * 1000, "30 minutes unless configured");
     let mcp = Surface::of(&home);
     let session = open(&mcp).await;
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});

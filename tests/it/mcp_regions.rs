@@ -4,11 +4,11 @@
 //! home for what only home signs.
 
 use serde_json::{Value, json};
-use svc::cli::up::{Plan, Up};
-use svc::client::transport::{Answer, Transport};
-use svc::front_door::REGION_HEADER;
-use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::ensure_seeded;
+use svc::commands::up::{Plan, Up};
+use svc_client::transport::{Answer, Transport};
+use svc_http::front_door::REGION_HEADER;
+use svc_http::sandbox::corpus::{Sizes, generate};
+use svc_http::sandbox::seed::ensure_seeded;
 
 const LEGACY: &str = "2025-11-25";
 

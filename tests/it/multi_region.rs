@@ -11,12 +11,12 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::Request;
 use serde_json::{Value, json};
-use svc::client::admin::Admin;
-use svc::client::retrieval::RetrievalClient;
-use svc::client::sealing;
-use svc::client::transport::Transport;
-use svc::client::{Signer, Unsigned};
-use svc::clock::{Clock, SystemClock};
+use svc_client::admin::Admin;
+use svc_client::retrieval::RetrievalClient;
+use svc_client::sealing;
+use svc_client::transport::Transport;
+use svc_client::{Signer, Unsigned};
+use svc_clock::{Clock, SystemClock};
 use svc_core::keys::{Alg, SigningKey};
 
 use crate::process;
@@ -113,8 +113,8 @@ async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_pe
     }
     assert!(exited.is_some_and(|status| !status.success()), "eu aborted as it replicated the push");
     let killed_at = {
-        let store = svc::store::Store::open(&dir.path().join("eu").join("db")).unwrap();
-        svc::replication::last_seq(&store).unwrap()
+        let store = svc_store::Store::open(&dir.path().join("eu").join("db")).unwrap();
+        svc_node::replication::last_seq(&store).unwrap()
     };
     assert!(killed_at > start_head, "eu wrote part of the push ({killed_at} after {start_head})");
     drop(eu);
@@ -267,7 +267,7 @@ async fn with_home_cut_off_regions_serve_searches_refuse_writes_fail_closed_and_
 
     // The same signed request sent to two regions at once is billed once.
     let created = SystemClock.now().as_secs();
-    let nonce = svc_core::http_sig::nonce_from_bytes(&svc::clock::random::<32>());
+    let nonce = svc_core::http_sig::nonce_from_bytes(&svc_clock::random::<32>());
     let (a, b) = tokio::join!(
         at_eu.call_as("POST", "/v1/search", body("Lampe"), created, &nonce),
         at_ap.call_as("POST", "/v1/search", body("Lampe"), created, &nonce)
@@ -408,8 +408,8 @@ async fn through_homes_absence_companies_not_prepaid_are_served_and_billed_once_
 }
 
 /// Every receipt `region` holds, by retrieval id, from its stopped store.
-fn receipts_of(store: &svc::store::Store) -> Vec<svc::store::model::StoredReceipt> {
-    let all = store.scan::<svc::store::model::StoredReceipt>(svc::store::cf::RECEIPTS, &[], None, usize::MAX).unwrap();
+fn receipts_of(store: &svc_store::Store) -> Vec<svc_store::model::StoredReceipt> {
+    let all = store.scan::<svc_store::model::StoredReceipt>(svc_store::cf::RECEIPTS, &[], None, usize::MAX).unwrap();
     all.into_iter().map(|(_, r)| r).collect()
 }
 
@@ -507,10 +507,10 @@ async fn a_region_killed_with_sigkill_loses_no_receipt_it_returned() {
     home.signal("TERM");
     assert!(home.child.wait().unwrap().success());
 
-    let eu_store = svc::store::Store::open(&dir.path().join("eu").join("db")).unwrap();
+    let eu_store = svc_store::Store::open(&dir.path().join("eu").join("db")).unwrap();
     let served = receipts_of(&eu_store);
-    let home_store = svc::store::Store::open(&dir.path().join("home").join("db")).unwrap();
-    let roots = svc::actors::receipt_folder::roots(&home_store, "eu").unwrap();
+    let home_store = svc_store::Store::open(&dir.path().join("home").join("db")).unwrap();
+    let roots = svc_node::actors::receipt_folder::roots(&home_store, "eu").unwrap();
     for retrieval_id in &returned {
         let receipt = served.iter().find(|r| &r.retrieval_id == retrieval_id).expect("the receipt is in eu's log");
         let part = roots

@@ -10,20 +10,20 @@ use std::collections::BTreeSet;
 use axum::body::Body;
 use axum::http::Request;
 use common::*;
-use svc::http::openapi::OPERATIONS;
+use svc_http::api::openapi::OPERATIONS;
 
 /// Routes named by a constant rather than a literal.
 const CONSTANTS: &[(&str, &str)] = &[
     ("svc_core::web_bot_auth::DIRECTORY_PATH", svc_core::web_bot_auth::DIRECTORY_PATH),
     ("svc_core::index::INDEX_PATH", svc_core::index::INDEX_PATH),
     ("svc_core::index::VOCABULARIES_PATH", svc_core::index::VOCABULARIES_PATH),
-    ("crate::key_set::directory::PATH", "/v1/key-directory"),
+    ("svc_node::key_set::directory::PATH", "/v1/key-directory"),
 ];
 
 /// Every `(method, path)` the HTTP surface's routers register, outside the
 /// operator's and the regions' own listeners.
 fn registered() -> BTreeSet<(String, String)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http/api");
     let mut found = BTreeSet::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();

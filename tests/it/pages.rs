@@ -7,10 +7,10 @@ use std::process::Command;
 use std::sync::Arc;
 
 use serde_json::json;
-use svc::clock::SystemClock;
-use svc::config::NodeConfig;
-use svc::node::Node;
-use svc::sandbox::seed::admin;
+use svc_clock::SystemClock;
+use svc_http::node::Node;
+use svc_http::sandbox::seed::admin;
+use svc_node::config::NodeConfig;
 
 /// The DOM Chromium built from `url`, after running (nothing: no script).
 fn rendered(url: &str) -> String {
@@ -38,7 +38,7 @@ async fn certificate_and_verify_pages_render_in_chromium_with_statement_and_stat
     admin(&node.state, "POST", &format!("/admin/businesses/{uuid}/certificate-status"), withdrawn).await.unwrap();
     let base = format!("http://{}", node.addr);
     let (_, certificate) =
-        svc::service::public::certificates::certificate_document(&node.state, &uuid, node.state.clock.now())
+        svc_node::service::public::certificates::certificate_document(&node.state, &uuid, node.state.clock.now())
             .unwrap()
             .unwrap();
     let statement = certificate["statement"].as_str().unwrap().replace('&', "&amp;");
@@ -51,10 +51,9 @@ async fn certificate_and_verify_pages_render_in_chromium_with_statement_and_stat
     assert!(!dom.contains("<script"), "{dom}");
 
     // A sealed record's verify page: who published it, under which certificate.
-    let corpus = svc::sandbox::corpus::generate(3, svc::sandbox::corpus::Sizes::products_only(1, 2));
-    svc::sandbox::seed::ensure_seeded(&node.state, &corpus, &|_| {}).await.unwrap();
-    let records =
-        node.state.store.scan::<svc::store::model::RecordHead>(svc::store::cf::RECORDS, &[], None, 1).unwrap();
+    let corpus = svc_http::sandbox::corpus::generate(3, svc_http::sandbox::corpus::Sizes::products_only(1, 2));
+    svc_http::sandbox::seed::ensure_seeded(&node.state, &corpus, &|_| {}).await.unwrap();
+    let records = node.state.store.scan::<svc_store::model::RecordHead>(svc_store::cf::RECORDS, &[], None, 1).unwrap();
     let head = &records[0].1;
     let version = node.state.registry.record_version(&head.record_id, head.live_generation).unwrap().unwrap();
     let origin = svc_core::digest::sha256_prefixed(&version.bytes);

@@ -12,9 +12,9 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::Request;
 use serde_json::{Value, json};
-use svc::client::admin::Admin;
-use svc::client::retrieval::RetrievalClient;
-use svc::client::transport::Transport;
+use svc_client::admin::Admin;
+use svc_client::retrieval::RetrievalClient;
+use svc_client::transport::Transport;
 
 use crate::browser::Browser;
 use crate::process::{self, AUTHORITY, TOKEN};
@@ -565,7 +565,7 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     browser.click("form.mandate button[type=submit]").await;
     seal_to(&browser, "authorise", "09b-mandate", "/portal/keys").await;
     browser.wait_for("the mandate", |_, page| page.contains("mdt_") && page.contains("<td>products</td>")).await;
-    let context = svc::client::sealing::SealContext {
+    let context = svc_client::sealing::SealContext {
         cert_id: created["cert_id"].as_str().unwrap().to_owned(),
         ai_policy_version: 1,
     };

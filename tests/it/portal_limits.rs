@@ -3,12 +3,12 @@
 //! sweep that deletes what has lapsed.
 
 use serde_json::json;
-use svc::service::portal::open_ceremonies::MAX_OPEN_PER_ACCOUNT;
-use svc::service::portal::{people, sessions};
-use svc::store::cf;
-use svc::store::model::{Ceremony, Invitation, PasskeyRole};
 use svc_core::portal::CEREMONY_MS;
 use svc_core::problem::Code;
+use svc_node::service::portal::open_ceremonies::MAX_OPEN_PER_ACCOUNT;
+use svc_node::service::portal::{people, sessions};
+use svc_store::cf;
+use svc_store::model::{Ceremony, Invitation, PasskeyRole};
 
 use crate::common::{Home, eventually};
 
@@ -91,8 +91,8 @@ async fn invitations_and_passkey_requests_are_bounded_and_swept_when_they_lapse(
 // rule: P1.8
 #[tokio::test(flavor = "multi_thread")]
 async fn only_an_owners_passkey_switches_to_hosted_signing() {
-    use svc::service::portal::{Signed, hosted};
     use svc_core::custody::{CUSTODY_REQUEST_V1, Custody, CustodyRequest};
+    use svc_node::service::portal::{Signed, hosted};
     let home = Home::start().await;
     let uuid = business(&home).await;
     let person = |role| Signed {
@@ -123,7 +123,7 @@ async fn only_an_owners_passkey_switches_to_hosted_signing() {
 // rule: R5.50
 #[tokio::test(flavor = "multi_thread")]
 async fn an_ai_companys_roles_and_its_own_groups_bound_what_its_people_do() {
-    use svc::service::portal::{Signed, company};
+    use svc_node::service::portal::{Signed, company};
     let home = Home::start().await;
     let made = |name: &str| {
         let home = &home;

@@ -40,12 +40,12 @@ fn publish(dir: &Path, base_url: &str, extra: &[&str]) -> (i32, String, String) 
 /// A listening home, business Lumen's key file and the 60-row CSV in a
 /// folder, and the node's address; the clock is the machine's, which the
 /// command signs and seals by.
-async fn lumen_with_a_csv() -> (Home, svc::node::Node, Business, tempfile::TempDir, String) {
+async fn lumen_with_a_csv() -> (Home, svc_http::node::Node, Business, tempfile::TempDir, String) {
     let (home, node) = Home::listening(|_| {}).await;
     let business = home.business("Lumen", products_scope(1_000)).await;
-    home.clock.set(svc::clock::SystemClock.now());
+    home.clock.set(svc_clock::SystemClock.now());
     let dir = tempfile::tempdir().unwrap();
-    svc::client::keyfile::write(&dir.path().join("integration.json"), &business.key).unwrap();
+    svc_client::keyfile::write(&dir.path().join("integration.json"), &business.key).unwrap();
     std::fs::write(dir.path().join("products.csv"), csv()).unwrap();
     let base_url = format!("http://{}", node.addr);
     (home, node, business, dir, base_url)
@@ -147,8 +147,8 @@ async fn with_bulk_the_good_rows_go_as_one_bulk_file_and_are_imported() {
 // other client command does, and without it the key is unknown.
 #[tokio::test(flavor = "multi_thread")]
 async fn in_the_sandbox_publish_sends_the_keys_grant() {
-    let (home, node) = Home::listening(|c| c.environment = svc::store::model::Environment::Sandbox).await;
-    home.clock.set(svc::clock::SystemClock.now());
+    let (home, node) = Home::listening(|c| c.environment = svc_store::model::Environment::Sandbox).await;
+    home.clock.set(svc_clock::SystemClock.now());
     let created = home
         .admin(
             "POST",
@@ -168,7 +168,7 @@ async fn in_the_sandbox_publish_sends_the_keys_grant() {
     assert_eq!(registered.status, 201, "{:?}", registered.body);
     let grant = registered.body["sandbox_key_grant"].as_str().unwrap().to_owned();
     let dir = tempfile::tempdir().unwrap();
-    svc::client::keyfile::write(&dir.path().join("integration.json"), &key).unwrap();
+    svc_client::keyfile::write(&dir.path().join("integration.json"), &key).unwrap();
     let rows = [HEADER.to_owned(), row("s-1", "9.90"), row("s-2", "19.90")].join("\n") + "\n";
     std::fs::write(dir.path().join("products.csv"), rows).unwrap();
     let base_url = format!("http://{}", node.addr);

@@ -8,9 +8,9 @@ use crate::common;
 use std::collections::HashMap;
 
 use common::*;
-use svc::actors::publisher::PublisherMsg;
-use svc::replication::{Op, entries_after};
-use svc::store::cf;
+use svc_node::actors::publisher::PublisherMsg;
+use svc_node::replication::{Op, entries_after};
+use svc_store::cf;
 
 // rule: P4.1.33, P3.16, P3.17, P3.27, P4.1.29
 #[tokio::test(flavor = "multi_thread")]
@@ -50,7 +50,7 @@ async fn a_crash_mid_push_resumes_and_publishes_nothing_twice() {
     let restarted = Home::start_in(dir).await;
     let mut settled = None;
     for _ in 0..200 {
-        let push: svc::store::model::PushRecord =
+        let push: svc_store::model::PushRecord =
             restarted.state.store.get(cf::PUSHES, push_id.as_bytes()).unwrap().unwrap();
         if push.completed_at.is_some() {
             settled = Some(push);

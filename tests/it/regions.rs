@@ -7,17 +7,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use svc::actors::receipt_folder;
-use svc::client::retrieval::RetrievalClient;
-use svc::client::transport::Transport;
-use svc::clock::SystemClock;
-use svc::config::{NodeConfig, RegionCredential, ReplicationConfig, Role};
-use svc::node::Node;
-use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{admin, ai_caller, ensure_seeded};
-use svc::store::cf;
-use svc::store::model::StoredReceipt;
+use svc_client::retrieval::RetrievalClient;
+use svc_client::transport::Transport;
+use svc_clock::SystemClock;
 use svc_core::keys::{Alg, SigningKey};
+use svc_http::node::Node;
+use svc_http::sandbox::corpus::{Sizes, generate};
+use svc_http::sandbox::seed::{admin, ai_caller, ensure_seeded};
+use svc_node::actors::receipt_folder;
+use svc_node::config::{NodeConfig, RegionCredential, ReplicationConfig, Role};
+use svc_store::cf;
+use svc_store::model::StoredReceipt;
 
 use crate::common::{eventually, link_request, region_token as token};
 
@@ -42,7 +42,7 @@ fn config(dir: &std::path::Path, region: &str, role: Role, home: Option<&Node>) 
     config
 }
 
-async fn get(base: &str, path: &str, token: Option<&str>) -> svc::client::transport::Answer {
+async fn get(base: &str, path: &str, token: Option<&str>) -> svc_client::transport::Answer {
     let mut request = axum::http::Request::get(path);
     if let Some(token) = token {
         request = request.header("authorization", format!("Bearer {token}"));
@@ -66,7 +66,7 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
     let (key, grant) = ai_caller(&home.state, "Far AI", 43).await.unwrap();
     let grant = grant.unwrap();
-    let home_head = svc::replication::last_seq(&home.state.store).unwrap();
+    let home_head = svc_node::replication::last_seq(&home.state.store).unwrap();
 
     // The read region catches up to home's head and says so.
     eventually("the read region is ready at home's head", || async {
@@ -79,8 +79,8 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     assert_eq!(ready["role"], "read");
     assert!(ready["indexed_seq"].as_u64() >= Some(home_head), "{ready}");
     assert_eq!(
-        svc::replication::entries_after(&read.state.store, 0, usize::MAX).unwrap(),
-        svc::replication::entries_after(&home.state.store, 0, usize::MAX).unwrap(),
+        svc_node::replication::entries_after(&read.state.store, 0, usize::MAX).unwrap(),
+        svc_node::replication::entries_after(&home.state.store, 0, usize::MAX).unwrap(),
         "the region's log is home's, entry for entry"
     );
 
@@ -155,7 +155,7 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
     let log = internal.send(as_eu("/internal/v1/log?after=0")).await.unwrap();
     assert_eq!(log.status, 200);
     // (The search at home introduced the sandbox key: one entry more.)
-    let head_now = svc::replication::last_seq(&home.state.store).unwrap();
+    let head_now = svc_node::replication::last_seq(&home.state.store).unwrap();
     assert_eq!(log.headers["x-svc-log-head"].to_str().unwrap(), head_now.to_string());
     let (frames, stopped) = svc_core::frames::decode(&log.bytes, 0);
     assert_eq!((frames.len() as u64, stopped), (head_now, None));
@@ -213,11 +213,11 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
 
 /// A fresh nonce, as a caller draws one.
 fn nonce() -> String {
-    svc_core::http_sig::nonce_from_bytes(&svc::clock::random::<32>())
+    svc_core::http_sig::nonce_from_bytes(&svc_clock::random::<32>())
 }
 
 fn now_secs() -> i64 {
-    svc::clock::Clock::now(&SystemClock).as_secs()
+    svc_clock::Clock::now(&SystemClock).as_secs()
 }
 
 /// The totals home counted for the caller's company.
@@ -230,7 +230,7 @@ async fn billed_at_home(client: &RetrievalClient) -> (u64, Value) {
 
 /// Where home's nonce feed holds the nonce (claimed anywhere), if it does.
 fn feed_seq(home: &Node, nonce: &str) -> Option<u64> {
-    let feed = svc::replication::exchange::feed_after(&home.state.store, 0, 100_000).unwrap();
+    let feed = svc_node::replication::exchange::feed_after(&home.state.store, 0, 100_000).unwrap();
     feed.iter().find(|e| e.claimed.nonce == nonce).map(|e| e.seq)
 }
 
@@ -285,7 +285,7 @@ async fn two_regions_serving(dir: &std::path::Path, prepaid: bool) -> TwoRegions
         served
     })
     .await;
-    let outbox_empty = || async { svc::replication::exchange::pending(&eu.state.store, 1).unwrap().is_empty() };
+    let outbox_empty = || async { svc_node::replication::exchange::pending(&eu.state.store, 1).unwrap().is_empty() };
     eventually("eu reported all it served", outbox_empty).await;
     TwoRegions { home, eu, at_home, at_eu, search, company_uuid: uuid.to_owned() }
 }
@@ -378,7 +378,7 @@ async fn a_signed_request_is_billed_once_across_regions_and_a_lease_fails_closed
 // rule: R5.36
 #[tokio::test(flavor = "multi_thread")]
 async fn a_claim_goes_home_while_the_regions_report_is_refused() {
-    use svc::replication::exchange::{self, Outgoing};
+    use svc_node::replication::exchange::{self, Outgoing};
     let dir = tempfile::tempdir().unwrap();
     let TwoRegions { home, eu, at_home, at_eu, search, .. } = two_regions_serving(dir.path(), false).await;
     let outbox = &eu.state.replica.as_ref().unwrap().outbox;
@@ -541,14 +541,14 @@ async fn a_read_region_signs_receipts_with_its_own_key_certified_by_home_and_rot
 
     // A restart keeps the new key.
     let eu = Node::start(config(dir.path(), "eu", Role::Read, Some(&home)), Arc::new(SystemClock)).await.unwrap();
-    assert_eq!(eu.state.key_set.signer(svc::clock::Clock::now(&SystemClock)).unwrap().key_id, new_kid);
+    assert_eq!(eu.state.key_set.signer(svc_clock::Clock::now(&SystemClock)).unwrap().key_id, new_kid);
     eu.stop().await;
     home.stop().await;
 }
 
 /// A postcard body POSTed to home's internal route `path` as region eu,
 /// under the MAC of `token`.
-async fn internal_post(home: &Node, path: &str, token: &str, body: Vec<u8>) -> svc::client::transport::Answer {
+async fn internal_post(home: &Node, path: &str, token: &str, body: Vec<u8>) -> svc_client::transport::Answer {
     let request = link_request("POST", path, "eu", token, body);
     let internal = Transport::new(&format!("http://{}", home.internal_addr.unwrap())).unwrap();
     internal.send(request).await.unwrap()
@@ -559,8 +559,8 @@ async fn internal_post(home: &Node, path: &str, token: &str, body: Vec<u8>) -> s
 // range are refused before they reach billing, which stays up.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_region_speaks_only_for_itself_and_out_of_range_values_are_refused() {
-    use svc::replication::exchange::{CLAIMS_MAX, Claimed, ClaimsReport, LeaseAsk, Outgoing, Report};
-    use svc::store::model::{UsageEvent, UsageKind};
+    use svc_node::replication::exchange::{CLAIMS_MAX, Claimed, ClaimsReport, LeaseAsk, Outgoing, Report};
+    use svc_store::model::{UsageEvent, UsageKind};
     let dir = tempfile::tempdir().unwrap();
     let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
     let eu = token("eu");
@@ -574,7 +574,7 @@ async fn a_region_speaks_only_for_itself_and_out_of_range_values_are_refused() {
 
     let posing = internal_post(&home, "/internal/v1/report", &eu, report("ap", vec![forged_key])).await;
     assert_eq!(posing.status, 401, "{}", String::from_utf8_lossy(&posing.bytes));
-    let now = svc::clock::Clock::now(&SystemClock);
+    let now = svc_clock::Clock::now(&SystemClock);
     let kid = key.verifying_key().thumbprint();
     let certified = home.state.key_set.key(svc_core::keyset::Purpose::Receipt, &kid, now, now);
     assert!(certified.is_none(), "no key is certified for ap on eu's word");
@@ -616,10 +616,13 @@ async fn a_region_speaks_only_for_itself_and_out_of_range_values_are_refused() {
     }
     // Billing took none of it and is still up.
     assert_eq!(internal_post(&home, "/internal/v1/report", &eu, report("eu", vec![])).await.status, 200);
-    assert!(svc::replication::exchange::feed_after(&home.state.store, 0, 10).unwrap().is_empty(), "no claim taken");
+    assert!(
+        svc_node::replication::exchange::feed_after(&home.state.store, 0, 10).unwrap().is_empty(),
+        "no claim taken"
+    );
     let taken = internal_post(&home, "/internal/v1/claims", &eu, claims("eu", vec![claim("n", soon)])).await;
     assert_eq!(taken.status, 200, "{}", String::from_utf8_lossy(&taken.bytes));
-    assert_eq!(svc::replication::exchange::feed_after(&home.state.store, 0, 10).unwrap().len(), 1);
+    assert_eq!(svc_node::replication::exchange::feed_after(&home.state.store, 0, 10).unwrap().len(), 1);
     let ready = get(&format!("http://{}", home.addr), "/readyz", None).await.json();
     assert_eq!(ready["failed_actors"], json!({}), "{ready}");
     home.stop().await;
@@ -630,12 +633,12 @@ async fn a_region_speaks_only_for_itself_and_out_of_range_values_are_refused() {
 // home's ad feed under the region's name, and ones out of range are refused.
 #[tokio::test(flavor = "multi_thread")]
 async fn home_takes_each_ad_fact_once_and_passes_it_on_in_its_feed() {
-    use svc::actors::ad_reservations::AdMsg;
-    use svc::replication::exchange::{AdFact, AdFactKind, AdFeedPage, Outgoing, Report};
     use svc_core::ads::pace::minute_of;
+    use svc_node::actors::ad_reservations::AdMsg;
+    use svc_node::replication::exchange::{AdFact, AdFactKind, AdFeedPage, Outgoing, Report};
     let dir = tempfile::tempdir().unwrap();
     let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
-    let now = svc::clock::Clock::now(&SystemClock);
+    let now = svc_clock::Clock::now(&SystemClock);
     let report = |facts: Vec<AdFact>| {
         let entries = facts.into_iter().map(Outgoing::AdFact).collect();
         postcard::to_stdvec(&Report { region: "eu".into(), entries }).unwrap()
@@ -675,7 +678,7 @@ async fn home_takes_each_ad_fact_once_and_passes_it_on_in_its_feed() {
     let secret: Vec<u8> = home
         .state
         .store
-        .get(svc::store::cf::AD_BOOK, svc::actors::ad_reservations::CONVERSATION_SECRET)
+        .get(svc_store::cf::AD_BOOK, svc_node::actors::ad_reservations::CONVERSATION_SECRET)
         .unwrap()
         .unwrap();
     assert!(!page.wrapped_secret.windows(32).any(|w| w == secret.as_slice()), "not in clear");
@@ -710,15 +713,15 @@ async fn home_takes_each_ad_fact_once_and_passes_it_on_in_its_feed() {
 // applying what home writes.
 #[tokio::test(flavor = "multi_thread")]
 async fn slow_posts_at_a_read_region_do_not_hold_up_its_replication() {
-    use svc::client::{Signer, Unsigned};
+    use svc_client::{Signer, Unsigned};
     use tokio::io::AsyncWriteExt;
     let dir = tempfile::tempdir().unwrap();
     let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
     let eu = Node::start(config(dir.path(), "eu", Role::Read, Some(&home)), Arc::new(SystemClock)).await.unwrap();
     let corpus = generate(13, Sizes::products_only(1, 5));
     ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
-    let (key, _) = svc::sandbox::seed::keys_of(&corpus.businesses[0]).unwrap();
-    let now = svc::clock::Clock::now(&SystemClock).as_secs();
+    let (key, _) = svc_http::sandbox::seed::keys_of(&corpus.businesses[0]).unwrap();
+    let now = svc_clock::Clock::now(&SystemClock).as_secs();
     let big = vec![b' '; 1 << 20];
     let mut sockets = Vec::new();
     for n in 0..40 {
@@ -736,7 +739,7 @@ async fn slow_posts_at_a_read_region_do_not_hold_up_its_replication() {
     }
     let refused = statuses.iter().filter(|s| matches!(s, Some(429 | 503))).count();
     let held = statuses.iter().filter(|s| s.is_none()).count();
-    let cap = svc::limits::PUBLISHES_PER_KEY;
+    let cap = svc_node::limits::PUBLISHES_PER_KEY;
     assert_eq!((held, refused), (cap, 40 - cap), "the key's publishes in flight held, the rest refused: {statuses:?}");
 
     let (ai_key, grant) = ai_caller(&home.state, "Honest AI", 61).await.unwrap();
@@ -760,7 +763,7 @@ async fn slow_posts_at_a_read_region_do_not_hold_up_its_replication() {
 
     // Home writes; the region applies it and stays ready meanwhile.
     admin(&home.state, "POST", "/admin/companies", json!({"name": "Later AI"})).await.unwrap();
-    let head = svc::replication::last_seq(&home.state.store).unwrap();
+    let head = svc_node::replication::last_seq(&home.state.store).unwrap();
     let read_url = read_url_of(&eu);
     eventually("the region applies home's newest entry while the posts are held", || async {
         let ready = get(&read_url, "/readyz", None).await;
@@ -780,7 +783,7 @@ fn read_url_of(node: &Node) -> String {
 // that request (an impostor, or frames altered on the way) is refused.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_region_refuses_an_answer_home_did_not_seal() {
-    use svc::replication::link::{HomeLink, HomeUrls, LinkError};
+    use svc_node::replication::link::{HomeLink, HomeUrls, LinkError};
     let impostor = axum::Router::new().route(
         "/internal/v1/log",
         axum::routing::get(|| async {
@@ -813,8 +816,8 @@ async fn listed(client: &RetrievalClient) -> Vec<Value> {
 
 /// The searches home counted for `business` in its analytics.
 fn searches_counted(node: &Node, business: &str) -> u64 {
-    let hours: Vec<(Vec<u8>, svc::store::model::HourCounts)> =
-        node.state.store.scan(cf::ANALYTICS, &svc::store::keys::prefix(&[business]), None, usize::MAX).unwrap();
+    let hours: Vec<(Vec<u8>, svc_store::model::HourCounts)> =
+        node.state.store.scan(cf::ANALYTICS, &svc_store::keys::prefix(&[business]), None, usize::MAX).unwrap();
     hours.iter().map(|(_, counts)| counts.searches).sum()
 }
 
@@ -830,7 +833,7 @@ async fn every_regions_receipts_list_and_count_at_home_even_after_the_region_is_
     let seeded = ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
     let business = seeded.businesses[0].0.clone();
     let (key, grant) = ai_caller(&home.state, "Far AI", 47).await.unwrap();
-    let head = svc::replication::last_seq(&home.state.store).unwrap();
+    let head = svc_node::replication::last_seq(&home.state.store).unwrap();
     eventually("eu is ready at home's head", || async {
         let ready = get(&eu_url, "/readyz", None).await;
         ready.status == 200 && ready.json()["indexed_seq"].as_u64() >= Some(head)
@@ -891,15 +894,19 @@ async fn every_regions_receipts_list_and_count_at_home_even_after_the_region_is_
     // A declared freshness expectation reaches eu's rows as it does home's
     // (declared here through home's one writer; the route is tested in
     // business_api.rs).
-    let mut change = svc::replication::Change::new();
+    let mut change = svc_node::replication::Change::new();
     change.put(
         cf::FRESHNESS,
-        &svc::store::keys::freshness(&business, "products"),
+        &svc_store::keys::freshness(&business, "products"),
         &r#"{"cadence":"weekly"}"#.to_owned(),
     );
-    let now = svc::clock::Clock::now(&SystemClock);
+    let now = svc_clock::Clock::now(&SystemClock);
     let publisher = &home.state.home.as_ref().unwrap().publisher;
-    publisher.call(|reply| svc::actors::publisher::PublisherMsg::Apply { change, now, reply }).await.unwrap().unwrap();
+    publisher
+        .call(|reply| svc_node::actors::publisher::PublisherMsg::Apply { change, now, reply })
+        .await
+        .unwrap()
+        .unwrap();
     eventually("eu's rows carry the declared freshness", || async {
         let answer = at_eu.call("POST", "/v1/search", serde_json::to_vec(&body).unwrap()).await.unwrap().json();
         let rows = answer["rows"].as_array().cloned().unwrap_or_default();

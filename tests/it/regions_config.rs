@@ -3,8 +3,8 @@
 //! (`config::check_deployment`): `regions/` on one host, `deploy/compose/`
 //! one container per region.
 
-use svc::config::{Hosts, NodeConfig, RegionCredential, ReplicationConfig, Role, check_deployment};
-use svc::front_door::FrontDoorConfig;
+use svc_http::front_door::FrontDoorConfig;
+use svc_node::config::{Hosts, NodeConfig, RegionCredential, ReplicationConfig, Role, check_deployment};
 
 fn load(path: &std::path::Path) -> NodeConfig {
     let text = std::fs::read_to_string(path).unwrap();
@@ -187,7 +187,7 @@ async fn a_node_refuses_to_start_with_a_missing_short_or_placeholder_token() {
     ] {
         let mut config = NodeConfig::local_home(dir.path().join("home"), listen, listen);
         config.admin_token = token.into();
-        let refused = svc::region::start(config, std::sync::Arc::new(svc::clock::SystemClock)).await.err();
+        let refused = svc_node::region::start(config, std::sync::Arc::new(svc_clock::SystemClock)).await.err();
         let refused = refused.expect("refused").to_string();
         assert!(refused.contains("admin_token") && refused.contains(why), "{refused}");
     }

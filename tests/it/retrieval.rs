@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::{Value, json};
-use svc::actors::publisher::PublisherMsg;
 use svc_core::digest::sha256_prefixed;
 use svc_core::dsse::Envelope;
 use svc_core::ids::product_id;
 use svc_core::receipt::{ReceiptCheck, verify};
 use svc_core::seal::{BatchMembership, BatchSealV2};
 use svc_core::source_line::SourceLine;
+use svc_node::actors::publisher::PublisherMsg;
 
 const LAMP: &str = "Oak desk lamp";
 
@@ -298,7 +298,7 @@ async fn an_allowance_that_cannot_be_checked_fails_closed_with_503() {
 async fn the_request_rate_and_the_query_cost_budget_give_429_with_a_wait() {
     let dir = tempfile::tempdir().unwrap();
     let home = Home::start_with_config(dir, |c| {
-        c.retrieval_limits = svc::config::RetrievalLimits { requests_per_second: 3, query_cost_per_minute: 8 };
+        c.retrieval_limits = svc_node::config::RetrievalLimits { requests_per_second: 3, query_cost_per_minute: 8 };
     })
     .await;
     corpus(&home).await;
@@ -463,8 +463,8 @@ async fn sandbox_key(home: &Home, seed: u8) -> (Caller, String, String) {
 async fn copy_key(from: &Home, to: &Home, key_id: &str) {
     let mut record = from.state.registry.retrieval_key(key_id).unwrap().unwrap();
     record.introduced = true;
-    let mut change = svc::replication::Change::new();
-    change.put(svc::store::cf::RETRIEVAL_KEYS, key_id.as_bytes(), &record);
+    let mut change = svc_node::replication::Change::new();
+    change.put(svc_store::cf::RETRIEVAL_KEYS, key_id.as_bytes(), &record);
     let now = to.clock.now();
     to.state
         .home
@@ -567,12 +567,12 @@ async fn suspended_endpoints_withhold_purchase_and_show_on_the_business_file() {
     // An AI policy that allows purchase, sealed by the owner's passkey.
     let policy = svc_core::ai_policy::record_bytes(&["cite_as_source"], &["answer", "purchase"], &[]);
     let config = &home.state.config;
-    let passkey = svc::client::sealing::Passkey {
+    let passkey = svc_client::sealing::Passkey {
         key: &lumio.passkey,
         rp_id: &config.passkey_rp_id,
         origin: &config.passkey_origin,
     };
-    let context = svc::client::sealing::SealContext { cert_id: lumio.cert_id.clone(), ai_policy_version: 0 };
+    let context = svc_client::sealing::SealContext { cert_id: lumio.cert_id.clone(), ai_policy_version: 0 };
     let seal = passkey.seal_record(&context, "ai_policy", &policy, home.clock.now(), Some(1)).unwrap();
     let body = json!({"record_base64": svc_core::b64::std_encode(&policy), "seal": seal});
     let sealed = home.admin("POST", &format!("/admin/businesses/{}/ai-policy", lumio.uuid), body).await;

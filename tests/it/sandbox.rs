@@ -6,8 +6,8 @@
 use crate::common;
 
 use common::*;
-use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{ensure_seeded, republish};
+use svc_http::sandbox::corpus::{Sizes, generate};
+use svc_http::sandbox::seed::{ensure_seeded, republish};
 
 // rule: R1.31, R1.41, P3.12, P3.13
 #[tokio::test(flavor = "multi_thread")]
@@ -65,7 +65,7 @@ async fn the_corpus_is_seeded_once_and_republished_with_the_same_bytes() {
 async fn a_sandbox_home_republishes_its_corpus_itself_each_night() {
     use svc_core::time::{HOUR, MINUTE};
     let (home, node) = Home::listening(|config| {
-        config.environment = svc::store::model::Environment::Sandbox;
+        config.environment = svc_store::model::Environment::Sandbox;
         config.sandbox_republish_at = "03:00".into();
     })
     .await;
@@ -75,7 +75,7 @@ async fn a_sandbox_home_republishes_its_corpus_itself_each_night() {
     let spec = &corpus.businesses[0];
     let first = svc_core::ids::product_id(uuid, &format!("{}-00000", spec.brand.to_ascii_uppercase()));
     let generation = || home.state.registry.record_head(&first).unwrap().unwrap().generation;
-    let looked = || home.state.store.contains(svc::store::cf::META, svc::store::keys::meta::SANDBOX_REPUBLISHED_AT);
+    let looked = || home.state.store.contains(svc_store::cf::META, svc_store::keys::meta::SANDBOX_REPUBLISHED_AT);
     for _ in 0..100 {
         if looked().unwrap() {
             break;
@@ -118,9 +118,9 @@ async fn until(what: &str, mut check: impl FnMut() -> bool) {
 
 /// A sandbox home with a small corpus seeded, whose retention pass runs
 /// every 50 ms, so a test moves its clock and sees what expired.
-async fn seeded_with_fast_retention() -> (Home, svc::sandbox::corpus::Corpus, svc::sandbox::seed::SeedState) {
+async fn seeded_with_fast_retention() -> (Home, svc_http::sandbox::corpus::Corpus, svc_http::sandbox::seed::SeedState) {
     let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| {
-        config.environment = svc::store::model::Environment::Sandbox;
+        config.environment = svc_store::model::Environment::Sandbox;
         config.retention_every_ms = 50;
     })
     .await;
@@ -154,7 +154,7 @@ async fn caller_created_sandbox_data_expires_ninety_days_after_its_last_use() {
         let listed: Vec<(Vec<u8>, ())> = home
             .state
             .store
-            .scan(svc::store::cf::RECEIPTS_BY_GROUP, &svc::store::keys::prefix(&[&caller.group_id]), None, 10)
+            .scan(svc_store::cf::RECEIPTS_BY_GROUP, &svc_store::keys::prefix(&[&caller.group_id]), None, 10)
             .unwrap();
         !listed.is_empty()
     };
@@ -238,12 +238,12 @@ async fn a_sandbox_business_s_own_data_expires_ninety_days_after_its_last_use() 
     home.clock.advance(91 * DAY);
     until("the business is removed", || registry.business(&visitor.uuid).unwrap().is_none()).await;
     let head = registry.record_head(&record_id).unwrap().expect("the fingerprint stays");
-    assert_eq!(head.state, svc::store::model::RecordState::Deleted, "its record is deleted, purged at every node");
+    assert_eq!(head.state, svc_store::model::RecordState::Deleted, "its record is deleted, purged at every node");
     assert!(registry.business_keys(&visitor.uuid).unwrap().is_empty(), "its keys are gone");
     assert!(registry.integration_key(&visitor.key_id).unwrap().is_none());
     assert!(registry.certificates(&visitor.uuid).unwrap().is_empty(), "its certificate is gone");
-    let kept: Option<svc::store::model::Campaign> =
-        home.state.store.get(svc::store::cf::CAMPAIGNS, campaign_id.as_bytes()).unwrap();
+    let kept: Option<svc_store::model::Campaign> =
+        home.state.store.get(svc_store::cf::CAMPAIGNS, campaign_id.as_bytes()).unwrap();
     assert!(kept.is_none(), "its campaign is gone");
     let refused = read().await;
     assert_eq!((refused.status, refused.body["code"].as_str()), (401, Some("key_unknown")), "{:?}", refused.body);
@@ -267,13 +267,13 @@ async fn the_sandbox_shows_ads_and_sponsored_products_and_keeps_them() {
     use serde_json::{Value, json};
     // As `svc up` runs it: a 20 % take.
     let home = Home::start_with_config(tempfile::tempdir().unwrap(), |config| {
-        config.environment = svc::store::model::Environment::Sandbox;
+        config.environment = svc_store::model::Environment::Sandbox;
         config.ads.take_rate_bps = 2_000;
     })
     .await;
     let corpus = generate(11, Sizes::products_only(8, 160));
     let seeded = ensure_seeded(&home.state, &corpus, &|_| {}).await.unwrap();
-    let campaigns = svc::sandbox::seed::campaigns(&home.state).unwrap();
+    let campaigns = svc_http::sandbox::seed::campaigns(&home.state).unwrap();
     assert_eq!(campaigns.len(), 5, "two ad campaigns and three sponsorships");
     home.wait_indexed().await;
     let key = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[41; 32]).unwrap();

@@ -22,7 +22,7 @@ async fn schemathesis_finds_no_server_error_and_no_answer_outside_the_descriptio
     let (home, node) = Home::listening_on_system_clock(|_| {}).await;
     let business = home.business("Lumen", products_scope(100_000)).await;
     // Sealed now, after the key's registration.
-    home.clock.set(svc::clock::SystemClock.now());
+    home.clock.set(svc_clock::SystemClock.now());
     let published =
         home.publish(&business, &[product("Lumen", "l-1", "19.90"), product("Lumen", "l-2", "9.90")], "p-1").await;
     assert_eq!(published.status, 200, "{:?}", published.body);

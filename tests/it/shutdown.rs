@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::Request;
 use serde_json::json;
-use svc::client::admin::Admin;
-use svc::client::retrieval::RetrievalClient;
-use svc::client::transport::Transport;
-use svc::clock::{Clock, SystemClock};
+use svc_client::admin::Admin;
+use svc_client::retrieval::RetrievalClient;
+use svc_client::transport::Transport;
+use svc_clock::{Clock, SystemClock};
 
 use crate::process;
 

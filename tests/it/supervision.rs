@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::Request;
 use serde_json::{Value, json};
-use svc::region::supervisor::{ChildState, SupervisorMsg};
+use svc_node::region::supervisor::{ChildState, SupervisorMsg};
 
 use crate::common::{Answer, Caller, Home, product, products_scope};
 use crate::retrieval::{get, lamp_search};
@@ -141,7 +141,7 @@ async fn a_full_mailbox_answers_503_with_retry_after_and_holds_nothing() {
     // A burst has taken every place at the nonce store, which every signed
     // request asks.
     let burst = home.state.nonces.occupy();
-    assert_eq!(burst.len(), svc::region::supervisor::MAILBOX_CAPACITY);
+    assert_eq!(burst.len(), svc_node::region::supervisor::MAILBOX_CAPACITY);
     let refused = home.search(&caller, "/v1/search", lamp_search()).await;
     assert_eq!((refused.status, refused.body["code"].as_str()), (503, Some("unavailable")), "{}", refused.body);
     assert_eq!(refused.headers["retry-after"], "1");

@@ -9,10 +9,10 @@ use axum::body::Body;
 use axum::http::Request;
 use common::*;
 use serde_json::{Value, json};
-use svc::actors::receipt_folder::ReceiptFolderMsg;
 use svc_core::dsse::Envelope;
 use svc_core::merkle::{self, Hash};
 use svc_core::tlog::{self, Checkpoint, ReceiptMinute, ReceiptProof, parse_path};
+use svc_node::actors::receipt_folder::ReceiptFolderMsg;
 
 const ORIGIN: &str = "api.svc.localhost/log";
 

@@ -5,19 +5,19 @@
 use std::time::Duration;
 
 use serde_json::json;
-use svc::cli::up::{Plan, Up};
-use svc::client::retrieval::RetrievalClient;
-use svc::client::transport::Transport;
-use svc::front_door::{FrontDoor, FrontDoorConfig, REGION_HEADER, Route};
-use svc::sandbox::corpus::{Sizes, generate};
-use svc::sandbox::seed::{ai_caller, ensure_seeded};
+use svc::commands::up::{Plan, Up};
+use svc_client::retrieval::RetrievalClient;
+use svc_client::transport::Transport;
+use svc_http::front_door::{FrontDoor, FrontDoorConfig, REGION_HEADER, Route};
+use svc_http::sandbox::corpus::{Sizes, generate};
+use svc_http::sandbox::seed::{ai_caller, ensure_seeded};
 
-async fn get(base: &str, path: &str) -> svc::client::transport::Answer {
+async fn get(base: &str, path: &str) -> svc_client::transport::Answer {
     let request = axum::http::Request::get(path).body(axum::body::Body::empty()).unwrap();
     Transport::new(base).unwrap().send(request).await.unwrap()
 }
 
-fn region_of(answer: &svc::client::transport::Answer) -> String {
+fn region_of(answer: &svc_client::transport::Answer) -> String {
     answer.headers.get(REGION_HEADER).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default()
 }
 

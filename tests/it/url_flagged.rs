@@ -16,7 +16,7 @@ use hickory_server::proto::rr::{LowerName, Name, RData, Record};
 use hickory_server::store::in_memory::InMemoryZoneHandler;
 use hickory_server::zone_handler::{AxfrPolicy, Catalog, ZoneType};
 use serde_json::json;
-use svc::config::BlocklistConfig;
+use svc_node::config::BlocklistConfig;
 
 const ZONE: &str = "bl.test.";
 const EVIL_URL: &str = "https://evil.example/p/SKU-2";

@@ -238,12 +238,12 @@ async fn ai_policy_bits_are_checked_against_the_sealed_policy() {
     assert_eq!(home.publish(&business, &[product("Lumen", "l-1", "19.90")], "a").await.status, 200);
     let policy = svc_core::ai_policy::record_bytes(&["cite_as_source"], &["answer"], &["politics_elections"]);
     let config = &home.state.config;
-    let passkey = svc::client::sealing::Passkey {
+    let passkey = svc_client::sealing::Passkey {
         key: &business.passkey,
         rp_id: &config.passkey_rp_id,
         origin: &config.passkey_origin,
     };
-    let context = svc::client::sealing::SealContext { cert_id: business.cert_id.clone(), ai_policy_version: 0 };
+    let context = svc_client::sealing::SealContext { cert_id: business.cert_id.clone(), ai_policy_version: 0 };
     let policy_seal = passkey.seal_record(&context, "ai_policy", &policy, home.clock.now(), Some(1)).unwrap();
     let body = json!({"record_base64": svc_core::b64::std_encode(&policy), "seal": policy_seal});
     let sealed = home.admin("POST", &format!("/admin/businesses/{}/ai-policy", business.uuid), body).await;

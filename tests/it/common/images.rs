@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use svc::config::NodeConfig;
 use svc_core::ads::images::png_header;
+use svc_node::config::NodeConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub struct ImageServer {

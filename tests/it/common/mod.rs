@@ -11,18 +11,18 @@ use axum::extract::ConnectInfo;
 use axum::http::{Request, Response};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
-pub use svc::clock::Clock;
-use svc::clock::ManualClock;
-use svc::config::NodeConfig;
-use svc::http::admin_router;
-use svc::region::Region;
-use svc::store::model::Environment;
-use svc::surfaces::public_router;
+pub use svc_clock::Clock;
+use svc_clock::ManualClock;
 use svc_core::dsse::{Envelope, payload_type};
 use svc_core::keys::{Alg, SigningKey};
 use svc_core::merkle::{BatchTree, root_form};
 use svc_core::seal::BatchSealV2;
 use svc_core::time::UnixMs;
+use svc_http::api::admin_router;
+use svc_http::surfaces::public_router;
+use svc_node::config::NodeConfig;
+use svc_node::region::Region;
+use svc_store::model::Environment;
 use tower::ServiceExt;
 
 pub mod images;
@@ -98,26 +98,26 @@ impl Home {
     pub async fn start_with_config(dir: tempfile::TempDir, configure: impl FnOnce(&mut NodeConfig)) -> Home {
         let clock = ManualClock::at(START);
         let config = test_config(&dir, configure);
-        let state = svc::region::start(config, Arc::new(clock.clone())).await.unwrap();
+        let state = svc_node::region::start(config, Arc::new(clock.clone())).await.unwrap();
         Home { state, clock, dir }
     }
 
     /// A production home served on loopback sockets, for what only a
     /// listener does: timeouts, connection caps, the TCP peer.
-    pub async fn listening(configure: impl FnOnce(&mut NodeConfig)) -> (Home, svc::node::Node) {
+    pub async fn listening(configure: impl FnOnce(&mut NodeConfig)) -> (Home, svc_http::node::Node) {
         let (dir, clock) = (tempfile::tempdir().unwrap(), ManualClock::at(START));
         let config = test_config(&dir, configure);
-        let node = svc::node::Node::start(config, Arc::new(clock.clone())).await.unwrap();
+        let node = svc_http::node::Node::start(config, Arc::new(clock.clone())).await.unwrap();
         (Home { state: node.state.clone(), clock, dir }, node)
     }
 
     /// A production home on loopback sockets whose node keeps the machine's
     /// time, for clients that sign by it (the helpers seal at the start).
-    pub async fn listening_on_system_clock(configure: impl FnOnce(&mut NodeConfig)) -> (Home, svc::node::Node) {
+    pub async fn listening_on_system_clock(configure: impl FnOnce(&mut NodeConfig)) -> (Home, svc_http::node::Node) {
         let dir = tempfile::tempdir().unwrap();
-        let now = svc::clock::SystemClock.now();
+        let now = svc_clock::SystemClock.now();
         let config = test_config(&dir, configure);
-        let node = svc::node::Node::start(config, Arc::new(svc::clock::SystemClock)).await.unwrap();
+        let node = svc_http::node::Node::start(config, Arc::new(svc_clock::SystemClock)).await.unwrap();
         (Home { state: node.state.clone(), clock: ManualClock::at(now), dir }, node)
     }
 
@@ -405,11 +405,12 @@ impl Home {
                 .as_ref()
                 .unwrap()
                 .publisher
-                .call(svc::actors::publisher::PublisherMsg::Observe)
+                .call(svc_node::actors::publisher::PublisherMsg::Observe)
                 .await
                 .unwrap()
                 .last_seq;
-            let applied = self.state.indexer.call(svc::actors::indexer::IndexerMsg::Observe).await.unwrap().applied_seq;
+            let applied =
+                self.state.indexer.call(svc_node::actors::indexer::IndexerMsg::Observe).await.unwrap().applied_seq;
             if applied >= last {
                 return;
             }
@@ -428,12 +429,12 @@ impl Home {
     /// A record the business's owner seals with a passkey and saves (Path B).
     pub async fn save_sealed(&self, business: &Business, record_type: &str, record: &[u8]) -> Answer {
         let config = &self.state.config;
-        let passkey = svc::client::sealing::Passkey {
+        let passkey = svc_client::sealing::Passkey {
             key: &business.passkey,
             rp_id: &config.passkey_rp_id,
             origin: &config.passkey_origin,
         };
-        let context = svc::client::sealing::SealContext { cert_id: business.cert_id.clone(), ai_policy_version: 0 };
+        let context = svc_client::sealing::SealContext { cert_id: business.cert_id.clone(), ai_policy_version: 0 };
         let seal = passkey.seal_record(&context, record_type, record, self.clock.now(), None).unwrap();
         let body =
             json!({"record_type": record_type, "record_base64": svc_core::b64::std_encode(record), "seal": seal});
@@ -446,7 +447,7 @@ impl Home {
     /// for tests that drive a push's steps themselves.
     pub async fn accept_push(&self, business: &Business, records: Vec<Vec<u8>>, push_id: &str) {
         let seal = self.batch_seal(business, &records, 1, 0, self.clock.now());
-        let push = svc::publish::NewPush {
+        let push = svc_node::publish::NewPush {
             business_uuid: business.uuid.clone(),
             key_id: business.key_id.clone(),
             record_type: svc_core::ids::RecordType::Products,
@@ -456,7 +457,7 @@ impl Home {
             batch_seal_json: seal.to_json(),
             batch_seal: svc_core::seal::read_batch_seal(&seal).unwrap(),
             mandate: self.state.registry.live_mandate(&business.key_id, "products", self.clock.now()).unwrap().unwrap(),
-            records: svc::publish::PushRecords::Inline(records),
+            records: svc_node::publish::PushRecords::Inline(records),
             sealed_at_fresh: true,
             idempotency: None,
             body_bytes: 1_000,
@@ -468,12 +469,12 @@ impl Home {
             .as_ref()
             .unwrap()
             .publisher
-            .call(|r| svc::actors::publisher::PublisherMsg::CreatePush(Box::new(push), id, r))
+            .call(|r| svc_node::actors::publisher::PublisherMsg::CreatePush(Box::new(push), id, r))
             .await
             .unwrap()
             .unwrap()
             .unwrap();
-        assert_eq!(created, svc::publish::Created::New(push_id.to_owned()));
+        assert_eq!(created, svc_node::publish::Created::New(push_id.to_owned()));
     }
 }
 
@@ -497,8 +498,8 @@ pub async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
 }
 
 pub fn link_request(method: &str, path: &str, region: &str, token: &str, body: Vec<u8>) -> Request<Body> {
-    let at = svc::clock::Clock::now(&svc::clock::SystemClock).0;
-    link_request_at(method, path, region, token, body, at, &hex::encode(svc::clock::random::<16>()))
+    let at = svc_clock::Clock::now(&svc_clock::SystemClock).0;
+    link_request_at(method, path, region, token, body, at, &hex::encode(svc_clock::random::<16>()))
 }
 
 /// A link request made at `at` under the request id `id`.

@@ -3,9 +3,9 @@
 //! as a browser would, without one.
 
 use serde_json::{Value, json};
-use svc::service::portal::{Signed, people, sessions};
-use svc::store::model::PasskeyRole;
 use svc_core::keys::{Alg, SigningKey};
+use svc_node::service::portal::{Signed, people, sessions};
+use svc_store::model::PasskeyRole;
 
 use super::Home;
 

@@ -6,8 +6,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
-use svc::client::admin::Admin;
-use svc::client::sealing::SealContext;
+use svc_client::admin::Admin;
+use svc_client::sealing::SealContext;
 use svc_core::keys::SigningKey;
 
 pub const AUTHORITY: &str = "api.svc.localhost";

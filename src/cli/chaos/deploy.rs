@@ -1,0 +1,412 @@
+//! A real deployment for a chaos run: home and its read regions, each a
+//! `svc node` process with its own configuration and data directory under
+//! the run's folder. Each node keeps the ports it first bound, so a node
+//! killed and started again is where its clients and peers expect it.
+//! Dropping the deployment kills every process it started.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::disk::{DiskError, SmallDisk};
+use super::network::{Network, NetworkError, NetworkKind};
+use svc_client::admin::Admin;
+use svc_node::faults::CrashPoint;
+
+/// Why a deployment could not be made or driven.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    #[error("{}: {source}", .path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{node} did not start: {detail}")]
+    Start { node: String, detail: String },
+    #[error("{node} was not ready within {seconds} s")]
+    NotReady { node: String, seconds: u64 },
+    #[error("no node is called {0}")]
+    Unknown(String),
+    #[error("signal {signal} to {node}: {detail}")]
+    Signal { node: String, signal: &'static str, detail: String },
+    #[error("fault on {node}: {detail}")]
+    Fault { node: String, detail: String },
+    #[error(transparent)]
+    Network(#[from] NetworkError),
+    #[error(transparent)]
+    Disk(#[from] DiskError),
+}
+
+/// The authority every node serves, so a signed request is valid at each.
+pub const AUTHORITY: &str = "api.svc.localhost";
+
+/// One `svc node` process.
+pub struct Node {
+    pub name: String,
+    pub config: PathBuf,
+    pub public_url: String,
+    pub admin_url: String,
+    pub internal_url: Option<String>,
+    child: Option<Child>,
+}
+
+impl Node {
+    /// Whether the process is running (not killed by a fault).
+    pub fn is_up(&self) -> bool {
+        self.child.is_some()
+    }
+
+    fn signal(&self, signal: &'static str) -> Result<(), DeployError> {
+        let Some(child) = &self.child else {
+            return Err(DeployError::Signal { node: self.name.clone(), signal, detail: "not running".into() });
+        };
+        let status = Command::new("kill").arg(format!("-{signal}")).arg(child.id().to_string()).status();
+        match status {
+            Ok(s) if s.success() => Ok(()),
+            other => Err(DeployError::Signal { node: self.name.clone(), signal, detail: format!("{other:?}") }),
+        }
+    }
+}
+
+/// Home (first) and its read regions.
+pub struct Deployment {
+    pub dir: PathBuf,
+    binary: PathBuf,
+    pub admin_token: String,
+    pub nodes: Vec<Node>,
+    /// What the nodes talk over; dropped after them.
+    pub network: Network,
+    /// Why the run is on loopback when it asked for namespaces.
+    pub network_note: Option<String>,
+    /// The data directories on small disks of their own, by node.
+    disks: std::collections::HashMap<String, SmallDisk>,
+}
+
+/// What a deployment is made of, beyond home.
+pub struct Plan<'a> {
+    pub regions: &'a [String],
+    /// A network partitions can cut; plain loopback when `None`.
+    pub network: Option<NetworkKind>,
+    /// The nodes whose data directory is a small disk a fault can fill.
+    pub small_disks: Vec<String>,
+}
+
+/// A read region's token on home's internal routes, drawn for the run.
+fn region_token(run_secret: &str, region: &str) -> String {
+    format!("{region}-{run_secret}")
+}
+
+impl Deployment {
+    /// Starts home, then each read region, and waits until all are ready.
+    /// `binary` is the `svc` executable. With `network`, the nodes talk
+    /// over a network a partition can cut; without, over plain loopback.
+    pub async fn start(binary: &Path, dir: &Path, plan: &Plan<'_>) -> Result<Deployment, DeployError> {
+        let regions = plan.regions;
+        std::fs::create_dir_all(dir).map_err(|source| DeployError::Io { path: dir.to_owned(), source })?;
+        let secret = hex::encode(svc_clock::random::<16>());
+        let names: Vec<String> = std::iter::once("home".to_owned()).chain(regions.iter().cloned()).collect();
+        let (network, network_note) = match plan.network {
+            Some(kind) => Network::create(kind, &secret[..8], &names)?,
+            None => (Network::Direct, None),
+        };
+        let mut deployment = Deployment {
+            dir: dir.to_owned(),
+            binary: binary.to_owned(),
+            admin_token: format!("admin-{secret}"),
+            nodes: Vec::new(),
+            network,
+            network_note,
+            disks: Default::default(),
+        };
+        for name in &plan.small_disks {
+            let disk = SmallDisk::mount(&dir.join(name))?;
+            deployment.disks.insert(name.clone(), disk);
+        }
+        let home_links: String = regions
+            .iter()
+            .map(|r| format!("[[replication.regions]]\nname = \"{r}\"\ntoken = \"{}\"\n", region_token(&secret, r)))
+            .collect();
+        let home = deployment.write_config(
+            "home",
+            "home",
+            // The log is sequenced every 5 s, not hourly, so clients see it grow.
+            &format!("internal_listen = \"{}:0\"\nlog_sequence_every_ms = 5000\n", deployment.network.address("home")),
+            &format!("[replication]\n{home_links}"),
+        )?;
+        deployment.launch(home).await?;
+        for region in regions {
+            let home = &deployment.nodes[0];
+            let (mut public, mut internal) = (home.public_url.clone(), home.internal_url.clone().unwrap_or_default());
+            if let Network::Loopback(proxies) = &deployment.network {
+                let address = |url: &str| url.trim_start_matches("http://").parse::<std::net::SocketAddr>();
+                if let (Ok(a), Ok(b)) = (address(&public), address(&internal)) {
+                    let [p, i] = proxies.link(region, [a, b]).await?;
+                    (public, internal) = (format!("http://{p}"), format!("http://{i}"));
+                }
+            }
+            let link = format!(
+                "[replication]\nhome_url = \"{public}\"\ninternal_url = \"{internal}\"\ntoken = \"{}\"\n",
+                region_token(&secret, region)
+            );
+            let config = deployment.write_config(region, "read", "", &link)?;
+            deployment.launch(config).await?;
+        }
+        for node in &deployment.nodes {
+            wait_ready(node, Duration::from_secs(60)).await?;
+        }
+        Ok(deployment)
+    }
+
+    fn write_config(
+        &self,
+        name: &str,
+        role: &str,
+        listeners: &str,
+        replication: &str,
+    ) -> Result<(String, PathBuf), DeployError> {
+        let ip = self.network.address(name);
+        let text = format!(
+            "region = \"{name}\"\nrole = \"{role}\"\nenvironment = \"production\"\ndata_dir = \"{}\"\n\
+             listen = \"{ip}:0\"\nadmin_listen = \"{ip}:0\"\n{listeners}public_authority = \"{AUTHORITY}\"\n\
+             verify_base_url = \"http://verify.svc.localhost\"\nadmin_token = \"{}\"\n\
+             passkey_rp_id = \"portal.svc.localhost\"\npasskey_origin = \"https://portal.svc.localhost\"\n\
+             fault_injection = true\n\n{replication}",
+            self.dir.join(name).display(),
+            self.admin_token
+        );
+        let path = self.dir.join(format!("{name}.toml"));
+        std::fs::write(&path, text).map_err(|source| DeployError::Io { path: path.clone(), source })?;
+        Ok((name.to_owned(), path))
+    }
+
+    /// Starts a node from its configuration; the first time, pins the ports
+    /// it bound into the configuration for its restarts.
+    async fn launch(&mut self, (name, config): (String, PathBuf)) -> Result<(), DeployError> {
+        let (child, addresses) = spawn(self.network.command(&name, &self.binary), &name, &config, &self.dir)?;
+        let url = |key: &str| addresses[key].as_str().map(|a| format!("http://{a}"));
+        let node = Node {
+            public_url: url("listen").unwrap_or_default(),
+            admin_url: url("admin_listen").unwrap_or_default(),
+            internal_url: url("internal_listen"),
+            name,
+            config,
+            child: Some(child),
+        };
+        let text = std::fs::read_to_string(&node.config)
+            .map_err(|source| DeployError::Io { path: node.config.clone(), source })?;
+        // Each `key = "127.0.0.1:0"` line becomes the address it bound.
+        let pinned: Vec<String> = text
+            .lines()
+            .map(|line| {
+                let key = line.split(" = ").next().unwrap_or_default();
+                match addresses[key].as_str() {
+                    Some(address) if matches!(key, "listen" | "admin_listen" | "internal_listen") => {
+                        format!("{key} = \"{address}\"")
+                    }
+                    _ => line.to_owned(),
+                }
+            })
+            .collect();
+        let text = pinned.join("\n") + "\n";
+        std::fs::write(&node.config, text).map_err(|source| DeployError::Io { path: node.config.clone(), source })?;
+        self.nodes.push(node);
+        Ok(())
+    }
+
+    pub fn node(&self, name: &str) -> Result<&Node, DeployError> {
+        self.nodes.iter().find(|n| n.name == name).ok_or_else(|| DeployError::Unknown(name.to_owned()))
+    }
+
+    fn node_mut(&mut self, name: &str) -> Result<&mut Node, DeployError> {
+        self.nodes.iter_mut().find(|n| n.name == name).ok_or_else(|| DeployError::Unknown(name.to_owned()))
+    }
+
+    /// SIGKILL: the process ends at once, mid-write if it was writing.
+    pub fn kill(&mut self, name: &str) -> Result<(), DeployError> {
+        let node = self.node_mut(name)?;
+        if let Some(mut child) = node.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        Ok(())
+    }
+
+    /// Starts a killed node again from its data directory, on its ports.
+    pub async fn restart(&mut self, name: &str) -> Result<(), DeployError> {
+        let command = self.network.command(name, &self.binary);
+        let dir = self.dir.clone();
+        let node = self.node_mut(name)?;
+        if node.child.is_none() {
+            let (child, _) = spawn(command, &node.name, &node.config, &dir)?;
+            node.child = Some(child);
+        }
+        Ok(())
+    }
+
+    /// SIGSTOP: the process keeps its sockets and answers nothing.
+    pub fn stop(&self, name: &str) -> Result<(), DeployError> {
+        self.node(name)?.signal("STOP")
+    }
+
+    /// SIGCONT.
+    pub fn resume(&self, name: &str) -> Result<(), DeployError> {
+        self.node(name)?.signal("CONT")
+    }
+
+    /// One call to a node's fault-injection routes.
+    async fn inject(&self, name: &str, path: &str, body: Value) -> Result<(), DeployError> {
+        let node = self.node(name)?;
+        let fault = |detail: String| DeployError::Fault { node: name.to_owned(), detail };
+        let admin = Admin::new(&node.admin_url, self.admin_token.clone()).map_err(|e| fault(e.to_string()))?;
+        admin.call("POST", path, Some(body)).await.map(|_| ()).map_err(|e| fault(e.to_string()))
+    }
+
+    /// Arms `step` and waits (up to `within`) for the node to abort there.
+    pub async fn crash_at(&mut self, name: &str, step: CrashPoint, within: Duration) -> Result<(), DeployError> {
+        self.inject(name, "/admin/faults/crash", json!({ "at": step })).await?;
+        let started = std::time::Instant::now();
+        while started.elapsed() < within {
+            let node = self.node_mut(name)?;
+            if let Some(child) = &mut node.child
+                && let Ok(Some(_)) = child.try_wait()
+            {
+                node.child = None;
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let _ = self.inject(name, "/admin/faults/crash", json!({ "at": null })).await;
+        Err(DeployError::Fault {
+            node: name.to_owned(),
+            detail: format!("its write path did not reach {} within {} s", step.name(), within.as_secs()),
+        })
+    }
+
+    /// Cuts (or heals) the network between two nodes; a note when there
+    /// was nothing to cut.
+    pub fn partition(&self, a: &str, b: &str, cut: bool) -> Result<Option<String>, DeployError> {
+        self.node(a)?;
+        self.node(b)?;
+        Ok(self.network.partition(a, b, cut)?)
+    }
+
+    fn disk(&self, name: &str) -> Result<&SmallDisk, DeployError> {
+        self.disks.get(name).ok_or_else(|| DeployError::Unknown(format!("a small disk for {name}")))
+    }
+
+    /// Fills the node's small disk; answers how many bytes that took.
+    pub fn fill_disk(&self, name: &str) -> Result<u64, DeployError> {
+        Ok(self.disk(name)?.fill()?)
+    }
+
+    /// Deletes what `fill_disk` wrote.
+    pub fn free_disk(&self, name: &str) -> Result<(), DeployError> {
+        Ok(self.disk(name)?.free()?)
+    }
+
+    /// Moves the node's clock `skew_ms` from the machine's (0 puts it back).
+    pub async fn skew_clock(&self, name: &str, skew_ms: i64) -> Result<(), DeployError> {
+        self.inject(name, "/admin/faults/clock", json!({ "skew_ms": skew_ms })).await
+    }
+}
+
+impl Deployment {
+    /// Stops every node and deletes their data directories, keeping each
+    /// node's configuration and log: a run that ended as expected needs no
+    /// more than its report, and a smoke run in CI should not fill the disk.
+    pub fn remove_data(mut self) -> Result<(), DeployError> {
+        self.halt();
+        self.disks.clear();
+        for node in &self.nodes {
+            let data = self.dir.join(&node.name);
+            std::fs::remove_dir_all(&data).map_err(|source| DeployError::Io { path: data, source })?;
+        }
+        Ok(())
+    }
+
+    fn halt(&mut self) {
+        for node in &mut self.nodes {
+            if let Some(mut child) = node.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+impl Drop for Deployment {
+    /// Nothing a run started outlives it, a stopped process included.
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// Spawns `svc node` and reads its first line (the bound addresses). Its
+/// log goes to `{dir}/{name}.log`, appended across restarts.
+fn spawn(mut command: Command, name: &str, config: &Path, dir: &Path) -> Result<(Child, Value), DeployError> {
+    let log_path = dir.join(format!("{name}.log"));
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|source| DeployError::Io { path: log_path.clone(), source })?;
+    let mut child = command
+        .args(["node", "--config"])
+        .arg(config)
+        .env("SVC_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| DeployError::Start { node: name.to_owned(), detail: e.to_string() })?;
+    let mut line = String::new();
+    let stdout =
+        child.stdout.take().ok_or_else(|| DeployError::Start { node: name.to_owned(), detail: "no stdout".into() })?;
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .map_err(|e| DeployError::Start { node: name.to_owned(), detail: e.to_string() })?;
+    let addresses: Value = serde_json::from_str(&line).map_err(|_| {
+        let _ = child.kill();
+        DeployError::Start { node: name.to_owned(), detail: format!("see {}", log_path.display()) }
+    })?;
+    Ok((child, addresses))
+}
+
+/// Polls `/readyz` until it answers 200.
+pub async fn wait_ready(node: &Node, within: Duration) -> Result<(), DeployError> {
+    poll_ready(node, within, |_| true).await
+}
+
+/// Waits until `node` is ready and its index holds everything its log
+/// does (`indexed_seq` at least its `head_seq` or `applied_seq`): a node
+/// ready while its index is stuck (a shard that never took a write again)
+/// has not converged.
+pub async fn wait_caught_up(node: &Node, within: Duration) -> Result<(), DeployError> {
+    poll_ready(node, within, |body| {
+        let log = ["head_seq", "applied_seq"].iter().filter_map(|m| body[*m].as_u64()).max().unwrap_or(0);
+        body["indexed_seq"].as_u64().is_some_and(|indexed| indexed >= log)
+    })
+    .await
+}
+
+/// Polls `/readyz` until it answers 200 with a body `done` accepts.
+async fn poll_ready(
+    node: &Node,
+    within: Duration,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> Result<(), DeployError> {
+    let transport = svc_client::transport::Transport::new(&node.public_url)
+        .map_err(|e| DeployError::Start { node: node.name.clone(), detail: e.to_string() })?;
+    let started = std::time::Instant::now();
+    while started.elapsed() < within {
+        let request = axum::http::Request::get("/readyz").body(axum::body::Body::empty());
+        if let Ok(request) = request
+            && let Ok(Ok(answer)) = tokio::time::timeout(Duration::from_secs(2), transport.send(request)).await
+            && answer.status == 200
+            && done(&answer.json())
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(DeployError::NotReady { node: node.name.clone(), seconds: within.as_secs() })
+}

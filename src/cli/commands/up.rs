@@ -1,0 +1,286 @@
+//! `svc up`: a whole deployment in one process. Home, and two read regions
+//! that pull home's replication log over HTTP/2 on loopback, each on its own
+//! ports and in its own data folder; a front door before them; the sandbox
+//! corpus published at home.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::CliError;
+use svc_clock::SystemClock;
+use svc_http::front_door::{FrontDoor, FrontDoorConfig, Route};
+use svc_http::node::Node;
+use svc_node::config::{NodeConfig, Peer, RegionCredential, ReplicationConfig, Role};
+
+/// The take rate of `svc up`'s home (basis points): 20 %.
+const SANDBOX_TAKE_BPS: u32 = 2_000;
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub admin_listen: SocketAddr,
+    pub ports_from: u16,
+    pub latency: Vec<String>,
+    pub seed: u64,
+}
+
+impl Plan {
+    /// The default deployment (home, eu, ap; eu nearest) on ports the
+    /// system picks, its data under `data_dir`: for tests and tools that run
+    /// beside others.
+    pub fn on_free_ports(data_dir: PathBuf) -> Plan {
+        let any = SocketAddr::from(([127, 0, 0, 1], 0));
+        Plan {
+            data_dir,
+            listen: any,
+            admin_listen: any,
+            ports_from: 0,
+            latency: vec!["eu=10".into(), "home=25".into(), "ap=40".into()],
+            seed: 1,
+        }
+    }
+}
+
+/// The regions `svc up` runs, with the offset of their public port.
+const REGIONS: &[(&str, Role, u16)] = &[("home", Role::Home, 0), ("eu", Role::Read, 10), ("ap", Role::Read, 20)];
+
+/// Parses `region=ms` pairs; every region of the deployment needs one.
+fn latency_table(pairs: &[String]) -> Result<Vec<(String, u64)>, CliError> {
+    let mut table = Vec::new();
+    for pair in pairs {
+        let (region, ms) =
+            pair.split_once('=').ok_or_else(|| CliError::Usage(format!("--latency {pair}: region=ms")))?;
+        let ms =
+            ms.trim().parse::<u64>().map_err(|_| CliError::Usage(format!("--latency {pair}: ms is a whole number")))?;
+        table.push((region.trim().to_owned(), ms));
+    }
+    for (region, _, _) in REGIONS {
+        if !table.iter().any(|(r, _)| r == region) {
+            return Err(CliError::Usage(format!("--latency names no latency for {region}")));
+        }
+    }
+    Ok(table)
+}
+
+/// One region's configuration under `data_dir/<region>`; a read region
+/// pulls from `home` with its own token (`data_dir/<region>/replication_token`),
+/// and home knows every read region's.
+fn region_config(
+    plan: &Plan,
+    (region, role, offset): (&str, Role, u16),
+    home: Option<&Node>,
+    publics: &[(String, SocketAddr)],
+) -> Result<NodeConfig, CliError> {
+    let dir = plan.data_dir.join(region);
+    std::fs::create_dir_all(&dir).map_err(|source| CliError::Io { path: dir.clone(), source })?;
+    let ip = plan.listen.ip();
+    // Port 0 everywhere (tests) lets the system choose.
+    let port = |n: u16| if plan.ports_from == 0 { 0 } else { plan.ports_from + n };
+    let public = publics.iter().find(|(name, _)| name == region).map_or(SocketAddr::new(ip, 0), |(_, a)| *a);
+    let admin = match role {
+        Role::Home => plan.admin_listen,
+        Role::Read => SocketAddr::new(ip, port(offset + 1)),
+    };
+    let mut config = NodeConfig::local_home(dir.clone(), public, admin);
+    config.region = region.to_owned();
+    config.role = role;
+    // Every other region, for the ad confirmations it owns.
+    config.peers = publics
+        .iter()
+        .filter(|(name, _)| name != region)
+        .map(|(name, addr)| Peer { name: name.clone(), url: format!("http://{addr}") })
+        .collect();
+    config.admin_token = super::secret_file(&dir.join("admin_token"))?;
+    // The door and the read regions forward callers from this address: a
+    // node reads the caller's own from their X-Forwarded-For, so one busy
+    // checker never shares a rate with every caller behind a forwarder.
+    let trusted = if ip.is_ipv4() { format!("{ip}/32") } else { format!("{ip}/128") };
+    config.trusted_proxies = vec![trusted.parse().map_err(CliError::Usage)?];
+    // The portal is reached through the door; a browser treats
+    // http://localhost as a secure context, so passkeys work without TLS.
+    config.passkey_rp_id = "localhost".into();
+    config.passkey_origin = format!("http://localhost:{}", plan.listen.port());
+    config.replication = Some(match home {
+        None => {
+            // The sandbox's campaigns pay a 20 % take on their net prices.
+            config.ads.take_rate_bps = SANDBOX_TAKE_BPS;
+            config.internal_listen = Some(SocketAddr::new(ip, port(offset + 2)));
+            let mut regions = Vec::new();
+            for &(name, role, _) in REGIONS {
+                if role == Role::Read {
+                    let token = region_token(plan, name)?;
+                    regions.push(RegionCredential::new(name, &token));
+                }
+            }
+            ReplicationConfig::home(regions)
+        }
+        Some(home) => {
+            let internal = home.internal_addr.map(|a| format!("http://{a}"));
+            ReplicationConfig::read(Some(format!("http://{}", home.addr)), internal, &region_token(plan, region)?)
+        }
+    });
+    Ok(config)
+}
+
+/// Each region's public address, known before any starts so each can
+/// name the others: from `ports_from`, or ports the system frees for it.
+fn public_addresses(plan: &Plan) -> Result<Vec<(String, SocketAddr)>, CliError> {
+    let ip = plan.listen.ip();
+    let mut publics = Vec::new();
+    for &(region, _, offset) in REGIONS {
+        let addr = if plan.ports_from == 0 {
+            let probe = std::net::TcpListener::bind(SocketAddr::new(ip, 0))
+                .map_err(|source| CliError::Io { path: PathBuf::from(format!("{ip}:0")), source })?;
+            probe.local_addr().map_err(|source| CliError::Io { path: PathBuf::from(format!("{ip}:0")), source })?
+        } else {
+            SocketAddr::new(ip, plan.ports_from + offset)
+        };
+        publics.push((region.to_owned(), addr));
+    }
+    Ok(publics)
+}
+
+/// A read region's token on home's internal routes, drawn at its first start.
+fn region_token(plan: &Plan, region: &str) -> Result<String, CliError> {
+    let dir = plan.data_dir.join(region);
+    std::fs::create_dir_all(&dir).map_err(|source| CliError::Io { path: dir.clone(), source })?;
+    super::secret_file(&dir.join("replication_token"))
+}
+
+/// A running deployment: its regions (home first) and the door before them.
+pub struct Up {
+    pub nodes: Vec<Node>,
+    pub door: FrontDoor,
+}
+
+impl Up {
+    /// Starts home, then the read regions pulling from it, then the door.
+    pub async fn start(plan: &Plan) -> Result<Up, CliError> {
+        // The door's port names the portal's passkey origin, so it is known
+        // before any region starts, even when the system picks it.
+        let listen = match plan.listen.port() {
+            0 => std::net::TcpListener::bind(plan.listen)
+                .and_then(|l| l.local_addr())
+                .map_err(|source| CliError::Io { path: "the front door's port".into(), source })?,
+            _ => plan.listen,
+        };
+        let plan = &Plan { listen, ..plan.clone() };
+        let latency = latency_table(&plan.latency)?;
+        std::fs::create_dir_all(&plan.data_dir)
+            .map_err(|source| CliError::Io { path: plan.data_dir.clone(), source })?;
+        let publics = public_addresses(plan)?;
+        let mut nodes: Vec<Node> = Vec::new();
+        for &(region, role, offset) in REGIONS {
+            let config = region_config(plan, (region, role, offset), nodes.first(), &publics)?;
+            nodes.push(Node::start(config, Arc::new(SystemClock)).await?);
+        }
+        let routes = nodes
+            .iter()
+            .map(|node| {
+                let region = node.state.config.region.clone();
+                // One machine: the distance is simulated, and measured.
+                let delay_ms = latency.iter().find(|(r, _)| *r == region).map(|(_, ms)| *ms);
+                Route { region, url: format!("http://{}", node.addr), latency_ms: None, delay_ms }
+            })
+            .collect();
+        let door = FrontDoor::start(FrontDoorConfig {
+            listen: plan.listen,
+            probe_ms: 250,
+            regions: routes,
+            listener: Default::default(),
+        })
+        .await?;
+        Ok(Up { nodes, door })
+    }
+
+    /// Stops the door first, so no new request reaches a stopping region,
+    /// then the read regions, then home.
+    pub async fn stop(self) {
+        self.door.stop().await;
+        for node in self.nodes.into_iter().rev() {
+            node.stop().await;
+        }
+    }
+}
+
+pub fn run(plan: Plan) -> Result<(), CliError> {
+    super::block_on_workers(async move {
+        let stopped = super::stop_signal()?;
+        let up = Up::start(&plan).await?;
+        print_addresses(&plan.data_dir, &up.door, &up.nodes);
+        let home = &up.nodes[0];
+        let corpus = svc_http::sandbox::corpus::generate(plan.seed, svc_http::sandbox::corpus::Sizes::default());
+        let started = svc_clock::monotonic();
+        let bar = super::progress::Bar::counting("  seeding the sandbox corpus at home", 0);
+        let report = |p: svc_http::sandbox::seed::Progress| bar.set(p.done as u64, p.total as u64, p.stage);
+        let seeded = svc_http::sandbox::seed::ensure_seeded(&home.state, &corpus, &report).await?;
+        bar.finish();
+        println!(
+            "  sandbox corpus  seed {}: {} businesses, {} records ({:.1} s); the read regions replicate it",
+            seeded.seed,
+            seeded.businesses.len(),
+            corpus.record_count(),
+            started.elapsed().as_secs_f64()
+        );
+        let specs = corpus.businesses.iter().flat_map(|b| &b.campaigns);
+        let campaigns: Vec<(String, String)> = svc_http::sandbox::seed::campaigns(&home.state)?
+            .into_iter()
+            .zip(specs)
+            .map(|(id, spec)| {
+                let term = |name: &str| spec.terms[name].as_str().unwrap_or_default().to_owned();
+                let about =
+                    format!("{}: {} {}, budget {}", term("name"), term("placement"), term("basis"), term("budget"));
+                (id, about)
+            })
+            .collect();
+        print_tour(&plan.data_dir, &up.door, home, seeded.businesses.first().map(|b| b.0.as_str()), &campaigns);
+        stopped.await;
+        up.stop().await;
+        Ok(())
+    })
+}
+
+fn print_addresses(data_dir: &Path, door: &FrontDoor, nodes: &[Node]) {
+    println!("svc {}: a home region and two read regions (sandbox)", env!("CARGO_PKG_VERSION"));
+    println!("  front door     http://{}  (sign for authority api.svc.localhost)", door.addr);
+    println!("  region  role  public                 admin                  measured latency (simulated distance)");
+    for row in door.table() {
+        let Some(node) = nodes.iter().find(|n| n.state.config.region == row.route.region) else { continue };
+        let role = if node.state.home.is_some() { "home" } else { "read" };
+        let measured = row.latency.ms().map_or("-".into(), |ms| format!("{ms:.1} ms"));
+        println!(
+            "  {:<7} {:<5} http://{:<15} http://{:<15} {measured} ({} ms, {:?})",
+            row.route.region,
+            role,
+            node.addr,
+            node.admin_addr,
+            row.route.delay_ms.unwrap_or(0),
+            row.health
+        );
+    }
+    println!("  admin tokens   {}/<region>/admin_token", data_dir.display());
+}
+
+fn print_tour(data_dir: &Path, door: &FrontDoor, home: &Node, business: Option<&str>, campaigns: &[(String, String)]) {
+    let token_file = data_dir.join("home").join("admin_token");
+    let admin = format!("svc admin --url http://{} --token-file {}", home.admin_addr, token_file.display());
+    println!("Try (the README's tour goes on from here):");
+    println!("  {admin} observe");
+    println!("  {admin} business show {}", business.unwrap_or("<uuid>"));
+    for (id, about) in campaigns {
+        println!("  {admin} campaign show {id}    # {about}");
+    }
+    println!("  svc keygen --alg ed25519 --out ai.json");
+    println!("  {admin} company create --name 'Example AI'    # then a group and a retrieval key, as in the tour");
+    println!(
+        "  svc client --base-url http://{} --key ai.json --grant <sandbox_key_grant> search --country FR --q lamp",
+        door.addr
+    );
+    println!("Not yet:");
+    for item in super::NOT_YET {
+        println!("  - {item}");
+    }
+    println!("Ctrl-C stops the front door, then each region (in-flight requests drain first).");
+}

@@ -1,0 +1,15 @@
+//! svc: the command line (`svc up`, `svc admin`, `svc client`, `svc mcp`),
+//! the sandbox's corpus and seeding, the load generator and the chaos
+//! runner. Everything here is a client of the layers below: it starts
+//! nodes from `svc-http` and speaks to them through `svc-client`.
+
+/// Every program that links svc (the node, its tests and benchmarks)
+/// allocates with mimalloc.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+pub mod chaos;
+pub mod commands;
+pub mod loadgen;
+pub mod logs;
+pub mod own_mcp;

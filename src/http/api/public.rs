@@ -1,0 +1,102 @@
+//! Unauthenticated public routes (publishing 4.2): never rate-limited, CORS
+//! `*` without credentials (preflight included), and cacheable by a CDN.
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use super::cacheable::cached;
+use svc_node::region::Region;
+
+/// The public routes. Answers the statement key signs on demand (business
+/// keys, verify statements, verify pages) come from home, which holds that
+/// key; a read region forwards them (its fallback), and serves the rest
+/// from its replicated copy.
+pub fn routes(home: bool) -> Router<Region> {
+    let mut routes = Router::new()
+        .route("/.well-known/keys", get(keys))
+        .route("/openapi.json", get(openapi))
+        .merge(super::log::routes())
+        .merge(super::certificates::routes());
+    if home {
+        routes = routes
+            .merge(super::certificates::statement_routes())
+            .merge(super::verify::routes())
+            .merge(super::verify_page::routes())
+            .route(svc_core::web_bot_auth::DIRECTORY_PATH, get(bot_directory));
+    }
+    routes.layer(axum::middleware::from_fn(any_origin))
+}
+
+/// `GET /openapi.json`: the public API's description, the same at every region.
+async fn openapi(State(state): State<Region>, headers: HeaderMap) -> Response {
+    let document = super::openapi::document(&state.config.public_authority);
+    super::cacheable::json_document(&document, &headers, 3600)
+}
+
+/// `GET /.well-known/http-message-signatures-directory` (home; a read
+/// region forwards it): the key home's outbound fetches are signed with.
+async fn bot_directory(State(state): State<Region>, request: axum::extract::Request) -> Response {
+    let (parts, _) = request.into_parts();
+    let authority = super::auth::authority(&parts);
+    match svc_node::service::public::bot_directory(&state, &authority) {
+        Ok(directory) => {
+            let mut response = Response::new(Body::from(directory.body));
+            let headers = response.headers_mut();
+            headers
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(svc_core::web_bot_auth::DIRECTORY_MEDIA_TYPE));
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600"));
+            for (name, value) in [("signature-input", directory.signature_input), ("signature", directory.signature)] {
+                if let Ok(value) = HeaderValue::from_str(&value) {
+                    headers.insert(name, value);
+                }
+            }
+            response
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Every public answer, a problem included, may be read by any origin; a
+/// preflight is answered here for every public route.
+async fn any_origin(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if request.method() == Method::OPTIONS {
+        return preflight().await;
+    }
+    let mut response = next.run(request).await;
+    cors(response.headers_mut());
+    response
+}
+
+fn cors(headers: &mut HeaderMap) {
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+}
+
+/// Answers a preflight for the public routes: GET, HEAD and POST (verify)
+/// from anywhere, no credentials.
+pub(super) async fn preflight() -> Response {
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let headers = response.headers_mut();
+    cors(headers);
+    headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, HEAD, POST, OPTIONS"));
+    headers
+        .insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static("accept, content-type, if-none-match"));
+    headers.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("86400"));
+    response
+}
+
+/// `GET /.well-known/keys`: the dual-signed `jwks.v1` key set.
+async fn keys(State(state): State<Region>, method: Method, headers: HeaderMap) -> Response {
+    let document = match svc_node::service::public::key_set(&state) {
+        Ok(document) => document,
+        Err(e) => return e.into_response(),
+    };
+    let mut response = cached(&document, &headers, 300, "application/json");
+    if method == Method::HEAD {
+        *response.body_mut() = Body::empty();
+    }
+    response
+}

@@ -1,0 +1,70 @@
+//! A running node: its store, actors and HTTP servers, started together and
+//! stopped together.
+
+use std::net::SocketAddr;
+
+use tokio::sync::watch;
+
+use crate::api::listener::serve;
+use svc_clock::SharedClock;
+use svc_node::config::{NodeConfig, Role};
+use svc_node::region::{Region, StartError};
+
+pub struct Node {
+    pub state: Region,
+    pub addr: SocketAddr,
+    pub admin_addr: SocketAddr,
+    /// Home's listener for its read regions, when it has one.
+    pub internal_addr: Option<SocketAddr>,
+    shutdown: watch::Sender<bool>,
+    servers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Node {
+    /// Starts a node and its listeners: public, admin, and at home the
+    /// internal one when configured.
+    pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Node, StartError> {
+        let bound = |addr: SocketAddr| move |source| StartError::Listen { addr, source };
+        let listener = crate::api::listener::bind(config.listen).map_err(bound(config.listen))?;
+        let admin_listener = crate::api::listener::bind(config.admin_listen).map_err(bound(config.admin_listen))?;
+        let addr = listener.local_addr().map_err(bound(config.listen))?;
+        let admin_addr = admin_listener.local_addr().map_err(bound(config.admin_listen))?;
+        let (internal_listener, internal_addr) = match config.internal_listen.filter(|_| config.role == Role::Home) {
+            Some(at) => {
+                let listener = crate::api::listener::bind(at).map_err(bound(at))?;
+                let addr = listener.local_addr().map_err(bound(at))?;
+                (Some(listener), Some(addr))
+            }
+            None => (None, None),
+        };
+        let state = svc_node::region::start(config, clock).await?;
+        let (shutdown, _) = watch::channel(false);
+        let limits = state.config.listener;
+        let mut servers = vec![
+            serve(listener, crate::surfaces::public_router(state.clone()), limits, shutdown.subscribe()),
+            serve(admin_listener, admin_router(&state), limits, shutdown.subscribe()),
+        ];
+        if let Some(listener) = internal_listener {
+            servers.push(serve(listener, crate::api::internal_router(state.clone()), limits, shutdown.subscribe()));
+        }
+        if state.config.environment.is_sandbox() && state.config.role == Role::Home {
+            servers.push(tokio::spawn(crate::sandbox::nightly::run(state.clone(), shutdown.subscribe())));
+        }
+        Ok(Node { state, addr, admin_addr, internal_addr, shutdown, servers })
+    }
+
+    /// Stops accepting, drains in-flight requests, then stops the actors.
+    pub async fn stop(self) {
+        let _ = self.shutdown.send(true);
+        for server in self.servers {
+            let _ = server.await;
+        }
+        self.state.stop_actors().await;
+    }
+}
+
+/// The operator's admin API with the sandbox's own route, which the
+/// sandbox adds from above the HTTP layer.
+pub fn admin_router(state: &svc_node::region::Region) -> axum::Router {
+    crate::api::admin_router(state.clone()).merge(crate::sandbox::routes::admin_routes(state.clone()))
+}

@@ -1,0 +1,131 @@
+//! The keys page: integration keys and their mandates.
+
+use axum::Form;
+use axum::extract::{Path, State};
+use axum::response::IntoResponse;
+use axum::response::Redirect;
+use serde::Deserialize;
+use svc_core::ids::RecordType;
+use svc_core::problem::Code;
+
+use super::pages::{self, KeyRow, MandateRow, Nav};
+use super::session::{CsrfForm, Person};
+use super::{PageResult, html};
+use svc_node::region::Region;
+use svc_node::service::Error;
+use svc_node::service::portal::keys::{self, KEY_KEEPERS, MandateForm};
+use svc_node::service::portal::saves::PasskeyDocument;
+use svc_node::service::portal::{SEALERS, saves};
+
+async fn page(state: &Region, person: &Person, notice: Option<String>) -> PageResult {
+    let me = &person.0;
+    let rows = keys::list(state, me)?
+        .into_iter()
+        .map(|view| KeyRow {
+            key_id: view.key.key_id.clone(),
+            kind: view.key.kind.as_str(),
+            registered_at: view.key.registered_at.to_rfc3339_secs(),
+            revoked: view.key.revocation_effective_from.map(|t| t.to_rfc3339_secs()),
+            mandates: view
+                .mandates
+                .into_iter()
+                .map(|m| MandateRow {
+                    caps: format!("{} records/h, {} bytes/day", m.records_per_hour, m.bytes_per_day),
+                    mandate_id: m.mandate_id,
+                    record_types: m.record_types.join(", "),
+                    countries: m.countries.join(", "),
+                    valid_until: m.valid_until.to_rfc3339_secs(),
+                    revoked: m.revoked_at.map(|t| t.to_rfc3339_secs()),
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(html(&pages::Keys {
+        nav: Nav::of(state, me)?,
+        csrf: me.csrf.clone(),
+        keys: rows,
+        types: RecordType::COLLECTIONS.iter().map(|t| (t.name(), *t == RecordType::Products)).collect(),
+        keeper: KEY_KEEPERS.contains(&me.role),
+        sealer: SEALERS.contains(&me.role),
+        notice,
+    }))
+}
+
+pub async fn list(State(state): State<Region>, person: Person) -> PageResult {
+    page(&state, &person, None).await
+}
+
+#[derive(Deserialize)]
+pub struct AddForm {
+    csrf: Option<String>,
+    jwk: String,
+}
+
+pub async fn add(State(state): State<Region>, person: Person, Form(form): Form<AddForm>) -> PageResult {
+    person.check_csrf(form.csrf.as_deref())?;
+    let added = keys::add(&state, &person.0, &form.jwk).await?;
+    let mut notice = format!("Registered integration key {}.", added.key.key_id);
+    if let (Some(sandbox), Some(token)) = (&added.key.sandbox, &added.sandbox_token) {
+        notice.push_str(&format!(
+            " Sandbox grant (its first request carries it): {}; bearer token for the first hour, shown once: {token}",
+            sandbox.grant
+        ));
+    }
+    page(&state, &person, Some(notice)).await
+}
+
+pub async fn revoke(
+    State(state): State<Region>,
+    person: Person,
+    Path(key_id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> PageResult {
+    person.check_csrf(form.csrf.as_deref())?;
+    keys::revoke(&state, &person.0, &key_id).await?;
+    Ok(Redirect::to("/portal/keys").into_response())
+}
+
+pub async fn revoke_mandate(
+    State(state): State<Region>,
+    person: Person,
+    Path((key_id, mandate_id)): Path<(String, String)>,
+    Form(form): Form<CsrfForm>,
+) -> PageResult {
+    person.check_csrf(form.csrf.as_deref())?;
+    keys::revoke_mandate(&state, &person.0, &key_id, &mandate_id).await?;
+    Ok(Redirect::to("/portal/keys").into_response())
+}
+
+fn items(text: &str) -> Vec<String> {
+    text.split(['\n', ',']).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+}
+
+fn number(form: &[(String, String)], name: &str) -> Result<u64, Error> {
+    let text = form.iter().find(|(n, _)| n == name).map(|(_, v)| v.trim()).unwrap_or_default();
+    text.parse().map_err(|_| Error::detail(Code::RequestInvalid, format!("{name} is a whole number")))
+}
+
+/// The mandate a person asks for, shown for their passkey to seal.
+pub async fn review_mandate(
+    State(state): State<Region>,
+    person: Person,
+    Path(key_id): Path<String>,
+    Form(form): Form<Vec<(String, String)>>,
+) -> PageResult {
+    let field = |name: &str| form.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).unwrap_or_default();
+    person.check_csrf(Some(field("csrf")))?;
+    let allow = items(field("source_ip_allow_list"));
+    let request = MandateForm {
+        key_id,
+        record_types: form.iter().filter(|(n, _)| n == "record_type").map(|(_, v)| v.clone()).collect(),
+        countries: items(field("countries")),
+        records_per_hour: number(&form, "records_per_hour")?,
+        bytes_per_day: number(&form, "bytes_per_day")?,
+        source_ip_allow_list: (!allow.is_empty()).then_some(allow),
+        days: number(&form, "days")?,
+    };
+    let (payload, payload_type) = keys::mandate(&state, &person.0, request)?;
+    let prepared =
+        saves::prepare_document(&state, &person.0, PasskeyDocument::Mandate, payload.clone(), payload_type).await?;
+    super::records::review_page(&state, &person, "a mandate", "authorise", &payload, prepared)
+}

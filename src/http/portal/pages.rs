@@ -1,0 +1,448 @@
+//! The portal's pages: one template struct per page (`templates/portal/`),
+//! escaped by askama, and the two static assets.
+
+use askama::Template;
+use axum::http::header;
+use axum::response::IntoResponse;
+
+use svc_node::region::Region;
+use svc_node::service::Result;
+use svc_node::service::portal::Signed;
+
+/// The header of a signed-in page.
+pub struct Nav {
+    pub person: String,
+    pub role: &'static str,
+    /// The business's or the AI company's name.
+    pub account: String,
+    pub csrf: String,
+    /// Pushes that finished, or were held, since the person last dismissed
+    /// the notices: `(push_id, what happened)`.
+    pub notices: Vec<(String, String)>,
+    /// The AI-company portal's pages, not the business portal's.
+    pub company: bool,
+}
+
+impl Nav {
+    pub fn of(state: &Region, signed: &Signed) -> Result<Option<Nav>> {
+        use svc_store::model::Named;
+        let account = svc_node::service::portal::people::Account::of(state, &signed.account_uuid)?;
+        // Notices are of pushes: an AI company's pages have none.
+        let pushes =
+            if signed.company { Vec::new() } else { svc_node::service::portal::pushes::notices(state, signed)? };
+        let notices = pushes
+            .into_iter()
+            .map(|p| {
+                let what = format!(
+                    "{} push of {} records {}: {}",
+                    p.record_type.name(),
+                    p.records,
+                    p.state.name(),
+                    counts(&p)
+                );
+                (p.push_id, what)
+            })
+            .collect();
+        Ok(Some(Nav {
+            person: signed.name.clone(),
+            role: signed.role.as_str(),
+            account: account.name,
+            csrf: signed.csrf.clone(),
+            notices,
+            company: signed.company,
+        }))
+    }
+}
+
+/// A push's outcomes in words.
+pub fn counts(push: &svc_store::model::PushRecord) -> String {
+    let [accepted, updated, rejected, held, pending] = push.counts;
+    format!("{accepted} accepted, {updated} updated, {rejected} rejected, {held} held, {pending} pending")
+}
+
+#[derive(Template)]
+#[template(path = "portal/problem.html")]
+pub struct Problem {
+    pub nav: Option<Nav>,
+    pub title: String,
+    pub detail: String,
+    pub code: String,
+    pub back: String,
+}
+
+#[derive(Template)]
+#[template(path = "portal/sign_in.html")]
+pub struct SignIn {
+    pub nav: Option<Nav>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/invitation.html")]
+pub struct Invitation {
+    pub nav: Option<Nav>,
+    pub business: String,
+    pub role: &'static str,
+    pub email: String,
+    pub expires_at: String,
+    pub path: String,
+}
+
+pub struct RecordRow {
+    pub record_id: String,
+    pub own_id: String,
+    pub state: String,
+    pub source: &'static str,
+    pub last_updated: String,
+    pub live: bool,
+    pub withdrawn: bool,
+}
+
+pub struct RecordGroup {
+    pub kind: &'static str,
+    pub title: &'static str,
+    pub singular: &'static str,
+    pub rows: Vec<RecordRow>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/records.html")]
+pub struct Records {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub groups: Vec<RecordGroup>,
+    pub sealer: bool,
+}
+
+pub struct Field {
+    pub name: &'static str,
+    pub required: bool,
+    pub widget: &'static str,
+    /// Each value a choice offers, and whether it is the one chosen.
+    pub options: Vec<(&'static str, bool)>,
+    pub max: Option<usize>,
+    pub rows: usize,
+    pub value: String,
+    pub error: Option<String>,
+}
+
+pub struct Reason {
+    pub code: &'static str,
+    pub pointer: String,
+    pub detail: String,
+}
+
+impl Reason {
+    pub fn of(errors: &[svc_core::records::RecordError]) -> Vec<Reason> {
+        errors
+            .iter()
+            .map(|e| Reason { code: e.code.as_str(), pointer: e.pointer.clone(), detail: e.detail.clone() })
+            .collect()
+    }
+}
+
+#[derive(Template)]
+#[template(path = "portal/editor.html")]
+pub struct Editor {
+    pub nav: Option<Nav>,
+    pub heading: String,
+    pub action: String,
+    pub csrf: String,
+    pub fields: Vec<Field>,
+    pub errors: Vec<Reason>,
+}
+
+pub struct Flag {
+    pub name: &'static str,
+    pub meaning: &'static str,
+    pub checked: bool,
+}
+
+pub struct FlagGroup {
+    pub title: &'static str,
+    pub prefix: &'static str,
+    pub flags: Vec<Flag>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/ai_policy.html")]
+pub struct AiPolicy {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub current: u64,
+    pub next: u64,
+    pub groups: Vec<FlagGroup>,
+    pub sealer: bool,
+}
+
+#[derive(Template)]
+#[template(path = "portal/seal.html")]
+pub struct Seal {
+    pub nav: Option<Nav>,
+    /// What sealing does: `publish`, `withdraw` or `delete`.
+    pub verb: &'static str,
+    pub record_type: &'static str,
+    pub size: usize,
+    pub hash: String,
+    pub text: String,
+    pub payload: String,
+    pub ceremony_id: String,
+    pub csrf: String,
+    pub options: String,
+    /// What sealing does, after the record type.
+    pub explain: &'static str,
+    /// Whether the service may sign instead (hosted signing is on and this
+    /// is a record's save, withdrawal or deletion).
+    pub hosted: bool,
+}
+
+#[derive(Template)]
+#[template(path = "portal/signing.html")]
+pub struct Signing {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    /// The hosted key and since when, while hosted signing is on.
+    pub hosted: Option<(String, String)>,
+    pub owner: bool,
+    /// The business's custody statements, newest first:
+    /// `(key_id, custody, effective_from)`.
+    pub statements: Vec<(String, &'static str, String)>,
+    pub notice: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/saved.html")]
+pub struct Saved {
+    pub nav: Option<Nav>,
+    pub heading: String,
+    pub facts: Vec<(&'static str, String)>,
+    pub errors: Vec<Reason>,
+}
+
+pub struct PersonRow {
+    pub person_id: String,
+    pub name: String,
+    pub email: String,
+    pub role: &'static str,
+    pub since: String,
+    pub removed: bool,
+    pub me: bool,
+    /// Each role, and whether it is the person's.
+    pub roles: Vec<(&'static str, bool)>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/people.html")]
+pub struct People {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub people: Vec<PersonRow>,
+    pub owner: bool,
+    pub roles: Vec<&'static str>,
+    /// An AI company's people (the page says what their roles may do).
+    pub company: bool,
+    pub invited: Option<String>,
+}
+
+pub async fn script() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], include_str!("assets/portal.js"))
+}
+
+pub async fn style() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("assets/portal.css"))
+}
+
+pub struct MandateRow {
+    pub mandate_id: String,
+    pub record_types: String,
+    pub countries: String,
+    pub caps: String,
+    pub valid_until: String,
+    pub revoked: Option<String>,
+}
+
+pub struct KeyRow {
+    pub key_id: String,
+    pub kind: &'static str,
+    pub registered_at: String,
+    pub revoked: Option<String>,
+    pub mandates: Vec<MandateRow>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/keys.html")]
+pub struct Keys {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub keys: Vec<KeyRow>,
+    /// Each collection, and whether a new mandate offers it ticked.
+    pub types: Vec<(&'static str, bool)>,
+    pub keeper: bool,
+    pub sealer: bool,
+    pub notice: Option<String>,
+}
+
+pub struct PushRow {
+    pub push_id: String,
+    pub record_type: &'static str,
+    pub source: &'static str,
+    pub state: &'static str,
+    pub held: bool,
+    pub held_reasons: String,
+    pub records: u64,
+    pub counts: String,
+    pub received_at: String,
+}
+
+#[derive(Template)]
+#[template(path = "portal/push.html")]
+pub struct Push {
+    pub nav: Option<Nav>,
+    pub row: PushRow,
+    /// `received_at`, `completed_at`, `progress` and `error`, as shown.
+    pub facts: Vec<(&'static str, String)>,
+    pub attempts: Vec<AttemptRow>,
+    pub first: u64,
+    pub next: Option<u64>,
+}
+
+pub struct AttemptRow {
+    pub leaf_index: u64,
+    pub business_product_id: String,
+    pub product_name: String,
+    pub outcome: &'static str,
+    pub record_id: Option<String>,
+    /// Each reason as `code pointer: detail`.
+    pub reasons: Vec<String>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/pushes.html")]
+pub struct Pushes {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub pushes: Vec<PushRow>,
+    pub sealer: bool,
+}
+
+#[derive(Template)]
+#[template(path = "portal/analytics.html")]
+pub struct Analytics {
+    pub nav: Option<Nav>,
+    pub as_at: String,
+    /// SVG drawn by `chart` (its text escaped there).
+    pub daily: String,
+    pub groups: String,
+    pub groups_empty: bool,
+    pub searches: u64,
+    pub fetches: u64,
+    /// Days with ad renders or clicks: date, renders, clicks, spend.
+    pub ad_days: Vec<(String, u64, u64, String)>,
+    pub ad_totals: (u64, u64, String),
+}
+
+#[derive(Template)]
+#[template(path = "portal/company_home.html")]
+pub struct CompanyHome {
+    pub nav: Option<Nav>,
+    /// Searches, fetches and billed requests in the last 30 days.
+    pub totals: (u64, u64, u64),
+    pub daily: String,
+    pub monthly: String,
+    /// `(month, searches, fetches, billed)`, newest first.
+    pub bills: Vec<(String, u64, u64, u64)>,
+    pub invoiced: bool,
+    pub allowance: String,
+    pub verified: bool,
+    /// Why a production key would be refused now (production nodes only).
+    pub production_refusal: Option<String>,
+}
+
+pub struct GroupRow {
+    pub group_id: String,
+    pub name: String,
+    pub keys: Vec<RetrievalKeyRow>,
+}
+
+pub struct RetrievalKeyRow {
+    pub key_id: String,
+    pub environment: &'static str,
+    pub registered_at: String,
+    pub revoked: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/retrieval_keys.html")]
+pub struct RetrievalKeys {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub groups: Vec<GroupRow>,
+    pub manager: bool,
+    /// Whether the person decides the key directory listing.
+    pub decider: bool,
+    pub listed: bool,
+    pub notice: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "portal/terms.html")]
+pub struct Terms {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    /// `(version, sha256, effective_from, text)`.
+    pub in_force: Option<(u64, String, String, String)>,
+    /// `(version, sha256, accepted_at)`.
+    pub accepted: Option<(u64, String, String)>,
+    pub acceptor: bool,
+    pub verified: bool,
+    pub sandbox: bool,
+    pub notice: Option<String>,
+}
+
+pub struct ReceiptRow {
+    pub served_at: String,
+    pub kind: String,
+    pub retrieval_id: String,
+    pub key_id: String,
+    pub rows: usize,
+}
+
+#[derive(Template)]
+#[template(path = "portal/receipts.html")]
+pub struct Receipts {
+    pub nav: Option<Nav>,
+    /// `(group_id, name, selected)`.
+    pub groups: Vec<(String, String, bool)>,
+    pub from: String,
+    pub to: String,
+    pub rows: Vec<ReceiptRow>,
+    /// The query of the next page, if there is one.
+    pub next: Option<String>,
+    /// The query of the download, when a group is chosen.
+    pub download: Option<String>,
+}
+
+pub struct CampaignRow {
+    pub campaign_id: String,
+    pub name: String,
+    pub placement: &'static str,
+    pub budget: String,
+    pub funded: String,
+    pub spent: String,
+    pub left: String,
+    pub net_price: String,
+    pub keywords: String,
+    pub countries: String,
+    pub items: usize,
+    pub state: &'static str,
+}
+
+#[derive(Template)]
+#[template(path = "portal/campaigns.html")]
+pub struct Campaigns {
+    pub nav: Option<Nav>,
+    pub csrf: String,
+    pub campaigns: Vec<CampaignRow>,
+    /// Live records a campaign may place: `(record_id, type and own id)`.
+    pub placeable: Vec<(String, String)>,
+    pub sealer: bool,
+}

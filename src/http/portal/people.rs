@@ -1,0 +1,92 @@
+//! The people page: who has access and in which role; an owner invites,
+//! sets roles and removes.
+
+use axum::Form;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+
+use super::pages::{self, Nav, PersonRow};
+use super::session::{CsrfForm, Member};
+use super::{PageResult, html};
+use svc_node::region::Region;
+use svc_node::service::Error;
+use svc_node::service::portal::people;
+use svc_store::model::{Named, PasskeyRole};
+
+fn role(name: &str) -> Result<PasskeyRole, Error> {
+    PasskeyRole::from_name(name).ok_or_else(|| Error::detail(svc_core::problem::Code::RequestInvalid, "no such role"))
+}
+
+async fn page(state: &Region, person: &Member, invited: Option<String>) -> PageResult {
+    let me = &person.0;
+    let roles: Vec<&'static str> =
+        people::Account::of(state, &me.account_uuid)?.roles().iter().map(|r| r.as_str()).collect();
+    let rows = people::people(state, &me.account_uuid)?
+        .into_iter()
+        .map(|p| PersonRow {
+            me: p.person_id == me.person_id,
+            person_id: p.person_id,
+            name: p.name,
+            email: p.email,
+            role: p.role.as_str(),
+            roles: roles.iter().map(|r| (*r, *r == p.role.as_str())).collect(),
+            since: p.added_at.to_rfc3339_secs(),
+            removed: p.removed_at.is_some(),
+        })
+        .collect();
+    Ok(html(&pages::People {
+        nav: Nav::of(state, me)?,
+        csrf: me.csrf.clone(),
+        people: rows,
+        owner: me.role == PasskeyRole::Owner,
+        roles,
+        company: me.company,
+        invited,
+    }))
+}
+
+pub async fn list(State(state): State<Region>, person: Member) -> PageResult {
+    page(&state, &person, None).await
+}
+
+#[derive(Deserialize)]
+pub struct InviteForm {
+    csrf: Option<String>,
+    email: String,
+    role: String,
+}
+
+pub async fn invite(State(state): State<Region>, person: Member, Form(form): Form<InviteForm>) -> PageResult {
+    person.check_csrf(form.csrf.as_deref())?;
+    let made = people::invite(&state, Some(&person.0), &person.0.account_uuid, &form.email, role(&form.role)?).await?;
+    let link = format!("{}{}", state.config.passkey_origin, made.path);
+    page(&state, &person, Some(link)).await
+}
+
+#[derive(Deserialize)]
+pub struct RoleForm {
+    csrf: Option<String>,
+    role: String,
+}
+
+pub async fn set_role(
+    State(state): State<Region>,
+    person: Member,
+    Path(person_id): Path<String>,
+    Form(form): Form<RoleForm>,
+) -> PageResult {
+    person.check_csrf(form.csrf.as_deref())?;
+    people::set_role(&state, &person.0, &person_id, role(&form.role)?).await?;
+    page(&state, &person, None).await
+}
+
+pub async fn remove(
+    State(state): State<Region>,
+    person: Member,
+    Path(person_id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> PageResult {
+    person.check_csrf(form.csrf.as_deref())?;
+    people::remove(&state, &person.0, &person_id).await?;
+    page(&state, &person, None).await
+}

@@ -1,0 +1,402 @@
+//! The records pages: the catalogue by type, the editor of each collection
+//! (a new record, or a live one to change), the AI policy, and sealing: a
+//! review page shows the exact bytes and the passkey signs them.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use svc_core::ai_policy::{ACTION_FLAGS, BLOCKED_CONTEXTS, USE_FLAGS};
+use svc_core::ids::RecordType;
+use svc_core::problem::Code;
+use svc_core::records::RecordError;
+use svc_core::records::editor::{self, InputKind};
+
+use super::pages::{self, Field, Flag, FlagGroup, Nav, Reason, RecordGroup, RecordRow};
+use super::session::Person;
+use super::{PageResult, html};
+use crate::api::body::JsonBody;
+use svc_node::region::Region;
+use svc_node::service::portal::saves::{self, Assertion, Finished};
+use svc_node::service::portal::{SEALERS, records};
+use svc_node::service::publishing::saves::{Saved, ai_policy_versions, judge_record};
+use svc_node::service::{Error, Result};
+use svc_store::model::RecordState;
+
+/// How each collection is named on the page.
+fn titles(kind: RecordType) -> (&'static str, &'static str) {
+    match kind {
+        RecordType::Products => ("Products", "product"),
+        RecordType::BusinessFiles => ("Business file", "business file"),
+        RecordType::Events => ("Events", "event"),
+        RecordType::Jobs => ("Jobs", "job"),
+        RecordType::Updates => ("Updates", "update"),
+        RecordType::Ads => ("Ads", "ad"),
+        RecordType::AiPolicy => ("", ""),
+    }
+}
+
+/// What the portal edits: the five collections, and ads (shown in pools).
+const EDITED: [RecordType; 6] = [
+    RecordType::Products,
+    RecordType::BusinessFiles,
+    RecordType::Events,
+    RecordType::Jobs,
+    RecordType::Updates,
+    RecordType::Ads,
+];
+
+fn collection(name: &str) -> Result<RecordType> {
+    RecordType::from_name(name)
+        .filter(|t| EDITED.contains(t))
+        .ok_or_else(|| Error::detail(Code::NotFound, "no such collection"))
+}
+
+/// The business's records by collection, each with what a person may do.
+pub fn catalogue(state: &Region, person: &Person) -> PageResult {
+    let state = state.clone();
+    let signed = &person.0;
+    let mut groups = Vec::new();
+    for kind in EDITED {
+        let (title, singular) = titles(kind);
+        let rows = records::list(&state, signed, kind)?
+            .into_iter()
+            .map(|r| RecordRow {
+                live: r.state == RecordState::Live,
+                withdrawn: r.state == RecordState::Withdrawn,
+                state: format!("{:?}", r.state).to_lowercase(),
+                record_id: r.record_id,
+                own_id: r.own_id,
+                source: r.source.as_str(),
+                last_updated: r.last_updated,
+            })
+            .collect();
+        groups.push(RecordGroup { kind: kind.name(), title, singular, rows });
+    }
+    Ok(html(&pages::Records {
+        nav: Nav::of(&state, signed)?,
+        csrf: signed.csrf.clone(),
+        groups,
+        sealer: SEALERS.contains(&signed.role),
+    }))
+}
+
+/// The editor of `kind` with `values`, and each reason next to its member
+/// (a reason on the whole record, or on a nested member, is listed above).
+fn editor_page(
+    state: &Region,
+    person: &Person,
+    kind: RecordType,
+    values: &[(String, String)],
+    errors: &[RecordError],
+) -> PageResult {
+    let signed = &person.0;
+    let fields = editor::inputs(kind)
+        .into_iter()
+        .map(|input| {
+            let value = values.iter().find(|(n, _)| n == input.name).map(|(_, v)| v.clone()).unwrap_or_default();
+            let own = format!("/{}", input.name);
+            let error = errors.iter().find(|e| e.pointer == own).map(|e| format!("{}: {}", e.code.as_str(), e.detail));
+            let rows = match input.kind {
+                InputKind::Paragraph { .. } | InputKind::Json => 5,
+                _ => 3,
+            };
+            Field {
+                name: input.name,
+                required: input.required,
+                widget: input.widget(),
+                options: input.options().iter().map(|o| (*o, *o == value)).collect(),
+                max: input.max_chars(),
+                rows,
+                value,
+                error,
+            }
+        })
+        .collect();
+    let (_, singular) = titles(kind);
+    Ok(html(&pages::Editor {
+        nav: Nav::of(state, signed)?,
+        heading: format!("Save {singular}"),
+        action: format!("/portal/records/new/{}", kind.name()),
+        csrf: signed.csrf.clone(),
+        fields,
+        errors: Reason::of(errors),
+    }))
+}
+
+pub async fn new_record(State(state): State<Region>, person: Person, Path(kind): Path<String>) -> PageResult {
+    person.0.require(SEALERS, "saving a record")?;
+    editor_page(&state, &person, collection(&kind)?, &[], &[])
+}
+
+pub async fn edit(State(state): State<Region>, person: Person, Path(record_id): Path<String>) -> PageResult {
+    person.0.require(SEALERS, "saving a record")?;
+    let (kind, bytes) = records::live_bytes(&state, &person.0, &record_id)?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(Error::internal)?;
+    editor_page(&state, &person, kind, &editor::form_values(kind, &value), &[])
+}
+
+fn csrf_of(form: &[(String, String)]) -> Option<&str> {
+    form.iter().find(|(n, _)| n == "csrf").map(|(_, v)| v.as_str())
+}
+
+/// The form's record judged as a push would be; when it holds, the review
+/// page asks the passkey to seal it.
+pub async fn review(
+    State(state): State<Region>,
+    person: Person,
+    Path(kind): Path<String>,
+    axum::Form(form): axum::Form<Vec<(String, String)>>,
+) -> PageResult {
+    person.check_csrf(csrf_of(&form))?;
+    person.0.require(SEALERS, "saving a record")?;
+    let kind = collection(&kind)?;
+    let bytes = match editor::record_from_form(kind, &form) {
+        Ok(bytes) => bytes,
+        Err(errors) => return editor_page(&state, &person, kind, &form, &errors),
+    };
+    let errors = judge_record(&state, &person.0.account_uuid, kind, &bytes)?;
+    if !errors.is_empty() {
+        return editor_page(&state, &person, kind, &form, &errors);
+    }
+    seal_page(&state, &person, kind, bytes).await
+}
+
+async fn seal_page(state: &Region, person: &Person, kind: RecordType, bytes: Vec<u8>) -> PageResult {
+    let shown = bytes.clone();
+    let prepared = saves::prepare(state, &person.0, kind, bytes).await?;
+    review_page(state, person, kind.name(), "publish", &shown, prepared)
+}
+
+/// The review page: the exact bytes the passkey is about to seal.
+/// What sealing with `verb` does, said after what is sealed.
+fn explanation(verb: &str) -> &'static str {
+    match verb {
+        "authorise" => ": the key may publish within it until it ends or is revoked",
+        "release" => ": the held records are published as they were sealed",
+        "discard" => ": the held records stay unpublished and the push ends",
+        "withdraw" => ": the record leaves serving in every region",
+        "delete" => ": the record leaves serving in every region, and its bytes are purged (its fingerprints stay)",
+        HOSTED_ON => ": the service makes a key for your business and signs each save a person confirms",
+        HOSTED_OFF => ": the service's key for your business is revoked and its secret destroyed",
+        "start" => ": the campaign places its records once the operator funds it, within its budget",
+        _ => "",
+    }
+}
+
+pub(super) const HOSTED_ON: &str = "turn on hosted signing";
+pub(super) const HOSTED_OFF: &str = "turn off hosted signing";
+
+/// The review page: the exact bytes and the passkey's ceremony. A record's
+/// save may instead be confirmed for the service to sign, while hosted
+/// signing is on.
+pub(super) fn review_page(
+    state: &Region,
+    person: &Person,
+    what: &'static str,
+    verb: &'static str,
+    bytes: &[u8],
+    prepared: saves::Prepared,
+) -> PageResult {
+    // A withdrawal or deletion is always the passkey's (a step-up, never
+    // the session alone).
+    let hosted = verb == "publish" && svc_node::service::portal::hosted::held(state, &person.0.account_uuid)?.is_some();
+    let hash = svc_core::digest::sha256_prefixed(bytes);
+    let text = String::from_utf8_lossy(bytes).into_owned();
+    let size = bytes.len();
+    Ok(html(&pages::Seal {
+        nav: Nav::of(state, &person.0)?,
+        verb,
+        record_type: what,
+        size,
+        hash,
+        text,
+        payload: String::from_utf8_lossy(&prepared.payload).into_owned(),
+        ceremony_id: prepared.ceremony_id,
+        csrf: person.0.csrf.clone(),
+        options: prepared.options.to_string(),
+        explain: explanation(verb),
+        hosted,
+    }))
+}
+
+const USE_PREFIX: &str = "use.";
+const ACTION_PREFIX: &str = "action.";
+const BLOCKED_PREFIX: &str = "blocked.";
+
+pub async fn ai_policy(State(state): State<Region>, person: Person) -> PageResult {
+    let signed = &person.0;
+    let (current, next) = ai_policy_versions(&state, &signed.account_uuid, state.clock.now())?;
+    let in_force = svc_node::service::portal::saves::ai_policy_in_force(&state, signed)?;
+    let bit = |mask: Option<u64>, i: usize| mask.is_some_and(|m| m & (1 << i) != 0);
+    let group = |title, prefix, flags: Vec<(&'static str, &'static str)>, mask: Option<u64>| FlagGroup {
+        title,
+        prefix,
+        flags: flags
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, meaning))| Flag { name, meaning, checked: bit(mask, i) })
+            .collect(),
+    };
+    let groups = vec![
+        group("Use", USE_PREFIX, USE_FLAGS.iter().map(|f| (f.0, f.1)).collect(), in_force.as_ref().map(|p| p.use_mask)),
+        group(
+            "Actions",
+            ACTION_PREFIX,
+            ACTION_FLAGS.iter().map(|f| (f.0, f.1)).collect(),
+            in_force.as_ref().map(|p| p.action),
+        ),
+        group(
+            "Blocked contexts (never shown beside)",
+            BLOCKED_PREFIX,
+            BLOCKED_CONTEXTS.iter().map(|c| (c.1, c.2)).collect(),
+            in_force.as_ref().map(|p| p.blocked),
+        ),
+    ];
+    Ok(html(&pages::AiPolicy {
+        nav: Nav::of(&state, signed)?,
+        csrf: signed.csrf.clone(),
+        current,
+        next,
+        groups,
+        sealer: SEALERS.contains(&signed.role),
+    }))
+}
+
+pub async fn review_ai_policy(
+    State(state): State<Region>,
+    person: Person,
+    axum::Form(form): axum::Form<Vec<(String, String)>>,
+) -> PageResult {
+    person.check_csrf(csrf_of(&form))?;
+    person.0.require(SEALERS, "sealing the AI policy")?;
+    let chosen = |prefix: &str| -> Vec<&str> {
+        form.iter().filter(|(_, v)| v == "on").filter_map(|(n, _)| n.strip_prefix(prefix)).collect()
+    };
+    let bytes = svc_core::ai_policy::record_bytes(&chosen(USE_PREFIX), &chosen(ACTION_PREFIX), &chosen(BLOCKED_PREFIX));
+    seal_page(&state, &person, RecordType::AiPolicy, bytes).await
+}
+
+/// The passkey's answer to a review page: the save is published, or refused
+/// with every reason (an RFC 9457 problem the script shows).
+pub async fn seal(
+    State(state): State<Region>,
+    person: Person,
+    headers: HeaderMap,
+    Path(ceremony_id): Path<String>,
+    JsonBody(answer): JsonBody<Assertion>,
+) -> Result<Response> {
+    person.check_csrf_header(&headers)?;
+    let finished = saves::finish(&state, &person.0, &ceremony_id, &answer).await?;
+    Ok(Json(json!({"next": next_page(finished)?})).into_response())
+}
+
+/// A person's confirmation of a save the service signs (hosted signing):
+/// a plain form, so the answer is the page the save leads to.
+pub async fn confirm(
+    State(state): State<Region>,
+    person: Person,
+    Path(ceremony_id): Path<String>,
+    axum::Form(form): axum::Form<super::session::CsrfForm>,
+) -> PageResult {
+    person.check_csrf(form.csrf.as_deref())?;
+    let finished = saves::confirm_hosted(&state, &person.0, &ceremony_id).await?;
+    Ok(axum::response::Redirect::to(&next_page(finished)?).into_response())
+}
+
+/// Where a finished save leads; a rejected record is refused with every
+/// reason.
+fn next_page(finished: Finished) -> Result<String> {
+    Ok(match finished {
+        Finished::Record(Saved::Published { record_id, .. }) => format!("/portal/records/{record_id}"),
+        Finished::Record(Saved::Rejected(errors)) => {
+            let reasons: Vec<String> =
+                errors.iter().map(|e| format!("{} {} {}", e.code, e.pointer, e.detail)).collect();
+            return Err(Error::detail(Code::RequestInvalid, format!("not published: {}", reasons.join("; "))));
+        }
+        Finished::AiPolicy(_) => "/portal/ai-policy".into(),
+        Finished::Mandate(_) => "/portal/keys".into(),
+        Finished::Released(_) => "/portal/pushes".into(),
+        Finished::Custody(_) => "/portal/signing".into(),
+        Finished::Campaign(_) => "/portal/campaigns".into(),
+        Finished::Ended(ended) => format!("/portal/records/{}", ended["record_id"].as_str().unwrap_or_default()),
+    })
+}
+
+pub async fn show(State(state): State<Region>, person: Person, Path(record_id): Path<String>) -> PageResult {
+    let shown = records::show(&state, &person.0, &record_id)?;
+    let mut facts = vec![
+        ("record_id", shown.record_id.clone()),
+        ("type", shown.record_type.name().to_owned()),
+        ("id", shown.own_id),
+        ("state", format!("{:?}", shown.state).to_lowercase()),
+        ("version", shown.version.to_string()),
+        ("last_updated", shown.last_updated),
+    ];
+    if let Some(sha256) = &shown.sha256 {
+        facts.push(("sha256", sha256.clone()));
+        facts.push(("verify", format!("/v1/verify/{}?origin={sha256}&format=html", shown.record_id)));
+    }
+    Ok(html(&pages::Saved {
+        nav: Nav::of(&state, &person.0)?,
+        heading: format!("{} {}", titles(shown.record_type).1, shown.record_id),
+        facts,
+        errors: Vec::new(),
+    }))
+}
+
+#[derive(serde::Deserialize)]
+pub struct EndForm {
+    csrf: Option<String>,
+    action: String,
+}
+
+/// Withdraw or delete: the review page shows the document the passkey seals.
+pub async fn end(
+    State(state): State<Region>,
+    person: Person,
+    Path(record_id): Path<String>,
+    axum::Form(form): axum::Form<EndForm>,
+) -> PageResult {
+    person.check_csrf(form.csrf.as_deref())?;
+    let delete = match form.action.as_str() {
+        "withdraw" => false,
+        "delete" => true,
+        _ => return Err(Error::detail(Code::RequestInvalid, "the action is withdraw or delete").into()),
+    };
+    let (prepared, document) = saves::prepare_end(&state, &person.0, &record_id, delete).await?;
+    let (what, verb) = if delete { ("a delete document", "delete") } else { ("a withdraw document", "withdraw") };
+    review_page(&state, &person, what, verb, &document, prepared)
+}
+
+/// The analytics page: the 30 days to `as_at` as bars (a day without
+/// counts is an empty bar), and the asking groups.
+pub async fn analytics(State(state): State<Region>, person: Person) -> PageResult {
+    let records::Figures { as_at, days, groups, ads } = records::analytics(&state, &person.0)?;
+    let end = svc_core::time::UnixMs::parse_rfc3339(&as_at).unwrap_or(state.clock.now());
+    let window: Vec<(String, u64, u64)> = (0..30)
+        .rev()
+        .map(|back| {
+            let date =
+                svc_core::time::UnixMs(end.0 - 1 - back * svc_core::time::DAY).to_rfc3339_secs()[..10].to_owned();
+            let (searches, fetches) = days.iter().find(|(d, _, _)| *d == date).map_or((0, 0), |(_, s, f)| (*s, *f));
+            (date, searches, fetches)
+        })
+        .collect();
+    Ok(html(&pages::Analytics {
+        nav: Nav::of(&state, &person.0)?,
+        as_at,
+        searches: window.iter().map(|d| d.1).sum(),
+        fetches: window.iter().map(|d| d.2).sum(),
+        daily: super::chart::daily_bars(&window),
+        groups_empty: groups.is_empty(),
+        groups: super::chart::group_bars(&groups),
+        ad_totals: (
+            ads.iter().map(|d| d.1).sum(),
+            ads.iter().map(|d| d.2).sum(),
+            svc_core::ads::Micros(ads.iter().map(|d| d.3.0).sum()).to_decimal(),
+        ),
+        ad_days: ads.into_iter().map(|(date, r, c, spend)| (date, r, c, spend.to_decimal())).collect(),
+    }))
+}

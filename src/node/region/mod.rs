@@ -1,0 +1,206 @@
+//! A region's running parts: its store, keys and actors, which every use
+//! case reaches through one `Region`. `start` brings them up in order;
+//! `stop_actors` lets go of them in the reverse order.
+
+pub mod ad_cache;
+mod positions;
+mod serve_times;
+pub mod sponsorships;
+mod start;
+pub mod supervisor;
+
+use std::sync::Arc;
+
+use ractor::ActorRef;
+
+use crate::actors::mailbox::Mailbox;
+use svc_core::problem::Code;
+
+pub use positions::RegionPositions;
+pub use serve_times::ServeTimes;
+pub use start::{StartError, start};
+
+use crate::actors::nonce_store::NonceMsg;
+use crate::actors::publisher::PublisherMsg;
+use crate::actors::push_worker::PushWorkerMsg;
+use crate::blocklist::Blocklist;
+use crate::config::NodeConfig;
+use crate::registry::Registry;
+use crate::service::Error;
+use crate::service_keys::ServiceKeys;
+use svc_clock::SharedClock;
+use svc_store::Store;
+
+/// What every use case can reach. Cheap to clone.
+#[derive(Clone)]
+pub struct Region {
+    /// The parent of every actor below, and the failures it could not mend.
+    pub supervisor: ActorRef<supervisor::SupervisorMsg>,
+    pub failures: supervisor::Failures,
+    pub config: Arc<NodeConfig>,
+    pub store: Store,
+    pub registry: Registry,
+    pub keys: Arc<ServiceKeys>,
+    pub clock: SharedClock,
+    /// The writers only the home region runs; `None` at a read region.
+    pub home: Option<HomeActors>,
+    /// A read region's link to home; `None` at home.
+    pub replica: Option<Replica>,
+    pub nonces: Mailbox<NonceMsg>,
+    /// Verifying keys parsed from their JWKs, for the signed routes.
+    pub jwk_keys: Arc<crate::service::auth::JwkKeys>,
+    pub signed_statements: Arc<crate::service::auth::SignedStatements>,
+    pub blocklist: Option<Arc<Blocklist>>,
+    /// The operator's IP-to-AS table, when one is configured.
+    pub as_table: Option<Arc<crate::as_table::AsTable>>,
+    /// Where bulk files are kept.
+    pub uploads: std::path::PathBuf,
+    /// The search index's readers, shared by every search.
+    pub index: Arc<svc_search::SearchIndex>,
+    pub indexer: Mailbox<crate::actors::indexer::IndexerMsg>,
+    pub index_shards: Vec<Mailbox<crate::actors::index_shard::IndexShardMsg>>,
+    /// Per-key budgets: catalogue read-back, request rate, query cost.
+    pub limits: Arc<crate::limits::Limits>,
+    /// Home: the portal's passkey requests open now, for their cap.
+    pub ceremonies: Arc<crate::service::portal::open_ceremonies::OpenCeremonies>,
+    /// Home: the link request ids seen within their window, so each is
+    /// answered once.
+    pub link_replays: Arc<std::sync::Mutex<svc_core::link::Replays>>,
+    /// Verify pages made this minute (`GET /v1/verify/{record_id}`).
+    pub verify_pages: Arc<crate::page_cache::PageCache>,
+    /// Each business's serve-time members, between answers.
+    pub serve_times: Arc<ServeTimes>,
+    /// The records campaigns place as paid rows.
+    pub sponsorships: Arc<sponsorships::Sponsorships>,
+    /// Home: how far each read region serves.
+    pub region_positions: Arc<RegionPositions>,
+    pub billing: Mailbox<crate::actors::billing::BillingMsg>,
+    pub receipts: Mailbox<crate::actors::receipt_log::ReceiptLogMsg>,
+    /// Campaign leases, pools' reserves, and ad confirmations.
+    pub ads: Mailbox<crate::actors::ad_reservations::AdMsg>,
+    pub receipt_folder: Mailbox<crate::actors::receipt_folder::ReceiptFolderMsg>,
+    pub analytics: Mailbox<crate::actors::analytics::AnalyticsMsg>,
+    /// Purges deleted records' bytes; at home, expires bulk files.
+    pub retention: Mailbox<crate::actors::retention::RetentionMsg>,
+    /// The key set home signed, and this region's receipt key in it.
+    pub key_set: crate::key_set::KeyView,
+    /// The transparency log as replicated here.
+    pub log: crate::transparency::LogView,
+    pub metrics: crate::metrics::Metrics,
+    /// The public requests this node served last, by trace.
+    pub traces: Arc<crate::trace::Recent>,
+    /// The other regions' public ports, for the ad confirmations they own.
+    pub peers: Arc<std::collections::HashMap<String, svc_client::transport::Transport>>,
+    /// Live ad versions, kept between pools.
+    pub ad_versions: Arc<ad_cache::AdVersions>,
+    /// Lease asks to home in flight, one per campaign.
+    pub lease_asks: Arc<ad_cache::LeaseAsks>,
+    /// Fetches the images an ad names when it is saved (home).
+    pub images: Arc<crate::image_fetch::ImageFetcher>,
+}
+
+/// The actors that write: the home region's alone.
+#[derive(Clone)]
+pub struct HomeActors {
+    pub publisher: Mailbox<PublisherMsg>,
+    pub push_worker: Mailbox<PushWorkerMsg>,
+    pub transparency_log: Mailbox<crate::actors::transparency_log::TransparencyLogMsg>,
+    /// Present when `domain_assurance` is configured.
+    pub domain_assurance: Option<Mailbox<crate::actors::domain_assurance::DomainAssuranceMsg>>,
+    /// Present when witnesses are configured.
+    pub witnesses: Option<Mailbox<crate::actors::witnesses::WitnessesMsg>>,
+}
+
+/// A read region's replication: its puller, its progress, and home.
+#[derive(Clone)]
+pub struct Replica {
+    pub replicator: Mailbox<crate::actors::replicator::ReplicatorMsg>,
+    pub uplink: Mailbox<crate::actors::uplink::UplinkMsg>,
+    pub claim_uplink: Mailbox<crate::actors::claim_uplink::ClaimUplinkMsg>,
+    pub nonce_feed: Mailbox<crate::actors::nonce_feed::NonceFeedMsg>,
+    pub ad_feed: Mailbox<crate::actors::ad_feed::AdFeedMsg>,
+    pub status: Arc<crate::actors::replicator::ReplicationStatus>,
+    pub link: Arc<crate::replication::link::HomeLink>,
+    /// What the region reports home, written with what it reports.
+    pub outbox: crate::replication::exchange::Sequence,
+    /// Sandbox keys this region asked home to mark introduced.
+    pub introductions: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+}
+
+impl Region {
+    /// The home region's writers, or 503 at a read region (whose write
+    /// routes are forwarded to home before they get here).
+    pub fn home(&self) -> Result<&HomeActors, Error> {
+        self.home
+            .as_ref()
+            .ok_or_else(|| Error::retry_after(Code::Unavailable, 1_000, "writes are taken by the home region"))
+    }
+
+    /// Stops every actor and waits until each has let go of its state (the
+    /// store, the index writers), so the node's directories can be opened again.
+    pub async fn stop_actors(&self) {
+        let wait = Some(std::time::Duration::from_secs(10));
+        // Actors that stop from here on are not failures.
+        let _ = ractor::call!(self.supervisor, supervisor::SupervisorMsg::Stopping);
+        if let Some(replica) = &self.replica {
+            let _ = replica.replicator.actor().stop_and_wait(None, wait).await;
+            let _ = replica.nonce_feed.actor().stop_and_wait(None, wait).await;
+            let _ = replica.ad_feed.actor().stop_and_wait(None, wait).await;
+        }
+        if let Some(home) = &self.home {
+            let _ = home.push_worker.actor().stop_and_wait(None, wait).await;
+        }
+        // Before the shards and the publisher it calls.
+        let _ = self.retention.actor().stop_and_wait(None, wait).await;
+        let _ = self.indexer.actor().stop_and_wait(None, wait).await;
+        // Before the publisher and the uplink its settlements go through.
+        let _ = self.ads.actor().stop_and_wait(None, wait).await;
+        for shard in &self.index_shards {
+            let _ = shard.actor().stop_and_wait(None, wait).await;
+        }
+        if let Some(home) = &self.home {
+            if let Some(assurance) = &home.domain_assurance {
+                let _ = assurance.actor().stop_and_wait(None, wait).await;
+            }
+            let _ = home.transparency_log.actor().stop_and_wait(None, wait).await;
+            let _ = home.publisher.actor().stop_and_wait(None, wait).await;
+        }
+        let _ = self.nonces.actor().stop_and_wait(None, wait).await;
+        let _ = self.billing.actor().stop_and_wait(None, wait).await;
+        // Folds everything served (the open minute too) before the uplink
+        // ships its last report.
+        let _ = self.receipt_folder.actor().stop_and_wait(None, wait).await;
+        if let Some(replica) = &self.replica {
+            // After billing and the nonce store: they ship what those wrote as they stop.
+            let _ = replica.claim_uplink.actor().stop_and_wait(None, wait).await;
+            let _ = replica.uplink.actor().stop_and_wait(None, wait).await;
+        }
+        let _ = self.receipts.actor().stop_and_wait(None, wait).await;
+        let _ = self.analytics.actor().stop_and_wait(None, wait).await;
+        let _ = self.supervisor.stop_and_wait(None, wait).await;
+    }
+
+    /// Stops the actor named for good, without counting it a failure, and
+    /// answers once it has stopped; false when no actor has that name.
+    pub async fn retire(&self, name: &str) -> bool {
+        let name = name.to_owned();
+        match ractor::call!(self.supervisor, |reply| supervisor::SupervisorMsg::Retire { name, reply }) {
+            Ok(Some(cell)) => {
+                let _ = cell.stop_and_wait(None, Some(std::time::Duration::from_secs(10))).await;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// What running a push inline needs.
+    pub fn push_runner(&self) -> Result<crate::actors::push_worker::PushRunner, Error> {
+        Ok(crate::actors::push_worker::PushRunner {
+            store: self.store.clone(),
+            publisher: self.home()?.publisher.clone(),
+            clock: self.clock.clone(),
+            blocklist: self.blocklist.clone(),
+            uploads: self.uploads.clone(),
+        })
+    }
+}

@@ -1,0 +1,526 @@
+//! Bringing a region up: its store and keys, then each actor in the order
+//! the others need them, each under the region's supervisor with a `Spec`
+//! that starts it again from the store if it fails.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{Actor, ActorRef};
+use tokio::sync::Notify;
+
+use crate::actors::ad_feed::{AdFeed, AdFeedArgs};
+use crate::actors::ad_reservations::{AdArgs, AdMsg, AdReservations, AdRole};
+use crate::actors::analytics::{Analytics, AnalyticsArgs, AnalyticsMsg};
+use crate::actors::billing::{Billing, BillingArgs, BillingMsg, BillingRole};
+use crate::actors::claim_uplink::{ClaimUplink, ClaimUplinkArgs};
+use crate::actors::domain_assurance::{DomainAssuranceActor, DomainAssuranceArgs, DomainAssuranceMsg};
+use crate::actors::index_shard::IndexShard;
+use crate::actors::indexer::{Indexer, IndexerArgs, IndexerMsg};
+use crate::actors::mailbox::Mailbox;
+use crate::actors::nonce_feed::{NonceFeed, NonceFeedArgs};
+use crate::actors::nonce_store::{NonceArgs, NonceMsg, NonceRole, NonceStore};
+use crate::actors::publisher::{Publisher, PublisherArgs, PublisherMsg};
+use crate::actors::push_worker::{PushWorker, PushWorkerArgs};
+use crate::actors::receipt_folder::{ReceiptFolder, ReceiptFolderArgs, ReceiptFolderMsg};
+use crate::actors::receipt_log::ReceiptLog;
+use crate::actors::replicator::{ReplicationStatus, Replicator, ReplicatorArgs};
+use crate::actors::retention::{AtHome, Retention, RetentionArgs, RetentionMsg};
+use crate::actors::transparency_log::{TransparencyLog, TransparencyLogArgs, TransparencyLogMsg};
+use crate::actors::uplink::{Uplink, UplinkArgs, UplinkMsg};
+use crate::actors::witnesses::{Witness, Witnesses, WitnessesArgs, WitnessesMsg};
+use crate::blocklist::Blocklist;
+use crate::config::{NodeConfig, Role};
+use crate::key_set::{Certifier, KeyView};
+use crate::limits::Limits;
+use crate::outbound::Outbound;
+use crate::registry::Registry;
+use crate::replication::exchange;
+use crate::replication::link::HomeLink;
+use crate::service_keys::ServiceKeys;
+use crate::transparency::LogView;
+use svc_clock::SharedClock;
+use svc_store::Store;
+
+use super::supervisor::{Failures, Spec, Supervisor, SupervisorMsg, supervise};
+use super::{HomeActors, Region, Replica};
+
+/// Why a region did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{}: {source}", path.display())]
+    Io { path: std::path::PathBuf, source: std::io::Error },
+    #[error("{addr}: {source}")]
+    Listen { addr: std::net::SocketAddr, source: std::io::Error },
+    #[error("the store at {} does not open: {source}", path.display())]
+    Store { path: std::path::PathBuf, source: svc_store::StoreError },
+    #[error(transparent)]
+    Stored(#[from] svc_store::StoreError),
+    /// The configuration does not describe a region that can start.
+    #[error("{0}")]
+    Config(String),
+    #[error(transparent)]
+    Blocklist(#[from] crate::blocklist::BlocklistError),
+    #[error(transparent)]
+    AsTable(#[from] crate::as_table::AsTableError),
+    #[error(transparent)]
+    Index(#[from] svc_search::SearchError),
+    #[error(transparent)]
+    HomeUrl(#[from] svc_client::ClientError),
+    #[error(transparent)]
+    Spawn(#[from] super::supervisor::SpawnError),
+    #[error("the supervisor did not start: {0}")]
+    Supervisor(#[from] ractor::SpawnErr),
+    #[error(transparent)]
+    Actor(#[from] crate::actors::error::ActorError),
+    #[error(transparent)]
+    Mailbox(#[from] crate::actors::mailbox::MailboxError),
+    #[error(transparent)]
+    KeySet(#[from] crate::key_set::KeySetError),
+    #[error(transparent)]
+    Keys(#[from] crate::service_keys::KeysError),
+    /// A token too weak to guard what it guards.
+    #[error(transparent)]
+    Secrets(#[from] crate::config::ConfigError),
+}
+
+/// Starts the actors of a node over its store, without listening.
+pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, StartError> {
+    config.check_secrets()?;
+    if svc_core::sandbox::time_of_day(&config.sandbox_republish_at).is_none() {
+        return Err(StartError::Config(format!(
+            "sandbox_republish_at is {:?}; it is a UTC time of day, HH:MM",
+            config.sandbox_republish_at
+        )));
+    }
+    let regions = config.replication.as_ref().map_or(0, |r| r.regions.len());
+    if config.role == Role::Home && regions > 0 && config.internal_listen.is_none() {
+        return Err(StartError::Config("home names read regions but has no internal_listen for them".into()));
+    }
+    let io = |path: &std::path::Path| {
+        let path = path.to_owned();
+        move |source| StartError::Io { path, source }
+    };
+    std::fs::create_dir_all(&config.data_dir).map_err(io(&config.data_dir))?;
+    let db = config.data_dir.join("db");
+    let store = Store::open_migrating(&db, crate::replication::legacy_log_entry)
+        .map_err(|source| StartError::Store { path: db.clone(), source })?;
+    let keys = Arc::new(ServiceKeys::load_or_create(&store, config.key_encryption_key.as_ref())?);
+    if config.role == Role::Home
+        && let Some(kek) = &config.key_encryption_key
+    {
+        let wrapped = crate::service::portal::hosted::wrap_clear_seeds(&store, kek)?;
+        if wrapped > 0 {
+            tracing::info!(seeds = wrapped, "hosted seeds wrapped under the key-encryption key");
+        }
+    }
+    let indexed = Registry::index_keys(&store).map_err(|source| StartError::Store { path: db.clone(), source })?;
+    if indexed > 0 {
+        tracing::info!(keys = indexed, "business keys indexed by business and bearer digest");
+    }
+    let uploads = config.data_dir.join("uploads");
+    std::fs::create_dir_all(&uploads).map_err(io(&uploads))?;
+    let blocklist = match &config.url_blocklist {
+        Some(b) => Some(Arc::new(Blocklist::new(b)?)),
+        None => None,
+    };
+    let as_table = match &config.ip_to_as_file {
+        Some(path) => Some(Arc::new(crate::as_table::AsTable::load(path)?)),
+        None => None,
+    };
+    let failures = Failures::default();
+    let (sup, _) = Actor::spawn(None, Supervisor, failures.clone()).await?;
+    let outbox = match config.role {
+        Role::Home => None,
+        Role::Read => Some(exchange::outbox(&store)?),
+    };
+    // The nonce store wakes a region's claim uplink with each claim it writes.
+    let claims_wake = Arc::new(Notify::new());
+    let (nonce_role, billing_role) = match &outbox {
+        None => {
+            let lease_ms = config.replication.as_ref().map_or(60_000, |r| r.lease_ms) as i64;
+            let feed = exchange::nonce_feed(&store)?;
+            (NonceRole::Home { feed }, BillingRole::Home { lease_ms })
+        }
+        Some(outbox) => (
+            NonceRole::Region { claims_out: exchange::claims_out(&store)?, wake: claims_wake.clone() },
+            BillingRole::Region { outbox: outbox.clone() },
+        ),
+    };
+    let s = store.clone();
+    // Every second: a busy region expires a few thousand claims a second,
+    // and forgetting a minute of them at once held every claim behind it.
+    let purge_clock = clock.clone();
+    let nonces = supervise(
+        &sup,
+        Spec::new("nonce_store", NonceStore, move || Ok(NonceArgs { store: s.clone(), role: nonce_role.clone() }))
+            .tick(Duration::from_secs(1), move || NonceMsg::Purge { now: purge_clock.now() }),
+    )
+    .await?;
+    let s = store.clone();
+    let mut billing_spec =
+        Spec::new("billing", Billing, move || Ok(BillingArgs { store: s.clone(), role: billing_role.clone() }));
+    if outbox.is_none() {
+        let reclaim_clock = clock.clone();
+        billing_spec =
+            billing_spec.tick(Duration::from_secs(10), move || BillingMsg::Reclaim { now: reclaim_clock.now() });
+    }
+    let billing = supervise(&sup, billing_spec).await?;
+    let s = store.clone();
+    let receipts = supervise(&sup, Spec::new("receipt_log", ReceiptLog, move || Ok(s.clone()))).await?;
+    let folder_args = {
+        let (store, region, clock, outbox) = (store.clone(), config.region.clone(), clock.clone(), outbox.clone());
+        move || {
+            Ok(ReceiptFolderArgs {
+                store: store.clone(),
+                region: region.clone(),
+                clock: clock.clone(),
+                outbox: outbox.clone(),
+            })
+        }
+    };
+    let receipt_folder = supervise(
+        &sup,
+        Spec::new("receipt_folder", ReceiptFolder, folder_args).tick(Duration::from_secs(1), || ReceiptFolderMsg::Tick),
+    )
+    .await?;
+    let analytics_args = AnalyticsArgs { store: store.clone(), home: config.role == Role::Home };
+    // Often, so each tick's share of the receipts is small: it runs on a
+    // worker that also serves searches.
+    let analytics = supervise(
+        &sup,
+        Spec::new("analytics", Analytics, move || Ok(analytics_args.clone()))
+            .tick(Duration::from_millis(100), || AnalyticsMsg::Tick),
+    )
+    .await?;
+    let log = LogView::open(store.clone(), crate::transparency::origin(&config.public_authority))?;
+    let metrics = crate::metrics::Metrics::default();
+    let home = match config.role {
+        Role::Home => {
+            let ends = HomeEnds { log: &log, blocklist: &blocklist, uploads: &uploads, metrics: &metrics };
+            Some(start_home(&sup, &config, &store, &keys, &clock, ends).await?)
+        }
+        Role::Read => None,
+    };
+    if config.ads.take_rate_bps > svc_core::ads::MAX_TAKE_BPS {
+        return Err(StartError::Config(format!("ads.take_rate_bps is 0 to {}", svc_core::ads::MAX_TAKE_BPS)));
+    }
+    let ad_role = match (&home, &outbox) {
+        (Some(home), _) => AdRole::Home {
+            region: config.region.clone(),
+            publisher: home.publisher.clone(),
+            feed: exchange::ad_feed(&store)?,
+            take_bps: config.ads.take_rate_bps,
+        },
+        (None, Some(outbox)) => AdRole::Region { region: config.region.clone(), outbox: outbox.clone() },
+        (None, None) => return Err(StartError::Config("a read region without an outbox".into())),
+    };
+    let ad_args = AdArgs { store: store.clone(), role: ad_role };
+    let ad_clock = clock.clone();
+    let ads = supervise(
+        &sup,
+        Spec::new("ad_reservations", AdReservations, move || Ok(ad_args.clone()))
+            .tick(Duration::from_secs(1), move || AdMsg::Tick { now: ad_clock.now() }),
+    )
+    .await?;
+    let replica = match config.role {
+        Role::Home => None,
+        Role::Read => {
+            let ends = LocalEnds { nonces: &nonces, ads: &ads, claims_wake };
+            Some(start_replica(&sup, &config, &store, &clock, ends, outbox.clone()).await?)
+        }
+    };
+    let mut peers = std::collections::HashMap::new();
+    for peer in &config.peers {
+        let transport = svc_client::transport::Transport::http2(&peer.url)
+            .map_err(|e| StartError::Config(format!("peer {}: {e}", peer.name)))?;
+        peers.insert(peer.name.clone(), transport);
+    }
+    let index_dir = config.data_dir.join("index");
+    if svc_search::prepare_layout(&index_dir, config.shards_per_collection)? {
+        crate::actors::indexer::forget_applied(&store)?;
+    }
+    let (index, openers) = svc_search::open_all(&index_dir, config.shards_per_collection)?;
+    let mut shards = std::collections::HashMap::new();
+    let mut index_shards = Vec::new();
+    for (collection, n, opener) in openers {
+        let name = format!("index_shard/{}/{n}", collection.name());
+        // A failed shard is reopened from its directory, like any actor.
+        let writer = move || {
+            opener.writer().map_err(|e| super::supervisor::SpawnError(format!("opening the index writer: {e}")))
+        };
+        let shard = supervise(&sup, Spec::new(name, IndexShard, writer)).await?;
+        index_shards.push(shard.clone());
+        shards.insert((collection, n), shard);
+    }
+    let indexer_args = {
+        let (store, per_collection, clock) = (store.clone(), config.shards_per_collection.max(1), clock.clone());
+        move || {
+            let (store, shards, clock) = (store.clone(), shards.clone(), clock.clone());
+            Ok(IndexerArgs { store, clock, shards, shards_per_collection: per_collection })
+        }
+    };
+    let indexer = supervise(
+        &sup,
+        Spec::new("indexer", Indexer, indexer_args).tick(Duration::from_millis(5), || IndexerMsg::Tick),
+    )
+    .await?;
+    let retention_args = RetentionArgs {
+        store: store.clone(),
+        clock: clock.clone(),
+        shards: index_shards.clone(),
+        home: home.as_ref().map(|h| AtHome {
+            publisher: h.publisher.clone(),
+            uploads: uploads.clone(),
+            environment: config.environment,
+        }),
+    };
+    let retention = supervise(
+        &sup,
+        Spec::new("retention", Retention, move || Ok(retention_args.clone()))
+            .tick(Duration::from_millis(config.retention_every_ms.max(1)), || RetentionMsg::Tick),
+    )
+    .await?;
+    let limits = Arc::new(Limits::new(config.retrieval_limits, config.verify_per_second));
+    let certifier = match (&home, outbox) {
+        (Some(home), _) => {
+            let valid_from = ServiceKeys::created_at(&store, clock.now())?;
+            let now = clock.now();
+            home.publisher.call(|reply| PublisherMsg::FoundKeySet { valid_from, now, reply }).await??;
+            home.publisher.call(|reply| PublisherMsg::RenewKeyDirectory { now, reply }).await??;
+            Certifier::Publisher(home.publisher.clone())
+        }
+        (None, Some(outbox)) => Certifier::Outbox(outbox),
+        (None, None) => return Err(StartError::Config("a read region without an outbox".into())),
+    };
+    let key_set = KeyView::open(store.clone(), &config.region, &keys, certifier)?;
+    // Home certifies its receipt key now; a region's request waits in its
+    // outbox until home takes it.
+    key_set.ask_certification(clock.now()).await?;
+    let sandbox = config.environment.is_sandbox();
+    let images = crate::image_fetch::ImageFetcher::new(&config.ad_images, bot(&config, &keys, &clock), sandbox)
+        .map_err(|e| StartError::Config(format!("ad_images: {e}")))?;
+    let started_at = clock.now();
+    Ok(Region {
+        supervisor: sup,
+        failures,
+        config: Arc::new(config),
+        registry: Registry::new(store.clone()),
+        store,
+        keys,
+        clock,
+        home,
+        replica,
+        nonces,
+        blocklist,
+        as_table,
+        uploads,
+        index: Arc::new(index),
+        indexer,
+        index_shards,
+        limits,
+        ceremonies: Arc::default(),
+        verify_pages: Arc::default(),
+        link_replays: Arc::new(std::sync::Mutex::new(svc_core::link::Replays::new(started_at.0))),
+        serve_times: Arc::default(),
+        sponsorships: Arc::default(),
+        region_positions: Arc::default(),
+        jwk_keys: Arc::default(),
+        signed_statements: Arc::default(),
+        billing,
+        receipts,
+        ads,
+        receipt_folder,
+        analytics,
+        retention,
+        key_set,
+        log,
+        metrics,
+        traces: Arc::default(),
+        peers: Arc::new(peers),
+        images: Arc::new(images),
+        lease_asks: Arc::default(),
+        ad_versions: Arc::default(),
+    })
+}
+
+/// The writers only home runs: the publisher, the push worker and the
+/// transparency log's sequencer.
+async fn start_home(
+    sup: &ActorRef<SupervisorMsg>,
+    config: &NodeConfig,
+    store: &Store,
+    keys: &Arc<ServiceKeys>,
+    clock: &SharedClock,
+    ends: HomeEnds<'_>,
+) -> Result<HomeActors, StartError> {
+    let HomeEnds { log, blocklist, uploads, metrics } = ends;
+    let directory = crate::key_set::directory::Scope {
+        environment: config.environment,
+        verify_base: config.verify_base_url.clone(),
+    };
+    let publisher_args = PublisherArgs { store: store.clone(), keys: keys.clone(), directory };
+    let publisher = supervise(sup, Spec::new("publisher", Publisher, move || Ok(publisher_args.clone()))).await?;
+    let worker_args = PushWorkerArgs {
+        store: store.clone(),
+        publisher: publisher.clone(),
+        clock: clock.clone(),
+        blocklist: blocklist.clone(),
+        uploads: uploads.to_owned(),
+    };
+    let push_worker = supervise(sup, Spec::new("push_worker", PushWorker, move || Ok(worker_args.clone()))).await?;
+    let log_args = TransparencyLogArgs {
+        last_run: None,
+        log: log.clone(),
+        publisher: publisher.clone(),
+        keys: keys.clone(),
+        clock: clock.clone(),
+        every_ms: config.log_sequence_every_ms.max(1) as i64,
+    };
+    let transparency_log = supervise(
+        sup,
+        Spec::new("transparency_log", TransparencyLog, move || Ok(log_args.clone()))
+            .tick(Duration::from_secs(1), || TransparencyLogMsg::Tick),
+    )
+    .await?;
+    let domain_assurance = match &config.domain_assurance {
+        Some(settings) => {
+            let resolver = Arc::new(crate::blocklist::resolver(settings.resolver, settings.timeout_ms, false)?);
+            let args = DomainAssuranceArgs {
+                store: store.clone(),
+                clock: clock.clone(),
+                publisher: publisher.clone(),
+                resolver,
+            };
+            let spec = Spec::new("domain_assurance", DomainAssuranceActor, move || Ok(args.clone()))
+                .tick(Duration::from_millis(settings.every_ms.max(1)), || DomainAssuranceMsg::Tick);
+            Some(supervise(sup, spec).await?)
+        }
+        None => None,
+    };
+    let witnesses = match config.log_witnesses.witness.as_slice() {
+        [] => None,
+        configured => {
+            if configured.len() > crate::transparency::MAX_WITNESSES {
+                return Err(StartError::Config(format!(
+                    "log_witnesses: at most {} witnesses",
+                    crate::transparency::MAX_WITNESSES
+                )));
+            }
+            let witnesses: Vec<Witness> = configured
+                .iter()
+                .map(Witness::from_config)
+                .collect::<Result<_, _>>()
+                .map_err(|e| StartError::Config(format!("log_witnesses: {e}")))?;
+            let client = Outbound::new(config.log_witnesses.extra_roots_pem.as_deref(), Some(bot(config, keys, clock)))
+                .map_err(|e| StartError::Config(format!("log_witnesses: {e}")))?;
+            let args = WitnessesArgs {
+                log: log.clone(),
+                publisher: publisher.clone(),
+                clock: clock.clone(),
+                witnesses: Arc::new(witnesses),
+                client: Arc::new(client),
+                metrics: metrics.clone(),
+            };
+            let spec = Spec::new("witnesses", Witnesses, move || Ok(args.clone()))
+                .tick(Duration::from_millis(config.log_witnesses.every_ms.max(1)), || WitnessesMsg::Tick);
+            Some(supervise(sup, spec).await?)
+        }
+    };
+    Ok(HomeActors { publisher, push_worker, transparency_log, domain_assurance, witnesses })
+}
+
+/// Who home's outbound requests say they are (Web Bot Auth): the key its
+/// directory lists, at the deployment's public origin.
+fn bot(config: &NodeConfig, keys: &ServiceKeys, clock: &SharedClock) -> crate::outbound::Bot {
+    crate::outbound::Bot {
+        key: keys.web_bot_auth.clone(),
+        agent: format!("https://{}", config.public_authority),
+        clock: clock.clone(),
+    }
+}
+
+/// What home's writers share with the rest of the region.
+struct HomeEnds<'a> {
+    log: &'a LogView,
+    blocklist: &'a Option<Arc<Blocklist>>,
+    uploads: &'a std::path::Path,
+    metrics: &'a crate::metrics::Metrics,
+}
+
+/// What a read region's link to home delivers to, and what wakes it.
+struct LocalEnds<'a> {
+    nonces: &'a Mailbox<NonceMsg>,
+    ads: &'a Mailbox<AdMsg>,
+    /// Woken by the nonce store with each claim it writes.
+    claims_wake: Arc<Notify>,
+}
+
+/// A read region's link to home over HTTP/2: the replicator pulling the
+/// log, the nonce and ad feeds, the claim uplink, and the uplink shipping
+/// the outbox.
+async fn start_replica(
+    sup: &ActorRef<SupervisorMsg>,
+    config: &NodeConfig,
+    store: &Store,
+    clock: &SharedClock,
+    LocalEnds { nonces, ads, claims_wake }: LocalEnds<'_>,
+    outbox: Option<exchange::Sequence>,
+) -> Result<Replica, StartError> {
+    let outbox = outbox.ok_or(StartError::Config("a read region without an outbox".into()))?;
+    let settings = config.replication.as_ref().ok_or(StartError::Config("a read region needs [replication]".into()))?;
+    if settings.ready_max_lag_ms <= crate::actors::replicator::LONG_POLL_MS {
+        return Err(StartError::Config(format!(
+            "replication.ready_max_lag_ms must exceed {} ms, the pull's long poll",
+            crate::actors::replicator::LONG_POLL_MS
+        )));
+    }
+    let needs = |what: &str| StartError::Config(format!("a read region needs replication.{what}"));
+    let home_url = settings.home_url.as_deref().ok_or_else(|| needs("home_url"))?;
+    let internal_url = settings.internal_url.as_deref().ok_or_else(|| needs("internal_url"))?;
+    let urls = crate::replication::link::HomeUrls { public: home_url, internal: internal_url };
+    let link = Arc::new(HomeLink::new(
+        urls,
+        settings.token.clone(),
+        config.region.clone(),
+        settings.lease_units,
+        clock.clone(),
+    )?);
+    let status = Arc::new(ReplicationStatus::default());
+    let args =
+        ReplicatorArgs { store: store.clone(), link: link.clone(), clock: clock.clone(), status: status.clone() };
+    let replicator = supervise(sup, Spec::new("replicator", Replicator, move || Ok(args.clone()))).await?;
+    let feed_args = NonceFeedArgs { link: link.clone(), nonces: nonces.clone(), status: status.clone() };
+    let nonce_feed = supervise(sup, Spec::new("nonce_feed", NonceFeed, move || Ok(feed_args.clone()))).await?;
+    let ad_feed_args = AdFeedArgs { link: link.clone(), ads: ads.clone(), status: status.clone() };
+    let ad_feed = supervise(sup, Spec::new("ad_feed", AdFeed, move || Ok(ad_feed_args.clone()))).await?;
+    let claim_args = ClaimUplinkArgs {
+        store: store.clone(),
+        link: link.clone(),
+        region: config.region.clone(),
+        status: status.clone(),
+        wake: claims_wake,
+    };
+    let claim_uplink = supervise(sup, Spec::new("claim_uplink", ClaimUplink, move || Ok(claim_args.clone()))).await?;
+    let uplink_args =
+        UplinkArgs { store: store.clone(), link: link.clone(), region: config.region.clone(), status: status.clone() };
+    let uplink = supervise(
+        sup,
+        Spec::new("uplink", Uplink, move || Ok(uplink_args.clone()))
+            .tick(Duration::from_millis(UPLINK_INTERVAL_MS), || UplinkMsg::Ship),
+    )
+    .await?;
+    Ok(Replica {
+        replicator,
+        uplink,
+        claim_uplink,
+        nonce_feed,
+        ad_feed,
+        status,
+        link,
+        outbox,
+        introductions: Default::default(),
+    })
+}
+
+/// How often a read region ships its outbox: part of the replay window.
+const UPLINK_INTERVAL_MS: u64 = 20;

@@ -1,0 +1,680 @@
+//! The replication log: the one write path.
+//!
+//! Everything a read region knows arrives as log entries: each entry is the
+//! list of key/value writes the home region made to the replicated column
+//! families, under one sequence number. Home appends entries in the same
+//! atomic write as the change itself, so the log never misses a change and
+//! never holds one that did not happen.
+
+pub mod exchange;
+pub mod link;
+pub mod purge;
+
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use svc_core::time::UnixMs;
+
+use svc_store::{Batch, ReadyBatch, Store, StoreError, StoreResult, be, cf, cf_named, from_be};
+
+/// Column families whose writes replicate to read regions. The rest (pushes,
+/// attempts, idempotency, usage, allowances, receipts, nonces, uploads) is the home region's own.
+pub const REPLICATED: &[&str] = &[
+    cf::CAMPAIGNS,
+    cf::AD_IMAGES,
+    cf::BUSINESSES,
+    cf::CERTIFICATES,
+    cf::INTEGRATION_KEYS,
+    cf::PASSKEYS,
+    cf::KEY_INDEX,
+    cf::MANDATES,
+    cf::AI_POLICIES,
+    cf::CUSTODY,
+    cf::COMPANIES,
+    cf::GROUPS,
+    cf::RETRIEVAL_KEYS,
+    cf::BILLING_PLANS,
+    cf::BLOCKS,
+    cf::TERMS,
+    cf::ENDPOINTS,
+    cf::RECORDS,
+    cf::VERSIONS,
+    cf::KEY_SET,
+    cf::TLOG_LEAVES,
+    cf::TLOG_INDEX,
+    cf::TLOG_CHECKPOINTS,
+    cf::TLOG_COSIGNATURES,
+    cf::PURGES,
+    cf::FRESHNESS,
+    cf::DOMAINS,
+    cf::DIRECTORY,
+    cf::EXPIRED_CALLERS,
+    cf::TERMS_ACCEPTED,
+];
+
+/// One write of an entry. A put's `value` is the stored value itself
+/// (`store::encode_value`: its version byte, then postcard), applied at a
+/// region as it came.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    Put {
+        cf: String,
+        #[serde(with = "serde_bytes")]
+        key: Vec<u8>,
+        #[serde(with = "serde_bytes")]
+        value: Vec<u8>,
+    },
+    Delete {
+        cf: String,
+        #[serde(with = "serde_bytes")]
+        key: Vec<u8>,
+    },
+}
+
+/// One log entry: a sequence number, when home committed it, and its writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub seq: u64,
+    pub at: UnixMs,
+    pub ops: Vec<Op>,
+}
+
+/// An entry as a build before version bytes stored it (postcard, with its
+/// puts' values bare), as this build stores it: each put's value given its
+/// version byte, the entry versioned. The store's one-time migration
+/// (`Store::open_migrating`) writes it in the old entry's place.
+pub fn legacy_log_entry(bytes: &[u8]) -> svc_store::StoreResult<Vec<u8>> {
+    let decode = |source| svc_store::StoreError::Decode { cf: cf::REPLOG, source };
+    let mut entry: Entry = postcard::from_bytes(bytes).map_err(decode)?;
+    for op in &mut entry.ops {
+        if let Op::Put { value, .. } = op {
+            value.insert(0, svc_store::VALUE_VERSION);
+        }
+    }
+    svc_store::encode_value(&entry)
+}
+
+/// A change to make atomically: replicated writes (logged) and home-only ones.
+#[derive(Debug, Default)]
+pub struct Change {
+    ops: Vec<Op>,
+    local: Vec<Op>,
+    /// Keys that must hold nothing when the change commits: checked by the
+    /// one writer, so two registrations of one key cannot both succeed.
+    absent: Vec<(&'static str, Vec<u8>)>,
+    /// Keys that must still hold what was read (encoded), likewise checked
+    /// by the one writer: a read-modify-write never undoes another's write.
+    unchanged: Vec<(&'static str, Vec<u8>, Vec<u8>)>,
+}
+
+impl Change {
+    pub fn new() -> Self {
+        Change::default()
+    }
+
+    /// Commits only if `key` holds nothing in `cf` then; otherwise the
+    /// commit is `StoreError::Exists` and writes nothing.
+    pub fn require_absent(&mut self, cf: &'static str, key: &[u8]) -> &mut Self {
+        self.absent.push((cf, key.to_vec()));
+        self
+    }
+
+    /// Commits only if `key` still holds `as_read` in `cf`; otherwise the
+    /// commit is `StoreError::Changed` and writes nothing.
+    pub fn require_unchanged<T: Serialize>(&mut self, cf: &'static str, key: &[u8], as_read: &T) -> &mut Self {
+        let encoded = svc_store::encode_value(as_read).unwrap_or_default();
+        self.unchanged.push((cf, key.to_vec(), encoded));
+        self
+    }
+
+    /// Writes `value` under `key`; logged when `cf` replicates. (A value
+    /// that fails to encode is left empty, and the commit refuses it.)
+    pub fn put<T: Serialize>(&mut self, cf: &'static str, key: &[u8], value: &T) -> &mut Self {
+        let value = svc_store::encode_value(value).unwrap_or_default();
+        let op = Op::Put { cf: cf.to_owned(), key: key.to_vec(), value };
+        if REPLICATED.contains(&cf) {
+            self.ops.push(op)
+        } else {
+            self.local.push(op)
+        }
+        self
+    }
+
+    pub fn delete(&mut self, cf: &'static str, key: &[u8]) -> &mut Self {
+        let op = Op::Delete { cf: cf.to_owned(), key: key.to_vec() };
+        if REPLICATED.contains(&cf) {
+            self.ops.push(op)
+        } else {
+            self.local.push(op)
+        }
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty() && self.local.is_empty()
+    }
+
+    pub fn replicated_len(&self) -> usize {
+        self.ops.len()
+    }
+}
+
+/// Adds an op to a batch. A column family this build does not know, or a
+/// value of a version it does not know, fails the batch (`put_raw` checks
+/// the version byte); `apply_frames` refuses such an entry before this.
+fn apply_op(batch: &mut Batch<'_>, op: &Op) {
+    if crate::sabotage::on(crate::sabotage::Sabotage::IgnoredBlocks)
+        && matches!(op, Op::Put { cf: name, .. } if name == cf::BLOCKS)
+    {
+        return;
+    }
+    if crate::sabotage::on(crate::sabotage::Sabotage::IgnoredCertificates)
+        && let Op::Put { cf: name, value, .. } = op
+        && name == cf::CERTIFICATES
+        && decode::<svc_store::model::CertificateIssuance>(cf::CERTIFICATES, value)
+            .is_ok_and(|c| c.status != svc_core::seal::CertificateStatus::Active)
+    {
+        return;
+    }
+    match op {
+        Op::Put { cf, key, value } => match cf_named(cf) {
+            Some(name) => batch.put_raw(name, key, value),
+            None => batch.fail(StoreError::UnknownColumnFamily(cf.clone())),
+        },
+        Op::Delete { cf, key } => match cf_named(cf) {
+            Some(name) => batch.delete(name, key),
+            None => batch.fail(StoreError::UnknownColumnFamily(cf.clone())),
+        },
+    }
+}
+
+/// Why an entry cannot be applied here: a write to a column family this
+/// build does not know, or a value of a version it does not know.
+fn refusal(entry: &Entry) -> Option<String> {
+    entry.ops.iter().find_map(|op| {
+        let (name, value) = match op {
+            Op::Put { cf, value, .. } => (cf, Some(value)),
+            Op::Delete { cf, .. } => (cf, None),
+        };
+        let Some(known) = cf_named(name) else { return Some(format!("a write to unknown column family {name}")) };
+        // Home logs only what replication owns; anything else in a frame is
+        // not home's to send, and a region writes nothing else replicated.
+        if !REPLICATED.contains(&known) {
+            return Some(format!("a write to column family {name}, which replication does not own"));
+        }
+        value.and_then(|v| svc_store::versioned_body(known, v).err()).map(|e| e.to_string())
+    })
+}
+
+/// The home region's side of the log: assigns sequence numbers. Only the
+/// publisher actor holds one, so sequence numbers have a single writer.
+pub struct LogWriter {
+    store: Store,
+    next_seq: u64,
+    /// Writes every pipelined commit, in order, synced.
+    committer: Option<Committer>,
+}
+
+/// A thread that writes batches in the order they came, each synced, and
+/// answers each when it is on disk.
+struct Committer {
+    jobs: std::sync::mpsc::Sender<(ReadyBatch, std::sync::mpsc::SyncSender<StoreResult<()>>)>,
+    /// The answer of the write still in flight, if one is.
+    in_flight: Option<std::sync::mpsc::Receiver<StoreResult<()>>>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl LogWriter {
+    pub fn open(store: Store) -> StoreResult<LogWriter> {
+        let next_seq = Self::next_after_stored(&store)?;
+        Ok(LogWriter { store, next_seq, committer: None })
+    }
+
+    fn next_after_stored(store: &Store) -> StoreResult<u64> {
+        Ok(last_seq(store)? + 1)
+    }
+
+    /// The sequence number of the newest entry (0 before any), in flight
+    /// included.
+    pub fn last_seq(&self) -> u64 {
+        self.next_seq - 1
+    }
+
+    /// The sequence number the next commit with replicated writes gets,
+    /// once every commit before it is on disk (the writer is the only one).
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    fn batch_of(&self, change: Change, at: UnixMs) -> StoreResult<(ReadyBatch, Option<u64>)> {
+        // Every earlier commit is on disk (drained), so what is read here is
+        // what the change would follow.
+        for (cf, key) in &change.absent {
+            if self.store.contains(cf, key)? {
+                return Err(svc_store::StoreError::Exists { cf });
+            }
+        }
+        for (cf, key, encoded) in &change.unchanged {
+            if !self.store.holds(cf, key, encoded)? {
+                return Err(svc_store::StoreError::Changed { cf });
+            }
+        }
+        let mut batch = self.store.batch();
+        for op in change.ops.iter().chain(change.local.iter()) {
+            apply_op(&mut batch, op);
+        }
+        let seq = if change.ops.is_empty() {
+            None
+        } else {
+            // Where each record last changed, for `live_in`.
+            for op in &change.ops {
+                if let Op::Put { cf: name, key, .. } = op
+                    && name == cf::RECORDS
+                {
+                    batch.put(cf::RECORD_SEQS, key, &self.next_seq);
+                }
+            }
+            let entry = Entry { seq: self.next_seq, at, ops: change.ops };
+            batch.put(cf::REPLOG, &be(entry.seq), &entry);
+            Some(entry.seq)
+        };
+        Ok((batch.ready()?, seq))
+    }
+
+    /// Commits a change atomically, with its log entry when it has
+    /// replicated writes, after every pipelined commit before it. Returns the
+    /// entry's sequence number, if any.
+    pub fn commit(&mut self, change: Change, at: UnixMs) -> StoreResult<Option<u64>> {
+        self.drain()?;
+        let (batch, seq) = self.batch_of(change, at)?;
+        self.store.write_ready(batch, true)?;
+        if seq.is_some() {
+            self.next_seq += 1;
+        }
+        Ok(seq)
+    }
+
+    /// Commits like [`commit`](Self::commit) but returns once the write is
+    /// handed to the committer: the caller's next step (CPU work) overlaps
+    /// this write's disk wait. At most one write is in flight, and the next
+    /// commit or [`drain`](Self::drain) waits for it and reports its error,
+    /// so a failed write never leaves a gap in the log.
+    pub fn commit_pipelined(&mut self, change: Change, at: UnixMs) -> StoreResult<Option<u64>> {
+        self.drain()?;
+        let (batch, seq) = self.batch_of(change, at)?;
+        let committer = match &mut self.committer {
+            Some(c) => c,
+            None => self.committer.insert(Committer::start(self.store.clone())?),
+        };
+        let (answer, answered) = std::sync::mpsc::sync_channel(1);
+        if committer.jobs.send((batch, answer)).is_err() {
+            // The thread is gone: nothing was written.
+            self.committer = None;
+            return Err(svc_store::StoreError::Closed);
+        }
+        committer.in_flight = Some(answered);
+        if seq.is_some() {
+            self.next_seq += 1;
+        }
+        Ok(seq)
+    }
+
+    /// Waits until every commit is on disk. On a failed write the sequence
+    /// is read back from the store, so the next entry follows the last one
+    /// written.
+    pub fn drain(&mut self) -> StoreResult<()> {
+        let Some(answered) = self.committer.as_mut().and_then(|c| c.in_flight.take()) else { return Ok(()) };
+        let written = answered.recv().unwrap_or(Err(svc_store::StoreError::Closed));
+        if written.is_err() {
+            self.next_seq = Self::next_after_stored(&self.store)?;
+        }
+        written
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+}
+
+impl Committer {
+    fn start(store: Store) -> StoreResult<Committer> {
+        let (jobs, incoming) = std::sync::mpsc::channel::<(ReadyBatch, std::sync::mpsc::SyncSender<StoreResult<()>>)>();
+        let thread = std::thread::Builder::new()
+            .name("log-committer".into())
+            .spawn(move || {
+                for (batch, answer) in incoming {
+                    let _ = answer.send(store.write_ready(batch, true));
+                }
+            })
+            .map_err(|_| svc_store::StoreError::Closed)?;
+        Ok(Committer { jobs, in_flight: None, thread })
+    }
+}
+
+impl Drop for LogWriter {
+    fn drop(&mut self) {
+        // Whatever was handed over is written before the writer goes, and
+        // the committer lets go of the store before this returns: a store
+        // closed by a stray thread while the process exits aborts RocksDB.
+        let _ = self.drain();
+        if let Some(Committer { jobs, thread, .. }) = self.committer.take() {
+            drop(jobs);
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Entries from `after + 1` on, at most `limit` (what a region pulls).
+pub fn entries_after(store: &Store, after: u64, limit: usize) -> StoreResult<Vec<Entry>> {
+    let from = be(after.saturating_add(1));
+    Ok(store.scan::<Entry>(cf::REPLOG, &[], Some(&from), limit)?.into_iter().map(|(_, e)| e).collect())
+}
+
+/// The header by which home tells a region its newest sequence number.
+pub const LOG_HEAD_HEADER: &str = "x-svc-log-head";
+
+/// The newest sequence number in this store's log (0 before any).
+pub fn last_seq(store: &Store) -> StoreResult<u64> {
+    Ok(store.last_key(cf::REPLOG)?.and_then(|k| from_be(&k)).unwrap_or(0))
+}
+
+/// Entries as frames (`svc_core::frames`, whose payload version 1 is a
+/// postcard [`Entry`]), stopping before `max_bytes` unless that leaves none.
+pub fn encode_frames(entries: &[Entry], max_bytes: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for entry in entries {
+        let payload = postcard::to_stdvec(entry).unwrap_or_default();
+        if !out.is_empty() && out.len() + payload.len() > max_bytes {
+            break;
+        }
+        svc_core::frames::encode(entry.seq, &payload, &mut out);
+    }
+    out
+}
+
+/// What a read region did with an answer of frames.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The last sequence number now applied.
+    pub last: u64,
+    pub entries: usize,
+    /// Why reading stopped before the end; nothing from there on was applied.
+    pub refused: Option<String>,
+}
+
+/// Applies the frames that follow the store's last entry, in one synced
+/// write: each entry's writes and the entry itself, under home's sequence
+/// numbers, so the region's indexer tails its own log as home's does. The
+/// first cut, corrupt, out-of-sequence or undecodable frame, or one of a
+/// version this build does not know (the frame's, or a value's in it), ends
+/// the write; what follows is fetched again.
+pub fn apply_frames(store: &Store, bytes: &[u8]) -> StoreResult<Applied> {
+    let after = last_seq(store)?;
+    let (frames, stopped) = svc_core::frames::decode(bytes, after);
+    let mut refused = stopped.map(|e| e.to_string());
+    let mut batch = store.batch();
+    let mut last = after;
+    let mut entries = 0;
+    for (seq, payload) in frames {
+        let entry = match postcard::from_bytes::<Entry>(payload) {
+            Ok(entry) if entry.seq == seq => entry,
+            _ => {
+                refused = Some(format!("frame {seq} does not hold entry {seq}"));
+                break;
+            }
+        };
+        if let Some(why) = refusal(&entry) {
+            refused = Some(format!("frame {seq} holds {why}"));
+            break;
+        }
+        for op in &entry.ops {
+            apply_op(&mut batch, op);
+        }
+        batch.put(cf::REPLOG, &be(seq), &entry);
+        last = seq;
+        entries += 1;
+    }
+    if entries > 0 {
+        store.write_ready(batch.ready()?, true)?;
+        crate::faults::crash_point(crate::faults::CrashPoint::FramesApplied);
+    }
+    Ok(Applied { last, entries, refused })
+}
+
+/// Decodes a replicated value of column family `cf` (what `Change::put`
+/// encoded), through the store's one decoder.
+pub fn decode<T: DeserializeOwned>(cf: &'static str, value: &[u8]) -> StoreResult<T> {
+    svc_store::decode_value(cf, value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_that_requires_a_key_absent_writes_nothing_once_the_key_holds_a_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut log = LogWriter::open(store.clone()).unwrap();
+        let register = |n: u64| {
+            let mut change = Change::new();
+            change.require_absent(cf::BUSINESSES, b"b1").put(cf::BUSINESSES, b"b1", &n).put(cf::PUSHES, b"p", &n);
+            change
+        };
+        assert_eq!(log.commit(register(1), UnixMs(5)).unwrap(), Some(1));
+        let second = log.commit_pipelined(register(2), UnixMs(6));
+        assert!(matches!(second, Err(StoreError::Exists { cf: cf::BUSINESSES })), "{second:?}");
+        log.drain().unwrap();
+        assert_eq!(store.get::<u64>(cf::BUSINESSES, b"b1").unwrap(), Some(1));
+        assert_eq!(store.get::<u64>(cf::PUSHES, b"p").unwrap(), Some(1), "nothing of the refused change");
+        assert_eq!(entries_after(&store, 0, 10).unwrap().len(), 1, "no log entry for it");
+
+        // A read-modify-write commits only over what it read.
+        let mut stale = Change::new();
+        stale.require_unchanged(cf::BUSINESSES, b"b1", &7u64).put(cf::BUSINESSES, b"b1", &8u64);
+        assert!(matches!(log.commit(stale, UnixMs(8)), Err(StoreError::Changed { cf: cf::BUSINESSES })));
+        let mut fresh = Change::new();
+        fresh.require_unchanged(cf::BUSINESSES, b"b1", &1u64).put(cf::BUSINESSES, b"b1", &8u64);
+        assert_eq!(log.commit(fresh, UnixMs(9)).unwrap(), Some(2));
+        assert_eq!(store.get::<u64>(cf::BUSINESSES, b"b1").unwrap(), Some(8));
+    }
+
+    #[test]
+    fn replicated_writes_are_logged_in_the_same_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut log = LogWriter::open(store.clone()).unwrap();
+        let mut change = Change::new();
+        change.put(cf::BUSINESSES, b"b1", &"acme".to_string()).put(cf::PUSHES, b"p1", &1u64);
+        assert_eq!(log.commit(change, UnixMs(5)).unwrap(), Some(1));
+        let mut local_only = Change::new();
+        local_only.put(cf::PUSHES, b"p2", &2u64);
+        assert_eq!(log.commit(local_only, UnixMs(6)).unwrap(), None);
+
+        let entries = entries_after(&store, 0, 10).unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].ops.len(), 1, "home-only writes are not replicated");
+        assert_eq!(store.get::<String>(cf::BUSINESSES, b"b1").unwrap().as_deref(), Some("acme"));
+        assert_eq!(store.get::<u64>(cf::PUSHES, b"p2").unwrap(), Some(2));
+
+        drop(log);
+        let reopened = LogWriter::open(store.clone()).unwrap();
+        assert_eq!(reopened.last_seq(), 1, "sequence numbers continue after a restart");
+    }
+
+    #[test]
+    fn a_region_applies_frames_once_in_order_and_refuses_what_follows_a_bad_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Store::open(&dir.path().join("home")).unwrap();
+        let region = Store::open(&dir.path().join("region")).unwrap();
+        let mut log = LogWriter::open(home.clone()).unwrap();
+        for i in 1..=4u64 {
+            let mut change = Change::new();
+            change.put(cf::BUSINESSES, &be(i), &i).put(cf::PUSHES, &be(i), &i);
+            log.commit(change, UnixMs(i as i64)).unwrap();
+        }
+        let entries = entries_after(&home, 0, 10).unwrap();
+        let mut bytes = encode_frames(&entries[..2], usize::MAX);
+        let good = bytes.len();
+        bytes.extend(encode_frames(&entries[2..], usize::MAX));
+        // A flipped byte in the third frame: two entries apply, the rest waits.
+        bytes[good + 14] ^= 0x40;
+        let applied = apply_frames(&region, &bytes).unwrap();
+        assert_eq!((applied.last, applied.entries), (2, 2));
+        assert!(applied.refused.unwrap().contains("checksum"));
+        assert_eq!(region.get::<u64>(cf::BUSINESSES, &be(3)).unwrap(), None, "nothing of a corrupt frame lands");
+        // Fetched again from where it stopped: the same frames twice apply once.
+        let again = encode_frames(&entries_after(&home, 2, 10).unwrap(), usize::MAX);
+        assert_eq!(apply_frames(&region, &again).unwrap(), Applied { last: 4, entries: 2, refused: None });
+        let replay = apply_frames(&region, &again).unwrap();
+        assert_eq!((replay.last, replay.entries), (4, 0));
+        assert!(replay.refused.unwrap().contains("expected"), "a replayed frame is out of sequence");
+        assert_eq!(region.get::<u64>(cf::BUSINESSES, &be(4)).unwrap(), Some(4));
+        assert_eq!(region.get::<u64>(cf::PUSHES, &be(4)).unwrap(), None, "home-only writes stay home");
+        assert_eq!(entries_after(&region, 0, 10).unwrap(), entries, "the region's log is home's");
+    }
+
+    #[test]
+    fn pipelined_commits_land_in_order_with_no_gap() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut log = LogWriter::open(store.clone()).unwrap();
+        for i in 0..5u64 {
+            let mut change = Change::new();
+            change.put(cf::BUSINESSES, &be(i), &i);
+            assert_eq!(log.commit_pipelined(change, UnixMs(i as i64)).unwrap(), Some(i + 1));
+        }
+        assert_eq!(log.last_seq(), 5, "the write in flight has its number");
+        // A plain commit waits for the pipelined ones, then follows them.
+        let mut change = Change::new();
+        change.put(cf::BUSINESSES, b"last", &99u64);
+        assert_eq!(log.commit(change, UnixMs(9)).unwrap(), Some(6));
+        let seqs: Vec<u64> = entries_after(&store, 0, 10).unwrap().iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6]);
+        let mut change = Change::new();
+        change.put(cf::BUSINESSES, b"after", &1u64);
+        log.commit_pipelined(change, UnixMs(10)).unwrap();
+        drop(log);
+        assert_eq!(store.get::<u64>(cf::BUSINESSES, b"after").unwrap(), Some(1), "dropping the writer drains it");
+    }
+
+    #[test]
+    fn a_region_refuses_a_frame_or_a_value_of_an_unknown_version_and_applies_nothing_from_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let region = Store::open(dir.path()).unwrap();
+        let put = |seq: u64, value: Vec<u8>| Entry {
+            seq,
+            at: UnixMs(seq as i64),
+            ops: vec![Op::Put { cf: cf::BUSINESSES.into(), key: be(seq).to_vec(), value }],
+        };
+        let known = |n: u64| svc_store::encode_value(&n).unwrap();
+        let mut bytes = Vec::new();
+        svc_core::frames::encode(1, &postcard::to_stdvec(&put(1, known(1))).unwrap(), &mut bytes);
+        // A frame of a newer version: the reader stops at it, naming it.
+        let newer = svc_core::frames::VERSION + 1;
+        svc_core::frames::encode_versioned(2, newer, &postcard::to_stdvec(&put(2, known(2))).unwrap(), &mut bytes);
+        let applied = apply_frames(&region, &bytes).unwrap();
+        assert_eq!((applied.last, applied.entries), (1, 1));
+        assert!(applied.refused.as_deref().unwrap().contains("frame 2 has version 2"), "{applied:?}");
+        assert_eq!(region.get::<u64>(cf::BUSINESSES, &be(2)).unwrap(), None);
+
+        // A frame this build reads, holding a value of a newer version.
+        let mut value = known(2);
+        value[0] = svc_store::VALUE_VERSION + 1;
+        let mut bytes = Vec::new();
+        svc_core::frames::encode(2, &postcard::to_stdvec(&put(2, value)).unwrap(), &mut bytes);
+        let applied = apply_frames(&region, &bytes).unwrap();
+        assert_eq!((applied.last, applied.entries), (1, 0));
+        let refused = applied.refused.unwrap();
+        assert!(refused.contains("frame 2 holds") && refused.contains("businesses has version 2"), "{refused}");
+
+        // And a write to a column family this build does not know.
+        let unknown_cf = Entry {
+            seq: 2,
+            at: UnixMs(2),
+            ops: vec![Op::Put { cf: "tomorrow".into(), key: b"k".to_vec(), value: known(2) }],
+        };
+        let mut bytes = Vec::new();
+        svc_core::frames::encode(2, &postcard::to_stdvec(&unknown_cf).unwrap(), &mut bytes);
+        let applied = apply_frames(&region, &bytes).unwrap();
+        assert_eq!(applied.entries, 0);
+        assert!(applied.refused.unwrap().contains("unknown column family tomorrow"));
+
+        // And a write to a family the store has but replication does not
+        // own (a region's own nonces): a frame is never a way in.
+        let home_only = Entry {
+            seq: 2,
+            at: UnixMs(2),
+            ops: vec![Op::Put { cf: cf::NONCES.into(), key: b"k".to_vec(), value: known(2) }],
+        };
+        let mut bytes = Vec::new();
+        svc_core::frames::encode(2, &postcard::to_stdvec(&home_only).unwrap(), &mut bytes);
+        let applied = apply_frames(&region, &bytes).unwrap();
+        assert_eq!(applied.entries, 0);
+        assert!(applied.refused.unwrap().contains("replication does not own"));
+        assert!(!region.contains(cf::NONCES, b"k").unwrap());
+        assert_eq!(last_seq(&region).unwrap(), 1, "nothing past the last good frame is logged");
+    }
+
+    #[test]
+    fn a_store_written_before_version_bytes_is_migrated_once_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let block = svc_store::model::Block {
+            business_uuid: "b1".into(),
+            group_id: "g1".into(),
+            since: svc_core::time::UnixMs(5),
+        };
+        fn old<T: serde::Serialize>(value: &T) -> Vec<u8> {
+            postcard::to_stdvec(value).unwrap()
+        }
+        // A log entry whose put carries the value as that build stored it.
+        let entry = |seq: u64| Entry {
+            seq,
+            at: svc_core::time::UnixMs(seq as i64),
+            ops: vec![Op::Put { cf: cf::BLOCKS.into(), key: svc_store::keys::block("b1", "g1"), value: old(&block) }],
+        };
+        svc_store::testing::legacy_store(
+            dir.path(),
+            &[
+                (cf::BLOCKS, &svc_store::keys::block("b1", "g1")[..], old(&block)),
+                (cf::META, svc_store::keys::meta::INDEX_APPLIED_SEQ, old(&42u64)),
+                (cf::REPLOG, &be(1)[..], old(&entry(1))),
+                (cf::REPLOG, &be(2)[..], old(&entry(2))),
+                // A marker an older build stored with an empty value.
+                (cf::NONCES, &svc_store::keys::nonce(7, "k", "n")[..], Vec::new()),
+            ],
+        );
+        // A bare open does not know an entry's shape, and says so.
+        let bare = tempfile::tempdir().unwrap();
+        svc_store::testing::legacy_store(bare.path(), &[(cf::REPLOG, &be(1)[..], old(&entry(1)))]);
+        assert!(matches!(Store::open(bare.path()), Err(svc_store::StoreError::LegacyLog)));
+        let store = Store::open_migrating(dir.path(), legacy_log_entry).unwrap();
+        let check = |store: &Store| {
+            assert_eq!(
+                store.get::<svc_store::model::Block>(cf::BLOCKS, &svc_store::keys::block("b1", "g1")).unwrap(),
+                Some(block.clone())
+            );
+            assert_eq!(store.get::<u64>(cf::META, svc_store::keys::meta::INDEX_APPLIED_SEQ).unwrap(), Some(42));
+            // The log's entries, and the values they carry, read as this
+            // build writes them (a region is sent them so, and applies them).
+            let log = entries_after(store, 0, 10).unwrap();
+            assert_eq!(log.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
+            for e in &log {
+                let Op::Put { cf: name, value, .. } = &e.ops[0] else { panic!("a put") };
+                assert_eq!(name, cf::BLOCKS);
+                assert_eq!(svc_store::decode_value::<svc_store::model::Block>(cf::BLOCKS, value).unwrap(), block);
+            }
+            assert_eq!(store.scan::<()>(cf::NONCES, &[], None, 10).unwrap().len(), 1);
+            for name in cf::ALL {
+                assert_eq!(
+                    store.get::<u8>(cf::META, &svc_store::keys::schema(name)).unwrap(),
+                    Some(svc_store::SCHEMA_VERSION),
+                    "{name}"
+                );
+                assert!(!store.contains(cf::META, &svc_store::keys::migrating(name)).unwrap(), "{name}");
+            }
+        };
+        check(&store);
+        drop(store);
+        // Opened again, nothing is given a second byte.
+        check(&Store::open(dir.path()).unwrap());
+    }
+}

@@ -1,0 +1,871 @@
+//! RocksDB: column families, versioned postcard values, atomic write batches.
+//!
+//! Every value is one version byte ([`VALUE_VERSION`]) followed by its
+//! postcard encoding (a documented, stable serde format); every read checks
+//! the byte first, and a version this build does not know is
+//! [`StoreError::UnknownVersion`], naming the column family — never a panic
+//! and never a guess. There is no exception: a marker whose value carries
+//! nothing (`()`) is the version byte alone. JSON that must be served byte
+//! for byte (records, envelopes, rows) is stored as bytes inside those
+//! values, never re-encoded. Key layouts are in [`keys`].
+//!
+//! `Store::open` checks each column family's schema version (recorded in
+//! `meta` under `schema ‖ <cf>`) and the version byte of its first value,
+//! and refuses to open on one it does not know. A store written before
+//! values carried the byte (no schema marker) is migrated once, at open.
+
+mod bells;
+pub mod keys;
+pub mod model;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rocksdb::{ColumnFamilyDescriptor, DB, Direction, IteratorMode, Options, WriteBatch, WriteOptions};
+use serde::{Serialize, de::DeserializeOwned};
+
+pub use keys::{be, from_be, key};
+
+/// The version byte every stored value begins with.
+pub const VALUE_VERSION: u8 = 1;
+
+/// The schema version recorded for every column family: the layout of its
+/// keys and values this build writes and reads.
+pub const SCHEMA_VERSION: u8 = 1;
+
+/// Column families. One per kind of thing, named for it.
+pub mod cf {
+    pub const META: &str = "meta";
+    pub const BUSINESSES: &str = "businesses";
+    pub const CERTIFICATES: &str = "certificates";
+    pub const INTEGRATION_KEYS: &str = "integration_keys";
+    pub const PASSKEYS: &str = "passkeys";
+    /// Where business keys are found without reading every key: by
+    /// business (`keys::business_key`, the key's family) and by a sandbox
+    /// key's bearer digest (`keys::sandbox_bearer`, its key id). Written
+    /// with the key; replicated.
+    pub const KEY_INDEX: &str = "key_index";
+    pub const MANDATES: &str = "mandates";
+    pub const AI_POLICIES: &str = "ai_policies";
+    pub const CUSTODY: &str = "custody";
+    pub const COMPANIES: &str = "companies";
+    pub const GROUPS: &str = "groups";
+    pub const RETRIEVAL_KEYS: &str = "retrieval_keys";
+    pub const BLOCKS: &str = "blocks";
+    pub const TERMS: &str = "terms";
+    pub const ALLOWANCES: &str = "allowances";
+    /// Whether each company is prepaid, replicated so a read region knows
+    /// whom it may serve without a lease while home is away.
+    pub const BILLING_PLANS: &str = "billing_plans";
+    pub const RECORDS: &str = "records";
+    pub const VERSIONS: &str = "versions";
+    pub const PUSHES: &str = "pushes";
+    pub const PUSH_RESULTS: &str = "push_results";
+    pub const ATTEMPTS: &str = "attempts";
+    pub const SEQS: &str = "seqs";
+    pub const IDEMPOTENCY: &str = "idempotency";
+    /// Billed requests, one per (key id, nonce).
+    pub const USAGE: &str = "usage";
+    /// Billed requests counted per company and UTC day.
+    pub const USAGE_DAYS: &str = "usage_days";
+    /// Receipts this region issued, by its own sequence (served order).
+    pub const RECEIPTS: &str = "receipts";
+    /// Receipts by group and time: group, served ms, sequence.
+    pub const RECEIPTS_BY_GROUP: &str = "receipts_by_group";
+    /// Each receipt's served time and Merkle leaf hash, by its sequence:
+    /// what folding reads, a fraction of the receipt's size.
+    pub const RECEIPT_LEAVES: &str = "receipt_leaves";
+    /// Each receipt's sequence by its leaf hash, written as it is stored, so
+    /// a proof finds its part without the fold writing every place.
+    pub const RECEIPT_SEQS: &str = "receipt_seqs";
+    /// Analytics: business, hour, country, group → counts, folded from receipts.
+    pub const ANALYTICS: &str = "analytics";
+    /// Businesses whose authorised endpoints are suspended.
+    pub const ENDPOINTS: &str = "endpoints";
+    /// Claimed nonces by expiry: expires (Unix seconds), key id, nonce.
+    pub const NONCES: &str = "nonces";
+    pub const UPLOADS: &str = "uploads";
+    /// Home-only index: business, type, record id.
+    pub const CATALOGUE: &str = "catalogue";
+    pub const REPLOG: &str = "replog";
+    /// A read region's reports to home, in order: usage, lease returns, ad
+    /// settlements (and claims an older build wrote there).
+    pub const OUTBOX: &str = "outbox";
+    /// A read region's own claimed nonces until home holds them: a lane of
+    /// their own, so a slow report never holds a claim back.
+    pub const CLAIMS_OUT: &str = "claims_out";
+    /// Home's fan-out of claimed nonces, by sequence.
+    pub const NONCE_FEED: &str = "nonce_feed";
+    /// Home: allowance units set aside for regions, by lease id.
+    pub const LEASES_GRANTED: &str = "leases_granted";
+    /// A read region: the lease it serves each company from.
+    pub const LEASES_HELD: &str = "leases_held";
+    /// Folded receipt roots, by region and first receipt: a region's own,
+    /// and at home every region's.
+    pub const RECEIPT_ROOTS: &str = "receipt_roots";
+    /// The key set home certified (replicated): its entries and document.
+    pub const KEY_SET: &str = "key_set";
+    /// Home: leaves waiting for the next hourly sequencing, by leaf hash.
+    pub const TLOG_PENDING: &str = "tlog_pending";
+    /// The transparency log (replicated): leaves by index, the index of each
+    /// leaf hash, and every signed checkpoint by tree size.
+    pub const TLOG_LEAVES: &str = "tlog_leaves";
+    pub const TLOG_INDEX: &str = "tlog_index";
+    pub const TLOG_CHECKPOINTS: &str = "tlog_checkpoints";
+    /// Witnesses' cosignatures (replicated): by tree size, then witness.
+    pub const TLOG_COSIGNATURES: &str = "tlog_cosignatures";
+    /// A region's folded receipts: each receipt's leaf hash to its part and
+    /// place, and each part's leaf hashes (for the first level of a proof).
+    pub const RECEIPT_PLACES: &str = "receipt_places";
+    pub const RECEIPT_PARTS: &str = "receipt_parts";
+    /// Home: every read region's receipts as the region shipped them, so
+    /// a group's receipts list whole at home even after a region is lost.
+    pub const REGION_RECEIPTS: &str = "region_receipts";
+    /// What domain assurance found of each domain a business file lists
+    /// (replicated; the verify page's `endpoints.domains`).
+    pub const DOMAINS: &str = "domains";
+    /// Sandbox AI companies whose data expired (replicated): each node
+    /// forgets their groups' receipts.
+    pub const EXPIRED_CALLERS: &str = "expired_callers";
+    /// The Terms each AI company accepted, version and hash (replicated).
+    pub const TERMS_ACCEPTED: &str = "terms_accepted";
+    /// AI companies that opted in to the key directory (replicated).
+    pub const DIRECTORY: &str = "directory";
+    /// How fresh each business expects its records of a type to be
+    /// (replicated; served on rows as `freshness_expectation`).
+    pub const FRESHNESS: &str = "freshness";
+    /// Home: the log sequence of each record's last change (`live_in`).
+    pub const RECORD_SEQS: &str = "record_seqs";
+    /// Deleted records whose bytes every node purges (replicated): by the
+    /// sequence of the delete's log entry, then the record id.
+    pub const PURGES: &str = "purges";
+    /// Home: the portals' people by business uuid ‖ person id (`Person`),
+    /// and by e-mail address (`PersonRef`).
+    pub const PEOPLE: &str = "people";
+    pub const PEOPLE_EMAILS: &str = "people_emails";
+    /// Home: portal invitations, sessions and WebAuthn ceremonies, each by
+    /// the SHA-256 of its secret (ceremonies by their random id).
+    pub const INVITATIONS: &str = "invitations";
+    pub const PORTAL_SESSIONS: &str = "portal_sessions";
+    pub const CEREMONIES: &str = "ceremonies";
+    /// Home: the sealing key the service holds for a business with hosted
+    /// signing on, by business uuid (`HostedKey`); deleted when it ends.
+    pub const HOSTED_KEYS: &str = "hosted_keys";
+    /// Home: when each person last dismissed the portal's notices, by
+    /// business uuid ‖ person id (`UnixMs`).
+    pub const NOTICES_SEEN: &str = "notices_seen";
+    /// Home: the records each business withdrew and has not deleted or
+    /// published again, keyed as `catalogue` is (the portal lists them).
+    pub const WITHDRAWN: &str = "withdrawn";
+    /// Campaigns by id (`Campaign`, replicated).
+    pub const CAMPAIGNS: &str = "campaigns";
+    /// Home: each campaign's money, leased to regions
+    /// (`svc_core::ads::ledger::Ledger`).
+    pub const CAMPAIGN_LEDGERS: &str = "campaign_ledgers";
+    /// A region's own: the campaign leases it holds and its pools' reserves
+    /// (`svc_core::ads::reserve::Book`, one value).
+    pub const AD_BOOK: &str = "ad_book";
+    /// A region's own: each render or click token's confirmations, by the
+    /// token's time (ms, big-endian) ‖ its id ‖ 0xff ‖ the confirmation's
+    /// number (`AdConfirmation`, one per key, appended).
+    pub const AD_TOKENS: &str = "ad_tokens";
+    /// Every node's own: a conversation's renders and clicks of an item, by
+    /// conversation digest ‖ 0 ‖ item id (`AdConversation`), kept 24 hours;
+    /// its own confirmations and the other regions' from the ad feed.
+    pub const AD_CONVERSATIONS: &str = "ad_conversations";
+    /// The images ads name, fetched by the service when each ad was saved,
+    /// by lower-case hex SHA-256 of their bytes (`AdImage`, replicated).
+    pub const AD_IMAGES: &str = "ad_images";
+    /// Home: accepted ad renders and clicks not yet counted, by its own
+    /// event sequence (`AdEvent`); the analytics actor folds and deletes them.
+    pub const AD_EVENTS: &str = "ad_events";
+    /// Home: the ad facts every region must know (conversations' renders
+    /// and clicks, keys' pools), by feed sequence (`(region, AdFact)`),
+    /// kept 25 hours; regions long-poll it.
+    pub const AD_FEED: &str = "ad_feed";
+    /// Home: charges credited back, by reporting region ‖ 0 ‖ its fact's
+    /// number (`AdRefund`); the analytics actor folds and deletes them.
+    pub const AD_REFUNDS: &str = "ad_refunds";
+    /// Home: ad renders, clicks and spend per business, hour, country and
+    /// group (`AdHourCounts`, keyed as `analytics`).
+    pub const AD_ANALYTICS: &str = "ad_analytics";
+
+    pub const ALL: &[&str] = &[
+        META,
+        BUSINESSES,
+        CERTIFICATES,
+        INTEGRATION_KEYS,
+        PASSKEYS,
+        KEY_INDEX,
+        MANDATES,
+        AI_POLICIES,
+        CUSTODY,
+        COMPANIES,
+        GROUPS,
+        RETRIEVAL_KEYS,
+        BLOCKS,
+        TERMS,
+        ALLOWANCES,
+        BILLING_PLANS,
+        RECORDS,
+        VERSIONS,
+        PUSHES,
+        PUSH_RESULTS,
+        ATTEMPTS,
+        SEQS,
+        IDEMPOTENCY,
+        USAGE,
+        USAGE_DAYS,
+        RECEIPTS,
+        RECEIPTS_BY_GROUP,
+        RECEIPT_LEAVES,
+        RECEIPT_SEQS,
+        ANALYTICS,
+        ENDPOINTS,
+        NONCES,
+        UPLOADS,
+        CATALOGUE,
+        REPLOG,
+        OUTBOX,
+        CLAIMS_OUT,
+        NONCE_FEED,
+        LEASES_GRANTED,
+        LEASES_HELD,
+        KEY_SET,
+        RECEIPT_ROOTS,
+        TLOG_PENDING,
+        TLOG_LEAVES,
+        TLOG_INDEX,
+        TLOG_CHECKPOINTS,
+        TLOG_COSIGNATURES,
+        RECEIPT_PLACES,
+        RECEIPT_PARTS,
+        PURGES,
+        REGION_RECEIPTS,
+        RECORD_SEQS,
+        FRESHNESS,
+        DOMAINS,
+        DIRECTORY,
+        EXPIRED_CALLERS,
+        TERMS_ACCEPTED,
+        PEOPLE,
+        PEOPLE_EMAILS,
+        INVITATIONS,
+        PORTAL_SESSIONS,
+        CEREMONIES,
+        HOSTED_KEYS,
+        NOTICES_SEEN,
+        WITHDRAWN,
+        CAMPAIGNS,
+        CAMPAIGN_LEDGERS,
+        AD_BOOK,
+        AD_TOKENS,
+        AD_CONVERSATIONS,
+        AD_IMAGES,
+        AD_EVENTS,
+        AD_ANALYTICS,
+        AD_FEED,
+        AD_REFUNDS,
+    ];
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("storage: {0}")]
+    Rocks(#[from] rocksdb::Error),
+    #[error("a value in column family {cf} does not decode: {source}")]
+    Decode { cf: &'static str, source: postcard::Error },
+    #[error("a value does not encode: {0}")]
+    Encode(postcard::Error),
+    #[error(
+        "a value in column family {cf} has version {version}, which this build does not know \
+         (it reads version {VALUE_VERSION}); it was written by a newer build, or is corrupt"
+    )]
+    UnknownVersion { cf: &'static str, version: u8 },
+    #[error("a value in column family {cf} is empty: it has no version byte")]
+    NoVersion { cf: &'static str },
+    #[error(
+        "the replication log was written before values had versions; the node's start migrates it \
+         (svc node), a bare open of the store does not"
+    )]
+    LegacyLog,
+    /// A change required a key to hold nothing, and it held a value.
+    #[error("a value in column family {cf} already exists under this key")]
+    Exists { cf: &'static str },
+    /// A change required a key to hold what was read before, and another
+    /// change had written it since.
+    #[error("a value in column family {cf} changed since it was read")]
+    Changed { cf: &'static str },
+    #[error(
+        "column family {cf} records schema version {version}, which this build does not know \
+         (it knows {SCHEMA_VERSION}); it was written by a newer build"
+    )]
+    UnknownSchema { cf: &'static str, version: u8 },
+    #[error("unknown column family {0}")]
+    NoColumnFamily(&'static str),
+    #[error("a write to column family {0}, which this build does not know")]
+    UnknownColumnFamily(String),
+    #[error("the log committer stopped")]
+    Closed,
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Rewrites one replication log entry stored before version bytes as this
+/// build stores it (the entry, and each value it carries, versioned).
+pub type LegacyLogEntry = fn(&[u8]) -> StoreResult<Vec<u8>>;
+
+/// The memory all memtables share (RocksDB's write buffer manager).
+const MEMTABLES_BYTES: usize = 128 << 20;
+
+/// A column family's options.
+fn cf_options(name: &str) -> Options {
+    let mut opts = Options::default();
+    if name == cf::RECEIPTS {
+        // Every answer writes a receipt of a few kilobytes: the bulk of what
+        // a serving region writes. Its envelope is mostly base64, which LZ4
+        // shrinks by a tenth at most, and compressing it was most of a
+        // flush's CPU. A smaller memtable makes each flush short: a flush
+        // takes a core from the workers for its length, and a long one
+        // stalled answers for tens of milliseconds.
+        opts.set_compression_type(rocksdb::DBCompressionType::None);
+        opts.set_write_buffer_size(16 << 20);
+        // Room for a flush that falls behind, before writes wait for it.
+        opts.set_max_write_buffer_number(4);
+    } else {
+        opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+    }
+    opts
+}
+
+/// A value as stored: [`VALUE_VERSION`], then its postcard encoding.
+pub fn encode_value<T: Serialize + ?Sized>(value: &T) -> StoreResult<Vec<u8>> {
+    postcard::to_extend(value, vec![VALUE_VERSION]).map_err(StoreError::Encode)
+}
+
+/// Checks a stored value's version byte; answers the postcard after it.
+pub fn versioned_body<'a>(cf: &'static str, bytes: &'a [u8]) -> StoreResult<&'a [u8]> {
+    match bytes.split_first() {
+        Some((&VALUE_VERSION, body)) => Ok(body),
+        Some((&version, _)) => Err(StoreError::UnknownVersion { cf, version }),
+        None => Err(StoreError::NoVersion { cf }),
+    }
+}
+
+/// The one decoder of stored values (and of replicated ones, which are
+/// stored values): the version byte checked, then postcard.
+pub fn decode_value<T: DeserializeOwned>(cf: &'static str, bytes: &[u8]) -> StoreResult<T> {
+    postcard::from_bytes(versioned_body(cf, bytes)?).map_err(|source| StoreError::Decode { cf, source })
+}
+
+/// The column family of this name, as the `'static` name the store uses.
+pub fn cf_named(name: &str) -> Option<&'static str> {
+    cf::ALL.iter().copied().find(|n| *n == name)
+}
+
+/// Values given their version byte per migration write.
+const MIGRATE_STEP: usize = 4_096;
+/// At most this many value bytes per migration write.
+const MIGRATE_STEP_BYTES: usize = 8 << 20;
+
+/// A node's embedded database. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    db: Arc<DB>,
+    /// Rung after writes to the feeds regions long-poll.
+    bells: Arc<bells::Bells>,
+}
+
+impl Store {
+    /// Opens (or creates) the store, migrates a store an older build wrote
+    /// without version bytes, and refuses one whose schema or values carry
+    /// a version this build does not know. A replication log written before
+    /// version bytes is refused (`LegacyLog`): only `open_migrating`, with
+    /// the replication module's rewrite (a node's start), migrates it.
+    pub fn open(path: &Path) -> StoreResult<Store> {
+        Self::open_migrating(path, |_| Err(StoreError::LegacyLog))
+    }
+
+    /// Opens a store; a replication log entry written before version bytes
+    /// is rewritten by `legacy_log_entry`, which the replication module
+    /// provides (only it knows an entry's shape).
+    pub fn open_migrating(path: &Path, legacy_log_entry: LegacyLogEntry) -> StoreResult<Store> {
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        opts.increase_parallelism(2);
+        // Write files out a megabyte at a time: a flush that leaves tens of
+        // megabytes dirty makes the kernel throttle every writer at once,
+        // and the WAL appends of the serving path stall with it.
+        opts.set_bytes_per_sync(1 << 20);
+        opts.set_wal_bytes_per_sync(1 << 20);
+        // No WAL recycling: a recycled file keeps what it held past the
+        // point new writes reach, and a deleted record's bytes must leave
+        // every file (`retention`).
+        opts.set_avoid_unnecessary_blocking_io(true);
+        // Every memtable together at most this much, the largest flushed
+        // first: each of the seventy-odd column families may otherwise hold
+        // its own 64 MiB unflushed, and after seeding 100,000 products a node
+        // kept a gigabyte of WAL on disk and replayed it at each start.
+        opts.set_db_write_buffer_size(MEMTABLES_BYTES);
+        let cfs = cf::ALL.iter().map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name)));
+        let db = DB::open_cf_descriptors(&opts, path, cfs)?;
+        let store = Store { db: Arc::new(db), bells: Arc::new(bells::Bells::new()) };
+        store.check_schema(legacy_log_entry)?;
+        Ok(store)
+    }
+
+    /// Each column family's schema: a recorded version must be one this
+    /// build knows, and so must its first value's version byte; a family
+    /// with no record was written before values had versions (or is new),
+    /// and its values are given their byte now, then the record written.
+    fn check_schema(&self, legacy_log_entry: LegacyLogEntry) -> StoreResult<()> {
+        let meta = self.handle(cf::META)?;
+        let mut markers = self.batch();
+        for &name in cf::ALL {
+            match self.db.get_pinned_cf(meta, keys::schema(name))? {
+                Some(recorded) => {
+                    let version: u8 = decode_value(cf::META, &recorded)?;
+                    if version != SCHEMA_VERSION {
+                        return Err(StoreError::UnknownSchema { cf: name, version });
+                    }
+                    if let Some(first) = self.first_value(name)? {
+                        versioned_body(name, &first)?;
+                    }
+                }
+                None => {
+                    let migrated = self.give_versions(name, legacy_log_entry)?;
+                    if migrated > 0 {
+                        tracing::info!(cf = name, values = migrated, "stored values given their version byte");
+                    }
+                    markers.put(cf::META, &keys::schema(name), &SCHEMA_VERSION);
+                    markers.delete(cf::META, &keys::migrating(name));
+                }
+            }
+        }
+        if !markers.is_empty() {
+            markers.commit()?;
+        }
+        Ok(())
+    }
+
+    /// The first value of a column family (in `meta`, the first that is not
+    /// the store's own schema record).
+    fn first_value(&self, name: &'static str) -> StoreResult<Option<Box<[u8]>>> {
+        for item in self.db.iterator_cf(self.handle(name)?, IteratorMode::Start) {
+            let (key, value) = item?;
+            if !Self::is_schema_key(name, &key) {
+                return Ok(Some(value));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Keys of `meta` the store writes itself, already versioned.
+    fn is_schema_key(name: &str, key: &[u8]) -> bool {
+        name == cf::META
+            && [keys::meta::SCHEMA, keys::meta::MIGRATING]
+                .iter()
+                .any(|p| key.len() > p.len() && key.starts_with(p) && key[p.len()] == 0)
+    }
+
+    /// Prefixes every value of `name` with the version byte, in steps, each
+    /// step with how far it got (`migrating ‖ <cf>`) in the same write, so a
+    /// crash midway resumes after the last value rewritten and never gives
+    /// a value two bytes. Answers how many values it rewrote.
+    fn give_versions(&self, name: &'static str, legacy_log_entry: LegacyLogEntry) -> StoreResult<usize> {
+        let handle = self.handle(name)?;
+        let progress = keys::migrating(name);
+        let mut after: Option<Vec<u8>> = self
+            .db
+            .get_pinned_cf(self.handle(cf::META)?, &progress)?
+            .map(|v| decode_value(cf::META, &v))
+            .transpose()?;
+        let mut total = 0;
+        loop {
+            let mode = match &after {
+                Some(k) => IteratorMode::From(k, Direction::Forward),
+                None => IteratorMode::Start,
+            };
+            let mut batch = self.batch();
+            let (mut count, mut bytes, mut last) = (0, 0, None);
+            for item in self.db.iterator_cf(handle, mode) {
+                let (key, value) = item?;
+                if after.as_deref() == Some(&key[..]) || Self::is_schema_key(name, &key) {
+                    continue;
+                }
+                batch.batch.put_cf(handle, &key, Self::versioned_legacy(name, &value, legacy_log_entry)?);
+                count += 1;
+                bytes += value.len();
+                last = Some(key.to_vec());
+                if count >= MIGRATE_STEP || bytes >= MIGRATE_STEP_BYTES {
+                    break;
+                }
+            }
+            let Some(last) = last else { return Ok(total) };
+            batch.put(cf::META, &progress, &last);
+            batch.commit()?;
+            total += count;
+            after = Some(last);
+        }
+    }
+
+    /// A value an older build stored, as this build stores it: the version
+    /// byte before it. A replication log entry also carries stored values
+    /// (its puts): each of those is given its byte too.
+    fn versioned_legacy(name: &'static str, value: &[u8], legacy_log_entry: LegacyLogEntry) -> StoreResult<Vec<u8>> {
+        if name == cf::REPLOG {
+            return legacy_log_entry(value);
+        }
+        let mut versioned = Vec::with_capacity(value.len() + 1);
+        versioned.push(VALUE_VERSION);
+        versioned.extend_from_slice(value);
+        Ok(versioned)
+    }
+
+    /// Writes every memtable out, then rewrites each key range (family,
+    /// first key, last key, both included) down to its family's last level:
+    /// what an overwrite or delete replaced there leaves the files (and the
+    /// WAL files that held it are no longer needed).
+    pub fn purge_replaced(&self, ranges: &[(&'static str, Vec<u8>, Vec<u8>)]) -> StoreResult<()> {
+        for name in cf::ALL {
+            self.db.flush_cf(self.handle(name)?)?;
+        }
+        let mut options = rocksdb::CompactOptions::default();
+        options.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
+        for (name, first, last) in ranges {
+            self.db.compact_range_cf_opt(self.handle(name)?, Some(first), Some(last), &options);
+        }
+        Ok(())
+    }
+
+    fn handle(&self, name: &'static str) -> StoreResult<&rocksdb::ColumnFamily> {
+        self.db.cf_handle(name).ok_or(StoreError::NoColumnFamily(name))
+    }
+
+    pub fn get<T: DeserializeOwned>(&self, cf: &'static str, key: &[u8]) -> StoreResult<Option<T>> {
+        match self.db.get_pinned_cf(self.handle(cf)?, key)? {
+            Some(bytes) => Ok(Some(decode_value(cf, &bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether `key` holds exactly `encoded` (as `encode_value` wrote it).
+    pub fn holds(&self, cf: &'static str, key: &[u8], encoded: &[u8]) -> StoreResult<bool> {
+        Ok(self.db.get_pinned_cf(self.handle(cf)?, key)?.is_some_and(|v| &v[..] == encoded))
+    }
+
+    pub fn contains(&self, cf: &'static str, key: &[u8]) -> StoreResult<bool> {
+        Ok(self.db.get_pinned_cf(self.handle(cf)?, key)?.is_some())
+    }
+
+    /// Every (key, value) whose key starts with `prefix`, in key order,
+    /// starting at `from` (inclusive) when given, at most `limit`.
+    pub fn scan<T: DeserializeOwned>(
+        &self,
+        cf: &'static str,
+        prefix: &[u8],
+        from: Option<&[u8]>,
+        limit: usize,
+    ) -> StoreResult<Vec<(Vec<u8>, T)>> {
+        let start = from.unwrap_or(prefix);
+        let iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::From(start, Direction::Forward));
+        let mut out = Vec::new();
+        for item in iter {
+            let (key, value) = item?;
+            if !key.starts_with(prefix) || out.len() >= limit {
+                break;
+            }
+            out.push((key.to_vec(), decode_value(cf, &value)?));
+        }
+        Ok(out)
+    }
+
+    /// The keys (not their values) that start with `prefix`, in order, at
+    /// most `limit`: what a removal of everything under a prefix deletes.
+    pub fn scan_keys(&self, cf: &'static str, prefix: &[u8], limit: usize) -> StoreResult<Vec<Vec<u8>>> {
+        let iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::From(prefix, Direction::Forward));
+        let mut out = Vec::new();
+        for item in iter {
+            let (key, _) = item?;
+            if !key.starts_with(prefix) || out.len() >= limit {
+                break;
+            }
+            out.push(key.to_vec());
+        }
+        Ok(out)
+    }
+
+    /// The entry with the greatest key at or before `at`.
+    pub fn at_or_before<T: DeserializeOwned>(&self, cf: &'static str, at: &[u8]) -> StoreResult<Option<(Vec<u8>, T)>> {
+        let mut iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::From(at, Direction::Reverse));
+        match iter.next() {
+            Some(item) => {
+                let (key, value) = item?;
+                Ok(Some((key.to_vec(), decode_value(cf, &value)?)))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The last key of a column family (the highest sequence of a log).
+    pub fn last_key(&self, cf: &'static str) -> StoreResult<Option<Vec<u8>>> {
+        let mut iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::End);
+        match iter.next() {
+            Some(item) => Ok(Some(item?.0.to_vec())),
+            None => Ok(None),
+        }
+    }
+
+    pub fn batch(&self) -> Batch<'_> {
+        Batch { store: self, batch: WriteBatch::default(), error: None, rings: bells::Rings::default() }
+    }
+
+    /// A single put, synced.
+    pub fn put<T: Serialize>(&self, cf: &'static str, key: &[u8], value: &T) -> StoreResult<()> {
+        let mut batch = self.batch();
+        batch.put(cf, key, value);
+        batch.commit()
+    }
+}
+
+/// An atomic group of writes. `commit` writes them all or none, synced to
+/// disk: whatever a commit acknowledged survives a crash.
+pub struct Batch<'a> {
+    store: &'a Store,
+    batch: WriteBatch,
+    error: Option<StoreError>,
+    rings: bells::Rings,
+}
+
+impl Batch<'_> {
+    /// Writes `value`, with its version byte.
+    pub fn put<T: Serialize>(&mut self, cf: &'static str, key: &[u8], value: &T) {
+        match (self.store.handle(cf), encode_value(value)) {
+            (Ok(handle), Ok(bytes)) => {
+                self.rings.note(cf);
+                self.batch.put_cf(handle, key, bytes)
+            }
+            (Err(e), _) | (_, Err(e)) => self.error = Some(e),
+        }
+    }
+
+    /// Writes bytes already encoded as a stored value ([`encode_value`]:
+    /// home's replicated values, applied as they came). A value without a
+    /// version byte this build knows fails the batch.
+    pub fn put_raw(&mut self, cf: &'static str, key: &[u8], value: &[u8]) {
+        match (self.store.handle(cf), versioned_body(cf, value)) {
+            (Ok(handle), Ok(_)) => {
+                self.rings.note(cf);
+                self.batch.put_cf(handle, key, value)
+            }
+            (Err(e), _) | (_, Err(e)) => self.error = Some(e),
+        }
+    }
+
+    /// Fails the batch: its commit answers `error`.
+    pub fn fail(&mut self, error: StoreError) {
+        self.error = Some(error);
+    }
+
+    pub fn delete(&mut self, cf: &'static str, key: &[u8]) {
+        match self.store.handle(cf) {
+            Ok(handle) => self.batch.delete_cf(handle, key),
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    /// Deletes every key from `from` up to, not including, `to`: one range
+    /// tombstone, however many keys it covers.
+    pub fn delete_range(&mut self, cf: &'static str, from: &[u8], to: &[u8]) {
+        match self.store.handle(cf) {
+            Ok(handle) => self.batch.delete_range_cf(handle, from, to),
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+
+    pub fn commit(self) -> StoreResult<()> {
+        self.write(true)
+    }
+
+    /// Commits without waiting for the disk: survives a crash of the process
+    /// (the write-ahead log is in the operating system's hands) but not of the
+    /// machine. For state that is cheap to lose that way, such as nonces.
+    pub fn commit_unsynced(self) -> StoreResult<()> {
+        self.write(false)
+    }
+
+    fn write(self, sync: bool) -> StoreResult<()> {
+        let store = self.store.clone();
+        store.write_ready(self.ready()?, sync)
+    }
+
+    /// The batch, checked, to be written later or from another thread.
+    pub fn ready(self) -> StoreResult<ReadyBatch> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(ReadyBatch(self.batch, self.rings)),
+        }
+    }
+}
+
+/// A checked batch of writes that owns its data.
+pub struct ReadyBatch(WriteBatch, bells::Rings);
+
+impl Store {
+    /// Writes a ready batch atomically; `sync` waits for the disk.
+    pub fn write_ready(&self, batch: ReadyBatch, sync: bool) -> StoreResult<()> {
+        let mut opts = WriteOptions::default();
+        opts.set_sync(sync);
+        self.db.write_opt(batch.0, &opts)?;
+        self.bells.ring(batch.1);
+        Ok(())
+    }
+
+    /// Sees each later write that puts into `cf`, one of the feeds home
+    /// serves its regions (the replication log, the nonce and ad feeds);
+    /// `None` for any other family.
+    pub fn bell(&self, cf: &'static str) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.bells.listen(cf)
+    }
+
+    /// Writes one small synced value, as a probe of the disk: a full disk
+    /// or a store in a background error fails it.
+    pub fn probe_write(&self, now_ms: i64) -> StoreResult<()> {
+        let mut batch = self.batch();
+        batch.put(cf::META, keys::meta::WRITE_PROBE, &now_ms);
+        batch.commit()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::legacy_store;
+
+    #[test]
+    fn batches_are_atomic_and_scans_are_ordered() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut batch = store.batch();
+        for n in [3u64, 1, 2] {
+            batch.put(cf::REPLOG, &be(n), &format!("entry {n}"));
+        }
+        batch.commit().unwrap();
+        let all: Vec<(Vec<u8>, String)> = store.scan(cf::REPLOG, &[], None, 10).unwrap();
+        assert_eq!(all.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>(), ["entry 1", "entry 2", "entry 3"]);
+        assert_eq!(store.last_key(cf::REPLOG).unwrap(), Some(be(3).to_vec()));
+        drop(store);
+        let reopened = Store::open(dir.path()).unwrap();
+        assert_eq!(reopened.get::<String>(cf::REPLOG, &be(2)).unwrap().as_deref(), Some("entry 2"));
+    }
+
+    /// Writes bytes as they are, past every check: what another build, or
+    /// corruption, might have left.
+    fn put_unchecked(store: &Store, name: &'static str, key: &[u8], value: &[u8]) {
+        store.db.put_cf(store.handle(name).unwrap(), key, value).unwrap();
+    }
+
+    #[test]
+    fn a_value_of_an_unknown_version_is_a_typed_error_naming_its_family() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.put(cf::BUSINESSES, b"a", &"known".to_string()).unwrap();
+        let newer = [&[VALUE_VERSION + 1][..], &postcard::to_stdvec("newer").unwrap()].concat();
+        put_unchecked(&store, cf::BUSINESSES, b"b", &newer);
+        put_unchecked(&store, cf::BUSINESSES, b"c", &[]);
+
+        let unknown = store.get::<String>(cf::BUSINESSES, b"b").unwrap_err();
+        assert!(
+            matches!(unknown, StoreError::UnknownVersion { cf: cf::BUSINESSES, version } if version == VALUE_VERSION + 1),
+            "{unknown}"
+        );
+        assert!(unknown.to_string().contains("column family businesses has version 2"), "{unknown}");
+        assert!(matches!(store.get::<String>(cf::BUSINESSES, b"c"), Err(StoreError::NoVersion { cf: cf::BUSINESSES })));
+        assert!(matches!(
+            store.scan::<String>(cf::BUSINESSES, &[], None, 10),
+            Err(StoreError::UnknownVersion { cf: cf::BUSINESSES, .. })
+        ));
+        assert!(matches!(
+            store.at_or_before::<String>(cf::BUSINESSES, b"b"),
+            Err(StoreError::UnknownVersion { cf: cf::BUSINESSES, .. })
+        ));
+        assert_eq!(store.get::<String>(cf::BUSINESSES, b"a").unwrap().as_deref(), Some("known"));
+        // Replicated bytes are checked as they are applied: the batch fails.
+        let mut batch = store.batch();
+        batch.put_raw(cf::BUSINESSES, b"d", &newer);
+        assert!(matches!(batch.commit(), Err(StoreError::UnknownVersion { cf: cf::BUSINESSES, .. })));
+        assert!(!store.contains(cf::BUSINESSES, b"d").unwrap());
+    }
+
+    #[test]
+    fn open_refuses_a_family_whose_first_value_or_schema_is_of_an_unknown_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        put_unchecked(&store, cf::RECORDS, b"r1", &[9, 0]);
+        drop(store);
+        let refused = Store::open(dir.path()).err().expect("a value of version 9 is refused at open");
+        assert!(matches!(refused, StoreError::UnknownVersion { cf: cf::RECORDS, version: 9 }), "{refused}");
+        assert!(refused.to_string().contains("column family records has version 9"), "{refused}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.put(cf::META, &keys::schema(cf::TLOG_LEAVES), &(SCHEMA_VERSION + 1)).unwrap();
+        drop(store);
+        let refused = Store::open(dir.path()).err().expect("a newer schema is refused at open");
+        assert!(matches!(refused, StoreError::UnknownSchema { cf: cf::TLOG_LEAVES, version: 2 }), "{refused}");
+        assert!(refused.to_string().contains("column family tlog_leaves records schema version 2"), "{refused}");
+    }
+
+    #[test]
+    fn a_migration_cut_short_resumes_after_the_last_value_it_rewrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let versioned = |s: &str| encode_value(&s.to_string()).unwrap();
+        let legacy = |s: &str| postcard::to_stdvec(&s.to_string()).unwrap();
+        legacy_store(
+            dir.path(),
+            &[
+                // Rewritten before the crash, with how far it got.
+                (cf::BUSINESSES, &b"a"[..], versioned("one")),
+                (cf::BUSINESSES, &b"b"[..], versioned("two")),
+                (cf::META, &keys::migrating(cf::BUSINESSES)[..], encode_value(&b"b".to_vec()).unwrap()),
+                // Not reached.
+                (cf::BUSINESSES, &b"c"[..], legacy("three")),
+            ],
+        );
+        let store = Store::open(dir.path()).unwrap();
+        let all: Vec<(Vec<u8>, String)> = store.scan(cf::BUSINESSES, &[], None, 10).unwrap();
+        assert_eq!(all.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>(), ["one", "two", "three"]);
+        assert!(!store.contains(cf::META, &keys::migrating(cf::BUSINESSES)).unwrap());
+    }
+}
+
+/// For migration tests, here and in the crates above: a store as a build
+/// before version bytes wrote it (every column family, postcard values with
+/// no byte before them, no schema record).
+pub mod testing {
+    use std::path::Path;
+
+    use rocksdb::{ColumnFamilyDescriptor, DB, Options};
+
+    use crate::cf;
+
+    pub fn legacy_store(path: &Path, values: &[(&'static str, &[u8], Vec<u8>)]) {
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let db = DB::open_cf_descriptors(
+            &opts,
+            path,
+            cf::ALL.iter().map(|n| ColumnFamilyDescriptor::new(*n, Options::default())),
+        )
+        .unwrap();
+        for (name, key, value) in values {
+            db.put_cf(db.cf_handle(name).unwrap(), key, value).unwrap();
+        }
+    }
+}
