@@ -148,3 +148,16 @@ pub fn settle(
         Err(LedgerError::BadReport) => Err(NotSettled::BadUse),
     })
 }
+
+/// Campaigns a region reads to know what it places.
+pub const MAX_ALL_CAMPAIGNS: usize = 100_000;
+
+/// Every campaign (at most [`MAX_ALL_CAMPAIGNS`]).
+pub fn all(store: &Store) -> StoreResult<Vec<Campaign>> {
+    campaigns(store, MAX_ALL_CAMPAIGNS)
+}
+
+/// The token of the latest campaign change (none before the first).
+pub fn changed(store: &Store) -> StoreResult<Option<u64>> {
+    store.get::<u64>(cf::CAMPAIGNS, CAMPAIGNS_CHANGED)
+}

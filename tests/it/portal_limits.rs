@@ -5,7 +5,7 @@
 use serde_json::json;
 use svc_core::portal::CEREMONY_MS;
 use svc_core::problem::Code;
-use svc_node::service::portal::open_ceremonies::MAX_OPEN_PER_ACCOUNT;
+use svc_node::region::open_ceremonies::MAX_OPEN_PER_ACCOUNT;
 use svc_node::service::portal::{people, sessions};
 use svc_store::cf;
 use svc_store::model::{Ceremony, Invitation, PasskeyRole};

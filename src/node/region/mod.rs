@@ -3,6 +3,8 @@
 //! `stop_actors` lets go of them in the reverse order.
 
 pub mod ad_cache;
+pub mod key_view;
+pub mod open_ceremonies;
 mod positions;
 mod serve_times;
 pub mod sponsorships;
@@ -25,8 +27,8 @@ use crate::actors::publisher::PublisherMsg;
 use crate::actors::push_worker::PushWorkerMsg;
 use crate::blocklist::Blocklist;
 use crate::config::NodeConfig;
+use crate::error::Error;
 use crate::registry::Registry;
-use crate::service::Error;
 use crate::service_keys::ServiceKeys;
 use svc_clock::SharedClock;
 use svc_store::Store;
@@ -48,8 +50,8 @@ pub struct Region {
     pub replica: Option<Replica>,
     pub nonces: Mailbox<NonceMsg>,
     /// Verifying keys parsed from their JWKs, for the signed routes.
-    pub jwk_keys: Arc<crate::service::auth::JwkKeys>,
-    pub signed_statements: Arc<crate::service::auth::SignedStatements>,
+    pub jwk_keys: Arc<crate::memo::JwkKeys>,
+    pub signed_statements: Arc<crate::memo::SignedStatements>,
     pub blocklist: Option<Arc<Blocklist>>,
     /// The operator's IP-to-AS table, when one is configured.
     pub as_table: Option<Arc<crate::as_table::AsTable>>,
@@ -62,7 +64,7 @@ pub struct Region {
     /// Per-key budgets: catalogue read-back, request rate, query cost.
     pub limits: Arc<crate::limits::Limits>,
     /// Home: the portal's passkey requests open now, for their cap.
-    pub ceremonies: Arc<crate::service::portal::open_ceremonies::OpenCeremonies>,
+    pub ceremonies: Arc<crate::region::open_ceremonies::OpenCeremonies>,
     /// Home: the link request ids seen within their window, so each is
     /// answered once.
     pub link_replays: Arc<std::sync::Mutex<svc_core::link::Replays>>,
@@ -83,7 +85,7 @@ pub struct Region {
     /// Purges deleted records' bytes; at home, expires bulk files.
     pub retention: Mailbox<crate::actors::retention::RetentionMsg>,
     /// The key set home signed, and this region's receipt key in it.
-    pub key_set: crate::key_set::KeyView,
+    pub key_set: crate::region::key_view::KeyView,
     /// The transparency log as replicated here.
     pub log: crate::transparency::LogView,
     pub metrics: crate::metrics::Metrics,

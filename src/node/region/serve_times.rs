@@ -14,8 +14,8 @@ use svc_core::ids::RecordType;
 use svc_core::search::serve::ServeTime;
 use svc_core::time::UnixMs;
 
+use crate::error::{Error, Result};
 use crate::registry::Registry;
-use crate::service::{Error, Result};
 use svc_store::Store;
 
 /// What a business's rows carry now, and the span of time it holds for.

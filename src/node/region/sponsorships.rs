@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use svc_core::search::PaidRows;
 
-use crate::service::Result;
-use crate::service::ads::campaigns;
+use crate::error::Result;
 use svc_search::RecordIds;
 use svc_store::model::Campaign;
 
@@ -49,7 +48,7 @@ impl Sponsorships {
         {
             return Ok(read.placed.clone());
         }
-        let changed = campaigns::changed(state)?;
+        let changed = crate::campaign_ledger::changed(&state.store)?;
         if let Some(read) = held.as_mut()
             && read.changed == changed
         {
@@ -57,7 +56,7 @@ impl Sponsorships {
             return Ok(read.placed.clone());
         }
         let mut placed = Placements::default();
-        for campaign in campaigns::all(state)? {
+        for campaign in crate::campaign_ledger::all(&state.store)? {
             let campaign = Arc::new(campaign);
             if campaign.terms.placement == svc_core::ads::Placement::Ad {
                 placed.ads.push(campaign);

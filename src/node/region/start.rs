@@ -30,9 +30,9 @@ use crate::actors::uplink::{Uplink, UplinkArgs, UplinkMsg};
 use crate::actors::witnesses::{Witness, Witnesses, WitnessesArgs, WitnessesMsg};
 use crate::blocklist::Blocklist;
 use crate::config::{NodeConfig, Role};
-use crate::key_set::{Certifier, KeyView};
 use crate::limits::Limits;
 use crate::outbound::Outbound;
+use crate::region::key_view::{Certifier, KeyView};
 use crate::registry::Registry;
 use crate::replication::exchange;
 use crate::replication::link::HomeLink;
@@ -75,7 +75,7 @@ pub enum StartError {
     #[error(transparent)]
     Mailbox(#[from] crate::actors::mailbox::MailboxError),
     #[error(transparent)]
-    KeySet(#[from] crate::key_set::KeySetError),
+    KeySet(#[from] crate::region::key_view::KeySetError),
     #[error(transparent)]
     Keys(#[from] crate::service_keys::KeysError),
     /// A token too weak to guard what it guards.
@@ -108,7 +108,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     if config.role == Role::Home
         && let Some(kek) = &config.key_encryption_key
     {
-        let wrapped = crate::service::portal::hosted::wrap_clear_seeds(&store, kek)?;
+        let wrapped = crate::hosted_seeds::wrap_clear_seeds(&store, kek)?;
         if wrapped > 0 {
             tracing::info!(seeds = wrapped, "hosted seeds wrapped under the key-encryption key");
         }

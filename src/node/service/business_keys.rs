@@ -228,7 +228,7 @@ pub async fn register_mandate(state: &Region, envelope: &Envelope) -> Result<Man
         envelope,
         |keyid| {
             let key = registry.passkey(keyid).ok().flatten()?;
-            let public = crate::service::auth::key_from_jwk(&key.jwk)?;
+            let public = crate::memo::key_from_jwk(&key.jwk)?;
             Some((public, key.role.map(|r| r.as_str().to_owned()).unwrap_or_default()))
         },
         &state.config.passkey_rp_id,
@@ -324,7 +324,7 @@ pub fn passkey_document(
         .filter(|k| k.business_uuid == business_uuid && k.live_at(now) && k.kind == KeyKind::Passkey)
         .filter(|k| k.role.is_some_and(|r| roles.contains(&r)))
         .ok_or_else(|| refused("it is not signed by a live passkey of this business in a role that may"))?;
-    let public = crate::service::auth::key_from_jwk(&signer.jwk).ok_or_else(|| Error::internal("stored passkey"))?;
+    let public = crate::memo::key_from_jwk(&signer.jwk).ok_or_else(|| Error::internal("stored passkey"))?;
     if envelope.payload_type != svc_core::dsse::payload_type(name) {
         return Err(refused(&format!("it is not a {name}")));
     }

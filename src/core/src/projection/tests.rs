@@ -1,7 +1,9 @@
+use proptest::prelude::{prop_assert, prop_assert_eq};
 use serde_json::{Value, json};
 
 use super::*;
 use crate::digest::sha256_prefixed;
+use crate::records::tests::{arb_json, arb_member, ctx, fixture};
 use crate::records::{ValidationContext, validate};
 
 const BUSINESS: &str = "6f1d2c3b-4a59-4e68-9d7c-8b9a0f1e2d3c";
@@ -371,4 +373,34 @@ fn money_numbers() {
     assert_eq!(rows::money_number("19.99"), Some(json!(19.99)));
     assert_eq!(rows::money_number("999999999999"), Some(json!(999_999_999_999u64)));
     assert_eq!(rows::money_number("1e3"), None);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn validate_never_panics_on_mutated_records(
+        kind in proptest::sample::select(RecordType::COLLECTIONS.to_vec()),
+        member in arb_member(),
+        value in arb_json(),
+    ) {
+        let mut record = fixture(kind);
+        record[member.as_str()] = value;
+        let bytes = serde_json::to_vec(&record).unwrap();
+        if let Ok(valid) = validate(&bytes, kind, &ctx()) {
+            // Whatever passes also projects and verifies.
+            let key = crate::keys::SigningKey::from_seed(crate::keys::Alg::Ed25519, &[9; 32]).unwrap();
+            let pctx = ProjectionContext {
+                record_id: valid.record_id("6f1d2c3b-4a59-4e68-9d7c-8b9a0f1e2d3c"),
+                business_uuid: "6f1d2c3b-4a59-4e68-9d7c-8b9a0f1e2d3c".into(),
+                business_name: "Lumio".into(),
+                published_at: crate::time::UnixMs(1_793_966_400_000),
+                ad: None,
+            };
+            let row = project(&valid, &pctx, &key);
+            let public = key.verifying_key();
+            prop_assert_eq!(verify_row(&row, |_| Some(public.clone())), Ok(()));
+            prop_assert!(rerun_matches(&valid, &pctx, &row));
+        }
+    }
 }

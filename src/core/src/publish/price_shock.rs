@@ -125,25 +125,8 @@ pub fn judge(catalogue: &Catalogue, push: &PushPrices) -> Option<Vec<&'static st
 /// Parses the money form `^(0|[1-9][0-9]{0,11})(\.[0-9]{1,4})?$` into
 /// ten-thousandths: `"12.5"` is `125_000`.
 pub fn parse_amount(decimal: &str) -> Option<i64> {
-    let (int, frac) = match decimal.split_once('.') {
-        Some((int, frac)) => (int, Some(frac)),
-        None => (decimal, None),
-    };
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    let int_ok = int == "0" || ((1..=12).contains(&int.len()) && !int.starts_with('0') && digits(int));
-    let frac_ok = frac.is_none_or(|f| (1..=4).contains(&f.len()) && digits(f));
-    if !int_ok || !frac_ok {
-        return None;
-    }
-    let whole: i64 = int.parse().ok()?;
-    let mut fraction = 0i64;
-    let frac = frac.unwrap_or("");
-    for (i, b) in frac.bytes().enumerate() {
-        // Each digit is worth a tenth of the one before: 1000, 100, 10, 1.
-        fraction += i64::from(b - b'0') * 10i64.pow(3 - i as u32);
-    }
     // At most 12 integer digits: far below i64::MAX / 10^4.
-    whole.checked_mul(AMOUNT_SCALE)?.checked_add(fraction)
+    crate::records::money_units(decimal).and_then(|units| i64::try_from(units).ok())
 }
 
 #[cfg(test)]

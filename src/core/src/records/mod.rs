@@ -508,4 +508,4 @@ fn display_domains(value: &Value, pointer: &mut String, errors: &mut Vec<RecordE
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -366,8 +366,8 @@ fn scalar(field: &FilterField, v: &Value) -> Result<Scalar, Refusal> {
         (Kind::Str, Value::String(_)) => Err(invalid(format!("{name}: strings are at most 256 characters"))),
         (Kind::Currency, Value::String(s)) if crate::ids::is_currency(s) => Ok(Scalar::Str(s.clone())),
         (Kind::Bool, Value::Bool(b)) => Ok(Scalar::Bool(*b)),
-        (Kind::Money, Value::String(s)) => crate::publish::price_shock::parse_amount(s)
-            .map(|minor| Scalar::Num(minor as f64 / 10_000.0))
+        (Kind::Money, Value::String(s)) => crate::records::money_units(s)
+            .map(|units| Scalar::Num(units as f64 / 10_000.0))
             .ok_or_else(|| invalid(format!("{name}: money is a decimal string such as \"12.50\""))),
         (Kind::Money, _) => Err(invalid(format!("{name}: money is a decimal string, never a number"))),
         (Kind::Int, Value::Number(n)) if n.is_i64() => Ok(Scalar::Num(n.as_i64().unwrap_or_default() as f64)),

@@ -22,8 +22,6 @@ use svc_store::model::*;
 pub const MAX_ITEMS: usize = 1_000;
 /// Campaigns one business holds (ended ones included).
 pub const MAX_CAMPAIGNS: usize = 200;
-/// Campaigns a region reads to know what it places.
-pub const MAX_ALL_CAMPAIGNS: usize = 100_000;
 
 /// The record types a placement may list.
 fn placeable(placement: Placement) -> &'static [RecordType] {
@@ -67,14 +65,14 @@ pub fn of_business(state: &Region, business_uuid: &str) -> Result<Vec<Campaign>>
     Ok(all)
 }
 
-/// Every campaign (at most [`MAX_ALL_CAMPAIGNS`]).
+/// Every campaign (at most [`campaign_ledger::MAX_ALL_CAMPAIGNS`]).
 pub fn all(state: &Region) -> Result<Vec<Campaign>> {
-    Ok(campaign_ledger::campaigns(&state.store, MAX_ALL_CAMPAIGNS)?)
+    Ok(campaign_ledger::all(&state.store)?)
 }
 
 /// The token of the latest campaign change (none before the first).
 pub fn changed(state: &Region) -> Result<Option<u64>> {
-    Ok(state.store.get::<u64>(cf::CAMPAIGNS, campaign_ledger::CAMPAIGNS_CHANGED)?)
+    Ok(campaign_ledger::changed(&state.store)?)
 }
 
 /// The terms checked, every reason in one refusal.

@@ -13,12 +13,12 @@ use svc_core::keys::{Alg, SigningKey};
 use svc_core::problem::Code;
 
 use super::{Signed, apply};
+use crate::hosted_seeds::{seed_purpose, stored_seed};
 use crate::region::Region;
 use crate::replication::Change;
 use crate::service::business_keys::{add_key, passkey_document, revoke_key, sealing_key};
 use crate::service::error::invalid;
 use crate::service::{Error, Result};
-use crate::service_keys::KeyEncryptionKey;
 use svc_store::cf;
 use svc_store::model::*;
 
@@ -89,20 +89,6 @@ pub async fn switch(state: &Region, business_uuid: &str, envelope: &Envelope) ->
     Ok(request.custody == Custody::Hosted)
 }
 
-/// What a hosted seed's wrapping is for: the business's own seed.
-fn seed_purpose(business_uuid: &str) -> Vec<u8> {
-    [b"svc-hosted-seed/1\0".as_slice(), business_uuid.as_bytes()].concat()
-}
-
-/// A seed as stored: wrapped under the key-encryption key when the node
-/// has one, else in clear.
-fn stored_seed(kek: Option<&KeyEncryptionKey>, business_uuid: &str, seed: &[u8]) -> Vec<u8> {
-    match kek {
-        Some(kek) => kek.wrap(&seed_purpose(business_uuid), seed),
-        None => seed.to_vec(),
-    }
-}
-
 /// The seed a stored one holds, cleared from memory when dropped.
 fn open_seed(state: &Region, business_uuid: &str, stored: &[u8]) -> Result<zeroize::Zeroizing<Vec<u8>>> {
     if stored.len() == 32 {
@@ -113,27 +99,6 @@ fn open_seed(state: &Region, business_uuid: &str, stored: &[u8]) -> Result<zeroi
         .kek()
         .ok_or_else(|| Error::internal("a hosted seed is wrapped and no key-encryption key was given"))?;
     kek.unwrap(&seed_purpose(business_uuid), stored).ok_or_else(|| Error::internal("a hosted seed does not unwrap"))
-}
-
-/// Wraps every hosted seed stored in clear (written by a start without a
-/// key-encryption key), in one write: home's start, given the key.
-pub fn wrap_clear_seeds(store: &svc_store::Store, kek: &KeyEncryptionKey) -> svc_store::StoreResult<usize> {
-    let mut batch = store.batch();
-    let mut wrapped = 0;
-    for (key, hosted) in store.scan::<HostedKey>(cf::HOSTED_KEYS, &[], None, usize::MAX)? {
-        if hosted.seed.len() == 32 {
-            let business_uuid = String::from_utf8_lossy(&key).into_owned();
-            let seed = zeroize::Zeroizing::new(hosted.seed.clone());
-            batch.put(
-                cf::HOSTED_KEYS,
-                &key,
-                &HostedKey { seed: stored_seed(Some(kek), &business_uuid, &seed), ..hosted },
-            );
-            wrapped += 1;
-        }
-    }
-    batch.commit()?;
-    Ok(wrapped)
 }
 
 /// Signs a prepared seal payload with the business's hosted key, naming

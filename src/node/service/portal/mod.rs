@@ -12,7 +12,6 @@ pub mod company;
 pub mod export;
 pub mod hosted;
 pub mod keys;
-pub mod open_ceremonies;
 pub mod people;
 pub mod pushes;
 pub mod records;

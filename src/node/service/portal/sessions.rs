@@ -52,11 +52,11 @@ pub fn person(state: &Region, business_uuid: &str, person_id: &str) -> Result<Op
     Ok(state.store.get(cf::PEOPLE, &keys::person(business_uuid, person_id))?)
 }
 
-pub use super::open_ceremonies::MAX_OPEN_CEREMONIES;
+pub use crate::region::open_ceremonies::MAX_OPEN_CEREMONIES;
 
 /// Stores a ceremony of `account` under a fresh id, in `change`; refused
 /// while [`MAX_OPEN_CEREMONIES`] are open (`503`), or the account's share
-/// ([`super::open_ceremonies::MAX_OPEN_PER_ACCOUNT`], `429`), so no flood
+/// ([`crate::region::open_ceremonies::MAX_OPEN_PER_ACCOUNT`], `429`), so no flood
 /// grows the store or takes another account's places.
 pub(super) fn begin_ceremony(
     state: &Region,
@@ -69,19 +69,19 @@ pub(super) fn begin_ceremony(
     state.home()?;
     let now = state.clock.now();
     let expires_at = now.plus(CEREMONY_MS);
-    let tag = super::open_ceremonies::account_tag(account);
+    let tag = crate::region::open_ceremonies::account_tag(account);
     let random = svc_core::b64::url_encode(&svc_clock::random::<18>());
     let id = format!("{}{tag}{random}", ceremony_id_prefix(expires_at));
     match state.ceremonies.admit(&state.store, &id, now)? {
         Ok(()) => {}
-        Err(super::open_ceremonies::Full::Node) => {
+        Err(crate::region::open_ceremonies::Full::Node) => {
             return Err(Error::retry_after(
                 Code::Unavailable,
                 60_000,
                 "too many passkey requests are open; try again in a minute",
             ));
         }
-        Err(super::open_ceremonies::Full::Account) => {
+        Err(crate::region::open_ceremonies::Full::Account) => {
             return Err(Error::retry_after(
                 Code::RateLimited,
                 60_000,

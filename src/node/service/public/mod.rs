@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use svc_core::problem::Code;
 
-pub use super::document::PublicDocument;
 use super::{Error, Result};
+pub use crate::document::PublicDocument;
 use crate::region::Region;
 
 /// The dual-signed `jwks.v1` key set, as this region last read it.
@@ -27,11 +27,11 @@ pub fn key_set(state: &Region) -> Result<Arc<PublicDocument>> {
 /// The key directory home signed last (`key_set::directory`), as every
 /// region holds it, its bytes as signed and stored; 503 at a region that
 /// has not received it yet.
-pub fn key_directory(state: &Region) -> Result<crate::service::document::PublicDocument> {
+pub fn key_directory(state: &Region) -> Result<crate::document::PublicDocument> {
     let unavailable =
         || Error::retry_after(Code::Unavailable, 5_000, "this region has not received the key directory yet");
     let document = crate::key_set::directory::document(&state.store)?.ok_or_else(unavailable)?;
-    Ok(crate::service::document::PublicDocument::new(bytes::Bytes::from(document)))
+    Ok(crate::document::PublicDocument::new(bytes::Bytes::from(document)))
 }
 
 /// Home's Web Bot Auth key directory as asked at `authority`: the JWK set

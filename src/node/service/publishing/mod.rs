@@ -30,9 +30,10 @@ use svc_core::publish::outcome::{self as out, Outcome, PushState, PushStatus};
 use svc_core::seal::{self, judge_certificate};
 use svc_core::time::UnixMs;
 
-use super::auth::{Credentials, key_from_jwk, verify_signed};
+use super::auth::{Credentials, verify_signed};
 use super::{Error, Result};
 use crate::actors::publisher::PublisherMsg;
+use crate::memo::key_from_jwk;
 use crate::publish::Refused;
 use crate::region::Region;
 use svc_store::model::*;

@@ -78,7 +78,7 @@ fn person_seal(state: &Region, business_uuid: &str, envelope: &Envelope) -> Resu
         .passkey(&seal.key_id)?
         .filter(|p| p.business_uuid == business_uuid)
         .ok_or_else(|| refused("the seal's key is not a sealing key of this business"))?;
-    let public = crate::service::auth::key_from_jwk(&key.jwk).ok_or_else(|| Error::internal("stored sealing key"))?;
+    let public = crate::memo::key_from_jwk(&key.jwk).ok_or_else(|| Error::internal("stored sealing key"))?;
     let opened = envelope.open().map_err(|r| refused(r.to_string()))?;
     let signature = envelope
         .signatures
@@ -299,7 +299,7 @@ pub async fn release_held(state: &Region, push_id: &str, envelope: &Envelope) ->
         |keyid| {
             let key = registry.passkey(keyid).ok().flatten()?;
             let usable = key.business_uuid == push.business_uuid && key.live_at(now);
-            let public = crate::service::auth::key_from_jwk(&key.jwk).filter(|_| usable)?;
+            let public = crate::memo::key_from_jwk(&key.jwk).filter(|_| usable)?;
             Some((public, key.role.map(|r| r.as_str().to_owned()).unwrap_or_default()))
         },
         &state.config.passkey_rp_id,

@@ -4,7 +4,7 @@
 use svc_core::portal::ceremony_id_prefix;
 use svc_core::time::UnixMs;
 
-use crate::service::Result;
+use crate::error::Result;
 use svc_store::model::Ceremony;
 use svc_store::{Store, cf};
 
