@@ -1,7 +1,7 @@
-//! svc: the command line (`svc up`, `svc admin`, `svc client`, `svc mcp`),
-//! the sandbox's corpus and seeding, the load generator and the chaos
-//! runner. Everything here is a client of the layers below: it starts
-//! nodes from `svc-http` and speaks to them through `svc-client`.
+//! svc: the command line (`svc up`, `svc node`, `svc admin`, `svc client`,
+//! `svc mcp`), the load generator and the chaos runner. Everything here is
+//! a client of the layers below: it starts nodes from `svc-http` (whose
+//! sandbox seeds the corpus) and speaks to them through `svc-client`.
 
 /// Every program that links svc (the node, its tests and benchmarks)
 /// allocates with mimalloc.

@@ -1,4 +1,4 @@
-//! Every public surface on one router: the API's own routes (`http`), the
+//! Every public surface on one router: the API's own routes (`api`), the
 //! public MCP server (`mcp`) and the portals (`portal`), both built on the
 //! HTTP layer's pieces. The one module that knows all three, so none of
 //! them imports another above it.

@@ -153,8 +153,11 @@ async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_pe
         Request::get("/admin/observe").header("authorization", format!("Bearer {TOKEN}")).body(Body::empty()).unwrap();
     let observed = Transport::new(&eu.admin_url).unwrap().send(request).await.unwrap().json();
     assert!(observed["actors"]["replicator"]["applied"].as_u64() >= Some(head), "{observed}");
-    for name in ["nonce_feed", "uplink", "billing", "receipt_log", "indexer"] {
+    for name in ["nonce_feed", "ad_feed", "uplink", "claim_uplink", "billing", "receipt_log", "indexer"] {
         assert!(observed["actors"][name].is_object(), "{name}: {observed}");
+    }
+    for (name, seen) in observed["actors"].as_object().unwrap() {
+        assert!(!seen.is_null(), "{name} answers Observe: {observed}");
     }
     assert!(observed["actors"].get("publisher").is_none(), "home's writers run at home alone");
 

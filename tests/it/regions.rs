@@ -193,6 +193,10 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
         assert!(value("svc_index_documents", &[("collection", "products")]) >= Some(30.0), "{role}: {text}");
         assert!(value("svc_nonce_store_size", &[]) >= Some(1.0), "{role}: {text}");
         assert!(parsed.samples.iter().any(|s| s.metric.starts_with("svc_http_request_duration_seconds")), "{role}");
+        // Each actor of the roster: what waits on it, and whether the
+        // watchdog has it named.
+        assert_eq!(value("svc_actor_frozen", &[("actor", "billing")]), Some(0.0), "{role}: {text}");
+        assert_eq!(value("svc_actor_waiting", &[("actor", "receipt_log")]), Some(0.0), "{role}: {text}");
         if role == "read" {
             assert!(value("svc_replication_lag_seconds", &[]).is_some(), "{text}");
             assert_eq!(value("svc_replication_head_seq", &[]), value("svc_replication_applied_seq", &[]));

@@ -84,6 +84,15 @@ async fn a_failed_actor_is_restarted_from_the_store_and_the_region_serves_on() {
         assert!(observed.body["actors"][name].is_object(), "{name}: {}", observed.body);
     }
     assert_eq!(observed.body["actors"]["receipt_log"]["next_seq"], 2, "one receipt so far");
+    // Every actor the supervisor holds is listed once and answers: the
+    // roster observes, counts, watches and stops the same list.
+    let actors = observed.body["actors"].as_object().unwrap();
+    let supervised: std::collections::BTreeSet<&str> =
+        observed.body["supervisor"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(actors.keys().map(String::as_str).collect::<std::collections::BTreeSet<_>>(), supervised);
+    for (name, seen) in actors {
+        assert!(!seen.is_null(), "{name} answers Observe: {}", observed.body);
+    }
     let billing = observed.body["supervisor"].as_array().unwrap().iter().find(|c| c["name"] == "billing").cloned();
     assert_eq!(billing, Some(json!({"name": "billing", "restarts": 1, "failed": null})));
 

@@ -94,3 +94,16 @@ impl Actor for AdFeed {
         Ok(())
     }
 }
+
+impl crate::actors::observed::Observed for AdFeedMsg {
+    type Seen = (u64, u64);
+
+    fn observe(reply: ractor::RpcReplyPort<(u64, u64)>) -> Self {
+        AdFeedMsg::Observe(reply)
+    }
+
+    fn describe(seen: (u64, u64)) -> serde_json::Value {
+        let (head, learned) = seen;
+        serde_json::json!({"head": head, "learned": learned})
+    }
+}

@@ -793,3 +793,15 @@ impl Actor for AdReservations {
         Ok(())
     }
 }
+
+impl crate::actors::observed::Observed for AdMsg {
+    type Seen = Book;
+
+    fn observe(reply: ractor::RpcReplyPort<Book>) -> Self {
+        AdMsg::Observe(reply)
+    }
+
+    fn describe(seen: Book) -> serde_json::Value {
+        serde_json::json!({"leases": seen.leases.len(), "reserves": seen.reserves().count()})
+    }
+}

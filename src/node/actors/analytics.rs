@@ -297,3 +297,15 @@ impl Actor for Analytics {
         Ok(())
     }
 }
+
+impl crate::actors::observed::Observed for AnalyticsMsg {
+    type Seen = u64;
+
+    fn observe(reply: ractor::RpcReplyPort<u64>) -> Self {
+        AnalyticsMsg::Observe(reply)
+    }
+
+    fn describe(seen: u64) -> serde_json::Value {
+        serde_json::json!({"applied_seq": seen})
+    }
+}

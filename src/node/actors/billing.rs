@@ -563,6 +563,18 @@ impl Actor for Billing {
     }
 }
 
+impl crate::actors::observed::Observed for BillingMsg {
+    type Seen = BillingSnapshot;
+
+    fn observe(reply: ractor::RpcReplyPort<BillingSnapshot>) -> Self {
+        BillingMsg::Observe(reply)
+    }
+
+    fn describe(seen: BillingSnapshot) -> serde_json::Value {
+        serde_json::json!({"reserved_units": seen.reserved_units, "leases": seen.leases})
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

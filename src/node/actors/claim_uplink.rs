@@ -27,6 +27,8 @@ const BACKOFF: Duration = Duration::from_millis(200);
 pub enum ClaimUplinkMsg {
     /// Ships what waits, or waits for the next claim (sent to itself).
     Ship,
+    /// Answers the claims home took, since start (between shipments).
+    Observe(ractor::RpcReplyPort<u64>),
 }
 
 #[derive(Clone)]
@@ -91,6 +93,11 @@ impl Actor for ClaimUplink {
         args: &mut ClaimUplinkArgs,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
+            ClaimUplinkMsg::Observe(reply) => {
+                let _ = reply.send(args.status.claims_reported.load(Ordering::Relaxed));
+                // Its own `Ship` keeps the loop going: no second one.
+                return Ok(());
+            }
             ClaimUplinkMsg::Ship => match Self::ship(args).await {
                 // A claim written after the look above left a wake-up, so
                 // none waits out the idle time.
@@ -106,5 +113,17 @@ impl Actor for ClaimUplink {
         }
         let _ = me.send_message(ClaimUplinkMsg::Ship);
         Ok(())
+    }
+}
+
+impl crate::actors::observed::Observed for ClaimUplinkMsg {
+    type Seen = u64;
+
+    fn observe(reply: ractor::RpcReplyPort<u64>) -> Self {
+        ClaimUplinkMsg::Observe(reply)
+    }
+
+    fn describe(seen: u64) -> serde_json::Value {
+        serde_json::json!({"reported": seen})
     }
 }

@@ -219,3 +219,16 @@ impl Actor for DomainAssuranceActor {
         Ok(())
     }
 }
+
+impl crate::actors::observed::Observed for DomainAssuranceMsg {
+    type Seen = Pass;
+
+    fn observe(reply: ractor::RpcReplyPort<Pass>) -> Self {
+        DomainAssuranceMsg::Observe(reply)
+    }
+
+    fn describe(seen: Pass) -> serde_json::Value {
+        serde_json::json!({"businesses": seen.businesses, "confirmed": seen.confirmed, "refused": seen.refused,
+            "expired": seen.expired, "unchecked": seen.unchecked, "suspended": seen.suspended})
+    }
+}

@@ -176,3 +176,15 @@ impl Actor for IndexShard {
         Ok(())
     }
 }
+
+impl crate::actors::observed::Observed for IndexShardMsg {
+    type Seen = IndexShardSnapshot;
+
+    fn observe(reply: ractor::RpcReplyPort<IndexShardSnapshot>) -> Self {
+        IndexShardMsg::Observe(reply)
+    }
+
+    fn describe(seen: IndexShardSnapshot) -> serde_json::Value {
+        serde_json::json!({"docs": seen.docs, "commits": seen.commits, "compactions": seen.compactions, "unsynced": seen.unsynced})
+    }
+}

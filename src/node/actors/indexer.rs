@@ -396,6 +396,18 @@ impl Actor for Indexer {
     }
 }
 
+impl crate::actors::observed::Observed for IndexerMsg {
+    type Seen = IndexerSnapshot;
+
+    fn observe(reply: ractor::RpcReplyPort<IndexerSnapshot>) -> Self {
+        IndexerMsg::Observe(reply)
+    }
+
+    fn describe(seen: IndexerSnapshot) -> serde_json::Value {
+        serde_json::json!({"applied_seq": seen.applied_seq})
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ pub mod indexer;
 pub mod mailbox;
 pub mod nonce_feed;
 pub mod nonce_store;
+pub mod observed;
 pub mod publisher;
 pub mod push_worker;
 pub mod receipt_folder;

@@ -100,3 +100,16 @@ impl Actor for NonceFeed {
         Ok(())
     }
 }
+
+impl crate::actors::observed::Observed for NonceFeedMsg {
+    type Seen = (u64, u64);
+
+    fn observe(reply: ractor::RpcReplyPort<(u64, u64)>) -> Self {
+        NonceFeedMsg::Observe(reply)
+    }
+
+    fn describe(seen: (u64, u64)) -> serde_json::Value {
+        let (head, learned) = seen;
+        serde_json::json!({"head": head, "learned": learned})
+    }
+}

@@ -350,6 +350,18 @@ impl Actor for NonceStore {
     }
 }
 
+impl crate::actors::observed::Observed for NonceMsg {
+    type Seen = NonceSnapshot;
+
+    fn observe(reply: ractor::RpcReplyPort<NonceSnapshot>) -> Self {
+        NonceMsg::Observe(reply)
+    }
+
+    fn describe(seen: NonceSnapshot) -> serde_json::Value {
+        serde_json::json!({"held": seen.held, "feed_seq": seen.feed_seq})
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -217,3 +217,15 @@ impl Actor for Publisher {
         Ok(())
     }
 }
+
+impl crate::actors::observed::Observed for PublisherMsg {
+    type Seen = PublisherSnapshot;
+
+    fn observe(reply: ractor::RpcReplyPort<PublisherSnapshot>) -> Self {
+        PublisherMsg::Observe(reply)
+    }
+
+    fn describe(seen: PublisherSnapshot) -> serde_json::Value {
+        serde_json::json!({"last_seq": seen.last_seq})
+    }
+}

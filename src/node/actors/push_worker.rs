@@ -213,3 +213,15 @@ impl Actor for PushWorker {
         Ok(())
     }
 }
+
+impl crate::actors::observed::Observed for PushWorkerMsg {
+    type Seen = PushWorkerSnapshot;
+
+    fn observe(reply: ractor::RpcReplyPort<PushWorkerSnapshot>) -> Self {
+        PushWorkerMsg::Observe(reply)
+    }
+
+    fn describe(seen: PushWorkerSnapshot) -> serde_json::Value {
+        serde_json::json!({"pushes_settled": seen.pushes_settled, "chunks_committed": seen.chunks_committed})
+    }
+}

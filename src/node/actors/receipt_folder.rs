@@ -238,6 +238,18 @@ impl Actor for ReceiptFolder {
     }
 }
 
+impl crate::actors::observed::Observed for ReceiptFolderMsg {
+    type Seen = u64;
+
+    fn observe(reply: ractor::RpcReplyPort<u64>) -> Self {
+        ReceiptFolderMsg::Observe(reply)
+    }
+
+    fn describe(seen: u64) -> serde_json::Value {
+        serde_json::json!({"folded_seq": seen})
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

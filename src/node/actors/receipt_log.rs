@@ -93,3 +93,15 @@ impl Actor for ReceiptLog {
         Ok(())
     }
 }
+
+impl crate::actors::observed::Observed for ReceiptLogMsg {
+    type Seen = u64;
+
+    fn observe(reply: ractor::RpcReplyPort<u64>) -> Self {
+        ReceiptLogMsg::Observe(reply)
+    }
+
+    fn describe(seen: u64) -> serde_json::Value {
+        serde_json::json!({"next_seq": seen})
+    }
+}

@@ -173,3 +173,15 @@ impl Actor for Replicator {
         Ok(())
     }
 }
+
+impl crate::actors::observed::Observed for ReplicatorMsg {
+    type Seen = ReplicatorSnapshot;
+
+    fn observe(reply: ractor::RpcReplyPort<ReplicatorSnapshot>) -> Self {
+        ReplicatorMsg::Observe(reply)
+    }
+
+    fn describe(seen: ReplicatorSnapshot) -> serde_json::Value {
+        serde_json::json!({"applied": seen.applied, "head": seen.head, "refused": seen.refused})
+    }
+}

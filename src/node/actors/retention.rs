@@ -553,3 +553,18 @@ impl Actor for Retention {
         Ok(())
     }
 }
+
+impl crate::actors::observed::Observed for RetentionMsg {
+    type Seen = RetentionSnapshot;
+
+    fn observe(reply: ractor::RpcReplyPort<RetentionSnapshot>) -> Self {
+        RetentionMsg::Observe(reply)
+    }
+
+    fn describe(seen: RetentionSnapshot) -> serde_json::Value {
+        serde_json::json!({"purged_through": seen.purged_through, "records_purged": seen.records_purged,
+            "entries_rewritten": seen.entries_rewritten, "bulk_files_expired": seen.bulk_files_expired,
+            "callers_expired": seen.callers_expired, "receipts_forgotten": seen.receipts_forgotten,
+            "businesses_expired": seen.businesses_expired})
+    }
+}

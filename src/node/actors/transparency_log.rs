@@ -172,6 +172,18 @@ impl Actor for TransparencyLog {
     }
 }
 
+impl crate::actors::observed::Observed for TransparencyLogMsg {
+    type Seen = TransparencyLogSnapshot;
+
+    fn observe(reply: ractor::RpcReplyPort<TransparencyLogSnapshot>) -> Self {
+        TransparencyLogMsg::Observe(reply)
+    }
+
+    fn describe(seen: TransparencyLogSnapshot) -> serde_json::Value {
+        serde_json::json!({"size": seen.size, "last_run": seen.last_run.map(|t| t.to_rfc3339_millis())})
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

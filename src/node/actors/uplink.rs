@@ -152,3 +152,15 @@ impl Actor for Uplink {
         Ok(())
     }
 }
+
+impl crate::actors::observed::Observed for UplinkMsg {
+    type Seen = u64;
+
+    fn observe(reply: ractor::RpcReplyPort<u64>) -> Self {
+        UplinkMsg::Observe(reply)
+    }
+
+    fn describe(seen: u64) -> serde_json::Value {
+        serde_json::json!({"reported": seen})
+    }
+}

@@ -371,3 +371,22 @@ impl Actor for Witnesses {
         Ok(())
     }
 }
+
+impl crate::actors::observed::Observed for WitnessesMsg {
+    type Seen = Vec<WitnessState>;
+
+    fn observe(reply: ractor::RpcReplyPort<Vec<WitnessState>>) -> Self {
+        WitnessesMsg::Observe(reply)
+    }
+
+    fn describe(seen: Vec<WitnessState>) -> serde_json::Value {
+        serde_json::Value::Array(
+            seen.into_iter()
+                .map(|w| {
+                    serde_json::json!({"name": w.name, "cosigned": w.cosigned, "failures": w.failures,
+                    "last_failure": w.last_failure.map(Failure::as_str)})
+                })
+                .collect(),
+        )
+    }
+}

@@ -1,11 +1,12 @@
 //! A region's running parts: its store, keys and actors, which every use
 //! case reaches through one `Region`. `start` brings them up in order;
-//! `stop_actors` lets go of them in the reverse order.
+//! `stop_actors` lets go of them stage by stage (`roster`).
 
 pub mod ad_cache;
 pub mod key_view;
 pub mod open_ceremonies;
 mod positions;
+pub mod roster;
 mod serve_times;
 pub mod sponsorships;
 mod start;
@@ -39,6 +40,11 @@ pub struct Region {
     /// The parent of every actor below, and the failures it could not mend.
     pub supervisor: ActorRef<supervisor::SupervisorMsg>,
     pub failures: supervisor::Failures,
+    /// Every actor of the region, listed once: observed, counted,
+    /// watched and stopped from this list.
+    pub roster: roster::Roster,
+    /// The watchdog over the roster, stopped with the actors.
+    pub watchdog: Arc<tokio::task::AbortHandle>,
     pub config: Arc<NodeConfig>,
     pub store: Store,
     pub registry: Registry,
@@ -138,48 +144,16 @@ impl Region {
             .ok_or_else(|| Error::retry_after(Code::Unavailable, 1_000, "writes are taken by the home region"))
     }
 
-    /// Stops every actor and waits until each has let go of its state (the
-    /// store, the index writers), so the node's directories can be opened again.
+    /// Stops every actor, stage by stage (`roster::Stage`), and waits until
+    /// each has let go of its state (the store, the index writers), so the
+    /// node's directories can be opened again.
     pub async fn stop_actors(&self) {
-        let wait = Some(std::time::Duration::from_secs(10));
-        // Actors that stop from here on are not failures.
+        let wait = std::time::Duration::from_secs(10);
+        // Nothing stopping now is frozen or a failure.
+        self.watchdog.abort();
         let _ = ractor::call!(self.supervisor, supervisor::SupervisorMsg::Stopping);
-        if let Some(replica) = &self.replica {
-            let _ = replica.replicator.actor().stop_and_wait(None, wait).await;
-            let _ = replica.nonce_feed.actor().stop_and_wait(None, wait).await;
-            let _ = replica.ad_feed.actor().stop_and_wait(None, wait).await;
-        }
-        if let Some(home) = &self.home {
-            let _ = home.push_worker.actor().stop_and_wait(None, wait).await;
-        }
-        // Before the shards and the publisher it calls.
-        let _ = self.retention.actor().stop_and_wait(None, wait).await;
-        let _ = self.indexer.actor().stop_and_wait(None, wait).await;
-        // Before the publisher and the uplink its settlements go through.
-        let _ = self.ads.actor().stop_and_wait(None, wait).await;
-        for shard in &self.index_shards {
-            let _ = shard.actor().stop_and_wait(None, wait).await;
-        }
-        if let Some(home) = &self.home {
-            if let Some(assurance) = &home.domain_assurance {
-                let _ = assurance.actor().stop_and_wait(None, wait).await;
-            }
-            let _ = home.transparency_log.actor().stop_and_wait(None, wait).await;
-            let _ = home.publisher.actor().stop_and_wait(None, wait).await;
-        }
-        let _ = self.nonces.actor().stop_and_wait(None, wait).await;
-        let _ = self.billing.actor().stop_and_wait(None, wait).await;
-        // Folds everything served (the open minute too) before the uplink
-        // ships its last report.
-        let _ = self.receipt_folder.actor().stop_and_wait(None, wait).await;
-        if let Some(replica) = &self.replica {
-            // After billing and the nonce store: they ship what those wrote as they stop.
-            let _ = replica.claim_uplink.actor().stop_and_wait(None, wait).await;
-            let _ = replica.uplink.actor().stop_and_wait(None, wait).await;
-        }
-        let _ = self.receipts.actor().stop_and_wait(None, wait).await;
-        let _ = self.analytics.actor().stop_and_wait(None, wait).await;
-        let _ = self.supervisor.stop_and_wait(None, wait).await;
+        self.roster.stop(wait).await;
+        let _ = self.supervisor.stop_and_wait(None, Some(wait)).await;
     }
 
     /// Stops the actor named for good, without counting it a failure, and

@@ -3,9 +3,10 @@
 //! that starts it again from the store if it fails.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use ractor::{Actor, ActorRef};
+use ractor::Actor;
 use tokio::sync::Notify;
 
 use crate::actors::ad_feed::{AdFeed, AdFeedArgs};
@@ -41,7 +42,8 @@ use crate::transparency::LogView;
 use svc_clock::SharedClock;
 use svc_store::Store;
 
-use super::supervisor::{Failures, Spec, Supervisor, SupervisorMsg, supervise};
+use super::roster::{Roster, Stage};
+use super::supervisor::{Failures, Spec, Supervised, Supervisor, supervise};
 use super::{HomeActors, Region, Replica};
 
 /// Why a region did not start.
@@ -128,7 +130,8 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         None => None,
     };
     let failures = Failures::default();
-    let (sup, _) = Actor::spawn(None, Supervisor, failures.clone()).await?;
+    let (supervisor, _) = Actor::spawn(None, Supervisor, failures.clone()).await?;
+    let sup = Supervised { actor: supervisor.clone(), roster: Roster::default() };
     let outbox = match config.role {
         Role::Home => None,
         Role::Read => Some(exchange::outbox(&store)?),
@@ -152,13 +155,16 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     let purge_clock = clock.clone();
     let nonces = supervise(
         &sup,
-        Spec::new("nonce_store", NonceStore, move || Ok(NonceArgs { store: s.clone(), role: nonce_role.clone() }))
-            .tick(Duration::from_secs(1), move || NonceMsg::Purge { now: purge_clock.now() }),
+        Spec::new("nonce_store", Stage::Ledgers, NonceStore, move || {
+            Ok(NonceArgs { store: s.clone(), role: nonce_role.clone() })
+        })
+        .tick(Duration::from_secs(1), move || NonceMsg::Purge { now: purge_clock.now() }),
     )
     .await?;
     let s = store.clone();
-    let mut billing_spec =
-        Spec::new("billing", Billing, move || Ok(BillingArgs { store: s.clone(), role: billing_role.clone() }));
+    let mut billing_spec = Spec::new("billing", Stage::Ledgers, Billing, move || {
+        Ok(BillingArgs { store: s.clone(), role: billing_role.clone() })
+    });
     if outbox.is_none() {
         let reclaim_clock = clock.clone();
         billing_spec =
@@ -166,7 +172,8 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     }
     let billing = supervise(&sup, billing_spec).await?;
     let s = store.clone();
-    let receipts = supervise(&sup, Spec::new("receipt_log", ReceiptLog, move || Ok(s.clone()))).await?;
+    let receipts =
+        supervise(&sup, Spec::new("receipt_log", Stage::Receipts, ReceiptLog, move || Ok(s.clone()))).await?;
     let folder_args = {
         let (store, region, clock, outbox) = (store.clone(), config.region.clone(), clock.clone(), outbox.clone());
         move || {
@@ -180,7 +187,8 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     };
     let receipt_folder = supervise(
         &sup,
-        Spec::new("receipt_folder", ReceiptFolder, folder_args).tick(Duration::from_secs(1), || ReceiptFolderMsg::Tick),
+        Spec::new("receipt_folder", Stage::Folder, ReceiptFolder, folder_args)
+            .tick(Duration::from_secs(1), || ReceiptFolderMsg::Tick),
     )
     .await?;
     let analytics_args = AnalyticsArgs { store: store.clone(), home: config.role == Role::Home };
@@ -188,7 +196,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     // worker that also serves searches.
     let analytics = supervise(
         &sup,
-        Spec::new("analytics", Analytics, move || Ok(analytics_args.clone()))
+        Spec::new("analytics", Stage::Receipts, Analytics, move || Ok(analytics_args.clone()))
             .tick(Duration::from_millis(100), || AnalyticsMsg::Tick),
     )
     .await?;
@@ -218,7 +226,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     let ad_clock = clock.clone();
     let ads = supervise(
         &sup,
-        Spec::new("ad_reservations", AdReservations, move || Ok(ad_args.clone()))
+        Spec::new("ad_reservations", Stage::Ads, AdReservations, move || Ok(ad_args.clone()))
             .tick(Duration::from_secs(1), move || AdMsg::Tick { now: ad_clock.now() }),
     )
     .await?;
@@ -248,7 +256,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         let writer = move || {
             opener.writer().map_err(|e| super::supervisor::SpawnError(format!("opening the index writer: {e}")))
         };
-        let shard = supervise(&sup, Spec::new(name, IndexShard, writer)).await?;
+        let shard = supervise(&sup, Spec::new(name, Stage::IndexShards, IndexShard, writer).period(LONG_WORK)).await?;
         index_shards.push(shard.clone());
         shards.insert((collection, n), shard);
     }
@@ -261,7 +269,9 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     };
     let indexer = supervise(
         &sup,
-        Spec::new("indexer", Indexer, indexer_args).tick(Duration::from_millis(5), || IndexerMsg::Tick),
+        Spec::new("indexer", Stage::Indexer, Indexer, indexer_args)
+            .period(LONG_WORK)
+            .tick(Duration::from_millis(5), || IndexerMsg::Tick),
     )
     .await?;
     let retention_args = RetentionArgs {
@@ -276,8 +286,9 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     };
     let retention = supervise(
         &sup,
-        Spec::new("retention", Retention, move || Ok(retention_args.clone()))
-            .tick(Duration::from_millis(config.retention_every_ms.max(1)), || RetentionMsg::Tick),
+        Spec::new("retention", Stage::Retention, Retention, move || Ok(retention_args.clone()))
+            .tick(Duration::from_millis(config.retention_every_ms.max(1)), || RetentionMsg::Tick)
+            .period(LONG_WORK),
     )
     .await?;
     let limits = Arc::new(Limits::new(config.retrieval_limits, config.verify_per_second));
@@ -300,8 +311,11 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
     let images = crate::image_fetch::ImageFetcher::new(&config.ad_images, bot(&config, &keys, &clock), sandbox)
         .map_err(|e| StartError::Config(format!("ad_images: {e}")))?;
     let started_at = clock.now();
+    let watchdog = super::roster::watch(sup.roster.clone(), failures.clone(), WATCH_EVERY);
     Ok(Region {
-        supervisor: sup,
+        supervisor,
+        roster: sup.roster,
+        watchdog: Arc::new(watchdog.abort_handle()),
         failures,
         config: Arc::new(config),
         registry: Registry::new(store.clone()),
@@ -346,7 +360,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
 /// The writers only home runs: the publisher, the push worker and the
 /// transparency log's sequencer.
 async fn start_home(
-    sup: &ActorRef<SupervisorMsg>,
+    sup: &Supervised,
     config: &NodeConfig,
     store: &Store,
     keys: &Arc<ServiceKeys>,
@@ -359,7 +373,11 @@ async fn start_home(
         verify_base: config.verify_base_url.clone(),
     };
     let publisher_args = PublisherArgs { store: store.clone(), keys: keys.clone(), directory };
-    let publisher = supervise(sup, Spec::new("publisher", Publisher, move || Ok(publisher_args.clone()))).await?;
+    let publisher = supervise(
+        sup,
+        Spec::new("publisher", Stage::Publisher, Publisher, move || Ok(publisher_args.clone())).period(LONG_WORK),
+    )
+    .await?;
     let worker_args = PushWorkerArgs {
         store: store.clone(),
         publisher: publisher.clone(),
@@ -367,7 +385,11 @@ async fn start_home(
         blocklist: blocklist.clone(),
         uploads: uploads.to_owned(),
     };
-    let push_worker = supervise(sup, Spec::new("push_worker", PushWorker, move || Ok(worker_args.clone()))).await?;
+    let push_worker = supervise(
+        sup,
+        Spec::new("push_worker", Stage::Pushes, PushWorker, move || Ok(worker_args.clone())).period(LONG_WORK),
+    )
+    .await?;
     let log_args = TransparencyLogArgs {
         last_run: None,
         log: log.clone(),
@@ -378,8 +400,9 @@ async fn start_home(
     };
     let transparency_log = supervise(
         sup,
-        Spec::new("transparency_log", TransparencyLog, move || Ok(log_args.clone()))
-            .tick(Duration::from_secs(1), || TransparencyLogMsg::Tick),
+        Spec::new("transparency_log", Stage::LogWriters, TransparencyLog, move || Ok(log_args.clone()))
+            .tick(Duration::from_secs(1), || TransparencyLogMsg::Tick)
+            .period(LONG_WORK),
     )
     .await?;
     let domain_assurance = match &config.domain_assurance {
@@ -391,8 +414,9 @@ async fn start_home(
                 publisher: publisher.clone(),
                 resolver,
             };
-            let spec = Spec::new("domain_assurance", DomainAssuranceActor, move || Ok(args.clone()))
-                .tick(Duration::from_millis(settings.every_ms.max(1)), || DomainAssuranceMsg::Tick);
+            let spec = Spec::new("domain_assurance", Stage::LogWriters, DomainAssuranceActor, move || Ok(args.clone()))
+                .tick(Duration::from_millis(settings.every_ms.max(1)), || DomainAssuranceMsg::Tick)
+                .period(LONG_WORK);
             Some(supervise(sup, spec).await?)
         }
         None => None,
@@ -421,8 +445,9 @@ async fn start_home(
                 client: Arc::new(client),
                 metrics: metrics.clone(),
             };
-            let spec = Spec::new("witnesses", Witnesses, move || Ok(args.clone()))
-                .tick(Duration::from_millis(config.log_witnesses.every_ms.max(1)), || WitnessesMsg::Tick);
+            let spec = Spec::new("witnesses", Stage::LogWriters, Witnesses, move || Ok(args.clone()))
+                .tick(Duration::from_millis(config.log_witnesses.every_ms.max(1)), || WitnessesMsg::Tick)
+                .period(LONG_WORK);
             Some(supervise(sup, spec).await?)
         }
     };
@@ -459,7 +484,7 @@ struct LocalEnds<'a> {
 /// log, the nonce and ad feeds, the claim uplink, and the uplink shipping
 /// the outbox.
 async fn start_replica(
-    sup: &ActorRef<SupervisorMsg>,
+    sup: &Supervised,
     config: &NodeConfig,
     store: &Store,
     clock: &SharedClock,
@@ -488,11 +513,24 @@ async fn start_replica(
     let status = Arc::new(ReplicationStatus::default());
     let args =
         ReplicatorArgs { store: store.clone(), link: link.clone(), clock: clock.clone(), status: status.clone() };
-    let replicator = supervise(sup, Spec::new("replicator", Replicator, move || Ok(args.clone()))).await?;
+    let replicator = supervise(
+        sup,
+        Spec::new("replicator", Stage::Pullers, Replicator, move || Ok(args.clone())).seen(replicated(&status)),
+    )
+    .await?;
     let feed_args = NonceFeedArgs { link: link.clone(), nonces: nonces.clone(), status: status.clone() };
-    let nonce_feed = supervise(sup, Spec::new("nonce_feed", NonceFeed, move || Ok(feed_args.clone()))).await?;
+    let nonce_feed = supervise(
+        sup,
+        Spec::new("nonce_feed", Stage::Pullers, NonceFeed, move || Ok(feed_args.clone()))
+            .seen(nonce_feed_seen(&status)),
+    )
+    .await?;
     let ad_feed_args = AdFeedArgs { link: link.clone(), ads: ads.clone(), status: status.clone() };
-    let ad_feed = supervise(sup, Spec::new("ad_feed", AdFeed, move || Ok(ad_feed_args.clone()))).await?;
+    let ad_feed = supervise(
+        sup,
+        Spec::new("ad_feed", Stage::Pullers, AdFeed, move || Ok(ad_feed_args.clone())).seen(ad_feed_seen(&status)),
+    )
+    .await?;
     let claim_args = ClaimUplinkArgs {
         store: store.clone(),
         link: link.clone(),
@@ -500,12 +538,18 @@ async fn start_replica(
         status: status.clone(),
         wake: claims_wake,
     };
-    let claim_uplink = supervise(sup, Spec::new("claim_uplink", ClaimUplink, move || Ok(claim_args.clone()))).await?;
+    let claim_uplink = supervise(
+        sup,
+        Spec::new("claim_uplink", Stage::Uplinks, ClaimUplink, move || Ok(claim_args.clone()))
+            .seen(reported(&status, |s| &s.claims_reported)),
+    )
+    .await?;
     let uplink_args =
         UplinkArgs { store: store.clone(), link: link.clone(), region: config.region.clone(), status: status.clone() };
     let uplink = supervise(
         sup,
-        Spec::new("uplink", Uplink, move || Ok(uplink_args.clone()))
+        Spec::new("uplink", Stage::Uplinks, Uplink, move || Ok(uplink_args.clone()))
+            .seen(reported(&status, |s| &s.reported))
             .tick(Duration::from_millis(UPLINK_INTERVAL_MS), || UplinkMsg::Ship),
     )
     .await?;
@@ -524,3 +568,40 @@ async fn start_replica(
 
 /// How often a read region ships its outbox: part of the replay window.
 const UPLINK_INTERVAL_MS: u64 = 20;
+
+/// How long an actor whose messages can be long work (a commit, a merge, a
+/// chunk of a bulk import, a compaction, a pass of checks) may go without
+/// answering before the watchdog restarts it.
+const LONG_WORK: Duration = Duration::from_secs(600);
+
+/// How often the watchdog looks over the roster.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// A puller spends its time in a long poll: it shows what it shares.
+fn replicated(status: &Arc<ReplicationStatus>) -> impl Fn() -> serde_json::Value + Send + Sync + 'static {
+    let status = status.clone();
+    move || {
+        let (applied, head, refused) =
+            (status.applied.load(Relaxed), status.head.load(Relaxed), status.refused.load(Relaxed));
+        serde_json::json!({"applied": applied, "head": head, "refused": refused})
+    }
+}
+
+fn nonce_feed_seen(status: &Arc<ReplicationStatus>) -> impl Fn() -> serde_json::Value + Send + Sync + 'static {
+    let status = status.clone();
+    move || serde_json::json!({"head": status.feed_head.load(Relaxed), "learned": status.feed_learned.load(Relaxed)})
+}
+
+fn ad_feed_seen(status: &Arc<ReplicationStatus>) -> impl Fn() -> serde_json::Value + Send + Sync + 'static {
+    let status = status.clone();
+    move || serde_json::json!({"head": status.ad_feed_head.load(Relaxed), "learned": status.ad_feed_learned.load(Relaxed)})
+}
+
+/// An uplink's count of what home took.
+fn reported(
+    status: &Arc<ReplicationStatus>,
+    count: fn(&ReplicationStatus) -> &std::sync::atomic::AtomicU64,
+) -> impl Fn() -> serde_json::Value + Send + Sync + 'static {
+    let status = status.clone();
+    move || serde_json::json!({"reported": count(&status).load(Relaxed)})
+}

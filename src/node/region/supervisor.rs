@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 
+use super::roster::{Entry, Reach, Roster, Stage};
 use crate::actors::mailbox::Mailbox;
+use crate::actors::observed::Observed;
 
 /// Starts an actor again, linked to the supervisor, and points its mailbox
 /// at it. Answers the new actor's cell.
@@ -29,13 +31,13 @@ impl Failures {
         self.0.lock().map(|f| f.clone()).unwrap_or_default()
     }
 
-    fn set(&self, name: &str, reason: String) {
+    pub(crate) fn set(&self, name: &str, reason: String) {
         if let Ok(mut failures) = self.0.lock() {
             failures.insert(name.to_owned(), reason);
         }
     }
 
-    fn clear(&self, name: &str) {
+    pub(crate) fn clear(&self, name: &str) {
         if let Ok(mut failures) = self.0.lock() {
             failures.remove(name);
         }
@@ -218,22 +220,58 @@ impl Actor for Supervisor {
 /// set again, and every holder of its mailbox reaches the new one.
 pub struct Spec<A: Actor> {
     name: String,
+    stage: Stage,
+    period: Duration,
     actor: A,
     args: Box<dyn Fn() -> Result<A::Arguments, SpawnError> + Send + Sync>,
     ticks: Vec<Tick<A::Msg>>,
+    snapshot: Option<Snapshot>,
 }
+
+/// A snapshot read without asking the actor (one that spends its time in
+/// a long poll shows what it shares instead).
+type Snapshot = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
+
+/// How long an actor may go without answering, unless its `Spec` says
+/// otherwise: far above any message's work.
+pub const DEFAULT_PERIOD: Duration = Duration::from_secs(60);
 
 /// A message an actor is sent every period while it runs.
 type Tick<M> = (Duration, Arc<dyn Fn() -> M + Send + Sync>);
 
-impl<A: Actor + Clone + Sync> Spec<A> {
-    /// An actor whose arguments can be made again, so it can be restarted.
+impl<A: Actor + Clone + Sync> Spec<A>
+where
+    A::Msg: Observed,
+{
+    /// An actor whose arguments can be made again, so it can be restarted,
+    /// and the stage of the region's shutdown it stops in.
     pub fn new(
         name: impl Into<String>,
+        stage: Stage,
         actor: A,
         args: impl Fn() -> Result<A::Arguments, SpawnError> + Send + Sync + 'static,
     ) -> Self {
-        Spec { name: name.into(), actor, args: Box::new(args), ticks: Vec::new() }
+        Spec {
+            name: name.into(),
+            stage,
+            period: DEFAULT_PERIOD,
+            actor,
+            args: Box::new(args),
+            ticks: Vec::new(),
+            snapshot: None,
+        }
+    }
+
+    /// How long it may go without answering before the watchdog restarts it.
+    pub fn period(mut self, period: Duration) -> Self {
+        self.period = period;
+        self
+    }
+
+    /// Its snapshot read from what it shares, not asked of it.
+    pub fn seen(mut self, snapshot: impl Fn() -> serde_json::Value + Send + Sync + 'static) -> Self {
+        self.snapshot = Some(Arc::new(snapshot));
+        self
     }
 
     /// A message sent every `every`, as long as the actor runs.
@@ -264,15 +302,24 @@ pub struct SpawnError(pub String);
 /// `503` with `Retry-After` (a burst never queues without bound).
 pub const MAILBOX_CAPACITY: usize = 1024;
 
+/// The region's supervisor and the roster of what it supervises.
+pub struct Supervised {
+    pub actor: ActorRef<SupervisorMsg>,
+    pub roster: Roster,
+}
+
 /// Starts an actor as a child of the region's supervisor, which restarts it
-/// from its `Spec` when it fails. Answers the actor's stable mailbox.
-pub async fn supervise<A: Actor + Clone + Sync>(
-    sup: &ActorRef<SupervisorMsg>,
-    spec: Spec<A>,
-) -> Result<Mailbox<A::Msg>, SpawnError> {
+/// from its `Spec` when it fails, and lists it in the region's roster.
+/// Answers the actor's stable mailbox.
+pub async fn supervise<A: Actor + Clone + Sync>(sup: &Supervised, spec: Spec<A>) -> Result<Mailbox<A::Msg>, SpawnError>
+where
+    A::Msg: Observed,
+{
+    let Supervised { actor: sup, roster } = sup;
     let (actor, task) = spec.spawn(sup.get_cell()).await?;
     let name = spec.name.clone();
     let mailbox = Mailbox::new(&name, actor.clone(), MAILBOX_CAPACITY);
+    roster.add(Entry::new(name.clone(), spec.stage, spec.period, reach(&mailbox, spec.snapshot.clone())));
     let spec = Arc::new(spec);
     let again = mailbox.clone();
     let running = Arc::new(Mutex::new(Some(task)));
@@ -298,6 +345,40 @@ pub async fn supervise<A: Actor + Clone + Sync>(
     ractor::call!(sup, |reply| SupervisorMsg::Adopt { name, cell, restart: Some(restart), reply })
         .map_err(|e| SpawnError(format!("the supervisor: {e}")))?;
     Ok(mailbox)
+}
+
+/// How the roster reaches an actor through its mailbox.
+fn reach<M: Observed>(mailbox: &Mailbox<M>, snapshot: Option<Snapshot>) -> Reach {
+    let asked = mailbox.clone();
+    let probed = mailbox.clone();
+    let stopped = mailbox.clone();
+    let killed = mailbox.clone();
+    let counted = mailbox.clone();
+    Reach {
+        snapshot: Box::new(move |wait| {
+            let (mailbox, snapshot) = (asked.clone(), snapshot.clone());
+            Box::pin(async move {
+                match snapshot {
+                    Some(read) => Some(read()),
+                    None => mailbox.call_within(M::observe, Some(wait)).await.ok().map(M::describe),
+                }
+            })
+        }),
+        answers: Box::new(move |wait| {
+            let actor = probed.actor();
+            Box::pin(async move {
+                matches!(actor.call(M::observe, Some(wait)).await, Ok(ractor::rpc::CallResult::Success(_)))
+            })
+        }),
+        stop: Box::new(move |wait| {
+            let actor = stopped.actor();
+            Box::pin(async move {
+                let _ = actor.stop_and_wait(None, Some(wait)).await;
+            })
+        }),
+        kill: Box::new(move || killed.actor().kill()),
+        waiting: Box::new(move || counted.waiting()),
+    }
 }
 
 #[cfg(test)]

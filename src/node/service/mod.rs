@@ -1,7 +1,7 @@
 //! The use cases: what the service does, whoever asks. Each takes typed
 //! input and the authenticated caller and answers a typed value or an
-//! [`Error`]. Every surface (HTTP today; the portal and MCP next) adapts
-//! these and nothing else: a surface never reaches the store or an actor.
+//! [`Error`]. Every surface (svc-http's API, portals and MCP server) adapts
+//! these: the API and MCP adapters never reach the store or an actor.
 //!
 //! - `retrieval`: an AI company's signed searches, fetches, receipts, usage, Terms.
 //! - `publishing`: a business's pushes, bulk files, catalogue, status, seal context, analytics.

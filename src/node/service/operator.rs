@@ -67,76 +67,7 @@ pub async fn config(state: &Region) -> Result<Done> {
 /// sees it (restarts, and why it failed if it is not back). An actor that
 /// does not answer within 2 s is shown as `null`.
 pub async fn observe(state: &Region) -> Result<Done> {
-    use crate::actors::{
-        analytics::AnalyticsMsg, billing::BillingMsg, index_shard::IndexShardMsg, indexer::IndexerMsg,
-        nonce_store::NonceMsg, push_worker::PushWorkerMsg, receipt_folder::ReceiptFolderMsg,
-        receipt_log::ReceiptLogMsg, retention::RetentionMsg, transparency_log::TransparencyLogMsg,
-    };
-    const WAIT: Option<std::time::Duration> = Some(std::time::Duration::from_secs(2));
-    let mut actors = serde_json::Map::new();
-    let mut put = |name: &str, value: Option<Value>| {
-        actors.insert(name.to_owned(), value.unwrap_or(Value::Null));
-    };
-    let nonces = state.nonces.call_within(NonceMsg::Observe, WAIT).await.ok();
-    put("nonce_store", nonces.map(|n| json!({"held": n.held, "feed_seq": n.feed_seq})));
-    let billing = state.billing.call_within(BillingMsg::Observe, WAIT).await.ok();
-    put("billing", billing.map(|b| json!({"reserved_units": b.reserved_units, "leases": b.leases})));
-    let next = state.receipts.call_within(ReceiptLogMsg::Observe, WAIT).await.ok();
-    put("receipt_log", next.map(|next| json!({"next_seq": next})));
-    let folded = state.receipt_folder.call_within(ReceiptFolderMsg::Observe, WAIT).await.ok();
-    put("receipt_folder", folded.map(|seq| json!({"folded_seq": seq})));
-    let applied = state.analytics.call_within(AnalyticsMsg::Observe, WAIT).await.ok();
-    put("analytics", applied.map(|seq| json!({"applied_seq": seq})));
-    let indexer = state.indexer.call_within(IndexerMsg::Observe, WAIT).await.ok();
-    put("indexer", indexer.map(|i| json!({"applied_seq": i.applied_seq})));
-    let retention = state.retention.call_within(RetentionMsg::Observe, WAIT).await.ok();
-    put(
-        "retention",
-        retention.map(|r| {
-            json!({"purged_through": r.purged_through, "records_purged": r.records_purged,
-                "entries_rewritten": r.entries_rewritten, "bulk_files_expired": r.bulk_files_expired,
-                "callers_expired": r.callers_expired, "receipts_forgotten": r.receipts_forgotten,
-                "businesses_expired": r.businesses_expired})
-        }),
-    );
-    for shard in &state.index_shards {
-        let seen = shard.call_within(IndexShardMsg::Observe, WAIT).await.ok();
-        put(
-            shard.name(),
-            seen.map(
-                |s| json!({"docs": s.docs, "commits": s.commits, "compactions": s.compactions, "unsynced": s.unsynced}),
-            ),
-        );
-    }
-    if let Some(home) = &state.home {
-        let publisher = home.publisher.call_within(PublisherMsg::Observe, WAIT).await.ok();
-        put("publisher", publisher.map(|p| json!({"last_seq": p.last_seq})));
-        let worker = home.push_worker.call_within(PushWorkerMsg::Observe, WAIT).await.ok();
-        put(
-            "push_worker",
-            worker.map(|w| json!({"pushes_settled": w.pushes_settled, "chunks_committed": w.chunks_committed})),
-        );
-        let log = home.transparency_log.call_within(TransparencyLogMsg::Observe, WAIT).await.ok();
-        put(
-            "transparency_log",
-            log.map(|l| json!({"size": l.size, "last_run": l.last_run.map(|t| t.to_rfc3339_millis())})),
-        );
-    }
-    if let Some(replica) = &state.replica {
-        // The pulling actors spend their time in a long poll; what they
-        // hold is the shared replication status, read here directly.
-        use std::sync::atomic::Ordering::Relaxed;
-        let status = &replica.status;
-        let (applied, head, refused) =
-            (status.applied.load(Relaxed), status.head.load(Relaxed), status.refused.load(Relaxed));
-        put("replicator", Some(json!({"applied": applied, "head": head, "refused": refused})));
-        let (feed_head, learned) = (status.feed_head.load(Relaxed), status.feed_learned.load(Relaxed));
-        put("nonce_feed", Some(json!({"head": feed_head, "learned": learned})));
-        let (ad_head, ad_learned) = (status.ad_feed_head.load(Relaxed), status.ad_feed_learned.load(Relaxed));
-        put("ad_feed", Some(json!({"head": ad_head, "learned": ad_learned})));
-        put("uplink", Some(json!({"reported": status.reported.load(Relaxed)})));
-        put("claim_uplink", Some(json!({"reported": status.claims_reported.load(Relaxed)})));
-    }
+    let actors = state.roster.observe(std::time::Duration::from_secs(2)).await;
     let supervised = ractor::call!(state.supervisor, crate::region::supervisor::SupervisorMsg::Observe)
         .map_err(Error::actor("supervisor"))?;
     let supervisor: Vec<Value> =

@@ -71,6 +71,13 @@ pub async fn readiness(state: &Region) -> (bool, Value) {
 pub async fn metrics_text(state: &Region) -> String {
     let m = &state.metrics;
     let none: &[(&str, String)] = &[];
+    // Every actor the roster lists: requests waiting on it, and whether
+    // the watchdog has it named.
+    for entry in state.roster.entries() {
+        let actor = [("actor", entry.name.clone())];
+        m.gauge("svc_actor_waiting", &actor, (entry.reach.waiting)() as f64);
+        m.gauge("svc_actor_frozen", &actor, if entry.frozen() { 1.0 } else { 0.0 });
+    }
     if let Ok(indexer) = state.indexer.call(IndexerMsg::Observe).await {
         m.gauge("svc_index_applied_seq", none, indexer.applied_seq as f64);
         m.total("svc_index_steps_total", none, indexer.steps);
