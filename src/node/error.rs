@@ -144,6 +144,27 @@ pub fn invalid(detail: impl Into<String>) -> Error {
     Error::detail(Code::RequestInvalid, detail)
 }
 
+/// The HTTP face of an error: an RFC 9457 `application/problem+json`
+/// answer, with `Retry-After` when it asks for a wait.
+impl axum::response::IntoResponse for Error {
+    fn into_response(self) -> axum::response::Response {
+        problem_response(&self.into_problem())
+    }
+}
+
+pub fn problem_response(problem: &Problem) -> axum::response::Response {
+    use axum::http::{HeaderValue, StatusCode, header};
+    use axum::response::IntoResponse;
+    let status = StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, problem.to_json()).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+    if let Some(seconds) = problem.retry_after_seconds {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,25 +185,4 @@ mod tests {
         assert_eq!(busy.code, Code::Unavailable);
         assert!(!busy.detail.unwrap_or_default().contains("billing"), "an actor's name stays in the log");
     }
-}
-
-/// The HTTP face of an error: an RFC 9457 `application/problem+json`
-/// answer, with `Retry-After` when it asks for a wait.
-impl axum::response::IntoResponse for Error {
-    fn into_response(self) -> axum::response::Response {
-        problem_response(&self.into_problem())
-    }
-}
-
-pub fn problem_response(problem: &Problem) -> axum::response::Response {
-    use axum::http::{HeaderValue, StatusCode, header};
-    use axum::response::IntoResponse;
-    let status = StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (status, problem.to_json()).into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
-    if let Some(seconds) = problem.retry_after_seconds {
-        headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-    }
-    response
 }

@@ -214,6 +214,17 @@ fn use_cases_speak_no_surface_types() {
     assert!(found.is_empty(), "{found:#?}");
 }
 
+// The time and the random source are read in one place, so a test can
+// hand every layer a clock of its own.
+#[test]
+fn only_svc_clock_reads_the_wall_clock_or_the_random_source() {
+    let found: Vec<String> = offenders("src", &["SystemTime::now", "getrandom::"], &["src/clock/lib.rs"])
+        .into_iter()
+        .filter(|f| !f.starts_with("src/core/"))
+        .collect();
+    assert!(found.is_empty(), "{found:#?}");
+}
+
 // Every listener is served within its limits: no `axum::serve`, whose
 // connections have no deadline and no cap, outside `api::listener`.
 #[test]

@@ -927,3 +927,27 @@ async fn every_regions_receipts_list_and_count_at_home_even_after_the_region_is_
     assert_eq!(after[..receipts.len()], receipts[..], "the same list after eu is gone (and any later ones after it)");
     home.stop().await;
 }
+
+// A sandbox key's first request at home and a read region's report of its
+// first request there race to mark it introduced: whichever writes second
+// finds it already marked, and the request it serves is answered, not 503.
+// rule: R7.3, R5.49
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandbox_key_introduced_by_a_region_meanwhile_is_no_conflict_at_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
+    let (key, _) = ai_caller(&home.state, "Raced AI", 49).await.unwrap();
+    let kid = key.verifying_key().thumbprint();
+    let read_before = home.state.registry.retrieval_key(&kid).unwrap().unwrap();
+    assert!(!read_before.introduced);
+    let publisher = &home.state.home().unwrap().publisher;
+    let now = home.state.clock.now();
+    // The region's report lands first ...
+    let marked =
+        svc_node::service::retrieval::mark_introduced(&home.state.store, publisher, read_before.clone(), now).await;
+    assert!(marked.unwrap().introduced);
+    // ... then home's own request, which read the key before it.
+    let raced = svc_node::service::retrieval::mark_introduced(&home.state.store, publisher, read_before, now).await;
+    assert!(raced.expect("already introduced is no conflict").introduced);
+    home.stop().await;
+}

@@ -53,9 +53,11 @@ type Pending<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 pub struct Reach {
     /// Its snapshot, as `svc admin observe` shows it (`None`: no answer).
     pub snapshot: Box<dyn Fn(Duration) -> Pending<Option<Value>> + Send + Sync>,
-    /// Whether it answers its `Observe` within the wait, past its
-    /// mailbox's room: the watchdog's heartbeat.
-    pub answers: Box<dyn Fn(Duration) -> Pending<bool> + Send + Sync>,
+    /// Its `Observe` asked past its mailbox's room, the watchdog's
+    /// heartbeat: whether it answered within the wait, or `None` when it
+    /// is not running (failed, retired or stopping: its supervisor's
+    /// business, not the watchdog's).
+    pub answers: Box<dyn Fn(Duration) -> Pending<Option<bool>> + Send + Sync>,
     /// Stops it and waits until it let go of its state.
     pub stop: Box<dyn Fn(Duration) -> Pending<()> + Send + Sync>,
     /// Stops it at once, for its supervisor to start again.
@@ -124,18 +126,21 @@ impl Roster {
     /// its period is named among the region's failures (so `/readyz` is
     /// unready) and killed, for its supervisor to start again from the
     /// store; it is no longer named once it answers.
-    pub fn check(&self, failures: &Failures) {
+    ///
+    /// The heartbeats run in `asking`, so they end with the watchdog.
+    pub fn check(&self, failures: &Failures, asking: &mut tokio::task::JoinSet<()>) {
+        while asking.try_join_next().is_some() {}
         for entry in self.entries() {
             if entry.asking.swap(true, Ordering::AcqRel) {
                 continue;
             }
             let failures = failures.clone();
-            tokio::spawn(async move {
+            asking.spawn(async move {
                 let answered = (entry.reach.answers)(entry.period).await;
-                if answered && entry.frozen.swap(false, Ordering::AcqRel) {
+                if answered == Some(true) && entry.frozen.swap(false, Ordering::AcqRel) {
                     tracing::warn!(actor = %entry.name, "a frozen actor answers again");
                     failures.clear(&entry.name);
-                } else if !answered && !entry.frozen.swap(true, Ordering::AcqRel) {
+                } else if answered == Some(false) && !entry.frozen.swap(true, Ordering::AcqRel) {
                     let reason = format!("frozen: no answer within {} ms", entry.period.as_millis());
                     tracing::error!(actor = %entry.name, %reason, "the watchdog restarts an actor");
                     failures.set(&entry.name, reason);
@@ -154,9 +159,10 @@ pub fn watch(roster: Roster, failures: Failures, every: Duration) -> tokio::task
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut asking = tokio::task::JoinSet::new();
         loop {
             tick.tick().await;
-            roster.check(&failures);
+            roster.check(&failures, &mut asking);
         }
     })
 }

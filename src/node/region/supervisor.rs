@@ -367,7 +367,12 @@ fn reach<M: Observed>(mailbox: &Mailbox<M>, snapshot: Option<Snapshot>) -> Reach
         answers: Box::new(move |wait| {
             let actor = probed.actor();
             Box::pin(async move {
-                matches!(actor.call(M::observe, Some(wait)).await, Ok(ractor::rpc::CallResult::Success(_)))
+                match actor.call(M::observe, Some(wait)).await {
+                    Ok(ractor::rpc::CallResult::Success(_)) => Some(true),
+                    Ok(ractor::rpc::CallResult::Timeout) => Some(false),
+                    // Stopped before it answered, or not running at all.
+                    Ok(ractor::rpc::CallResult::SenderError) | Err(_) => None,
+                }
             })
         }),
         stop: Box::new(move |wait| {

@@ -265,7 +265,7 @@ pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Ve
             }
             Outgoing::Introduced { key_id } => {
                 if let Some(key) = state.registry.retrieval_key(key_id)? {
-                    super::retrieval::mark_introduced(publisher, key, state.clock.now()).await?;
+                    super::retrieval::mark_introduced(&state.store, publisher, key, state.clock.now()).await?;
                 }
             }
             Outgoing::ReceiptKey { jwk } => {

@@ -136,7 +136,7 @@ async fn introduce(state: &Region, key: RetrievalKey, now: UnixMs) -> Result<Ret
         return Ok(key);
     }
     match (&state.home, &state.replica) {
-        (Some(home), _) => mark_introduced(&home.publisher, key, now).await,
+        (Some(home), _) => mark_introduced(&state.store, &home.publisher, key, now).await,
         (None, Some(replica)) => {
             let first = replica.introductions.lock().map(|mut asked| asked.insert(key.key_id.clone())).unwrap_or(true);
             if first {
@@ -152,6 +152,7 @@ async fn introduce(state: &Region, key: RetrievalKey, now: UnixMs) -> Result<Ret
 
 /// Home: records a sandbox key as introduced (a no-op when it already is).
 pub async fn mark_introduced(
+    store: &svc_store::Store,
     publisher: &crate::actors::mailbox::Mailbox<PublisherMsg>,
     mut key: RetrievalKey,
     now: UnixMs,
@@ -165,8 +166,24 @@ pub async fn mark_introduced(
     // A revocation written meanwhile is not undone.
     change.require_unchanged(cf::RETRIEVAL_KEYS, key.key_id.as_bytes(), &as_read);
     change.put(cf::RETRIEVAL_KEYS, key.key_id.as_bytes(), &key);
-    publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
-    Ok(key)
+    match publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await? {
+        Ok(_) => Ok(key),
+        // A read region's report of the same key's first request marked it
+        // between our read and this write: it is introduced, as asked. Any
+        // other change (a revocation) still refuses.
+        Err(crate::actors::error::ActorError::Store(svc_store::StoreError::Changed { .. })) => {
+            let stored: Option<RetrievalKey> = store.get(cf::RETRIEVAL_KEYS, key.key_id.as_bytes())?;
+            match stored {
+                Some(stored) if stored == key => Ok(stored),
+                _ => Err(Error::retry_after(
+                    Code::Unavailable,
+                    100,
+                    "what this changes was changed meanwhile; ask again",
+                )),
+            }
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn unavailable(detail: &str) -> Error {
