@@ -3,6 +3,7 @@
 //! `stop_actors` lets go of them stage by stage (`roster`).
 
 pub mod ad_cache;
+pub mod failures;
 pub mod key_view;
 pub mod open_ceremonies;
 mod positions;
@@ -39,7 +40,7 @@ use svc_store::Store;
 pub struct Region {
     /// The parent of every actor below, and the failures it could not mend.
     pub supervisor: ActorRef<supervisor::SupervisorMsg>,
-    pub failures: supervisor::Failures,
+    pub failures: failures::Failures,
     /// Every actor of the region, listed once: observed, counted,
     /// watched and stopped from this list.
     pub roster: roster::Roster,

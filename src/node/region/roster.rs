@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::supervisor::Failures;
+use super::failures::Failures;
 
 /// When an actor stops, in the region's shutdown: a stage waits for the
 /// stages before it, so nothing stops while another still sends to it.
@@ -165,112 +165,4 @@ pub fn watch(roster: Roster, failures: Failures, every: Duration) -> tokio::task
             roster.check(&failures, &mut asking);
         }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-
-    use super::*;
-    use crate::actors::observed::Observed;
-    use crate::region::supervisor::{Spec, Supervised, Supervisor, SupervisorMsg, supervise};
-
-    /// An actor that stops answering when told to: its handler holds its
-    /// thread, as a stuck write or an endless loop would.
-    #[derive(Clone)]
-    struct Sleepy;
-
-    enum SleepyMsg {
-        Freeze(Duration),
-        Observe(RpcReplyPort<u64>),
-    }
-
-    impl Observed for SleepyMsg {
-        type Seen = u64;
-
-        fn observe(reply: RpcReplyPort<u64>) -> Self {
-            SleepyMsg::Observe(reply)
-        }
-
-        fn describe(seen: u64) -> Value {
-            serde_json::json!({"answers": seen})
-        }
-    }
-
-    impl Actor for Sleepy {
-        type Msg = SleepyMsg;
-        type State = u64;
-        type Arguments = ();
-
-        async fn pre_start(&self, _: ActorRef<SleepyMsg>, _: ()) -> Result<u64, ActorProcessingErr> {
-            Ok(0)
-        }
-
-        async fn handle(
-            &self,
-            _: ActorRef<SleepyMsg>,
-            msg: SleepyMsg,
-            answers: &mut u64,
-        ) -> Result<(), ActorProcessingErr> {
-            match msg {
-                SleepyMsg::Freeze(for_how_long) => std::thread::sleep(for_how_long),
-                SleepyMsg::Observe(reply) => {
-                    *answers += 1;
-                    let _ = reply.send(*answers);
-                }
-            }
-            Ok(())
-        }
-    }
-
-    async fn until(what: &str, mut holds: impl FnMut() -> bool) {
-        for _ in 0..500 {
-            if holds() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("never: {what}");
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-    async fn a_frozen_actor_is_named_among_the_failures_then_restarted() {
-        let failures = Failures::default();
-        let (supervisor, _) = Actor::spawn(None, Supervisor, failures.clone()).await.unwrap();
-        let sup = Supervised { actor: supervisor.clone(), roster: Roster::default() };
-        let spec = Spec::new("sleepy", Stage::Receipts, Sleepy, || Ok(())).period(Duration::from_millis(200));
-        let mailbox = supervise(&sup, spec).await.unwrap();
-        let watchdog = watch(sup.roster.clone(), failures.clone(), Duration::from_millis(20));
-
-        // Answering, it is never named.
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        assert!(failures.list().is_empty(), "{:?}", failures.list());
-        assert_eq!(
-            sup.roster.observe(Duration::from_secs(1)).await["sleepy"]["answers"].as_u64().map(|n| n > 0),
-            Some(true)
-        );
-
-        // Frozen for longer than its period: named (so `/readyz` is
-        // unready) while it holds its thread, then killed and started again.
-        mailbox.actor().send_message(SleepyMsg::Freeze(Duration::from_millis(1500))).unwrap();
-        until("named frozen", || failures.list().get("sleepy").is_some_and(|why| why.starts_with("frozen"))).await;
-        assert!(sup.roster.entries()[0].frozen());
-        let restarted = || async {
-            let children = ractor::call!(supervisor, SupervisorMsg::Observe).unwrap();
-            children.iter().any(|c| c.name == "sleepy" && c.restarts == 1)
-        };
-        for _ in 0..500 {
-            if restarted().await {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert!(restarted().await, "the supervisor started it again");
-        // A new actor: its count of answers began again.
-        let answers = mailbox.call(SleepyMsg::Observe).await.unwrap();
-        assert!(answers < 5, "a fresh actor answers ({answers})");
-        until("no longer named", || failures.list().is_empty()).await;
-        until("no longer frozen", || !sup.roster.entries()[0].frozen()).await;
-        watchdog.abort();
-    }
 }

@@ -42,8 +42,9 @@ use crate::transparency::LogView;
 use svc_clock::SharedClock;
 use svc_store::Store;
 
+use super::failures::Failures;
 use super::roster::{Roster, Stage};
-use super::supervisor::{Failures, Spec, Supervised, Supervisor, supervise};
+use super::supervisor::{Spec, Supervised, Supervisor, supervise};
 use super::{HomeActors, Region, Replica};
 
 /// Why a region did not start.

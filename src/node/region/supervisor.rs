@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 
+use super::failures::Failures;
 use super::roster::{Entry, Reach, Roster, Stage};
 use crate::actors::mailbox::Mailbox;
 use crate::actors::observed::Observed;
@@ -21,28 +22,6 @@ use crate::actors::observed::Observed;
 /// at it. Answers the new actor's cell.
 pub type Restart =
     Box<dyn Fn(ActorCell) -> Pin<Box<dyn Future<Output = Result<ActorCell, SpawnError>> + Send>> + Send + Sync>;
-
-/// The actors that failed and could not be brought back: name → reason.
-#[derive(Clone, Default)]
-pub struct Failures(Arc<Mutex<BTreeMap<String, String>>>);
-
-impl Failures {
-    pub fn list(&self) -> BTreeMap<String, String> {
-        self.0.lock().map(|f| f.clone()).unwrap_or_default()
-    }
-
-    pub(crate) fn set(&self, name: &str, reason: String) {
-        if let Ok(mut failures) = self.0.lock() {
-            failures.insert(name.to_owned(), reason);
-        }
-    }
-
-    pub(crate) fn clear(&self, name: &str) {
-        if let Ok(mut failures) = self.0.lock() {
-            failures.remove(name);
-        }
-    }
-}
 
 /// One supervised actor, as `Observe` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -480,5 +459,112 @@ mod tests {
         second.stop_and_wait(None, Some(Duration::from_secs(5))).await.unwrap();
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!failures.list().contains_key("mended"));
+    }
+}
+
+#[cfg(test)]
+mod watchdog_tests {
+    use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+
+    use super::*;
+    use crate::region::roster::{Roster, Stage, watch};
+
+    /// An actor that stops answering when told to: its handler holds its
+    /// thread, as a stuck write or an endless loop would.
+    #[derive(Clone)]
+    struct Sleepy;
+
+    enum SleepyMsg {
+        Freeze(Duration),
+        Observe(RpcReplyPort<u64>),
+    }
+
+    impl Observed for SleepyMsg {
+        type Seen = u64;
+
+        fn observe(reply: RpcReplyPort<u64>) -> Self {
+            SleepyMsg::Observe(reply)
+        }
+
+        fn describe(seen: u64) -> serde_json::Value {
+            serde_json::json!({"answers": seen})
+        }
+    }
+
+    impl Actor for Sleepy {
+        type Msg = SleepyMsg;
+        type State = u64;
+        type Arguments = ();
+
+        async fn pre_start(&self, _: ActorRef<SleepyMsg>, _: ()) -> Result<u64, ActorProcessingErr> {
+            Ok(0)
+        }
+
+        async fn handle(
+            &self,
+            _: ActorRef<SleepyMsg>,
+            msg: SleepyMsg,
+            answers: &mut u64,
+        ) -> Result<(), ActorProcessingErr> {
+            match msg {
+                SleepyMsg::Freeze(for_how_long) => std::thread::sleep(for_how_long),
+                SleepyMsg::Observe(reply) => {
+                    *answers += 1;
+                    let _ = reply.send(*answers);
+                }
+            }
+            Ok(())
+        }
+    }
+
+    async fn until(what: &str, mut holds: impl FnMut() -> bool) {
+        for _ in 0..500 {
+            if holds() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("never: {what}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_frozen_actor_is_named_among_the_failures_then_restarted() {
+        let failures = Failures::default();
+        let (supervisor, _) = Actor::spawn(None, Supervisor, failures.clone()).await.unwrap();
+        let sup = Supervised { actor: supervisor.clone(), roster: Roster::default() };
+        let spec = Spec::new("sleepy", Stage::Receipts, Sleepy, || Ok(())).period(Duration::from_millis(200));
+        let mailbox = supervise(&sup, spec).await.unwrap();
+        let watchdog = watch(sup.roster.clone(), failures.clone(), Duration::from_millis(20));
+
+        // Answering, it is never named.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(failures.list().is_empty(), "{:?}", failures.list());
+        assert_eq!(
+            sup.roster.observe(Duration::from_secs(1)).await["sleepy"]["answers"].as_u64().map(|n| n > 0),
+            Some(true)
+        );
+
+        // Frozen for longer than its period: named (so `/readyz` is
+        // unready) while it holds its thread, then killed and started again.
+        mailbox.actor().send_message(SleepyMsg::Freeze(Duration::from_millis(1500))).unwrap();
+        until("named frozen", || failures.list().get("sleepy").is_some_and(|why| why.starts_with("frozen"))).await;
+        assert!(sup.roster.entries()[0].frozen());
+        let restarted = || async {
+            let children = ractor::call!(supervisor, SupervisorMsg::Observe).unwrap();
+            children.iter().any(|c| c.name == "sleepy" && c.restarts == 1)
+        };
+        for _ in 0..500 {
+            if restarted().await {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(restarted().await, "the supervisor started it again");
+        // A new actor: its count of answers began again.
+        let answers = mailbox.call(SleepyMsg::Observe).await.unwrap();
+        assert!(answers < 5, "a fresh actor answers ({answers})");
+        until("no longer named", || failures.list().is_empty()).await;
+        until("no longer frozen", || !sup.roster.entries()[0].frozen()).await;
+        watchdog.abort();
     }
 }
