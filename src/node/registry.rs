@@ -126,7 +126,7 @@ impl Registry {
         let prefix = keys::business_key(business_uuid, "");
         let mut keys = Vec::new();
         for (entry, family) in self.store.scan::<String>(cf::KEY_INDEX, &prefix, None, usize::MAX)? {
-            let family = if family == cf::PASSKEYS { cf::PASSKEYS } else { cf::INTEGRATION_KEYS };
+            let family = if family == cf::PASSKEYS.name() { cf::PASSKEYS } else { cf::INTEGRATION_KEYS };
             if let Some(key) = self.store.get::<BusinessKey>(family, &entry[prefix.len()..])? {
                 keys.push(key);
             }
@@ -366,14 +366,14 @@ pub fn policy_in_force(versions: &[AiPolicyVersion], at: UnixMs) -> (Option<&AiP
 }
 
 /// Sealing keys (passkeys and hosted keys) and integration keys live apart.
-pub fn family_of(key: &BusinessKey) -> &'static str {
+pub fn family_of(key: &BusinessKey) -> svc_store::Table<BusinessKey> {
     if key.purpose == KeyPurpose::Sealing { cf::PASSKEYS } else { cf::INTEGRATION_KEYS }
 }
 
 /// The index entries a business key is found by: its business, and a
 /// sandbox key's bearer digest.
 pub fn index_entries(key: &BusinessKey) -> Vec<(Vec<u8>, String)> {
-    let mut entries = vec![(keys::business_key(&key.business_uuid, &key.key_id), family_of(key).to_owned())];
+    let mut entries = vec![(keys::business_key(&key.business_uuid, &key.key_id), family_of(key).name().to_owned())];
     if let Some(sandbox) = &key.sandbox {
         entries.push((keys::sandbox_bearer(&sandbox.bearer_sha256), key.key_id.clone()));
     }

@@ -17,6 +17,7 @@
 mod bells;
 pub mod keys;
 pub mod model;
+mod table;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use rocksdb::{ColumnFamilyDescriptor, DB, Direction, IteratorMode, Options, Writ
 use serde::{Serialize, de::DeserializeOwned};
 
 pub use keys::{be, from_be, key};
+pub use table::{Family, Holds, Mixed, Named, Table};
 
 /// The version byte every stored value begins with.
 pub const VALUE_VERSION: u8 = 1;
@@ -35,237 +37,239 @@ pub const SCHEMA_VERSION: u8 = 1;
 
 /// Column families. One per kind of thing, named for it.
 pub mod cf {
-    pub const META: &str = "meta";
-    pub const BUSINESSES: &str = "businesses";
-    pub const CERTIFICATES: &str = "certificates";
-    pub const INTEGRATION_KEYS: &str = "integration_keys";
-    pub const PASSKEYS: &str = "passkeys";
+    use super::{Mixed, Table, model};
+
+    pub const META: Mixed = Mixed::new("meta");
+    pub const BUSINESSES: Mixed = Mixed::new("businesses");
+    pub const CERTIFICATES: Table<model::CertificateIssuance> = Table::new("certificates");
+    pub const INTEGRATION_KEYS: Table<model::BusinessKey> = Table::new("integration_keys");
+    pub const PASSKEYS: Table<model::BusinessKey> = Table::new("passkeys");
     /// Where business keys are found without reading every key: by
     /// business (`keys::business_key`, the key's family) and by a sandbox
     /// key's bearer digest (`keys::sandbox_bearer`, its key id). Written
     /// with the key; replicated.
-    pub const KEY_INDEX: &str = "key_index";
-    pub const MANDATES: &str = "mandates";
-    pub const AI_POLICIES: &str = "ai_policies";
-    pub const CUSTODY: &str = "custody";
-    pub const COMPANIES: &str = "companies";
-    pub const GROUPS: &str = "groups";
-    pub const RETRIEVAL_KEYS: &str = "retrieval_keys";
-    pub const BLOCKS: &str = "blocks";
-    pub const TERMS: &str = "terms";
-    pub const ALLOWANCES: &str = "allowances";
+    pub const KEY_INDEX: Table<String> = Table::new("key_index");
+    pub const MANDATES: Table<model::MandateRecord> = Table::new("mandates");
+    pub const AI_POLICIES: Table<model::AiPolicyVersion> = Table::new("ai_policies");
+    pub const CUSTODY: Table<model::CustodyRecord> = Table::new("custody");
+    pub const COMPANIES: Table<model::Company> = Table::new("companies");
+    pub const GROUPS: Table<model::Group> = Table::new("groups");
+    pub const RETRIEVAL_KEYS: Table<model::RetrievalKey> = Table::new("retrieval_keys");
+    pub const BLOCKS: Table<model::Block> = Table::new("blocks");
+    pub const TERMS: Table<model::TermsVersion> = Table::new("terms");
+    pub const ALLOWANCES: Table<model::Allowance> = Table::new("allowances");
     /// Whether each company is prepaid, replicated so a read region knows
     /// whom it may serve without a lease while home is away.
-    pub const BILLING_PLANS: &str = "billing_plans";
-    pub const RECORDS: &str = "records";
-    pub const VERSIONS: &str = "versions";
-    pub const PUSHES: &str = "pushes";
-    pub const PUSH_RESULTS: &str = "push_results";
-    pub const ATTEMPTS: &str = "attempts";
-    pub const SEQS: &str = "seqs";
-    pub const IDEMPOTENCY: &str = "idempotency";
+    pub const BILLING_PLANS: Table<model::BillingPlan> = Table::new("billing_plans");
+    pub const RECORDS: Table<model::RecordHead> = Table::new("records");
+    pub const VERSIONS: Table<model::RecordVersion> = Table::new("versions");
+    pub const PUSHES: Mixed = Mixed::new("pushes");
+    pub const PUSH_RESULTS: Mixed = Mixed::new("push_results");
+    pub const ATTEMPTS: Mixed = Mixed::new("attempts");
+    pub const SEQS: Mixed = Mixed::new("seqs");
+    pub const IDEMPOTENCY: Table<model::IdempotentAnswer> = Table::new("idempotency");
     /// Billed requests, one per (key id, nonce).
-    pub const USAGE: &str = "usage";
+    pub const USAGE: Mixed = Mixed::new("usage");
     /// Billed requests counted per company and UTC day.
-    pub const USAGE_DAYS: &str = "usage_days";
+    pub const USAGE_DAYS: Table<model::DayUsage> = Table::new("usage_days");
     /// Receipts this region issued, by its own sequence (served order).
-    pub const RECEIPTS: &str = "receipts";
+    pub const RECEIPTS: Table<model::StoredReceipt> = Table::new("receipts");
     /// Receipts by group and time: group, served ms, sequence.
-    pub const RECEIPTS_BY_GROUP: &str = "receipts_by_group";
+    pub const RECEIPTS_BY_GROUP: Table<()> = Table::new("receipts_by_group");
     /// Each receipt's served time and Merkle leaf hash, by its sequence:
     /// what folding reads, a fraction of the receipt's size.
-    pub const RECEIPT_LEAVES: &str = "receipt_leaves";
+    pub const RECEIPT_LEAVES: Table<model::ReceiptLeaf> = Table::new("receipt_leaves");
     /// Each receipt's sequence by its leaf hash, written as it is stored, so
     /// a proof finds its part without the fold writing every place.
-    pub const RECEIPT_SEQS: &str = "receipt_seqs";
+    pub const RECEIPT_SEQS: Table<u64> = Table::new("receipt_seqs");
     /// Analytics: business, hour, country, group → counts, folded from receipts.
-    pub const ANALYTICS: &str = "analytics";
+    pub const ANALYTICS: Table<model::HourCounts> = Table::new("analytics");
     /// Businesses whose authorised endpoints are suspended.
-    pub const ENDPOINTS: &str = "endpoints";
+    pub const ENDPOINTS: Table<model::EndpointsSuspension> = Table::new("endpoints");
     /// Claimed nonces by expiry: expires (Unix seconds), key id, nonce.
-    pub const NONCES: &str = "nonces";
-    pub const UPLOADS: &str = "uploads";
+    pub const NONCES: Mixed = Mixed::new("nonces");
+    pub const UPLOADS: Table<model::UploadRecord> = Table::new("uploads");
     /// Home-only index: business, type, record id.
-    pub const CATALOGUE: &str = "catalogue";
-    pub const REPLOG: &str = "replog";
+    pub const CATALOGUE: Table<()> = Table::new("catalogue");
+    pub const REPLOG: Mixed = Mixed::new("replog");
     /// A read region's reports to home, in order: usage, lease returns, ad
     /// settlements (and claims an older build wrote there).
-    pub const OUTBOX: &str = "outbox";
+    pub const OUTBOX: Mixed = Mixed::new("outbox");
     /// A read region's own claimed nonces until home holds them: a lane of
     /// their own, so a slow report never holds a claim back.
-    pub const CLAIMS_OUT: &str = "claims_out";
+    pub const CLAIMS_OUT: Mixed = Mixed::new("claims_out");
     /// Home's fan-out of claimed nonces, by sequence.
-    pub const NONCE_FEED: &str = "nonce_feed";
+    pub const NONCE_FEED: Mixed = Mixed::new("nonce_feed");
     /// Home: allowance units set aside for regions, by lease id.
-    pub const LEASES_GRANTED: &str = "leases_granted";
+    pub const LEASES_GRANTED: Table<model::GrantedLease> = Table::new("leases_granted");
     /// A read region: the lease it serves each company from.
-    pub const LEASES_HELD: &str = "leases_held";
+    pub const LEASES_HELD: Table<model::HeldLease> = Table::new("leases_held");
     /// Folded receipt roots, by region and first receipt: a region's own,
     /// and at home every region's.
-    pub const RECEIPT_ROOTS: &str = "receipt_roots";
+    pub const RECEIPT_ROOTS: Table<model::ReceiptRoot> = Table::new("receipt_roots");
     /// The key set home certified (replicated): its entries and document.
-    pub const KEY_SET: &str = "key_set";
+    pub const KEY_SET: Mixed = Mixed::new("key_set");
     /// Home: leaves waiting for the next hourly sequencing, by leaf hash.
-    pub const TLOG_PENDING: &str = "tlog_pending";
+    pub const TLOG_PENDING: Table<model::PendingLeaf> = Table::new("tlog_pending");
     /// The transparency log (replicated): leaves by index, the index of each
     /// leaf hash, and every signed checkpoint by tree size.
-    pub const TLOG_LEAVES: &str = "tlog_leaves";
-    pub const TLOG_INDEX: &str = "tlog_index";
-    pub const TLOG_CHECKPOINTS: &str = "tlog_checkpoints";
+    pub const TLOG_LEAVES: Table<model::LogLeaf> = Table::new("tlog_leaves");
+    pub const TLOG_INDEX: Table<u64> = Table::new("tlog_index");
+    pub const TLOG_CHECKPOINTS: Table<model::LogCheckpoint> = Table::new("tlog_checkpoints");
     /// Witnesses' cosignatures (replicated): by tree size, then witness.
-    pub const TLOG_COSIGNATURES: &str = "tlog_cosignatures";
+    pub const TLOG_COSIGNATURES: Table<model::Cosignature> = Table::new("tlog_cosignatures");
     /// A region's folded receipts: each receipt's leaf hash to its part and
     /// place, and each part's leaf hashes (for the first level of a proof).
-    pub const RECEIPT_PLACES: &str = "receipt_places";
-    pub const RECEIPT_PARTS: &str = "receipt_parts";
+    pub const RECEIPT_PLACES: Table<model::ReceiptPlace> = Table::new("receipt_places");
+    pub const RECEIPT_PARTS: Mixed = Mixed::new("receipt_parts");
     /// Home: every read region's receipts as the region shipped them, so
     /// a group's receipts list whole at home even after a region is lost.
-    pub const REGION_RECEIPTS: &str = "region_receipts";
+    pub const REGION_RECEIPTS: Table<model::StoredReceipt> = Table::new("region_receipts");
     /// What domain assurance found of each domain a business file lists
     /// (replicated; the verify page's `endpoints.domains`).
-    pub const DOMAINS: &str = "domains";
+    pub const DOMAINS: Mixed = Mixed::new("domains");
     /// Sandbox AI companies whose data expired (replicated): each node
     /// forgets their groups' receipts.
-    pub const EXPIRED_CALLERS: &str = "expired_callers";
+    pub const EXPIRED_CALLERS: Table<model::ExpiredCaller> = Table::new("expired_callers");
     /// The Terms each AI company accepted, version and hash (replicated).
-    pub const TERMS_ACCEPTED: &str = "terms_accepted";
+    pub const TERMS_ACCEPTED: Table<model::TermsAcceptance> = Table::new("terms_accepted");
     /// AI companies that opted in to the key directory (replicated).
-    pub const DIRECTORY: &str = "directory";
+    pub const DIRECTORY: Table<model::DirectoryListing> = Table::new("directory");
     /// How fresh each business expects its records of a type to be
     /// (replicated; served on rows as `freshness_expectation`).
-    pub const FRESHNESS: &str = "freshness";
+    pub const FRESHNESS: Mixed = Mixed::new("freshness");
     /// Home: the log sequence of each record's last change (`live_in`).
-    pub const RECORD_SEQS: &str = "record_seqs";
+    pub const RECORD_SEQS: Table<u64> = Table::new("record_seqs");
     /// Deleted records whose bytes every node purges (replicated): by the
     /// sequence of the delete's log entry, then the record id.
-    pub const PURGES: &str = "purges";
+    pub const PURGES: Table<model::Purge> = Table::new("purges");
     /// Home: the portals' people by business uuid ‖ person id (`Person`),
     /// and by e-mail address (`PersonRef`).
-    pub const PEOPLE: &str = "people";
-    pub const PEOPLE_EMAILS: &str = "people_emails";
+    pub const PEOPLE: Table<model::Person> = Table::new("people");
+    pub const PEOPLE_EMAILS: Table<model::PersonRef> = Table::new("people_emails");
     /// Home: portal invitations, sessions and WebAuthn ceremonies, each by
     /// the SHA-256 of its secret (ceremonies by their random id).
-    pub const INVITATIONS: &str = "invitations";
-    pub const PORTAL_SESSIONS: &str = "portal_sessions";
-    pub const CEREMONIES: &str = "ceremonies";
+    pub const INVITATIONS: Table<model::Invitation> = Table::new("invitations");
+    pub const PORTAL_SESSIONS: Table<model::PortalSession> = Table::new("portal_sessions");
+    pub const CEREMONIES: Table<model::Ceremony> = Table::new("ceremonies");
     /// Home: the sealing key the service holds for a business with hosted
     /// signing on, by business uuid (`HostedKey`); deleted when it ends.
-    pub const HOSTED_KEYS: &str = "hosted_keys";
+    pub const HOSTED_KEYS: Table<model::HostedKey> = Table::new("hosted_keys");
     /// Home: when each person last dismissed the portal's notices, by
     /// business uuid ‖ person id (`UnixMs`).
-    pub const NOTICES_SEEN: &str = "notices_seen";
+    pub const NOTICES_SEEN: Table<svc_core::time::UnixMs> = Table::new("notices_seen");
     /// Home: the records each business withdrew and has not deleted or
     /// published again, keyed as `catalogue` is (the portal lists them).
-    pub const WITHDRAWN: &str = "withdrawn";
+    pub const WITHDRAWN: Table<()> = Table::new("withdrawn");
     /// Campaigns by id (`Campaign`, replicated).
-    pub const CAMPAIGNS: &str = "campaigns";
+    pub const CAMPAIGNS: Mixed = Mixed::new("campaigns");
     /// Home: each campaign's money, leased to regions
     /// (`svc_core::ads::ledger::Ledger`).
-    pub const CAMPAIGN_LEDGERS: &str = "campaign_ledgers";
+    pub const CAMPAIGN_LEDGERS: Table<svc_core::ads::ledger::Ledger> = Table::new("campaign_ledgers");
     /// A region's own: the campaign leases it holds and its pools' reserves
     /// (`svc_core::ads::reserve::Book`, one value).
-    pub const AD_BOOK: &str = "ad_book";
+    pub const AD_BOOK: Mixed = Mixed::new("ad_book");
     /// A region's own: each render or click token's confirmations, by the
     /// token's time (ms, big-endian) ‖ its id ‖ 0xff ‖ the confirmation's
     /// number (`AdConfirmation`, one per key, appended).
-    pub const AD_TOKENS: &str = "ad_tokens";
+    pub const AD_TOKENS: Mixed = Mixed::new("ad_tokens");
     /// Every node's own: a conversation's renders and clicks of an item, by
     /// conversation digest ‖ 0 ‖ item id (`AdConversation`), kept 24 hours;
     /// its own confirmations and the other regions' from the ad feed.
-    pub const AD_CONVERSATIONS: &str = "ad_conversations";
+    pub const AD_CONVERSATIONS: Table<model::AdConversation> = Table::new("ad_conversations");
     /// The images ads name, fetched by the service when each ad was saved,
     /// by lower-case hex SHA-256 of their bytes (`AdImage`, replicated).
-    pub const AD_IMAGES: &str = "ad_images";
+    pub const AD_IMAGES: Table<model::AdImage> = Table::new("ad_images");
     /// Home: accepted ad renders and clicks not yet counted, by its own
     /// event sequence (`AdEvent`); the analytics actor folds and deletes them.
-    pub const AD_EVENTS: &str = "ad_events";
+    pub const AD_EVENTS: Table<model::AdEvent> = Table::new("ad_events");
     /// Home: the ad facts every region must know (conversations' renders
     /// and clicks, keys' pools), by feed sequence (`(region, AdFact)`),
     /// kept 25 hours; regions long-poll it.
-    pub const AD_FEED: &str = "ad_feed";
+    pub const AD_FEED: Mixed = Mixed::new("ad_feed");
     /// Home: charges credited back, by reporting region ‖ 0 ‖ its fact's
     /// number (`AdRefund`); the analytics actor folds and deletes them.
-    pub const AD_REFUNDS: &str = "ad_refunds";
+    pub const AD_REFUNDS: Table<model::AdRefund> = Table::new("ad_refunds");
     /// Home: ad renders, clicks and spend per business, hour, country and
     /// group (`AdHourCounts`, keyed as `analytics`).
-    pub const AD_ANALYTICS: &str = "ad_analytics";
+    pub const AD_ANALYTICS: Table<model::AdHourCounts> = Table::new("ad_analytics");
 
     pub const ALL: &[&str] = &[
-        META,
-        BUSINESSES,
-        CERTIFICATES,
-        INTEGRATION_KEYS,
-        PASSKEYS,
-        KEY_INDEX,
-        MANDATES,
-        AI_POLICIES,
-        CUSTODY,
-        COMPANIES,
-        GROUPS,
-        RETRIEVAL_KEYS,
-        BLOCKS,
-        TERMS,
-        ALLOWANCES,
-        BILLING_PLANS,
-        RECORDS,
-        VERSIONS,
-        PUSHES,
-        PUSH_RESULTS,
-        ATTEMPTS,
-        SEQS,
-        IDEMPOTENCY,
-        USAGE,
-        USAGE_DAYS,
-        RECEIPTS,
-        RECEIPTS_BY_GROUP,
-        RECEIPT_LEAVES,
-        RECEIPT_SEQS,
-        ANALYTICS,
-        ENDPOINTS,
-        NONCES,
-        UPLOADS,
-        CATALOGUE,
-        REPLOG,
-        OUTBOX,
-        CLAIMS_OUT,
-        NONCE_FEED,
-        LEASES_GRANTED,
-        LEASES_HELD,
-        KEY_SET,
-        RECEIPT_ROOTS,
-        TLOG_PENDING,
-        TLOG_LEAVES,
-        TLOG_INDEX,
-        TLOG_CHECKPOINTS,
-        TLOG_COSIGNATURES,
-        RECEIPT_PLACES,
-        RECEIPT_PARTS,
-        PURGES,
-        REGION_RECEIPTS,
-        RECORD_SEQS,
-        FRESHNESS,
-        DOMAINS,
-        DIRECTORY,
-        EXPIRED_CALLERS,
-        TERMS_ACCEPTED,
-        PEOPLE,
-        PEOPLE_EMAILS,
-        INVITATIONS,
-        PORTAL_SESSIONS,
-        CEREMONIES,
-        HOSTED_KEYS,
-        NOTICES_SEEN,
-        WITHDRAWN,
-        CAMPAIGNS,
-        CAMPAIGN_LEDGERS,
-        AD_BOOK,
-        AD_TOKENS,
-        AD_CONVERSATIONS,
-        AD_IMAGES,
-        AD_EVENTS,
-        AD_ANALYTICS,
-        AD_FEED,
-        AD_REFUNDS,
+        META.name(),
+        BUSINESSES.name(),
+        CERTIFICATES.name(),
+        INTEGRATION_KEYS.name(),
+        PASSKEYS.name(),
+        KEY_INDEX.name(),
+        MANDATES.name(),
+        AI_POLICIES.name(),
+        CUSTODY.name(),
+        COMPANIES.name(),
+        GROUPS.name(),
+        RETRIEVAL_KEYS.name(),
+        BLOCKS.name(),
+        TERMS.name(),
+        ALLOWANCES.name(),
+        BILLING_PLANS.name(),
+        RECORDS.name(),
+        VERSIONS.name(),
+        PUSHES.name(),
+        PUSH_RESULTS.name(),
+        ATTEMPTS.name(),
+        SEQS.name(),
+        IDEMPOTENCY.name(),
+        USAGE.name(),
+        USAGE_DAYS.name(),
+        RECEIPTS.name(),
+        RECEIPTS_BY_GROUP.name(),
+        RECEIPT_LEAVES.name(),
+        RECEIPT_SEQS.name(),
+        ANALYTICS.name(),
+        ENDPOINTS.name(),
+        NONCES.name(),
+        UPLOADS.name(),
+        CATALOGUE.name(),
+        REPLOG.name(),
+        OUTBOX.name(),
+        CLAIMS_OUT.name(),
+        NONCE_FEED.name(),
+        LEASES_GRANTED.name(),
+        LEASES_HELD.name(),
+        KEY_SET.name(),
+        RECEIPT_ROOTS.name(),
+        TLOG_PENDING.name(),
+        TLOG_LEAVES.name(),
+        TLOG_INDEX.name(),
+        TLOG_CHECKPOINTS.name(),
+        TLOG_COSIGNATURES.name(),
+        RECEIPT_PLACES.name(),
+        RECEIPT_PARTS.name(),
+        PURGES.name(),
+        REGION_RECEIPTS.name(),
+        RECORD_SEQS.name(),
+        FRESHNESS.name(),
+        DOMAINS.name(),
+        DIRECTORY.name(),
+        EXPIRED_CALLERS.name(),
+        TERMS_ACCEPTED.name(),
+        PEOPLE.name(),
+        PEOPLE_EMAILS.name(),
+        INVITATIONS.name(),
+        PORTAL_SESSIONS.name(),
+        CEREMONIES.name(),
+        HOSTED_KEYS.name(),
+        NOTICES_SEEN.name(),
+        WITHDRAWN.name(),
+        CAMPAIGNS.name(),
+        CAMPAIGN_LEDGERS.name(),
+        AD_BOOK.name(),
+        AD_TOKENS.name(),
+        AD_CONVERSATIONS.name(),
+        AD_IMAGES.name(),
+        AD_EVENTS.name(),
+        AD_ANALYTICS.name(),
+        AD_FEED.name(),
+        AD_REFUNDS.name(),
     ];
 }
 
@@ -321,7 +325,7 @@ const MEMTABLES_BYTES: usize = 128 << 20;
 /// A column family's options.
 fn cf_options(name: &str) -> Options {
     let mut opts = Options::default();
-    if name == cf::RECEIPTS {
+    if name == cf::RECEIPTS.name() {
         // Every answer writes a receipt of a few kilobytes: the bulk of what
         // a serving region writes. Its envelope is mostly base64, which LZ4
         // shrinks by a tenth at most, and compressing it was most of a
@@ -359,8 +363,8 @@ pub fn decode_value<T: DeserializeOwned>(cf: &'static str, bytes: &[u8]) -> Stor
 }
 
 /// The column family of this name, as the `'static` name the store uses.
-pub fn cf_named(name: &str) -> Option<&'static str> {
-    cf::ALL.iter().copied().find(|n| *n == name)
+pub fn cf_named(name: &str) -> Option<Named> {
+    cf::ALL.iter().copied().find(|n| *n == name).map(Named)
 }
 
 /// Values given their version byte per migration write.
@@ -420,12 +424,12 @@ impl Store {
     /// with no record was written before values had versions (or is new),
     /// and its values are given their byte now, then the record written.
     fn check_schema(&self, legacy_log_entry: LegacyLogEntry) -> StoreResult<()> {
-        let meta = self.handle(cf::META)?;
+        let meta = self.handle(cf::META.name())?;
         let mut markers = self.batch();
         for &name in cf::ALL {
             match self.db.get_pinned_cf(meta, keys::schema(name))? {
                 Some(recorded) => {
-                    let version: u8 = decode_value(cf::META, &recorded)?;
+                    let version: u8 = decode_value(cf::META.name(), &recorded)?;
                     if version != SCHEMA_VERSION {
                         return Err(StoreError::UnknownSchema { cf: name, version });
                     }
@@ -463,7 +467,7 @@ impl Store {
 
     /// Keys of `meta` the store writes itself, already versioned.
     fn is_schema_key(name: &str, key: &[u8]) -> bool {
-        name == cf::META
+        name == cf::META.name()
             && [keys::meta::SCHEMA, keys::meta::MIGRATING]
                 .iter()
                 .any(|p| key.len() > p.len() && key.starts_with(p) && key[p.len()] == 0)
@@ -478,8 +482,8 @@ impl Store {
         let progress = keys::migrating(name);
         let mut after: Option<Vec<u8>> = self
             .db
-            .get_pinned_cf(self.handle(cf::META)?, &progress)?
-            .map(|v| decode_value(cf::META, &v))
+            .get_pinned_cf(self.handle(cf::META.name())?, &progress)?
+            .map(|v| decode_value(cf::META.name(), &v))
             .transpose()?;
         let mut total = 0;
         loop {
@@ -514,7 +518,7 @@ impl Store {
     /// byte before it. A replication log entry also carries stored values
     /// (its puts): each of those is given its byte too.
     fn versioned_legacy(name: &'static str, value: &[u8], legacy_log_entry: LegacyLogEntry) -> StoreResult<Vec<u8>> {
-        if name == cf::REPLOG {
+        if name == cf::REPLOG.name() {
             return legacy_log_entry(value);
         }
         let mut versioned = Vec::with_capacity(value.len() + 1);
@@ -543,7 +547,8 @@ impl Store {
         self.db.cf_handle(name).ok_or(StoreError::NoColumnFamily(name))
     }
 
-    pub fn get<T: DeserializeOwned>(&self, cf: &'static str, key: &[u8]) -> StoreResult<Option<T>> {
+    pub fn get<T: DeserializeOwned>(&self, table: impl Holds<T>, key: &[u8]) -> StoreResult<Option<T>> {
+        let cf = table.name();
         match self.db.get_pinned_cf(self.handle(cf)?, key)? {
             Some(bytes) => Ok(Some(decode_value(cf, &bytes)?)),
             None => Ok(None),
@@ -551,23 +556,24 @@ impl Store {
     }
 
     /// Whether `key` holds exactly `encoded` (as `encode_value` wrote it).
-    pub fn holds(&self, cf: &'static str, key: &[u8], encoded: &[u8]) -> StoreResult<bool> {
-        Ok(self.db.get_pinned_cf(self.handle(cf)?, key)?.is_some_and(|v| &v[..] == encoded))
+    pub fn holds(&self, table: impl Family, key: &[u8], encoded: &[u8]) -> StoreResult<bool> {
+        Ok(self.db.get_pinned_cf(self.handle(table.name())?, key)?.is_some_and(|v| &v[..] == encoded))
     }
 
-    pub fn contains(&self, cf: &'static str, key: &[u8]) -> StoreResult<bool> {
-        Ok(self.db.get_pinned_cf(self.handle(cf)?, key)?.is_some())
+    pub fn contains(&self, table: impl Family, key: &[u8]) -> StoreResult<bool> {
+        Ok(self.db.get_pinned_cf(self.handle(table.name())?, key)?.is_some())
     }
 
     /// Every (key, value) whose key starts with `prefix`, in key order,
     /// starting at `from` (inclusive) when given, at most `limit`.
     pub fn scan<T: DeserializeOwned>(
         &self,
-        cf: &'static str,
+        table: impl Holds<T>,
         prefix: &[u8],
         from: Option<&[u8]>,
         limit: usize,
     ) -> StoreResult<Vec<(Vec<u8>, T)>> {
+        let cf = table.name();
         let start = from.unwrap_or(prefix);
         let iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::From(start, Direction::Forward));
         let mut out = Vec::new();
@@ -583,7 +589,8 @@ impl Store {
 
     /// The keys (not their values) that start with `prefix`, in order, at
     /// most `limit`: what a removal of everything under a prefix deletes.
-    pub fn scan_keys(&self, cf: &'static str, prefix: &[u8], limit: usize) -> StoreResult<Vec<Vec<u8>>> {
+    pub fn scan_keys(&self, table: impl Family, prefix: &[u8], limit: usize) -> StoreResult<Vec<Vec<u8>>> {
+        let cf = table.name();
         let iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::From(prefix, Direction::Forward));
         let mut out = Vec::new();
         for item in iter {
@@ -597,7 +604,12 @@ impl Store {
     }
 
     /// The entry with the greatest key at or before `at`.
-    pub fn at_or_before<T: DeserializeOwned>(&self, cf: &'static str, at: &[u8]) -> StoreResult<Option<(Vec<u8>, T)>> {
+    pub fn at_or_before<T: DeserializeOwned>(
+        &self,
+        table: impl Holds<T>,
+        at: &[u8],
+    ) -> StoreResult<Option<(Vec<u8>, T)>> {
+        let cf = table.name();
         let mut iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::From(at, Direction::Reverse));
         match iter.next() {
             Some(item) => {
@@ -609,8 +621,8 @@ impl Store {
     }
 
     /// The last key of a column family (the highest sequence of a log).
-    pub fn last_key(&self, cf: &'static str) -> StoreResult<Option<Vec<u8>>> {
-        let mut iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::End);
+    pub fn last_key(&self, table: impl Family) -> StoreResult<Option<Vec<u8>>> {
+        let mut iter = self.db.iterator_cf(self.handle(table.name())?, IteratorMode::End);
         match iter.next() {
             Some(item) => Ok(Some(item?.0.to_vec())),
             None => Ok(None),
@@ -622,9 +634,9 @@ impl Store {
     }
 
     /// A single put, synced.
-    pub fn put<T: Serialize>(&self, cf: &'static str, key: &[u8], value: &T) -> StoreResult<()> {
+    pub fn put<T: Serialize>(&self, table: impl Holds<T>, key: &[u8], value: &T) -> StoreResult<()> {
         let mut batch = self.batch();
-        batch.put(cf, key, value);
+        batch.put(table, key, value);
         batch.commit()
     }
 }
@@ -640,7 +652,8 @@ pub struct Batch<'a> {
 
 impl Batch<'_> {
     /// Writes `value`, with its version byte.
-    pub fn put<T: Serialize>(&mut self, cf: &'static str, key: &[u8], value: &T) {
+    pub fn put<T: Serialize>(&mut self, table: impl Holds<T>, key: &[u8], value: &T) {
+        let cf = table.name();
         match (self.store.handle(cf), encode_value(value)) {
             (Ok(handle), Ok(bytes)) => {
                 self.rings.note(cf);
@@ -653,7 +666,8 @@ impl Batch<'_> {
     /// Writes bytes already encoded as a stored value ([`encode_value`]:
     /// home's replicated values, applied as they came). A value without a
     /// version byte this build knows fails the batch.
-    pub fn put_raw(&mut self, cf: &'static str, key: &[u8], value: &[u8]) {
+    pub fn put_raw(&mut self, family: impl Family, key: &[u8], value: &[u8]) {
+        let cf = family.name();
         match (self.store.handle(cf), versioned_body(cf, value)) {
             (Ok(handle), Ok(_)) => {
                 self.rings.note(cf);
@@ -668,8 +682,8 @@ impl Batch<'_> {
         self.error = Some(error);
     }
 
-    pub fn delete(&mut self, cf: &'static str, key: &[u8]) {
-        match self.store.handle(cf) {
+    pub fn delete(&mut self, family: impl Family, key: &[u8]) {
+        match self.store.handle(family.name()) {
             Ok(handle) => self.batch.delete_cf(handle, key),
             Err(e) => self.error = Some(e),
         }
@@ -677,8 +691,8 @@ impl Batch<'_> {
 
     /// Deletes every key from `from` up to, not including, `to`: one range
     /// tombstone, however many keys it covers.
-    pub fn delete_range(&mut self, cf: &'static str, from: &[u8], to: &[u8]) {
-        match self.store.handle(cf) {
+    pub fn delete_range(&mut self, family: impl Family, from: &[u8], to: &[u8]) {
+        match self.store.handle(family.name()) {
             Ok(handle) => self.batch.delete_range_cf(handle, from, to),
             Err(e) => self.error = Some(e),
         }
@@ -729,8 +743,8 @@ impl Store {
     /// Sees each later write that puts into `cf`, one of the feeds home
     /// serves its regions (the replication log, the nonce and ad feeds);
     /// `None` for any other family.
-    pub fn bell(&self, cf: &'static str) -> Option<tokio::sync::watch::Receiver<u64>> {
-        self.bells.listen(cf)
+    pub fn bell(&self, family: impl Family) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.bells.listen(family.name())
     }
 
     /// Writes one small synced value, as a probe of the disk: a full disk
@@ -776,29 +790,29 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         store.put(cf::BUSINESSES, b"a", &"known".to_string()).unwrap();
         let newer = [&[VALUE_VERSION + 1][..], &postcard::to_stdvec("newer").unwrap()].concat();
-        put_unchecked(&store, cf::BUSINESSES, b"b", &newer);
-        put_unchecked(&store, cf::BUSINESSES, b"c", &[]);
+        put_unchecked(&store, cf::BUSINESSES.name(), b"b", &newer);
+        put_unchecked(&store, cf::BUSINESSES.name(), b"c", &[]);
 
         let unknown = store.get::<String>(cf::BUSINESSES, b"b").unwrap_err();
         assert!(
-            matches!(unknown, StoreError::UnknownVersion { cf: cf::BUSINESSES, version } if version == VALUE_VERSION + 1),
+            matches!(unknown, StoreError::UnknownVersion { cf: "businesses", version } if version == VALUE_VERSION + 1),
             "{unknown}"
         );
         assert!(unknown.to_string().contains("column family businesses has version 2"), "{unknown}");
-        assert!(matches!(store.get::<String>(cf::BUSINESSES, b"c"), Err(StoreError::NoVersion { cf: cf::BUSINESSES })));
+        assert!(matches!(store.get::<String>(cf::BUSINESSES, b"c"), Err(StoreError::NoVersion { cf: "businesses" })));
         assert!(matches!(
             store.scan::<String>(cf::BUSINESSES, &[], None, 10),
-            Err(StoreError::UnknownVersion { cf: cf::BUSINESSES, .. })
+            Err(StoreError::UnknownVersion { cf: "businesses", .. })
         ));
         assert!(matches!(
             store.at_or_before::<String>(cf::BUSINESSES, b"b"),
-            Err(StoreError::UnknownVersion { cf: cf::BUSINESSES, .. })
+            Err(StoreError::UnknownVersion { cf: "businesses", .. })
         ));
         assert_eq!(store.get::<String>(cf::BUSINESSES, b"a").unwrap().as_deref(), Some("known"));
         // Replicated bytes are checked as they are applied: the batch fails.
         let mut batch = store.batch();
         batch.put_raw(cf::BUSINESSES, b"d", &newer);
-        assert!(matches!(batch.commit(), Err(StoreError::UnknownVersion { cf: cf::BUSINESSES, .. })));
+        assert!(matches!(batch.commit(), Err(StoreError::UnknownVersion { cf: "businesses", .. })));
         assert!(!store.contains(cf::BUSINESSES, b"d").unwrap());
     }
 
@@ -806,18 +820,18 @@ mod tests {
     fn open_refuses_a_family_whose_first_value_or_schema_is_of_an_unknown_version() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        put_unchecked(&store, cf::RECORDS, b"r1", &[9, 0]);
+        put_unchecked(&store, cf::RECORDS.name(), b"r1", &[9, 0]);
         drop(store);
         let refused = Store::open(dir.path()).err().expect("a value of version 9 is refused at open");
-        assert!(matches!(refused, StoreError::UnknownVersion { cf: cf::RECORDS, version: 9 }), "{refused}");
+        assert!(matches!(refused, StoreError::UnknownVersion { cf: "records", version: 9 }), "{refused}");
         assert!(refused.to_string().contains("column family records has version 9"), "{refused}");
 
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        store.put(cf::META, &keys::schema(cf::TLOG_LEAVES), &(SCHEMA_VERSION + 1)).unwrap();
+        store.put(cf::META, &keys::schema(cf::TLOG_LEAVES.name()), &(SCHEMA_VERSION + 1)).unwrap();
         drop(store);
         let refused = Store::open(dir.path()).err().expect("a newer schema is refused at open");
-        assert!(matches!(refused, StoreError::UnknownSchema { cf: cf::TLOG_LEAVES, version: 2 }), "{refused}");
+        assert!(matches!(refused, StoreError::UnknownSchema { cf: "tlog_leaves", version: 2 }), "{refused}");
         assert!(refused.to_string().contains("column family tlog_leaves records schema version 2"), "{refused}");
     }
 
@@ -830,17 +844,17 @@ mod tests {
             dir.path(),
             &[
                 // Rewritten before the crash, with how far it got.
-                (cf::BUSINESSES, &b"a"[..], versioned("one")),
-                (cf::BUSINESSES, &b"b"[..], versioned("two")),
-                (cf::META, &keys::migrating(cf::BUSINESSES)[..], encode_value(&b"b".to_vec()).unwrap()),
+                (cf::BUSINESSES.name(), &b"a"[..], versioned("one")),
+                (cf::BUSINESSES.name(), &b"b"[..], versioned("two")),
+                (cf::META.name(), &keys::migrating(cf::BUSINESSES.name())[..], encode_value(&b"b".to_vec()).unwrap()),
                 // Not reached.
-                (cf::BUSINESSES, &b"c"[..], legacy("three")),
+                (cf::BUSINESSES.name(), &b"c"[..], legacy("three")),
             ],
         );
         let store = Store::open(dir.path()).unwrap();
         let all: Vec<(Vec<u8>, String)> = store.scan(cf::BUSINESSES, &[], None, 10).unwrap();
         assert_eq!(all.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>(), ["one", "two", "three"]);
-        assert!(!store.contains(cf::META, &keys::migrating(cf::BUSINESSES)).unwrap());
+        assert!(!store.contains(cf::META, &keys::migrating(cf::BUSINESSES.name())).unwrap());
     }
 }
 

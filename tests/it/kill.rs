@@ -92,7 +92,7 @@ async fn sigkill_mid_push_then_restart_publishes_everything_once() {
     for entry in entries_after(&store, 0, usize::MAX).unwrap() {
         for op in entry.ops {
             if let Op::Put { cf: name, key, .. } = op
-                && name == cf::RECORDS
+                && name == cf::RECORDS.name()
             {
                 *published.entry(key).or_default() += 1;
             }

@@ -17,7 +17,7 @@ async fn business(home: &Home) -> String {
     created.body["business_uuid"].as_str().unwrap().to_owned()
 }
 
-fn count<T: serde::de::DeserializeOwned>(home: &Home, family: &'static str) -> usize {
+fn count<T: serde::de::DeserializeOwned>(home: &Home, family: impl svc_store::Holds<T>) -> usize {
     home.state.store.scan::<T>(family, &[], None, usize::MAX).unwrap().len()
 }
 

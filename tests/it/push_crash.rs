@@ -66,7 +66,7 @@ async fn a_crash_mid_push_resumes_and_publishes_nothing_twice() {
     for entry in entries_after(&restarted.state.store, 0, usize::MAX).unwrap() {
         for op in entry.ops {
             if let Op::Put { cf: name, key, .. } = op
-                && name == cf::RECORDS
+                && name == cf::RECORDS.name()
             {
                 *published.entry(key).or_default() += 1;
             }

@@ -213,22 +213,24 @@ impl IndexerState {
         for entry in entries {
             for op in entry.ops {
                 match op {
-                    Op::Put { cf: name, value, .. } if name == cf::RECORDS => {
-                        let head = decode::<RecordHead>(cf::RECORDS, &value).map_err(ActorError::from)?;
+                    Op::Put { cf: name, value, .. } if name == cf::RECORDS.name() => {
+                        let head = decode::<RecordHead>(cf::RECORDS.name(), &value).map_err(ActorError::from)?;
                         if let Some(change) = self.record_change(&head, &mut known)? {
                             changes.insert(head.record_id.clone(), change);
                         }
                     }
                     // Blocks, certificates and keys are keyed or held by business.
                     Op::Put { cf: name, key, .. } | Op::Delete { cf: name, key }
-                        if name == cf::BLOCKS || name == cf::CERTIFICATES =>
+                        if name == cf::BLOCKS.name() || name == cf::CERTIFICATES.name() =>
                     {
                         let business = key.split(|b| *b == 0).next().unwrap_or_default();
                         reblock.push(String::from_utf8_lossy(business).into_owned());
                     }
-                    Op::Put { cf: name, value, .. } if name == cf::INTEGRATION_KEYS || name == cf::PASSKEYS => {
-                        let family = if name == cf::PASSKEYS { cf::PASSKEYS } else { cf::INTEGRATION_KEYS };
-                        let key = decode::<BusinessKey>(family, &value).map_err(ActorError::from)?;
+                    Op::Put { cf: name, value, .. }
+                        if name == cf::INTEGRATION_KEYS.name() || name == cf::PASSKEYS.name() =>
+                    {
+                        let family = if name == cf::PASSKEYS.name() { cf::PASSKEYS } else { cf::INTEGRATION_KEYS };
+                        let key = decode::<BusinessKey>(family.name(), &value).map_err(ActorError::from)?;
                         reblock.push(key.business_uuid);
                     }
                     _ => {}

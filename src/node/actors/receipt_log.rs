@@ -51,7 +51,7 @@ impl Actor for ReceiptLog {
         // The leaves are never deleted (an expired caller's receipts are),
         // so numbering goes on after the highest either holds.
         let mut last = 0;
-        for family in [cf::RECEIPTS, cf::RECEIPT_LEAVES] {
+        for family in [cf::RECEIPTS.named(), cf::RECEIPT_LEAVES.named()] {
             if let Some(k) = store.last_key(family)? {
                 last = last.max(from_be(&k).ok_or(ActorError::Refused("malformed receipt sequence"))?);
             }

@@ -40,20 +40,20 @@ const EXPIRING_PER_PASS: usize = 1_000;
 const CAMPAIGNS_SCANNED: usize = 100_000;
 
 /// Families keyed by business uuid first: an expiring business's own.
-const BY_BUSINESS: &[&str] = &[
-    cf::CERTIFICATES,
-    cf::CUSTODY,
-    cf::AI_POLICIES,
-    cf::BLOCKS,
-    cf::DOMAINS,
-    cf::FRESHNESS,
-    cf::PEOPLE,
-    cf::ATTEMPTS,
-    cf::ANALYTICS,
-    cf::NOTICES_SEEN,
+const BY_BUSINESS: &[svc_store::Named] = &[
+    cf::CERTIFICATES.named(),
+    cf::CUSTODY.named(),
+    cf::AI_POLICIES.named(),
+    cf::BLOCKS.named(),
+    cf::DOMAINS.named(),
+    cf::FRESHNESS.named(),
+    cf::PEOPLE.named(),
+    cf::ATTEMPTS.named(),
+    cf::ANALYTICS.named(),
+    cf::NOTICES_SEEN.named(),
 ];
 /// Families keyed by a key id first: an expiring business's keys' own.
-const BY_KEY: &[&str] = &[cf::MANDATES, cf::SEQS, cf::IDEMPOTENCY];
+const BY_KEY: &[svc_store::Named] = &[cf::MANDATES.named(), cf::SEQS.named(), cf::IDEMPOTENCY.named()];
 
 pub enum RetentionMsg {
     Tick,
@@ -129,16 +129,16 @@ impl RetentionState {
         // each record's head and versions, each push's leaves.
         let mut ranges: Vec<(&'static str, Vec<u8>, Vec<u8>)> = Vec::new();
         if let Some((first, last)) = swept.span {
-            ranges.push((cf::REPLOG, be(first).to_vec(), be(last).to_vec()));
+            ranges.push((cf::REPLOG.name(), be(first).to_vec(), be(last).to_vec()));
         }
         for purge in &purges {
             let id = &purge.record_id;
-            ranges.push((cf::RECORDS, id.as_bytes().to_vec(), id.as_bytes().to_vec()));
-            ranges.push((cf::VERSIONS, keys::version(id, 0), keys::version(id, u64::MAX)));
+            ranges.push((cf::RECORDS.name(), id.as_bytes().to_vec(), id.as_bytes().to_vec()));
+            ranges.push((cf::VERSIONS.name(), keys::version(id, 0), keys::version(id, u64::MAX)));
         }
         for push_id in pushes {
             let leaves = keys::push_leaves(&push_id);
-            ranges.push((cf::PUSH_RESULTS, leaves.clone(), [leaves.as_slice(), &[0xff]].concat()));
+            ranges.push((cf::PUSH_RESULTS.name(), leaves.clone(), [leaves.as_slice(), &[0xff]].concat()));
         }
         tokio::task::block_in_place(|| store.purge_replaced(&ranges))?;
         for shard in &self.args.shards {
@@ -412,7 +412,7 @@ impl RetentionState {
 fn business_removal(store: &Store, registry: &Registry, uuid: &str) -> Result<(Change, bool), ActorError> {
     let mut change = Change::new();
     let mut whole = true;
-    let mut remove_under = |change: &mut Change, family: &'static str, prefix: &[u8]| -> Result<(), ActorError> {
+    let mut remove_under = |change: &mut Change, family: svc_store::Named, prefix: &[u8]| -> Result<(), ActorError> {
         let found = store.scan_keys(family, prefix, EXPIRING_PER_PASS)?;
         whole &= found.len() < EXPIRING_PER_PASS;
         for key in found {
@@ -421,11 +421,11 @@ fn business_removal(store: &Store, registry: &Registry, uuid: &str) -> Result<(C
         Ok(())
     };
     for family in BY_BUSINESS {
-        remove_under(&mut change, family, &keys::prefix(&[uuid]))?;
+        remove_under(&mut change, *family, &keys::prefix(&[uuid]))?;
     }
     for key in registry.business_keys(uuid)? {
         for family in BY_KEY {
-            remove_under(&mut change, family, &keys::prefix(&[&key.key_id]))?;
+            remove_under(&mut change, *family, &keys::prefix(&[&key.key_id]))?;
         }
         change.delete(cf::INTEGRATION_KEYS, key.key_id.as_bytes());
         change.delete(cf::PASSKEYS, key.key_id.as_bytes());

@@ -466,13 +466,13 @@ pub struct FeedPage {
 /// actor (a region's outbox; home's nonce feed).
 #[derive(Clone)]
 pub struct Sequence {
-    cf: &'static str,
+    cf: svc_store::Mixed,
     last: Arc<AtomicU64>,
 }
 
 impl Sequence {
     /// Continues after the last key stored in `cf`.
-    pub fn open(store: &Store, cf: &'static str) -> StoreResult<Sequence> {
+    pub fn open(store: &Store, cf: svc_store::Mixed) -> StoreResult<Sequence> {
         let last = store.last_key(cf)?.and_then(|k| from_be(&k)).unwrap_or(0);
         Ok(Sequence { cf, last: Arc::new(AtomicU64::new(last)) })
     }
@@ -533,7 +533,7 @@ pub fn pending(store: &Store, max: usize) -> StoreResult<Vec<(Vec<u8>, Outgoing)
 /// Deletes what home took from a region's outbox (`cf::OUTBOX`) or claims
 /// outbox (`cf::CLAIMS_OUT`). Not synced: after a crash the entries are
 /// shipped again, and home takes each once.
-pub fn forget_taken(store: &Store, cf: &'static str, keys: &[Vec<u8>]) -> StoreResult<()> {
+pub fn forget_taken(store: &Store, cf: svc_store::Mixed, keys: &[Vec<u8>]) -> StoreResult<()> {
     let mut batch = store.batch();
     for k in keys {
         batch.delete(cf, k);
@@ -545,7 +545,7 @@ pub fn forget_taken(store: &Store, cf: &'static str, keys: &[Vec<u8>]) -> StoreR
 /// deleted from the oldest on, so they are the run from the first key to
 /// the last.
 pub fn pending_count(store: &Store) -> StoreResult<(u64, u64)> {
-    let run = |cf: &'static str, first: Option<Vec<u8>>| -> StoreResult<u64> {
+    let run = |cf: svc_store::Mixed, first: Option<Vec<u8>>| -> StoreResult<u64> {
         let Some(first) = first else { return Ok(0) };
         let seq = |k: &[u8]| from_be(k).unwrap_or(0);
         let last = store.last_key(cf)?.map_or(0, |k| seq(&k));

@@ -13,41 +13,41 @@ pub mod purge;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use svc_core::time::UnixMs;
 
-use svc_store::{Batch, ReadyBatch, Store, StoreError, StoreResult, be, cf, cf_named, from_be};
+use svc_store::{Batch, Family, Holds, Named, ReadyBatch, Store, StoreError, StoreResult, be, cf, cf_named, from_be};
 
 /// Column families whose writes replicate to read regions. The rest (pushes,
 /// attempts, idempotency, usage, allowances, receipts, nonces, uploads) is the home region's own.
 pub const REPLICATED: &[&str] = &[
-    cf::CAMPAIGNS,
-    cf::AD_IMAGES,
-    cf::BUSINESSES,
-    cf::CERTIFICATES,
-    cf::INTEGRATION_KEYS,
-    cf::PASSKEYS,
-    cf::KEY_INDEX,
-    cf::MANDATES,
-    cf::AI_POLICIES,
-    cf::CUSTODY,
-    cf::COMPANIES,
-    cf::GROUPS,
-    cf::RETRIEVAL_KEYS,
-    cf::BILLING_PLANS,
-    cf::BLOCKS,
-    cf::TERMS,
-    cf::ENDPOINTS,
-    cf::RECORDS,
-    cf::VERSIONS,
-    cf::KEY_SET,
-    cf::TLOG_LEAVES,
-    cf::TLOG_INDEX,
-    cf::TLOG_CHECKPOINTS,
-    cf::TLOG_COSIGNATURES,
-    cf::PURGES,
-    cf::FRESHNESS,
-    cf::DOMAINS,
-    cf::DIRECTORY,
-    cf::EXPIRED_CALLERS,
-    cf::TERMS_ACCEPTED,
+    cf::CAMPAIGNS.name(),
+    cf::AD_IMAGES.name(),
+    cf::BUSINESSES.name(),
+    cf::CERTIFICATES.name(),
+    cf::INTEGRATION_KEYS.name(),
+    cf::PASSKEYS.name(),
+    cf::KEY_INDEX.name(),
+    cf::MANDATES.name(),
+    cf::AI_POLICIES.name(),
+    cf::CUSTODY.name(),
+    cf::COMPANIES.name(),
+    cf::GROUPS.name(),
+    cf::RETRIEVAL_KEYS.name(),
+    cf::BILLING_PLANS.name(),
+    cf::BLOCKS.name(),
+    cf::TERMS.name(),
+    cf::ENDPOINTS.name(),
+    cf::RECORDS.name(),
+    cf::VERSIONS.name(),
+    cf::KEY_SET.name(),
+    cf::TLOG_LEAVES.name(),
+    cf::TLOG_INDEX.name(),
+    cf::TLOG_CHECKPOINTS.name(),
+    cf::TLOG_COSIGNATURES.name(),
+    cf::PURGES.name(),
+    cf::FRESHNESS.name(),
+    cf::DOMAINS.name(),
+    cf::DIRECTORY.name(),
+    cf::EXPIRED_CALLERS.name(),
+    cf::TERMS_ACCEPTED.name(),
 ];
 
 /// One write of an entry. A put's `value` is the stored value itself
@@ -82,7 +82,7 @@ pub struct Entry {
 /// version byte, the entry versioned. The store's one-time migration
 /// (`Store::open_migrating`) writes it in the old entry's place.
 pub fn legacy_log_entry(bytes: &[u8]) -> svc_store::StoreResult<Vec<u8>> {
-    let decode = |source| svc_store::StoreError::Decode { cf: cf::REPLOG, source };
+    let decode = |source| svc_store::StoreError::Decode { cf: cf::REPLOG.name(), source };
     let mut entry: Entry = postcard::from_bytes(bytes).map_err(decode)?;
     for op in &mut entry.ops {
         if let Op::Put { value, .. } = op {
@@ -99,10 +99,10 @@ pub struct Change {
     local: Vec<Op>,
     /// Keys that must hold nothing when the change commits: checked by the
     /// one writer, so two registrations of one key cannot both succeed.
-    absent: Vec<(&'static str, Vec<u8>)>,
+    absent: Vec<(Named, Vec<u8>)>,
     /// Keys that must still hold what was read (encoded), likewise checked
     /// by the one writer: a read-modify-write never undoes another's write.
-    unchanged: Vec<(&'static str, Vec<u8>, Vec<u8>)>,
+    unchanged: Vec<(Named, Vec<u8>, Vec<u8>)>,
 }
 
 impl Change {
@@ -112,25 +112,25 @@ impl Change {
 
     /// Commits only if `key` holds nothing in `cf` then; otherwise the
     /// commit is `StoreError::Exists` and writes nothing.
-    pub fn require_absent(&mut self, cf: &'static str, key: &[u8]) -> &mut Self {
-        self.absent.push((cf, key.to_vec()));
+    pub fn require_absent(&mut self, cf: impl Family, key: &[u8]) -> &mut Self {
+        self.absent.push((Named::of(cf), key.to_vec()));
         self
     }
 
     /// Commits only if `key` still holds `as_read` in `cf`; otherwise the
     /// commit is `StoreError::Changed` and writes nothing.
-    pub fn require_unchanged<T: Serialize>(&mut self, cf: &'static str, key: &[u8], as_read: &T) -> &mut Self {
+    pub fn require_unchanged<T: Serialize>(&mut self, cf: impl Holds<T>, key: &[u8], as_read: &T) -> &mut Self {
         let encoded = svc_store::encode_value(as_read).unwrap_or_default();
-        self.unchanged.push((cf, key.to_vec(), encoded));
+        self.unchanged.push((Named::of(cf), key.to_vec(), encoded));
         self
     }
 
     /// Writes `value` under `key`; logged when `cf` replicates. (A value
     /// that fails to encode is left empty, and the commit refuses it.)
-    pub fn put<T: Serialize>(&mut self, cf: &'static str, key: &[u8], value: &T) -> &mut Self {
+    pub fn put<T: Serialize>(&mut self, cf: impl Holds<T>, key: &[u8], value: &T) -> &mut Self {
         let value = svc_store::encode_value(value).unwrap_or_default();
-        let op = Op::Put { cf: cf.to_owned(), key: key.to_vec(), value };
-        if REPLICATED.contains(&cf) {
+        let op = Op::Put { cf: cf.name().to_owned(), key: key.to_vec(), value };
+        if REPLICATED.contains(&cf.name()) {
             self.ops.push(op)
         } else {
             self.local.push(op)
@@ -138,9 +138,9 @@ impl Change {
         self
     }
 
-    pub fn delete(&mut self, cf: &'static str, key: &[u8]) -> &mut Self {
-        let op = Op::Delete { cf: cf.to_owned(), key: key.to_vec() };
-        if REPLICATED.contains(&cf) {
+    pub fn delete(&mut self, cf: impl Family, key: &[u8]) -> &mut Self {
+        let op = Op::Delete { cf: cf.name().to_owned(), key: key.to_vec() };
+        if REPLICATED.contains(&cf.name()) {
             self.ops.push(op)
         } else {
             self.local.push(op)
@@ -162,14 +162,14 @@ impl Change {
 /// the version byte); `apply_frames` refuses such an entry before this.
 fn apply_op(batch: &mut Batch<'_>, op: &Op) {
     if crate::sabotage::on(crate::sabotage::Sabotage::IgnoredBlocks)
-        && matches!(op, Op::Put { cf: name, .. } if name == cf::BLOCKS)
+        && matches!(op, Op::Put { cf: name, .. } if name == cf::BLOCKS.name())
     {
         return;
     }
     if crate::sabotage::on(crate::sabotage::Sabotage::IgnoredCertificates)
         && let Op::Put { cf: name, value, .. } = op
-        && name == cf::CERTIFICATES
-        && decode::<svc_store::model::CertificateIssuance>(cf::CERTIFICATES, value)
+        && name == cf::CERTIFICATES.name()
+        && decode::<svc_store::model::CertificateIssuance>(cf::CERTIFICATES.name(), value)
             .is_ok_and(|c| c.status != svc_core::seal::CertificateStatus::Active)
     {
         return;
@@ -197,10 +197,10 @@ fn refusal(entry: &Entry) -> Option<String> {
         let Some(known) = cf_named(name) else { return Some(format!("a write to unknown column family {name}")) };
         // Home logs only what replication owns; anything else in a frame is
         // not home's to send, and a region writes nothing else replicated.
-        if !REPLICATED.contains(&known) {
+        if !REPLICATED.contains(&known.name()) {
             return Some(format!("a write to column family {name}, which replication does not own"));
         }
-        value.and_then(|v| svc_store::versioned_body(known, v).err()).map(|e| e.to_string())
+        value.and_then(|v| svc_store::versioned_body(known.name(), v).err()).map(|e| e.to_string())
     })
 }
 
@@ -248,13 +248,13 @@ impl LogWriter {
         // Every earlier commit is on disk (drained), so what is read here is
         // what the change would follow.
         for (cf, key) in &change.absent {
-            if self.store.contains(cf, key)? {
-                return Err(svc_store::StoreError::Exists { cf });
+            if self.store.contains(*cf, key)? {
+                return Err(svc_store::StoreError::Exists { cf: cf.name() });
             }
         }
         for (cf, key, encoded) in &change.unchanged {
-            if !self.store.holds(cf, key, encoded)? {
-                return Err(svc_store::StoreError::Changed { cf });
+            if !self.store.holds(*cf, key, encoded)? {
+                return Err(svc_store::StoreError::Changed { cf: cf.name() });
             }
         }
         let mut batch = self.store.batch();
@@ -267,7 +267,7 @@ impl LogWriter {
             // Where each record last changed, for `live_in`.
             for op in &change.ops {
                 if let Op::Put { cf: name, key, .. } = op
-                    && name == cf::RECORDS
+                    && name == cf::RECORDS.name()
                 {
                     batch.put(cf::RECORD_SEQS, key, &self.next_seq);
                 }
@@ -461,7 +461,7 @@ mod tests {
         };
         assert_eq!(log.commit(register(1), UnixMs(5)).unwrap(), Some(1));
         let second = log.commit_pipelined(register(2), UnixMs(6));
-        assert!(matches!(second, Err(StoreError::Exists { cf: cf::BUSINESSES })), "{second:?}");
+        assert!(matches!(second, Err(StoreError::Exists { cf: "businesses" })), "{second:?}");
         log.drain().unwrap();
         assert_eq!(store.get::<u64>(cf::BUSINESSES, b"b1").unwrap(), Some(1));
         assert_eq!(store.get::<u64>(cf::PUSHES, b"p").unwrap(), Some(1), "nothing of the refused change");
@@ -470,7 +470,7 @@ mod tests {
         // A read-modify-write commits only over what it read.
         let mut stale = Change::new();
         stale.require_unchanged(cf::BUSINESSES, b"b1", &7u64).put(cf::BUSINESSES, b"b1", &8u64);
-        assert!(matches!(log.commit(stale, UnixMs(8)), Err(StoreError::Changed { cf: cf::BUSINESSES })));
+        assert!(matches!(log.commit(stale, UnixMs(8)), Err(StoreError::Changed { cf: "businesses" })));
         let mut fresh = Change::new();
         fresh.require_unchanged(cf::BUSINESSES, b"b1", &1u64).put(cf::BUSINESSES, b"b1", &8u64);
         assert_eq!(log.commit(fresh, UnixMs(9)).unwrap(), Some(2));
@@ -563,7 +563,7 @@ mod tests {
         let put = |seq: u64, value: Vec<u8>| Entry {
             seq,
             at: UnixMs(seq as i64),
-            ops: vec![Op::Put { cf: cf::BUSINESSES.into(), key: be(seq).to_vec(), value }],
+            ops: vec![Op::Put { cf: cf::BUSINESSES.name().into(), key: be(seq).to_vec(), value }],
         };
         let known = |n: u64| svc_store::encode_value(&n).unwrap();
         let mut bytes = Vec::new();
@@ -603,7 +603,7 @@ mod tests {
         let home_only = Entry {
             seq: 2,
             at: UnixMs(2),
-            ops: vec![Op::Put { cf: cf::NONCES.into(), key: b"k".to_vec(), value: known(2) }],
+            ops: vec![Op::Put { cf: cf::NONCES.name().into(), key: b"k".to_vec(), value: known(2) }],
         };
         let mut bytes = Vec::new();
         svc_core::frames::encode(2, &postcard::to_stdvec(&home_only).unwrap(), &mut bytes);
@@ -629,22 +629,26 @@ mod tests {
         let entry = |seq: u64| Entry {
             seq,
             at: svc_core::time::UnixMs(seq as i64),
-            ops: vec![Op::Put { cf: cf::BLOCKS.into(), key: svc_store::keys::block("b1", "g1"), value: old(&block) }],
+            ops: vec![Op::Put {
+                cf: cf::BLOCKS.name().into(),
+                key: svc_store::keys::block("b1", "g1"),
+                value: old(&block),
+            }],
         };
         svc_store::testing::legacy_store(
             dir.path(),
             &[
-                (cf::BLOCKS, &svc_store::keys::block("b1", "g1")[..], old(&block)),
-                (cf::META, svc_store::keys::meta::INDEX_APPLIED_SEQ, old(&42u64)),
-                (cf::REPLOG, &be(1)[..], old(&entry(1))),
-                (cf::REPLOG, &be(2)[..], old(&entry(2))),
+                (cf::BLOCKS.name(), &svc_store::keys::block("b1", "g1")[..], old(&block)),
+                (cf::META.name(), svc_store::keys::meta::INDEX_APPLIED_SEQ, old(&42u64)),
+                (cf::REPLOG.name(), &be(1)[..], old(&entry(1))),
+                (cf::REPLOG.name(), &be(2)[..], old(&entry(2))),
                 // A marker an older build stored with an empty value.
-                (cf::NONCES, &svc_store::keys::nonce(7, "k", "n")[..], Vec::new()),
+                (cf::NONCES.name(), &svc_store::keys::nonce(7, "k", "n")[..], Vec::new()),
             ],
         );
         // A bare open does not know an entry's shape, and says so.
         let bare = tempfile::tempdir().unwrap();
-        svc_store::testing::legacy_store(bare.path(), &[(cf::REPLOG, &be(1)[..], old(&entry(1)))]);
+        svc_store::testing::legacy_store(bare.path(), &[(cf::REPLOG.name(), &be(1)[..], old(&entry(1)))]);
         assert!(matches!(Store::open(bare.path()), Err(svc_store::StoreError::LegacyLog)));
         let store = Store::open_migrating(dir.path(), legacy_log_entry).unwrap();
         let check = |store: &Store| {
@@ -659,8 +663,11 @@ mod tests {
             assert_eq!(log.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
             for e in &log {
                 let Op::Put { cf: name, value, .. } = &e.ops[0] else { panic!("a put") };
-                assert_eq!(name, cf::BLOCKS);
-                assert_eq!(svc_store::decode_value::<svc_store::model::Block>(cf::BLOCKS, value).unwrap(), block);
+                assert_eq!(name, cf::BLOCKS.name());
+                assert_eq!(
+                    svc_store::decode_value::<svc_store::model::Block>(cf::BLOCKS.name(), value).unwrap(),
+                    block
+                );
             }
             assert_eq!(store.scan::<()>(cf::NONCES, &[], None, 10).unwrap().len(), 1);
             for name in cf::ALL {

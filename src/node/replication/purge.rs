@@ -41,17 +41,17 @@ impl Pending {
 
     /// The purged value of one put, or `None` when it holds nothing to purge.
     fn scrub(&self, family: &str, key: &[u8], value: &[u8]) -> StoreResult<Option<Vec<u8>>> {
-        if family == cf::VERSIONS && self.versions.contains(key) {
-            let mut version: RecordVersion = decode(cf::VERSIONS, value)?;
+        if family == cf::VERSIONS.name() && self.versions.contains(key) {
+            let mut version: RecordVersion = decode(cf::VERSIONS.name(), value)?;
             if !version.purge_content() {
                 return Ok(None);
             }
             return encode_value(&version).map(Some);
         }
-        if family == cf::RECORDS
+        if family == cf::RECORDS.name()
             && let Some(generations) = self.records.get(key)
         {
-            let mut head: RecordHead = decode(cf::RECORDS, value)?;
+            let mut head: RecordHead = decode(cf::RECORDS.name(), value)?;
             if head.generation > *generations || head.prices.is_empty() {
                 return Ok(None);
             }
@@ -141,14 +141,14 @@ mod tests {
             seq: 3,
             at: UnixMs(2),
             ops: vec![
-                put(cf::VERSIONS, keys::version("r1", 1), encode_value(&version("r1", 1)).unwrap()),
-                put(cf::VERSIONS, keys::version("r1", 2), encode_value(&later).unwrap()),
-                put(cf::VERSIONS, keys::version("r2", 1), encode_value(&other).unwrap()),
+                put(cf::VERSIONS.name(), keys::version("r1", 1), encode_value(&version("r1", 1)).unwrap()),
+                put(cf::VERSIONS.name(), keys::version("r1", 2), encode_value(&later).unwrap()),
+                put(cf::VERSIONS.name(), keys::version("r2", 1), encode_value(&other).unwrap()),
             ],
         };
         assert!(pending.scrub_entry(&mut entry).unwrap());
         let read = |i: usize| match &entry.ops[i] {
-            Op::Put { value, .. } => decode::<RecordVersion>(cf::VERSIONS, value).unwrap(),
+            Op::Put { value, .. } => decode::<RecordVersion>(cf::VERSIONS.name(), value).unwrap(),
             Op::Delete { .. } => unreachable!(),
         };
         let purged = read(0);
@@ -174,7 +174,7 @@ mod tests {
         assert_eq!(sweep(&store, &pending, 3).unwrap(), Swept::default(), "a second sweep finds nothing left");
         let entries = super::super::entries_after(&store, 0, 10).unwrap();
         let bytes = |e: &Entry| match &e.ops[0] {
-            Op::Put { value, .. } => decode::<RecordVersion>(cf::VERSIONS, value).unwrap().bytes,
+            Op::Put { value, .. } => decode::<RecordVersion>(cf::VERSIONS.name(), value).unwrap().bytes,
             Op::Delete { .. } => unreachable!(),
         };
         assert!(bytes(&entries[0]).is_empty() && bytes(&entries[2]).is_empty());

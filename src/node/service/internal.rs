@@ -152,7 +152,7 @@ fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
 /// bell: a region hears of a new entry as soon as home stored it.
 async fn long_poll<T>(
     store: &Store,
-    feed: &'static str,
+    feed: impl svc_store::Family,
     wait_ms: u64,
     fetch: impl Fn() -> Result<Vec<T>>,
 ) -> Result<Vec<T>> {
@@ -161,7 +161,7 @@ async fn long_poll<T>(
 
 async fn long_poll_looking<T>(
     store: &Store,
-    feed: &'static str,
+    feed: impl svc_store::Family,
     wait_ms: u64,
     look_again: Duration,
     fetch: impl Fn() -> Result<Vec<T>>,
@@ -169,7 +169,7 @@ async fn long_poll_looking<T>(
     let until = monotonic() + Duration::from_millis(wait_ms).min(MAX_WAIT);
     // Listening starts before the first look, so a write between a look
     // and the wait still wakes it.
-    let mut bell = store.bell(feed).ok_or_else(|| Error::internal(format!("{feed} has no bell")))?;
+    let mut bell = store.bell(feed).ok_or_else(|| Error::internal(format!("{} has no bell", feed.name())))?;
     loop {
         bell.mark_unchanged();
         let found = fetch()?;

@@ -84,7 +84,7 @@ pub async fn switch(state: &Region, business_uuid: &str, envelope: &Envelope) ->
         // The deleted seed leaves the store's files too, as a deleted
         // record's bytes do.
         let key = business_uuid.as_bytes().to_vec();
-        tokio::task::block_in_place(|| state.store.purge_replaced(&[(cf::HOSTED_KEYS, key.clone(), key)]))?;
+        tokio::task::block_in_place(|| state.store.purge_replaced(&[(cf::HOSTED_KEYS.name(), key.clone(), key)]))?;
     }
     Ok(request.custody == Custody::Hosted)
 }
