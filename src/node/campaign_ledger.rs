@@ -43,7 +43,7 @@ pub fn remove_campaign(change: &mut Change, campaign_id: &str) {
 }
 
 fn touch_campaigns(change: &mut Change) {
-    change.put(cf::CAMPAIGNS, CAMPAIGNS_CHANGED, &u64::from_le_bytes(svc_clock::random::<8>()));
+    change.put(cf::CAMPAIGNS_CHANGED, CAMPAIGNS_CHANGED, &u64::from_le_bytes(svc_clock::random::<8>()));
 }
 
 /// The key of a campaign's credit in home's `ad_book`: charges home gave
@@ -54,7 +54,7 @@ pub fn credit_key(campaign_id: &str) -> Vec<u8> {
 
 /// What home credited back to a campaign so far.
 pub fn credit(store: &Store, campaign_id: &str) -> StoreResult<Micros> {
-    Ok(store.get::<Micros>(cf::AD_BOOK, &credit_key(campaign_id))?.unwrap_or_default())
+    Ok(store.get::<Micros>(cf::ad_book::CREDIT, &credit_key(campaign_id))?.unwrap_or_default())
 }
 
 /// The key of what home leased a region of a campaign, in all, in home's
@@ -76,8 +76,8 @@ pub fn credited_key(campaign_id: &str, region: &str) -> Vec<u8> {
 }
 
 /// A sum kept in home's `ad_book` under `key` (nothing is zero).
-pub fn sum(store: &Store, key: &[u8]) -> StoreResult<Micros> {
-    Ok(store.get::<Micros>(cf::AD_BOOK, key)?.unwrap_or_default())
+pub fn sum(store: &Store, table: svc_store::Table<Micros>, key: &[u8]) -> StoreResult<Micros> {
+    Ok(store.get(table, key)?.unwrap_or_default())
 }
 
 /// The most one event of `campaign` can charge at any take rate: a
@@ -140,8 +140,8 @@ pub fn settle(
         Ok(()) => {
             let mut change = written(campaign_id, stored.as_ref(), &ledger);
             let key = returned_key(campaign_id, region);
-            let returned = sum(store, &key)?.0.saturating_add(amount.saturating_sub(used).0);
-            change.put(cf::AD_BOOK, &key, &Micros(returned));
+            let returned = sum(store, cf::ad_book::RETURNED, &key)?.0.saturating_add(amount.saturating_sub(used).0);
+            change.put(cf::ad_book::RETURNED, &key, &Micros(returned));
             Ok(change)
         }
         Err(LedgerError::UnknownLease) => Err(NotSettled::NoLease),
@@ -159,5 +159,5 @@ pub fn all(store: &Store) -> StoreResult<Vec<Campaign>> {
 
 /// The token of the latest campaign change (none before the first).
 pub fn changed(store: &Store) -> StoreResult<Option<u64>> {
-    store.get::<u64>(cf::CAMPAIGNS, CAMPAIGNS_CHANGED)
+    store.get::<u64>(cf::CAMPAIGNS_CHANGED, CAMPAIGNS_CHANGED)
 }

@@ -25,7 +25,7 @@ pub fn stored_seed(kek: Option<&KeyEncryptionKey>, business_uuid: &str, seed: &[
 pub fn wrap_clear_seeds(store: &svc_store::Store, kek: &KeyEncryptionKey) -> svc_store::StoreResult<usize> {
     let mut batch = store.batch();
     let mut wrapped = 0;
-    for (key, hosted) in store.scan::<HostedKey>(cf::HOSTED_KEYS, &[], None, usize::MAX)? {
+    for (key, hosted) in store.scan_all::<HostedKey>(cf::HOSTED_KEYS, &[])? {
         if hosted.seed.len() == 32 {
             let business_uuid = String::from_utf8_lossy(&key).into_owned();
             let seed = zeroize::Zeroizing::new(hosted.seed.clone());

@@ -28,7 +28,7 @@ impl Registry {
     }
 
     pub fn businesses(&self) -> StoreResult<Vec<Business>> {
-        Ok(self.store.scan(cf::BUSINESSES, &[], None, usize::MAX)?.into_iter().map(|(_, b)| b).collect())
+        Ok(self.store.scan_all(cf::BUSINESSES, &[])?.into_iter().map(|(_, b)| b).collect())
     }
 
     /// A business and what its records are validated against: its own
@@ -54,7 +54,7 @@ impl Registry {
     /// Every issuance of a business's certificate, oldest first.
     pub fn certificates(&self, business_uuid: &str) -> StoreResult<Vec<CertificateIssuance>> {
         let prefix = keys::prefix(&[business_uuid]);
-        Ok(self.store.scan(cf::CERTIFICATES, &prefix, None, usize::MAX)?.into_iter().map(|(_, c)| c).collect())
+        Ok(self.store.scan_all(cf::CERTIFICATES, &prefix)?.into_iter().map(|(_, c)| c).collect())
     }
 
     /// The issuance in force at `at`.
@@ -125,7 +125,7 @@ impl Registry {
     pub fn business_keys(&self, business_uuid: &str) -> StoreResult<Vec<BusinessKey>> {
         let prefix = keys::business_key(business_uuid, "");
         let mut keys = Vec::new();
-        for (entry, family) in self.store.scan::<String>(cf::KEY_INDEX, &prefix, None, usize::MAX)? {
+        for (entry, family) in self.store.scan_all::<String>(cf::KEY_INDEX, &prefix)? {
             let family = if family == cf::PASSKEYS.name() { cf::PASSKEYS } else { cf::INTEGRATION_KEYS };
             if let Some(key) = self.store.get::<BusinessKey>(family, &entry[prefix.len()..])? {
                 keys.push(key);
@@ -145,7 +145,7 @@ impl Registry {
         let mut batch = store.batch();
         let mut indexed = 0;
         for family in [cf::INTEGRATION_KEYS, cf::PASSKEYS] {
-            for (_, key) in store.scan::<BusinessKey>(family, &[], None, usize::MAX)? {
+            for (_, key) in store.scan_all::<BusinessKey>(family, &[])? {
                 for (entry, value) in index_entries(&key) {
                     batch.put(cf::KEY_INDEX, &entry, &value);
                 }
@@ -179,19 +179,19 @@ impl Registry {
 
     pub fn mandates_of_key(&self, key_id: &str) -> StoreResult<Vec<MandateRecord>> {
         let prefix = keys::prefix(&[key_id]);
-        Ok(self.store.scan(cf::MANDATES, &prefix, None, usize::MAX)?.into_iter().map(|(_, m)| m).collect())
+        Ok(self.store.scan_all(cf::MANDATES, &prefix)?.into_iter().map(|(_, m)| m).collect())
     }
 
     /// Every key-custody statement of a business, oldest issued first.
     pub fn custody_statements(&self, business_uuid: &str) -> StoreResult<Vec<CustodyRecord>> {
         let prefix = keys::prefix(&[business_uuid]);
-        Ok(self.store.scan(cf::CUSTODY, &prefix, None, usize::MAX)?.into_iter().map(|(_, c)| c).collect())
+        Ok(self.store.scan_all(cf::CUSTODY, &prefix)?.into_iter().map(|(_, c)| c).collect())
     }
 
     /// Every sealed AI policy version of a business, oldest first.
     pub fn ai_policies(&self, business_uuid: &str) -> StoreResult<Vec<AiPolicyVersion>> {
         let prefix = keys::prefix(&[business_uuid]);
-        Ok(self.store.scan(cf::AI_POLICIES, &prefix, None, usize::MAX)?.into_iter().map(|(_, p)| p).collect())
+        Ok(self.store.scan_all(cf::AI_POLICIES, &prefix)?.into_iter().map(|(_, p)| p).collect())
     }
 
     /// The AI policy version in force at `at` (the newest live by then).
@@ -209,17 +209,17 @@ impl Registry {
 
     /// The sandbox corpus's own AI company, which no caller created.
     pub fn sandbox_corpus_company(&self) -> StoreResult<Option<String>> {
-        self.store.get(cf::META, keys::meta::SANDBOX_COMPANY)
+        self.store.get(cf::meta::SANDBOX_COMPANY, keys::meta::SANDBOX_COMPANY)
     }
 
     /// The sandbox corpus's own businesses, once named (no caller made them).
     pub fn sandbox_corpus_businesses(&self) -> StoreResult<Option<Vec<String>>> {
-        self.store.get(cf::META, keys::meta::SANDBOX_BUSINESSES)
+        self.store.get(cf::meta::SANDBOX_BUSINESSES, keys::meta::SANDBOX_BUSINESSES)
     }
 
     /// The UTC day a sandbox business last used the service (home), if it has.
     pub fn business_last_used(&self, business_uuid: &str) -> StoreResult<Option<UnixMs>> {
-        self.store.get(cf::META, &keys::business_used(business_uuid))
+        self.store.get(cf::meta::BUSINESS_USED, &keys::business_used(business_uuid))
     }
 
     /// The Terms an AI company accepted last, if any.
@@ -229,12 +229,12 @@ impl Registry {
 
     /// Every AI company.
     pub fn companies(&self) -> StoreResult<Vec<Company>> {
-        Ok(self.store.scan(cf::COMPANIES, &[], None, usize::MAX)?.into_iter().map(|(_, c)| c).collect())
+        Ok(self.store.scan_all(cf::COMPANIES, &[])?.into_iter().map(|(_, c)| c).collect())
     }
 
     /// The groups of an AI company.
     pub fn groups_of(&self, company_uuid: &str) -> StoreResult<Vec<Group>> {
-        let groups: Vec<(Vec<u8>, Group)> = self.store.scan(cf::GROUPS, &[], None, usize::MAX)?;
+        let groups: Vec<(Vec<u8>, Group)> = self.store.scan_all(cf::GROUPS, &[])?;
         Ok(groups.into_iter().map(|(_, g)| g).filter(|g| g.company_uuid == company_uuid).collect())
     }
 
@@ -250,12 +250,12 @@ impl Registry {
 
     /// Every retrieval key registered, revoked ones included.
     pub fn retrieval_keys(&self) -> StoreResult<Vec<RetrievalKey>> {
-        Ok(self.store.scan(cf::RETRIEVAL_KEYS, &[], None, usize::MAX)?.into_iter().map(|(_, k)| k).collect())
+        Ok(self.store.scan_all(cf::RETRIEVAL_KEYS, &[])?.into_iter().map(|(_, k)| k).collect())
     }
 
     /// The AI companies that opted in to the key directory, by uuid.
     pub fn directory_listings(&self) -> StoreResult<Vec<(String, DirectoryListing)>> {
-        let listed: Vec<(Vec<u8>, DirectoryListing)> = self.store.scan(cf::DIRECTORY, &[], None, usize::MAX)?;
+        let listed: Vec<(Vec<u8>, DirectoryListing)> = self.store.scan_all(cf::DIRECTORY, &[])?;
         Ok(listed.into_iter().map(|(k, l)| (String::from_utf8_lossy(&k).into_owned(), l)).collect())
     }
 
@@ -265,7 +265,7 @@ impl Registry {
 
     /// The sandbox retrieval key whose one-hour bearer token this is.
     pub fn retrieval_key_by_bearer(&self, token: &str, now: UnixMs) -> StoreResult<Option<RetrievalKey>> {
-        let keys: Vec<(Vec<u8>, RetrievalKey)> = self.store.scan(cf::RETRIEVAL_KEYS, &[], None, usize::MAX)?;
+        let keys: Vec<(Vec<u8>, RetrievalKey)> = self.store.scan_all(cf::RETRIEVAL_KEYS, &[])?;
         Ok(keys.into_iter().map(|(_, k)| k).find(|k| {
             k.revoked_at.is_none_or(|r| now < r)
                 && k.bearer_sha256
@@ -277,7 +277,7 @@ impl Registry {
     /// Groups a business has blocked.
     pub fn blocks_of(&self, business_uuid: &str) -> StoreResult<Vec<Block>> {
         let prefix = keys::prefix(&[business_uuid]);
-        Ok(self.store.scan(cf::BLOCKS, &prefix, None, usize::MAX)?.into_iter().map(|(_, b)| b).collect())
+        Ok(self.store.scan_all(cf::BLOCKS, &prefix)?.into_iter().map(|(_, b)| b).collect())
     }
 
     pub fn blocks(&self, business_uuid: &str, group_id: &str) -> StoreResult<bool> {
@@ -321,7 +321,7 @@ impl Registry {
     }
 
     pub fn terms(&self) -> StoreResult<Vec<TermsVersion>> {
-        Ok(self.store.scan(cf::TERMS, &[], None, usize::MAX)?.into_iter().map(|(_, t)| t).collect())
+        Ok(self.store.scan_all(cf::TERMS, &[])?.into_iter().map(|(_, t)| t).collect())
     }
 
     pub fn record_head(&self, record_id: &str) -> StoreResult<Option<RecordHead>> {
@@ -334,6 +334,14 @@ impl Registry {
 
     /// Record ids of a business's records of one type, in id order, from
     /// `after` (exclusive) on, at most `limit`.
+    /// Every record id of a type a business has, when they are at most
+    /// the catalogue's bound ([`StoreError::TooMany`] past it).
+    pub fn all_catalogue_ids(&self, business_uuid: &str, record_type: &str) -> StoreResult<Vec<String>> {
+        let prefix = keys::prefix(&[business_uuid, record_type]);
+        let rows = self.store.scan_all(cf::CATALOGUE, &prefix)?;
+        Ok(rows.into_iter().filter_map(|(k, ())| String::from_utf8(k[prefix.len()..].to_vec()).ok()).collect())
+    }
+
     pub fn catalogue_ids(
         &self,
         business_uuid: &str,

@@ -10,9 +10,13 @@ use svc_core::keys::{Alg, SigningKey};
 use svc_core::keyset::{KeyEntry, Purpose};
 use svc_core::time::UnixMs;
 
-use svc_store::{Store, StoreError, StoreResult, cf, keys};
+use svc_store::{Store, StoreError, StoreResult, Table, cf, keys};
 
 const META_KEY: &[u8] = keys::meta::SERVICE_KEY_SEEDS;
+/// The seeds in clear, until the operator gives a key-encryption key.
+pub const SEEDS: Table<Seeds> = Table::exact(cf::meta::FAMILY, "meta.service_key_seeds", META_KEY);
+/// Home: the rotations of the non-root keys in clear, likewise.
+pub const ROTATIONS: Table<Vec<Rotation>> = Table::exact(cf::meta::FAMILY, "meta.service_key_rotations", ROTATIONS_KEY);
 /// Home's successors of its own keys, oldest first (`rotate`).
 const ROTATIONS_KEY: &[u8] = keys::meta::SERVICE_KEY_ROTATIONS;
 const WRAPPED_SEEDS_KEY: &[u8] = keys::meta::SERVICE_KEY_SEEDS_WRAPPED;
@@ -59,7 +63,7 @@ pub enum StoredRotations {
 const CREATED_KEY: &[u8] = keys::meta::SERVICE_KEYS_CREATED_AT;
 
 #[derive(Clone, Serialize, Deserialize, zeroize::Zeroize, zeroize::ZeroizeOnDrop)]
-struct Seeds {
+pub struct Seeds {
     root: ([u8; 32], [u8; 32]),
     issuance: ([u8; 32], [u8; 32]),
     statement: ([u8; 32], [u8; 32]),
@@ -160,8 +164,8 @@ impl ServiceKeys {
     /// wrapped now, and the clear ones deleted in the same write); seeds
     /// stored wrapped cannot be read without it.
     pub fn load_or_create(store: &Store, kek: Option<&KeyEncryptionKey>) -> Result<ServiceKeys, KeysError> {
-        let wrapped = store.get::<Vec<u8>>(cf::META, WRAPPED_SEEDS_KEY)?;
-        let clear = store.get::<Seeds>(cf::META, META_KEY)?;
+        let wrapped = store.get::<Vec<u8>>(cf::meta::SERVICE_KEY_SEEDS_WRAPPED, WRAPPED_SEEDS_KEY)?;
+        let clear = store.get::<Seeds>(SEEDS, META_KEY)?;
         let seeds = match (wrapped, kek) {
             (Some(wrapped), Some(kek)) => {
                 let bytes = kek.unwrap(SEEDS_PURPOSE, &wrapped).ok_or(KeysError::WrongKey)?;
@@ -174,21 +178,23 @@ impl ServiceKeys {
         match kek {
             Some(kek) => {
                 let bytes = zeroize::Zeroizing::new(postcard::to_stdvec(&seeds).map_err(StoreError::Encode)?);
-                if clear.is_some() || store.get::<Vec<u8>>(cf::META, WRAPPED_SEEDS_KEY)?.is_none() {
-                    batch.put(cf::META, WRAPPED_SEEDS_KEY, &kek.wrap(SEEDS_PURPOSE, &bytes));
+                if clear.is_some()
+                    || store.get::<Vec<u8>>(cf::meta::SERVICE_KEY_SEEDS_WRAPPED, WRAPPED_SEEDS_KEY)?.is_none()
+                {
+                    batch.put(cf::meta::SERVICE_KEY_SEEDS_WRAPPED, WRAPPED_SEEDS_KEY, &kek.wrap(SEEDS_PURPOSE, &bytes));
                 }
-                batch.delete(cf::META, META_KEY);
+                batch.delete(SEEDS, META_KEY);
             }
-            None if clear.is_none() => batch.put(cf::META, META_KEY, &seeds),
+            None if clear.is_none() => batch.put(SEEDS, META_KEY, &seeds),
             None => {}
         }
         let keys = Self::from_seeds(&seeds, kek.cloned());
         let rotations = keys.rotations(store)?;
-        if kek.is_some() && store.get::<Vec<Rotation>>(cf::META, ROTATIONS_KEY)?.is_some() {
+        if kek.is_some() && store.get::<Vec<Rotation>>(ROTATIONS, ROTATIONS_KEY)?.is_some() {
             if let StoredRotations::Wrapped(wrapped) = keys.stored_rotations(&rotations)? {
-                batch.put(cf::META, WRAPPED_ROTATIONS_KEY, &wrapped);
+                batch.put(cf::meta::SERVICE_KEY_ROTATIONS_WRAPPED, WRAPPED_ROTATIONS_KEY, &wrapped);
             }
-            batch.delete(cf::META, ROTATIONS_KEY);
+            batch.delete(ROTATIONS, ROTATIONS_KEY);
         }
         batch.commit()?;
         for rotation in &rotations {
@@ -199,12 +205,12 @@ impl ServiceKeys {
 
     /// The rotations stored, wrapped or in clear.
     fn rotations(&self, store: &Store) -> Result<Vec<Rotation>, KeysError> {
-        if let Some(wrapped) = store.get::<Vec<u8>>(cf::META, WRAPPED_ROTATIONS_KEY)? {
+        if let Some(wrapped) = store.get::<Vec<u8>>(cf::meta::SERVICE_KEY_ROTATIONS_WRAPPED, WRAPPED_ROTATIONS_KEY)? {
             let kek = self.kek.as_ref().ok_or(KeysError::KeyNeeded)?;
             let bytes = kek.unwrap(ROTATIONS_PURPOSE, &wrapped).ok_or(KeysError::WrongKey)?;
             return postcard::from_bytes(&bytes).map_err(|_| KeysError::WrongKey);
         }
-        Ok(store.get(cf::META, ROTATIONS_KEY)?.unwrap_or_default())
+        Ok(store.get(ROTATIONS, ROTATIONS_KEY)?.unwrap_or_default())
     }
 
     /// How `rotations` are stored: wrapped under the key-encryption key
@@ -323,10 +329,10 @@ impl ServiceKeys {
     /// When this node's keys were drawn, recorded at `now` the first time it
     /// is asked (stores made before the record existed get it then).
     pub fn created_at(store: &Store, now: UnixMs) -> StoreResult<UnixMs> {
-        match store.get::<UnixMs>(cf::META, CREATED_KEY)? {
+        match store.get::<UnixMs>(cf::meta::SERVICE_KEYS_CREATED_AT, CREATED_KEY)? {
             Some(at) => Ok(at),
             None => {
-                store.put(cf::META, CREATED_KEY, &now)?;
+                store.put(cf::meta::SERVICE_KEYS_CREATED_AT, CREATED_KEY, &now)?;
                 Ok(now)
             }
         }

@@ -7,7 +7,7 @@ use tokio::sync::watch;
 use super::cf;
 
 /// The column families a long poll waits on.
-const RUNG: [&str; 3] = [cf::REPLOG.name(), cf::NONCE_FEED.name(), cf::AD_FEED.name()];
+const RUNG: [&str; 3] = [cf::families::REPLOG, cf::families::NONCE_FEED, cf::families::AD_FEED];
 
 /// The bell of `cf`, if it has one.
 fn bell_of(cf: &str) -> Option<usize> {
@@ -56,12 +56,12 @@ mod tests {
     #[test]
     fn a_write_rings_only_its_own_familys_bell() {
         let bells = Bells::new();
-        let mut log = bells.listen(cf::REPLOG.name()).unwrap();
-        let mut ads = bells.listen(cf::AD_FEED.name()).unwrap();
+        let mut log = bells.listen(cf::families::REPLOG).unwrap();
+        let mut ads = bells.listen(cf::families::AD_FEED).unwrap();
         assert!(bells.listen(cf::RECORDS.name()).is_none());
         let mut rings = Rings::default();
         rings.note(cf::RECORDS.name());
-        rings.note(cf::REPLOG.name());
+        rings.note(cf::families::REPLOG);
         bells.ring(rings);
         assert!(log.has_changed().unwrap());
         assert!(!ads.has_changed().unwrap());

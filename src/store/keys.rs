@@ -1,72 +1,11 @@
-//! Every column family's key layout, in one place, next to the functions
-//! that build (and read back) its keys.
+//! The functions that build (and read back) the tables' keys. Each table's
+//! layout is declared with the table (`svc_store::cf`, and the crates above
+//! for the tables of their own types) and listed in `src/store/TABLES.md`.
 //!
 //! Parts are joined by a 0x00 byte ([`key`]); numbers are 8 bytes
 //! big-endian ([`be`]) so keys sort by them; a number that follows a 0x00
 //! separator is written right after it, with no separator between two
-//! numbers. `a ‖ b` below is `key(&[a, b])`; `be(n)` is a number; `→` is the
-//! value stored (postcard, after its version byte: see `store::VALUE_VERSION`).
-//!
-//! | column family | key | value |
-//! |---|---|---|
-//! | `meta` | a fixed name from [`meta`]; `schema ‖ <cf>` ([`schema`]); `migrating ‖ <cf>` ([`migrating`]) | per name |
-//! | `businesses` | business uuid | `Business` |
-//! | `certificates` | uuid ‖ be(issued_at ms) ‖ cert_id ([`certificate`]) | `CertificateIssuance` |
-//! | `integration_keys` | key id | `BusinessKey` |
-//! | `passkeys` | key id | `BusinessKey` |
-//! | `mandates` | key id ‖ mandate id ([`mandate`]) | `MandateRecord` |
-//! | `ai_policies` | uuid ‖ be(version) ([`ai_policy`]) | `AiPolicyVersion` |
-//! | `custody` | uuid ‖ be(issued_at ms) ‖ statement id ([`custody`]) | `CustodyRecord` |
-//! | `companies` | company uuid | `Company` |
-//! | `groups` | group id | `Group` |
-//! | `retrieval_keys` | key id | `RetrievalKey` |
-//! | `blocks` | business uuid ‖ group id ([`block`]) | `Block` |
-//! | `terms` | be(version) | `TermsVersion` |
-//! | `allowances` | company uuid | `Allowance` |
-//! | `billing_plans` | company uuid | `BillingPlan` (replicated) |
-//! | `records` | record id | `RecordHead` |
-//! | `versions` | record id ‖ be(generation) ([`version`]) | `RecordVersion` |
-//! | `pushes` | push id ([`push`]) | `PushRecord` |
-//! | `push_results` | push id ‖ be(leaf index) ([`push_leaf`]); `~leaf_hashes` ‖ push id ([`push_leaf_hashes`]) | `PushLeaf`; the push's leaf hashes |
-//! | `attempts` | business uuid ‖ be(received_at ms) ‖ push id ([`attempt`]) | `()` |
-//! | `seqs` | key id (the last `seq`); key id ‖ be(seq) ([`seq`]) | `u64`; `SeqEntry` |
-//! | `idempotency` | key id ‖ `Idempotency-Key` ([`idempotency`]) | `IdempotentAnswer` |
-//! | `usage` | key id ‖ nonce ([`usage`]); key id (publish caps) | `UsageEvent`; `UsageLedger` |
-//! | `usage_days` | company uuid ‖ `YYYY-MM-DD` ([`usage_day`]) | `DayUsage` |
-//! | `receipts` | be(seq) | `StoredReceipt` |
-//! | `receipts_by_group` | group id ‖ be(served ms) be(seq), then ‖ region for a region's receipt at home ([`receipt_by_group`], [`region_receipt_by_group`]) | `()` |
-//! | `receipt_leaves` | be(seq) | `ReceiptLeaf` |
-//! | `receipt_seqs` | leaf hash (32 bytes) | `u64` |
-//! | `analytics` | business uuid ‖ be(hour ms) ‖ country ‖ group id ([`analytics`]) | `HourCounts` |
-//! | `endpoints` | business uuid | `EndpointsSuspension` |
-//! | `nonces` | be(expires, Unix s) key id ‖ nonce ([`nonce`]); an older build's key id ‖ nonce | `()`; `i64` expiry |
-//! | `uploads` | upload id | `UploadRecord` |
-//! | `catalogue` | business uuid ‖ record type ‖ record id ([`catalogue`]) | `()` |
-//! | `replog` | be(seq) | `replication::Entry` |
-//! | `outbox` | be(seq) | `exchange::Outgoing` |
-//! | `nonce_feed` | be(seq) | `exchange::Claimed` |
-//! | `leases_granted` | be(lease id) | `GrantedLease` |
-//! | `leases_held` | company uuid | `HeldLease` |
-//! | `receipt_roots` | region ‖ be(first seq) ([`receipt_root`]) | `ReceiptRoot` |
-//! | `key_set` | [`key_set::ENTRIES`], [`key_set::DOCUMENT`], [`key_set::DIRECTORY`] | `Vec<String>`; `String`; `String` |
-//! | `directory` | AI company uuid | `DirectoryListing` (replicated) |
-//! | `expired_callers` | AI company uuid | `ExpiredCaller` (replicated) |
-//! | `terms_accepted` | AI company uuid | `TermsAcceptance` (replicated) |
-//! | `tlog_pending` | leaf hash | `PendingLeaf` |
-//! | `tlog_leaves` | be(index) | `LogLeaf` |
-//! | `tlog_index` | leaf hash | `u64` |
-//! | `tlog_checkpoints` | be(tree size) | `LogCheckpoint` |
-//! | `receipt_places` | leaf hash (folds of an older build; read only) | `ReceiptPlace` |
-//! | `receipt_parts` | be(first seq) | `Vec<Hash>` |
-//! | `freshness` | business uuid ‖ record type ([`freshness`]) | the `FreshnessExpectation`'s JSON (replicated) |
-//! | `domains` | business uuid ‖ domain ([`domain`]) | `assurance::DomainAssurance` (replicated) |
-//! | `record_seqs` | record id | `u64`, the seq of the entry that last wrote its head (home) |
-//! | `region_receipts` | region ‖ be(seq) ([`region_receipt`]) | `StoredReceipt` (home) |
-//! | `purges` | be(seq of the delete's entry) ‖ record id ([`purge`]) | `Purge` (replicated) |
-//! | `people` | business uuid ‖ person id ([`person`]) | `Person` (home) |
-//! | `people_emails` | lower-case e-mail address | `PersonRef` (home) |
-//! | `invitations`, `portal_sessions` | SHA-256 of the token | `Invitation`, `PortalSession` (home) |
-//! | `ceremonies` | the ceremony's random id | `Ceremony` (home) |
+//! numbers. `a ‖ b` is `key(&[a, b])`; `be(n)` is a number.
 
 use svc_core::time::UnixMs;
 

@@ -26,9 +26,11 @@ use rocksdb::{ColumnFamilyDescriptor, DB, Direction, IteratorMode, Options, Writ
 use serde::{Serialize, de::DeserializeOwned};
 
 pub use keys::{be, from_be, key};
-pub use table::{Family, Holds, Mixed, Named, Table};
+pub use table::{Family, Holds, Keys, MOST, Migration, Named, Schema, Table};
 
-/// The version byte every stored value begins with.
+/// The first version byte of every table's values, and the one a value
+/// written without a table (`encode_value`) carries. A table declares its
+/// own ([`Schema::version`]) once its values change.
 pub const VALUE_VERSION: u8 = 1;
 
 /// The schema version recorded for every column family: the layout of its
@@ -37,165 +39,371 @@ pub const SCHEMA_VERSION: u8 = 1;
 
 /// Column families. One per kind of thing, named for it.
 pub mod cf {
-    use super::{Mixed, Table, model};
+    use super::{Table, model};
+    use svc_core::ads::Micros;
+    use svc_core::time::UnixMs;
 
-    pub const META: Mixed = Mixed::new("meta");
-    pub const BUSINESSES: Mixed = Mixed::new("businesses");
-    pub const CERTIFICATES: Table<model::CertificateIssuance> = Table::new("certificates");
-    pub const INTEGRATION_KEYS: Table<model::BusinessKey> = Table::new("integration_keys");
-    pub const PASSKEYS: Table<model::BusinessKey> = Table::new("passkeys");
+    /// The bound of a table read whole by the tasks that must see all of
+    /// it (a start, a sweep, an expiry): a million entries, past which
+    /// such a read is an error instead of an unbounded one.
+    pub const ALL_OF_THEM: usize = 1_000_000;
+    const _: () = assert!(ALL_OF_THEM > super::MOST);
+    /// ad_book's leases, at most one per campaign.
+    pub(crate) const LEASES_MOST: usize = ALL_OF_THEM;
+
+    /// Families whose values are of types the crates above declare: their
+    /// tables are declared there (`svc_node::tables`).
+    pub mod families {
+        /// Home's replication log, by sequence.
+        pub const REPLOG: &str = "replog";
+        /// A read region's reports to home, in order: usage, lease returns,
+        /// ad settlements.
+        pub const OUTBOX: &str = "outbox";
+        /// A read region's own claimed nonces until home holds them: a lane
+        /// of their own, so a slow report never holds a claim back.
+        pub const CLAIMS_OUT: &str = "claims_out";
+        /// Home's fan-out of claimed nonces, by sequence.
+        pub const NONCE_FEED: &str = "nonce_feed";
+        /// Home: the ad facts every region must know, by feed sequence,
+        /// kept 25 hours; regions long-poll it.
+        pub const AD_FEED: &str = "ad_feed";
+    }
+
+    /// `meta`: the node's own small values, each a table over its keys.
+    pub mod meta {
+        use super::{Table, UnixMs};
+        use crate::Named;
+        pub const FAMILY: &str = "meta";
+        /// The family by name, for whether a key of a table declared above
+        /// (the sandbox seeder's) is there.
+        pub const RAW: Named = Named(FAMILY);
+
+        /// The store's own: each column family's schema version.
+        pub const SCHEMA: Table<u8> = Table::part(FAMILY, "meta.schema", b"schema\0", "`schema` ‖ family");
+        /// The store's own: the last key of a family given its version
+        /// byte, while that runs.
+        pub const MIGRATING: Table<Vec<u8>> =
+            Table::part(FAMILY, "meta.migrating", b"migrating\0", "`migrating` ‖ family");
+        /// When the last write that probed the disk was made (`/readyz`).
+        pub const WRITE_PROBE: Table<i64> = Table::exact(FAMILY, "meta.write_probe", b"write_probe");
+        /// Home: the last lease id granted.
+        pub const LEASE_SEQ: Table<u64> = Table::exact(FAMILY, "meta.lease_seq", b"lease_seq");
+        /// A region: the last sequence of home's nonce feed it holds.
+        pub const NONCE_FEED_CURSOR: Table<u64> = Table::exact(FAMILY, "meta.nonce_feed_cursor", b"nonce_feed_cursor");
+        /// The last replication sequence every index shard committed.
+        pub const INDEX_APPLIED_SEQ: Table<u64> = Table::exact(FAMILY, "meta.index_applied_seq", b"index_applied_seq");
+        /// The last receipt sequence analytics folded.
+        pub const ANALYTICS_APPLIED_SEQ: Table<u64> =
+            Table::exact(FAMILY, "meta.analytics_applied_seq", b"analytics_applied_seq");
+        /// Home: the last ad event of each region analytics folded.
+        pub const AD_EVENTS_APPLIED: Table<u64> =
+            Table::part(FAMILY, "meta.ad_events_applied", b"ad_events_applied\0", "`ad_events_applied` ‖ region");
+        /// Home: the last receipt sequence of each region it has taken.
+        pub const REGION_RECEIPTS_THROUGH: Table<u64> = Table::part(
+            FAMILY,
+            "meta.region_receipts_through",
+            b"region_receipts_through\0",
+            "`region_receipts_through` ‖ region",
+        );
+        /// The last receipt sequence the receipt folder folded.
+        pub const RECEIPT_FOLDED_SEQ: Table<u64> =
+            Table::exact(FAMILY, "meta.receipt_folded_seq", b"receipt_folded_seq");
+        /// A read region: the last receipt sequence home has taken.
+        pub const RECEIPTS_SHIPPED_SEQ: Table<u64> =
+            Table::exact(FAMILY, "meta.receipts_shipped_seq", b"receipts_shipped_seq");
+        /// The log sequence of the last delete whose bytes this node purged.
+        pub const PURGED_THROUGH: Table<u64> = Table::exact(FAMILY, "meta.purged_through", b"purged_through");
+        /// Expired callers whose receipts this node has forgotten, and when.
+        pub const EXPIRED_FORGOTTEN: Table<UnixMs> =
+            Table::part(FAMILY, "meta.expired_forgotten", b"expired_forgotten\0", "`expired_forgotten` ‖ company uuid");
+        /// A region: its receipt key rotations (their seeds).
+        pub const RECEIPT_KEY_ROTATIONS: Table<Vec<[u8; 32]>> =
+            Table::exact(FAMILY, "meta.receipt_key_rotations", b"receipt_key_rotations");
+        /// The service keys' seeds, wrapped under the operator's key-encryption key.
+        pub const SERVICE_KEY_SEEDS_WRAPPED: Table<Vec<u8>> =
+            Table::exact(FAMILY, "meta.service_key_seeds_wrapped", b"service_key_seeds_wrapped");
+        /// Home: the service keys' rotations, wrapped likewise.
+        pub const SERVICE_KEY_ROTATIONS_WRAPPED: Table<Vec<u8>> =
+            Table::exact(FAMILY, "meta.service_key_rotations_wrapped", b"service_key_rotations_wrapped");
+        /// When the service keys were first drawn.
+        pub const SERVICE_KEYS_CREATED_AT: Table<UnixMs> =
+            Table::exact(FAMILY, "meta.service_keys_created_at", b"service_keys_created_at");
+        /// The sandbox corpus's own AI company.
+        pub const SANDBOX_COMPANY: Table<String> = Table::exact(FAMILY, "meta.sandbox_company", b"sandbox_company");
+        /// The sandbox corpus's own businesses.
+        pub const SANDBOX_BUSINESSES: Table<Vec<String>> =
+            Table::exact(FAMILY, "meta.sandbox_businesses", b"sandbox_businesses");
+        /// The sandbox corpus's campaigns, in the order the corpus lists them.
+        pub const SANDBOX_CAMPAIGNS: Table<Vec<String>> =
+            Table::exact(FAMILY, "meta.sandbox_campaigns", b"sandbox_campaigns");
+        /// A sandbox home: when its corpus was last republished.
+        pub const SANDBOX_REPUBLISHED_AT: Table<UnixMs> =
+            Table::exact(FAMILY, "meta.sandbox_republished_at", b"sandbox_republished_at");
+        /// Home, sandbox: the UTC day each business last used the service.
+        pub const BUSINESS_USED: Table<UnixMs> =
+            Table::part(FAMILY, "meta.business_used", b"business_used\0", "`business_used` ‖ business uuid");
+    }
+
+    /// `key_set` (replicated): the key set home certified.
+    pub mod key_set {
+        use super::Table;
+        pub const FAMILY: &str = "key_set";
+        /// Its entries, each the JSON of a `KeyEntry`.
+        pub const ENTRIES: Table<Vec<String>> = Table::exact(FAMILY, "key_set.entries", b"entries");
+        /// The signed key set document.
+        pub const DOCUMENT: Table<String> = Table::exact(FAMILY, "key_set.document", b"document");
+        /// The signed key directory.
+        pub const DIRECTORY: Table<String> = Table::exact(FAMILY, "key_set.directory", b"key_directory");
+    }
+
+    /// `ad_book`: a region's own book of ads.
+    pub mod ad_book {
+        use super::{Micros, Table};
+        use crate::Named;
+        pub const FAMILY: &str = "ad_book";
+        /// The family by name: what an older build kept whole under `book`
+        /// is deleted by it.
+        pub const RAW: Named = Named(FAMILY);
+        /// The campaign leases it holds.
+        pub const LEASES: Table<svc_core::ads::ledger::Held> =
+            Table::part(FAMILY, "ad_book.leases", b"lease\0", "`lease` ‖ campaign id").most(super::LEASES_MOST);
+        /// Its sequences: the last analytics event's (`event_seq`), the last
+        /// ad fact's (`fact_seq`), its place in home's ad feed (`feed_cursor`).
+        pub const EVENT_SEQ: Table<u64> = Table::exact(FAMILY, "ad_book.event_seq", b"event_seq");
+        pub const FACT_SEQ: Table<u64> = Table::exact(FAMILY, "ad_book.fact_seq", b"fact_seq");
+        pub const FEED_CURSOR: Table<u64> = Table::exact(FAMILY, "ad_book.feed_cursor", b"feed_cursor");
+        /// Home: the last fact taken from each region.
+        pub const LEARNED: Table<u64> = Table::part(FAMILY, "ad_book.learned", b"learned\0", "`learned` ‖ region");
+        /// The service's secret for conversation digests.
+        pub const CONVERSATION_SECRET: Table<Vec<u8>> =
+            Table::exact(FAMILY, "ad_book.conversation_secret", b"conversation_secret");
+        /// The take rate in force, in basis points.
+        pub const TAKE_BPS: Table<u32> = Table::exact(FAMILY, "ad_book.take_bps", b"take_bps");
+        /// Each key's charged clicks on a campaign within an hour.
+        pub const BILLED_CLICKS: Table<u32> = Table::part(
+            FAMILY,
+            "ad_book.billed_clicks",
+            b"billed_clicks\0",
+            "`billed_clicks` ‖ be(hour ms) key id ‖ campaign id",
+        );
+        /// Home: a campaign's credit (charges given back).
+        pub const CREDIT: Table<Micros> = Table::part(FAMILY, "ad_book.credit", b"credit\0", "`credit` ‖ campaign id");
+        /// Home: what it leased a region of a campaign, in all.
+        pub const GRANTED: Table<Micros> =
+            Table::part(FAMILY, "ad_book.granted", b"granted\0", "`granted` ‖ campaign id ‖ region");
+        /// Home: what a region handed back unused of a campaign's leases.
+        pub const RETURNED: Table<Micros> =
+            Table::part(FAMILY, "ad_book.returned", b"returned\0", "`returned` ‖ campaign id ‖ region");
+        /// Home: what it credited back of a region's charges to a campaign.
+        pub const CREDITED: Table<Micros> =
+            Table::part(FAMILY, "ad_book.credited", b"credited\0", "`credited` ‖ campaign id ‖ region");
+    }
+
+    pub const BUSINESSES: Table<model::Business> = Table::new("businesses", "business uuid").most(ALL_OF_THEM);
+    pub const CERTIFICATES: Table<model::CertificateIssuance> =
+        Table::new("certificates", "uuid ‖ be(issued_at ms) ‖ cert_id");
+    pub const INTEGRATION_KEYS: Table<model::BusinessKey> = Table::new("integration_keys", "key id").most(ALL_OF_THEM);
+    pub const PASSKEYS: Table<model::BusinessKey> = Table::new("passkeys", "key id").most(ALL_OF_THEM);
     /// Where business keys are found without reading every key: by
     /// business (`keys::business_key`, the key's family) and by a sandbox
     /// key's bearer digest (`keys::sandbox_bearer`, its key id). Written
     /// with the key; replicated.
-    pub const KEY_INDEX: Table<String> = Table::new("key_index");
-    pub const MANDATES: Table<model::MandateRecord> = Table::new("mandates");
-    pub const AI_POLICIES: Table<model::AiPolicyVersion> = Table::new("ai_policies");
-    pub const CUSTODY: Table<model::CustodyRecord> = Table::new("custody");
-    pub const COMPANIES: Table<model::Company> = Table::new("companies");
-    pub const GROUPS: Table<model::Group> = Table::new("groups");
-    pub const RETRIEVAL_KEYS: Table<model::RetrievalKey> = Table::new("retrieval_keys");
-    pub const BLOCKS: Table<model::Block> = Table::new("blocks");
-    pub const TERMS: Table<model::TermsVersion> = Table::new("terms");
-    pub const ALLOWANCES: Table<model::Allowance> = Table::new("allowances");
+    pub const KEY_INDEX: Table<String> = Table::new(
+        "key_index",
+        "`b` ‖ business uuid ‖ key id (the key's family); `t` ‖ a sandbox key's bearer digest (its key id)",
+    );
+    pub const MANDATES: Table<model::MandateRecord> = Table::new("mandates", "key id ‖ mandate id");
+    pub const AI_POLICIES: Table<model::AiPolicyVersion> = Table::new("ai_policies", "uuid ‖ be(version)");
+    pub const CUSTODY: Table<model::CustodyRecord> = Table::new("custody", "uuid ‖ be(issued_at ms) ‖ statement id");
+    pub const COMPANIES: Table<model::Company> = Table::new("companies", "company uuid").most(ALL_OF_THEM);
+    pub const GROUPS: Table<model::Group> = Table::new("groups", "group id").most(ALL_OF_THEM);
+    pub const RETRIEVAL_KEYS: Table<model::RetrievalKey> = Table::new("retrieval_keys", "key id").most(ALL_OF_THEM);
+    pub const BLOCKS: Table<model::Block> = Table::new("blocks", "business uuid ‖ group id");
+    pub const TERMS: Table<model::TermsVersion> = Table::new("terms", "be(version)");
+    pub const ALLOWANCES: Table<model::Allowance> = Table::new("allowances", "company uuid");
     /// Whether each company is prepaid, replicated so a read region knows
     /// whom it may serve without a lease while home is away.
-    pub const BILLING_PLANS: Table<model::BillingPlan> = Table::new("billing_plans");
-    pub const RECORDS: Table<model::RecordHead> = Table::new("records");
-    pub const VERSIONS: Table<model::RecordVersion> = Table::new("versions");
-    pub const PUSHES: Mixed = Mixed::new("pushes");
-    pub const PUSH_RESULTS: Mixed = Mixed::new("push_results");
-    pub const ATTEMPTS: Mixed = Mixed::new("attempts");
-    pub const SEQS: Mixed = Mixed::new("seqs");
-    pub const IDEMPOTENCY: Table<model::IdempotentAnswer> = Table::new("idempotency");
+    pub const BILLING_PLANS: Table<model::BillingPlan> = Table::new("billing_plans", "company uuid");
+    pub const RECORDS: Table<model::RecordHead> = Table::new("records", "record id");
+    pub const VERSIONS: Table<model::RecordVersion> = Table::new("versions", "record id ‖ be(generation)");
+    pub const PUSHES: Table<model::PushRecord> = Table::new("pushes", "push id");
+    /// Each push's leaves (the hashes under `~leaf_hashes` are not theirs).
+    pub const PUSH_LEAVES: Table<model::PushLeaf> = Table::new("push_results", "push id ‖ be(leaf index)")
+        .named_as("push_results.leaves")
+        .shaped(not_leaf_hashes)
+        .most(ALL_OF_THEM);
+    /// Each push's leaf hashes, in order.
+    pub const PUSH_LEAF_HASHES: Table<Vec<svc_core::merkle::Hash>> =
+        Table::part("push_results", "push_results.leaf_hashes", b"~leaf_hashes\0", "`~leaf_hashes` ‖ push id");
+    fn not_leaf_hashes(key: &[u8]) -> bool {
+        !key.starts_with(b"~leaf_hashes\0")
+    }
+    /// A business's pushes by when they were received.
+    pub const ATTEMPTS: Table<()> = Table::new("attempts", "business uuid ‖ be(received_at ms) ‖ push id");
+    /// The last `seq` each key used.
+    pub const LAST_SEQS: Table<u64> = Table::new("seqs", "key id").named_as("seqs.last").shaped(one_part);
+    /// Each `seq` a key used, and what it carried.
+    pub const SEQS: Table<model::SeqEntry> = Table::new("seqs", "key id ‖ be(seq)").shaped(two_parts);
+    /// A key alone (no 0x00 in it), where a family also keys by key ‖ more.
+    fn one_part(key: &[u8]) -> bool {
+        !key.contains(&0)
+    }
+    fn two_parts(key: &[u8]) -> bool {
+        key.contains(&0)
+    }
+    pub const IDEMPOTENCY: Table<model::IdempotentAnswer> = Table::new("idempotency", "key id ‖ `Idempotency-Key`");
     /// Billed requests, one per (key id, nonce).
-    pub const USAGE: Mixed = Mixed::new("usage");
+    pub const USAGE: Table<model::UsageEvent> =
+        Table::new("usage", "key id ‖ nonce").shaped(two_parts).most(ALL_OF_THEM);
+    /// Each key's publishing caps used so far.
+    pub const USAGE_LEDGERS: Table<svc_core::publish::caps::UsageLedger> =
+        Table::new("usage", "key id").named_as("usage.ledgers").shaped(one_part);
     /// Billed requests counted per company and UTC day.
-    pub const USAGE_DAYS: Table<model::DayUsage> = Table::new("usage_days");
+    pub const USAGE_DAYS: Table<model::DayUsage> = Table::new("usage_days", "company uuid ‖ `YYYY-MM-DD`");
     /// Receipts this region issued, by its own sequence (served order).
-    pub const RECEIPTS: Table<model::StoredReceipt> = Table::new("receipts");
+    pub const RECEIPTS: Table<model::StoredReceipt> = Table::new("receipts", "be(seq)");
     /// Receipts by group and time: group, served ms, sequence.
-    pub const RECEIPTS_BY_GROUP: Table<()> = Table::new("receipts_by_group");
+    pub const RECEIPTS_BY_GROUP: Table<()> = Table::new(
+        "receipts_by_group",
+        "group id ‖ be(served ms) be(seq), then ‖ region for a region's receipt at home",
+    )
+    .most(ALL_OF_THEM);
     /// Each receipt's served time and Merkle leaf hash, by its sequence:
     /// what folding reads, a fraction of the receipt's size.
-    pub const RECEIPT_LEAVES: Table<model::ReceiptLeaf> = Table::new("receipt_leaves");
+    pub const RECEIPT_LEAVES: Table<model::ReceiptLeaf> = Table::new("receipt_leaves", "be(seq)");
     /// Each receipt's sequence by its leaf hash, written as it is stored, so
     /// a proof finds its part without the fold writing every place.
-    pub const RECEIPT_SEQS: Table<u64> = Table::new("receipt_seqs");
+    pub const RECEIPT_SEQS: Table<u64> = Table::new("receipt_seqs", "leaf hash (32 bytes)");
     /// Analytics: business, hour, country, group → counts, folded from receipts.
-    pub const ANALYTICS: Table<model::HourCounts> = Table::new("analytics");
+    pub const ANALYTICS: Table<model::HourCounts> =
+        Table::new("analytics", "business uuid ‖ be(hour ms) ‖ country ‖ group id");
     /// Businesses whose authorised endpoints are suspended.
-    pub const ENDPOINTS: Table<model::EndpointsSuspension> = Table::new("endpoints");
+    pub const ENDPOINTS: Table<model::EndpointsSuspension> = Table::new("endpoints", "business uuid");
     /// Claimed nonces by expiry: expires (Unix seconds), key id, nonce.
-    pub const NONCES: Mixed = Mixed::new("nonces");
-    pub const UPLOADS: Table<model::UploadRecord> = Table::new("uploads");
+    pub const NONCES: Table<()> = Table::new("nonces", "be(expires, Unix s) key id ‖ nonce").shaped(by_expiry);
+    /// What an older build stored, rekeyed by expiry at start.
+    pub const LEGACY_NONCES: Table<i64> =
+        Table::new("nonces", "key id ‖ nonce (an older build's; its value the expiry)")
+            .named_as("nonces.legacy")
+            .shaped(not_by_expiry);
+    /// An expiry's first byte is 0 until 2^56 seconds; a key id's never is.
+    fn by_expiry(key: &[u8]) -> bool {
+        key.first() == Some(&0)
+    }
+    fn not_by_expiry(key: &[u8]) -> bool {
+        !by_expiry(key)
+    }
+    pub const UPLOADS: Table<model::UploadRecord> = Table::new("uploads", "upload id");
     /// Home-only index: business, type, record id.
-    pub const CATALOGUE: Table<()> = Table::new("catalogue");
-    pub const REPLOG: Mixed = Mixed::new("replog");
-    /// A read region's reports to home, in order: usage, lease returns, ad
-    /// settlements (and claims an older build wrote there).
-    pub const OUTBOX: Mixed = Mixed::new("outbox");
-    /// A read region's own claimed nonces until home holds them: a lane of
-    /// their own, so a slow report never holds a claim back.
-    pub const CLAIMS_OUT: Mixed = Mixed::new("claims_out");
-    /// Home's fan-out of claimed nonces, by sequence.
-    pub const NONCE_FEED: Mixed = Mixed::new("nonce_feed");
+    pub const CATALOGUE: Table<()> =
+        Table::new("catalogue", "business uuid ‖ record type ‖ record id").most(ALL_OF_THEM);
     /// Home: allowance units set aside for regions, by lease id.
-    pub const LEASES_GRANTED: Table<model::GrantedLease> = Table::new("leases_granted");
+    pub const LEASES_GRANTED: Table<model::GrantedLease> =
+        Table::new("leases_granted", "be(lease id)").most(ALL_OF_THEM);
     /// A read region: the lease it serves each company from.
-    pub const LEASES_HELD: Table<model::HeldLease> = Table::new("leases_held");
+    pub const LEASES_HELD: Table<model::HeldLease> = Table::new("leases_held", "company uuid").most(ALL_OF_THEM);
     /// Folded receipt roots, by region and first receipt: a region's own,
     /// and at home every region's.
-    pub const RECEIPT_ROOTS: Table<model::ReceiptRoot> = Table::new("receipt_roots");
-    /// The key set home certified (replicated): its entries and document.
-    pub const KEY_SET: Mixed = Mixed::new("key_set");
+    pub const RECEIPT_ROOTS: Table<model::ReceiptRoot> =
+        Table::new("receipt_roots", "region ‖ be(first seq)").most(ALL_OF_THEM);
     /// Home: leaves waiting for the next hourly sequencing, by leaf hash.
-    pub const TLOG_PENDING: Table<model::PendingLeaf> = Table::new("tlog_pending");
+    pub const TLOG_PENDING: Table<model::PendingLeaf> = Table::new("tlog_pending", "leaf hash").most(ALL_OF_THEM);
     /// The transparency log (replicated): leaves by index, the index of each
     /// leaf hash, and every signed checkpoint by tree size.
-    pub const TLOG_LEAVES: Table<model::LogLeaf> = Table::new("tlog_leaves");
-    pub const TLOG_INDEX: Table<u64> = Table::new("tlog_index");
-    pub const TLOG_CHECKPOINTS: Table<model::LogCheckpoint> = Table::new("tlog_checkpoints");
+    pub const TLOG_LEAVES: Table<model::LogLeaf> = Table::new("tlog_leaves", "be(index)");
+    pub const TLOG_INDEX: Table<u64> = Table::new("tlog_index", "leaf hash");
+    pub const TLOG_CHECKPOINTS: Table<model::LogCheckpoint> = Table::new("tlog_checkpoints", "be(tree size)");
     /// Witnesses' cosignatures (replicated): by tree size, then witness.
-    pub const TLOG_COSIGNATURES: Table<model::Cosignature> = Table::new("tlog_cosignatures");
+    pub const TLOG_COSIGNATURES: Table<model::Cosignature> =
+        Table::new("tlog_cosignatures", "be(tree size) witness name");
     /// A region's folded receipts: each receipt's leaf hash to its part and
     /// place, and each part's leaf hashes (for the first level of a proof).
-    pub const RECEIPT_PLACES: Table<model::ReceiptPlace> = Table::new("receipt_places");
-    pub const RECEIPT_PARTS: Mixed = Mixed::new("receipt_parts");
+    pub const RECEIPT_PLACES: Table<model::ReceiptPlace> =
+        Table::new("receipt_places", "leaf hash (folds of an older build; read only)");
+    pub const RECEIPT_PARTS: Table<Vec<svc_core::merkle::Hash>> = Table::new("receipt_parts", "be(first seq)");
     /// Home: every read region's receipts as the region shipped them, so
     /// a group's receipts list whole at home even after a region is lost.
-    pub const REGION_RECEIPTS: Table<model::StoredReceipt> = Table::new("region_receipts");
+    pub const REGION_RECEIPTS: Table<model::StoredReceipt> = Table::new("region_receipts", "region ‖ be(seq)");
     /// What domain assurance found of each domain a business file lists
     /// (replicated; the verify page's `endpoints.domains`).
-    pub const DOMAINS: Mixed = Mixed::new("domains");
+    pub const DOMAINS: Table<svc_core::assurance::DomainAssurance> = Table::new("domains", "business uuid ‖ domain");
     /// Sandbox AI companies whose data expired (replicated): each node
     /// forgets their groups' receipts.
-    pub const EXPIRED_CALLERS: Table<model::ExpiredCaller> = Table::new("expired_callers");
+    pub const EXPIRED_CALLERS: Table<model::ExpiredCaller> = Table::new("expired_callers", "AI company uuid");
     /// The Terms each AI company accepted, version and hash (replicated).
-    pub const TERMS_ACCEPTED: Table<model::TermsAcceptance> = Table::new("terms_accepted");
+    pub const TERMS_ACCEPTED: Table<model::TermsAcceptance> = Table::new("terms_accepted", "AI company uuid");
     /// AI companies that opted in to the key directory (replicated).
-    pub const DIRECTORY: Table<model::DirectoryListing> = Table::new("directory");
+    pub const DIRECTORY: Table<model::DirectoryListing> = Table::new("directory", "AI company uuid").most(ALL_OF_THEM);
     /// How fresh each business expects its records of a type to be
     /// (replicated; served on rows as `freshness_expectation`).
-    pub const FRESHNESS: Mixed = Mixed::new("freshness");
+    pub const FRESHNESS: Table<String> = Table::new("freshness", "business uuid ‖ record type");
     /// Home: the log sequence of each record's last change (`live_in`).
-    pub const RECORD_SEQS: Table<u64> = Table::new("record_seqs");
+    pub const RECORD_SEQS: Table<u64> = Table::new("record_seqs", "record id");
     /// Deleted records whose bytes every node purges (replicated): by the
     /// sequence of the delete's log entry, then the record id.
-    pub const PURGES: Table<model::Purge> = Table::new("purges");
+    pub const PURGES: Table<model::Purge> = Table::new("purges", "be(seq of the delete's entry) ‖ record id");
     /// Home: the portals' people by business uuid ‖ person id (`Person`),
     /// and by e-mail address (`PersonRef`).
-    pub const PEOPLE: Table<model::Person> = Table::new("people");
-    pub const PEOPLE_EMAILS: Table<model::PersonRef> = Table::new("people_emails");
+    pub const PEOPLE: Table<model::Person> = Table::new("people", "business uuid ‖ person id");
+    pub const PEOPLE_EMAILS: Table<model::PersonRef> = Table::new("people_emails", "lower-case e-mail address");
     /// Home: portal invitations, sessions and WebAuthn ceremonies, each by
     /// the SHA-256 of its secret (ceremonies by their random id).
-    pub const INVITATIONS: Table<model::Invitation> = Table::new("invitations");
-    pub const PORTAL_SESSIONS: Table<model::PortalSession> = Table::new("portal_sessions");
-    pub const CEREMONIES: Table<model::Ceremony> = Table::new("ceremonies");
+    pub const INVITATIONS: Table<model::Invitation> = Table::new("invitations", "SHA-256 of the token");
+    pub const PORTAL_SESSIONS: Table<model::PortalSession> = Table::new("portal_sessions", "SHA-256 of the token");
+    pub const CEREMONIES: Table<model::Ceremony> = Table::new("ceremonies", "the ceremony's random id");
     /// Home: the sealing key the service holds for a business with hosted
     /// signing on, by business uuid (`HostedKey`); deleted when it ends.
-    pub const HOSTED_KEYS: Table<model::HostedKey> = Table::new("hosted_keys");
+    pub const HOSTED_KEYS: Table<model::HostedKey> = Table::new("hosted_keys", "business uuid").most(ALL_OF_THEM);
     /// Home: when each person last dismissed the portal's notices, by
     /// business uuid ‖ person id (`UnixMs`).
-    pub const NOTICES_SEEN: Table<svc_core::time::UnixMs> = Table::new("notices_seen");
+    pub const NOTICES_SEEN: Table<svc_core::time::UnixMs> = Table::new("notices_seen", "business uuid ‖ person id");
     /// Home: the records each business withdrew and has not deleted or
     /// published again, keyed as `catalogue` is (the portal lists them).
-    pub const WITHDRAWN: Table<()> = Table::new("withdrawn");
+    pub const WITHDRAWN: Table<()> = Table::new("withdrawn", "business uuid ‖ record type ‖ record id");
     /// Campaigns by id (`Campaign`, replicated).
-    pub const CAMPAIGNS: Mixed = Mixed::new("campaigns");
+    pub const CAMPAIGNS: Table<model::Campaign> = Table::part("campaigns", "campaigns", b"cmp_", "campaign id");
+    /// A token rewritten with every campaign change, so a region reads
+    /// the campaigns again only when one changed.
+    pub const CAMPAIGNS_CHANGED: Table<u64> = Table::exact("campaigns", "campaigns.changed", b"~changed");
     /// Home: each campaign's money, leased to regions
     /// (`svc_core::ads::ledger::Ledger`).
-    pub const CAMPAIGN_LEDGERS: Table<svc_core::ads::ledger::Ledger> = Table::new("campaign_ledgers");
-    /// A region's own: the campaign leases it holds and its pools' reserves
-    /// (`svc_core::ads::reserve::Book`, one value).
-    pub const AD_BOOK: Mixed = Mixed::new("ad_book");
+    pub const CAMPAIGN_LEDGERS: Table<svc_core::ads::ledger::Ledger> = Table::new("campaign_ledgers", "campaign id");
     /// A region's own: each render or click token's confirmations, by the
     /// token's time (ms, big-endian) ‖ its id ‖ 0xff ‖ the confirmation's
     /// number (`AdConfirmation`, one per key, appended).
-    pub const AD_TOKENS: Mixed = Mixed::new("ad_tokens");
+    pub const AD_TOKENS: Table<model::AdConfirmation> =
+        Table::new("ad_tokens", "be(token ms) token id 0xff be32(n)").shaped(a_confirmation);
+    /// A token's whole list, as an older build kept it (read, then deleted).
+    pub const LEGACY_AD_TOKENS: Table<model::AdToken> =
+        Table::new("ad_tokens", "be(token ms) token id").named_as("ad_tokens.legacy").shaped(not_a_confirmation);
+    /// A confirmation's key ends 0xff and a 4-byte number; a token id is text.
+    fn a_confirmation(key: &[u8]) -> bool {
+        key.len() > 13 && key[key.len() - 5] == 0xff
+    }
+    fn not_a_confirmation(key: &[u8]) -> bool {
+        !a_confirmation(key)
+    }
     /// Every node's own: a conversation's renders and clicks of an item, by
     /// conversation digest ‖ 0 ‖ item id (`AdConversation`), kept 24 hours;
     /// its own confirmations and the other regions' from the ad feed.
-    pub const AD_CONVERSATIONS: Table<model::AdConversation> = Table::new("ad_conversations");
+    pub const AD_CONVERSATIONS: Table<model::AdConversation> =
+        Table::new("ad_conversations", "conversation digest ‖ item id");
     /// The images ads name, fetched by the service when each ad was saved,
     /// by lower-case hex SHA-256 of their bytes (`AdImage`, replicated).
-    pub const AD_IMAGES: Table<model::AdImage> = Table::new("ad_images");
+    pub const AD_IMAGES: Table<model::AdImage> = Table::new("ad_images", "lower-case hex SHA-256 of the image");
     /// Home: accepted ad renders and clicks not yet counted, by its own
     /// event sequence (`AdEvent`); the analytics actor folds and deletes them.
-    pub const AD_EVENTS: Table<model::AdEvent> = Table::new("ad_events");
-    /// Home: the ad facts every region must know (conversations' renders
-    /// and clicks, keys' pools), by feed sequence (`(region, AdFact)`),
-    /// kept 25 hours; regions long-poll it.
-    pub const AD_FEED: Mixed = Mixed::new("ad_feed");
+    pub const AD_EVENTS: Table<model::AdEvent> = Table::new("ad_events", "be(event seq)");
     /// Home: charges credited back, by reporting region ‖ 0 ‖ its fact's
     /// number (`AdRefund`); the analytics actor folds and deletes them.
-    pub const AD_REFUNDS: Table<model::AdRefund> = Table::new("ad_refunds");
+    pub const AD_REFUNDS: Table<model::AdRefund> = Table::new("ad_refunds", "region ‖ be(fact number)");
     /// Home: ad renders, clicks and spend per business, hour, country and
     /// group (`AdHourCounts`, keyed as `analytics`).
-    pub const AD_ANALYTICS: Table<model::AdHourCounts> = Table::new("ad_analytics");
+    pub const AD_ANALYTICS: Table<model::AdHourCounts> =
+        Table::new("ad_analytics", "business uuid ‖ be(hour ms) ‖ country ‖ group id");
 
     pub const ALL: &[&str] = &[
-        META.name(),
+        meta::FAMILY,
         BUSINESSES.name(),
         CERTIFICATES.name(),
         INTEGRATION_KEYS.name(),
@@ -214,7 +422,7 @@ pub mod cf {
         RECORDS.name(),
         VERSIONS.name(),
         PUSHES.name(),
-        PUSH_RESULTS.name(),
+        PUSH_LEAVES.name(),
         ATTEMPTS.name(),
         SEQS.name(),
         IDEMPOTENCY.name(),
@@ -229,13 +437,13 @@ pub mod cf {
         NONCES.name(),
         UPLOADS.name(),
         CATALOGUE.name(),
-        REPLOG.name(),
-        OUTBOX.name(),
-        CLAIMS_OUT.name(),
-        NONCE_FEED.name(),
+        families::REPLOG,
+        families::OUTBOX,
+        families::CLAIMS_OUT,
+        families::NONCE_FEED,
         LEASES_GRANTED.name(),
         LEASES_HELD.name(),
-        KEY_SET.name(),
+        key_set::FAMILY,
         RECEIPT_ROOTS.name(),
         TLOG_PENDING.name(),
         TLOG_LEAVES.name(),
@@ -262,13 +470,13 @@ pub mod cf {
         WITHDRAWN.name(),
         CAMPAIGNS.name(),
         CAMPAIGN_LEDGERS.name(),
-        AD_BOOK.name(),
+        ad_book::FAMILY,
         AD_TOKENS.name(),
         AD_CONVERSATIONS.name(),
         AD_IMAGES.name(),
         AD_EVENTS.name(),
         AD_ANALYTICS.name(),
-        AD_FEED.name(),
+        families::AD_FEED,
         AD_REFUNDS.name(),
     ];
 }
@@ -293,6 +501,12 @@ pub enum StoreError {
          (svc node), a bare open of the store does not"
     )]
     LegacyLog,
+    /// A key that is not one of the table's was read or written through it.
+    #[error("a key outside table {table} was used with it")]
+    OutsideTable { table: &'static str },
+    /// A scan of a table found more entries than it may read whole.
+    #[error("table {table} has more than {most} entries in the range scanned whole")]
+    TooMany { table: &'static str, most: usize },
     /// A change required a key to hold nothing, and it held a value.
     #[error("a value in column family {cf} already exists under this key")]
     Exists { cf: &'static str },
@@ -353,6 +567,32 @@ pub fn versioned_body<'a>(cf: &'static str, bytes: &'a [u8]) -> StoreResult<&'a 
         Some((&VALUE_VERSION, body)) => Ok(body),
         Some((&version, _)) => Err(StoreError::UnknownVersion { cf, version }),
         None => Err(StoreError::NoVersion { cf }),
+    }
+}
+
+/// A value of `table` as stored: its version byte, then postcard.
+pub fn encode<T: Serialize>(table: impl Holds<T>, value: &T) -> StoreResult<Vec<u8>> {
+    postcard::to_extend(value, vec![table.schema().version]).map_err(StoreError::Encode)
+}
+
+/// A stored value of `table`: its version checked (an older one migrated),
+/// then postcard.
+pub fn decode<T: DeserializeOwned>(table: impl Holds<T>, bytes: &[u8]) -> StoreResult<T> {
+    let schema = table.schema();
+    let body = schema.body(bytes)?;
+    postcard::from_bytes(&body).map_err(|source| StoreError::Decode { cf: schema.family, source })
+}
+
+/// The part of `prefix` a scan of `family` reads: the longer of the two
+/// prefixes when one begins the other; `None` when they part (nothing).
+fn within(family: impl Family, prefix: &[u8]) -> Option<&[u8]> {
+    let own = family.prefix();
+    if prefix.starts_with(own) {
+        Some(prefix)
+    } else if own.starts_with(prefix) {
+        Some(own)
+    } else {
+        None
     }
 }
 
@@ -424,12 +664,12 @@ impl Store {
     /// with no record was written before values had versions (or is new),
     /// and its values are given their byte now, then the record written.
     fn check_schema(&self, legacy_log_entry: LegacyLogEntry) -> StoreResult<()> {
-        let meta = self.handle(cf::META.name())?;
+        let meta = self.handle(cf::meta::FAMILY)?;
         let mut markers = self.batch();
         for &name in cf::ALL {
             match self.db.get_pinned_cf(meta, keys::schema(name))? {
                 Some(recorded) => {
-                    let version: u8 = decode_value(cf::META.name(), &recorded)?;
+                    let version: u8 = decode(cf::meta::SCHEMA, &recorded)?;
                     if version != SCHEMA_VERSION {
                         return Err(StoreError::UnknownSchema { cf: name, version });
                     }
@@ -442,8 +682,8 @@ impl Store {
                     if migrated > 0 {
                         tracing::info!(cf = name, values = migrated, "stored values given their version byte");
                     }
-                    markers.put(cf::META, &keys::schema(name), &SCHEMA_VERSION);
-                    markers.delete(cf::META, &keys::migrating(name));
+                    markers.put(cf::meta::SCHEMA, &keys::schema(name), &SCHEMA_VERSION);
+                    markers.delete(cf::meta::MIGRATING, &keys::migrating(name));
                 }
             }
         }
@@ -467,7 +707,7 @@ impl Store {
 
     /// Keys of `meta` the store writes itself, already versioned.
     fn is_schema_key(name: &str, key: &[u8]) -> bool {
-        name == cf::META.name()
+        name == cf::meta::FAMILY
             && [keys::meta::SCHEMA, keys::meta::MIGRATING]
                 .iter()
                 .any(|p| key.len() > p.len() && key.starts_with(p) && key[p.len()] == 0)
@@ -482,8 +722,8 @@ impl Store {
         let progress = keys::migrating(name);
         let mut after: Option<Vec<u8>> = self
             .db
-            .get_pinned_cf(self.handle(cf::META.name())?, &progress)?
-            .map(|v| decode_value(cf::META.name(), &v))
+            .get_pinned_cf(self.handle(cf::meta::FAMILY)?, &progress)?
+            .map(|v| decode(cf::meta::MIGRATING, &v))
             .transpose()?;
         let mut total = 0;
         loop {
@@ -507,7 +747,7 @@ impl Store {
                 }
             }
             let Some(last) = last else { return Ok(total) };
-            batch.put(cf::META, &progress, &last);
+            batch.put(cf::meta::MIGRATING, &progress, &last);
             batch.commit()?;
             total += count;
             after = Some(last);
@@ -518,7 +758,7 @@ impl Store {
     /// byte before it. A replication log entry also carries stored values
     /// (its puts): each of those is given its byte too.
     fn versioned_legacy(name: &'static str, value: &[u8], legacy_log_entry: LegacyLogEntry) -> StoreResult<Vec<u8>> {
-        if name == cf::REPLOG.name() {
+        if name == cf::families::REPLOG {
             return legacy_log_entry(value);
         }
         let mut versioned = Vec::with_capacity(value.len() + 1);
@@ -548,24 +788,26 @@ impl Store {
     }
 
     pub fn get<T: DeserializeOwned>(&self, table: impl Holds<T>, key: &[u8]) -> StoreResult<Option<T>> {
-        let cf = table.name();
-        match self.db.get_pinned_cf(self.handle(cf)?, key)? {
-            Some(bytes) => Ok(Some(decode_value(cf, &bytes)?)),
+        table.admit(key)?;
+        match self.db.get_pinned_cf(self.handle(table.name())?, key)? {
+            Some(bytes) => Ok(Some(decode(table, &bytes)?)),
             None => Ok(None),
         }
     }
 
-    /// Whether `key` holds exactly `encoded` (as `encode_value` wrote it).
+    /// Whether `key` holds exactly `encoded` (as `encode` wrote it).
     pub fn holds(&self, table: impl Family, key: &[u8], encoded: &[u8]) -> StoreResult<bool> {
+        table.admit(key)?;
         Ok(self.db.get_pinned_cf(self.handle(table.name())?, key)?.is_some_and(|v| &v[..] == encoded))
     }
 
     pub fn contains(&self, table: impl Family, key: &[u8]) -> StoreResult<bool> {
+        table.admit(key)?;
         Ok(self.db.get_pinned_cf(self.handle(table.name())?, key)?.is_some())
     }
 
-    /// Every (key, value) whose key starts with `prefix`, in key order,
-    /// starting at `from` (inclusive) when given, at most `limit`.
+    /// The table's (key, value)s whose key starts with `prefix`, in key
+    /// order, starting at `from` (inclusive) when given, at most `limit`.
     pub fn scan<T: DeserializeOwned>(
         &self,
         table: impl Holds<T>,
@@ -573,51 +815,93 @@ impl Store {
         from: Option<&[u8]>,
         limit: usize,
     ) -> StoreResult<Vec<(Vec<u8>, T)>> {
-        let cf = table.name();
-        let start = from.unwrap_or(prefix);
-        let iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::From(start, Direction::Forward));
         let mut out = Vec::new();
-        for item in iter {
-            let (key, value) = item?;
-            if !key.starts_with(prefix) || out.len() >= limit {
-                break;
-            }
-            out.push((key.to_vec(), decode_value(cf, &value)?));
+        if limit == 0 {
+            return Ok(out);
         }
+        self.walk(table, prefix, from, |key, value| {
+            out.push((key.to_vec(), value));
+            out.len() < limit
+        })?;
         Ok(out)
     }
 
-    /// The keys (not their values) that start with `prefix`, in order, at
-    /// most `limit`: what a removal of everything under a prefix deletes.
+    /// Every (key, value) of the table under `prefix`, when they are at most
+    /// the table's `most`; more is [`StoreError::TooMany`], read no further.
+    pub fn scan_all<T: DeserializeOwned>(&self, table: impl Holds<T>, prefix: &[u8]) -> StoreResult<Vec<(Vec<u8>, T)>> {
+        let most = table.schema().most;
+        let all = self.scan(table, prefix, None, most.saturating_add(1))?;
+        if all.len() > most {
+            return Err(StoreError::TooMany { table: table.schema().table, most });
+        }
+        Ok(all)
+    }
+
+    /// Hands each of the table's (key, value)s under `prefix`, in key order
+    /// from `from` (inclusive) when given, to `each`, one at a time, until
+    /// `each` answers false: a pass over a whole table holds one value at a
+    /// time. Keys of other tables sharing the family are passed over.
+    pub fn walk<T: DeserializeOwned>(
+        &self,
+        table: impl Holds<T>,
+        prefix: &[u8],
+        from: Option<&[u8]>,
+        mut each: impl FnMut(&[u8], T) -> bool,
+    ) -> StoreResult<()> {
+        let Some(prefix) = within(table, prefix) else { return Ok(()) };
+        let start = from.filter(|f| *f > prefix).unwrap_or(prefix);
+        let iter = self.db.iterator_cf(self.handle(table.name())?, IteratorMode::From(start, Direction::Forward));
+        for item in iter {
+            let (key, value) = item?;
+            if !key.starts_with(prefix) {
+                break;
+            }
+            if table.admit(&key).is_err() {
+                continue;
+            }
+            if !each(&key, decode(table, &value)?) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The table's keys (not their values) that start with `prefix`, in
+    /// order, at most `limit`: what a removal of everything under a prefix
+    /// deletes.
     pub fn scan_keys(&self, table: impl Family, prefix: &[u8], limit: usize) -> StoreResult<Vec<Vec<u8>>> {
-        let cf = table.name();
-        let iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::From(prefix, Direction::Forward));
+        let Some(prefix) = within(table, prefix) else { return Ok(Vec::new()) };
+        let iter = self.db.iterator_cf(self.handle(table.name())?, IteratorMode::From(prefix, Direction::Forward));
         let mut out = Vec::new();
         for item in iter {
             let (key, _) = item?;
             if !key.starts_with(prefix) || out.len() >= limit {
                 break;
             }
-            out.push(key.to_vec());
+            if table.admit(&key).is_ok() {
+                out.push(key.to_vec());
+            }
         }
         Ok(out)
     }
 
-    /// The entry with the greatest key at or before `at`.
+    /// The table's entry with the greatest key at or before `at`.
     pub fn at_or_before<T: DeserializeOwned>(
         &self,
         table: impl Holds<T>,
         at: &[u8],
     ) -> StoreResult<Option<(Vec<u8>, T)>> {
-        let cf = table.name();
-        let mut iter = self.db.iterator_cf(self.handle(cf)?, IteratorMode::From(at, Direction::Reverse));
-        match iter.next() {
-            Some(item) => {
-                let (key, value) = item?;
-                Ok(Some((key.to_vec(), decode_value(cf, &value)?)))
+        let iter = self.db.iterator_cf(self.handle(table.name())?, IteratorMode::From(at, Direction::Reverse));
+        for item in iter {
+            let (key, value) = item?;
+            if !key.starts_with(table.prefix()) {
+                break;
             }
-            None => Ok(None),
+            if table.admit(&key).is_ok() {
+                return Ok(Some((key.to_vec(), decode(table, &value)?)));
+            }
         }
+        Ok(None)
     }
 
     /// The last key of a column family (the highest sequence of a log).
@@ -654,7 +938,7 @@ impl Batch<'_> {
     /// Writes `value`, with its version byte.
     pub fn put<T: Serialize>(&mut self, table: impl Holds<T>, key: &[u8], value: &T) {
         let cf = table.name();
-        match (self.store.handle(cf), encode_value(value)) {
+        match (self.store.handle(cf), table.admit(key).and_then(|()| encode(table, value))) {
             (Ok(handle), Ok(bytes)) => {
                 self.rings.note(cf);
                 self.batch.put_cf(handle, key, bytes)
@@ -668,7 +952,7 @@ impl Batch<'_> {
     /// version byte this build knows fails the batch.
     pub fn put_raw(&mut self, family: impl Family, key: &[u8], value: &[u8]) {
         let cf = family.name();
-        match (self.store.handle(cf), versioned_body(cf, value)) {
+        match (self.store.handle(cf), family.admit(key).and_then(|()| versioned_body(cf, value))) {
             (Ok(handle), Ok(_)) => {
                 self.rings.note(cf);
                 self.batch.put_cf(handle, key, value)
@@ -683,7 +967,7 @@ impl Batch<'_> {
     }
 
     pub fn delete(&mut self, family: impl Family, key: &[u8]) {
-        match self.store.handle(family.name()) {
+        match family.admit(key).and_then(|()| self.store.handle(family.name())) {
             Ok(handle) => self.batch.delete_cf(handle, key),
             Err(e) => self.error = Some(e),
         }
@@ -751,7 +1035,7 @@ impl Store {
     /// or a store in a background error fails it.
     pub fn probe_write(&self, now_ms: i64) -> StoreResult<()> {
         let mut batch = self.batch();
-        batch.put(cf::META, keys::meta::WRITE_PROBE, &now_ms);
+        batch.put(cf::meta::WRITE_PROBE, keys::meta::WRITE_PROBE, &now_ms);
         batch.commit()
     }
 }
@@ -767,15 +1051,15 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let mut batch = store.batch();
         for n in [3u64, 1, 2] {
-            batch.put(cf::REPLOG, &be(n), &format!("entry {n}"));
+            batch.put(cf::FRESHNESS, &be(n), &format!("entry {n}"));
         }
         batch.commit().unwrap();
-        let all: Vec<(Vec<u8>, String)> = store.scan(cf::REPLOG, &[], None, 10).unwrap();
+        let all: Vec<(Vec<u8>, String)> = store.scan(cf::FRESHNESS, &[], None, 10).unwrap();
         assert_eq!(all.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>(), ["entry 1", "entry 2", "entry 3"]);
-        assert_eq!(store.last_key(cf::REPLOG).unwrap(), Some(be(3).to_vec()));
+        assert_eq!(store.last_key(cf::FRESHNESS).unwrap(), Some(be(3).to_vec()));
         drop(store);
         let reopened = Store::open(dir.path()).unwrap();
-        assert_eq!(reopened.get::<String>(cf::REPLOG, &be(2)).unwrap().as_deref(), Some("entry 2"));
+        assert_eq!(reopened.get::<String>(cf::FRESHNESS, &be(2)).unwrap().as_deref(), Some("entry 2"));
     }
 
     /// Writes bytes as they are, past every check: what another build, or
@@ -788,32 +1072,32 @@ mod tests {
     fn a_value_of_an_unknown_version_is_a_typed_error_naming_its_family() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        store.put(cf::BUSINESSES, b"a", &"known".to_string()).unwrap();
+        store.put(cf::FRESHNESS, b"a", &"known".to_string()).unwrap();
         let newer = [&[VALUE_VERSION + 1][..], &postcard::to_stdvec("newer").unwrap()].concat();
-        put_unchecked(&store, cf::BUSINESSES.name(), b"b", &newer);
-        put_unchecked(&store, cf::BUSINESSES.name(), b"c", &[]);
+        put_unchecked(&store, cf::FRESHNESS.name(), b"b", &newer);
+        put_unchecked(&store, cf::FRESHNESS.name(), b"c", &[]);
 
-        let unknown = store.get::<String>(cf::BUSINESSES, b"b").unwrap_err();
+        let unknown = store.get::<String>(cf::FRESHNESS, b"b").unwrap_err();
         assert!(
-            matches!(unknown, StoreError::UnknownVersion { cf: "businesses", version } if version == VALUE_VERSION + 1),
+            matches!(unknown, StoreError::UnknownVersion { cf: "freshness", version } if version == VALUE_VERSION + 1),
             "{unknown}"
         );
-        assert!(unknown.to_string().contains("column family businesses has version 2"), "{unknown}");
-        assert!(matches!(store.get::<String>(cf::BUSINESSES, b"c"), Err(StoreError::NoVersion { cf: "businesses" })));
+        assert!(unknown.to_string().contains("column family freshness has version 2"), "{unknown}");
+        assert!(matches!(store.get::<String>(cf::FRESHNESS, b"c"), Err(StoreError::NoVersion { cf: "freshness" })));
         assert!(matches!(
-            store.scan::<String>(cf::BUSINESSES, &[], None, 10),
-            Err(StoreError::UnknownVersion { cf: "businesses", .. })
+            store.scan::<String>(cf::FRESHNESS, &[], None, 10),
+            Err(StoreError::UnknownVersion { cf: "freshness", .. })
         ));
         assert!(matches!(
-            store.at_or_before::<String>(cf::BUSINESSES, b"b"),
-            Err(StoreError::UnknownVersion { cf: "businesses", .. })
+            store.at_or_before::<String>(cf::FRESHNESS, b"b"),
+            Err(StoreError::UnknownVersion { cf: "freshness", .. })
         ));
-        assert_eq!(store.get::<String>(cf::BUSINESSES, b"a").unwrap().as_deref(), Some("known"));
+        assert_eq!(store.get::<String>(cf::FRESHNESS, b"a").unwrap().as_deref(), Some("known"));
         // Replicated bytes are checked as they are applied: the batch fails.
         let mut batch = store.batch();
-        batch.put_raw(cf::BUSINESSES, b"d", &newer);
-        assert!(matches!(batch.commit(), Err(StoreError::UnknownVersion { cf: "businesses", .. })));
-        assert!(!store.contains(cf::BUSINESSES, b"d").unwrap());
+        batch.put_raw(cf::FRESHNESS, b"d", &newer);
+        assert!(matches!(batch.commit(), Err(StoreError::UnknownVersion { cf: "freshness", .. })));
+        assert!(!store.contains(cf::FRESHNESS, b"d").unwrap());
     }
 
     #[test]
@@ -828,7 +1112,7 @@ mod tests {
 
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        store.put(cf::META, &keys::schema(cf::TLOG_LEAVES.name()), &(SCHEMA_VERSION + 1)).unwrap();
+        store.put(cf::meta::SCHEMA, &keys::schema(cf::TLOG_LEAVES.name()), &(SCHEMA_VERSION + 1)).unwrap();
         drop(store);
         let refused = Store::open(dir.path()).err().expect("a newer schema is refused at open");
         assert!(matches!(refused, StoreError::UnknownSchema { cf: "tlog_leaves", version: 2 }), "{refused}");
@@ -844,17 +1128,17 @@ mod tests {
             dir.path(),
             &[
                 // Rewritten before the crash, with how far it got.
-                (cf::BUSINESSES.name(), &b"a"[..], versioned("one")),
-                (cf::BUSINESSES.name(), &b"b"[..], versioned("two")),
-                (cf::META.name(), &keys::migrating(cf::BUSINESSES.name())[..], encode_value(&b"b".to_vec()).unwrap()),
+                (cf::FRESHNESS.name(), &b"a"[..], versioned("one")),
+                (cf::FRESHNESS.name(), &b"b"[..], versioned("two")),
+                (cf::meta::FAMILY, &keys::migrating(cf::FRESHNESS.name())[..], encode_value(&b"b".to_vec()).unwrap()),
                 // Not reached.
-                (cf::BUSINESSES.name(), &b"c"[..], legacy("three")),
+                (cf::FRESHNESS.name(), &b"c"[..], legacy("three")),
             ],
         );
         let store = Store::open(dir.path()).unwrap();
-        let all: Vec<(Vec<u8>, String)> = store.scan(cf::BUSINESSES, &[], None, 10).unwrap();
+        let all: Vec<(Vec<u8>, String)> = store.scan(cf::FRESHNESS, &[], None, 10).unwrap();
         assert_eq!(all.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>(), ["one", "two", "three"]);
-        assert!(!store.contains(cf::META, &keys::migrating(cf::BUSINESSES.name())).unwrap());
+        assert!(!store.contains(cf::meta::MIGRATING, &keys::migrating(cf::FRESHNESS.name())).unwrap());
     }
 }
 

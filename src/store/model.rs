@@ -26,17 +26,61 @@ pub trait Named: Sized + Copy + 'static {
     }
 }
 
-/// `#[serde(with = "by_name")]`: a [`Named`] enum as its name.
+/// `#[serde(with = "by_name")]`: a [`Named`] enum as its name. The name is
+/// a newtype struct named for the enum's type, which postcard and JSON
+/// write as the bare string: a tool that reads the stored formats
+/// (serde-reflection, in the tables test) tells the enums apart by it and
+/// can be given a valid name for each.
 pub mod by_name {
     use super::*;
 
     pub fn serialize<T: Named, S: Serializer>(value: &T, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(value.name())
+        serializer.serialize_newtype_struct(std::any::type_name::<T>(), value.name())
     }
 
     pub fn deserialize<'de, T: Named, D: Deserializer<'de>>(deserializer: D) -> Result<T, D::Error> {
-        let name = String::deserialize(deserializer)?;
+        let name = deserializer.deserialize_newtype_struct(std::any::type_name::<T>(), NameVisitor)?;
         T::from_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown stored name {name:?}")))
+    }
+
+    /// Reads the name inside the newtype (or, from a format that writes
+    /// none, the bare string).
+    struct NameVisitor;
+
+    impl<'de> serde::de::Visitor<'de> for NameVisitor {
+        type Value = String;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a stored name")
+        }
+
+        fn visit_newtype_struct<D: Deserializer<'de>>(self, deserializer: D) -> Result<String, D::Error> {
+            String::deserialize(deserializer)
+        }
+
+        fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<String, E> {
+            Ok(name.to_owned())
+        }
+
+        fn visit_string<E: serde::de::Error>(self, name: String) -> Result<String, E> {
+            Ok(name)
+        }
+    }
+}
+
+/// A [`Named`] enum as [`by_name`] stores it, for a test that records each
+/// enum's name as a sample.
+pub struct ByName<T: Named>(pub T);
+
+impl<T: Named> Serialize for ByName<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        by_name::serialize(&self.0, serializer)
+    }
+}
+
+impl<'de, T: Named> Deserialize<'de> for ByName<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        by_name::deserialize(deserializer).map(ByName)
     }
 }
 
@@ -45,16 +89,11 @@ pub mod by_name_option {
     use super::*;
 
     pub fn serialize<T: Named, S: Serializer>(value: &Option<T>, serializer: S) -> Result<S::Ok, S::Error> {
-        value.map(T::name).serialize(serializer)
+        value.map(ByName).serialize(serializer)
     }
 
     pub fn deserialize<'de, T: Named, D: Deserializer<'de>>(deserializer: D) -> Result<Option<T>, D::Error> {
-        match Option::<String>::deserialize(deserializer)? {
-            Some(name) => T::from_name(&name)
-                .map(Some)
-                .ok_or_else(|| serde::de::Error::custom(format!("unknown stored name {name:?}"))),
-            None => Ok(None),
-        }
+        Ok(Option::<ByName<T>>::deserialize(deserializer)?.map(|named| named.0))
     }
 }
 

@@ -690,7 +690,8 @@ async fn home_credits_back_a_charge_two_regions_made_for_one_conversation() {
 
     // eu's report of its own first render of the same item, charged, in
     // the same conversation (the digest under the service's one secret).
-    let secret: Vec<u8> = home.state.store.get(svc_store::cf::AD_BOOK, b"conversation_secret").unwrap().unwrap();
+    let secret: Vec<u8> =
+        home.state.store.get(svc_store::cf::ad_book::CONVERSATION_SECRET, b"conversation_secret").unwrap().unwrap();
     let now = home.clock.now();
     let charged = |session: &str, seq: u64| {
         let charge = Charge {

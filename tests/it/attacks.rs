@@ -553,17 +553,18 @@ async fn seeds_at_rest_are_wrapped_under_the_operators_key() {
     use svc_node::service_keys::KeyEncryptionKey;
     use svc_store::cf;
     let kek = || Some(KeyEncryptionKey::from_token("the-operators-key-encryption-token-0001"));
-    let clear_seeds =
-        |home: &Home| home.state.store.get::<Vec<u8>>(cf::META, b"service_key_seeds").unwrap_or(Some(vec![]));
-    let wrapped_seeds = |home: &Home| home.state.store.get::<Vec<u8>>(cf::META, b"service_key_seeds_wrapped").unwrap();
+    let clear_seeds = |home: &Home| home.state.store.contains(cf::meta::RAW, b"service_key_seeds").unwrap();
+    let wrapped_seeds = |home: &Home| {
+        home.state.store.get::<Vec<u8>>(cf::meta::SERVICE_KEY_SEEDS_WRAPPED, b"service_key_seeds_wrapped").unwrap()
+    };
 
     // Started without a key: seeds in clear. Given one: wrapped in place.
     let home = Home::start().await;
-    assert!(clear_seeds(&home).is_some() && wrapped_seeds(&home).is_none());
+    assert!(clear_seeds(&home) && wrapped_seeds(&home).is_none());
     let statement_key = home.state.keys.statement.classical.verifying_key().thumbprint();
     let dir = stopped(home).await;
     let home = Home::start_with_config(dir, |c| c.key_encryption_key = kek()).await;
-    assert!(clear_seeds(&home).is_none(), "the clear seeds are gone");
+    assert!(!clear_seeds(&home), "the clear seeds are gone");
     assert!(wrapped_seeds(&home).is_some_and(|w| w.len() > 200));
     assert_eq!(home.state.keys.statement.classical.verifying_key().thumbprint(), statement_key, "the same keys");
 

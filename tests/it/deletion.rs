@@ -77,7 +77,12 @@ fn region_config(dir: &Path, region: &str, home: &Node) -> NodeConfig {
 async fn caught_up(region: &Node, home: &Home) {
     let head = svc_node::replication::last_seq(&home.state.store).unwrap();
     for _ in 0..600 {
-        let indexed: u64 = region.state.store.get(cf::META, keys::meta::INDEX_APPLIED_SEQ).unwrap().unwrap_or_default();
+        let indexed: u64 = region
+            .state
+            .store
+            .get(cf::meta::INDEX_APPLIED_SEQ, keys::meta::INDEX_APPLIED_SEQ)
+            .unwrap()
+            .unwrap_or_default();
         if indexed >= head {
             return;
         }
@@ -246,7 +251,8 @@ async fn a_delete_racing_a_push_of_the_same_record_leaves_one_whole_outcome() {
     }
     // The purge leaves a live record's newer bytes alone.
     waited("every delete is purged", || {
-        let through: u64 = home.state.store.get(cf::META, keys::meta::PURGED_THROUGH).unwrap().unwrap_or(0);
+        let through: u64 =
+            home.state.store.get(cf::meta::PURGED_THROUGH, keys::meta::PURGED_THROUGH).unwrap().unwrap_or(0);
         let last: Option<Vec<u8>> = home.state.store.last_key(cf::PURGES).unwrap();
         last.is_some_and(|k| svc_store::from_be(&k[..8]) == Some(through))
     })

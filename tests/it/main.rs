@@ -47,6 +47,7 @@ mod schemathesis;
 mod search;
 mod shutdown;
 mod supervision;
+mod tables;
 mod tour;
 mod traces;
 mod transparency;

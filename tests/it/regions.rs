@@ -682,7 +682,7 @@ async fn home_takes_each_ad_fact_once_and_passes_it_on_in_its_feed() {
     let secret: Vec<u8> = home
         .state
         .store
-        .get(svc_store::cf::AD_BOOK, svc_node::actors::ad_reservations::CONVERSATION_SECRET)
+        .get(svc_store::cf::ad_book::CONVERSATION_SECRET, svc_node::actors::ad_reservations::CONVERSATION_SECRET)
         .unwrap()
         .unwrap();
     assert!(!page.wrapped_secret.windows(32).any(|w| w == secret.as_slice()), "not in clear");

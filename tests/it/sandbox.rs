@@ -75,7 +75,11 @@ async fn a_sandbox_home_republishes_its_corpus_itself_each_night() {
     let spec = &corpus.businesses[0];
     let first = svc_core::ids::product_id(uuid, &format!("{}-00000", spec.brand.to_ascii_uppercase()));
     let generation = || home.state.registry.record_head(&first).unwrap().unwrap().generation;
-    let looked = || home.state.store.contains(svc_store::cf::META, svc_store::keys::meta::SANDBOX_REPUBLISHED_AT);
+    let looked = || {
+        home.state
+            .store
+            .contains(svc_store::cf::meta::SANDBOX_REPUBLISHED_AT, svc_store::keys::meta::SANDBOX_REPUBLISHED_AT)
+    };
     for _ in 0..100 {
         if looked().unwrap() {
             break;

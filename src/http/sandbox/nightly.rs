@@ -45,10 +45,10 @@ const RETRY_AFTER: Duration = Duration::from_secs(600);
 
 async fn republish_if_due(state: &Region, minute: i64) -> Result<(), super::seed::SeedError> {
     let now = state.clock.now();
-    let last: Option<UnixMs> = state.store.get(cf::META, keys::meta::SANDBOX_REPUBLISHED_AT)?;
+    let last: Option<UnixMs> = state.store.get(cf::meta::SANDBOX_REPUBLISHED_AT, keys::meta::SANDBOX_REPUBLISHED_AT)?;
     let Some(last) = last else {
         // The schedule begins now: the first republish is at the next hour.
-        state.store.put(cf::META, keys::meta::SANDBOX_REPUBLISHED_AT, &now)?;
+        state.store.put(cf::meta::SANDBOX_REPUBLISHED_AT, keys::meta::SANDBOX_REPUBLISHED_AT, &now)?;
         return Ok(());
     };
     if now < svc_core::sandbox::next_republish(last, minute) {
@@ -59,7 +59,7 @@ async fn republish_if_due(state: &Region, minute: i64) -> Result<(), super::seed
         return Ok(());
     }
     let published = super::seed::republish(state, &|_| {}).await?;
-    state.store.put(cf::META, keys::meta::SANDBOX_REPUBLISHED_AT, &now)?;
+    state.store.put(cf::meta::SANDBOX_REPUBLISHED_AT, keys::meta::SANDBOX_REPUBLISHED_AT, &now)?;
     tracing::info!(%published, "sandbox corpus republished (nightly)");
     Ok(())
 }

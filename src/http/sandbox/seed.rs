@@ -64,6 +64,9 @@ pub struct SeedState {
 }
 
 const SEED_STATE_KEY: &[u8] = svc_store::keys::meta::SANDBOX_SEED;
+/// The seeder's state, in `meta`.
+pub const SEED_STATE: svc_store::Table<SeedState> =
+    svc_store::Table::exact(svc_store::cf::meta::FAMILY, "meta.sandbox_seed", SEED_STATE_KEY);
 
 /// Progress of a seeding run, for whoever is watching.
 #[derive(Debug, Clone, Copy)]
@@ -124,14 +127,14 @@ pub async fn ensure_seeded(
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<SeedState, SeedError> {
     let own_company = svc_store::keys::meta::SANDBOX_COMPANY;
-    if let Some(seeded) = state.store.get::<SeedState>(cf::META, SEED_STATE_KEY)? {
+    if let Some(seeded) = state.store.get::<SeedState>(SEED_STATE, SEED_STATE_KEY)? {
         name_own_company(state)?;
         return Ok(seeded);
     }
     let company = admin(state, "POST", "/admin/companies", json!({"name": "Sandbox AI", "verified": true})).await?;
     let company_uuid = company["ai_company_uuid"].as_str().unwrap_or_default().to_owned();
     // Named apart at once: sandbox callers' data expires, this company's not.
-    state.store.put(cf::META, own_company, &company_uuid)?;
+    state.store.put(cf::meta::SANDBOX_COMPANY, own_company, &company_uuid)?;
     let group = |name: &'static str| {
         let path = format!("/admin/companies/{company_uuid}/groups");
         async move { admin(state, "POST", &path, json!({"name": name})).await }
@@ -154,9 +157,9 @@ pub async fn ensure_seeded(
     };
     publish_all(state, corpus, &seeded, progress).await?;
     let campaigns = start_campaigns(state, corpus, &seeded.businesses).await?;
-    state.store.put(cf::META, svc_store::keys::meta::SANDBOX_CAMPAIGNS, &campaigns)?;
+    state.store.put(cf::meta::SANDBOX_CAMPAIGNS, svc_store::keys::meta::SANDBOX_CAMPAIGNS, &campaigns)?;
     name_own_businesses(state, &seeded)?;
-    state.store.put(cf::META, SEED_STATE_KEY, &seeded)?;
+    state.store.put(SEED_STATE, SEED_STATE_KEY, &seeded)?;
     Ok(seeded)
 }
 
@@ -184,18 +187,18 @@ async fn start_campaigns(
 
 /// The corpus's campaigns (none in a store seeded before it had any).
 pub fn campaigns(state: &Region) -> Result<Vec<String>, SeedError> {
-    Ok(state.store.get(cf::META, svc_store::keys::meta::SANDBOX_CAMPAIGNS)?.unwrap_or_default())
+    Ok(state.store.get(cf::meta::SANDBOX_CAMPAIGNS, svc_store::keys::meta::SANDBOX_CAMPAIGNS)?.unwrap_or_default())
 }
 
 /// Names the corpus's own company apart in a store seeded by a build that
 /// did not (sandbox callers' data expires, this company's does not).
 pub fn name_own_company(state: &Region) -> Result<(), SeedError> {
     let own_company = svc_store::keys::meta::SANDBOX_COMPANY;
-    if let Some(seeded) = state.store.get::<SeedState>(cf::META, SEED_STATE_KEY)? {
-        if !state.store.contains(cf::META, own_company)? {
-            state.store.put(cf::META, own_company, &seeded.sandbox_company)?;
+    if let Some(seeded) = state.store.get::<SeedState>(SEED_STATE, SEED_STATE_KEY)? {
+        if !state.store.contains(cf::meta::SANDBOX_COMPANY, own_company)? {
+            state.store.put(cf::meta::SANDBOX_COMPANY, own_company, &seeded.sandbox_company)?;
         }
-        if !state.store.contains(cf::META, svc_store::keys::meta::SANDBOX_BUSINESSES)? {
+        if !state.store.contains(cf::meta::SANDBOX_BUSINESSES, svc_store::keys::meta::SANDBOX_BUSINESSES)? {
             name_own_businesses(state, &seeded)?;
         }
     }
@@ -205,13 +208,13 @@ pub fn name_own_company(state: &Region) -> Result<(), SeedError> {
 /// Names the corpus's businesses apart: a caller's business expires 90
 /// days after its last use (R1.42), the corpus's never.
 fn name_own_businesses(state: &Region, seeded: &SeedState) -> Result<(), SeedError> {
-    let uuids: Vec<&String> = seeded.businesses.iter().map(|(uuid, _)| uuid).collect();
-    Ok(state.store.put(cf::META, svc_store::keys::meta::SANDBOX_BUSINESSES, &uuids)?)
+    let uuids: Vec<String> = seeded.businesses.iter().map(|(uuid, _)| uuid.clone()).collect();
+    Ok(state.store.put(cf::meta::SANDBOX_BUSINESSES, svc_store::keys::meta::SANDBOX_BUSINESSES, &uuids)?)
 }
 
 /// Whether this node holds a seeded sandbox corpus.
 pub fn is_seeded(state: &Region) -> Result<bool, SeedError> {
-    Ok(state.store.contains(cf::META, SEED_STATE_KEY)?)
+    Ok(state.store.contains(SEED_STATE, SEED_STATE_KEY)?)
 }
 
 /// Starts a republish that goes on whatever happens to the caller, and
@@ -240,7 +243,7 @@ pub async fn republish_waiting(state: &Region, wait: std::time::Duration) -> Res
 pub async fn republish(state: &Region, progress: &(dyn Fn(Progress) + Sync)) -> Result<Value, SeedError> {
     let seeded = state
         .store
-        .get::<SeedState>(cf::META, SEED_STATE_KEY)?
+        .get::<SeedState>(SEED_STATE, SEED_STATE_KEY)?
         .ok_or(SeedError::Missing("this node holds no sandbox corpus"))?;
     let corpus = super::corpus::generate(seeded.seed, seeded.sizes);
     let published = publish_all(state, &corpus, &seeded, progress).await?;

@@ -65,7 +65,7 @@ const FORGET_PER_TICK: usize = 10_000;
 pub enum AdRole {
     /// Home applies the ledger's change through its one writer, and passes
     /// ad facts on in its feed.
-    Home { region: String, publisher: Mailbox<PublisherMsg>, feed: Sequence, take_bps: u32 },
+    Home { region: String, publisher: Mailbox<PublisherMsg>, feed: Sequence<(String, AdFact)>, take_bps: u32 },
     /// A read region ships them home in its outbox.
     Region { region: String, outbox: Sequence },
 }
@@ -259,8 +259,8 @@ impl AdState {
     /// Writes the campaign's lease as the book holds it now (or its end).
     fn write_lease(&self, batch: &mut Batch<'_>, campaign_id: &str) {
         match self.book.leases.get(campaign_id) {
-            Some(lease) => batch.put(cf::AD_BOOK, &lease_key(campaign_id), lease),
-            None => batch.delete(cf::AD_BOOK, &lease_key(campaign_id)),
+            Some(lease) => batch.put(cf::ad_book::LEASES, &lease_key(campaign_id), lease),
+            None => batch.delete(cf::ad_book::LEASES, &lease_key(campaign_id)),
         }
     }
 
@@ -272,7 +272,7 @@ impl AdState {
         now: UnixMs,
     ) -> Result<(), ActorError> {
         for (campaign_id, _) in done {
-            batch.delete(cf::AD_BOOK, &lease_key(campaign_id));
+            batch.delete(cf::ad_book::LEASES, &lease_key(campaign_id));
         }
         self.settle(batch, done, now).await
     }
@@ -321,7 +321,7 @@ impl AdState {
                 outbox.append(batch, &Outgoing::AdFact(fact));
             }
         }
-        batch.put(cf::AD_BOOK, FACT_SEQ, &self.fact_seq);
+        batch.put(cf::ad_book::FACT_SEQ, FACT_SEQ, &self.fact_seq);
     }
 
     /// Tells the other regions of the pools counted since the last tick.
@@ -396,10 +396,22 @@ impl AdState {
         let ledger_key = |key: fn(&str, &str) -> Vec<u8>| key(&charge.campaign_id, region);
         let so_far = match credited.get(&charge.campaign_id) {
             Some(total) => *total,
-            None => crate::campaign_ledger::sum(&self.store, &ledger_key(crate::campaign_ledger::credited_key))?,
+            None => crate::campaign_ledger::sum(
+                &self.store,
+                cf::ad_book::CREDITED,
+                &ledger_key(crate::campaign_ledger::credited_key),
+            )?,
         };
-        let granted = crate::campaign_ledger::sum(&self.store, &ledger_key(crate::campaign_ledger::granted_key))?;
-        let returned = crate::campaign_ledger::sum(&self.store, &ledger_key(crate::campaign_ledger::returned_key))?;
+        let granted = crate::campaign_ledger::sum(
+            &self.store,
+            cf::ad_book::GRANTED,
+            &ledger_key(crate::campaign_ledger::granted_key),
+        )?;
+        let returned = crate::campaign_ledger::sum(
+            &self.store,
+            cf::ad_book::RETURNED,
+            &ledger_key(crate::campaign_ledger::returned_key),
+        )?;
         let amount = charge.amount.min(event).min(granted.saturating_sub(returned).saturating_sub(so_far));
         credited.insert(charge.campaign_id.clone(), Micros(so_far.0.saturating_add(amount.0)));
         Ok((amount.0 > 0).then_some(amount))
@@ -413,7 +425,7 @@ impl AdState {
         };
         let feed = feed.clone();
         let learned_key = [LEARNED, region.as_bytes()].concat();
-        let learned: u64 = self.store.get(cf::AD_BOOK, &learned_key)?.unwrap_or(0);
+        let learned: u64 = self.store.get(cf::ad_book::LEARNED, &learned_key)?.unwrap_or(0);
         let fresh: Vec<&AdFact> = facts.iter().filter(|f| f.seq > learned).collect();
         let Some(last) = fresh.iter().map(|f| f.seq).max() else { return Ok(()) };
         let store = self.store.clone();
@@ -441,15 +453,15 @@ impl AdState {
             feed.append(&mut batch, &(region.to_owned(), fact.clone()));
         }
         for (campaign_id, total) in credited {
-            batch.put(cf::AD_BOOK, &crate::campaign_ledger::credited_key(&campaign_id, region), &total);
+            batch.put(cf::ad_book::CREDITED, &crate::campaign_ledger::credited_key(&campaign_id, region), &total);
         }
         for (campaign_id, credit) in credits {
             let held = crate::campaign_ledger::credit(&store, &campaign_id)?;
             let key = crate::campaign_ledger::credit_key(&campaign_id);
-            batch.put(cf::AD_BOOK, &key, &Micros(held.0.saturating_add(credit.0)));
+            batch.put(cf::ad_book::CREDIT, &key, &Micros(held.0.saturating_add(credit.0)));
         }
         conversations.write(&mut batch);
-        batch.put(cf::AD_BOOK, &learned_key, &last);
+        batch.put(cf::ad_book::LEARNED, &learned_key, &last);
         batch.commit().map_err(ActorError::from)
     }
 
@@ -463,11 +475,11 @@ impl AdState {
         let region = region.clone();
         let store = self.store.clone();
         let mut batch = store.batch();
-        if store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.as_deref() != Some(secret) {
-            batch.put(cf::AD_BOOK, CONVERSATION_SECRET, &secret.to_vec());
+        if store.get::<Vec<u8>>(cf::ad_book::CONVERSATION_SECRET, CONVERSATION_SECRET)?.as_deref() != Some(secret) {
+            batch.put(cf::ad_book::CONVERSATION_SECRET, CONVERSATION_SECRET, &secret.to_vec());
         }
-        if store.get::<u32>(cf::AD_BOOK, TAKE_BPS)? != Some(page.take_bps) {
-            batch.put(cf::AD_BOOK, TAKE_BPS, &page.take_bps);
+        if store.get::<u32>(cf::ad_book::TAKE_BPS, TAKE_BPS)? != Some(page.take_bps) {
+            batch.put(cf::ad_book::TAKE_BPS, TAKE_BPS, &page.take_bps);
         }
         // Home's feed behind this cursor: home's store was restored. What
         // it numbers anew from its head is new here; counting again what
@@ -485,7 +497,7 @@ impl AdState {
             cursor = entry.seq;
         }
         conversations.write(&mut batch);
-        batch.put(cf::AD_BOOK, FEED_CURSOR, &cursor);
+        batch.put(cf::ad_book::FEED_CURSOR, FEED_CURSOR, &cursor);
         batch.commit()?;
         self.feed_cursor = cursor;
         Ok(cursor)
@@ -513,7 +525,8 @@ impl AdState {
         };
         let judged = if ask.click { confirm::judge_click(&facts) } else { confirm::judge_render(&facts) };
         let clicks_key = billed_clicks_key(ask.now, &ask.key_id, &ask.campaign_id);
-        let billed_clicks: u32 = if ask.click { self.store.get(cf::AD_BOOK, &clicks_key)?.unwrap_or(0) } else { 0 };
+        let billed_clicks: u32 =
+            if ask.click { self.store.get(cf::ad_book::BILLED_CLICKS, &clicks_key)?.unwrap_or(0) } else { 0 };
         let mut charged = Micros(0);
         let (accepted, answer) = match judged {
             Judgement::Replay => {
@@ -582,7 +595,7 @@ impl AdState {
                     outbox.append(batch, &Outgoing::AdEvent(event));
                 }
             }
-            batch.put(cf::AD_BOOK, EVENT_SEQ, &self.event_seq);
+            batch.put(cf::ad_book::EVENT_SEQ, EVENT_SEQ, &self.event_seq);
             let (conversation_id, item_id) = (ask.conversation.clone(), ask.item_id.clone());
             let charge = (charged.0 > 0).then(|| Charge {
                 campaign_id: ask.campaign_id.clone(),
@@ -594,7 +607,7 @@ impl AdState {
             if ask.click {
                 conversation.clicked_at = Some(ask.now);
                 if charged.0 > 0 {
-                    batch.put(cf::AD_BOOK, &clicks_key, &billed_clicks.saturating_add(1));
+                    batch.put(cf::ad_book::BILLED_CLICKS, &clicks_key, &billed_clicks.saturating_add(1));
                 }
                 self.tell(batch, ask.now, AdFactKind::Clicked { conversation: conversation_id, item_id, charge });
             } else {
@@ -614,7 +627,7 @@ impl AdState {
     /// A token's confirmations, in the order they came: each under its
     /// own key (and, from builds that kept them whole, the token's list).
     fn confirmations(&self, token_key: &[u8]) -> Result<Vec<AdConfirmation>, ActorError> {
-        let mut all = self.store.get::<AdToken>(cf::AD_TOKENS, token_key)?.unwrap_or_default().confirmations;
+        let mut all = self.store.get::<AdToken>(cf::LEGACY_AD_TOKENS, token_key)?.unwrap_or_default().confirmations;
         let prefix = confirmation_key(token_key, 0);
         let appended =
             self.store.scan::<AdConfirmation>(cf::AD_TOKENS, &prefix[..prefix.len() - 4], None, AdToken::MAX)?;
@@ -623,9 +636,13 @@ impl AdState {
     }
 
     fn forget(&mut self, batch: &mut Batch<'_>, now: UnixMs) -> Result<(), ActorError> {
-        batch.delete_range(cf::AD_TOKENS, &[], &be(now.0.saturating_sub(TOKENS_KEPT_MS).max(0) as u64));
+        batch.delete_range(cf::AD_TOKENS.named(), &[], &be(now.0.saturating_sub(TOKENS_KEPT_MS).max(0) as u64));
         // Charged clicks are counted per hour: earlier hours are done.
-        batch.delete_range(cf::AD_BOOK, BILLED_CLICKS, &billed_clicks_key(now, "", "")[..BILLED_CLICKS.len() + 8]);
+        batch.delete_range(
+            cf::ad_book::BILLED_CLICKS,
+            BILLED_CLICKS,
+            &billed_clicks_key(now, "", "")[..BILLED_CLICKS.len() + 8],
+        );
         let conversations = self.store.scan::<AdConversation>(cf::AD_CONVERSATIONS, &[], None, FORGET_PER_TICK)?;
         for (key, conversation) in conversations {
             if now.0 - conversation.first_at.0 >= SESSION_KEPT_MS {
@@ -634,12 +651,17 @@ impl AdState {
         }
         self.paces.retain(|_, pace| !pace.idle(now));
         if let AdRole::Home { .. } = self.role {
-            let feed = self.store.scan::<(String, AdFact)>(cf::AD_FEED, &[], None, FORGET_PER_TICK)?;
+            let feed = self.store.scan::<(String, AdFact)>(
+                crate::replication::exchange::AD_FEED,
+                &[],
+                None,
+                FORGET_PER_TICK,
+            )?;
             let old = feed.iter().take_while(|(_, (_, fact))| now.0 - fact.at.0 >= FEED_KEPT_MS);
             if let Some((last, _)) = old.last() {
                 let mut end = last.clone();
                 end.push(0);
-                batch.delete_range(cf::AD_FEED, &[], &end);
+                batch.delete_range(crate::replication::exchange::AD_FEED, &[], &end);
             }
         }
         Ok(())
@@ -656,13 +678,13 @@ impl Actor for AdReservations {
     type Arguments = AdArgs;
 
     async fn pre_start(&self, _me: ActorRef<AdMsg>, args: AdArgs) -> Result<AdState, ActorProcessingErr> {
-        let leases = args.store.scan::<Held>(cf::AD_BOOK, LEASE, None, usize::MAX)?;
+        let leases = args.store.scan_all::<Held>(cf::ad_book::LEASES, LEASE)?;
         let leases = leases
             .into_iter()
             .filter_map(|(key, lease)| Some((String::from_utf8(key[LEASE.len()..].to_vec()).ok()?, lease)))
             .collect();
         let mut legacy = args.store.batch();
-        legacy.delete(cf::AD_BOOK, LEGACY_BOOK);
+        legacy.delete(cf::ad_book::RAW, LEGACY_BOOK);
         legacy.commit()?;
         // Reserve ids name reserves in render tokens: a random start keeps
         // a token from before a restart from naming a reserve after it. Below
@@ -672,20 +694,24 @@ impl Actor for AdReservations {
         // Home draws the service's one secret; a read region keeps home's
         // from the ad feed (one it drew itself in older builds is replaced).
         if let AdRole::Home { take_bps, .. } = &args.role {
-            if args.store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.is_none() {
-                args.store.put(cf::AD_BOOK, CONVERSATION_SECRET, &svc_clock::random::<32>().to_vec())?;
+            if args.store.get::<Vec<u8>>(cf::ad_book::CONVERSATION_SECRET, CONVERSATION_SECRET)?.is_none() {
+                args.store.put(
+                    cf::ad_book::CONVERSATION_SECRET,
+                    CONVERSATION_SECRET,
+                    &svc_clock::random::<32>().to_vec(),
+                )?;
             }
-            args.store.put(cf::AD_BOOK, TAKE_BPS, take_bps)?;
+            args.store.put(cf::ad_book::TAKE_BPS, TAKE_BPS, take_bps)?;
         }
-        let read = |key: &[u8]| args.store.get::<u64>(cf::AD_BOOK, key).map(Option::unwrap_or_default);
+        let read = |table: svc_store::Table<u64>, key: &[u8]| args.store.get(table, key).map(Option::unwrap_or_default);
         Ok(AdState {
             book,
             paces: HashMap::new(),
             forgot_at: UnixMs(0),
-            event_seq: read(EVENT_SEQ)?,
-            fact_seq: read(FACT_SEQ)?,
+            event_seq: read(cf::ad_book::EVENT_SEQ, EVENT_SEQ)?,
+            fact_seq: read(cf::ad_book::FACT_SEQ, FACT_SEQ)?,
             pooled: HashMap::new(),
-            feed_cursor: read(FEED_CURSOR)?,
+            feed_cursor: read(cf::ad_book::FEED_CURSOR, FEED_CURSOR)?,
             store: args.store,
             role: args.role,
         })

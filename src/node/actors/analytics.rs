@@ -146,14 +146,14 @@ impl AnalyticsState {
 
     fn take_ad_events(&self, region: &str, events: &[AdEvent]) -> Result<(), ActorError> {
         let applied_key = keys::region_ad_events_applied(region);
-        let applied: u64 = self.store.get(cf::META, &applied_key)?.unwrap_or(0);
+        let applied: u64 = self.store.get(cf::meta::AD_EVENTS_APPLIED, &applied_key)?.unwrap_or(0);
         let fresh: Vec<&AdEvent> = events.iter().filter(|e| e.seq > applied).collect();
         let Some(last) = fresh.iter().map(|e| e.seq).max() else { return Ok(()) };
         let mut deltas = HashMap::new();
         count_ads(fresh, &mut deltas);
         let mut batch = self.store.batch();
         self.add_ads(&mut batch, deltas)?;
-        batch.put(cf::META, &applied_key, &last);
+        batch.put(cf::meta::AD_EVENTS_APPLIED, &applied_key, &last);
         batch.commit().map_err(ActorError::from)
     }
 
@@ -178,7 +178,7 @@ impl AnalyticsState {
         count(receipts.iter().map(|(_, r)| r), &mut deltas);
         let mut batch = self.store.batch();
         self.add(&mut batch, deltas)?;
-        batch.put(cf::META, APPLIED_KEY, &last);
+        batch.put(cf::meta::ANALYTICS_APPLIED_SEQ, APPLIED_KEY, &last);
         batch.commit_unsynced().map_err(ActorError::from)?;
         self.applied = last;
         Ok(true)
@@ -190,7 +190,8 @@ impl AnalyticsState {
     fn take_region(&self, shipment: ReceiptsShipment) -> Result<u64, ActorError> {
         let region = &shipment.region;
         let through_key = keys::region_receipts_through(region);
-        let through: u64 = self.store.get(cf::META, &through_key).map_err(ActorError::from)?.unwrap_or(0);
+        let through: u64 =
+            self.store.get(cf::meta::REGION_RECEIPTS_THROUGH, &through_key).map_err(ActorError::from)?.unwrap_or(0);
         if shipment.first_seq > through.saturating_add(1) {
             return Ok(through);
         }
@@ -222,7 +223,7 @@ impl AnalyticsState {
         let mut deltas = HashMap::new();
         count(new.iter().copied(), &mut deltas);
         self.add(&mut batch, deltas)?;
-        batch.put(cf::META, &through_key, &last);
+        batch.put(cf::meta::REGION_RECEIPTS_THROUGH, &through_key, &last);
         batch.commit().map_err(ActorError::from)?;
         Ok(last)
     }
@@ -238,7 +239,7 @@ impl Actor for Analytics {
         _me: ActorRef<AnalyticsMsg>,
         args: AnalyticsArgs,
     ) -> Result<AnalyticsState, ActorProcessingErr> {
-        let applied = args.store.get::<u64>(cf::META, APPLIED_KEY)?.unwrap_or(0);
+        let applied = args.store.get::<u64>(cf::meta::ANALYTICS_APPLIED_SEQ, APPLIED_KEY)?.unwrap_or(0);
         Ok(AnalyticsState { store: args.store, home: args.home, applied })
     }
 

@@ -362,7 +362,7 @@ impl BillingState {
         // Units leased to regions and not billed yet are still the company's.
         let mut allowance = self.allowance(company_uuid)?;
         if let Some(allowance) = allowance.as_mut().filter(|a| a.prepay) {
-            let leases = self.store.scan::<GrantedLease>(cf::LEASES_GRANTED, &[], None, usize::MAX);
+            let leases = self.store.scan_all::<GrantedLease>(cf::LEASES_GRANTED, &[]);
             for (_, lease) in leases.map_err(ActorError::from)? {
                 if lease.company_uuid == company_uuid {
                     allowance.remaining += lease.granted - lease.billed;
@@ -384,7 +384,7 @@ impl BillingState {
         let Some(mut allowance) = self.allowance(&ask.company_uuid)?.filter(|a| a.prepay) else { return Ok(no_lease) };
         let free = (allowance.remaining - self.held(&ask.company_uuid, 0)).max(0);
         let units = ask.units.clamp(0, free);
-        let last: u64 = self.store.get(cf::META, LEASE_SEQ).map_err(ActorError::from)?.unwrap_or(0);
+        let last: u64 = self.store.get(cf::meta::LEASE_SEQ, LEASE_SEQ).map_err(ActorError::from)?.unwrap_or(0);
         let lease_id = last + 1;
         allowance.remaining -= units;
         let lease = GrantedLease {
@@ -395,7 +395,7 @@ impl BillingState {
             expires_at,
         };
         let mut batch = self.store.batch();
-        batch.put(cf::META, LEASE_SEQ, &lease_id);
+        batch.put(cf::meta::LEASE_SEQ, LEASE_SEQ, &lease_id);
         batch.put(cf::ALLOWANCES, allowance.company_uuid.as_bytes(), &allowance);
         batch.put(cf::LEASES_GRANTED, &be(lease_id), &lease);
         batch.commit().map_err(ActorError::from)?;
@@ -408,7 +408,7 @@ impl BillingState {
     /// allowance (`Tally::charge`), so nothing is lost either way.
     fn reclaim(&mut self, now: UnixMs) -> Result<usize, ActorError> {
         let BillingRole::Home { lease_ms } = self.role else { return Ok(0) };
-        let leases = self.store.scan::<GrantedLease>(cf::LEASES_GRANTED, &[], None, usize::MAX);
+        let leases = self.store.scan_all::<GrantedLease>(cf::LEASES_GRANTED, &[]);
         let mut batch = self.store.batch();
         let mut tally = Tally::new(&self.store);
         let mut reclaimed = 0;
@@ -511,7 +511,7 @@ impl Actor for Billing {
     ) -> Result<BillingState, ActorProcessingErr> {
         let leases = args
             .store
-            .scan::<HeldLease>(cf::LEASES_HELD, &[], None, usize::MAX)?
+            .scan_all::<HeldLease>(cf::LEASES_HELD, &[])?
             .into_iter()
             .map(|(k, lease)| (String::from_utf8_lossy(&k).into_owned(), lease))
             .collect();
@@ -628,7 +628,7 @@ mod tests {
         let pending = exchange::pending(&region.store, 100).unwrap();
         let mut batch = region.store.batch();
         for (k, _) in &pending {
-            batch.delete(cf::OUTBOX, k);
+            batch.delete(crate::replication::exchange::OUTBOX, k);
         }
         batch.commit().unwrap();
         let entries = pending.into_iter().map(|(_, e)| e).collect();

@@ -15,7 +15,7 @@ use super::replicator::ReplicationStatus;
 use crate::actors::error::ActorError;
 use crate::replication::exchange::{self, CLAIMS_MAX, ClaimsReport};
 use crate::replication::link::HomeLink;
-use svc_store::{Store, cf};
+use svc_store::Store;
 
 /// How long home may take a claims report.
 const SHIP_WAIT: Duration = Duration::from_secs(3);
@@ -54,7 +54,8 @@ impl ClaimUplink {
         let (keys, claims): (Vec<Vec<u8>>, Vec<_>) = pending.into_iter().unzip();
         let report = ClaimsReport { region: args.region.clone(), claims };
         args.link.call::<_, ()>("POST", "/internal/v1/claims", Some(&report), SHIP_WAIT).await?;
-        exchange::forget_taken(&args.store, cf::CLAIMS_OUT, &keys).map_err(ActorError::from)?;
+        exchange::forget_taken(&args.store, crate::replication::exchange::CLAIMS_OUT, &keys)
+            .map_err(ActorError::from)?;
         args.status.claims_reported.fetch_add(keys.len() as u64, Ordering::Relaxed);
         Ok(keys.len())
     }

@@ -69,7 +69,7 @@ pub struct DomainAssuranceActor;
 fn listed_domains(registry: &Registry, business_uuid: &str) -> Result<BTreeSet<String>, ActorError> {
     let mut domains = BTreeSet::new();
     let kind = RecordType::BusinessFiles.name();
-    for id in registry.catalogue_ids(business_uuid, kind, None, usize::MAX)? {
+    for id in registry.all_catalogue_ids(business_uuid, kind)? {
         let Some(head) = registry.record_head(&id)?.filter(|h| h.state == RecordState::Live) else { continue };
         let Some(version) = registry.record_version(&id, head.live_generation)? else { continue };
         domains.extend(svc_core::records::endpoint_domains(&version.bytes));

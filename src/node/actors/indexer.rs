@@ -48,14 +48,14 @@ fn commit_gap(step: Duration) -> Duration {
 /// How far the index has applied the log: every entry up to it is
 /// searchable.
 pub fn indexed_seq(store: &Store) -> svc_store::StoreResult<u64> {
-    Ok(store.get::<u64>(cf::META, APPLIED_KEY)?.unwrap_or(0))
+    Ok(store.get::<u64>(cf::meta::INDEX_APPLIED_SEQ, APPLIED_KEY)?.unwrap_or(0))
 }
 
 /// Forgets what the index applied, so it is fed again from the first entry
 /// (after its directory was rebuilt).
 pub fn forget_applied(store: &Store) -> svc_store::StoreResult<()> {
     let mut batch = store.batch();
-    batch.delete(cf::META, APPLIED_KEY);
+    batch.delete(cf::meta::INDEX_APPLIED_SEQ, APPLIED_KEY);
     batch.commit()
 }
 
@@ -244,7 +244,7 @@ impl IndexerState {
         self.schedule(&reblock)?;
         self.rejudge(&reblock, &mut changes, &mut known)?;
         self.apply(changes).await?;
-        self.args.store.put(cf::META, APPLIED_KEY, &last).map_err(ActorError::from)?;
+        self.args.store.put(cf::meta::INDEX_APPLIED_SEQ, APPLIED_KEY, &last).map_err(ActorError::from)?;
         self.applied = last;
         Ok(true)
     }
@@ -271,9 +271,16 @@ impl IndexerState {
         if businesses.is_empty() {
             return Ok(());
         }
-        let heads: Vec<(Vec<u8>, RecordHead)> =
-            self.args.store.scan(cf::RECORDS, &[], None, usize::MAX).map_err(ActorError::from)?;
-        for (_, head) in heads.into_iter().filter(|(_, h)| businesses.contains(&h.business_uuid)) {
+        // One head at a time: the records of every business are read, and
+        // only those of the businesses named are kept.
+        let mut heads = Vec::new();
+        self.args.store.walk(cf::RECORDS, &[], None, |_, head: RecordHead| {
+            if businesses.contains(&head.business_uuid) {
+                heads.push(head);
+            }
+            true
+        })?;
+        for head in heads {
             if let Some(change) = self.record_change(&head, known)? {
                 changes.insert(head.record_id.clone(), change);
             }

@@ -67,10 +67,10 @@ pub struct NonceSnapshot {
 #[derive(Clone)]
 pub enum NonceRole {
     /// Home: every new claim joins the feed.
-    Home { feed: Sequence },
+    Home { feed: Sequence<Claimed> },
     /// A read region: every claim of its own goes to its claims outbox,
     /// and wakes the claim uplink.
-    Region { claims_out: Sequence, wake: Arc<Notify> },
+    Region { claims_out: Sequence<Claimed>, wake: Arc<Notify> },
 }
 
 pub struct NonceArgs {
@@ -150,15 +150,16 @@ fn load_claims(store: &Store) -> StoreResult<Held> {
         tracing::info!(rekeyed, "stored claimed nonces again under their expiry");
     }
     let mut held = Held::default();
-    for (k, ()) in store.scan::<()>(cf::NONCES, &[], None, usize::MAX)? {
+    store.walk(cf::NONCES, &[], None, |k, ()| {
         // A claim held again after it expired is stored twice: the later
         // expiry wins.
-        if let Some((expires, key_id, nonce)) = keys::parse_nonce(&k)
+        if let Some((expires, key_id, nonce)) = keys::parse_nonce(k)
             && held.get(&(key_id.clone(), nonce.clone())).is_none_or(|held| held < expires)
         {
             held.insert((key_id, nonce), expires);
         }
-    }
+        true
+    })?;
     Ok(held)
 }
 
@@ -167,7 +168,7 @@ fn load_claims(store: &Store) -> StoreResult<Held> {
 /// keys begin with a key id's first character, never with the 0 byte an
 /// expiry before 2^56 begins with.
 fn rekey_claims_by_expiry(store: &Store) -> StoreResult<usize> {
-    let legacy = store.scan::<i64>(cf::NONCES, &[], Some(&[1]), usize::MAX)?;
+    let legacy = store.scan_all(cf::LEGACY_NONCES, &[])?;
     if legacy.is_empty() {
         return Ok(0);
     }
@@ -175,7 +176,7 @@ fn rekey_claims_by_expiry(store: &Store) -> StoreResult<usize> {
     for (k, expires) in &legacy {
         // The old key is the key id and nonce as `keys::nonce` joins them.
         batch.put(cf::NONCES, &[&keys::nonce_expiry(*expires)[..], k].concat(), &());
-        batch.delete(cf::NONCES, k);
+        batch.delete(cf::LEGACY_NONCES, k);
     }
     batch.commit()?;
     Ok(legacy.len())
@@ -208,7 +209,7 @@ impl NonceState {
             fresh.push((k, claimed.expires_secs));
         }
         if let Some(cursor) = from_feed {
-            batch.put(cf::META, FEED_CURSOR, &cursor);
+            batch.put(cf::meta::NONCE_FEED_CURSOR, FEED_CURSOR, &cursor);
         }
         if batch.is_empty() {
             return Ok(0);
@@ -236,9 +237,10 @@ impl NonceState {
         // Read before any claim is taken: a failed read leaves them held.
         let from = be(self.feed_dropped + 1);
         let head = match &self.role {
-            NonceRole::Home { feed } => {
-                Some((be(feed.last()), self.store.scan::<Claimed>(cf::NONCE_FEED, &[], Some(&from), FEED_STEP)?))
-            }
+            NonceRole::Home { feed } => Some((
+                be(feed.last()),
+                self.store.scan::<Claimed>(crate::replication::exchange::NONCE_FEED, &[], Some(&from), FEED_STEP)?,
+            )),
             NonceRole::Region { .. } => None,
         };
         let expired = self.held.take_expired(cutoff);
@@ -255,7 +257,7 @@ impl NonceState {
             let dropped = head.iter().take_while(|(k, claimed)| claimed.expires_secs < cutoff && *k != newest).count();
             if let Some((last, _)) = dropped.checked_sub(1).map(|i| &head[i]) {
                 dropped_to = from_be(last).unwrap_or(dropped_to);
-                batch.delete_range(cf::NONCE_FEED, &from, &be(dropped_to + 1));
+                batch.delete_range(crate::replication::exchange::NONCE_FEED, &from, &be(dropped_to + 1));
             }
             more = dropped == FEED_STEP;
         }
@@ -291,7 +293,7 @@ impl Actor for NonceStore {
 
     async fn pre_start(&self, _me: ActorRef<NonceMsg>, args: NonceArgs) -> Result<NonceState, ActorProcessingErr> {
         let held = load_claims(&args.store)?;
-        let feed_cursor = args.store.get::<u64>(cf::META, FEED_CURSOR)?.unwrap_or(0);
+        let feed_cursor = args.store.get::<u64>(cf::meta::NONCE_FEED_CURSOR, FEED_CURSOR)?.unwrap_or(0);
         Ok(NonceState { store: args.store, role: args.role, held, feed_cursor, feed_dropped: 0 })
     }
 
@@ -314,7 +316,7 @@ impl Actor for NonceStore {
                 let _ = reply.send(state.hold(claims, None, i64::MIN).map(|_| ()));
             }
             NonceMsg::RewindFeed(reply) => {
-                let rewound = state.store.put(cf::META, FEED_CURSOR, &0u64);
+                let rewound = state.store.put(cf::meta::NONCE_FEED_CURSOR, FEED_CURSOR, &0u64);
                 if rewound.is_ok() {
                     state.feed_cursor = 0;
                 }
@@ -400,7 +402,7 @@ mod tests {
 
     /// The claims the store holds, as (expires, key id, nonce), by expiry.
     fn stored(store: &Store) -> Vec<(i64, String, String)> {
-        let keys: Vec<(Vec<u8>, ())> = store.scan(cf::NONCES, &[], None, usize::MAX).unwrap();
+        let keys: Vec<(Vec<u8>, ())> = store.scan_all(cf::NONCES, &[]).unwrap();
         keys.iter().map(|(k, ())| keys::parse_nonce(k).expect("a claim's key")).collect()
     }
 
@@ -451,8 +453,8 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         // The older layout: key id, nonce → expires.
         let mut batch = store.batch();
-        batch.put(cf::NONCES, &keys::key(&[b"k", b"n1"]), &5_000i64);
-        batch.put(cf::NONCES, &keys::key(&[b"k", b"n2"]), &1_000i64);
+        batch.put(cf::LEGACY_NONCES, &keys::key(&[b"k", b"n1"]), &5_000i64);
+        batch.put(cf::LEGACY_NONCES, &keys::key(&[b"k", b"n2"]), &1_000i64);
         batch.commit().unwrap();
         let held = load_claims(&store).unwrap();
         assert_eq!(

@@ -60,8 +60,7 @@ pub async fn flag_chunk(
     let Some(blocklist) = blocklist else { return Ok(Flags::new()) };
     let prefix = keys::push_leaves(push_id);
     let from = keys::push_leaf(push_id, chunk * CHUNK as u64);
-    let leaves: Vec<(Vec<u8>, PushLeaf)> =
-        store.scan(cf::PUSH_RESULTS, &prefix, Some(&from), CHUNK).unwrap_or_default();
+    let leaves: Vec<(Vec<u8>, PushLeaf)> = store.scan(cf::PUSH_LEAVES, &prefix, Some(&from), CHUNK).unwrap_or_default();
     let urls: Vec<(u64, Vec<(String, String)>)> = leaves
         .into_iter()
         .filter(|(k, leaf)| k.len() == prefix.len() + 9 && leaf.outcome == Outcome::Pending)
@@ -173,14 +172,14 @@ impl Actor for PushWorker {
         state: &mut PushWorkerState,
     ) -> Result<(), ActorProcessingErr> {
         // Resume what a crash left unsettled, oldest first.
-        let mut unsettled: Vec<PushRecord> = state
-            .args
-            .store
-            .scan::<PushRecord>(cf::PUSHES, &[], None, usize::MAX)?
-            .into_iter()
-            .map(|(_, p)| p)
-            .filter(|p| p.completed_at.is_none())
-            .collect();
+        // Every push is read, one at a time; only the unsettled are kept.
+        let mut unsettled: Vec<PushRecord> = Vec::new();
+        state.args.store.walk(cf::PUSHES, &[], None, |_, push: PushRecord| {
+            if push.completed_at.is_none() {
+                unsettled.push(push);
+            }
+            true
+        })?;
         unsettled.sort_by_key(|p| p.received_at);
         for push in unsettled {
             tracing::info!(push_id = %push.push_id, done = push.chunks_done, chunks = push.chunks, "resuming push");

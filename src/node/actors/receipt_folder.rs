@@ -77,7 +77,7 @@ pub fn keep_at_home(batch: &mut svc_store::Batch<'_>, root: &ReceiptRoot, now: U
 /// Every root kept for `region`, oldest first.
 pub fn roots(store: &Store, region: &str) -> StoreResult<Vec<ReceiptRoot>> {
     let prefix = keys::prefix(&[region]);
-    Ok(store.scan::<ReceiptRoot>(cf::RECEIPT_ROOTS, &prefix, None, usize::MAX)?.into_iter().map(|(_, r)| r).collect())
+    Ok(store.scan_all::<ReceiptRoot>(cf::RECEIPT_ROOTS, &prefix)?.into_iter().map(|(_, r)| r).collect())
 }
 
 impl ReceiptFolder {
@@ -103,7 +103,7 @@ impl ReceiptFolder {
     /// the log writes a leaf with every receipt, only the oldest unfolded
     /// receipts can lack one, and the first with a leaf ends the search.
     fn add_missing_leaves(store: &Store) -> StoreResult<usize> {
-        let cursor: u64 = store.get(cf::META, CURSOR)?.unwrap_or(0);
+        let cursor: u64 = store.get(cf::meta::RECEIPT_FOLDED_SEQ, CURSOR)?.unwrap_or(0);
         let mut next = cursor + 1;
         let mut added = 0;
         loop {
@@ -131,7 +131,7 @@ impl ReceiptFolder {
     fn pass(args: &ReceiptFolderArgs, flush: bool) -> StoreResult<usize> {
         let mut made = 0;
         loop {
-            let cursor: u64 = args.store.get(cf::META, CURSOR)?.unwrap_or(0);
+            let cursor: u64 = args.store.get(cf::meta::RECEIPT_FOLDED_SEQ, CURSOR)?.unwrap_or(0);
             let from = be(cursor + 1);
             let newest = if flush { Self::newest(args)? } else { Self::may_close(args, &from)? };
             let Some(newest) = newest else { return Ok(made) };
@@ -165,7 +165,7 @@ impl ReceiptFolder {
                     None => keep_at_home(&mut batch, &root, args.clock.now()),
                 }
             }
-            batch.put(cf::META, CURSOR, &last.last_seq);
+            batch.put(cf::meta::RECEIPT_FOLDED_SEQ, CURSOR, &last.last_seq);
             batch.commit_unsynced()?;
             made += parts.len();
             if pending.len() < PASS {
@@ -214,7 +214,7 @@ impl Actor for ReceiptFolder {
         args: &mut Arc<ReceiptFolderArgs>,
     ) -> Result<(), ActorProcessingErr> {
         if let ReceiptFolderMsg::Observe(reply) = msg {
-            let _ = reply.send(args.store.get(cf::META, CURSOR).ok().flatten().unwrap_or(0));
+            let _ = reply.send(args.store.get(cf::meta::RECEIPT_FOLDED_SEQ, CURSOR).ok().flatten().unwrap_or(0));
             return Ok(());
         }
         // A closing minute is a pass over every receipt in it: off the async

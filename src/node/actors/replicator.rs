@@ -15,7 +15,7 @@ use crate::actors::error::ActorError;
 use crate::replication::link::HomeLink;
 use crate::replication::{LOG_HEAD_HEADER, apply_frames, last_seq};
 use svc_clock::SharedClock;
-use svc_store::{Store, be, cf};
+use svc_store::{Store, be};
 
 /// How long home may hold a pull open when there is nothing new. A caught-up, idle
 /// region's lag climbs to this between answers, so `ready_max_lag_ms` must
@@ -120,7 +120,7 @@ impl Replicator {
             Some(args.clock.now().0)
         } else {
             let held: Option<crate::replication::Entry> =
-                args.store.get(cf::REPLOG, &be(applied.last)).map_err(ActorError::from)?;
+                args.store.get(crate::replication::REPLOG, &be(applied.last)).map_err(ActorError::from)?;
             held.map(|entry| entry.at.0)
         };
         if let Some(at) = fresh_as_of {

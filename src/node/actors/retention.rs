@@ -107,7 +107,7 @@ impl RetentionState {
     /// purged yet.
     async fn purge(&mut self) -> Result<(), ActorError> {
         let store = &self.args.store;
-        let through: u64 = store.get(cf::META, keys::meta::PURGED_THROUGH)?.unwrap_or(0);
+        let through: u64 = store.get(cf::meta::PURGED_THROUGH, keys::meta::PURGED_THROUGH)?.unwrap_or(0);
         let indexed = crate::actors::indexer::indexed_seq(store)?;
         let found: Vec<(Vec<u8>, Purge)> =
             store.scan(cf::PURGES, &[], Some(&be(through.saturating_add(1))), PURGES_PER_PASS)?;
@@ -129,7 +129,7 @@ impl RetentionState {
         // each record's head and versions, each push's leaves.
         let mut ranges: Vec<(&'static str, Vec<u8>, Vec<u8>)> = Vec::new();
         if let Some((first, last)) = swept.span {
-            ranges.push((cf::REPLOG.name(), be(first).to_vec(), be(last).to_vec()));
+            ranges.push((crate::replication::REPLOG.name(), be(first).to_vec(), be(last).to_vec()));
         }
         for purge in &purges {
             let id = &purge.record_id;
@@ -138,13 +138,13 @@ impl RetentionState {
         }
         for push_id in pushes {
             let leaves = keys::push_leaves(&push_id);
-            ranges.push((cf::PUSH_RESULTS.name(), leaves.clone(), [leaves.as_slice(), &[0xff]].concat()));
+            ranges.push((cf::PUSH_LEAVES.name(), leaves.clone(), [leaves.as_slice(), &[0xff]].concat()));
         }
         tokio::task::block_in_place(|| store.purge_replaced(&ranges))?;
         for shard in &self.args.shards {
             shard.call(IndexShardMsg::Purge).await??;
         }
-        store.put(cf::META, keys::meta::PURGED_THROUGH, &last)?;
+        store.put(cf::meta::PURGED_THROUGH, keys::meta::PURGED_THROUGH, &last)?;
         tracing::info!(
             records = purges.len(),
             entries = swept.entries,
@@ -242,7 +242,7 @@ impl RetentionState {
         let corpus = registry.sandbox_corpus_company()?;
         // A corpus seeded by an older build names its company on the node's
         // next start (the nightly job); until then nothing is expired.
-        if corpus.is_none() && store.contains(cf::META, keys::meta::SANDBOX_SEED)? {
+        if corpus.is_none() && store.contains(cf::meta::RAW, keys::meta::SANDBOX_SEED)? {
             tracing::warn!("the sandbox corpus's own company is not named yet; caller expiry waits");
             return Ok(());
         }
@@ -269,8 +269,7 @@ impl RetentionState {
             }
             for key_id in &key_ids {
                 change.delete(cf::RETRIEVAL_KEYS, key_id.as_bytes());
-                let events: Vec<(Vec<u8>, UsageEvent)> =
-                    store.scan(cf::USAGE, &keys::prefix(&[key_id]), None, usize::MAX)?;
+                let events: Vec<(Vec<u8>, UsageEvent)> = store.scan_all(cf::USAGE, &keys::prefix(&[key_id]))?;
                 for (k, _) in events {
                     change.delete(cf::USAGE, &k);
                 }
@@ -279,7 +278,7 @@ impl RetentionState {
                 change.delete(cf::CERTIFICATES, &keys::certificate(uuid, issuance.issued_at, &issuance.cert_id));
             }
             let days: Vec<(Vec<u8>, svc_store::model::DayUsage)> =
-                store.scan(cf::USAGE_DAYS, &keys::prefix(&[uuid]), None, usize::MAX)?;
+                store.scan_all(cf::USAGE_DAYS, &keys::prefix(&[uuid]))?;
             for (k, _) in days {
                 change.delete(cf::USAGE_DAYS, &k);
             }
@@ -305,7 +304,7 @@ impl RetentionState {
         let corpus = registry.sandbox_corpus_businesses()?;
         // A corpus seeded by an older build names its businesses on the
         // node's next start; until then nothing is expired.
-        if corpus.is_none() && store.contains(cf::META, keys::meta::SANDBOX_SEED)? {
+        if corpus.is_none() && store.contains(cf::meta::RAW, keys::meta::SANDBOX_SEED)? {
             return Ok(());
         }
         let corpus = corpus.unwrap_or_default();
@@ -359,7 +358,7 @@ impl RetentionState {
         let store = &self.args.store;
         let shipped: Option<u64> = match self.args.home {
             Some(_) => None,
-            None => Some(store.get(cf::META, keys::meta::RECEIPTS_SHIPPED_SEQ)?.unwrap_or(0)),
+            None => Some(store.get(cf::meta::RECEIPTS_SHIPPED_SEQ, keys::meta::RECEIPTS_SHIPPED_SEQ)?.unwrap_or(0)),
         };
         let mut expired: Vec<ExpiredCaller> = Vec::new();
         let mut from: Vec<u8> = Vec::new();
@@ -375,13 +374,13 @@ impl RetentionState {
         }
         for caller in expired {
             let done = keys::expired_forgotten(&caller.company_uuid);
-            if store.contains(cf::META, &done)? {
+            if store.contains(cf::meta::EXPIRED_FORGOTTEN, &done)? {
                 continue;
             }
             let mut whole = true;
             for group in &caller.groups {
                 let prefix = keys::prefix(&[group]);
-                let listed: Vec<(Vec<u8>, ())> = store.scan(cf::RECEIPTS_BY_GROUP, &prefix, None, usize::MAX)?;
+                let listed: Vec<(Vec<u8>, ())> = store.scan_all(cf::RECEIPTS_BY_GROUP, &prefix)?;
                 let mut batch = store.batch();
                 for (k, ()) in listed {
                     let Some((_, seq, region)) = keys::parse_receipt_by_group(&k[prefix.len()..]) else { continue };
@@ -399,7 +398,7 @@ impl RetentionState {
                 batch.commit()?;
             }
             if whole {
-                store.put(cf::META, &done, &caller.expired_at)?;
+                store.put(cf::meta::EXPIRED_FORGOTTEN, &done, &caller.expired_at)?;
             }
         }
         Ok(())
@@ -475,8 +474,7 @@ async fn clear_push_leaves(
     }
     let pushes: Vec<String> = by_push.keys().cloned().collect();
     for (push_id, records) in by_push {
-        let leaves: Vec<(Vec<u8>, PushLeaf)> =
-            store.scan(cf::PUSH_RESULTS, &keys::push_leaves(&push_id), None, usize::MAX)?;
+        let leaves: Vec<(Vec<u8>, PushLeaf)> = store.scan_all(cf::PUSH_LEAVES, &keys::push_leaves(&push_id))?;
         let mut change = Change::new();
         for (key, leaf) in leaves {
             let named = leaf.product_name.is_some() || !leaf.bytes.is_empty();
@@ -484,8 +482,8 @@ async fn clear_push_leaves(
                 let mut cleared = leaf.clone();
                 cleared.product_name = None;
                 cleared.bytes.clear();
-                change.require_unchanged(cf::PUSH_RESULTS, &key, &leaf);
-                change.put(cf::PUSH_RESULTS, &key, &cleared);
+                change.require_unchanged(cf::PUSH_LEAVES, &key, &leaf);
+                change.put(cf::PUSH_LEAVES, &key, &cleared);
             }
         }
         if !change.is_empty() {
@@ -505,7 +503,7 @@ impl Actor for Retention {
         _me: ActorRef<RetentionMsg>,
         args: RetentionArgs,
     ) -> Result<RetentionState, ActorProcessingErr> {
-        let purged_through = args.store.get(cf::META, keys::meta::PURGED_THROUGH)?.unwrap_or(0);
+        let purged_through = args.store.get(cf::meta::PURGED_THROUGH, keys::meta::PURGED_THROUGH)?.unwrap_or(0);
         let snapshot = RetentionSnapshot { purged_through, ..Default::default() };
         Ok(RetentionState { args, snapshot, uploads_from: Vec::new() })
     }

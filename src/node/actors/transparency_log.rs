@@ -64,8 +64,7 @@ impl TransparencyLog {
     async fn sequence(args: &TransparencyLogArgs) -> Result<LogCheckpoint, ActorError> {
         let store = args.log.store().clone();
         let now = args.clock.now();
-        let mut waiting =
-            store.scan::<PendingLeaf>(cf::TLOG_PENDING, &[], None, usize::MAX).map_err(ActorError::from)?;
+        let mut waiting = store.scan_all::<PendingLeaf>(cf::TLOG_PENDING, &[]).map_err(ActorError::from)?;
         // Queued order; the leaf hash (the key) breaks ties, so a sequencing
         // redone after a failed write appends in the same order.
         waiting.sort_by(|(ka, a), (kb, b)| (a.queued_at, ka).cmp(&(b.queued_at, kb)));

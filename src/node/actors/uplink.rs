@@ -51,7 +51,7 @@ impl Uplink {
         let keys: Vec<Vec<u8>> = pending.iter().map(|(k, _)| k.clone()).collect();
         let report = Report { region: args.region.clone(), entries: pending.into_iter().map(|(_, e)| e).collect() };
         let taken: ReportTaken = args.link.call("POST", "/internal/v1/report", Some(&report), REPORT_WAIT).await?;
-        exchange::forget_taken(&args.store, cf::OUTBOX, &keys).map_err(ActorError::from)?;
+        exchange::forget_taken(&args.store, crate::replication::exchange::OUTBOX, &keys).map_err(ActorError::from)?;
         args.status.reported.fetch_add(keys.len() as u64, Ordering::Relaxed);
         args.status.billed_elsewhere.fetch_add(taken.already_billed, Ordering::Relaxed);
         Ok(keys.len())
@@ -60,7 +60,8 @@ impl Uplink {
     /// Ships the receipts after the last home took; answers whether more
     /// wait (this shipment was full and home took it whole).
     async fn ship_receipts(args: &UplinkArgs) -> Result<bool, ActorError> {
-        let shipped: u64 = args.store.get(cf::META, keys::meta::RECEIPTS_SHIPPED_SEQ)?.unwrap_or(0);
+        let shipped: u64 =
+            args.store.get(cf::meta::RECEIPTS_SHIPPED_SEQ, keys::meta::RECEIPTS_SHIPPED_SEQ)?.unwrap_or(0);
         let first_seq = shipped + 1;
         let mut receipts: Vec<StoredReceipt> = args
             .store
@@ -89,7 +90,7 @@ impl Uplink {
             args.link.call("POST", "/internal/v1/receipts", Some(&shipment), REPORT_WAIT).await?;
         // Home answers what it holds: on from there next time (after a
         // restore of home's store, that may be before what was shipped).
-        args.store.put(cf::META, keys::meta::RECEIPTS_SHIPPED_SEQ, &taken.through)?;
+        args.store.put(cf::meta::RECEIPTS_SHIPPED_SEQ, keys::meta::RECEIPTS_SHIPPED_SEQ, &taken.through)?;
         Ok(more && taken.through >= first_seq + n as u64 - 1)
     }
 }

@@ -72,7 +72,7 @@ pub fn companies(registry: &Registry, scope: &Scope, now: UnixMs) -> StoreResult
 
 /// The document served now, if home has signed one.
 pub fn document(store: &Store) -> StoreResult<Option<String>> {
-    store.get(cf::KEY_SET, DOCUMENT)
+    store.get(cf::key_set::DIRECTORY, DOCUMENT)
 }
 
 /// A change writing a newly signed document when the companies differ
@@ -96,6 +96,6 @@ pub fn renewal(store: &Store, keys: &ServiceKeys, companies: Value, now: UnixMs)
     let mut document = payload;
     document["statement"] = json!(statement);
     let mut change = Change::new();
-    change.put(cf::KEY_SET, DOCUMENT, &document.to_string());
+    change.put(cf::key_set::DIRECTORY, DOCUMENT, &document.to_string());
     Ok(Some(change))
 }

@@ -13,7 +13,7 @@ pub(crate) const ENTRIES: &[u8] = svc_store::keys::key_set::ENTRIES;
 pub(crate) const DOCUMENT: &[u8] = svc_store::keys::key_set::DOCUMENT;
 
 pub(crate) fn entries(store: &Store) -> StoreResult<Vec<KeyEntry>> {
-    let stored: Vec<String> = store.get(cf::KEY_SET, ENTRIES)?.unwrap_or_default();
+    let stored: Vec<String> = store.get(cf::key_set::ENTRIES, ENTRIES)?.unwrap_or_default();
     // Home wrote these entries itself: one that does not read back is skipped.
     Ok(stored
         .iter()
@@ -27,7 +27,7 @@ fn publish(entries: &[KeyEntry], keys: &ServiceKeys, now: UnixMs) -> Change {
     let stored: Vec<String> = entries.iter().map(|e| e.to_value().to_string()).collect();
     let document = svc_core::keyset::document(entries, now, &keys.root).to_string();
     let mut change = Change::new();
-    change.put(cf::KEY_SET, ENTRIES, &stored).put(cf::KEY_SET, DOCUMENT, &document);
+    change.put(cf::key_set::ENTRIES, ENTRIES, &stored).put(cf::key_set::DOCUMENT, DOCUMENT, &document);
     change
 }
 

@@ -378,10 +378,10 @@ impl Engine {
         let (clear_key, wrapped_key) = ServiceKeys::rotations_keys();
         let _listed = self.amend_key_set(now, succeed, |change| match &stored {
             crate::service_keys::StoredRotations::Clear(rotations) => {
-                change.put(cf::META, clear_key, rotations);
+                change.put(crate::service_keys::ROTATIONS, clear_key, rotations);
             }
             crate::service_keys::StoredRotations::Wrapped(wrapped) => {
-                change.put(cf::META, wrapped_key, wrapped);
+                change.put(cf::meta::SERVICE_KEY_ROTATIONS_WRAPPED, wrapped_key, wrapped);
             }
         })?;
         self.keys.install(&successor.rotation);
@@ -443,7 +443,7 @@ impl Engine {
         if !push.sealed_at_fresh {
             return Ok(Err(Refused::SealedAtStale));
         }
-        let last = store.get::<u64>(cf::SEQS, push.key_id.as_bytes())?;
+        let last = store.get::<u64>(cf::LAST_SEQS, push.key_id.as_bytes())?;
         if !svc_core::seal::seq_increases(push.seq, last) {
             return Ok(Err(Refused::SeqNotIncreasing));
         }
@@ -482,12 +482,12 @@ impl Engine {
         }
         change.put(cf::PUSHES, &keys::push(&push_id), &record);
         change.put(cf::ATTEMPTS, &keys::attempt(&push.business_uuid, push.received_at, &push_id), &());
-        change.put(cf::SEQS, push.key_id.as_bytes(), &push.seq);
+        change.put(cf::LAST_SEQS, push.key_id.as_bytes(), &push.seq);
         change.put(cf::SEQS, &keys::seq(&push.key_id, push.seq), &SeqEntry { push_id: push_id.clone(), fingerprint });
-        let mut ledger: UsageLedger = store.get(cf::USAGE, push.key_id.as_bytes())?.unwrap_or_default();
+        let mut ledger: UsageLedger = store.get(cf::USAGE_LEDGERS, push.key_id.as_bytes())?.unwrap_or_default();
         ledger.record(push.received_at, records, push.body_bytes);
         ledger.prune(push.received_at);
-        change.put(cf::USAGE, push.key_id.as_bytes(), &ledger);
+        change.put(cf::USAGE_LEDGERS, push.key_id.as_bytes(), &ledger);
         queue_seal(&mut change, &push.batch_seal_json, push.received_at);
         self.log.commit(change, push.received_at)?;
         crate::faults::crash_point(crate::faults::CrashPoint::PushAccepted);
@@ -518,7 +518,7 @@ impl Engine {
                 }
             };
             counts[count_index(leaf.outcome)] += 1;
-            change.put(cf::PUSH_RESULTS, &keys::push_leaf(&push.push_id, i as u64), &leaf);
+            change.put(cf::PUSH_LEAVES, &keys::push_leaf(&push.push_id, i as u64), &leaf);
         }
         push.held_reasons = if record_type == RecordType::Products {
             self.price_shock(&push.business_uuid, valid.iter().flatten())?
@@ -532,7 +532,7 @@ impl Engine {
         push.staged = true;
         self.staged = (records.len() <= MAX_RECORDS).then(|| (push.push_id.clone(), valid));
         let leaf_hashes: Vec<Hash> = records.iter().map(|r| merkle::leaf_hash(r)).collect();
-        change.put(cf::PUSH_RESULTS, &keys::push_leaf_hashes(&push.push_id), &leaf_hashes);
+        change.put(cf::PUSH_LEAF_HASHES, &keys::push_leaf_hashes(&push.push_id), &leaf_hashes);
         self.trees.insert(push.push_id.clone(), Arc::new(BatchTree::from_leaf_hashes(&leaf_hashes)));
         Ok(())
     }
@@ -585,7 +585,7 @@ impl Engine {
         valid: impl Iterator<Item = &'a ValidRecord>,
     ) -> StoreResult<Vec<String>> {
         let mut catalogue = BTreeMap::new();
-        for record_id in self.registry.catalogue_ids(business_uuid, "products", None, usize::MAX)? {
+        for record_id in self.registry.all_catalogue_ids(business_uuid, "products")? {
             if let Some(head) = self.registry.record_head(&record_id)?
                 && head.state == RecordState::Live
             {
@@ -617,7 +617,7 @@ impl Engine {
             return Ok(tree.clone());
         }
         let hashes: Vec<Hash> =
-            self.log.store().get(cf::PUSH_RESULTS, &keys::push_leaf_hashes(push_id))?.unwrap_or_default();
+            self.log.store().get(cf::PUSH_LEAF_HASHES, &keys::push_leaf_hashes(push_id))?.unwrap_or_default();
         let tree = Arc::new(BatchTree::from_leaf_hashes(&hashes));
         self.trees.insert(push_id.to_owned(), tree.clone());
         Ok(tree)
@@ -676,7 +676,7 @@ impl Engine {
         let from = keys::push_leaf(push_id, chunk * CHUNK as u64);
         let prefix = keys::push_leaves(push_id);
         let mut leaves: Vec<(Vec<u8>, PushLeaf)> = Vec::new();
-        for (k, leaf) in store.scan::<PushLeaf>(cf::PUSH_RESULTS, &prefix, Some(&from), CHUNK)? {
+        for (k, leaf) in store.scan::<PushLeaf>(cf::PUSH_LEAVES, &prefix, Some(&from), CHUNK)? {
             if k.len() == prefix.len() + 9 && leaves.len() < CHUNK {
                 leaves.push((k, leaf));
             }
@@ -712,13 +712,13 @@ impl Engine {
                     leaf.errors = flags;
                     leaf.bytes.clear();
                     push.counts[count_index(Outcome::Rejected)] += 1;
-                    change.put(cf::PUSH_RESULTS, &k, &leaf);
+                    change.put(cf::PUSH_LEAVES, &k, &leaf);
                     continue;
                 }
                 Err(errors) => {
                     let settled = rejected_leaf(leaf.leaf_index, &leaf.bytes, &errors);
                     push.counts[count_index(Outcome::Rejected)] += 1;
-                    change.put(cf::PUSH_RESULTS, &k, &settled);
+                    change.put(cf::PUSH_LEAVES, &k, &settled);
                     continue;
                 }
             };
@@ -788,7 +788,7 @@ impl Engine {
             leaf.seal_digest = Some(seal_digest);
             leaf.bytes.clear();
             push.counts[count_index(outcome)] += 1;
-            change.put(cf::PUSH_RESULTS, &k, &leaf);
+            change.put(cf::PUSH_LEAVES, &k, &leaf);
         }
         let signed: Vec<Result<RecordVersion, EngineError>> = to_sign
             .into_par_iter()

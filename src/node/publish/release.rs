@@ -33,7 +33,7 @@ impl Engine {
         let pctx = self.push_context(&push)?;
         let prefix = keys::push_leaves(push_id);
         let leaves: Vec<(Vec<u8>, PushLeaf)> = store
-            .scan::<PushLeaf>(cf::PUSH_RESULTS, &prefix, Some(&keys::push_leaf(push_id, from)), CHUNK)?
+            .scan::<PushLeaf>(cf::PUSH_LEAVES, &prefix, Some(&keys::push_leaf(push_id, from)), CHUNK)?
             .into_iter()
             .filter(|(k, _)| k.len() == prefix.len() + 9)
             .collect();
@@ -75,7 +75,7 @@ impl Engine {
             push.counts[count_index(Outcome::Held)] = push.counts[count_index(Outcome::Held)].saturating_sub(1);
             push.counts[count_index(outcome)] += 1;
             leaf.outcome = outcome;
-            change.put(cf::PUSH_RESULTS, &k, &leaf);
+            change.put(cf::PUSH_LEAVES, &k, &leaf);
         }
         if next.is_none() {
             push.state = PushState::Complete;

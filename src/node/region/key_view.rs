@@ -80,7 +80,7 @@ struct Current {
 impl KeyView {
     pub fn open(store: Store, region: &str, keys: &ServiceKeys, certifier: Certifier) -> StoreResult<KeyView> {
         let mut local = vec![keys.receipt.clone()];
-        let rotations: Vec<[u8; 32]> = store.get(cf::META, ROTATIONS)?.unwrap_or_default();
+        let rotations: Vec<[u8; 32]> = store.get(cf::meta::RECEIPT_KEY_ROTATIONS, ROTATIONS)?.unwrap_or_default();
         local.extend(rotations.iter().filter_map(|seed| SigningKey::from_seed(Alg::Ed25519, seed).ok()));
         let inner = Inner {
             store,
@@ -129,7 +129,7 @@ impl KeyView {
             return;
         }
         let store = &self.inner.store;
-        let document: Option<String> = store.get(cf::KEY_SET, DOCUMENT).ok().flatten();
+        let document: Option<String> = store.get(cf::key_set::DOCUMENT, DOCUMENT).ok().flatten();
         let held = current.document.as_ref().map(|d| &d.bytes[..]);
         if held != document.as_deref().map(str::as_bytes) {
             // Served byte for byte as home signed and stored it.
@@ -205,9 +205,10 @@ impl KeyView {
         {
             let mut local = self.inner.local.write().unwrap_or_else(|poisoned| poisoned.into_inner());
             let store = &self.inner.store;
-            let mut rotations: Vec<[u8; 32]> = store.get(cf::META, ROTATIONS)?.unwrap_or_default();
+            let mut rotations: Vec<[u8; 32]> =
+                store.get(cf::meta::RECEIPT_KEY_ROTATIONS, ROTATIONS)?.unwrap_or_default();
             rotations.push(seed);
-            store.put(cf::META, ROTATIONS, &rotations)?;
+            store.put(cf::meta::RECEIPT_KEY_ROTATIONS, ROTATIONS, &rotations)?;
             local.push(key.clone());
         }
         self.ask_certification(now).await?;

@@ -18,8 +18,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 use svc_core::time::UnixMs;
 
+use svc_store::cf::families;
 use svc_store::model::{ReceiptRoot, StoredReceipt, UsageEvent};
-use svc_store::{Batch, Store, StoreResult, be, cf, from_be};
+use svc_store::{Batch, Store, StoreResult, Table, be, from_be};
+
+/// A read region's reports to home, by sequence.
+pub const OUTBOX: Table<Outgoing> = Table::new(families::OUTBOX, "be(seq)");
+/// A read region's own claimed nonces until home holds them, by sequence.
+pub const CLAIMS_OUT: Table<Claimed> = Table::new(families::CLAIMS_OUT, "be(seq)");
+/// Home's fan-out of claimed nonces, by sequence.
+pub const NONCE_FEED: Table<Claimed> = Table::new(families::NONCE_FEED, "be(seq)");
+/// Home's ad facts, each with the region it came from, by sequence.
+pub const AD_FEED: Table<(String, AdFact)> = Table::new(families::AD_FEED, "be(seq)");
 
 /// A (key id, nonce) a region accepted, held until its signature expires.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -464,23 +474,28 @@ pub struct FeedPage {
 
 /// Sequence numbers of a column family written in order by more than one
 /// actor (a region's outbox; home's nonce feed).
-#[derive(Clone)]
-pub struct Sequence {
-    cf: svc_store::Mixed,
+pub struct Sequence<T = Outgoing> {
+    table: Table<T>,
     last: Arc<AtomicU64>,
 }
 
-impl Sequence {
-    /// Continues after the last key stored in `cf`.
-    pub fn open(store: &Store, cf: svc_store::Mixed) -> StoreResult<Sequence> {
-        let last = store.last_key(cf)?.and_then(|k| from_be(&k)).unwrap_or(0);
-        Ok(Sequence { cf, last: Arc::new(AtomicU64::new(last)) })
+impl<T> Clone for Sequence<T> {
+    fn clone(&self) -> Self {
+        Sequence { table: self.table, last: self.last.clone() }
+    }
+}
+
+impl<T: Serialize> Sequence<T> {
+    /// Continues after the last key stored in `table`.
+    pub fn open(store: &Store, table: Table<T>) -> StoreResult<Sequence<T>> {
+        let last = store.last_key(table)?.and_then(|k| from_be(&k)).unwrap_or(0);
+        Ok(Sequence { table, last: Arc::new(AtomicU64::new(last)) })
     }
 
     /// Adds `value` under the next sequence number to `batch`.
-    pub fn append<T: Serialize>(&self, batch: &mut Batch<'_>, value: &T) -> u64 {
+    pub fn append(&self, batch: &mut Batch<'_>, value: &T) -> u64 {
         let seq = self.last.fetch_add(1, Ordering::Relaxed) + 1;
-        batch.put(self.cf, &be(seq), value);
+        batch.put(self.table, &be(seq), value);
         seq
     }
 
@@ -491,34 +506,34 @@ impl Sequence {
 
 /// A region's outbox: what it still has to report to home.
 pub fn outbox(store: &Store) -> StoreResult<Sequence> {
-    Sequence::open(store, cf::OUTBOX)
+    Sequence::open(store, OUTBOX)
 }
 
 /// A region's outbox of its own claims.
-pub fn claims_out(store: &Store) -> StoreResult<Sequence> {
-    Sequence::open(store, cf::CLAIMS_OUT)
+pub fn claims_out(store: &Store) -> StoreResult<Sequence<Claimed>> {
+    Sequence::open(store, CLAIMS_OUT)
 }
 
 /// Up to `max` claims waiting to go home, oldest first, with their keys.
 pub fn claims_pending(store: &Store, max: usize) -> StoreResult<Vec<(Vec<u8>, Claimed)>> {
-    store.scan::<Claimed>(cf::CLAIMS_OUT, &[], None, max)
+    store.scan::<Claimed>(CLAIMS_OUT, &[], None, max)
 }
 
 /// Home's feed of claimed nonces.
-pub fn nonce_feed(store: &Store) -> StoreResult<Sequence> {
-    Sequence::open(store, cf::NONCE_FEED)
+pub fn nonce_feed(store: &Store) -> StoreResult<Sequence<Claimed>> {
+    Sequence::open(store, NONCE_FEED)
 }
 
 /// Home's feed of ad facts, its own and its regions' (`AdFeedEntry`
 /// without its sequence number, which is its key).
-pub fn ad_feed(store: &Store) -> StoreResult<Sequence> {
-    Sequence::open(store, cf::AD_FEED)
+pub fn ad_feed(store: &Store) -> StoreResult<Sequence<(String, AdFact)>> {
+    Sequence::open(store, AD_FEED)
 }
 
 /// The ad feed's entries after `after`, oldest first.
 pub fn ad_feed_after(store: &Store, after: u64, max: usize) -> StoreResult<Vec<AdFeedEntry>> {
     let from = be(after.saturating_add(1));
-    let rows = store.scan::<(String, AdFact)>(cf::AD_FEED, &[], Some(&from), max)?;
+    let rows = store.scan::<(String, AdFact)>(AD_FEED, &[], Some(&from), max)?;
     Ok(rows
         .into_iter()
         .filter_map(|(k, (region, fact))| Some(AdFeedEntry { seq: from_be(&k)?, region, fact }))
@@ -527,13 +542,13 @@ pub fn ad_feed_after(store: &Store, after: u64, max: usize) -> StoreResult<Vec<A
 
 /// Up to `max` outbox entries, oldest first, with their keys.
 pub fn pending(store: &Store, max: usize) -> StoreResult<Vec<(Vec<u8>, Outgoing)>> {
-    store.scan::<Outgoing>(cf::OUTBOX, &[], None, max)
+    store.scan::<Outgoing>(OUTBOX, &[], None, max)
 }
 
-/// Deletes what home took from a region's outbox (`cf::OUTBOX`) or claims
-/// outbox (`cf::CLAIMS_OUT`). Not synced: after a crash the entries are
+/// Deletes what home took from a region's outbox (`OUTBOX`) or claims
+/// outbox (`CLAIMS_OUT`). Not synced: after a crash the entries are
 /// shipped again, and home takes each once.
-pub fn forget_taken(store: &Store, cf: svc_store::Mixed, keys: &[Vec<u8>]) -> StoreResult<()> {
+pub fn forget_taken(store: &Store, cf: impl svc_store::Family, keys: &[Vec<u8>]) -> StoreResult<()> {
     let mut batch = store.batch();
     for k in keys {
         batch.delete(cf, k);
@@ -545,21 +560,21 @@ pub fn forget_taken(store: &Store, cf: svc_store::Mixed, keys: &[Vec<u8>]) -> St
 /// deleted from the oldest on, so they are the run from the first key to
 /// the last.
 pub fn pending_count(store: &Store) -> StoreResult<(u64, u64)> {
-    let run = |cf: svc_store::Mixed, first: Option<Vec<u8>>| -> StoreResult<u64> {
+    let run = |cf: svc_store::Named, first: Option<Vec<u8>>| -> StoreResult<u64> {
         let Some(first) = first else { return Ok(0) };
         let seq = |k: &[u8]| from_be(k).unwrap_or(0);
         let last = store.last_key(cf)?.map_or(0, |k| seq(&k));
         Ok(last.saturating_sub(seq(&first)) + 1)
     };
-    let outbox = run(cf::OUTBOX, pending(store, 1)?.into_iter().next().map(|(k, _)| k))?;
-    let claims = run(cf::CLAIMS_OUT, claims_pending(store, 1)?.into_iter().next().map(|(k, _)| k))?;
+    let outbox = run(OUTBOX.named(), pending(store, 1)?.into_iter().next().map(|(k, _)| k))?;
+    let claims = run(CLAIMS_OUT.named(), claims_pending(store, 1)?.into_iter().next().map(|(k, _)| k))?;
     Ok((outbox, claims))
 }
 
 /// The feed entries after `after`, oldest first.
 pub fn feed_after(store: &Store, after: u64, max: usize) -> StoreResult<Vec<FeedEntry>> {
     let from = be(after.saturating_add(1));
-    let rows = store.scan::<Claimed>(cf::NONCE_FEED, &[], Some(&from), max)?;
+    let rows = store.scan::<Claimed>(NONCE_FEED, &[], Some(&from), max)?;
     Ok(rows.into_iter().filter_map(|(k, claimed)| Some(FeedEntry { seq: from_be(&k)?, claimed })).collect())
 }
 
@@ -599,7 +614,7 @@ mod tests {
         assert_eq!(pending_count(&store).unwrap(), (5, 0));
         let mut shipped = store.batch();
         for (k, _) in pending(&store, 2).unwrap() {
-            shipped.delete(cf::OUTBOX, &k);
+            shipped.delete(OUTBOX, &k);
         }
         shipped.commit().unwrap();
         assert_eq!(pending_count(&store).unwrap(), (3, 0));

@@ -13,7 +13,12 @@ pub mod purge;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use svc_core::time::UnixMs;
 
-use svc_store::{Batch, Family, Holds, Named, ReadyBatch, Store, StoreError, StoreResult, be, cf, cf_named, from_be};
+use svc_store::{
+    Batch, Family, Holds, Named, ReadyBatch, Store, StoreError, StoreResult, Table, be, cf, cf_named, from_be,
+};
+
+/// Home's replication log: each entry by its sequence.
+pub const REPLOG: Table<Entry> = Table::new(cf::families::REPLOG, "be(seq)");
 
 /// Column families whose writes replicate to read regions. The rest (pushes,
 /// attempts, idempotency, usage, allowances, receipts, nonces, uploads) is the home region's own.
@@ -37,7 +42,7 @@ pub const REPLICATED: &[&str] = &[
     cf::ENDPOINTS.name(),
     cf::RECORDS.name(),
     cf::VERSIONS.name(),
-    cf::KEY_SET.name(),
+    cf::key_set::FAMILY,
     cf::TLOG_LEAVES.name(),
     cf::TLOG_INDEX.name(),
     cf::TLOG_CHECKPOINTS.name(),
@@ -82,7 +87,7 @@ pub struct Entry {
 /// version byte, the entry versioned. The store's one-time migration
 /// (`Store::open_migrating`) writes it in the old entry's place.
 pub fn legacy_log_entry(bytes: &[u8]) -> svc_store::StoreResult<Vec<u8>> {
-    let decode = |source| svc_store::StoreError::Decode { cf: cf::REPLOG.name(), source };
+    let decode = |source| svc_store::StoreError::Decode { cf: crate::replication::REPLOG.name(), source };
     let mut entry: Entry = postcard::from_bytes(bytes).map_err(decode)?;
     for op in &mut entry.ops {
         if let Op::Put { value, .. } = op {
@@ -273,7 +278,7 @@ impl LogWriter {
                 }
             }
             let entry = Entry { seq: self.next_seq, at, ops: change.ops };
-            batch.put(cf::REPLOG, &be(entry.seq), &entry);
+            batch.put(crate::replication::REPLOG, &be(entry.seq), &entry);
             Some(entry.seq)
         };
         Ok((batch.ready()?, seq))
@@ -365,7 +370,7 @@ impl Drop for LogWriter {
 /// Entries from `after + 1` on, at most `limit` (what a region pulls).
 pub fn entries_after(store: &Store, after: u64, limit: usize) -> StoreResult<Vec<Entry>> {
     let from = be(after.saturating_add(1));
-    Ok(store.scan::<Entry>(cf::REPLOG, &[], Some(&from), limit)?.into_iter().map(|(_, e)| e).collect())
+    Ok(store.scan::<Entry>(crate::replication::REPLOG, &[], Some(&from), limit)?.into_iter().map(|(_, e)| e).collect())
 }
 
 /// The header by which home tells a region its newest sequence number.
@@ -373,7 +378,7 @@ pub const LOG_HEAD_HEADER: &str = "x-svc-log-head";
 
 /// The newest sequence number in this store's log (0 before any).
 pub fn last_seq(store: &Store) -> StoreResult<u64> {
-    Ok(store.last_key(cf::REPLOG)?.and_then(|k| from_be(&k)).unwrap_or(0))
+    Ok(store.last_key(crate::replication::REPLOG)?.and_then(|k| from_be(&k)).unwrap_or(0))
 }
 
 /// Entries as frames (`svc_core::frames`, whose payload version 1 is a
@@ -428,7 +433,7 @@ pub fn apply_frames(store: &Store, bytes: &[u8]) -> StoreResult<Applied> {
         for op in &entry.ops {
             apply_op(&mut batch, op);
         }
-        batch.put(cf::REPLOG, &be(seq), &entry);
+        batch.put(crate::replication::REPLOG, &be(seq), &entry);
         last = seq;
         entries += 1;
     }
@@ -456,25 +461,25 @@ mod tests {
         let mut log = LogWriter::open(store.clone()).unwrap();
         let register = |n: u64| {
             let mut change = Change::new();
-            change.require_absent(cf::BUSINESSES, b"b1").put(cf::BUSINESSES, b"b1", &n).put(cf::PUSHES, b"p", &n);
+            change.require_absent(cf::TLOG_INDEX, b"b1").put(cf::TLOG_INDEX, b"b1", &n).put(cf::RECORD_SEQS, b"p", &n);
             change
         };
         assert_eq!(log.commit(register(1), UnixMs(5)).unwrap(), Some(1));
         let second = log.commit_pipelined(register(2), UnixMs(6));
-        assert!(matches!(second, Err(StoreError::Exists { cf: "businesses" })), "{second:?}");
+        assert!(matches!(second, Err(StoreError::Exists { cf: "tlog_index" })), "{second:?}");
         log.drain().unwrap();
-        assert_eq!(store.get::<u64>(cf::BUSINESSES, b"b1").unwrap(), Some(1));
-        assert_eq!(store.get::<u64>(cf::PUSHES, b"p").unwrap(), Some(1), "nothing of the refused change");
+        assert_eq!(store.get::<u64>(cf::TLOG_INDEX, b"b1").unwrap(), Some(1));
+        assert_eq!(store.get::<u64>(cf::RECORD_SEQS, b"p").unwrap(), Some(1), "nothing of the refused change");
         assert_eq!(entries_after(&store, 0, 10).unwrap().len(), 1, "no log entry for it");
 
         // A read-modify-write commits only over what it read.
         let mut stale = Change::new();
-        stale.require_unchanged(cf::BUSINESSES, b"b1", &7u64).put(cf::BUSINESSES, b"b1", &8u64);
-        assert!(matches!(log.commit(stale, UnixMs(8)), Err(StoreError::Changed { cf: "businesses" })));
+        stale.require_unchanged(cf::TLOG_INDEX, b"b1", &7u64).put(cf::TLOG_INDEX, b"b1", &8u64);
+        assert!(matches!(log.commit(stale, UnixMs(8)), Err(StoreError::Changed { cf: "tlog_index" })));
         let mut fresh = Change::new();
-        fresh.require_unchanged(cf::BUSINESSES, b"b1", &1u64).put(cf::BUSINESSES, b"b1", &8u64);
+        fresh.require_unchanged(cf::TLOG_INDEX, b"b1", &1u64).put(cf::TLOG_INDEX, b"b1", &8u64);
         assert_eq!(log.commit(fresh, UnixMs(9)).unwrap(), Some(2));
-        assert_eq!(store.get::<u64>(cf::BUSINESSES, b"b1").unwrap(), Some(8));
+        assert_eq!(store.get::<u64>(cf::TLOG_INDEX, b"b1").unwrap(), Some(8));
     }
 
     #[test]
@@ -483,17 +488,17 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let mut log = LogWriter::open(store.clone()).unwrap();
         let mut change = Change::new();
-        change.put(cf::BUSINESSES, b"b1", &"acme".to_string()).put(cf::PUSHES, b"p1", &1u64);
+        change.put(cf::FRESHNESS, b"b1", &"acme".to_string()).put(cf::RECORD_SEQS, b"p1", &1u64);
         assert_eq!(log.commit(change, UnixMs(5)).unwrap(), Some(1));
         let mut local_only = Change::new();
-        local_only.put(cf::PUSHES, b"p2", &2u64);
+        local_only.put(cf::RECORD_SEQS, b"p2", &2u64);
         assert_eq!(log.commit(local_only, UnixMs(6)).unwrap(), None);
 
         let entries = entries_after(&store, 0, 10).unwrap();
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0].ops.len(), 1, "home-only writes are not replicated");
-        assert_eq!(store.get::<String>(cf::BUSINESSES, b"b1").unwrap().as_deref(), Some("acme"));
-        assert_eq!(store.get::<u64>(cf::PUSHES, b"p2").unwrap(), Some(2));
+        assert_eq!(store.get::<String>(cf::FRESHNESS, b"b1").unwrap().as_deref(), Some("acme"));
+        assert_eq!(store.get::<u64>(cf::RECORD_SEQS, b"p2").unwrap(), Some(2));
 
         drop(log);
         let reopened = LogWriter::open(store.clone()).unwrap();
@@ -508,7 +513,7 @@ mod tests {
         let mut log = LogWriter::open(home.clone()).unwrap();
         for i in 1..=4u64 {
             let mut change = Change::new();
-            change.put(cf::BUSINESSES, &be(i), &i).put(cf::PUSHES, &be(i), &i);
+            change.put(cf::TLOG_INDEX, &be(i), &i).put(cf::RECORD_SEQS, &be(i), &i);
             log.commit(change, UnixMs(i as i64)).unwrap();
         }
         let entries = entries_after(&home, 0, 10).unwrap();
@@ -520,15 +525,15 @@ mod tests {
         let applied = apply_frames(&region, &bytes).unwrap();
         assert_eq!((applied.last, applied.entries), (2, 2));
         assert!(applied.refused.unwrap().contains("checksum"));
-        assert_eq!(region.get::<u64>(cf::BUSINESSES, &be(3)).unwrap(), None, "nothing of a corrupt frame lands");
+        assert_eq!(region.get::<u64>(cf::TLOG_INDEX, &be(3)).unwrap(), None, "nothing of a corrupt frame lands");
         // Fetched again from where it stopped: the same frames twice apply once.
         let again = encode_frames(&entries_after(&home, 2, 10).unwrap(), usize::MAX);
         assert_eq!(apply_frames(&region, &again).unwrap(), Applied { last: 4, entries: 2, refused: None });
         let replay = apply_frames(&region, &again).unwrap();
         assert_eq!((replay.last, replay.entries), (4, 0));
         assert!(replay.refused.unwrap().contains("expected"), "a replayed frame is out of sequence");
-        assert_eq!(region.get::<u64>(cf::BUSINESSES, &be(4)).unwrap(), Some(4));
-        assert_eq!(region.get::<u64>(cf::PUSHES, &be(4)).unwrap(), None, "home-only writes stay home");
+        assert_eq!(region.get::<u64>(cf::TLOG_INDEX, &be(4)).unwrap(), Some(4));
+        assert_eq!(region.get::<u64>(cf::RECORD_SEQS, &be(4)).unwrap(), None, "home-only writes stay home");
         assert_eq!(entries_after(&region, 0, 10).unwrap(), entries, "the region's log is home's");
     }
 
@@ -539,21 +544,21 @@ mod tests {
         let mut log = LogWriter::open(store.clone()).unwrap();
         for i in 0..5u64 {
             let mut change = Change::new();
-            change.put(cf::BUSINESSES, &be(i), &i);
+            change.put(cf::TLOG_INDEX, &be(i), &i);
             assert_eq!(log.commit_pipelined(change, UnixMs(i as i64)).unwrap(), Some(i + 1));
         }
         assert_eq!(log.last_seq(), 5, "the write in flight has its number");
         // A plain commit waits for the pipelined ones, then follows them.
         let mut change = Change::new();
-        change.put(cf::BUSINESSES, b"last", &99u64);
+        change.put(cf::TLOG_INDEX, b"last", &99u64);
         assert_eq!(log.commit(change, UnixMs(9)).unwrap(), Some(6));
         let seqs: Vec<u64> = entries_after(&store, 0, 10).unwrap().iter().map(|e| e.seq).collect();
         assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6]);
         let mut change = Change::new();
-        change.put(cf::BUSINESSES, b"after", &1u64);
+        change.put(cf::TLOG_INDEX, b"after", &1u64);
         log.commit_pipelined(change, UnixMs(10)).unwrap();
         drop(log);
-        assert_eq!(store.get::<u64>(cf::BUSINESSES, b"after").unwrap(), Some(1), "dropping the writer drains it");
+        assert_eq!(store.get::<u64>(cf::TLOG_INDEX, b"after").unwrap(), Some(1), "dropping the writer drains it");
     }
 
     #[test]
@@ -563,7 +568,7 @@ mod tests {
         let put = |seq: u64, value: Vec<u8>| Entry {
             seq,
             at: UnixMs(seq as i64),
-            ops: vec![Op::Put { cf: cf::BUSINESSES.name().into(), key: be(seq).to_vec(), value }],
+            ops: vec![Op::Put { cf: cf::TLOG_INDEX.name().into(), key: be(seq).to_vec(), value }],
         };
         let known = |n: u64| svc_store::encode_value(&n).unwrap();
         let mut bytes = Vec::new();
@@ -574,7 +579,7 @@ mod tests {
         let applied = apply_frames(&region, &bytes).unwrap();
         assert_eq!((applied.last, applied.entries), (1, 1));
         assert!(applied.refused.as_deref().unwrap().contains("frame 2 has version 2"), "{applied:?}");
-        assert_eq!(region.get::<u64>(cf::BUSINESSES, &be(2)).unwrap(), None);
+        assert_eq!(region.get::<u64>(cf::TLOG_INDEX, &be(2)).unwrap(), None);
 
         // A frame this build reads, holding a value of a newer version.
         let mut value = known(2);
@@ -584,7 +589,7 @@ mod tests {
         let applied = apply_frames(&region, &bytes).unwrap();
         assert_eq!((applied.last, applied.entries), (1, 0));
         let refused = applied.refused.unwrap();
-        assert!(refused.contains("frame 2 holds") && refused.contains("businesses has version 2"), "{refused}");
+        assert!(refused.contains("frame 2 holds") && refused.contains("tlog_index has version 2"), "{refused}");
 
         // And a write to a column family this build does not know.
         let unknown_cf = Entry {
@@ -610,7 +615,7 @@ mod tests {
         let applied = apply_frames(&region, &bytes).unwrap();
         assert_eq!(applied.entries, 0);
         assert!(applied.refused.unwrap().contains("replication does not own"));
-        assert!(!region.contains(cf::NONCES, b"k").unwrap());
+        assert!(!region.contains(cf::NONCES.named(), b"k").unwrap());
         assert_eq!(last_seq(&region).unwrap(), 1, "nothing past the last good frame is logged");
     }
 
@@ -639,16 +644,19 @@ mod tests {
             dir.path(),
             &[
                 (cf::BLOCKS.name(), &svc_store::keys::block("b1", "g1")[..], old(&block)),
-                (cf::META.name(), svc_store::keys::meta::INDEX_APPLIED_SEQ, old(&42u64)),
-                (cf::REPLOG.name(), &be(1)[..], old(&entry(1))),
-                (cf::REPLOG.name(), &be(2)[..], old(&entry(2))),
+                (cf::meta::INDEX_APPLIED_SEQ.name(), svc_store::keys::meta::INDEX_APPLIED_SEQ, old(&42u64)),
+                (crate::replication::REPLOG.name(), &be(1)[..], old(&entry(1))),
+                (crate::replication::REPLOG.name(), &be(2)[..], old(&entry(2))),
                 // A marker an older build stored with an empty value.
                 (cf::NONCES.name(), &svc_store::keys::nonce(7, "k", "n")[..], Vec::new()),
             ],
         );
         // A bare open does not know an entry's shape, and says so.
         let bare = tempfile::tempdir().unwrap();
-        svc_store::testing::legacy_store(bare.path(), &[(cf::REPLOG.name(), &be(1)[..], old(&entry(1)))]);
+        svc_store::testing::legacy_store(
+            bare.path(),
+            &[(crate::replication::REPLOG.name(), &be(1)[..], old(&entry(1)))],
+        );
         assert!(matches!(Store::open(bare.path()), Err(svc_store::StoreError::LegacyLog)));
         let store = Store::open_migrating(dir.path(), legacy_log_entry).unwrap();
         let check = |store: &Store| {
@@ -656,7 +664,10 @@ mod tests {
                 store.get::<svc_store::model::Block>(cf::BLOCKS, &svc_store::keys::block("b1", "g1")).unwrap(),
                 Some(block.clone())
             );
-            assert_eq!(store.get::<u64>(cf::META, svc_store::keys::meta::INDEX_APPLIED_SEQ).unwrap(), Some(42));
+            assert_eq!(
+                store.get::<u64>(cf::meta::INDEX_APPLIED_SEQ, svc_store::keys::meta::INDEX_APPLIED_SEQ).unwrap(),
+                Some(42)
+            );
             // The log's entries, and the values they carry, read as this
             // build writes them (a region is sent them so, and applies them).
             let log = entries_after(store, 0, 10).unwrap();
@@ -672,11 +683,11 @@ mod tests {
             assert_eq!(store.scan::<()>(cf::NONCES, &[], None, 10).unwrap().len(), 1);
             for name in cf::ALL {
                 assert_eq!(
-                    store.get::<u8>(cf::META, &svc_store::keys::schema(name)).unwrap(),
+                    store.get::<u8>(cf::meta::SCHEMA, &svc_store::keys::schema(name)).unwrap(),
                     Some(svc_store::SCHEMA_VERSION),
                     "{name}"
                 );
-                assert!(!store.contains(cf::META, &svc_store::keys::migrating(name)).unwrap(), "{name}");
+                assert!(!store.contains(cf::meta::MIGRATING, &svc_store::keys::migrating(name)).unwrap(), "{name}");
             }
         };
         check(&store);

@@ -91,12 +91,12 @@ pub fn sweep(store: &Store, pending: &Pending, through: u64) -> StoreResult<Swep
     let mut swept = Swept::default();
     let mut from = 1u64;
     while !pending.is_empty() && from <= through {
-        let page = store.scan::<Entry>(cf::REPLOG, &[], Some(&be(from)), PAGE)?;
+        let page = store.scan::<Entry>(crate::replication::REPLOG, &[], Some(&be(from)), PAGE)?;
         let Some(last) = page.last().map(|(_, e)| e.seq) else { break };
         let mut batch = store.batch();
         for (key, mut entry) in page.into_iter().filter(|(_, e)| e.seq <= through) {
             if pending.scrub_entry(&mut entry)? {
-                batch.put(cf::REPLOG, &key, &entry);
+                batch.put(crate::replication::REPLOG, &key, &entry);
                 swept.entries += 1;
                 let first = swept.span.map_or(entry.seq, |(first, _)| first);
                 swept.span = Some((first, entry.seq));

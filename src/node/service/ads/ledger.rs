@@ -75,8 +75,8 @@ pub async fn lease(state: &Region, ask: &AdLeaseAsk) -> Result<Option<Lease>> {
         // back of its charges.
         let mut change = campaign_ledger::written(&campaign.campaign_id, stored.as_ref(), &ledger);
         let key = campaign_ledger::granted_key(&campaign.campaign_id, &ask.region);
-        let before = campaign_ledger::sum(&state.store, &key)?;
-        change.put(cf::AD_BOOK, &key, &Micros(before.0.saturating_add(granted.amount.0)));
+        let before = campaign_ledger::sum(&state.store, cf::ad_book::GRANTED, &key)?;
+        change.put(cf::ad_book::GRANTED, &key, &Micros(before.0.saturating_add(granted.amount.0)));
         apply(state, change).await?;
     } else if stored.as_ref() != Some(&ledger) {
         write(state, &campaign.campaign_id, stored.as_ref(), &ledger).await?;

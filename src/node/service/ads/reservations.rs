@@ -62,11 +62,11 @@ fn not_heard_from_home() -> Error {
 /// The service's secret for conversation digests: home draws it, a read
 /// region has it from home's ad feed.
 pub fn conversation_secret(state: &Region) -> Result<Vec<u8>> {
-    state.store.get::<Vec<u8>>(cf::AD_BOOK, CONVERSATION_SECRET)?.ok_or_else(not_heard_from_home)
+    state.store.get::<Vec<u8>>(cf::ad_book::CONVERSATION_SECRET, CONVERSATION_SECRET)?.ok_or_else(not_heard_from_home)
 }
 
 /// The take rate in force (basis points): home's config, at a read region
 /// from home's ad feed.
 pub fn take_rate(state: &Region) -> Result<u32> {
-    state.store.get::<u32>(cf::AD_BOOK, TAKE_BPS)?.ok_or_else(not_heard_from_home)
+    state.store.get::<u32>(cf::ad_book::TAKE_BPS, TAKE_BPS)?.ok_or_else(not_heard_from_home)
 }

@@ -38,16 +38,12 @@ fn hours(state: &Region, business_uuid: &str, from: UnixMs, until: UnixMs) -> Re
         out.push((UnixMs(hour), (!country.is_empty()).then_some(country), group, counts));
         true
     };
-    for (k, c) in state.store.scan::<HourCounts>(cf::ANALYTICS, &prefix, Some(&start), usize::MAX)? {
-        if !add(&k, Counts { searches: c.searches, fetches: c.fetches, ..Counts::default() }) {
-            break;
-        }
-    }
-    for (k, c) in state.store.scan::<AdHourCounts>(cf::AD_ANALYTICS, &prefix, Some(&start), usize::MAX)? {
-        if !add(&k, Counts { ad_renders: c.renders, ad_clicks: c.clicks, spend: c.spend, ..Counts::default() }) {
-            break;
-        }
-    }
+    state.store.walk(cf::ANALYTICS, &prefix, Some(&start), |k, c: HourCounts| {
+        add(k, Counts { searches: c.searches, fetches: c.fetches, ..Counts::default() })
+    })?;
+    state.store.walk(cf::AD_ANALYTICS, &prefix, Some(&start), |k, c: AdHourCounts| {
+        add(k, Counts { ad_renders: c.renders, ad_clicks: c.clicks, spend: c.spend, ..Counts::default() })
+    })?;
     Ok(out)
 }
 

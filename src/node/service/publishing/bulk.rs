@@ -239,7 +239,7 @@ pub async fn create_import(state: &Region, caller: &BusinessCaller) -> Result<An
     let record_type = upload.record_type;
     let mandate = writing_mandate(state, record_type, caller)?;
     let caps = Caps { records_per_hour: mandate.records_per_hour, bytes_per_day: mandate.bytes_per_day };
-    let ledger: UsageLedger = state.store.get(cf::USAGE, key.key_id.as_bytes())?.unwrap_or_default();
+    let ledger: UsageLedger = state.store.get(cf::USAGE_LEDGERS, key.key_id.as_bytes())?.unwrap_or_default();
     if let Err(retry) = ledger.judge_declared(received_at, file_records.max(1), file_bytes, &caps) {
         return Err(Error::retry_after(Code::RateLimited, retry.0.max(1) as u64, "the mandate's caps are reached"));
     }

@@ -109,7 +109,7 @@ pub(crate) fn note_use(state: &Region, business_uuid: &str, now: UnixMs) -> Resu
     if state.registry.business_last_used(business_uuid)?.is_some_and(|day| day >= today) {
         return Ok(());
     }
-    Ok(state.store.put(cf::META, &keys::business_used(business_uuid), &today)?)
+    Ok(state.store.put(cf::meta::BUSINESS_USED, &keys::business_used(business_uuid), &today)?)
 }
 
 /// Every step of the signature a head decides (headers, shape, window,
@@ -352,7 +352,7 @@ pub(crate) fn leaves_while(
     let prefix = key(&[push_id.as_bytes()]);
     let mut from = keys::push_leaf(push_id, first);
     loop {
-        let rows: Vec<(Vec<u8>, PushLeaf)> = state.store.scan(cf::PUSH_RESULTS, &prefix, Some(&from), SLICE)?;
+        let rows: Vec<(Vec<u8>, PushLeaf)> = state.store.scan(cf::PUSH_LEAVES, &prefix, Some(&from), SLICE)?;
         let full = rows.len() == SLICE;
         let mut next = None;
         for (k, leaf) in rows {

@@ -45,7 +45,7 @@ pub async fn publish(state: &Region, caller: &BusinessCaller, record_type: Recor
     // Mandate and caps, judged before the body is parsed.
     let mandate = writing_mandate(state, record_type, caller)?;
     let caps = Caps { records_per_hour: mandate.records_per_hour, bytes_per_day: mandate.bytes_per_day };
-    let ledger: UsageLedger = state.store.get(cf::USAGE, key.key_id.as_bytes())?.unwrap_or_default();
+    let ledger: UsageLedger = state.store.get(cf::USAGE_LEDGERS, key.key_id.as_bytes())?.unwrap_or_default();
     if let Err(retry) = ledger.judge(received_at, body.len() as u64, &caps) {
         return Err(Error::retry_after(Code::RateLimited, retry.0.max(1) as u64, "the mandate's caps are reached"));
     }
