@@ -214,6 +214,14 @@ fn use_cases_speak_no_surface_types() {
     assert!(found.is_empty(), "{found:#?}");
 }
 
+// A use case names the parts of the region it reads (`region::parts`),
+// never the whole region: its signature says what it touches.
+#[test]
+fn use_cases_take_only_the_parts_they_read() {
+    let found = offenders("src/node/service", &["&Region", "region::Region", ": Region"], &[]);
+    assert!(found.is_empty(), "{found:#?}");
+}
+
 // The time and the random source are read in one place, so a test can
 // hand every layer a clock of its own.
 #[test]

@@ -940,7 +940,7 @@ async fn a_sandbox_key_introduced_by_a_region_meanwhile_is_no_conflict_at_home()
     let kid = key.verifying_key().thumbprint();
     let read_before = home.state.registry.retrieval_key(&kid).unwrap().unwrap();
     assert!(!read_before.introduced);
-    let publisher = &home.state.home().unwrap().publisher;
+    let publisher = &svc_node::region::parts::HasHome::home(&home.state).unwrap().publisher;
     let now = home.state.clock.now();
     // The region's report lands first ...
     let marked =

@@ -1,11 +1,13 @@
-//! A region's running parts: its store, keys and actors, which every use
-//! case reaches through one `Region`. `start` brings them up in order;
-//! `stop_actors` lets go of them stage by stage (`roster`).
+//! A region's running parts: its store, keys and actors, held by one
+//! `Region`. A use case takes only the parts it reads, each a trait of
+//! `parts` that `Region` has. `start` brings them up in order; `stop_actors`
+//! lets go of them stage by stage (`roster`).
 
 pub mod ad_cache;
 pub mod failures;
 pub mod key_view;
 pub mod open_ceremonies;
+pub mod parts;
 mod positions;
 pub mod roster;
 mod serve_times;
@@ -18,7 +20,6 @@ use std::sync::Arc;
 use ractor::ActorRef;
 
 use crate::actors::mailbox::Mailbox;
-use svc_core::problem::Code;
 
 pub use positions::RegionPositions;
 pub use serve_times::ServeTimes;
@@ -29,13 +30,13 @@ use crate::actors::publisher::PublisherMsg;
 use crate::actors::push_worker::PushWorkerMsg;
 use crate::blocklist::Blocklist;
 use crate::config::NodeConfig;
-use crate::error::Error;
 use crate::registry::Registry;
 use crate::service_keys::ServiceKeys;
 use svc_clock::SharedClock;
 use svc_store::Store;
 
-/// What every use case can reach. Cheap to clone.
+/// Every part of the region, for the surfaces; a use case names the parts
+/// it takes (`parts`). Cheap to clone.
 #[derive(Clone)]
 pub struct Region {
     /// The parent of every actor below, and the failures it could not mend.
@@ -137,14 +138,6 @@ pub struct Replica {
 }
 
 impl Region {
-    /// The home region's writers, or 503 at a read region (whose write
-    /// routes are forwarded to home before they get here).
-    pub fn home(&self) -> Result<&HomeActors, Error> {
-        self.home
-            .as_ref()
-            .ok_or_else(|| Error::retry_after(Code::Unavailable, 1_000, "writes are taken by the home region"))
-    }
-
     /// Stops every actor, stage by stage (`roster::Stage`), and waits until
     /// each has let go of its state (the store, the index writers), so the
     /// node's directories can be opened again.
@@ -168,16 +161,5 @@ impl Region {
             }
             _ => false,
         }
-    }
-
-    /// What running a push inline needs.
-    pub fn push_runner(&self) -> Result<crate::actors::push_worker::PushRunner, Error> {
-        Ok(crate::actors::push_worker::PushRunner {
-            store: self.store.clone(),
-            publisher: self.home()?.publisher.clone(),
-            clock: self.clock.clone(),
-            blocklist: self.blocklist.clone(),
-            uploads: self.uploads.clone(),
-        })
     }
 }

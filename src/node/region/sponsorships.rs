@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use svc_core::search::PaidRows;
 
 use crate::error::Result;
+use crate::region::parts::HasStore;
 use svc_search::RecordIds;
 use svc_store::model::Campaign;
 
@@ -41,14 +42,14 @@ impl Sponsorships {
     /// The campaigns placing records, as of replicated sequence `seq`. A
     /// new sequence costs one read of the campaigns' change token; the
     /// campaigns are read again only when it moved.
-    pub fn at(&self, state: &crate::region::Region, seq: u64) -> Result<Placed> {
+    pub fn at(&self, state: &impl HasStore, seq: u64) -> Result<Placed> {
         let mut held = self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(read) = held.as_ref()
             && read.seq == seq
         {
             return Ok(read.placed.clone());
         }
-        let changed = crate::campaign_ledger::changed(&state.store)?;
+        let changed = crate::campaign_ledger::changed(state.store())?;
         if let Some(read) = held.as_mut()
             && read.changed == changed
         {
@@ -56,7 +57,7 @@ impl Sponsorships {
             return Ok(read.placed.clone());
         }
         let mut placed = Placements::default();
-        for campaign in crate::campaign_ledger::all(&state.store)? {
+        for campaign in crate::campaign_ledger::all(state.store())? {
             let campaign = Arc::new(campaign);
             if campaign.terms.placement == svc_core::ads::Placement::Ad {
                 placed.ads.push(campaign);

@@ -9,7 +9,7 @@ use svc_core::keys::{Alg, Jwk, VerifyingKey};
 use svc_core::problem::Code;
 use svc_core::time::UnixMs;
 
-use crate::region::Region;
+use crate::region::parts::{HasAsTable, HasClock, HasConfig, HasHome, HasKeys, HasRegistry};
 use crate::replication::Change;
 use crate::service::error::invalid;
 use crate::service::writes::apply;
@@ -23,7 +23,7 @@ use svc_store::{cf, keys};
 /// passkey add keys the business holds (`self`); hosted signing adds the
 /// key the service holds (`hosted`), and logs that custody too.
 pub fn add_key(
-    state: &Region,
+    state: &impl HasKeys,
     change: &mut Change,
     record: &BusinessKey,
     custody: svc_core::custody::Custody,
@@ -54,7 +54,7 @@ pub fn add_key(
 /// (with their role), or without a role the Ed25519 key the service holds
 /// for the business (hosted signing).
 pub fn sealing_key(
-    state: &Region,
+    state: &impl HasConfig,
     business_uuid: &str,
     public: &VerifyingKey,
     role: Option<PasskeyRole>,
@@ -72,7 +72,7 @@ pub fn sealing_key(
         revocation_effective_from: None,
         compromised_at: None,
         registered_at: now,
-        environment: state.config.environment,
+        environment: state.config().environment,
         sandbox: None,
     })
 }
@@ -109,7 +109,7 @@ pub fn revoke_key(
 
 /// A dual-signed key-custody statement for `key`.
 pub fn custody_statement(
-    state: &Region,
+    state: &impl HasKeys,
     key: &BusinessKey,
     custody: svc_core::custody::Custody,
     issued_at: UnixMs,
@@ -121,7 +121,7 @@ pub fn custody_statement(
         custody,
         issued_at,
         effective_from,
-        &state.keys.issuer(),
+        &state.keys().issuer(),
     );
     CustodyRecord {
         business_uuid: key.business_uuid.clone(),
@@ -172,10 +172,13 @@ impl Registered {
 
 /// Registers a key of `business_uuid` (the operator's route, and a
 /// developer's integration key in the portal).
-pub async fn register(state: &Region, business_uuid: &str, new: NewKey) -> Result<Registered> {
-    state.registry.business(business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+pub async fn register<R>(state: &R, business_uuid: &str, new: NewKey) -> Result<Registered>
+where
+    R: HasConfig + HasRegistry + HasKeys + HasClock + HasHome,
+{
+    state.registry().business(business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
     let key = VerifyingKey::from_jwk(&new.jwk).map_err(|e| invalid(e.to_string()))?;
-    let now = state.clock.now();
+    let now = state.clock().now();
     let purpose = KeyPurpose::from_name(&new.purpose);
     let role = new.role.as_deref().map(|r| PasskeyRole::from_name(r).ok_or(r));
     let (kind, role) = match (purpose, key.alg(), role) {
@@ -200,12 +203,12 @@ pub async fn register(state: &Region, business_uuid: &str, new: NewKey) -> Resul
         revocation_effective_from: None,
         compromised_at: None,
         registered_at: now,
-        environment: state.config.environment,
+        environment: state.config().environment,
         sandbox: None,
     };
     // A sandbox integration key is introduced by its grant on its first
     // request, and may use a bearer token for its first hour.
-    let sandbox_token = (state.config.environment.is_sandbox() && kind != KeyKind::Passkey)
+    let sandbox_token = (state.config().environment.is_sandbox() && kind != KeyKind::Passkey)
         .then(|| svc_core::b64::url_encode(&svc_clock::random::<32>()));
     if let Some(token) = &sandbox_token {
         record.sandbox = Some(SandboxCredentials {
@@ -222,8 +225,11 @@ pub async fn register(state: &Region, business_uuid: &str, new: NewKey) -> Resul
 
 /// Registers a mandate an owner or admin sealed with a passkey (publishing
 /// 2.4) for one of the business's integration keys.
-pub async fn register_mandate(state: &Region, envelope: &Envelope) -> Result<MandateRecord> {
-    let registry = &state.registry;
+pub async fn register_mandate<R>(state: &R, envelope: &Envelope) -> Result<MandateRecord>
+where
+    R: HasConfig + HasRegistry + HasClock + HasHome + HasAsTable,
+{
+    let registry = state.registry();
     let mandate = svc_core::publish::mandate::verify_mandate(
         envelope,
         |keyid| {
@@ -231,8 +237,8 @@ pub async fn register_mandate(state: &Region, envelope: &Envelope) -> Result<Man
             let public = crate::memo::key_from_jwk(&key.jwk)?;
             Some((public, key.role.map(|r| r.as_str().to_owned()).unwrap_or_default()))
         },
-        &state.config.passkey_rp_id,
-        &state.config.passkey_origin,
+        &state.config().passkey_rp_id,
+        &state.config().passkey_origin,
     )
     .map_err(|r| Error::detail(Code::SealInvalid, format!("mandate refused: {r}")))?;
     // The sealing passkey and the integration key belong to the mandate's business.
@@ -251,7 +257,7 @@ pub async fn register_mandate(state: &Region, envelope: &Envelope) -> Result<Man
     let (Some(valid_from), Some(valid_until)) = (mandate.valid_from_ms(), mandate.valid_until_ms()) else {
         return Err(invalid("mandate validity"));
     };
-    if state.as_table.is_none() && svc_core::publish::mandate::names_asn(&mandate.scope.source_ip_allow_list) {
+    if state.as_table().is_none() && svc_core::publish::mandate::names_asn(&mandate.scope.source_ip_allow_list) {
         return Err(invalid(
             "the source allow-list names an autonomous system (AS…), and this service has no IP-to-AS table to \
              match it (ip_to_as_file): list addresses or CIDR blocks instead",
@@ -279,14 +285,12 @@ pub async fn register_mandate(state: &Region, envelope: &Envelope) -> Result<Man
 
 /// Revokes a mandate at once (publishing 2.4); `business_uuid`, when given,
 /// must be the mandate's. Answers when it was revoked.
-pub async fn revoke_mandate(
-    state: &Region,
-    key_id: &str,
-    mandate_id: &str,
-    business_uuid: Option<&str>,
-) -> Result<UnixMs> {
+pub async fn revoke_mandate<R>(state: &R, key_id: &str, mandate_id: &str, business_uuid: Option<&str>) -> Result<UnixMs>
+where
+    R: HasRegistry + HasClock + HasHome,
+{
     let mut mandate = state
-        .registry
+        .registry()
         .mandates_of_key(key_id)?
         .into_iter()
         .find(|m| m.mandate_id == mandate_id && business_uuid.is_none_or(|b| b == m.business_uuid))
@@ -294,7 +298,7 @@ pub async fn revoke_mandate(
     if let Some(at) = mandate.revoked_at {
         return Ok(at);
     }
-    let now = state.clock.now();
+    let now = state.clock().now();
     mandate.revoked_at = Some(now);
     let mut change = Change::new();
     change.put(cf::MANDATES, &keys::mandate(key_id, mandate_id), &mandate);
@@ -307,19 +311,22 @@ pub async fn revoke_mandate(
 /// `roles`, signed through WebAuthn for this deployment; made at most five
 /// minutes from now (`made_at` reads that instant from the payload). Every
 /// refusal is `seal_invalid`, saying what is wrong.
-pub fn passkey_document(
-    state: &Region,
+pub fn passkey_document<R>(
+    state: &R,
     business_uuid: &str,
     envelope: &Envelope,
     name: &str,
     roles: &[PasskeyRole],
     made_at: impl Fn(&[u8]) -> Option<UnixMs>,
-) -> Result<Vec<u8>> {
-    let now = state.clock.now();
+) -> Result<Vec<u8>>
+where
+    R: HasConfig + HasRegistry + HasClock,
+{
+    let now = state.clock().now();
     let refused = |why: &str| Error::detail(Code::SealInvalid, format!("{name} refused: {why}"));
     let signature = envelope.signatures.first().ok_or_else(|| refused("it is not signed"))?;
     let signer = state
-        .registry
+        .registry()
         .passkey(&signature.keyid)?
         .filter(|k| k.business_uuid == business_uuid && k.live_at(now) && k.kind == KeyKind::Passkey)
         .filter(|k| k.role.is_some_and(|r| roles.contains(&r)))
@@ -334,8 +341,8 @@ pub fn passkey_document(
         &envelope.payload_type,
         &payload,
         &public,
-        &state.config.passkey_rp_id,
-        &state.config.passkey_origin,
+        &state.config().passkey_rp_id,
+        &state.config().passkey_origin,
     )
     .map_err(|r| refused(r.as_str()))?;
     let at = made_at(&payload).ok_or_else(|| refused("its payload is malformed"))?;

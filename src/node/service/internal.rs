@@ -16,7 +16,10 @@ use crate::actors::analytics::AnalyticsMsg;
 use crate::actors::billing::BillingMsg;
 use crate::actors::nonce_store::NonceMsg;
 use crate::actors::publisher::PublisherMsg;
-use crate::region::Region;
+use crate::region::parts::{
+    HasAds, HasAnalytics, HasBilling, HasClock, HasConfig, HasHome, HasLinkReplays, HasMetrics, HasNonces, HasRegistry,
+    HasStore,
+};
 use crate::replication::exchange::{
     self, AdFeedPage, ClaimsReport, FeedPage, LeaseAsk, Outgoing, ReceiptsShipment, ReceiptsTaken, Report,
 };
@@ -84,15 +87,18 @@ impl Admitted {
 /// region it names, a time within the window, the region's MAC over the
 /// head (the declared body digest among it), and an id not used before.
 /// Anything else is `401`, and a replayed request changes nothing.
-pub fn admit(state: &Region, request: &LinkRequest<'_>) -> Result<Admitted> {
-    let Some(replication) = state.config.replication.as_ref().filter(|_| state.home.is_some()) else {
+pub fn admit<R>(state: &R, request: &LinkRequest<'_>) -> Result<Admitted>
+where
+    R: HasConfig + HasClock + HasHome + HasLinkReplays,
+{
+    let Some(replication) = state.config().replication.as_ref().filter(|_| state.home_actors().is_some()) else {
         return Err(Error::new(Code::NotFound));
     };
     let refused = |why: &str| Error::detail(Code::Unauthorized, why.to_owned());
     let named = request.region.ok_or_else(|| refused("the request names no region"))?;
     let region = replication.regions.iter().find(|r| r.name == named).ok_or_else(|| refused("no such region"))?;
     let at = request.at.and_then(|at| at.parse::<i64>().ok()).ok_or_else(|| refused("the request has no time"))?;
-    let now = state.clock.now().0;
+    let now = state.clock().now().0;
     if !link::fresh(at, now) {
         return Err(refused("the request's time is outside the window; are the clocks in step?"));
     }
@@ -109,7 +115,7 @@ pub fn admit(state: &Region, request: &LinkRequest<'_>) -> Result<Admitted> {
     if !link::request_mac_matches(&region.token, request.mac.unwrap_or(""), &head) {
         return Err(refused("the request's MAC is not the region's"));
     }
-    let first = state.link_replays.lock().unwrap_or_else(std::sync::PoisonError::into_inner).first_use(
+    let first = state.link_replays().lock().unwrap_or_else(std::sync::PoisonError::into_inner).first_use(
         &region.name,
         id,
         at,
@@ -193,35 +199,38 @@ pub struct LogPage {
     pub head: u64,
 }
 
-pub async fn log_page(state: &Region, after: u64, wait_ms: u64) -> Result<LogPage> {
-    let entries = long_poll(&state.store, crate::replication::REPLOG, wait_ms, || {
-        entries_after(&state.store, after, MAX_ENTRIES).map_err(Error::from)
+pub async fn log_page(state: &impl HasStore, after: u64, wait_ms: u64) -> Result<LogPage> {
+    let entries = long_poll(state.store(), crate::replication::REPLOG, wait_ms, || {
+        entries_after(state.store(), after, MAX_ENTRIES).map_err(Error::from)
     })
     .await?;
-    let head = crate::replication::last_seq(&state.store)?;
+    let head = crate::replication::last_seq(state.store())?;
     Ok(LogPage { frames: encode_frames(&entries, MAX_BYTES), head })
 }
 
 /// The claimed nonces after `after`, oldest first, and the feed's head.
-pub async fn nonce_feed(state: &Region, after: u64, wait_ms: u64) -> Result<Vec<u8>> {
-    let entries = long_poll(&state.store, crate::replication::exchange::NONCE_FEED, wait_ms, || {
-        exchange::feed_after(&state.store, after, MAX_ENTRIES * 10).map_err(Error::from)
+pub async fn nonce_feed(state: &(impl HasStore + HasNonces), after: u64, wait_ms: u64) -> Result<Vec<u8>> {
+    let entries = long_poll(state.store(), crate::replication::exchange::NONCE_FEED, wait_ms, || {
+        exchange::feed_after(state.store(), after, MAX_ENTRIES * 10).map_err(Error::from)
     })
     .await?;
-    let snapshot = state.nonces.call(NonceMsg::Observe).await?;
+    let snapshot = state.nonces().call(NonceMsg::Observe).await?;
     encode(&FeedPage { head: snapshot.feed_seq, entries })
 }
 
 /// The ad facts after `after`, oldest first, with the feed's head, the
 /// service's conversation secret wrapped for `region` (under a key of its
 /// own token: never in clear on the link) and the take rate in force.
-pub async fn ad_feed(state: &Region, region: &str, after: u64, wait_ms: u64) -> Result<Vec<u8>> {
+pub async fn ad_feed<R>(state: &R, region: &str, after: u64, wait_ms: u64) -> Result<Vec<u8>>
+where
+    R: HasConfig + HasStore + HasHome,
+{
     state.home()?;
-    let entries = long_poll(&state.store, crate::replication::exchange::AD_FEED, wait_ms, || {
-        exchange::ad_feed_after(&state.store, after, MAX_ENTRIES * 10).map_err(Error::from)
+    let entries = long_poll(state.store(), crate::replication::exchange::AD_FEED, wait_ms, || {
+        exchange::ad_feed_after(state.store(), after, MAX_ENTRIES * 10).map_err(Error::from)
     })
     .await?;
-    let head = state.store.last_key(crate::replication::exchange::AD_FEED)?.and_then(|k| from_be(&k)).unwrap_or(0);
+    let head = state.store().last_key(crate::replication::exchange::AD_FEED)?.and_then(|k| from_be(&k)).unwrap_or(0);
     let secret = crate::service::ads::reservations::conversation_secret(state)?;
     let token = region_token(state, region)?;
     let nonce = svc_clock::random::<{ svc_core::wrap::NONCE_LEN }>();
@@ -231,8 +240,8 @@ pub async fn ad_feed(state: &Region, region: &str, after: u64, wait_ms: u64) -> 
 }
 
 /// A region's token, as home's config holds it.
-fn region_token<'s>(state: &'s Region, region: &str) -> Result<&'s str> {
-    let replication = state.config.replication.as_ref().ok_or_else(|| Error::new(Code::NotFound))?;
+fn region_token<'s>(state: &'s impl HasConfig, region: &str) -> Result<&'s str> {
+    let replication = state.config().replication.as_ref().ok_or_else(|| Error::new(Code::NotFound))?;
     let named = replication.regions.iter().find(|r| r.name == region);
     named.map(|r| r.token.as_str()).ok_or_else(|| Error::detail(Code::Unauthorized, "no such region"))
 }
@@ -240,11 +249,14 @@ fn region_token<'s>(state: &'s Region, region: &str) -> Result<&'s str> {
 /// A region's report: its receipt keys are certified, its claims join
 /// home's nonce store (and so the feed), then its usage events and lease
 /// returns are billed, in order.
-pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Vec<u8>> {
+pub async fn take_report<R>(state: &R, region: &str, body: &[u8]) -> Result<Vec<u8>>
+where
+    R: HasStore + HasRegistry + HasClock + HasHome + HasNonces + HasBilling + HasAds + HasAnalytics + HasMetrics,
+{
     let report: Report = decode(body)?;
     speaks_for(region, &report.region)?;
-    report.check(state.clock.now()).map_err(|e| Error::detail(Code::RequestInvalid, e))?;
-    let publisher = &state.home.as_ref().ok_or_else(|| Error::new(Code::NotFound))?.publisher;
+    report.check(state.clock().now()).map_err(|e| Error::detail(Code::RequestInvalid, e))?;
+    let publisher = &state.home_actors().as_ref().ok_or_else(|| Error::new(Code::NotFound))?.publisher;
     // A forged charge refuses the whole report before any of it is applied.
     for entry in &report.entries {
         if let Outgoing::AdFact(fact) = entry
@@ -253,7 +265,7 @@ pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Ve
             crate::service::ads::ledger::check_charge(state, charge)?;
         }
     }
-    let mut roots = state.store.batch();
+    let mut roots = state.store().batch();
     // What the nonce store, analytics and the ad actor take, in one pass.
     let (mut claims, mut events, mut facts) = (Vec::new(), Vec::new(), Vec::new());
     for entry in &report.entries {
@@ -261,11 +273,11 @@ pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Ve
             Outgoing::ReceiptRoot(root) => {
                 // Kept under the reporting region's name, whatever the root says.
                 let root = ReceiptRoot { region: report.region.clone(), ..root.clone() };
-                crate::actors::receipt_folder::keep_at_home(&mut roots, &root, state.clock.now());
+                crate::actors::receipt_folder::keep_at_home(&mut roots, &root, state.clock().now());
             }
             Outgoing::Introduced { key_id } => {
-                if let Some(key) = state.registry.retrieval_key(key_id)? {
-                    super::retrieval::mark_introduced(&state.store, publisher, key, state.clock.now()).await?;
+                if let Some(key) = state.registry().retrieval_key(key_id)? {
+                    super::retrieval::mark_introduced(state.store(), publisher, key, state.clock().now()).await?;
                 }
             }
             Outgoing::ReceiptKey { jwk } => {
@@ -274,14 +286,14 @@ pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Ve
                     .and_then(|jwk| VerifyingKey::from_jwk(&jwk).ok())
                     .filter(|key| key.alg() == Alg::Ed25519)
                     .ok_or_else(|| Error::detail(Code::RequestInvalid, "a receipt key must be an Ed25519 JWK"))?;
-                let (region, now) = (report.region.clone(), state.clock.now());
+                let (region, now) = (report.region.clone(), state.clock().now());
                 publisher.call(|reply| PublisherMsg::CertifyReceiptKey { region, key, now, reply }).await??;
             }
             Outgoing::AdSettle { campaign_id, lease_id, used } => {
-                let (region, now) = (&report.region, state.clock.now());
+                let (region, now) = (&report.region, state.clock().now());
                 // Shipped again after a lost answer, it finds its lease settled.
                 if let Ok(change) =
-                    crate::campaign_ledger::settle(&state.store, now, region, campaign_id, *lease_id, *used)?
+                    crate::campaign_ledger::settle(state.store(), now, region, campaign_id, *lease_id, *used)?
                 {
                     crate::service::writes::apply(state, change).await?;
                 }
@@ -294,55 +306,67 @@ pub async fn take_report(state: &Region, region: &str, body: &[u8]) -> Result<Ve
         }
     }
     roots.commit()?;
-    state.nonces.call(|reply| NonceMsg::Learn { claims, reply }).await??;
+    state.nonces().call(|reply| NonceMsg::Learn { claims, reply }).await??;
     if !events.is_empty() {
         let region = report.region.clone();
-        state.analytics.call(|reply| AnalyticsMsg::TakeAdEvents { region, events, reply }).await??;
+        state.analytics().call(|reply| AnalyticsMsg::TakeAdEvents { region, events, reply }).await??;
     }
     if !facts.is_empty() {
-        let (region, now) = (report.region.clone(), state.clock.now());
-        state.ads.call(|reply| AdMsg::Learn { region, facts, now, reply }).await??;
+        let (region, now) = (report.region.clone(), state.clock().now());
+        state.ads().call(|reply| AdMsg::Learn { region, facts, now, reply }).await??;
     }
-    let taken = state.billing.call(|reply| BillingMsg::Take { report, reply }).await??;
+    let taken = state.billing().call(|reply| BillingMsg::Take { report, reply }).await??;
     let reported = [("billed", taken.billed), ("already_billed", taken.already_billed)];
     for (outcome, n) in reported {
-        state.metrics.count("svc_billing_reported_total", &[("outcome", outcome.to_owned())], n);
+        state.metrics().count("svc_billing_reported_total", &[("outcome", outcome.to_owned())], n);
     }
     encode(&taken)
 }
 
 /// A region's own claims, shipped apart from its report: they join home's
 /// nonce store and so the feed (a claim home holds is kept as it is).
-pub async fn take_claims(state: &Region, region: &str, body: &[u8]) -> Result<Vec<u8>> {
+pub async fn take_claims<R>(state: &R, region: &str, body: &[u8]) -> Result<Vec<u8>>
+where
+    R: HasClock + HasHome + HasNonces,
+{
     let report: ClaimsReport = decode(body)?;
     speaks_for(region, &report.region)?;
-    report.check(state.clock.now()).map_err(|e| Error::detail(Code::RequestInvalid, e))?;
-    state.home.as_ref().ok_or_else(|| Error::new(Code::NotFound))?;
+    report.check(state.clock().now()).map_err(|e| Error::detail(Code::RequestInvalid, e))?;
+    state.home_actors().as_ref().ok_or_else(|| Error::new(Code::NotFound))?;
     let claims = report.claims;
-    state.nonces.call(|reply| NonceMsg::Learn { claims, reply }).await??;
+    state.nonces().call(|reply| NonceMsg::Learn { claims, reply }).await??;
     encode(&())
 }
 
 /// Keeps a run of a region's receipts (the analytics actor writes them,
 /// with their counts); answers the last of the region's receipts home holds.
-pub async fn take_receipts(state: &Region, region: &str, body: &[u8]) -> Result<Vec<u8>> {
+pub async fn take_receipts<R>(state: &R, region: &str, body: &[u8]) -> Result<Vec<u8>>
+where
+    R: HasClock + HasHome + HasAnalytics,
+{
     let shipment: ReceiptsShipment = decode(body)?;
     speaks_for(region, &shipment.region)?;
-    shipment.check(state.clock.now()).map_err(|e| Error::detail(Code::RequestInvalid, e))?;
-    state.home.as_ref().ok_or_else(|| Error::new(Code::NotFound))?;
-    let through = state.analytics.call(|reply| AnalyticsMsg::TakeRegion { shipment, reply }).await??;
+    shipment.check(state.clock().now()).map_err(|e| Error::detail(Code::RequestInvalid, e))?;
+    state.home_actors().as_ref().ok_or_else(|| Error::new(Code::NotFound))?;
+    let through = state.analytics().call(|reply| AnalyticsMsg::TakeRegion { shipment, reply }).await??;
     encode(&ReceiptsTaken { through })
 }
 
 /// A slice of a campaign's money for the asking region (`ads::ledger`).
-pub async fn grant_ad_lease(state: &Region, region: &str, body: &[u8]) -> Result<Vec<u8>> {
+pub async fn grant_ad_lease<R>(state: &R, region: &str, body: &[u8]) -> Result<Vec<u8>>
+where
+    R: HasConfig + HasStore + HasClock + HasHome,
+{
     let ask: crate::service::ads::ledger::AdLeaseAsk = decode(body)?;
     speaks_for(region, &ask.region)?;
     encode(&crate::service::ads::ledger::lease(state, &ask).await?)
 }
 
 /// A region hands a campaign's lease back with what it used.
-pub async fn settle_ad_lease(state: &Region, region: &str, body: &[u8]) -> Result<Vec<u8>> {
+pub async fn settle_ad_lease<R>(state: &R, region: &str, body: &[u8]) -> Result<Vec<u8>>
+where
+    R: HasStore + HasClock + HasHome,
+{
     let settle: crate::service::ads::ledger::AdLeaseSettle = decode(body)?;
     speaks_for(region, &settle.region)?;
     crate::service::ads::ledger::settle(state, &settle).await?;
@@ -350,12 +374,12 @@ pub async fn settle_ad_lease(state: &Region, region: &str, body: &[u8]) -> Resul
 }
 
 /// Sets allowance units aside for a region.
-pub async fn grant_lease(state: &Region, region: &str, body: &[u8]) -> Result<Vec<u8>> {
+pub async fn grant_lease(state: &(impl HasClock + HasBilling), region: &str, body: &[u8]) -> Result<Vec<u8>> {
     let ask: LeaseAsk = decode(body)?;
     speaks_for(region, &ask.region)?;
     ask.check().map_err(|e| Error::detail(Code::RequestInvalid, e))?;
-    let now = state.clock.now();
-    let grant = state.billing.call(|reply| BillingMsg::Grant { ask, now, reply }).await??;
+    let now = state.clock().now();
+    let grant = state.billing().call(|reply| BillingMsg::Grant { ask, now, reply }).await??;
     encode(&grant)
 }
 

@@ -16,7 +16,10 @@ use svc_core::time::UnixMs;
 
 use crate::actors::billing::BillingMsg;
 use crate::actors::publisher::PublisherMsg;
-use crate::region::Region;
+use crate::region::parts::{
+    HasAsTable, HasBilling, HasClock, HasConfig, HasHome, HasImages, HasKeySet, HasKeys, HasRegistry, HasRoster,
+    HasStore, HasSupervisor, HasTraces,
+};
 use crate::replication::Change;
 use crate::service::business_keys::{self, custody_statement, revoke_key};
 use crate::service::company_keys::{self, renew_key_directory};
@@ -51,8 +54,8 @@ fn parse_time(value: &Option<String>, default: UnixMs) -> Result<UnixMs> {
     }
 }
 
-pub async fn config(state: &Region) -> Result<Done> {
-    let c = &state.config;
+pub async fn config(state: &impl HasConfig) -> Result<Done> {
+    let c = state.config();
     Ok(Done::Ok(json!({
         "region": c.region,
         "role": c.role,
@@ -66,9 +69,9 @@ pub async fn config(state: &Region) -> Result<Done> {
 /// Every actor of the region: what each holds, and how the supervisor
 /// sees it (restarts, and why it failed if it is not back). An actor that
 /// does not answer within 2 s is shown as `null`.
-pub async fn observe(state: &Region) -> Result<Done> {
-    let actors = state.roster.observe(std::time::Duration::from_secs(2)).await;
-    let supervised = ractor::call!(state.supervisor, crate::region::supervisor::SupervisorMsg::Observe)
+pub async fn observe(state: &(impl HasSupervisor + HasRoster)) -> Result<Done> {
+    let actors = state.roster().observe(std::time::Duration::from_secs(2)).await;
+    let supervised = ractor::call!(state.supervisor(), crate::region::supervisor::SupervisorMsg::Observe)
         .map_err(Error::actor("supervisor"))?;
     let supervisor: Vec<Value> =
         supervised.into_iter().map(|c| json!({"name": c.name, "restarts": c.restarts, "failed": c.failed})).collect();
@@ -78,12 +81,15 @@ pub async fn observe(state: &Region) -> Result<Done> {
 /// Draws this region's next receipt key and asks home to certify it. The
 /// region signs with its current key until the key set names the new one;
 /// the old key stays valid for the overlap after that.
-pub async fn rotate_receipt_key(state: &Region) -> Result<Done> {
-    let now = state.clock.now();
-    let key = state.key_set.rotate(now).await.map_err(Error::internal)?;
-    let signing = state.key_set.signer(now).map(|s| s.key_id);
+pub async fn rotate_receipt_key<R>(state: &R) -> Result<Done>
+where
+    R: HasConfig + HasClock + HasKeySet,
+{
+    let now = state.clock().now();
+    let key = state.key_set().rotate(now).await.map_err(Error::internal)?;
+    let signing = state.key_set().signer(now).map(|s| s.key_id);
     Ok(Done::Ok(json!({
-        "region": state.config.region,
+        "region": state.config().region,
         "kid": key.thumbprint(),
         "signing_kid": signing,
         "overlap_ms": svc_core::keyset::KEY_OVERLAP_MS,
@@ -110,7 +116,7 @@ impl CertificateSubject<'_> {
 /// subject, its legal name (and a business's country), that the service
 /// verified it and since when, and its status; never how.
 pub fn issue_certificate(
-    state: &Region,
+    state: &(impl HasConfig + HasKeys),
     subject: CertificateSubject<'_>,
     verified_since: UnixMs,
     status: CertificateStatus,
@@ -138,7 +144,7 @@ pub fn issue_certificate(
         "status_effective_from": status_effective_from.to_rfc3339_secs(),
         "issued_at": issued_at.to_rfc3339_millis(),
         "statement": statement,
-        "sandbox": state.config.environment.is_sandbox(),
+        "sandbox": state.config().environment.is_sandbox(),
     });
     if let Some(country) = country {
         payload["country"] = json!(country);
@@ -147,7 +153,7 @@ pub fn issue_certificate(
         payload["status_reason"] = json!(reason);
     }
     let bytes = svc_core::canonical::to_signed_bytes(&payload).map_err(Error::internal)?;
-    let envelope = state.keys.issuer().sign(&payload_type("certificate.v1"), &bytes);
+    let envelope = state.keys().issuer().sign(&payload_type("certificate.v1"), &bytes);
     Ok(CertificateIssuance {
         cert_id: sha256_prefixed(&bytes),
         business_uuid: subject.uuid().to_owned(),
@@ -170,14 +176,17 @@ pub struct NewBusiness {
     owner_email: Option<String>,
 }
 
-pub async fn create_business(state: &Region, req: NewBusiness) -> Result<Done> {
+pub async fn create_business<R>(state: &R, req: NewBusiness) -> Result<Done>
+where
+    R: HasConfig + HasStore + HasRegistry + HasKeys + HasClock + HasHome,
+{
     if !ids::is_country(&req.country) {
         return Err(invalid("country must be an ISO 3166-1 alpha-2 code"));
     }
     if req.legal_name.trim().is_empty() || req.legal_name.len() > 200 {
         return Err(invalid("legal_name must be 1 to 200 characters"));
     }
-    let now = state.clock.now();
+    let now = state.clock().now();
     let business = Business {
         uuid: ids::uuid_v4(random()),
         legal_name: req.legal_name,
@@ -211,9 +220,12 @@ pub async fn create_business(state: &Region, req: NewBusiness) -> Result<Done> {
 /// Invites an owner of a business or an AI company to the portal: the
 /// first owner at creation, or another when the owners lost their
 /// passkeys. The link is shown once.
-pub async fn owner_invitation(state: &Region, uuid: &str, email: &str) -> Result<Value> {
+pub async fn owner_invitation<R>(state: &R, uuid: &str, email: &str) -> Result<Value>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome,
+{
     let made = crate::service::portal::people::invite(state, None, uuid, email, PasskeyRole::Owner).await?;
-    let url = format!("{}{}", state.config.passkey_origin, made.path);
+    let url = format!("{}{}", state.config().passkey_origin, made.path);
     Ok(json!({"email": made.email, "role": made.role, "url": url, "expires_at": made.expires_at}))
 }
 
@@ -223,17 +235,20 @@ pub struct OwnerInvitation {
     email: String,
 }
 
-pub async fn invite_owner(state: &Region, uuid: String, req: OwnerInvitation) -> Result<Done> {
+pub async fn invite_owner<R>(state: &R, uuid: String, req: OwnerInvitation) -> Result<Done>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome,
+{
     Ok(Done::Created(owner_invitation(state, &uuid, &req.email).await?))
 }
 
 /// A business as the operator sees it: its certificate in force and the AI
 /// policy version a seal made now must name.
-pub async fn show_business(state: &Region, uuid: String) -> Result<Done> {
-    let business = state.registry.business(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
-    let now = state.clock.now();
-    let cert = state.registry.certificate_in_force(&uuid, now)?;
-    let policy = state.registry.ai_policy_at(&uuid, now)?;
+pub async fn show_business(state: &(impl HasRegistry + HasClock), uuid: String) -> Result<Done> {
+    let business = state.registry().business(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let now = state.clock().now();
+    let cert = state.registry().certificate_in_force(&uuid, now)?;
+    let policy = state.registry().ai_policy_at(&uuid, now)?;
     Ok(Done::Ok(json!({
         "business_uuid": business.uuid,
         "legal_name": business.legal_name,
@@ -254,21 +269,24 @@ pub struct StatusChange {
 }
 
 /// A new issuance with another status, for a business or an AI company.
-pub async fn change_certificate_status(state: &Region, uuid: String, req: StatusChange) -> Result<Done> {
-    let business = state.registry.business(&uuid)?;
+pub async fn change_certificate_status<R>(state: &R, uuid: String, req: StatusChange) -> Result<Done>
+where
+    R: HasConfig + HasRegistry + HasKeys + HasClock + HasHome,
+{
+    let business = state.registry().business(&uuid)?;
     let company = match &business {
         Some(_) => None,
-        None => Some(state.registry.company(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?),
+        None => Some(state.registry().company(&uuid)?.ok_or_else(|| Error::new(Code::NotFound))?),
     };
     let subject = match (&business, &company) {
         (Some(b), _) => CertificateSubject::Business(b),
         (None, Some(c)) => CertificateSubject::Company(c),
         (None, None) => return Err(Error::new(Code::NotFound)),
     };
-    let history = state.registry.certificates(&uuid)?;
+    let history = state.registry().certificates(&uuid)?;
     // Each issuance is strictly later than the one before, so the history
     // has one order even when two are made within a millisecond.
-    let now = history.last().map_or(state.clock.now(), |last| state.clock.now().max(last.issued_at.plus(1)));
+    let now = history.last().map_or(state.clock().now(), |last| state.clock().now().max(last.issued_at.plus(1)));
     let effective = parse_time(&req.effective_from, now)?;
     let verified_since = history.first().map_or(now, |c| c.issued_at);
     let cert = issue_certificate(state, subject, verified_since, req.status, effective, req.reason, now)?;
@@ -292,8 +310,11 @@ pub struct NewBusinessKey {
     valid_until: Option<String>,
 }
 
-pub async fn register_business_key(state: &Region, uuid: String, req: NewBusinessKey) -> Result<Done> {
-    let now = state.clock.now();
+pub async fn register_business_key<R>(state: &R, uuid: String, req: NewBusinessKey) -> Result<Done>
+where
+    R: HasConfig + HasRegistry + HasKeys + HasClock + HasHome,
+{
+    let now = state.clock().now();
     let new = business_keys::NewKey {
         jwk: req.jwk,
         purpose: req.purpose,
@@ -314,16 +335,19 @@ pub struct CustodyChange {
 }
 
 /// Re-states who holds a key: a new statement, never an edit.
-pub async fn restate_custody(state: &Region, key_id: String, req: CustodyChange) -> Result<Done> {
+pub async fn restate_custody<R>(state: &R, key_id: String, req: CustodyChange) -> Result<Done>
+where
+    R: HasRegistry + HasKeys + HasClock + HasHome,
+{
     let custody =
         svc_core::custody::Custody::parse(&req.custody).ok_or_else(|| invalid("custody is hosted or self"))?;
-    let key = match state.registry.integration_key(&key_id)? {
+    let key = match state.registry().integration_key(&key_id)? {
         Some(k) => k,
-        None => state.registry.passkey(&key_id)?.ok_or_else(|| Error::new(Code::NotFound))?,
+        None => state.registry().passkey(&key_id)?.ok_or_else(|| Error::new(Code::NotFound))?,
     };
-    let last = state.registry.custody_statements(&key.business_uuid)?.last().map(|c| c.issued_at);
+    let last = state.registry().custody_statements(&key.business_uuid)?.last().map(|c| c.issued_at);
     // Strictly after the previous statement, so the history has one order.
-    let now = state.clock.now();
+    let now = state.clock().now();
     let issued_at = last.map_or(now, |l| now.max(l.plus(1)));
     let effective = parse_time(&req.effective_from, now)?;
     let statement = custody_statement(state, &key, custody, issued_at, effective);
@@ -342,11 +366,14 @@ pub struct Revocation {
     compromised_at: Option<String>,
 }
 
-pub async fn revoke_business_key(state: &Region, key_id: String, req: Revocation) -> Result<Done> {
-    let now = state.clock.now();
-    let key = match state.registry.integration_key(&key_id)? {
+pub async fn revoke_business_key<R>(state: &R, key_id: String, req: Revocation) -> Result<Done>
+where
+    R: HasStore + HasRegistry + HasClock + HasHome,
+{
+    let now = state.clock().now();
+    let key = match state.registry().integration_key(&key_id)? {
         Some(k) => k,
-        None => state.registry.passkey(&key_id)?.ok_or_else(|| Error::new(Code::NotFound))?,
+        None => state.registry().passkey(&key_id)?.ok_or_else(|| Error::new(Code::NotFound))?,
     };
     let effective_from = parse_time(&req.effective_from, now)?;
     let compromised_at = optional_time(&req.compromised_at)?;
@@ -373,19 +400,28 @@ pub struct MandateRegistration {
     envelope: Envelope,
 }
 
-pub async fn register_mandate(state: &Region, req: MandateRegistration) -> Result<Done> {
+pub async fn register_mandate<R>(state: &R, req: MandateRegistration) -> Result<Done>
+where
+    R: HasConfig + HasRegistry + HasClock + HasHome + HasAsTable,
+{
     let record = business_keys::register_mandate(state, &req.envelope).await?;
     Ok(Done::Created(json!({"mandate_id": record.mandate_id, "key_id": record.key_id,
         "valid_until": record.valid_until.to_rfc3339_secs()})))
 }
 
 /// Ends a retrieval key (`company_keys::revoke`).
-pub async fn revoke_retrieval_key(state: &Region, key_id: String) -> Result<Done> {
+pub async fn revoke_retrieval_key<R>(state: &R, key_id: String) -> Result<Done>
+where
+    R: HasRegistry + HasClock + HasHome,
+{
     let revoked_at = company_keys::revoke(state, &key_id, None).await?;
     Ok(Done::Ok(json!({"key_id": key_id, "revoked_at": revoked_at.to_rfc3339_secs()})))
 }
 
-pub async fn revoke_mandate(state: &Region, key_id: String, mandate_id: String) -> Result<Done> {
+pub async fn revoke_mandate<R>(state: &R, key_id: String, mandate_id: String) -> Result<Done>
+where
+    R: HasRegistry + HasClock + HasHome,
+{
     let revoked_at = business_keys::revoke_mandate(state, &key_id, &mandate_id, None).await?;
     Ok(Done::Ok(json!({"mandate_id": mandate_id, "revoked_at": revoked_at.to_rfc3339_secs()})))
 }
@@ -400,7 +436,10 @@ pub struct AiPolicySeal {
 }
 
 /// The portal's AI policy save, scripted (Path B): see [`saves::save_ai_policy`].
-pub async fn seal_ai_policy(state: &Region, uuid: String, req: AiPolicySeal) -> Result<Done> {
+pub async fn seal_ai_policy<R>(state: &R, uuid: String, req: AiPolicySeal) -> Result<Done>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome,
+{
     let bytes = svc_core::b64::std_decode(&req.record_base64).ok_or_else(|| invalid("record_base64 is not base64"))?;
     let saved = saves::save_ai_policy(state, &uuid, bytes, &req.seal).await?;
     Ok(Done::Created(saved.to_json()))
@@ -416,7 +455,10 @@ pub struct SealedRecord {
 }
 
 /// The business portal's save (Path B), scripted: see [`saves::save_record`].
-pub async fn save_sealed_record(state: &Region, uuid: String, req: SealedRecord) -> Result<Done> {
+pub async fn save_sealed_record<R>(state: &R, uuid: String, req: SealedRecord) -> Result<Done>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome + HasImages,
+{
     let record_type = RecordType::from_name(&req.record_type)
         .filter(|t| t.is_collection() || *t == RecordType::Ads)
         .ok_or_else(|| invalid("record_type is a collection name or ads"))?;
@@ -434,7 +476,10 @@ pub struct DirectoryChange {
 }
 
 /// An AI company opts in to the key directory (or out): `company_keys`.
-pub async fn set_directory_listing(state: &Region, uuid: String, req: DirectoryChange) -> Result<Done> {
+pub async fn set_directory_listing<R>(state: &R, uuid: String, req: DirectoryChange) -> Result<Done>
+where
+    R: HasRegistry + HasClock + HasHome,
+{
     company_keys::set_directory_listing(state, &uuid, req.listed).await?;
     Ok(Done::Ok(json!({"ai_company_uuid": uuid, "listed": req.listed})))
 }
@@ -447,7 +492,10 @@ pub struct TermsAcceptanceChange {
 
 /// Records that an AI company accepted a Terms version (the portal asks
 /// the person; the operator may record it too).
-pub async fn accept_terms(state: &Region, uuid: String, req: TermsAcceptanceChange) -> Result<Done> {
+pub async fn accept_terms<R>(state: &R, uuid: String, req: TermsAcceptanceChange) -> Result<Done>
+where
+    R: HasRegistry + HasClock + HasHome,
+{
     Ok(Done::Ok(company_keys::accept_terms(state, &uuid, req.version).await?))
 }
 
@@ -462,7 +510,10 @@ pub struct NewCompany {
     owner_email: Option<String>,
 }
 
-pub async fn create_company(state: &Region, req: NewCompany) -> Result<Done> {
+pub async fn create_company<R>(state: &R, req: NewCompany) -> Result<Done>
+where
+    R: HasConfig + HasStore + HasRegistry + HasKeys + HasClock + HasHome,
+{
     if req.name.trim().is_empty() {
         return Err(invalid("name is required"));
     }
@@ -474,15 +525,15 @@ pub async fn create_company(state: &Region, req: NewCompany) -> Result<Done> {
         name: req.name,
         verified: req.verified,
         terms_accepted: req.terms_accepted,
-        environment: state.config.environment,
-        created_at: state.clock.now(),
+        environment: state.config().environment,
+        created_at: state.clock().now(),
     };
     let mut change = Change::new();
     change.put(cf::COMPANIES, company.uuid.as_bytes(), &company);
     // A version given must exist, unless none is published yet (an
     // acceptance recorded before any Terms, kept for older deployments).
     if let Some(version) = company.terms_accepted {
-        let terms = state.registry.terms()?;
+        let terms = state.registry().terms()?;
         let published = !terms.is_empty();
         match terms.into_iter().find(|t| t.version == version) {
             Some(t) => {
@@ -515,7 +566,10 @@ pub struct NewGroup {
     name: String,
 }
 
-pub async fn create_group(state: &Region, uuid: String, req: NewGroup) -> Result<Done> {
+pub async fn create_group<R>(state: &R, uuid: String, req: NewGroup) -> Result<Done>
+where
+    R: HasRegistry + HasClock + HasHome,
+{
     let group = company_keys::create_group(state, &uuid, &req.name).await?;
     Ok(Done::Created(json!({"ai_group_id": group.group_id, "name": group.name})))
 }
@@ -526,8 +580,11 @@ pub struct NewRetrievalKey {
     jwk: Jwk,
 }
 
-pub async fn register_retrieval_key(state: &Region, group_id: String, req: NewRetrievalKey) -> Result<Done> {
-    let group = state.registry.group(&group_id)?.ok_or_else(|| Error::new(Code::NotFound))?;
+pub async fn register_retrieval_key<R>(state: &R, group_id: String, req: NewRetrievalKey) -> Result<Done>
+where
+    R: HasConfig + HasRegistry + HasClock + HasHome,
+{
+    let group = state.registry().group(&group_id)?.ok_or_else(|| Error::new(Code::NotFound))?;
     Ok(Done::Created(company_keys::register(state, &group, &req.jwk).await?.to_json()))
 }
 
@@ -544,10 +601,13 @@ fn yes() -> bool {
     true
 }
 
-pub async fn set_block(state: &Region, req: BlockChange) -> Result<Done> {
-    state.registry.business(&req.business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
-    state.registry.group(&req.ai_group_id)?.ok_or_else(|| Error::new(Code::NotFound))?;
-    let now = state.clock.now();
+pub async fn set_block<R>(state: &R, req: BlockChange) -> Result<Done>
+where
+    R: HasRegistry + HasClock + HasHome,
+{
+    state.registry().business(&req.business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    state.registry().group(&req.ai_group_id)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let now = state.clock().now();
     let key = keys::block(&req.business_uuid, &req.ai_group_id);
     let mut change = Change::new();
     if req.blocked {
@@ -572,7 +632,10 @@ pub struct PushRelease {
 /// An owner's or admin's confirmation of a held push, made in the portal:
 /// a `push-release.v1` sealed by their passkey, naming the push, its
 /// business and the decision, confirmed within the last five minutes.
-pub async fn release_push(state: &Region, push_id: String, req: PushRelease) -> Result<Done> {
+pub async fn release_push<R>(state: &R, push_id: String, req: PushRelease) -> Result<Done>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome,
+{
     let settled = saves::release_held(state, &push_id, &req.envelope).await?;
     Ok(Done::Ok(
         json!({"push_id": push_id, "state": settled.state, "held": settled.held, "counts": settled.outcome_counts()}),
@@ -590,7 +653,7 @@ pub struct EndpointsChange {
 
 /// Runs a domain assurance pass now (the schedule runs them every
 /// `domain_assurance.every_ms`) and answers what it found.
-pub async fn check_domains(state: &Region) -> Result<Done> {
+pub async fn check_domains(state: &impl HasHome) -> Result<Done> {
     let actor = state.home()?.domain_assurance.as_ref().ok_or_else(|| {
         Error::detail(Code::NotImplemented, "domain assurance is not configured on this node ([domain_assurance])")
     })?;
@@ -606,13 +669,16 @@ pub async fn check_domains(state: &Region) -> Result<Done> {
 /// Suspends (domain assurance lost) or restores a business's authorised
 /// endpoints: while suspended, `purchase` is withheld on its rows and its
 /// business file's `endpoints` read `suspended`.
-pub async fn set_endpoints(state: &Region, req: EndpointsChange) -> Result<Done> {
-    state.registry.business(&req.business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+pub async fn set_endpoints<R>(state: &R, req: EndpointsChange) -> Result<Done>
+where
+    R: HasRegistry + HasClock + HasHome,
+{
+    state.registry().business(&req.business_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
     let mut change = Change::new();
     if req.suspended {
         let suspension = EndpointsSuspension {
             business_uuid: req.business_uuid.clone(),
-            since: state.clock.now(),
+            since: state.clock().now(),
             reason: req.reason,
         };
         change.put(cf::ENDPOINTS, req.business_uuid.as_bytes(), &suspension);
@@ -633,10 +699,13 @@ pub struct AllowanceChange {
     remaining: i64,
 }
 
-pub async fn set_allowance(state: &Region, req: AllowanceChange) -> Result<Done> {
+pub async fn set_allowance<R>(state: &R, req: AllowanceChange) -> Result<Done>
+where
+    R: HasRegistry + HasClock + HasHome + HasBilling,
+{
     // Allowances are home's: a read region serves from leases of them.
     state.home()?;
-    state.registry.company(&req.ai_company_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    state.registry().company(&req.ai_company_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
     // The plan first, through the log, so read regions learn whom they may
     // serve without a lease; then the allowance, which is home's alone.
     let plan = BillingPlan { company_uuid: req.ai_company_uuid.clone(), prepay: req.prepay };
@@ -646,7 +715,7 @@ pub async fn set_allowance(state: &Region, req: AllowanceChange) -> Result<Done>
     let allowance =
         Allowance { company_uuid: req.ai_company_uuid.clone(), prepay: req.prepay, remaining: req.remaining };
     // Allowances belong to the billing actor, which judges every reservation.
-    state.billing.call(|reply| BillingMsg::SetAllowance { allowance, reply }).await??;
+    state.billing().call(|reply| BillingMsg::SetAllowance { allowance, reply }).await??;
     Ok(Done::Ok(json!({"ai_company_uuid": req.ai_company_uuid, "prepay": req.prepay, "remaining": req.remaining})))
 }
 
@@ -658,11 +727,14 @@ pub struct NewTerms {
     text: String,
 }
 
-pub async fn publish_terms(state: &Region, req: NewTerms) -> Result<Done> {
-    if state.store.contains(cf::TERMS, &svc_store::be(req.version))? {
+pub async fn publish_terms<R>(state: &R, req: NewTerms) -> Result<Done>
+where
+    R: HasStore + HasClock + HasHome,
+{
+    if state.store().contains(cf::TERMS, &svc_store::be(req.version))? {
         return Err(invalid("that Terms version exists; versions are never edited"));
     }
-    let now = state.clock.now();
+    let now = state.clock().now();
     let terms = TermsVersion {
         version: req.version,
         effective_from: parse_time(&req.effective_from, now)?,
@@ -679,7 +751,7 @@ pub async fn publish_terms(state: &Region, req: NewTerms) -> Result<Done> {
 
 /// Sequences the transparency log's waiting leaves now, without waiting for
 /// the hour, and answers the checkpoint signed (home only).
-pub async fn sequence_log(state: &Region) -> Result<Done> {
+pub async fn sequence_log(state: &impl HasHome) -> Result<Done> {
     let log = &state.home()?.transparency_log;
     let signed = log.call(crate::actors::transparency_log::TransparencyLogMsg::Sequence).await??;
     Ok(Done::Ok(json!({
@@ -691,16 +763,16 @@ pub async fn sequence_log(state: &Region) -> Result<Done> {
 
 /// `GET /admin/traces/{trace_id}`: the public requests of one trace this
 /// node served lately (its last [`crate::trace::RECENT`]).
-pub fn trace(state: &Region, trace_id: &str) -> Result<Done> {
+pub fn trace(state: &(impl HasConfig + HasTraces), trace_id: &str) -> Result<Done> {
     let trace = svc_core::trace_context::parse_trace_id(trace_id)
         .ok_or_else(|| Error::detail(Code::RequestInvalid, "a trace id is 32 lower-case hex digits, not all zero"))?;
-    let served = state.traces.of(&trace);
-    Ok(Done::Ok(json!({ "region": state.config.region, "role": state.config.role, "served": served })))
+    let served = state.traces().of(&trace);
+    Ok(Done::Ok(json!({ "region": state.config().region, "role": state.config().role, "served": served })))
 }
 
 /// `POST /admin/log/cosign`: asks every witness missing from the newest
 /// checkpoint now; answers each witness's state.
-pub async fn cosign_log(state: &Region) -> Result<Done> {
+pub async fn cosign_log(state: &impl HasHome) -> Result<Done> {
     let Some(witnesses) = &state.home()?.witnesses else {
         return Err(Error::detail(Code::NotFound, "no witness is configured ([[log_witnesses.witness]])"));
     };
@@ -735,24 +807,24 @@ pub struct ClockSkew {
 
 /// Faults are injected only into a node configured for them; elsewhere
 /// the routes do not exist.
-fn fault_injection(state: &Region) -> Result<()> {
-    if state.config.fault_injection { Ok(()) } else { Err(Error::new(Code::NotFound)) }
+fn fault_injection(state: &impl HasConfig) -> Result<()> {
+    if state.config().fault_injection { Ok(()) } else { Err(Error::new(Code::NotFound)) }
 }
 
-pub fn arm_crash(state: &Region, req: CrashArm) -> Result<Done> {
+pub fn arm_crash(state: &impl HasConfig, req: CrashArm) -> Result<Done> {
     fault_injection(state)?;
     crate::faults::arm(req.at);
     Ok(Done::Ok(json!({ "armed": req.at })))
 }
 
 /// At most a day either way: enough to cross every window the spec names.
-pub fn skew_clock(state: &Region, req: ClockSkew) -> Result<Done> {
+pub fn skew_clock(state: &(impl HasConfig + HasClock), req: ClockSkew) -> Result<Done> {
     fault_injection(state)?;
     if req.skew_ms.abs() > 86_400_000 {
         return Err(Error::detail(Code::RequestInvalid, "skew_ms is at most a day either way"));
     }
     crate::faults::skew(req.skew_ms);
-    Ok(Done::Ok(json!({ "skew_ms": req.skew_ms, "now": state.clock.now().to_rfc3339_millis() })))
+    Ok(Done::Ok(json!({ "skew_ms": req.skew_ms, "now": state.clock().now().to_rfc3339_millis() })))
 }
 
 #[derive(Deserialize)]
@@ -765,14 +837,17 @@ pub struct ServiceKeyEnd {
 /// Ends one of the service's own keys in the key set (home only): retired
 /// from `valid_until` once its successor is listed, or compromised from
 /// `compromised_at` (which may precede now). Root keys are refused.
-pub async fn end_service_key(state: &Region, kid: String, req: ServiceKeyEnd) -> Result<Done> {
-    let now = state.clock.now();
+pub async fn end_service_key<R>(state: &R, kid: String, req: ServiceKeyEnd) -> Result<Done>
+where
+    R: HasKeys + HasClock + HasHome,
+{
+    let now = state.clock().now();
     let valid_until = optional_time(&req.valid_until)?;
     let compromised_at = optional_time(&req.compromised_at)?;
     if valid_until.is_none() && compromised_at.is_none() {
         return Err(invalid("give valid_until, compromised_at, or both"));
     }
-    if state.keys.signing_kids().contains(&kid) {
+    if state.keys().signing_kids().contains(&kid) {
         return Err(invalid("this key signs now: rotate its purpose first (svc admin service-key-rotate)"));
     }
     let publisher = &state.home()?.publisher;
@@ -799,8 +874,8 @@ pub struct ServiceKeyRotation {
 /// Draws a successor for one of home's own keys (issuance, statement,
 /// projection, sidecar, log checkpoint): listed in the key set from now,
 /// signing from now; the old one closes after the overlap (home only).
-pub async fn rotate_service_key(state: &Region, req: ServiceKeyRotation) -> Result<Done> {
-    let now = state.clock.now();
+pub async fn rotate_service_key(state: &(impl HasClock + HasHome), req: ServiceKeyRotation) -> Result<Done> {
+    let now = state.clock().now();
     let publisher = &state.home()?.publisher;
     let purpose = req.purpose;
     let kids = publisher
@@ -825,7 +900,7 @@ pub struct NewCampaign {
 /// A campaign as the operator reads it: its terms with money as decimal
 /// dollars (and no gross price: there is none), and its money as home's
 /// ledger counts it (spent, leased to regions, left).
-pub fn campaign_json(state: &Region, c: &Campaign) -> Result<Value> {
+pub fn campaign_json(state: &(impl HasStore + HasClock), c: &Campaign) -> Result<Value> {
     let t = &c.terms;
     let (spent, leased, left) = crate::service::ads::ledger::standing(state, c)?;
     Ok(json!({
@@ -840,7 +915,10 @@ pub fn campaign_json(state: &Region, c: &Campaign) -> Result<Value> {
 }
 
 /// A business's campaign, made for it (the portal's form, scripted).
-pub async fn create_campaign(state: &Region, uuid: String, req: NewCampaign) -> Result<Done> {
+pub async fn create_campaign<R>(state: &R, uuid: String, req: NewCampaign) -> Result<Done>
+where
+    R: HasStore + HasRegistry + HasClock + HasHome,
+{
     let campaign = crate::service::ads::campaigns::create(state, &uuid, &req.terms, &req.items, Vec::new()).await?;
     Ok(Done::Created(campaign_json(state, &campaign)?))
 }
@@ -852,7 +930,10 @@ pub struct CampaignFunds {
     amount: String,
 }
 
-pub async fn fund_campaign(state: &Region, campaign_id: String, req: CampaignFunds) -> Result<Done> {
+pub async fn fund_campaign<R>(state: &R, campaign_id: String, req: CampaignFunds) -> Result<Done>
+where
+    R: HasStore + HasClock + HasHome,
+{
     let campaign = crate::service::ads::campaigns::fund(state, &campaign_id, &req.amount).await?;
     Ok(Done::Ok(campaign_json(state, &campaign)?))
 }
@@ -864,18 +945,21 @@ pub struct CampaignStateChange {
 }
 
 /// A campaign with its money as home counts it now.
-pub fn show_campaign(state: &Region, campaign_id: &str) -> Result<Done> {
+pub fn show_campaign(state: &(impl HasStore + HasClock), campaign_id: &str) -> Result<Done> {
     let campaign = state
-        .store
+        .store()
         .get::<Campaign>(cf::CAMPAIGNS, campaign_id.as_bytes())?
         .ok_or_else(|| Error::detail(Code::NotFound, "no such campaign"))?;
     Ok(Done::Ok(campaign_json(state, &campaign)?))
 }
 
-pub async fn set_campaign_state(state: &Region, campaign_id: String, req: CampaignStateChange) -> Result<Done> {
+pub async fn set_campaign_state<R>(state: &R, campaign_id: String, req: CampaignStateChange) -> Result<Done>
+where
+    R: HasStore + HasClock + HasHome,
+{
     let to = CampaignState::from_name(&req.state).ok_or_else(|| invalid("state is active, paused or ended"))?;
     let business = state
-        .store
+        .store()
         .get::<Campaign>(cf::CAMPAIGNS, campaign_id.as_bytes())?
         .ok_or_else(|| Error::detail(Code::NotFound, "no such campaign"))?
         .business_uuid;

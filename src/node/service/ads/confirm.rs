@@ -16,7 +16,10 @@ use svc_core::time::UnixMs;
 
 use super::reservations::{conversation_secret, lease_more, take_rate};
 use crate::actors::ad_reservations::{AdMsg, Confirmation, Confirmed};
-use crate::region::{Region, ServeTimes};
+use crate::region::ServeTimes;
+use crate::region::parts::{
+    HasAds, HasClock, HasConfig, HasHome, HasKeySet, HasLeaseAsks, HasRegistry, HasReplica, HasSponsorships, HasStore,
+};
 use crate::service::retrieval::{Caller, receipt_signer};
 use crate::service::{Error, Result};
 use svc_clock::random;
@@ -75,11 +78,16 @@ pub fn idempotency_key(header: Option<&str>) -> Result<String> {
 }
 
 /// Opens a token this service signed with a receipt key of its key set.
-fn open_token<T: for<'de> Deserialize<'de>>(state: &Region, value: &Value, name: &str, now: UnixMs) -> Result<T> {
+fn open_token<T: for<'de> Deserialize<'de>>(
+    state: &impl HasKeySet,
+    value: &Value,
+    name: &str,
+    now: UnixMs,
+) -> Result<T> {
     let envelope = Envelope::from_value(value).map_err(|_| token_invalid("the token is not a DSSE envelope"))?;
     let kid = tokens::signer(&envelope).ok_or_else(|| token_invalid("the token is not signed"))?;
     let key = state
-        .key_set
+        .key_set()
         .key(Purpose::Receipt, kid, now, now)
         .ok_or_else(|| token_invalid("the token is not signed by a key of this service"))?;
     tokens::open(&envelope, name, &key).map_err(|reason| token_invalid(format!("the token: {}", reason.as_str())))
@@ -87,15 +95,15 @@ fn open_token<T: for<'de> Deserialize<'de>>(state: &Region, value: &Value, name:
 
 /// The digest of the conversation a `session_ref` names (it is kept only
 /// as this HMAC).
-fn conversation_of(state: &Region, value: Option<String>) -> Result<String> {
+fn conversation_of(state: &impl HasStore, value: Option<String>) -> Result<String> {
     let session = value
         .filter(|s| !s.is_empty() && s.len() <= svc_core::ads::pool::MAX_SESSION_REF)
         .ok_or_else(|| invalid("session_ref is required (1 to 256 characters)"))?;
     Ok(svc_core::ads::conversation(&conversation_secret(state)?, &session))
 }
 
-fn here(state: &Region, region: &str) -> Result<()> {
-    if region == state.config.region {
+fn here(state: &impl HasConfig, region: &str) -> Result<()> {
+    if region == state.config().region {
         Ok(())
     } else {
         Err(Error::retry_after(
@@ -106,8 +114,8 @@ fn here(state: &Region, region: &str) -> Result<()> {
     }
 }
 
-fn campaign(state: &Region, campaign_id: &str) -> Result<Option<Campaign>> {
-    Ok(state.store.get::<Campaign>(cf::CAMPAIGNS, campaign_id.as_bytes())?)
+fn campaign(state: &impl HasStore, campaign_id: &str) -> Result<Option<Campaign>> {
+    Ok(state.store().get::<Campaign>(cf::CAMPAIGNS, campaign_id.as_bytes())?)
 }
 
 fn token_key(at: UnixMs, id: &str) -> Vec<u8> {
@@ -134,7 +142,19 @@ struct Subject {
     country: Option<String>,
 }
 
-pub async fn render(state: &Region, caller: &Caller, idempotency_key: String) -> Result<Vec<u8>> {
+pub async fn render<R>(state: &R, caller: &Caller, idempotency_key: String) -> Result<Vec<u8>>
+where
+    R: HasConfig
+        + HasStore
+        + HasRegistry
+        + HasClock
+        + HasHome
+        + HasReplica
+        + HasSponsorships
+        + HasAds
+        + HasKeySet
+        + HasLeaseAsks,
+{
     let now = caller.now;
     let body: RenderBody =
         serde_json::from_slice(&caller.body).map_err(|e| invalid(format!("the confirmation: {e}")))?;
@@ -182,7 +202,7 @@ pub async fn render(state: &Region, caller: &Caller, idempotency_key: String) ->
         v: 1,
         token_id: format!("ct_{}", hex::encode(random::<12>())),
         rendered: subject.rendered.clone(),
-        region: state.config.region.clone(),
+        region: state.config().region.clone(),
         company_uuid: caller.key.company_uuid.clone(),
         key_id: caller.key.key_id.clone(),
         item_id: subject.item_id.clone(),
@@ -205,21 +225,24 @@ pub async fn render(state: &Region, caller: &Caller, idempotency_key: String) ->
 
 /// The sponsored form: a row a search at this region marked `sponsored`,
 /// with the receipt exactly as received (R4.2.3, R4.2.9, R4.2.10).
-fn sponsored(
-    state: &Region,
+fn sponsored<R>(
+    state: &R,
     caller: &Caller,
     retrieval_id: Option<String>,
     record_id: Option<String>,
     receipt: Option<Value>,
     format: Format,
-) -> Result<Subject> {
+) -> Result<Subject>
+where
+    R: HasConfig + HasStore + HasRegistry + HasSponsorships + HasKeySet,
+{
     let now = caller.now;
     let (Some(retrieval_id), Some(record_id), Some(receipt)) = (retrieval_id, record_id, receipt) else {
         return Err(invalid("the sponsored form is retrieval_id, record_id, receipt, format and session_ref"));
     };
     let envelope = Envelope::from_value(&receipt).map_err(|_| token_invalid("the receipt is not a DSSE envelope"))?;
     let check = ReceiptCheck {
-        receipt_key: |kid: &str, _region: &str, at: UnixMs| state.key_set.key(Purpose::Receipt, kid, at, now),
+        receipt_key: |kid: &str, _region: &str, at: UnixMs| state.key_set().key(Purpose::Receipt, kid, at, now),
         presenter: Some(caller.key.key_id.as_str()),
         rows: None,
     };
@@ -240,7 +263,7 @@ fn sponsored(
     let country = receipt.country.clone().unwrap_or_default();
     let since = UnixMs::parse_rfc3339(&receipt.served_at).ok_or_else(|| token_invalid("served_at"))?;
     // The campaign placing the row now, or failing that any that listed it.
-    let placed = state.sponsorships.at(state, ServeTimes::seq(&state.store)?)?;
+    let placed = state.sponsorships().at(state, ServeTimes::seq(state.store())?)?;
     let campaigns = placed.rows.get(&record_id).cloned().unwrap_or_default();
     let campaign = campaigns
         .iter()
@@ -250,7 +273,7 @@ fn sponsored(
     if !campaign.terms.formats.contains(&format) {
         return Err(invalid("format is not one the row's campaign offers"));
     }
-    let kind = state.registry.record_head(&record_id)?.map(|h| h.record_type);
+    let kind = state.registry().record_head(&record_id)?.map(|h| h.record_type);
     let label = kind.and_then(svc_core::ads::label);
     let terms = &campaign.terms;
     Ok(Subject {
@@ -270,7 +293,10 @@ fn sponsored(
     })
 }
 
-pub async fn click(state: &Region, caller: &Caller, idempotency_key: String) -> Result<Vec<u8>> {
+pub async fn click<R>(state: &R, caller: &Caller, idempotency_key: String) -> Result<Vec<u8>>
+where
+    R: HasConfig + HasStore + HasClock + HasHome + HasReplica + HasAds + HasKeySet + HasLeaseAsks,
+{
     let now = caller.now;
     let body: ClickBody = serde_json::from_slice(&caller.body).map_err(|e| invalid(format!("the click: {e}")))?;
     let conversation = conversation_of(state, body.session_ref)?;
@@ -309,15 +335,18 @@ pub async fn click(state: &Region, caller: &Caller, idempotency_key: String) -> 
 
 /// Has the actor judge and record a confirmation, leasing more of the
 /// campaign's money from home once when the region holds too little.
-async fn confirm(
-    state: &Region,
+async fn confirm<R>(
+    state: &R,
     caller: &Caller,
     idempotency_key: String,
     conversation: String,
     subject: Subject,
     click: bool,
     accepted_answer: Vec<u8>,
-) -> Result<Vec<u8>> {
+) -> Result<Vec<u8>>
+where
+    R: HasConfig + HasStore + HasClock + HasHome + HasReplica + HasAds + HasLeaseAsks,
+{
     let mut ask = Confirmation {
         click,
         token_key: subject.token_key,
@@ -333,7 +362,7 @@ async fn confirm(
         cost: subject.cost,
         reserve_id: subject.reserve_id,
         conversation,
-        billed_clicks_per_hour: state.config.ads.billed_clicks_per_hour,
+        billed_clicks_per_hour: state.config().ads.billed_clicks_per_hour,
         item_id: subject.item_id.clone(),
         accepted_answer,
         home_is_out: false,
@@ -343,7 +372,7 @@ async fn confirm(
     };
     loop {
         let asked = Box::new(ask.clone());
-        match state.ads.call(|reply| AdMsg::Confirm { ask: asked, reply }).await?? {
+        match state.ads().call(|reply| AdMsg::Confirm { ask: asked, reply }).await?? {
             Confirmed::Answer(answer) => return Ok(answer),
             Confirmed::KeyReused => return Err(invalid("this Idempotency-Key came with another body")),
             Confirmed::NeedLease(_) if ask.home_is_out => {

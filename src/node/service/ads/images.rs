@@ -8,14 +8,14 @@ use svc_core::problem::Code;
 use svc_core::time::UnixMs;
 
 use super::reservations::conversation_secret;
-use crate::region::Region;
+use crate::region::parts::{HasClock, HasConfig, HasStore};
 use crate::service::{Error, Result};
 use svc_store::cf;
 use svc_store::model::AdImage;
 
 /// The region's key for image links, derived from its conversation secret
 /// so that neither reveals the other.
-fn link_secret(state: &Region) -> Result<Vec<u8>> {
+fn link_secret(state: &impl HasStore) -> Result<Vec<u8>> {
     let mut input = b"svc ad image links\n".to_vec();
     input.extend(conversation_secret(state)?);
     Ok(svc_core::digest::sha256(&input).to_vec())
@@ -23,9 +23,13 @@ fn link_secret(state: &Region) -> Result<Vec<u8>> {
 
 /// The creative's image links for a row's `adl_creative`: a link signed
 /// now for each image the ad has, `null` for a slot it leaves empty.
-pub fn links(state: &Region, creative: Option<&Map<String, Value>>, now: UnixMs) -> Result<Vec<(Slot, Value)>> {
+pub fn links(
+    state: &(impl HasConfig + HasStore),
+    creative: Option<&Map<String, Value>>,
+    now: UnixMs,
+) -> Result<Vec<(Slot, Value)>> {
     let secret = link_secret(state)?;
-    let base = state.config.public_base();
+    let base = state.config().public_base();
     Ok(Slot::ALL
         .iter()
         .map(|&slot| {
@@ -39,13 +43,13 @@ pub fn links(state: &Region, creative: Option<&Map<String, Value>>, now: UnixMs)
 }
 
 /// The image a link names, once its signature and time are checked.
-pub fn image(state: &Region, sha256_hex: &str, expires: i64, sig: &str) -> Result<AdImage> {
-    let now = state.clock.now();
+pub fn image(state: &(impl HasStore + HasClock), sha256_hex: &str, expires: i64, sig: &str) -> Result<AdImage> {
+    let now = state.clock().now();
     images::check_link(&link_secret(state)?, sha256_hex, expires, sig, now).map_err(|refusal| match refusal {
         LinkRefusal::Invalid => Error::detail(Code::SignatureInvalid, "this image link was not signed here"),
         LinkRefusal::Expired => {
             Error::detail(Code::SignatureExpired, "this image link is past its 15 minutes: ask a new pool")
         }
     })?;
-    state.store.get::<AdImage>(cf::AD_IMAGES, sha256_hex.as_bytes())?.ok_or_else(|| Error::new(Code::NotFound))
+    state.store().get::<AdImage>(cf::AD_IMAGES, sha256_hex.as_bytes())?.ok_or_else(|| Error::new(Code::NotFound))
 }

@@ -10,7 +10,7 @@ use svc_core::ads::ledger::{Ask, Lease, Ledger};
 use svc_core::problem::Code;
 
 use crate::campaign_ledger::{self, NotSettled};
-use crate::region::Region;
+use crate::region::parts::{HasClock, HasConfig, HasHome, HasStore};
 use crate::service::error::invalid;
 use crate::service::writes::apply;
 use crate::service::{Error, Result};
@@ -41,23 +41,31 @@ pub struct AdLeaseSettle {
     pub used: Micros,
 }
 
-fn current(state: &Region, campaign: &Campaign) -> Result<(Option<Ledger>, Ledger)> {
-    Ok(campaign_ledger::current(&state.store, campaign, state.clock.now())?)
+fn current(state: &(impl HasStore + HasClock), campaign: &Campaign) -> Result<(Option<Ledger>, Ledger)> {
+    Ok(campaign_ledger::current(state.store(), campaign, state.clock().now())?)
 }
 
-async fn write(state: &Region, campaign_id: &str, as_read: Option<&Ledger>, ledger: &Ledger) -> Result<()> {
+async fn write(
+    state: &(impl HasClock + HasHome),
+    campaign_id: &str,
+    as_read: Option<&Ledger>,
+    ledger: &Ledger,
+) -> Result<()> {
     apply(state, campaign_ledger::written(campaign_id, as_read, ledger)).await.map(|_| ())
 }
 
 /// Leases `region` up to what it asks of an active campaign's money left;
 /// `None` when nothing is left.
-pub async fn lease(state: &Region, ask: &AdLeaseAsk) -> Result<Option<Lease>> {
+pub async fn lease<R>(state: &R, ask: &AdLeaseAsk) -> Result<Option<Lease>>
+where
+    R: HasConfig + HasStore + HasClock + HasHome,
+{
     state.home()?;
     if ask.event.0 == 0 || ask.want < ask.event {
         return Err(invalid("a lease asks for one event's cost or more, and an event costs more than zero"));
     }
     let campaign = state
-        .store
+        .store()
         .get::<Campaign>(cf::CAMPAIGNS, ask.campaign_id.as_bytes())?
         .ok_or_else(|| Error::detail(Code::NotFound, "no such campaign"))?;
     if campaign.state != CampaignState::Active {
@@ -67,15 +75,15 @@ pub async fn lease(state: &Region, ask: &AdLeaseAsk) -> Result<Option<Lease>> {
     if crate::sabotage::on(crate::sabotage::Sabotage::UnboundedAdLeases) {
         ledger.spendable = Micros(ledger.spendable.0.saturating_mul(4));
     }
-    let regions = 1 + state.config.replication.as_ref().map_or(0, |r| r.regions.len());
+    let regions = 1 + state.config().replication.as_ref().map_or(0, |r| r.regions.len());
     let asked = Ask { region: &ask.region, want: ask.want, event: ask.event, regions };
-    let lease = ledger.grant(asked, state.clock.now().plus(LEASE_MS));
+    let lease = ledger.grant(asked, state.clock().now().plus(LEASE_MS));
     if let Some(granted) = &lease {
         // What the region was leased in all bounds what home ever credits
         // back of its charges.
         let mut change = campaign_ledger::written(&campaign.campaign_id, stored.as_ref(), &ledger);
         let key = campaign_ledger::granted_key(&campaign.campaign_id, &ask.region);
-        let before = campaign_ledger::sum(&state.store, cf::ad_book::GRANTED, &key)?;
+        let before = campaign_ledger::sum(state.store(), cf::ad_book::GRANTED, &key)?;
         change.put(cf::ad_book::GRANTED, &key, &Micros(before.0.saturating_add(granted.amount.0)));
         apply(state, change).await?;
     } else if stored.as_ref() != Some(&ledger) {
@@ -87,9 +95,9 @@ pub async fn lease(state: &Region, ask: &AdLeaseAsk) -> Result<Option<Lease>> {
 /// A charge a region reports (with the render or click that made it) is
 /// one event of a campaign that exists, at most what an event of it can
 /// cost: anything else was never made, and the report is refused whole.
-pub fn check_charge(state: &Region, charge: &crate::replication::exchange::Charge) -> Result<()> {
+pub fn check_charge(state: &impl HasStore, charge: &crate::replication::exchange::Charge) -> Result<()> {
     let campaign = state
-        .store
+        .store()
         .get::<Campaign>(cf::CAMPAIGNS, charge.campaign_id.as_bytes())?
         .ok_or_else(|| invalid(format!("a charge names campaign {}, which does not exist", charge.campaign_id)))?;
     let most = campaign_ledger::largest_charge(&campaign);
@@ -103,10 +111,13 @@ pub fn check_charge(state: &Region, charge: &crate::replication::exchange::Charg
 }
 
 /// Takes a lease back from the region that holds it, with what it used.
-pub async fn settle(state: &Region, settle: &AdLeaseSettle) -> Result<()> {
+pub async fn settle<R>(state: &R, settle: &AdLeaseSettle) -> Result<()>
+where
+    R: HasStore + HasClock + HasHome,
+{
     state.home()?;
-    let (region, now) = (&settle.region, state.clock.now());
-    match campaign_ledger::settle(&state.store, now, region, &settle.campaign_id, settle.lease_id, settle.used)? {
+    let (region, now) = (&settle.region, state.clock().now());
+    match campaign_ledger::settle(state.store(), now, region, &settle.campaign_id, settle.lease_id, settle.used)? {
         Ok(change) => apply(state, change).await.map(|_| ()),
         Err(NotSettled::NoCampaign) => Err(Error::detail(Code::NotFound, "no such campaign")),
         Err(NotSettled::NoLease) => {
@@ -118,9 +129,9 @@ pub async fn settle(state: &Region, settle: &AdLeaseSettle) -> Result<()> {
 
 /// A campaign's money as home counts it: spent (less what was charged
 /// twice and credited back), leased, and left.
-pub fn standing(state: &Region, campaign: &Campaign) -> Result<(Micros, Micros, Micros)> {
+pub fn standing(state: &(impl HasStore + HasClock), campaign: &Campaign) -> Result<(Micros, Micros, Micros)> {
     let (_, ledger) = current(state, campaign)?;
     let leased = Micros(ledger.leases.iter().map(|l| l.amount.0).sum());
-    let credit = crate::campaign_ledger::credit(&state.store, &campaign.campaign_id)?;
+    let credit = crate::campaign_ledger::credit(state.store(), &campaign.campaign_id)?;
     Ok((ledger.spent.saturating_sub(credit), leased, ledger.available()))
 }

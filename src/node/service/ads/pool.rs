@@ -21,7 +21,11 @@ use svc_core::time::UnixMs;
 use super::images;
 use super::reservations::{conversation_secret, lease_more};
 use crate::actors::ad_reservations::{AdMsg, conversation_key};
-use crate::region::{Region, ServeTimes};
+use crate::region::ServeTimes;
+use crate::region::parts::{
+    HasAdVersions, HasAds, HasBilling, HasClock, HasConfig, HasHome, HasKeySet, HasLeaseAsks, HasLimits, HasMetrics,
+    HasReceipts, HasRegistry, HasReplica, HasServeTimes, HasSponsorships, HasStore,
+};
 use crate::service::raw_json::RawObject;
 use crate::service::retrieval::{Answer, Caller, Held, Served, deliver, receipt_signer};
 use crate::service::{Error, Result};
@@ -41,12 +45,30 @@ struct Found {
     formats: Vec<Format>,
 }
 
-pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
+pub async fn pool<R>(state: &R, caller: &Caller) -> Result<Answer>
+where
+    R: HasConfig
+        + HasStore
+        + HasRegistry
+        + HasClock
+        + HasHome
+        + HasReplica
+        + HasLimits
+        + HasServeTimes
+        + HasSponsorships
+        + HasBilling
+        + HasReceipts
+        + HasAds
+        + HasKeySet
+        + HasMetrics
+        + HasAdVersions
+        + HasLeaseAsks,
+{
     let now = caller.now;
     let asked = pool::parse(&caller.body).map_err(|(code, detail)| Error::from(Problem::new(code).detail(detail)))?;
     let digest = svc_core::ads::conversation(&conversation_secret(state)?, &asked.session_ref);
     // One replicated sequence for the whole answer: candidates and items.
-    let seq = ServeTimes::seq(&state.store)?;
+    let seq = ServeTimes::seq(state.store())?;
     let found = candidates(state, &asked, seq)?;
     let retrieval_id = svc_core::ids::retrieval_id(&random());
     let admission = Admission {
@@ -69,7 +91,7 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
             v: 1,
             token_id: format!("rt_{}", hex::encode(random::<12>())),
             retrieval_id: retrieval_id.clone(),
-            region: state.config.region.clone(),
+            region: state.config().region.clone(),
             company_uuid: caller.key.company_uuid.clone(),
             key_id: caller.key.key_id.clone(),
             ad_id: found.candidate.ad_id.clone(),
@@ -89,13 +111,13 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
     let receipt = Receipt {
         retrieval_id: retrieval_id.clone(),
         served_at: now.to_rfc3339_millis(),
-        region: state.config.region.clone(),
+        region: state.config().region.clone(),
         request_hash: caller.request_hash(),
         country: Some(asked.country.clone()),
         rows,
         key_id: String::new(),
         caller_key_id: Some(caller.key.key_id.clone()),
-        sandbox: state.config.environment.is_sandbox(),
+        sandbox: state.config().environment.is_sandbox(),
     };
     let served = Served { kind: UsageKind::Pool, billable: false, cost: 1, country: None, businesses: Vec::new() };
     let envelope = deliver(state, caller, Held::unbilled(state), receipt, served, now).await?;
@@ -110,8 +132,11 @@ pub async fn pool(state: &Region, caller: &Caller) -> Result<Answer> {
 /// in the pool's country with a keyword it names and a format it asks for,
 /// and live. Whether each may be shown to this caller is judged later, in
 /// the pool's order, only as far as the pool reaches ([`Admission`]).
-fn candidates(state: &Region, asked: &Pool, seq: u64) -> Result<Vec<Found>> {
-    let placed = state.sponsorships.at(state, seq)?;
+fn candidates<R>(state: &R, asked: &Pool, seq: u64) -> Result<Vec<Found>>
+where
+    R: HasStore + HasRegistry + HasSponsorships + HasAdVersions,
+{
+    let placed = state.sponsorships().at(state, seq)?;
     let mut found = Vec::new();
     for campaign in &placed.ads {
         let terms = &campaign.terms;
@@ -127,10 +152,10 @@ fn candidates(state: &Region, asked: &Pool, seq: u64) -> Result<Vec<Found>> {
             if found.len() >= MAX_CANDIDATES {
                 return Ok(found);
             }
-            let Some((generation, business_uuid)) = state.ad_versions.live(&state.registry, seq, ad_id)? else {
+            let Some((generation, business_uuid)) = state.ad_versions().live(state.registry(), seq, ad_id)? else {
                 continue;
             };
-            let Some(version) = state.ad_versions.get(&state.registry, ad_id, generation)? else { continue };
+            let Some(version) = state.ad_versions().get(state.registry(), ad_id, generation)? else { continue };
             found.push(Found {
                 candidate: Candidate {
                     ad_id: ad_id.clone(),
@@ -153,8 +178,8 @@ fn candidates(state: &Region, asked: &Pool, seq: u64) -> Result<Vec<Found>> {
 /// business serves and does not block the caller's group, and the
 /// conversation did not render it in the last hour. Each business's block
 /// is read once a pool.
-struct Admission<'a> {
-    state: &'a Region,
+struct Admission<'a, R> {
+    state: &'a R,
     group_id: &'a str,
     digest: &'a str,
     now: UnixMs,
@@ -162,7 +187,7 @@ struct Admission<'a> {
     judged: HashMap<String, bool>,
 }
 
-impl Admission<'_> {
+impl<R: HasStore + HasRegistry> Admission<'_, R> {
     fn admits(&mut self, found: &Found) -> Result<bool> {
         if let Some(admitted) = self.judged.get(&found.candidate.ad_id) {
             return Ok(*admitted);
@@ -171,16 +196,16 @@ impl Admission<'_> {
         let blocked = match self.blocked.get(business) {
             Some(b) => *b,
             None => {
-                let b = self.state.registry.blocks(business, self.group_id)?;
+                let b = self.state.registry().blocks(business, self.group_id)?;
                 self.blocked.insert(business.clone(), b);
                 b
             }
         };
         let key = conversation_key(self.digest, &found.candidate.ad_id);
         let admitted = !blocked
-            && self.state.registry.serves(business, &found.version, self.now)?
+            && self.state.registry().serves(business, &found.version, self.now)?
             && !svc_core::ads::excluded(
-                self.state.store.get::<AdConversation>(cf::AD_CONVERSATIONS, &key)?.and_then(|c| c.rendered_at),
+                self.state.store().get::<AdConversation>(cf::AD_CONVERSATIONS, &key)?.and_then(|c| c.rendered_at),
                 self.now,
             );
         self.judged.insert(found.candidate.ad_id.clone(), admitted);
@@ -193,14 +218,17 @@ impl Admission<'_> {
 /// cannot reserve (the key holds three already, or its money is out),
 /// leaves, and the next ads take its places. Answers each chosen ad with
 /// its campaign's reserve.
-async fn reserve(
-    state: &Region,
+async fn reserve<R>(
+    state: &R,
     caller: &Caller,
     asked: &Pool,
     retrieval_id: &str,
     mut found: Vec<Found>,
-    mut admission: Admission<'_>,
-) -> Result<Vec<(Found, u64)>> {
+    mut admission: Admission<'_, impl HasStore + HasRegistry>,
+) -> Result<Vec<(Found, u64)>>
+where
+    R: HasConfig + HasStore + HasClock + HasHome + HasReplica + HasAds + HasLeaseAsks,
+{
     let now = admission.now;
     // One event's charge per campaign: a render's for cpm, a click's for cpc.
     let take_bps = super::reservations::take_rate(state)?;
@@ -271,14 +299,14 @@ async fn reserve(
 
 /// Asks the actor for reserves; the first ask of a pool also paces the key.
 async fn take(
-    state: &Region,
+    state: &impl HasAds,
     caller: &Caller,
     asks: &[(String, Micros)],
     pace: bool,
     now: UnixMs,
 ) -> Result<Vec<std::result::Result<u64, Short>>> {
     let (key_id, asks) = (caller.key.key_id.clone(), asks.to_vec());
-    let taken = state.ads.call(|reply| AdMsg::Pool { key_id, asks, pace, now, reply }).await??;
+    let taken = state.ads().call(|reply| AdMsg::Pool { key_id, asks, pace, now, reply }).await??;
     taken.map_err(|wait_ms| {
         Error::retry_after(
             Code::RateLimited,
@@ -289,24 +317,27 @@ async fn take(
 }
 
 /// An ad item (retrieval 2.8), and the receipt's entry for it.
-fn item(
-    state: &Region,
+fn item<R>(
+    state: &R,
     found: &Found,
     render_token: &svc_core::dsse::Envelope,
     seq: u64,
     policies: &mut HashMap<String, Value>,
     now: UnixMs,
-) -> Result<(Value, ReceiptRow)> {
+) -> Result<(Value, ReceiptRow)>
+where
+    R: HasConfig + HasStore + HasRegistry + HasServeTimes,
+{
     let record: Value = serde_json::from_slice(&found.version.bytes).map_err(Error::internal)?;
     let text = |name: &str| record.get(name).cloned().unwrap_or(Value::Null);
     let destination = record.get("destination_url").and_then(Value::as_str).unwrap_or_default();
     let seal: Value = serde_json::from_slice(&found.version.seal).map_err(Error::internal)?;
     let signed: Map<String, Value> = serde_json::from_slice(&found.version.row).map_err(Error::internal)?;
-    let at = state.serve_times.of(&state.registry, seq, &found.business_uuid, RecordType::Ads, now)?;
+    let at = state.serve_times().of(state.registry(), seq, &found.business_uuid, RecordType::Ads, now)?;
     let policy = match policies.get(&found.business_uuid) {
         Some(policy) => policy.clone(),
         None => {
-            let policy = match state.registry.ai_policy_at(&found.business_uuid, now)? {
+            let policy = match state.registry().ai_policy_at(&found.business_uuid, now)? {
                 Some(p) => {
                     let seal: Value = serde_json::from_slice(&p.seal).map_err(Error::internal)?;
                     json!({"version": p.version, "record_base64": svc_core::b64::std_encode(&p.bytes), "seal": seal})

@@ -8,7 +8,7 @@ use svc_core::ads::campaign::{CAMPAIGN_V1, CampaignDocument, CampaignTerms};
 use svc_core::dsse::{self, Envelope};
 
 use super::{SEALERS, Signed};
-use crate::region::Region;
+use crate::region::parts::{HasClock, HasConfig, HasHome, HasRegistry, HasStore};
 use crate::service::ads::campaigns;
 use crate::service::business_keys::passkey_document;
 use crate::service::{Error, Result};
@@ -16,7 +16,7 @@ use svc_store::model::*;
 
 /// The business's campaigns, newest first, each with what it spent and
 /// has left (home's ledger).
-pub fn list(state: &Region, signed: &Signed) -> Result<Vec<(Campaign, Micros, Micros)>> {
+pub fn list(state: &(impl HasStore + HasClock), signed: &Signed) -> Result<Vec<(Campaign, Micros, Micros)>> {
     let mut out = Vec::new();
     for campaign in campaigns::of_business(state, &signed.account_uuid)? {
         let (spent, _, left) = crate::service::ads::ledger::standing(state, &campaign)?;
@@ -28,7 +28,7 @@ pub fn list(state: &Region, signed: &Signed) -> Result<Vec<(Campaign, Micros, Mi
 /// The `campaign.v1` a person is about to seal, once its terms and records
 /// pass every check a campaign's creation makes.
 pub fn document(
-    state: &Region,
+    state: &(impl HasRegistry + HasClock),
     signed: &Signed,
     terms: CampaignTerms,
     items: Vec<String>,
@@ -41,13 +41,16 @@ pub fn document(
         business_uuid: signed.account_uuid.clone(),
         terms,
         items,
-        requested_at: state.clock.now().to_rfc3339_secs(),
+        requested_at: state.clock().now().to_rfc3339_secs(),
     };
     Ok((document.to_bytes(), dsse::payload_type(CAMPAIGN_V1)))
 }
 
 /// Starts the campaign an owner's or admin's passkey sealed.
-pub async fn start(state: &Region, business_uuid: &str, envelope: &Envelope) -> Result<Campaign> {
+pub async fn start<R>(state: &R, business_uuid: &str, envelope: &Envelope) -> Result<Campaign>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome,
+{
     let payload = passkey_document(state, business_uuid, envelope, CAMPAIGN_V1, SEALERS, |bytes| {
         CampaignDocument::parse(bytes).map(|(_, at)| at)
     })?;
@@ -59,7 +62,10 @@ pub async fn start(state: &Region, business_uuid: &str, envelope: &Envelope) -> 
 }
 
 /// Pauses, resumes or ends one of the business's campaigns.
-pub async fn set_state(state: &Region, signed: &Signed, campaign_id: &str, to: CampaignState) -> Result<Campaign> {
+pub async fn set_state<R>(state: &R, signed: &Signed, campaign_id: &str, to: CampaignState) -> Result<Campaign>
+where
+    R: HasStore + HasClock + HasHome,
+{
     signed.require(SEALERS, "changing a campaign")?;
     campaigns::set_state(state, &signed.account_uuid, campaign_id, to).await
 }

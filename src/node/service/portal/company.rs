@@ -11,7 +11,7 @@ use svc_core::problem::Code;
 use svc_core::time::UnixMs;
 
 use super::Signed;
-use crate::region::Region;
+use crate::region::parts::{HasBilling, HasClock, HasConfig, HasHome, HasRegistry, HasStore};
 use crate::service::company_keys::{self, Registered};
 use crate::service::error::invalid;
 use crate::service::retrieval::account::{self, ReceiptsQuery, UsageQuery};
@@ -31,10 +31,10 @@ pub struct GroupKeys {
 }
 
 /// The company's groups, each with its keys.
-pub fn groups(state: &Region, signed: &Signed) -> Result<Vec<GroupKeys>> {
-    let keys = state.registry.retrieval_keys()?;
+pub fn groups(state: &impl HasRegistry, signed: &Signed) -> Result<Vec<GroupKeys>> {
+    let keys = state.registry().retrieval_keys()?;
     let mut out: Vec<GroupKeys> = state
-        .registry
+        .registry()
         .groups_of(&signed.account_uuid)?
         .into_iter()
         .map(|group| {
@@ -48,21 +48,27 @@ pub fn groups(state: &Region, signed: &Signed) -> Result<Vec<GroupKeys>> {
 }
 
 /// One of the company's groups.
-fn own_group(state: &Region, signed: &Signed, group_id: &str) -> Result<Group> {
+fn own_group(state: &impl HasRegistry, signed: &Signed, group_id: &str) -> Result<Group> {
     state
-        .registry
+        .registry()
         .group(group_id)?
         .filter(|g| g.company_uuid == signed.account_uuid)
         .ok_or_else(|| Error::detail(Code::NotFound, "no such group"))
 }
 
-pub async fn add_group(state: &Region, signed: &Signed, name: &str) -> Result<Group> {
+pub async fn add_group<R>(state: &R, signed: &Signed, name: &str) -> Result<Group>
+where
+    R: HasRegistry + HasClock + HasHome,
+{
     signed.require(KEY_MANAGERS, "making a group")?;
     company_keys::create_group(state, &signed.account_uuid, name).await
 }
 
 /// Registers the public key (a JWK, as text) to one of the company's groups.
-pub async fn register_key(state: &Region, signed: &Signed, group_id: &str, jwk: &str) -> Result<Registered> {
+pub async fn register_key<R>(state: &R, signed: &Signed, group_id: &str, jwk: &str) -> Result<Registered>
+where
+    R: HasConfig + HasRegistry + HasClock + HasHome,
+{
     signed.require(KEY_MANAGERS, "registering a retrieval key")?;
     let group = own_group(state, signed, group_id)?;
     let jwk: Jwk = serde_json::from_str(jwk.trim())
@@ -70,18 +76,24 @@ pub async fn register_key(state: &Region, signed: &Signed, group_id: &str, jwk: 
     company_keys::register(state, &group, &jwk).await
 }
 
-pub async fn revoke_key(state: &Region, signed: &Signed, key_id: &str) -> Result<UnixMs> {
+pub async fn revoke_key<R>(state: &R, signed: &Signed, key_id: &str) -> Result<UnixMs>
+where
+    R: HasRegistry + HasClock + HasHome,
+{
     signed.require(KEY_MANAGERS, "revoking a retrieval key")?;
     company_keys::revoke(state, key_id, Some(&signed.account_uuid)).await
 }
 
 /// Whether the company's live keys are listed in the key directory.
-pub fn listed(state: &Region, signed: &Signed) -> Result<bool> {
+pub fn listed(state: &impl HasStore, signed: &Signed) -> Result<bool> {
     company_keys::listed(state, &signed.account_uuid)
 }
 
 /// Lists the company's keys in the key directory, or stops.
-pub async fn set_listing(state: &Region, signed: &Signed, listed: bool) -> Result<()> {
+pub async fn set_listing<R>(state: &R, signed: &Signed, listed: bool) -> Result<()>
+where
+    R: HasRegistry + HasClock + HasHome,
+{
     signed.require(DECIDERS, "listing the company in the key directory")?;
     company_keys::set_directory_listing(state, &signed.account_uuid, listed).await
 }
@@ -97,13 +109,16 @@ pub struct TermsStatus {
     pub production_refusal: Option<String>,
 }
 
-pub fn terms(state: &Region, signed: &Signed) -> Result<TermsStatus> {
-    let company = state.registry.company(&signed.account_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+pub fn terms<R>(state: &R, signed: &Signed) -> Result<TermsStatus>
+where
+    R: HasConfig + HasRegistry + HasClock,
+{
+    let company = state.registry().company(&signed.account_uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
     Ok(TermsStatus {
-        in_force: state.registry.terms_in_force(state.clock.now())?,
-        accepted: state.registry.terms_accepted(&company.uuid)?,
+        in_force: state.registry().terms_in_force(state.clock().now())?,
+        accepted: state.registry().terms_accepted(&company.uuid)?,
         verified: company.verified,
-        sandbox: state.config.environment.is_sandbox(),
+        sandbox: state.config().environment.is_sandbox(),
         production_refusal: company_keys::production_key_allowed(state, &company).err().map(|e| e.to_string()),
     })
 }
@@ -111,9 +126,12 @@ pub fn terms(state: &Region, signed: &Signed) -> Result<TermsStatus> {
 /// Accepts the Terms version in force, as the person read it: `sha256`
 /// must be that version's, so a version published meanwhile is not
 /// accepted unread.
-pub async fn accept_terms(state: &Region, signed: &Signed, version: u64, sha256: &str) -> Result<Value> {
+pub async fn accept_terms<R>(state: &R, signed: &Signed, version: u64, sha256: &str) -> Result<Value>
+where
+    R: HasRegistry + HasClock + HasHome,
+{
     signed.require(DECIDERS, "accepting the Terms")?;
-    let in_force = state.registry.terms_in_force(state.clock.now())?;
+    let in_force = state.registry().terms_in_force(state.clock().now())?;
     match in_force {
         Some(t) if t.version == version && t.sha256 == sha256 => {}
         _ => return Err(invalid("that is not the Terms version in force now; read it again")),
@@ -122,14 +140,22 @@ pub async fn accept_terms(state: &Region, signed: &Signed, version: u64, sha256:
 }
 
 /// A page of one of the company's groups' receipts (as `GET /v1/receipts`).
-pub fn receipts(state: &Region, signed: &Signed, group_id: &str, q: ReceiptsQuery) -> Result<Value> {
+pub fn receipts(
+    state: &(impl HasStore + HasRegistry),
+    signed: &Signed,
+    group_id: &str,
+    q: ReceiptsQuery,
+) -> Result<Value> {
     let group = own_group(state, signed, group_id)?;
     account::group_receipts(state, &group.group_id, q)
 }
 
 /// The company's usage per day, as `GET /v1/usage` reports it.
-pub async fn usage(state: &Region, signed: &Signed, q: UsageQuery) -> Result<Value> {
-    account::company_usage(state, &signed.account_uuid, state.clock.now(), q).await
+pub async fn usage<R>(state: &R, signed: &Signed, q: UsageQuery) -> Result<Value>
+where
+    R: HasConfig + HasClock + HasBilling,
+{
+    account::company_usage(state, &signed.account_uuid, state.clock().now(), q).await
 }
 
 /// One month's bill: what was billed, and whether it is invoiced.
@@ -144,8 +170,11 @@ pub struct Bill {
 
 /// The company's bills for this month and the eleven before it, newest
 /// first (months without usage included, at zero).
-pub async fn bills(state: &Region, signed: &Signed) -> Result<(Vec<Bill>, bool)> {
-    let today = state.clock.now().to_rfc3339_secs();
+pub async fn bills<R>(state: &R, signed: &Signed) -> Result<(Vec<Bill>, bool)>
+where
+    R: HasConfig + HasClock + HasBilling,
+{
+    let today = state.clock().now().to_rfc3339_secs();
     let (year, month): (i64, i64) = (today[..4].parse().unwrap_or(1970), today[5..7].parse().unwrap_or(1));
     let months: Vec<String> = (0..12)
         .map(|back| {

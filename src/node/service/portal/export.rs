@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use svc_core::problem::Code;
 
 use super::{SEALERS, Signed};
-use crate::region::Region;
+use crate::region::parts::{HasClock, HasLimits, HasRegistry, HasStore};
 use crate::service::{Error, Result};
 use svc_store::cf;
 use svc_store::model::RecordHead;
@@ -26,9 +26,9 @@ pub fn allowed(signed: &Signed) -> Result<()> {
 
 /// Starts the account's export: one at a time per account (each reads the
 /// whole catalogue), held until the guard drops; another meanwhile is `429`.
-pub fn begin(state: &Region, signed: &Signed) -> Result<crate::limits::InFlightGuard> {
+pub fn begin(state: &impl HasLimits, signed: &Signed) -> Result<crate::limits::InFlightGuard> {
     allowed(signed)?;
-    state.limits.exports.enter(&signed.account_uuid).ok_or_else(|| {
+    state.limits().exports.enter(&signed.account_uuid).ok_or_else(|| {
         Error::retry_after(
             Code::RateLimited,
             10_000,
@@ -38,8 +38,8 @@ pub fn begin(state: &Region, signed: &Signed) -> Result<crate::limits::InFlightG
 }
 
 /// The archive's file name.
-pub fn file_name(state: &Region, signed: &Signed) -> String {
-    let day = state.clock.now().to_rfc3339_secs();
+pub fn file_name(state: &impl HasClock, signed: &Signed) -> String {
+    let day = state.clock().now().to_rfc3339_secs();
     format!("svc-export-{}-{}.tar", signed.account_uuid, &day[..10])
 }
 
@@ -59,17 +59,20 @@ fn append(builder: &mut tar::Builder<impl Write>, path: &str, bytes: &[u8], mtim
 /// Writes the business's archive to `out` (blocking: call it off the async
 /// workers). Versions whose bytes were purged by a delete are listed in the
 /// manifest as purged, with their seal.
-pub fn write_archive(state: &Region, signed: &Signed, out: impl Write) -> Result<()> {
+pub fn write_archive<R>(state: &R, signed: &Signed, out: impl Write) -> Result<()>
+where
+    R: HasStore + HasRegistry + HasClock,
+{
     allowed(signed)?;
     let uuid = &signed.account_uuid;
-    let business = state.registry.business(uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let business = state.registry().business(uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
     let mut builder = tar::Builder::new(out);
     let mut records = Vec::new();
     let mut from: Option<Vec<u8>> = None;
     loop {
         // Every record head, a page at a time: the catalogue lists only live
         // records, and the export holds withdrawn and deleted ones too.
-        let page: Vec<(Vec<u8>, RecordHead)> = state.store.scan(cf::RECORDS, &[], from.as_deref(), PAGE)?;
+        let page: Vec<(Vec<u8>, RecordHead)> = state.store().scan(cf::RECORDS, &[], from.as_deref(), PAGE)?;
         let Some((last, _)) = page.last() else { break };
         from = Some([last.as_slice(), &[0]].concat());
         let full = page.len() == PAGE;
@@ -77,7 +80,7 @@ pub fn write_archive(state: &Region, signed: &Signed, out: impl Write) -> Result
             let record_id = &head.record_id;
             let mut versions = Vec::new();
             for generation in 1..=head.generation {
-                let Some(version) = state.registry.record_version(record_id, generation)? else { continue };
+                let Some(version) = state.registry().record_version(record_id, generation)? else { continue };
                 let base = format!("records/{record_id}/{generation}");
                 let mtime = version.published_at.0;
                 append(&mut builder, &format!("{base}.seal.json"), &version.seal, mtime)?;
@@ -100,7 +103,7 @@ pub fn write_archive(state: &Region, signed: &Signed, out: impl Write) -> Result
         }
     }
     let mut policies: Vec<Value> = Vec::new();
-    for policy in state.registry.ai_policies(uuid)? {
+    for policy in state.registry().ai_policies(uuid)? {
         let base = format!("ai_policy/{}", policy.version);
         append(&mut builder, &format!("{base}.json"), &policy.bytes, policy.live_from.0)?;
         append(&mut builder, &format!("{base}.seal.json"), &policy.seal, policy.live_from.0)?;
@@ -108,7 +111,7 @@ pub fn write_archive(state: &Region, signed: &Signed, out: impl Write) -> Result
             "live_from": policy.live_from.to_rfc3339_secs(), "sha256": svc_core::digest::sha256_prefixed(&policy.bytes),
             "record": format!("{base}.json"), "seal": format!("{base}.seal.json")}));
     }
-    let now = state.clock.now();
+    let now = state.clock().now();
     let manifest = json!({"business_uuid": uuid, "legal_name": business.legal_name,
         "exported_at": now.to_rfc3339_secs(), "records": records, "ai_policies": policies});
     let bytes = serde_json::to_vec_pretty(&manifest).map_err(Error::internal)?;

@@ -9,7 +9,7 @@ use svc_core::publish::mandate::{Caps, DIRECTION_PUBLISH, MAX_VALIDITY_MS, Manda
 use svc_core::time::{DAY, UnixMs};
 
 use super::{SEALERS, Signed, invalid};
-use crate::region::Region;
+use crate::region::parts::{HasClock, HasConfig, HasHome, HasKeys, HasRegistry};
 use crate::service::business_keys::{self, NewKey, Registered};
 use crate::service::{Error, Result};
 use svc_store::model::*;
@@ -24,13 +24,13 @@ pub struct KeyView {
 }
 
 /// The business's integration keys and their mandates.
-pub fn list(state: &Region, signed: &Signed) -> Result<Vec<KeyView>> {
+pub fn list(state: &impl HasRegistry, signed: &Signed) -> Result<Vec<KeyView>> {
     let mut out = Vec::new();
-    for key in state.registry.business_keys(&signed.account_uuid)? {
+    for key in state.registry().business_keys(&signed.account_uuid)? {
         if key.purpose != KeyPurpose::Integration {
             continue;
         }
-        let mut mandates = state.registry.mandates_of_key(&key.key_id)?;
+        let mut mandates = state.registry().mandates_of_key(&key.key_id)?;
         mandates.sort_by_key(|m| std::cmp::Reverse(m.valid_from));
         out.push(KeyView { key, mandates });
     }
@@ -39,32 +39,38 @@ pub fn list(state: &Region, signed: &Signed) -> Result<Vec<KeyView>> {
 }
 
 /// Registers an integration key from its public JWK (Ed25519 or P-256).
-pub async fn add(state: &Region, signed: &Signed, jwk_text: &str) -> Result<Registered> {
+pub async fn add<R>(state: &R, signed: &Signed, jwk_text: &str) -> Result<Registered>
+where
+    R: HasConfig + HasRegistry + HasKeys + HasClock + HasHome,
+{
     signed.require(KEY_KEEPERS, "registering an integration key")?;
     let jwk: Jwk = serde_json::from_str(jwk_text.trim())
         .map_err(|e| invalid(format!("the public key is a JWK (JSON with kty, crv, x): {e}")))?;
     let new =
-        NewKey { jwk, purpose: "integration".into(), role: None, valid_from: state.clock.now(), valid_until: None };
+        NewKey { jwk, purpose: "integration".into(), role: None, valid_from: state.clock().now(), valid_until: None };
     business_keys::register(state, &signed.account_uuid, new).await
 }
 
 /// The business's integration key `key_id`, as stored.
-fn own_key(state: &Region, signed: &Signed, key_id: &str) -> Result<BusinessKey> {
+fn own_key(state: &impl HasRegistry, signed: &Signed, key_id: &str) -> Result<BusinessKey> {
     state
-        .registry
+        .registry()
         .integration_key(key_id)?
         .filter(|k| k.business_uuid == signed.account_uuid)
         .ok_or_else(|| Error::new(Code::NotFound))
 }
 
 /// Revokes an integration key from now; what it sealed before stands.
-pub async fn revoke(state: &Region, signed: &Signed, key_id: &str) -> Result<()> {
+pub async fn revoke<R>(state: &R, signed: &Signed, key_id: &str) -> Result<()>
+where
+    R: HasRegistry + HasClock + HasHome,
+{
     signed.require(KEY_KEEPERS, "revoking an integration key")?;
     let key = own_key(state, signed, key_id)?;
     if key.revocation_effective_from.is_some() {
         return Ok(());
     }
-    let now = state.clock.now();
+    let now = state.clock().now();
     let mut change = crate::replication::Change::new();
     business_keys::revoke_key(&mut change, key, now, None, now);
     super::apply(state, change).await
@@ -84,13 +90,13 @@ pub struct MandateForm {
 
 /// The mandate payload a person is about to seal, valid from now: its
 /// form checked as the registration will check it.
-pub fn mandate(state: &Region, signed: &Signed, form: MandateForm) -> Result<(Vec<u8>, String)> {
+pub fn mandate(state: &(impl HasRegistry + HasClock), signed: &Signed, form: MandateForm) -> Result<(Vec<u8>, String)> {
     signed.require(SEALERS, "sealing a mandate")?;
     own_key(state, signed, &form.key_id)?;
     if !(1..=(MAX_VALIDITY_MS / DAY) as u64).contains(&form.days) {
         return Err(invalid("a mandate is valid 1 to 92 days"));
     }
-    let now = state.clock.now();
+    let now = state.clock().now();
     let until = UnixMs(now.0 + form.days as i64 * DAY);
     let mandate = Mandate {
         v: 1,
@@ -117,7 +123,10 @@ pub fn mandate(state: &Region, signed: &Signed, form: MandateForm) -> Result<(Ve
 }
 
 /// Revokes one of the business's mandates at once.
-pub async fn revoke_mandate(state: &Region, signed: &Signed, key_id: &str, mandate_id: &str) -> Result<UnixMs> {
+pub async fn revoke_mandate<R>(state: &R, signed: &Signed, key_id: &str, mandate_id: &str) -> Result<UnixMs>
+where
+    R: HasRegistry + HasClock + HasHome,
+{
     signed.require(SEALERS, "revoking a mandate")?;
     business_keys::revoke_mandate(state, key_id, mandate_id, Some(&signed.account_uuid)).await
 }

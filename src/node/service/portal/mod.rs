@@ -21,7 +21,7 @@ pub mod sessions;
 
 use svc_core::problem::Code;
 
-use crate::region::Region;
+use crate::region::parts::{HasClock, HasHome};
 use crate::replication::Change;
 use crate::service::{Error, Result};
 use svc_store::model::PasskeyRole;
@@ -60,7 +60,7 @@ pub const SEALERS: &[PasskeyRole] = &[PasskeyRole::Owner, PasskeyRole::Admin];
 use crate::service::error::invalid;
 
 /// Applies a change through the publisher, the one writer.
-async fn apply(state: &Region, change: Change) -> Result<()> {
+async fn apply(state: &(impl HasClock + HasHome), change: Change) -> Result<()> {
     crate::service::writes::apply(state, change).await.map(|_| ())
 }
 

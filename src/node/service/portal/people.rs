@@ -12,7 +12,7 @@ use webauthn_rs::prelude::{PasskeyRegistration, RegisterPublicKeyCredential, Uui
 use super::relying_party::{self, public_key};
 use super::sessions::{self, NewSession, begin_ceremony, json_bytes, normalise_email, open_session, take_ceremony};
 use super::{Signed, apply, digest, invalid, secret};
-use crate::region::Region;
+use crate::region::parts::{HasCeremonies, HasClock, HasConfig, HasHome, HasKeys, HasRegistry, HasStore};
 use crate::replication::Change;
 use crate::service::business_keys::{add_key, revoke_key, sealing_key};
 use crate::service::{Error, Result};
@@ -48,11 +48,11 @@ pub struct Account {
 }
 
 impl Account {
-    pub fn of(state: &Region, uuid: &str) -> Result<Account> {
-        if let Some(business) = state.registry.business(uuid)? {
+    pub fn of(state: &impl HasRegistry, uuid: &str) -> Result<Account> {
+        if let Some(business) = state.registry().business(uuid)? {
             return Ok(Account { name: business.legal_name, company: false });
         }
-        let company = state.registry.company(uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+        let company = state.registry().company(uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
         Ok(Account { name: company.name, company: true })
     }
 
@@ -74,13 +74,16 @@ impl Account {
 /// Invites `email` to the portal of `account_uuid` (a business or an AI
 /// company) in `role`. `by` is the owner who invites, or `None` for the
 /// operator (the first owner).
-pub async fn invite(
-    state: &Region,
+pub async fn invite<R>(
+    state: &R,
     by: Option<&Signed>,
     account_uuid: &str,
     email: &str,
     role: PasskeyRole,
-) -> Result<NewInvitation> {
+) -> Result<NewInvitation>
+where
+    R: HasStore + HasRegistry + HasClock + HasHome,
+{
     if let Some(by) = by {
         by.require(&[PasskeyRole::Owner], "inviting people")?;
     }
@@ -92,7 +95,7 @@ pub async fn invite(
     if people(state, account_uuid)?.len() >= MAX_PEOPLE {
         return Err(invalid(format!("a portal holds at most {MAX_PEOPLE} people per account")));
     }
-    let now = state.clock.now();
+    let now = state.clock().now();
     let (token, token_digest) = secret();
     let invitation = Invitation {
         account_uuid: account_uuid.to_owned(),
@@ -115,11 +118,14 @@ pub async fn invite(
 }
 
 /// An open invitation, with its account's name for the page.
-pub fn invitation(state: &Region, token: &str) -> Result<(Invitation, String)> {
+pub fn invitation<R>(state: &R, token: &str) -> Result<(Invitation, String)>
+where
+    R: HasStore + HasRegistry + HasClock,
+{
     let invitation: Invitation = state
-        .store
+        .store()
         .get(cf::INVITATIONS, &digest(token))?
-        .filter(|i: &Invitation| i.expires_at > state.clock.now())
+        .filter(|i: &Invitation| i.expires_at > state.clock().now())
         .ok_or_else(|| Error::detail(Code::NotFound, "this invitation is unknown, used or expired"))?;
     let account = Account::of(state, &invitation.account_uuid)?;
     Ok((invitation, account.name))
@@ -134,7 +140,10 @@ struct Registering {
 }
 
 /// Asks the invited person's authenticator for a new passkey.
-pub async fn begin_registration(state: &Region, token: &str, name: &str) -> Result<(String, Value)> {
+pub async fn begin_registration<R>(state: &R, token: &str, name: &str) -> Result<(String, Value)>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome + HasCeremonies,
+{
     let (invitation, _) = invitation(state, token)?;
     let name = name.trim();
     if name.is_empty() || name.chars().count() > MAX_NAME || name.chars().any(char::is_control) {
@@ -142,7 +151,7 @@ pub async fn begin_registration(state: &Region, token: &str, name: &str) -> Resu
     }
     let person_id = svc_core::ids::uuid_v4(svc_clock::random::<16>());
     let handle = Uuid::parse_str(&person_id).map_err(Error::internal)?;
-    let rp = relying_party::relying_party(&state.config)?;
+    let rp = relying_party::relying_party(state.config())?;
     let (options, registration) =
         rp.start_passkey_registration(handle, &invitation.email, name, None).map_err(relying_party::refused)?;
     let registering = Registering { person_id, name: name.to_owned(), registration };
@@ -156,24 +165,27 @@ pub async fn begin_registration(state: &Region, token: &str, name: &str) -> Resu
 
 /// Checks the new passkey, makes the person, adds the passkey as a
 /// sealing key of the business, uses up the invitation and signs in.
-pub async fn finish_registration(
-    state: &Region,
+pub async fn finish_registration<R>(
+    state: &R,
     ceremony_id: &str,
     answer: &RegisterPublicKeyCredential,
-) -> Result<NewSession> {
+) -> Result<NewSession>
+where
+    R: HasConfig + HasStore + HasRegistry + HasKeys + HasClock + HasHome,
+{
     let mut change = Change::new();
     let ceremony = take_ceremony(state, &mut change, ceremony_id, CeremonyKind::Register)?;
     let token_digest = svc_core::b64::url_decode(&ceremony.subject).ok_or_else(|| Error::internal("ceremony"))?;
     let invitation: Invitation = state
-        .store
+        .store()
         .get(cf::INVITATIONS, &token_digest)?
         .ok_or_else(|| Error::detail(Code::NotFound, "this invitation was used meanwhile"))?;
     let registering: Registering = serde_json::from_slice(&ceremony.state).map_err(Error::internal)?;
-    let rp = relying_party::relying_party(&state.config)?;
+    let rp = relying_party::relying_party(state.config())?;
     let credential =
         rp.finish_passkey_registration(answer, &registering.registration).map_err(relying_party::refused)?;
     let public = public_key(&credential)?;
-    let now = state.clock.now();
+    let now = state.clock().now();
     if sessions::person_by_email(state, &invitation.email)?.is_some() {
         return Err(invalid("this address already belongs to a person of a business portal"));
     }
@@ -212,9 +224,9 @@ pub async fn finish_registration(
 }
 
 /// Every person of a business, in the order they joined.
-pub fn people(state: &Region, business_uuid: &str) -> Result<Vec<Person>> {
+pub fn people(state: &impl HasStore, business_uuid: &str) -> Result<Vec<Person>> {
     let mut people: Vec<Person> = state
-        .store
+        .store()
         .scan::<Person>(cf::PEOPLE, &keys::prefix(&[business_uuid]), None, MAX_PEOPLE + 1)?
         .into_iter()
         .map(|(_, p)| p)
@@ -224,7 +236,7 @@ pub fn people(state: &Region, business_uuid: &str) -> Result<Vec<Person>> {
 }
 
 /// The other person of `by`'s business an owner acts on, as read.
-fn other_person(state: &Region, by: &Signed, person_id: &str) -> Result<Person> {
+fn other_person(state: &impl HasStore, by: &Signed, person_id: &str) -> Result<Person> {
     by.require(&[PasskeyRole::Owner], "changing people")?;
     if person_id == by.person_id {
         return Err(invalid("an owner does not change their own role or remove themselves; another owner does"));
@@ -235,7 +247,10 @@ fn other_person(state: &Region, by: &Signed, person_id: &str) -> Result<Person> 
 }
 
 /// An owner sets another person's role; their passkeys take the role too.
-pub async fn set_role(state: &Region, by: &Signed, person_id: &str, role: PasskeyRole) -> Result<()> {
+pub async fn set_role<R>(state: &R, by: &Signed, person_id: &str, role: PasskeyRole) -> Result<()>
+where
+    R: HasStore + HasRegistry + HasClock + HasHome,
+{
     Account::of(state, &by.account_uuid)?.check_role(role)?;
     let as_read = other_person(state, by, person_id)?;
     let mut change = Change::new();
@@ -243,7 +258,7 @@ pub async fn set_role(state: &Region, by: &Signed, person_id: &str, role: Passke
     change.require_unchanged(cf::PEOPLE, &key, &as_read);
     change.put(cf::PEOPLE, &key, &Person { role, ..as_read.clone() });
     for passkey in &as_read.passkeys {
-        if let Some(mut stored) = state.registry.passkey(&passkey.key_id)? {
+        if let Some(mut stored) = state.registry().passkey(&passkey.key_id)? {
             stored.role = Some(role);
             change.put(cf::PASSKEYS, passkey.key_id.as_bytes(), &stored);
         }
@@ -254,7 +269,7 @@ pub async fn set_role(state: &Region, by: &Signed, person_id: &str, role: Passke
 /// Takes a revoked passkey off the person who holds it, in `change`, so
 /// no session it opened and no sign-in with it goes on (the key itself
 /// stays in the business's key history). Nothing when no person holds it.
-pub fn drop_passkey(state: &Region, change: &mut Change, business_uuid: &str, key_id: &str) -> Result<()> {
+pub fn drop_passkey(state: &impl HasStore, change: &mut Change, business_uuid: &str, key_id: &str) -> Result<()> {
     for as_read in people(state, business_uuid)? {
         if as_read.passkeys.iter().any(|p| p.key_id == key_id) {
             let key = keys::person(business_uuid, &as_read.person_id);
@@ -269,9 +284,12 @@ pub fn drop_passkey(state: &Region, change: &mut Change, business_uuid: &str, ke
 
 /// An owner removes another person: their passkeys are revoked from now
 /// (what they sealed before stands) and their sessions end at once.
-pub async fn remove(state: &Region, by: &Signed, person_id: &str) -> Result<()> {
+pub async fn remove<R>(state: &R, by: &Signed, person_id: &str) -> Result<()>
+where
+    R: HasStore + HasRegistry + HasClock + HasHome,
+{
     let as_read = other_person(state, by, person_id)?;
-    let now = state.clock.now();
+    let now = state.clock().now();
     let mut change = Change::new();
     let key = keys::person(&by.account_uuid, person_id);
     change.require_unchanged(cf::PEOPLE, &key, &as_read);
@@ -279,7 +297,7 @@ pub async fn remove(state: &Region, by: &Signed, person_id: &str) -> Result<()> 
     change.delete(cf::PEOPLE_EMAILS, as_read.email.as_bytes());
     change.delete(cf::NOTICES_SEEN, &key);
     for passkey in &as_read.passkeys {
-        if let Some(stored) = state.registry.passkey(&passkey.key_id)?
+        if let Some(stored) = state.registry().passkey(&passkey.key_id)?
             && stored.revocation_effective_from.is_none()
         {
             revoke_key(&mut change, stored, now, None, now);

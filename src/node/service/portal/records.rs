@@ -5,7 +5,7 @@ use svc_core::ids::RecordType;
 use svc_core::problem::Code;
 
 use super::Signed;
-use crate::region::Region;
+use crate::region::parts::{HasClock, HasRegistry, HasStore};
 use crate::service::{Error, Result};
 use svc_store::model::*;
 use svc_store::{cf, keys};
@@ -26,14 +26,14 @@ pub struct Listed {
 /// The business's records of `kind`: those in its catalogue, then those it
 /// withdrew (to delete or publish again), each in record id order and at
 /// most [`PAGE`] of each.
-pub fn list(state: &Region, signed: &Signed, kind: RecordType) -> Result<Vec<Listed>> {
+pub fn list(state: &(impl HasStore + HasRegistry), signed: &Signed, kind: RecordType) -> Result<Vec<Listed>> {
     let prefix = keys::prefix(&[&signed.account_uuid, kind.name()]);
     let mut out = Vec::new();
-    let mut entries = state.store.scan::<()>(cf::CATALOGUE, &prefix, None, PAGE)?;
-    entries.extend(state.store.scan::<()>(cf::WITHDRAWN, &prefix, None, PAGE)?);
+    let mut entries = state.store().scan::<()>(cf::CATALOGUE, &prefix, None, PAGE)?;
+    entries.extend(state.store().scan::<()>(cf::WITHDRAWN, &prefix, None, PAGE)?);
     for (key, ()) in entries {
         let record_id = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
-        if let Some(head) = state.registry.record_head(&record_id)? {
+        if let Some(head) = state.registry().record_head(&record_id)? {
             out.push(Listed {
                 record_id,
                 own_id: head.own_id,
@@ -47,14 +47,14 @@ pub fn list(state: &Region, signed: &Signed, kind: RecordType) -> Result<Vec<Lis
 }
 
 /// The live bytes of one of the business's records, to edit.
-pub fn live_bytes(state: &Region, signed: &Signed, record_id: &str) -> Result<(RecordType, Vec<u8>)> {
+pub fn live_bytes(state: &impl HasRegistry, signed: &Signed, record_id: &str) -> Result<(RecordType, Vec<u8>)> {
     let head = state
-        .registry
+        .registry()
         .record_head(record_id)?
         .filter(|h| h.business_uuid == signed.account_uuid && h.live_generation > 0)
         .ok_or_else(|| Error::new(Code::NotFound))?;
     let version =
-        state.registry.record_version(record_id, head.live_generation)?.ok_or_else(|| Error::new(Code::NotFound))?;
+        state.registry().record_version(record_id, head.live_generation)?.ok_or_else(|| Error::new(Code::NotFound))?;
     if version.bytes.is_empty() {
         return Err(Error::detail(Code::NotFound, "this record was deleted"));
     }
@@ -73,13 +73,13 @@ pub struct Shown {
     pub last_updated: String,
 }
 
-pub fn show(state: &Region, signed: &Signed, record_id: &str) -> Result<Shown> {
+pub fn show(state: &impl HasRegistry, signed: &Signed, record_id: &str) -> Result<Shown> {
     let head = state
-        .registry
+        .registry()
         .record_head(record_id)?
         .filter(|h| h.business_uuid == signed.account_uuid)
         .ok_or_else(|| Error::new(Code::NotFound))?;
-    let version = state.registry.record_version(record_id, head.live_generation)?;
+    let version = state.registry().record_version(record_id, head.live_generation)?;
     let sha256 = version.filter(|v| !v.bytes.is_empty()).map(|v| svc_core::digest::sha256_prefixed(&v.bytes));
     Ok(Shown {
         record_id: head.record_id,
@@ -112,9 +112,12 @@ pub type AdDay = (String, u64, u64, svc_core::ads::Micros);
 /// Searches and fetches of the business's records per day, summed over
 /// countries and groups (the portal's chart), and per asking group over 30
 /// days.
-pub fn analytics(state: &Region, signed: &Signed) -> Result<Figures> {
+pub fn analytics<R>(state: &R, signed: &Signed) -> Result<Figures>
+where
+    R: HasStore + HasRegistry + HasClock,
+{
     use crate::service::publishing::{DailyQuery, WhoQuery, daily_of, who_is_asking_of};
-    let now = state.clock.now();
+    let now = state.clock().now();
     let daily = daily_of(state, &signed.account_uuid, now, DailyQuery { from: None, to: None })?;
     let mut days: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
     let mut ads: std::collections::BTreeMap<String, (u64, u64, u64)> = std::collections::BTreeMap::new();

@@ -15,7 +15,10 @@ use svc_core::seal::SealV2;
 
 use super::sessions::{begin_ceremony, json_bytes, take_ceremony};
 use super::{SEALERS, Signed, apply};
-use crate::region::Region;
+use crate::region::parts::{
+    HasAsTable, HasCeremonies, HasClock, HasConfig, HasHome, HasImages, HasKeys, HasRegionPositions, HasRegistry,
+    HasStore,
+};
 use crate::replication::Change;
 use crate::service::publishing::saves::{self, AiPolicySaved, Saved};
 use crate::service::{Error, Result};
@@ -101,13 +104,16 @@ impl PasskeyDocument {
 }
 
 /// Prepares a document the person's passkey signs itself.
-pub async fn prepare_document(
-    state: &Region,
+pub async fn prepare_document<R>(
+    state: &R,
     signed: &Signed,
     document: PasskeyDocument,
     payload: Vec<u8>,
     payload_type: String,
-) -> Result<Prepared> {
+) -> Result<Prepared>
+where
+    R: HasConfig + HasStore + HasClock + HasHome + HasCeremonies,
+{
     signed.require(SEALERS, "sealing with a passkey")?;
     let pending = Pending {
         business_uuid: signed.account_uuid.clone(),
@@ -125,42 +131,46 @@ const SAVE: &str = "save";
 /// Prepares sealing `bytes` as a record of `record_type` (a collection or
 /// the AI policy): the `seal.v2` payload names the passkey the person
 /// signed in with, the certificate and AI policy version in force now.
-pub async fn prepare(state: &Region, signed: &Signed, record_type: RecordType, bytes: Vec<u8>) -> Result<Prepared> {
+pub async fn prepare<R>(state: &R, signed: &Signed, record_type: RecordType, bytes: Vec<u8>) -> Result<Prepared>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome + HasCeremonies,
+{
     prepare_for(state, signed, record_type, bytes, SAVE).await
 }
 
 /// Prepares sealing the document that withdraws or deletes one of the
 /// business's records (publishing 2.3): `{record_id, action, at}`.
-pub async fn prepare_end(
-    state: &Region,
-    signed: &Signed,
-    record_id: &str,
-    delete: bool,
-) -> Result<(Prepared, Vec<u8>)> {
+pub async fn prepare_end<R>(state: &R, signed: &Signed, record_id: &str, delete: bool) -> Result<(Prepared, Vec<u8>)>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome + HasCeremonies,
+{
     let head = state
-        .registry
+        .registry()
         .record_head(record_id)?
         .filter(|h| h.business_uuid == signed.account_uuid)
         .ok_or_else(|| Error::new(Code::NotFound))?;
     let action = if delete { Action::Delete } else { Action::Withdraw };
     let document =
-        Document { record_id: record_id.to_owned(), action, at: state.clock.now().to_rfc3339_secs() }.to_bytes();
+        Document { record_id: record_id.to_owned(), action, at: state.clock().now().to_rfc3339_secs() }.to_bytes();
     let prepared = prepare_for(state, signed, head.record_type, document.clone(), action.as_str()).await?;
     Ok((prepared, document))
 }
 
-async fn prepare_for(
-    state: &Region,
+async fn prepare_for<R>(
+    state: &R,
     signed: &Signed,
     record_type: RecordType,
     bytes: Vec<u8>,
     purpose: &str,
-) -> Result<Prepared> {
+) -> Result<Prepared>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome + HasCeremonies,
+{
     signed.require(SEALERS, "sealing a record")?;
-    let now = state.clock.now();
+    let now = state.clock().now();
     let uuid = &signed.account_uuid;
     let cert = state
-        .registry
+        .registry()
         .certificate_in_force(uuid, now)?
         .ok_or_else(|| Error::detail(Code::SealInvalid, "the business has no certificate in force"))?;
     let (current, next) = saves::ai_policy_versions(state, uuid, now)?;
@@ -188,7 +198,10 @@ async fn prepare_for(
 
 /// Stores the ceremony and the options that ask the passkey the person
 /// signed in with to sign `pending.payload`.
-async fn ask_passkey(state: &Region, signed: &Signed, pending: Pending) -> Result<Prepared> {
+async fn ask_passkey<R>(state: &R, signed: &Signed, pending: Pending) -> Result<Prepared>
+where
+    R: HasConfig + HasStore + HasClock + HasHome + HasCeremonies,
+{
     let uuid = &signed.account_uuid;
     let challenge = svc_core::publish::webauthn::challenge(&pending.payload_type, &pending.payload);
     let person = super::sessions::person(state, uuid, &signed.person_id)?.ok_or_else(|| Error::new(Code::NotFound))?;
@@ -201,7 +214,7 @@ async fn ask_passkey(state: &Region, signed: &Signed, pending: Pending) -> Resul
         serde_json::from_slice(&credential.credential).map_err(Error::internal)?;
     let options = json!({"publicKey": {
         "challenge": challenge,
-        "rpId": state.config.passkey_rp_id,
+        "rpId": state.config().passkey_rp_id,
         "allowCredentials": [{"type": "public-key", "id": svc_core::b64::url_encode(stored.cred_id())}],
         "userVerification": "required",
         "timeout": svc_core::portal::CEREMONY_MS,
@@ -219,7 +232,10 @@ fn seal_type() -> String {
 }
 
 /// The save a ceremony holds, taken (used up) for the person who began it.
-async fn take_pending(state: &Region, signed: &Signed, ceremony_id: &str) -> Result<Pending> {
+async fn take_pending<R>(state: &R, signed: &Signed, ceremony_id: &str) -> Result<Pending>
+where
+    R: HasStore + HasClock + HasHome,
+{
     signed.require(SEALERS, "sealing a record")?;
     let mut change = Change::new();
     let ceremony = take_ceremony(state, &mut change, ceremony_id, CeremonyKind::Seal)?;
@@ -233,7 +249,10 @@ async fn take_pending(state: &Region, signed: &Signed, ceremony_id: &str) -> Res
 /// Finishes a save with the passkey's answer: the envelope is assembled
 /// from the payload prepared and the authenticator's output, and judged and
 /// published as any passkey seal. The ceremony is used up either way.
-pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: &Assertion) -> Result<Finished> {
+pub async fn finish<R>(state: &R, signed: &Signed, ceremony_id: &str, answer: &Assertion) -> Result<Finished>
+where
+    R: HasConfig + HasStore + HasRegistry + HasKeys + HasClock + HasHome + HasAsTable + HasRegionPositions + HasImages,
+{
     let pending = take_pending(state, signed, ceremony_id).await?;
     let std = |member: &str, text: &str| {
         svc_core::b64::url_decode(text)
@@ -257,7 +276,7 @@ pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: 
         &client_data,
         &pending.payload_type,
         &pending.payload,
-        &state.config.passkey_origin,
+        &state.config().passkey_origin,
     )
     .map_err(|why| Error::detail(Code::PasskeyRefused, format!("nothing was saved: {why}")))?;
     if let Some(push_id) = pending.purpose.strip_prefix(RELEASE).and_then(|p| p.strip_prefix(':')) {
@@ -281,7 +300,10 @@ pub async fn finish(state: &Region, signed: &Signed, ceremony_id: &str, answer: 
 /// Mandates, releases, custody switches and campaigns always need a
 /// passkey, and so do a withdrawal and a deletion: a session alone (a
 /// stolen cookie) can never take a record down.
-pub async fn confirm_hosted(state: &Region, signed: &Signed, ceremony_id: &str) -> Result<Finished> {
+pub async fn confirm_hosted<R>(state: &R, signed: &Signed, ceremony_id: &str) -> Result<Finished>
+where
+    R: HasConfig + HasStore + HasRegistry + HasKeys + HasClock + HasHome + HasRegionPositions + HasImages,
+{
     let pending = take_pending(state, signed, ceremony_id).await?;
     if pending.purpose != SAVE {
         return Err(Error::detail(Code::Forbidden, "this is signed by your passkey, never by the service"));
@@ -291,7 +313,10 @@ pub async fn confirm_hosted(state: &Region, signed: &Signed, ceremony_id: &str) 
 }
 
 /// Publishes a sealed save, withdrawal or deletion of a record.
-async fn publish(state: &Region, pending: Pending, envelope: &Envelope) -> Result<Finished> {
+async fn publish<R>(state: &R, pending: Pending, envelope: &Envelope) -> Result<Finished>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome + HasRegionPositions + HasImages,
+{
     let record_type = RecordType::from_name(&pending.record_type).ok_or_else(|| Error::internal("ceremony"))?;
     if pending.purpose != SAVE {
         let delete = pending.purpose == Action::Delete.as_str();
@@ -309,7 +334,10 @@ async fn publish(state: &Region, pending: Pending, envelope: &Envelope) -> Resul
 }
 
 /// The AI policy in force now, read back as its flags.
-pub fn ai_policy_in_force(state: &Region, signed: &Signed) -> Result<Option<svc_core::ai_policy::AiPolicyRecord>> {
-    let policy = state.registry.ai_policy_at(&signed.account_uuid, state.clock.now())?;
+pub fn ai_policy_in_force(
+    state: &(impl HasRegistry + HasClock),
+    signed: &Signed,
+) -> Result<Option<svc_core::ai_policy::AiPolicyRecord>> {
+    let policy = state.registry().ai_policy_at(&signed.account_uuid, state.clock().now())?;
     Ok(policy.and_then(|p| svc_core::ai_policy::parse_record(&p.bytes).ok()))
 }

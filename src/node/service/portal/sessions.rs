@@ -10,7 +10,7 @@ use webauthn_rs::prelude::{Passkey, PasskeyAuthentication, PublicKeyCredential};
 
 use super::relying_party;
 use super::{Signed, apply, digest, invalid, secret};
-use crate::region::Region;
+use crate::region::parts::{HasCeremonies, HasClock, HasConfig, HasHome, HasKeys, HasLimits, HasRegistry, HasStore};
 use crate::replication::Change;
 use crate::service::{Error, Result};
 use svc_core::portal::{CEREMONY_MS, ceremony_id_prefix};
@@ -42,14 +42,14 @@ pub fn normalise_email(email: &str) -> Result<String> {
 }
 
 /// The person an e-mail address signs in as, if present and not removed.
-pub fn person_by_email(state: &Region, email: &str) -> Result<Option<Person>> {
-    let Some(at) = state.store.get::<PersonRef>(cf::PEOPLE_EMAILS, email.as_bytes())? else { return Ok(None) };
-    let person: Option<Person> = state.store.get(cf::PEOPLE, &keys::person(&at.account_uuid, &at.person_id))?;
+pub fn person_by_email(state: &impl HasStore, email: &str) -> Result<Option<Person>> {
+    let Some(at) = state.store().get::<PersonRef>(cf::PEOPLE_EMAILS, email.as_bytes())? else { return Ok(None) };
+    let person: Option<Person> = state.store().get(cf::PEOPLE, &keys::person(&at.account_uuid, &at.person_id))?;
     Ok(person.filter(|p| p.removed_at.is_none()))
 }
 
-pub fn person(state: &Region, business_uuid: &str, person_id: &str) -> Result<Option<Person>> {
-    Ok(state.store.get(cf::PEOPLE, &keys::person(business_uuid, person_id))?)
+pub fn person(state: &impl HasStore, business_uuid: &str, person_id: &str) -> Result<Option<Person>> {
+    Ok(state.store().get(cf::PEOPLE, &keys::person(business_uuid, person_id))?)
 }
 
 pub use crate::region::open_ceremonies::MAX_OPEN_CEREMONIES;
@@ -58,21 +58,24 @@ pub use crate::region::open_ceremonies::MAX_OPEN_CEREMONIES;
 /// while [`MAX_OPEN_CEREMONIES`] are open (`503`), or the account's share
 /// ([`crate::region::open_ceremonies::MAX_OPEN_PER_ACCOUNT`], `429`), so no flood
 /// grows the store or takes another account's places.
-pub(super) fn begin_ceremony(
-    state: &Region,
+pub(super) fn begin_ceremony<R>(
+    state: &R,
     change: &mut Change,
     (kind, account): (CeremonyKind, &str),
     subject: String,
     state_json: Vec<u8>,
-) -> Result<String> {
+) -> Result<String>
+where
+    R: HasStore + HasClock + HasHome + HasCeremonies,
+{
     // Only home writes; the open ceremonies are counted where they are kept.
     state.home()?;
-    let now = state.clock.now();
+    let now = state.clock().now();
     let expires_at = now.plus(CEREMONY_MS);
     let tag = crate::region::open_ceremonies::account_tag(account);
     let random = svc_core::b64::url_encode(&svc_clock::random::<18>());
     let id = format!("{}{tag}{random}", ceremony_id_prefix(expires_at));
-    match state.ceremonies.admit(&state.store, &id, now)? {
+    match state.ceremonies().admit(state.store(), &id, now)? {
         Ok(()) => {}
         Err(crate::region::open_ceremonies::Full::Node) => {
             return Err(Error::retry_after(
@@ -96,11 +99,16 @@ pub(super) fn begin_ceremony(
 
 /// Takes a ceremony of `kind` (it is deleted in `change`, so an answer is
 /// used once); an unknown, expired or other ceremony is refused.
-pub(super) fn take_ceremony(state: &Region, change: &mut Change, id: &str, kind: CeremonyKind) -> Result<Ceremony> {
+pub(super) fn take_ceremony(
+    state: &(impl HasStore + HasClock),
+    change: &mut Change,
+    id: &str,
+    kind: CeremonyKind,
+) -> Result<Ceremony> {
     let ceremony: Ceremony = state
-        .store
+        .store()
         .get(cf::CEREMONIES, id.as_bytes())?
-        .filter(|c: &Ceremony| c.kind == kind && c.expires_at > state.clock.now())
+        .filter(|c: &Ceremony| c.kind == kind && c.expires_at > state.clock().now())
         .ok_or_else(|| {
             Error::detail(Code::PasskeyRefused, "this passkey request expired or was already used; start again")
         })?;
@@ -112,19 +120,19 @@ pub(super) fn take_ceremony(state: &Region, change: &mut Change, id: &str, kind:
 /// Whether a person's passkey may act now: a business's passkey is one of
 /// its keys, live until its revocation takes effect or its compromise; an
 /// AI company's only signs its people in and is never registered as a key.
-pub fn passkey_live(state: &Region, account_uuid: &str, key_id: &str, now: UnixMs) -> Result<bool> {
-    match state.registry.passkey(key_id)? {
+pub fn passkey_live(state: &impl HasRegistry, account_uuid: &str, key_id: &str, now: UnixMs) -> Result<bool> {
+    match state.registry().passkey(key_id)? {
         Some(key) => Ok(key.business_uuid == account_uuid
             && key.valid_from <= now
             && key.valid_until.is_none_or(|t| now < t)
             && key.revocation_effective_from.is_none_or(|t| now < t)
             && key.compromised_at.is_none_or(|t| now < t)),
-        None => Ok(state.registry.company(account_uuid)?.is_some()),
+        None => Ok(state.registry().company(account_uuid)?.is_some()),
     }
 }
 
 /// The relying party's credentials of a person's passkeys live now.
-fn live_passkeys(state: &Region, person: &Person, now: UnixMs) -> Result<Vec<Passkey>> {
+fn live_passkeys(state: &impl HasRegistry, person: &Person, now: UnixMs) -> Result<Vec<Passkey>> {
     let mut live = Vec::new();
     for stored in &person.passkeys {
         if passkey_live(state, &person.account_uuid, &stored.key_id, now)? {
@@ -170,12 +178,15 @@ fn with_credentials(mut authentication: Value, passkeys: &[Passkey]) -> Result<V
 /// answered alike, with a stand-in passkey derived from it, so the answer
 /// never tells whether a person exists. `client`'s share and the address
 /// are each held to a rate.
-pub async fn begin_sign_in(state: &Region, email: &str, client: Option<std::net::IpAddr>) -> Result<(String, Value)> {
+pub async fn begin_sign_in<R>(state: &R, email: &str, client: Option<std::net::IpAddr>) -> Result<(String, Value)>
+where
+    R: HasConfig + HasStore + HasRegistry + HasKeys + HasClock + HasHome + HasLimits,
+{
     state.home()?;
     let email = normalise_email(email)?;
-    let now = state.clock.now();
+    let now = state.clock().now();
     let share = client.map_or_else(String::new, svc_core::limits::address_share);
-    let limits = &state.limits;
+    let limits = state.limits();
     for (ledger, key) in [(&limits.sign_ins_per_client, &share), (&limits.sign_ins_per_email, &email)] {
         if let Err(wait_ms) = ledger.take(key, now, 1) {
             return Err(Error::retry_after(
@@ -192,12 +203,12 @@ pub async fn begin_sign_in(state: &Region, email: &str, client: Option<std::net:
     if passkeys.is_empty() {
         passkeys.push(decoy(state, &email)?);
     }
-    let rp = relying_party::relying_party(&state.config)?;
+    let rp = relying_party::relying_party(state.config())?;
     let (options, authentication) = rp.start_passkey_authentication(&passkeys).map_err(relying_party::refused)?;
     let bare = with_credentials(serde_json::to_value(&authentication).map_err(Error::internal)?, &[])?;
     let ticket = SignInTicket { email, expires_at: now.plus(CEREMONY_MS), authentication: json_bytes(&bare)? };
     let ticket = postcard::to_stdvec(&ticket).map_err(Error::internal)?;
-    let sealed = svc_core::portal::seal_ticket(&state.keys.portal_secret, &ticket);
+    let sealed = svc_core::portal::seal_ticket(&state.keys().portal_secret, &ticket);
     let mut options = serde_json::to_value(options).map_err(Error::internal)?;
     // Transports are a browser's hint, kept from an attested registration
     // (packed, TPM) and absent from a stand-in: none is offered, so the two
@@ -211,9 +222,9 @@ pub async fn begin_sign_in(state: &Region, email: &str, client: Option<std::net:
 }
 
 /// The stand-in passkey offered for an address that signs nobody in.
-fn decoy(state: &Region, email: &str) -> Result<Passkey> {
+fn decoy(state: &impl HasKeys, email: &str) -> Result<Passkey> {
     use webauthn_rs::prelude::*;
-    let (id, key) = svc_core::portal::decoy_passkey(&state.keys.portal_secret, email);
+    let (id, key) = svc_core::portal::decoy_passkey(&state.keys().portal_secret, email);
     let jwk = key.verifying_key().to_jwk();
     let coordinate =
         |c: Option<&str>| c.and_then(svc_core::b64::url_decode).ok_or_else(|| Error::internal("decoy key"));
@@ -242,12 +253,15 @@ fn decoy(state: &Region, email: &str) -> Result<Passkey> {
 
 /// Checks the authenticator's answer to a sign-in ticket and opens a
 /// session. The ticket is used once: its digest is kept until it expires.
-pub async fn finish_sign_in(state: &Region, ticket: &str, answer: &PublicKeyCredential) -> Result<NewSession> {
+pub async fn finish_sign_in<R>(state: &R, ticket: &str, answer: &PublicKeyCredential) -> Result<NewSession>
+where
+    R: HasConfig + HasStore + HasRegistry + HasKeys + HasClock + HasHome,
+{
     state.home()?;
-    let now = state.clock.now();
+    let now = state.clock().now();
     let refused =
         || Error::detail(Code::PasskeyRefused, "this passkey request expired or was already used; start again");
-    let payload = svc_core::portal::open_ticket(&state.keys.portal_secret, ticket).ok_or_else(refused)?;
+    let payload = svc_core::portal::open_ticket(&state.keys().portal_secret, ticket).ok_or_else(refused)?;
     let ticket_of: SignInTicket = postcard::from_bytes(&payload).map_err(|_| refused())?;
     if ticket_of.expires_at <= now {
         return Err(refused());
@@ -258,7 +272,7 @@ pub async fn finish_sign_in(state: &Region, ticket: &str, answer: &PublicKeyCred
         svc_core::b64::url_encode(&svc_core::digest::sha256(ticket.as_bytes())).as_bytes(),
     ]
     .concat();
-    if state.store.get::<Ceremony>(cf::CEREMONIES, &used)?.is_some() {
+    if state.store().get::<Ceremony>(cf::CEREMONIES, &used)?.is_some() {
         return Err(refused());
     }
     let as_read = person_by_email(state, &ticket_of.email)?
@@ -268,7 +282,7 @@ pub async fn finish_sign_in(state: &Region, ticket: &str, answer: &PublicKeyCred
     let bare: Value = serde_json::from_slice(&ticket_of.authentication).map_err(|_| refused())?;
     let auth: PasskeyAuthentication =
         serde_json::from_value(with_credentials(bare, &live)?).map_err(Error::internal)?;
-    let rp = relying_party::relying_party(&state.config)?;
+    let rp = relying_party::relying_party(state.config())?;
     let result = rp.finish_passkey_authentication(answer, &auth).map_err(relying_party::refused)?;
     // The sign counter moves on (webauthn-rs refuses one that went back).
     let mut person = as_read.clone();
@@ -316,11 +330,14 @@ pub(super) fn open_session(change: &mut Change, person: &Person, key_id: String,
 
 /// The person a session cookie signs in, while the session lasts and the
 /// person is still there.
-pub async fn resolve(state: &Region, cookie: &str) -> Result<Signed> {
+pub async fn resolve<R>(state: &R, cookie: &str) -> Result<Signed>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome,
+{
     let key = digest(cookie);
     let ended = || Error::detail(Code::SignInRequired, "your session ended; sign in again");
-    let session: PortalSession = state.store.get(cf::PORTAL_SESSIONS, &key)?.ok_or_else(ended)?;
-    let now = state.clock.now();
+    let session: PortalSession = state.store().get(cf::PORTAL_SESSIONS, &key)?.ok_or_else(ended)?;
+    let now = state.clock().now();
     if svc_core::portal::session_ended(session.created_at, session.last_seen, now) {
         return Err(ended());
     }
@@ -337,7 +354,7 @@ pub async fn resolve(state: &Region, cookie: &str) -> Result<Signed> {
         apply(state, change).await?;
     }
     Ok(Signed {
-        company: state.registry.company(&person.account_uuid)?.is_some(),
+        company: state.registry().company(&person.account_uuid)?.is_some(),
         account_uuid: person.account_uuid,
         person_id: person.person_id,
         name: person.name,
@@ -348,7 +365,7 @@ pub async fn resolve(state: &Region, cookie: &str) -> Result<Signed> {
 }
 
 /// Ends the session the cookie names.
-pub async fn sign_out(state: &Region, cookie: &str) -> Result<()> {
+pub async fn sign_out(state: &(impl HasClock + HasHome), cookie: &str) -> Result<()> {
     let mut change = Change::new();
     change.delete(cf::PORTAL_SESSIONS, &digest(cookie));
     apply(state, change).await

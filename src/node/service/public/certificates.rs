@@ -8,7 +8,7 @@ use svc_core::dsse::{Envelope, payload_type};
 use svc_core::problem::Code;
 use svc_core::time::UnixMs;
 
-use crate::region::Region;
+use crate::region::parts::{HasClock, HasConfig, HasKeys, HasRegistry, HasSignedStatements};
 use crate::service::{Error, Result};
 pub use svc_store::model::Business;
 use svc_store::model::{BusinessKey, CertificateIssuance};
@@ -52,18 +52,18 @@ pub struct Certified {
     pub country: Option<String>,
 }
 
-fn certified(state: &Region, uuid: &str) -> Result<Option<Certified>> {
-    if let Some(b) = state.registry.business(uuid)? {
+fn certified(state: &impl HasRegistry, uuid: &str) -> Result<Option<Certified>> {
+    if let Some(b) = state.registry().business(uuid)? {
         let country = Some(b.country);
         return Ok(Some(Certified { subject: "business", name: b.legal_name, country }));
     }
-    Ok(state.registry.company(uuid)?.map(|c| Certified { subject: "ai_company", name: c.name, country: None }))
+    Ok(state.registry().company(uuid)?.map(|c| Certified { subject: "ai_company", name: c.name, country: None }))
 }
 
-pub fn certificate_document(state: &Region, uuid: &str, now: UnixMs) -> Result<Option<(Certified, Value)>> {
+pub fn certificate_document(state: &impl HasRegistry, uuid: &str, now: UnixMs) -> Result<Option<(Certified, Value)>> {
     let Some(subject) = certified(state, uuid)? else { return Ok(None) };
-    let mut history = state.registry.certificates(uuid)?;
-    let Some(current) = state.registry.certificate_in_force(uuid, now)? else { return Ok(None) };
+    let mut history = state.registry().certificates(uuid)?;
+    let Some(current) = state.registry().certificate_in_force(uuid, now)? else { return Ok(None) };
     // Earlier issuances only: a change issued later, not yet in force, is not history.
     history.retain(|c| c.cert_id != current.cert_id && c.issued_at <= current.issued_at);
     history.sort_by_key(|c| std::cmp::Reverse(c.issued_at));
@@ -103,12 +103,15 @@ fn key_value(key: &BusinessKey, relying_party: &Value) -> Value {
 
 /// Every key of the business and the statement key's signed
 /// `business-keys.v1` over them (the part to trust).
-pub fn business_keys(state: &Region, uuid: &str) -> Result<Value> {
-    let now = state.clock.now();
-    state.registry.business(uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
-    let cert = state.registry.certificate_in_force(uuid, now)?.ok_or_else(|| Error::new(Code::NotFound))?;
-    let registered = state.registry.business_keys(uuid)?;
-    let party = json!({"id": state.config.passkey_rp_id, "origin": state.config.passkey_origin});
+pub fn business_keys<R>(state: &R, uuid: &str) -> Result<Value>
+where
+    R: HasConfig + HasRegistry + HasKeys + HasClock + HasSignedStatements,
+{
+    let now = state.clock().now();
+    state.registry().business(uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let cert = state.registry().certificate_in_force(uuid, now)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let registered = state.registry().business_keys(uuid)?;
+    let party = json!({"id": state.config().passkey_rp_id, "origin": state.config().passkey_origin});
     let keys: Vec<Value> = registered.iter().map(|k| key_value(k, &party)).collect();
     // The statement is issued as at the newest change it covers, so the same
     // keys give the same bytes (and ETag) whenever they are asked for.
@@ -124,8 +127,8 @@ pub fn business_keys(state: &Region, uuid: &str) -> Result<Value> {
     // Signed once per change: the same keys give the same statement bytes,
     // and unauthenticated callers asking again cost a lookup, not a signature.
     let signed = state
-        .signed_statements
-        .get_or_sign(&bytes, || state.keys.statement_key().sign(&payload_type("business-keys.v1"), &bytes));
+        .signed_statements()
+        .get_or_sign(&bytes, || state.keys().statement_key().sign(&payload_type("business-keys.v1"), &bytes));
     let document = json!({
         "uuid": uuid,
         "cert_id": cert.cert_id,
@@ -138,9 +141,9 @@ pub fn business_keys(state: &Region, uuid: &str) -> Result<Value> {
 
 /// Every custody statement of the business, newest first, and the keys no
 /// statement covers (`unstated`).
-pub fn key_custody(state: &Region, uuid: &str) -> Result<Value> {
-    state.registry.business(uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
-    let mut statements = state.registry.custody_statements(uuid)?;
+pub fn key_custody(state: &impl HasRegistry, uuid: &str) -> Result<Value> {
+    state.registry().business(uuid)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let mut statements = state.registry().custody_statements(uuid)?;
     statements.sort_by(|a, b| (b.issued_at, &b.statement_id).cmp(&(a.issued_at, &a.statement_id)));
     let listed: Vec<Value> = statements
         .iter()
@@ -156,7 +159,7 @@ pub fn key_custody(state: &Region, uuid: &str) -> Result<Value> {
         })
         .collect::<Result<_>>()?;
     let unstated: Vec<String> = state
-        .registry
+        .registry()
         .business_keys(uuid)?
         .into_iter()
         .filter(|k| !statements.iter().any(|s| s.key_id == k.key_id))

@@ -12,7 +12,7 @@ use svc_core::problem::Code;
 use svc_core::tiles::{TileKind, TileRef, entry_bundle};
 use svc_core::tlog::{self, path_value};
 
-use crate::region::Region;
+use crate::region::parts::{HasConfig, HasLog, HasStore};
 use crate::service::{Error, Result};
 use svc_store::model::{LogCheckpoint, ReceiptPlace, ReceiptRoot};
 use svc_store::{be, cf, from_be};
@@ -39,12 +39,12 @@ fn leaf_hash(text: &str, name: &str) -> Result<Hash> {
 }
 
 /// The checkpoint asked for: the one signed at `tree_size`, else the newest.
-pub fn signed_checkpoint(state: &Region, tree_size: Option<u64>) -> Result<LogCheckpoint> {
+pub fn signed_checkpoint(state: &impl HasLog, tree_size: Option<u64>) -> Result<LogCheckpoint> {
     match tree_size {
         Some(size) => {
-            state.log.checkpoint(size)?.ok_or_else(|| not_found("no checkpoint was signed at that tree size"))
+            state.log().checkpoint(size)?.ok_or_else(|| not_found("no checkpoint was signed at that tree size"))
         }
-        None => state.log.latest()?.ok_or_else(|| {
+        None => state.log().latest()?.ok_or_else(|| {
             Error::retry_after(Code::Unavailable, 5_000, "the log has not signed a checkpoint here yet")
         }),
     }
@@ -56,9 +56,9 @@ pub fn max_age(pinned: bool) -> u32 {
 }
 
 /// A checkpoint as JSON: its origin, size, root, time and signed note.
-pub fn checkpoint_value(state: &Region, signed: &LogCheckpoint) -> Value {
+pub fn checkpoint_value(state: &impl HasLog, signed: &LogCheckpoint) -> Value {
     json!({
-        "origin": state.log.origin(),
+        "origin": state.log().origin(),
         "tree_size": signed.size,
         "root_hash": merkle::root_form(&signed.root),
         "signed_at": signed.at.to_rfc3339_millis(),
@@ -69,15 +69,15 @@ pub fn checkpoint_value(state: &Region, signed: &LogCheckpoint) -> Value {
 /// The newest checkpoint as tile clients and witnesses read it
 /// (c2sp.org/tlog-tiles): the log's note, then every witness's cosignature
 /// collected for its size so far.
-pub fn cosigned_checkpoint(state: &Region) -> Result<String> {
+pub fn cosigned_checkpoint(state: &impl HasLog) -> Result<String> {
     let signed = signed_checkpoint(state, None)?;
-    let lines: Vec<String> = state.log.cosignatures(signed.size)?.into_iter().map(|c| c.line).collect();
+    let lines: Vec<String> = state.log().cosignatures(signed.size)?.into_iter().map(|c| c.line).collect();
     Ok(cosigned_note(&signed.note, &lines))
 }
 
 /// `GET /log/tile/<path>`: a hash tile or an entry bundle, as far as the
 /// newest checkpoint here reaches. `path` is what follows `tile/`.
-pub async fn tile(state: &Region, path: &str) -> Result<Vec<u8>> {
+pub async fn tile(state: &impl HasLog, path: &str) -> Result<Vec<u8>> {
     let tile = TileRef::parse(path).map_err(|e| invalid(format!("tile/{path}: {e}")))?;
     let size = signed_checkpoint(state, None)?.size;
     let missing = || {
@@ -86,9 +86,9 @@ pub async fn tile(state: &Region, path: &str) -> Result<Vec<u8>> {
         ))
     };
     match tile.kind {
-        TileKind::Hashes { .. } => state.log.tile(&tile, size).await?.ok_or_else(missing),
+        TileKind::Hashes { .. } => state.log().tile(&tile, size).await?.ok_or_else(missing),
         TileKind::Entries => {
-            let leaves = state.log.entries(&tile, size)?.ok_or_else(missing)?;
+            let leaves = state.log().entries(&tile, size)?.ok_or_else(missing)?;
             entry_bundle(leaves.iter().map(|leaf| leaf.data.as_slice()))
                 .ok_or_else(|| Error::internal("a leaf is longer than an entry bundle frames"))
         }
@@ -111,7 +111,10 @@ pub struct ProofQuery {
 /// minute in the log), at the region that served it; the consistency proof
 /// between two tree sizes (`from`, optionally `to`). Answers the proof and
 /// whether it is pinned to a tree size (and so never changes).
-pub async fn proof(state: &Region, q: ProofQuery) -> Result<(Value, bool)> {
+pub async fn proof<R>(state: &R, q: ProofQuery) -> Result<(Value, bool)>
+where
+    R: HasConfig + HasStore + HasLog,
+{
     match (&q.leaf_hash, &q.receipt, q.from) {
         (Some(leaf), None, None) if q.to.is_none() => {
             Ok((inclusion(state, leaf_hash(leaf, "leaf_hash")?, q.tree_size).await?, q.tree_size.is_some()))
@@ -137,21 +140,21 @@ pub fn inclusion_value(index: u64, path: &[Hash], checkpoint: &LogCheckpoint) ->
 }
 
 /// A leaf's index and audit path at a signed checkpoint.
-pub async fn log_inclusion(state: &Region, leaf: &Hash, tree_size: Option<u64>) -> Result<Option<Value>> {
-    if state.log.find(leaf)?.is_none() {
+pub async fn log_inclusion(state: &impl HasLog, leaf: &Hash, tree_size: Option<u64>) -> Result<Option<Value>> {
+    if state.log().find(leaf)?.is_none() {
         return Ok(None);
     }
     let signed = signed_checkpoint(state, tree_size)?;
-    let proven = state.log.prove(leaf, &signed).await?;
+    let proven = state.log().prove(leaf, &signed).await?;
     Ok(proven.map(|(index, path)| inclusion_value(index, &path, &signed)))
 }
 
-async fn inclusion(state: &Region, leaf: Hash, tree_size: Option<u64>) -> Result<Value> {
+async fn inclusion(state: &impl HasLog, leaf: Hash, tree_size: Option<u64>) -> Result<Value> {
     let mut value = log_inclusion(state, &leaf, tree_size)
         .await?
         .ok_or_else(|| not_found("not in the log (yet): leaves are sequenced once an hour"))?;
     let index = value["leaf_index"].as_u64().unwrap_or_default();
-    let stored = state.log.leaf(index)?.ok_or_else(|| Error::internal("indexed leaf missing"))?;
+    let stored = state.log().leaf(index)?.ok_or_else(|| Error::internal("indexed leaf missing"))?;
     value["leaf_hash"] = json!(merkle::root_form(&leaf));
     value["kind"] = json!(stored.kind);
     value["leaf"] = json!(String::from_utf8_lossy(&stored.data));
@@ -159,12 +162,12 @@ async fn inclusion(state: &Region, leaf: Hash, tree_size: Option<u64>) -> Result
     Ok(value)
 }
 
-async fn consistency(state: &Region, from: u64, to: Option<u64>) -> Result<Value> {
+async fn consistency(state: &impl HasLog, from: u64, to: Option<u64>) -> Result<Value> {
     let signed = signed_checkpoint(state, to)?;
     if from == 0 || from > signed.size {
         return Err(invalid(format!("from must be between 1 and {}", signed.size)));
     }
-    let path = state.log.consistency(from, signed.size).await?.ok_or_else(|| Error::internal("log tree short"))?;
+    let path = state.log().consistency(from, signed.size).await?.ok_or_else(|| Error::internal("log tree short"))?;
     Ok(json!({
         "from": from,
         "to": signed.size,
@@ -175,22 +178,25 @@ async fn consistency(state: &Region, from: u64, to: Option<u64>) -> Result<Value
 
 /// A receipt served here: its place in its minute part, and the part's leaf
 /// in the log (absent, with `reason`, until home sequences it).
-async fn receipt_proof(state: &Region, receipt: Hash) -> Result<Value> {
+async fn receipt_proof<R>(state: &R, receipt: Hash) -> Result<Value>
+where
+    R: HasConfig + HasStore + HasLog,
+{
     let unknown = "no receipt served here has that hash, or its minute is not folded yet (a minute is folded about \
                    10 s after it ends); ask the region the receipt names";
     // Receipts folded before sequences were kept by leaf have their place.
-    let (place, leaves) = match state.store.get::<ReceiptPlace>(cf::RECEIPT_PLACES, &receipt)? {
+    let (place, leaves) = match state.store().get::<ReceiptPlace>(cf::RECEIPT_PLACES, &receipt)? {
         Some(place) => {
             let leaves: Vec<Hash> =
-                state.store.get(cf::RECEIPT_PARTS, &be(place.first_seq))?.ok_or_else(|| not_found(unknown))?;
+                state.store().get(cf::RECEIPT_PARTS, &be(place.first_seq))?.ok_or_else(|| not_found(unknown))?;
             (place, leaves)
         }
         None => {
             // A part is a run of consecutive receipts: the one that starts
             // at or before this receipt holds it, if it is folded.
-            let seq: u64 = state.store.get(cf::RECEIPT_SEQS, &receipt)?.ok_or_else(|| not_found(unknown))?;
+            let seq: u64 = state.store().get(cf::RECEIPT_SEQS, &receipt)?.ok_or_else(|| not_found(unknown))?;
             let (key, leaves): (Vec<u8>, Vec<Hash>) =
-                state.store.at_or_before(cf::RECEIPT_PARTS, &be(seq))?.ok_or_else(|| not_found(unknown))?;
+                state.store().at_or_before(cf::RECEIPT_PARTS, &be(seq))?.ok_or_else(|| not_found(unknown))?;
             let first_seq = from_be(&key).ok_or_else(|| Error::internal("malformed receipt part key"))?;
             let index = seq - first_seq;
             if leaves.get(index as usize) != Some(&receipt) {
@@ -199,8 +205,8 @@ async fn receipt_proof(state: &Region, receipt: Hash) -> Result<Value> {
             (ReceiptPlace { first_seq, index }, leaves)
         }
     };
-    let key = svc_store::keys::receipt_root(&state.config.region, place.first_seq);
-    let root: ReceiptRoot = state.store.get(cf::RECEIPT_ROOTS, &key)?.ok_or_else(|| not_found(unknown))?;
+    let key = svc_store::keys::receipt_root(&state.config().region, place.first_seq);
+    let root: ReceiptRoot = state.store().get(cf::RECEIPT_ROOTS, &key)?.ok_or_else(|| not_found(unknown))?;
     let path = BatchTree::from_leaf_hashes(&leaves)
         .inclusion_proof(place.index as usize)
         .ok_or_else(|| Error::internal("receipt place outside its part"))?;

@@ -14,11 +14,11 @@ use svc_core::problem::Code;
 
 use super::{Error, Result};
 pub use crate::document::PublicDocument;
-use crate::region::Region;
+use crate::region::parts::{HasClock, HasKeySet, HasKeys, HasStore};
 
 /// The dual-signed `jwks.v1` key set, as this region last read it.
-pub fn key_set(state: &Region) -> Result<Arc<PublicDocument>> {
-    state.key_set.document(state.clock.now()).ok_or_else(|| {
+pub fn key_set(state: &(impl HasClock + HasKeySet)) -> Result<Arc<PublicDocument>> {
+    state.key_set().document(state.clock().now()).ok_or_else(|| {
         // A read region that has not yet replicated home's key set.
         Error::retry_after(Code::Unavailable, 5_000, "this region has not received the key set from home yet")
     })
@@ -27,10 +27,10 @@ pub fn key_set(state: &Region) -> Result<Arc<PublicDocument>> {
 /// The key directory home signed last (`key_set::directory`), as every
 /// region holds it, its bytes as signed and stored; 503 at a region that
 /// has not received it yet.
-pub fn key_directory(state: &Region) -> Result<crate::document::PublicDocument> {
+pub fn key_directory(state: &impl HasStore) -> Result<crate::document::PublicDocument> {
     let unavailable =
         || Error::retry_after(Code::Unavailable, 5_000, "this region has not received the key directory yet");
-    let document = crate::key_set::directory::document(&state.store)?.ok_or_else(unavailable)?;
+    let document = crate::key_set::directory::document(state.store())?.ok_or_else(unavailable)?;
     Ok(crate::document::PublicDocument::new(bytes::Bytes::from(document)))
 }
 
@@ -43,10 +43,10 @@ pub struct BotDirectory {
     pub signature: String,
 }
 
-pub fn bot_directory(state: &Region, authority: &str) -> Result<BotDirectory> {
+pub fn bot_directory(state: &(impl HasKeys + HasClock), authority: &str) -> Result<BotDirectory> {
     use svc_core::web_bot_auth;
-    let key = &state.keys.web_bot_auth;
-    let created = state.clock.now().0.div_euclid(1000);
+    let key = &state.keys().web_bot_auth;
+    let created = state.clock().now().0.div_euclid(1000);
     let (signature_input, signature) = web_bot_auth::sign_directory(key, authority, created)
         .ok_or_else(|| Error::detail(Code::RequestInvalid, "the Host header is not printable ASCII"))?;
     Ok(BotDirectory { body: web_bot_auth::directory(&[key.verifying_key()]), signature_input, signature })

@@ -16,7 +16,7 @@ use svc_core::seal::{Issuance, ServedSeal};
 use svc_core::time::UnixMs;
 use svc_core::verify::{self, KeyEvents, Register, RegisteredKey, Submitted};
 
-use crate::region::Region;
+use crate::region::parts::{HasClock, HasConfig, HasJwkKeys, HasKeySet, HasKeys, HasLimits, HasLog, HasRegistry};
 use crate::service::{Error, Result};
 
 fn invalid(detail: impl Into<String>) -> Error {
@@ -115,16 +115,16 @@ impl Parts {
 }
 
 /// What the node knows, as the judgement asks for it.
-pub struct Lookups<'a> {
-    pub state: &'a Region,
+pub struct Lookups<'a, R> {
+    pub state: &'a R,
     pub now: UnixMs,
 }
 
-impl Register for Lookups<'_> {
+impl<R: HasConfig + HasRegistry + HasJwkKeys + HasLog + HasKeySet> Register for Lookups<'_, R> {
     fn business_key(&self, key_id: &str) -> Option<RegisteredKey> {
-        let key = self.state.registry.business_key(key_id).ok()??;
+        let key = self.state.registry().business_key(key_id).ok()??;
         Some(RegisteredKey {
-            public: self.state.jwk_keys.get(&key.jwk)?,
+            public: self.state.jwk_keys().get(&key.jwk)?,
             validity: key.validity(),
             business_uuid: key.business_uuid,
             purpose: key.purpose.as_str().into(),
@@ -133,32 +133,32 @@ impl Register for Lookups<'_> {
     }
 
     fn certificates(&self, business_uuid: &str) -> Vec<Issuance> {
-        let history = self.state.registry.certificates(business_uuid).unwrap_or_default();
+        let history = self.state.registry().certificates(business_uuid).unwrap_or_default();
         history.iter().map(|c| c.as_core()).collect()
     }
 
     fn ai_policy_version_at(&self, business_uuid: &str, at: UnixMs) -> u64 {
-        self.state.registry.ai_policy_at(business_uuid, at).ok().flatten().map_or(0, |p| p.version)
+        self.state.registry().ai_policy_at(business_uuid, at).ok().flatten().map_or(0, |p| p.version)
     }
 
     fn mandate_covers(&self, key_id: &str, at: UnixMs, record_type: &str, countries: &[String]) -> bool {
-        let mandates = self.state.registry.mandates_of_key(key_id).unwrap_or_default();
+        let mandates = self.state.registry().mandates_of_key(key_id).unwrap_or_default();
         mandates.iter().any(|m| m.covers(at, record_type, countries))
     }
 
     fn key_added_logged(&self, key_id: &str, key: &RegisteredKey) -> bool {
         let leaf = svc_core::tlog::key_added_leaf(&key.business_uuid, key_id, &key.purpose, key.validity.valid_from);
-        let sequenced = self.state.log.find(&svc_core::merkle::leaf_hash(&leaf)).ok().flatten();
-        let size = self.state.log.latest().ok().flatten().map_or(0, |c| c.size);
+        let sequenced = self.state.log().find(&svc_core::merkle::leaf_hash(&leaf)).ok().flatten();
+        let size = self.state.log().latest().ok().flatten().map_or(0, |c| c.size);
         sequenced.is_some_and(|index| index < size)
     }
 
     fn service_key(&self, purpose: Purpose, kid: &str, at: UnixMs) -> Option<VerifyingKey> {
-        self.state.key_set.key(purpose, kid, at, self.now)
+        self.state.key_set().key(purpose, kid, at, self.now)
     }
 
     fn passkey_binding(&self) -> (&str, &str) {
-        (&self.state.config.passkey_rp_id, &self.state.config.passkey_origin)
+        (&self.state.config().passkey_rp_id, &self.state.config().passkey_origin)
     }
 }
 
@@ -171,9 +171,13 @@ fn decode_base64(text: &str, member: &str) -> Result<Vec<u8>> {
 
 /// Spends one of the client address's verifications (IPv6 by /64), or
 /// `429` with the wait: `POST /v1/verify` and the verify page share it.
-pub fn within_rate(state: &Region, client: Option<std::net::IpAddr>, now: svc_core::time::UnixMs) -> Result<()> {
+pub fn within_rate(
+    state: &impl HasLimits,
+    client: Option<std::net::IpAddr>,
+    now: svc_core::time::UnixMs,
+) -> Result<()> {
     if let Some(client) = client
-        && let Err(wait_ms) = state.limits.verify_rate.take(&svc_core::limits::address_share(client), now, 1)
+        && let Err(wait_ms) = state.limits().verify_rate.take(&svc_core::limits::address_share(client), now, 1)
     {
         return Err(Error::retry_after(
             Code::RateLimited,
@@ -187,8 +191,11 @@ pub fn within_rate(state: &Region, client: Option<std::net::IpAddr>, now: svc_co
 /// Judges what was sent, and signs the statement of the judgement. The
 /// work is unauthenticated, so each client address (IPv6 by /64) gets its
 /// own rate (`verify_per_second`): generous for a checker, not for a flood.
-pub async fn judge(state: &Region, client: Option<std::net::IpAddr>, bytes: &[u8]) -> Result<Value> {
-    let now = state.clock.now();
+pub async fn judge<R>(state: &R, client: Option<std::net::IpAddr>, bytes: &[u8]) -> Result<Value>
+where
+    R: HasConfig + HasRegistry + HasKeys + HasClock + HasJwkKeys + HasLimits + HasKeySet + HasLog,
+{
+    let now = state.clock().now();
     within_rate(state, client, now)?;
     let mut req: VerifyRequest = serde_json::from_slice(bytes).map_err(|e| invalid(format!("body: {e}")))?;
     if req.record_id.is_some() || req.hash.is_some() || req.adl_origin.is_some() {
@@ -237,20 +244,20 @@ pub async fn judge(state: &Region, client: Option<std::net::IpAddr>, bytes: &[u8
         "checked_at": now.to_rfc3339_millis(),
     });
     let signed = svc_core::canonical::to_signed_bytes(&answer).map_err(Error::internal)?;
-    let statement = state.keys.statement_key().sign_short_lived(&payload_type("verify-statement.v1"), &signed);
+    let statement = state.keys().statement_key().sign_short_lived(&payload_type("verify-statement.v1"), &signed);
     answer["statement"] = json!(statement);
     Ok(answer)
 }
 
 /// The seal's leaf proven against the newest checkpoint, or why not.
-async fn log_inclusion(state: &Region, seal: &ServedSeal) -> Result<Value> {
+async fn log_inclusion(state: &impl HasLog, seal: &ServedSeal) -> Result<Value> {
     let leaf = svc_core::tlog::seal_leaf(seal.envelope());
     let hash = svc_core::merkle::leaf_hash(&leaf);
     let name = svc_core::merkle::root_form(&hash);
-    let Some(checkpoint) = state.log.latest()? else {
+    let Some(checkpoint) = state.log().latest()? else {
         return Ok(json!({"included": false, "reason": "log_not_available", "leaf_hash": name}));
     };
-    let Some((index, path)) = state.log.prove(&hash, &checkpoint).await? else {
+    let Some((index, path)) = state.log().prove(&hash, &checkpoint).await? else {
         return Ok(
             json!({"included": false, "reason": "not_in_log", "leaf_hash": name, "checkpoint": checkpoint.note}),
         );
@@ -259,4 +266,34 @@ async fn log_inclusion(state: &Region, seal: &ServedSeal) -> Result<Value> {
     value["included"] = json!(true);
     value["leaf_hash"] = json!(name);
     Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::limits::Limits;
+
+    /// A region of one part: the verification rate's limits.
+    struct OnlyLimits(Arc<Limits>);
+
+    impl HasLimits for OnlyLimits {
+        fn limits(&self) -> &Arc<Limits> {
+            &self.0
+        }
+    }
+
+    /// A use case names the parts it reads, so it runs on those alone: no
+    /// store, actor or key is needed to judge a client's rate.
+    #[test]
+    fn a_use_case_runs_on_the_parts_it_names_alone() {
+        let part = OnlyLimits(Arc::new(Limits::new(crate::config::RetrievalLimits::default(), 1)));
+        let client = Some("192.0.2.7".parse().unwrap());
+        let now = UnixMs(1_795_341_600_000);
+        assert!(within_rate(&part, client, now).is_ok());
+        let over = within_rate(&part, client, now).unwrap_err();
+        assert_eq!(over.code(), Code::RateLimited);
+        assert!(within_rate(&part, Some("198.51.100.1".parse().unwrap()), now).is_ok(), "another address");
+    }
 }

@@ -12,7 +12,9 @@ use svc_core::seal::ServedSeal;
 use svc_core::source_line::SourceLine;
 use svc_core::time::UnixMs;
 
-use crate::region::Region;
+use crate::region::parts::{
+    HasClock, HasConfig, HasJwkKeys, HasKeySet, HasKeys, HasLimits, HasLog, HasRegistry, HasStore, HasVerifyPages,
+};
 use crate::service::{Error, Result};
 use svc_store::model::{RecordHead, RecordState, RecordVersion};
 
@@ -27,9 +29,9 @@ pub struct PageQuery {
 }
 
 /// The generation of `record_id` whose bytes hashed to `origin`.
-fn generation_of(state: &Region, head: &RecordHead, origin: &str) -> Result<Option<RecordVersion>> {
+fn generation_of(state: &impl HasRegistry, head: &RecordHead, origin: &str) -> Result<Option<RecordVersion>> {
     for generation in (1..=head.generation).rev() {
-        let Some(version) = state.registry.record_version(&head.record_id, generation)? else { continue };
+        let Some(version) = state.registry().record_version(&head.record_id, generation)? else { continue };
         // A held version was never published: it has no row.
         if version.row.is_empty() {
             continue;
@@ -45,28 +47,38 @@ fn generation_of(state: &Region, head: &RecordHead, origin: &str) -> Result<Opti
 /// The verify page for a caller at `client`, held to the per-address rate
 /// of `POST /v1/verify`, and made at most once a minute per id and query
 /// while nothing is written.
-pub fn page_for(
-    state: &Region,
-    client: Option<std::net::IpAddr>,
-    record_id: &str,
-    q: PageQuery,
-) -> Result<Option<Value>> {
-    let now = state.clock.now();
+pub fn page_for<R>(state: &R, client: Option<std::net::IpAddr>, record_id: &str, q: PageQuery) -> Result<Option<Value>>
+where
+    R: HasConfig
+        + HasStore
+        + HasRegistry
+        + HasKeys
+        + HasClock
+        + HasJwkKeys
+        + HasLimits
+        + HasVerifyPages
+        + HasKeySet
+        + HasLog,
+{
+    let now = state.clock().now();
     super::verify::within_rate(state, client, now)?;
-    let made = (now.0.div_euclid(svc_core::time::MINUTE), crate::replication::last_seq(&state.store)?);
+    let made = (now.0.div_euclid(svc_core::time::MINUTE), crate::replication::last_seq(state.store())?);
     let asked = [&q.origin, &q.cert, &q.served_at, &q.format].map(|m| m.as_deref().unwrap_or("-")).join("\n");
     let key = (record_id.to_owned(), asked);
-    if let Some(document) = state.verify_pages.get(&key, made) {
+    if let Some(document) = state.verify_pages().get(&key, made) {
         return Ok(document);
     }
     let document = page(state, record_id, q)?;
-    state.verify_pages.put(key, made, document.clone());
+    state.verify_pages().put(key, made, document.clone());
     Ok(document)
 }
 
 /// The signed verify page of one version of a record, found by its id and
 /// hash. `None` is the one 404: an unknown id, or a hash not its.
-pub fn page(state: &Region, record_id: &str, q: PageQuery) -> Result<Option<Value>> {
+pub fn page<R>(state: &R, record_id: &str, q: PageQuery) -> Result<Option<Value>>
+where
+    R: HasConfig + HasRegistry + HasKeys + HasClock + HasJwkKeys + HasKeySet + HasLog,
+{
     let origin = q.origin.ok_or_else(|| Error::detail(Code::RequestInvalid, "origin (sha256:…) is required"))?;
     if svc_core::digest::parse_sha256_form(&origin).is_none() {
         return Err(Error::detail(Code::RequestInvalid, "origin must be sha256: and 64 lower-case hex digits"));
@@ -78,16 +90,16 @@ pub fn page(state: &Region, record_id: &str, q: PageQuery) -> Result<Option<Valu
         ),
         None => None,
     };
-    let now = state.clock.now();
-    let Some(head) = state.registry.record_head(record_id)? else { return Ok(None) };
+    let now = state.clock().now();
+    let Some(head) = state.registry().record_head(record_id)? else { return Ok(None) };
     let Some(version) = generation_of(state, &head, &origin)? else { return Ok(None) };
-    let Some(business) = state.registry.business(&head.business_uuid)? else { return Ok(None) };
+    let Some(business) = state.registry().business(&head.business_uuid)? else { return Ok(None) };
 
     // When this version stopped being served: the next published one's
     // publication (a held one was never served), or the record's end.
     let mut next_published = None;
     for generation in version.generation + 1..=head.generation {
-        if let Some(next) = state.registry.record_version(record_id, generation)?.filter(|v| !v.row.is_empty()) {
+        if let Some(next) = state.registry().record_version(record_id, generation)?.filter(|v| !v.row.is_empty()) {
             next_published = Some(next.published_at);
             break;
         }
@@ -123,12 +135,12 @@ pub fn page(state: &Region, record_id: &str, q: PageQuery) -> Result<Option<Valu
         svc_core::verify::judge_seal(&submitted, &lookups).valid()
     };
     let certificate = super::certificates::certificate_document(state, &head.business_uuid, now)?.map(|(_, c)| c);
-    let verify_base = state.config.verify_base_url.trim_end_matches('/');
+    let verify_base = state.config().verify_base_url.trim_end_matches('/');
     // A source line names the certificate by its envelope's digest, as
     // served at `served_at` (now when not given); the sealed `cert_id` is
     // accepted too.
-    let cert_digest = state.registry.certificate_digest(&head.business_uuid, now)?;
-    let cert_then = state.registry.certificate_digest(&head.business_uuid, served_at.unwrap_or(now))?;
+    let cert_digest = state.registry().certificate_digest(&head.business_uuid, now)?;
+    let cert_then = state.registry().certificate_digest(&head.business_uuid, served_at.unwrap_or(now))?;
     let checks = json!({
         "cert": match &q.cert {
             None => "not_given",
@@ -172,9 +184,9 @@ pub fn page(state: &Region, record_id: &str, q: PageQuery) -> Result<Option<Valu
         "checked_at": now.to_rfc3339_millis(),
     });
     if head.record_type == svc_core::ids::RecordType::BusinessFiles && status == "current" {
-        let suspended = state.registry.endpoints_suspension(&business.uuid)?.is_some();
+        let suspended = state.registry().endpoints_suspension(&business.uuid)?.is_some();
         // Each domain the file lists, as domain assurance last found it.
-        let kept = state.registry.domains(&business.uuid)?;
+        let kept = state.registry().domains(&business.uuid)?;
         let domains: Vec<Value> = svc_core::records::endpoint_domains(&version.bytes)
             .into_iter()
             .map(|domain| {
@@ -190,6 +202,6 @@ pub fn page(state: &Region, record_id: &str, q: PageQuery) -> Result<Option<Valu
         document["endpoints"] = json!({"status": if suspended { "suspended" } else { "live" }, "domains": domains});
     }
     let signed = svc_core::canonical::to_signed_bytes(&document).map_err(Error::internal)?;
-    document["statement"] = json!(state.keys.statement_key().sign(&payload_type("verify-page.v1"), &signed));
+    document["statement"] = json!(state.keys().statement_key().sign(&payload_type("verify-page.v1"), &signed));
     Ok(Some(document))
 }

@@ -12,7 +12,7 @@ use svc_core::problem::Code;
 use svc_core::time::{DAY, UnixMs};
 
 use super::BusinessCaller;
-use crate::region::Region;
+use crate::region::parts::{HasRegistry, HasStore};
 use crate::service::{Error, Result};
 use svc_store::model::{AdHourCounts, HourCounts};
 use svc_store::{be, cf, keys};
@@ -25,7 +25,7 @@ fn invalid(detail: impl Into<String>) -> Error {
 type Hour = (UnixMs, Option<String>, String, Counts);
 
 /// A business's hourly counts in `[from, until)`.
-fn hours(state: &Region, business_uuid: &str, from: UnixMs, until: UnixMs) -> Result<Vec<Hour>> {
+fn hours(state: &impl HasStore, business_uuid: &str, from: UnixMs, until: UnixMs) -> Result<Vec<Hour>> {
     let prefix = keys::prefix(&[business_uuid]);
     let mut start = prefix.clone();
     start.extend_from_slice(&be(from.0.max(0) as u64));
@@ -38,21 +38,21 @@ fn hours(state: &Region, business_uuid: &str, from: UnixMs, until: UnixMs) -> Re
         out.push((UnixMs(hour), (!country.is_empty()).then_some(country), group, counts));
         true
     };
-    state.store.walk(cf::ANALYTICS, &prefix, Some(&start), |k, c: HourCounts| {
+    state.store().walk(cf::ANALYTICS, &prefix, Some(&start), |k, c: HourCounts| {
         add(k, Counts { searches: c.searches, fetches: c.fetches, ..Counts::default() })
     })?;
-    state.store.walk(cf::AD_ANALYTICS, &prefix, Some(&start), |k, c: AdHourCounts| {
+    state.store().walk(cf::AD_ANALYTICS, &prefix, Some(&start), |k, c: AdHourCounts| {
         add(k, Counts { ad_renders: c.renders, ad_clicks: c.clicks, spend: c.spend, ..Counts::default() })
     })?;
     Ok(out)
 }
 
 /// Group names, looked up once each.
-fn group_name(state: &Region, names: &mut BTreeMap<String, String>, group_id: &str) -> Result<String> {
+fn group_name(state: &impl HasRegistry, names: &mut BTreeMap<String, String>, group_id: &str) -> Result<String> {
     if let Some(name) = names.get(group_id) {
         return Ok(name.clone());
     }
-    let name = state.registry.group(group_id)?.map(|g| g.name).unwrap_or_default();
+    let name = state.registry().group(group_id)?.map(|g| g.name).unwrap_or_default();
     names.insert(group_id.to_owned(), name.clone());
     Ok(name)
 }
@@ -67,12 +67,17 @@ pub struct DailyQuery {
 
 /// `from` and `to` are UTC dates, both inclusive (default: the 30 days to
 /// `as_at`); at most 92 days.
-pub fn daily(state: &Region, caller: &BusinessCaller, q: DailyQuery) -> Result<Value> {
+pub fn daily(state: &(impl HasStore + HasRegistry), caller: &BusinessCaller, q: DailyQuery) -> Result<Value> {
     daily_of(state, &caller.key.business_uuid, caller.now, q)
 }
 
 /// [`daily`] for a business at `now`, whoever asks (the portal too).
-pub fn daily_of(state: &Region, business_uuid: &str, now: UnixMs, q: DailyQuery) -> Result<Value> {
+pub fn daily_of(
+    state: &(impl HasStore + HasRegistry),
+    business_uuid: &str,
+    now: UnixMs,
+    q: DailyQuery,
+) -> Result<Value> {
     let date = |name: &str, v: &Option<String>| -> Result<Option<UnixMs>> {
         v.as_deref()
             .map(|v| UnixMs::parse_date(v).ok_or_else(|| invalid(format!("{name} is a date, YYYY-MM-DD"))))
@@ -116,12 +121,17 @@ pub struct WhoQuery {
 
 /// The groups that asked in the 30 days to `as_at`, per country (fetches,
 /// which name no country, under `null`); `country` narrows to one.
-pub fn who_is_asking(state: &Region, caller: &BusinessCaller, q: WhoQuery) -> Result<Value> {
+pub fn who_is_asking(state: &(impl HasStore + HasRegistry), caller: &BusinessCaller, q: WhoQuery) -> Result<Value> {
     who_is_asking_of(state, &caller.key.business_uuid, caller.now, q)
 }
 
 /// [`who_is_asking`] for a business at `now`, whoever asks.
-pub fn who_is_asking_of(state: &Region, business_uuid: &str, now: UnixMs, q: WhoQuery) -> Result<Value> {
+pub fn who_is_asking_of(
+    state: &(impl HasStore + HasRegistry),
+    business_uuid: &str,
+    now: UnixMs,
+    q: WhoQuery,
+) -> Result<Value> {
     if let Some(c) = &q.country
         && !svc_core::ids::is_country(c)
     {

@@ -20,6 +20,7 @@ use tokio::io::AsyncWriteExt;
 use super::*;
 use crate::actors::push_worker::{PushWorkerMsg, upload_path};
 use crate::publish::{NewPush, PushRecords};
+use crate::region::parts::{HasAsTable, HasClock, HasConfig, HasHome, HasKeys, HasRegistry, HasStore, HasUploads};
 use crate::replication::Change;
 use svc_clock::random;
 
@@ -36,17 +37,17 @@ fn unavailable(seconds: u64, reason: &str, detail: &str) -> Error {
     Error::from(problem)
 }
 
-async fn put_upload(state: &Region, upload: &UploadRecord) -> Result<()> {
+async fn put_upload(state: &(impl HasClock + HasHome), upload: &UploadRecord) -> Result<()> {
     let mut change = Change::new();
     change.put(cf::UPLOADS, upload.upload_id.as_bytes(), upload);
-    let now = state.clock.now();
+    let now = state.clock().now();
     state.home()?.publisher.call(|reply| PublisherMsg::Apply { change, now, reply }).await??;
     Ok(())
 }
 
 /// The staging area can be written: a probe file is created and removed.
-fn staging_writable(state: &Region) -> bool {
-    let probe = state.uploads.join(".probe");
+fn staging_writable(state: &impl HasUploads) -> bool {
+    let probe = state.uploads().join(".probe");
     let ok = std::fs::write(&probe, b"").is_ok();
     let _ = std::fs::remove_file(&probe);
     ok
@@ -59,7 +60,10 @@ struct UploadRequest {
 }
 
 /// Step 1: an upload address for one file, valid one hour.
-pub async fn create_upload(state: &Region, caller: &BusinessCaller) -> Result<Answer> {
+pub async fn create_upload<R>(state: &R, caller: &BusinessCaller) -> Result<Answer>
+where
+    R: HasConfig + HasStore + HasRegistry + HasKeys + HasClock + HasHome + HasAsTable + HasUploads,
+{
     let (key, now) = (&caller.key, caller.now);
     let idem = idempotency_key(caller, true)?.unwrap_or_default();
     let fingerprint = request_fingerprint(caller);
@@ -96,8 +100,8 @@ pub async fn create_upload(state: &Region, caller: &BusinessCaller) -> Result<An
     let answer = json!({
         "upload_id": upload_id,
         "record_type": record_type.name(),
-        "url": format!("{}/v1/uploads/{upload_id}", state.config.public_base()),
-        "fields": bulk::policy_fields(&policy, &state.keys.upload),
+        "url": format!("{}/v1/uploads/{upload_id}", state.config().public_base()),
+        "fields": bulk::policy_fields(&policy, &state.keys().upload),
         "content_type": out::BULK_CONTENT_TYPE,
         "max_bytes": BULK_MAX_BYTES,
         "max_records": BULK_MAX_RECORDS,
@@ -109,9 +113,9 @@ pub async fn create_upload(state: &Region, caller: &BusinessCaller) -> Result<An
 }
 
 /// The upload address a file is sent to, while it waits for one.
-pub fn upload_waiting(state: &Region, upload_id: &str) -> Result<UploadRecord> {
+pub fn upload_waiting(state: &impl HasStore, upload_id: &str) -> Result<UploadRecord> {
     let upload: UploadRecord = state
-        .store
+        .store()
         .get::<UploadRecord>(cf::UPLOADS, upload_id.as_bytes())?
         .filter(|u| u.deleted_at.is_none())
         .ok_or_else(|| Error::new(Code::NotFound))?;
@@ -143,15 +147,15 @@ fn staging(e: std::io::Error) -> Error {
 /// Opens the file of an upload once its form's fields are read: they must
 /// carry the service's signed policy for this address, unexpired.
 pub async fn open_upload(
-    state: &Region,
+    state: &(impl HasKeys + HasUploads),
     upload: UploadRecord,
     fields: &BTreeMap<String, String>,
     now: svc_core::time::UnixMs,
 ) -> Result<UploadSink> {
     let policy =
-        bulk::check_policy(|n| fields.get(n).cloned(), &upload.upload_id, &state.keys.upload.verifying_key(), now)
+        bulk::check_policy(|n| fields.get(n).cloned(), &upload.upload_id, &state.keys().upload.verifying_key(), now)
             .map_err(|r| invalid(r.to_string()))?;
-    let part = upload_path(&state.uploads, &format!("{}.part", upload.upload_id));
+    let part = upload_path(state.uploads(), &format!("{}.part", upload.upload_id));
     let file = tokio::fs::File::create(&part).await.map_err(staging)?;
     Ok(UploadSink { upload, policy, part, file, bytes: 0, newlines: 0, last: b'\n' })
 }
@@ -190,14 +194,17 @@ impl UploadSink {
 
     /// Syncs the file, puts it in place, and records the upload: its size,
     /// its records and when it came.
-    pub async fn finish(mut self, state: &Region, now: svc_core::time::UnixMs) -> Result<Value> {
+    pub async fn finish<R>(mut self, state: &R, now: svc_core::time::UnixMs) -> Result<Value>
+    where
+        R: HasClock + HasHome + HasUploads,
+    {
         if let Err(e) = self.file.sync_all().await {
             let _ = tokio::fs::remove_file(&self.part).await;
             return Err(staging(e));
         }
         let (bytes, records) = (self.bytes, self.lines());
         let upload_id = self.upload.upload_id.clone();
-        tokio::fs::rename(&self.part, upload_path(&state.uploads, &upload_id)).await.map_err(staging)?;
+        tokio::fs::rename(&self.part, upload_path(state.uploads(), &upload_id)).await.map_err(staging)?;
         self.upload.bytes = Some(bytes);
         self.upload.records = Some(records);
         self.upload.uploaded_at = Some(now);
@@ -217,20 +224,23 @@ struct ImportRequest {
 /// records), certificate and AI policy version, then reads the file in the
 /// background as a queued push. The same request again answers the import's
 /// status and resumes it if it stopped.
-pub async fn create_import(state: &Region, caller: &BusinessCaller) -> Result<Answer> {
+pub async fn create_import<R>(state: &R, caller: &BusinessCaller) -> Result<Answer>
+where
+    R: HasStore + HasRegistry + HasClock + HasHome + HasAsTable,
+{
     let (key, received_at) = (&caller.key, caller.now);
     let idem = idempotency_key(caller, false)?;
     let request: ImportRequest =
         serde_json::from_slice(&caller.body).map_err(|e| invalid(format!("body is {{upload_id, batch_seal}}: {e}")))?;
     let upload: UploadRecord = state
-        .store
+        .store()
         .get::<UploadRecord>(cf::UPLOADS, request.upload_id.as_bytes())?
         .filter(|u| u.key_id == key.key_id && u.deleted_at.is_none())
         .ok_or_else(|| invalid("no upload of this key has that upload_id"))?;
     // A settled import's file is deleted; its status is still answered.
     if let Some(push_id) = &upload.push_id {
         let push: PushRecord =
-            state.store.get(cf::PUSHES, &keys::push(push_id))?.ok_or_else(|| Error::internal("import"))?;
+            state.store().get(cf::PUSHES, &keys::push(push_id))?.ok_or_else(|| Error::internal("import"))?;
         return import_status(state, &push).await;
     }
     let (Some(file_bytes), Some(file_records)) = (upload.bytes, upload.records) else {
@@ -239,7 +249,7 @@ pub async fn create_import(state: &Region, caller: &BusinessCaller) -> Result<An
     let record_type = upload.record_type;
     let mandate = writing_mandate(state, record_type, caller)?;
     let caps = Caps { records_per_hour: mandate.records_per_hour, bytes_per_day: mandate.bytes_per_day };
-    let ledger: UsageLedger = state.store.get(cf::USAGE_LEDGERS, key.key_id.as_bytes())?.unwrap_or_default();
+    let ledger: UsageLedger = state.store().get(cf::USAGE_LEDGERS, key.key_id.as_bytes())?.unwrap_or_default();
     if let Err(retry) = ledger.judge_declared(received_at, file_records.max(1), file_bytes, &caps) {
         return Err(Error::retry_after(Code::RateLimited, retry.0.max(1) as u64, "the mandate's caps are reached"));
     }
@@ -273,7 +283,7 @@ pub async fn create_import(state: &Region, caller: &BusinessCaller) -> Result<An
     upload.push_id = Some(push_id.clone());
     put_upload(state, &upload).await?;
     let push: PushRecord =
-        state.store.get(cf::PUSHES, &keys::push(&push_id))?.ok_or_else(|| Error::internal("push"))?;
+        state.store().get(cf::PUSHES, &keys::push(&push_id))?.ok_or_else(|| Error::internal("push"))?;
     let answer = import_status(state, &push).await?;
     if let Some(idem) = idem {
         // Only the acceptance is remembered; later asks report progress.
@@ -286,7 +296,10 @@ pub async fn create_import(state: &Region, caller: &BusinessCaller) -> Result<An
 
 /// The import's PushStatus: 202 with `Location` while it is unsettled (and
 /// a nudge to the worker, which resumes it if it stopped), 200 once settled.
-async fn import_status(state: &Region, push: &PushRecord) -> Result<Answer> {
+async fn import_status<R>(state: &R, push: &PushRecord) -> Result<Answer>
+where
+    R: HasStore + HasClock + HasHome,
+{
     let status = push_status(state, push, false, None, None)?;
     let body = serde_json::to_vec(&status).unwrap_or_default();
     if push.completed_at.is_some() {

@@ -11,7 +11,7 @@ use svc_core::problem::Code;
 
 use super::{BusinessCaller, writing_mandate};
 use crate::actors::publisher::PublisherMsg;
-use crate::region::Region;
+use crate::region::parts::{HasAsTable, HasHome, HasRegistry};
 use crate::replication::Change;
 use crate::service::{Error, Result};
 use svc_store::{cf, keys};
@@ -28,7 +28,10 @@ fn declared(record_type: RecordType, expectation: Option<FreshnessExpectation>) 
 
 /// `PUT` with a body declares (`{"cadence": …}`); `DELETE` (no body)
 /// withdraws the declaration, and rows carry no member again.
-pub async fn declare(state: &Region, caller: &BusinessCaller, type_name: &str, clear: bool) -> Result<Value> {
+pub async fn declare<R>(state: &R, caller: &BusinessCaller, type_name: &str, clear: bool) -> Result<Value>
+where
+    R: HasRegistry + HasHome + HasAsTable,
+{
     let record_type = collection(type_name)?;
     writing_mandate(state, record_type, caller)?;
     let key = keys::freshness(&caller.key.business_uuid, record_type.name());
@@ -56,9 +59,9 @@ pub async fn declare(state: &Region, caller: &BusinessCaller, type_name: &str, c
 }
 
 /// Every declaration of the business.
-pub fn list(state: &Region, caller: &BusinessCaller) -> Result<Value> {
+pub fn list(state: &impl HasRegistry, caller: &BusinessCaller) -> Result<Value> {
     let declared: Vec<Value> = state
-        .registry
+        .registry()
         .freshness_expectations(&caller.key.business_uuid)?
         .into_iter()
         .map(|(record_type, expectation)| declared(record_type, Some(expectation)))

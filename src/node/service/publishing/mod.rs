@@ -35,7 +35,7 @@ use super::{Error, Result};
 use crate::actors::publisher::PublisherMsg;
 use crate::memo::key_from_jwk;
 use crate::publish::Refused;
-use crate::region::Region;
+use crate::region::parts::{HasAsTable, HasClock, HasConfig, HasHome, HasJwkKeys, HasNonces, HasRegistry, HasStore};
 use svc_store::model::*;
 use svc_store::{cf, key, keys};
 
@@ -66,31 +66,38 @@ pub struct Origin {
 
 /// The gate of every publishing use case: the seven signing steps for
 /// `tag` (or, in the sandbox, the key's bearer token for its first hour).
-pub async fn authenticate(
-    state: &Region,
+pub async fn authenticate<R>(
+    state: &R,
     credentials: Credentials<'_>,
     tag: &str,
     body: Bytes,
     origin: Origin,
     now: UnixMs,
-) -> Result<BusinessCaller> {
+) -> Result<BusinessCaller>
+where
+    R: HasConfig + HasStore + HasRegistry + HasHome + HasNonces + HasJwkKeys,
+{
     let key = identify(state, &credentials, tag, now).await?;
     let Origin { path, remote_ip, idempotency_key } = origin;
     Ok(BusinessCaller { key, body, now, path, remote_ip, idempotency_key })
 }
 
-async fn identify(state: &Region, credentials: &Credentials<'_>, tag: &str, now: UnixMs) -> Result<BusinessKey> {
-    let sandbox = state.config.environment.is_sandbox();
+async fn identify<R>(state: &R, credentials: &Credentials<'_>, tag: &str, now: UnixMs) -> Result<BusinessKey>
+where
+    R: HasConfig + HasStore + HasRegistry + HasHome + HasNonces + HasJwkKeys,
+{
+    let sandbox = state.config().environment.is_sandbox();
     // Sandbox only: the bearer token in place of a signature, for the
     // key's first hour.
     if let Some(token) = credentials.sandbox_bearer(sandbox) {
-        let key = state.registry.integration_key_by_bearer(token, now)?.ok_or_else(|| Error::new(Code::KeyUnknown))?;
+        let key =
+            state.registry().integration_key_by_bearer(token, now)?.ok_or_else(|| Error::new(Code::KeyUnknown))?;
         note_use(state, &key.business_uuid, now)?;
         return introduce(state, key, now).await;
     }
-    let authority = &state.config.public_authority;
+    let authority = &state.config().public_authority;
     let lookup = |key_id: &str| usable_key(state, key_id, credentials.grant, now);
-    let (_, key) = verify_signed(&credentials.request, authority, tag, now, &state.nonces, lookup).await?;
+    let (_, key) = verify_signed(&credentials.request, authority, tag, now, state.nonces(), lookup).await?;
     if !sandbox {
         return Ok(key);
     }
@@ -101,15 +108,18 @@ async fn identify(state: &Region, credentials: &Credentials<'_>, tag: &str, now:
 /// Sandbox, at home: notes the UTC day a business used the service (a
 /// request signed by its key, a portal session of its people), once a day;
 /// its own data expires 90 days after the last (R1.42).
-pub(crate) fn note_use(state: &Region, business_uuid: &str, now: UnixMs) -> Result<()> {
-    if !state.config.environment.is_sandbox() || state.home.is_none() {
+pub(crate) fn note_use<R>(state: &R, business_uuid: &str, now: UnixMs) -> Result<()>
+where
+    R: HasConfig + HasStore + HasRegistry + HasHome,
+{
+    if !state.config().environment.is_sandbox() || state.home_actors().is_none() {
         return Ok(());
     }
     let today = UnixMs(now.0 - now.0.rem_euclid(svc_core::time::DAY));
-    if state.registry.business_last_used(business_uuid)?.is_some_and(|day| day >= today) {
+    if state.registry().business_last_used(business_uuid)?.is_some_and(|day| day >= today) {
         return Ok(());
     }
-    Ok(state.store.put(cf::meta::BUSINESS_USED, &keys::business_used(business_uuid), &today)?)
+    Ok(state.store().put(cf::meta::BUSINESS_USED, &keys::business_used(business_uuid), &today)?)
 }
 
 /// Every step of the signature a head decides (headers, shape, window,
@@ -117,50 +127,57 @@ pub(crate) fn note_use(state: &Region, business_uuid: &str, now: UnixMs) -> Resu
 /// body is not read yet: an unsigned caller, an unknown key or a forged
 /// signature is refused for the price of its head. `body_follows`: the
 /// request declared a body. Answers the key id that signed.
-pub fn judge_head(
-    state: &Region,
+pub fn judge_head<R>(
+    state: &R,
     credentials: &Credentials<'_>,
     tag: &str,
     body_follows: bool,
     now: UnixMs,
-) -> Result<String> {
-    let sandbox = state.config.environment.is_sandbox();
+) -> Result<String>
+where
+    R: HasConfig + HasRegistry + HasJwkKeys,
+{
+    let sandbox = state.config().environment.is_sandbox();
     if let Some(token) = credentials.sandbox_bearer(sandbox) {
-        return match state.registry.integration_key_by_bearer(token, now)? {
+        return match state.registry().integration_key_by_bearer(token, now)? {
             Some(key) => Ok(key.key_id),
             None => Err(Error::new(Code::KeyUnknown)),
         };
     }
-    let policy = svc_core::http_sig::Policy { authority: &state.config.public_authority, tag, now_secs: now.as_secs() };
+    let policy =
+        svc_core::http_sig::Policy { authority: &state.config().public_authority, tag, now_secs: now.as_secs() };
     let lookup = |key_id: &str| usable_key(state, key_id, credentials.grant, now).map(|(_, public)| public);
     svc_core::http_sig::judge_head(&credentials.request, &policy, body_follows, lookup).map_err(super::auth::sig_error)
 }
 
 /// The registered integration key that may sign now, with its public key.
-fn usable_key(
-    state: &Region,
+fn usable_key<R>(
+    state: &R,
     key_id: &str,
     grant: Option<&str>,
     now: UnixMs,
-) -> Option<(BusinessKey, svc_core::keys::VerifyingKey)> {
-    let key = state.registry.integration_key(key_id).ok().flatten()?;
-    if key.environment != state.config.environment || !key.live_at(now) {
+) -> Option<(BusinessKey, svc_core::keys::VerifyingKey)>
+where
+    R: HasConfig + HasRegistry + HasJwkKeys,
+{
+    let key = state.registry().integration_key(key_id).ok().flatten()?;
+    if key.environment != state.config().environment || !key.live_at(now) {
         return None;
     }
     // A sandbox key the sandbox has not seen needs its grant.
     if let Some(credentials) = &key.sandbox
-        && state.config.environment.is_sandbox()
+        && state.config().environment.is_sandbox()
         && !svc_core::sandbox::admits(credentials.introduced, Some(&credentials.grant), grant)
     {
         return None;
     }
-    let public = state.jwk_keys.get(&key.jwk)?;
+    let public = state.jwk_keys().get(&key.jwk)?;
     Some((key, public))
 }
 
 /// The first request of a sandbox key registers it, with a sandbox mandate
 /// for every collection and country. Later requests pass through.
-async fn introduce(state: &Region, mut key: BusinessKey, now: UnixMs) -> Result<BusinessKey> {
+async fn introduce(state: &impl HasHome, mut key: BusinessKey, now: UnixMs) -> Result<BusinessKey> {
     let Some(credentials) = key.sandbox.as_mut().filter(|c| !c.introduced) else { return Ok(key) };
     credentials.introduced = true;
     let mandate = MandateRecord {
@@ -200,18 +217,18 @@ pub(crate) fn idempotency_key(caller: &BusinessCaller, required: bool) -> Result
 /// source allow-list (checked before the caps, so an outsider learns nothing
 /// of them).
 pub(crate) fn writing_mandate(
-    state: &Region,
+    state: &(impl HasRegistry + HasAsTable),
     record_type: RecordType,
     caller: &BusinessCaller,
 ) -> Result<MandateRecord> {
     let (key, now) = (&caller.key, caller.now);
     let mandate = state
-        .registry
+        .registry()
         .live_mandate(&key.key_id, record_type.name(), now)?
         .ok_or_else(|| Error::detail(Code::OutOfScope, "the key has no live mandate for this record type"))?;
     let source_ok = match caller.remote_ip {
         Some(ip) => {
-            let asn = state.as_table.as_ref().and_then(|table| table.asn(ip));
+            let asn = state.as_table().as_ref().and_then(|table| table.asn(ip));
             svc_core::publish::mandate::allow_list_permits(&mandate.source_ip_allow_list, ip, asn)
         }
         None => mandate.source_ip_allow_list.is_none(),
@@ -224,12 +241,12 @@ pub(crate) fn writing_mandate(
 
 /// The AI policy version in force at `sealed_at` must be the one sealed.
 pub(crate) fn check_ai_policy_version(
-    state: &Region,
+    state: &impl HasRegistry,
     business_uuid: &str,
     sealed: u64,
     sealed_at: UnixMs,
 ) -> Result<()> {
-    let in_force = state.registry.ai_policy_at(business_uuid, sealed_at)?.map_or(0, |p| p.version);
+    let in_force = state.registry().ai_policy_at(business_uuid, sealed_at)?.map_or(0, |p| p.version);
     if sealed == in_force {
         return Ok(());
     }
@@ -266,15 +283,15 @@ pub(crate) fn seal_invalid(detail: impl Into<String>) -> Error {
 /// records (when they are in the request), the certificate in force and the
 /// AI policy version at `sealed_at`, and the mandate at `sealed_at`.
 pub(crate) fn judge_batch_seal(
-    state: &Region,
+    state: &impl HasRegistry,
     key: &BusinessKey,
     mandate: &MandateRecord,
     batch_seal: &Value,
     record_type: RecordType,
     records: Option<&[Vec<u8>]>,
 ) -> Result<(Envelope, seal::BatchSealV2, UnixMs)> {
-    let history = state.registry.certificates(&key.business_uuid)?;
-    if state.registry.business(&key.business_uuid)?.is_none() || history.is_empty() {
+    let history = state.registry().certificates(&key.business_uuid)?;
+    if state.registry().business(&key.business_uuid)?.is_none() || history.is_empty() {
         return Err(seal_invalid("the business is not verified"));
     }
     let envelope = Envelope::from_value(batch_seal).map_err(|r| seal_invalid(format!("batch seal: {r}")))?;
@@ -307,12 +324,12 @@ pub(crate) fn request_fingerprint(caller: &BusinessCaller) -> Vec<u8> {
 /// The first answer given for this key and `Idempotency-Key`, when the
 /// request is the same; a different request under the same key is refused.
 pub(crate) fn replayed(
-    state: &Region,
+    state: &impl HasStore,
     key_id: &str,
     idem: &str,
     fingerprint: &[u8],
 ) -> Result<Option<IdempotentAnswer>> {
-    let stored: Option<IdempotentAnswer> = state.store.get(cf::IDEMPOTENCY, &keys::idempotency(key_id, idem))?;
+    let stored: Option<IdempotentAnswer> = state.store().get(cf::IDEMPOTENCY, &keys::idempotency(key_id, idem))?;
     match stored {
         Some(answer) if answer.fingerprint == fingerprint => Ok(Some(answer)),
         Some(_) => Err(Error::new(Code::IdempotencyKeyReused)),
@@ -322,7 +339,7 @@ pub(crate) fn replayed(
 
 /// Keeps the first answer for an `Idempotency-Key`.
 pub(crate) async fn remember(
-    state: &Region,
+    state: &(impl HasClock + HasHome),
     key_id: &str,
     idem: String,
     fingerprint: Vec<u8>,
@@ -333,7 +350,7 @@ pub(crate) async fn remember(
         status: answer.status,
         body: answer.body.clone(),
         location: answer.location.clone(),
-        at: state.clock.now(),
+        at: state.clock().now(),
     };
     let key_id = key_id.to_owned();
     Ok(state.home()?.publisher.call(|reply| PublisherMsg::RememberAnswer { key_id, idem, answer, reply }).await??)
@@ -343,7 +360,7 @@ pub(crate) async fn remember(
 /// a slice at a time, until `visit` answers false: a page of a 100,000-record
 /// import reads its page, not the whole push.
 pub(crate) fn leaves_while(
-    state: &Region,
+    state: &impl HasStore,
     push_id: &str,
     first: u64,
     mut visit: impl FnMut(PushLeaf) -> bool,
@@ -352,7 +369,7 @@ pub(crate) fn leaves_while(
     let prefix = key(&[push_id.as_bytes()]);
     let mut from = keys::push_leaf(push_id, first);
     loop {
-        let rows: Vec<(Vec<u8>, PushLeaf)> = state.store.scan(cf::PUSH_LEAVES, &prefix, Some(&from), SLICE)?;
+        let rows: Vec<(Vec<u8>, PushLeaf)> = state.store().scan(cf::PUSH_LEAVES, &prefix, Some(&from), SLICE)?;
         let full = rows.len() == SLICE;
         let mut next = None;
         for (k, leaf) in rows {
@@ -371,7 +388,7 @@ pub(crate) fn leaves_while(
     }
 }
 
-pub(crate) fn leaves(state: &Region, push_id: &str) -> Result<Vec<PushLeaf>> {
+pub(crate) fn leaves(state: &impl HasStore, push_id: &str) -> Result<Vec<PushLeaf>> {
     let mut all = Vec::new();
     leaves_while(state, push_id, 0, |leaf| {
         all.push(leaf);
@@ -395,7 +412,7 @@ fn errors_of(leaf: &PushLeaf) -> Vec<out::RecordError> {
         .collect()
 }
 
-pub(crate) fn publish_outcome(state: &Region, push: &PushRecord) -> Result<out::PublishOutcome> {
+pub(crate) fn publish_outcome(state: &impl HasStore, push: &PushRecord) -> Result<out::PublishOutcome> {
     let results = leaves(state, &push.push_id)?
         .iter()
         .map(|leaf| {
@@ -415,13 +432,13 @@ pub(crate) fn publish_outcome(state: &Region, push: &PushRecord) -> Result<out::
 }
 
 pub(crate) fn push_status(
-    state: &Region,
+    state: &(impl HasStore + HasClock),
     push: &PushRecord,
     with_page: bool,
     outcome: Option<Outcome>,
     cursor: Option<&str>,
 ) -> Result<PushStatus> {
-    let now = state.clock.now();
+    let now = state.clock().now();
     let push_state = push.state;
     let counts = push.outcome_counts();
     let stage = match push_state {
@@ -512,7 +529,7 @@ pub(crate) enum Accepted {
 
 /// Hands a push to the publisher, which accepts it in one synced write (or
 /// finds it already accepted), under a fresh batch id.
-pub(crate) async fn accept_push(state: &Region, push: crate::publish::NewPush) -> Result<Accepted> {
+pub(crate) async fn accept_push(state: &impl HasHome, push: crate::publish::NewPush) -> Result<Accepted> {
     let push_id = svc_core::ids::batch_id(&svc_clock::random());
     let created =
         state.home()?.publisher.call(|reply| PublisherMsg::CreatePush(Box::new(push), push_id, reply)).await??;

@@ -15,6 +15,9 @@ use svc_core::seal;
 use super::*;
 use crate::actors::push_worker::{PushWorkerMsg, run_push};
 use crate::publish::{NewPush, PushRecords};
+use crate::region::parts::{
+    HasAsTable, HasBlocklist, HasClock, HasConfig, HasHome, HasRegionPositions, HasRegistry, HasStore, HasUploads,
+};
 
 /// The record type a publishing path names: only products are published
 /// through the API. Judged before the signature.
@@ -38,14 +41,17 @@ struct PublishBody {
 
 /// A sealed batch (publishing 4.1): judged whole (mandate, caps, seal), then
 /// accepted as a push and run inline, or in the background when large.
-pub async fn publish(state: &Region, caller: &BusinessCaller, record_type: RecordType) -> Result<Answer> {
+pub async fn publish<R>(state: &R, caller: &BusinessCaller, record_type: RecordType) -> Result<Answer>
+where
+    R: HasStore + HasRegistry + HasClock + HasHome + HasBlocklist + HasAsTable + HasUploads,
+{
     let (key, body, received_at) = (&caller.key, &caller.body, caller.now);
     let idem = idempotency_key(caller, true)?;
 
     // Mandate and caps, judged before the body is parsed.
     let mandate = writing_mandate(state, record_type, caller)?;
     let caps = Caps { records_per_hour: mandate.records_per_hour, bytes_per_day: mandate.bytes_per_day };
-    let ledger: UsageLedger = state.store.get(cf::USAGE_LEDGERS, key.key_id.as_bytes())?.unwrap_or_default();
+    let ledger: UsageLedger = state.store().get(cf::USAGE_LEDGERS, key.key_id.as_bytes())?.unwrap_or_default();
     if let Err(retry) = ledger.judge(received_at, body.len() as u64, &caps) {
         return Err(Error::retry_after(Code::RateLimited, retry.0.max(1) as u64, "the mandate's caps are reached"));
     }
@@ -97,10 +103,10 @@ pub async fn publish(state: &Region, caller: &BusinessCaller, record_type: Recor
         Accepted::Push { push_id, resumed } => (push_id, resumed),
     };
     let push =
-        state.store.get::<PushRecord>(cf::PUSHES, &keys::push(&push_id))?.ok_or_else(|| Error::internal("push"))?;
+        state.store().get::<PushRecord>(cf::PUSHES, &keys::push(&push_id))?.ok_or_else(|| Error::internal("push"))?;
     let settled = push.completed_at.is_some();
     // A resend of a push still being processed is only reported; a stalled one is resumed.
-    let run = !settled && (!resumed || out::is_stalled(push.last_step_at, state.clock.now()));
+    let run = !settled && (!resumed || out::is_stalled(push.last_step_at, state.clock().now()));
     let answer = match (settled, out::answer_mode(record_count, background)) {
         (false, _) if !run => {
             let status = push_status(state, &push, false, None, None)?;
@@ -118,7 +124,7 @@ pub async fn publish(state: &Region, caller: &BusinessCaller, record_type: Recor
                 // Its own task: a client that stops waiting (a forwarded
                 // request timing out) must not leave the push half run,
                 // where a resend would only report it until it stalls.
-                let (runner, id) = (state.push_runner()?, push_id.clone());
+                let (runner, id) = (crate::region::parts::push_runner(state)?, push_id.clone());
                 tokio::spawn(async move { run_push(&runner, &id).await }).await.map_err(Error::internal)??
             };
             Answer::ok(serde_json::to_vec(&publish_outcome(state, &push)?).unwrap_or_default())
@@ -138,12 +144,10 @@ struct DocumentBody {
 }
 
 /// A sealed withdraw (`delete` false) or delete document for one record.
-pub async fn end_record(
-    state: &Region,
-    caller: &BusinessCaller,
-    record_type: RecordType,
-    delete: bool,
-) -> Result<Value> {
+pub async fn end_record<R>(state: &R, caller: &BusinessCaller, record_type: RecordType, delete: bool) -> Result<Value>
+where
+    R: HasConfig + HasStore + HasRegistry + HasHome + HasAsTable + HasRegionPositions,
+{
     let (key, now) = (&caller.key, caller.now);
     let mandate = writing_mandate(state, record_type, caller)?;
     let doc: DocumentBody = serde_json::from_slice(&caller.body)
@@ -171,7 +175,7 @@ pub async fn end_record(
         return Err(Error::detail(Code::OutOfScope, "sealed outside the mandate's validity"));
     }
     check_ai_policy_version(state, &key.business_uuid, seal.ai_policy_version, sealed_at)?;
-    check_certificate_in_force(&state.registry.certificates(&key.business_uuid)?, &seal.cert_id, sealed_at)?;
+    check_certificate_in_force(&state.registry().certificates(&key.business_uuid)?, &seal.cert_id, sealed_at)?;
     end_documented(state, &key.business_uuid, &document, envelope.to_json(), now, delete).await
 }
 
@@ -179,18 +183,21 @@ pub async fn end_record(
 /// key under a mandate, or a person's passkey in the portal), once its seal
 /// was judged: the record leaves serving in every region, and the answer
 /// names the regions that still served it.
-pub async fn end_documented(
-    state: &Region,
+pub async fn end_documented<R>(
+    state: &R,
     business_uuid: &str,
     document: &documents::Document,
     seal_json: Vec<u8>,
     now: UnixMs,
     delete: bool,
-) -> Result<Value> {
+) -> Result<Value>
+where
+    R: HasConfig + HasStore + HasRegistry + HasHome + HasRegionPositions,
+{
     let wanted = if delete { documents::Action::Delete } else { documents::Action::Withdraw };
     let (business_uuid, record_id) = (business_uuid.to_owned(), document.record_id.clone());
     // Where the record was served before this change, for `live_in`.
-    let was_live = state.registry.record_head(&record_id)?.is_some_and(|h| h.state == RecordState::Live);
+    let was_live = state.registry().record_head(&record_id)?.is_some_and(|h| h.state == RecordState::Live);
     let served_from = super::read::last_change(state, &record_id)?;
     let ended = state
         .home()?
@@ -206,7 +213,7 @@ pub async fn end_documented(
         .await??;
     if ended.is_none() {
         // Said plainly, so a client retrying a delete knows it already took.
-        let head = state.registry.record_head(&document.record_id)?.filter(|h| h.business_uuid == business_uuid);
+        let head = state.registry().record_head(&document.record_id)?.filter(|h| h.business_uuid == business_uuid);
         let detail = match head.map(|h| h.state) {
             Some(RecordState::Deleted) => "this record is already deleted",
             Some(RecordState::Withdrawn) => "this record is already withdrawn",

@@ -11,6 +11,7 @@ use svc_core::publish::outcome::{self as out, Outcome, PushStatus};
 use svc_core::time::UnixMs;
 
 use super::*;
+use crate::region::parts::{HasClock, HasConfig, HasLimits, HasRegionPositions, HasRegistry, HasStore};
 
 /// What `GET /v1/pushes/{push_id}` pages by.
 #[derive(Deserialize)]
@@ -21,7 +22,7 @@ pub struct StatusQuery {
 
 /// One of the business's pushes, with a page of its results.
 pub fn push_status_of(
-    state: &Region,
+    state: &(impl HasStore + HasClock),
     caller: &BusinessCaller,
     push_id: &str,
     query: StatusQuery,
@@ -32,7 +33,7 @@ pub fn push_status_of(
         None => None,
     };
     let push = state
-        .store
+        .store()
         .get::<PushRecord>(cf::PUSHES, &keys::push(push_id))?
         .filter(|p| p.business_uuid == key.business_uuid)
         .ok_or_else(|| Error::new(Code::NotFound))?;
@@ -52,7 +53,7 @@ pub struct CatalogueQuery {
 
 /// The business's records of one collection, a page at a time, within the
 /// key's read-back budget.
-pub fn catalogue(state: &Region, caller: &BusinessCaller, q: CatalogueQuery) -> Result<Value> {
+pub fn catalogue(state: &(impl HasRegistry + HasLimits), caller: &BusinessCaller, q: CatalogueQuery) -> Result<Value> {
     let (key, now) = (&caller.key, caller.now);
     let kind = match q.kind.as_deref() {
         None => RecordType::Products,
@@ -65,18 +66,18 @@ pub fn catalogue(state: &Region, caller: &BusinessCaller, q: CatalogueQuery) -> 
         None => None,
     };
     // Read-back above 1,000 records a minute waits (P8.20).
-    if let Err(wait_ms) = state.limits.catalogue_reads.judge(&key.key_id, now) {
+    if let Err(wait_ms) = state.limits().catalogue_reads.judge(&key.key_id, now) {
         return Err(Error::retry_after(
             Code::RateLimited,
             wait_ms,
             "catalogue read-back is over 1,000 records a minute",
         ));
     }
-    let ids = state.registry.catalogue_ids(&key.business_uuid, kind.name(), after.as_deref(), CATALOGUE_PAGE + 1)?;
+    let ids = state.registry().catalogue_ids(&key.business_uuid, kind.name(), after.as_deref(), CATALOGUE_PAGE + 1)?;
     let more = ids.len() > CATALOGUE_PAGE;
     let mut entries = Vec::new();
     for id in ids.iter().take(CATALOGUE_PAGE) {
-        if let Some(head) = state.registry.record_head(id)? {
+        if let Some(head) = state.registry().record_head(id)? {
             entries.push(
                 json!({"record_id": head.record_id, "business_product_id": head.own_id, "type": head.record_type,
                 "last_updated": head.last_updated.to_rfc3339_secs(), "source": head.source}),
@@ -84,26 +85,32 @@ pub fn catalogue(state: &Region, caller: &BusinessCaller, q: CatalogueQuery) -> 
         }
     }
     let next_cursor = if more { ids.get(CATALOGUE_PAGE - 1).map(|id| cursor::encode(id)) } else { None };
-    state.limits.catalogue_reads.spend(&key.key_id, now, entries.len() as u64);
+    state.limits().catalogue_reads.spend(&key.key_id, now, entries.len() as u64);
     Ok(json!({"entries": entries, "next_cursor": next_cursor}))
 }
 
 /// The log sequence of the entry that last changed a record.
-pub fn last_change(state: &Region, record_id: &str) -> Result<Option<u64>> {
-    Ok(state.store.get(cf::RECORD_SEQS, record_id.as_bytes())?)
+pub fn last_change(state: &impl HasStore, record_id: &str) -> Result<Option<u64>> {
+    Ok(state.store().get(cf::RECORD_SEQS, record_id.as_bytes())?)
 }
 
 /// The regions, home first, whose index holds the change at `from` (and,
 /// given `until`, not yet the change after it): a record as changed at
 /// `from` is what they serve. Read regions say how far their index is
 /// each time they pull home's log.
-pub fn regions_serving(state: &Region, from: u64, until: Option<u64>) -> Result<Vec<String>> {
-    let own = crate::actors::indexer::indexed_seq(&state.store)?;
-    Ok(state.region_positions.serving((&state.config.region, own), from, until))
+pub fn regions_serving<R>(state: &R, from: u64, until: Option<u64>) -> Result<Vec<String>>
+where
+    R: HasConfig + HasStore + HasRegionPositions,
+{
+    let own = crate::actors::indexer::indexed_seq(state.store())?;
+    Ok(state.region_positions().serving((&state.config().region, own), from, until))
 }
 
 /// One record of the business, by record id or its own id, as sealed.
-pub fn catalogue_record(state: &Region, caller: &BusinessCaller, id: &str) -> Result<Value> {
+pub fn catalogue_record<R>(state: &R, caller: &BusinessCaller, id: &str) -> Result<Value>
+where
+    R: HasConfig + HasStore + HasRegistry + HasRegionPositions,
+{
     let key = &caller.key;
     if id.is_empty() || id.chars().count() > 256 {
         return Err(Error::detail(Code::RequestInvalid, "the id is 1 to 256 characters"));
@@ -114,16 +121,16 @@ pub fn catalogue_record(state: &Region, caller: &BusinessCaller, id: &str) -> Re
         svc_core::ids::product_id(&key.business_uuid, id)
     };
     let head = state
-        .registry
+        .registry()
         .record_head(&record_id)?
         .filter(|h| h.business_uuid == key.business_uuid && !matches!(h.state, RecordState::Deleted))
         .ok_or_else(|| Error::new(Code::NotFound))?;
     // The served version; a held newer one is not the record of truth yet.
     let generation = if head.live_generation > 0 { head.live_generation } else { head.generation };
-    let version = state.registry.record_version(&record_id, generation)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let version = state.registry().record_version(&record_id, generation)?.ok_or_else(|| Error::new(Code::NotFound))?;
     let raw = |bytes: &[u8]| serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null);
     let serving =
-        head.state == RecordState::Live && state.registry.serves(&head.business_uuid, &version, caller.now)?;
+        head.state == RecordState::Live && state.registry().serves(&head.business_uuid, &version, caller.now)?;
     // A record last changed before changes were recorded is held by every
     // region that is pulling (seq 0).
     let live_in =
@@ -188,7 +195,7 @@ impl AttemptPosition {
 /// Every record the business's pushes carried, one result each, a page at
 /// a time. A page starts where the cursor stopped (never from the range's
 /// start again) and passes over at most [`ATTEMPTS_SCAN`] results.
-pub fn attempts(state: &Region, caller: &BusinessCaller, q: AttemptsQuery) -> Result<Value> {
+pub fn attempts(state: &impl HasStore, caller: &BusinessCaller, q: AttemptsQuery) -> Result<Value> {
     let key = &caller.key;
     let from = parse_bound(&q.from, UnixMs(0))?;
     let to = parse_bound(&q.to, UnixMs(i64::MAX))?;
@@ -213,13 +220,13 @@ pub fn attempts(state: &Region, caller: &BusinessCaller, q: AttemptsQuery) -> Re
     let mut passed = 0usize;
     let mut stopped: Option<AttemptPosition> = None;
     'pushes: loop {
-        let batch: Vec<(Vec<u8>, ())> = state.store.scan(cf::ATTEMPTS, &prefix, Some(&start), 256)?;
+        let batch: Vec<(Vec<u8>, ())> = state.store().scan(cf::ATTEMPTS, &prefix, Some(&start), 256)?;
         let Some((last, ())) = batch.last() else { break };
         let (mut next_start, more) = (last.clone(), batch.len() == 256);
         next_start.push(0);
         for (k, ()) in &batch {
             let push_id = String::from_utf8_lossy(&k[prefix.len() + 9..]).into_owned();
-            let Some(push) = state.store.get::<PushRecord>(cf::PUSHES, &keys::push(&push_id))? else { continue };
+            let Some(push) = state.store().get::<PushRecord>(cf::PUSHES, &keys::push(&push_id))? else { continue };
             if push.received_at >= to {
                 break 'pushes;
             }
@@ -260,10 +267,10 @@ pub fn attempts(state: &Region, caller: &BusinessCaller, q: AttemptsQuery) -> Re
 }
 
 /// What the business's next seal names: the certificate and AI policy in force.
-pub fn seal_context(state: &Region, caller: &BusinessCaller) -> Result<Value> {
+pub fn seal_context(state: &impl HasRegistry, caller: &BusinessCaller) -> Result<Value> {
     let (key, now) = (&caller.key, caller.now);
-    let cert = state.registry.certificate_in_force(&key.business_uuid, now)?;
-    let policy = state.registry.ai_policy_at(&key.business_uuid, now)?;
+    let cert = state.registry().certificate_in_force(&key.business_uuid, now)?;
+    let policy = state.registry().ai_policy_at(&key.business_uuid, now)?;
     let version = policy.as_ref().map_or(0, |p| p.version);
     Ok(json!({
         "business_uuid": key.business_uuid,

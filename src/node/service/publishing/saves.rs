@@ -15,7 +15,7 @@ use svc_core::seal::{CertificateStatus, RecordSeal, SealV2};
 use svc_core::time::UnixMs;
 
 use crate::actors::publisher::PublisherMsg;
-use crate::region::Region;
+use crate::region::parts::{HasClock, HasConfig, HasHome, HasImages, HasRegionPositions, HasRegistry, HasStore};
 use crate::replication::Change;
 use crate::service::{Error, Result};
 use svc_store::model::*;
@@ -69,12 +69,15 @@ fn refused(detail: impl Into<String>) -> Error {
 /// `business_uuid`'s sealing keys and to have signed it: a passkey held by
 /// an owner or admin (its WebAuthn signature), or the key the service holds
 /// for the business while hosted signing is on (a plain signature).
-fn person_seal(state: &Region, business_uuid: &str, envelope: &Envelope) -> Result<(SealV2, BusinessKey)> {
+fn person_seal<R>(state: &R, business_uuid: &str, envelope: &Envelope) -> Result<(SealV2, BusinessKey)>
+where
+    R: HasConfig + HasStore + HasRegistry,
+{
     let RecordSeal::V2(seal) = svc_core::seal::read_record_seal(envelope).map_err(|r| refused(r.to_string()))? else {
         return Err(refused("a person's save is sealed with seal.v2"));
     };
     let key = state
-        .registry
+        .registry()
         .passkey(&seal.key_id)?
         .filter(|p| p.business_uuid == business_uuid)
         .ok_or_else(|| refused("the seal's key is not a sealing key of this business"))?;
@@ -86,7 +89,7 @@ fn person_seal(state: &Region, business_uuid: &str, envelope: &Envelope) -> Resu
         .find(|s| s.keyid == seal.key_id)
         .ok_or_else(|| refused("no signature by the seal's key"))?;
     if key.kind != KeyKind::Passkey {
-        let held = state.store.get::<HostedKey>(cf::HOSTED_KEYS, business_uuid.as_bytes())?;
+        let held = state.store().get::<HostedKey>(cf::HOSTED_KEYS, business_uuid.as_bytes())?;
         if held.is_none_or(|h| h.key_id != key.key_id) {
             return Err(refused("the seal's key is no longer held for this business"));
         }
@@ -101,8 +104,8 @@ fn person_seal(state: &Region, business_uuid: &str, envelope: &Envelope) -> Resu
         &envelope.payload_type,
         &opened.payload,
         &public,
-        &state.config.passkey_rp_id,
-        &state.config.passkey_origin,
+        &state.config().passkey_rp_id,
+        &state.config().passkey_origin,
     )
     .map_err(|r| refused(format!("the passkey signature: {r}")))?;
     Ok((seal, key))
@@ -112,14 +115,17 @@ fn person_seal(state: &Region, business_uuid: &str, envelope: &Envelope) -> Resu
 /// A seal: the passkey's validity, the hash, the certificate and AI policy
 /// version in force at `sealed_at`, and the five-minute window; then the
 /// publisher validates the record and publishes it in one write.
-pub async fn save_record(
-    state: &Region,
+pub async fn save_record<R>(
+    state: &R,
     business_uuid: &str,
     record_type: RecordType,
     bytes: Vec<u8>,
     envelope: &Envelope,
-) -> Result<Saved> {
-    let now = state.clock.now();
+) -> Result<Saved>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome + HasImages,
+{
+    let now = state.clock().now();
     let (seal, passkey) = person_seal(state, business_uuid, envelope)?;
     svc_core::seal::check_hash(&seal.hash, &bytes).map_err(|r| refused(r.to_string()))?;
     if seal.record_type != record_type.name() {
@@ -130,7 +136,7 @@ pub async fn save_record(
         return Err(refused("sealed_at is more than five minutes from receipt"));
     }
     passkey.validity().judge(sealed_at).map_err(|r| refused(format!("the sealing key at sealed_at: {r}")))?;
-    super::check_certificate_in_force(&state.registry.certificates(business_uuid)?, &seal.cert_id, sealed_at)?;
+    super::check_certificate_in_force(&state.registry().certificates(business_uuid)?, &seal.cert_id, sealed_at)?;
     super::check_ai_policy_version(state, business_uuid, seal.ai_policy_version, sealed_at)?;
     let images = match record_type {
         RecordType::Ads => match fetch_images(state, &bytes).await {
@@ -161,13 +167,13 @@ pub async fn save_record(
 /// The images an ad names, fetched by the service now (R4.1.22) and each
 /// judged for its slot; every one that cannot be used is a reason the save
 /// is refused. A record that is not JSON names none: validation refuses it.
-async fn fetch_images(state: &Region, bytes: &[u8]) -> Result<Vec<(Slot, AdImage)>, Vec<RecordError>> {
+async fn fetch_images(state: &impl HasImages, bytes: &[u8]) -> Result<Vec<(Slot, AdImage)>, Vec<RecordError>> {
     let record: Value = serde_json::from_slice(bytes).unwrap_or_default();
     let mut images = Vec::new();
     let mut errors = Vec::new();
     for slot in Slot::ALL {
         let Some(url) = record.get(slot.url_member()).and_then(Value::as_str) else { continue };
-        let fetched = state.images.fetch(url).await.and_then(|bytes| {
+        let fetched = state.images().fetch(url).await.and_then(|bytes| {
             let judged =
                 svc_core::ads::images::judge(slot, &bytes).map_err(crate::image_fetch::FetchError::Unusable)?;
             Ok(AdImage { content_type: judged.content_type.into(), width: judged.width, height: judged.height, bytes })
@@ -188,35 +194,39 @@ async fn fetch_images(state: &Region, bytes: &[u8]) -> Result<Vec<(Slot, AdImage
 /// `record_type` of the business for (none when it would publish), judged
 /// before a person seals it.
 pub fn judge_record(
-    state: &Region,
+    state: &impl HasRegistry,
     business_uuid: &str,
     record_type: RecordType,
     bytes: &[u8],
 ) -> Result<Vec<RecordError>> {
-    let (_, ctx) = state.registry.validation_context(business_uuid, None)?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let (_, ctx) =
+        state.registry().validation_context(business_uuid, None)?.ok_or_else(|| Error::new(Code::NotFound))?;
     Ok(svc_core::records::validate(bytes, record_type, &ctx).err().unwrap_or_default())
 }
 
 /// The AI policy version a new policy sealed now would create, and the one
 /// in force it must name.
-pub fn ai_policy_versions(state: &Region, business_uuid: &str, at: UnixMs) -> Result<(u64, u64)> {
-    let current = state.registry.ai_policy_at(business_uuid, at)?.map_or(0, |p| p.version);
+pub fn ai_policy_versions(state: &impl HasRegistry, business_uuid: &str, at: UnixMs) -> Result<(u64, u64)> {
+    let current = state.registry().ai_policy_at(business_uuid, at)?.map_or(0, |p| p.version);
     Ok((current, current + 1))
 }
 
 /// Makes a new AI policy version live: sealed by an owner's or admin's
 /// passkey, naming the version in force and the one it creates.
-pub async fn save_ai_policy(
-    state: &Region,
+pub async fn save_ai_policy<R>(
+    state: &R,
     business_uuid: &str,
     bytes: Vec<u8>,
     envelope: &Envelope,
-) -> Result<AiPolicySaved> {
+) -> Result<AiPolicySaved>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome,
+{
     svc_core::ai_policy::parse_record(&bytes)
         .map_err(|e| Error::detail(Code::RequestInvalid, format!("AI policy record: {e}")))?;
     let (seal, _) = person_seal(state, business_uuid, envelope)?;
     svc_core::seal::check_hash(&seal.hash, &bytes).map_err(|r| refused(r.to_string()))?;
-    let now = state.clock.now();
+    let now = state.clock().now();
     let (current, next) = ai_policy_versions(state, business_uuid, now)?;
     if seal.record_type != RecordType::AiPolicy.name()
         || seal.next_ai_policy_version != Some(next)
@@ -248,16 +258,19 @@ pub async fn save_ai_policy(
 /// a person sealed with their passkey (publishing 2.3; no bare delete): the
 /// seal is judged as a record's, over the document's bytes, and the record
 /// leaves serving as when an integration key sends the same document.
-pub async fn end_record(
-    state: &Region,
+pub async fn end_record<R>(
+    state: &R,
     business_uuid: &str,
     record_type: RecordType,
     document_bytes: &[u8],
     envelope: &Envelope,
     delete: bool,
-) -> Result<Value> {
+) -> Result<Value>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome + HasRegionPositions,
+{
     use svc_core::publish::documents;
-    let now = state.clock.now();
+    let now = state.clock().now();
     let (seal, passkey) = person_seal(state, business_uuid, envelope)?;
     documents::check_document_seal(document_bytes, &seal, record_type)
         .map_err(|r| refused(format!("document: {r}")))?;
@@ -272,7 +285,7 @@ pub async fn end_record(
     }
     passkey.validity().judge(sealed_at).map_err(|r| refused(format!("the sealing key at sealed_at: {r}")))?;
     super::check_ai_policy_version(state, business_uuid, seal.ai_policy_version, sealed_at)?;
-    super::check_certificate_in_force(&state.registry.certificates(business_uuid)?, &seal.cert_id, sealed_at)?;
+    super::check_certificate_in_force(&state.registry().certificates(business_uuid)?, &seal.cert_id, sealed_at)?;
     super::end_documented(state, business_uuid, &document, envelope.to_json(), now, delete).await
 }
 
@@ -288,12 +301,15 @@ fn refused_release(error: crate::actors::error::ActorError) -> Error {
 /// Publishes or discards a push held by the price-shock rule, as an owner
 /// or admin decided with their passkey (a `push-release.v1` confirmed
 /// within five minutes). Answers the push as it settled.
-pub async fn release_held(state: &Region, push_id: &str, envelope: &Envelope) -> Result<PushRecord> {
+pub async fn release_held<R>(state: &R, push_id: &str, envelope: &Envelope) -> Result<PushRecord>
+where
+    R: HasConfig + HasStore + HasRegistry + HasClock + HasHome,
+{
     use svc_core::publish::release::{Decision, verify_release};
     let push =
-        state.store.get::<PushRecord>(cf::PUSHES, &keys::push(push_id))?.ok_or_else(|| Error::new(Code::NotFound))?;
-    let now = state.clock.now();
-    let registry = &state.registry;
+        state.store().get::<PushRecord>(cf::PUSHES, &keys::push(push_id))?.ok_or_else(|| Error::new(Code::NotFound))?;
+    let now = state.clock().now();
+    let registry = state.registry();
     let release = verify_release(
         envelope,
         |keyid| {
@@ -302,8 +318,8 @@ pub async fn release_held(state: &Region, push_id: &str, envelope: &Envelope) ->
             let public = crate::memo::key_from_jwk(&key.jwk).filter(|_| usable)?;
             Some((public, key.role.map(|r| r.as_str().to_owned()).unwrap_or_default()))
         },
-        &state.config.passkey_rp_id,
-        &state.config.passkey_origin,
+        &state.config().passkey_rp_id,
+        &state.config().passkey_origin,
         now,
     )
     .map_err(|r| Error::detail(Code::SealInvalid, format!("release refused: {r}")))?;

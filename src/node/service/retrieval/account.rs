@@ -10,7 +10,7 @@ use svc_core::time::{DAY, UnixMs};
 
 use super::Caller;
 use crate::actors::billing::{BillingMsg, day_of};
-use crate::region::Region;
+use crate::region::parts::{HasBilling, HasConfig, HasRegistry, HasStore};
 use crate::service::{Error, Result};
 use svc_store::model::{StoredReceipt, TermsVersion, UsageKind};
 use svc_store::{be, cf, keys};
@@ -87,13 +87,13 @@ impl Position {
 /// every region issued (a read region's once it shipped them, within a
 /// second or so); a read region forwards the route to home. `key_id` and
 /// `ai_company_uuid` narrow within the group; they never widen it.
-pub fn receipts(state: &Region, caller: &Caller, q: ReceiptsQuery) -> Result<Value> {
+pub fn receipts(state: &impl HasStore, caller: &Caller, q: ReceiptsQuery) -> Result<Value> {
     group_receipts(state, &caller.key.group_id, q)
 }
 
 /// One group's receipts, a page at a time (the route above, and the
 /// AI-company portal's receipts and their download).
-pub fn group_receipts(state: &Region, group: &str, q: ReceiptsQuery) -> Result<Value> {
+pub fn group_receipts(state: &impl HasStore, group: &str, q: ReceiptsQuery) -> Result<Value> {
     let from = timestamp("from", q.from.as_deref())?.unwrap_or(UnixMs(0));
     let to = timestamp("to", q.to.as_deref())?;
     let prefix = keys::prefix(&[group]);
@@ -110,7 +110,7 @@ pub fn group_receipts(state: &Region, group: &str, q: ReceiptsQuery) -> Result<V
     let mut last_position = None;
     let mut exhausted = false;
     'scan: while scanned < RECEIPTS_SCAN {
-        let batch = state.store.scan::<()>(cf::RECEIPTS_BY_GROUP, &prefix, Some(&start), 1_000)?;
+        let batch = state.store().scan::<()>(cf::RECEIPTS_BY_GROUP, &prefix, Some(&start), 1_000)?;
         if batch.is_empty() {
             exhausted = true;
             break;
@@ -123,8 +123,8 @@ pub fn group_receipts(state: &Region, group: &str, q: ReceiptsQuery) -> Result<V
                 break 'scan;
             }
             let stored: Option<StoredReceipt> = match &position.region {
-                None => state.store.get(cf::RECEIPTS, &be(position.seq))?,
-                Some(region) => state.store.get(cf::REGION_RECEIPTS, &keys::region_receipt(region, position.seq))?,
+                None => state.store().get(cf::RECEIPTS, &be(position.seq))?,
+                Some(region) => state.store().get(cf::REGION_RECEIPTS, &keys::region_receipt(region, position.seq))?,
             };
             last_position = Some(position.text());
             let Some(stored) = stored else { continue };
@@ -171,13 +171,18 @@ fn day(name: &str, value: Option<&str>) -> Result<Option<UnixMs>> {
 
 /// The caller's company's billed requests per UTC day (shape in the
 /// docs/REFERENCE.md): the last 30 days unless `from` and `to` say otherwise.
-pub async fn usage(state: &Region, caller: &Caller, q: UsageQuery) -> Result<Value> {
+pub async fn usage(state: &(impl HasConfig + HasBilling), caller: &Caller, q: UsageQuery) -> Result<Value> {
     company_usage(state, &caller.key.company_uuid, caller.now, q).await
 }
 
 /// A company's billed requests per UTC day (the route above, and the
 /// AI-company portal's usage and bills).
-pub async fn company_usage(state: &Region, company_uuid: &str, now: UnixMs, q: UsageQuery) -> Result<Value> {
+pub async fn company_usage(
+    state: &(impl HasConfig + HasBilling),
+    company_uuid: &str,
+    now: UnixMs,
+    q: UsageQuery,
+) -> Result<Value> {
     let to = day("to", q.to.as_deref())?.unwrap_or(now);
     let from = day("from", q.from.as_deref())?.unwrap_or(to.minus(29 * DAY));
     let (from_day, to_day) = (day_of(from), day_of(to));
@@ -189,7 +194,7 @@ pub async fn company_usage(state: &Region, company_uuid: &str, now: UnixMs, q: U
     }
     let company_uuid = company_uuid.to_owned();
     let report = state
-        .billing
+        .billing()
         .call(|reply| BillingMsg::Usage {
             company_uuid: company_uuid.clone(),
             from_day: from_day.clone(),
@@ -214,8 +219,8 @@ pub async fn company_usage(state: &Region, company_uuid: &str, now: UnixMs, q: U
     };
     Ok(json!({
         "ai_company_uuid": company_uuid,
-        "environment": if state.config.environment.is_sandbox() { "sandbox" } else { "production" },
-        "invoiced": !state.config.environment.is_sandbox(),
+        "environment": if state.config().environment.is_sandbox() { "sandbox" } else { "production" },
+        "invoiced": !state.config().environment.is_sandbox(),
         "from": from_day,
         "to": to_day,
         "days": days,
@@ -234,15 +239,15 @@ fn terms_json(terms: &TermsVersion) -> Value {
 }
 
 /// The newest version already in effect; 404 when none is.
-pub fn terms_in_force(state: &Region, caller: &Caller) -> Result<Value> {
-    let in_force = state.registry.terms_in_force(caller.now)?;
+pub fn terms_in_force(state: &impl HasRegistry, caller: &Caller) -> Result<Value> {
+    let in_force = state.registry().terms_in_force(caller.now)?;
     in_force.as_ref().map(terms_json).ok_or_else(|| Error::detail(Code::NotFound, "no Terms version is in force"))
 }
 
 /// One Terms version, in force or not.
-pub fn terms_version(state: &Region, version: &str) -> Result<Value> {
+pub fn terms_version(state: &impl HasRegistry, version: &str) -> Result<Value> {
     let version: u64 = version.parse().map_err(|_| invalid("the Terms version is an integer"))?;
-    let terms = state.registry.terms()?;
+    let terms = state.registry().terms()?;
     terms.iter().find(|t| t.version == version).map(terms_json).ok_or_else(|| Error::new(Code::NotFound))
 }
 

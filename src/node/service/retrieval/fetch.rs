@@ -13,8 +13,11 @@ use svc_core::source_line::SourceLine;
 use svc_core::time::UnixMs;
 
 use super::{Answer, Caller, Served, admit, deliver};
-use crate::region::Region;
 use crate::region::ServeTimes;
+use crate::region::parts::{
+    HasBilling, HasClock, HasConfig, HasKeySet, HasLimits, HasMetrics, HasReceipts, HasRegistry, HasReplica,
+    HasServeTimes, HasStore,
+};
 use crate::service::raw_json::RawObject;
 use crate::service::{Error, Result};
 use svc_clock::random;
@@ -27,17 +30,30 @@ pub const NOT_FOUND_FLOOR: Duration = Duration::from_millis(20);
 /// A record fetched with its receipt. `None` is the one 404 (blocked,
 /// withdrawn, deleted, never existed, malformed id, type not fetchable):
 /// the surface answers it no sooner than [`NOT_FOUND_FLOOR`] after arrival.
-pub async fn fetch(state: &Region, caller: &Caller, record_id: &str) -> Result<Option<Answer>> {
+pub async fn fetch<R>(state: &R, caller: &Caller, record_id: &str) -> Result<Option<Answer>>
+where
+    R: HasConfig
+        + HasStore
+        + HasRegistry
+        + HasClock
+        + HasReplica
+        + HasLimits
+        + HasServeTimes
+        + HasBilling
+        + HasReceipts
+        + HasKeySet
+        + HasMetrics,
+{
     let now = caller.now;
     let held = admit(state, caller, now).await?;
     let Some((head, version)) = served_version(state, caller, record_id)? else { return Ok(None) };
     let retrieval_id = svc_core::ids::retrieval_id(&random());
-    let seq = ServeTimes::seq(&state.store)?;
-    let at = state.serve_times.of(&state.registry, seq, &head.business_uuid, head.record_type, now)?;
+    let seq = ServeTimes::seq(state.store())?;
+    let at = state.serve_times().of(state.registry(), seq, &head.business_uuid, head.record_type, now)?;
     let receipt = Receipt {
         retrieval_id: retrieval_id.clone(),
         served_at: now.to_rfc3339_millis(),
-        region: state.config.region.clone(),
+        region: state.config().region.clone(),
         request_hash: caller.request_hash(),
         country: None,
         rows: vec![ReceiptRow {
@@ -50,7 +66,7 @@ pub async fn fetch(state: &Region, caller: &Caller, record_id: &str) -> Result<O
         }],
         key_id: String::new(),
         caller_key_id: Some(caller.key.key_id.clone()),
-        sandbox: state.config.environment.is_sandbox(),
+        sandbox: state.config().environment.is_sandbox(),
     };
     let body = fetched(state, &head, &version, at.endpoints_suspended, now)?;
     let served = Served {
@@ -67,22 +83,26 @@ pub async fn fetch(state: &Region, caller: &Caller, record_id: &str) -> Result<O
 }
 
 /// The live version of a fetchable record the caller's group may see.
-fn served_version(state: &Region, caller: &Caller, record_id: &str) -> Result<Option<(RecordHead, RecordVersion)>> {
+fn served_version(
+    state: &impl HasRegistry,
+    caller: &Caller,
+    record_id: &str,
+) -> Result<Option<(RecordHead, RecordVersion)>> {
     let fetchable = svc_core::ids::parse_record_id(record_id).is_some_and(RecordType::is_collection);
     if !fetchable {
         return Ok(None);
     }
-    let Some(head) = state.registry.record_head(record_id)? else { return Ok(None) };
+    let Some(head) = state.registry().record_head(record_id)? else { return Ok(None) };
     if head.state != RecordState::Live || head.live_generation == 0 {
         return Ok(None);
     }
-    if state.registry.blocks(&head.business_uuid, &caller.key.group_id)? {
+    if state.registry().blocks(&head.business_uuid, &caller.key.group_id)? {
         return Ok(None);
     }
-    let Some(version) = state.registry.record_version(record_id, head.live_generation)? else { return Ok(None) };
+    let Some(version) = state.registry().record_version(record_id, head.live_generation)? else { return Ok(None) };
     // A withdrawn, suspended or closed business, or a compromised key, ends
     // serving exactly as a record that never existed (P3.5, P3.9, P3.38).
-    if !state.registry.serves(&head.business_uuid, &version, caller.now)? {
+    if !state.registry().serves(&head.business_uuid, &version, caller.now)? {
         return Ok(None);
     }
     Ok(Some((head, version)))
@@ -90,7 +110,7 @@ fn served_version(state: &Region, caller: &Caller, record_id: &str) -> Result<Op
 
 /// The fetch response, all but its receipt.
 fn fetched(
-    state: &Region,
+    state: &(impl HasConfig + HasRegistry),
     head: &RecordHead,
     version: &RecordVersion,
     endpoints_suspended: bool,
@@ -106,7 +126,7 @@ fn fetched(
     out.raw("seal", &version.seal);
     out.raw("sidecar", &version.sidecar);
 
-    match state.registry.ai_policy_at(business_uuid, now)? {
+    match state.registry().ai_policy_at(business_uuid, now)? {
         Some(policy) => {
             let mut inner = RawObject::new();
             inner.value("version", &policy.version)?;
@@ -130,8 +150,8 @@ fn fetched(
 
     let seal: ServedSeal = serde_json::from_slice(&version.seal).map_err(Error::internal)?;
     let row: Value = serde_json::from_slice(&version.row).map_err(Error::internal)?;
-    let cert = state.registry.certificate_digest(business_uuid, now)?;
-    let verify_base = state.config.verify_base_url.trim_end_matches('/');
+    let cert = state.registry().certificate_digest(business_uuid, now)?;
+    let verify_base = state.config().verify_base_url.trim_end_matches('/');
     let origin = sha256_prefixed(&version.bytes);
     let source_line = SourceLine::new(&head.record_id, &origin, &cert, now, verify_base).render();
     out.value(

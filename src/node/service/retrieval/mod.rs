@@ -31,10 +31,13 @@ use super::auth::{Credentials, verify_signed};
 use super::error::unavailable_because;
 use super::{Error, Result};
 use crate::actors::billing::{BillingMsg, Reservation, Reserved, Settled};
-use crate::actors::mailbox::MailboxError;
+use crate::actors::mailbox::{Mailbox, MailboxError};
 use crate::actors::publisher::PublisherMsg;
 use crate::actors::receipt_log::ReceiptLogMsg;
-use crate::region::Region;
+use crate::region::parts::{
+    HasBilling, HasClock, HasConfig, HasHome, HasJwkKeys, HasKeySet, HasLimits, HasMetrics, HasNonces, HasReceipts,
+    HasRegistry, HasReplica, HasStore,
+};
 use crate::replication::Change;
 use crate::replication::exchange::{LeaseGrant, Outgoing};
 use svc_store::cf;
@@ -82,48 +85,51 @@ impl Caller {
 /// 5), then the key's request rate. In the sandbox, a key not yet seen needs
 /// its grant, and the one-hour bearer token stands in for a signature;
 /// production reads neither.
-pub async fn authenticate(
-    state: &Region,
+pub async fn authenticate<R>(
+    state: &R,
     credentials: Credentials<'_>,
     body: Bytes,
     now: UnixMs,
     arrived: Instant,
-) -> Result<Caller> {
+) -> Result<Caller>
+where
+    R: HasConfig + HasStore + HasRegistry + HasHome + HasReplica + HasNonces + HasJwkKeys + HasLimits,
+{
     let (key, verified) = identify(state, &credentials, now).await?;
-    if let Err(wait_ms) = state.limits.request_rate.take(&key.key_id, now, 1) {
+    if let Err(wait_ms) = state.limits().request_rate.take(&key.key_id, now, 1) {
         return Err(Error::retry_after(Code::RateLimited, wait_ms, "the key's request rate is exceeded"));
     }
     Ok(Caller { key, verified, body, now, arrived })
 }
 
-async fn identify(
-    state: &Region,
-    credentials: &Credentials<'_>,
-    now: UnixMs,
-) -> Result<(RetrievalKey, Option<Verified>)> {
-    let sandbox = state.config.environment.is_sandbox();
+async fn identify<R>(state: &R, credentials: &Credentials<'_>, now: UnixMs) -> Result<(RetrievalKey, Option<Verified>)>
+where
+    R: HasConfig + HasStore + HasRegistry + HasHome + HasReplica + HasNonces + HasJwkKeys,
+{
+    let sandbox = state.config().environment.is_sandbox();
     if let Some(token) = credentials.sandbox_bearer(sandbox) {
-        let key = state.registry.retrieval_key_by_bearer(token, now)?.ok_or_else(|| Error::new(Code::KeyUnknown))?;
+        let key = state.registry().retrieval_key_by_bearer(token, now)?.ok_or_else(|| Error::new(Code::KeyUnknown))?;
         let key = introduce(state, key, now).await?;
         return Ok((key, None));
     }
     let grant = credentials.grant;
-    let registry = state.registry.clone();
-    let jwk_keys = &state.jwk_keys;
-    let environment = state.config.environment;
-    let authority = &state.config.public_authority;
-    let (verified, key) = verify_signed(&credentials.request, authority, TAG_RETRIEVAL, now, &state.nonces, |key_id| {
-        let key = registry.retrieval_key(key_id).ok().flatten()?;
-        if key.environment != environment || key.revoked_at.is_some_and(|r| r <= now) {
-            return None;
-        }
-        if sandbox && !svc_core::sandbox::admits(key.introduced, key.grant.as_deref(), grant) {
-            return None;
-        }
-        let public = jwk_keys.get(&key.jwk)?;
-        Some((key, public))
-    })
-    .await?;
+    let registry = state.registry().clone();
+    let jwk_keys = state.jwk_keys();
+    let environment = state.config().environment;
+    let authority = &state.config().public_authority;
+    let (verified, key) =
+        verify_signed(&credentials.request, authority, TAG_RETRIEVAL, now, state.nonces(), |key_id| {
+            let key = registry.retrieval_key(key_id).ok().flatten()?;
+            if key.environment != environment || key.revoked_at.is_some_and(|r| r <= now) {
+                return None;
+            }
+            if sandbox && !svc_core::sandbox::admits(key.introduced, key.grant.as_deref(), grant) {
+                return None;
+            }
+            let public = jwk_keys.get(&key.jwk)?;
+            Some((key, public))
+        })
+        .await?;
     let key = if sandbox { introduce(state, key, now).await? } else { key };
     Ok((key, Some(verified)))
 }
@@ -131,16 +137,19 @@ async fn identify(
 /// A sandbox key's first request registers it. Only home writes: a read
 /// region reports it home (once), and keeps admitting the key with its
 /// grant until the change comes back through the log.
-async fn introduce(state: &Region, key: RetrievalKey, now: UnixMs) -> Result<RetrievalKey> {
+async fn introduce<R>(state: &R, key: RetrievalKey, now: UnixMs) -> Result<RetrievalKey>
+where
+    R: HasStore + HasHome + HasReplica,
+{
     if key.introduced {
         return Ok(key);
     }
-    match (&state.home, &state.replica) {
-        (Some(home), _) => mark_introduced(&state.store, &home.publisher, key, now).await,
+    match (state.home_actors(), state.replica()) {
+        (Some(home), _) => mark_introduced(state.store(), &home.publisher, key, now).await,
         (None, Some(replica)) => {
             let first = replica.introductions.lock().map(|mut asked| asked.insert(key.key_id.clone())).unwrap_or(true);
             if first {
-                let mut batch = state.store.batch();
+                let mut batch = state.store().batch();
                 replica.outbox.append(&mut batch, &Outgoing::Introduced { key_id: key.key_id.clone() });
                 batch.commit().map_err(Error::internal)?;
             }
@@ -193,14 +202,14 @@ fn unavailable(detail: &str) -> Error {
 /// A unit of the caller's allowance, held while a billable route serves.
 /// Dropped without [`deliver`], it goes back to the allowance.
 pub struct Held {
-    state: Region,
+    billing: Mailbox<BillingMsg>,
     reservation: Option<Reservation>,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
         if let Some(reservation) = self.reservation.take() {
-            let _ = self.state.billing.cast(BillingMsg::Release { reservation });
+            let _ = self.billing.cast(BillingMsg::Release { reservation });
         }
     }
 }
@@ -208,16 +217,19 @@ impl Drop for Held {
 impl Held {
     /// No allowance unit: a route never billed (an ad pool) is served with
     /// whatever allowance is left.
-    pub fn unbilled(state: &Region) -> Held {
-        Held { state: state.clone(), reservation: None }
+    pub fn unbilled(state: &impl HasBilling) -> Held {
+        Held { billing: state.billing().clone(), reservation: None }
     }
 }
 
 /// Before a billable route serves: the query-cost budget, then the
 /// company's allowance. A spent budget is 429, a spent prepay allowance
 /// 402, and an allowance that cannot be checked 503 (fail closed).
-pub async fn admit(state: &Region, caller: &Caller, now: UnixMs) -> Result<Held> {
-    if let Err(wait_ms) = state.limits.query_cost.judge(&caller.key.key_id, now) {
+pub async fn admit<R>(state: &R, caller: &Caller, now: UnixMs) -> Result<Held>
+where
+    R: HasClock + HasReplica + HasLimits + HasBilling,
+{
+    if let Err(wait_ms) = state.limits().query_cost.judge(&caller.key.key_id, now) {
         return Err(Error::retry_after(Code::RateLimited, wait_ms, "the key's per-minute query-cost budget is spent"));
     }
     let company_uuid = &caller.key.company_uuid;
@@ -228,7 +240,7 @@ pub async fn admit(state: &Region, caller: &Caller, now: UnixMs) -> Result<Held>
                 if renew {
                     renew_lease(state, company_uuid);
                 }
-                return Ok(Held { state: state.clone(), reservation: Some(reservation) });
+                return Ok(Held { billing: state.billing().clone(), reservation: Some(reservation) });
             }
             Reserved::Exhausted => {
                 return Err(Error::detail(Code::AllowanceExhausted, "the prepaid allowance is spent"));
@@ -237,9 +249,9 @@ pub async fn admit(state: &Region, caller: &Caller, now: UnixMs) -> Result<Held>
             // home cannot be reached, the allowance cannot be checked.
             Reserved::NeedLease if !asked => {
                 asked = true;
-                let Some(replica) = &state.replica else { return Err(unavailable("no lease at home")) };
+                let Some(replica) = state.replica() else { return Err(unavailable("no lease at home")) };
                 match replica.link.lease(company_uuid, now).await {
-                    Ok(grant) => hold_lease(state, grant, now).await?,
+                    Ok(grant) => hold_lease(state.billing(), grant, now).await?,
                     Err(e) => {
                         tracing::warn!(error = %e, "no allowance lease from home");
                         return Err(unavailable("the allowance cannot be checked: home is unreachable"));
@@ -251,10 +263,10 @@ pub async fn admit(state: &Region, caller: &Caller, now: UnixMs) -> Result<Held>
     }
 }
 
-async fn reserve(state: &Region, company_uuid: &str, now: UnixMs) -> Result<Reserved> {
+async fn reserve(state: &impl HasBilling, company_uuid: &str, now: UnixMs) -> Result<Reserved> {
     let company_uuid = company_uuid.to_owned();
     let reserved =
-        state.billing.call_within(|reply| BillingMsg::Reserve { company_uuid, now, reply }, Some(BILLING_WAIT)).await;
+        state.billing().call_within(|reply| BillingMsg::Reserve { company_uuid, now, reply }, Some(BILLING_WAIT)).await;
     match reserved {
         Ok(Ok(reserved)) => Ok(reserved),
         Ok(Err(e)) => {
@@ -268,23 +280,26 @@ async fn reserve(state: &Region, company_uuid: &str, now: UnixMs) -> Result<Rese
     }
 }
 
-async fn hold_lease(state: &Region, grant: LeaseGrant, now: UnixMs) -> Result<()> {
-    Ok(state.billing.call(|reply| BillingMsg::Hold { grant, now, reply }).await??)
+async fn hold_lease(billing: &Mailbox<BillingMsg>, grant: LeaseGrant, now: UnixMs) -> Result<()> {
+    Ok(billing.call(|reply| BillingMsg::Hold { grant, now, reply }).await??)
 }
 
 /// Asks home for a fresh lease in the background, one at a time per company.
-fn renew_lease(state: &Region, company_uuid: &str) {
-    let Some(replica) = &state.replica else { return };
+fn renew_lease<R>(state: &R, company_uuid: &str)
+where
+    R: HasClock + HasReplica + HasBilling,
+{
+    let Some(replica) = state.replica() else { return };
     if !replica.link.start_renewal(company_uuid) {
         return;
     }
-    let (state, company_uuid) = (state.clone(), company_uuid.to_owned());
+    let (replica, clock, billing) = (replica.clone(), state.clock().clone(), state.billing().clone());
+    let company_uuid = company_uuid.to_owned();
     tokio::spawn(async move {
-        let Some(replica) = &state.replica else { return };
-        let now = state.clock.now();
+        let now = clock.now();
         match replica.link.lease(&company_uuid, now).await {
             Ok(grant) => {
-                if let Err(e) = hold_lease(&state, grant, now).await {
+                if let Err(e) = hold_lease(&billing, grant, now).await {
                     tracing::warn!(code = ?e.code(), "a renewed lease was not kept");
                 }
             }
@@ -296,8 +311,8 @@ fn renew_lease(state: &Region, company_uuid: &str) {
 
 /// The region's receipt key, which signs receipts and ad tokens: only a key
 /// the key set names signs, so what it signs verifies.
-pub(crate) fn receipt_signer(state: &Region, now: UnixMs) -> Result<svc_core::receipt::ReceiptSigner> {
-    state.key_set.signer(now).ok_or_else(|| unavailable("this region's receipt key is not certified yet"))
+pub(crate) fn receipt_signer(state: &impl HasKeySet, now: UnixMs) -> Result<svc_core::receipt::ReceiptSigner> {
+    state.key_set().signer(now).ok_or_else(|| unavailable("this region's receipt key is not certified yet"))
 }
 
 /// What a billable route served.
@@ -315,14 +330,17 @@ pub struct Served {
 /// Signs the receipt, logs it, and settles the bill, in that order; only
 /// then may the answer leave. Answers the receipt envelope's JSON text, the
 /// same bytes the receipt log stored.
-pub async fn deliver(
-    state: &Region,
+pub async fn deliver<R>(
+    state: &R,
     caller: &Caller,
     mut held: Held,
     receipt: Receipt,
     served: Served,
     now: UnixMs,
-) -> Result<Vec<u8>> {
+) -> Result<Vec<u8>>
+where
+    R: HasConfig + HasLimits + HasBilling + HasReceipts + HasKeySet + HasMetrics,
+{
     let retrieval_id = receipt.retrieval_id.clone();
     let signer = receipt_signer(state, now)?;
     let envelope = receipt::make(receipt, &signer).map_err(Error::internal)?;
@@ -341,7 +359,7 @@ pub async fn deliver(
         envelope: svc_core::canonical::to_signed_bytes(&envelope).map_err(Error::internal)?,
     };
     let envelope_json = stored.envelope.clone();
-    state.receipts.call(|reply| ReceiptLogMsg::Append { receipt: Box::new(stored), reply }).await??;
+    state.receipts().call(|reply| ReceiptLogMsg::Append { receipt: Box::new(stored), reply }).await??;
     let event = served.billable.then(|| UsageEvent {
         company_uuid: caller.key.company_uuid.clone(),
         group_id: caller.key.group_id.clone(),
@@ -349,7 +367,7 @@ pub async fn deliver(
         nonce: caller.nonce_or(&retrieval_id),
         kind: served.kind,
         retrieval_id,
-        region: state.config.region.clone(),
+        region: state.config().region.clone(),
         at: now,
     });
     let Some(reservation) = held.reservation.take() else {
@@ -360,7 +378,7 @@ pub async fn deliver(
     };
     let kept = reservation.clone();
     let settled =
-        state.billing.call_within(|reply| BillingMsg::Settle { reservation, event, reply }, Some(BILLING_WAIT)).await;
+        state.billing().call_within(|reply| BillingMsg::Settle { reservation, event, reply }, Some(BILLING_WAIT)).await;
     if let Err(MailboxError::Full(_) | MailboxError::Stopped(_)) = &settled {
         // Never delivered: the unit goes back to billing when `held` drops.
         held.reservation = Some(kept);
@@ -372,12 +390,12 @@ pub async fn deliver(
                 Settled::AlreadyBilled => "already_billed",
                 Settled::Released => "not_billable",
             };
-            state.metrics.count("svc_billing_events_total", &[("outcome", outcome.to_owned())], 1);
+            state.metrics().count("svc_billing_events_total", &[("outcome", outcome.to_owned())], 1);
         }
         // A billable answer that cannot be billed is not served.
         Ok(Err(e)) => return Err(unavailable_because(UNAVAILABLE_RETRY_MS, "the request could not be billed", e)),
         Err(e) => return Err(unavailable_because(UNAVAILABLE_RETRY_MS, "the request could not be billed", e)),
     }
-    state.limits.query_cost.spend(&caller.key.key_id, now, served.cost);
+    state.limits().query_cost.spend(&caller.key.key_id, now, served.cost);
     Ok(envelope_json)
 }

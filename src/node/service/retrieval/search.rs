@@ -12,8 +12,11 @@ use svc_core::search::PaidRows;
 use svc_core::search::serve::{self, ServeTime};
 
 use super::{Answer, Caller, Served, admit, deliver};
-use crate::region::Region;
 use crate::region::ServeTimes;
+use crate::region::parts::{
+    HasBilling, HasClock, HasConfig, HasIndex, HasKeySet, HasLimits, HasMetrics, HasReceipts, HasRegistry, HasReplica,
+    HasServeTimes, HasSponsorships, HasStore,
+};
 use crate::region::sponsorships::{paid_rows, sponsored};
 use crate::service::raw_json::RawObject;
 use crate::service::{Error, Result};
@@ -21,14 +24,29 @@ use svc_clock::random;
 use svc_store::model::UsageKind;
 
 /// A search of one collection (`typed`), or of the one its body names.
-pub async fn search(state: &Region, caller: &Caller, typed: Option<RecordType>) -> Result<Answer> {
+pub async fn search<R>(state: &R, caller: &Caller, typed: Option<RecordType>) -> Result<Answer>
+where
+    R: HasConfig
+        + HasStore
+        + HasRegistry
+        + HasClock
+        + HasReplica
+        + HasIndex
+        + HasLimits
+        + HasServeTimes
+        + HasSponsorships
+        + HasBilling
+        + HasReceipts
+        + HasKeySet
+        + HasMetrics,
+{
     let (now, arrived) = (caller.now, caller.arrived);
     let query = svc_core::search::judge(&caller.body, typed)
         .map_err(|refusal| Error::from(Problem::new(refusal.code).detail(refusal.detail)))?;
     let held = admit(state, caller, now).await?;
-    let deadline = arrived + Duration::from_millis(state.config.search_budget_ms);
-    let seq = ServeTimes::seq(&state.store)?;
-    let placed = state.sponsorships.at(state, seq)?;
+    let deadline = arrived + Duration::from_millis(state.config().search_budget_ms);
+    let seq = ServeTimes::seq(state.store())?;
+    let placed = state.sponsorships().at(state, seq)?;
     // `sponsored` is answered from the campaigns that mark rows, so the
     // filter and the marker cannot disagree.
     let (query, paid) = svc_core::search::split_paid(query);
@@ -36,7 +54,7 @@ pub async fn search(state: &Region, caller: &Caller, typed: Option<RecordType>) 
     // On this worker: a search takes a fraction of a millisecond and stops
     // at its budget. Handed to a blocking thread, it cost more in hand-offs,
     // and the OS time-sliced that thread against the workers (measured).
-    let hits = state.index.search_within(&query, &caller.key.group_id, &within, deadline).map_err(Error::internal)?;
+    let hits = state.index().search_within(&query, &caller.key.group_id, &within, deadline).map_err(Error::internal)?;
 
     let mut serve_times: HashMap<String, ServeTime> = HashMap::new();
     let mut rows: Vec<Vec<u8>> = Vec::with_capacity(hits.rows.len());
@@ -53,7 +71,7 @@ pub async fn search(state: &Region, caller: &Caller, typed: Option<RecordType>) 
         let at = match serve_times.get(ids.business_uuid.as_ref()) {
             Some(at) => *at,
             None => {
-                let at = state.serve_times.of(&state.registry, seq, &ids.business_uuid, query.collection, now)?;
+                let at = state.serve_times().of(state.registry(), seq, &ids.business_uuid, query.collection, now)?;
                 serve_times.insert(ids.business_uuid.clone().into_owned(), at);
                 at
             }
@@ -69,13 +87,13 @@ pub async fn search(state: &Region, caller: &Caller, typed: Option<RecordType>) 
     let receipt = Receipt {
         retrieval_id: retrieval_id.clone(),
         served_at: now.to_rfc3339_millis(),
-        region: state.config.region.clone(),
+        region: state.config().region.clone(),
         request_hash: caller.request_hash(),
         country: Some(query.country.clone()),
         rows: entries,
         key_id: String::new(),
         caller_key_id: Some(caller.key.key_id.clone()),
-        sandbox: state.config.environment.is_sandbox(),
+        sandbox: state.config().environment.is_sandbox(),
     };
     let served = Served {
         kind: UsageKind::Search,
