@@ -27,6 +27,15 @@ use svc_store::be;
 use svc_store::cf;
 use svc_store::model::Campaign;
 
+/// What confirming a render or a click reads: the region's ad reservations
+/// and leases, the key its tokens are signed with, and home's writers.
+pub trait Confirms: HasAds + HasClock + HasConfig + HasHome + HasKeySet + HasLeaseAsks + HasReplica + HasStore {}
+
+impl<R> Confirms for R where
+    R: HasAds + HasClock + HasConfig + HasHome + HasKeySet + HasLeaseAsks + HasReplica + HasStore
+{
+}
+
 /// The longest Idempotency-Key kept.
 pub const MAX_IDEMPOTENCY_KEY: usize = 255;
 
@@ -144,16 +153,7 @@ struct Subject {
 
 pub async fn render<R>(state: &R, caller: &Caller, idempotency_key: String) -> Result<Vec<u8>>
 where
-    R: HasConfig
-        + HasStore
-        + HasRegistry
-        + HasClock
-        + HasHome
-        + HasReplica
-        + HasSponsorships
-        + HasAds
-        + HasKeySet
-        + HasLeaseAsks,
+    R: Confirms + HasRegistry + HasSponsorships,
 {
     let now = caller.now;
     let body: RenderBody =
@@ -295,7 +295,7 @@ where
 
 pub async fn click<R>(state: &R, caller: &Caller, idempotency_key: String) -> Result<Vec<u8>>
 where
-    R: HasConfig + HasStore + HasClock + HasHome + HasReplica + HasAds + HasKeySet + HasLeaseAsks,
+    R: Confirms,
 {
     let now = caller.now;
     let body: ClickBody = serde_json::from_slice(&caller.body).map_err(|e| invalid(format!("the click: {e}")))?;

@@ -18,15 +18,17 @@ use svc_core::receipt::{Receipt, ReceiptRow};
 use svc_core::search::serve::{receipt_row, serve_row};
 use svc_core::time::UnixMs;
 
+use super::confirm::Confirms;
 use super::images;
 use super::reservations::{conversation_secret, lease_more};
 use crate::actors::ad_reservations::{AdMsg, conversation_key};
 use crate::region::ServeTimes;
 use crate::region::parts::{
-    HasAdVersions, HasAds, HasBilling, HasClock, HasConfig, HasHome, HasKeySet, HasLeaseAsks, HasLimits, HasMetrics,
-    HasReceipts, HasRegistry, HasReplica, HasServeTimes, HasSponsorships, HasStore,
+    HasAdVersions, HasAds, HasClock, HasConfig, HasHome, HasLeaseAsks, HasRegistry, HasReplica, HasServeTimes,
+    HasSponsorships, HasStore,
 };
 use crate::service::raw_json::RawObject;
+use crate::service::retrieval::Bills;
 use crate::service::retrieval::{Answer, Caller, Held, Served, deliver, receipt_signer};
 use crate::service::{Error, Result};
 use svc_clock::random;
@@ -47,22 +49,7 @@ struct Found {
 
 pub async fn pool<R>(state: &R, caller: &Caller) -> Result<Answer>
 where
-    R: HasConfig
-        + HasStore
-        + HasRegistry
-        + HasClock
-        + HasHome
-        + HasReplica
-        + HasLimits
-        + HasServeTimes
-        + HasSponsorships
-        + HasBilling
-        + HasReceipts
-        + HasAds
-        + HasKeySet
-        + HasMetrics
-        + HasAdVersions
-        + HasLeaseAsks,
+    R: Bills + Confirms + HasRegistry + HasServeTimes + HasSponsorships + HasAdVersions,
 {
     let now = caller.now;
     let asked = pool::parse(&caller.body).map_err(|(code, detail)| Error::from(Problem::new(code).detail(detail)))?;

@@ -12,12 +12,10 @@ use svc_core::seal::ServedSeal;
 use svc_core::source_line::SourceLine;
 use svc_core::time::UnixMs;
 
+use super::Bills;
 use super::{Answer, Caller, Served, admit, deliver};
 use crate::region::ServeTimes;
-use crate::region::parts::{
-    HasBilling, HasClock, HasConfig, HasKeySet, HasLimits, HasMetrics, HasReceipts, HasRegistry, HasReplica,
-    HasServeTimes, HasStore,
-};
+use crate::region::parts::{HasConfig, HasRegistry, HasServeTimes, HasStore};
 use crate::service::raw_json::RawObject;
 use crate::service::{Error, Result};
 use svc_clock::random;
@@ -32,17 +30,7 @@ pub const NOT_FOUND_FLOOR: Duration = Duration::from_millis(20);
 /// the surface answers it no sooner than [`NOT_FOUND_FLOOR`] after arrival.
 pub async fn fetch<R>(state: &R, caller: &Caller, record_id: &str) -> Result<Option<Answer>>
 where
-    R: HasConfig
-        + HasStore
-        + HasRegistry
-        + HasClock
-        + HasReplica
-        + HasLimits
-        + HasServeTimes
-        + HasBilling
-        + HasReceipts
-        + HasKeySet
-        + HasMetrics,
+    R: Bills + HasStore + HasRegistry + HasServeTimes,
 {
     let now = caller.now;
     let held = admit(state, caller, now).await?;

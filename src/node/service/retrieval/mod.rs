@@ -43,6 +43,18 @@ use crate::replication::exchange::{LeaseGrant, Outgoing};
 use svc_store::cf;
 use svc_store::model::{RetrievalKey, StoredReceipt, UsageEvent, UsageKind};
 
+/// What a billed answer reads from `admit` to `deliver`: the parts that hold
+/// the caller's allowance, and that sign, keep and count its receipt.
+pub trait Bills:
+    HasBilling + HasClock + HasConfig + HasKeySet + HasLimits + HasMetrics + HasReceipts + HasReplica
+{
+}
+
+impl<R> Bills for R where
+    R: HasBilling + HasClock + HasConfig + HasKeySet + HasLimits + HasMetrics + HasReceipts + HasReplica
+{
+}
+
 pub const TAG_RETRIEVAL: &str = "svc-retrieval";
 
 /// How long a request waits for the billing actor before the allowance

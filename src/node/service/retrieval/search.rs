@@ -11,12 +11,10 @@ use svc_core::receipt::Receipt;
 use svc_core::search::PaidRows;
 use svc_core::search::serve::{self, ServeTime};
 
+use super::Bills;
 use super::{Answer, Caller, Served, admit, deliver};
 use crate::region::ServeTimes;
-use crate::region::parts::{
-    HasBilling, HasClock, HasConfig, HasIndex, HasKeySet, HasLimits, HasMetrics, HasReceipts, HasRegistry, HasReplica,
-    HasServeTimes, HasSponsorships, HasStore,
-};
+use crate::region::parts::{HasIndex, HasRegistry, HasServeTimes, HasSponsorships, HasStore};
 use crate::region::sponsorships::{paid_rows, sponsored};
 use crate::service::raw_json::RawObject;
 use crate::service::{Error, Result};
@@ -26,19 +24,7 @@ use svc_store::model::UsageKind;
 /// A search of one collection (`typed`), or of the one its body names.
 pub async fn search<R>(state: &R, caller: &Caller, typed: Option<RecordType>) -> Result<Answer>
 where
-    R: HasConfig
-        + HasStore
-        + HasRegistry
-        + HasClock
-        + HasReplica
-        + HasIndex
-        + HasLimits
-        + HasServeTimes
-        + HasSponsorships
-        + HasBilling
-        + HasReceipts
-        + HasKeySet
-        + HasMetrics,
+    R: Bills + HasStore + HasRegistry + HasIndex + HasServeTimes + HasSponsorships,
 {
     let (now, arrived) = (caller.now, caller.arrived);
     let query = svc_core::search::judge(&caller.body, typed)
