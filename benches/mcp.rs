@@ -169,7 +169,7 @@ fn main() {
         ))
         .unwrap();
         let transport = own_config.transport.clone();
-        let own = svc::own_mcp::own(own_config).unwrap();
+        let own = svc::own_mcp::own(own_config, &svc_client::trust::Trust::system()).unwrap();
         let (_stop, shutdown) = tokio::sync::watch::channel(false);
         let (own_addr, _served) = svc::own_mcp::serve_http(own, &transport, None, shutdown).await.unwrap();
         let own_base = format!("http://{own_addr}");

@@ -9,12 +9,25 @@ use super::transport::Transport;
 /// A connection to the admin API.
 pub struct Admin {
     transport: Transport,
+    trust: super::trust::Trust,
     token: String,
 }
 
 impl Admin {
     pub fn new(url: &str, token: String) -> Result<Admin, ClientError> {
-        Ok(Admin { transport: Transport::new(url)?, token })
+        Ok(Admin { transport: Transport::new(url)?, trust: super::trust::Trust::system(), token })
+    }
+
+    /// The same connection, believing the node's certificate as `trust` says.
+    pub fn trusting(mut self, trust: &super::trust::Trust) -> Result<Admin, ClientError> {
+        self.transport = self.transport.with_trust(trust)?;
+        self.trust = trust.clone();
+        Ok(self)
+    }
+
+    /// Whom it believes: another node of the same operator may be asked so.
+    pub fn trust(&self) -> &super::trust::Trust {
+        &self.trust
     }
 
     /// The token it presents: another node of the same operator may take it.

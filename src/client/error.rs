@@ -14,14 +14,18 @@ pub enum ClientError {
     /// A base URL that does not parse.
     #[error("{url}: {source}")]
     Url { url: String, source: InvalidUri },
-    /// A base URL that is not `http://` with a host.
-    #[error("{url}: an http:// address with a host is expected")]
+    /// A base URL that is not `http://` or `https://` with a host.
+    #[error("{url}: an http:// or https:// address with a host is expected")]
     NotHttp { url: String },
-    /// The request got no answer: refused, reset or closed. The base is
-    /// kept as text: a `Uri` is three times larger, and every client
-    /// result is as large as its error.
-    #[error("{base}: {source}")]
+    /// The request got no answer: refused, reset or closed, or a server
+    /// whose certificate is not believed. The base is kept as text: a `Uri`
+    /// is three times larger, and every client result is as large as its
+    /// error.
+    #[error("{base}: {}", causes(source))]
     Transport { base: String, source: hyper_util::client::legacy::Error },
+    /// A CA file that does not read, or holds no certificate rustls takes.
+    #[error("{}: {detail}", .path.display())]
+    Ca { path: PathBuf, detail: String },
     /// The answer's body broke off.
     #[error("{0}")]
     Body(#[source] hyper::Error),
@@ -72,4 +76,36 @@ pub enum KeyFileError {
     Seed(#[from] svc_core::keys::KeyError),
     #[error("the key file's key_id does not match its seed")]
     KeyIdMismatch,
+}
+
+/// An error and its causes, each once, outermost first; a certificate the
+/// client does not believe says how to make it believed.
+fn causes(error: &hyper_util::client::legacy::Error) -> String {
+    let mut said = vec![error.to_string()];
+    let mut next = std::error::Error::source(error);
+    let mut certificate = false;
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        certificate |= tls_error(cause).is_some_and(|e| {
+            matches!(e, rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented)
+        });
+        if !said.iter().any(|s| s.contains(&text)) {
+            said.push(text);
+        }
+        next = cause.source();
+    }
+    if certificate {
+        said.push("the server's certificate is not believed: name the CA that issued it with --ca".into());
+    }
+    said.join(": ")
+}
+
+/// rustls's error, where a connector's error holds it: itself, or inside
+/// I/O errors (one in another, whose `source` skips the error each wraps).
+fn tls_error<'a>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(tls) = cause.downcast_ref::<rustls::Error>() {
+        return Some(tls);
+    }
+    let inner: &(dyn std::error::Error + 'static) = cause.downcast_ref::<std::io::Error>()?.get_ref()?;
+    tls_error(inner)
 }

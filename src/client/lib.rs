@@ -12,6 +12,7 @@ pub mod publish;
 pub mod retrieval;
 pub mod sealing;
 pub mod transport;
+pub mod trust;
 
 use axum::body::Body;
 use axum::http::Request;

@@ -26,6 +26,12 @@ impl RetrievalClient {
         })
     }
 
+    /// The same client, believing the node's certificate as `trust` says.
+    pub fn trusting(mut self, trust: &crate::trust::Trust) -> Result<Self, ClientError> {
+        self.transport = self.transport.with_trust(trust)?;
+        Ok(self)
+    }
+
     pub fn key_id(&self) -> String {
         self.signer.key.verifying_key().thumbprint()
     }

@@ -1,15 +1,18 @@
-//! Sending requests to a node over HTTP (HTTP/1.1 or, with prior knowledge,
-//! HTTP/2), and reading the answer whole.
+//! Sending requests to a node over HTTP or HTTPS (HTTP/1.1, or HTTP/2: by
+//! ALPN over TLS, with prior knowledge over plain HTTP), and reading the
+//! answer whole. Over TLS the server is believed as a [`Trust`] says.
 
 use axum::body::Body;
 use axum::http::{Request, Uri};
 use http_body_util::BodyExt;
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use std::time::Duration;
 
 use super::ClientError;
+use super::trust::Trust;
 
 /// An answer read whole.
 #[derive(Debug, Clone)]
@@ -30,23 +33,31 @@ impl Answer {
 #[derive(Clone)]
 pub struct Transport {
     base: Uri,
-    client: Client<HttpConnector, Body>,
+    http2: bool,
+    client: Client<HttpsConnector<HttpConnector>, Body>,
 }
 
 impl Transport {
+    /// A transport that trusts the system's roots over `https://`.
     pub fn new(base_url: &str) -> Result<Transport, ClientError> {
-        Self::build(base_url, false)
+        Self::build(base_url, false, &Trust::system())
     }
 
-    /// HTTP/2 with prior knowledge: one connection multiplexes every
-    /// request, as between the regions of a deployment.
-    pub fn http2(base_url: &str) -> Result<Transport, ClientError> {
-        Self::build(base_url, true)
+    /// A transport that believes servers as `trust` says.
+    pub fn trusting(base_url: &str, trust: &Trust) -> Result<Transport, ClientError> {
+        Self::build(base_url, false, trust)
     }
 
-    fn build(base_url: &str, http2: bool) -> Result<Transport, ClientError> {
+    /// HTTP/2 only (by ALPN over TLS, with prior knowledge over plain
+    /// HTTP): one connection multiplexes every request, as between the
+    /// regions of a deployment.
+    pub fn http2(base_url: &str, trust: &Trust) -> Result<Transport, ClientError> {
+        Self::build(base_url, true, trust)
+    }
+
+    fn build(base_url: &str, http2: bool, trust: &Trust) -> Result<Transport, ClientError> {
         let base: Uri = base_url.parse().map_err(|source| ClientError::Url { url: base_url.to_owned(), source })?;
-        if base.scheme_str() != Some("http") || base.authority().is_none() {
+        if !matches!(base.scheme_str(), Some("http" | "https")) || base.authority().is_none() {
             return Err(ClientError::NotHttp { url: base_url.to_owned() });
         }
         // A node closes a keep-alive connection that waits 10 s for its next
@@ -60,12 +71,24 @@ impl Transport {
         // the one before, which a delayed ACK holds up to 40 ms.
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
+        connector.enforce_http(false);
+        let tls = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(trust.client_config()).https_or_http();
+        // ALPN offers only what the client will speak.
+        let connector = match http2 {
+            true => tls.enable_http2().wrap_connector(connector),
+            false => tls.enable_all_versions().wrap_connector(connector),
+        };
         let client = Client::builder(TokioExecutor::new())
             .http2_only(http2)
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(idle)
             .build(connector);
-        Ok(Transport { base, client })
+        Ok(Transport { base, http2, client })
+    }
+
+    /// The same transport, believing servers as `trust` says.
+    pub fn with_trust(&self, trust: &Trust) -> Result<Transport, ClientError> {
+        Self::build(&self.base.to_string(), self.http2, trust)
     }
 
     /// Sends a request whose URI is a path (and query) and streams the answer.
@@ -84,8 +107,9 @@ impl Transport {
     ) -> Result<axum::http::Response<hyper::body::Incoming>, hyper_util::client::legacy::Error> {
         let path = request.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
         let authority = self.base.authority().map(|a| a.as_str()).unwrap_or_default();
+        let scheme = self.base.scheme_str().unwrap_or("http");
         // Base and path were both checked as URI parts: together they parse.
-        if let Ok(uri) = format!("http://{authority}{path}").parse() {
+        if let Ok(uri) = format!("{scheme}://{authority}{path}").parse() {
             *request.uri_mut() = uri;
         }
         self.client.request(request).await

@@ -54,6 +54,8 @@ pub enum FrontDoorError {
     /// The bound socket did not say its address.
     #[error("{0}")]
     LocalAddr(#[source] std::io::Error),
+    #[error("TLS: {0}")]
+    Tls(#[from] crate::tls::TlsError),
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -67,6 +69,10 @@ pub struct FrontDoorConfig {
     /// Timeouts and caps of the door's listener.
     #[serde(default)]
     pub listener: svc_node::config::ListenerLimits,
+    /// TLS on the door's listener, and the CA it believes the regions'
+    /// certificates by (beside the system's roots); none: plain HTTP.
+    #[serde(default)]
+    pub tls: Option<svc_node::config::TlsConfig>,
 }
 
 fn default_probe_ms() -> u64 {
@@ -198,9 +204,12 @@ impl FrontDoor {
         if config.regions.is_empty() {
             return Err(FrontDoorError::NoRegions);
         }
+        let trust = svc_client::trust::Trust::with_ca(config.tls.as_ref().and_then(|tls| tls.ca.as_deref()))?;
+        let certificates = config.tls.as_ref().map(crate::tls::Certificates::load).transpose()?;
+        let tls = certificates.clone().map(crate::tls::acceptor).transpose()?;
         let mut regions = Vec::new();
         for route in config.regions {
-            let transport = Transport::new(&route.url)?;
+            let transport = Transport::trusting(&route.url, &trust)?;
             let latency = RwLock::new(Estimate::prior(route.latency_ms));
             regions.push(Region { route, transport, health: RwLock::new(Health::Lagging), latency });
         }
@@ -228,8 +237,12 @@ impl FrontDoor {
             })
         };
         let app = axum::Router::new().fallback(route).with_state(door.clone());
-        let server = crate::api::listener::serve(listener, app, config.listener, shutdown.subscribe());
-        Ok(FrontDoor { addr, door, shutdown, tasks: vec![prober, server] })
+        let server = crate::api::listener::serve(listener, app, config.listener, tls, shutdown.subscribe());
+        let mut tasks = vec![prober, server];
+        if let Some(certificates) = certificates {
+            tasks.push(crate::tls::watch(certificates, shutdown.subscribe()));
+        }
+        Ok(FrontDoor { addr, door, shutdown, tasks })
     }
 
     /// Each region and what the prober last saw of it, in the door's order.

@@ -11,3 +11,4 @@ pub mod node;
 pub mod portal;
 pub mod sandbox;
 pub mod surfaces;
+pub mod tls;

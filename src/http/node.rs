@@ -10,6 +10,22 @@ use svc_clock::SharedClock;
 use svc_node::config::{NodeConfig, Role};
 use svc_node::region::{Region, StartError};
 
+/// Why a node did not start: its region, or its TLS files.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error(transparent)]
+    Start(#[from] StartError),
+    /// Boxed: a node's start error is carried up through every command's.
+    #[error("TLS: {0}")]
+    Tls(Box<crate::tls::TlsError>),
+}
+
+impl From<crate::tls::TlsError> for NodeError {
+    fn from(error: crate::tls::TlsError) -> Self {
+        NodeError::Tls(Box::new(error))
+    }
+}
+
 pub struct Node {
     pub state: Region,
     pub addr: SocketAddr,
@@ -23,7 +39,7 @@ pub struct Node {
 impl Node {
     /// Starts a node and its listeners: public, admin, and at home the
     /// internal one when configured.
-    pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Node, StartError> {
+    pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Node, NodeError> {
         let bound = |addr: SocketAddr| move |source| StartError::Listen { addr, source };
         let listener = crate::api::listener::bind(config.listen).map_err(bound(config.listen))?;
         let admin_listener = crate::api::listener::bind(config.admin_listen).map_err(bound(config.admin_listen))?;
@@ -37,15 +53,23 @@ impl Node {
             }
             None => (None, None),
         };
-        let state = svc_node::region::start(config, clock).await?;
+        // The certificate loads before anything starts: a node whose TLS
+        // files do not read does not come up half-served.
+        let certificates = config.tls.as_ref().map(crate::tls::Certificates::load).transpose()?;
+        let tls = certificates.clone().map(crate::tls::acceptor).transpose()?;
+        let state = svc_node::region::start(config, clock).await.map_err(NodeError::Start)?;
         let (shutdown, _) = watch::channel(false);
         let limits = state.config.listener;
         let mut servers = vec![
-            serve(listener, crate::surfaces::public_router(state.clone()), limits, shutdown.subscribe()),
-            serve(admin_listener, admin_router(&state), limits, shutdown.subscribe()),
+            serve(listener, crate::surfaces::public_router(state.clone()), limits, tls.clone(), shutdown.subscribe()),
+            serve(admin_listener, admin_router(&state), limits, tls.clone(), shutdown.subscribe()),
         ];
         if let Some(listener) = internal_listener {
-            servers.push(serve(listener, crate::api::internal_router(state.clone()), limits, shutdown.subscribe()));
+            let router = crate::api::internal_router(state.clone());
+            servers.push(serve(listener, router, limits, tls.clone(), shutdown.subscribe()));
+        }
+        if let Some(certificates) = certificates {
+            servers.push(crate::tls::watch(certificates, shutdown.subscribe()));
         }
         if state.config.environment.is_sandbox() && state.config.role == Role::Home {
             servers.push(tokio::spawn(crate::sandbox::nightly::run(state.clone(), shutdown.subscribe())));

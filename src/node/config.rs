@@ -107,6 +107,11 @@ pub struct NodeConfig {
     /// Timeouts and caps of every listener this node opens.
     #[serde(default)]
     pub listener: ListenerLimits,
+    /// TLS on every listener of this node (public, admin, internal), and
+    /// the CA its own clients trust beside the system's roots; none: plain
+    /// HTTP.
+    #[serde(default)]
+    pub tls: Option<TlsConfig>,
     /// The front doors and regions whose `X-Forwarded-For` this node
     /// believes (addresses or blocks): the client address a mandate's
     /// allow-list and the public rate limit see is the first address right
@@ -313,6 +318,22 @@ impl Default for InFlightCaps {
     }
 }
 
+/// A node's certificate and key (PEM files, relative to the config file's
+/// folder), read again on `SIGHUP` or when either changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// The certificate chain, its end-entity certificate first.
+    pub cert: PathBuf,
+    /// Its private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+    /// A CA certificate the node trusts beside the system's roots when it
+    /// is the client (a read region reaching home, an ad confirmation sent
+    /// to its region): a deployment's own CA.
+    #[serde(default)]
+    pub ca: Option<PathBuf>,
+}
+
 /// The internal link between a read region and home.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -484,7 +505,14 @@ fn default_blocklist_timeout_ms() -> u64 {
 impl NodeConfig {
     /// The base URL clients reach this node's public API at.
     pub fn public_base(&self) -> String {
-        self.public_base_url.clone().unwrap_or_else(|| format!("http://{}", self.listen))
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        self.public_base_url.clone().unwrap_or_else(|| format!("{scheme}://{}", self.listen))
+    }
+
+    /// Who this node believes when it is the client: the system's roots,
+    /// and its deployment's CA when the config names one.
+    pub fn trust(&self) -> Result<svc_client::trust::Trust, svc_client::ClientError> {
+        svc_client::trust::Trust::with_ca(self.tls.as_ref().and_then(|tls| tls.ca.as_deref()))
     }
 
     /// A home node of a local deployment, used by `svc up` and tests.
@@ -517,6 +545,7 @@ impl NodeConfig {
             domain_assurance: None,
             replication: None,
             listener: ListenerLimits::default(),
+            tls: None,
             trusted_proxies: Vec::new(),
             verify_per_second: default_verify_per_second(),
             mcp: McpConfig::default(),
@@ -670,6 +699,11 @@ impl NodeConfig {
             check_secret("key_encryption_key", &kek)?;
             self.key_encryption_key = Some(crate::service_keys::KeyEncryptionKey::from_token(&kek));
         }
+        if let Some(tls) = &mut self.tls {
+            for path in [&mut tls.cert, &mut tls.key].into_iter().chain(tls.ca.as_mut()) {
+                *path = base.join(&*path);
+            }
+        }
         if let Some(link) = &mut self.replication {
             read_secret("token", &mut link.token, &link.token_file, base)?;
             for region in &mut link.regions {
@@ -717,9 +751,12 @@ pub enum Hosts {
 /// network gives it.
 fn reaches(home_url: &str, listen: SocketAddr, hosts: Hosts) -> bool {
     match hosts {
-        Hosts::One => home_url == format!("http://{listen}"),
+        Hosts::One => home_url == format!("http://{listen}") || home_url == format!("https://{listen}"),
         Hosts::Many => home_url.parse::<axum::http::Uri>().is_ok_and(|u| {
-            u.scheme_str() == Some("http") && u.port_u16().unwrap_or(80) == listen.port() && u.path() == "/"
+            let default_port = if u.scheme_str() == Some("https") { 443 } else { 80 };
+            matches!(u.scheme_str(), Some("http" | "https"))
+                && u.port_u16().unwrap_or(default_port) == listen.port()
+                && u.path() == "/"
         }),
     }
 }

@@ -48,6 +48,7 @@ mod search;
 mod shutdown;
 mod supervision;
 mod tables;
+mod tls;
 mod tour;
 mod traces;
 mod transparency;

@@ -797,7 +797,8 @@ async fn a_region_refuses_an_answer_home_did_not_seal() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(async move { axum::serve(listener, impostor).await });
-    let urls = HomeUrls { public: &url, internal: &url };
+    let trust = svc_client::trust::Trust::system();
+    let urls = HomeUrls { public: &url, internal: &url, trust: &trust };
     let link = HomeLink::new(urls, token("eu"), "eu".into(), 10, Arc::new(SystemClock)).unwrap();
     let answer = link.send("GET", "/internal/v1/log?after=0", Vec::new(), Duration::from_secs(5)).await;
     assert!(matches!(answer, Err(LinkError::Forged { .. })), "{:?}", answer.map(|a| a.status));

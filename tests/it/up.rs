@@ -73,6 +73,7 @@ async fn svc_up_runs_three_regions_behind_a_front_door_that_routes_to_the_neares
         probe_ms: 3_600_000,
         regions: routes,
         listener: Default::default(),
+        tls: None,
     };
     let blind = FrontDoor::start(config).await.unwrap();
     let eu = up.nodes.remove(1);
@@ -160,6 +161,7 @@ async fn the_front_door_leads_with_the_region_its_probes_measure_nearest() {
             Route { region: "near".into(), url: near, latency_ms: Some(500), delay_ms: None },
         ],
         listener: Default::default(),
+        tls: None,
     })
     .await
     .unwrap();

@@ -16,9 +16,13 @@ use svc_client::sealing::{self, Passkey, SealContext};
 
 #[derive(Debug, Args)]
 pub struct AdminArgs {
-    /// The node's admin API.
+    /// The node's admin API (`http://` or `https://`).
     #[arg(long, env = "SVC_ADMIN_URL", default_value = "http://127.0.0.1:8081")]
     pub url: String,
+    /// A CA certificate (PEM) to believe over `https://` beside the
+    /// system's roots: a deployment's own.
+    #[arg(long, env = "SVC_CA")]
+    pub ca: Option<PathBuf>,
     /// The operator's token; read from `--token-file` when absent.
     #[arg(long, env = "SVC_ADMIN_TOKEN")]
     pub token: Option<String>,
@@ -476,7 +480,7 @@ async fn follow(first: &Admin, url: &str, trace_id: &str, nodes: &[String]) -> R
             }
             None => (node.as_str(), first.token().to_owned()),
         };
-        answers.push(Admin::new(url, token)?.call("GET", &path, None).await?);
+        answers.push(Admin::new(url, token)?.trusting(first.trust())?.call("GET", &path, None).await?);
         asked.push(url.to_owned());
     }
     for answer in answers {
@@ -489,7 +493,8 @@ async fn follow(first: &Admin, url: &str, trace_id: &str, nodes: &[String]) -> R
 }
 
 pub async fn run(args: AdminArgs) -> Result<Value, CliError> {
-    let admin = Admin::new(&args.url, token(&args)?)?;
+    let trust = svc_client::trust::Trust::with_ca(args.ca.as_deref())?;
+    let admin = Admin::new(&args.url, token(&args)?)?.trusting(&trust)?;
     let answer = match args.command {
         AdminCommand::Config => admin.call("GET", "/admin/config", None).await,
         AdminCommand::Observe => admin.call("GET", "/admin/observe", None).await,

@@ -21,9 +21,13 @@ use svc_client::transport::Answer;
 
 #[derive(Debug, Args)]
 pub struct ClientArgs {
-    /// Where the region listens.
+    /// Where the region listens (`http://` or `https://`).
     #[arg(long, env = "SVC_BASE_URL", default_value = "http://127.0.0.1:8080")]
     pub base_url: String,
+    /// A CA certificate (PEM) to believe over `https://` beside the
+    /// system's roots: a deployment's own (`svc up --tls` prints its path).
+    #[arg(long, env = "SVC_CA")]
+    pub ca: Option<PathBuf>,
     /// The public host requests are signed for (`@authority`).
     #[arg(long, default_value = "api.svc.localhost")]
     pub authority: String,
@@ -298,7 +302,8 @@ fn print_body(output: Output, shape: Shape, answer: &Answer) -> Result<(), CliEr
 async fn execute(args: ClientArgs) -> Result<(), CliError> {
     let output = Output::choose(args.json);
     let key = keyfile::read(&args.key)?;
-    let client = RetrievalClient::new(&args.base_url, &args.authority, key, args.grant.clone())?;
+    let trust = svc_client::trust::Trust::with_ca(args.ca.as_deref())?;
+    let client = RetrievalClient::new(&args.base_url, &args.authority, key, args.grant.clone())?.trusting(&trust)?;
     match &args.command {
         ClientCommand::Publish(_) => return Err(CliError::Usage("publish runs on its own".into())),
         ClientCommand::Search { collection, q, country, sort, limit, filter } => {

@@ -28,7 +28,7 @@ pub enum CliError {
     Config(#[from] svc_node::config::ConfigError),
     /// A node that did not start.
     #[error("{0}")]
-    Node(#[from] svc_node::region::StartError),
+    Node(#[from] svc_http::node::NodeError),
     /// Arguments that do not make a command.
     #[error("{0}")]
     Usage(String),

@@ -115,6 +115,10 @@ pub enum Command {
     Mcp {
         #[arg(long)]
         config: std::path::PathBuf,
+        /// A CA certificate (PEM) to believe `api_base_url`'s certificate by
+        /// over `https://`, beside the system's roots.
+        #[arg(long, env = "SVC_CA")]
+        ca: Option<std::path::PathBuf>,
     },
     /// Signed product searches against a running region from N connections;
     /// prints requests/s and latency percentiles as JSON.
@@ -188,10 +192,10 @@ pub fn run(cli: Cli) -> i32 {
                 2
             }
         },
-        Command::Mcp { config } => {
+        Command::Mcp { config, ca } => {
             let served = block_on_workers(async move {
                 let stopped = stop_signal()?;
-                Ok(crate::own_mcp::run(&config, stopped).await?)
+                Ok(crate::own_mcp::run(&config, ca.as_deref(), stopped).await?)
             });
             match served {
                 Ok(()) => 0,

@@ -190,6 +190,7 @@ impl Up {
             probe_ms: 250,
             regions: routes,
             listener: Default::default(),
+            tls: None,
         })
         .await?;
         Ok(Up { nodes, door })

@@ -55,9 +55,10 @@ impl Caller {
         grant: Option<String>,
         timeout_ms: u64,
         retry: Retry,
+        trust: &svc_client::trust::Trust,
     ) -> Result<Caller, svc_client::ClientError> {
         Ok(Caller {
-            transport: Transport::new(api_base_url)?,
+            transport: Transport::trusting(api_base_url, trust)?,
             signer: Signer::new(key, authority, svc_client::retrieval::TAG_RETRIEVAL),
             grant,
             timeout: Duration::from_millis(timeout_ms),

@@ -52,7 +52,8 @@ pub struct OwnConfig {
     pub version: u64,
     #[serde(default = "production")]
     pub environment: Environment,
-    /// Where requests go (`http://host:port`).
+    /// Where requests go (`http://` or `https://host:port`; `svc mcp --ca`
+    /// names a CA to believe its certificate by).
     pub api_base_url: String,
     /// The public address requests are signed for (`@authority`); the API's
     /// own when absent.
@@ -192,8 +193,8 @@ impl OwnConfig {
             return Err(ConfigError::KeySource);
         }
         let member = |member: &'static str, detail: &str| Err(ConfigError::Member { member, detail: detail.into() });
-        if !self.api_base_url.starts_with("http://") {
-            return member("api_base_url", "an http:// address (put TLS in a local proxy; see the README)");
+        if !(self.api_base_url.starts_with("http://") || self.api_base_url.starts_with("https://")) {
+            return member("api_base_url", "an http:// or https:// address");
         }
         if let Some(base) = &self.public_base_url
             && !(base.starts_with("http://") || base.starts_with("https://"))

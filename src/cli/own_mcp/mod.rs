@@ -63,7 +63,7 @@ pub(crate) fn forget_variable(var: &str) {
 }
 
 /// Everything the tools share, from a checked configuration.
-pub fn own(config: OwnConfig) -> Result<Arc<Own>, OwnError> {
+pub fn own(config: OwnConfig, trust: &svc_client::trust::Trust) -> Result<Arc<Own>, OwnError> {
     let anchors = svc_client::anchors::read(&config.anchors_file)?;
     let caller = Caller::new(
         &config.api_base_url,
@@ -72,17 +72,23 @@ pub fn own(config: OwnConfig) -> Result<Arc<Own>, OwnError> {
         config.sandbox_key_grant.clone(),
         config.timeout_ms,
         config.retry,
+        trust,
     )?;
     Ok(Arc::new(Own::new(config, caller, anchors)))
 }
 
 /// Runs the server from its configuration file until its client leaves
 /// (stdio) or a signal stops it (HTTP).
-pub async fn run(path: &Path, stopped: impl std::future::Future<Output = ()> + Send + 'static) -> Result<(), OwnError> {
+pub async fn run(
+    path: &Path,
+    ca: Option<&Path>,
+    stopped: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), OwnError> {
     let config = OwnConfig::read(path)?;
     let transport = config.transport.clone();
     let bearer = config.bearer_token()?;
-    let own = own(config)?;
+    let trust = svc_client::trust::Trust::with_ca(ca)?;
+    let own = own(config, &trust)?;
     tracing::info!(key_id = %own.caller.key_id(), transport = ?transport.kind, "svc mcp: serving");
     match transport.kind {
         TransportType::Stdio => {
@@ -137,7 +143,7 @@ pub async fn serve_http(
     });
     let router = axum::Router::new().route_service(&transport.path, service).layer(guard);
     let served =
-        svc_http::api::listener::serve(listener, router, svc_node::config::ListenerLimits::default(), shutdown);
+        svc_http::api::listener::serve(listener, router, svc_node::config::ListenerLimits::default(), None, shutdown);
     Ok((bound, served))
 }
 

@@ -2,8 +2,9 @@
 //! open connections, a deadline for each HTTP/1 request head and for any
 //! connection's first request, a close after a silent spell, a bound on
 //! the wait between body pieces, and (through [`super::admission`]) caps
-//! and deadlines per request. Every listener of a node and the front door
-//! is served here.
+//! and deadlines per request; over TLS when given an acceptor, whose
+//! handshake must end within the head deadline too. Every listener of a
+//! node and the front door is served here.
 
 use std::io;
 use std::net::SocketAddr;
@@ -21,12 +22,13 @@ use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio::time::{Instant, Sleep};
+use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use super::admission::Admission;
@@ -50,6 +52,7 @@ pub fn serve(
     listener: TcpListener,
     router: Router,
     limits: ListenerLimits,
+    tls: Option<TlsAcceptor>,
     mut shutdown: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
     let router =
@@ -57,6 +60,7 @@ pub fn serve(
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(ms(limits.header_read_timeout_ms));
     builder.http2().timer(TokioTimer::new()).max_concurrent_streams(limits.max_streams_per_connection);
+    let builder = Arc::new(builder);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     tokio::spawn(async move {
         let graceful = GracefulShutdown::new();
@@ -92,23 +96,19 @@ pub fn serve(
                 request.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
                 request
             });
-            let io = TokioIo::new(Idle::new(stream, ms(limits.idle_timeout_ms)));
-            let connection = builder.serve_connection(io, TowerToHyperService::new(service)).into_owned();
-            let connection = graceful.watch(connection);
+            let io = Idle::new(stream, ms(limits.idle_timeout_ms));
             let head_deadline = ms(limits.header_read_timeout_ms);
+            let (builder, watcher, tls) = (builder.clone(), graceful.watcher(), tls.clone());
             tokio::spawn(async move {
-                // Whatever the protocol, the first request's head must be
-                // whole within the head deadline: an HTTP/2 peer dribbling
-                // its preface or first HEADERS frame is cut as an HTTP/1
-                // one is (hyper's own deadline covers HTTP/1 only).
-                tokio::pin!(connection);
-                tokio::select! {
-                    _ = &mut connection => {}
-                    _ = tokio::time::sleep(head_deadline) => {
-                        if asked.load(Ordering::Relaxed) {
-                            let _ = connection.await;
-                        }
-                    }
+                match tls {
+                    None => drive(io, &builder, service, watcher, asked, head_deadline).await,
+                    // The handshake counts against the head deadline: a peer
+                    // that starts one and stalls gives its slot back.
+                    Some(tls) => match tokio::time::timeout(head_deadline, tls.accept(io)).await {
+                        Ok(Ok(io)) => drive(io, &builder, service, watcher, asked, head_deadline).await,
+                        Ok(Err(e)) => tracing::debug!(error = %e, %peer, "TLS handshake refused"),
+                        Err(_) => tracing::debug!(%peer, "TLS handshake not done within the head deadline"),
+                    },
                 }
                 drop(slot);
             });
@@ -118,6 +118,42 @@ pub fn serve(
             tracing::warn!("requests still open after the drain period were cut");
         }
     })
+}
+
+/// Serves one connection, plain or over TLS, until it ends or drains.
+async fn drive<I, S>(
+    io: I,
+    builder: &auto::Builder<TokioExecutor>,
+    service: S,
+    watcher: Watcher,
+    asked: Arc<AtomicBool>,
+    head_deadline: Duration,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    S: tower::Service<
+            axum::http::Request<Incoming>,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let connection = builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(service)).into_owned();
+    let connection = watcher.watch(connection);
+    // Whatever the protocol, the first request's head must be whole within
+    // the head deadline: an HTTP/2 peer dribbling its preface or first
+    // HEADERS frame is cut as an HTTP/1 one is (hyper's own deadline covers
+    // HTTP/1 only).
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = &mut connection => {}
+        _ = tokio::time::sleep(head_deadline) => {
+            if asked.load(Ordering::Relaxed) {
+                let _ = connection.await;
+            }
+        }
+    }
 }
 
 fn ms(millis: u64) -> Duration {

@@ -239,8 +239,9 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         }
     };
     let mut peers = std::collections::HashMap::new();
+    let trust = config.trust()?;
     for peer in &config.peers {
-        let transport = svc_client::transport::Transport::http2(&peer.url)
+        let transport = svc_client::transport::Transport::http2(&peer.url, &trust)
             .map_err(|e| StartError::Config(format!("peer {}: {e}", peer.name)))?;
         peers.insert(peer.name.clone(), transport);
     }
@@ -503,7 +504,8 @@ async fn start_replica(
     let needs = |what: &str| StartError::Config(format!("a read region needs replication.{what}"));
     let home_url = settings.home_url.as_deref().ok_or_else(|| needs("home_url"))?;
     let internal_url = settings.internal_url.as_deref().ok_or_else(|| needs("internal_url"))?;
-    let urls = crate::replication::link::HomeUrls { public: home_url, internal: internal_url };
+    let trust = config.trust()?;
+    let urls = crate::replication::link::HomeUrls { public: home_url, internal: internal_url, trust: &trust };
     let link = Arc::new(HomeLink::new(
         urls,
         settings.token.clone(),

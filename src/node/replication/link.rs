@@ -65,6 +65,8 @@ pub const FORWARDS_IN_FLIGHT: usize = 96;
 pub struct HomeUrls<'a> {
     pub public: &'a str,
     pub internal: &'a str,
+    /// Whom to believe there over `https://`.
+    pub trust: &'a svc_client::trust::Trust,
 }
 
 /// A read region's two connections to home: one to home's internal
@@ -95,8 +97,8 @@ impl HomeLink {
     ) -> Result<Self, ClientError> {
         Ok(HomeLink {
             clock,
-            control: Transport::http2(home.internal)?,
-            clients: Transport::http2(home.public)?,
+            control: Transport::http2(home.internal, home.trust)?,
+            clients: Transport::http2(home.public, home.trust)?,
             forwards: tokio::sync::Semaphore::new(FORWARDS_IN_FLIGHT),
             token,
             region,

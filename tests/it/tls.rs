@@ -1,0 +1,257 @@
+//! TLS on a node's listeners (issue 48, part 1): rustls from the files the
+//! config names, HTTP/2 by ALPN, a client that believes the node only by
+//! the CA it is given, and a certificate read again without a restart.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use axum::body::Body;
+use axum::http::Request;
+use svc_client::transport::Transport;
+use svc_client::trust::Trust;
+use svc_node::config::TlsConfig;
+
+use crate::common::Home;
+
+/// A CA, and a certificate it issued for loopback.
+struct Issued {
+    ca: PathBuf,
+    cert: String,
+    key: String,
+}
+
+/// A deployment's CA: its file, and what issues its certificates.
+struct Ca {
+    file: PathBuf,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
+
+impl Ca {
+    fn new(dir: &Path, name: &str) -> Ca {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name.push(rcgen::DnType::CommonName, format!("svc test CA {name}"));
+        let cert = params.self_signed(&key).unwrap();
+        let file = dir.join(format!("{name}-ca.pem"));
+        std::fs::write(&file, cert.pem()).unwrap();
+        Ca { file, issuer: rcgen::Issuer::new(params, key) }
+    }
+
+    /// A certificate for loopback, as PEM: (chain, key).
+    fn issue(&self) -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut leaf = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        leaf.subject_alt_names.push(rcgen::SanType::IpAddress("127.0.0.1".parse().unwrap()));
+        (leaf.signed_by(&key, &self.issuer).unwrap().pem(), key.serialize_pem())
+    }
+
+    /// A node's `[tls]`: a certificate of this CA in `dir` as `name`, and
+    /// `trusted` as the CA it believes as a client.
+    fn tls(&self, dir: &Path, name: &str, trusted: Option<&Path>) -> TlsConfig {
+        let (cert, key) = self.issue();
+        let tls = TlsConfig {
+            cert: dir.join(format!("{name}.pem")),
+            key: dir.join(format!("{name}-key.pem")),
+            ca: trusted.map(Path::to_owned),
+        };
+        std::fs::write(&tls.cert, cert).unwrap();
+        std::fs::write(&tls.key, key).unwrap();
+        tls
+    }
+}
+
+fn issue(dir: &Path, name: &str) -> Issued {
+    let ca = Ca::new(dir, name);
+    let (cert, key) = ca.issue();
+    Issued { ca: ca.file, cert, key }
+}
+
+/// Puts `issued`'s pair where the node reads it.
+fn install(issued: &Issued, config: &TlsConfig) {
+    std::fs::write(&config.cert, &issued.cert).unwrap();
+    std::fs::write(&config.key, &issued.key).unwrap();
+}
+
+async fn healthz(transport: &Transport) -> Result<u16, String> {
+    let request = Request::get("/healthz").body(Body::empty()).unwrap();
+    transport.send(request).await.map(|a| a.status).map_err(|e| e.to_string())
+}
+
+fn https(addr: SocketAddr) -> String {
+    format!("https://{addr}")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_listener_speaks_tls_and_a_client_believes_it_by_the_ca_it_is_given() {
+    let files = tempfile::tempdir().unwrap();
+    let issued = issue(files.path(), "first");
+    let tls = TlsConfig { cert: files.path().join("cert.pem"), key: files.path().join("key.pem"), ca: None };
+    install(&issued, &tls);
+    let (_home, node) = Home::listening(|c| c.tls = Some(tls.clone())).await;
+    let trust = Trust::with_ca(Some(&issued.ca)).unwrap();
+
+    // The public and admin listeners both, HTTP/2 by ALPN (an HTTP/2-only
+    // client gets its answer only if the server chose h2). The admin
+    // listener has no `/healthz`: its 404 is an answer over TLS.
+    for (addr, status) in [(node.addr, 200), (node.admin_addr, 404)] {
+        let h2 = Transport::http2(&https(addr), &trust).unwrap();
+        assert_eq!(healthz(&h2).await, Ok(status), "{addr}");
+        let any = Transport::trusting(&https(addr), &trust).unwrap();
+        assert_eq!(healthz(&any).await, Ok(status), "{addr}");
+    }
+
+    // A client that believes only the system's roots is refused, told why.
+    let refused = healthz(&Transport::new(&https(node.addr)).unwrap()).await.unwrap_err();
+    assert!(refused.contains("UnknownIssuer"), "{refused}");
+    assert!(refused.contains("--ca"), "{refused}");
+
+    // No plain HTTP on a TLS listener.
+    assert!(healthz(&Transport::new(&format!("http://{}", node.addr)).unwrap()).await.is_err());
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_certificate_replaced_on_disk_is_served_after_sighup_and_open_connections_stay() {
+    let files = tempfile::tempdir().unwrap();
+    let (first, second) = (issue(files.path(), "first"), issue(files.path(), "second"));
+    let tls = TlsConfig { cert: files.path().join("cert.pem"), key: files.path().join("key.pem"), ca: None };
+    install(&first, &tls);
+    let (_home, node) = Home::listening(|c| c.tls = Some(tls.clone())).await;
+    let believes_first = Trust::with_ca(Some(&first.ca)).unwrap();
+    let believes_second = Trust::with_ca(Some(&second.ca)).unwrap();
+    let open = Transport::http2(&https(node.addr), &believes_first).unwrap();
+    assert_eq!(healthz(&open).await, Ok(200));
+
+    install(&second, &tls);
+    let pid = std::process::id().to_string();
+    assert!(std::process::Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
+    let mut served_second = false;
+    for _ in 0..100 {
+        let fresh = Transport::http2(&https(node.addr), &believes_second).unwrap();
+        if healthz(&fresh).await == Ok(200) {
+            served_second = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(served_second, "the new certificate is served to new connections");
+    // A client of its own (no TLS session of the old one to resume).
+    let first_only = Trust::with_ca(Some(&first.ca)).unwrap();
+    let fresh = Transport::http2(&https(node.addr), &first_only).unwrap();
+    assert!(healthz(&fresh).await.is_err(), "the old certificate is no longer served");
+    // The connection opened under the old certificate was not dropped.
+    assert_eq!(healthz(&open).await, Ok(200));
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_whose_key_does_not_match_its_certificate_does_not_start() {
+    let files = tempfile::tempdir().unwrap();
+    let (first, second) = (issue(files.path(), "first"), issue(files.path(), "second"));
+    let tls = TlsConfig { cert: files.path().join("cert.pem"), key: files.path().join("key.pem"), ca: None };
+    std::fs::write(&tls.cert, &first.cert).unwrap();
+    std::fs::write(&tls.key, &second.key).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = svc_node::config::NodeConfig::local_home(
+        dir.path().to_owned(),
+        "127.0.0.1:0".parse().unwrap(),
+        "127.0.0.1:0".parse().unwrap(),
+    );
+    config.tls = Some(tls.clone());
+    let refused = svc_http::node::Node::start(config, std::sync::Arc::new(svc_clock::SystemClock)).await.err();
+    let refused = refused.expect("a mismatched pair is refused").to_string();
+    assert!(refused.contains("cert.pem") && refused.contains("key.pem"), "{refused}");
+}
+
+/// Home and a read region, each on TLS from one deployment CA: the region
+/// that believes the CA replicates over the encrypted link and is ready; a
+/// region that does not believe home's certificate takes nothing from it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_region_replicates_over_tls_only_from_a_home_it_believes() {
+    use svc_node::config::{NodeConfig, RegionCredential, ReplicationConfig, Role};
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new(dir.path(), "deployment");
+    let token = |r: &str| format!("{r}-token-of-at-least-thirty-two-characters");
+    let loopback = "127.0.0.1:0".parse().unwrap();
+    let node = |region: &str, role: Role| {
+        let mut config = NodeConfig::local_home(dir.path().join(region), loopback, loopback);
+        config.region = region.into();
+        config.role = role;
+        config
+    };
+    let mut home = node("home", Role::Home);
+    home.internal_listen = Some(loopback);
+    home.replication =
+        Some(ReplicationConfig::home(["eu", "ap"].map(|r| RegionCredential::new(r, &token(r))).to_vec()));
+    home.tls = Some(ca.tls(dir.path(), "home", Some(&ca.file)));
+    let clock = || std::sync::Arc::new(svc_clock::SystemClock);
+    let home = svc_http::node::Node::start(home, clock()).await.unwrap();
+    let read = |region: &str, trusted: Option<&Path>| {
+        let mut config = node(region, Role::Read);
+        config.replication = Some(ReplicationConfig::read(
+            Some(https(home.addr)),
+            Some(https(home.internal_addr.unwrap())),
+            &token(region),
+        ));
+        config.tls = Some(ca.tls(dir.path(), region, trusted));
+        config
+    };
+    let eu = svc_http::node::Node::start(read("eu", Some(&ca.file)), clock()).await.unwrap();
+    let ap = svc_http::node::Node::start(read("ap", None), clock()).await.unwrap();
+
+    let trust = Trust::with_ca(Some(&ca.file)).unwrap();
+    let ready = |addr: SocketAddr| {
+        let trust = trust.clone();
+        async move {
+            let transport = Transport::trusting(&https(addr), &trust).unwrap();
+            let request = Request::get("/readyz").body(Body::empty()).unwrap();
+            transport.send(request).await.unwrap()
+        }
+    };
+    let mut eu_ready = false;
+    for _ in 0..300 {
+        if ready(eu.addr).await.status == 200 {
+            eu_ready = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(eu_ready, "the region that believes home's CA replicates and is ready");
+    let head = svc_node::replication::last_seq(&home.state.store).unwrap();
+    assert!(svc_node::replication::last_seq(&eu.state.store).unwrap() >= head.min(1), "it applied home's log");
+    // The other has had as long: it took nothing from a home it does not believe.
+    assert_eq!(ready(ap.addr).await.status, 503);
+    assert_eq!(svc_node::replication::last_seq(&ap.state.store).unwrap(), 0);
+    for node in [ap, eu, home] {
+        node.stop().await;
+    }
+}
+
+/// The front door serves TLS and reaches its regions over TLS, believing
+/// them by the deployment's CA.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_front_door_speaks_tls_on_both_sides() {
+    use svc_http::front_door::{FrontDoor, FrontDoorConfig, REGION_HEADER, Route};
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new(dir.path(), "deployment");
+    let tls = ca.tls(dir.path(), "home", None);
+    let (_home, node) = Home::listening(|c| c.tls = Some(tls)).await;
+    let door = FrontDoor::start(FrontDoorConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        probe_ms: 100,
+        regions: vec![Route { region: "home".into(), url: https(node.addr), latency_ms: None, delay_ms: None }],
+        listener: Default::default(),
+        tls: Some(ca.tls(dir.path(), "door", Some(&ca.file))),
+    })
+    .await
+    .unwrap();
+    let trust = Trust::with_ca(Some(&ca.file)).unwrap();
+    let through = Transport::trusting(&https(door.addr), &trust).unwrap();
+    let request = Request::get("/healthz").body(Body::empty()).unwrap();
+    let answer = through.send(request).await.unwrap();
+    assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+    assert_eq!(answer.headers[REGION_HEADER], "home");
+    door.stop().await;
+    node.stop().await;
+}
