@@ -255,3 +255,30 @@ async fn the_front_door_speaks_tls_on_both_sides() {
     door.stop().await;
     node.stop().await;
 }
+
+/// `svc ca init` makes a deployment's CA once, `svc ca issue` a region's
+/// certificate from it, and a node serves it to a client that believes
+/// the CA; the keys are the owner's alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn svc_ca_makes_the_certificates_a_node_serves() {
+    use std::os::unix::fs::PermissionsExt;
+    use svc::commands::ca;
+    let dir = tempfile::tempdir().unwrap();
+    let tls_dir = dir.path().join("tls");
+    ca::init(&tls_dir).unwrap();
+    let again = ca::init(&tls_dir).unwrap_err().to_string();
+    assert!(again.contains("already there"), "{again}");
+    ca::issue(&tls_dir, "home", true, &[], 30).unwrap();
+    for key in ["ca-key.pem", "home-key.pem"] {
+        let mode = std::fs::metadata(tls_dir.join(key)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{key}");
+    }
+    assert!(ca::issue(&tls_dir, "../elsewhere", true, &[], 30).is_err(), "a name is not a path");
+
+    let tls = TlsConfig { cert: tls_dir.join("home.pem"), key: tls_dir.join("home-key.pem"), ca: None };
+    let (_home, node) = Home::listening(|c| c.tls = Some(tls)).await;
+    let trust = Trust::with_ca(Some(&tls_dir.join("ca.pem"))).unwrap();
+    let transport = Transport::http2(&https(node.addr), &trust).unwrap();
+    assert_eq!(healthz(&transport).await, Ok(200));
+    node.stop().await;
+}

@@ -26,6 +26,9 @@ pub enum CliError {
     /// A configuration that names its secrets wrongly.
     #[error(transparent)]
     Config(#[from] svc_node::config::ConfigError),
+    /// A CA command that failed (boxed: certificate errors are large).
+    #[error("{0}")]
+    Ca(Box<super::ca::CaError>),
     /// A node that did not start.
     #[error("{0}")]
     Node(#[from] svc_http::node::NodeError),
@@ -72,4 +75,10 @@ pub enum CliError {
     /// A document that is not what the verification index pins.
     #[error("{url} is not the document the verification index pins ({sha256})")]
     NotPinned { url: String, sha256: String },
+}
+
+impl From<super::ca::CaError> for CliError {
+    fn from(error: super::ca::CaError) -> Self {
+        CliError::Ca(Box::new(error))
+    }
 }

@@ -1,6 +1,7 @@
 //! The `svc` command line.
 
 pub mod admin;
+pub mod ca;
 pub mod client;
 pub mod error;
 pub mod loadgen;
@@ -74,6 +75,12 @@ pub enum Command {
     /// `[replication] token_file`.
     #[command(after_help = "Example:\n  svc secret > regions/secrets/home-admin-token")]
     Secret,
+    /// A deployment's own certificate authority, for `[tls]`: `init` makes
+    /// it, `issue` makes or renews a region's or a listener's certificate.
+    #[command(
+        after_help = "Example:\n  svc ca init --dir tls && svc ca issue --dir tls --region eu --host eu.example.net"
+    )]
+    Ca(ca::CaArgs),
     /// Write a new private key file (Ed25519 or ES256) and print its public half.
     #[command(after_help = "Example:\n  svc keygen --alg ed25519 --out ai.json")]
     Keygen {
@@ -165,6 +172,7 @@ pub fn run(cli: Cli) -> i32 {
             0
         }
         Command::Keygen { alg, out } => print_result(keygen(&alg, &out)),
+        Command::Ca(args) => print_result(ca::run(args)),
         Command::Secret => {
             print_out(&hex::encode(svc_clock::random::<32>()));
             0
