@@ -25,6 +25,7 @@ pub struct CaArgs {
 pub enum CaCommand {
     /// Make the CA: `<dir>/ca.pem`, and `<dir>/ca-key.pem` readable by its
     /// owner alone. Refused when `<dir>/ca.pem` exists.
+    #[command(after_help = "Example:\n  svc ca init --dir tls")]
     Init {
         #[arg(long, default_value = "svc-data/tls")]
         dir: PathBuf,
@@ -32,6 +33,7 @@ pub enum CaCommand {
     /// Issue a certificate from the CA, or renew one by issuing it again:
     /// `<dir>/<name>.pem` (the chain) and `<dir>/<name>-key.pem`, each
     /// replaced whole, so a node reading them again never sees half a file.
+    #[command(after_help = "Example:\n  svc ca issue --dir tls --region eu --host eu.example.net --host 10.0.0.5")]
     Issue {
         #[arg(long, default_value = "svc-data/tls")]
         dir: PathBuf,
