@@ -70,11 +70,6 @@ impl Certificates {
     fn changed(&self) -> bool {
         *self.stamps.read().unwrap_or_else(std::sync::PoisonError::into_inner) != stamps(&self.cert, &self.key)
     }
-
-    /// The certificate chain in force (its end-entity certificate first).
-    pub fn chain(&self) -> Vec<CertificateDer<'static>> {
-        self.current.read().unwrap_or_else(std::sync::PoisonError::into_inner).cert.clone()
-    }
 }
 
 impl ResolvesServerCert for Certificates {

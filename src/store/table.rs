@@ -185,18 +185,8 @@ impl<V> Table<V> {
         self.schema.family
     }
 
-    /// The table's own name (its family's, for a whole family).
-    pub const fn table_name(self) -> &'static str {
-        self.schema.table
-    }
-
     pub const fn schema(&self) -> &Schema {
         &self.schema
-    }
-
-    /// The value's Rust type, for the listing.
-    pub fn value_type(&self) -> &'static str {
-        std::any::type_name::<V>()
     }
 
     /// The family it lives in, by its name alone, for lists of families.
