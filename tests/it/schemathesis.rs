@@ -52,8 +52,12 @@ async fn schemathesis_finds_no_server_error_and_no_answer_outside_the_descriptio
     let mut output = run().await.expect("schemathesis is installed (bash .ci/setup)");
     // CPython 3.11's parser can fail inside hypothesis while it names a
     // filter ("AST constructor recursion depth mismatch"): an interpreter
-    // fault, not a finding, so that one run is made again.
-    if String::from_utf8_lossy(&output.stdout).contains("AST constructor recursion depth mismatch") {
+    // fault, not a finding, and not every run's (its workers race), so the
+    // run is made again, up to three more times. CI met it twice running.
+    for _ in 0..3 {
+        if !String::from_utf8_lossy(&output.stdout).contains("AST constructor recursion depth mismatch") {
+            break;
+        }
         output = run().await.unwrap();
     }
     let report = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
