@@ -29,14 +29,21 @@ fn system_roots() -> &'static [CertificateDer<'static>] {
 }
 
 impl Trust {
-    /// The system's roots alone.
+    /// The system's roots alone, made once per process.
     pub fn system() -> Trust {
         static SYSTEM: OnceLock<Trust> = OnceLock::new();
-        SYSTEM.get_or_init(|| Trust::with_ca(None).expect("the system's roots need no file")).clone()
+        SYSTEM.get_or_init(|| Trust::build(None).expect("the system's roots need no file")).clone()
     }
 
     /// The system's roots, and every certificate in `ca` (PEM) when given.
     pub fn with_ca(ca: Option<&Path>) -> Result<Trust, ClientError> {
+        match ca {
+            None => Ok(Trust::system()),
+            Some(_) => Trust::build(ca),
+        }
+    }
+
+    fn build(ca: Option<&Path>) -> Result<Trust, ClientError> {
         let mut roots = rustls::RootCertStore::empty();
         // A system root rustls cannot use is passed over, as browsers do.
         let _ = roots.add_parsable_certificates(system_roots().iter().cloned());

@@ -48,8 +48,6 @@ pub mod cf {
     /// such a read is an error instead of an unbounded one.
     pub const ALL_OF_THEM: usize = 1_000_000;
     const _: () = assert!(ALL_OF_THEM > super::MOST);
-    /// ad_book's leases, at most one per campaign.
-    pub(crate) const LEASES_MOST: usize = ALL_OF_THEM;
 
     /// Families whose values are of types the crates above declare: their
     /// tables are declared there (`svc_node::tables`).
@@ -166,7 +164,7 @@ pub mod cf {
         pub const RAW: Named = Named(FAMILY);
         /// The campaign leases it holds.
         pub const LEASES: Table<svc_core::ads::ledger::Held> =
-            Table::part(FAMILY, "ad_book.leases", b"lease\0", "`lease` ‖ campaign id").most(super::LEASES_MOST);
+            Table::part(FAMILY, "ad_book.leases", b"lease\0", "`lease` ‖ campaign id").most(super::ALL_OF_THEM);
         /// Its sequences: the last analytics event's (`event_seq`), the last
         /// ad fact's (`fact_seq`), its place in home's ad feed (`feed_cursor`).
         pub const EVENT_SEQ: Table<u64> = Table::exact(FAMILY, "ad_book.event_seq", b"event_seq");
@@ -594,12 +592,6 @@ fn within(family: impl Family, prefix: &[u8]) -> Option<&[u8]> {
     } else {
         None
     }
-}
-
-/// The one decoder of stored values (and of replicated ones, which are
-/// stored values): the version byte checked, then postcard.
-pub fn decode_value<T: DeserializeOwned>(cf: &'static str, bytes: &[u8]) -> StoreResult<T> {
-    postcard::from_bytes(versioned_body(cf, bytes)?).map_err(|source| StoreError::Decode { cf, source })
 }
 
 /// The column family of this name, as the `'static` name the store uses.

@@ -96,24 +96,13 @@ fn core_dependency_graph_has_no_io_crates() {
     assert!(seen.contains("ed25519-dalek"), "the walk found the crypto crates: {seen:?}");
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn core_code_reads_no_clock_files_or_network() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core");
+    let root = crate::common::sources::root().join("src/core");
     let mut files = Vec::new();
     for dir in ["src", "tests", "benches"] {
         if root.join(dir).exists() {
-            rust_files(&root.join(dir), &mut files);
+            files.extend(crate::common::sources::rust_files(&root.join(dir)));
         }
     }
     assert!(files.len() > 10, "found the core sources");

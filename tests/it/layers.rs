@@ -20,22 +20,7 @@ const LAYERS: &[(&str, &str, &str)] = &[
     ("svc", ".", "src/cli"),
 ];
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(rust_files(&path));
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-    out
-}
+use crate::common::sources::{root, rust_files};
 
 fn manifest(folder: &str) -> toml::Table {
     std::fs::read_to_string(root().join(folder).join("Cargo.toml")).unwrap().parse().unwrap()

@@ -9,11 +9,13 @@
 //! table, a new version), and never rewrites what was recorded.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_reflection::{Format, Registry, Samples, Tracer, TracerConfig};
 use svc_store::{Table, cf};
+
+use crate::common::sources::{root, rust_files};
 
 /// Each enum stored by its name, with a name it has: what a trace gives
 /// where the value holds one (an empty name is not one).
@@ -279,26 +281,9 @@ struct Recorded {
     samples: Vec<String>,
 }
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 /// How many tables the sources declare (`Table::new`, `part`, `exact`).
 fn declared() -> usize {
-    let mut files = Vec::new();
-    rust_files(&root().join("src"), &mut files);
-    files
+    rust_files(&root().join("src"))
         .iter()
         .filter(|f| !f.ends_with("store/table.rs"))
         .map(|f| {

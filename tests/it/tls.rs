@@ -11,14 +11,7 @@ use svc_client::transport::Transport;
 use svc_client::trust::Trust;
 use svc_node::config::TlsConfig;
 
-use crate::common::Home;
-
-/// A CA, and a certificate it issued for loopback.
-struct Issued {
-    ca: PathBuf,
-    cert: String,
-    key: String,
-}
+use crate::common::{Home, eventually};
 
 /// A deployment's CA: its file, and what issues its certificates.
 struct Ca {
@@ -38,18 +31,14 @@ impl Ca {
         Ca { file, issuer: rcgen::Issuer::new(params, key) }
     }
 
-    /// A certificate for loopback, as PEM: (chain, key).
-    fn issue(&self) -> (String, String) {
+    /// A node's `[tls]`: a certificate of this CA for loopback, written in
+    /// `dir` as `name` (over what is there), and `trusted` as the CA it
+    /// believes as a client.
+    fn tls(&self, dir: &Path, name: &str, trusted: Option<&Path>) -> TlsConfig {
         let key = rcgen::KeyPair::generate().unwrap();
         let mut leaf = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
         leaf.subject_alt_names.push(rcgen::SanType::IpAddress("127.0.0.1".parse().unwrap()));
-        (leaf.signed_by(&key, &self.issuer).unwrap().pem(), key.serialize_pem())
-    }
-
-    /// A node's `[tls]`: a certificate of this CA in `dir` as `name`, and
-    /// `trusted` as the CA it believes as a client.
-    fn tls(&self, dir: &Path, name: &str, trusted: Option<&Path>) -> TlsConfig {
-        let (cert, key) = self.issue();
+        let (cert, key) = (leaf.signed_by(&key, &self.issuer).unwrap().pem(), key.serialize_pem());
         let tls = TlsConfig {
             cert: dir.join(format!("{name}.pem")),
             key: dir.join(format!("{name}-key.pem")),
@@ -59,18 +48,6 @@ impl Ca {
         std::fs::write(&tls.key, key).unwrap();
         tls
     }
-}
-
-fn issue(dir: &Path, name: &str) -> Issued {
-    let ca = Ca::new(dir, name);
-    let (cert, key) = ca.issue();
-    Issued { ca: ca.file, cert, key }
-}
-
-/// Puts `issued`'s pair where the node reads it.
-fn install(issued: &Issued, config: &TlsConfig) {
-    std::fs::write(&config.cert, &issued.cert).unwrap();
-    std::fs::write(&config.key, &issued.key).unwrap();
 }
 
 async fn healthz(transport: &Transport) -> Result<u16, String> {
@@ -85,11 +62,10 @@ fn https(addr: SocketAddr) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_listener_speaks_tls_and_a_client_believes_it_by_the_ca_it_is_given() {
     let files = tempfile::tempdir().unwrap();
-    let issued = issue(files.path(), "first");
-    let tls = TlsConfig { cert: files.path().join("cert.pem"), key: files.path().join("key.pem"), ca: None };
-    install(&issued, &tls);
-    let (_home, node) = Home::listening(|c| c.tls = Some(tls.clone())).await;
-    let trust = Trust::with_ca(Some(&issued.ca)).unwrap();
+    let ca = Ca::new(files.path(), "first");
+    let tls = ca.tls(files.path(), "node", None);
+    let (_home, node) = Home::listening(|c| c.tls = Some(tls)).await;
+    let trust = Trust::with_ca(Some(&ca.file)).unwrap();
 
     // The public and admin listeners both, HTTP/2 by ALPN (an HTTP/2-only
     // client gets its answer only if the server chose h2). The admin
@@ -114,30 +90,25 @@ async fn every_listener_speaks_tls_and_a_client_believes_it_by_the_ca_it_is_give
 #[tokio::test(flavor = "multi_thread")]
 async fn a_certificate_replaced_on_disk_is_served_after_sighup_and_open_connections_stay() {
     let files = tempfile::tempdir().unwrap();
-    let (first, second) = (issue(files.path(), "first"), issue(files.path(), "second"));
-    let tls = TlsConfig { cert: files.path().join("cert.pem"), key: files.path().join("key.pem"), ca: None };
-    install(&first, &tls);
-    let (_home, node) = Home::listening(|c| c.tls = Some(tls.clone())).await;
-    let believes_first = Trust::with_ca(Some(&first.ca)).unwrap();
-    let believes_second = Trust::with_ca(Some(&second.ca)).unwrap();
+    let (first, second) = (Ca::new(files.path(), "first"), Ca::new(files.path(), "second"));
+    let tls = first.tls(files.path(), "node", None);
+    let (_home, node) = Home::listening(|c| c.tls = Some(tls)).await;
+    let believes_first = Trust::with_ca(Some(&first.file)).unwrap();
+    let believes_second = Trust::with_ca(Some(&second.file)).unwrap();
     let open = Transport::http2(&https(node.addr), &believes_first).unwrap();
     assert_eq!(healthz(&open).await, Ok(200));
 
-    install(&second, &tls);
+    // The second CA's pair, written over the files the node reads.
+    second.tls(files.path(), "node", None);
     let pid = std::process::id().to_string();
     assert!(std::process::Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
-    let mut served_second = false;
-    for _ in 0..100 {
+    eventually("the new certificate is served to new connections", async || {
         let fresh = Transport::http2(&https(node.addr), &believes_second).unwrap();
-        if healthz(&fresh).await == Ok(200) {
-            served_second = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert!(served_second, "the new certificate is served to new connections");
+        healthz(&fresh).await == Ok(200)
+    })
+    .await;
     // A client of its own (no TLS session of the old one to resume).
-    let first_only = Trust::with_ca(Some(&first.ca)).unwrap();
+    let first_only = Trust::with_ca(Some(&first.file)).unwrap();
     let fresh = Transport::http2(&https(node.addr), &first_only).unwrap();
     assert!(healthz(&fresh).await.is_err(), "the old certificate is no longer served");
     // The connection opened under the old certificate was not dropped.
@@ -148,10 +119,11 @@ async fn a_certificate_replaced_on_disk_is_served_after_sighup_and_open_connecti
 #[tokio::test(flavor = "multi_thread")]
 async fn a_node_whose_key_does_not_match_its_certificate_does_not_start() {
     let files = tempfile::tempdir().unwrap();
-    let (first, second) = (issue(files.path(), "first"), issue(files.path(), "second"));
-    let tls = TlsConfig { cert: files.path().join("cert.pem"), key: files.path().join("key.pem"), ca: None };
-    std::fs::write(&tls.cert, &first.cert).unwrap();
-    std::fs::write(&tls.key, &second.key).unwrap();
+    let (first, second) = (Ca::new(files.path(), "first"), Ca::new(files.path(), "second"));
+    // One certificate, and another certificate's key.
+    let cert = first.tls(files.path(), "cert", None).cert;
+    let key = second.tls(files.path(), "other", None).key;
+    let tls = TlsConfig { cert, key, ca: None };
     let dir = tempfile::tempdir().unwrap();
     let mut config = svc_node::config::NodeConfig::local_home(
         dir.path().to_owned(),
@@ -209,15 +181,10 @@ async fn a_read_region_replicates_over_tls_only_from_a_home_it_believes() {
             transport.send(request).await.unwrap()
         }
     };
-    let mut eu_ready = false;
-    for _ in 0..300 {
-        if ready(eu.addr).await.status == 200 {
-            eu_ready = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert!(eu_ready, "the region that believes home's CA replicates and is ready");
+    eventually("the region that believes home's CA replicates and is ready", async || {
+        ready(eu.addr).await.status == 200
+    })
+    .await;
     let head = svc_node::replication::last_seq(&home.state.store).unwrap();
     assert!(svc_node::replication::last_seq(&eu.state.store).unwrap() >= head.min(1), "it applied home's log");
     // The other has had as long: it took nothing from a home it does not believe.

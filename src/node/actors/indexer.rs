@@ -18,7 +18,7 @@ use svc_core::ids::RecordType;
 use crate::actors::error::ActorError;
 use crate::actors::index_shard::IndexShardMsg;
 use crate::registry::Registry;
-use crate::replication::{Op, decode, entries_after};
+use crate::replication::{Op, entries_after};
 use svc_core::time::UnixMs;
 use svc_search::doc::{Blocked, IndexDoc, index_doc};
 use svc_search::shard_of;
@@ -214,7 +214,7 @@ impl IndexerState {
             for op in entry.ops {
                 match op {
                     Op::Put { cf: name, value, .. } if name == cf::RECORDS.name() => {
-                        let head = decode::<RecordHead>(cf::RECORDS.name(), &value).map_err(ActorError::from)?;
+                        let head = svc_store::decode::<RecordHead>(cf::RECORDS, &value).map_err(ActorError::from)?;
                         if let Some(change) = self.record_change(&head, &mut known)? {
                             changes.insert(head.record_id.clone(), change);
                         }
@@ -230,7 +230,7 @@ impl IndexerState {
                         if name == cf::INTEGRATION_KEYS.name() || name == cf::PASSKEYS.name() =>
                     {
                         let family = if name == cf::PASSKEYS.name() { cf::PASSKEYS } else { cf::INTEGRATION_KEYS };
-                        let key = decode::<BusinessKey>(family.name(), &value).map_err(ActorError::from)?;
+                        let key = svc_store::decode::<BusinessKey>(family, &value).map_err(ActorError::from)?;
                         reblock.push(key.business_uuid);
                     }
                     _ => {}

@@ -10,7 +10,7 @@ pub mod exchange;
 pub mod link;
 pub mod purge;
 
-use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde::{Deserialize, Serialize};
 use svc_core::time::UnixMs;
 
 use svc_store::{
@@ -56,7 +56,7 @@ pub const REPLICATED: &[&str] = &[
 ];
 
 /// One write of an entry. A put's `value` is the stored value itself
-/// (`store::encode_value`: its version byte, then postcard), applied at a
+/// (`store::encode`: its table's version byte, then postcard), applied at a
 /// region as it came.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Op {
@@ -94,7 +94,7 @@ pub fn legacy_log_entry(bytes: &[u8]) -> svc_store::StoreResult<Vec<u8>> {
             value.insert(0, svc_store::VALUE_VERSION);
         }
     }
-    svc_store::encode_value(&entry)
+    svc_store::encode(REPLOG, &entry)
 }
 
 /// A change to make atomically: replicated writes (logged) and home-only ones.
@@ -125,7 +125,7 @@ impl Change {
     /// Commits only if `key` still holds `as_read` in `cf`; otherwise the
     /// commit is `StoreError::Changed` and writes nothing.
     pub fn require_unchanged<T: Serialize>(&mut self, cf: impl Holds<T>, key: &[u8], as_read: &T) -> &mut Self {
-        let encoded = svc_store::encode_value(as_read).unwrap_or_default();
+        let encoded = svc_store::encode(cf, as_read).unwrap_or_default();
         self.unchanged.push((Named::of(cf), key.to_vec(), encoded));
         self
     }
@@ -133,7 +133,7 @@ impl Change {
     /// Writes `value` under `key`; logged when `cf` replicates. (A value
     /// that fails to encode is left empty, and the commit refuses it.)
     pub fn put<T: Serialize>(&mut self, cf: impl Holds<T>, key: &[u8], value: &T) -> &mut Self {
-        let value = svc_store::encode_value(value).unwrap_or_default();
+        let value = svc_store::encode(cf, value).unwrap_or_default();
         let op = Op::Put { cf: cf.name().to_owned(), key: key.to_vec(), value };
         if REPLICATED.contains(&cf.name()) {
             self.ops.push(op)
@@ -174,7 +174,7 @@ fn apply_op(batch: &mut Batch<'_>, op: &Op) {
     if crate::sabotage::on(crate::sabotage::Sabotage::IgnoredCertificates)
         && let Op::Put { cf: name, value, .. } = op
         && name == cf::CERTIFICATES.name()
-        && decode::<svc_store::model::CertificateIssuance>(cf::CERTIFICATES.name(), value)
+        && svc_store::decode(cf::CERTIFICATES, value)
             .is_ok_and(|c| c.status != svc_core::seal::CertificateStatus::Active)
     {
         return;
@@ -444,12 +444,6 @@ pub fn apply_frames(store: &Store, bytes: &[u8]) -> StoreResult<Applied> {
     Ok(Applied { last, entries, refused })
 }
 
-/// Decodes a replicated value of column family `cf` (what `Change::put`
-/// encoded), through the store's one decoder.
-pub fn decode<T: DeserializeOwned>(cf: &'static str, value: &[u8]) -> StoreResult<T> {
-    svc_store::decode_value(cf, value)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -675,10 +669,7 @@ mod tests {
             for e in &log {
                 let Op::Put { cf: name, value, .. } = &e.ops[0] else { panic!("a put") };
                 assert_eq!(name, cf::BLOCKS.name());
-                assert_eq!(
-                    svc_store::decode_value::<svc_store::model::Block>(cf::BLOCKS.name(), value).unwrap(),
-                    block
-                );
+                assert_eq!(svc_store::decode(cf::BLOCKS, value).unwrap(), block);
             }
             assert_eq!(store.scan::<()>(cf::NONCES, &[], None, 10).unwrap().len(), 1);
             for name in cf::ALL {

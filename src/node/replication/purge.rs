@@ -8,9 +8,9 @@
 use std::collections::{HashMap, HashSet};
 
 use svc_store::model::{Purge, RecordHead, RecordVersion};
-use svc_store::{Store, StoreResult, be, cf, encode_value, keys};
+use svc_store::{Store, StoreResult, be, cf, decode, encode, keys};
 
-use super::{Entry, Op, decode};
+use super::{Entry, Op};
 
 /// Entries read and rewritten per write.
 const PAGE: usize = 256;
@@ -42,21 +42,21 @@ impl Pending {
     /// The purged value of one put, or `None` when it holds nothing to purge.
     fn scrub(&self, family: &str, key: &[u8], value: &[u8]) -> StoreResult<Option<Vec<u8>>> {
         if family == cf::VERSIONS.name() && self.versions.contains(key) {
-            let mut version: RecordVersion = decode(cf::VERSIONS.name(), value)?;
+            let mut version: RecordVersion = decode(cf::VERSIONS, value)?;
             if !version.purge_content() {
                 return Ok(None);
             }
-            return encode_value(&version).map(Some);
+            return encode(cf::VERSIONS, &version).map(Some);
         }
         if family == cf::RECORDS.name()
             && let Some(generations) = self.records.get(key)
         {
-            let mut head: RecordHead = decode(cf::RECORDS.name(), value)?;
+            let mut head: RecordHead = decode(cf::RECORDS, value)?;
             if head.generation > *generations || head.prices.is_empty() {
                 return Ok(None);
             }
             head.prices.clear();
-            return encode_value(&head).map(Some);
+            return encode(cf::RECORDS, &head).map(Some);
         }
         Ok(None)
     }
@@ -148,7 +148,7 @@ mod tests {
         };
         assert!(pending.scrub_entry(&mut entry).unwrap());
         let read = |i: usize| match &entry.ops[i] {
-            Op::Put { value, .. } => decode::<RecordVersion>(cf::VERSIONS.name(), value).unwrap(),
+            Op::Put { value, .. } => decode::<RecordVersion>(cf::VERSIONS, value).unwrap(),
             Op::Delete { .. } => unreachable!(),
         };
         let purged = read(0);
@@ -174,7 +174,7 @@ mod tests {
         assert_eq!(sweep(&store, &pending, 3).unwrap(), Swept::default(), "a second sweep finds nothing left");
         let entries = super::super::entries_after(&store, 0, 10).unwrap();
         let bytes = |e: &Entry| match &e.ops[0] {
-            Op::Put { value, .. } => decode::<RecordVersion>(cf::VERSIONS.name(), value).unwrap().bytes,
+            Op::Put { value, .. } => decode::<RecordVersion>(cf::VERSIONS, value).unwrap().bytes,
             Op::Delete { .. } => unreachable!(),
         };
         assert!(bytes(&entries[0]).is_empty() && bytes(&entries[2]).is_empty());

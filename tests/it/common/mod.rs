@@ -29,6 +29,7 @@ pub mod images;
 #[path = "../../../benches/common/passkey.rs"]
 pub mod passkey;
 pub mod person;
+pub mod sources;
 
 pub const AUTHORITY: &str = "api.svc.localhost";
 /// 2026-11-22T10:00:00Z
