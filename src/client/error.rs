@@ -87,7 +87,10 @@ fn causes(error: &hyper_util::client::legacy::Error) -> String {
     while let Some(cause) = next {
         let text = cause.to_string();
         certificate |= tls_error(cause).is_some_and(|e| {
-            matches!(e, rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented)
+            // Not a check of the project's own (a link certificate naming
+            // another region): that one says what it found.
+            matches!(e, rustls::Error::InvalidCertificate(c) if !matches!(c, rustls::CertificateError::Other(_)))
+                || matches!(e, rustls::Error::NoCertificatesPresented)
         });
         if !said.iter().any(|s| s.contains(&text)) {
             said.push(text);

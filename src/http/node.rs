@@ -57,6 +57,11 @@ impl Node {
         // files do not read does not come up half-served.
         let certificates = config.tls.as_ref().map(crate::tls::Certificates::load).transpose()?;
         let tls = certificates.clone().map(crate::tls::acceptor).transpose()?;
+        // Home's internal listener is mutual TLS (check_link_tls names the CA).
+        let link_tls = match (&certificates, config.tls.as_ref().and_then(|tls| tls.ca.as_deref())) {
+            (Some(certificates), Some(ca)) => Some(crate::tls::link_acceptor(certificates.clone(), ca)?),
+            _ => None,
+        };
         let state = svc_node::region::start(config, clock).await.map_err(NodeError::Start)?;
         let (shutdown, _) = watch::channel(false);
         let limits = state.config.listener;
@@ -66,7 +71,7 @@ impl Node {
         ];
         if let Some(listener) = internal_listener {
             let router = crate::api::internal_router(state.clone());
-            servers.push(serve(listener, router, limits, tls.clone(), shutdown.subscribe()));
+            servers.push(serve(listener, router, limits, link_tls, shutdown.subscribe()));
         }
         if let Some(certificates) = certificates {
             servers.push(crate::tls::watch(certificates, shutdown.subscribe()));

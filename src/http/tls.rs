@@ -32,6 +32,8 @@ pub enum TlsError {
     Refused { cert: PathBuf, key: PathBuf, source: rustls::Error },
     #[error("TLS settings: {0}")]
     Settings(rustls::Error),
+    #[error("{}: {detail}", .path.display())]
+    Ca { path: PathBuf, detail: String },
 }
 
 /// The pair in force, and the files it is read from.
@@ -107,16 +109,55 @@ fn read_pair(cert: &Path, key: &Path) -> Result<CertifiedKey, TlsError> {
     })
 }
 
-/// The acceptor every TLS listener of a node shares: TLS 1.3 and 1.2,
+/// The acceptor of a node's public and admin listeners: TLS 1.3 and 1.2,
 /// `h2` then `http/1.1` by ALPN, the pair in force from `certificates`.
 pub fn acceptor(certificates: Arc<Certificates>) -> Result<TlsAcceptor, TlsError> {
-    let mut config = rustls::ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+    let config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(VERSIONS)
         .map_err(TlsError::Settings)?
         .with_no_client_auth()
         .with_cert_resolver(certificates);
+    Ok(with_alpn(config))
+}
+
+/// The acceptor of home's internal listener (mutual TLS): as [`acceptor`],
+/// and the client must show a certificate the deployment's CA (`ca`, alone)
+/// issued for client use; a client without one is refused in the
+/// handshake, before a byte of a request is read. Which region it names is
+/// judged per request ([`PeerRegions`]).
+pub fn link_acceptor(certificates: Arc<Certificates>, ca: &Path) -> Result<TlsAcceptor, TlsError> {
+    let roots = svc_client::trust::deployment_roots(ca)
+        .map_err(|e| TlsError::Ca { path: ca.to_owned(), detail: e.to_string() })?;
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+        .build()
+        .map_err(|e| TlsError::Ca { path: ca.to_owned(), detail: e.to_string() })?;
+    let config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(VERSIONS)
+        .map_err(TlsError::Settings)?
+        .with_client_cert_verifier(verifier)
+        .with_cert_resolver(certificates);
+    Ok(with_alpn(config))
+}
+
+const VERSIONS: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13, &rustls::version::TLS12];
+
+fn with_alpn(mut config: rustls::ServerConfig) -> TlsAcceptor {
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(TlsAcceptor::from(Arc::new(config)))
+    TlsAcceptor::from(Arc::new(config))
+}
+
+/// The regions a connection's client certificate names (a request
+/// extension on a mutual-TLS listener), for the link to hold a region to
+/// the name its certificate gives.
+#[derive(Debug, Clone, Default)]
+pub struct PeerRegions(pub Arc<[String]>);
+
+impl PeerRegions {
+    /// What the client certificate of a finished handshake names.
+    pub fn of(connection: &rustls::ServerConnection) -> Option<PeerRegions> {
+        let leaf = connection.peer_certificates()?.first()?;
+        Some(PeerRegions(svc_client::trust::regions_named(leaf).into()))
+    }
 }
 
 /// Reads the pair again on `SIGHUP`, and when a file changes, until

@@ -357,6 +357,10 @@ pub struct ReplicationConfig {
     /// for that region.
     #[serde(default)]
     pub regions: Vec<RegionCredential>,
+    /// A read region with TLS: the region home's certificate must name
+    /// (`urn:svc:region:<name>`), as home holds each region to its own.
+    #[serde(default = "default_home_region")]
+    pub home_region: String,
     /// A read region is ready while it was caught up with home within this
     /// many milliseconds.
     #[serde(default = "default_ready_max_lag_ms")]
@@ -405,12 +409,17 @@ impl ReplicationConfig {
             token: token.to_owned(),
             token_file: None,
             regions: Vec::new(),
+            home_region: default_home_region(),
             ready_max_lag_ms: default_ready_max_lag_ms(),
             lease_ms: default_lease_ms(),
             lease_units: default_lease_units(),
             forward_timeout_ms: default_forward_timeout_ms(),
         }
     }
+}
+
+fn default_home_region() -> String {
+    "home".to_owned()
 }
 
 fn default_lease_ms() -> u64 {
@@ -640,6 +649,10 @@ pub enum ConfigError {
     HomeUrl { region: String, urls: String, home_listen: SocketAddr, internal_listen: SocketAddr },
     #[error("{0}: home has no home_url or internal_url")]
     HomeWithHomeUrl(String),
+    #[error("tls.ca: the link between regions is mutual TLS under the deployment's CA; name its certificate")]
+    LinkWithoutCa,
+    #[error("replication.internal_url {0}: with [tls] the link to home is https://")]
+    PlainLink(String),
     #[error("{what}: {why} (draw one with `svc secret`)")]
     WeakSecret { what: String, why: &'static str },
     #[error("{what}: given both in the file and as {what}_file")]
@@ -710,6 +723,24 @@ impl NodeConfig {
                 let what = format!("regions.{}.token", region.name);
                 read_secret(&what, &mut region.token, &region.token_file, base)?;
             }
+        }
+        Ok(())
+    }
+
+    /// With TLS, the link between regions is mutual TLS under the
+    /// deployment's CA: home asks each region for a certificate it issued,
+    /// and a region reaches home's internal listener only over `https://`.
+    pub fn check_link_tls(&self) -> Result<(), ConfigError> {
+        let (Some(tls), Some(link)) = (&self.tls, &self.replication) else { return Ok(()) };
+        let linked = match self.role {
+            Role::Home => self.internal_listen.is_some(),
+            Role::Read => true,
+        };
+        if linked && tls.ca.is_none() {
+            return Err(ConfigError::LinkWithoutCa);
+        }
+        if let Some(url) = link.internal_url.as_deref().filter(|url| !url.starts_with("https://")) {
+            return Err(ConfigError::PlainLink(url.to_owned()));
         }
         Ok(())
     }

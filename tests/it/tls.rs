@@ -13,39 +13,33 @@ use svc_node::config::TlsConfig;
 
 use crate::common::{Home, eventually};
 
-/// A deployment's CA: its file, and what issues its certificates.
+/// A deployment's CA, made by `svc ca init` in a folder of its own.
 struct Ca {
+    dir: PathBuf,
     file: PathBuf,
-    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
 }
 
 impl Ca {
     fn new(dir: &Path, name: &str) -> Ca {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params.distinguished_name.push(rcgen::DnType::CommonName, format!("svc test CA {name}"));
-        let cert = params.self_signed(&key).unwrap();
-        let file = dir.join(format!("{name}-ca.pem"));
-        std::fs::write(&file, cert.pem()).unwrap();
-        Ca { file, issuer: rcgen::Issuer::new(params, key) }
+        let dir = dir.join(name);
+        svc::commands::ca::init(&dir).unwrap();
+        Ca { file: dir.join("ca.pem"), dir }
     }
 
-    /// A node's `[tls]`: a certificate of this CA for loopback, written in
-    /// `dir` as `name` (over what is there), and `trusted` as the CA it
-    /// believes as a client.
-    fn tls(&self, dir: &Path, name: &str, trusted: Option<&Path>) -> TlsConfig {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut leaf = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
-        leaf.subject_alt_names.push(rcgen::SanType::IpAddress("127.0.0.1".parse().unwrap()));
-        let (cert, key) = (leaf.signed_by(&key, &self.issuer).unwrap().pem(), key.serialize_pem());
+    /// A node's `[tls]`: this CA's certificate for region `name` on
+    /// loopback (`svc ca issue --region`), copied into `into` (over what is
+    /// there), and `trusted` as the CA it believes as a client.
+    fn tls(&self, into: &Path, name: &str, trusted: Option<&Path>) -> TlsConfig {
+        svc::commands::ca::issue(&self.dir, name, true, &[], 30).unwrap();
         let tls = TlsConfig {
-            cert: dir.join(format!("{name}.pem")),
-            key: dir.join(format!("{name}-key.pem")),
+            cert: into.join(format!("{name}.pem")),
+            key: into.join(format!("{name}-key.pem")),
             ca: trusted.map(Path::to_owned),
         };
-        std::fs::write(&tls.cert, cert).unwrap();
-        std::fs::write(&tls.key, key).unwrap();
+        if into != self.dir {
+            std::fs::copy(self.dir.join(format!("{name}.pem")), &tls.cert).unwrap();
+            std::fs::copy(self.dir.join(format!("{name}-key.pem")), &tls.key).unwrap();
+        }
         tls
     }
 }
@@ -137,7 +131,7 @@ async fn a_node_whose_key_does_not_match_its_certificate_does_not_start() {
 }
 
 /// Home and a read region, each on TLS from one deployment CA: the region
-/// that believes the CA replicates over the encrypted link and is ready; a
+/// that believes the CA replicates over the mutual-TLS link and is ready; a
 /// region that does not believe home's certificate takes nothing from it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_read_region_replicates_over_tls_only_from_a_home_it_believes() {
@@ -170,7 +164,9 @@ async fn a_read_region_replicates_over_tls_only_from_a_home_it_believes() {
         config
     };
     let eu = svc_http::node::Node::start(read("eu", Some(&ca.file)), clock()).await.unwrap();
-    let ap = svc_http::node::Node::start(read("ap", None), clock()).await.unwrap();
+    // ap believes another deployment's CA, not the one home's certificate is of.
+    let other = Ca::new(dir.path(), "other");
+    let ap = svc_http::node::Node::start(read("ap", Some(&other.file)), clock()).await.unwrap();
 
     let trust = Trust::with_ca(Some(&ca.file)).unwrap();
     let ready = |addr: SocketAddr| {
@@ -192,6 +188,90 @@ async fn a_read_region_replicates_over_tls_only_from_a_home_it_believes() {
     assert_eq!(svc_node::replication::last_seq(&ap.state.store).unwrap(), 0);
     for node in [ap, eu, home] {
         node.stop().await;
+    }
+}
+
+/// Home's internal listener is mutual TLS under the deployment's CA, and
+/// the region's MAC stays the second factor: home answers a region only
+/// with its own certificate and its own token, refuses a client with no
+/// certificate in the handshake, and a region believes home only by home's
+/// own certificate.
+#[tokio::test(flavor = "multi_thread")]
+async fn home_answers_a_region_only_with_its_own_certificate_and_its_own_token() {
+    use svc_node::config::{NodeConfig, RegionCredential, ReplicationConfig};
+    use svc_node::replication::link::{HomeLink, HomeUrls};
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new(dir.path(), "deployment");
+    let token = |r: &str| format!("{r}-token-of-at-least-thirty-two-characters");
+    let loopback = "127.0.0.1:0".parse().unwrap();
+    let mut config = NodeConfig::local_home(dir.path().join("home"), loopback, loopback);
+    config.internal_listen = Some(loopback);
+    config.replication =
+        Some(ReplicationConfig::home(["eu", "ap"].map(|r| RegionCredential::new(r, &token(r))).to_vec()));
+    config.tls = Some(ca.tls(dir.path(), "home", Some(&ca.file)));
+    let home = svc_http::node::Node::start(config, std::sync::Arc::new(svc_clock::SystemClock)).await.unwrap();
+    let (public, internal) = (https(home.addr), https(home.internal_addr.unwrap()));
+
+    // A pull of home's log by `region` with `token`, showing `shown`'s
+    // certificate and expecting home's to name `home_is`.
+    let pull = async |shown: &TlsConfig, home_is: &str, region: &str, token: String| {
+        let trust = Trust::link(&ca.file, home_is, (&shown.cert, &shown.key)).unwrap();
+        let urls = HomeUrls { public: &public, internal: &internal, trust: &trust, link_trust: &trust };
+        let clock = std::sync::Arc::new(svc_clock::SystemClock);
+        let link = HomeLink::new(urls, token, region.to_owned(), 1, clock).unwrap();
+        let answer = link.send("GET", "/internal/v1/log?after=0", Vec::new(), std::time::Duration::from_secs(5));
+        answer.await.map(|a| a.status).map_err(|e| format!("{e} ({e:?})"))
+    };
+    let (eu, ap) = (ca.tls(dir.path(), "eu", None), ca.tls(dir.path(), "ap", None));
+    assert_eq!(pull(&eu, "home", "eu", token("eu")).await, Ok(200), "eu's certificate and eu's token");
+
+    // ap's certificate with eu's stolen token: refused.
+    let refused = pull(&ap, "home", "eu", token("eu")).await.unwrap_err();
+    assert!(refused.contains("401"), "{refused}");
+    // eu's stolen certificate with a guessed token: refused.
+    let refused = pull(&eu, "home", "eu", token("guessed")).await.unwrap_err();
+    assert!(refused.contains("401"), "{refused}");
+    // A certificate another CA issued, naming eu: refused in the handshake.
+    let other = Ca::new(dir.path(), "other");
+    let forged = other.tls(&other.dir, "eu", None);
+    let refused = pull(&forged, "home", "eu", token("eu")).await.unwrap_err();
+    assert!(!refused.contains("401"), "no request was answered: {refused}");
+    // No certificate at all: refused in the handshake, so no request of it
+    // (head or body) reaches home's routes; the client reads the alert.
+    let refused = without_certificate(home.internal_addr.unwrap(), &ca.file).await;
+    assert!(refused.contains("CertificateRequired"), "{refused}");
+
+    // A region believes home only by a certificate naming home: one that
+    // expects another region there refuses home's answers.
+    let refused = pull(&eu, "ap", "eu", token("eu")).await.unwrap_err();
+    assert!(refused.contains(r#"OtherRegion { named: ["home"], expected: "ap" }"#), "{refused}");
+    assert!(!refused.contains("--ca"), "the CA is believed; the name is what is wrong: {refused}");
+    home.stop().await;
+}
+
+/// A raw TLS client that believes `ca` and shows no certificate: it sends a
+/// link report's head and body, and answers what it then reads.
+async fn without_certificate(addr: SocketAddr, ca: &Path) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let roots = svc_client::trust::deployment_roots(ca).unwrap();
+    let config = rustls::ClientConfig::builder().with_root_certificates(roots).with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::from(addr.ip());
+    let mut tls = match connector.connect(name, tcp).await {
+        Ok(tls) => tls,
+        Err(e) => return e.to_string(),
+    };
+    let head = "POST /internal/v1/report HTTP/1.1\r\nhost: home\r\ncontent-length: 1024\r\n\r\n";
+    let sent = async {
+        tls.write_all(head.as_bytes()).await?;
+        tls.write_all(&[0u8; 1024]).await?;
+        let mut answer = Vec::new();
+        tls.read_to_end(&mut answer).await.map(|_| String::from_utf8_lossy(&answer).into_owned())
+    };
+    match sent.await {
+        Ok(answer) => format!("answered: {answer}"),
+        Err(e) => e.to_string(),
     }
 }
 
@@ -248,4 +328,30 @@ async fn svc_ca_makes_the_certificates_a_node_serves() {
     let transport = Transport::http2(&https(node.addr), &trust).unwrap();
     assert_eq!(healthz(&transport).await, Ok(200));
     node.stop().await;
+}
+
+/// With `[tls]`, the link is mutual TLS or nothing: a node that names no CA
+/// for it, or a read region that reaches home's internal listener over
+/// plain HTTP, does not start, told which setting.
+#[test]
+fn a_link_without_its_ca_or_over_plain_http_is_refused_by_name() {
+    use svc_node::config::{NodeConfig, ReplicationConfig, Role};
+    let loopback = "127.0.0.1:0".parse().unwrap();
+    let mut read = NodeConfig::local_home("unused".into(), loopback, loopback);
+    read.role = Role::Read;
+    read.replication = Some(ReplicationConfig::read(
+        Some("https://home:8443".into()),
+        Some("https://home:8444".into()),
+        "a-token-of-at-least-thirty-two-characters",
+    ));
+    read.tls = Some(TlsConfig { cert: "eu.pem".into(), key: "eu-key.pem".into(), ca: None });
+    assert!(read.check_link_tls().unwrap_err().to_string().starts_with("tls.ca:"));
+    read.tls.as_mut().unwrap().ca = Some("ca.pem".into());
+    assert!(read.check_link_tls().is_ok());
+    read.replication.as_mut().unwrap().internal_url = Some("http://home:8444".into());
+    let refused = read.check_link_tls().unwrap_err().to_string();
+    assert!(refused.starts_with("replication.internal_url http://home:8444"), "{refused}");
+    // Without [tls] a plain link stays what the config says.
+    read.tls = None;
+    assert!(read.check_link_tls().is_ok());
 }

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use svc_core::link;
 
 use super::body::read_limited;
+use crate::tls::PeerRegions;
 use svc_node::region::Region;
 use svc_node::service::Result;
 use svc_node::service::internal::{self, Admitted, LOG_HEAD_HEADER, LinkRequest, MAX_REQUEST_BYTES};
@@ -43,6 +44,7 @@ fn link_request(parts: &Parts) -> LinkRequest<'_> {
         mac: header(link::MAC_HEADER),
         method: parts.method.as_str(),
         target: parts.uri.path_and_query().map_or("/", |p| p.as_str()),
+        certified: parts.extensions.get::<PeerRegions>().map(|regions| &*regions.0),
     }
 }
 

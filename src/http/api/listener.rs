@@ -32,6 +32,7 @@ use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use super::admission::Admission;
+use crate::tls::PeerRegions;
 use svc_node::config::ListenerLimits;
 
 /// How long a stopping listener lets its open requests finish.
@@ -90,22 +91,31 @@ pub fn serve(
             let body_wait = ms(limits.body_read_timeout_ms);
             let asked = Arc::new(AtomicBool::new(false));
             let first = asked.clone();
-            let service = router.clone().map_request(move |request: axum::http::Request<Incoming>| {
-                first.store(true, Ordering::Relaxed);
-                let mut request = request.map(|body| Body::new(PacedBody::new(body, body_wait)));
-                request.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
-                request
-            });
+            let router = router.clone();
+            let service = move |regions: Option<PeerRegions>| {
+                router.map_request(move |request: axum::http::Request<Incoming>| {
+                    first.store(true, Ordering::Relaxed);
+                    let mut request = request.map(|body| Body::new(PacedBody::new(body, body_wait)));
+                    request.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
+                    if let Some(regions) = &regions {
+                        request.extensions_mut().insert(regions.clone());
+                    }
+                    request
+                })
+            };
             let io = Idle::new(stream, ms(limits.idle_timeout_ms));
             let head_deadline = ms(limits.header_read_timeout_ms);
             let (builder, watcher, tls) = (builder.clone(), graceful.watcher(), tls.clone());
             tokio::spawn(async move {
                 match tls {
-                    None => drive(io, &builder, service, watcher, asked, head_deadline).await,
+                    None => drive(io, &builder, service(None), watcher, asked, head_deadline).await,
                     // The handshake counts against the head deadline: a peer
                     // that starts one and stalls gives its slot back.
                     Some(tls) => match tokio::time::timeout(head_deadline, tls.accept(io)).await {
-                        Ok(Ok(io)) => drive(io, &builder, service, watcher, asked, head_deadline).await,
+                        Ok(Ok(io)) => {
+                            let service = service(PeerRegions::of(io.get_ref().1));
+                            drive(io, &builder, service, watcher, asked, head_deadline).await
+                        }
                         Ok(Err(e)) => tracing::debug!(error = %e, %peer, "TLS handshake refused"),
                         Err(_) => tracing::debug!(%peer, "TLS handshake not done within the head deadline"),
                     },

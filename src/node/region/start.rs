@@ -89,6 +89,7 @@ pub enum StartError {
 /// Starts the actors of a node over its store, without listening.
 pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, StartError> {
     config.check_secrets()?;
+    config.check_link_tls()?;
     if svc_core::sandbox::time_of_day(&config.sandbox_republish_at).is_none() {
         return Err(StartError::Config(format!(
             "sandbox_republish_at is {:?}; it is a UTC time of day, HH:MM",
@@ -505,7 +506,18 @@ async fn start_replica(
     let home_url = settings.home_url.as_deref().ok_or_else(|| needs("home_url"))?;
     let internal_url = settings.internal_url.as_deref().ok_or_else(|| needs("internal_url"))?;
     let trust = config.trust()?;
-    let urls = crate::replication::link::HomeUrls { public: home_url, internal: internal_url, trust: &trust };
+    // With TLS, home's internal listener answers only a certificate the
+    // deployment's CA issued this region, and must show home's own.
+    let link_trust = match config.tls.as_ref().and_then(|tls| Some((tls, tls.ca.as_deref()?))) {
+        Some((tls, ca)) => svc_client::trust::Trust::link(ca, &settings.home_region, (&tls.cert, &tls.key))?,
+        None => trust.clone(),
+    };
+    let urls = crate::replication::link::HomeUrls {
+        public: home_url,
+        internal: internal_url,
+        trust: &trust,
+        link_trust: &link_trust,
+    };
     let link = Arc::new(HomeLink::new(
         urls,
         settings.token.clone(),

@@ -67,6 +67,9 @@ pub struct HomeUrls<'a> {
     pub internal: &'a str,
     /// Whom to believe there over `https://`.
     pub trust: &'a svc_client::trust::Trust,
+    /// Whom the internal address is believed to be (mutual TLS under the
+    /// deployment's CA, or `trust` over plain HTTP).
+    pub link_trust: &'a svc_client::trust::Trust,
 }
 
 /// A read region's two connections to home: one to home's internal
@@ -97,7 +100,7 @@ impl HomeLink {
     ) -> Result<Self, ClientError> {
         Ok(HomeLink {
             clock,
-            control: Transport::http2(home.internal, home.trust)?,
+            control: Transport::http2(home.internal, home.link_trust)?,
             clients: Transport::http2(home.public, home.trust)?,
             forwards: tokio::sync::Semaphore::new(FORWARDS_IN_FLIGHT),
             token,

@@ -56,6 +56,9 @@ pub struct LinkRequest<'a> {
     pub method: &'a str,
     /// The path and query.
     pub target: &'a str,
+    /// The regions the connection's client certificate names (mutual TLS);
+    /// none over plain HTTP.
+    pub certified: Option<&'a [String]>,
 }
 
 /// A request home admitted from its head: the region it is, the body it
@@ -97,6 +100,15 @@ where
     let refused = |why: &str| Error::detail(Code::Unauthorized, why.to_owned());
     let named = request.region.ok_or_else(|| refused("the request names no region"))?;
     let region = replication.regions.iter().find(|r| r.name == named).ok_or_else(|| refused("no such region"))?;
+    // With TLS the certificate is the first factor and the MAC the second:
+    // a region's stolen certificate or its stolen token alone does nothing.
+    if state.config().tls.is_some() && !request.certified.is_some_and(|names| names.iter().any(|n| n == named)) {
+        let shown = request.certified.map_or_else(|| "none".to_owned(), |names| format!("{names:?}"));
+        return Err(Error::detail(
+            Code::Unauthorized,
+            format!("the client certificate names region {shown}; this request speaks for {named}"),
+        ));
+    }
     let at = request.at.and_then(|at| at.parse::<i64>().ok()).ok_or_else(|| refused("the request has no time"))?;
     let now = state.clock().now().0;
     if !link::fresh(at, now) {
