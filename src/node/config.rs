@@ -112,6 +112,19 @@ pub struct NodeConfig {
     /// HTTP.
     #[serde(default)]
     pub tls: Option<TlsConfig>,
+    /// Production without `[tls]`: a TLS-terminating proxy in front of
+    /// every listener does it, named in `plain_http_behind`. Plain HTTP in
+    /// production is only ever said here.
+    #[serde(default)]
+    pub allow_plain_http: bool,
+    /// The proxy that terminates TLS for this node (`allow_plain_http`).
+    #[serde(default)]
+    pub plain_http_behind: Option<String>,
+    /// Where this node's backups are written and how often (the schedule
+    /// itself is the operator's: `deploy/production/`); `svc doctor` checks
+    /// that the newest is recent.
+    #[serde(default)]
+    pub backups: Option<BackupsConfig>,
     /// The front doors and regions whose `X-Forwarded-For` this node
     /// believes (addresses or blocks): the client address a mandate's
     /// allow-list and the public rate limit see is the first address right
@@ -316,6 +329,20 @@ impl Default for InFlightCaps {
     fn default() -> Self {
         InFlightCaps { publish: 16, upload: 4, verify: 64, retrieval: 1_024, internal: 256, other: 512 }
     }
+}
+
+/// A node's backups: the folder they land in and the most hours between
+/// two (`svc doctor` fails past it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackupsConfig {
+    pub dir: PathBuf,
+    #[serde(default = "default_backup_every_hours")]
+    pub every_hours: u32,
+}
+
+fn default_backup_every_hours() -> u32 {
+    24
 }
 
 /// A node's certificate and key (PEM files, relative to the config file's
@@ -555,6 +582,9 @@ impl NodeConfig {
             replication: None,
             listener: ListenerLimits::default(),
             tls: None,
+            allow_plain_http: false,
+            plain_http_behind: None,
+            backups: None,
             trusted_proxies: Vec::new(),
             verify_per_second: default_verify_per_second(),
             mcp: McpConfig::default(),
@@ -649,6 +679,8 @@ pub enum ConfigError {
     HomeUrl { region: String, urls: String, home_listen: SocketAddr, internal_listen: SocketAddr },
     #[error("{0}: home has no home_url or internal_url")]
     HomeWithHomeUrl(String),
+    #[error("{setting}: refused with environment = \"production\": {why}")]
+    Production { setting: &'static str, why: &'static str },
     #[error("tls.ca: the link between regions is mutual TLS under the deployment's CA; name its certificate")]
     LinkWithoutCa,
     #[error("replication.internal_url {0}: with [tls] the link to home is https://")]
@@ -695,7 +727,8 @@ fn read_secret(what: &str, inline: &mut String, file: &Option<PathBuf>, base: &P
 }
 
 impl NodeConfig {
-    /// Reads the tokens given as files, relative to the config file's folder.
+    /// Reads the tokens given as files, and takes every file path (TLS,
+    /// backups, the IP-to-AS table) relative to the config file's folder.
     pub fn read_secret_files(&mut self, base: &Path) -> Result<(), ConfigError> {
         read_secret("admin_token", &mut self.admin_token, &self.admin_token_file, base)?;
         let mut kek = String::new();
@@ -717,12 +750,51 @@ impl NodeConfig {
                 *path = base.join(&*path);
             }
         }
+        if let Some(backups) = &mut self.backups {
+            backups.dir = base.join(&backups.dir);
+        }
+        if let Some(table) = &mut self.ip_to_as_file {
+            *table = base.join(&*table);
+        }
         if let Some(link) = &mut self.replication {
             read_secret("token", &mut link.token, &link.token_file, base)?;
             for region in &mut link.regions {
                 let what = format!("regions.{}.token", region.name);
                 read_secret(&what, &mut region.token, &region.token_file, base)?;
             }
+        }
+        Ok(())
+    }
+
+    /// `environment = "production"` is safe by default: it refuses plain
+    /// HTTP unless a named proxy terminates TLS, fault injection, fetching
+    /// ad images from private addresses, and a build with deliberate
+    /// faults. Each refusal names the setting.
+    pub fn check_production(&self) -> Result<(), ConfigError> {
+        if self.environment != Environment::Production {
+            return Ok(());
+        }
+        let refuse = |setting: &'static str, why: &'static str| Err(ConfigError::Production { setting, why });
+        // The build itself first: no setting makes it safe.
+        if cfg!(feature = "sabotage") {
+            return refuse("the sabotage feature", "this build breaks invariants on purpose; build without it");
+        }
+        if self.tls.is_none() {
+            if !self.allow_plain_http {
+                return refuse(
+                    "tls",
+                    "the public and internal listeners serve TLS: add [tls], or allow_plain_http = true behind a proxy that terminates it",
+                );
+            }
+            if self.plain_http_behind.as_deref().is_none_or(|name| name.trim().is_empty()) {
+                return refuse("plain_http_behind", "allow_plain_http needs the TLS-terminating proxy named");
+            }
+        }
+        if self.fault_injection {
+            return refuse("fault_injection", "lets the admin API crash the node and move its clock");
+        }
+        if self.ad_images.allow_private_addresses {
+            return refuse("ad_images.allow_private_addresses", "lets an ad point the service at its own network");
         }
         Ok(())
     }

@@ -36,6 +36,7 @@ mod pages;
 mod payload_types;
 mod portal;
 mod portal_limits;
+mod production;
 mod public;
 mod publish_cli;
 mod push_crash;

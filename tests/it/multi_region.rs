@@ -21,7 +21,9 @@ use svc_core::keys::{Alg, SigningKey};
 
 use crate::process;
 
-use process::{AUTHORITY, Process, TOKEN, ai_company, onboard, product, region_token, start, start_faulty, start_with};
+use process::{
+    AUTHORITY, Process, TOKEN, ai_company, onboard, product, region_token, start, start_sandbox, start_with,
+};
 
 /// Home's newest sequence number, from its log route (as region eu).
 async fn home_head(home: &Process) -> u64 {
@@ -55,8 +57,8 @@ async fn caught_up(region: &Transport, head: u64) -> Value {
     panic!("the region never caught up with {head}: {last}");
 }
 
-async fn search(base: &str, key: &SigningKey, body: &Value) -> Value {
-    let client = RetrievalClient::new(base, AUTHORITY, key.clone(), None).unwrap();
+async fn search(base: &str, key: &svc::chaos::setup::AiKey, body: &Value) -> Value {
+    let client = key.client(base, AUTHORITY).unwrap();
     let answer = client.call("POST", "/v1/search", serde_json::to_vec(body).unwrap()).await.unwrap();
     assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
     answer.json()
@@ -65,17 +67,20 @@ async fn search(base: &str, key: &SigningKey, body: &Value) -> Value {
 // rule: P4.1.29
 #[tokio::test(flavor = "multi_thread")]
 async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_peer() {
+    // A sandbox deployment: production refuses fault injection.
     let dir = tempfile::tempdir().unwrap();
-    let home = start(dir.path(), "home", None);
-    let mut eu = start_faulty(dir.path(), "eu", Some(&home));
-    let ap = start(dir.path(), "ap", Some(&home));
+    let home = start_sandbox(dir.path(), "home", None, false);
+    let mut eu = start_sandbox(dir.path(), "eu", Some(&home), true);
+    let ap = start_sandbox(dir.path(), "ap", Some(&home), false);
     let admin = Admin::new(&home.admin_url, TOKEN.into()).unwrap();
     let home_api = Transport::new(&home.public_url).unwrap();
 
     let key = SigningKey::from_seed(Alg::Ed25519, &[31; 32]).unwrap();
     let passkey = SigningKey::from_seed(Alg::Es256, &[32; 32]).unwrap();
-    let context = onboard(&admin, &key, &passkey).await;
-    let ai_key = ai_company(&admin, "Far AI", 33, None).await;
+    let onboarded = svc::chaos::setup::onboard(&admin, &key, &passkey).await.unwrap();
+    svc::chaos::setup::introduce(&home_api, &key, &onboarded, AUTHORITY).await.unwrap();
+    let context = onboarded.context;
+    let ai_key = svc::chaos::setup::ai_company(&admin, "Far AI", 33, None).await.unwrap();
 
     // eu aborts right after it writes the first page of frames it pulls
     // next: part of the push, since home commits its chunks over seconds.
@@ -120,7 +125,7 @@ async fn a_read_region_killed_while_replicating_catches_up_and_answers_as_its_pe
     drop(eu);
 
     // Restarted on the same data, it resumes from what it applied.
-    let eu = start(dir.path(), "eu", Some(&home));
+    let eu = start_sandbox(dir.path(), "eu", Some(&home), false);
     let eu_api = Transport::new(&eu.public_url).unwrap();
     let ap_api = Transport::new(&ap.public_url).unwrap();
     let mut head = 0;

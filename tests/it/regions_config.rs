@@ -1,7 +1,7 @@
-//! Every file in `regions/` and `deploy/compose/` is a valid node
-//! configuration, and each folder makes one deployment
+//! Every file in `regions/`, `deploy/compose/` and `deploy/production/` is
+//! a valid node configuration, and each folder makes one deployment
 //! (`config::check_deployment`): `regions/` on one host, `deploy/compose/`
-//! one container per region.
+//! one container per region, `deploy/production/` one host per region.
 
 use svc_http::front_door::FrontDoorConfig;
 use svc_node::config::{Hosts, NodeConfig, RegionCredential, ReplicationConfig, Role, check_deployment};
@@ -44,6 +44,27 @@ fn the_compose_deployment_is_one_home_and_two_read_regions_in_their_own_containe
     let read = astray.iter().position(|r| r.role == Role::Read).unwrap();
     astray[read].replication.as_mut().unwrap().home_url = Some("http://home:7999".into());
     assert!(check_deployment(&astray, Hosts::Many).unwrap_err().to_string().contains("home_url"));
+}
+
+#[test]
+fn the_production_example_is_one_deployment_safe_by_default_with_mutual_tls() {
+    let regions = folder("deploy/production");
+    assert_eq!(regions.iter().filter(|r| r.role == Role::Home).count(), 1);
+    assert_eq!(regions.iter().filter(|r| r.role == Role::Read).count(), 2);
+    check_deployment(&regions, Hosts::Many).unwrap();
+    for region in &regions {
+        let name = &region.region;
+        assert_eq!(region.environment, svc_store::model::Environment::Production, "{name}");
+        region.check_production().unwrap_or_else(|e| panic!("{name}: {e}"));
+        region.check_link_tls().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let tls = region.tls.as_ref().unwrap();
+        assert_eq!(tls.cert, std::path::Path::new(&format!("tls/{name}.pem")), "{name}");
+        assert!(!region.allow_plain_http && !region.fault_injection, "{name}");
+        assert!(region.url_blocklist.is_some() && region.domain_assurance.is_some(), "{name}");
+        assert!(region.ip_to_as_file.is_some() && region.backups.is_some(), "{name}");
+        assert!(region.key_encryption_key_file.is_some() && !region.trusted_proxies.is_empty(), "{name}");
+        assert!(region.admin_listen.ip().is_loopback(), "{name}: the admin API on loopback");
+    }
 }
 
 // The forwarders of a deployment are trusted to name their callers, so a

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use super::disk::{DiskError, SmallDisk};
 use super::network::{Network, NetworkError, NetworkKind};
 use svc_client::admin::Admin;
+use svc_client::trust::Trust;
 use svc_node::faults::CrashPoint;
 
 /// Why a deployment could not be made or driven.
@@ -31,6 +32,8 @@ pub enum DeployError {
     Signal { node: String, signal: &'static str, detail: String },
     #[error("fault on {node}: {detail}")]
     Fault { node: String, detail: String },
+    #[error("the run's certificates: {0}")]
+    Tls(String),
     #[error(transparent)]
     Network(#[from] NetworkError),
     #[error(transparent)]
@@ -48,6 +51,8 @@ pub struct Node {
     pub admin_url: String,
     pub internal_url: Option<String>,
     child: Option<Child>,
+    /// The deployment's CA, which its clients believe.
+    trust: Trust,
 }
 
 impl Node {
@@ -71,6 +76,9 @@ impl Node {
 /// Home (first) and its read regions.
 pub struct Deployment {
     pub dir: PathBuf,
+    /// Every node serves TLS from the run's own CA (`tls/` under `dir`),
+    /// and the link is mutual TLS: the clients of the run believe it.
+    pub trust: Trust,
     binary: PathBuf,
     pub admin_token: String,
     pub nodes: Vec<Node>,
@@ -109,8 +117,14 @@ impl Deployment {
             Some(kind) => Network::create(kind, &secret[..8], &names)?,
             None => (Network::Direct, None),
         };
+        let tls = dir.join("tls");
+        if !tls.join("ca.pem").exists() {
+            crate::commands::ca::init(&tls).map_err(|e| DeployError::Tls(e.to_string()))?;
+        }
+        let trust = Trust::with_ca(Some(&tls.join("ca.pem"))).map_err(|e| DeployError::Tls(e.to_string()))?;
         let mut deployment = Deployment {
             dir: dir.to_owned(),
+            trust,
             binary: binary.to_owned(),
             admin_token: format!("admin-{secret}"),
             nodes: Vec::new(),
@@ -138,10 +152,10 @@ impl Deployment {
             let home = &deployment.nodes[0];
             let (mut public, mut internal) = (home.public_url.clone(), home.internal_url.clone().unwrap_or_default());
             if let Network::Loopback(proxies) = &deployment.network {
-                let address = |url: &str| url.trim_start_matches("http://").parse::<std::net::SocketAddr>();
+                let address = |url: &str| url.trim_start_matches("https://").parse::<std::net::SocketAddr>();
                 if let (Ok(a), Ok(b)) = (address(&public), address(&internal)) {
                     let [p, i] = proxies.link(region, [a, b]).await?;
-                    (public, internal) = (format!("http://{p}"), format!("http://{i}"));
+                    (public, internal) = (format!("https://{p}"), format!("https://{i}"));
                 }
             }
             let link = format!(
@@ -165,12 +179,20 @@ impl Deployment {
         replication: &str,
     ) -> Result<(String, PathBuf), DeployError> {
         let ip = self.network.address(name);
+        // The node's certificate names its region (the link's mutual TLS)
+        // and the addresses it is reached at: its own, and loopback where
+        // the run's proxies stand.
+        let hosts = [ip.to_string(), "127.0.0.1".into(), "localhost".into()];
+        crate::commands::ca::issue(&self.dir.join("tls"), name, true, &hosts, 30)
+            .map_err(|e| DeployError::Tls(e.to_string()))?;
+        // Sandbox: production refuses fault injection.
         let text = format!(
-            "region = \"{name}\"\nrole = \"{role}\"\nenvironment = \"production\"\ndata_dir = \"{}\"\n\
+            "region = \"{name}\"\nrole = \"{role}\"\nenvironment = \"sandbox\"\ndata_dir = \"{}\"\n\
              listen = \"{ip}:0\"\nadmin_listen = \"{ip}:0\"\n{listeners}public_authority = \"{AUTHORITY}\"\n\
              verify_base_url = \"http://verify.svc.localhost\"\nadmin_token = \"{}\"\n\
              passkey_rp_id = \"portal.svc.localhost\"\npasskey_origin = \"https://portal.svc.localhost\"\n\
-             fault_injection = true\n\n{replication}",
+             fault_injection = true\n\n[tls]\ncert = \"tls/{name}.pem\"\nkey = \"tls/{name}-key.pem\"\n\
+             ca = \"tls/ca.pem\"\n\n{replication}",
             self.dir.join(name).display(),
             self.admin_token
         );
@@ -183,7 +205,7 @@ impl Deployment {
     /// it bound into the configuration for its restarts.
     async fn launch(&mut self, (name, config): (String, PathBuf)) -> Result<(), DeployError> {
         let (child, addresses) = spawn(self.network.command(&name, &self.binary), &name, &config, &self.dir)?;
-        let url = |key: &str| addresses[key].as_str().map(|a| format!("http://{a}"));
+        let url = |key: &str| addresses[key].as_str().map(|a| format!("https://{a}"));
         let node = Node {
             public_url: url("listen").unwrap_or_default(),
             admin_url: url("admin_listen").unwrap_or_default(),
@@ -191,6 +213,7 @@ impl Deployment {
             name,
             config,
             child: Some(child),
+            trust: self.trust.clone(),
         };
         let text = std::fs::read_to_string(&node.config)
             .map_err(|source| DeployError::Io { path: node.config.clone(), source })?;
@@ -257,7 +280,9 @@ impl Deployment {
     async fn inject(&self, name: &str, path: &str, body: Value) -> Result<(), DeployError> {
         let node = self.node(name)?;
         let fault = |detail: String| DeployError::Fault { node: name.to_owned(), detail };
-        let admin = Admin::new(&node.admin_url, self.admin_token.clone()).map_err(|e| fault(e.to_string()))?;
+        let admin = Admin::new(&node.admin_url, self.admin_token.clone())
+            .and_then(|admin| admin.trusting(&self.trust))
+            .map_err(|e| fault(e.to_string()))?;
         admin.call("POST", path, Some(body)).await.map(|_| ()).map_err(|e| fault(e.to_string()))
     }
 
@@ -394,7 +419,7 @@ async fn poll_ready(
     within: Duration,
     done: impl Fn(&serde_json::Value) -> bool,
 ) -> Result<(), DeployError> {
-    let transport = svc_client::transport::Transport::new(&node.public_url)
+    let transport = svc_client::transport::Transport::trusting(&node.public_url, &node.trust)
         .map_err(|e| DeployError::Start { node: node.name.clone(), detail: e.to_string() })?;
     let started = std::time::Instant::now();
     while started.elapsed() < within {

@@ -17,6 +17,7 @@ use super::watch::Observed;
 use svc_client::admin::Admin;
 use svc_client::retrieval::RetrievalClient;
 use svc_client::transport::Transport;
+use svc_client::trust::Trust;
 
 /// One invariant's verdict.
 #[derive(Debug, Clone, Serialize)]
@@ -26,8 +27,8 @@ pub struct Checked {
     pub evidence: Value,
 }
 
-async fn get(base: &str, path: &str) -> Option<(u16, Value)> {
-    let transport = Transport::new(base).ok()?;
+async fn get(trust: &Trust, base: &str, path: &str) -> Option<(u16, Value)> {
+    let transport = Transport::trusting(base, trust).ok()?;
     let request = axum::http::Request::get(path).header("host", AUTHORITY).body(axum::body::Body::empty()).ok()?;
     let answer = tokio::time::timeout(Duration::from_secs(10), transport.send(request)).await.ok()?.ok()?;
     Some((answer.status, answer.json()))
@@ -114,8 +115,8 @@ async fn usage(home: &str, key: &AiKey) -> Option<u64> {
 
 /// The key set home serves, verified under its own root (the run made the
 /// deployment, so it trusts what it started).
-async fn key_set(home: &str) -> Option<KeySet> {
-    let (_, document) = get(home, "/.well-known/keys").await?;
+async fn key_set(trust: &Trust, home: &str) -> Option<KeySet> {
+    let (_, document) = get(trust, home, "/.well-known/keys").await?;
     let unverified = KeySet {
         issued_at: svc_core::time::UnixMs(0),
         keys: document["keys"]
@@ -137,7 +138,7 @@ pub async fn receipts_provable(deployment: &Deployment, admin: &Admin, seen: &[S
         .iter()
         .filter_map(|s| Some((s.region.as_str(), svc_core::canonical::to_signed_bytes(s.receipt.as_ref()?).ok()?)))
         .collect();
-    let Some(keys) = key_set(home).await else {
+    let Some(keys) = key_set(&deployment.trust, home).await else {
         return Checked {
             name: "every receipt received is provable in the log",
             held: false,
@@ -155,7 +156,7 @@ pub async fn receipts_provable(deployment: &Deployment, admin: &Admin, seen: &[S
         for (region, receipt) in &receipts {
             let name = svc_core::tlog::leaf_name(receipt);
             let base = urls.get(region).copied().unwrap_or(home);
-            let proven = match get(base, &format!("/v1/log/proof?receipt={name}")).await {
+            let proven = match get(&deployment.trust, base, &format!("/v1/log/proof?receipt={name}")).await {
                 Some((200, proof)) => {
                     matches!(svc_core::offline::check_receipt_proof(receipt, &proof, &keys, &origin), Ok(Some(_)))
                 }
@@ -336,7 +337,7 @@ pub async fn pushes_hold(deployment: &Deployment, probe: &AiKey, pushed: &[Pushe
 pub async fn checkpoints_consistent(deployment: &Deployment, observed: &[Observed]) -> Checked {
     let name = "checkpoints are consistent";
     let home = &deployment.nodes[0].public_url;
-    let Some(keys) = key_set(home).await else {
+    let Some(keys) = key_set(&deployment.trust, home).await else {
         return Checked { name, held: false, evidence: json!("no key set") };
     };
     let origin = format!("{AUTHORITY}/log");
@@ -359,13 +360,14 @@ pub async fn checkpoints_consistent(deployment: &Deployment, observed: &[Observe
     let checkpoints: Vec<&svc_core::tlog::Checkpoint> = by_size.values().filter(|c| c.size > 0).collect();
     for pair in checkpoints.windows(2) {
         let (older, newer) = (pair[0], pair[1]);
-        let proven = match get(home, &format!("/v1/log/proof?from={}&to={}", older.size, newer.size)).await {
-            Some((200, answer)) => {
-                svc_core::offline::check_consistency_proof(older, newer, &answer).map_err(|r| format!("{r:?}"))
-            }
-            Some((status, _)) => Err(format!("home answered {status}")),
-            None => Err("no answer".into()),
-        };
+        let proven =
+            match get(&deployment.trust, home, &format!("/v1/log/proof?from={}&to={}", older.size, newer.size)).await {
+                Some((200, answer)) => {
+                    svc_core::offline::check_consistency_proof(older, newer, &answer).map_err(|r| format!("{r:?}"))
+                }
+                Some((status, _)) => Err(format!("home answered {status}")),
+                None => Err("no answer".into()),
+            };
         if let Err(problem) = proven {
             problems.push(json!({"from": older.size, "to": newer.size, "problem": problem}));
         }

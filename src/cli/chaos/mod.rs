@@ -93,8 +93,8 @@ const OTHER_PRODUCTS: usize = 10;
 pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool) -> Result<Report, ChaosError> {
     let mut deployment = Deployment::start(binary, &out.join("deployment"), &scenario.plan()).await?;
     let home = &deployment.nodes[0];
-    let admin = Admin::new(&home.admin_url, deployment.admin_token.clone())?;
-    let public = Transport::new(&home.public_url)?;
+    let admin = Admin::new(&home.admin_url, deployment.admin_token.clone())?.trusting(&deployment.trust)?;
+    let public = Transport::trusting(&home.public_url, &deployment.trust)?;
 
     // A business and its products, then the AI companies.
     let key = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[31; 32])
@@ -102,6 +102,7 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
     let passkey = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Es256, &[32; 32])
         .map_err(|_| ClientError::NoKeyDrawn(svc_core::keys::Alg::Es256))?;
     let business = setup::onboard(&admin, &key, &passkey).await?;
+    setup::introduce(&public, &key, &business, AUTHORITY).await?;
     // Its ads' campaign, written before the products, so a region that
     // serves the products holds the campaign too.
     let ads_rate = *scenario.load.ads_per_second.get_ref();
@@ -118,6 +119,7 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         let key = draw(svc_core::keys::Alg::Ed25519, 40 + i as u8)?;
         let passkey = draw(svc_core::keys::Alg::Es256, 50 + i as u8)?;
         let onboarded = setup::onboard_as(&admin, setup::BUSINESSES[i], &key, &passkey).await?;
+        setup::introduce(&public, &key, &onboarded, AUTHORITY).await?;
         let records: Vec<Vec<u8>> = (0..OTHER_PRODUCTS).map(|sku| setup::product_of(&onboarded.brand, sku)).collect();
         let published = setup::publish(&public, &key, &onboarded.context, &records, 1, AUTHORITY).await?;
         if published.status != 200 {
@@ -141,7 +143,9 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
     let targets: Vec<Target> = deployment
         .nodes
         .iter()
-        .map(|n| Ok(Target { region: n.name.clone(), transport: Transport::new(&n.public_url)? }))
+        .map(|n| {
+            Ok(Target { region: n.name.clone(), transport: Transport::trusting(&n.public_url, &deployment.trust)? })
+        })
         .collect::<Result<_, ClientError>>()?;
     // A key of its own waits for the corpus at each region, so the load's
     // keys are billed for the load alone.

@@ -23,13 +23,15 @@ pub struct AiKey {
     pub company_uuid: String,
     /// The group the key belongs to, which a business may block.
     pub group_id: String,
+    /// Whom its clients believe: what the admin that registered it does.
+    pub trust: svc_client::trust::Trust,
 }
 
 impl AiKey {
     /// Its client of the region at `base_url`: each call signed afresh, the
     /// grant sent along.
     pub fn client(&self, base_url: &str, authority: &str) -> Result<RetrievalClient, ClientError> {
-        RetrievalClient::new(base_url, authority, self.key.clone(), self.grant.clone())
+        RetrievalClient::new(base_url, authority, self.key.clone(), self.grant.clone())?.trusting(&self.trust)
     }
 }
 
@@ -49,7 +51,7 @@ pub async fn ai_company(admin: &Admin, name: &str, seed: u8, prepay: Option<i64>
     let path = format!("/admin/groups/{group_id}/retrieval-keys");
     let registered = admin.call("POST", &path, Some(json!({"jwk": key.verifying_key().to_jwk()}))).await?;
     let grant = registered["sandbox_key_grant"].as_str().map(str::to_owned);
-    Ok(AiKey { key, grant, company_uuid: uuid, group_id })
+    Ok(AiKey { key, grant, company_uuid: uuid, group_id, trust: admin.trust().clone() })
 }
 
 /// A French product of the business `Lumio`.
@@ -84,6 +86,8 @@ pub struct Onboarded {
     pub brand: String,
     /// The seal context of its batches.
     pub context: SealContext,
+    /// In a sandbox, the grant its integration key's first request carries.
+    pub grant: Option<String>,
 }
 
 /// Onboards `Lumio` (FR) as its operator and its people would: the
@@ -104,7 +108,9 @@ pub async fn onboard_as(
     let created = admin.call("POST", "/admin/businesses", Some(body)).await?;
     let uuid = created["business_uuid"].as_str().unwrap_or_default().to_owned();
     let keys = format!("/admin/businesses/{uuid}/keys");
-    admin.call("POST", &keys, Some(json!({"jwk": key.verifying_key().to_jwk(), "purpose": "integration"}))).await?;
+    let registered =
+        admin.call("POST", &keys, Some(json!({"jwk": key.verifying_key().to_jwk(), "purpose": "integration"}))).await?;
+    let grant = registered["sandbox_key_grant"].as_str().map(str::to_owned);
     let body = json!({"jwk": passkey.verifying_key().to_jwk(), "purpose": "sealing", "role": "owner"});
     admin.call("POST", &keys, Some(body)).await?;
     let now = SystemClock.now();
@@ -128,7 +134,30 @@ pub async fn onboard_as(
     admin.call("POST", "/admin/mandates", Some(json!({"envelope": envelope}))).await?;
     let context =
         SealContext { cert_id: created["cert_id"].as_str().unwrap_or_default().to_owned(), ai_policy_version: 0 };
-    Ok(Onboarded { business_uuid: uuid, brand: brand.to_owned(), context })
+    Ok(Onboarded { business_uuid: uuid, brand: brand.to_owned(), context, grant })
+}
+
+/// A sandbox takes a key's requests once one carried its grant: the
+/// integration key's first request, a read of its seal context. Nothing to
+/// do in production.
+pub async fn introduce(
+    public: &Transport,
+    key: &SigningKey,
+    onboarded: &Onboarded,
+    authority: &str,
+) -> Result<(), ClientError> {
+    let Some(grant) = &onboarded.grant else { return Ok(()) };
+    let signer = Signer::new(key.clone(), authority, "svc-business-read");
+    let unsigned = Unsigned::new("GET", "/v1/seal-context", Vec::new()).header(svc_core::sandbox::GRANT_HEADER, grant);
+    let answer = public.send(signer.sign_now(unsigned, SystemClock.now().as_secs())?).await?;
+    match answer.status {
+        200 => Ok(()),
+        status => Err(ClientError::Status {
+            status,
+            path: "/v1/seal-context".into(),
+            body: String::from_utf8_lossy(&answer.bytes).into_owned(),
+        }),
+    }
 }
 
 /// Publishes `records` in one sealed push at `public` (`seq` numbers the batch).

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod ca;
 pub mod client;
+pub mod doctor;
 pub mod error;
 pub mod loadgen;
 pub mod output;
@@ -67,6 +68,18 @@ pub enum Command {
     Node {
         #[arg(long)]
         config: std::path::PathBuf,
+    },
+    /// Check a node's config as a production operator must: TLS and its
+    /// certificate's end, the link's mutual TLS, tokens, the key-encryption
+    /// key, blocklist, domain assurance, backups, clock sync. Exits 1 when
+    /// a check fails.
+    #[command(after_help = "Example:\n  svc doctor --config /etc/svc/home.toml")]
+    Doctor {
+        #[arg(long)]
+        config: std::path::PathBuf,
+        /// JSON even at a terminal.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the payload types, record schemas and projection hashes this build speaks.
     #[command(after_help = "Example:\n  svc formats | jq '.payload_types'")]
@@ -165,6 +178,20 @@ pub fn run(cli: Cli) -> i32 {
             Err(e) => {
                 eprintln!("svc node: {e}");
                 1
+            }
+        },
+        Command::Doctor { config, json } => match node_config(&config) {
+            Ok(config) => {
+                let checks = doctor::examine(&config, std::time::SystemTime::now());
+                match output::Output::choose(json) {
+                    output::Output::Human => print_out(&doctor::table(&checks)),
+                    output::Output::Json => print_out(&doctor::answer(&checks).to_string()),
+                }
+                if doctor::passed(&checks) { 0 } else { 1 }
+            }
+            Err(e) => {
+                eprintln!("svc doctor: {e}");
+                2
             }
         },
         Command::Formats => {
@@ -313,8 +340,8 @@ fn node(path: &std::path::Path) -> Result<(), CliError> {
     for sabotage in svc_node::sabotage::chosen() {
         eprintln!("svc node: sabotaged on purpose (SVC_SABOTAGE): {}", sabotage.name());
     }
-    let mut config: svc_node::config::NodeConfig = toml_file(path)?;
-    config.read_secret_files(path.parent().unwrap_or(std::path::Path::new(".")))?;
+    let config = node_config(path)?;
+    config.check_production()?;
     block_on_workers(async move {
         let region = config.region.clone();
         let stopped = stop_signal()?;
@@ -334,6 +361,13 @@ fn node(path: &std::path::Path) -> Result<(), CliError> {
         node.stop().await;
         Ok(())
     })
+}
+
+/// A node's config file, with the secrets it names read.
+pub fn node_config(path: &std::path::Path) -> Result<svc_node::config::NodeConfig, CliError> {
+    let mut config: svc_node::config::NodeConfig = toml_file(path)?;
+    config.read_secret_files(path.parent().unwrap_or(std::path::Path::new(".")))?;
+    Ok(config)
 }
 
 /// SIGINT or SIGTERM, caught from the moment this returns: call it before

@@ -58,9 +58,10 @@ pub fn start_with(dir: &std::path::Path, region: &str, home: Option<&Process>, r
     launch(dir, region, home, replication, &Site::default())
 }
 
-/// Like [`start`], with fault injection on (`/admin/faults/*`).
-pub fn start_faulty(dir: &std::path::Path, region: &str, home: Option<&Process>) -> Process {
-    let site = Site { fault_injection: true, ..Site::default() };
+/// A node of a sandbox deployment, with fault injection on
+/// (`/admin/faults/*`) when `faulty`: production refuses it.
+pub fn start_sandbox(dir: &std::path::Path, region: &str, home: Option<&Process>, faulty: bool) -> Process {
+    let site = Site { fault_injection: faulty, sandbox: true, ..Site::default() };
     launch(dir, region, home, "", &site)
 }
 
@@ -71,6 +72,20 @@ pub struct Site {
     pub rp_id: String,
     pub origin: String,
     pub fault_injection: bool,
+    /// The sandbox environment; production otherwise.
+    pub sandbox: bool,
+}
+
+impl Site {
+    fn environment(&self) -> &'static str {
+        if self.sandbox { "sandbox" } else { "production" }
+    }
+
+    /// Production speaks plain HTTP only where the config says so: here,
+    /// on loopback, with the test itself in the proxy's place.
+    fn plain_http(&self) -> &'static str {
+        if self.sandbox { "" } else { "allow_plain_http = true\nplain_http_behind = \"none: a test on loopback\"\n" }
+    }
 }
 
 impl Default for Site {
@@ -80,6 +95,7 @@ impl Default for Site {
             rp_id: "portal.svc.localhost".into(),
             origin: "https://portal.svc.localhost".into(),
             fault_injection: false,
+            sandbox: false,
         }
     }
 }
@@ -92,6 +108,7 @@ pub fn start_portal_home(dir: &std::path::Path, port: u16) -> Process {
         rp_id: "localhost".into(),
         origin: format!("http://localhost:{port}"),
         fault_injection: false,
+        sandbox: false,
     };
     launch(dir, "home", None, "", &site)
 }
@@ -127,8 +144,8 @@ fn launch(dir: &std::path::Path, region: &str, home: Option<&Process>, replicati
     let config = format!(
         r#"region = "{region}"
 role = "{role}"
-environment = "production"
-data_dir = "{}"
+environment = "{}"
+{}data_dir = "{}"
 listen = "{}"
 admin_listen = "127.0.0.1:0"
 {internal_listen}public_authority = "{AUTHORITY}"
@@ -141,6 +158,8 @@ fault_injection = {}
 [replication]
 {link}{replication}
 {regions}"#,
+        site.environment(),
+        site.plain_http(),
         dir.join(region).display(),
         site.listen,
         site.rp_id,
