@@ -77,9 +77,13 @@ impl Drop for Up {
     }
 }
 
-fn start_up(dir: &Path) -> Up {
+fn start_up(dir: &Path, tls: bool) -> Up {
+    let mut args = vec!["up", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ports-from", "0"];
+    if tls {
+        args.push("--tls");
+    }
     let mut child = Command::new(env!("CARGO_BIN_EXE_svc"))
-        .args(["up", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ports-from", "0"])
+        .args(args)
         .current_dir(dir)
         .env("SVC_LOG", "warn")
         .stdout(Stdio::piped())
@@ -113,6 +117,9 @@ struct Tour {
     values: HashMap<String, String>,
     assignments: Vec<String>,
     ports: Vec<(String, String)>,
+    /// With `svc up --tls`: the deployment's CA, which `svc` (`SVC_CA`) and
+    /// curl (`CURL_CA_BUNDLE`) believe, as `svc up` tells its reader.
+    ca: Option<PathBuf>,
 }
 
 /// How a command ran.
@@ -130,9 +137,14 @@ impl Ran {
 }
 
 impl Tour {
+    fn scheme(&self) -> &'static str {
+        if self.ca.is_some() { "https" } else { "http" }
+    }
+
     fn substitute(&self, command: &str) -> String {
         let mut out = command.to_owned();
         for (readme, actual) in &self.ports {
+            out = out.replace(&format!("http://127.0.0.1:{readme}"), &format!("{}://{actual}", self.scheme()));
             out = out.replace(&format!("127.0.0.1:{readme}"), actual);
         }
         while let Some(start) = out.find('<') {
@@ -146,7 +158,8 @@ impl Tour {
 
     fn run(&self, command: &str) -> Ran {
         let script = format!("{}\n{command}", self.assignments.join("\n"));
-        let output = Command::new("timeout")
+        let output = self
+            .believing(Command::new("timeout"))
             .args(["300", "bash", "-c", &script])
             .current_dir(&self.dir)
             .env("SVC_ADMIN_URL", &self.values["admin_url"])
@@ -162,12 +175,21 @@ impl Tour {
         }
     }
 
+    /// A command that believes the deployment's CA when it has one.
+    fn believing(&self, mut command: Command) -> Command {
+        if let Some(ca) = &self.ca {
+            command.env("SVC_CA", ca).env("CURL_CA_BUNDLE", ca);
+        }
+        command
+    }
+
     /// Waits until every read region holds what home had committed: a
     /// person reading the next line gives replication that time.
     fn caught_up(&self) {
         let ready = |port: &str| -> Value {
-            let url = format!("http://{}/readyz", self.ports.iter().find(|(p, _)| p == port).unwrap().1);
-            let output = Command::new("curl").args(["-s", &url]).output().unwrap();
+            let at = &self.ports.iter().find(|(p, _)| p == port).unwrap().1;
+            let url = format!("{}://{at}/readyz", self.scheme());
+            let output = self.believing(Command::new("curl")).args(["-s", &url]).output().unwrap();
             serde_json::from_slice(&output.stdout).unwrap_or(Value::Null)
         };
         let head = ready("8100")["head_seq"].as_u64().unwrap_or(0);
@@ -226,7 +248,7 @@ fn check(tour: &mut Tour, command: &str, ran: &Ran) {
             // The invitation opens in a browser, through the door.
             let answer = ran.json();
             let door_port = tour.values["door_url"].rsplit(':').next().unwrap().to_owned();
-            let link = format!("http://localhost:{door_port}/portal/invitations/");
+            let link = format!("{}://localhost:{door_port}/portal/invitations/", tour.scheme());
             assert!(answer["owner_invitation"]["url"].as_str().unwrap_or_default().starts_with(&link), "{answer}");
         }
         c if c.contains("business create") => {
@@ -442,7 +464,8 @@ fn mcp(tour: &Tour, toml: &str) {
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search_products",
             "arguments": {"q": "lamp", "filter": {"all": [{"country": "FR"}]}, "sort_by": "_text_match:desc"}}}),
     ];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_svc"))
+    let mut child = tour
+        .believing(Command::new(env!("CARGO_BIN_EXE_svc")))
         .args(["mcp", "--config", "mcp.toml"])
         .current_dir(&tour.dir)
         .env("SVC_LOG", "warn")
@@ -478,6 +501,21 @@ fn mcp(tour: &Tour, toml: &str) {
 // rule: R1.31, R1.41
 #[test]
 fn the_readmes_tour_and_the_operator_guide_s_first_day_run_as_written() {
+    run_the_tour(false);
+    crate::first_day::operating_s_first_day_runs_as_written();
+}
+
+// The same tour against `svc up --tls` (issue 48): every listener over
+// HTTPS from the deployment's CA, the link between regions mutual TLS, and
+// each command as written once `svc up` says to believe the CA (`SVC_CA`,
+// `CURL_CA_BUNDLE`), with `https://` for `http://`.
+// rule: R1.31
+#[test]
+fn the_readmes_tour_runs_over_https_against_svc_up_tls() {
+    run_the_tour(true);
+}
+
+fn run_the_tour(tls: bool) {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     let blocks = tour_blocks(&readme);
     let dir = tempfile::tempdir().unwrap();
@@ -487,13 +525,14 @@ fn the_readmes_tour_and_the_operator_guide_s_first_day_run_as_written() {
         let file = file.unwrap().path();
         std::fs::copy(&file, dir.path().join("examples").join(file.file_name().unwrap())).unwrap();
     }
-    let up = start_up(dir.path());
+    let up = start_up(dir.path(), tls);
     let printed = up.lines.join("\n");
 
     // The addresses `svc up` printed stand for the README's default ports.
     let address = |prefix: &str, column: usize| -> String {
         let line = up.lines.iter().find(|l| l.trim_start().starts_with(prefix)).unwrap_or_else(|| panic!("{printed}"));
-        line.split_whitespace().nth(column).unwrap().trim_start_matches("http://").to_owned()
+        let url = line.split_whitespace().nth(column).unwrap();
+        url.trim_start_matches("http://").trim_start_matches("https://").to_owned()
     };
     let door = address("front door", 2);
     let (home, home_admin) = (address("home ", 2), address("home ", 3));
@@ -505,9 +544,18 @@ fn the_readmes_tour_and_the_operator_guide_s_first_day_run_as_written() {
             .chain([("8120", ap), ("8121", ap_admin)])
             .map(|(p, a)| (p.to_owned(), a))
             .collect();
-    let mut tour = Tour { dir: dir.path().to_owned(), values: HashMap::new(), assignments: Vec::new(), ports };
-    tour.values.insert("door_url".into(), format!("http://{door}"));
-    tour.values.insert("admin_url".into(), format!("http://{home_admin}"));
+    // `svc up --tls` prints the CA's path, and the line that believes it.
+    let ca = tls.then(|| {
+        let believe =
+            up.lines.iter().find(|l| l.trim_start().starts_with("export SVC_CA=")).expect("the CA to believe");
+        let path = believe.trim_start().trim_start_matches("export SVC_CA=").split_whitespace().next().unwrap();
+        assert!(printed.contains(&format!("CA             {path}")), "{printed}");
+        assert!(printed.contains("home    internal  https://"), "home's internal listener: {printed}");
+        dir.path().join(path)
+    });
+    let mut tour = Tour { dir: dir.path().to_owned(), values: HashMap::new(), assignments: Vec::new(), ports, ca };
+    tour.values.insert("door_url".into(), format!("{}://{door}", tour.scheme()));
+    tour.values.insert("admin_url".into(), format!("{}://{home_admin}", tour.scheme()));
     let shown = up.lines.iter().find(|l| l.contains("business show ")).unwrap();
     tour.values.insert("business_uuid".into(), shown.rsplit(' ').next().unwrap().to_owned());
     let cpc = up.lines.iter().find(|l| l.contains("campaign show") && l.contains(" cpc,")).expect("a cpc campaign");
@@ -554,5 +602,4 @@ fn the_readmes_tour_and_the_operator_guide_s_first_day_run_as_written() {
     }
     assert!(ran_commands > 40, "the tour ran {ran_commands} commands");
     drop(up);
-    crate::first_day::operating_s_first_day_runs_as_written();
 }

@@ -233,7 +233,8 @@ pub fn run(args: ClientArgs) -> i32 {
     if let ClientCommand::Publish(publish) = &args.command {
         let run = async {
             let key = keyfile::read(&args.key)?;
-            super::publish::run(&args.base_url, &args.authority, (key, args.grant.clone()), publish).await
+            let trust = svc_client::trust::Trust::with_ca(args.ca.as_deref())?;
+            super::publish::run(&args.base_url, &args.authority, (key, args.grant.clone()), &trust, publish).await
         };
         return match runtime.block_on(run) {
             Ok(status) => status,

@@ -56,6 +56,11 @@ pub enum Command {
         /// The sandbox corpus's seed: the same seed gives the same corpus.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Every listener over HTTPS, from a deployment CA made under
+        /// `<data-dir>/tls/` (its `ca.pem` is what clients believe, `--ca`),
+        /// and mutual TLS between the regions.
+        #[arg(long)]
+        tls: bool,
     },
     /// Run a front door from its configuration file (`regions/front-door.toml`).
     #[command(after_help = "Example:\n  svc front-door --config regions/front-door.toml")]
@@ -149,15 +154,12 @@ pub enum Command {
 }
 
 /// What `svc up` does not run yet.
-pub const NOT_YET: &[&str] = &[
-    "svc client verify checks a passkey's (Path B) seal only through POST /v1/verify",
-    "no TLS: the door and the regions speak plain HTTP on this machine",
-];
+pub const NOT_YET: &[&str] = &["svc client verify checks a passkey's (Path B) seal only through POST /v1/verify"];
 
 pub fn run(cli: Cli) -> i32 {
     match cli.command {
-        Command::Up { data_dir, listen, admin_listen, ports_from, latency, seed } => {
-            let plan = up::Plan { data_dir, listen, admin_listen, ports_from, latency, seed };
+        Command::Up { data_dir, listen, admin_listen, ports_from, latency, seed, tls } => {
+            let plan = up::Plan { data_dir, listen, admin_listen, ports_from, latency, seed, tls };
             match up::run(plan) {
                 Ok(()) => 0,
                 Err(e) => {

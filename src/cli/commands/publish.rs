@@ -96,6 +96,7 @@ pub async fn run(
     base_url: &str,
     authority: &str,
     (key, grant): (SigningKey, Option<String>),
+    trust: &svc_client::trust::Trust,
     args: &PublishArgs,
 ) -> Result<i32, CliError> {
     let record_type = RecordType::Products;
@@ -134,7 +135,7 @@ pub async fn run(
     state.save(&state_path)?;
     let bar = Bar::counting(&args.file.display().to_string(), 0);
     let business = Business {
-        transport: Transport::new(base_url)?,
+        transport: Transport::trusting(base_url, trust)?,
         push: Signer::new(key.clone(), authority, "svc-push"),
         read: Signer::new(key.clone(), authority, "svc-business-read"),
         grant,

@@ -4,14 +4,14 @@
 //! corpus published at home.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::CliError;
 use svc_clock::SystemClock;
 use svc_http::front_door::{FrontDoor, FrontDoorConfig, Route};
 use svc_http::node::Node;
-use svc_node::config::{NodeConfig, Peer, RegionCredential, ReplicationConfig, Role};
+use svc_node::config::{NodeConfig, Peer, RegionCredential, ReplicationConfig, Role, TlsConfig};
 
 /// The take rate of `svc up`'s home (basis points): 20 %.
 const SANDBOX_TAKE_BPS: u32 = 2_000;
@@ -24,6 +24,9 @@ pub struct Plan {
     pub ports_from: u16,
     pub latency: Vec<String>,
     pub seed: u64,
+    /// Every listener over TLS, from a deployment CA under
+    /// `<data_dir>/tls/`; the link between regions mutual TLS.
+    pub tls: bool,
 }
 
 impl Plan {
@@ -39,9 +42,53 @@ impl Plan {
             ports_from: 0,
             latency: vec!["eu=10".into(), "home=25".into(), "ap=40".into()],
             seed: 1,
+            tls: false,
         }
     }
+
+    /// `http` or `https`, as the listeners speak.
+    fn scheme(&self) -> &'static str {
+        if self.tls { "https" } else { "http" }
+    }
+
+    /// Where the deployment's CA and its certificates are kept.
+    pub fn tls_dir(&self) -> PathBuf {
+        self.data_dir.join("tls")
+    }
+
+    /// A listener's `[tls]`: `name`'s certificate, and the deployment's
+    /// CA believed as a client.
+    fn tls_config(&self, name: &str) -> Option<TlsConfig> {
+        let dir = self.tls_dir();
+        self.tls.then(|| TlsConfig {
+            cert: dir.join(format!("{name}.pem")),
+            key: dir.join(format!("{name}-key.pem")),
+            ca: Some(dir.join("ca.pem")),
+        })
+    }
+
+    /// With `--tls`: the deployment's CA (made once), and a certificate
+    /// for each region and the door, renewed at every start, for the
+    /// address they listen on.
+    fn issue_certificates(&self) -> Result<(), CliError> {
+        if !self.tls {
+            return Ok(());
+        }
+        let dir = self.tls_dir();
+        if !dir.join("ca.pem").exists() {
+            super::ca::init(&dir)?;
+        }
+        let hosts = [self.listen.ip().to_string(), "127.0.0.1".into(), "localhost".into()];
+        for &(region, _, _) in REGIONS {
+            super::ca::issue(&dir, region, true, &hosts, CERTIFICATE_DAYS)?;
+        }
+        super::ca::issue(&dir, "door", false, &hosts, CERTIFICATE_DAYS)?;
+        Ok(())
+    }
 }
+
+/// How long `svc up --tls` certificates last; each start renews them.
+const CERTIFICATE_DAYS: u32 = 30;
 
 /// The regions `svc up` runs, with the offset of their public port.
 const REGIONS: &[(&str, Role, u16)] = &[("home", Role::Home, 0), ("eu", Role::Read, 10), ("ap", Role::Read, 20)];
@@ -90,8 +137,9 @@ fn region_config(
     config.peers = publics
         .iter()
         .filter(|(name, _)| name != region)
-        .map(|(name, addr)| Peer { name: name.clone(), url: format!("http://{addr}") })
+        .map(|(name, addr)| Peer { name: name.clone(), url: format!("{}://{addr}", plan.scheme()) })
         .collect();
+    config.tls = plan.tls_config(region);
     config.admin_token = super::secret_file(&dir.join("admin_token"))?;
     // The door and the read regions forward callers from this address: a
     // node reads the caller's own from their X-Forwarded-For, so one busy
@@ -101,7 +149,7 @@ fn region_config(
     // The portal is reached through the door; a browser treats
     // http://localhost as a secure context, so passkeys work without TLS.
     config.passkey_rp_id = "localhost".into();
-    config.passkey_origin = format!("http://localhost:{}", plan.listen.port());
+    config.passkey_origin = format!("{}://localhost:{}", plan.scheme(), plan.listen.port());
     config.replication = Some(match home {
         None => {
             // The sandbox's campaigns pay a 20 % take on their net prices.
@@ -117,8 +165,10 @@ fn region_config(
             ReplicationConfig::home(regions)
         }
         Some(home) => {
-            let internal = home.internal_addr.map(|a| format!("http://{a}"));
-            ReplicationConfig::read(Some(format!("http://{}", home.addr)), internal, &region_token(plan, region)?)
+            let scheme = plan.scheme();
+            let internal = home.internal_addr.map(|a| format!("{scheme}://{a}"));
+            let public = format!("{scheme}://{}", home.addr);
+            ReplicationConfig::read(Some(public), internal, &region_token(plan, region)?)
         }
     });
     Ok(config)
@@ -170,6 +220,7 @@ impl Up {
         let latency = latency_table(&plan.latency)?;
         std::fs::create_dir_all(&plan.data_dir)
             .map_err(|source| CliError::Io { path: plan.data_dir.clone(), source })?;
+        plan.issue_certificates()?;
         let publics = public_addresses(plan)?;
         let mut nodes: Vec<Node> = Vec::new();
         for &(region, role, offset) in REGIONS {
@@ -182,7 +233,7 @@ impl Up {
                 let region = node.state.config.region.clone();
                 // One machine: the distance is simulated, and measured.
                 let delay_ms = latency.iter().find(|(r, _)| *r == region).map(|(_, ms)| *ms);
-                Route { region, url: format!("http://{}", node.addr), latency_ms: None, delay_ms }
+                Route { region, url: format!("{}://{}", plan.scheme(), node.addr), latency_ms: None, delay_ms }
             })
             .collect();
         let door = FrontDoor::start(FrontDoorConfig {
@@ -190,7 +241,7 @@ impl Up {
             probe_ms: 250,
             regions: routes,
             listener: Default::default(),
-            tls: None,
+            tls: plan.tls_config("door"),
         })
         .await?;
         Ok(Up { nodes, door })
@@ -210,7 +261,7 @@ pub fn run(plan: Plan) -> Result<(), CliError> {
     super::block_on_workers(async move {
         let stopped = super::stop_signal()?;
         let up = Up::start(&plan).await?;
-        print_addresses(&plan.data_dir, &up.door, &up.nodes);
+        print_addresses(&plan, &up.door, &up.nodes);
         let home = &up.nodes[0];
         let corpus = svc_http::sandbox::corpus::generate(plan.seed, svc_http::sandbox::corpus::Sizes::default());
         let started = svc_clock::monotonic();
@@ -236,38 +287,63 @@ pub fn run(plan: Plan) -> Result<(), CliError> {
                 (id, about)
             })
             .collect();
-        print_tour(&plan.data_dir, &up.door, home, seeded.businesses.first().map(|b| b.0.as_str()), &campaigns);
+        print_tour(&plan, &up.door, home, seeded.businesses.first().map(|b| b.0.as_str()), &campaigns);
         stopped.await;
         up.stop().await;
         Ok(())
     })
 }
 
-fn print_addresses(data_dir: &Path, door: &FrontDoor, nodes: &[Node]) {
+fn print_addresses(plan: &Plan, door: &FrontDoor, nodes: &[Node]) {
+    let scheme = plan.scheme();
     println!("svc {}: a home region and two read regions (sandbox)", env!("CARGO_PKG_VERSION"));
-    println!("  front door     http://{}  (sign for authority api.svc.localhost)", door.addr);
-    println!("  region  role  public                 admin                  measured latency (simulated distance)");
+    println!("  front door     {scheme}://{}  (sign for authority api.svc.localhost)", door.addr);
+    if plan.tls {
+        println!(
+            "  CA             {}  (every listener's certificate; --ca or SVC_CA)",
+            plan.tls_dir().join("ca.pem").display()
+        );
+    }
+    println!(
+        "  region  role      public                  admin                   measured latency (simulated distance)"
+    );
+    let url = |addr: SocketAddr| format!("{scheme}://{addr}");
     for row in door.table() {
         let Some(node) = nodes.iter().find(|n| n.state.config.region == row.route.region) else { continue };
         let role = if node.state.home.is_some() { "home" } else { "read" };
         let measured = row.latency.ms().map_or("-".into(), |ms| format!("{ms:.1} ms"));
         println!(
-            "  {:<7} {:<5} http://{:<15} http://{:<15} {measured} ({} ms, {:?})",
+            "  {:<7} {:<9} {:<23} {:<23} {measured} ({} ms, {:?})",
             row.route.region,
             role,
-            node.addr,
-            node.admin_addr,
+            url(node.addr),
+            url(node.admin_addr),
             row.route.delay_ms.unwrap_or(0),
             row.health
         );
     }
-    println!("  admin tokens   {}/<region>/admin_token", data_dir.display());
+    // Home's listener for the read regions alone (mutual TLS with --tls).
+    for node in nodes {
+        if let Some(internal) = node.internal_addr {
+            println!("  {:<7} {:<9} {}", node.state.config.region, "internal", url(internal));
+        }
+    }
+    println!("  admin tokens   {}/<region>/admin_token", plan.data_dir.display());
 }
 
-fn print_tour(data_dir: &Path, door: &FrontDoor, home: &Node, business: Option<&str>, campaigns: &[(String, String)]) {
-    let token_file = data_dir.join("home").join("admin_token");
-    let admin = format!("svc admin --url http://{} --token-file {}", home.admin_addr, token_file.display());
+fn print_tour(plan: &Plan, door: &FrontDoor, home: &Node, business: Option<&str>, campaigns: &[(String, String)]) {
+    let scheme = plan.scheme();
+    let token_file = plan.data_dir.join("home").join("admin_token");
+    let admin = format!("svc admin --url {scheme}://{} --token-file {}", home.admin_addr, token_file.display());
     println!("Try (the README's tour goes on from here):");
+    if plan.tls {
+        let ca = plan.tls_dir().join("ca.pem");
+        println!(
+            "  export SVC_CA={} CURL_CA_BUNDLE={}    # svc and curl believe the deployment's CA",
+            ca.display(),
+            ca.display()
+        );
+    }
     println!("  {admin} observe");
     println!("  {admin} business show {}", business.unwrap_or("<uuid>"));
     for (id, about) in campaigns {
@@ -276,12 +352,15 @@ fn print_tour(data_dir: &Path, door: &FrontDoor, home: &Node, business: Option<&
     println!("  svc keygen --alg ed25519 --out ai.json");
     println!("  {admin} company create --name 'Example AI'    # then a group and a retrieval key, as in the tour");
     println!(
-        "  svc client --base-url http://{} --key ai.json --grant <sandbox_key_grant> search --country FR --q lamp",
+        "  svc client --base-url {scheme}://{} --key ai.json --grant <sandbox_key_grant> search --country FR --q lamp",
         door.addr
     );
     println!("Not yet:");
     for item in super::NOT_YET {
         println!("  - {item}");
+    }
+    if !plan.tls {
+        println!("  - plain HTTP: the door and the regions speak HTTP on this machine (svc up --tls serves HTTPS)");
     }
     println!("Ctrl-C stops the front door, then each region (in-flight requests drain first).");
 }
