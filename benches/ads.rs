@@ -224,6 +224,8 @@ async fn pools_next_to_searches() -> Value {
         warmup,
         duration: window,
         queries,
+        trust: svc_client::trust::Trust::system(),
+        connection_per_request: false,
         sandbox_grant: true,
     };
     let pools = pool_mix(1, 256);

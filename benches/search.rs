@@ -268,6 +268,8 @@ fn main() {
             warmup,
             duration: window,
             queries: queries.clone(),
+            trust: svc_client::trust::Trust::system(),
+            connection_per_request: false,
             sandbox_grant: true,
         };
         eprintln!("(a) HTTP: {connections} connections, {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
@@ -302,7 +304,7 @@ fn main() {
         drop(state);
         node.stop().await;
         let reopening = Instant::now();
-        let node = Node::start(config, Arc::new(SystemClock)).await.expect("node starts again");
+        let node = Node::start(config.clone(), Arc::new(SystemClock)).await.expect("node starts again");
         wait_indexed(&node.state).await;
         node.state.index.search(&judged[0], &group, Instant::now() + Duration::from_secs(5)).expect("search");
         let cold_start = reopening.elapsed();
@@ -317,6 +319,45 @@ fn main() {
             cold_start.as_secs_f64()
         );
 
+        // (e, f) What TLS costs: the closed loop again over plain HTTP, then
+        // over HTTPS (TLS 1.3, keep-alive connections), each on the node
+        // started again on the same directory (a listener speaks one or the
+        // other), so both run on the same warm index and cache.
+        let tls_dir = dir.path().join("tls");
+        svc::commands::ca::init(&tls_dir).expect("a CA");
+        svc::commands::ca::issue(&tls_dir, "home", true, &[], 30).expect("a certificate");
+        let believed = svc_client::trust::Trust::with_ca(Some(&tls_dir.join("ca.pem"))).expect("the CA");
+        let closed = |base_url: String, trust: svc_client::trust::Trust| Plan {
+            base_url,
+            authority: config.public_authority.clone(),
+            keys: keys.clone(),
+            connections,
+            rate: None,
+            warmup,
+            duration: window,
+            queries: queries.clone(),
+            trust,
+            connection_per_request: false,
+            sandbox_grant: true,
+        };
+        eprintln!("(e) HTTP again, after a restart: {connections} connections, {} s", window.as_secs());
+        let plain = loadgen::run(closed(format!("http://{}", node.addr), svc_client::trust::Trust::system()))
+            .await
+            .expect("load generator");
+        node.stop().await;
+        let mut tls_config = config.clone();
+        tls_config.tls = Some(svc_node::config::TlsConfig {
+            cert: tls_dir.join("home.pem"),
+            key: tls_dir.join("home-key.pem"),
+            ca: None,
+        });
+        let node = Node::start(tls_config, Arc::new(SystemClock)).await.expect("node starts over TLS");
+        wait_indexed(&node.state).await;
+        eprintln!("(f) HTTPS, after a restart: {connections} connections, {} s", window.as_secs());
+        let started = (cpu_seconds(), Instant::now());
+        let tls = loadgen::run(closed(format!("https://{}", node.addr), believed)).await.expect("load generator");
+        let tls_cores = cores_since(started);
+
         let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
         let summary: Value = json!({
             "products": products,
@@ -330,7 +371,14 @@ fn main() {
             "direct": {"requests_per_second": direct_rps, "latency": direct_latency},
             "direct_one_thread_per_core": {"threads": cores, "requests_per_second": per_core_rps,
                 "latency": per_core_latency},
-            "cores_used": {"http": http_cores, "http_at_rate": at_rate_cores, "direct": direct_cores, "direct_one_thread_per_core": per_core_cores},
+            "http_after_restart": without_timeline(&plain),
+            "https_after_restart": without_timeline(&tls),
+            "ratio_https_to_http": {
+                "requests_per_second": ratio(tls.requests_per_second, plain.requests_per_second),
+                "p50": ratio(tls.latency.p50_ms, plain.latency.p50_ms),
+                "p99": ratio(tls.latency.p99_ms, plain.latency.p99_ms),
+            },
+            "cores_used": {"https": tls_cores, "http": http_cores, "http_at_rate": at_rate_cores, "direct": direct_cores, "direct_one_thread_per_core": per_core_cores},
             "ratio_http_to_direct": {
                 "requests_per_second": ratio(http.requests_per_second, direct_rps),
                 "p50": ratio(http.latency.p50_ms, direct_latency.p50_ms),
@@ -344,6 +392,8 @@ fn main() {
         });
         println!("{}", line("search/http_signed", http.requests_per_second, &http.latency));
         println!("{}", line(&format!("search/http_at_{rate}"), at_rate.requests_per_second, &at_rate.latency));
+        println!("{}", line("search/http_restarted", plain.requests_per_second, &plain.latency));
+        println!("{}", line("search/https_restarted", tls.requests_per_second, &tls.latency));
         println!("{}", line("search/direct_tantivy", direct_rps, &direct_latency));
         println!("{}", line(&format!("search/direct_{cores}_threads"), per_core_rps, &per_core_latency));
         println!(

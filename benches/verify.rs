@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use svc::loadgen::summarize;
 use svc_client::transport::Transport;
+use svc_client::trust::Trust;
 use svc_clock::SystemClock;
 use svc_http::node::Node;
 use svc_http::sandbox::corpus::{Sizes, generate};
@@ -46,7 +47,7 @@ fn verify_body(state: &svc_node::region::Region) -> Value {
 }
 
 async fn http_verify(
-    base: &str,
+    (base, trust): (&str, &Trust),
     authority: &str,
     body: Vec<u8>,
     connections: usize,
@@ -55,7 +56,7 @@ async fn http_verify(
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..connections {
-        let transport = Transport::new(base).expect("transport");
+        let transport = Transport::trusting(base, trust).expect("transport");
         let (body, authority) = (body.clone(), authority.to_owned());
         tasks.push(tokio::spawn(async move {
             let mut samples = Vec::new();
@@ -80,6 +81,35 @@ async fn http_verify(
     (samples.len() as f64 / started.elapsed().as_secs_f64(), samples)
 }
 
+/// New connections per second, each carrying one `GET /healthz` and closed
+/// with its answer, from `connections` tasks: over `https://` each is a
+/// full TLS handshake (no session resumption: every transport is new).
+async fn connection_rate(base: &str, trust: &Trust, connections: usize, run: Duration) -> (f64, Vec<Duration>) {
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..connections {
+        let (base, trust) = (base.to_owned(), trust.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut samples = Vec::new();
+            while started.elapsed() < run {
+                let at = Instant::now();
+                let transport = Transport::trusting(&base, &trust).expect("transport");
+                let request = axum::http::Request::get("/healthz").body(axum::body::Body::empty()).unwrap();
+                let answer = transport.send(request).await.expect("healthz answered");
+                assert_eq!(answer.status, 200);
+                drop(transport);
+                samples.push(at.elapsed());
+            }
+            samples
+        }));
+    }
+    let mut samples = Vec::new();
+    for task in tasks {
+        samples.extend(task.await.unwrap());
+    }
+    (samples.len() as f64 / started.elapsed().as_secs_f64(), samples)
+}
+
 fn main() {
     let connections = arg("--connections", 32) as usize;
     let seconds = arg("--seconds", 10);
@@ -88,10 +118,11 @@ fn main() {
     runtime.block_on(async move {
         let dir = tempfile::tempdir().unwrap();
         let mut config = NodeConfig::local_home(dir.path().join("home"), "127.0.0.1:0".parse().unwrap(), "127.0.0.1:0".parse().unwrap());
-        config.environment = svc_store::model::Environment::Production;
+        // A sandbox (the default): its corpus's ad images are drawn, where
+        // production would fetch them from a host that does not exist.
         // One client address sends everything: the per-address rate is not what is measured.
         config.verify_per_second = 1_000_000;
-        let node = Node::start(config, Arc::new(SystemClock)).await.unwrap();
+        let node = Node::start(config.clone(), Arc::new(SystemClock)).await.unwrap();
         let state = node.state.clone();
         let corpus = generate(11, Sizes::products_only(2, 200));
         ensure_seeded(&state, &corpus, &|_| {}).await.unwrap();
@@ -102,7 +133,9 @@ fn main() {
         let base = format!("http://{}", node.addr);
         let authority = state.config.public_authority.clone();
 
-        let (rate, samples) = http_verify(&base, &authority, body.clone(), connections, Duration::from_secs(seconds)).await;
+        let system = Trust::system();
+        let (rate, samples) =
+            http_verify((&base, &system), &authority, body.clone(), connections, Duration::from_secs(seconds)).await;
         let latency = summarize(samples);
         println!(
             "POST /v1/verify (product, batch seal, row, sidecar): {rate:.0} verifies/s, p50 {:.2} ms, p99 {:.2} ms ({connections} connections, {seconds} s)",
@@ -182,6 +215,47 @@ fn main() {
             leaves as f64 / pushed.as_secs_f64(),
             started.elapsed().as_secs_f64() * 1e6 / proofs as f64
         );
+
+        // (c) What TLS costs: verify over keep-alive connections, and new
+        // connections per second (one health check each), over plain HTTP
+        // and then over HTTPS, each on the node started again on the same
+        // directory (a listener speaks one or the other).
+        drop(state);
         node.stop().await;
+        let tls_dir = dir.path().join("tls");
+        svc::commands::ca::init(&tls_dir).unwrap();
+        svc::commands::ca::issue(&tls_dir, "home", true, &[], 30).unwrap();
+        let believed = Trust::with_ca(Some(&tls_dir.join("ca.pem"))).unwrap();
+        let mut tls = config.clone();
+        tls.tls = Some(svc_node::config::TlsConfig {
+            cert: tls_dir.join("home.pem"),
+            key: tls_dir.join("home-key.pem"),
+            ca: None,
+        });
+        let run = Duration::from_secs(seconds);
+        let mut figures = Vec::new();
+        for (scheme, config, trust) in [("http", config, &system), ("https", tls, &believed)] {
+            let node = Node::start(config, Arc::new(SystemClock)).await.unwrap();
+            let base = format!("{scheme}://{}", node.addr);
+            let (verifies, samples) = http_verify((&base, trust), &authority, body.clone(), connections, run).await;
+            let verify_latency = summarize(samples);
+            let (opened, samples) = connection_rate(&base, trust, connections, run).await;
+            let open_latency = summarize(samples);
+            println!(
+                "{scheme}: {verifies:.0} verifies/s (p50 {:.2} ms, p99 {:.2} ms); {opened:.0} new connections/s with one health check each (p50 {:.2} ms, p99 {:.2} ms); {connections} connections, {seconds} s",
+                verify_latency.p50_ms, verify_latency.p99_ms, open_latency.p50_ms, open_latency.p99_ms
+            );
+            figures.push((verifies, verify_latency, opened, open_latency));
+            node.stop().await;
+        }
+        let (plain, tls) = (&figures[0], &figures[1]);
+        println!(
+            "https:http  verifies/s {:.3}  verify p50 {:.2}x  p99 {:.2}x  new connections/s {:.3}  their p50 {:.2}x",
+            tls.0 / plain.0,
+            tls.1.p50_ms / plain.1.p50_ms,
+            tls.1.p99_ms / plain.1.p99_ms,
+            tls.2 / plain.2,
+            tls.3.p50_ms / plain.3.p50_ms
+        );
     });
 }

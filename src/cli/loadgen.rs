@@ -42,8 +42,11 @@ pub enum LoadgenError {
     Rate,
     #[error("{url}: {source}")]
     Url { url: String, source: axum::http::uri::InvalidUri },
-    #[error("{url}: an http://host:port address is expected")]
+    #[error("{url}: an http:// or https://host:port address is expected")]
     NotHttp { url: String },
+    /// The TLS handshake of a connection failed (a certificate not believed).
+    #[error("{addr}: TLS: {source}")]
+    Tls { addr: String, source: std::io::Error },
     /// The first connection to the region failed.
     #[error("{addr}: {source}")]
     Connect { addr: String, source: std::io::Error },
@@ -104,6 +107,44 @@ pub struct Plan {
     /// Sends each key's sandbox grant header (not signed), so a sandbox
     /// region admits a key on its first request. Production ignores it.
     pub sandbox_grant: bool,
+    /// Whom an `https://` base URL is believed by.
+    pub trust: svc_client::trust::Trust,
+    /// Every request on a connection of its own (TCP, and TLS over
+    /// `https://`), closed after its answer: the rate of new connections,
+    /// handshakes included, a region sustains.
+    pub connection_per_request: bool,
+}
+
+/// Where a load's connections go: the address, and over `https://` the
+/// TLS connector and the name the certificate must carry.
+#[derive(Clone)]
+struct Target {
+    addr: String,
+    tls: Option<(tokio_rustls::TlsConnector, rustls::pki_types::ServerName<'static>)>,
+}
+
+impl Target {
+    fn of(plan: &Plan) -> Result<Target, LoadgenError> {
+        let url = plan.base_url.clone();
+        let base: Uri = url.parse().map_err(|source| LoadgenError::Url { url: url.clone(), source })?;
+        let (Some(scheme), Some(host)) = (base.scheme_str(), base.host()) else {
+            return Err(LoadgenError::NotHttp { url });
+        };
+        let tls = match scheme {
+            "http" => None,
+            "https" => {
+                let mut config = plan.trust.client_config();
+                // hyper's HTTP/1 client below: ask for it by ALPN.
+                config.alpn_protocols = vec![b"http/1.1".to_vec()];
+                let name = rustls::pki_types::ServerName::try_from(host.trim_matches(['[', ']']).to_owned())
+                    .map_err(|_| LoadgenError::NotHttp { url: url.clone() })?;
+                Some((tokio_rustls::TlsConnector::from(Arc::new(config)), name))
+            }
+            _ => return Err(LoadgenError::NotHttp { url }),
+        };
+        let port = base.port_u16().unwrap_or(if tls.is_some() { 443 } else { 80 });
+        Ok(Target { addr: format!("{host}:{port}"), tls })
+    }
 }
 
 /// Latency percentiles, in milliseconds.
@@ -254,11 +295,7 @@ pub async fn run(plan: Plan) -> Result<Report, LoadgenError> {
     if plan.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
         return Err(LoadgenError::Rate);
     }
-    let base: Uri = plan.base_url.parse().map_err(|source| LoadgenError::Url { url: plan.base_url.clone(), source })?;
-    let addr = match (base.scheme_str(), base.host()) {
-        (Some("http"), Some(host)) => format!("{host}:{}", base.port_u16().unwrap_or(80)),
-        _ => return Err(LoadgenError::NotHttp { url: plan.base_url }),
-    };
+    let target = Target::of(&plan)?;
     let queries = Arc::new(plan.queries);
     let signers: Vec<Arc<Signer>> =
         plan.keys.into_iter().map(|k| Arc::new(Signer::new(k, &plan.authority, TAG_RETRIEVAL))).collect();
@@ -282,7 +319,13 @@ pub async fn run(plan: Plan) -> Result<Report, LoadgenError> {
         // Spread the starting offsets so connections do not send the same
         // query in lockstep.
         let start = n * queries.len() / plan.connections;
-        let load = Load { addr: addr.clone(), signers, queries: queries.clone(), schedule: schedule.clone() };
+        let load = Load {
+            target: target.clone(),
+            signers,
+            queries: queries.clone(),
+            schedule: schedule.clone(),
+            connection_per_request: plan.connection_per_request,
+        };
         tasks.push(tokio::spawn(connection(load, start, from, until)));
     }
     let mut total = Tally::default();
@@ -324,14 +367,31 @@ pub async fn run(plan: Plan) -> Result<Report, LoadgenError> {
 }
 
 /// One HTTP/1.1 keep-alive connection of its own (no pool), so N tasks are
-/// exactly N connections.
-async fn connect(addr: &str) -> Result<SendRequest<Body>, LoadgenError> {
+/// exactly N connections; over TLS when the target says so.
+async fn connect(target: &Target) -> Result<SendRequest<Body>, LoadgenError> {
+    let addr = &target.addr;
     let stream = tokio::net::TcpStream::connect(addr)
         .await
-        .map_err(|source| LoadgenError::Connect { addr: addr.to_owned(), source })?;
+        .map_err(|source| LoadgenError::Connect { addr: addr.clone(), source })?;
     // Small requests and answers: do not wait for Nagle.
     stream.set_nodelay(true).map_err(LoadgenError::Socket)?;
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+    match &target.tls {
+        None => http1(addr, stream).await,
+        Some((connector, name)) => {
+            let stream = connector
+                .connect(name.clone(), stream)
+                .await
+                .map_err(|source| LoadgenError::Tls { addr: addr.clone(), source })?;
+            http1(addr, stream).await
+        }
+    }
+}
+
+async fn http1<I>(addr: &str, io: I) -> Result<SendRequest<Body>, LoadgenError>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
         .await
         .map_err(|source| LoadgenError::Handshake { addr: addr.to_owned(), source })?;
     tokio::spawn(async move {
@@ -343,7 +403,9 @@ async fn connect(addr: &str) -> Result<SendRequest<Body>, LoadgenError> {
 
 /// What one connection sends, and where.
 struct Load {
-    addr: String,
+    target: Target,
+    /// A new connection for every request (handshakes counted in each).
+    connection_per_request: bool,
     /// The connection's keys, each with its sandbox grant, used in turn.
     signers: Vec<(Arc<Signer>, Option<String>)>,
     queries: Arc<Vec<Query>>,
@@ -351,11 +413,11 @@ struct Load {
 }
 
 async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) -> Result<Tally, LoadgenError> {
-    let Load { addr, signers, queries, schedule } = load;
+    let Load { target, connection_per_request, signers, queries, schedule } = load;
     let in_window = |at: Instant| at >= from && at < until;
     let mut tally = Tally::default();
     // The first connect must work: a wrong address is an error, not a report.
-    let mut sender = Some(connect(&addr).await?);
+    let mut sender = Some(connect(&target).await?);
     loop {
         // On a schedule, every request due inside the window is sent, however
         // late; closed, the window's end stops the connection.
@@ -371,9 +433,13 @@ async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) 
             None if svc_clock::monotonic() >= until => break,
             None => None,
         };
-        let mut live = match sender.take() {
-            Some(s) if !s.is_closed() => s,
-            _ => match connect(&addr).await {
+        // With a connection per request, its handshakes are part of each
+        // answer's latency: timed from before the connect.
+        let opened = svc_clock::monotonic();
+        let kept = sender.take().filter(|s| !s.is_closed());
+        let mut live = match kept {
+            Some(s) => s,
+            None => match connect(&target).await {
                 Ok(s) => s,
                 Err(_) => {
                     if in_window(due.unwrap_or_else(svc_clock::monotonic)) {
@@ -393,7 +459,7 @@ async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) 
         }
         // Signed afresh each time: a new nonce and the current time.
         let request = signer.sign_now(unsigned, SystemClock.now().as_secs())?;
-        let began = due.unwrap_or_else(svc_clock::monotonic);
+        let began = due.unwrap_or_else(|| if connection_per_request { opened } else { svc_clock::monotonic() });
         let answered = async {
             live.ready().await?;
             let response = live.send_request(request).await?;
@@ -409,7 +475,10 @@ async fn connection(load: Load, mut next: usize, from: Instant, until: Instant) 
                     tally.samples.push(Sample { at: began - from, took: began.elapsed() });
                     *tally.statuses.entry(status).or_default() += 1;
                 }
-                sender = Some(live);
+                // With a connection per request, it closes with its answer.
+                if !connection_per_request {
+                    sender = Some(live);
+                }
             }
             // Drop the connection; the next turn opens a new one.
             Err(_) if counted => tally.transport_errors += 1,
@@ -556,6 +625,8 @@ mod tests {
             warmup: Duration::from_millis(250),
             duration: Duration::from_millis(500),
             queries: product_mix(1, 8),
+            trust: svc_client::trust::Trust::system(),
+            connection_per_request: false,
             sandbox_grant: false,
         }
     }
@@ -603,6 +674,38 @@ mod tests {
         for rate in [0.0, -1.0, f64::NAN, f64::INFINITY] {
             assert!(run(plan(base.clone(), Some(rate))).await.is_err(), "{rate}");
         }
+    }
+
+    /// With a connection per request, each request opens its own
+    /// connection: the server accepts as many connections as it answers.
+    #[tokio::test]
+    async fn a_connection_per_request_opens_a_connection_for_each() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (accepted, answered) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (counted, served) = (accepted.clone(), answered.clone());
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::Relaxed);
+                let served = served.clone();
+                let service = hyper::service::service_fn(move |_request| {
+                    served.fetch_add(1, Ordering::Relaxed);
+                    async { Ok::<_, std::convert::Infallible>(axum::http::Response::new(Body::empty())) }
+                });
+                tokio::spawn(async move {
+                    let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+                    let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+                });
+            }
+        });
+        let kept = run(plan(base.clone(), Some(200.0))).await.unwrap();
+        assert_eq!(kept.requests, 100);
+        assert!(accepted.load(Ordering::Relaxed) <= 3, "three keep-alive connections");
+        let before = (accepted.load(Ordering::Relaxed), answered.load(Ordering::Relaxed));
+        let report = run(Plan { connection_per_request: true, ..plan(base, Some(200.0)) }).await.unwrap();
+        assert_eq!((report.requests, report.transport_errors), (100, 0));
+        let opened = accepted.load(Ordering::Relaxed) - before.0;
+        assert_eq!(opened, answered.load(Ordering::Relaxed) - before.1, "one connection per request");
     }
 
     #[test]

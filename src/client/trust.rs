@@ -96,7 +96,7 @@ impl Trust {
     }
 
     /// The settings, for one connector to set its ALPN on.
-    pub(crate) fn client_config(&self) -> rustls::ClientConfig {
+    pub fn client_config(&self) -> rustls::ClientConfig {
         (*self.config).clone()
     }
 }

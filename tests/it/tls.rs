@@ -355,3 +355,38 @@ fn a_link_without_its_ca_or_over_plain_http_is_refused_by_name() {
     read.tls = None;
     assert!(read.check_link_tls().is_ok());
 }
+
+/// `svc loadgen` over `https://`: its connections believe the CA they are
+/// given (and fail, named, without it), keep-alive or one per request.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_load_generator_speaks_tls_to_a_region() {
+    use svc::loadgen::{LoadgenError, Plan, product_mix, run};
+    let files = tempfile::tempdir().unwrap();
+    let ca = Ca::new(files.path(), "deployment");
+    let tls = ca.tls(files.path(), "home", None);
+    let (_home, node) = Home::listening(|c| c.tls = Some(tls)).await;
+    let plan = |trust: Trust, connection_per_request: bool| Plan {
+        base_url: https(node.addr),
+        authority: "api.svc.localhost".into(),
+        keys: vec![svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[7; 32]).unwrap()],
+        connections: 2,
+        rate: Some(100.0),
+        warmup: std::time::Duration::from_millis(100),
+        duration: std::time::Duration::from_millis(400),
+        queries: product_mix(1, 4),
+        trust,
+        connection_per_request,
+        sandbox_grant: false,
+    };
+    let believed = Trust::with_ca(Some(&ca.file)).unwrap();
+    for per_request in [false, true] {
+        let report = run(plan(believed.clone(), per_request)).await.unwrap();
+        // An unregistered key: every search is answered, 401, over TLS.
+        assert_eq!((report.requests, report.transport_errors), (40, 0), "{per_request}");
+        assert_eq!(report.statuses.keys().collect::<Vec<_>>(), [&401], "{per_request}");
+    }
+    let refused = run(plan(Trust::system(), false)).await.expect_err("a certificate not believed");
+    assert!(matches!(refused, LoadgenError::Tls { .. }), "{refused}");
+    assert!(refused.to_string().contains("UnknownIssuer"), "{refused}");
+    node.stop().await;
+}

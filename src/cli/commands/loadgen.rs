@@ -45,6 +45,14 @@ pub struct LoadgenArgs {
     /// has not seen yet.
     #[arg(long)]
     pub sandbox_grant: bool,
+    /// A CA certificate (PEM) to believe an `https://` region's certificate
+    /// by, beside the system's roots.
+    #[arg(long, env = "SVC_CA")]
+    pub ca: Option<PathBuf>,
+    /// A new connection (and TLS handshake over https://) for every
+    /// request: the rate of new connections the region sustains.
+    #[arg(long)]
+    pub connection_per_request: bool,
 }
 
 pub fn run(args: LoadgenArgs) -> Result<serde_json::Value, CliError> {
@@ -59,6 +67,8 @@ pub fn run(args: LoadgenArgs) -> Result<serde_json::Value, CliError> {
         duration: Duration::from_secs(args.seconds.max(1)),
         queries: loadgen::product_mix(args.seed, args.queries.max(1)),
         sandbox_grant: args.sandbox_grant,
+        trust: svc_client::trust::Trust::with_ca(args.ca.as_deref())?,
+        connection_per_request: args.connection_per_request,
     };
     // Many connections: a runtime with a worker per core, not the single
     // thread the other commands use.
