@@ -46,29 +46,23 @@ fn verify_body(state: &svc_node::region::Region) -> Value {
     })
 }
 
-async fn http_verify(
-    (base, trust): (&str, &Trust),
-    authority: &str,
-    body: Vec<u8>,
-    connections: usize,
-    run: Duration,
-) -> (f64, Vec<Duration>) {
+/// Calls `one` over and over from `connections` tasks until `run` has
+/// passed (`each` makes a task's own call, with what it keeps between
+/// calls); answers the calls per second and each call's time.
+async fn repeatedly<F, Fut>(connections: usize, run: Duration, each: impl Fn() -> F) -> (f64, Vec<Duration>)
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..connections {
-        let transport = Transport::trusting(base, trust).expect("transport");
-        let (body, authority) = (body.clone(), authority.to_owned());
+        let one = each();
         tasks.push(tokio::spawn(async move {
             let mut samples = Vec::new();
             while started.elapsed() < run {
-                let request = axum::http::Request::post("/v1/verify")
-                    .header("host", authority.as_str())
-                    .header("content-type", "application/json")
-                    .body(axum::body::Body::from(body.clone()))
-                    .unwrap();
                 let at = Instant::now();
-                let answer = transport.send(request).await.expect("verify answered");
-                assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+                one().await;
                 samples.push(at.elapsed());
             }
             samples
@@ -81,33 +75,49 @@ async fn http_verify(
     (samples.len() as f64 / started.elapsed().as_secs_f64(), samples)
 }
 
+/// `POST /v1/verify` from `connections` keep-alive connections.
+async fn http_verify(
+    (base, trust): (&str, &Trust),
+    authority: &str,
+    body: Vec<u8>,
+    connections: usize,
+    run: Duration,
+) -> (f64, Vec<Duration>) {
+    repeatedly(connections, run, || {
+        let transport = Transport::trusting(base, trust).expect("transport");
+        let (body, authority) = (body.clone(), authority.to_owned());
+        move || {
+            let request = axum::http::Request::post("/v1/verify")
+                .header("host", authority.as_str())
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from(body.clone()))
+                .unwrap();
+            let transport = transport.clone();
+            async move {
+                let answer = transport.send(request).await.expect("verify answered");
+                assert_eq!(answer.status, 200, "{}", String::from_utf8_lossy(&answer.bytes));
+            }
+        }
+    })
+    .await
+}
+
 /// New connections per second, each carrying one `GET /healthz` and closed
-/// with its answer, from `connections` tasks: over `https://` each is a
-/// full TLS handshake (no session resumption: every transport is new).
+/// with its answer: over `https://` each is a full TLS handshake (no
+/// session resumption: every transport is new).
 async fn connection_rate(base: &str, trust: &Trust, connections: usize, run: Duration) -> (f64, Vec<Duration>) {
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..connections {
+    repeatedly(connections, run, || {
         let (base, trust) = (base.to_owned(), trust.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut samples = Vec::new();
-            while started.elapsed() < run {
-                let at = Instant::now();
-                let transport = Transport::trusting(&base, &trust).expect("transport");
+        move || {
+            let transport = Transport::trusting(&base, &trust).expect("transport");
+            async move {
                 let request = axum::http::Request::get("/healthz").body(axum::body::Body::empty()).unwrap();
                 let answer = transport.send(request).await.expect("healthz answered");
                 assert_eq!(answer.status, 200);
-                drop(transport);
-                samples.push(at.elapsed());
             }
-            samples
-        }));
-    }
-    let mut samples = Vec::new();
-    for task in tasks {
-        samples.extend(task.await.unwrap());
-    }
-    (samples.len() as f64 / started.elapsed().as_secs_f64(), samples)
+        }
+    })
+    .await
 }
 
 fn main() {

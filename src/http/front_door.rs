@@ -70,9 +70,12 @@ pub struct FrontDoorConfig {
     #[serde(default)]
     pub listener: svc_node::config::ListenerLimits,
     /// TLS on the door's listener, and the CA it believes the regions'
-    /// certificates by (beside the system's roots); none: plain HTTP.
+    /// certificates by (beside the system's roots); none: plain HTTP, which
+    /// `svc front-door` serves only when `allow_plain_http` says so.
     #[serde(default)]
     pub tls: Option<svc_node::config::TlsConfig>,
+    #[serde(default)]
+    pub allow_plain_http: bool,
 }
 
 fn default_probe_ms() -> u64 {

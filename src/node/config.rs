@@ -681,6 +681,8 @@ pub enum ConfigError {
     HomeWithHomeUrl(String),
     #[error("{setting}: refused with environment = \"production\": {why}")]
     Production { setting: &'static str, why: &'static str },
+    #[error("tls: without [tls] every listener speaks plain HTTP; add [tls], or say allow_plain_http = true")]
+    PlainHttpUnsaid,
     #[error("tls.ca: the link between regions is mutual TLS under the deployment's CA; name its certificate")]
     LinkWithoutCa,
     #[error("replication.internal_url {0}: with [tls] the link to home is https://")]
@@ -797,6 +799,16 @@ impl NodeConfig {
             return refuse("ad_images.allow_private_addresses", "lets an ad point the service at its own network");
         }
         Ok(())
+    }
+
+    /// Plain HTTP only where the config says so: a node without `[tls]`
+    /// must say `allow_plain_http = true` (in any environment; production
+    /// asks more, `check_production`).
+    pub fn check_plain_http(&self) -> Result<(), ConfigError> {
+        match self.tls.is_none() && !self.allow_plain_http {
+            true => Err(ConfigError::PlainHttpUnsaid),
+            false => Ok(()),
+        }
     }
 
     /// With TLS, the link between regions is mutual TLS under the

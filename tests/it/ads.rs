@@ -1007,6 +1007,7 @@ async fn a_confirmation_is_judged_where_its_pool_was_served_and_two_regions_neve
         ],
         listener: Default::default(),
         tls: None,
+        allow_plain_http: true,
     })
     .await
     .unwrap();

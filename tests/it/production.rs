@@ -237,3 +237,26 @@ fn the_production_example_refuses_each_unsafe_setting_by_name() {
     std::fs::write(&home, behind).unwrap();
     svc::commands::node_config(&home).unwrap().check_production().unwrap();
 }
+
+/// Plain HTTP only where the config says so, in any environment: the
+/// localhost deployment's home without its `allow_plain_http` line does not
+/// start, and says what to write.
+#[test]
+fn a_node_without_tls_that_does_not_say_plain_http_does_not_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("regions/home.toml")).unwrap();
+    assert!(shipped.contains("\nallow_plain_http = true\n"), "the shipped file says it");
+    let unsaid = shipped
+        .replace("\nallow_plain_http = true\n", "\n")
+        .replace("data/home", &dir.path().join("home").display().to_string());
+    let config = dir.path().join("home.toml");
+    std::fs::write(&config, unsaid).unwrap();
+    std::fs::create_dir(dir.path().join("secrets")).unwrap();
+    for secret in ["home-admin-token", "eu-replication-token", "ap-replication-token"] {
+        std::fs::write(dir.path().join("secrets").join(secret), hex::encode(svc_clock::random::<32>())).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_svc")).args(["node", "--config"]).arg(&config).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("say allow_plain_http = true"), "{said}");
+}

@@ -26,6 +26,9 @@ fn folder(name: &str) -> Vec<NodeConfig> {
 #[test]
 fn the_localhost_deployment_is_one_home_and_at_least_two_read_regions() {
     let regions = regions();
+    for region in regions.iter().chain(&folder("deploy/compose")) {
+        region.check_plain_http().unwrap_or_else(|e| panic!("{}: {e}", region.region));
+    }
     assert_eq!(regions.iter().filter(|r| r.role == Role::Home).count(), 1);
     assert!(regions.iter().filter(|r| r.role == Role::Read).count() >= 2);
     check_deployment(&regions, Hosts::One).unwrap();

@@ -130,31 +130,39 @@ async fn a_node_whose_key_does_not_match_its_certificate_does_not_start() {
     assert!(refused.contains("cert.pem") && refused.contains("key.pem"), "{refused}");
 }
 
+/// A region's token on home's link.
+fn token(region: &str) -> String {
+    format!("{region}-token-of-at-least-thirty-two-characters")
+}
+
+/// Home on TLS from `ca`, its internal listener mutual TLS, knowing the
+/// read regions eu and ap by their tokens.
+async fn linked_home(dir: &Path, ca: &Ca) -> svc_http::node::Node {
+    use svc_node::config::{NodeConfig, RegionCredential, ReplicationConfig};
+    let loopback = "127.0.0.1:0".parse().unwrap();
+    let mut config = NodeConfig::local_home(dir.join("home"), loopback, loopback);
+    config.internal_listen = Some(loopback);
+    config.replication =
+        Some(ReplicationConfig::home(["eu", "ap"].map(|r| RegionCredential::new(r, &token(r))).to_vec()));
+    config.tls = Some(ca.tls(dir, "home", Some(&ca.file)));
+    svc_http::node::Node::start(config, std::sync::Arc::new(svc_clock::SystemClock)).await.unwrap()
+}
+
 /// Home and a read region, each on TLS from one deployment CA: the region
 /// that believes the CA replicates over the mutual-TLS link and is ready; a
 /// region that does not believe home's certificate takes nothing from it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_read_region_replicates_over_tls_only_from_a_home_it_believes() {
-    use svc_node::config::{NodeConfig, RegionCredential, ReplicationConfig, Role};
+    use svc_node::config::{NodeConfig, ReplicationConfig, Role};
     let dir = tempfile::tempdir().unwrap();
     let ca = Ca::new(dir.path(), "deployment");
-    let token = |r: &str| format!("{r}-token-of-at-least-thirty-two-characters");
-    let loopback = "127.0.0.1:0".parse().unwrap();
-    let node = |region: &str, role: Role| {
+    let home = linked_home(dir.path(), &ca).await;
+    let clock = || std::sync::Arc::new(svc_clock::SystemClock);
+    let read = |region: &str, trusted: Option<&Path>| {
+        let loopback = "127.0.0.1:0".parse().unwrap();
         let mut config = NodeConfig::local_home(dir.path().join(region), loopback, loopback);
         config.region = region.into();
-        config.role = role;
-        config
-    };
-    let mut home = node("home", Role::Home);
-    home.internal_listen = Some(loopback);
-    home.replication =
-        Some(ReplicationConfig::home(["eu", "ap"].map(|r| RegionCredential::new(r, &token(r))).to_vec()));
-    home.tls = Some(ca.tls(dir.path(), "home", Some(&ca.file)));
-    let clock = || std::sync::Arc::new(svc_clock::SystemClock);
-    let home = svc_http::node::Node::start(home, clock()).await.unwrap();
-    let read = |region: &str, trusted: Option<&Path>| {
-        let mut config = node(region, Role::Read);
+        config.role = Role::Read;
         config.replication = Some(ReplicationConfig::read(
             Some(https(home.addr)),
             Some(https(home.internal_addr.unwrap())),
@@ -198,18 +206,10 @@ async fn a_read_region_replicates_over_tls_only_from_a_home_it_believes() {
 /// own certificate.
 #[tokio::test(flavor = "multi_thread")]
 async fn home_answers_a_region_only_with_its_own_certificate_and_its_own_token() {
-    use svc_node::config::{NodeConfig, RegionCredential, ReplicationConfig};
     use svc_node::replication::link::{HomeLink, HomeUrls};
     let dir = tempfile::tempdir().unwrap();
     let ca = Ca::new(dir.path(), "deployment");
-    let token = |r: &str| format!("{r}-token-of-at-least-thirty-two-characters");
-    let loopback = "127.0.0.1:0".parse().unwrap();
-    let mut config = NodeConfig::local_home(dir.path().join("home"), loopback, loopback);
-    config.internal_listen = Some(loopback);
-    config.replication =
-        Some(ReplicationConfig::home(["eu", "ap"].map(|r| RegionCredential::new(r, &token(r))).to_vec()));
-    config.tls = Some(ca.tls(dir.path(), "home", Some(&ca.file)));
-    let home = svc_http::node::Node::start(config, std::sync::Arc::new(svc_clock::SystemClock)).await.unwrap();
+    let home = linked_home(dir.path(), &ca).await;
     let (public, internal) = (https(home.addr), https(home.internal_addr.unwrap()));
 
     // A pull of home's log by `region` with `token`, showing `shown`'s
@@ -290,6 +290,7 @@ async fn the_front_door_speaks_tls_on_both_sides() {
         regions: vec![Route { region: "home".into(), url: https(node.addr), latency_ms: None, delay_ms: None }],
         listener: Default::default(),
         tls: Some(ca.tls(dir.path(), "door", Some(&ca.file))),
+        allow_plain_http: false,
     })
     .await
     .unwrap();

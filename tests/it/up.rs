@@ -74,6 +74,7 @@ async fn svc_up_runs_three_regions_behind_a_front_door_that_routes_to_the_neares
         regions: routes,
         listener: Default::default(),
         tls: None,
+        allow_plain_http: true,
     };
     let blind = FrontDoor::start(config).await.unwrap();
     let eu = up.nodes.remove(1);
@@ -162,6 +163,7 @@ async fn the_front_door_leads_with_the_region_its_probes_measure_nearest() {
         ],
         listener: Default::default(),
         tls: None,
+        allow_plain_http: true,
     })
     .await
     .unwrap();

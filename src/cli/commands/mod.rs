@@ -344,6 +344,7 @@ fn node(path: &std::path::Path) -> Result<(), CliError> {
     }
     let config = node_config(path)?;
     config.check_production()?;
+    config.check_plain_http()?;
     block_on_workers(async move {
         let region = config.region.clone();
         let stopped = stop_signal()?;
@@ -391,6 +392,9 @@ pub(crate) fn stop_signal() -> Result<impl std::future::Future<Output = ()>, Cli
 /// a JSON object with its address.
 fn front_door(path: &std::path::Path) -> Result<(), CliError> {
     let config: svc_http::front_door::FrontDoorConfig = toml_file(path)?;
+    if config.tls.is_none() && !config.allow_plain_http {
+        return Err(svc_node::config::ConfigError::PlainHttpUnsaid.into());
+    }
     block_on_workers(async move {
         let stopped = stop_signal()?;
         let door = svc_http::front_door::FrontDoor::start(config).await?;

@@ -242,6 +242,7 @@ impl Up {
             regions: routes,
             listener: Default::default(),
             tls: plan.tls_config("door"),
+            allow_plain_http: !plan.tls,
         })
         .await?;
         Ok(Up { nodes, door })

@@ -81,10 +81,13 @@ impl Site {
         if self.sandbox { "sandbox" } else { "production" }
     }
 
-    /// Production speaks plain HTTP only where the config says so: here,
-    /// on loopback, with the test itself in the proxy's place.
+    /// Plain HTTP only where the config says so: here, on loopback, with
+    /// the test itself in a production proxy's place.
     fn plain_http(&self) -> &'static str {
-        if self.sandbox { "" } else { "allow_plain_http = true\nplain_http_behind = \"none: a test on loopback\"\n" }
+        match self.sandbox {
+            true => "allow_plain_http = true\n",
+            false => "allow_plain_http = true\nplain_http_behind = \"none: a test on loopback\"\n",
+        }
     }
 }
 
