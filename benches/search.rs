@@ -324,8 +324,8 @@ fn main() {
         // started again on the same directory (a listener speaks one or the
         // other), so both run on the same warm index and cache.
         let tls_dir = dir.path().join("tls");
-        svc::commands::ca::init(&tls_dir).expect("a CA");
-        svc::commands::ca::issue(&tls_dir, "home", true, &[], 30).expect("a certificate");
+        svc::ca::init(&tls_dir).expect("a CA");
+        svc::ca::issue(&tls_dir, "home", true, &[], 30).expect("a certificate");
         let believed = svc_client::trust::Trust::with_ca(Some(&tls_dir.join("ca.pem"))).expect("the CA");
         let closed = |base_url: String, trust: svc_client::trust::Trust| Plan {
             base_url,

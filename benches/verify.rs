@@ -233,8 +233,8 @@ fn main() {
         drop(state);
         node.stop().await;
         let tls_dir = dir.path().join("tls");
-        svc::commands::ca::init(&tls_dir).unwrap();
-        svc::commands::ca::issue(&tls_dir, "home", true, &[], 30).unwrap();
+        svc::ca::init(&tls_dir).unwrap();
+        svc::ca::issue(&tls_dir, "home", true, &[], 30).unwrap();
         let believed = Trust::with_ca(Some(&tls_dir.join("ca.pem"))).unwrap();
         let mut tls = config.clone();
         tls.tls = Some(svc_node::config::TlsConfig {

@@ -8,6 +8,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+pub mod ca;
 pub mod chaos;
 pub mod commands;
 pub mod loadgen;

@@ -42,9 +42,9 @@ impl Example {
             std::fs::write(etc.join(format!("{region}.toml")), text).unwrap();
         }
         let tls = etc.join("tls");
-        svc::commands::ca::init(&tls).unwrap();
+        svc::ca::init(&tls).unwrap();
         for region in ["home", "eu", "ap"] {
-            svc::commands::ca::issue(&tls, region, true, &[], 90).unwrap();
+            svc::ca::issue(&tls, region, true, &[], 90).unwrap();
         }
         for secret in [
             "home-admin-token",
@@ -168,7 +168,7 @@ fn svc_doctor_passes_the_production_example_and_names_each_gap() {
 
     // Each gap fails its own row, and the whole answer.
     let home = example.config("home");
-    svc::commands::ca::issue(&example.etc.join("tls"), "home", true, &[], 5).unwrap();
+    svc::ca::issue(&example.etc.join("tls"), "home", true, &[], 5).unwrap();
     example.edit("home", |text| text.replace("key_encryption_key_file = \"secrets/key-encryption-key\"\n", ""));
     std::fs::remove_file(example.etc.join("../../var/backups/svc/svc-home-20261129T031500Z.tar.gz")).unwrap();
     // The eu certificate where home's should be: it names another region.

@@ -33,7 +33,9 @@ pub enum DeployError {
     #[error("fault on {node}: {detail}")]
     Fault { node: String, detail: String },
     #[error("the run's certificates: {0}")]
-    Tls(String),
+    Ca(Box<crate::ca::CaError>),
+    #[error("the run's CA: {0}")]
+    Trust(Box<svc_client::ClientError>),
     #[error(transparent)]
     Network(#[from] NetworkError),
     #[error(transparent)]
@@ -119,9 +121,9 @@ impl Deployment {
         };
         let tls = dir.join("tls");
         if !tls.join("ca.pem").exists() {
-            crate::commands::ca::init(&tls).map_err(|e| DeployError::Tls(e.to_string()))?;
+            crate::ca::init(&tls).map_err(|e| DeployError::Ca(Box::new(e)))?;
         }
-        let trust = Trust::with_ca(Some(&tls.join("ca.pem"))).map_err(|e| DeployError::Tls(e.to_string()))?;
+        let trust = Trust::with_ca(Some(&tls.join("ca.pem"))).map_err(|e| DeployError::Trust(Box::new(e)))?;
         let mut deployment = Deployment {
             dir: dir.to_owned(),
             trust,
@@ -183,8 +185,7 @@ impl Deployment {
         // and the addresses it is reached at: its own, and loopback where
         // the run's proxies stand.
         let hosts = [ip.to_string(), "127.0.0.1".into(), "localhost".into()];
-        crate::commands::ca::issue(&self.dir.join("tls"), name, true, &hosts, 30)
-            .map_err(|e| DeployError::Tls(e.to_string()))?;
+        crate::ca::issue(&self.dir.join("tls"), name, true, &hosts, 30).map_err(|e| DeployError::Ca(Box::new(e)))?;
         // Sandbox: production refuses fault injection.
         let text = format!(
             "region = \"{name}\"\nrole = \"{role}\"\nenvironment = \"sandbox\"\ndata_dir = \"{}\"\n\

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
+use svc_core::time::UnixMs;
 use svc_node::config::{NodeConfig, TlsConfig};
 
 /// A certificate that expires within this many days fails: time enough to
@@ -44,22 +45,24 @@ fn check(name: &'static str, verdict: Verdict, detail: impl Into<String>) -> Che
     Check { name, verdict, detail: detail.into() }
 }
 
-fn judged(name: &'static str, result: Result<String, String>) -> Check {
+fn judged<E: std::fmt::Display>(name: &'static str, result: Result<String, E>) -> Check {
     match result {
         Ok(detail) => check(name, Verdict::Ok, detail),
-        Err(detail) => check(name, Verdict::Fail, detail),
+        Err(e) => check(name, Verdict::Fail, e.to_string()),
     }
 }
 
-/// Every check of a node's config, in the order an operator reads them.
-pub fn examine(config: &NodeConfig, now: SystemTime) -> Vec<Check> {
-    let production = match config.environment {
+/// Every check of a node's config, in the order an operator reads them,
+/// at `now`.
+pub fn examine(config: &NodeConfig, now: UnixMs) -> Vec<Check> {
+    let mut checks = vec![match config.environment {
         svc_store::model::Environment::Production => {
-            config.check_production().map(|()| "safe".to_owned()).map_err(|e| e.to_string())
+            judged("production profile", config.check_production().map(|()| "safe".to_owned()))
         }
-        svc_store::model::Environment::Sandbox => Err("environment = \"sandbox\": not a production config".into()),
-    };
-    let mut checks = vec![judged("production profile", production)];
+        svc_store::model::Environment::Sandbox => {
+            check("production profile", Verdict::Fail, "environment = \"sandbox\": not a production config")
+        }
+    }];
     checks.push(match (&config.tls, &config.plain_http_behind) {
         (Some(tls), _) => certificate(tls, now),
         (None, Some(proxy)) if config.allow_plain_http => {
@@ -68,10 +71,7 @@ pub fn examine(config: &NodeConfig, now: SystemTime) -> Vec<Check> {
         (None, _) => check("TLS", Verdict::Fail, "no [tls]: every listener speaks plain HTTP"),
     });
     checks.push(link(config));
-    checks.push(judged(
-        "tokens",
-        config.check_secrets().map(|()| "each strong and its own".into()).map_err(|e| e.to_string()),
-    ));
+    checks.push(judged("tokens", config.check_secrets().map(|()| "each strong and its own".to_owned())));
     checks.push(match &config.key_encryption_key {
         Some(_) => check("key-encryption key", Verdict::Ok, "service keys are stored wrapped"),
         None => check("key-encryption key", Verdict::Fail, "none: service keys and hosted seeds are stored in clear"),
@@ -87,9 +87,7 @@ pub fn examine(config: &NodeConfig, now: SystemTime) -> Vec<Check> {
     checks.push(match &config.ip_to_as_file {
         Some(path) => judged(
             "IP-to-AS table",
-            svc_node::as_table::AsTable::load(path)
-                .map(|_| format!("{} reads", path.display()))
-                .map_err(|e| e.to_string()),
+            svc_node::as_table::AsTable::load(path).map(|_| format!("{} reads", path.display())),
         ),
         None => check("IP-to-AS table", Verdict::Warn, "none: mandates naming AS numbers are refused"),
     });
@@ -99,15 +97,14 @@ pub fn examine(config: &NodeConfig, now: SystemTime) -> Vec<Check> {
 }
 
 /// The certificate loads with its key, and is far from its end.
-fn certificate(tls: &TlsConfig, now: SystemTime) -> Check {
+fn certificate(tls: &TlsConfig, now: UnixMs) -> Check {
     if let Err(e) = svc_http::tls::Certificates::load(tls) {
         return check("TLS", Verdict::Fail, e.to_string());
     }
     let Some(not_after) = not_after(&tls.cert) else {
         return check("TLS", Verdict::Fail, format!("{}: the certificate does not parse", tls.cert.display()));
     };
-    let now = now.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-    let days = (not_after - now).div_euclid(86_400);
+    let days = (not_after - now.0.div_euclid(1000)).div_euclid(86_400);
     let detail = format!("{} expires in {days} days", tls.cert.display());
     match days {
         ..0 => check("TLS", Verdict::Fail, format!("{}: expired", tls.cert.display())),
@@ -157,7 +154,7 @@ fn link(config: &NodeConfig) -> Check {
 }
 
 /// The newest file in the backups folder is within the schedule.
-fn backups(config: &NodeConfig, now: SystemTime) -> Check {
+fn backups(config: &NodeConfig, now: UnixMs) -> Check {
     let Some(backups) = &config.backups else {
         return check("backups", Verdict::Fail, "no [backups]: nothing says where they go or how often");
     };
@@ -167,7 +164,8 @@ fn backups(config: &NodeConfig, now: SystemTime) -> Check {
     let Some(newest) = newest else {
         return check("backups", Verdict::Fail, format!("{}: no backup in it", backups.dir.display()));
     };
-    let age = now.duration_since(newest).unwrap_or(Duration::ZERO);
+    let newest = newest.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    let age = Duration::from_millis(u64::try_from(now.0 - newest).unwrap_or(0));
     let hours = age.as_secs() / 3600;
     let detail = format!("the newest in {} is {hours} h old", backups.dir.display());
     if age > Duration::from_secs(u64::from(backups.every_hours) * 3600) {

@@ -28,7 +28,7 @@ pub enum CliError {
     Config(#[from] svc_node::config::ConfigError),
     /// A CA command that failed (boxed: certificate errors are large).
     #[error("{0}")]
-    Ca(Box<super::ca::CaError>),
+    Ca(Box<crate::ca::CaError>),
     /// A node that did not start.
     #[error("{0}")]
     Node(#[from] svc_http::node::NodeError),
@@ -77,8 +77,8 @@ pub enum CliError {
     NotPinned { url: String, sha256: String },
 }
 
-impl From<super::ca::CaError> for CliError {
-    fn from(error: super::ca::CaError) -> Self {
+impl From<crate::ca::CaError> for CliError {
+    fn from(error: crate::ca::CaError) -> Self {
         CliError::Ca(Box::new(error))
     }
 }

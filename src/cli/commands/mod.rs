@@ -184,7 +184,7 @@ pub fn run(cli: Cli) -> i32 {
         },
         Command::Doctor { config, json } => match node_config(&config) {
             Ok(config) => {
-                let checks = doctor::examine(&config, std::time::SystemTime::now());
+                let checks = doctor::examine(&config, svc_clock::Clock::now(&svc_clock::SystemClock));
                 match output::Output::choose(json) {
                     output::Output::Human => print_out(&doctor::table(&checks)),
                     output::Output::Json => print_out(&doctor::answer(&checks).to_string()),

@@ -76,13 +76,13 @@ impl Plan {
         }
         let dir = self.tls_dir();
         if !dir.join("ca.pem").exists() {
-            super::ca::init(&dir)?;
+            crate::ca::init(&dir)?;
         }
         let hosts = [self.listen.ip().to_string(), "127.0.0.1".into(), "localhost".into()];
         for &(region, _, _) in REGIONS {
-            super::ca::issue(&dir, region, true, &hosts, CERTIFICATE_DAYS)?;
+            crate::ca::issue(&dir, region, true, &hosts, CERTIFICATE_DAYS)?;
         }
-        super::ca::issue(&dir, "door", false, &hosts, CERTIFICATE_DAYS)?;
+        crate::ca::issue(&dir, "door", false, &hosts, CERTIFICATE_DAYS)?;
         Ok(())
     }
 }
