@@ -101,9 +101,11 @@ impl Trust {
     }
 }
 
-const VERSIONS: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13, &rustls::version::TLS12];
+/// The TLS versions every end of the project speaks, newest first.
+pub const VERSIONS: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13, &rustls::version::TLS12];
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+/// The crypto every end of the project uses: ring.
+pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 

@@ -16,6 +16,7 @@ use rustls::sign::CertifiedKey;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
+use svc_client::trust::{VERSIONS, provider};
 use svc_node::config::TlsConfig;
 
 /// How often the files' modification times are looked at.
@@ -85,10 +86,6 @@ fn stamps(cert: &Path, key: &Path) -> (Option<SystemTime>, Option<SystemTime>) {
     (modified(cert), modified(key))
 }
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
 fn read_pair(cert: &Path, key: &Path) -> Result<CertifiedKey, TlsError> {
     let unread = |path: &Path| {
         let path = path.to_owned();
@@ -138,8 +135,6 @@ pub fn link_acceptor(certificates: Arc<Certificates>, ca: &Path) -> Result<TlsAc
         .with_cert_resolver(certificates);
     Ok(with_alpn(config))
 }
-
-const VERSIONS: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13, &rustls::version::TLS12];
 
 fn with_alpn(mut config: rustls::ServerConfig) -> TlsAcceptor {
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
