@@ -76,15 +76,7 @@ impl Trust {
             .map_err(|e| ClientError::Ca { path: ca.to_owned(), detail: e.to_string() })?;
         let verifier = Arc::new(NamesRegion { inner: verifier, region: peer_region.to_owned() });
         let (cert, key) = own;
-        let unread = |path: &Path| {
-            let path = path.to_owned();
-            move |e: rustls::pki_types::pem::Error| ClientError::Ca { path, detail: e.to_string() }
-        };
-        let chain = CertificateDer::pem_file_iter(cert)
-            .map_err(unread(cert))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(unread(cert))?;
-        let key = PrivateKeyDer::from_pem_file(key).map_err(unread(key))?;
+        let (chain, key) = read_pair(cert, key).map_err(|(path, e)| ClientError::Ca { path, detail: e.to_string() })?;
         let config = rustls::ClientConfig::builder_with_provider(provider())
             .with_protocol_versions(VERSIONS)
             .map_err(refused)?
@@ -120,6 +112,30 @@ pub fn deployment_roots(path: &Path) -> Result<rustls::RootCertStore, ClientErro
         return Err(refused("no certificate in it".into()));
     }
     Ok(roots)
+}
+
+/// A certificate chain (PEM, end-entity first) and its private key, each
+/// read from its file; a file that does not read is named with its error.
+pub fn read_pair(
+    cert: &Path,
+    key: &Path,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), (std::path::PathBuf, rustls::pki_types::pem::Error)>
+{
+    let unread = |path: &Path| {
+        let path = path.to_owned();
+        move |e| (path, e)
+    };
+    let chain = CertificateDer::pem_file_iter(cert)
+        .map_err(unread(cert))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(unread(cert))?;
+    let key = PrivateKeyDer::from_pem_file(key).map_err(unread(key))?;
+    Ok((chain, key))
+}
+
+/// The first certificate of a chain file (PEM): its end-entity one.
+pub fn leaf(path: &Path) -> Option<CertificateDer<'static>> {
+    CertificateDer::pem_file_iter(path).ok()?.next()?.ok()
 }
 
 /// The URI a certificate carries for the region it speaks for.

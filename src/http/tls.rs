@@ -9,8 +9,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tokio::sync::watch;
@@ -87,18 +85,11 @@ fn stamps(cert: &Path, key: &Path) -> (Option<SystemTime>, Option<SystemTime>) {
 }
 
 fn read_pair(cert: &Path, key: &Path) -> Result<CertifiedKey, TlsError> {
-    let unread = |path: &Path| {
-        let path = path.to_owned();
-        move |source| TlsError::Unread { path, source }
-    };
-    let chain = CertificateDer::pem_file_iter(cert)
-        .map_err(unread(cert))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(unread(cert))?;
+    let (chain, private) =
+        svc_client::trust::read_pair(cert, key).map_err(|(path, source)| TlsError::Unread { path, source })?;
     if chain.is_empty() {
         return Err(TlsError::NoCertificate(cert.to_owned()));
     }
-    let private = PrivateKeyDer::from_pem_file(key).map_err(unread(key))?;
     CertifiedKey::from_der(chain, private, &provider()).map_err(|source| TlsError::Refused {
         cert: cert.to_owned(),
         key: key.to_owned(),

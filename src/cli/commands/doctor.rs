@@ -116,9 +116,7 @@ fn certificate(tls: &TlsConfig, now: UnixMs) -> Check {
 
 /// When the chain's first certificate ends, in Unix seconds.
 fn not_after(path: &Path) -> Option<i64> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-    let leaf = CertificateDer::pem_file_iter(path).ok()?.next()?.ok()?;
+    let leaf = svc_client::trust::leaf(path)?;
     let (_, parsed) = x509_parser::parse_x509_certificate(leaf.as_ref()).ok()?;
     Some(parsed.validity().not_after.timestamp())
 }
@@ -135,13 +133,8 @@ fn link(config: &NodeConfig) -> Check {
     let Some(tls) = &config.tls else {
         return check("mutual TLS link", Verdict::Fail, "the link is plain HTTP: add [tls] with tls.ca");
     };
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-    let named = CertificateDer::pem_file_iter(&tls.cert)
-        .ok()
-        .and_then(|mut certs| certs.next()?.ok())
-        .map(|leaf| svc_client::trust::regions_named(&leaf))
-        .unwrap_or_default();
+    let named =
+        svc_client::trust::leaf(&tls.cert).map(|leaf| svc_client::trust::regions_named(&leaf)).unwrap_or_default();
     if named.contains(&config.region) {
         check("mutual TLS link", Verdict::Ok, format!("the certificate names region {}", config.region))
     } else {
