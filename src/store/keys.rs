@@ -92,6 +92,8 @@ pub mod meta {
     pub const EXPIRED_FORGOTTEN: &[u8] = b"expired_forgotten";
     /// The log sequence of the last delete whose bytes this node purged.
     pub const PURGED_THROUGH: &[u8] = b"purged_through";
+    /// A read region: why it stopped applying home's log.
+    pub const LOG_FORK: &[u8] = b"log_fork";
 }
 
 /// `meta`: a column family's schema version, `schema ‖ <cf>`.

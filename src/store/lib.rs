@@ -111,6 +111,9 @@ pub mod cf {
             Table::exact(FAMILY, "meta.receipts_shipped_seq", b"receipts_shipped_seq");
         /// The log sequence of the last delete whose bytes this node purged.
         pub const PURGED_THROUGH: Table<u64> = Table::exact(FAMILY, "meta.purged_through", b"purged_through");
+        /// A read region: why it stopped applying home's log, once home's
+        /// history was found to differ from its own (kept across restarts).
+        pub const LOG_FORK: Table<String> = Table::exact(FAMILY, "meta.log_fork", b"log_fork");
         /// Expired callers whose receipts this node has forgotten, and when.
         pub const EXPIRED_FORGOTTEN: Table<UnixMs> =
             Table::part(FAMILY, "meta.expired_forgotten", b"expired_forgotten\0", "`expired_forgotten` ‖ company uuid");
@@ -337,6 +340,9 @@ pub mod cf {
     pub const FRESHNESS: Table<String> = Table::new("freshness", "business uuid ‖ record type");
     /// Home: the log sequence of each record's last change (`live_in`).
     pub const RECORD_SEQS: Table<u64> = Table::new("record_seqs", "record id");
+    /// The replication log's running hash (`svc_core::log_chain`) at each
+    /// entry: home's as it committed the entry, a region's as home sent it.
+    pub const LOG_CHAIN: Table<[u8; 32]> = Table::new("log_chain", "be(seq)");
     /// Deleted records whose bytes every node purges (replicated): by the
     /// sequence of the delete's log entry, then the record id.
     pub const PURGES: Table<model::Purge> = Table::new("purges", "be(seq of the delete's entry) ‖ record id");
@@ -453,6 +459,7 @@ pub mod cf {
         PURGES.name(),
         REGION_RECEIPTS.name(),
         RECORD_SEQS.name(),
+        LOG_CHAIN.name(),
         FRESHNESS.name(),
         DOMAINS.name(),
         DIRECTORY.name(),
@@ -523,6 +530,8 @@ pub enum StoreError {
     UnknownColumnFamily(String),
     #[error("the log committer stopped")]
     Closed,
+    #[error("replication log entry {seq} has no running hash")]
+    Unchained { seq: u64 },
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

@@ -312,7 +312,8 @@ impl Day {
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
         let repo = dir.join("repo");
         for folder in ["regions", "deploy"] {
-            copy_tree(&manifest.join(folder), &repo.join(folder));
+            // As a fresh checkout has it: without tokens drawn or data written by a local run.
+            crate::common::copy_tree(&manifest.join(folder), &repo.join(folder), &["secrets", "data"]);
         }
         // The binary `cargo build --release` would have written.
         std::fs::create_dir_all(repo.join("target/release")).unwrap();
@@ -751,21 +752,6 @@ fn strings(value: &toml::Value) -> Vec<&str> {
         toml::Value::Array(items) => items.iter().flat_map(strings).collect(),
         toml::Value::Table(table) => table.values().flat_map(strings).collect(),
         _ => Vec::new(),
-    }
-}
-
-/// A folder copied as a fresh checkout has it: without tokens drawn or data
-/// written by a local run.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let (path, target) = (entry.path(), to.join(entry.file_name()));
-        if !entry.file_type().unwrap().is_dir() {
-            std::fs::copy(path, target).unwrap();
-        } else if entry.file_name() != "secrets" && entry.file_name() != "data" {
-            copy_tree(&path, &target);
-        }
     }
 }
 

@@ -955,3 +955,97 @@ async fn a_sandbox_key_introduced_by_a_region_meanwhile_is_no_conflict_at_home()
     assert!(raced.expect("already introduced is no conflict").introduced);
     home.stop().await;
 }
+
+/// Readiness of a node at `base`, as JSON.
+async fn readiness(base: &str) -> Value {
+    get(base, "/readyz", None).await.json()
+}
+
+// A home restored from a backup is behind the regions that applied what it
+// wrote after the backup, and would write other entries under those
+// numbers. A region finds that out on its first pull, applies nothing
+// more (not even once the restored home has written past it), and says so
+// in `/readyz`, its metrics and `svc admin observe`, across a restart.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_region_finds_a_home_restored_from_a_backup_and_never_merges_its_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let company = |node: &Node, name: &str| {
+        let state = node.state.clone();
+        let name = name.to_owned();
+        async move { admin(&state, "POST", "/admin/companies", json!({ "name": name })).await.unwrap() }
+    };
+    let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
+    company(&home, "Before the backup").await;
+    home.stop().await;
+    // The backup, taken with home stopped (as deploy/OPERATING.md says).
+    crate::common::copy_tree(&dir.path().join("home"), &dir.path().join("backup"), &["index"]);
+
+    let home = Node::start(config(dir.path(), "home", Role::Home, None), Arc::new(SystemClock)).await.unwrap();
+    company(&home, "After the backup").await;
+    let head = svc_node::replication::last_seq(&home.state.store).unwrap();
+    let eu = Node::start(config(dir.path(), "eu", Role::Read, Some(&home)), Arc::new(SystemClock)).await.unwrap();
+    let eu_url = format!("http://{}", eu.addr);
+    eventually("eu is ready at home's head", || async {
+        let ready = readiness(&eu_url).await;
+        ready["ready"] == true && ready["applied_seq"].as_u64() >= Some(head)
+    })
+    .await;
+    let eu_log = svc_node::replication::entries_after(&eu.state.store, 0, usize::MAX).unwrap();
+    eu.stop().await;
+    home.stop().await;
+
+    // Home is restored from the backup (at a new address), and eu pointed at it.
+    let mut restored_config = config(dir.path(), "home", Role::Home, None);
+    restored_config.data_dir = dir.path().join("backup");
+    let restored = Node::start(restored_config, Arc::new(SystemClock)).await.unwrap();
+    let eu = Node::start(config(dir.path(), "eu", Role::Read, Some(&restored)), Arc::new(SystemClock)).await.unwrap();
+    let eu_url = format!("http://{}", eu.addr);
+    eventually("eu finds home behind it", || async { readiness(&eu_url).await["history_fork"].is_string() }).await;
+    let ready = get(&eu_url, "/readyz", None).await;
+    assert_eq!(ready.status, 503, "a region that found a fork is not ready");
+    let fork = ready.json()["history_fork"].as_str().unwrap().to_owned();
+    let applied = eu_log.last().unwrap().seq;
+    assert!(
+        fork.starts_with("home's log ends at entry ") && fork.contains(&format!("before entry {applied} ")),
+        "{fork}"
+    );
+
+    // The restored home writes on, past what eu holds, under eu's numbers:
+    // eu applies none of it.
+    for n in 0..3 {
+        company(&restored, &format!("After the restore {n}")).await;
+    }
+    assert!(svc_node::replication::last_seq(&restored.state.store).unwrap() > head);
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(
+        svc_node::replication::entries_after(&eu.state.store, 0, usize::MAX).unwrap(),
+        eu_log,
+        "eu's log is the history it had, not a merge of two"
+    );
+    let admin_url = format!("http://{}", eu.admin_addr);
+    let observed = get(&admin_url, "/admin/observe", Some(&eu.state.config.admin_token)).await.json();
+    assert_eq!(observed["actors"]["replicator"]["fork"], fork.as_str(), "{observed}");
+    let metrics = get(&admin_url, "/metrics", Some(&eu.state.config.admin_token)).await;
+    assert!(String::from_utf8_lossy(&metrics.bytes).contains("svc_replication_fork 1"));
+    eu.stop().await;
+
+    // Restarted, eu remembers, and pulls nothing.
+    let eu = Node::start(config(dir.path(), "eu", Role::Read, Some(&restored)), Arc::new(SystemClock)).await.unwrap();
+    let ready = get(&format!("http://{}", eu.addr), "/readyz", None).await;
+    assert_eq!((ready.status, ready.json()["history_fork"].as_str()), (503, Some(fork.as_str())));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(svc_node::replication::entries_after(&eu.state.store, 0, usize::MAX).unwrap(), eu_log);
+    eu.stop().await;
+
+    // A region built afresh from the restored home follows it.
+    let ap = Node::start(config(dir.path(), "ap", Role::Read, Some(&restored)), Arc::new(SystemClock)).await.unwrap();
+    let ap_url = format!("http://{}", ap.addr);
+    let restored_head = svc_node::replication::last_seq(&restored.state.store).unwrap();
+    eventually("a fresh region follows the restored home", || async {
+        let ready = readiness(&ap_url).await;
+        ready["ready"] == true && ready["applied_seq"].as_u64() >= Some(restored_head)
+    })
+    .await;
+    ap.stop().await;
+    restored.stop().await;
+}

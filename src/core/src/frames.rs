@@ -3,7 +3,8 @@
 //! A frame is `seq` (8 bytes, big-endian), the payload's length (4 bytes,
 //! big-endian), the payload, and a checksum: the first 8 bytes of SHA-256
 //! over everything before it. The payload is a version byte ([`VERSION`])
-//! and the entry (opaque here; version 1 is the caller's postcard entry). A
+//! and the entry (opaque here; version 2 is the entry's running hash,
+//! `log_chain`, then the caller's postcard entry). A
 //! reader takes frames in order and stops at the first one that is cut
 //! short, fails its checksum, carries a version it does not know, or does
 //! not carry the next sequence number: what came before it is good, and the
@@ -17,7 +18,7 @@ const CHECKSUM: usize = 8;
 
 /// The version byte each payload begins with: the layout of the entry that
 /// follows it. A reader refuses any other.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 /// The largest payload a frame may carry; a longer declared length is
 /// corruption, refused before anything is read past it.
@@ -185,8 +186,8 @@ mod tests {
         encode(3, b"entry 3", &mut bytes);
         let (got, stopped) = decode(&bytes, 0);
         assert_eq!(got, vec![(1, &b"entry 1"[..])], "nothing from the unknown frame on");
-        assert_eq!(stopped, Some(FrameError::UnknownVersion { seq: 2, version: 2 }));
-        assert!(stopped.unwrap().to_string().contains("version 2"));
+        assert_eq!(stopped, Some(FrameError::UnknownVersion { seq: 2, version: VERSION + 1 }));
+        assert!(stopped.unwrap().to_string().contains(&format!("version {}", VERSION + 1)));
         // A payload with no version byte at all is refused too.
         let mut empty = Vec::new();
         empty.extend_from_slice(&1u64.to_be_bytes());

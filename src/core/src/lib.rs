@@ -25,6 +25,7 @@ pub mod keys;
 pub mod keyset;
 pub mod limits;
 pub mod link;
+pub mod log_chain;
 pub mod merkle;
 pub mod nearest;
 pub mod net;

@@ -49,11 +49,10 @@ fn link_request(parts: &Parts) -> LinkRequest<'_> {
 }
 
 /// A `200` answer with its MAC, so the region uses only what home said.
-fn sealed(admitted: &Admitted, content_type: &'static str, head: Option<u64>, bytes: Vec<u8>) -> Response {
-    let head = head.map(|h| h.to_string());
+fn sealed(admitted: &Admitted, content_type: &'static str, head: Option<String>, bytes: Vec<u8>) -> Response {
     let mac = admitted.seal(200, head.as_deref(), &bytes);
     let mut response = ([(header::CONTENT_TYPE, HeaderValue::from_static(content_type))], bytes).into_response();
-    if let Some(head) = head.and_then(|h| HeaderValue::from_str(&h).ok()) {
+    if let Some(head) = head.and_then(|h| HeaderValue::try_from(h).ok()) {
         response.headers_mut().insert(LOG_HEAD_HEADER, head);
     }
     if let Ok(mac) = HeaderValue::from_str(&mac) {

@@ -1,19 +1,22 @@
 //! A read region's link to home: pulls the replication log over HTTP/2 from
 //! the last sequence number it applied, and applies each answer in one
 //! write (`replication::apply_frames`). A cut, corrupt or out-of-sequence
-//! frame is refused and fetched again; nothing after it is applied. Its
-//! progress is shared through [`ReplicationStatus`] so health and metrics
-//! never wait behind a long poll.
+//! frame is refused and fetched again; nothing after it is applied. A page
+//! whose history differs from the region's (`replication::judge_page`: a
+//! home restored from a backup, or any fork) stops it for good: it records
+//! why, pulls no more, and the region is not ready. Its progress is shared
+//! through [`ReplicationStatus`] so health and metrics never wait behind a
+//! long poll.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::actors::error::ActorError;
 use crate::replication::link::HomeLink;
-use crate::replication::{LOG_HEAD_HEADER, apply_frames, last_seq};
+use crate::replication::{LOG_HEAD_HEADER, apply_frames, judge_page, last_seq, mark_forked};
 use svc_clock::SharedClock;
 use svc_store::{Store, be};
 
@@ -48,9 +51,22 @@ pub struct ReplicationStatus {
     /// Home's newest ad feed sequence, and the last one learned here.
     pub ad_feed_head: AtomicU64,
     pub ad_feed_learned: AtomicU64,
+    /// Why the region stopped applying home's log: home's history differs
+    /// from its own.
+    pub fork: OnceLock<String>,
 }
 
 impl ReplicationStatus {
+    /// What the replicator shows of itself (`svc admin observe`).
+    pub fn snapshot(&self) -> ReplicatorSnapshot {
+        ReplicatorSnapshot {
+            applied: self.applied.load(Ordering::Relaxed),
+            head: self.head.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
+            fork: self.fork.get().cloned(),
+        }
+    }
+
     /// Milliseconds the region may be behind home: since the moment up to
     /// which it is known to hold everything.
     pub fn lag_ms(&self, now_ms: i64) -> i64 {
@@ -73,6 +89,8 @@ pub struct ReplicatorSnapshot {
     pub head: u64,
     /// Answers refused for a bad frame, since start.
     pub refused: u64,
+    /// Why it stopped: home's history differs from the region's.
+    pub fork: Option<String>,
 }
 
 #[derive(Clone)]
@@ -96,12 +114,18 @@ impl Replicator {
         // Bounded: a partitioned home must not hold the pull for ever.
         let wait = Duration::from_millis(LONG_POLL_MS) + Duration::from_secs(5);
         let answer = args.link.send("GET", &path, Vec::new(), wait).await?;
-        let head = answer
+        let (head, home_at_after) = answer
             .headers
             .get(LOG_HEAD_HEADER)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok())
+            .and_then(svc_core::log_chain::parse_head_value)
             .ok_or(ActorError::Refused("home's answer has no log head"))?;
+        if let Err(fork) = judge_page(&args.store, after, head, home_at_after).map_err(ActorError::from)? {
+            let reason = mark_forked(&args.store, &fork).map_err(ActorError::from)?;
+            tracing::error!(%reason, "home's history differs from this region's: applying nothing more");
+            let _ = args.status.fork.set(reason);
+            return Ok(());
+        }
         let store = args.store.clone();
         let applied = tokio::task::spawn_blocking(move || apply_frames(&store, &answer.bytes))
             .await
@@ -141,7 +165,13 @@ impl Actor for Replicator {
         args: ReplicatorArgs,
     ) -> Result<ReplicatorArgs, ActorProcessingErr> {
         args.status.applied.store(last_seq(&args.store)?, Ordering::Relaxed);
-        me.send_message(ReplicatorMsg::Pull)?;
+        match crate::replication::forked(&args.store)? {
+            Some(reason) => {
+                tracing::error!(%reason, "this region found home's history different from its own: not pulling");
+                let _ = args.status.fork.set(reason);
+            }
+            None => me.send_message(ReplicatorMsg::Pull)?,
+        }
         Ok(args)
     }
 
@@ -158,16 +188,13 @@ impl Actor for Replicator {
                     tokio::time::sleep(BACKOFF).await;
                 }
                 // The next pull is a message, so a stop request between
-                // pulls is taken.
-                let _ = me.send_message(ReplicatorMsg::Pull);
+                // pulls is taken. A fork ends pulling.
+                if args.status.fork.get().is_none() {
+                    let _ = me.send_message(ReplicatorMsg::Pull);
+                }
             }
             ReplicatorMsg::Observe(reply) => {
-                let status = &args.status;
-                let _ = reply.send(ReplicatorSnapshot {
-                    applied: status.applied.load(Ordering::Relaxed),
-                    head: status.head.load(Ordering::Relaxed),
-                    refused: status.refused.load(Ordering::Relaxed),
-                });
+                let _ = reply.send(args.status.snapshot());
             }
         }
         Ok(())
@@ -182,6 +209,6 @@ impl crate::actors::observed::Observed for ReplicatorMsg {
     }
 
     fn describe(seen: ReplicatorSnapshot) -> serde_json::Value {
-        serde_json::json!({"applied": seen.applied, "head": seen.head, "refused": seen.refused})
+        serde_json::json!({"applied": seen.applied, "head": seen.head, "refused": seen.refused, "fork": seen.fork})
     }
 }

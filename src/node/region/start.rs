@@ -24,7 +24,7 @@ use crate::actors::publisher::{Publisher, PublisherArgs, PublisherMsg};
 use crate::actors::push_worker::{PushWorker, PushWorkerArgs};
 use crate::actors::receipt_folder::{ReceiptFolder, ReceiptFolderArgs, ReceiptFolderMsg};
 use crate::actors::receipt_log::ReceiptLog;
-use crate::actors::replicator::{ReplicationStatus, Replicator, ReplicatorArgs};
+use crate::actors::replicator::{ReplicationStatus, Replicator, ReplicatorArgs, ReplicatorMsg};
 use crate::actors::retention::{AtHome, Retention, RetentionArgs, RetentionMsg};
 use crate::actors::transparency_log::{TransparencyLog, TransparencyLogArgs, TransparencyLogMsg};
 use crate::actors::uplink::{Uplink, UplinkArgs, UplinkMsg};
@@ -595,11 +595,7 @@ const WATCH_EVERY: Duration = Duration::from_secs(1);
 /// A puller spends its time in a long poll: it shows what it shares.
 fn replicated(status: &Arc<ReplicationStatus>) -> impl Fn() -> serde_json::Value + Send + Sync + 'static {
     let status = status.clone();
-    move || {
-        let (applied, head, refused) =
-            (status.applied.load(Relaxed), status.head.load(Relaxed), status.refused.load(Relaxed));
-        serde_json::json!({"applied": applied, "head": head, "refused": refused})
-    }
+    move || <ReplicatorMsg as crate::actors::observed::Observed>::describe(status.snapshot())
 }
 
 fn nonce_feed_seen(status: &Arc<ReplicationStatus>) -> impl Fn() -> serde_json::Value + Send + Sync + 'static {

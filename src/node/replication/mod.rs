@@ -11,6 +11,7 @@ pub mod link;
 pub mod purge;
 
 use serde::{Deserialize, Serialize};
+use svc_core::log_chain::{self, Fork, Hash};
 use svc_core::time::UnixMs;
 
 use svc_store::{
@@ -214,6 +215,8 @@ fn refusal(entry: &Entry) -> Option<String> {
 pub struct LogWriter {
     store: Store,
     next_seq: u64,
+    /// The running hash at `next_seq - 1`.
+    chain: Hash,
     /// Writes every pipelined commit, in order, synced.
     committer: Option<Committer>,
 }
@@ -229,12 +232,18 @@ struct Committer {
 
 impl LogWriter {
     pub fn open(store: Store) -> StoreResult<LogWriter> {
-        let next_seq = Self::next_after_stored(&store)?;
-        Ok(LogWriter { store, next_seq, committer: None })
+        let chain = chain_every_entry(&store)?;
+        let next_seq = last_seq(&store)? + 1;
+        Ok(LogWriter { store, next_seq, chain, committer: None })
     }
 
-    fn next_after_stored(store: &Store) -> StoreResult<u64> {
-        Ok(last_seq(store)? + 1)
+    /// Where the stored log ends: after a failed write, the next entry
+    /// follows the last one written.
+    fn read_back(&mut self) -> StoreResult<()> {
+        let last = last_seq(&self.store)?;
+        self.chain = chain_at(&self.store, last)?.ok_or(StoreError::Unchained { seq: last })?;
+        self.next_seq = last + 1;
+        Ok(())
     }
 
     /// The sequence number of the newest entry (0 before any), in flight
@@ -249,7 +258,7 @@ impl LogWriter {
         self.next_seq
     }
 
-    fn batch_of(&self, change: Change, at: UnixMs) -> StoreResult<(ReadyBatch, Option<u64>)> {
+    fn batch_of(&self, change: Change, at: UnixMs) -> StoreResult<(ReadyBatch, Option<(u64, Hash)>)> {
         // Every earlier commit is on disk (drained), so what is read here is
         // what the change would follow.
         for (cf, key) in &change.absent {
@@ -278,10 +287,22 @@ impl LogWriter {
                 }
             }
             let entry = Entry { seq: self.next_seq, at, ops: change.ops };
-            batch.put(crate::replication::REPLOG, &be(entry.seq), &entry);
-            Some(entry.seq)
+            let stored = svc_store::encode(REPLOG, &entry)?;
+            let chain = chained(&self.chain, entry.seq, &stored)?;
+            batch.put_raw(REPLOG, &be(entry.seq), &stored);
+            batch.put(cf::LOG_CHAIN, &be(entry.seq), &chain);
+            Some((entry.seq, chain))
         };
         Ok((batch.ready()?, seq))
+    }
+
+    /// Takes the sequence number and running hash of an entry handed to
+    /// the disk.
+    fn advance(&mut self, logged: Option<(u64, Hash)>) -> Option<u64> {
+        let (seq, chain) = logged?;
+        self.next_seq = seq + 1;
+        self.chain = chain;
+        Some(seq)
     }
 
     /// Commits a change atomically, with its log entry when it has
@@ -289,12 +310,9 @@ impl LogWriter {
     /// entry's sequence number, if any.
     pub fn commit(&mut self, change: Change, at: UnixMs) -> StoreResult<Option<u64>> {
         self.drain()?;
-        let (batch, seq) = self.batch_of(change, at)?;
+        let (batch, logged) = self.batch_of(change, at)?;
         self.store.write_ready(batch, true)?;
-        if seq.is_some() {
-            self.next_seq += 1;
-        }
-        Ok(seq)
+        Ok(self.advance(logged))
     }
 
     /// Commits like [`commit`](Self::commit) but returns once the write is
@@ -304,7 +322,7 @@ impl LogWriter {
     /// so a failed write never leaves a gap in the log.
     pub fn commit_pipelined(&mut self, change: Change, at: UnixMs) -> StoreResult<Option<u64>> {
         self.drain()?;
-        let (batch, seq) = self.batch_of(change, at)?;
+        let (batch, logged) = self.batch_of(change, at)?;
         let committer = match &mut self.committer {
             Some(c) => c,
             None => self.committer.insert(Committer::start(self.store.clone())?),
@@ -316,10 +334,7 @@ impl LogWriter {
             return Err(svc_store::StoreError::Closed);
         }
         committer.in_flight = Some(answered);
-        if seq.is_some() {
-            self.next_seq += 1;
-        }
-        Ok(seq)
+        Ok(self.advance(logged))
     }
 
     /// Waits until every commit is on disk. On a failed write the sequence
@@ -329,7 +344,7 @@ impl LogWriter {
         let Some(answered) = self.committer.as_mut().and_then(|c| c.in_flight.take()) else { return Ok(()) };
         let written = answered.recv().unwrap_or(Err(svc_store::StoreError::Closed));
         if written.is_err() {
-            self.next_seq = Self::next_after_stored(&self.store)?;
+            self.read_back()?;
         }
         written
     }
@@ -381,18 +396,103 @@ pub fn last_seq(store: &Store) -> StoreResult<u64> {
     Ok(store.last_key(crate::replication::REPLOG)?.and_then(|k| from_be(&k)).unwrap_or(0))
 }
 
-/// Entries as frames (`svc_core::frames`, whose payload version 1 is a
-/// postcard [`Entry`]), stopping before `max_bytes` unless that leaves none.
-pub fn encode_frames(entries: &[Entry], max_bytes: usize) -> Vec<u8> {
+/// The running hash after an entry whose stored value is `stored`, over
+/// the entry's postcard bytes (the value without its version byte).
+fn chained(previous: &Hash, seq: u64, stored: &[u8]) -> StoreResult<Hash> {
+    Ok(log_chain::next(previous, seq, svc_store::versioned_body(REPLOG.name(), stored)?))
+}
+
+/// The running hash at entry `seq` (the genesis hash before any), if this
+/// store holds one there.
+pub fn chain_at(store: &Store, seq: u64) -> StoreResult<Option<Hash>> {
+    if seq == 0 {
+        return Ok(Some(log_chain::GENESIS));
+    }
+    store.get(cf::LOG_CHAIN, &be(seq))
+}
+
+/// Home: gives every entry that has no running hash its hash (a log written
+/// before running hashes, once), and answers the hash at the last entry.
+fn chain_every_entry(store: &Store) -> StoreResult<Hash> {
+    const PAGE: usize = 1024;
+    let mut through = store.last_key(cf::LOG_CHAIN)?.and_then(|k| from_be(&k)).unwrap_or(0);
+    let mut chain = chain_at(store, through)?.unwrap_or(log_chain::GENESIS);
+    loop {
+        let page = store.scan::<Entry>(REPLOG, &[], Some(&be(through + 1)), PAGE)?;
+        let Some((_, last)) = page.last() else { return Ok(chain) };
+        let last = last.seq;
+        let mut batch = store.batch();
+        for (_, entry) in &page {
+            chain = chained(&chain, entry.seq, &svc_store::encode(REPLOG, entry)?)?;
+            batch.put(cf::LOG_CHAIN, &be(entry.seq), &chain);
+        }
+        batch.commit()?;
+        through = last;
+    }
+}
+
+/// Entries from `after + 1` on, at most `limit`, each with its running
+/// hash (what a region pulls).
+pub fn chained_after(store: &Store, after: u64, limit: usize) -> StoreResult<Vec<(Entry, Hash)>> {
+    let entries = entries_after(store, after, limit)?;
+    // Written with each entry in one batch, so every entry read has one.
+    let from = be(after.saturating_add(1));
+    let hashes = store.scan::<Hash>(cf::LOG_CHAIN, &[], Some(&from), entries.len())?;
+    entries
+        .into_iter()
+        .zip(hashes)
+        .map(|(entry, (key, hash))| match from_be(&key) {
+            Some(seq) if seq == entry.seq => Ok((entry, hash)),
+            _ => Err(StoreError::Unchained { seq: entry.seq }),
+        })
+        .collect()
+}
+
+/// Entries as frames (`svc_core::frames`, whose payload version 2 is the
+/// entry's running hash then the postcard [`Entry`]), stopping before
+/// `max_bytes` unless that leaves none.
+pub fn encode_frames(entries: &[(Entry, Hash)], max_bytes: usize) -> Vec<u8> {
     let mut out = Vec::new();
-    for entry in entries {
-        let payload = postcard::to_stdvec(entry).unwrap_or_default();
+    for (entry, hash) in entries {
+        let payload = postcard::to_extend(entry, hash.to_vec()).unwrap_or_default();
         if !out.is_empty() && out.len() + payload.len() > max_bytes {
             break;
         }
         svc_core::frames::encode(entry.seq, &payload, &mut out);
     }
     out
+}
+
+/// Judges a page of home's log before any of it is applied
+/// (`log_chain::judge`): the region asked for what follows `after`, and the
+/// page's head said `head` and home's running hash at `after`. A region
+/// that kept no hash there (its log applied before running hashes) keeps
+/// home's from now on.
+pub fn judge_page(store: &Store, after: u64, head: u64, home_at_after: Option<Hash>) -> StoreResult<Result<(), Fork>> {
+    let own = if after == 0 { None } else { store.get(cf::LOG_CHAIN, &be(after))? };
+    let judged = log_chain::judge(after, own.as_ref(), head, home_at_after.as_ref());
+    if judged.is_ok()
+        && own.is_none()
+        && after > 0
+        && let Some(home) = home_at_after
+    {
+        store.put(cf::LOG_CHAIN, &be(after), &home)?;
+    }
+    Ok(judged)
+}
+
+/// Records that this region found home's history different from its own:
+/// it applies nothing more, across restarts, until an operator rebuilds it
+/// (`deploy/OPERATING.md`). Answers what it recorded.
+pub fn mark_forked(store: &Store, fork: &Fork) -> StoreResult<String> {
+    let reason = fork.to_string();
+    store.put(cf::meta::LOG_FORK, svc_store::keys::meta::LOG_FORK, &reason)?;
+    Ok(reason)
+}
+
+/// Why this region stopped applying home's log, if it did.
+pub fn forked(store: &Store) -> StoreResult<Option<String>> {
+    store.get(cf::meta::LOG_FORK, svc_store::keys::meta::LOG_FORK)
 }
 
 /// What a read region did with an answer of frames.
@@ -406,8 +506,9 @@ pub struct Applied {
 }
 
 /// Applies the frames that follow the store's last entry, in one synced
-/// write: each entry's writes and the entry itself, under home's sequence
-/// numbers, so the region's indexer tails its own log as home's does. The
+/// write: each entry's writes, the entry itself and home's running hash at
+/// it, under home's sequence numbers, so the region's indexer tails its own
+/// log as home's does. The
 /// first cut, corrupt, out-of-sequence or undecodable frame, or one of a
 /// version this build does not know (the frame's, or a value's in it), ends
 /// the write; what follows is fetched again.
@@ -419,8 +520,10 @@ pub fn apply_frames(store: &Store, bytes: &[u8]) -> StoreResult<Applied> {
     let mut last = after;
     let mut entries = 0;
     for (seq, payload) in frames {
-        let entry = match postcard::from_bytes::<Entry>(payload) {
-            Ok(entry) if entry.seq == seq => entry,
+        let decoded =
+            payload.split_first_chunk::<32>().map(|(hash, entry)| (*hash, postcard::from_bytes::<Entry>(entry)));
+        let (hash, entry) = match decoded {
+            Some((hash, Ok(entry))) if entry.seq == seq => (hash, entry),
             _ => {
                 refused = Some(format!("frame {seq} does not hold entry {seq}"));
                 break;
@@ -434,6 +537,7 @@ pub fn apply_frames(store: &Store, bytes: &[u8]) -> StoreResult<Applied> {
             apply_op(&mut batch, op);
         }
         batch.put(crate::replication::REPLOG, &be(seq), &entry);
+        batch.put(cf::LOG_CHAIN, &be(seq), &hash);
         last = seq;
         entries += 1;
     }
@@ -510,7 +614,7 @@ mod tests {
             change.put(cf::TLOG_INDEX, &be(i), &i).put(cf::RECORD_SEQS, &be(i), &i);
             log.commit(change, UnixMs(i as i64)).unwrap();
         }
-        let entries = entries_after(&home, 0, 10).unwrap();
+        let entries = chained_after(&home, 0, 10).unwrap();
         let mut bytes = encode_frames(&entries[..2], usize::MAX);
         let good = bytes.len();
         bytes.extend(encode_frames(&entries[2..], usize::MAX));
@@ -521,14 +625,114 @@ mod tests {
         assert!(applied.refused.unwrap().contains("checksum"));
         assert_eq!(region.get::<u64>(cf::TLOG_INDEX, &be(3)).unwrap(), None, "nothing of a corrupt frame lands");
         // Fetched again from where it stopped: the same frames twice apply once.
-        let again = encode_frames(&entries_after(&home, 2, 10).unwrap(), usize::MAX);
+        let again = encode_frames(&chained_after(&home, 2, 10).unwrap(), usize::MAX);
         assert_eq!(apply_frames(&region, &again).unwrap(), Applied { last: 4, entries: 2, refused: None });
         let replay = apply_frames(&region, &again).unwrap();
         assert_eq!((replay.last, replay.entries), (4, 0));
         assert!(replay.refused.unwrap().contains("expected"), "a replayed frame is out of sequence");
         assert_eq!(region.get::<u64>(cf::TLOG_INDEX, &be(4)).unwrap(), Some(4));
         assert_eq!(region.get::<u64>(cf::RECORD_SEQS, &be(4)).unwrap(), None, "home-only writes stay home");
-        assert_eq!(entries_after(&region, 0, 10).unwrap(), entries, "the region's log is home's");
+        assert_eq!(chained_after(&region, 0, 10).unwrap(), entries, "the region's log is home's, hashes too");
+    }
+
+    /// Commits `n` entries, the `i`th writing `value(i)`, at time `i`.
+    fn commit_entries(log: &mut LogWriter, range: std::ops::RangeInclusive<u64>, value: impl Fn(u64) -> u64) {
+        for i in range {
+            let mut change = Change::new();
+            change.put(cf::TLOG_INDEX, &be(i), &value(i));
+            log.commit_pipelined(change, UnixMs(i as i64)).unwrap();
+        }
+        log.drain().unwrap();
+    }
+
+    fn hashes(store: &Store) -> Vec<Hash> {
+        chained_after(store, 0, usize::MAX).unwrap().into_iter().map(|(_, hash)| hash).collect()
+    }
+
+    #[test]
+    fn the_running_hash_is_the_same_for_the_same_history_and_survives_a_restart_and_an_older_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (Store::open(&dir.path().join("a")).unwrap(), Store::open(&dir.path().join("b")).unwrap());
+        commit_entries(&mut LogWriter::open(a.clone()).unwrap(), 1..=3, |i| i);
+        let mut log_b = LogWriter::open(b.clone()).unwrap();
+        commit_entries(&mut log_b, 1..=2, |i| i);
+        drop(log_b);
+        // Reopened, the writer continues the chain where it stopped.
+        commit_entries(&mut LogWriter::open(b.clone()).unwrap(), 3..=3, |i| i);
+        assert_eq!(hashes(&a), hashes(&b), "one history, one running hash");
+        assert_eq!(hashes(&a).len(), 3);
+        let expected = entries_after(&a, 0, 10).unwrap().iter().fold(log_chain::GENESIS, |hash, entry| {
+            log_chain::next(&hash, entry.seq, &postcard::to_stdvec(entry).unwrap())
+        });
+        assert_eq!(hashes(&a)[2], expected, "over each entry's postcard bytes as committed");
+
+        // Another history from the second entry on differs there and after.
+        let c = Store::open(&dir.path().join("c")).unwrap();
+        commit_entries(&mut LogWriter::open(c.clone()).unwrap(), 1..=3, |i| if i == 1 { 1 } else { 10 + i });
+        assert_eq!(hashes(&c)[0], hashes(&a)[0]);
+        assert_ne!(hashes(&c)[1], hashes(&a)[1]);
+        assert_ne!(hashes(&c)[2], hashes(&a)[2]);
+
+        // A log written before running hashes is given them at open, the
+        // same as if they had been written with it.
+        let mut older = a.batch();
+        for seq in 2..=3 {
+            older.delete(cf::LOG_CHAIN, &be(seq));
+        }
+        older.commit().unwrap();
+        let before = hashes(&b);
+        let mut reopened = LogWriter::open(a.clone()).unwrap();
+        assert_eq!(hashes(&a), before);
+        commit_entries(&mut reopened, 4..=4, |i| i);
+        commit_entries(&mut LogWriter::open(b.clone()).unwrap(), 4..=4, |i| i);
+        assert_eq!(hashes(&a), hashes(&b));
+    }
+
+    #[test]
+    fn a_region_refuses_a_home_restored_behind_it_or_with_another_history_and_says_so_across_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = |name: &str| Store::open(&dir.path().join(name)).unwrap();
+        let (home, region) = (open("home"), open("region"));
+        commit_entries(&mut LogWriter::open(home.clone()).unwrap(), 1..=3, |i| i);
+        let page = |store: &Store, after: u64| {
+            let head = last_seq(store).unwrap();
+            (head, if after == 0 { None } else { chain_at(store, after).unwrap() })
+        };
+        let (head, at) = page(&home, 0);
+        assert_eq!(judge_page(&region, 0, head, at).unwrap(), Ok(()));
+        apply_frames(&region, &encode_frames(&chained_after(&home, 0, 10).unwrap(), usize::MAX)).unwrap();
+        let (head, at) = page(&home, 3);
+        assert_eq!(judge_page(&region, 3, head, at).unwrap(), Ok(()), "the same history goes on");
+
+        // Home restored from a backup taken at entry 2: behind the region.
+        let restored = open("restored");
+        commit_entries(&mut LogWriter::open(restored.clone()).unwrap(), 1..=2, |i| i);
+        let (head, at) = page(&restored, 3);
+        assert_eq!(judge_page(&region, 3, head, at).unwrap(), Err(Fork::HomeBehind { head: 2, applied: 3 }));
+        // And once it wrote on, another entry 3 and 4: its hash at 3 differs.
+        commit_entries(&mut LogWriter::open(restored.clone()).unwrap(), 3..=4, |i| 100 + i);
+        let (head, at) = page(&restored, 3);
+        let fork = judge_page(&region, 3, head, at).unwrap().unwrap_err();
+        assert!(matches!(fork, Fork::Differs { seq: 3, .. }), "{fork}");
+        // Had the region applied that page, it would hold restored's entry 4
+        // after the old entry 3: the merge the judgement prevents.
+        let reason = mark_forked(&region, &fork).unwrap();
+        assert_eq!(forked(&region).unwrap().as_deref(), Some(reason.as_str()));
+        drop(region);
+        assert!(forked(&open("region")).unwrap().unwrap().contains("differs"), "kept across a restart");
+
+        // A region whose log came before running hashes keeps home's hash
+        // where it resumes, and is judged against it from then on.
+        let older = open("older");
+        apply_frames(&older, &encode_frames(&chained_after(&home, 0, 10).unwrap(), usize::MAX)).unwrap();
+        let mut forget = older.batch();
+        forget.delete(cf::LOG_CHAIN, &be(3));
+        forget.commit().unwrap();
+        let (head, at) = page(&home, 3);
+        assert_eq!(judge_page(&older, 3, head, at).unwrap(), Ok(()));
+        assert_eq!(older.get(cf::LOG_CHAIN, &be(3)).unwrap(), at);
+        let (head, at) = page(&restored, 3);
+        assert!(judge_page(&older, 3, head, at).unwrap().is_err());
     }
 
     #[test]
@@ -565,21 +769,23 @@ mod tests {
             ops: vec![Op::Put { cf: cf::TLOG_INDEX.name().into(), key: be(seq).to_vec(), value }],
         };
         let known = |n: u64| svc_store::encode_value(&n).unwrap();
+        // A frame's payload: a running hash, then the entry.
+        let payload = |entry: &Entry| postcard::to_extend(entry, vec![7u8; 32]).unwrap();
         let mut bytes = Vec::new();
-        svc_core::frames::encode(1, &postcard::to_stdvec(&put(1, known(1))).unwrap(), &mut bytes);
+        svc_core::frames::encode(1, &payload(&put(1, known(1))), &mut bytes);
         // A frame of a newer version: the reader stops at it, naming it.
         let newer = svc_core::frames::VERSION + 1;
-        svc_core::frames::encode_versioned(2, newer, &postcard::to_stdvec(&put(2, known(2))).unwrap(), &mut bytes);
+        svc_core::frames::encode_versioned(2, newer, &payload(&put(2, known(2))), &mut bytes);
         let applied = apply_frames(&region, &bytes).unwrap();
         assert_eq!((applied.last, applied.entries), (1, 1));
-        assert!(applied.refused.as_deref().unwrap().contains("frame 2 has version 2"), "{applied:?}");
+        assert!(applied.refused.as_deref().unwrap().contains(&format!("frame 2 has version {newer}")), "{applied:?}");
         assert_eq!(region.get::<u64>(cf::TLOG_INDEX, &be(2)).unwrap(), None);
 
         // A frame this build reads, holding a value of a newer version.
         let mut value = known(2);
         value[0] = svc_store::VALUE_VERSION + 1;
         let mut bytes = Vec::new();
-        svc_core::frames::encode(2, &postcard::to_stdvec(&put(2, value)).unwrap(), &mut bytes);
+        svc_core::frames::encode(2, &payload(&put(2, value)), &mut bytes);
         let applied = apply_frames(&region, &bytes).unwrap();
         assert_eq!((applied.last, applied.entries), (1, 0));
         let refused = applied.refused.unwrap();
@@ -592,7 +798,7 @@ mod tests {
             ops: vec![Op::Put { cf: "tomorrow".into(), key: b"k".to_vec(), value: known(2) }],
         };
         let mut bytes = Vec::new();
-        svc_core::frames::encode(2, &postcard::to_stdvec(&unknown_cf).unwrap(), &mut bytes);
+        svc_core::frames::encode(2, &payload(&unknown_cf), &mut bytes);
         let applied = apply_frames(&region, &bytes).unwrap();
         assert_eq!(applied.entries, 0);
         assert!(applied.refused.unwrap().contains("unknown column family tomorrow"));
@@ -605,7 +811,7 @@ mod tests {
             ops: vec![Op::Put { cf: cf::NONCES.name().into(), key: b"k".to_vec(), value: known(2) }],
         };
         let mut bytes = Vec::new();
-        svc_core::frames::encode(2, &postcard::to_stdvec(&home_only).unwrap(), &mut bytes);
+        svc_core::frames::encode(2, &payload(&home_only), &mut bytes);
         let applied = apply_frames(&region, &bytes).unwrap();
         assert_eq!(applied.entries, 0);
         assert!(applied.refused.unwrap().contains("replication does not own"));

@@ -23,9 +23,9 @@ use crate::region::parts::{
 use crate::replication::exchange::{
     self, AdFeedPage, ClaimsReport, FeedPage, LeaseAsk, Outgoing, ReceiptsShipment, ReceiptsTaken, Report,
 };
-use crate::replication::{encode_frames, entries_after};
+use crate::replication::{chain_at, chained_after, encode_frames};
 use svc_clock::monotonic;
-use svc_core::link;
+use svc_core::{link, log_chain};
 use svc_store::model::ReceiptRoot;
 use svc_store::{Store, from_be};
 
@@ -204,20 +204,23 @@ async fn long_poll_looking<T>(
 }
 
 /// A page of home's log: the frames of the entries after `after`, oldest
-/// first (none once `wait_ms` passed with nothing new), and home's newest
-/// sequence number, from which the region knows its lag.
+/// first (none once `wait_ms` passed with nothing new), and its head: home's
+/// newest sequence number, from which the region knows its lag, and home's
+/// running hash at `after`, against which the region checks its history
+/// (`svc_core::log_chain::head_value`).
 pub struct LogPage {
     pub frames: Vec<u8>,
-    pub head: u64,
+    pub head: String,
 }
 
 pub async fn log_page(state: &impl HasStore, after: u64, wait_ms: u64) -> Result<LogPage> {
     let entries = long_poll(state.store(), crate::replication::REPLOG, wait_ms, || {
-        entries_after(state.store(), after, MAX_ENTRIES).map_err(Error::from)
+        chained_after(state.store(), after, MAX_ENTRIES).map_err(Error::from)
     })
     .await?;
     let head = crate::replication::last_seq(state.store())?;
-    Ok(LogPage { frames: encode_frames(&entries, MAX_BYTES), head })
+    let at_after = if after == 0 { None } else { chain_at(state.store(), after)? };
+    Ok(LogPage { frames: encode_frames(&entries, MAX_BYTES), head: log_chain::head_value(head, at_after.as_ref()) })
 }
 
 /// The claimed nonces after `after`, oldest first, and the feed's head.

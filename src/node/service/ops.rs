@@ -50,8 +50,9 @@ where
                 "max_lag_ms": max,
                 "nonce_feed_head": replica.status.feed_head.load(Ordering::Relaxed),
                 "ad_feed_head": replica.status.ad_feed_head.load(Ordering::Relaxed),
+                "history_fork": replica.status.fork.get(),
             });
-            (index_caught_up && lag_ms <= max, body)
+            (index_caught_up && lag_ms <= max && replica.status.fork.get().is_none(), body)
         }
     };
     // Receipts are signed only by a key home certified.
@@ -120,6 +121,7 @@ where
                 m.gauge("svc_replication_lag_seconds", none, lag_ms as f64 / 1000.0);
             }
             m.total("svc_replication_refused_total", none, status.refused.load(Ordering::Relaxed));
+            m.gauge("svc_replication_fork", none, if status.fork.get().is_some() { 1.0 } else { 0.0 });
             m.total("svc_outbox_reported_total", none, status.reported.load(Ordering::Relaxed));
             m.gauge("svc_nonce_feed_head", none, status.feed_head.load(Ordering::Relaxed) as f64);
             m.gauge("svc_ad_feed_head", none, status.ad_feed_head.load(Ordering::Relaxed) as f64);

@@ -528,3 +528,17 @@ pub fn link_request_at(
         .body(Body::from(body))
         .unwrap()
 }
+
+/// A folder copied, but for the folders named in `skip` (at any depth).
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path, skip: &[&str]) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let (path, target) = (entry.path(), to.join(entry.file_name()));
+        if !entry.file_type().unwrap().is_dir() {
+            std::fs::copy(path, target).unwrap();
+        } else if !skip.iter().any(|name| entry.file_name() == *name) {
+            copy_tree(&path, &target, skip);
+        }
+    }
+}
