@@ -15,6 +15,8 @@
 //! values carried the byte (no schema marker) is migrated once, at open.
 
 mod bells;
+mod group;
+pub use group::{Consensus, Write};
 pub mod keys;
 pub mod model;
 mod table;
@@ -77,19 +79,20 @@ pub mod cf {
         pub const RAW: Named = Named(FAMILY);
 
         /// The store's own: each column family's schema version.
-        pub const SCHEMA: Table<u8> = Table::part(FAMILY, "meta.schema", b"schema\0", "`schema` ‖ family");
+        pub const SCHEMA: Table<u8> = Table::part(FAMILY, "meta.schema", b"schema\0", "`schema` ‖ family").own();
         /// The store's own: the last key of a family given its version
         /// byte, while that runs.
         pub const MIGRATING: Table<Vec<u8>> =
-            Table::part(FAMILY, "meta.migrating", b"migrating\0", "`migrating` ‖ family");
+            Table::part(FAMILY, "meta.migrating", b"migrating\0", "`migrating` ‖ family").own();
         /// When the last write that probed the disk was made (`/readyz`).
-        pub const WRITE_PROBE: Table<i64> = Table::exact(FAMILY, "meta.write_probe", b"write_probe");
+        pub const WRITE_PROBE: Table<i64> = Table::exact(FAMILY, "meta.write_probe", b"write_probe").own();
         /// Home: the last lease id granted.
         pub const LEASE_SEQ: Table<u64> = Table::exact(FAMILY, "meta.lease_seq", b"lease_seq");
         /// A region: the last sequence of home's nonce feed it holds.
         pub const NONCE_FEED_CURSOR: Table<u64> = Table::exact(FAMILY, "meta.nonce_feed_cursor", b"nonce_feed_cursor");
         /// The last replication sequence every index shard committed.
-        pub const INDEX_APPLIED_SEQ: Table<u64> = Table::exact(FAMILY, "meta.index_applied_seq", b"index_applied_seq");
+        pub const INDEX_APPLIED_SEQ: Table<u64> =
+            Table::exact(FAMILY, "meta.index_applied_seq", b"index_applied_seq").own();
         /// The last receipt sequence analytics folded.
         pub const ANALYTICS_APPLIED_SEQ: Table<u64> =
             Table::exact(FAMILY, "meta.analytics_applied_seq", b"analytics_applied_seq");
@@ -111,6 +114,26 @@ pub mod cf {
             Table::exact(FAMILY, "meta.receipts_shipped_seq", b"receipts_shipped_seq");
         /// The log sequence of the last delete whose bytes this node purged.
         pub const PURGED_THROUGH: Table<u64> = Table::exact(FAMILY, "meta.purged_through", b"purged_through");
+        /// A member of home's group: its Raft vote (postcard, `svc_consensus`).
+        pub const RAFT_VOTE: Table<Vec<u8>> = Table::exact(FAMILY, "meta.raft_vote", b"raft_vote").own();
+        /// A member of home's group: the last entry it knows committed.
+        pub const RAFT_COMMITTED: Table<Vec<u8>> = Table::exact(FAMILY, "meta.raft_committed", b"raft_committed").own();
+        /// A member of home's group: the last entry purged from its Raft log.
+        pub const RAFT_PURGED: Table<Vec<u8>> = Table::exact(FAMILY, "meta.raft_purged", b"raft_purged").own();
+        /// A member of home's group: the last entry it applied, and the
+        /// group's membership then (written with the entry's writes).
+        pub const RAFT_APPLIED: Table<Vec<u8>> = Table::exact(FAMILY, "meta.raft_applied", b"raft_applied").own();
+        /// The node's own tables of `meta`: never part of the group's state.
+        pub const OWN: [crate::Schema; 8] = [
+            *SCHEMA.schema(),
+            *MIGRATING.schema(),
+            *WRITE_PROBE.schema(),
+            *INDEX_APPLIED_SEQ.schema(),
+            *RAFT_VOTE.schema(),
+            *RAFT_COMMITTED.schema(),
+            *RAFT_PURGED.schema(),
+            *RAFT_APPLIED.schema(),
+        ];
         /// A read region: why it stopped applying home's log, once home's
         /// history was found to differ from its own (kept across restarts).
         pub const LOG_FORK: Table<String> = Table::exact(FAMILY, "meta.log_fork", b"log_fork");
@@ -343,6 +366,9 @@ pub mod cf {
     /// The replication log's running hash (`svc_core::log_chain`) at each
     /// entry: home's as it committed the entry, a region's as home sent it.
     pub const LOG_CHAIN: Table<[u8; 32]> = Table::new("log_chain", "be(seq)");
+    /// A member of home's group: its Raft log, each entry (postcard,
+    /// `svc_consensus`) by its index.
+    pub const RAFT_LOG: Table<Vec<u8>> = Table::new("raft_log", "be(index)").own();
     /// Deleted records whose bytes every node purges (replicated): by the
     /// sequence of the delete's log entry, then the record id.
     pub const PURGES: Table<model::Purge> = Table::new("purges", "be(seq of the delete's entry) ‖ record id");
@@ -460,6 +486,7 @@ pub mod cf {
         REGION_RECEIPTS.name(),
         RECORD_SEQS.name(),
         LOG_CHAIN.name(),
+        RAFT_LOG.name(),
         FRESHNESS.name(),
         DOMAINS.name(),
         DIRECTORY.name(),
@@ -532,6 +559,12 @@ pub enum StoreError {
     Closed,
     #[error("replication log entry {seq} has no running hash")]
     Unchained { seq: u64 },
+    /// This member of home's group does not lead it: only the leader writes.
+    #[error("this member of home's group does not lead it{}", leader.as_deref().map(|l| format!(" (member {l} does)")).unwrap_or_default())]
+    NotLeader { leader: Option<String> },
+    /// Home's group could not commit a write (no quorum, or stopping).
+    #[error("home's group did not commit the write: {0}")]
+    Group(String),
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -619,6 +652,8 @@ pub struct Store {
     db: Arc<DB>,
     /// Rung after writes to the feeds regions long-poll.
     bells: Arc<bells::Bells>,
+    /// Home's group, once this store joined it: where its batches go.
+    group: Arc<std::sync::OnceLock<Arc<dyn Consensus>>>,
 }
 
 impl Store {
@@ -655,7 +690,7 @@ impl Store {
         opts.set_db_write_buffer_size(MEMTABLES_BYTES);
         let cfs = cf::ALL.iter().map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name)));
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
-        let store = Store { db: Arc::new(db), bells: Arc::new(bells::Bells::new()) };
+        let store = Store { db: Arc::new(db), bells: Arc::new(bells::Bells::new()), group: Default::default() };
         store.check_schema(legacy_log_entry)?;
         Ok(store)
     }
@@ -915,7 +950,106 @@ impl Store {
     }
 
     pub fn batch(&self) -> Batch<'_> {
-        Batch { store: self, batch: WriteBatch::default(), error: None, rings: bells::Rings::default() }
+        let group = self.group.get().map(|_| Vec::new());
+        Batch { store: self, batch: WriteBatch::default(), group, error: None, rings: bells::Rings::default() }
+    }
+
+    /// Makes this store a member of home's group: from now on its batches'
+    /// writes (but to its own tables) are committed by `consensus`, which
+    /// applies them here with [`apply_group_writes`](Self::apply_group_writes).
+    /// A store joins once.
+    pub fn join_group(&self, consensus: Arc<dyn Consensus>) -> StoreResult<()> {
+        self.group.set(consensus).map_err(|_| StoreError::Group("this store already joined a group".into()))
+    }
+
+    /// The group's state in this store: every value but the node's own, as
+    /// puts (a snapshot a member installs with
+    /// [`replace_group_state`](Self::replace_group_state)), with the value
+    /// of one of its own tables as of the same moment. It is read whole
+    /// into memory.
+    pub fn group_state<T: DeserializeOwned>(&self, with: (Table<T>, &[u8])) -> StoreResult<(Vec<Write>, Option<T>)> {
+        let snapshot = self.db.snapshot();
+        let mut writes = Vec::new();
+        for &name in cf::ALL.iter().filter(|name| **name != cf::RAFT_LOG.name()) {
+            for item in snapshot.iterator_cf(self.handle(name)?, IteratorMode::Start) {
+                let (key, value) = item?;
+                if name == cf::meta::FAMILY && Self::own_meta(&key) {
+                    continue;
+                }
+                writes.push(Write::Put { cf: name.to_owned(), key: key.to_vec(), value: value.to_vec() });
+            }
+        }
+        let (table, key) = with;
+        table.admit(key)?;
+        let value = snapshot.get_cf(self.handle(table.name())?, key)?.map(|bytes| decode(table, &bytes)).transpose()?;
+        Ok((writes, value))
+    }
+
+    fn own_meta(key: &[u8]) -> bool {
+        cf::meta::OWN.iter().any(|schema| schema.keys.admit(key))
+    }
+
+    /// Replaces the group's state in this store with `state` (from
+    /// [`group_state`](Self::group_state)), and writes `own` with it, in
+    /// one synced write.
+    pub fn replace_group_state(&self, state: &[Write], own: Batch<'_>) -> StoreResult<()> {
+        let ReadyBatch(mut batch, mut rings, _) = own.ready()?;
+        for &name in cf::ALL.iter().filter(|name| **name != cf::RAFT_LOG.name()) {
+            let handle = self.handle(name)?;
+            if name == cf::meta::FAMILY {
+                for item in self.db.iterator_cf(handle, IteratorMode::Start) {
+                    let (key, _) = item?;
+                    if !Self::own_meta(&key) {
+                        batch.delete_cf(handle, key);
+                    }
+                }
+            } else if let Some((last, _)) = self.db.iterator_cf(handle, IteratorMode::End).next().transpose()? {
+                let mut past_last = last.to_vec();
+                past_last.push(0);
+                batch.delete_range_cf(handle, Vec::new(), past_last);
+            }
+        }
+        self.add_group_writes(&mut batch, &mut rings, state)?;
+        self.write_synced(batch, rings)
+    }
+
+    /// A batch that writes only this node's own tables, even in a group.
+    pub fn batch_own(&self) -> Batch<'_> {
+        Batch { store: self, batch: WriteBatch::default(), group: None, error: None, rings: bells::Rings::default() }
+    }
+
+    /// Applies writes the group committed, with `own` (this member's record
+    /// of what it applied) in the same synced write.
+    pub fn apply_group_writes(&self, writes: &[Write], own: Batch<'_>) -> StoreResult<()> {
+        let ReadyBatch(mut batch, mut rings, _) = own.ready()?;
+        self.add_group_writes(&mut batch, &mut rings, writes)?;
+        self.write_synced(batch, rings)
+    }
+
+    fn add_group_writes(&self, batch: &mut WriteBatch, rings: &mut bells::Rings, writes: &[Write]) -> StoreResult<()> {
+        for write in writes {
+            let (Write::Put { cf, .. } | Write::Delete { cf, .. } | Write::DeleteRange { cf, .. }) = write;
+            let family = cf_named(cf).ok_or_else(|| StoreError::UnknownColumnFamily(cf.clone()))?;
+            let handle = self.handle(family.0)?;
+            rings.note(family.0);
+            match write {
+                Write::Put { key, value, .. } => {
+                    versioned_body(family.0, value)?;
+                    batch.put_cf(handle, key, value)
+                }
+                Write::Delete { key, .. } => batch.delete_cf(handle, key),
+                Write::DeleteRange { from, to, .. } => batch.delete_range_cf(handle, from, to),
+            }
+        }
+        Ok(())
+    }
+
+    fn write_synced(&self, batch: WriteBatch, rings: bells::Rings) -> StoreResult<()> {
+        let mut opts = WriteOptions::default();
+        opts.set_sync(true);
+        self.db.write_opt(batch, &opts)?;
+        self.bells.ring(rings);
+        Ok(())
     }
 
     /// A single put, synced.
@@ -930,7 +1064,10 @@ impl Store {
 /// disk: whatever a commit acknowledged survives a crash.
 pub struct Batch<'a> {
     store: &'a Store,
+    /// What the node writes itself: everything, or in a group its own tables.
     batch: WriteBatch,
+    /// In a group, the writes the group commits.
+    group: Option<Vec<Write>>,
     error: Option<StoreError>,
     rings: bells::Rings,
 }
@@ -942,7 +1079,12 @@ impl Batch<'_> {
         match (self.store.handle(cf), table.admit(key).and_then(|()| encode(table, value))) {
             (Ok(handle), Ok(bytes)) => {
                 self.rings.note(cf);
-                self.batch.put_cf(handle, key, bytes)
+                match &mut self.group {
+                    Some(group) if !table.own() => {
+                        group.push(Write::Put { cf: cf.to_owned(), key: key.to_vec(), value: bytes })
+                    }
+                    _ => self.batch.put_cf(handle, key, bytes),
+                }
             }
             (Err(e), _) | (_, Err(e)) => self.error = Some(e),
         }
@@ -956,7 +1098,12 @@ impl Batch<'_> {
         match (self.store.handle(cf), family.admit(key).and_then(|()| versioned_body(cf, value))) {
             (Ok(handle), Ok(_)) => {
                 self.rings.note(cf);
-                self.batch.put_cf(handle, key, value)
+                match &mut self.group {
+                    Some(group) if !family.own() => {
+                        group.push(Write::Put { cf: cf.to_owned(), key: key.to_vec(), value: value.to_vec() })
+                    }
+                    _ => self.batch.put_cf(handle, key, value),
+                }
             }
             (Err(e), _) | (_, Err(e)) => self.error = Some(e),
         }
@@ -968,23 +1115,29 @@ impl Batch<'_> {
     }
 
     pub fn delete(&mut self, family: impl Family, key: &[u8]) {
-        match family.admit(key).and_then(|()| self.store.handle(family.name())) {
-            Ok(handle) => self.batch.delete_cf(handle, key),
-            Err(e) => self.error = Some(e),
+        match (family.admit(key).and_then(|()| self.store.handle(family.name())), &mut self.group) {
+            (Ok(_), Some(group)) if !family.own() => {
+                group.push(Write::Delete { cf: family.name().to_owned(), key: key.to_vec() })
+            }
+            (Ok(handle), _) => self.batch.delete_cf(handle, key),
+            (Err(e), _) => self.error = Some(e),
         }
     }
 
     /// Deletes every key from `from` up to, not including, `to`: one range
     /// tombstone, however many keys it covers.
     pub fn delete_range(&mut self, family: impl Family, from: &[u8], to: &[u8]) {
-        match self.store.handle(family.name()) {
-            Ok(handle) => self.batch.delete_range_cf(handle, from, to),
-            Err(e) => self.error = Some(e),
+        match (self.store.handle(family.name()), &mut self.group) {
+            (Ok(_), Some(group)) if !family.own() => {
+                group.push(Write::DeleteRange { cf: family.name().to_owned(), from: from.to_vec(), to: to.to_vec() })
+            }
+            (Ok(handle), _) => self.batch.delete_range_cf(handle, from, to),
+            (Err(e), _) => self.error = Some(e),
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.batch.is_empty()
+        self.batch.is_empty() && self.group.as_ref().is_none_or(Vec::is_empty)
     }
 
     pub fn commit(self) -> StoreResult<()> {
@@ -1007,21 +1160,31 @@ impl Batch<'_> {
     pub fn ready(self) -> StoreResult<ReadyBatch> {
         match self.error {
             Some(e) => Err(e),
-            None => Ok(ReadyBatch(self.batch, self.rings)),
+            None => Ok(ReadyBatch(self.batch, self.rings, self.group.unwrap_or_default())),
         }
     }
 }
 
-/// A checked batch of writes that owns its data.
-pub struct ReadyBatch(WriteBatch, bells::Rings);
+/// A checked batch of writes that owns its data: what the node writes
+/// itself, and in a group what the group commits.
+pub struct ReadyBatch(WriteBatch, bells::Rings, Vec<Write>);
 
 impl Store {
-    /// Writes a ready batch atomically; `sync` waits for the disk.
+    /// Writes a ready batch atomically; `sync` waits for the disk. In a
+    /// group, the group commits (always synced) what is not the node's own,
+    /// then the node writes its own part.
     pub fn write_ready(&self, batch: ReadyBatch, sync: bool) -> StoreResult<()> {
-        let mut opts = WriteOptions::default();
-        opts.set_sync(sync);
-        self.db.write_opt(batch.0, &opts)?;
-        self.bells.ring(batch.1);
+        let ReadyBatch(own, rings, group) = batch;
+        if !group.is_empty() {
+            let consensus = self.group.get().ok_or_else(|| StoreError::Group("this store is in no group".into()))?;
+            consensus.commit(group)?;
+        }
+        if !own.is_empty() {
+            let mut opts = WriteOptions::default();
+            opts.set_sync(sync);
+            self.db.write_opt(own, &opts)?;
+        }
+        self.bells.ring(rings);
         Ok(())
     }
 
@@ -1061,6 +1224,74 @@ mod tests {
         drop(store);
         let reopened = Store::open(dir.path()).unwrap();
         assert_eq!(reopened.get::<String>(cf::FRESHNESS, &be(2)).unwrap().as_deref(), Some("entry 2"));
+    }
+
+    /// A group of one in a unit test: takes each batch's group writes, and
+    /// applies them (or refuses, as a follower would).
+    struct Recorder {
+        store: Store,
+        taken: std::sync::Mutex<Vec<Vec<Write>>>,
+        leads: bool,
+    }
+
+    impl Consensus for Recorder {
+        fn commit(&self, writes: Vec<Write>) -> StoreResult<()> {
+            if !self.leads {
+                return Err(StoreError::NotLeader { leader: Some("2".into()) });
+            }
+            self.taken.lock().unwrap().push(writes.clone());
+            self.store.apply_group_writes(&writes, self.store.batch_own())
+        }
+    }
+
+    #[test]
+    fn in_a_group_a_batch_goes_through_the_consensus_but_the_nodes_own_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = |name: &str| Store::open(&dir.path().join(name)).unwrap();
+        let (leader, follower) = (open("leader"), open("follower"));
+        let recorder = Arc::new(Recorder { store: leader.clone(), taken: Default::default(), leads: true });
+        leader.join_group(recorder.clone()).unwrap();
+        assert!(leader.join_group(recorder.clone()).is_err(), "a store joins once");
+        let mut batch = leader.batch();
+        batch.put(cf::FRESHNESS, b"a", &"one".to_owned());
+        batch.delete(cf::FRESHNESS, b"gone");
+        batch.delete_range(cf::TLOG_INDEX, b"a", b"z");
+        batch.put(cf::meta::INDEX_APPLIED_SEQ, keys::meta::INDEX_APPLIED_SEQ, &7u64);
+        batch.commit().unwrap();
+        let taken = recorder.taken.lock().unwrap().clone();
+        assert_eq!(taken.len(), 1, "one batch, one proposal");
+        let families: Vec<&str> = taken[0]
+            .iter()
+            .map(|w| match w {
+                Write::Put { cf, .. } | Write::Delete { cf, .. } | Write::DeleteRange { cf, .. } => cf.as_str(),
+            })
+            .collect();
+        assert_eq!(families, ["freshness", "freshness", "tlog_index"], "the node's own index progress stays out");
+        assert_eq!(leader.get::<String>(cf::FRESHNESS, b"a").unwrap().as_deref(), Some("one"));
+        assert_eq!(leader.get::<u64>(cf::meta::INDEX_APPLIED_SEQ, keys::meta::INDEX_APPLIED_SEQ).unwrap(), Some(7));
+
+        // A follower writes none of the group's state itself, but its own.
+        let refusing = Arc::new(Recorder { store: follower.clone(), taken: Default::default(), leads: false });
+        follower.join_group(refusing).unwrap();
+        assert!(matches!(
+            follower.put(cf::FRESHNESS, b"a", &"mine".to_owned()),
+            Err(StoreError::NotLeader { leader: Some(_) })
+        ));
+        assert_eq!(follower.get::<String>(cf::FRESHNESS, b"a").unwrap(), None);
+        follower.probe_write(5).unwrap();
+
+        // The group's state, read whole, holds the leader's values and
+        // none of its own; installed elsewhere, it replaces what was there.
+        let (state, applied) =
+            leader.group_state((cf::meta::INDEX_APPLIED_SEQ, keys::meta::INDEX_APPLIED_SEQ)).unwrap();
+        assert_eq!(applied, Some(7));
+        assert!(state.iter().all(|w| !matches!(w, Write::Put { key, .. } if key == keys::meta::INDEX_APPLIED_SEQ)));
+        let other = open("other");
+        other.put(cf::FRESHNESS, b"stale", &"old".to_owned()).unwrap();
+        other.replace_group_state(&state, other.batch_own()).unwrap();
+        assert_eq!(other.get::<String>(cf::FRESHNESS, b"stale").unwrap(), None);
+        assert_eq!(other.get::<String>(cf::FRESHNESS, b"a").unwrap().as_deref(), Some("one"));
+        assert_eq!(other.group_state((cf::meta::INDEX_APPLIED_SEQ, keys::meta::INDEX_APPLIED_SEQ)).unwrap().0, state);
     }
 
     /// Writes bytes as they are, past every check: what another build, or

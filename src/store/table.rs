@@ -63,6 +63,9 @@ pub struct Schema {
     pub migrations: &'static [Migration],
     /// The most entries one of its scans reads whole.
     pub most: usize,
+    /// The node's own: in home's group, each member writes it itself
+    /// (`group`), never through the group.
+    pub own: bool,
 }
 
 impl Schema {
@@ -133,6 +136,7 @@ impl<V> Table<V> {
                 version: 1,
                 migrations: &[],
                 most: MOST,
+                own: false,
             },
             value: PhantomData,
         }
@@ -171,6 +175,12 @@ impl<V> Table<V> {
         assert!(version >= 1 && migrations.len() == version as usize - 1, "one migration per older version");
         self.schema.version = version;
         self.schema.migrations = migrations;
+        self
+    }
+
+    /// The node's own table: in home's group each member writes it itself.
+    pub const fn own(mut self) -> Self {
+        self.schema.own = true;
         self
     }
 
@@ -220,6 +230,10 @@ pub trait Family: Copy {
     fn prefix(self) -> &'static [u8] {
         &[]
     }
+    /// Whether it is the node's own (`Table::own`).
+    fn own(self) -> bool {
+        false
+    }
 }
 
 /// A table whose values are `T`s.
@@ -238,6 +252,10 @@ impl<V> Family for Table<V> {
 
     fn prefix(self) -> &'static [u8] {
         self.schema.keys.prefix
+    }
+
+    fn own(self) -> bool {
+        self.schema.own
     }
 }
 

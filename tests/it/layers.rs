@@ -14,6 +14,7 @@ const LAYERS: &[(&str, &str, &str)] = &[
     ("svc-clock", "src/clock", "src/clock"),
     ("svc-store", "src/store", "src/store"),
     ("svc-search", "src/search", "src/search"),
+    ("svc-consensus", "src/consensus", "src/consensus"),
     ("svc-client", "src/client", "src/client"),
     ("svc-node", "src/node", "src/node"),
     ("svc-http", "src/http", "src/http"),

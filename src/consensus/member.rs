@@ -1,0 +1,152 @@
+//! A member of home's group: its Raft node, on a runtime of its own, and
+//! the bridge its store commits through (`svc_store::Consensus`).
+//!
+//! The store's callers write from their own threads (actors, the log
+//! committer, blocking tasks), so a commit blocks its caller until the
+//! group answered; the Raft node runs on its own threads, so a caller that
+//! blocks never holds up the consensus it waits for.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use openraft::error::{ClientWriteError, RaftError};
+use openraft::{BasicNode, Config, Raft, RaftNetworkFactory};
+use svc_store::{Store, StoreError, StoreResult, Write};
+
+use crate::log_store::LogStore;
+use crate::state_machine::StateMachine;
+use crate::{Group, Proposal};
+
+/// How a member starts.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// This member's number in the group.
+    pub id: u64,
+    /// Milliseconds between the leader's heartbeats.
+    pub heartbeat_ms: u64,
+    /// A follower that heard no heartbeat for a time drawn between these
+    /// stands for election.
+    pub election_ms: (u64, u64),
+    /// How long a write waits for the group: a leader cut off from the
+    /// others never has its writes committed, and answers this long after.
+    pub commit_timeout: Duration,
+}
+
+/// One member: its Raft node and the runtime it runs on.
+pub struct Member {
+    raft: Raft<Group>,
+    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    commit_timeout: Duration,
+}
+
+/// Runs `work` on `runtime` and waits for it (from any thread: a runtime's
+/// own `block_on` refuses to run inside another runtime).
+fn wait_on<T: Send + 'static>(
+    runtime: &tokio::runtime::Runtime,
+    work: impl Future<Output = T> + Send + 'static,
+) -> StoreResult<T> {
+    let (answer, answered) = std::sync::mpsc::sync_channel(1);
+    runtime.spawn(async move {
+        let _ = answer.send(work.await);
+    });
+    answered.recv().map_err(|_| StoreError::Group("the member stopped".into()))
+}
+
+impl Member {
+    /// Starts a member over `store` (its log, its state) and makes the
+    /// store commit through the group. `network` reaches the others.
+    pub fn start<N: RaftNetworkFactory<Group>>(
+        settings: &Settings,
+        store: Store,
+        network: N,
+    ) -> StoreResult<Arc<Member>> {
+        let config = Config {
+            cluster_name: "svc-home".into(),
+            heartbeat_interval: settings.heartbeat_ms,
+            election_timeout_min: settings.election_ms.0,
+            election_timeout_max: settings.election_ms.1,
+            // The log is kept whole: a member behind catches up from it.
+            snapshot_policy: openraft::SnapshotPolicy::Never,
+            ..Default::default()
+        }
+        .validate()
+        .map_err(|e| StoreError::Group(e.to_string()))?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name(format!("home-group-{}", settings.id))
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Group(format!("the group's runtime did not start: {e}")))?;
+        let (log, state) = (LogStore::new(store.clone()), StateMachine::new(store.clone()));
+        let raft = wait_on(&runtime, Raft::new(settings.id, Arc::new(config), network, log, state))?
+            .map_err(|e| StoreError::Group(e.to_string()))?;
+        let member =
+            Arc::new(Member { raft, runtime: Mutex::new(Some(runtime)), commit_timeout: settings.commit_timeout });
+        store.join_group(member.clone())?;
+        Ok(member)
+    }
+
+    pub fn raft(&self) -> &Raft<Group> {
+        &self.raft
+    }
+
+    /// Runs `work` on the member's runtime and waits for it.
+    fn wait<T: Send + 'static>(&self, work: impl Future<Output = T> + Send + 'static) -> StoreResult<T> {
+        let (answer, answered) = std::sync::mpsc::sync_channel(1);
+        {
+            let runtime = self.runtime.lock().map_err(|_| StoreError::Closed)?;
+            runtime.as_ref().ok_or(StoreError::Closed)?.spawn(async move {
+                let _ = answer.send(work.await);
+            });
+        }
+        answered.recv().map_err(|_| StoreError::Group("the member stopped".into()))
+    }
+
+    /// Makes the group of `members` (a new group's first start, on one of
+    /// them); a group made before is left as it is.
+    pub fn initialize(&self, members: BTreeMap<u64, BasicNode>) -> StoreResult<()> {
+        let raft = self.raft.clone();
+        match self.wait(async move { raft.initialize(members).await })? {
+            Ok(()) | Err(RaftError::APIError(openraft::error::InitializeError::NotAllowed(_))) => Ok(()),
+            Err(e) => Err(StoreError::Group(e.to_string())),
+        }
+    }
+
+    /// Stops the member's Raft node (it lets go of the store) and its
+    /// runtime; later commits answer `Closed`.
+    pub fn stop(&self) {
+        let raft = self.raft.clone();
+        let _ = self.wait(async move { raft.shutdown().await });
+        if let Some(runtime) = self.runtime.lock().ok().and_then(|mut runtime| runtime.take()) {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl svc_store::Consensus for Member {
+    fn commit(&self, writes: Vec<Write>) -> StoreResult<()> {
+        let raft = self.raft.clone();
+        let timeout = self.commit_timeout;
+        let written =
+            self.wait(async move { tokio::time::timeout(timeout, raft.client_write(Proposal { writes })).await })?;
+        let Ok(written) = written else {
+            return Err(StoreError::Group(format!("no quorum committed the write within {} ms", timeout.as_millis())));
+        };
+        match written {
+            Ok(_) => Ok(()),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(to))) => {
+                Err(StoreError::NotLeader { leader: to.leader_id.map(|id| id.to_string()) })
+            }
+            Err(e) => Err(StoreError::Group(e.to_string())),
+        }
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.get_mut().ok().and_then(Option::take) {
+            runtime.shutdown_background();
+        }
+    }
+}
