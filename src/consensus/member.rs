@@ -18,6 +18,10 @@ use crate::log_store::LogStore;
 use crate::state_machine::StateMachine;
 use crate::{Group, Proposal};
 
+/// The most entries one message to a member carries: an entry is a batch,
+/// and a batch of a push is megabytes.
+pub const MAX_ENTRIES: u64 = 16;
+
 /// How a member starts.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -68,6 +72,7 @@ impl Member {
             election_timeout_max: settings.election_ms.1,
             // The log is kept whole: a member behind catches up from it.
             snapshot_policy: openraft::SnapshotPolicy::Never,
+            max_payload_entries: MAX_ENTRIES,
             ..Default::default()
         }
         .validate()

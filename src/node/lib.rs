@@ -12,6 +12,7 @@ pub mod config;
 pub mod document;
 pub mod error;
 pub mod faults;
+pub mod group;
 pub mod hosted_seeds;
 pub mod image_fetch;
 pub mod key_set;

@@ -20,6 +20,7 @@ mod deletion;
 mod domain_assurance;
 mod first_day;
 mod fuzzing;
+mod group;
 mod hardening;
 mod key_directory;
 mod kill;

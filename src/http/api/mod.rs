@@ -9,6 +9,7 @@ pub mod business;
 pub mod cacheable;
 pub mod certificates;
 pub mod forward;
+pub mod group;
 pub mod health;
 pub mod internal;
 pub mod listener;

@@ -1,0 +1,143 @@
+//! Home's group over HTTP/2: three members, each with its own store and
+//! listener, agree on one state through their Raft messages; a message not
+//! signed under the group's token changes nothing; with the leader gone the
+//! other two elect one and go on.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::{BasicNode, ServerState};
+use svc_client::transport::Transport;
+use svc_client::trust::Trust;
+use svc_clock::{Clock, SharedClock, SystemClock};
+use svc_consensus::member::{Member, Settings};
+use svc_http::api::group::{GroupState, router};
+use svc_store::{Store, StoreError, cf, keys};
+
+const TOKEN: &str = "group-token-for-tests-only-0123456789";
+
+struct Running {
+    store: Store,
+    member: Arc<Member>,
+    url: String,
+    server: tokio::task::JoinHandle<()>,
+}
+
+async fn start_all(dir: &std::path::Path) -> BTreeMap<u64, Running> {
+    let mut listeners = BTreeMap::new();
+    for id in 1..=3u64 {
+        listeners.insert(id, tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap());
+    }
+    let urls: BTreeMap<u64, String> =
+        listeners.iter().map(|(id, l)| (*id, format!("http://{}", l.local_addr().unwrap()))).collect();
+    let clock: SharedClock = Arc::new(SystemClock);
+    let mut running = BTreeMap::new();
+    for (id, listener) in listeners {
+        let store = Store::open(&dir.join(id.to_string())).unwrap();
+        let settings =
+            Settings { id, heartbeat_ms: 100, election_ms: (500, 1000), commit_timeout: Duration::from_secs(5) };
+        let network =
+            svc_node::group::Network { id, token: TOKEN.into(), trust: Trust::system(), clock: clock.clone() };
+        let member = tokio::task::block_in_place(|| Member::start(&settings, store.clone(), network)).unwrap();
+        let state =
+            GroupState { member: member.clone(), token: TOKEN.into(), members: vec![1, 2, 3], clock: clock.clone() };
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, router(state)).await;
+        });
+        running.insert(id, Running { store, member, url: urls[&id].clone(), server });
+    }
+    let members: BTreeMap<u64, BasicNode> = urls.iter().map(|(id, url)| (*id, BasicNode::new(url))).collect();
+    tokio::task::block_in_place(|| running[&1].member.initialize(members)).unwrap();
+    running
+}
+
+/// The member all of `among` see leading.
+async fn leader(running: &BTreeMap<u64, Running>, among: &[u64]) -> u64 {
+    for _ in 0..400 {
+        let seen: Vec<Option<u64>> =
+            among.iter().map(|id| running[id].member.raft().metrics().borrow().current_leader).collect();
+        if let Some(Some(id)) = seen.first()
+            && seen.iter().all(|s| *s == Some(*id))
+            && among.contains(id)
+            && running[id].member.raft().metrics().borrow().state == ServerState::Leader
+        {
+            return *id;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no leader among {among:?}");
+}
+
+fn put(running: &Running, key: &str, value: &str) -> Result<(), StoreError> {
+    tokio::task::block_in_place(|| running.store.put(cf::FRESHNESS, key.as_bytes(), &value.to_owned()))
+}
+
+async fn state_at(running: &Running, index: u64) -> Vec<svc_store::Write> {
+    for _ in 0..400 {
+        if running.member.raft().metrics().borrow().last_applied.is_some_and(|id| id.index >= index) {
+            return running.store.group_state((cf::meta::RAFT_APPLIED, keys::meta::RAFT_APPLIED)).unwrap().0;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("never applied {index}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_members_agree_over_http_refuse_an_outsiders_vote_and_go_on_without_their_leader() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut running = start_all(dir.path()).await;
+    let first = leader(&running, &[1, 2, 3]).await;
+    put(&running[&first], "a", "one").unwrap();
+    let index = running[&first].member.raft().metrics().borrow().last_log_index.unwrap();
+    let mut states = Vec::new();
+    for id in 1..=3 {
+        states.push(state_at(&running[&id], index).await);
+    }
+    assert!(states.iter().all(|s| *s == states[0]) && !states[0].is_empty(), "every member holds the write");
+
+    // An outsider asks a follower to vote for it in a far later term: signed
+    // under another token, as an unknown member, or too late, it is refused,
+    // and the follower's term does not move (it would, and the group would
+    // lose its leader, if the vote were heard).
+    let follower = (1..=3).find(|id| *id != first).unwrap();
+    let term = running[&follower].member.raft().metrics().borrow().current_term;
+    let vote = openraft::raft::VoteRequest::new(openraft::Vote::new(term + 100, 9), None);
+    let body = postcard::to_stdvec(&vote).unwrap();
+    let now = SystemClock.now().0;
+    let transport = Transport::http2(&running[&follower].url, &Trust::system()).unwrap();
+    for (signer, token, at) in
+        [("group-2", "not-the-group-token", now), ("group-9", TOKEN, now), ("group-3", TOKEN, now - 10 * 60_000)]
+    {
+        let request = crate::common::link_request_at(
+            "POST",
+            "/internal/v1/group/vote",
+            signer,
+            token,
+            body.clone(),
+            at,
+            "v0te-1d",
+        );
+        let answer = transport.send(request).await.unwrap();
+        assert_eq!(answer.status, 401, "{signer}: {}", String::from_utf8_lossy(&answer.bytes));
+    }
+    assert_eq!(running[&follower].member.raft().metrics().borrow().current_term, term);
+
+    // The leader stops, and its listener with it: the others elect one of
+    // themselves and take writes again; the old leader's store holds none.
+    let gone = running.remove(&first).unwrap();
+    gone.server.abort();
+    tokio::task::block_in_place(|| gone.member.stop());
+    let others: Vec<u64> = running.keys().copied().collect();
+    let second = leader(&running, &others).await;
+    put(&running[&second], "b", "two").unwrap();
+    let index = running[&second].member.raft().metrics().borrow().last_log_index.unwrap();
+    let (x, y) = (state_at(&running[&others[0]], index).await, state_at(&running[&others[1]], index).await);
+    assert_eq!(x, y);
+    assert!(x.iter().any(|w| matches!(w, svc_store::Write::Put { key, .. } if key == b"b")));
+    assert_eq!(gone.store.get::<String>(cf::FRESHNESS, b"b").unwrap(), None);
+    for (_, member) in running {
+        member.server.abort();
+        tokio::task::block_in_place(|| member.member.stop());
+    }
+}
