@@ -118,6 +118,18 @@ impl Member {
         }
     }
 
+    /// Waits until this member, as leader, applied every write the group
+    /// committed (a linearizable read): what it then reads is whole.
+    pub fn applied_all(&self) -> StoreResult<()> {
+        let raft = self.raft.clone();
+        let timeout = self.commit_timeout;
+        match self.wait(async move { tokio::time::timeout(timeout, raft.ensure_linearizable()).await })? {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(StoreError::Group(e.to_string())),
+            Err(_) => Err(StoreError::Group("the group did not confirm this leader in time".into())),
+        }
+    }
+
     /// Stops the member's Raft node (it lets go of the store) and its
     /// runtime; later commits answer `Closed`.
     pub fn stop(&self) {

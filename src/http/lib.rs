@@ -6,6 +6,7 @@
 pub mod api;
 pub mod forwarded;
 pub mod front_door;
+pub mod group_node;
 pub mod mcp;
 pub mod node;
 pub mod portal;

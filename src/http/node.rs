@@ -40,6 +40,17 @@ impl Node {
     /// Starts a node and its listeners: public, admin, and at home the
     /// internal one when configured.
     pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Node, NodeError> {
+        let store = svc_node::region::open_store(&config).map_err(NodeError::Start)?;
+        Self::start_over(config, clock, store).await
+    }
+
+    /// Starts a node over its store, opened already (by a member of home's
+    /// group, which keeps it open while it does not lead).
+    pub async fn start_over(
+        config: NodeConfig,
+        clock: SharedClock,
+        store: svc_store::Store,
+    ) -> Result<Node, NodeError> {
         let bound = |addr: SocketAddr| move |source| StartError::Listen { addr, source };
         let listener = crate::api::listener::bind(config.listen).map_err(bound(config.listen))?;
         let admin_listener = crate::api::listener::bind(config.admin_listen).map_err(bound(config.admin_listen))?;
@@ -62,7 +73,7 @@ impl Node {
             (Some(certificates), Some(ca)) => Some(crate::tls::link_acceptor(certificates.clone(), ca)?),
             _ => None,
         };
-        let state = svc_node::region::start(config, clock).await.map_err(NodeError::Start)?;
+        let state = svc_node::region::start_over(config, clock, store).await.map_err(NodeError::Start)?;
         let (shutdown, _) = watch::channel(false);
         let limits = state.config.listener;
         let mut servers = vec![

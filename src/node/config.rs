@@ -156,6 +156,93 @@ pub struct NodeConfig {
     /// Witnesses that cosign the log's checkpoints (home only).
     #[serde(default)]
     pub log_witnesses: LogWitnesses,
+    /// Home as a group of members agreeing through Raft (`svc-consensus`);
+    /// absent, home is this one process.
+    #[serde(default)]
+    pub home_group: Option<HomeGroupConfig>,
+}
+
+/// `[home_group]`: this member and the others of home's group.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HomeGroupConfig {
+    /// This member's number among `members`.
+    pub id: u64,
+    /// Where this member takes the others' Raft messages (mutual TLS from
+    /// the deployment's CA when `[tls]` is set).
+    pub listen: SocketAddr,
+    /// The token every member's messages are signed under, or
+    /// `token_file`; the same at every member.
+    #[serde(default)]
+    pub token: String,
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+    /// Every member, this one included: 1, 3 or 5.
+    pub members: Vec<GroupMember>,
+    /// Milliseconds between the leader's heartbeats.
+    #[serde(default = "default_heartbeat_ms")]
+    pub heartbeat_ms: u64,
+    /// A follower that heard no heartbeat for a time drawn between these
+    /// (milliseconds) stands for election.
+    #[serde(default = "default_election_ms")]
+    pub election_ms: [u64; 2],
+    /// How long a write waits for a quorum before it fails.
+    #[serde(default = "default_commit_timeout_ms")]
+    pub commit_timeout_ms: u64,
+}
+
+/// One member of home's group.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupMember {
+    pub id: u64,
+    /// Its group listener (`listen` at that member), as the others reach it.
+    pub url: String,
+}
+
+fn default_heartbeat_ms() -> u64 {
+    250
+}
+
+fn default_election_ms() -> [u64; 2] {
+    [1_000, 2_000]
+}
+
+fn default_commit_timeout_ms() -> u64 {
+    5_000
+}
+
+impl HomeGroupConfig {
+    /// A group that can work: 1, 3 or 5 members of distinct numbers, this
+    /// one among them, each reached over HTTP(S), a strong token, and an
+    /// election slower than the heartbeat.
+    pub fn check(&self, plain_allowed: bool) -> Result<(), ConfigError> {
+        let refuse = |why: String| Err(ConfigError::HomeGroup(why));
+        if ![1, 3, 5].contains(&self.members.len()) {
+            return refuse(format!("{} members; a group has 1, 3 or 5", self.members.len()));
+        }
+        let ids: std::collections::BTreeSet<u64> = self.members.iter().map(|m| m.id).collect();
+        if ids.len() != self.members.len() {
+            return refuse("two members have the same id".into());
+        }
+        if !ids.contains(&self.id) {
+            return refuse(format!("id {} is not among the members", self.id));
+        }
+        for member in &self.members {
+            let plain = plain_allowed && member.url.starts_with("http://");
+            if !(member.url.starts_with("https://") || plain) {
+                return refuse(format!("member {}'s url {:?} is not https://", member.id, member.url));
+            }
+        }
+        let [low, high] = self.election_ms;
+        if self.heartbeat_ms == 0 || low <= self.heartbeat_ms || high <= low {
+            return refuse(format!(
+                "heartbeat_ms {} and election_ms [{low}, {high}]: an election waits longer than a heartbeat, and its range is not empty",
+                self.heartbeat_ms
+            ));
+        }
+        check_secret("home_group.token", &self.token)
+    }
 }
 
 /// The witnesses home asks to cosign each checkpoint
@@ -593,6 +680,7 @@ impl NodeConfig {
             ad_images: AdImagesConfig::default(),
             ads: AdsConfig::default(),
             log_witnesses: LogWitnesses::default(),
+            home_group: None,
         }
     }
 }
@@ -689,6 +777,8 @@ pub enum ConfigError {
     PlainLink(String),
     #[error("{what}: {why} (draw one with `svc secret`)")]
     WeakSecret { what: String, why: &'static str },
+    #[error("[home_group]: {0}")]
+    HomeGroup(String),
     #[error("{what}: given both in the file and as {what}_file")]
     SecretTwice { what: String },
     #[error("{}: {source}", path.display())]
@@ -757,6 +847,9 @@ impl NodeConfig {
         }
         if let Some(table) = &mut self.ip_to_as_file {
             *table = base.join(&*table);
+        }
+        if let Some(group) = &mut self.home_group {
+            read_secret("home_group.token", &mut group.token, &group.token_file, base)?;
         }
         if let Some(link) = &mut self.replication {
             read_secret("token", &mut link.token, &link.token_file, base)?;
@@ -873,5 +966,42 @@ fn reaches(home_url: &str, listen: SocketAddr, hosts: Hosts) -> bool {
                 && u.port_u16().unwrap_or(default_port) == listen.port()
                 && u.path() == "/"
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(members: &[u64], url: &str) -> HomeGroupConfig {
+        HomeGroupConfig {
+            id: 1,
+            listen: "127.0.0.1:7444".parse().unwrap(),
+            token: "a-group-token-of-at-least-32-characters".into(),
+            token_file: None,
+            members: members.iter().map(|id| GroupMember { id: *id, url: format!("{url}://m{id}:7444") }).collect(),
+            heartbeat_ms: default_heartbeat_ms(),
+            election_ms: default_election_ms(),
+            commit_timeout_ms: default_commit_timeout_ms(),
+        }
+    }
+
+    #[test]
+    fn a_home_group_that_cannot_work_or_is_open_to_guessing_is_refused_with_its_reason() {
+        assert!(group(&[1, 2, 3], "https").check(false).is_ok());
+        assert!(group(&[1], "https").check(false).is_ok());
+        let refused = |config: HomeGroupConfig, plain: bool| config.check(plain).unwrap_err().to_string();
+        assert!(refused(group(&[1, 2], "https"), false).contains("2 members"), "an even group cannot outvote a split");
+        assert!(refused(group(&[2, 3, 4], "https"), false).contains("id 1 is not among"));
+        assert!(refused(group(&[1, 1, 2], "https"), false).contains("same id"));
+        assert!(refused(group(&[1, 2, 3], "http"), false).contains("not https://"));
+        assert!(group(&[1, 2, 3], "http").check(true).is_ok(), "plain HTTP where the config allows it");
+        let mut weak = group(&[1, 2, 3], "https");
+        weak.token = "short".into();
+        assert!(refused(weak, false).contains("home_group.token"));
+        let mut hasty = group(&[1, 2, 3], "https");
+        hasty.election_ms = [200, 2_000];
+        hasty.heartbeat_ms = 250;
+        assert!(refused(hasty, false).contains("heartbeat_ms"));
     }
 }

@@ -108,6 +108,12 @@ impl From<StoreError> for Error {
                 tracing::error!(error = %e, "the store refused an operation");
                 Error::retry_after(Code::Unavailable, 5_000, "the store cannot take this now; ask again")
             }
+            // Home's group is electing a leader, or this member stopped
+            // leading: the write took no effect here; ask the leader.
+            StoreError::NotLeader { .. } | StoreError::Group(_) => {
+                tracing::warn!(error = %error, "home's group did not take a write");
+                Error::retry_after(Code::Unavailable, 1_000, "home is electing a leader; ask again")
+            }
             other => Error::Store(other),
         }
     }

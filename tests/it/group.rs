@@ -141,3 +141,157 @@ async fn three_members_agree_over_http_refuse_an_outsiders_vote_and_go_on_withou
         tokio::task::block_in_place(|| member.member.stop());
     }
 }
+
+/// A port free on loopback now (for addresses a config names before its
+/// node binds them).
+fn free_port() -> std::net::SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+}
+
+/// The members' configs: sandbox homes on loopback, one group.
+fn group_configs(dir: &std::path::Path) -> Vec<svc_node::config::NodeConfig> {
+    let groups: Vec<std::net::SocketAddr> = (0..3).map(|_| free_port()).collect();
+    let members: Vec<svc_node::config::GroupMember> = groups
+        .iter()
+        .enumerate()
+        .map(|(i, at)| svc_node::config::GroupMember { id: i as u64 + 1, url: format!("http://{at}") })
+        .collect();
+    let admin_token = hex::encode(svc_clock::random::<16>());
+    (0..3)
+        .map(|i| {
+            let mut config =
+                svc_node::config::NodeConfig::local_home(dir.join(format!("home-{}", i + 1)), free_port(), free_port());
+            config.admin_token = admin_token.clone();
+            config.allow_plain_http = true;
+            config.home_group = Some(svc_node::config::HomeGroupConfig {
+                id: i as u64 + 1,
+                listen: groups[i],
+                token: TOKEN.into(),
+                token_file: None,
+                members: members.clone(),
+                heartbeat_ms: 100,
+                election_ms: [500, 1_000],
+                commit_timeout_ms: 3_000,
+            });
+            config
+        })
+        .collect()
+}
+
+/// The member that leads with its region up, among `nodes`.
+async fn leading(nodes: &BTreeMap<u64, svc_http::group_node::GroupNode>) -> u64 {
+    for _ in 0..800 {
+        for (id, node) in nodes {
+            if node.leading.lock().await.is_some() {
+                return *id;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no member brought its region up");
+}
+
+async fn admin_call(
+    base: &str,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: serde_json::Value,
+) -> svc_client::transport::Answer {
+    let request = axum::http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    Transport::new(base).unwrap().send(request).await.unwrap()
+}
+
+// Home as three `svc node` members: one leads and runs the region, the
+// others stand by (503, naming the leader). The leader stops: another is
+// elected, brings its region up over the same state (the company written
+// before is there) and takes writes; the old member, started again, stands
+// by and holds what was written while it was away.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_home_of_three_members_fails_over_to_a_member_holding_every_acknowledged_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let configs = group_configs(dir.path());
+    let token = configs[0].admin_token.clone();
+    let clock: SharedClock = Arc::new(SystemClock);
+    let mut nodes = BTreeMap::new();
+    for config in &configs {
+        let id = config.home_group.as_ref().unwrap().id;
+        nodes.insert(id, svc_http::group_node::GroupNode::start(config.clone(), clock.clone()).await.unwrap());
+    }
+    let first = leading(&nodes).await;
+    let admin = format!("http://{}", configs[first as usize - 1].admin_listen);
+    let made = admin_call(&admin, &token, "POST", "/admin/companies", serde_json::json!({"name": "Before"})).await;
+    assert_eq!(made.status, 201, "{}", String::from_utf8_lossy(&made.bytes));
+    let before = made.json()["ai_company_uuid"].as_str().unwrap().to_owned();
+    let standby = nodes.keys().copied().find(|id| *id != first).unwrap();
+    let public = format!("http://{}", configs[standby as usize - 1].listen);
+    let ready = Transport::new(&public)
+        .unwrap()
+        .send(axum::http::Request::get("/readyz").body(axum::body::Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(ready.status, 503);
+    assert_eq!(
+        (ready.json()["role"].as_str(), ready.json()["group_leader"].as_u64()),
+        (Some("home-standby"), Some(first))
+    );
+    let refused = admin_call(
+        &format!("http://{}", configs[standby as usize - 1].admin_listen),
+        &token,
+        "POST",
+        "/admin/companies",
+        serde_json::json!({"name": "Refused"}),
+    )
+    .await;
+    assert_eq!(refused.status, 503, "a standby takes no write");
+
+    // The leader stops; another member leads, over every acknowledged write.
+    nodes.remove(&first).unwrap().stop().await;
+    let second = leading(&nodes).await;
+    assert_ne!(second, first);
+    let admin = format!("http://{}", configs[second as usize - 1].admin_listen);
+    let mut made = None;
+    for _ in 0..200 {
+        let answer = admin_call(&admin, &token, "POST", "/admin/companies", serde_json::json!({"name": "After"})).await;
+        if answer.status != 503 {
+            made = Some(answer);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let made = made.expect("the new leader takes writes");
+    assert_eq!(made.status, 201, "{}", String::from_utf8_lossy(&made.bytes));
+    let after = made.json()["ai_company_uuid"].as_str().unwrap().to_owned();
+    {
+        let region = nodes[&second].leading.lock().await;
+        let store = &region.as_ref().unwrap().state.store;
+        assert!(store.contains(cf::COMPANIES, before.as_bytes()).unwrap(), "the write acknowledged before is kept");
+        assert!(store.contains(cf::COMPANIES, after.as_bytes()).unwrap());
+    }
+
+    // The old leader comes back as a standby and catches up.
+    let back =
+        svc_http::group_node::GroupNode::start(configs[first as usize - 1].clone(), clock.clone()).await.unwrap();
+    let mut caught_up = false;
+    for _ in 0..400 {
+        if back.member.raft().metrics().borrow().last_applied
+            >= nodes[&second].member.raft().metrics().borrow().last_applied
+        {
+            caught_up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(caught_up, "the member that came back applied what was written while it was away");
+    assert!(back.leading.lock().await.is_none(), "it stands by");
+    back.stop().await;
+    for (_, node) in nodes {
+        node.stop().await;
+    }
+}

@@ -88,6 +88,22 @@ pub enum StartError {
 
 /// Starts the actors of a node over its store, without listening.
 pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, StartError> {
+    let store = open_store(&config)?;
+    start_over(config, clock, store).await
+}
+
+/// Opens (creating it the first time) the node's store, `data_dir/db`.
+pub fn open_store(config: &NodeConfig) -> Result<Store, StartError> {
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|source| StartError::Io { path: config.data_dir.clone(), source })?;
+    let db = config.data_dir.join("db");
+    Store::open_migrating(&db, crate::replication::legacy_log_entry)
+        .map_err(|source| StartError::Store { path: db, source })
+}
+
+/// Starts the actors of a node over its store, opened already (a member
+/// of home's group opens it before it leads), without listening.
+pub async fn start_over(config: NodeConfig, clock: SharedClock, store: Store) -> Result<Region, StartError> {
     config.check_secrets()?;
     config.check_link_tls()?;
     if svc_core::sandbox::time_of_day(&config.sandbox_republish_at).is_none() {
@@ -104,10 +120,7 @@ pub async fn start(config: NodeConfig, clock: SharedClock) -> Result<Region, Sta
         let path = path.to_owned();
         move |source| StartError::Io { path, source }
     };
-    std::fs::create_dir_all(&config.data_dir).map_err(io(&config.data_dir))?;
     let db = config.data_dir.join("db");
-    let store = Store::open_migrating(&db, crate::replication::legacy_log_entry)
-        .map_err(|source| StartError::Store { path: db.clone(), source })?;
     let keys = Arc::new(ServiceKeys::load_or_create(&store, config.key_encryption_key.as_ref())?);
     if config.role == Role::Home
         && let Some(kek) = &config.key_encryption_key
