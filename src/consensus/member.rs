@@ -131,12 +131,15 @@ impl Member {
     }
 
     /// Stops the member's Raft node (it lets go of the store) and its
-    /// runtime; later commits answer `Closed`.
+    /// runtime; later commits answer `Closed`. It blocks: call it off the
+    /// async threads.
     pub fn stop(&self) {
         let raft = self.raft.clone();
         let _ = self.wait(async move { raft.shutdown().await });
+        // Waits for the runtime's tasks to end: one still writing to the
+        // store as it closes would abort RocksDB.
         if let Some(runtime) = self.runtime.lock().ok().and_then(|mut runtime| runtime.take()) {
-            runtime.shutdown_background();
+            runtime.shutdown_timeout(std::time::Duration::from_secs(5));
         }
     }
 }

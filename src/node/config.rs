@@ -489,6 +489,19 @@ pub struct ReplicationConfig {
     /// answer before the caller gets 503 (home stalled, not just down).
     #[serde(default = "default_forward_timeout_ms")]
     pub forward_timeout_ms: u64,
+    /// A read region of a home that is a group: the other members' URLs
+    /// (`home_url` and `internal_url` name one); the region follows
+    /// whichever leads.
+    #[serde(default)]
+    pub home_members: Vec<HomeMemberUrls>,
+}
+
+/// Where a read region reaches one member of home's group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HomeMemberUrls {
+    pub home_url: String,
+    pub internal_url: String,
 }
 
 /// A read region as home knows it: its name and its token.
@@ -528,6 +541,7 @@ impl ReplicationConfig {
             lease_ms: default_lease_ms(),
             lease_units: default_lease_units(),
             forward_timeout_ms: default_forward_timeout_ms(),
+            home_members: Vec::new(),
         }
     }
 }
@@ -916,7 +930,8 @@ impl NodeConfig {
         if linked && tls.ca.is_none() {
             return Err(ConfigError::LinkWithoutCa);
         }
-        if let Some(url) = link.internal_url.as_deref().filter(|url| !url.starts_with("https://")) {
+        let internal = link.internal_url.iter().chain(link.home_members.iter().map(|m| &m.internal_url));
+        if let Some(url) = internal.map(String::as_str).find(|url| !url.starts_with("https://")) {
             return Err(ConfigError::PlainLink(url.to_owned()));
         }
         Ok(())

@@ -49,14 +49,14 @@ pub struct Network {
 pub struct Peer {
     network: Network,
     to: u64,
-    transport: Result<Transport, String>,
+    transport: Result<Transport, svc_client::ClientError>,
 }
 
 impl RaftNetworkFactory<Group> for Network {
     type Network = Peer;
 
     async fn new_client(&mut self, to: u64, node: &BasicNode) -> Peer {
-        let transport = Transport::http2(&node.addr, &self.trust).map_err(|e| e.to_string());
+        let transport = Transport::http2(&node.addr, &self.trust);
         Peer { network: self.clone(), to, transport }
     }
 }
@@ -69,7 +69,7 @@ impl Peer {
         option: &RPCOption,
     ) -> Result<A, RPCError<u64, BasicNode, RaftError<u64, E>>> {
         let unreachable = |why: String| RPCError::Unreachable(Unreachable::new(&std::io::Error::other(why)));
-        let transport = self.transport.as_ref().map_err(|e| unreachable(e.clone()))?;
+        let transport = self.transport.as_ref().map_err(|e| RPCError::Unreachable(Unreachable::new(e)))?;
         let body = postcard::to_stdvec(message).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         let target = format!("/internal/v1/group/{rpc}");
         let at = svc_clock::Clock::now(&*self.network.clock).0;

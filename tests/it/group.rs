@@ -178,6 +178,19 @@ fn group_configs(dir: &std::path::Path) -> Vec<svc_node::config::NodeConfig> {
         .collect()
 }
 
+/// Every member of `configs`, started, by number.
+async fn start_members(
+    configs: &[svc_node::config::NodeConfig],
+    clock: &SharedClock,
+) -> BTreeMap<u64, svc_http::group_node::GroupNode> {
+    let mut nodes = BTreeMap::new();
+    for config in configs {
+        let id = config.home_group.as_ref().unwrap().id;
+        nodes.insert(id, svc_http::group_node::GroupNode::start(config.clone(), clock.clone()).await.unwrap());
+    }
+    nodes
+}
+
 /// The member that leads with its region up, among `nodes`.
 async fn leading(nodes: &BTreeMap<u64, svc_http::group_node::GroupNode>) -> u64 {
     for _ in 0..800 {
@@ -197,7 +210,7 @@ async fn admin_call(
     method: &str,
     path: &str,
     body: serde_json::Value,
-) -> svc_client::transport::Answer {
+) -> Result<svc_client::transport::Answer, svc_client::ClientError> {
     let request = axum::http::Request::builder()
         .method(method)
         .uri(path)
@@ -205,7 +218,7 @@ async fn admin_call(
         .header("content-type", "application/json")
         .body(axum::body::Body::from(body.to_string()))
         .unwrap();
-    Transport::new(base).unwrap().send(request).await.unwrap()
+    Transport::new(base).unwrap().send(request).await
 }
 
 // Home as three `svc node` members: one leads and runs the region, the
@@ -219,16 +232,10 @@ async fn a_home_of_three_members_fails_over_to_a_member_holding_every_acknowledg
     let configs = group_configs(dir.path());
     let token = configs[0].admin_token.clone();
     let clock: SharedClock = Arc::new(SystemClock);
-    let mut nodes = BTreeMap::new();
-    for config in &configs {
-        let id = config.home_group.as_ref().unwrap().id;
-        nodes.insert(id, svc_http::group_node::GroupNode::start(config.clone(), clock.clone()).await.unwrap());
-    }
+    let mut nodes = start_members(&configs, &clock).await;
     let first = leading(&nodes).await;
     let admin = format!("http://{}", configs[first as usize - 1].admin_listen);
-    let made = admin_call(&admin, &token, "POST", "/admin/companies", serde_json::json!({"name": "Before"})).await;
-    assert_eq!(made.status, 201, "{}", String::from_utf8_lossy(&made.bytes));
-    let before = made.json()["ai_company_uuid"].as_str().unwrap().to_owned();
+    let before = company_at(&admin, &token, "Before").await;
     let standby = nodes.keys().copied().find(|id| *id != first).unwrap();
     let public = format!("http://{}", configs[standby as usize - 1].listen);
     let ready = Transport::new(&public)
@@ -248,7 +255,8 @@ async fn a_home_of_three_members_fails_over_to_a_member_holding_every_acknowledg
         "/admin/companies",
         serde_json::json!({"name": "Refused"}),
     )
-    .await;
+    .await
+    .unwrap();
     assert_eq!(refused.status, 503, "a standby takes no write");
 
     // The leader stops; another member leads, over every acknowledged write.
@@ -256,18 +264,7 @@ async fn a_home_of_three_members_fails_over_to_a_member_holding_every_acknowledg
     let second = leading(&nodes).await;
     assert_ne!(second, first);
     let admin = format!("http://{}", configs[second as usize - 1].admin_listen);
-    let mut made = None;
-    for _ in 0..200 {
-        let answer = admin_call(&admin, &token, "POST", "/admin/companies", serde_json::json!({"name": "After"})).await;
-        if answer.status != 503 {
-            made = Some(answer);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let made = made.expect("the new leader takes writes");
-    assert_eq!(made.status, 201, "{}", String::from_utf8_lossy(&made.bytes));
-    let after = made.json()["ai_company_uuid"].as_str().unwrap().to_owned();
+    let after = company_at(&admin, &token, "After").await;
     {
         let region = nodes[&second].leading.lock().await;
         let store = &region.as_ref().unwrap().state.store;
@@ -291,6 +288,109 @@ async fn a_home_of_three_members_fails_over_to_a_member_holding_every_acknowledg
     assert!(caught_up, "the member that came back applied what was written while it was away");
     assert!(back.leading.lock().await.is_none(), "it stands by");
     back.stop().await;
+    for (_, node) in nodes {
+        node.stop().await;
+    }
+}
+
+/// Waits until `base`'s `/readyz` says `check`.
+async fn readiness_until(base: &str, what: &str, check: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    let transport = Transport::new(base).unwrap();
+    let mut last = serde_json::Value::Null;
+    for _ in 0..1_200 {
+        let request = axum::http::Request::get("/readyz").body(axum::body::Body::empty()).unwrap();
+        if let Ok(answer) = transport.send(request).await {
+            last = answer.json();
+            if check(&last) {
+                return last;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{what} never happened: {last}");
+}
+
+/// Makes a company at the leading member, asking again while it answers 503.
+async fn company_at(admin: &str, token: &str, name: &str) -> String {
+    for _ in 0..400 {
+        // A member switching roles may not listen for a moment, or answer 503.
+        if let Ok(answer) =
+            admin_call(admin, token, "POST", "/admin/companies", serde_json::json!({ "name": name })).await
+        {
+            if answer.status == 201 {
+                return answer.json()["ai_company_uuid"].as_str().unwrap().to_owned();
+            }
+            assert_eq!(answer.status, 503, "{}", String::from_utf8_lossy(&answer.bytes));
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the leader never took the write");
+}
+
+// A read region names every member of home's group and follows whichever
+// leads: with the leader stopped it pulls the new leader's log, which runs
+// on from the same history (the running hash agrees: no fork is found).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_region_follows_home_s_leading_member_and_its_history_runs_on_unforked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut configs = group_configs(dir.path());
+    let eu_token = crate::common::region_token("eu");
+    for config in &mut configs {
+        config.internal_listen = Some(free_port());
+        config.replication =
+            Some(svc_node::config::ReplicationConfig::home(vec![svc_node::config::RegionCredential::new(
+                "eu", &eu_token,
+            )]));
+    }
+    let token = configs[0].admin_token.clone();
+    let clock: SharedClock = Arc::new(SystemClock);
+    let mut nodes = start_members(&configs, &clock).await;
+    let first = leading(&nodes).await;
+    let urls = |c: &svc_node::config::NodeConfig| {
+        (format!("http://{}", c.listen), format!("http://{}", c.internal_listen.unwrap()))
+    };
+    let loopback = "127.0.0.1:0".parse().unwrap();
+    let mut eu_config = svc_node::config::NodeConfig::local_home(dir.path().join("eu"), loopback, loopback);
+    eu_config.region = "eu".into();
+    eu_config.role = svc_node::config::Role::Read;
+    let (home_url, internal_url) = urls(&configs[0]);
+    let mut link = svc_node::config::ReplicationConfig::read(Some(home_url), Some(internal_url), &eu_token);
+    link.home_members = configs[1..]
+        .iter()
+        .map(|c| {
+            let (home_url, internal_url) = urls(c);
+            svc_node::config::HomeMemberUrls { home_url, internal_url }
+        })
+        .collect();
+    eu_config.replication = Some(link);
+    let eu = svc_http::node::Node::start(eu_config, clock.clone()).await.unwrap();
+    let eu_url = format!("http://{}", eu.addr);
+
+    let admin = format!("http://{}", configs[first as usize - 1].admin_listen);
+    let before = company_at(&admin, &token, "Before").await;
+    let head = {
+        let region = nodes[&first].leading.lock().await;
+        svc_node::replication::last_seq(&region.as_ref().unwrap().state.store).unwrap()
+    };
+    readiness_until(&eu_url, "eu catches up with the first leader", |r| {
+        r["ready"] == true && r["applied_seq"].as_u64() >= Some(head)
+    })
+    .await;
+    assert!(eu.state.store.contains(cf::COMPANIES, before.as_bytes()).unwrap());
+
+    nodes.remove(&first).unwrap().stop().await;
+    let second = leading(&nodes).await;
+    let admin = format!("http://{}", configs[second as usize - 1].admin_listen);
+    let after = company_at(&admin, &token, "After").await;
+    let head = {
+        let region = nodes[&second].leading.lock().await;
+        svc_node::replication::last_seq(&region.as_ref().unwrap().state.store).unwrap()
+    };
+    let ready =
+        readiness_until(&eu_url, "eu follows the new leader", |r| r["applied_seq"].as_u64() >= Some(head)).await;
+    assert!(ready["history_fork"].is_null(), "one history across the failover: {ready}");
+    assert!(eu.state.store.contains(cf::COMPANIES, after.as_bytes()).unwrap(), "eu holds what the new leader wrote");
+    eu.stop().await;
     for (_, node) in nodes {
         node.stop().await;
     }

@@ -801,7 +801,7 @@ async fn a_region_refuses_an_answer_home_did_not_seal() {
     let url = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(async move { axum::serve(listener, impostor).await });
     let trust = svc_client::trust::Trust::system();
-    let urls = HomeUrls { public: &url, internal: &url, trust: &trust, link_trust: &trust };
+    let urls = HomeUrls { members: vec![(&url, &url)], trust: &trust, link_trust: &trust };
     let link = HomeLink::new(urls, token("eu"), "eu".into(), 10, Arc::new(SystemClock)).unwrap();
     let answer = link.send("GET", "/internal/v1/log?after=0", Vec::new(), Duration::from_secs(5)).await;
     assert!(matches!(answer, Err(LinkError::Forged { .. })), "{:?}", answer.map(|a| a.status));

@@ -216,7 +216,7 @@ async fn home_answers_a_region_only_with_its_own_certificate_and_its_own_token()
     // certificate and expecting home's to name `home_is`.
     let pull = async |shown: &TlsConfig, home_is: &str, region: &str, token: String| {
         let trust = Trust::link(&ca.file, home_is, (&shown.cert, &shown.key)).unwrap();
-        let urls = HomeUrls { public: &public, internal: &internal, trust: &trust, link_trust: &trust };
+        let urls = HomeUrls { members: vec![(&public, &internal)], trust: &trust, link_trust: &trust };
         let clock = std::sync::Arc::new(svc_clock::SystemClock);
         let link = HomeLink::new(urls, token, region.to_owned(), 1, clock).unwrap();
         let answer = link.send("GET", "/internal/v1/log?after=0", Vec::new(), std::time::Duration::from_secs(5));

@@ -525,12 +525,10 @@ async fn start_replica(
         Some((tls, ca)) => svc_client::trust::Trust::link(ca, &settings.home_region, (&tls.cert, &tls.key))?,
         None => trust.clone(),
     };
-    let urls = crate::replication::link::HomeUrls {
-        public: home_url,
-        internal: internal_url,
-        trust: &trust,
-        link_trust: &link_trust,
-    };
+    let members = std::iter::once((home_url, internal_url))
+        .chain(settings.home_members.iter().map(|m| (m.home_url.as_str(), m.internal_url.as_str())))
+        .collect();
+    let urls = crate::replication::link::HomeUrls { members, trust: &trust, link_trust: &link_trust };
     let link = Arc::new(HomeLink::new(
         urls,
         settings.token.clone(),

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -55,16 +55,25 @@ pub enum LinkError {
     BackingOff,
 }
 
+impl LinkError {
+    /// Whether another member of home's group may answer what this one did
+    /// not: it was unreachable, silent, or standing by.
+    fn another_member_may_answer(&self) -> bool {
+        matches!(self, LinkError::Transport(_) | LinkError::Timeout { .. } | LinkError::Status { status: 503, .. })
+    }
+}
+
 /// Forwarded client requests in flight to home at once: below home's
 /// streams per connection (128 by default), so clients can never take every
 /// stream of the connection they use.
 pub const FORWARDS_IN_FLIGHT: usize = 96;
 
 /// Where a read region reaches home: its public port (for the client
-/// requests it forwards) and its internal listener (for its own traffic).
+/// requests it forwards) and its internal listener (for its own traffic),
+/// for each member when home is a group (whichever leads answers).
 pub struct HomeUrls<'a> {
-    pub public: &'a str,
-    pub internal: &'a str,
+    /// Each member's (public, internal) URLs; one for a home of one.
+    pub members: Vec<(&'a str, &'a str)>,
     /// Whom to believe there over `https://`.
     pub trust: &'a svc_client::trust::Trust,
     /// Whom the internal address is believed to be (mutual TLS under the
@@ -75,11 +84,16 @@ pub struct HomeUrls<'a> {
 /// A read region's two connections to home: one to home's internal
 /// listener for its own traffic (the log, nonces, reports, leases), one to
 /// its public port for the client requests it forwards. A flood of slow forwarded requests cannot hold up
-/// replication, which shares no connection with them.
+/// replication, which shares no connection with them. When home is a
+/// group, the region keeps the pair of each member and uses the member
+/// that answered last; a member that does not answer (it stands by, or is
+/// gone) sends it on to the next.
 pub struct HomeLink {
     clock: SharedClock,
-    control: Transport,
-    clients: Transport,
+    /// Each member's (internal, public) connections.
+    members: Vec<(Transport, Transport)>,
+    /// The member that answered last.
+    leading: AtomicUsize,
     forwards: tokio::sync::Semaphore,
     token: String,
     region: String,
@@ -98,10 +112,20 @@ impl HomeLink {
         lease_units: i64,
         clock: SharedClock,
     ) -> Result<Self, ClientError> {
+        let members = home
+            .members
+            .iter()
+            .map(|(public, internal)| {
+                Ok((Transport::http2(internal, home.link_trust)?, Transport::http2(public, home.trust)?))
+            })
+            .collect::<Result<Vec<_>, ClientError>>()?;
+        if members.is_empty() {
+            return Err(ClientError::NotHttp { url: String::new() });
+        }
         Ok(HomeLink {
             clock,
-            control: Transport::http2(home.internal, home.link_trust)?,
-            clients: Transport::http2(home.public, home.trust)?,
+            members,
+            leading: AtomicUsize::new(0),
             forwards: tokio::sync::Semaphore::new(FORWARDS_IN_FLIGHT),
             token,
             region,
@@ -118,7 +142,7 @@ impl HomeLink {
         request: Request<Body>,
     ) -> Result<axum::http::Response<hyper::body::Incoming>, LinkError> {
         let _slot = self.forwards.try_acquire().map_err(|_| LinkError::Busy)?;
-        Ok(self.clients.forward(request).await?)
+        Ok(self.member(self.leading.load(Ordering::Relaxed)).1.forward(request).await?)
     }
 
     /// The conversation secret home wrapped for this region, unwrapped with
@@ -132,10 +156,43 @@ impl HomeLink {
         self.clock.now()
     }
 
+    fn member(&self, at: usize) -> &(Transport, Transport) {
+        &self.members[at % self.members.len()]
+    }
+
     /// Sends a request to home under the region's MAC, within `wait`, and
     /// answers home's reply only if its MAC is home's for this request.
+    /// When home is a group, a member that cannot be reached, does not
+    /// answer in time or answers `503` sends the request on to the next
+    /// (a fresh request: a new id and MAC), and the one that answers is
+    /// used from then on.
     pub async fn send(
         &self,
+        method: &str,
+        path_and_query: &str,
+        body: Vec<u8>,
+        wait: Duration,
+    ) -> Result<Answer, LinkError> {
+        let first = self.leading.load(Ordering::Relaxed);
+        let mut tried = 0;
+        loop {
+            let at = (first + tried) % self.members.len();
+            match self.send_to(at, method, path_and_query, body.clone(), wait).await {
+                Err(e) if tried + 1 < self.members.len() && e.another_member_may_answer() => tried += 1,
+                answered => {
+                    if answered.is_ok() && at != first {
+                        self.leading.store(at, Ordering::Relaxed);
+                        tracing::info!(member = at, "home's leading member moved: the link follows it");
+                    }
+                    return answered;
+                }
+            }
+        }
+    }
+
+    async fn send_to(
+        &self,
+        member: usize,
         method: &str,
         path_and_query: &str,
         body: Vec<u8>,
@@ -163,7 +220,7 @@ impl HomeLink {
             .header(link::MAC_HEADER, mac)
             .header(header::CONTENT_TYPE, "application/vnd.svc.postcard")
             .body(Body::from(body))?;
-        let answer = tokio::time::timeout(wait, self.control.send(request))
+        let answer = tokio::time::timeout(wait, self.member(member).0.send(request))
             .await
             .map_err(|_| LinkError::Timeout { path: path_and_query.to_owned(), ms: wait.as_millis() })??;
         if answer.status != 200 {
