@@ -149,7 +149,7 @@ fn free_port() -> std::net::SocketAddr {
 }
 
 /// The members' configs: sandbox homes on loopback, one group.
-fn group_configs(dir: &std::path::Path) -> Vec<svc_node::config::NodeConfig> {
+pub(crate) fn group_configs(dir: &std::path::Path) -> Vec<svc_node::config::NodeConfig> {
     let groups: Vec<std::net::SocketAddr> = (0..3).map(|_| free_port()).collect();
     let members: Vec<svc_node::config::GroupMember> = groups
         .iter()
@@ -179,7 +179,7 @@ fn group_configs(dir: &std::path::Path) -> Vec<svc_node::config::NodeConfig> {
 }
 
 /// Every member of `configs`, started, by number.
-async fn start_members(
+pub(crate) async fn start_members(
     configs: &[svc_node::config::NodeConfig],
     clock: &SharedClock,
 ) -> BTreeMap<u64, svc_http::group_node::GroupNode> {
@@ -192,7 +192,7 @@ async fn start_members(
 }
 
 /// The member that leads with its region up, among `nodes`.
-async fn leading(nodes: &BTreeMap<u64, svc_http::group_node::GroupNode>) -> u64 {
+pub(crate) async fn leading(nodes: &BTreeMap<u64, svc_http::group_node::GroupNode>) -> u64 {
     for _ in 0..800 {
         for (id, node) in nodes {
             if node.leading.lock().await.is_some() {
@@ -311,7 +311,7 @@ async fn readiness_until(base: &str, what: &str, check: impl Fn(&serde_json::Val
 }
 
 /// Makes a company at the leading member, asking again while it answers 503.
-async fn company_at(admin: &str, token: &str, name: &str) -> String {
+pub(crate) async fn company_at(admin: &str, token: &str, name: &str) -> String {
     for _ in 0..400 {
         // A member switching roles may not listen for a moment, or answer 503.
         if let Ok(answer) =

@@ -387,3 +387,40 @@ async fn the_load_generator_speaks_tls_to_a_region() {
     assert!(refused.to_string().contains("UnknownIssuer"), "{refused}");
     node.stop().await;
 }
+
+// Home's group over mutual TLS: each member shows the deployment CA's
+// certificate for home and believes the others only by it; the group
+// forms, its leader takes a write, and a client without a certificate
+// gets no Raft message through to a member.
+#[tokio::test(flavor = "multi_thread")]
+async fn home_s_group_speaks_mutual_tls_among_its_members() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new(dir.path(), "ca");
+    let mut configs = crate::group::group_configs(dir.path());
+    for config in &mut configs {
+        config.tls = Some(ca.tls(&ca.dir, "home", Some(&ca.file)));
+        let group = config.home_group.as_mut().unwrap();
+        for member in &mut group.members {
+            member.url = member.url.replace("http://", "https://");
+        }
+    }
+    let clock: svc_clock::SharedClock = std::sync::Arc::new(svc_clock::SystemClock);
+    let nodes = crate::group::start_members(&configs, &clock).await;
+    let leader = crate::group::leading(&nodes).await;
+    let admin = https(configs[leader as usize - 1].admin_listen);
+    let trust = Trust::with_ca(Some(&ca.file)).unwrap();
+    let request = Request::post("/admin/companies")
+        .header("authorization", format!("Bearer {}", configs[0].admin_token))
+        .header("content-type", "application/json")
+        .body(Body::from(r#"{"name":"Over TLS"}"#))
+        .unwrap();
+    let made = Transport::trusting(&admin, &trust).unwrap().send(request).await.unwrap();
+    assert_eq!(made.status, 201, "{}", String::from_utf8_lossy(&made.bytes));
+
+    let member = configs[0].home_group.as_ref().unwrap().listen;
+    let refused = without_certificate(member, &ca.file).await;
+    assert!(refused.contains("CertificateRequired"), "{refused}");
+    for (_, node) in nodes {
+        node.stop().await;
+    }
+}
