@@ -486,12 +486,29 @@ fn mcp(tour: &Tour, toml: &str) {
             answers.insert(id.as_u64().unwrap(), answer);
         }
     }
+    // A search cut short by its budget answers `partial` (it may, on a
+    // machine busy with the whole suite just after `svc up`): a client asks
+    // again, as the answer invites.
+    let mut last = 3;
+    for id in 4..8u64 {
+        let called = answers[&last]["result"].to_string();
+        if called.contains("record_id") || !called.contains(r#"\"partial\":true"#) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let mut again = messages[3].clone();
+        again["id"] = json!(id);
+        std::io::Write::write_all(&mut stdin, format!("{again}\n").as_bytes()).unwrap();
+        let answer: Value = serde_json::from_str(&lines.next().expect("an answer").unwrap()).unwrap();
+        answers.insert(id, answer);
+        last = id;
+    }
     drop(stdin);
     let _ = child.kill();
     let _ = child.wait();
     let tools = answers[&2]["result"]["tools"].as_array().unwrap();
     assert!(tools.iter().any(|t| t["name"] == "search_products"), "{tools:?}");
-    let called = &answers[&3]["result"];
+    let called = &answers[&last]["result"];
     assert_eq!(called["isError"], false, "{called}");
     assert!(called.to_string().contains("record_id"), "rows came back: {called}");
 }
