@@ -3,9 +3,11 @@
 //! and listeners) runs on a member only while it leads.
 //!
 //! A member that does not lead keeps its public and admin addresses as a
-//! standby: `/healthz` answers, `/readyz` is `503` naming the leader, and
-//! every other request is `503 unavailable` with `Retry-After`, so a client
-//! or a load balancer goes to the leader. When leadership moves, the member
+//! standby: `/healthz` answers, `/readyz` is `503` naming the leader (so a
+//! load balancer prefers the leader), and every other request is sent on
+//! to the leader's matching listener when the config names it, or is `503
+//! unavailable` with `Retry-After` while there is none (an election, or a
+//! leader without `public_url`/`admin_url`). When leadership moves, the member
 //! that gained it starts the region over its store once it applied every
 //! committed write, and a member that lost it stops its region: home's
 //! actors never run on two members' behalf at once for long, and a write
@@ -17,11 +19,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::http::StatusCode;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use openraft::{BasicNode, ServerState};
 use serde_json::json;
+use svc_client::transport::Transport;
 use svc_clock::SharedClock;
 use svc_consensus::member::{Member, Settings};
 use svc_core::problem::Code;
@@ -208,11 +213,13 @@ impl Standby {
             _ => None,
         };
         let mut servers = Vec::new();
-        for address in [config.listen, config.admin_listen] {
+        let listeners = [(config.listen, Listener::Public), (config.admin_listen, Listener::Admin)];
+        for (address, listener) in listeners {
             match bind(address) {
-                Ok(listener) => {
-                    let router = standby_router(config.region.clone(), seen.clone());
-                    servers.push(serve(listener, router, config.listener, tls.clone(), shutdown.subscribe()));
+                Ok(bound) => {
+                    let relay = Relay::to_leaders(config, listener, seen.clone());
+                    let router = standby_router(config.region.clone(), relay);
+                    servers.push(serve(bound, router, config.listener, tls.clone(), shutdown.subscribe()));
                 }
                 Err(e) => tracing::error!(%address, error = %e, "the standby could not listen"),
             }
@@ -228,9 +235,63 @@ impl Standby {
     }
 }
 
-fn standby_router(region: String, leader: watch::Receiver<Option<u64>>) -> Router {
+/// Which of a member's listeners a standby's listener stands for.
+#[derive(Clone, Copy)]
+enum Listener {
+    Public,
+    Admin,
+}
+
+/// Marks a request a standby sent on to the leader, with the standby's id:
+/// a member that takes one back (both thinking the other leads, for the
+/// moment of an election) answers `503` rather than sending it round.
+pub const RELAYED_HEADER: &str = "x-svc-relayed-by-member";
+
+/// How long a standby waits for the leader to start answering.
+const RELAY_WAIT: Duration = Duration::from_secs(30);
+
+/// Where a standby's listener sends requests on: the same listener of the
+/// member that leads.
+#[derive(Clone)]
+struct Relay {
+    own: u64,
+    leader: watch::Receiver<Option<u64>>,
+    to: Arc<BTreeMap<u64, Transport>>,
+}
+
+impl Relay {
+    /// Each other member's `listener`, as the config names it; a member
+    /// whose URL is missing or unusable is left out (its requests: `503`).
+    fn to_leaders(config: &NodeConfig, listener: Listener, leader: watch::Receiver<Option<u64>>) -> Relay {
+        let own = config.home_group.as_ref().map_or(0, |g| g.id);
+        let trust = match svc_client::trust::Trust::with_ca(config.tls.as_ref().and_then(|t| t.ca.as_deref())) {
+            Ok(trust) => trust,
+            Err(e) => {
+                tracing::error!(error = %e, "the standby cannot believe the other members' certificates");
+                return Relay { own, leader, to: Arc::default() };
+            }
+        };
+        let mut to = BTreeMap::new();
+        for member in config.home_group.iter().flat_map(|g| &g.members).filter(|m| m.id != own) {
+            let url = match listener {
+                Listener::Public => member.public_url.as_deref(),
+                Listener::Admin => member.admin_url.as_deref(),
+            };
+            match url.map(|url| Transport::trusting(url, &trust)) {
+                Some(Ok(transport)) => {
+                    to.insert(member.id, transport);
+                }
+                Some(Err(e)) => tracing::error!(member = member.id, error = %e, "a member's URL is unusable"),
+                None => {}
+            }
+        }
+        Relay { own, leader, to: Arc::new(to) }
+    }
+}
+
+fn standby_router(region: String, relay: Relay) -> Router {
     let ready_region = region.clone();
-    let ready_leader = leader.clone();
+    let ready_leader = relay.leader.clone();
     Router::new()
         .route(
             "/healthz",
@@ -248,15 +309,47 @@ fn standby_router(region: String, leader: watch::Receiver<Option<u64>>) -> Route
                 }
             }),
         )
-        .fallback(|| async { standing_by() })
+        .fallback(relay_to_leader)
+        .with_state(relay)
 }
 
-/// Every request but health at a member that does not lead.
-fn standing_by() -> Response {
-    let refused = svc_node::service::Error::retry_after(
-        Code::Unavailable,
-        1_000,
-        "this member of home's group does not lead it; ask the leader",
-    );
-    refused.into_response()
+/// Sends a request on to the leader's listener, as a proxy would: the
+/// caller's address joins `X-Forwarded-For` (the leader believes it when
+/// it lists the members among `trusted_proxies`), and the trace goes on.
+async fn relay_to_leader(State(relay): State<Relay>, request: Request) -> Response {
+    let leader = *relay.leader.borrow();
+    let Some(transport) = leader.filter(|id| *id != relay.own).and_then(|id| relay.to.get(&id)) else {
+        return standing_by("this member of home's group does not lead it, and knows no leader to send the request to");
+    };
+    if request.headers().contains_key(RELAYED_HEADER) {
+        return standing_by("another member sent this request here, but this member does not lead: ask again");
+    }
+    let (parts, body) = request.into_parts();
+    let mut onward = axum::http::Request::new(body);
+    *onward.method_mut() = parts.method.clone();
+    *onward.uri_mut() = parts.uri.clone();
+    *onward.headers_mut() = parts.headers.clone();
+    let headers = onward.headers_mut();
+    headers.remove(axum::http::header::CONNECTION);
+    crate::forwarded::forward_for(headers, crate::forwarded::peer(&parts.extensions));
+    let hop = svc_node::trace::Hop::start(&parts.headers);
+    if let Ok(value) = HeaderValue::from_str(&hop.header()) {
+        headers.insert(svc_core::trace_context::HEADER, value);
+    }
+    headers.insert(RELAYED_HEADER, HeaderValue::from(relay.own));
+    match tokio::time::timeout(RELAY_WAIT, transport.try_forward(onward)).await {
+        Ok(Ok(answer)) => answer.map(Body::new),
+        Ok(Err(e)) => {
+            tracing::warn!(leader = ?leader, error = %e, "the standby could not reach the leader");
+            standing_by("the member leading home's group cannot be reached from this one")
+        }
+        // The leader may still act on it: a retry under the same
+        // Idempotency-Key gets the first answer.
+        Err(_) => standing_by("the member leading home's group did not answer in time"),
+    }
+}
+
+/// A request a standby cannot send on.
+fn standing_by(why: &str) -> Response {
+    svc_node::service::Error::retry_after(Code::Unavailable, 1_000, why.to_owned()).into_response()
 }

@@ -198,6 +198,13 @@ pub struct GroupMember {
     pub id: u64,
     /// Its group listener (`listen` at that member), as the others reach it.
     pub url: String,
+    /// Its public and admin listeners, where a member that does not lead
+    /// sends on the requests it takes while this one leads; without them
+    /// such a request is `503` with `Retry-After`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_url: Option<String>,
 }
 
 fn default_heartbeat_ms() -> u64 {
@@ -229,9 +236,17 @@ impl HomeGroupConfig {
             return refuse(format!("id {} is not among the members", self.id));
         }
         for member in &self.members {
-            let plain = plain_allowed && member.url.starts_with("http://");
-            if !(member.url.starts_with("https://") || plain) {
-                return refuse(format!("member {}'s url {:?} is not https://", member.id, member.url));
+            let urls = [
+                ("url", Some(&member.url)),
+                ("public_url", member.public_url.as_ref()),
+                ("admin_url", member.admin_url.as_ref()),
+            ];
+            for (name, url) in urls {
+                let Some(url) = url else { continue };
+                let plain = plain_allowed && url.starts_with("http://");
+                if !(url.starts_with("https://") || plain) {
+                    return refuse(format!("member {}'s {name} {url:?} is not https://", member.id));
+                }
             }
         }
         let [low, high] = self.election_ms;
@@ -994,7 +1009,15 @@ mod tests {
             listen: "127.0.0.1:7444".parse().unwrap(),
             token: "a-group-token-of-at-least-32-characters".into(),
             token_file: None,
-            members: members.iter().map(|id| GroupMember { id: *id, url: format!("{url}://m{id}:7444") }).collect(),
+            members: members
+                .iter()
+                .map(|id| GroupMember {
+                    id: *id,
+                    url: format!("{url}://m{id}:7444"),
+                    public_url: None,
+                    admin_url: Some(format!("{url}://m{id}:8081")),
+                })
+                .collect(),
             heartbeat_ms: default_heartbeat_ms(),
             election_ms: default_election_ms(),
             commit_timeout_ms: default_commit_timeout_ms(),
@@ -1010,6 +1033,9 @@ mod tests {
         assert!(refused(group(&[2, 3, 4], "https"), false).contains("id 1 is not among"));
         assert!(refused(group(&[1, 1, 2], "https"), false).contains("same id"));
         assert!(refused(group(&[1, 2, 3], "http"), false).contains("not https://"));
+        let mut plain_admin = group(&[1, 2, 3], "https");
+        plain_admin.members[2].admin_url = Some("http://m3:8081".into());
+        assert!(refused(plain_admin, false).contains("member 3's admin_url"), "forwarded admin tokens stay on TLS");
         assert!(group(&[1, 2, 3], "http").check(true).is_ok(), "plain HTTP where the config allows it");
         let mut weak = group(&[1, 2, 3], "https");
         weak.token = "short".into();

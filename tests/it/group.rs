@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::{BasicNode, ServerState};
+use serde_json::json;
 use svc_client::transport::Transport;
 use svc_client::trust::Trust;
 use svc_clock::{Clock, SharedClock, SystemClock};
@@ -151,16 +152,21 @@ fn free_port() -> std::net::SocketAddr {
 /// The members' configs: sandbox homes on loopback, one group.
 pub(crate) fn group_configs(dir: &std::path::Path) -> Vec<svc_node::config::NodeConfig> {
     let groups: Vec<std::net::SocketAddr> = (0..3).map(|_| free_port()).collect();
-    let members: Vec<svc_node::config::GroupMember> = groups
-        .iter()
-        .enumerate()
-        .map(|(i, at)| svc_node::config::GroupMember { id: i as u64 + 1, url: format!("http://{at}") })
+    let publics: Vec<std::net::SocketAddr> = (0..3).map(|_| free_port()).collect();
+    let admins: Vec<std::net::SocketAddr> = (0..3).map(|_| free_port()).collect();
+    let members: Vec<svc_node::config::GroupMember> = (0..3)
+        .map(|i| svc_node::config::GroupMember {
+            id: i as u64 + 1,
+            url: format!("http://{}", groups[i]),
+            public_url: Some(format!("http://{}", publics[i])),
+            admin_url: Some(format!("http://{}", admins[i])),
+        })
         .collect();
     let admin_token = hex::encode(svc_clock::random::<16>());
     (0..3)
         .map(|i| {
             let mut config =
-                svc_node::config::NodeConfig::local_home(dir.join(format!("home-{}", i + 1)), free_port(), free_port());
+                svc_node::config::NodeConfig::local_home(dir.join(format!("home-{}", i + 1)), publics[i], admins[i]);
             config.admin_token = admin_token.clone();
             config.allow_plain_http = true;
             config.home_group = Some(svc_node::config::HomeGroupConfig {
@@ -222,10 +228,12 @@ async fn admin_call(
 }
 
 // Home as three `svc node` members: one leads and runs the region, the
-// others stand by (503, naming the leader). The leader stops: another is
-// elected, brings its region up over the same state (the company written
-// before is there) and takes writes; the old member, started again, stands
-// by and holds what was written while it was away.
+// others stand by (readyz 503, naming the leader) and send requests on to
+// the leader. The leader stops: another is elected, brings its region up
+// over the same state (the company written before is there) and takes
+// writes, and its transparency log extends the old leader's (a
+// consistency proof between their checkpoints); the old member, started
+// again, stands by and holds what was written while it was away.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_home_of_three_members_fails_over_to_a_member_holding_every_acknowledged_write() {
     let dir = tempfile::tempdir().unwrap();
@@ -248,16 +256,43 @@ async fn a_home_of_three_members_fails_over_to_a_member_holding_every_acknowledg
         (ready.json()["role"].as_str(), ready.json()["group_leader"].as_u64()),
         (Some("home-standby"), Some(first))
     );
-    let refused = admin_call(
-        &format!("http://{}", configs[standby as usize - 1].admin_listen),
-        &token,
-        "POST",
-        "/admin/companies",
-        serde_json::json!({"name": "Refused"}),
-    )
-    .await
-    .unwrap();
-    assert_eq!(refused.status, 503, "a standby takes no write");
+    // A standby sends a write on to the leader, which makes it and answers.
+    let standby_admin = format!("http://{}", configs[standby as usize - 1].admin_listen);
+    let relayed =
+        admin_until(&standby_admin, &token, "POST", "/admin/companies", json!({"name": "Relayed"}), 201).await;
+    let relayed = relayed["ai_company_uuid"].as_str().unwrap().to_owned();
+    {
+        let region = nodes[&first].leading.lock().await;
+        let store = &region.as_ref().unwrap().state.store;
+        assert!(store.contains(cf::COMPANIES, relayed.as_bytes()).unwrap(), "the leader made what the standby took");
+    }
+    // A request already sent on by a member is not sent round again: a
+    // standby answers it 503 (two members each thinking the other leads
+    // would otherwise pass it between them).
+    let request = axum::http::Request::post("/admin/companies")
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .header(svc_http::group_node::RELAYED_HEADER, "9")
+        .body(axum::body::Body::from(r#"{"name":"Round"}"#))
+        .unwrap();
+    let round = Transport::new(&standby_admin).unwrap().send(request).await.unwrap();
+    assert_eq!(round.status, 503, "{}", String::from_utf8_lossy(&round.bytes));
+    // Its public listener sends on too: the leader's key set, through a standby.
+    let keys = Transport::new(&public)
+        .unwrap()
+        .send(axum::http::Request::get("/.well-known/keys").body(axum::body::Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(keys.status, 200, "{}", String::from_utf8_lossy(&keys.bytes));
+
+    // A business's key (a leaf of the transparency log), and the first
+    // leader's checkpoint over it.
+    let key = {
+        let region = nodes[&first].leading.lock().await;
+        region.as_ref().unwrap().state.keys.checkpoint.verifying_key()
+    };
+    let leader_public = format!("http://{}", configs[first as usize - 1].listen);
+    let (size1, checkpoint1) = checkpoint_after_business(&admin, &leader_public, &token, "Before SAS", &key).await;
 
     // The leader stops; another member leads, over every acknowledged write.
     nodes.remove(&first).unwrap().stop().await;
@@ -269,8 +304,19 @@ async fn a_home_of_three_members_fails_over_to_a_member_holding_every_acknowledg
         let region = nodes[&second].leading.lock().await;
         let store = &region.as_ref().unwrap().state.store;
         assert!(store.contains(cf::COMPANIES, before.as_bytes()).unwrap(), "the write acknowledged before is kept");
+        assert!(store.contains(cf::COMPANIES, relayed.as_bytes()).unwrap(), "and the one a standby sent on");
         assert!(store.contains(cf::COMPANIES, after.as_bytes()).unwrap());
     }
+
+    // The transparency log did not fork: the new leader signs with the
+    // same key, and its checkpoint is consistent with the old leader's
+    // last one, by the consistency proof it serves.
+    let leader_public = format!("http://{}", configs[second as usize - 1].listen);
+    let (size2, checkpoint2) = checkpoint_after_business(&admin, &leader_public, &token, "After SAS", &key).await;
+    assert!(size2 > size1, "{size1} then {size2}");
+    let proof = public_get(&leader_public, &format!("/v1/log/proof?from={size1}&to={size2}")).await;
+    let path = svc_core::tlog::parse_path(&proof["consistency_path"]).unwrap();
+    checkpoint1.check_consistency(&checkpoint2, &path).expect("the new leader's log extends the old leader's");
 
     // The old leader comes back as a standby and catches up.
     let back =
@@ -293,6 +339,39 @@ async fn a_home_of_three_members_fails_over_to_a_member_holding_every_acknowledg
     }
 }
 
+async fn public_get(base: &str, path: &str) -> serde_json::Value {
+    let request = axum::http::Request::get(path).body(axum::body::Body::empty()).unwrap();
+    let answer = Transport::new(base).unwrap().send(request).await.unwrap();
+    assert_eq!(answer.status, 200, "{path}: {}", String::from_utf8_lossy(&answer.bytes));
+    answer.json()
+}
+
+/// Creates a business and its integration key at the leader, has it
+/// sequence its log, and opens
+/// the checkpoint it then serves under `key`.
+async fn checkpoint_after_business(
+    admin: &str,
+    public: &str,
+    token: &str,
+    name: &str,
+    key: &svc_core::keys::VerifyingKey,
+) -> (u64, svc_core::tlog::Checkpoint) {
+    let business = serde_json::json!({"legal_name": name, "country": "FR", "brands": [name]});
+    let created = admin_until(admin, token, "POST", "/admin/businesses", business, 201).await;
+    let uuid = created["business_uuid"].as_str().unwrap().to_owned();
+    let seed = svc_core::digest::sha256(name.as_bytes());
+    let integration = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &seed).unwrap();
+    let key_added = serde_json::json!({"jwk": integration.verifying_key().to_jwk(), "purpose": "integration"});
+    admin_until(admin, token, "POST", &format!("/admin/businesses/{uuid}/keys"), key_added, 201).await;
+    let sequenced = admin_until(admin, token, "POST", "/admin/log/sequence", serde_json::json!({}), 200).await;
+    let size = sequenced["tree_size"].as_u64().unwrap();
+    assert!(size > 0, "the key's `key_added` is a leaf");
+    let served = public_get(public, &format!("/v1/log/checkpoint?tree_size={size}")).await;
+    let note = served["checkpoint"].as_str().unwrap();
+    let origin = served["origin"].as_str().unwrap();
+    (size, svc_core::tlog::Checkpoint::open(note, origin, key).expect("a checkpoint under home's one key"))
+}
+
 /// Waits until `base`'s `/readyz` says `check`.
 async fn readiness_until(base: &str, what: &str, check: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
     let transport = Transport::new(base).unwrap();
@@ -310,21 +389,33 @@ async fn readiness_until(base: &str, what: &str, check: impl Fn(&serde_json::Val
     panic!("{what} never happened: {last}");
 }
 
-/// Makes a company at the leading member, asking again while it answers 503.
-pub(crate) async fn company_at(admin: &str, token: &str, name: &str) -> String {
+/// An admin call at the leading member, asked again while it answers 503
+/// or cannot be reached (a member switching roles, or the group electing a
+/// leader under the load of the tests beside), as a client would.
+async fn admin_until(
+    admin: &str,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: serde_json::Value,
+    status: u16,
+) -> serde_json::Value {
     for _ in 0..400 {
-        // A member switching roles may not listen for a moment, or answer 503.
-        if let Ok(answer) =
-            admin_call(admin, token, "POST", "/admin/companies", serde_json::json!({ "name": name })).await
-        {
-            if answer.status == 201 {
-                return answer.json()["ai_company_uuid"].as_str().unwrap().to_owned();
+        if let Ok(answer) = admin_call(admin, token, method, path, body.clone()).await {
+            if answer.status == status {
+                return answer.json();
             }
-            assert_eq!(answer.status, 503, "{}", String::from_utf8_lossy(&answer.bytes));
+            assert_eq!(answer.status, 503, "{path}: {}", String::from_utf8_lossy(&answer.bytes));
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    panic!("the leader never took the write");
+    panic!("the leader never answered {path}");
+}
+
+/// Makes a company at the leading member.
+pub(crate) async fn company_at(admin: &str, token: &str, name: &str) -> String {
+    let made = admin_until(admin, token, "POST", "/admin/companies", serde_json::json!({ "name": name }), 201).await;
+    made["ai_company_uuid"].as_str().unwrap().to_owned()
 }
 
 // A read region names every member of home's group and follows whichever
