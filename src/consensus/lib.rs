@@ -34,6 +34,19 @@ pub struct Proposal {
     pub writes: Vec<svc_store::Write>,
 }
 
+impl Proposal {
+    /// About how many bytes the proposal carries: its keys and values.
+    pub fn bytes(&self) -> usize {
+        use svc_store::Write;
+        let one = |write: &Write| match write {
+            Write::Put { cf, key, value } => cf.len() + key.len() + value.len(),
+            Write::Delete { cf, key } => cf.len() + key.len(),
+            Write::DeleteRange { cf, from, to } => cf.len() + from.len() + to.len(),
+        };
+        self.writes.iter().map(one).sum()
+    }
+}
+
 /// A store failure as openraft takes it: what failed, and how.
 fn io(
     subject: openraft::ErrorSubject<u64>,

@@ -22,6 +22,12 @@ use crate::{Group, Proposal};
 /// and a batch of a push is megabytes.
 pub const MAX_ENTRIES: u64 = 16;
 
+/// About the most bytes of entries one message to a member carries (one
+/// entry, however large, always goes): a message must arrive and be
+/// written within a heartbeat, which is also how long openraft waits for
+/// it, or it is sent again and again.
+pub const MAX_APPEND_BYTES: usize = 1 << 20;
+
 /// How a member starts.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -41,6 +47,8 @@ pub struct Settings {
 pub struct Member {
     raft: Raft<Group>,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    /// The runtime's handle, for the member's listener to run beside it.
+    handle: tokio::runtime::Handle,
     commit_timeout: Duration,
 }
 
@@ -86,14 +94,23 @@ impl Member {
         let (log, state) = (LogStore::new(store.clone()), StateMachine::new(store.clone()));
         let raft = wait_on(&runtime, Raft::new(settings.id, Arc::new(config), network, log, state))?
             .map_err(|e| StoreError::Group(e.to_string()))?;
-        let member =
-            Arc::new(Member { raft, runtime: Mutex::new(Some(runtime)), commit_timeout: settings.commit_timeout });
+        let handle = runtime.handle().clone();
+        let runtime = Mutex::new(Some(runtime));
+        let member = Arc::new(Member { raft, runtime, handle, commit_timeout: settings.commit_timeout });
         store.join_group(member.clone())?;
         Ok(member)
     }
 
     pub fn raft(&self) -> &Raft<Group> {
         &self.raft
+    }
+
+    /// The member's own runtime: the listener that takes the others'
+    /// messages runs here too, so a node busy with its requests (or, on
+    /// one machine, the other nodes) does not hold up the group's
+    /// heartbeats, which must arrive within one heartbeat interval.
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.handle
     }
 
     /// Runs `work` on the member's runtime and waits for it.

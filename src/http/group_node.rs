@@ -81,8 +81,6 @@ impl GroupNode {
                 .map_err(|e| start_error(&e.to_string()))?
                 .map_err(|e| start_error(&e.to_string()))?
         };
-        let listener = bind(group.listen).map_err(|source| start_error(&format!("{}: {source}", group.listen)))?;
-        let group_addr = listener.local_addr().map_err(|e| start_error(&e.to_string()))?;
         let (shutdown, _) = watch::channel(false);
         let tls = match &config.tls {
             Some(tls) => {
@@ -95,7 +93,14 @@ impl GroupNode {
         let ids: Vec<u64> = group.members.iter().map(|m| m.id).collect();
         let state =
             GroupState { member: member.clone(), token: group.token.clone(), members: ids, clock: clock.clone() };
-        let mut tasks = vec![serve(listener, router(state), config.listener, tls, shutdown.subscribe())];
+        // On the member's runtime: see `Member::runtime`.
+        let (listener_task, group_addr) = {
+            let _on_member = member.runtime().enter();
+            let listener = bind(group.listen).map_err(|source| start_error(&format!("{}: {source}", group.listen)))?;
+            let group_addr = listener.local_addr().map_err(|e| start_error(&e.to_string()))?;
+            (serve(listener, router(state), config.listener, tls, shutdown.subscribe()), group_addr)
+        };
+        let mut tasks = vec![listener_task];
         if group.id == group.members.iter().map(|m| m.id).min().unwrap_or(group.id) {
             let members: BTreeMap<u64, BasicNode> =
                 group.members.iter().map(|m| (m.id, BasicNode::new(&m.url))).collect();

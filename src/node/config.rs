@@ -207,15 +207,15 @@ pub struct GroupMember {
     pub admin_url: Option<String>,
 }
 
-fn default_heartbeat_ms() -> u64 {
+pub fn default_heartbeat_ms() -> u64 {
     250
 }
 
-fn default_election_ms() -> [u64; 2] {
+pub fn default_election_ms() -> [u64; 2] {
     [1_000, 2_000]
 }
 
-fn default_commit_timeout_ms() -> u64 {
+pub fn default_commit_timeout_ms() -> u64 {
     5_000
 }
 

@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 use svc_client::transport::Transport;
 use svc_client::trust::Trust;
 use svc_consensus::Group;
-use svc_consensus::member::Member;
+use svc_consensus::member::{MAX_APPEND_BYTES, Member};
 use svc_core::link;
 
 /// The largest message a member takes: a page of entries
@@ -116,7 +116,19 @@ impl RaftNetwork<Group> for Peer {
         rpc: AppendEntriesRequest<Group>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
-        self.call("append", &rpc, &option).await
+        let mut rpc = rpc;
+        let keep = within_budget(&rpc.entries);
+        if keep == rpc.entries.len() {
+            return self.call("append", &rpc, &option).await;
+        }
+        // The rest goes in the next message: openraft resends from the
+        // last entry the member took.
+        rpc.entries.truncate(keep);
+        let last = rpc.entries.last().map(|entry| entry.log_id);
+        match self.call("append", &rpc, &option).await? {
+            AppendEntriesResponse::Success => Ok(AppendEntriesResponse::PartialSuccess(last)),
+            other => Ok(other),
+        }
     }
 
     async fn install_snapshot(
@@ -134,6 +146,21 @@ impl RaftNetwork<Group> for Peer {
     ) -> Result<VoteResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
         self.call("vote", &rpc, &option).await
     }
+}
+
+/// How many of `entries`, from the first, fit one message's budget
+/// (`MAX_APPEND_BYTES`); at least one.
+fn within_budget(entries: &[openraft::Entry<Group>]) -> usize {
+    let mut bytes = 0;
+    for (i, entry) in entries.iter().enumerate() {
+        if let openraft::EntryPayload::Normal(proposal) = &entry.payload {
+            bytes += proposal.bytes();
+        }
+        if bytes >= MAX_APPEND_BYTES {
+            return i + 1;
+        }
+    }
+    entries.len()
 }
 
 /// Why a member refused a message.
@@ -209,5 +236,34 @@ impl From<Refused> for crate::error::Error {
             Refused::Malformed(_) => Code::RequestInvalid,
         };
         crate::error::Error::detail(code, refused.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId};
+    use svc_consensus::Proposal;
+
+    fn entry(index: u64, bytes: usize) -> Entry<Group> {
+        let write = svc_store::Write::Put { cf: "t".into(), key: vec![1], value: vec![0; bytes] };
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(Proposal { writes: vec![write] }),
+        }
+    }
+
+    // A page of large batches goes a few at a time, so each message
+    // arrives within a heartbeat; one batch larger than the budget still
+    // goes, alone.
+    #[test]
+    fn a_message_carries_entries_up_to_its_budget_and_always_one() {
+        let small: Vec<_> = (1..=16).map(|i| entry(i, 1_000)).collect();
+        assert_eq!(within_budget(&small), 16);
+        let large: Vec<_> = (1..=8).map(|i| entry(i, 400 << 10)).collect();
+        assert_eq!(within_budget(&large), 3, "3 × 400 KiB reaches 1 MiB");
+        let huge = vec![entry(1, 8 << 20), entry(2, 10)];
+        assert_eq!(within_budget(&huge), 1);
+        assert_eq!(within_budget(&[]), 0);
     }
 }

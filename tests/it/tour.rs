@@ -77,11 +77,13 @@ impl Drop for Up {
     }
 }
 
-fn start_up(dir: &Path, tls: bool) -> Up {
+fn start_up(dir: &Path, tls: bool, home_nodes: u8) -> Up {
     let mut args = vec!["up", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ports-from", "0"];
     if tls {
         args.push("--tls");
     }
+    let home_nodes = home_nodes.to_string();
+    args.extend(["--home-nodes", &home_nodes]);
     let mut child = Command::new(env!("CARGO_BIN_EXE_svc"))
         .args(args)
         .current_dir(dir)
@@ -117,6 +119,8 @@ struct Tour {
     values: HashMap<String, String>,
     assignments: Vec<String>,
     ports: Vec<(String, String)>,
+    /// Each of home's nodes' public address (one, or a group's members).
+    homes: Vec<String>,
     /// With `svc up --tls`: the deployment's CA, which `svc` (`SVC_CA`) and
     /// curl (`CURL_CA_BUNDLE`) believe, as `svc up` tells its reader.
     ca: Option<PathBuf>,
@@ -192,7 +196,18 @@ impl Tour {
             let output = self.believing(Command::new("curl")).args(["-s", &url]).output().unwrap();
             serde_json::from_slice(&output.stdout).unwrap_or(Value::Null)
         };
-        let head = ready("8100")["head_seq"].as_u64().unwrap_or(0);
+        // Home's head, at whichever of its nodes leads (a standby says none).
+        let head = self
+            .homes
+            .iter()
+            .map(|at| {
+                let url = format!("{}://{at}/readyz", self.scheme());
+                let output = self.believing(Command::new("curl")).args(["-s", &url]).output().unwrap();
+                let answer: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+                answer["head_seq"].as_u64().unwrap_or(0)
+            })
+            .max()
+            .unwrap_or(0);
         for region in ["8110", "8120"] {
             for _ in 0..200 {
                 let at = ready(region);
@@ -518,7 +533,7 @@ fn mcp(tour: &Tour, toml: &str) {
 // rule: R1.31, R1.41
 #[test]
 fn the_readmes_tour_and_the_operator_guide_s_first_day_run_as_written() {
-    run_the_tour(false);
+    run_the_tour(false, 1);
     crate::first_day::operating_s_first_day_runs_as_written();
 }
 
@@ -529,10 +544,19 @@ fn the_readmes_tour_and_the_operator_guide_s_first_day_run_as_written() {
 // rule: R1.31
 #[test]
 fn the_readmes_tour_runs_over_https_against_svc_up_tls() {
-    run_the_tour(true);
+    run_the_tour(true, 1);
 }
 
-fn run_the_tour(tls: bool) {
+// The same tour against `svc up --home-nodes 3` (issue 49): home is three
+// nodes in one Raft group; the tour's admin calls go to the first member,
+// which sends them on to the leader when it does not lead, and the door
+// sends public requests to whichever leads.
+#[test]
+fn the_readmes_tour_runs_against_a_home_of_three_nodes() {
+    run_the_tour(false, 3);
+}
+
+fn run_the_tour(tls: bool, home_nodes: u8) {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     let blocks = tour_blocks(&readme);
     let dir = tempfile::tempdir().unwrap();
@@ -542,7 +566,7 @@ fn run_the_tour(tls: bool) {
         let file = file.unwrap().path();
         std::fs::copy(&file, dir.path().join("examples").join(file.file_name().unwrap())).unwrap();
     }
-    let up = start_up(dir.path(), tls);
+    let up = start_up(dir.path(), tls, home_nodes);
     let printed = up.lines.join("\n");
 
     // The addresses `svc up` printed stand for the README's default ports.
@@ -570,7 +594,17 @@ fn run_the_tour(tls: bool) {
         assert!(printed.contains("home    internal  https://"), "home's internal listener: {printed}");
         dir.path().join(path)
     });
-    let mut tour = Tour { dir: dir.path().to_owned(), values: HashMap::new(), assignments: Vec::new(), ports, ca };
+    let homes: Vec<String> = up
+        .lines
+        .iter()
+        .filter(|l| l.trim_start().starts_with("home ") && !l.contains(" internal "))
+        .map(|l| {
+            l.split_whitespace().nth(2).unwrap().trim_start_matches("http://").trim_start_matches("https://").to_owned()
+        })
+        .collect();
+    assert_eq!(homes.len(), usize::from(home_nodes), "every home node is listed: {printed}");
+    let dir_path = dir.path().to_owned();
+    let mut tour = Tour { dir: dir_path, values: HashMap::new(), assignments: Vec::new(), ports, homes, ca };
     tour.values.insert("door_url".into(), format!("{}://{door}", tour.scheme()));
     tour.values.insert("admin_url".into(), format!("{}://{home_admin}", tour.scheme()));
     let shown = up.lines.iter().find(|l| l.contains("business show ")).unwrap();

@@ -32,7 +32,7 @@ pub enum Command {
     /// Run a deployment on this machine: a home region, two read regions
     /// (eu, ap) replicating from it, and a front door, with the sandbox corpus.
     #[command(
-        after_help = "Example:\n  svc up --seed 1   # home, eu and ap behind a front door on :8080, the sandbox corpus seeded"
+        after_help = "Example:\n  svc up --seed 1   # home, eu and ap behind a front door on :8080, the sandbox corpus seeded\n  svc up --home-nodes 3   # home as three nodes in one Raft group"
     )]
     Up {
         /// Where the regions keep their data (one folder each).
@@ -61,6 +61,12 @@ pub enum Command {
         /// and mutual TLS between the regions.
         #[arg(long)]
         tls: bool,
+        /// Home's nodes: 1, or 3 or 5 in one Raft group (each under
+        /// `<data-dir>/home-<n>`, the first under `home`; member n's ports
+        /// from `--ports-from` + 30 + 10 × (n − 2)); the one that leads runs
+        /// the region and the others send requests on to it.
+        #[arg(long, default_value_t = 1)]
+        home_nodes: u8,
     },
     /// Run a front door from its configuration file (`regions/front-door.toml`).
     #[command(after_help = "Example:\n  svc front-door --config regions/front-door.toml")]
@@ -158,8 +164,8 @@ pub const NOT_YET: &[&str] = &["svc client verify checks a passkey's (Path B) se
 
 pub fn run(cli: Cli) -> i32 {
     match cli.command {
-        Command::Up { data_dir, listen, admin_listen, ports_from, latency, seed, tls } => {
-            let plan = up::Plan { data_dir, listen, admin_listen, ports_from, latency, seed, tls };
+        Command::Up { data_dir, listen, admin_listen, ports_from, latency, seed, tls, home_nodes } => {
+            let plan = up::Plan { data_dir, listen, admin_listen, ports_from, latency, seed, tls, home_nodes };
             match up::run(plan) {
                 Ok(()) => 0,
                 Err(e) => {
