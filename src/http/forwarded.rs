@@ -39,3 +39,19 @@ pub fn forward_for(headers: &mut axum::http::HeaderMap, peer: Option<std::net::I
         headers.insert(FORWARDED_FOR, value);
     }
 }
+
+/// What a proxy (the front door, a standby of home's group) answers when
+/// the node it sent a request to failed after the request may have reached
+/// it: nothing. A `503` would say the request was not served, and a client
+/// would sign it again and be billed twice; the connection is cut instead,
+/// as the failed node's own would have been, so the caller knows only that
+/// no answer came (and asks `GET /v1/receipts`, or retries under the same
+/// Idempotency-Key, which the service answers once).
+pub fn outcome_unknown() -> axum::response::Response {
+    let cut = futures::stream::once(async {
+        Err::<bytes::Bytes, _>(std::io::Error::other("the node serving this request failed mid-request"))
+    });
+    let mut cut = axum::response::Response::new(axum::body::Body::from_stream(cut));
+    *cut.status_mut() = axum::http::StatusCode::BAD_GATEWAY;
+    cut
+}

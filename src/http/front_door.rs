@@ -10,7 +10,8 @@
 //! first probe. A request whose region
 //! cannot be connected to goes to the next one (its body, up to 1 MiB, is
 //! kept for that); a region is never retried once it may have seen the
-//! request. Every answer names the region that gave it in `x-svc-region`.
+//! request, and when it fails after that the caller's connection is cut
+//! rather than answered (`forwarded::outcome_unknown`). Every answer names the region that gave it in `x-svc-region`.
 //! A request in a public MCP session goes to the region that opened the
 //! session, which the session id names, wherever the caller stands.
 
@@ -332,7 +333,7 @@ async fn forward(door: Door, parts: axum::http::request::Parts, body: Body, hop:
             // It may have taken the request: not sent again.
             tracing::warn!(region = %region.route.region, "front door: region did not answer in time");
             door.mark(i, Health::Down);
-            break;
+            return crate::forwarded::outcome_unknown();
         };
         match answered {
             Ok(answer) => {
@@ -350,7 +351,7 @@ async fn forward(door: Door, parts: axum::http::request::Parts, body: Body, hop:
                 // The region may have taken the request: not sent again.
                 tracing::warn!(region = %region.route.region, error = %e, "front door: region failed mid-request");
                 door.mark(i, Health::Down);
-                break;
+                return crate::forwarded::outcome_unknown();
             }
         }
     }

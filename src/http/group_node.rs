@@ -344,13 +344,19 @@ async fn relay_to_leader(State(relay): State<Relay>, request: Request) -> Respon
     headers.insert(RELAYED_HEADER, HeaderValue::from(relay.own));
     match tokio::time::timeout(RELAY_WAIT, transport.try_forward(onward)).await {
         Ok(Ok(answer)) => answer.map(Body::new),
-        Ok(Err(e)) => {
+        Ok(Err(e)) if e.is_connect() => {
             tracing::warn!(leader = ?leader, error = %e, "the standby could not reach the leader");
             standing_by("the member leading home's group cannot be reached from this one")
         }
-        // The leader may still act on it: a retry under the same
-        // Idempotency-Key gets the first answer.
-        Err(_) => standing_by("the member leading home's group did not answer in time"),
+        // The leader may have acted on it: no answer rather than a refusal.
+        Ok(Err(e)) => {
+            tracing::warn!(leader = ?leader, error = %e, "the leader failed mid-request");
+            crate::forwarded::outcome_unknown()
+        }
+        Err(_) => {
+            tracing::warn!(leader = ?leader, "the leader did not answer in time");
+            crate::forwarded::outcome_unknown()
+        }
     }
 }
 

@@ -141,6 +141,19 @@ async fn svc_admin_trace_follows_one_request_through_the_door_a_region_and_home(
     up.stop().await;
 }
 
+/// A plain-HTTP door on loopback before `regions`, probing every 20 ms.
+async fn door_probing_often(regions: Vec<Route>) -> FrontDoor {
+    let config = FrontDoorConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        probe_ms: 20,
+        regions,
+        listener: Default::default(),
+        tls: None,
+        allow_plain_http: true,
+    };
+    FrontDoor::start(config).await.unwrap()
+}
+
 async fn answering(name: &'static str) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -154,19 +167,11 @@ async fn answering(name: &'static str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_front_door_leads_with_the_region_its_probes_measure_nearest() {
     let (far, near) = (answering("far").await, answering("near").await);
-    let door = FrontDoor::start(FrontDoorConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        probe_ms: 20,
-        regions: vec![
-            Route { region: "far".into(), url: far, latency_ms: Some(1), delay_ms: Some(40) },
-            Route { region: "near".into(), url: near, latency_ms: Some(500), delay_ms: None },
-        ],
-        listener: Default::default(),
-        tls: None,
-        allow_plain_http: true,
-    })
-    .await
-    .unwrap();
+    let door = door_probing_often(vec![
+        Route { region: "far".into(), url: far, latency_ms: Some(1), delay_ms: Some(40) },
+        Route { region: "near".into(), url: near, latency_ms: Some(500), delay_ms: None },
+    ])
+    .await;
     // Several probes in: each estimate is measured and the order holds.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let table = door.table();
@@ -177,5 +182,43 @@ async fn the_front_door_leads_with_the_region_its_probes_measure_nearest() {
     assert!(far_ms >= 40.0 && near_ms < far_ms, "near {near_ms} ms, far {far_ms} ms");
     let answer = get(&format!("http://{}", door.addr), "/anything").await;
     assert_eq!((region_of(&answer).as_str(), answer.bytes.as_slice()), ("near", b"near".as_slice()));
+    door.stop().await;
+}
+
+// A region that took a request and failed before answering may have
+// served it: the door neither sends it to another region nor answers 503
+// (which says "not served, sign it again", and would bill twice); the
+// caller's connection is cut, as the region's own was.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_region_failing_mid_request_leaves_its_caller_without_an_answer_not_a_refusal() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let crashing = format!("http://{}", listener.local_addr().unwrap());
+    let app = axum::Router::new().route("/readyz", axum::routing::get(|| async { "ready" })).fallback(|| async {
+        if std::hint::black_box(true) {
+            panic!("the region fails after taking the request");
+        }
+        "never"
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let other = format!("http://{}", listener.local_addr().unwrap());
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = hits.clone();
+    let app = axum::Router::new().route("/readyz", axum::routing::get(|| async { "ready" })).fallback(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async { "other" }
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let door = door_probing_often(vec![
+        Route { region: "crashing".into(), url: crashing, latency_ms: Some(1), delay_ms: None },
+        Route { region: "other".into(), url: other, latency_ms: Some(500), delay_ms: Some(40) },
+    ])
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(door.table()[0].route.region, "crashing", "the door leads with the nearer region");
+    let request = axum::http::Request::post("/v1/search").body(axum::body::Body::from("{}")).unwrap();
+    let answer = Transport::new(&format!("http://{}", door.addr)).unwrap().send(request).await;
+    assert!(answer.is_err(), "no answer, not a refusal: {:?}", answer.map(|a| (a.status, a.bytes)));
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0, "not sent to another region");
     door.stop().await;
 }

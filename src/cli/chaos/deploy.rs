@@ -75,7 +75,15 @@ impl Node {
     }
 }
 
-/// Home (first) and its read regions.
+/// Home's group as the run's clients reach it: a front door over the
+/// members' public listeners and one over their admin listeners (the
+/// leader answers; a standby sends on), named `home` like a lone home.
+pub struct HomeDoor {
+    doors: Vec<svc_http::front_door::FrontDoor>,
+    node: Node,
+}
+
+/// Home (first; or its group's members, `home-1`, …) and its read regions.
 pub struct Deployment {
     pub dir: PathBuf,
     /// Every node serves TLS from the run's own CA (`tls/` under `dir`),
@@ -90,6 +98,8 @@ pub struct Deployment {
     pub network_note: Option<String>,
     /// The data directories on small disks of their own, by node.
     disks: std::collections::HashMap<String, SmallDisk>,
+    /// With home as a group: the doors the clients reach it through.
+    home_door: Option<HomeDoor>,
 }
 
 /// What a deployment is made of, beyond home.
@@ -99,6 +109,8 @@ pub struct Plan<'a> {
     pub network: Option<NetworkKind>,
     /// The nodes whose data directory is a small disk a fault can fill.
     pub small_disks: Vec<String>,
+    /// Home's nodes: 1, or a group of 3 or 5.
+    pub home_nodes: u8,
 }
 
 /// A read region's token on home's internal routes, drawn for the run.
@@ -133,6 +145,7 @@ impl Deployment {
             network,
             network_note,
             disks: Default::default(),
+            home_door: None,
         };
         for name in &plan.small_disks {
             let disk = SmallDisk::mount(&dir.join(name))?;
@@ -142,14 +155,21 @@ impl Deployment {
             .iter()
             .map(|r| format!("[[replication.regions]]\nname = \"{r}\"\ntoken = \"{}\"\n", region_token(&secret, r)))
             .collect();
-        let home = deployment.write_config(
-            "home",
-            "home",
-            // The log is sequenced every 5 s, not hourly, so clients see it grow.
-            &format!("internal_listen = \"{}:0\"\nlog_sequence_every_ms = 5000\n", deployment.network.address("home")),
-            &format!("[replication]\n{home_links}"),
-        )?;
-        deployment.launch(home).await?;
+        // The log is sequenced every 5 s, not hourly, so clients see it grow.
+        let sequencing = "log_sequence_every_ms = 5000\n";
+        if plan.home_nodes > 1 {
+            deployment.start_group(plan.home_nodes, &secret, &format!("[replication]\n{home_links}")).await?;
+        } else {
+            let internal = format!("internal_listen = \"{}:0\"\n{sequencing}", deployment.network.address("home"));
+            let home = deployment.write_config(
+                ("home", "home"),
+                "home",
+                None,
+                &internal,
+                &format!("[replication]\n{home_links}"),
+            )?;
+            deployment.launch(home).await?;
+        }
         for region in regions {
             let home = &deployment.nodes[0];
             let (mut public, mut internal) = (home.public_url.clone(), home.internal_url.clone().unwrap_or_default());
@@ -160,39 +180,216 @@ impl Deployment {
                     (public, internal) = (format!("https://{p}"), format!("https://{i}"));
                 }
             }
+            // The group's other members, which the region moves on to.
+            let others: String = deployment
+                .members()
+                .iter()
+                .skip(1)
+                .map(|m| {
+                    format!(
+                        "[[replication.home_members]]\nhome_url = \"{}\"\ninternal_url = \"{}\"\n",
+                        m.public_url,
+                        m.internal_url.clone().unwrap_or_default()
+                    )
+                })
+                .collect();
             let link = format!(
-                "[replication]\nhome_url = \"{public}\"\ninternal_url = \"{internal}\"\ntoken = \"{}\"\n",
+                "[replication]\nhome_url = \"{public}\"\ninternal_url = \"{internal}\"\ntoken = \"{}\"\n{others}",
                 region_token(&secret, region)
             );
-            let config = deployment.write_config(region, "read", "", &link)?;
+            let config = deployment.write_config((region, region), "read", None, "", &link)?;
             deployment.launch(config).await?;
         }
-        for node in &deployment.nodes {
+        if deployment.home_door.is_some() {
+            deployment.wait_leader(Duration::from_secs(60)).await?;
+        }
+        for node in deployment.serving() {
             wait_ready(node, Duration::from_secs(60)).await?;
         }
         Ok(deployment)
     }
 
+    /// Starts home as a group of `count` members on ports chosen before any
+    /// starts (each names the others), and the doors the clients reach it
+    /// through.
+    async fn start_group(&mut self, count: u8, secret: &str, replication: &str) -> Result<(), DeployError> {
+        let ip = self.network.address("home");
+        let free = || {
+            std::net::TcpListener::bind((ip, 0))
+                .and_then(|probe| probe.local_addr())
+                .map_err(|source| DeployError::Io { path: PathBuf::from(format!("{ip}:0")), source })
+        };
+        let mut addresses = Vec::new();
+        for _ in 0..count {
+            addresses.push([free()?, free()?, free()?, free()?]);
+        }
+        let members: String = addresses
+            .iter()
+            .enumerate()
+            .map(|(i, [public, admin, _, group])| {
+                format!(
+                    "[[home_group.members]]\nid = {}\nurl = \"https://{group}\"\npublic_url = \"https://{public}\"\n\
+                     admin_url = \"https://{admin}\"\n",
+                    i + 1
+                )
+            })
+            .collect();
+        for (i, [public, admin, internal, group]) in addresses.iter().enumerate() {
+            let name = format!("home-{}", i + 1);
+            // The members send requests on to each other: the leader reads
+            // the caller's address from what a standby forwarded.
+            let listeners = format!(
+                "internal_listen = \"{internal}\"\nlog_sequence_every_ms = 5000\ntrusted_proxies = [\"{ip}/32\"]\n"
+            );
+            let section = format!(
+                "{replication}\n[home_group]\nid = {}\nlisten = \"{group}\"\ntoken = \"group-{secret}-{secret}\"\n{members}",
+                i + 1
+            );
+            let config = self.write_config((&name, "home"), "home", Some((*public, *admin)), &listeners, &section)?;
+            self.launch(config).await?;
+        }
+        let routes = |urls: Vec<String>| {
+            urls.into_iter()
+                .map(|url| svc_http::front_door::Route { region: "home".into(), url, latency_ms: None, delay_ms: None })
+                .collect::<Vec<_>>()
+        };
+        let tls = self.dir.join("tls");
+        crate::ca::issue(&tls, "door", false, &[ip.to_string(), "127.0.0.1".into(), "localhost".into()], 30)
+            .map_err(|e| DeployError::Ca(Box::new(e)))?;
+        let door = |urls: Vec<String>| svc_http::front_door::FrontDoorConfig {
+            listen: std::net::SocketAddr::new(ip, 0),
+            probe_ms: 100,
+            regions: routes(urls),
+            listener: Default::default(),
+            tls: Some(svc_node::config::TlsConfig {
+                cert: tls.join("door.pem"),
+                key: tls.join("door-key.pem"),
+                ca: Some(tls.join("ca.pem")),
+            }),
+            allow_plain_http: false,
+        };
+        let start = |config| async move {
+            svc_http::front_door::FrontDoor::start(config)
+                .await
+                .map_err(|e| DeployError::Start { node: "home's door".into(), detail: e.to_string() })
+        };
+        let public = start(door(self.members().iter().map(|m| m.public_url.clone()).collect())).await?;
+        let admin = start(door(self.members().iter().map(|m| m.admin_url.clone()).collect())).await?;
+        let node = Node {
+            name: "home".into(),
+            config: self.dir.join("home-1.toml"),
+            public_url: format!("https://{}", public.addr),
+            admin_url: format!("https://{}", admin.addr),
+            internal_url: None,
+            child: None,
+            trust: self.trust.clone(),
+        };
+        self.home_door = Some(HomeDoor { doors: vec![public, admin], node });
+        Ok(())
+    }
+
+    /// Stops the doors over home's group (they probe its members until then).
+    pub async fn close_doors(&mut self) {
+        for door in self.home_door.iter_mut().flat_map(|home| std::mem::take(&mut home.doors)) {
+            door.stop().await;
+        }
+    }
+
+    /// Home as its clients reach it: the lone home node, or the door over
+    /// its group.
+    pub fn home(&self) -> &Node {
+        match &self.home_door {
+            Some(door) => &door.node,
+            None => &self.nodes[0],
+        }
+    }
+
+    /// The members of home's group (none when home is one node).
+    pub fn members(&self) -> Vec<&Node> {
+        self.nodes.iter().filter(|n| n.name.starts_with("home-")).collect()
+    }
+
+    /// What serves clients: home (as `home()`), then each read region.
+    pub fn serving(&self) -> Vec<&Node> {
+        let regions = self.nodes.iter().filter(|n| n.name != "home" && !n.name.starts_with("home-"));
+        std::iter::once(self.home()).chain(regions).collect()
+    }
+
+    /// The member of home's group that leads now: the one whose `/readyz`
+    /// answers 200 (a standby answers 503).
+    pub async fn leader(&self) -> Option<String> {
+        for member in self.members() {
+            let Ok(transport) = svc_client::transport::Transport::trusting(&member.public_url, &self.trust) else {
+                continue;
+            };
+            let Ok(request) = axum::http::Request::get("/readyz").body(axum::body::Body::empty()) else { continue };
+            if let Ok(Ok(answer)) = tokio::time::timeout(Duration::from_secs(2), transport.send(request)).await
+                && answer.status == 200
+            {
+                return Some(member.name.clone());
+            }
+        }
+        None
+    }
+
+    /// Waits until a member of home's group leads with its region up.
+    async fn wait_leader(&self, within: Duration) -> Result<String, DeployError> {
+        let started = std::time::Instant::now();
+        while started.elapsed() < within {
+            if let Some(leader) = self.leader().await {
+                return Ok(leader);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(DeployError::NotReady { node: "home's group leader".into(), seconds: within.as_secs() })
+    }
+
+    /// The process a fault on `target` strikes: in a group, `home` is the
+    /// member leading now and `home-follower` the first that does not.
+    pub async fn resolve(&self, target: &str) -> String {
+        if self.home_door.is_none() {
+            return target.to_owned();
+        }
+        let leader = self.leader().await;
+        match target {
+            "home" => leader.unwrap_or_else(|| "home-1".into()),
+            "home-follower" => {
+                let members = self.members();
+                let follower = members.iter().find(|m| Some(&m.name) != leader.as_ref());
+                follower.map_or_else(|| "home-2".into(), |m| m.name.clone())
+            }
+            _ => target.to_owned(),
+        }
+    }
+
+    /// A node's configuration: `name` is its process (file, data, log),
+    /// `region` what it serves and the certificate it holds; its public and
+    /// admin addresses as given, or ports it binds and keeps.
     fn write_config(
         &self,
-        name: &str,
+        (name, region): (&str, &str),
         role: &str,
+        at: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
         listeners: &str,
         replication: &str,
     ) -> Result<(String, PathBuf), DeployError> {
-        let ip = self.network.address(name);
+        let ip = self.network.address(region);
+        let (listen, admin_listen) = match at {
+            Some((public, admin)) => (public.to_string(), admin.to_string()),
+            None => (format!("{ip}:0"), format!("{ip}:0")),
+        };
         // The node's certificate names its region (the link's mutual TLS)
         // and the addresses it is reached at: its own, and loopback where
         // the run's proxies stand.
         let hosts = [ip.to_string(), "127.0.0.1".into(), "localhost".into()];
-        crate::ca::issue(&self.dir.join("tls"), name, true, &hosts, 30).map_err(|e| DeployError::Ca(Box::new(e)))?;
+        crate::ca::issue(&self.dir.join("tls"), region, true, &hosts, 30).map_err(|e| DeployError::Ca(Box::new(e)))?;
         // Sandbox: production refuses fault injection.
         let text = format!(
-            "region = \"{name}\"\nrole = \"{role}\"\nenvironment = \"sandbox\"\ndata_dir = \"{}\"\n\
-             listen = \"{ip}:0\"\nadmin_listen = \"{ip}:0\"\n{listeners}public_authority = \"{AUTHORITY}\"\n\
+            "region = \"{region}\"\nrole = \"{role}\"\nenvironment = \"sandbox\"\ndata_dir = \"{}\"\n\
+             listen = \"{listen}\"\nadmin_listen = \"{admin_listen}\"\n{listeners}public_authority = \"{AUTHORITY}\"\n\
              verify_base_url = \"http://verify.svc.localhost\"\nadmin_token = \"{}\"\n\
              passkey_rp_id = \"portal.svc.localhost\"\npasskey_origin = \"https://portal.svc.localhost\"\n\
-             fault_injection = true\n\n[tls]\ncert = \"tls/{name}.pem\"\nkey = \"tls/{name}-key.pem\"\n\
+             fault_injection = true\n\n[tls]\ncert = \"tls/{region}.pem\"\nkey = \"tls/{region}-key.pem\"\n\
              ca = \"tls/ca.pem\"\n\n{replication}",
             self.dir.join(name).display(),
             self.admin_token
@@ -218,13 +415,16 @@ impl Deployment {
         };
         let text = std::fs::read_to_string(&node.config)
             .map_err(|source| DeployError::Io { path: node.config.clone(), source })?;
-        // Each `key = "127.0.0.1:0"` line becomes the address it bound.
+        // Each top-level `key = "127.0.0.1:0"` line becomes the address it
+        // bound (a section's own `listen`, as `[home_group]`'s, is its own).
+        let mut top_level = true;
         let pinned: Vec<String> = text
             .lines()
             .map(|line| {
+                top_level &= !line.starts_with('[');
                 let key = line.split(" = ").next().unwrap_or_default();
                 match addresses[key].as_str() {
-                    Some(address) if matches!(key, "listen" | "admin_listen" | "internal_listen") => {
+                    Some(address) if top_level && matches!(key, "listen" | "admin_listen" | "internal_listen") => {
                         format!("{key} = \"{address}\"")
                     }
                     _ => line.to_owned(),

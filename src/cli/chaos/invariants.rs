@@ -60,7 +60,7 @@ pub async fn ads_within_budget(admin: &Admin, campaign: &super::ads::Campaign, s
 pub async fn converged(deployment: &Deployment, healed: Instant, within: Duration) -> Checked {
     let mut times = serde_json::Map::new();
     let mut held = true;
-    for node in &deployment.nodes {
+    for node in deployment.serving() {
         match super::deploy::wait_caught_up(node, within).await {
             Ok(()) => {
                 times.insert(node.name.clone(), json!(healed.elapsed().as_millis() as u64));
@@ -79,7 +79,7 @@ pub async fn converged(deployment: &Deployment, healed: Instant, within: Duratio
 /// request whose answer never came may or may not have been served; it
 /// widens the bound, never narrows it.
 pub async fn bills_match(deployment: &Deployment, keys: &[AiKey], seen: &[Seen], within: Duration) -> Checked {
-    let home = &deployment.nodes[0];
+    let home = deployment.home();
     let mut evidence = Vec::new();
     let mut held = true;
     for key in keys {
@@ -133,7 +133,7 @@ async fn key_set(trust: &Trust, home: &str) -> Option<KeySet> {
 /// checkpoint home signed. Waits for the last minute to fold, then asks
 /// home to sequence.
 pub async fn receipts_provable(deployment: &Deployment, admin: &Admin, seen: &[Seen], within: Duration) -> Checked {
-    let home = &deployment.nodes[0].public_url;
+    let home = &deployment.home().public_url;
     let receipts: Vec<(&str, Vec<u8>)> = seen
         .iter()
         .filter_map(|s| Some((s.region.as_str(), svc_core::canonical::to_signed_bytes(s.receipt.as_ref()?).ok()?)))
@@ -145,7 +145,8 @@ pub async fn receipts_provable(deployment: &Deployment, admin: &Admin, seen: &[S
             evidence: json!("no key set"),
         };
     };
-    let urls: HashMap<&str, &str> = deployment.nodes.iter().map(|n| (n.name.as_str(), n.public_url.as_str())).collect();
+    let urls: HashMap<&str, &str> =
+        deployment.serving().into_iter().map(|n| (n.name.as_str(), n.public_url.as_str())).collect();
     let origin = format!("{AUTHORITY}/log");
     let started = Instant::now();
     let mut unproven: Vec<String> = Vec::new();
@@ -282,7 +283,7 @@ pub async fn pushes_hold(deployment: &Deployment, probe: &AiKey, pushed: &[Pushe
         lost.clear();
         served.clear();
         // Each region is asked at once; a region's own fetches go one by one.
-        let checks = deployment.nodes.iter().map(|node| {
+        let checks = deployment.serving().into_iter().map(|node| {
             let (kept, withdrawn) = (&kept, &withdrawn);
             async move {
                 let client = probe.client(&node.public_url, AUTHORITY).ok();
@@ -314,7 +315,7 @@ pub async fn pushes_hold(deployment: &Deployment, probe: &AiKey, pushed: &[Pushe
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
     let waited_ms = started.elapsed().as_millis() as u64;
-    let regions = deployment.nodes.len();
+    let regions = deployment.serving().len();
     [
         Checked {
             name: "no acknowledged push is lost",
@@ -336,7 +337,7 @@ pub async fn pushes_hold(deployment: &Deployment, probe: &AiKey, pushed: &[Pushe
 /// larger one seen (consistency is transitive, so every pair is covered).
 pub async fn checkpoints_consistent(deployment: &Deployment, observed: &[Observed]) -> Checked {
     let name = "checkpoints are consistent";
-    let home = &deployment.nodes[0].public_url;
+    let home = &deployment.home().public_url;
     let Some(keys) = key_set(&deployment.trust, home).await else {
         return Checked { name, held: false, evidence: json!("no key set") };
     };
@@ -414,7 +415,7 @@ async fn absent_everywhere(
     let mut served = Vec::new();
     loop {
         served.clear();
-        for node in &deployment.nodes {
+        for node in deployment.serving() {
             let client = key.client(&node.public_url, AUTHORITY).ok();
             for record_id in sample {
                 let (status, _) = fetch(client.as_ref(), record_id).await;
@@ -440,7 +441,7 @@ async fn absent_everywhere(
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    let evidence = json!({"records_checked": sample.len(), "regions": deployment.nodes.len(), "served": served.len(),
+    let evidence = json!({"records_checked": sample.len(), "regions": deployment.serving().len(), "served": served.len(),
                           "first_served": served.iter().take(5).collect::<Vec<_>>(),
                           "waited_ms": started.elapsed().as_millis() as u64});
     (served.is_empty(), evidence)

@@ -92,7 +92,7 @@ const OTHER_PRODUCTS: usize = 10;
 /// when `keep_data` says so.
 pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool) -> Result<Report, ChaosError> {
     let mut deployment = Deployment::start(binary, &out.join("deployment"), &scenario.plan()).await?;
-    let home = &deployment.nodes[0];
+    let home = deployment.home();
     let admin = Admin::new(&home.admin_url, deployment.admin_token.clone())?.trusting(&deployment.trust)?;
     let public = Transport::trusting(&home.public_url, &deployment.trust)?;
 
@@ -141,8 +141,8 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         keys.push(setup::ai_company(&admin, &format!("Chaos AI {i}"), 100 + i as u8, None).await?);
     }
     let targets: Vec<Target> = deployment
-        .nodes
-        .iter()
+        .serving()
+        .into_iter()
         .map(|n| {
             Ok(Target { region: n.name.clone(), transport: Transport::trusting(&n.public_url, &deployment.trust)? })
         })
@@ -195,7 +195,8 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
     let block_at = scenario.load.block_at_s.as_ref().map(|at| Duration::from_secs(*at.get_ref()));
     let blocking = block(&admin, &business.business_uuid, &keys[0], block_at);
     let withdraw_at = scenario.load.withdraw_certificate_at_s.as_ref().map(|at| Duration::from_secs(*at.get_ref()));
-    let urls: Vec<(String, String)> = deployment.nodes.iter().map(|n| (n.name.clone(), n.public_url.clone())).collect();
+    let urls: Vec<(String, String)> =
+        deployment.serving().iter().map(|n| (n.name.clone(), n.public_url.clone())).collect();
     // The last business loses its certificate (the first when alone), so
     // the first's block is still judged on records that are otherwise served.
     let losing = others.last().map_or(&business, |(_, onboarded)| onboarded);
@@ -250,9 +251,9 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         seed: scenario.seed,
         expect: scenario.expect,
         verdict,
-        faults: applied,
         network: json!({"kind": deployment.network.kind(), "note": deployment.network_note}),
-        load: figures(&seen, &pushed, &bulk, &ad_seen, [blocked.as_ref(), withdrawn.as_ref()]),
+        load: figures(&seen, &pushed, &bulk, &ad_seen, [blocked.as_ref(), withdrawn.as_ref()], &applied),
+        faults: applied,
         invariants,
     };
     let path = out.join("report.json");
@@ -261,10 +262,11 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
     .unwrap_or_default();
     std::fs::write(&path, text).map_err(|source| ChaosError::Io { path: path.clone(), source })?;
     let page = out.join("report.html");
-    let regions: Vec<String> = deployment.nodes.iter().map(|n| n.name.clone()).collect();
+    let regions: Vec<String> = deployment.serving().iter().map(|n| n.name.clone()).collect();
     let lag = watch::lag(&observed, &regions, scenario.duration() as usize);
     std::fs::write(&page, page::render(&report, &seen, (&regions, &lag), scenario.duration()))
         .map_err(|source| ChaosError::Io { path: page.clone(), source })?;
+    deployment.close_doors().await;
     if keep_data || !report.as_expected() {
         drop(deployment);
     } else {
@@ -367,10 +369,15 @@ async fn strike(deployment: &mut Deployment, scenario: &Scenario, started: Insta
     faults.sort_by_key(|f| *f.at_s.get_ref());
     let mut applied = Vec::new();
     for fault in faults {
-        let target = fault.target.get_ref().clone();
         tokio::time::sleep_until((started + Duration::from_secs(*fault.at_s.get_ref())).into()).await;
+        // `home` in a group: the member that leads as the fault starts.
+        let target = deployment.resolve(fault.target.get_ref()).await;
+        let mut note = match fault.target.get_ref().as_str() {
+            "home" if target != "home" => Some(format!("{target} led home's group")),
+            "home-follower" => Some(format!("{target} followed in home's group")),
+            _ => None,
+        };
         let started_ms = started.elapsed().as_millis() as u64;
-        let mut note = None;
         let struck = match (fault.kind(), &fault.step, &fault.skew_s) {
             (FaultKind::Kill, ..) => deployment.kill(&target),
             (FaultKind::Stop, ..) => deployment.stop(&target),
@@ -416,6 +423,7 @@ fn figures(
     bulk: &[push::Imported],
     ad_seen: &[ads::AdSeen],
     [blocked, withdrawn]: [Option<&Value>; 2],
+    faults: &[Applied],
 ) -> Value {
     let mut renders = std::collections::BTreeMap::new();
     for s in ad_seen.iter().filter(|s| s.render_status.is_some()) {
@@ -443,5 +451,24 @@ fn figures(
     json!({"requests": seen.len(), "fetches": fetches, "by_status": by_status, "p50_ms": pct(0.5),
            "p99_ms": pct(0.99), "pushes": pushes, "bulk_imports": bulk,
            "ads": {"pools": ad_seen.len(), "pooled": pooled, "renders": renders},
-           "block": blocked, "certificate_withdrawn": withdrawn})
+           "block": blocked, "certificate_withdrawn": withdrawn, "failovers": failovers(pushed, faults)})
+}
+
+/// For each fault on a member of home's group: how long after it the
+/// first write was acknowledged, and how many writes were refused or went
+/// unanswered meanwhile (the time to fail over, as a business saw it).
+fn failovers(pushed: &[push::Pushed], faults: &[Applied]) -> Vec<Value> {
+    let pushes: Vec<&push::Pushed> = pushed.iter().filter(|p| p.sku < push::BULK_SKUS).collect();
+    faults
+        .iter()
+        .filter(|f| f.target.starts_with("home-") && matches!(f.kind, FaultKind::Kill | FaultKind::Stop))
+        .map(|fault| {
+            let after = pushes.iter().filter(|p| p.at_ms >= fault.started_ms);
+            let first = after.clone().filter(|p| p.acknowledged()).map(|p| p.answered_ms).min();
+            let refused =
+                after.filter(|p| !p.acknowledged() && first.is_none_or(|first| p.answered_ms <= first)).count();
+            json!({"kind": fault.kind, "target": fault.target, "detail": fault.detail,
+                   "first_acknowledged_write_ms": first.map(|ms| ms - fault.started_ms), "writes_refused": refused})
+        })
+        .collect()
 }

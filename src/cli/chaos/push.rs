@@ -27,6 +27,8 @@ pub enum Action {
 pub struct Pushed {
     /// Milliseconds since the load started.
     pub at_ms: u64,
+    /// When its answer came (or the wait for one ended), on the same clock.
+    pub answered_ms: u64,
     pub action: Action,
     /// The business that pushed it (its brand).
     pub business: String,
@@ -96,6 +98,7 @@ pub async fn run(
             .await;
             Pushed {
                 at_ms,
+                answered_ms: started.elapsed().as_millis() as u64,
                 action: Action::Withdraw,
                 business: business.onboarded.brand.clone(),
                 sku: old_sku,
@@ -118,8 +121,9 @@ pub async fn run(
             .await;
             let outcome = answer.1["results"][0]["outcome"].as_str().map(str::to_owned);
             let brand = business.onboarded.brand.clone();
-            let entry =
-                Pushed { at_ms, action: Action::Publish, business: brand, sku, record_id, status: answer.0, outcome };
+            let answered_ms = started.elapsed().as_millis() as u64;
+            let (action, status) = (Action::Publish, answer.0);
+            let entry = Pushed { at_ms, answered_ms, action, business: brand, sku, record_id, status, outcome };
             if entry.status == 200 && entry.acknowledged() {
                 withdrawable.push_back((sku, entry.record_id.clone()));
             }
@@ -201,7 +205,8 @@ pub async fn imports(
             let record_id = svc_core::ids::product_id(&business.onboarded.business_uuid, &format!("SKU-{sku}"));
             let outcome = outcome.clone();
             let business = brand.clone();
-            pushed.push(Pushed { at_ms, action: Action::Publish, business, sku, record_id, status, outcome });
+            let action = Action::Publish;
+            pushed.push(Pushed { at_ms, answered_ms, action, business, sku, record_id, status, outcome });
         }
     }
     (pushed, summary)

@@ -95,6 +95,17 @@ pub struct Deployment {
     /// `namespaces` or `loopback`.
     #[serde(default)]
     pub network: super::network::NetworkKind,
+    /// Home's nodes: 1, or a Raft group of 3 or 5 (`home-1`, `home-2`, …),
+    /// reached by the run's clients through a door of their own. A fault
+    /// on `home` strikes whichever member leads when it starts, one on
+    /// `home-follower` a member that does not lead, one on `home-2` that
+    /// member.
+    #[serde(default = "one_home")]
+    pub home_nodes: Spanned<u8>,
+}
+
+fn one_home() -> Spanned<u8> {
+    Spanned::new(0..0, 1)
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -411,12 +422,40 @@ impl Scenario {
                 random.draw(scenario.seed, duration, regions).map_err(|(offset, reason)| refuse(offset, reason))?;
             scenario.faults.extend(drawn);
         }
+        let home_nodes = *scenario.deployment.home_nodes.get_ref();
+        if ![1, 3, 5].contains(&home_nodes) {
+            return Err(refuse(
+                scenario.deployment.home_nodes.span().start,
+                "deployment.home_nodes is 1, 3 or 5".into(),
+            ));
+        }
+        if home_nodes > 1 && scenario.deployment.network != super::network::NetworkKind::Auto {
+            return Err(refuse(
+                scenario.deployment.home_nodes.span().start,
+                "home's group runs on plain loopback: leave deployment.network out".into(),
+            ));
+        }
+        let members = scenario.deployment.members();
         for fault in &scenario.faults {
             let target = fault.target.get_ref();
-            if target != "home" && !regions.contains(target) {
+            let follower = target == "home-follower" && !members.is_empty();
+            if target != "home" && !regions.contains(target) && !members.contains(target) && !follower {
                 return Err(refuse(
                     fault.target.span().start,
                     format!("target {target:?} is not home or a region of the deployment"),
+                ));
+            }
+            if home_nodes > 1 && fault.kind() == FaultKind::Partition {
+                return Err(refuse(
+                    fault.kind.span().start,
+                    "a partition beside home's group is not built yet (its members talk over plain loopback)".into(),
+                ));
+            }
+            let at_home = target == "home" || members.contains(target) || follower;
+            if home_nodes > 1 && at_home && !matches!(fault.kind(), FaultKind::Kill | FaultKind::Stop) {
+                return Err(refuse(
+                    fault.kind.span().start,
+                    format!("a {} fault on home's group is not built yet (kill and stop are)", fault.kind().name()),
                 ));
             }
             if *fault.at_s.get_ref() >= duration {
@@ -459,11 +498,23 @@ impl Scenario {
             regions: self.regions(),
             network: (cuts || kind != super::network::NetworkKind::Auto).then_some(kind),
             small_disks,
+            home_nodes: *self.deployment.home_nodes.get_ref(),
         }
     }
 
     pub fn regions(&self) -> &[String] {
         self.deployment.regions.get_ref()
+    }
+}
+
+impl Deployment {
+    /// The members of home's group by name (`home-1`, …); none when home
+    /// is one node.
+    pub fn members(&self) -> Vec<String> {
+        match *self.home_nodes.get_ref() {
+            1 => Vec::new(),
+            n => (1..=n).map(|id| format!("home-{id}")).collect(),
+        }
     }
 }
 
@@ -500,6 +551,34 @@ for_s = 3
         let with_ads = SMOKE.replace("searches_per_second = 20", "searches_per_second = 20\nads_per_second = 4");
         let scenario = Scenario::parse("ads.toml", &with_ads).unwrap();
         assert_eq!(scenario.ad_budget_renders(), 40, "half of 4 a second for 20 s");
+    }
+
+    // Home as a group: its members are targets by name, `home` is the
+    // leader and `home-follower` one that does not lead; what is not built
+    // for a group is refused with its reason.
+    #[test]
+    fn a_scenario_with_home_s_group_names_its_members_and_refuses_what_is_not_built() {
+        let group = SMOKE.replace("regions = [\"eu\", \"ap\"]", "regions = [\"eu\", \"ap\"]\nhome_nodes = 3");
+        let scenario = Scenario::parse("group.toml", &group).unwrap();
+        assert_eq!(scenario.deployment.members(), ["home-1", "home-2", "home-3"]);
+        assert_eq!(scenario.plan().home_nodes, 3);
+        for target in ["home", "home-2", "home-follower"] {
+            let text = group.replace("target = \"eu\"", &format!("target = \"{target}\""));
+            assert!(Scenario::parse("group.toml", &text).is_ok(), "{target}");
+        }
+        let refused = |text: String| Scenario::parse("group.toml", &text).unwrap_err().reason;
+        assert!(refused(group.replace("home_nodes = 3", "home_nodes = 2")).contains("1, 3 or 5"));
+        assert!(refused(group.replace("target = \"eu\"", "target = \"home-4\"")).contains("not home or a region"));
+        assert!(
+            refused(SMOKE.replace("target = \"eu\"", "target = \"home-follower\"")).contains("not home or a region")
+        );
+        let crash =
+            group.replace("kind = \"kill\"\ntarget = \"eu\"", "kind = \"clock\"\nskew_s = 30\ntarget = \"home\"");
+        assert!(refused(crash).contains("not built yet"));
+        let cut = group.replace("kind = \"kill\"", "kind = \"partition\"");
+        assert!(refused(cut).contains("partition beside home's group"));
+        let netns = group.replace("home_nodes = 3", "home_nodes = 3\nnetwork = \"namespaces\"");
+        assert!(refused(netns).contains("plain loopback"));
     }
 
     #[test]

@@ -363,11 +363,12 @@ fn node(path: &std::path::Path) -> Result<(), CliError> {
         if let Some(group) = &config.home_group {
             // A member of home's group: its region runs while it leads.
             let (id, listen, admin_listen) = (group.id, config.listen, config.admin_listen);
+            let internal = config.internal_listen.map(|a| a.to_string());
             let member = svc_http::group_node::GroupNode::start(config, clock).await?;
             println!(
                 "{}",
                 serde_json::json!({"region": region, "home_group_member": id, "group_listen": member.group_addr.to_string(),
-                    "listen": listen.to_string(), "admin_listen": admin_listen.to_string()})
+                    "listen": listen.to_string(), "admin_listen": admin_listen.to_string(), "internal_listen": internal})
             );
             stopped.await;
             member.stop().await;
