@@ -42,11 +42,13 @@ pub fn forward_for(headers: &mut axum::http::HeaderMap, peer: Option<std::net::I
 
 /// What a proxy (the front door, a standby of home's group) answers when
 /// the node it sent a request to failed after the request may have reached
-/// it: nothing. A `503` would say the request was not served, and a client
-/// would sign it again and be billed twice; the connection is cut instead,
-/// as the failed node's own would have been, so the caller knows only that
-/// no answer came (and asks `GET /v1/receipts`, or retries under the same
-/// Idempotency-Key, which the service answers once).
+/// it: no whole answer. A `503` would say the request was not served, and
+/// a client would sign it again and be billed twice; instead the answer's
+/// body fails before its first byte, so HTTP/1.1 cuts the connection and
+/// HTTP/2 resets the stream after a `502` head. Either way the caller has
+/// no answer to read (svc's clients report a transport error), as with the
+/// failed node's own connection, and asks `GET /v1/receipts`, or retries
+/// under the same Idempotency-Key, which the service answers once.
 pub fn outcome_unknown() -> axum::response::Response {
     let cut = futures::stream::once(async {
         Err::<bytes::Bytes, _>(std::io::Error::other("the node serving this request failed mid-request"))

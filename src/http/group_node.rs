@@ -41,6 +41,8 @@ use crate::node::{Node, NodeError};
 /// A running member of home's group.
 pub struct GroupNode {
     pub member: Arc<Member>,
+    /// The member's store: the group's state as this member applied it.
+    pub store: Store,
     /// Where it takes the others' Raft messages.
     pub group_addr: SocketAddr,
     /// The region, while this member leads.
@@ -105,15 +107,26 @@ impl GroupNode {
             let members: BTreeMap<u64, BasicNode> =
                 group.members.iter().map(|m| (m.id, BasicNode::new(&m.url))).collect();
             let initializing = member.clone();
-            tokio::task::spawn_blocking(move || initializing.initialize(members))
-                .await
-                .map_err(|e| start_error(&e.to_string()))?
-                .map_err(|e| start_error(&e.to_string()))?;
+            let made = tokio::task::spawn_blocking(move || initializing.initialize(members)).await;
+            let failed = match made {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(e) => Some(e.to_string()),
+            };
+            if let Some(why) = failed {
+                // Its listener and Raft node go with it.
+                let _ = shutdown.send(true);
+                for task in tasks {
+                    let _ = task.await;
+                }
+                let _ = tokio::task::spawn_blocking(move || member.stop()).await;
+                return Err(start_error(&why));
+            }
         }
         let leading = Arc::new(Mutex::new(None));
-        let roles = Roles { config, clock, store, member: member.clone(), leading: leading.clone() };
+        let roles = Roles { config, clock, store: store.clone(), member: member.clone(), leading: leading.clone() };
         tasks.push(tokio::spawn(roles.run(shutdown.subscribe())));
-        Ok(GroupNode { member, group_addr, leading, shutdown, tasks })
+        Ok(GroupNode { member, store, group_addr, leading, shutdown, tasks })
     }
 
     /// Stops the region (when leading), the standby, the group listener
@@ -222,7 +235,7 @@ impl Standby {
         for (address, listener) in listeners {
             match bind(address) {
                 Ok(bound) => {
-                    let relay = Relay::to_leaders(config, listener, seen.clone());
+                    let relay = Relay::to_leaders(config, listener, seen.clone(), shutdown.subscribe());
                     let router = standby_router(config.region.clone(), relay);
                     servers.push(serve(bound, router, config.listener, tls.clone(), shutdown.subscribe()));
                 }
@@ -262,18 +275,27 @@ struct Relay {
     own: u64,
     leader: watch::Receiver<Option<u64>>,
     to: Arc<BTreeMap<u64, Transport>>,
+    /// The standby stopping (this member was elected): requests it is
+    /// still relaying end at once, so its listeners let go of the ports
+    /// the member's region is about to take.
+    stopping: watch::Receiver<bool>,
 }
 
 impl Relay {
     /// Each other member's `listener`, as the config names it; a member
     /// whose URL is missing or unusable is left out (its requests: `503`).
-    fn to_leaders(config: &NodeConfig, listener: Listener, leader: watch::Receiver<Option<u64>>) -> Relay {
+    fn to_leaders(
+        config: &NodeConfig,
+        listener: Listener,
+        leader: watch::Receiver<Option<u64>>,
+        stopping: watch::Receiver<bool>,
+    ) -> Relay {
         let own = config.home_group.as_ref().map_or(0, |g| g.id);
         let trust = match svc_client::trust::Trust::with_ca(config.tls.as_ref().and_then(|t| t.ca.as_deref())) {
             Ok(trust) => trust,
             Err(e) => {
                 tracing::error!(error = %e, "the standby cannot believe the other members' certificates");
-                return Relay { own, leader, to: Arc::default() };
+                return Relay { own, leader, to: Arc::default(), stopping };
             }
         };
         let mut to = BTreeMap::new();
@@ -290,7 +312,7 @@ impl Relay {
                 None => {}
             }
         }
-        Relay { own, leader, to: Arc::new(to) }
+        Relay { own, leader, to: Arc::new(to), stopping }
     }
 }
 
@@ -342,7 +364,12 @@ async fn relay_to_leader(State(relay): State<Relay>, request: Request) -> Respon
         headers.insert(svc_core::trace_context::HEADER, value);
     }
     headers.insert(RELAYED_HEADER, HeaderValue::from(relay.own));
-    match tokio::time::timeout(RELAY_WAIT, transport.try_forward(onward)).await {
+    let mut stopping = relay.stopping.clone();
+    let relayed = tokio::select! {
+        relayed = tokio::time::timeout(RELAY_WAIT, transport.try_forward(onward)) => relayed,
+        _ = stopping.wait_for(|stop| *stop) => return crate::forwarded::outcome_unknown(),
+    };
+    match relayed {
         Ok(Ok(answer)) => answer.map(Body::new),
         Ok(Err(e)) if e.is_connect() => {
             tracing::warn!(leader = ?leader, error = %e, "the standby could not reach the leader");

@@ -149,16 +149,18 @@ impl RaftNetwork<Group> for Peer {
 }
 
 /// How many of `entries`, from the first, fit one message's budget
-/// (`MAX_APPEND_BYTES`); at least one.
+/// (`MAX_APPEND_BYTES`); at least one, and a large one alone.
 fn within_budget(entries: &[openraft::Entry<Group>]) -> usize {
     let mut bytes = 0;
     for (i, entry) in entries.iter().enumerate() {
-        if let openraft::EntryPayload::Normal(proposal) = &entry.payload {
-            bytes += proposal.bytes();
+        let size = match &entry.payload {
+            openraft::EntryPayload::Normal(proposal) => proposal.bytes(),
+            _ => 0,
+        };
+        if i > 0 && bytes + size > MAX_APPEND_BYTES {
+            return i;
         }
-        if bytes >= MAX_APPEND_BYTES {
-            return i + 1;
-        }
+        bytes += size;
     }
     entries.len()
 }
@@ -261,9 +263,11 @@ mod tests {
         let small: Vec<_> = (1..=16).map(|i| entry(i, 1_000)).collect();
         assert_eq!(within_budget(&small), 16);
         let large: Vec<_> = (1..=8).map(|i| entry(i, 400 << 10)).collect();
-        assert_eq!(within_budget(&large), 3, "3 × 400 KiB reaches 1 MiB");
+        assert_eq!(within_budget(&large), 2, "a third 400 KiB would pass 1 MiB");
         let huge = vec![entry(1, 8 << 20), entry(2, 10)];
         assert_eq!(within_budget(&huge), 1);
+        let then_huge = vec![entry(1, 500 << 10), entry(2, 8 << 20)];
+        assert_eq!(within_budget(&then_huge), 1, "the large one goes alone, in the next message");
         assert_eq!(within_budget(&[]), 0);
     }
 }

@@ -227,6 +227,32 @@ async fn admin_call(
     Transport::new(base).unwrap().send(request).await
 }
 
+/// Three members running, the leader found, and a company made there.
+struct Group {
+    dir: tempfile::TempDir,
+    configs: Vec<svc_node::config::NodeConfig>,
+    token: String,
+    clock: SharedClock,
+    nodes: BTreeMap<u64, svc_http::group_node::GroupNode>,
+    first: u64,
+    admin: String,
+    before: String,
+}
+
+impl Group {
+    async fn with_a_company(name: &str) -> Group {
+        let dir = tempfile::tempdir().unwrap();
+        let configs = group_configs(dir.path());
+        let token = configs[0].admin_token.clone();
+        let clock: SharedClock = Arc::new(SystemClock);
+        let nodes = start_members(&configs, &clock).await;
+        let first = leading(&nodes).await;
+        let admin = format!("http://{}", configs[first as usize - 1].admin_listen);
+        let before = company_at(&admin, &token, name).await;
+        Group { dir, configs, token, clock, nodes, first, admin, before }
+    }
+}
+
 // Home as three `svc node` members: one leads and runs the region, the
 // others stand by (readyz 503, naming the leader) and send requests on to
 // the leader. The leader stops: another is elected, brings its region up
@@ -236,14 +262,8 @@ async fn admin_call(
 // again, stands by and holds what was written while it was away.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_home_of_three_members_fails_over_to_a_member_holding_every_acknowledged_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let configs = group_configs(dir.path());
-    let token = configs[0].admin_token.clone();
-    let clock: SharedClock = Arc::new(SystemClock);
-    let mut nodes = start_members(&configs, &clock).await;
-    let first = leading(&nodes).await;
-    let admin = format!("http://{}", configs[first as usize - 1].admin_listen);
-    let before = company_at(&admin, &token, "Before").await;
+    let Group { dir: _dir, configs, token, clock, mut nodes, first, admin, before } =
+        Group::with_a_company("Before").await;
     let standby = nodes.keys().copied().find(|id| *id != first).unwrap();
     let public = format!("http://{}", configs[standby as usize - 1].listen);
     let ready = Transport::new(&public)
@@ -370,6 +390,44 @@ async fn checkpoint_after_business(
     let note = served["checkpoint"].as_str().unwrap();
     let origin = served["origin"].as_str().unwrap();
     (size, svc_core::tlog::Checkpoint::open(note, origin, key).expect("a checkpoint under home's one key"))
+}
+
+// A member whose disk is lost is rebuilt from the others: started again
+// over an empty data directory, it takes the group's whole log (kept whole:
+// nothing is purged) and holds what the others hold, the member that made
+// the group included (its first start makes nothing new over a group that
+// exists: the others' log agrees with it).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_member_that_lost_its_disk_catches_up_from_the_others() {
+    let Group { dir: _dir, configs, token, clock, mut nodes, admin: _, before, .. } =
+        Group::with_a_company("Before the loss").await;
+    // Member 1, the one that made the group (and likely the leader), loses
+    // its disk; on its next start it makes the group again, over nothing.
+    let lost = 1;
+    nodes.remove(&lost).unwrap().stop().await;
+    std::fs::remove_dir_all(&configs[lost as usize - 1].data_dir).unwrap();
+    let first = leading(&nodes).await;
+    let admin = format!("http://{}", configs[first as usize - 1].admin_listen);
+    let during = company_at(&admin, &token, "While it was away").await;
+    let back = svc_http::group_node::GroupNode::start(configs[lost as usize - 1].clone(), clock.clone()).await.unwrap();
+    let target = nodes[&first].member.raft().metrics().borrow().last_applied;
+    let mut caught_up = false;
+    for _ in 0..800 {
+        if back.member.raft().metrics().borrow().last_applied >= target {
+            caught_up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(caught_up, "member {lost} applied the group's whole log again");
+    for company in [&before, &during] {
+        assert!(back.store.contains(cf::COMPANIES, company.as_bytes()).unwrap(), "the rebuilt member holds {company}");
+    }
+    assert!(back.leading.lock().await.is_none(), "it stands by");
+    back.stop().await;
+    for (_, node) in nodes {
+        node.stop().await;
+    }
 }
 
 /// Waits until `base`'s `/readyz` says `check`.

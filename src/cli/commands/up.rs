@@ -145,7 +145,9 @@ fn member_offset(id: u64) -> u16 {
 fn address(plan: &Plan, offset: u16) -> Result<SocketAddr, CliError> {
     let ip = plan.listen.ip();
     if plan.ports_from != 0 {
-        return Ok(SocketAddr::new(ip, plan.ports_from + offset));
+        let port = plan.ports_from.checked_add(offset);
+        let port = port.ok_or_else(|| CliError::Usage(format!("--ports-from {}: too high", plan.ports_from)))?;
+        return Ok(SocketAddr::new(ip, port));
     }
     let io = |source| CliError::Io { path: PathBuf::from(format!("{ip}:0")), source };
     std::net::TcpListener::bind(SocketAddr::new(ip, 0)).and_then(|probe| probe.local_addr()).map_err(io)
