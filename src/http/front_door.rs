@@ -13,7 +13,8 @@
 //! request, and when it fails after that the caller's connection is cut
 //! rather than answered (`forwarded::outcome_unknown`). Every answer names the region that gave it in `x-svc-region`.
 //! A request in a public MCP session goes to the region that opened the
-//! session, which the session id names, wherever the caller stands.
+//! session, which the session id names, wherever the caller stands (to
+//! any of its routes: a home group's members each have one).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, RwLock};
@@ -303,9 +304,10 @@ async fn forward(door: Door, parts: axum::http::request::Parts, body: Body, hop:
         .get(crate::mcp::public::SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .and_then(crate::mcp::sessions::session_region)
-        .and_then(|name| door.regions.iter().position(|r| r.route.region == name));
+        .filter(|name| door.regions.iter().any(|r| r.route.region == *name));
     let order = match pinned {
-        Some(i) => vec![i],
+        // Every route to that region (each member of home's group), best first.
+        Some(name) => door.order().into_iter().filter(|&i| door.regions[i].route.region == name).collect(),
         None => door.order(),
     };
     for i in order {

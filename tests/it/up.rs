@@ -222,3 +222,28 @@ async fn a_region_failing_mid_request_leaves_its_caller_without_an_answer_not_a_
     assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0, "not sent to another region");
     door.stop().await;
 }
+
+// A public MCP session lives in the region that opened it, which its id
+// names. Home as a group has a route per member: a session at home reaches
+// whichever member answers, not only the first one listed (which may be
+// the member that is down).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_at_home_reaches_any_member_the_door_knows_for_it() {
+    let down = {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", closed.local_addr().unwrap())
+    };
+    let member = answering("a member of home").await;
+    let door = door_probing_often(vec![
+        Route { region: "home".into(), url: down, latency_ms: Some(1), delay_ms: None },
+        Route { region: "home".into(), url: member, latency_ms: Some(500), delay_ms: None },
+    ])
+    .await;
+    let request = axum::http::Request::post("/mcp")
+        .header(svc_http::mcp::public::SESSION_HEADER, "home.0123456789abcdef")
+        .body(axum::body::Body::from("{}"))
+        .unwrap();
+    let answer = Transport::new(&format!("http://{}", door.addr)).unwrap().send(request).await.unwrap();
+    assert_eq!((answer.status, answer.bytes.as_slice()), (200, b"a member of home".as_slice()));
+    door.stop().await;
+}
