@@ -57,3 +57,24 @@ pub fn outcome_unknown() -> axum::response::Response {
     *cut.status_mut() = axum::http::StatusCode::BAD_GATEWAY;
     cut
 }
+
+/// The request a proxy sends on for `parts` and `body`: the same method,
+/// target and headers but `Connection`, the caller's address added to
+/// `X-Forwarded-For`, and the trace carried on as `hop`.
+pub fn onward(
+    parts: &axum::http::request::Parts,
+    body: axum::body::Body,
+    hop: &svc_node::trace::Hop,
+) -> axum::http::Request<axum::body::Body> {
+    let mut onward = axum::http::Request::new(body);
+    *onward.method_mut() = parts.method.clone();
+    *onward.uri_mut() = parts.uri.clone();
+    *onward.headers_mut() = parts.headers.clone();
+    let headers = onward.headers_mut();
+    headers.remove(axum::http::header::CONNECTION);
+    if let Ok(value) = axum::http::HeaderValue::from_str(&hop.header()) {
+        headers.insert(svc_core::trace_context::HEADER, value);
+    }
+    forward_for(headers, peer(&parts.extensions));
+    onward
+}

@@ -316,15 +316,7 @@ async fn forward(door: Door, parts: axum::http::request::Parts, body: Body, hop:
             (None, Some(body)) => body,
             (None, None) => break,
         };
-        let mut attempt = axum::http::Request::new(body);
-        *attempt.method_mut() = parts.method.clone();
-        *attempt.uri_mut() = parts.uri.clone();
-        *attempt.headers_mut() = parts.headers.clone();
-        attempt.headers_mut().remove(axum::http::header::CONNECTION);
-        if let Ok(value) = HeaderValue::from_str(&hop.header()) {
-            attempt.headers_mut().insert(svc_core::trace_context::HEADER, value);
-        }
-        crate::forwarded::forward_for(attempt.headers_mut(), crate::forwarded::peer(&parts.extensions));
+        let attempt = crate::forwarded::onward(&parts, body, &hop);
         let region = &door.regions[i];
         let forwarded = async {
             region.travel().await;

@@ -352,18 +352,9 @@ async fn relay_to_leader(State(relay): State<Relay>, request: Request) -> Respon
         return standing_by("another member sent this request here, but this member does not lead: ask again");
     }
     let (parts, body) = request.into_parts();
-    let mut onward = axum::http::Request::new(body);
-    *onward.method_mut() = parts.method.clone();
-    *onward.uri_mut() = parts.uri.clone();
-    *onward.headers_mut() = parts.headers.clone();
-    let headers = onward.headers_mut();
-    headers.remove(axum::http::header::CONNECTION);
-    crate::forwarded::forward_for(headers, crate::forwarded::peer(&parts.extensions));
     let hop = svc_node::trace::Hop::start(&parts.headers);
-    if let Ok(value) = HeaderValue::from_str(&hop.header()) {
-        headers.insert(svc_core::trace_context::HEADER, value);
-    }
-    headers.insert(RELAYED_HEADER, HeaderValue::from(relay.own));
+    let mut onward = crate::forwarded::onward(&parts, body, &hop);
+    onward.headers_mut().insert(RELAYED_HEADER, HeaderValue::from(relay.own));
     let mut stopping = relay.stopping.clone();
     let relayed = tokio::select! {
         relayed = tokio::time::timeout(RELAY_WAIT, transport.try_forward(onward)) => relayed,
