@@ -3,10 +3,14 @@
 //! committed (validated, projected, signed, logged), and a 100,000-record
 //! bulk import from the import request to committed.
 //!
-//! Each figure is the median of several runs, each on a fresh node. Run with
+//! Each figure is the median of several runs, each on a fresh home: a lone
+//! node, and (interleaved, in the same run) a home group of three members
+//! in this process talking HTTP/2 on loopback, where every commit waits for
+//! a quorum; the ratio of their medians is the group's cost. Run with
 //! `cargo bench --bench publish` (`-- --runs N --bulk-runs M` to change the
-//! counts).
+//! counts, `--alone` for the lone node only).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,26 +20,53 @@ use serde_json::json;
 use svc_client::sealing::{self, SealContext};
 use svc_client::{Signer, Unsigned};
 use svc_clock::{Clock, SystemClock};
+use svc_http::group_node::GroupNode;
 use svc_http::sandbox::corpus::{Sizes, generate};
 use svc_http::sandbox::seed::{admin, call, keys_of, publish_request, register_business, send_publish, wait_settled};
 use svc_http::surfaces::public_router;
 use svc_node::config::NodeConfig;
 use svc_node::region::Region;
 
-struct Node {
+/// A fresh home: one node, or a group whose leader runs the region.
+struct Home {
     state: Region,
+    group: Vec<GroupNode>,
     _dir: tempfile::TempDir,
 }
 
-async fn node() -> Node {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let config = NodeConfig::local_home(
-        dir.path().to_path_buf(),
-        "127.0.0.1:0".parse().unwrap(),
-        "127.0.0.1:0".parse().unwrap(),
-    );
-    let state = svc_node::region::start(config, Arc::new(SystemClock)).await.expect("node starts");
-    Node { state, _dir: dir }
+impl Home {
+    async fn start(members: u64) -> Home {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        if members == 1 {
+            let any = "127.0.0.1:0".parse().unwrap();
+            let config = NodeConfig::local_home(dir.path().to_path_buf(), any, any);
+            let state = svc_node::region::start(config, Arc::new(SystemClock)).await.expect("node starts");
+            return Home { state, group: Vec::new(), _dir: dir };
+        }
+        let mut group = Vec::new();
+        for config in NodeConfig::local_group(dir.path(), members).expect("free ports") {
+            group.push(GroupNode::start(config, Arc::new(SystemClock)).await.expect("member starts"));
+        }
+        for _ in 0..1_200 {
+            for member in &group {
+                let state = member.leading.lock().await.as_ref().map(|node| node.state.clone());
+                if let Some(state) = state {
+                    return Home { state, group, _dir: dir };
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("no member of the group brought its region up");
+    }
+
+    async fn stop(self) {
+        if self.group.is_empty() {
+            self.state.stop_actors().await;
+        }
+        for member in self.group {
+            member.stop().await;
+        }
+    }
 }
 
 /// A business with `products` products, registered; its seal context.
@@ -60,26 +91,26 @@ async fn settled(state: &Region, push_id: &str, records: usize) {
     assert_eq!(count, records, "every record settled");
 }
 
-/// Arrival to committed for one 10,000-record batch.
-async fn batch_run(seed: u64) -> Duration {
-    let node = node().await;
-    let (spec, context) = business(&node.state, 10_000, seed).await;
+/// Arrival to committed for one 10,000-record batch at a home of `members`.
+async fn batch_run(seed: u64, members: u64) -> Duration {
+    let home = Home::start(members).await;
+    let (spec, context) = business(&home.state, 10_000, seed).await;
     let (key, _) = keys_of(&spec).unwrap();
     // The business system's sealing and signing happen before arrival.
-    let request = publish_request(&node.state, &key, &context, &spec.products, SystemClock.now()).unwrap();
+    let request = publish_request(&home.state, &key, &context, &spec.products, SystemClock.now()).unwrap();
     let started = Instant::now();
-    let push_id = send_publish(&node.state, request).await.unwrap();
-    settled(&node.state, &push_id, spec.products.len()).await;
+    let push_id = send_publish(&home.state, request).await.unwrap();
+    settled(&home.state, &push_id, spec.products.len()).await;
     let took = started.elapsed();
-    node.state.stop_actors().await;
+    home.stop().await;
     took
 }
 
-/// Import request to committed for one 100,000-record bulk file (the
-/// upload itself is timed apart).
-async fn bulk_run(seed: u64) -> (Duration, Duration) {
-    let node = node().await;
-    let state = &node.state;
+/// Import request to committed for one 100,000-record bulk file at a home
+/// of `members` (the upload itself is timed apart).
+async fn bulk_run(seed: u64, members: u64) -> (Duration, Duration) {
+    let home = Home::start(members).await;
+    let state = &home.state;
     let (spec, context) = business(state, 100_000, seed).await;
     let (key, _) = keys_of(&spec).unwrap();
     let signer = Signer::new(key.clone(), &state.config.public_authority, "svc-push");
@@ -115,7 +146,7 @@ async fn bulk_run(seed: u64) -> (Duration, Duration) {
     assert_eq!(status, 202, "{accepted}");
     settled(state, accepted["push_id"].as_str().unwrap(), spec.products.len()).await;
     let took = started.elapsed();
-    state.stop_actors().await;
+    home.stop().await;
     (took, upload_time)
 }
 
@@ -137,35 +168,56 @@ fn main() {
     }
     let runs = arg("--runs", 5);
     let bulk_runs = arg("--bulk-runs", 3);
+    // The lone node, then (unless `--alone`) the group of three.
+    let homes: Vec<u64> = if std::env::args().any(|a| a == "--alone") { vec![1] } else { vec![1, 3] };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(async {
-        let mut batch = Vec::new();
+        let mut batch: BTreeMap<u64, Vec<Duration>> = BTreeMap::new();
         for run in 0..runs {
-            let took = batch_run(run as u64).await;
-            eprintln!("publish 10,000-record batch, run {}: {:.3} s", run + 1, took.as_secs_f64());
-            batch.push(took);
+            for &members in &homes {
+                let took = batch_run(run as u64, members).await;
+                eprintln!(
+                    "publish 10,000-record batch, home of {members}, run {}: {:.3} s",
+                    run + 1,
+                    took.as_secs_f64()
+                );
+                batch.entry(members).or_default().push(took);
+            }
         }
-        let mut bulk = Vec::new();
-        let mut upload = Vec::new();
+        let (mut bulk, mut upload): (BTreeMap<u64, Vec<Duration>>, BTreeMap<u64, Vec<Duration>>) = Default::default();
         for run in 0..bulk_runs {
-            let (took, upload_took) = bulk_run(100 + run as u64).await;
-            eprintln!(
-                "bulk import 100,000 records, run {}: {:.3} s (upload {:.3} s)",
-                run + 1,
-                took.as_secs_f64(),
-                upload_took.as_secs_f64()
-            );
-            bulk.push(took);
-            upload.push(upload_took);
+            for &members in &homes {
+                let (took, upload_took) = bulk_run(100 + run as u64, members).await;
+                eprintln!(
+                    "bulk import 100,000 records, home of {members}, run {}: {:.3} s (upload {:.3} s)",
+                    run + 1,
+                    took.as_secs_f64(),
+                    upload_took.as_secs_f64()
+                );
+                bulk.entry(members).or_default().push(took);
+                upload.entry(members).or_default().push(upload_took);
+            }
         }
-        println!(
-            "publish/batch_10000_arrival_to_committed  median {:.3} s over {runs} runs",
-            median(batch).as_secs_f64()
-        );
-        println!(
-            "publish/bulk_100000_import_to_committed   median {:.3} s over {bulk_runs} runs (upload median {:.3} s)",
-            median(bulk).as_secs_f64(),
-            median(upload).as_secs_f64()
-        );
+        let medians = |samples: &BTreeMap<u64, Vec<Duration>>| -> BTreeMap<u64, Duration> {
+            samples.iter().map(|(members, s)| (*members, median(s.clone()))).collect()
+        };
+        let (batch, bulk, upload) = (medians(&batch), medians(&bulk), medians(&upload));
+        for members in &homes {
+            let ratio = |m: &BTreeMap<u64, Duration>| m[members].as_secs_f64() / m[&1].as_secs_f64();
+            println!(
+                "publish/batch_10000_arrival_to_committed  home of {members}: median {:.3} s over {runs} runs ({:.2}x)",
+                batch[members].as_secs_f64(),
+                ratio(&batch)
+            );
+            if bulk_runs > 0 {
+                println!(
+                    "publish/bulk_100000_import_to_committed   home of {members}: median {:.3} s over {bulk_runs} runs \
+                     ({:.2}x; upload median {:.3} s)",
+                    bulk[members].as_secs_f64(),
+                    ratio(&bulk),
+                    upload[members].as_secs_f64()
+                );
+            }
+        }
     });
 }

@@ -168,11 +168,18 @@ impl Roles {
                 (seen.state == ServerState::Leader && seen.current_leader == Some(id), seen.current_leader)
             };
             let running = self.leading.lock().await.is_some();
+            // Set while this member leads without a region: when to try again.
+            let mut retry = None;
             if leads && !running {
                 if let Some(standby) = standby.take() {
                     standby.stop().await;
                 }
-                self.lead().await;
+                // A leader whose region did not start (its port still
+                // taken, say) tries again on a timer of its own, not only
+                // when the group's metrics next move.
+                if !self.lead().await {
+                    retry = Some(tokio::time::Instant::now() + LEAD_RETRY);
+                }
             } else if !leads {
                 if let Some(node) = self.leading.lock().await.take() {
                     tracing::warn!(leader = ?leader, "this member no longer leads home's group: stopping its region");
@@ -187,6 +194,7 @@ impl Roles {
             }
             tokio::select! {
                 changed = metrics.changed() => if changed.is_err() { break },
+                _ = tokio::time::sleep_until(retry.unwrap_or_else(tokio::time::Instant::now)), if retry.is_some() => {}
                 _ = shutdown.wait_for(|stop| *stop) => break,
             }
         }
@@ -195,25 +203,33 @@ impl Roles {
         }
     }
 
-    /// Starts the region once this leader applied every committed write.
-    async fn lead(&self) {
+    /// Starts the region once this leader applied every committed write;
+    /// false when it did not start.
+    async fn lead(&self) -> bool {
         // A linearizable read waits until the leader applied what it
         // committed, the first entry of its term included.
         let member = self.member.clone();
         let applied = tokio::task::spawn_blocking(move || member.applied_all()).await;
         if !matches!(applied, Ok(Ok(()))) {
-            tracing::warn!(?applied, "elected, but could not apply every committed write; standing by");
-            return;
+            tracing::warn!(?applied, "elected, but could not apply every committed write yet");
+            return false;
         }
         match Node::start_over(self.config.clone(), self.clock.clone(), self.store.clone()).await {
             Ok(node) => {
                 tracing::info!("this member leads home's group: its region is up");
                 *self.leading.lock().await = Some(node);
+                true
             }
-            Err(e) => tracing::error!(error = %e, "this member leads home's group but its region did not start"),
+            Err(e) => {
+                tracing::error!(error = %e, "this member leads home's group but its region did not start");
+                false
+            }
         }
     }
 }
+
+/// How long a leader whose region did not start waits to try again.
+const LEAD_RETRY: Duration = Duration::from_secs(1);
 
 /// A member's public and admin addresses while it does not lead.
 struct Standby {

@@ -712,6 +712,48 @@ impl NodeConfig {
             home_group: None,
         }
     }
+
+    /// `count` sandbox homes on loopback as one group over plain HTTP (for
+    /// a process that runs them all: tests and benches), member `n` under
+    /// `dir/home-<n>` on ports free now, sharing one admin and group token,
+    /// with the default timings.
+    pub fn local_group(dir: &Path, count: u64) -> std::io::Result<Vec<NodeConfig>> {
+        let free = || std::net::TcpListener::bind("127.0.0.1:0").and_then(|probe| probe.local_addr());
+        let mut addresses = Vec::new();
+        for _ in 0..count {
+            addresses.push([free()?, free()?, free()?]);
+        }
+        let members: Vec<GroupMember> = (1..)
+            .zip(&addresses)
+            .map(|(id, [public, admin, group])| GroupMember {
+                id,
+                url: format!("http://{group}"),
+                public_url: Some(format!("http://{public}")),
+                admin_url: Some(format!("http://{admin}")),
+            })
+            .collect();
+        let (admin_token, token) = (hex::encode(svc_clock::random::<16>()), hex::encode(svc_clock::random::<24>()));
+        let configs = (1..)
+            .zip(&addresses)
+            .map(|(id, [public, admin, group])| {
+                let mut config = NodeConfig::local_home(dir.join(format!("home-{id}")), *public, *admin);
+                config.admin_token = admin_token.clone();
+                config.allow_plain_http = true;
+                config.home_group = Some(HomeGroupConfig {
+                    id,
+                    listen: *group,
+                    token: token.clone(),
+                    token_file: None,
+                    members: members.clone(),
+                    heartbeat_ms: default_heartbeat_ms(),
+                    election_ms: default_election_ms(),
+                    commit_timeout_ms: default_commit_timeout_ms(),
+                });
+                config
+            })
+            .collect();
+        Ok(configs)
+    }
 }
 
 /// Checks the regions of one deployment together: one home, which names

@@ -149,39 +149,14 @@ fn free_port() -> std::net::SocketAddr {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
 }
 
-/// The members' configs: sandbox homes on loopback, one group.
+/// The members' configs: sandbox homes on loopback, one group, with
+/// timings short enough for tests.
 pub(crate) fn group_configs(dir: &std::path::Path) -> Vec<svc_node::config::NodeConfig> {
-    let groups: Vec<std::net::SocketAddr> = (0..3).map(|_| free_port()).collect();
-    let publics: Vec<std::net::SocketAddr> = (0..3).map(|_| free_port()).collect();
-    let admins: Vec<std::net::SocketAddr> = (0..3).map(|_| free_port()).collect();
-    let members: Vec<svc_node::config::GroupMember> = (0..3)
-        .map(|i| svc_node::config::GroupMember {
-            id: i as u64 + 1,
-            url: format!("http://{}", groups[i]),
-            public_url: Some(format!("http://{}", publics[i])),
-            admin_url: Some(format!("http://{}", admins[i])),
-        })
-        .collect();
-    let admin_token = hex::encode(svc_clock::random::<16>());
-    (0..3)
-        .map(|i| {
-            let mut config =
-                svc_node::config::NodeConfig::local_home(dir.join(format!("home-{}", i + 1)), publics[i], admins[i]);
-            config.admin_token = admin_token.clone();
-            config.allow_plain_http = true;
-            config.home_group = Some(svc_node::config::HomeGroupConfig {
-                id: i as u64 + 1,
-                listen: groups[i],
-                token: TOKEN.into(),
-                token_file: None,
-                members: members.clone(),
-                heartbeat_ms: 100,
-                election_ms: [500, 1_000],
-                commit_timeout_ms: 3_000,
-            });
-            config
-        })
-        .collect()
+    let mut configs = svc_node::config::NodeConfig::local_group(dir, 3).unwrap();
+    for group in configs.iter_mut().filter_map(|c| c.home_group.as_mut()) {
+        (group.heartbeat_ms, group.election_ms, group.commit_timeout_ms) = (100, [500, 1_000], 3_000);
+    }
+    configs
 }
 
 /// Every member of `configs`, started, by number.
@@ -425,6 +400,39 @@ async fn a_member_that_lost_its_disk_catches_up_from_the_others() {
     }
     assert!(back.leading.lock().await.is_none(), "it stands by");
     back.stop().await;
+    for (_, node) in nodes {
+        node.stop().await;
+    }
+}
+
+// A member elected while its region cannot start (here its public port is
+// held by another process) tries again until it can: once the port is
+// free its region comes up, with no election or write to wake it. A leader
+// that gave up would leave home without a region for good, every standby
+// answering that the leader cannot be reached.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_leader_whose_region_could_not_start_brings_it_up_once_it_can() {
+    let dir = tempfile::tempdir().unwrap();
+    let configs = svc_node::config::NodeConfig::local_group(dir.path(), 1).unwrap();
+    let held = std::net::TcpListener::bind(configs[0].listen).unwrap();
+    let clock: SharedClock = Arc::new(SystemClock);
+    let nodes = start_members(&configs, &clock).await;
+    let mut elected = false;
+    for _ in 0..800 {
+        elected = nodes[&1].member.raft().metrics().borrow().state == ServerState::Leader;
+        if elected {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(elected, "the group of one elects its member");
+    // Its first start failed, and the group has long settled.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(nodes[&1].leading.lock().await.is_none(), "no region while its port is held");
+    drop(held);
+    assert_eq!(leading(&nodes).await, 1, "the leader's region came up once its port was free");
+    let admin = format!("http://{}", configs[0].admin_listen);
+    company_at(&admin, &configs[0].admin_token, "After the port was freed").await;
     for (_, node) in nodes {
         node.stop().await;
     }

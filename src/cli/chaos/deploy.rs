@@ -1,7 +1,8 @@
 //! A real deployment for a chaos run: home and its read regions, each a
 //! `svc node` process with its own configuration and data directory under
-//! the run's folder. Each node keeps the ports it first bound, so a node
-//! killed and started again is where its clients and peers expect it.
+//! the run's folder. Each node keeps the ports it was first given (below
+//! the ephemeral range, see `listen_address`), so a node killed and started
+//! again is where its clients and peers expect it.
 //! Dropping the deployment kills every process it started.
 
 use std::io::{BufRead, BufReader};
@@ -113,6 +114,36 @@ pub struct Plan<'a> {
     pub home_nodes: u8,
 }
 
+/// An address on `ip` for a node to listen at, chosen before it starts.
+/// On loopback the port is free now and below the machine's ephemeral
+/// range: a node killed and started again finds it still free, where a
+/// port the kernel handed out could meanwhile be the local end of any
+/// process's outgoing connection. In a namespace of its own the node binds
+/// a port itself (`:0`): nothing else there connects out.
+fn listen_address(ip: std::net::IpAddr) -> Result<std::net::SocketAddr, DeployError> {
+    if !ip.is_loopback() {
+        return Ok(std::net::SocketAddr::new(ip, 0));
+    }
+    let ephemeral_from: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768);
+    let (low, high) = (10_000u16, ephemeral_from.max(10_001));
+    for _ in 0..200 {
+        let [a, b] = svc_clock::random::<2>();
+        let port = low + u16::from_le_bytes([a, b]) % (high - low);
+        if let Ok(probe) = std::net::TcpListener::bind((ip, port)) {
+            return probe
+                .local_addr()
+                .map_err(|source| DeployError::Io { path: PathBuf::from(format!("{ip}")), source });
+        }
+    }
+    Err(DeployError::Io {
+        path: PathBuf::from(format!("{ip}:{low}-{high}")),
+        source: std::io::Error::new(std::io::ErrorKind::AddrInUse, "no free port below the ephemeral range"),
+    })
+}
+
 /// A read region's token on home's internal routes, drawn for the run.
 fn region_token(run_secret: &str, region: &str) -> String {
     format!("{region}-{run_secret}")
@@ -160,7 +191,8 @@ impl Deployment {
         if plan.home_nodes > 1 {
             deployment.start_group(plan.home_nodes, &secret, &format!("[replication]\n{home_links}")).await?;
         } else {
-            let internal = format!("internal_listen = \"{}:0\"\n{sequencing}", deployment.network.address("home"));
+            let internal =
+                format!("internal_listen = \"{}\"\n{sequencing}", listen_address(deployment.network.address("home"))?);
             let home = deployment.write_config(
                 ("home", "home"),
                 "home",
@@ -214,11 +246,7 @@ impl Deployment {
     /// through.
     async fn start_group(&mut self, count: u8, secret: &str, replication: &str) -> Result<(), DeployError> {
         let ip = self.network.address("home");
-        let free = || {
-            std::net::TcpListener::bind((ip, 0))
-                .and_then(|probe| probe.local_addr())
-                .map_err(|source| DeployError::Io { path: PathBuf::from(format!("{ip}:0")), source })
-        };
+        let free = || listen_address(ip);
         let mut addresses = Vec::new();
         for _ in 0..count {
             addresses.push([free()?, free()?, free()?, free()?]);
@@ -376,7 +404,7 @@ impl Deployment {
         let ip = self.network.address(region);
         let (listen, admin_listen) = match at {
             Some((public, admin)) => (public.to_string(), admin.to_string()),
-            None => (format!("{ip}:0"), format!("{ip}:0")),
+            None => (listen_address(ip)?.to_string(), listen_address(ip)?.to_string()),
         };
         // The node's certificate names its region (the link's mutual TLS)
         // and the addresses it is reached at: its own, and loopback where
