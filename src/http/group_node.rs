@@ -148,7 +148,16 @@ fn start_error(why: &str) -> NodeError {
     NodeError::Start(svc_node::region::StartError::Config(why.to_owned()))
 }
 
-/// What follows the group's leadership for one member.
+/// What follows the group's leadership for one member. Its region runs
+/// while Raft says it leads and a quorum of the group answered it within
+/// twice the longest election timeout (a lease): a leader cut off from the
+/// others keeps that title in Raft until it hears of a newer term, and
+/// would otherwise go on for as long as the cut lasts answering reads from
+/// a state the others moved past and taking writes it can never commit.
+/// Without the lease it stands by (`503`, no leader to send requests on
+/// to) until a quorum answers again. Between the election on the other
+/// side and the lease's end, both serve reads: this is not a linearizable
+/// read lease.
 struct Roles {
     config: NodeConfig,
     clock: SharedClock,
@@ -160,12 +169,18 @@ struct Roles {
 impl Roles {
     async fn run(self, mut shutdown: watch::Receiver<bool>) {
         let id = self.config.home_group.as_ref().map_or(0, |g| g.id);
+        // A leader no quorum has answered for this long has likely been
+        // replaced on the other side of a partition: it stops serving (see
+        // `Roles`' doc). Twice the longest election timeout, so a leader
+        // whose followers are only slow for a moment keeps its region.
+        let lease_ms = self.config.home_group.as_ref().map_or(4_000, |g| 2 * g.election_ms[1]);
         let mut metrics = self.member.raft().metrics();
         let mut standby: Option<Standby> = None;
         loop {
             let (leads, leader) = {
                 let seen = metrics.borrow_and_update();
-                (seen.state == ServerState::Leader && seen.current_leader == Some(id), seen.current_leader)
+                let heard = seen.millis_since_quorum_ack.is_none_or(|ms| ms <= lease_ms);
+                (seen.state == ServerState::Leader && seen.current_leader == Some(id) && heard, seen.current_leader)
             };
             let running = self.leading.lock().await.is_some();
             // Set while this member leads without a region: when to try again.
@@ -185,6 +200,8 @@ impl Roles {
                     tracing::warn!(leader = ?leader, "this member no longer leads home's group: stopping its region");
                     node.stop().await;
                 }
+                // A leader without its lease knows no other to send to.
+                let leader = leader.filter(|l| *l != id);
                 match &standby {
                     Some(running) => {
                         running.leader.send_replace(leader);

@@ -438,6 +438,28 @@ async fn a_leader_whose_region_could_not_start_brings_it_up_once_it_can() {
     }
 }
 
+// A leader cut off from the rest of its group (here they stopped) keeps its
+// title in Raft, which has no word from a newer term; it stops serving once
+// no quorum has answered it for the longest election timeout, so it neither
+// answers reads from a state the others may have moved past nor takes
+// writes it cannot commit: its public address stands by (`503`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_leader_no_quorum_answers_stops_serving() {
+    let Group { dir: _dir, configs, mut nodes, first, .. } = Group::with_a_company("Before the cut").await;
+    let others: Vec<u64> = nodes.keys().copied().filter(|id| *id != first).collect();
+    for id in others {
+        nodes.remove(&id).unwrap().stop().await;
+    }
+    let public = format!("http://{}", configs[first as usize - 1].listen);
+    let ready = readiness_until(&public, "the cut-off leader stands by", |r| r["role"] == "home-standby").await;
+    assert_eq!((ready["ready"].as_bool(), ready["group_leader"].as_u64()), (Some(false), None), "{ready}");
+    assert!(nodes[&first].leading.lock().await.is_none(), "its region stopped");
+    assert_eq!(nodes[&first].member.raft().metrics().borrow().state, ServerState::Leader, "Raft still calls it leader");
+    for (_, node) in nodes {
+        node.stop().await;
+    }
+}
+
 /// Waits until `base`'s `/readyz` says `check`.
 async fn readiness_until(base: &str, what: &str, check: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
     let transport = Transport::new(base).unwrap();

@@ -144,6 +144,18 @@ fn listen_address(ip: std::net::IpAddr) -> Result<std::net::SocketAddr, DeployEr
     })
 }
 
+/// Where home's members and door send requests on from: loopback, or the
+/// run's bridge (each member in a namespace, the door on the gateway).
+fn members_net(ip: std::net::IpAddr) -> String {
+    match ip {
+        std::net::IpAddr::V4(v4) if !v4.is_loopback() => {
+            let [a, b, c, _] = v4.octets();
+            format!("{a}.{b}.{c}.0/24")
+        }
+        _ => format!("{ip}/32"),
+    }
+}
+
 /// A read region's token on home's internal routes, drawn for the run.
 fn region_token(run_secret: &str, region: &str) -> String {
     format!("{region}-{run_secret}")
@@ -157,7 +169,12 @@ impl Deployment {
         let regions = plan.regions;
         std::fs::create_dir_all(dir).map_err(|source| DeployError::Io { path: dir.to_owned(), source })?;
         let secret = hex::encode(svc_clock::random::<16>());
-        let names: Vec<String> = std::iter::once("home".to_owned()).chain(regions.iter().cloned()).collect();
+        // Each process its own name on the network: home's members by number.
+        let homes: Vec<String> = match plan.home_nodes {
+            1 => vec!["home".to_owned()],
+            n => (1..=n).map(|id| format!("home-{id}")).collect(),
+        };
+        let names: Vec<String> = homes.into_iter().chain(regions.iter().cloned()).collect();
         let (network, network_note) = match plan.network {
             Some(kind) => Network::create(kind, &secret[..8], &names)?,
             None => (Network::Direct, None),
@@ -245,12 +262,18 @@ impl Deployment {
     /// starts (each names the others), and the doors the clients reach it
     /// through.
     async fn start_group(&mut self, count: u8, secret: &str, replication: &str) -> Result<(), DeployError> {
-        let ip = self.network.address("home");
-        let free = || listen_address(ip);
+        // In namespaces each member has an address of its own, where any
+        // port is free; on loopback they share one.
         let mut addresses = Vec::new();
-        for _ in 0..count {
-            addresses.push([free()?, free()?, free()?, free()?]);
+        for id in 1..=count {
+            let ip = self.network.address(&format!("home-{id}"));
+            let at = |port: u16| match ip.is_loopback() {
+                true => listen_address(ip),
+                false => Ok(std::net::SocketAddr::new(ip, port)),
+            };
+            addresses.push([at(7080)?, at(7081)?, at(7082)?, at(7083)?]);
         }
+        let ip = self.network.address("home");
         let members: String = addresses
             .iter()
             .enumerate()
@@ -262,18 +285,28 @@ impl Deployment {
                 )
             })
             .collect();
+        let mut configs = Vec::new();
         for (i, [public, admin, internal, group]) in addresses.iter().enumerate() {
             let name = format!("home-{}", i + 1);
             // The members send requests on to each other: the leader reads
             // the caller's address from what a standby forwarded.
             let listeners = format!(
-                "internal_listen = \"{internal}\"\nlog_sequence_every_ms = 5000\ntrusted_proxies = [\"{ip}/32\"]\n"
+                "internal_listen = \"{internal}\"\nlog_sequence_every_ms = 5000\ntrusted_proxies = [\"{}\"]\n",
+                members_net(public.ip())
             );
             let section = format!(
                 "{replication}\n[home_group]\nid = {}\nlisten = \"{group}\"\ntoken = \"group-{secret}-{secret}\"\n{members}",
                 i + 1
             );
-            let config = self.write_config((&name, "home"), "home", Some((*public, *admin)), &listeners, &section)?;
+            configs.push(self.write_config((&name, "home"), "home", Some((*public, *admin)), &listeners, &section)?);
+        }
+        // The members share home's certificate: it names each one's address.
+        let mut hosts: Vec<String> = addresses.iter().map(|[public, ..]| public.ip().to_string()).collect();
+        hosts.sort();
+        hosts.dedup();
+        hosts.extend(["127.0.0.1".into(), "localhost".into()]);
+        crate::ca::issue(&self.dir.join("tls"), "home", true, &hosts, 30).map_err(|e| DeployError::Ca(Box::new(e)))?;
+        for config in configs {
             self.launch(config).await?;
         }
         let routes = |urls: Vec<String>| {
@@ -401,7 +434,7 @@ impl Deployment {
         listeners: &str,
         replication: &str,
     ) -> Result<(String, PathBuf), DeployError> {
-        let ip = self.network.address(region);
+        let ip = self.network.address(name);
         let (listen, admin_listen) = match at {
             Some((public, admin)) => (public.to_string(), admin.to_string()),
             None => (listen_address(ip)?.to_string(), listen_address(ip)?.to_string()),
@@ -537,11 +570,24 @@ impl Deployment {
     }
 
     /// Cuts (or heals) the network between two nodes; a note when there
-    /// was nothing to cut.
+    /// was nothing to cut. With home as a group, `home` on one side is
+    /// every member not on the other (the leader from the rest).
     pub fn partition(&self, a: &str, b: &str, cut: bool) -> Result<Option<String>, DeployError> {
-        self.node(a)?;
-        self.node(b)?;
-        Ok(self.network.partition(a, b, cut)?)
+        let side = |name: &str, other: &str| -> Vec<String> {
+            match (name, self.home_door.is_some()) {
+                ("home", true) => self.members().iter().map(|m| m.name.clone()).filter(|m| m != other).collect(),
+                _ => vec![name.to_owned()],
+            }
+        };
+        let mut notes = Vec::new();
+        for x in side(a, b) {
+            for y in side(b, a) {
+                self.node(&x)?;
+                self.node(&y)?;
+                notes.extend(self.network.partition(&x, &y, cut)?);
+            }
+        }
+        Ok((!notes.is_empty()).then(|| notes.join("; ")))
     }
 
     fn disk(&self, name: &str) -> Result<&SmallDisk, DeployError> {

@@ -461,7 +461,9 @@ fn failovers(pushed: &[push::Pushed], faults: &[Applied]) -> Vec<Value> {
     let pushes: Vec<&push::Pushed> = pushed.iter().filter(|p| p.sku < push::BULK_SKUS).collect();
     faults
         .iter()
-        .filter(|f| f.target.starts_with("home-") && matches!(f.kind, FaultKind::Kill | FaultKind::Stop))
+        .filter(|f| {
+            f.target.starts_with("home-") && matches!(f.kind, FaultKind::Kill | FaultKind::Stop | FaultKind::Partition)
+        })
         .map(|fault| {
             let after = pushes.iter().filter(|p| p.at_ms >= fault.started_ms);
             let first = after.clone().filter(|p| p.acknowledged()).map(|p| p.answered_ms).min();

@@ -207,7 +207,8 @@ pub struct Fault {
     /// `clock`: seconds the target's clock runs ahead (negative: behind).
     #[serde(default)]
     pub skew_s: Option<Spanned<i64>>,
-    /// `partition`: the other side of the cut; home when absent.
+    /// `partition`: the other side of the cut; home when absent (with
+    /// home as a group and `target = "home"`: the other members).
     #[serde(default)]
     pub peer: Option<Spanned<String>>,
 }
@@ -241,7 +242,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 impl Fault {
     /// What each kind needs, and nothing a kind does not use: the offset
     /// and reason of the first mismatch.
-    fn check_kind(&self, regions: &[String]) -> Result<(), (usize, String)> {
+    fn check_kind(&self, regions: &[String], group: bool) -> Result<(), (usize, String)> {
         let kind = self.kind();
         let at = self.kind.span().start;
         let needs = |present: bool, wanted: bool, field: &str| match (present, wanted) {
@@ -268,7 +269,7 @@ impl Fault {
                 return Err((peer.span().start, "a partition cuts two different nodes apart".into()));
             }
         }
-        if kind == FaultKind::Partition && self.peer.is_none() && self.target.get_ref() == "home" {
+        if kind == FaultKind::Partition && self.peer.is_none() && self.target.get_ref() == "home" && !group {
             return Err((self.target.span().start, "a partition from home names a read region as its peer".into()));
         }
         Ok(())
@@ -429,10 +430,13 @@ impl Scenario {
                 "deployment.home_nodes is 1, 3 or 5".into(),
             ));
         }
-        if home_nodes > 1 && scenario.deployment.network != super::network::NetworkKind::Auto {
+        // Loopback's proxies stand only between home and its regions; a
+        // group's members are cut apart in namespaces of their own.
+        let namespaces = scenario.deployment.network == super::network::NetworkKind::Namespaces;
+        if home_nodes > 1 && scenario.deployment.network == super::network::NetworkKind::Loopback {
             return Err(refuse(
                 scenario.deployment.home_nodes.span().start,
-                "home's group runs on plain loopback: leave deployment.network out".into(),
+                "home's group runs on plain loopback or in namespaces, not behind loopback's proxies".into(),
             ));
         }
         let members = scenario.deployment.members();
@@ -445,17 +449,21 @@ impl Scenario {
                     format!("target {target:?} is not home or a region of the deployment"),
                 ));
             }
-            if home_nodes > 1 && fault.kind() == FaultKind::Partition {
+            if home_nodes > 1 && fault.kind() == FaultKind::Partition && !namespaces {
                 return Err(refuse(
                     fault.kind.span().start,
-                    "a partition beside home's group is not built yet (its members talk over plain loopback)".into(),
+                    "a partition beside home's group needs deployment.network = \"namespaces\"".into(),
                 ));
             }
             let at_home = target == "home" || members.contains(target) || follower;
-            if home_nodes > 1 && at_home && !matches!(fault.kind(), FaultKind::Kill | FaultKind::Stop) {
+            let built = matches!(fault.kind(), FaultKind::Kill | FaultKind::Stop | FaultKind::Partition);
+            if home_nodes > 1 && at_home && !built {
                 return Err(refuse(
                     fault.kind.span().start,
-                    format!("a {} fault on home's group is not built yet (kill and stop are)", fault.kind().name()),
+                    format!(
+                        "a {} fault on home's group is not built yet (kill, stop and partition are)",
+                        fault.kind().name()
+                    ),
                 ));
             }
             if *fault.at_s.get_ref() >= duration {
@@ -464,7 +472,7 @@ impl Scenario {
             if !(1..=600).contains(fault.for_s.get_ref()) {
                 return Err(refuse(fault.for_s.span().start, "for_s is 1 to 600".into()));
             }
-            fault.check_kind(regions).map_err(|(offset, reason)| refuse(offset, reason))?;
+            fault.check_kind(regions, home_nodes > 1).map_err(|(offset, reason)| refuse(offset, reason))?;
         }
         Ok(scenario)
     }
@@ -575,10 +583,14 @@ for_s = 3
         let crash =
             group.replace("kind = \"kill\"\ntarget = \"eu\"", "kind = \"clock\"\nskew_s = 30\ntarget = \"home\"");
         assert!(refused(crash).contains("not built yet"));
-        let cut = group.replace("kind = \"kill\"", "kind = \"partition\"");
-        assert!(refused(cut).contains("partition beside home's group"));
-        let netns = group.replace("home_nodes = 3", "home_nodes = 3\nnetwork = \"namespaces\"");
-        assert!(refused(netns).contains("plain loopback"));
+        // A partition of the group needs namespaces; the leader cut from
+        // the other members is `target = "home"` with no peer.
+        let cut = group.replace("kind = \"kill\"\ntarget = \"eu\"", "kind = \"partition\"\ntarget = \"home\"");
+        assert!(refused(cut.clone()).contains("partition beside home's group needs"));
+        let netns = cut.replace("home_nodes = 3", "home_nodes = 3\nnetwork = \"namespaces\"");
+        assert!(Scenario::parse("group.toml", &netns).is_ok());
+        let proxied = group.replace("home_nodes = 3", "home_nodes = 3\nnetwork = \"loopback\"");
+        assert!(refused(proxied).contains("not behind loopback's proxies"));
     }
 
     #[test]
