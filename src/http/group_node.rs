@@ -150,10 +150,11 @@ fn start_error(why: &str) -> NodeError {
 
 /// What follows the group's leadership for one member. Its region runs
 /// while Raft says it leads and a quorum of the group answered it within
-/// twice the longest election timeout (a lease): a leader cut off from the
-/// others keeps that title in Raft until it hears of a newer term, and
-/// would otherwise go on for as long as the cut lasts answering reads from
-/// a state the others moved past and taking writes it can never commit.
+/// twice the longest election timeout (a lease; 4 s by default): a leader
+/// cut off from the others keeps that title in Raft until it hears of a
+/// newer term, and would otherwise go on for as long as the cut lasts
+/// answering reads from a state the others moved past and taking writes it
+/// can never commit.
 /// Without the lease it stands by (`503`, no leader to send requests on
 /// to) until a quorum answers again. Between the election on the other
 /// side and the lease's end, both serve reads: this is not a linearizable

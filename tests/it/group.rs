@@ -150,11 +150,12 @@ fn free_port() -> std::net::SocketAddr {
 }
 
 /// The members' configs: sandbox homes on loopback, one group, with
-/// timings short enough for tests.
+/// timings short enough for tests (a leader's lease, twice the longest
+/// election timeout, stays 3 s: a whole suite on two cores delays acks).
 pub(crate) fn group_configs(dir: &std::path::Path) -> Vec<svc_node::config::NodeConfig> {
     let mut configs = svc_node::config::NodeConfig::local_group(dir, 3).unwrap();
     for group in configs.iter_mut().filter_map(|c| c.home_group.as_mut()) {
-        (group.heartbeat_ms, group.election_ms, group.commit_timeout_ms) = (100, [500, 1_000], 3_000);
+        (group.heartbeat_ms, group.election_ms, group.commit_timeout_ms) = (100, [500, 1_500], 3_000);
     }
     configs
 }
@@ -172,9 +173,11 @@ pub(crate) async fn start_members(
     nodes
 }
 
-/// The member that leads with its region up, among `nodes`.
+/// The member that leads with its region up, among `nodes`; up to a
+/// minute (a whole suite on two cores slows an election and a region's
+/// start), then what each member's Raft saw.
 pub(crate) async fn leading(nodes: &BTreeMap<u64, svc_http::group_node::GroupNode>) -> u64 {
-    for _ in 0..800 {
+    for _ in 0..2_400 {
         for (id, node) in nodes {
             if node.leading.lock().await.is_some() {
                 return *id;
@@ -182,7 +185,17 @@ pub(crate) async fn leading(nodes: &BTreeMap<u64, svc_http::group_node::GroupNod
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    panic!("no member brought its region up");
+    let seen: Vec<String> = nodes
+        .iter()
+        .map(|(id, node)| {
+            let m = node.member.raft().metrics().borrow().clone();
+            format!(
+                "member {id}: {:?}, leader {:?}, term {}, applied {:?}, quorum answered {:?} ms ago",
+                m.state, m.current_leader, m.current_term, m.last_applied, m.millis_since_quorum_ack
+            )
+        })
+        .collect();
+    panic!("no member brought its region up: {seen:?}");
 }
 
 async fn admin_call(
@@ -440,7 +453,8 @@ async fn a_leader_whose_region_could_not_start_brings_it_up_once_it_can() {
 
 // A leader cut off from the rest of its group (here they stopped) keeps its
 // title in Raft, which has no word from a newer term; it stops serving once
-// no quorum has answered it for the longest election timeout, so it neither
+// no quorum has answered it for its lease (twice the longest election
+// timeout), so it neither
 // answers reads from a state the others may have moved past nor takes
 // writes it cannot commit: its public address stands by (`503`).
 #[tokio::test(flavor = "multi_thread")]

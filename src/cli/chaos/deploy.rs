@@ -267,9 +267,8 @@ impl Deployment {
         let mut addresses = Vec::new();
         for id in 1..=count {
             let ip = self.network.address(&format!("home-{id}"));
-            let at = |port: u16| match ip.is_loopback() {
-                true => listen_address(ip),
-                false => Ok(std::net::SocketAddr::new(ip, port)),
+            let at = |port: u16| {
+                if ip.is_loopback() { listen_address(ip) } else { Ok(std::net::SocketAddr::new(ip, port)) }
             };
             addresses.push([at(7080)?, at(7081)?, at(7082)?, at(7083)?]);
         }
@@ -302,9 +301,9 @@ impl Deployment {
         }
         // The members share home's certificate: it names each one's address.
         let mut hosts: Vec<String> = addresses.iter().map(|[public, ..]| public.ip().to_string()).collect();
+        hosts.extend(["127.0.0.1".into(), "localhost".into()]);
         hosts.sort();
         hosts.dedup();
-        hosts.extend(["127.0.0.1".into(), "localhost".into()]);
         crate::ca::issue(&self.dir.join("tls"), "home", true, &hosts, 30).map_err(|e| DeployError::Ca(Box::new(e)))?;
         for config in configs {
             self.launch(config).await?;
