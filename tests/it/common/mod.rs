@@ -71,6 +71,11 @@ fn test_config(dir: &tempfile::TempDir, configure: impl FnOnce(&mut NodeConfig))
     let mut config = NodeConfig::local_home(dir.path().to_path_buf(), loopback, loopback);
     config.environment = Environment::Production;
     config.admin_token = "operator-token-of-thirty-two-characters".into();
+    // A search stops at its budget with the rows it has (250 ms by
+    // default); a whole suite on two cores can spend that before the index
+    // is asked, and a test that counts rows would see none. The budget's
+    // own test sets it.
+    config.search_budget_ms = 10_000;
     configure(&mut config);
     config
 }
