@@ -718,7 +718,7 @@ impl NodeConfig {
     /// `dir/home-<n>` on ports free now, sharing one admin and group token,
     /// with the default timings.
     pub fn local_group(dir: &Path, count: u64) -> std::io::Result<Vec<NodeConfig>> {
-        let free = || std::net::TcpListener::bind("127.0.0.1:0").and_then(|probe| probe.local_addr());
+        let free = || port_to_keep(std::net::Ipv4Addr::LOCALHOST.into());
         let mut addresses = Vec::new();
         for _ in 0..count {
             addresses.push([free()?, free()?, free()?]);
@@ -754,6 +754,25 @@ impl NodeConfig {
             .collect();
         Ok(configs)
     }
+}
+
+/// An address on `ip` free now and below the machine's ephemeral port
+/// range, for a config to name before its node binds it: a node stopped
+/// and started again finds it still free, where a port the kernel handed
+/// out could meanwhile be the local end of any outgoing connection.
+pub fn port_to_keep(ip: std::net::IpAddr) -> std::io::Result<SocketAddr> {
+    let ephemeral_from: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768);
+    let (low, high) = (10_000u16, ephemeral_from.max(10_001));
+    for _ in 0..200 {
+        let port = low + u16::from_le_bytes(svc_clock::random::<2>()) % (high - low);
+        if let Ok(probe) = std::net::TcpListener::bind((ip, port)) {
+            return probe.local_addr();
+        }
+    }
+    Err(std::io::Error::new(std::io::ErrorKind::AddrInUse, format!("no free port on {ip} from {low} to {high}")))
 }
 
 /// Checks the regions of one deployment together: one home, which names

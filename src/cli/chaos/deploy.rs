@@ -1,8 +1,8 @@
 //! A real deployment for a chaos run: home and its read regions, each a
 //! `svc node` process with its own configuration and data directory under
 //! the run's folder. Each node keeps the ports it was first given (below
-//! the ephemeral range, see `listen_address`), so a node killed and started
-//! again is where its clients and peers expect it.
+//! the ephemeral range, see `config::port_to_keep`), so a node killed and
+//! started again is where its clients and peers expect it.
 //! Dropping the deployment kills every process it started.
 
 use std::io::{BufRead, BufReader};
@@ -114,34 +114,15 @@ pub struct Plan<'a> {
     pub home_nodes: u8,
 }
 
-/// An address on `ip` for a node to listen at, chosen before it starts.
-/// On loopback the port is free now and below the machine's ephemeral
-/// range: a node killed and started again finds it still free, where a
-/// port the kernel handed out could meanwhile be the local end of any
-/// process's outgoing connection. In a namespace of its own the node binds
-/// a port itself (`:0`): nothing else there connects out.
+/// An address on `ip` for a node to listen at, chosen before it starts:
+/// on loopback one it keeps across restarts (`config::port_to_keep`); in
+/// a namespace of its own the node binds a port itself (`:0`): nothing
+/// else there connects out.
 fn listen_address(ip: std::net::IpAddr) -> Result<std::net::SocketAddr, DeployError> {
     if !ip.is_loopback() {
         return Ok(std::net::SocketAddr::new(ip, 0));
     }
-    let ephemeral_from: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|range| range.split_whitespace().next()?.parse().ok())
-        .unwrap_or(32_768);
-    let (low, high) = (10_000u16, ephemeral_from.max(10_001));
-    for _ in 0..200 {
-        let [a, b] = svc_clock::random::<2>();
-        let port = low + u16::from_le_bytes([a, b]) % (high - low);
-        if let Ok(probe) = std::net::TcpListener::bind((ip, port)) {
-            return probe
-                .local_addr()
-                .map_err(|source| DeployError::Io { path: PathBuf::from(format!("{ip}")), source });
-        }
-    }
-    Err(DeployError::Io {
-        path: PathBuf::from(format!("{ip}:{low}-{high}")),
-        source: std::io::Error::new(std::io::ErrorKind::AddrInUse, "no free port below the ephemeral range"),
-    })
+    svc_node::config::port_to_keep(ip).map_err(|source| DeployError::Io { path: PathBuf::from(ip.to_string()), source })
 }
 
 /// Where home's members and door send requests on from: loopback, or the

@@ -141,7 +141,8 @@ fn member_offset(id: u64) -> u16 {
 }
 
 /// An address on the plan's host: `--ports-from` plus `offset`, or a port
-/// the system frees for it (port 0: tests), known before any node binds it.
+/// free now (port 0: tests; `config::port_to_keep`), known before any
+/// node binds it.
 fn address(plan: &Plan, offset: u16) -> Result<SocketAddr, CliError> {
     let ip = plan.listen.ip();
     if plan.ports_from != 0 {
@@ -149,8 +150,7 @@ fn address(plan: &Plan, offset: u16) -> Result<SocketAddr, CliError> {
         let port = port.ok_or_else(|| CliError::Usage(format!("--ports-from {}: too high", plan.ports_from)))?;
         return Ok(SocketAddr::new(ip, port));
     }
-    let io = |source| CliError::Io { path: PathBuf::from(format!("{ip}:0")), source };
-    std::net::TcpListener::bind(SocketAddr::new(ip, 0)).and_then(|probe| probe.local_addr()).map_err(io)
+    svc_node::config::port_to_keep(ip).map_err(|source| CliError::Io { path: PathBuf::from(ip.to_string()), source })
 }
 
 /// Each region's public address, known before any starts so each can
