@@ -44,8 +44,15 @@ async fn group(dir: &std::path::Path, members: u64) -> Vec<(Store, Arc<Member>)>
     for (i, listener) in listeners.into_iter().enumerate() {
         let id = i as u64 + 1;
         let store = Store::open(&dir.join(format!("member-{id}"))).unwrap();
-        let settings =
-            Settings { id, heartbeat_ms: 100, election_ms: (500, 1000), commit_timeout: Duration::from_secs(10) };
+        let settings = Settings {
+            id,
+            heartbeat_ms: 100,
+            election_ms: (500, 1000),
+            commit_timeout: Duration::from_secs(10),
+            snapshots: dir.join(format!("member-{id}-snapshots")),
+            snapshot_every: svc_node::config::default_snapshot_every(),
+            logs_kept: svc_node::config::default_logs_kept(),
+        };
         let network =
             svc_node::group::Network { id, token: TOKEN.into(), trust: Trust::system(), clock: clock.clone() };
         let member = tokio::task::block_in_place(|| Member::start(&settings, store.clone(), network)).unwrap();

@@ -9,7 +9,10 @@
 //! and every member's store holds the same values. The leader's store
 //! hands its batches to [`member::Member`], which answers once a quorum
 //! holds them and the leader applied them: a write is acknowledged only
-//! when losing a member cannot lose it.
+//! when losing a member cannot lose it. Every `Settings::snapshot_every`
+//! entries a member writes its state to a snapshot file and its log is
+//! purged but for the newest `Settings::logs_kept` entries: a member
+//! further behind (or new, or with its disk lost) takes the snapshot.
 
 pub mod log_store;
 pub mod member;
@@ -25,7 +28,7 @@ openraft::declare_raft_types!(
         R = (),
         NodeId = u64,
         Node = openraft::BasicNode,
-        SnapshotData = std::io::Cursor<Vec<u8>>,
+        SnapshotData = tokio::fs::File,
 );
 
 /// What one entry of the group's log proposes: one batch's writes.

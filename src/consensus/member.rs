@@ -41,6 +41,14 @@ pub struct Settings {
     /// How long a write waits for the group: a leader cut off from the
     /// others never has its writes committed, and answers this long after.
     pub commit_timeout: Duration,
+    /// Where the member keeps its snapshot files.
+    pub snapshots: std::path::PathBuf,
+    /// A snapshot is made once this many entries were applied since the
+    /// last one; the log is then purged up to it.
+    pub snapshot_every: u64,
+    /// How many of the newest entries a purge keeps, so a member briefly
+    /// behind catches up from the log rather than a whole snapshot.
+    pub logs_kept: u64,
 }
 
 /// One member: its Raft node and the runtime it runs on.
@@ -78,8 +86,8 @@ impl Member {
             heartbeat_interval: settings.heartbeat_ms,
             election_timeout_min: settings.election_ms.0,
             election_timeout_max: settings.election_ms.1,
-            // The log is kept whole: a member behind catches up from it.
-            snapshot_policy: openraft::SnapshotPolicy::Never,
+            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(settings.snapshot_every),
+            max_in_snapshot_log_to_keep: settings.logs_kept,
             max_payload_entries: MAX_ENTRIES,
             ..Default::default()
         }
@@ -91,7 +99,7 @@ impl Member {
             .enable_all()
             .build()
             .map_err(|e| StoreError::Group(format!("the group's runtime did not start: {e}")))?;
-        let (log, state) = (LogStore::new(store.clone()), StateMachine::new(store.clone()));
+        let (log, state) = (LogStore::new(store.clone()), StateMachine::new(store.clone(), &settings.snapshots)?);
         let raft = wait_on(&runtime, Raft::new(settings.id, Arc::new(config), network, log, state))?
             .map_err(|e| StoreError::Group(e.to_string()))?;
         let handle = runtime.handle().clone();

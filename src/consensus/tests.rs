@@ -28,7 +28,8 @@ impl StoreBuilder<Group, LogStore, StateMachine, tempfile::TempDir> for Fresh {
     async fn build(&self) -> Result<(tempfile::TempDir, LogStore, StateMachine), StorageError<u64>> {
         let dir = tempfile::tempdir().expect("a temporary folder");
         let store = Store::open(dir.path()).expect("a store");
-        Ok((dir, LogStore::new(store.clone()), StateMachine::new(store)))
+        let state = StateMachine::new(store.clone(), &dir.path().join("snapshots")).expect("a snapshot folder");
+        Ok((dir, LogStore::new(store), state))
     }
 }
 
@@ -111,8 +112,16 @@ struct Node {
     member: Arc<Member>,
 }
 
-fn settings(id: u64) -> Settings {
-    Settings { id, heartbeat_ms: 50, election_ms: (300, 600), commit_timeout: Duration::from_secs(2) }
+fn settings(id: u64, dir: &std::path::Path) -> Settings {
+    Settings {
+        id,
+        heartbeat_ms: 50,
+        election_ms: (300, 600),
+        commit_timeout: Duration::from_secs(2),
+        snapshots: dir.join(format!("{id}-snapshots")),
+        snapshot_every: 50_000,
+        logs_kept: 10_000,
+    }
 }
 
 fn start(wires: &Wires, dir: &std::path::Path, id: u64) -> Node {
@@ -127,7 +136,7 @@ fn start(wires: &Wires, dir: &std::path::Path, id: u64) -> Node {
         opened = Store::open(&path);
     }
     let store = opened.unwrap();
-    let member = Member::start(&settings(id), store.clone(), End(wires.clone(), id)).unwrap();
+    let member = Member::start(&settings(id, dir), store.clone(), End(wires.clone(), id)).unwrap();
     wires.members.lock().unwrap().insert(id, member.raft().clone());
     Node { store, member }
 }

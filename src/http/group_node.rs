@@ -4,10 +4,13 @@
 //!
 //! A member that does not lead keeps its public and admin addresses as a
 //! standby: `/healthz` answers, `/readyz` is `503` naming the leader (so a
-//! load balancer prefers the leader), and every other request is sent on
-//! to the leader's matching listener when the config names it, or is `503
-//! unavailable` with `Retry-After` while there is none (an election, or a
-//! leader without `public_url`/`admin_url`). When leadership moves, the member
+//! load balancer prefers the leader), the public reads that need no actor
+//! (the transparency log, certificates, the formats: `OwnCopy`) are
+//! answered from the member's own copy of the group's state, leader or
+//! none, and every other request is sent on to the leader's matching
+//! listener when the config names it, or is `503 unavailable` with
+//! `Retry-After` while there is none (an election, or a leader without
+//! `public_url`/`admin_url`). When leadership moves, the member
 //! that gained it starts the region over its store once it applied every
 //! committed write, and a member that lost it stops its region: home's
 //! actors never run on two members' behalf at once for long, and a write
@@ -31,6 +34,7 @@ use svc_clock::SharedClock;
 use svc_consensus::member::{Member, Settings};
 use svc_core::problem::Code;
 use svc_node::config::NodeConfig;
+use svc_node::region::own_copy::OwnCopy;
 use svc_store::Store;
 use tokio::sync::{Mutex, watch};
 
@@ -73,6 +77,9 @@ impl GroupNode {
             heartbeat_ms: group.heartbeat_ms,
             election_ms: (group.election_ms[0], group.election_ms[1]),
             commit_timeout: Duration::from_millis(group.commit_timeout_ms),
+            snapshots: config.data_dir.join("group-snapshots"),
+            snapshot_every: group.snapshot_every,
+            logs_kept: group.logs_kept,
         };
         let network =
             svc_node::group::Network { id: group.id, token: group.token.clone(), trust, clock: clock.clone() };
@@ -207,7 +214,7 @@ impl Roles {
                     Some(running) => {
                         running.leader.send_replace(leader);
                     }
-                    None => standby = Some(Standby::start(&self.config, leader)),
+                    None => standby = Some(Standby::start(&self.config, &self.store, &self.clock, leader)),
                 }
             }
             tokio::select! {
@@ -257,8 +264,17 @@ struct Standby {
 }
 
 impl Standby {
-    fn start(config: &NodeConfig, leader: Option<u64>) -> Standby {
+    fn start(config: &NodeConfig, store: &Store, clock: &SharedClock, leader: Option<u64>) -> Standby {
         let (leader, seen) = watch::channel(leader);
+        // The public reads this member answers from its own copy, leader
+        // or none; without it every request goes on to the leader.
+        let copy = match OwnCopy::open(config, store.clone(), clock.clone()) {
+            Ok(copy) => Some(copy),
+            Err(e) => {
+                tracing::error!(error = %e, "the standby cannot read its own copy: it sends every request on");
+                None
+            }
+        };
         let (shutdown, _) = watch::channel(false);
         let tls = match config.tls.as_ref().map(crate::tls::Certificates::load) {
             Some(Ok(certificates)) => crate::tls::acceptor(certificates).ok(),
@@ -270,7 +286,10 @@ impl Standby {
             match bind(address) {
                 Ok(bound) => {
                     let relay = Relay::to_leaders(config, listener, seen.clone(), shutdown.subscribe());
-                    let router = standby_router(config.region.clone(), relay);
+                    let mut router = standby_router(config.region.clone(), relay);
+                    if let (Listener::Public, Some(copy)) = (listener, &copy) {
+                        router = router.merge(crate::api::public::own_copy_router(copy.clone()));
+                    }
                     servers.push(serve(bound, router, config.listener, tls.clone(), shutdown.subscribe()));
                 }
                 Err(e) => tracing::error!(%address, error = %e, "the standby could not listen"),

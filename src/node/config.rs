@@ -189,6 +189,14 @@ pub struct HomeGroupConfig {
     /// How long a write waits for a quorum before it fails.
     #[serde(default = "default_commit_timeout_ms")]
     pub commit_timeout_ms: u64,
+    /// A member writes its state to a snapshot file once this many log
+    /// entries were applied since the last, and purges its log up to it.
+    #[serde(default = "default_snapshot_every")]
+    pub snapshot_every: u64,
+    /// The newest log entries a purge keeps: a member that far behind
+    /// catches up from the log, one further behind takes the snapshot.
+    #[serde(default = "default_logs_kept")]
+    pub logs_kept: u64,
 }
 
 /// One member of home's group.
@@ -217,6 +225,14 @@ pub fn default_election_ms() -> [u64; 2] {
 
 pub fn default_commit_timeout_ms() -> u64 {
     5_000
+}
+
+pub fn default_snapshot_every() -> u64 {
+    50_000
+}
+
+pub fn default_logs_kept() -> u64 {
+    10_000
 }
 
 impl HomeGroupConfig {
@@ -748,6 +764,8 @@ impl NodeConfig {
                     heartbeat_ms: default_heartbeat_ms(),
                     election_ms: default_election_ms(),
                     commit_timeout_ms: default_commit_timeout_ms(),
+                    snapshot_every: default_snapshot_every(),
+                    logs_kept: default_logs_kept(),
                 });
                 config
             })
@@ -1082,6 +1100,8 @@ mod tests {
             heartbeat_ms: default_heartbeat_ms(),
             election_ms: default_election_ms(),
             commit_timeout_ms: default_commit_timeout_ms(),
+            snapshot_every: default_snapshot_every(),
+            logs_kept: default_logs_kept(),
         }
     }
 

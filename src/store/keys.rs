@@ -95,11 +95,12 @@ pub mod meta {
     /// A read region: why it stopped applying home's log.
     pub const LOG_FORK: &[u8] = b"log_fork";
     /// A member of home's group: its Raft vote, committed, purged and
-    /// applied log ids.
+    /// applied log ids, and its current snapshot's meta.
     pub const RAFT_VOTE: &[u8] = b"raft_vote";
     pub const RAFT_COMMITTED: &[u8] = b"raft_committed";
     pub const RAFT_PURGED: &[u8] = b"raft_purged";
     pub const RAFT_APPLIED: &[u8] = b"raft_applied";
+    pub const RAFT_SNAPSHOT: &[u8] = b"raft_snapshot";
 }
 
 /// `meta`: a column family's schema version, `schema ‖ <cf>`.

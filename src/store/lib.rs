@@ -123,8 +123,11 @@ pub mod cf {
         /// A member of home's group: the last entry it applied, and the
         /// group's membership then (written with the entry's writes).
         pub const RAFT_APPLIED: Table<Vec<u8>> = Table::exact(FAMILY, "meta.raft_applied", b"raft_applied").own();
+        /// A member of home's group: the meta of its current snapshot file,
+        /// so a file that does not belong to this store is known.
+        pub const RAFT_SNAPSHOT: Table<Vec<u8>> = Table::exact(FAMILY, "meta.raft_snapshot", b"raft_snapshot").own();
         /// The node's own tables of `meta`: never part of the group's state.
-        pub const OWN: [crate::Schema; 8] = [
+        pub const OWN: [crate::Schema; 9] = [
             *SCHEMA.schema(),
             *MIGRATING.schema(),
             *WRITE_PROBE.schema(),
@@ -133,6 +136,7 @@ pub mod cf {
             *RAFT_COMMITTED.schema(),
             *RAFT_PURGED.schema(),
             *RAFT_APPLIED.schema(),
+            *RAFT_SNAPSHOT.schema(),
         ];
         /// A read region: why it stopped applying home's log, once home's
         /// history was found to differ from its own (kept across restarts).
@@ -565,6 +569,10 @@ pub enum StoreError {
     /// Home's group could not commit a write (no quorum, or stopping).
     #[error("home's group did not commit the write: {0}")]
     Group(String),
+    /// A file beside the store (a snapshot of home's group) could not be
+    /// read or written.
+    #[error("a file beside the store: {0}")]
+    Io(#[from] std::io::Error),
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -968,21 +976,44 @@ impl Store {
     /// of one of its own tables as of the same moment. It is read whole
     /// into memory.
     pub fn group_state<T: DeserializeOwned>(&self, with: (Table<T>, &[u8])) -> StoreResult<(Vec<Write>, Option<T>)> {
+        let (mut writes, mut value) = (Vec::new(), None);
+        self.each_group_value(
+            with,
+            |read| {
+                value = read;
+                Ok(())
+            },
+            |write| {
+                writes.push(write);
+                Ok(())
+            },
+        )?;
+        Ok((writes, value))
+    }
+
+    /// [`group_state`](Self::group_state) without holding it: `with`'s
+    /// value to `first`, then each value of the group's state to `each`,
+    /// all read at one point in time.
+    pub fn each_group_value<T: DeserializeOwned>(
+        &self,
+        with: (Table<T>, &[u8]),
+        first: impl FnOnce(Option<T>) -> StoreResult<()>,
+        mut each: impl FnMut(Write) -> StoreResult<()>,
+    ) -> StoreResult<()> {
         let snapshot = self.db.snapshot();
-        let mut writes = Vec::new();
+        let (table, key) = with;
+        table.admit(key)?;
+        first(snapshot.get_cf(self.handle(table.name())?, key)?.map(|bytes| decode(table, &bytes)).transpose()?)?;
         for &name in cf::ALL.iter().filter(|name| **name != cf::RAFT_LOG.name()) {
             for item in snapshot.iterator_cf(self.handle(name)?, IteratorMode::Start) {
                 let (key, value) = item?;
                 if name == cf::meta::FAMILY && Self::own_meta(&key) {
                     continue;
                 }
-                writes.push(Write::Put { cf: name.to_owned(), key: key.to_vec(), value: value.to_vec() });
+                each(Write::Put { cf: name.to_owned(), key: key.to_vec(), value: value.to_vec() })?;
             }
         }
-        let (table, key) = with;
-        table.admit(key)?;
-        let value = snapshot.get_cf(self.handle(table.name())?, key)?.map(|bytes| decode(table, &bytes)).transpose()?;
-        Ok((writes, value))
+        Ok(())
     }
 
     fn own_meta(key: &[u8]) -> bool {
@@ -992,7 +1023,11 @@ impl Store {
     /// Replaces the group's state in this store with `state` (from
     /// [`group_state`](Self::group_state)), and writes `own` with it, in
     /// one synced write.
-    pub fn replace_group_state(&self, state: &[Write], own: Batch<'_>) -> StoreResult<()> {
+    pub fn replace_group_state(
+        &self,
+        state: impl IntoIterator<Item = StoreResult<Write>>,
+        own: Batch<'_>,
+    ) -> StoreResult<()> {
         let ReadyBatch(mut batch, mut rings, _) = own.ready()?;
         for &name in cf::ALL.iter().filter(|name| **name != cf::RAFT_LOG.name()) {
             let handle = self.handle(name)?;
@@ -1009,7 +1044,9 @@ impl Store {
                 batch.delete_range_cf(handle, Vec::new(), past_last);
             }
         }
-        self.add_group_writes(&mut batch, &mut rings, state)?;
+        for write in state {
+            self.add_group_write(&mut batch, &mut rings, &write?)?;
+        }
         self.write_synced(batch, rings)
     }
 
@@ -1027,19 +1064,21 @@ impl Store {
     }
 
     fn add_group_writes(&self, batch: &mut WriteBatch, rings: &mut bells::Rings, writes: &[Write]) -> StoreResult<()> {
-        for write in writes {
-            let (Write::Put { cf, .. } | Write::Delete { cf, .. } | Write::DeleteRange { cf, .. }) = write;
-            let family = cf_named(cf).ok_or_else(|| StoreError::UnknownColumnFamily(cf.clone()))?;
-            let handle = self.handle(family.0)?;
-            rings.note(family.0);
-            match write {
-                Write::Put { key, value, .. } => {
-                    versioned_body(family.0, value)?;
-                    batch.put_cf(handle, key, value)
-                }
-                Write::Delete { key, .. } => batch.delete_cf(handle, key),
-                Write::DeleteRange { from, to, .. } => batch.delete_range_cf(handle, from, to),
+        writes.iter().try_for_each(|write| self.add_group_write(batch, rings, write))
+    }
+
+    fn add_group_write(&self, batch: &mut WriteBatch, rings: &mut bells::Rings, write: &Write) -> StoreResult<()> {
+        let (Write::Put { cf, .. } | Write::Delete { cf, .. } | Write::DeleteRange { cf, .. }) = write;
+        let family = cf_named(cf).ok_or_else(|| StoreError::UnknownColumnFamily(cf.clone()))?;
+        let handle = self.handle(family.0)?;
+        rings.note(family.0);
+        match write {
+            Write::Put { key, value, .. } => {
+                versioned_body(family.0, value)?;
+                batch.put_cf(handle, key, value)
             }
+            Write::Delete { key, .. } => batch.delete_cf(handle, key),
+            Write::DeleteRange { from, to, .. } => batch.delete_range_cf(handle, from, to),
         }
         Ok(())
     }
@@ -1288,7 +1327,7 @@ mod tests {
         assert!(state.iter().all(|w| !matches!(w, Write::Put { key, .. } if key == keys::meta::INDEX_APPLIED_SEQ)));
         let other = open("other");
         other.put(cf::FRESHNESS, b"stale", &"old".to_owned()).unwrap();
-        other.replace_group_state(&state, other.batch_own()).unwrap();
+        other.replace_group_state(state.iter().cloned().map(Ok), other.batch_own()).unwrap();
         assert_eq!(other.get::<String>(cf::FRESHNESS, b"stale").unwrap(), None);
         assert_eq!(other.get::<String>(cf::FRESHNESS, b"a").unwrap().as_deref(), Some("one"));
         assert_eq!(other.group_state((cf::meta::INDEX_APPLIED_SEQ, keys::meta::INDEX_APPLIED_SEQ)).unwrap().0, state);

@@ -241,3 +241,173 @@ async fn fault_injection_answers_only_where_it_is_configured() {
     let back = home.admin("POST", "/admin/faults/clock", json!({"skew_ms": 0})).await;
     assert_eq!((back.status, back.body["skew_ms"].clone()), (200, json!(0)));
 }
+
+// `svc chaos --target`: a scenario run against a deployment the runner did
+// not start, here a home and eu that this test runs as an operator would,
+// each killed, started, paused and resumed only by the commands its file
+// gives (shell scripts over pid files, as systemd or docker compose would
+// be). eu is killed and started again, home paused and resumed, mid-load;
+// every invariant holds, each fault ran its command (eu's process is a new
+// one), and the nodes are still running when the runner is done.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_scenario_runs_against_an_operator_s_deployment_through_its_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = || svc_node::config::port_to_keep("127.0.0.1".parse().unwrap()).unwrap();
+    let (home_public, home_admin, home_internal, eu_public, eu_admin) = (at(), at(), at(), at(), at());
+    let token = "target-admin-token-of-thirty-two-chars";
+    let eu_token = "eu-target-replication-token-of-32-chars";
+    let common = |region: &str, role: &str, public: std::net::SocketAddr, admin: std::net::SocketAddr| {
+        format!(
+            "region = \"{region}\"\nrole = \"{role}\"\nenvironment = \"sandbox\"\nallow_plain_http = true\n\
+             data_dir = \"{}\"\nlisten = \"{public}\"\nadmin_listen = \"{admin}\"\n\
+             public_authority = \"api.svc.localhost\"\nverify_base_url = \"http://verify.svc.localhost\"\n\
+             admin_token = \"{token}\"\npasskey_rp_id = \"portal.svc.localhost\"\n\
+             passkey_origin = \"https://portal.svc.localhost\"\n",
+            dir.path().join(region).display()
+        )
+    };
+    let home = common("home", "home", home_public, home_admin)
+        + &format!(
+            "internal_listen = \"{home_internal}\"\nlog_sequence_every_ms = 5000\n\n\
+             [[replication.regions]]\nname = \"eu\"\ntoken = \"{eu_token}\"\n"
+        );
+    let eu = common("eu", "read", eu_public, eu_admin)
+        + &format!(
+            "\n[replication]\nhome_url = \"http://{home_public}\"\ninternal_url = \"http://{home_internal}\"\n\
+             token = \"{eu_token}\"\n"
+        );
+    std::fs::write(dir.path().join("home.toml"), home).unwrap();
+    std::fs::write(dir.path().join("eu.toml"), eu).unwrap();
+    // What the operator's service manager would do, by pid file.
+    let d = dir.path().display();
+    let svc = env!("CARGO_BIN_EXE_svc");
+    let start = format!(
+        "SVC_LOG=warn nohup {svc} node --config {d}/{{node}}.toml > {d}/{{node}}.out 2>> {d}/{{node}}.log & \
+         echo $! > {d}/{{node}}.pid"
+    );
+    let signal = |sig: &str| format!("kill -{sig} $(cat {d}/{{node}}.pid)");
+    let node = |name: &str, public: std::net::SocketAddr, admin: std::net::SocketAddr| {
+        format!(
+            "[[nodes]]\nname = \"{name}\"\npublic_url = \"http://{public}\"\nadmin_url = \"http://{admin}\"\n\n\
+             [nodes.commands]\nkill = \"{}\"\nstart = \"{start}\"\npause = \"{}\"\nresume = \"{}\"\n\n",
+            signal("KILL"),
+            signal("STOP"),
+            signal("CONT")
+        )
+    };
+    let target = dir.path().join("deployment.toml");
+    let file = format!(
+        "authority = \"api.svc.localhost\"\nadmin_token_env = \"TARGET_ADMIN_TOKEN\"\n\n{}{}",
+        node("home", home_public, home_admin),
+        node("eu", eu_public, eu_admin)
+    );
+    std::fs::write(&target, file).unwrap();
+    // Whatever happens below, the nodes this test started end with it.
+    struct Stopped(std::path::PathBuf);
+    impl Drop for Stopped {
+        fn drop(&mut self) {
+            for name in ["home", "eu"] {
+                if let Ok(pid) = std::fs::read_to_string(self.0.join(format!("{name}.pid"))) {
+                    let _ = std::process::Command::new("kill").args(["-KILL", pid.trim()]).status();
+                }
+            }
+        }
+    }
+    let _stopped = Stopped(dir.path().to_owned());
+    for name in ["home", "eu"] {
+        let status = std::process::Command::new("sh").arg("-c").arg(start.replace("{node}", name)).status().unwrap();
+        assert!(status.success());
+    }
+    let eu_pid = || std::fs::read_to_string(dir.path().join("eu.pid")).unwrap().trim().to_owned();
+    let first_eu = eu_pid();
+
+    let scenario = dir.path().join("target.toml");
+    let text = "name = \"target\"\ndescription = \"eu killed and home paused by the operator's commands\"\n\
+                duration_s = 14\nexpect = \"pass\"\n\n[deployment]\nregions = [\"eu\"]\n\n\
+                [load]\nai_keys = 1\nsearches_per_second = 10\nfetches_per_second = 2\npushes_per_second = 1\n\n\
+                [[fault]]\nat_s = 3\nkind = \"kill\"\ntarget = \"eu\"\nfor_s = 3\n\n\
+                [[fault]]\nat_s = 8\nkind = \"stop\"\ntarget = \"home\"\nfor_s = 2\n";
+    std::fs::write(&scenario, text).unwrap();
+    let run = tokio::process::Command::new(svc)
+        .arg("chaos")
+        .arg(&scenario)
+        .arg("--target")
+        .arg(&target)
+        .arg("--out")
+        .arg(dir.path().join("runs"))
+        .env("TARGET_ADMIN_TOKEN", token)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    let report_path = String::from_utf8_lossy(&run.stdout).trim().to_owned();
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report_path).unwrap()).unwrap();
+    let faults = report["report"]["faults"].as_array().unwrap();
+    assert_eq!(faults.len(), 2, "{faults:?}");
+    assert!(faults.iter().all(|f| f["error"].is_null()), "every command ran: {faults:?}");
+    assert_ne!(eu_pid(), first_eu, "eu was killed and started again by the file's commands");
+    for pid in [eu_pid(), std::fs::read_to_string(dir.path().join("home.pid")).unwrap().trim().to_owned()] {
+        assert!(std::path::Path::new(&format!("/proc/{pid}")).exists(), "the runner left {pid} running");
+    }
+
+    // A scenario the deployment cannot play is refused before anything runs.
+    let unfit = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/chaos/scenarios/smoke.toml")).unwrap();
+    std::fs::write(dir.path().join("unfit.toml"), unfit).unwrap();
+    let refused = tokio::process::Command::new(svc)
+        .arg("chaos")
+        .arg(dir.path().join("unfit.toml"))
+        .arg("--target")
+        .arg(&target)
+        .arg("--out")
+        .arg(dir.path().join("refused"))
+        .env("TARGET_ADMIN_TOKEN", token)
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains("regions are [\"ap\", \"eu\"]; the deployment's are [\"eu\"]"), "{said}");
+}
+
+// The shipped compose example's target file names the compose file's
+// services at the ports it publishes, acts on each through docker compose,
+// and fits the scenarios a lone home with eu and ap plays; a scenario
+// that cuts the network is refused, since the file gives no partition.
+// (No Docker engine runs where the tests run: the file is checked against
+// the compose file, not run.)
+#[test]
+fn the_compose_example_s_target_file_names_its_services_and_fits_its_scenarios() {
+    use svc::chaos::scenario::Scenario;
+    use svc::chaos::target::TargetFile;
+    let root = env!("CARGO_MANIFEST_DIR");
+    let target = TargetFile::read(std::path::Path::new(&format!("{root}/deploy/compose/deployment.toml"))).unwrap();
+    let compose = std::fs::read_to_string(format!("{root}/deploy/compose.yaml")).unwrap();
+    let mut names: Vec<&str> = target.nodes.iter().map(|n| n.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["ap", "eu", "home"]);
+    for node in &target.nodes {
+        assert!(compose.contains(&format!("\n  {}:\n", node.name)), "{} is a service", node.name);
+        for url in [&node.public_url, &node.admin_url] {
+            let port = url.rsplit(':').next().unwrap();
+            assert!(compose.contains(&format!("{port}:{port}\"")), "compose publishes {url}");
+        }
+        let commands = &node.commands;
+        for command in [&commands.kill, &commands.start, &commands.pause, &commands.resume] {
+            let command = command.as_deref().unwrap();
+            assert!(command.starts_with("docker compose -f deploy/compose.yaml ") && command.ends_with(" {node}"));
+        }
+    }
+    let scenario = |name: &str| {
+        let path = format!("{root}/chaos/scenarios/{name}.toml");
+        Scenario::parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap()
+    };
+    for fits in ["home-kill", "region-stall", "stall-then-kill", "rolling-restarts"] {
+        target.fits(&scenario(fits)).unwrap_or_else(|e| panic!("{fits}: {e}"));
+    }
+    let cut = target.fits(&scenario("partition-region-from-home")).unwrap_err();
+    assert!(cut.contains("needs `partition`"), "{cut}");
+    let group = target.fits(&scenario("home-leader-kill")).unwrap_err();
+    assert!(group.contains("home has 3 node(s); the deployment's 1"), "{group}");
+}

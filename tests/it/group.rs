@@ -36,8 +36,15 @@ async fn start_all(dir: &std::path::Path) -> BTreeMap<u64, Running> {
     let mut running = BTreeMap::new();
     for (id, listener) in listeners {
         let store = Store::open(&dir.join(id.to_string())).unwrap();
-        let settings =
-            Settings { id, heartbeat_ms: 100, election_ms: (500, 1000), commit_timeout: Duration::from_secs(5) };
+        let settings = Settings {
+            id,
+            heartbeat_ms: 100,
+            election_ms: (500, 1000),
+            commit_timeout: Duration::from_secs(5),
+            snapshots: dir.join(format!("{id}-snapshots")),
+            snapshot_every: 50_000,
+            logs_kept: 10_000,
+        };
         let network =
             svc_node::group::Network { id, token: TOKEN.into(), trust: Trust::system(), clock: clock.clone() };
         let member = tokio::task::block_in_place(|| Member::start(&settings, store.clone(), network)).unwrap();
@@ -151,11 +158,13 @@ fn free_port() -> std::net::SocketAddr {
 
 /// The members' configs: sandbox homes on loopback, one group, with
 /// timings short enough for tests (a leader's lease, twice the longest
-/// election timeout, stays 3 s: a whole suite on two cores delays acks).
+/// election timeout, stays 3 s: a whole suite on two cores delays acks),
+/// and a snapshot every few entries, so a member far behind takes one.
 pub(crate) fn group_configs(dir: &std::path::Path) -> Vec<svc_node::config::NodeConfig> {
     let mut configs = svc_node::config::NodeConfig::local_group(dir, 3).unwrap();
     for group in configs.iter_mut().filter_map(|c| c.home_group.as_mut()) {
         (group.heartbeat_ms, group.election_ms, group.commit_timeout_ms) = (100, [500, 1_500], 3_000);
+        (group.snapshot_every, group.logs_kept) = (16, 4);
     }
     configs
 }
@@ -300,7 +309,7 @@ async fn a_home_of_three_members_fails_over_to_a_member_holding_every_acknowledg
         region.as_ref().unwrap().state.keys.checkpoint.verifying_key()
     };
     let leader_public = format!("http://{}", configs[first as usize - 1].listen);
-    let (size1, checkpoint1) = checkpoint_after_business(&admin, &leader_public, &token, "Before SAS", &key).await;
+    let (size1, checkpoint1, _) = checkpoint_after_business(&admin, &leader_public, &token, "Before SAS", &key).await;
 
     // The leader stops; another member leads, over every acknowledged write.
     nodes.remove(&first).unwrap().stop().await;
@@ -320,7 +329,7 @@ async fn a_home_of_three_members_fails_over_to_a_member_holding_every_acknowledg
     // same key, and its checkpoint is consistent with the old leader's
     // last one, by the consistency proof it serves.
     let leader_public = format!("http://{}", configs[second as usize - 1].listen);
-    let (size2, checkpoint2) = checkpoint_after_business(&admin, &leader_public, &token, "After SAS", &key).await;
+    let (size2, checkpoint2, _) = checkpoint_after_business(&admin, &leader_public, &token, "After SAS", &key).await;
     assert!(size2 > size1, "{size1} then {size2}");
     let proof = public_get(&leader_public, &format!("/v1/log/proof?from={size1}&to={size2}")).await;
     let path = svc_core::tlog::parse_path(&proof["consistency_path"]).unwrap();
@@ -355,15 +364,15 @@ async fn public_get(base: &str, path: &str) -> serde_json::Value {
 }
 
 /// Creates a business and its integration key at the leader, has it
-/// sequence its log, and opens
-/// the checkpoint it then serves under `key`.
+/// sequence its log, and opens the checkpoint it then serves under `key`;
+/// with the business's id.
 async fn checkpoint_after_business(
     admin: &str,
     public: &str,
     token: &str,
     name: &str,
     key: &svc_core::keys::VerifyingKey,
-) -> (u64, svc_core::tlog::Checkpoint) {
+) -> (u64, svc_core::tlog::Checkpoint, String) {
     let business = serde_json::json!({"legal_name": name, "country": "FR", "brands": [name]});
     let created = admin_until(admin, token, "POST", "/admin/businesses", business, 201).await;
     let uuid = created["business_uuid"].as_str().unwrap().to_owned();
@@ -377,14 +386,73 @@ async fn checkpoint_after_business(
     let served = public_get(public, &format!("/v1/log/checkpoint?tree_size={size}")).await;
     let note = served["checkpoint"].as_str().unwrap();
     let origin = served["origin"].as_str().unwrap();
-    (size, svc_core::tlog::Checkpoint::open(note, origin, key).expect("a checkpoint under home's one key"))
+    let checkpoint = svc_core::tlog::Checkpoint::open(note, origin, key).expect("a checkpoint under home's one key");
+    (size, checkpoint, uuid)
+}
+
+// A member that does not lead answers the public reads that need no actor
+// from its own copy of the group's state, with or without a leader: here
+// the other two stopped, so no leader can be elected, and the standby
+// still serves the transparency log's checkpoint (the one the leader
+// signed, under home's key) and a business's certificate; what needs the
+// leader (the key set it signs on demand) answers 503.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_standby_answers_the_log_and_certificates_from_its_own_copy_with_no_leader() {
+    let Group { dir: _dir, configs, token, mut nodes, first, admin, .. } = Group::with_a_company("Before").await;
+    let key = {
+        let region = nodes[&first].leading.lock().await;
+        region.as_ref().unwrap().state.keys.checkpoint.verifying_key()
+    };
+    let leader_public = format!("http://{}", configs[first as usize - 1].listen);
+    let (size, signed, business) = checkpoint_after_business(&admin, &leader_public, &token, "Copy SAS", &key).await;
+    let from_leader = public_get(&leader_public, &format!("/v1/certificates/{business}")).await;
+    let standby = nodes.keys().copied().find(|id| *id != first).unwrap();
+    let target = nodes[&first].member.raft().metrics().borrow().last_applied;
+    for _ in 0..800 {
+        if nodes[&standby].member.raft().metrics().borrow().last_applied >= target {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let others: Vec<u64> = nodes.keys().copied().filter(|id| *id != standby).collect();
+    for id in others {
+        nodes.remove(&id).unwrap().stop().await;
+    }
+
+    let public = format!("http://{}", configs[standby as usize - 1].listen);
+    let served = public_get(&public, &format!("/v1/log/checkpoint?tree_size={size}")).await;
+    let checkpoint = svc_core::tlog::Checkpoint::open(
+        served["checkpoint"].as_str().unwrap(),
+        served["origin"].as_str().unwrap(),
+        &key,
+    )
+    .expect("the standby serves a checkpoint under home's key");
+    assert_eq!((checkpoint.size, checkpoint.root), (signed.size, signed.root), "the one the leader signed");
+    let certificate = public_get(&public, &format!("/v1/certificates/{business}")).await;
+    assert_eq!(certificate, from_leader, "the certificate the leader served");
+    let tiled = Transport::new(&public)
+        .unwrap()
+        .send(axum::http::Request::get("/log/checkpoint").body(axum::body::Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(tiled.status, 200, "{}", String::from_utf8_lossy(&tiled.bytes));
+    let keys = Transport::new(&public)
+        .unwrap()
+        .send(axum::http::Request::get("/.well-known/keys").body(axum::body::Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(keys.status, 503, "the key set needs the leader: {}", String::from_utf8_lossy(&keys.bytes));
+    for (_, node) in nodes {
+        node.stop().await;
+    }
 }
 
 // A member whose disk is lost is rebuilt from the others: started again
-// over an empty data directory, it takes the group's whole log (kept whole:
-// nothing is purged) and holds what the others hold, the member that made
-// the group included (its first start makes nothing new over a group that
-// exists: the others' log agrees with it).
+// over an empty data directory, it takes the leader's snapshot (the log it
+// would need was purged: a snapshot every 16 entries here) and holds what
+// the others hold, the member that made the group included (its first
+// start makes nothing new over a group that exists: the others' log
+// agrees with it).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_member_that_lost_its_disk_catches_up_from_the_others() {
     let Group { dir: _dir, configs, token, clock, mut nodes, admin: _, before, .. } =
@@ -397,6 +465,10 @@ async fn a_member_that_lost_its_disk_catches_up_from_the_others() {
     let first = leading(&nodes).await;
     let admin = format!("http://{}", configs[first as usize - 1].admin_listen);
     let during = company_at(&admin, &token, "While it was away").await;
+    crate::common::eventually("the leader purges its log", async || {
+        nodes[&first].member.raft().metrics().borrow().purged.is_some_and(|id| id.index > 0)
+    })
+    .await;
     let back = svc_http::group_node::GroupNode::start(configs[lost as usize - 1].clone(), clock.clone()).await.unwrap();
     let target = nodes[&first].member.raft().metrics().borrow().last_applied;
     let mut caught_up = false;
@@ -407,7 +479,9 @@ async fn a_member_that_lost_its_disk_catches_up_from_the_others() {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert!(caught_up, "member {lost} applied the group's whole log again");
+    assert!(caught_up, "member {lost} holds the group's state again");
+    let installed = back.member.raft().metrics().borrow().snapshot;
+    assert!(installed.is_some(), "from the leader's snapshot");
     for company in [&before, &during] {
         assert!(back.store.contains(cf::COMPANIES, company.as_bytes()).unwrap(), "the rebuilt member holds {company}");
     }
@@ -584,6 +658,73 @@ async fn a_read_region_follows_home_s_leading_member_and_its_history_runs_on_unf
     assert!(ready["history_fork"].is_null(), "one history across the failover: {ready}");
     assert!(eu.state.store.contains(cf::COMPANIES, after.as_bytes()).unwrap(), "eu holds what the new leader wrote");
     eu.stop().await;
+    for (_, node) in nodes {
+        node.stop().await;
+    }
+}
+
+// Every member lost at once: the group starts again from one member's
+// backup of `db/` (taken with it stopped, as deploy/OPERATING.md says),
+// the other two with empty data directories. The restored member leads
+// (its log is the only one) and the others take its snapshot: each holds
+// what the backup held, and none what was written after it (a restore
+// loses that, as for a lone home). The restored member's snapshot file,
+// made after the backup, was left beside the restored `db/`: it is not
+// the store's and is not sent (the others would hold what came after).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_whole_group_starts_again_from_one_member_s_backup() {
+    let Group { dir, configs, token, clock, nodes, before, admin, .. } = Group::with_a_company("In the backup").await;
+    // Member 1's log is purged (a snapshot every 16 entries), so the
+    // others can only take a snapshot.
+    for i in 0..20 {
+        company_at(&admin, &token, &format!("Filler {i}")).await;
+    }
+    crate::common::eventually("member 1 purges its log", async || {
+        nodes[&1].member.raft().metrics().borrow().purged.is_some_and(|id| id.index > 0)
+    })
+    .await;
+    let backed_up = nodes[&1].member.raft().metrics().borrow().last_applied;
+    for (_, node) in nodes {
+        node.stop().await;
+    }
+    let backup = dir.path().join("backup");
+    crate::common::copy_tree(&configs[0].data_dir.join("db"), &backup, &[]);
+    let nodes = start_members(&configs, &clock).await;
+    let first = leading(&nodes).await;
+    let admin = format!("http://{}", configs[first as usize - 1].admin_listen);
+    let after = company_at(&admin, &token, "After the backup").await;
+    for i in 0..20 {
+        company_at(&admin, &token, &format!("Filler after {i}")).await;
+    }
+    crate::common::eventually("member 1 snapshots what came after the backup", async || {
+        nodes[&1].member.raft().metrics().borrow().snapshot > backed_up
+    })
+    .await;
+    for (_, node) in nodes {
+        node.stop().await;
+    }
+
+    // Member 1's `db/` restored over its own; the others lost everything.
+    std::fs::remove_dir_all(configs[0].data_dir.join("db")).unwrap();
+    for config in &configs[1..] {
+        std::fs::remove_dir_all(&config.data_dir).unwrap();
+    }
+    crate::common::copy_tree(&backup, &configs[0].data_dir.join("db"), &[]);
+    let nodes = start_members(&configs, &clock).await;
+    let first = leading(&nodes).await;
+    assert_eq!(first, 1, "the member with the log leads");
+    let target = nodes[&first].member.raft().metrics().borrow().last_applied;
+    for (id, node) in &nodes {
+        crate::common::eventually(&format!("member {id} catches up"), async || {
+            node.member.raft().metrics().borrow().last_applied >= target
+        })
+        .await;
+        assert!(node.store.contains(cf::COMPANIES, before.as_bytes()).unwrap(), "member {id} holds the backup's");
+        assert!(!node.store.contains(cf::COMPANIES, after.as_bytes()).unwrap(), "member {id}: not what came after it");
+    }
+    // And it takes writes again.
+    let admin = format!("http://{}", configs[first as usize - 1].admin_listen);
+    company_at(&admin, &token, "After the restore").await;
     for (_, node) in nodes {
         node.stop().await;
     }

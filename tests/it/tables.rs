@@ -176,6 +176,7 @@ fn all() -> Vec<Listed> {
         svc_store::cf::meta::RAFT_COMMITTED,
         svc_store::cf::meta::RAFT_PURGED,
         svc_store::cf::meta::RAFT_APPLIED,
+        svc_store::cf::meta::RAFT_SNAPSHOT,
         svc_store::cf::meta::EXPIRED_FORGOTTEN,
         svc_store::cf::meta::RECEIPT_KEY_ROTATIONS,
         svc_store::cf::meta::SERVICE_KEY_SEEDS_WRAPPED,

@@ -4,6 +4,11 @@
 //! the ephemeral range, see `config::port_to_keep`), so a node killed and
 //! started again is where its clients and peers expect it.
 //! Dropping the deployment kills every process it started.
+//!
+//! Or an operator's own deployment (`--target`, `target`): its nodes are
+//! reached at the addresses its file gives, and a fault runs the command
+//! the file gives for it; nothing of it is started, stopped at the end or
+//! deleted.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -14,6 +19,7 @@ use serde_json::{Value, json};
 
 use super::disk::{DiskError, SmallDisk};
 use super::network::{Network, NetworkError, NetworkKind};
+use super::target::{self, Commands, TargetFile};
 use svc_client::admin::Admin;
 use svc_client::trust::Trust;
 use svc_node::faults::CrashPoint;
@@ -41,6 +47,8 @@ pub enum DeployError {
     Network(#[from] NetworkError),
     #[error(transparent)]
     Disk(#[from] DiskError),
+    #[error("{node}: {detail}")]
+    Command { node: String, detail: String },
 }
 
 /// The authority every node serves, so a signed request is valid at each.
@@ -54,6 +62,10 @@ pub struct Node {
     pub admin_url: String,
     pub internal_url: Option<String>,
     child: Option<Child>,
+    /// An operator's node: what acts on it (`None`: a process of the run).
+    commands: Option<Box<Commands>>,
+    /// An operator's node a fault killed and that was not started again.
+    killed: bool,
     /// The deployment's CA, which its clients believe.
     trust: Trust,
 }
@@ -61,10 +73,29 @@ pub struct Node {
 impl Node {
     /// Whether the process is running (not killed by a fault).
     pub fn is_up(&self) -> bool {
-        self.child.is_some()
+        match self.commands {
+            Some(_) => !self.killed,
+            None => self.child.is_some(),
+        }
+    }
+
+    /// Runs the operator's command `which` for this node, with `fills`.
+    fn command(&self, which: target::Pick, what: &str, fills: &[(&str, &str)]) -> Result<(), DeployError> {
+        let failed = |detail: String| DeployError::Command { node: self.name.clone(), detail };
+        let commands = self.commands.as_ref().ok_or_else(|| failed(format!("no command to {what}")))?;
+        let command = which(commands).as_ref().ok_or_else(|| failed(format!("the target file gives no `{what}`")))?;
+        let mut all = vec![("node", self.name.as_str())];
+        all.extend_from_slice(fills);
+        target::run(command, &all).map_err(failed)
     }
 
     fn signal(&self, signal: &'static str) -> Result<(), DeployError> {
+        if self.commands.is_some() {
+            return match signal {
+                "STOP" => self.command(|c| &c.pause, "pause", &[]),
+                _ => self.command(|c| &c.resume, "resume", &[]),
+            };
+        }
         let Some(child) = &self.child else {
             return Err(DeployError::Signal { node: self.name.clone(), signal, detail: "not running".into() });
         };
@@ -101,6 +132,10 @@ pub struct Deployment {
     disks: std::collections::HashMap<String, SmallDisk>,
     /// With home as a group: the doors the clients reach it through.
     home_door: Option<HomeDoor>,
+    /// The authority signed requests name.
+    pub authority: String,
+    /// An operator's deployment (`--target`): nothing of it is the run's.
+    attached: bool,
 }
 
 /// What a deployment is made of, beyond home.
@@ -175,6 +210,8 @@ impl Deployment {
             network_note,
             disks: Default::default(),
             home_door: None,
+            authority: AUTHORITY.to_owned(),
+            attached: false,
         };
         for name in &plan.small_disks {
             let disk = SmallDisk::mount(&dir.join(name))?;
@@ -230,6 +267,54 @@ impl Deployment {
             let config = deployment.write_config((region, region), "read", None, "", &link)?;
             deployment.launch(config).await?;
         }
+        if deployment.home_door.is_some() {
+            deployment.wait_leader(Duration::from_secs(60)).await?;
+        }
+        for node in deployment.serving() {
+            wait_ready(node, Duration::from_secs(60)).await?;
+        }
+        Ok(deployment)
+    }
+
+    /// An operator's deployment as its file names it (`--target`), once
+    /// every node that serves clients answers ready. The admin token is
+    /// read from the variable the file names.
+    pub async fn attach(file: &TargetFile, dir: &Path) -> Result<Deployment, DeployError> {
+        std::fs::create_dir_all(dir).map_err(|source| DeployError::Io { path: dir.to_owned(), source })?;
+        let trust = Trust::with_ca(file.ca.as_deref()).map_err(|e| DeployError::Trust(Box::new(e)))?;
+        let admin_token = std::env::var(&file.admin_token_env).map_err(|_| DeployError::Start {
+            node: "the deployment".into(),
+            detail: format!("{} holds no admin token", file.admin_token_env),
+        })?;
+        let node = |name: &str, public_url: &str, admin_url: &str, commands: Option<&Commands>| Node {
+            name: name.to_owned(),
+            config: dir.join(format!("{name}.toml")),
+            public_url: public_url.to_owned(),
+            admin_url: admin_url.to_owned(),
+            internal_url: None,
+            child: None,
+            commands: commands.map(|c| Box::new(c.clone())),
+            killed: false,
+            trust: trust.clone(),
+        };
+        let nodes = file.nodes.iter().map(|n| node(&n.name, &n.public_url, &n.admin_url, Some(&n.commands))).collect();
+        let home_door = file
+            .home
+            .as_ref()
+            .map(|home| HomeDoor { doors: Vec::new(), node: node("home", &home.public_url, &home.admin_url, None) });
+        let deployment = Deployment {
+            dir: dir.to_owned(),
+            trust,
+            binary: PathBuf::new(),
+            admin_token,
+            nodes,
+            network: Network::Direct,
+            network_note: Some("an operator's deployment: a partition runs the commands its file gives".into()),
+            disks: Default::default(),
+            home_door,
+            authority: file.authority.clone(),
+            attached: true,
+        };
         if deployment.home_door.is_some() {
             deployment.wait_leader(Duration::from_secs(60)).await?;
         }
@@ -323,6 +408,8 @@ impl Deployment {
             admin_url: format!("https://{}", admin.addr),
             internal_url: None,
             child: None,
+            commands: None,
+            killed: false,
             trust: self.trust.clone(),
         };
         self.home_door = Some(HomeDoor { doors: vec![public, admin], node });
@@ -452,6 +539,8 @@ impl Deployment {
             name,
             config,
             child: Some(child),
+            commands: None,
+            killed: false,
             trust: self.trust.clone(),
         };
         let text = std::fs::read_to_string(&node.config)
@@ -489,6 +578,11 @@ impl Deployment {
     /// SIGKILL: the process ends at once, mid-write if it was writing.
     pub fn kill(&mut self, name: &str) -> Result<(), DeployError> {
         let node = self.node_mut(name)?;
+        if node.commands.is_some() {
+            node.command(|c| &c.kill, "kill", &[])?;
+            node.killed = true;
+            return Ok(());
+        }
         if let Some(mut child) = node.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -501,6 +595,11 @@ impl Deployment {
         let command = self.network.command(name, &self.binary);
         let dir = self.dir.clone();
         let node = self.node_mut(name)?;
+        if node.commands.is_some() {
+            node.command(|c| &c.start, "start", &[])?;
+            node.killed = false;
+            return Ok(());
+        }
         if node.child.is_none() {
             let (child, _) = spawn(command, &node.name, &node.config, &dir)?;
             node.child = Some(child);
@@ -530,6 +629,11 @@ impl Deployment {
 
     /// Arms `step` and waits (up to `within`) for the node to abort there.
     pub async fn crash_at(&mut self, name: &str, step: CrashPoint, within: Duration) -> Result<(), DeployError> {
+        if self.attached {
+            // Its end is seen as a process of the run's ending.
+            let detail = "a crash point needs a process the runner started".into();
+            return Err(DeployError::Fault { node: name.to_owned(), detail });
+        }
         self.inject(name, "/admin/faults/crash", json!({ "at": step })).await?;
         let started = std::time::Instant::now();
         while started.elapsed() < within {
@@ -562,8 +666,15 @@ impl Deployment {
         let mut notes = Vec::new();
         for x in side(a, b) {
             for y in side(b, a) {
-                self.node(&x)?;
-                self.node(&y)?;
+                let (node, peer) = (self.node(&x)?, self.node(&y)?);
+                if self.attached {
+                    let fills = [("peer", peer.name.as_str()), ("peer_host", target::host(&peer.public_url))];
+                    match cut {
+                        true => node.command(|c| &c.partition, "partition", &fills)?,
+                        false => node.command(|c| &c.heal, "heal", &fills)?,
+                    }
+                    continue;
+                }
                 notes.extend(self.network.partition(&x, &y, cut)?);
             }
         }
@@ -595,6 +706,9 @@ impl Deployment {
     /// node's configuration and log: a run that ended as expected needs no
     /// more than its report, and a smoke run in CI should not fill the disk.
     pub fn remove_data(mut self) -> Result<(), DeployError> {
+        if self.attached {
+            return Ok(());
+        }
         self.halt();
         self.disks.clear();
         for node in &self.nodes {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use svc_core::keyset::KeySet;
 
-use super::deploy::{AUTHORITY, Deployment};
+use super::deploy::Deployment;
 use super::load::Seen;
 use super::push::{Action, Pushed};
 use super::setup::AiKey;
@@ -17,7 +17,6 @@ use super::watch::Observed;
 use svc_client::admin::Admin;
 use svc_client::retrieval::RetrievalClient;
 use svc_client::transport::Transport;
-use svc_client::trust::Trust;
 
 /// One invariant's verdict.
 #[derive(Debug, Clone, Serialize)]
@@ -27,9 +26,10 @@ pub struct Checked {
     pub evidence: Value,
 }
 
-async fn get(trust: &Trust, base: &str, path: &str) -> Option<(u16, Value)> {
-    let transport = Transport::trusting(base, trust).ok()?;
-    let request = axum::http::Request::get(path).header("host", AUTHORITY).body(axum::body::Body::empty()).ok()?;
+async fn get(deployment: &Deployment, base: &str, path: &str) -> Option<(u16, Value)> {
+    let transport = Transport::trusting(base, &deployment.trust).ok()?;
+    let request =
+        axum::http::Request::get(path).header("host", &deployment.authority).body(axum::body::Body::empty()).ok()?;
     let answer = tokio::time::timeout(Duration::from_secs(10), transport.send(request)).await.ok()?.ok()?;
     Some((answer.status, answer.json()))
 }
@@ -93,7 +93,7 @@ pub async fn bills_match(deployment: &Deployment, keys: &[AiKey], seen: &[Seen],
         let started = Instant::now();
         let mut billed = None;
         while started.elapsed() < within {
-            billed = usage(&home.public_url, key).await;
+            billed = usage(&home.public_url, key, &deployment.authority).await;
             if billed.is_some_and(|b| b >= expected) {
                 break;
             }
@@ -108,15 +108,15 @@ pub async fn bills_match(deployment: &Deployment, keys: &[AiKey], seen: &[Seen],
 }
 
 /// The company's billed total from `/v1/usage`, asked with its own key.
-async fn usage(home: &str, key: &AiKey) -> Option<u64> {
-    let answer = key.client(home, AUTHORITY).ok()?.call("GET", "/v1/usage", Vec::new()).await.ok()?;
+async fn usage(home: &str, key: &AiKey, authority: &str) -> Option<u64> {
+    let answer = key.client(home, authority).ok()?.call("GET", "/v1/usage", Vec::new()).await.ok()?;
     answer.json()["totals"]["billed"].as_u64()
 }
 
 /// The key set home serves, verified under its own root (the run made the
 /// deployment, so it trusts what it started).
-async fn key_set(trust: &Trust, home: &str) -> Option<KeySet> {
-    let (_, document) = get(trust, home, "/.well-known/keys").await?;
+async fn key_set(deployment: &Deployment, home: &str) -> Option<KeySet> {
+    let (_, document) = get(deployment, home, "/.well-known/keys").await?;
     let unverified = KeySet {
         issued_at: svc_core::time::UnixMs(0),
         keys: document["keys"]
@@ -138,7 +138,7 @@ pub async fn receipts_provable(deployment: &Deployment, admin: &Admin, seen: &[S
         .iter()
         .filter_map(|s| Some((s.region.as_str(), svc_core::canonical::to_signed_bytes(s.receipt.as_ref()?).ok()?)))
         .collect();
-    let Some(keys) = key_set(&deployment.trust, home).await else {
+    let Some(keys) = key_set(deployment, home).await else {
         return Checked {
             name: "every receipt received is provable in the log",
             held: false,
@@ -147,7 +147,7 @@ pub async fn receipts_provable(deployment: &Deployment, admin: &Admin, seen: &[S
     };
     let urls: HashMap<&str, &str> =
         deployment.serving().into_iter().map(|n| (n.name.as_str(), n.public_url.as_str())).collect();
-    let origin = format!("{AUTHORITY}/log");
+    let origin = format!("{}/log", deployment.authority);
     let started = Instant::now();
     let mut unproven: Vec<String> = Vec::new();
     let mut last_status = HashMap::new();
@@ -157,7 +157,7 @@ pub async fn receipts_provable(deployment: &Deployment, admin: &Admin, seen: &[S
         for (region, receipt) in &receipts {
             let name = svc_core::tlog::leaf_name(receipt);
             let base = urls.get(region).copied().unwrap_or(home);
-            let proven = match get(&deployment.trust, base, &format!("/v1/log/proof?receipt={name}")).await {
+            let proven = match get(deployment, base, &format!("/v1/log/proof?receipt={name}")).await {
                 Some((200, proof)) => {
                     matches!(svc_core::offline::check_receipt_proof(receipt, &proof, &keys, &origin), Ok(Some(_)))
                 }
@@ -286,7 +286,7 @@ pub async fn pushes_hold(deployment: &Deployment, probe: &AiKey, pushed: &[Pushe
         let checks = deployment.serving().into_iter().map(|node| {
             let (kept, withdrawn) = (&kept, &withdrawn);
             async move {
-                let client = probe.client(&node.public_url, AUTHORITY).ok();
+                let client = probe.client(&node.public_url, &deployment.authority).ok();
                 let (mut lost, mut served) = (Vec::new(), Vec::new());
                 for (p, bytes) in kept {
                     let (status, record) = fetch(client.as_ref(), &p.record_id).await;
@@ -338,10 +338,10 @@ pub async fn pushes_hold(deployment: &Deployment, probe: &AiKey, pushed: &[Pushe
 pub async fn checkpoints_consistent(deployment: &Deployment, observed: &[Observed]) -> Checked {
     let name = "checkpoints are consistent";
     let home = &deployment.home().public_url;
-    let Some(keys) = key_set(&deployment.trust, home).await else {
+    let Some(keys) = key_set(deployment, home).await else {
         return Checked { name, held: false, evidence: json!("no key set") };
     };
-    let origin = format!("{AUTHORITY}/log");
+    let origin = format!("{}/log", deployment.authority);
     let mut problems = Vec::new();
     let mut by_size: std::collections::BTreeMap<u64, svc_core::tlog::Checkpoint> = std::collections::BTreeMap::new();
     let notes: HashSet<&str> = observed.iter().filter_map(|o| o.checkpoint.as_deref()).collect();
@@ -361,14 +361,14 @@ pub async fn checkpoints_consistent(deployment: &Deployment, observed: &[Observe
     let checkpoints: Vec<&svc_core::tlog::Checkpoint> = by_size.values().filter(|c| c.size > 0).collect();
     for pair in checkpoints.windows(2) {
         let (older, newer) = (pair[0], pair[1]);
-        let proven =
-            match get(&deployment.trust, home, &format!("/v1/log/proof?from={}&to={}", older.size, newer.size)).await {
-                Some((200, answer)) => {
-                    svc_core::offline::check_consistency_proof(older, newer, &answer).map_err(|r| format!("{r:?}"))
-                }
-                Some((status, _)) => Err(format!("home answered {status}")),
-                None => Err("no answer".into()),
-            };
+        let proven = match get(deployment, home, &format!("/v1/log/proof?from={}&to={}", older.size, newer.size)).await
+        {
+            Some((200, answer)) => {
+                svc_core::offline::check_consistency_proof(older, newer, &answer).map_err(|r| format!("{r:?}"))
+            }
+            Some((status, _)) => Err(format!("home answered {status}")),
+            None => Err("no answer".into()),
+        };
         if let Err(problem) = proven {
             problems.push(json!({"from": older.size, "to": newer.size, "problem": problem}));
         }
@@ -416,7 +416,7 @@ async fn absent_everywhere(
     loop {
         served.clear();
         for node in deployment.serving() {
-            let client = key.client(&node.public_url, AUTHORITY).ok();
+            let client = key.client(&node.public_url, &deployment.authority).ok();
             for record_id in sample {
                 let (status, _) = fetch(client.as_ref(), record_id).await;
                 if status != 404 {

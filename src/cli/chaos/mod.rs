@@ -12,6 +12,7 @@ pub mod page;
 pub mod push;
 pub mod scenario;
 pub mod setup;
+pub mod target;
 pub mod watch;
 
 use std::path::{Path, PathBuf};
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use self::deploy::{AUTHORITY, DeployError, Deployment};
+use self::deploy::{DeployError, Deployment};
 use self::invariants::Checked;
 use self::load::{Seen, Target};
 use self::scenario::{FaultKind, Scenario, ScenarioError, Verdict};
@@ -43,6 +44,10 @@ pub enum ChaosError {
     NotReplicated { region: String, last: String },
     #[error("the products were not published: {0}")]
     NotPublished(String),
+    #[error("the scenario does not fit the target deployment: {0}")]
+    Unfit(String),
+    #[error(transparent)]
+    Target(#[from] target::TargetError),
 }
 
 /// A fault as it was applied.
@@ -91,7 +96,27 @@ const OTHER_PRODUCTS: usize = 10;
 /// directories are kept too when the verdict is not the expected one, or
 /// when `keep_data` says so.
 pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool) -> Result<Report, ChaosError> {
-    let mut deployment = Deployment::start(binary, &out.join("deployment"), &scenario.plan()).await?;
+    let deployment = Deployment::start(binary, &out.join("deployment"), &scenario.plan()).await?;
+    run_on(deployment, scenario, out, keep_data).await
+}
+
+/// Runs `scenario` against an operator's own deployment (`target`): the
+/// same load, faults (by the file's commands) and invariants; nothing of
+/// it is started or deleted.
+pub async fn run_against(scenario: &Scenario, target: &target::TargetFile, out: &Path) -> Result<Report, ChaosError> {
+    target.fits(scenario).map_err(ChaosError::Unfit)?;
+    let deployment = Deployment::attach(target, &out.join("deployment")).await?;
+    run_on(deployment, scenario, out, true).await
+}
+
+async fn run_on(
+    mut deployment: Deployment,
+    scenario: &Scenario,
+    out: &Path,
+    keep_data: bool,
+) -> Result<Report, ChaosError> {
+    let authority = deployment.authority.clone();
+    let authority = authority.as_str();
     let home = deployment.home();
     let admin = Admin::new(&home.admin_url, deployment.admin_token.clone())?.trusting(&deployment.trust)?;
     let public = Transport::trusting(&home.public_url, &deployment.trust)?;
@@ -102,7 +127,7 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
     let passkey = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Es256, &[32; 32])
         .map_err(|_| ClientError::NoKeyDrawn(svc_core::keys::Alg::Es256))?;
     let business = setup::onboard(&admin, &key, &passkey).await?;
-    setup::introduce(&public, &key, &business, AUTHORITY).await?;
+    setup::introduce(&public, &key, &business, authority).await?;
     // Its ads' campaign, written before the products, so a region that
     // serves the products holds the campaign too.
     let ads_rate = *scenario.load.ads_per_second.get_ref();
@@ -119,16 +144,16 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
         let key = draw(svc_core::keys::Alg::Ed25519, 40 + i as u8)?;
         let passkey = draw(svc_core::keys::Alg::Es256, 50 + i as u8)?;
         let onboarded = setup::onboard_as(&admin, setup::BUSINESSES[i], &key, &passkey).await?;
-        setup::introduce(&public, &key, &onboarded, AUTHORITY).await?;
+        setup::introduce(&public, &key, &onboarded, authority).await?;
         let records: Vec<Vec<u8>> = (0..OTHER_PRODUCTS).map(|sku| setup::product_of(&onboarded.brand, sku)).collect();
-        let published = setup::publish(&public, &key, &onboarded.context, &records, 1, AUTHORITY).await?;
+        let published = setup::publish(&public, &key, &onboarded.context, &records, 1, authority).await?;
         if published.status != 200 {
             return Err(ChaosError::NotPublished(String::from_utf8_lossy(&published.bytes).into_owned()));
         }
         others.push((key, onboarded));
     }
     let records: Vec<Vec<u8>> = (0..PRODUCTS).map(setup::product).collect();
-    let published = setup::publish(&public, &key, &business.context, &records, 1, AUTHORITY).await?;
+    let published = setup::publish(&public, &key, &business.context, &records, 1, authority).await?;
     if published.status != 200 {
         return Err(ChaosError::NotPublished(format!(
             "{} {}",
@@ -151,7 +176,7 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
     // keys are billed for the load alone.
     let probe = setup::ai_company(&admin, "Chaos probe", 99, None).await?;
     for target in &targets {
-        replicated(target, &probe).await?;
+        replicated(target, &probe, authority).await?;
     }
 
     // The load (AI companies, the business, a checkpoint watcher), and the
@@ -165,16 +190,14 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
     };
     let fetchable: Vec<String> =
         (0..PRODUCTS).map(|sku| svc_core::ids::product_id(&business.business_uuid, &format!("SKU-{sku}"))).collect();
-    let load = load::run(&keys, &targets, rates, &fetchable, duration, AUTHORITY);
-    let ad_load = ads::run(&keys, &targets, ads_rate, duration, AUTHORITY);
-    let pusher = push::Business { home: &public, key: &key, onboarded: &business, authority: AUTHORITY };
+    let load = load::run(&keys, &targets, rates, &fetchable, duration, authority);
+    let ad_load = ads::run(&keys, &targets, ads_rate, duration, authority);
+    let pusher = push::Business { home: &public, key: &key, onboarded: &business, authority };
     // Batch 1 published the products; the load's batches follow.
     let seqs = std::sync::atomic::AtomicU64::new(2);
     let rate = *scenario.load.pushes_per_second.get_ref();
-    let other_pushers: Vec<push::Business> = others
-        .iter()
-        .map(|(key, onboarded)| push::Business { home: &public, key, onboarded, authority: AUTHORITY })
-        .collect();
+    let other_pushers: Vec<push::Business> =
+        others.iter().map(|(key, onboarded)| push::Business { home: &public, key, onboarded, authority }).collect();
     let other_seqs: Vec<std::sync::atomic::AtomicU64> =
         other_pushers.iter().map(|_| std::sync::atomic::AtomicU64::new(2)).collect();
     let pushes = async {
@@ -203,7 +226,7 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
     let losing_products: Vec<String> = (0..if others.is_empty() { PRODUCTS } else { OTHER_PRODUCTS })
         .map(|sku| svc_core::ids::product_id(&losing.business_uuid, &format!("SKU-{sku}")))
         .collect();
-    let withdrawing = withdraw_certificate(&admin, losing, (&urls, &probe), &losing_products, withdraw_at);
+    let withdrawing = withdraw_certificate(&admin, losing, (&urls, &probe, authority), &losing_products, withdraw_at);
     let faults = strike(&mut deployment, scenario, started);
     let ((seen, ad_seen), mut pushed, (imported, bulk), observed, applied, blocked, withdrawn) =
         tokio::join!(async { tokio::join!(load, ad_load) }, pushes, imports, watcher, faults, blocking, withdrawing);
@@ -276,7 +299,7 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
 }
 
 /// Waits until `target` serves the corpus (a search with rows).
-async fn replicated(target: &Target, key: &setup::AiKey) -> Result<(), ChaosError> {
+async fn replicated(target: &Target, key: &setup::AiKey, authority: &str) -> Result<(), ChaosError> {
     let mut last = String::new();
     for _ in 0..600 {
         let seen = load::run(
@@ -285,7 +308,7 @@ async fn replicated(target: &Target, key: &setup::AiKey) -> Result<(), ChaosErro
             load::Rates { searches: 10, fetches: 0, replays: 0 },
             &[],
             Duration::from_millis(100),
-            AUTHORITY,
+            authority,
         )
         .await;
         if seen.iter().any(|s| s.status == 200 && s.rows > 0) {
@@ -323,7 +346,7 @@ async fn admin_at(admin: &Admin, at: Duration, path: &str, body: Value) -> (u64,
 async fn withdraw_certificate(
     admin: &Admin,
     business: &setup::Onboarded,
-    (regions, probe): (&[(String, String)], &setup::AiKey),
+    (regions, probe, authority): (&[(String, String)], &setup::AiKey, &str),
     fetchable: &[String],
     at: Option<Duration>,
 ) -> Option<Value> {
@@ -336,7 +359,7 @@ async fn withdraw_certificate(
     }
     let record = format!("/v1/records/{}", fetchable.first()?);
     let obeyed = regions.iter().map(|(region, url)| {
-        let (record, client) = (&record, probe.client(url, AUTHORITY).ok());
+        let (record, client) = (&record, probe.client(url, authority).ok());
         async move {
             while changed.elapsed() < Duration::from_secs(30) {
                 if let Some(client) = &client

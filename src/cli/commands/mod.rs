@@ -128,10 +128,18 @@ pub enum Command {
     /// Run a chaos scenario (`chaos/scenarios/*.toml`): a deployment of
     /// `svc node` processes, load, faults on schedule, invariants checked from
     /// outside. Prints the report's path last; exits 0 when the verdict is
-    /// the one the scenario expects.
-    #[command(after_help = "Example:\n  svc chaos chaos/scenarios/clock-skew.toml --out chaos-runs")]
+    /// the one the scenario expects. With `--target`, against your own
+    /// deployment instead, its faults run by the file's commands.
+    #[command(after_help = "Examples:\n  svc chaos chaos/scenarios/clock-skew.toml --out chaos-runs\n  \
+                            SVC_ADMIN_TOKEN=… svc chaos chaos/scenarios/home-leader-kill.toml \
+                            --target deploy/compose/deployment.toml")]
     Chaos {
         scenario: std::path::PathBuf,
+        /// An operator's deployment (`deploy/compose/deployment.toml` shows
+        /// one): each node's addresses and the commands that kill, start,
+        /// pause, resume and cut it off. Nothing of it is started or deleted.
+        #[arg(long)]
+        target: Option<std::path::PathBuf>,
         /// Where the run keeps its deployment, logs and report.
         #[arg(long, default_value = "chaos-runs")]
         out: std::path::PathBuf,
@@ -227,14 +235,16 @@ pub fn run(cli: Cli) -> i32 {
         }
         Command::Client(args) => client::run(args),
         Command::Loadgen(args) => print_result(loadgen::run(args)),
-        Command::Chaos { scenario, out, keep_data } => match chaos(&scenario, &out, keep_data) {
-            Ok(true) => 0,
-            Ok(false) => 1,
-            Err(e) => {
-                eprintln!("svc chaos: {e}");
-                2
+        Command::Chaos { scenario, target, out, keep_data } => {
+            match chaos(&scenario, target.as_deref(), &out, keep_data) {
+                Ok(true) => 0,
+                Ok(false) => 1,
+                Err(e) => {
+                    eprintln!("svc chaos: {e}");
+                    2
+                }
             }
-        },
+        }
         Command::Mcp { config, ca } => {
             let served = block_on_workers(async move {
                 let stopped = stop_signal()?;
@@ -315,10 +325,17 @@ pub fn formats() -> serde_json::Value {
 }
 
 /// Runs a chaos scenario; answers whether its verdict is the expected one.
-fn chaos(path: &std::path::Path, out: &std::path::Path, keep_data: bool) -> Result<bool, CliError> {
+fn chaos(
+    path: &std::path::Path,
+    target: Option<&std::path::Path>,
+    out: &std::path::Path,
+    keep_data: bool,
+) -> Result<bool, CliError> {
     let text = std::fs::read_to_string(path).map_err(|source| CliError::Io { path: path.to_owned(), source })?;
     let scenario = crate::chaos::scenario::Scenario::parse(&path.display().to_string(), &text)
         .map_err(|e| CliError::Usage(e.to_string()))?;
+    let target =
+        target.map(crate::chaos::target::TargetFile::read).transpose().map_err(|e| CliError::Usage(e.to_string()))?;
     let binary = std::env::current_exe().map_err(CliError::Runtime)?;
     let stamp = svc_clock::Clock::now(&svc_clock::SystemClock).0;
     let out = out.join(format!("{}-{stamp}", scenario.name));
@@ -327,7 +344,12 @@ fn chaos(path: &std::path::Path, out: &std::path::Path, keep_data: bool) -> Resu
     let report = block_on_workers(async move {
         let stopped = stop_signal()?;
         tokio::select! {
-            report = crate::chaos::run(&scenario, &binary, &out, keep_data) => report.map(|r| (r, out)).map_err(|e| CliError::Usage(e.to_string())),
+            report = async {
+                match &target {
+                    Some(target) => crate::chaos::run_against(&scenario, target, &out).await,
+                    None => crate::chaos::run(&scenario, &binary, &out, keep_data).await,
+                }
+            } => report.map(|r| (r, out)).map_err(|e| CliError::Usage(e.to_string())),
             _ = stopped => Err(CliError::Usage("interrupted: every process the run started was stopped".into())),
         }
     })?;

@@ -284,6 +284,8 @@ fn region_config(
             heartbeat_ms: config::default_heartbeat_ms(),
             election_ms: config::default_election_ms(),
             commit_timeout_ms: config::default_commit_timeout_ms(),
+            snapshot_every: config::default_snapshot_every(),
+            logs_kept: config::default_logs_kept(),
         });
     }
     Ok(config)

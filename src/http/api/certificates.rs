@@ -12,19 +12,21 @@ use svc_core::problem::Code;
 
 use super::cacheable::{cached, html_answer, json_document, query, wants_html};
 use super::pages;
+use super::public::FromOwnCopy;
 use svc_node::region::Region;
 use svc_node::service::Error;
 use svc_node::service::public::certificates::{self, DOCUMENT_MAX_AGE, FORMAT_MAX_AGE};
 
-/// What every region serves from its replicated copy.
-pub fn routes() -> Router<Region> {
+/// What every region serves from its replicated copy, and a standby
+/// member of home's group from its own.
+pub fn routes<S: FromOwnCopy>() -> Router<S> {
     Router::new()
-        .route("/v1/certificates/{uuid}", get(certificate))
-        .route("/v1/certificates/{uuid}/key-custody", get(key_custody))
+        .route("/v1/certificates/{uuid}", get(certificate::<S>))
+        .route("/v1/certificates/{uuid}/key-custody", get(key_custody::<S>))
         .route("/v1/projections/{kind}/{version}", get(projection))
         .route("/v1/ai-policy-key", get(ai_policy_key))
         .route(svc_core::index::INDEX_PATH, get(verification_index))
-        .route(svc_node::key_set::directory::PATH, get(key_directory))
+        .route(svc_node::key_set::directory::PATH, get(key_directory::<S>))
         .route(svc_core::index::VOCABULARIES_PATH, get(vocabulary_list))
         .route("/v1/vocabularies/{name}", get(vocabulary))
 }
@@ -50,12 +52,17 @@ fn not_found(html: bool, headers: &HeaderMap) -> Response {
 
 /// `GET /v1/certificates/{uuid}`: JSON, or the HTML page by `Accept` or
 /// `?format=html`.
-async fn certificate(State(state): State<Region>, Path(uuid): Path<String>, uri: Uri, headers: HeaderMap) -> Response {
+async fn certificate<S: FromOwnCopy>(
+    State(state): State<S>,
+    Path(uuid): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
     let html = match query::<FormatQuery>(&uri).and_then(|q| wants_html(q.format.as_deref(), &headers)) {
         Ok(html) => html,
         Err(e) => return e.into_response(),
     };
-    let (subject, document) = match certificates::certificate_document(&state, &uuid, state.clock.now()) {
+    let (subject, document) = match certificates::certificate_document(&state, &uuid, state.clock().now()) {
         Ok(Some(found)) => found,
         Ok(None) => return not_found(html, &headers),
         Err(e) => return e.into_response(),
@@ -75,7 +82,7 @@ async fn business_keys(State(state): State<Region>, Path(uuid): Path<String>, he
 }
 
 /// `GET /v1/certificates/{uuid}/key-custody`.
-async fn key_custody(State(state): State<Region>, Path(uuid): Path<String>, headers: HeaderMap) -> Response {
+async fn key_custody<S: FromOwnCopy>(State(state): State<S>, Path(uuid): Path<String>, headers: HeaderMap) -> Response {
     match certificates::key_custody(&state, &uuid) {
         Ok(document) => json_document(&document, &headers, DOCUMENT_MAX_AGE),
         Err(e) => e.into_response(),
@@ -96,7 +103,7 @@ async fn ai_policy_key(headers: HeaderMap) -> Response {
 }
 
 /// `GET /v1/key-directory`: the signed directory of AI companies' keys.
-async fn key_directory(State(state): State<Region>, headers: HeaderMap) -> Response {
+async fn key_directory<S: FromOwnCopy>(State(state): State<S>, headers: HeaderMap) -> Response {
     match svc_node::service::public::key_directory(&state) {
         Ok(document) => cached(&document, &headers, DOCUMENT_MAX_AGE, "application/json"),
         Err(e) => e.into_response(),

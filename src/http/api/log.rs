@@ -14,21 +14,23 @@ use serde::Deserialize;
 use svc_core::problem::Code;
 
 use super::cacheable::{cached, json_document, query};
-use svc_node::region::Region;
+use super::public::FromOwnCopy;
+use svc_node::region::parts::HasLog;
 use svc_node::service::public::PublicDocument;
 use svc_node::service::public::log::{self, ProofQuery, max_age};
 use svc_node::service::{Error, Result};
 
-pub fn routes() -> Router<Region> {
+/// Served from any node's own copy (a standby member of home's group too).
+pub fn routes<S: FromOwnCopy>() -> Router<S> {
     Router::new()
-        .route("/v1/log/checkpoint", get(checkpoint))
-        .route("/v1/log/proof", get(proof))
-        .route("/log/checkpoint", get(tiled_checkpoint))
-        .route("/log/tile/{*path}", get(tile))
+        .route("/v1/log/checkpoint", get(checkpoint::<S>))
+        .route("/v1/log/proof", get(proof::<S>))
+        .route("/log/checkpoint", get(tiled_checkpoint::<S>))
+        .route("/log/tile/{*path}", get(tile::<S>))
 }
 
 /// `GET /log/checkpoint`: the newest signed note with its cosignatures.
-async fn tiled_checkpoint(State(state): State<Region>, headers: HeaderMap) -> Response {
+async fn tiled_checkpoint<S: FromOwnCopy>(State(state): State<S>, headers: HeaderMap) -> Response {
     match log::cosigned_checkpoint(&state) {
         Ok(note) => cached(
             &PublicDocument::new(Bytes::from(note)),
@@ -41,7 +43,7 @@ async fn tiled_checkpoint(State(state): State<Region>, headers: HeaderMap) -> Re
 }
 
 /// `GET /log/tile/…`: a tile's bytes never change, so they are cached for good.
-async fn tile(State(state): State<Region>, Path(path): Path<String>, headers: HeaderMap) -> Response {
+async fn tile<S: FromOwnCopy>(State(state): State<S>, Path(path): Path<String>, headers: HeaderMap) -> Response {
     match log::tile(&state, &path).await {
         Ok(bytes) => {
             cached(&PublicDocument::new(Bytes::from(bytes)), &headers, log::PINNED_MAX_AGE, "application/octet-stream")
@@ -60,11 +62,11 @@ struct CheckpointQuery {
 /// `GET /v1/log/checkpoint[?tree_size=N][&format=note]`: JSON by default;
 /// the bare C2SP note with `format=note` or `Accept: text/plain`, which is
 /// what witnesses read.
-async fn checkpoint(State(state): State<Region>, uri: Uri, headers: HeaderMap) -> Response {
+async fn checkpoint<S: FromOwnCopy>(State(state): State<S>, uri: Uri, headers: HeaderMap) -> Response {
     checkpoint_answer(&state, &uri, &headers).unwrap_or_else(IntoResponse::into_response)
 }
 
-fn checkpoint_answer(state: &Region, uri: &Uri, headers: &HeaderMap) -> Result<Response> {
+fn checkpoint_answer(state: &impl HasLog, uri: &Uri, headers: &HeaderMap) -> Result<Response> {
     let q: CheckpointQuery = query(uri)?;
     let signed = log::signed_checkpoint(state, q.tree_size)?;
     let pinned = q.tree_size.is_some();
@@ -86,7 +88,7 @@ fn checkpoint_answer(state: &Region, uri: &Uri, headers: &HeaderMap) -> Result<R
 
 /// `GET /v1/log/proof`: a leaf's inclusion, a receipt's two levels, or the
 /// consistency between two tree sizes.
-async fn proof(State(state): State<Region>, uri: Uri, headers: HeaderMap) -> Response {
+async fn proof<S: FromOwnCopy>(State(state): State<S>, uri: Uri, headers: HeaderMap) -> Response {
     let answer = match query::<ProofQuery>(&uri) {
         Ok(q) => log::proof(&state, q).await,
         Err(e) => Err(e),

@@ -10,17 +10,21 @@ use axum::routing::get;
 
 use super::cacheable::cached;
 use svc_node::region::Region;
+use svc_node::region::parts::{HasClock, HasConfig, HasLog, HasRegistry, HasStore};
+
+/// What the routes served from a node's own copy read: a region has it,
+/// and so does a standby member's `OwnCopy`, which runs no actor.
+pub trait FromOwnCopy: HasConfig + HasStore + HasRegistry + HasClock + HasLog + Clone + Send + Sync + 'static {}
+
+impl<S> FromOwnCopy for S where S: HasConfig + HasStore + HasRegistry + HasClock + HasLog + Clone + Send + Sync + 'static
+{}
 
 /// The public routes. Answers the statement key signs on demand (business
 /// keys, verify statements, verify pages) come from home, which holds that
 /// key; a read region forwards them (its fallback), and serves the rest
 /// from its replicated copy.
 pub fn routes(home: bool) -> Router<Region> {
-    let mut routes = Router::new()
-        .route("/.well-known/keys", get(keys))
-        .route("/openapi.json", get(openapi))
-        .merge(super::log::routes())
-        .merge(super::certificates::routes());
+    let mut routes = from_own_copy().route("/.well-known/keys", get(keys));
     if home {
         routes = routes
             .merge(super::certificates::statement_routes())
@@ -31,9 +35,26 @@ pub fn routes(home: bool) -> Router<Region> {
     routes.layer(axum::middleware::from_fn(any_origin))
 }
 
+/// The public routes a node answers from its own copy of the store, with
+/// no actor: the transparency log, certificates, the formats and the API's
+/// description.
+fn from_own_copy<S: FromOwnCopy>() -> Router<S> {
+    Router::new()
+        .route("/openapi.json", get(openapi::<S>))
+        .merge(super::log::routes())
+        .merge(super::certificates::routes())
+}
+
+/// [`from_own_copy`]'s routes over `copy`, as the public routes answer
+/// (any origin, preflights): what a standby member of home's group serves
+/// itself rather than sending on to the leader.
+pub fn own_copy_router<S: FromOwnCopy>(copy: S) -> Router {
+    from_own_copy().layer(axum::middleware::from_fn(any_origin)).with_state(copy)
+}
+
 /// `GET /openapi.json`: the public API's description, the same at every region.
-async fn openapi(State(state): State<Region>, headers: HeaderMap) -> Response {
-    let document = super::openapi::document(&state.config.public_authority);
+async fn openapi<S: FromOwnCopy>(State(state): State<S>, headers: HeaderMap) -> Response {
+    let document = super::openapi::document(&state.config().public_authority);
     super::cacheable::json_document(&document, &headers, 3600)
 }
 

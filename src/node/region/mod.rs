@@ -7,6 +7,7 @@ pub mod ad_cache;
 pub mod failures;
 pub mod key_view;
 pub mod open_ceremonies;
+pub mod own_copy;
 pub mod parts;
 mod positions;
 pub mod roster;
