@@ -38,19 +38,21 @@ impl LogStore {
     }
 }
 
-impl RaftLogReader<Group> for LogStore {
-    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
-        &mut self,
-        range: RB,
-    ) -> Result<Vec<Entry<Group>>, StorageError<u64>> {
+impl LogStore {
+    /// The entries of `range` in order, stopping once `budget` stored bytes
+    /// were read (the first entry always comes, however large).
+    fn entries(&self, range: impl RangeBounds<u64>, budget: usize) -> Result<Vec<Entry<Group>>, StoreError> {
         let start = match range.start_bound() {
             Bound::Included(n) => *n,
             Bound::Excluded(n) => n.saturating_add(1),
             Bound::Unbounded => 0,
         };
-        let mut entries = Vec::new();
-        let mut failed = None;
+        let (mut entries, mut read, mut failed) = (Vec::new(), 0usize, None);
         let walked = self.store.walk(cf::RAFT_LOG, &[], Some(&be(start)), |_, bytes: Vec<u8>| {
+            if !entries.is_empty() && read + bytes.len() > budget {
+                return false;
+            }
+            read += bytes.len();
             match decoded::<Entry<Group>>(cf::RAFT_LOG.name(), &bytes) {
                 Ok(entry) if range.contains(&entry.log_id.index) => {
                     entries.push(entry);
@@ -63,8 +65,25 @@ impl RaftLogReader<Group> for LogStore {
                 }
             }
         });
-        walked.and(failed.map_or(Ok(()), Err)).map_err(io(ErrorSubject::Logs, ErrorVerb::Read))?;
+        walked.and(failed.map_or(Ok(()), Err))?;
         Ok(entries)
+    }
+}
+
+impl RaftLogReader<Group> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry<Group>>, StorageError<u64>> {
+        self.entries(range, usize::MAX).map_err(io(ErrorSubject::Logs, ErrorVerb::Read))
+    }
+
+    /// What replication sends next: entries up to one message's budget
+    /// (`MAX_APPEND_BYTES`). Reading the whole range openraft asks for (up
+    /// to `MAX_ENTRIES` batches of megabytes each) to send only the first
+    /// few would read and decode the same entries again for every message.
+    async fn limited_get_log_entries(&mut self, start: u64, end: u64) -> Result<Vec<Entry<Group>>, StorageError<u64>> {
+        self.entries(start..end, crate::member::MAX_APPEND_BYTES).map_err(io(ErrorSubject::Logs, ErrorVerb::Read))
     }
 }
 

@@ -70,6 +70,9 @@ async fn an_ai_company_registers_a_key_after_accepting_the_terms_and_reads_its_r
     // The first owner joins; the portal is the AI company's.
     browser.open(&invitation).await;
     browser.wait_for("the invitation page", |_, page| page.contains("Join Far AI")).await;
+    // An AI company's passkey signs in; it seals nothing, and the page says so.
+    let said = browser.script("return document.getElementById('passkey-use').textContent", json!([])).await;
+    assert!(said.as_str().unwrap().contains("it seals nothing"), "{said}");
     browser.fill("#name", "Inès Roy").await;
     browser.click("#register-button").await;
     browser.wait_for("the usage page", |_, page| page.contains("<h1>Usage</h1>")).await;
@@ -100,6 +103,10 @@ async fn an_ai_company_registers_a_key_after_accepting_the_terms_and_reads_its_r
     browser.wait_for("the acceptance", |_, page| page.contains("accepted Terms version 1")).await;
     let state = browser.script("return document.getElementById('terms-state').textContent", json!([])).await;
     assert!(state.as_str().unwrap().contains(&format!("version 1\n({sha256})")), "recorded with its hash: {state}");
+    // Accepted: the version reads so, and there is nothing left to accept.
+    let page = browser.source().await;
+    assert!(page.contains("id=\"accepted\"") && !page.contains("id=\"accept\""), "{page}");
+    browser.shot("03b-terms-accepted").await;
 
     browser.open(&format!("{site}/portal/company/keys")).await;
     browser.script("document.querySelector('form.add-key').closest('details').open = true", json!([])).await;
@@ -181,5 +188,7 @@ async fn an_ai_company_registers_a_key_after_accepting_the_terms_and_reads_its_r
         .script("return [...document.querySelectorAll('#invite-role option')].map(o => o.value)", json!([]))
         .await;
     assert_eq!(roles, json!(["owner", "admin", "integration_manager"]));
+    let chosen = browser.script("return document.getElementById('invite-role').value", json!([])).await;
+    assert_eq!(chosen, "integration_manager", "an invitation offers the least privileged role first");
     browser.shot("07-people").await;
 }

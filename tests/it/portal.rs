@@ -188,6 +188,7 @@ async fn hosted_flows(
     browser.click("#switch button").await;
     seal_to(browser, "turn on hosted signing", "18-hosted-on", "/portal/signing").await;
     browser.wait_for("hosted signing on", |_, page| page.contains("Hosted signing is <strong>on</strong>")).await;
+    confirmed(browser, "Hosted signing turned on").await;
     browser.shot("18-signing-on").await;
     let public = |path: String| async move {
         let request = Request::get(path).header("host", AUTHORITY).body(Body::empty()).unwrap();
@@ -239,6 +240,7 @@ async fn hosted_flows(
     browser.click("#switch button").await;
     seal_to(browser, "turn off hosted signing", "21-hosted-off", "/portal/signing").await;
     browser.wait_for("hosted signing off", |_, page| page.contains("Hosted signing is <strong>off</strong>")).await;
+    confirmed(browser, "Hosted signing turned off").await;
     browser.shot("21-signing-off-again").await;
     let keys = public(format!("/v1/certificates/{uuid}/keys")).await;
     let revoked = keys["keys"].as_array().unwrap().iter().find(|k| k["key_id"] == hosted_key.as_str()).cloned();
@@ -287,7 +289,11 @@ async fn campaign_flows(
     browser.shot("22-campaign-form").await;
     browser.click("form.campaign button[type=submit]").await;
     seal_to(browser, "start", "23-campaign", "/portal/campaigns").await;
-    browser.wait_for("the campaign", |_, page| page.contains("Winter lamps") && page.contains("<td>active</td>")).await;
+    // Active, but funded with nothing: it says so, and places nothing yet.
+    browser
+        .wait_for("the campaign", |_, page| page.contains("Winter lamps") && page.contains(">waiting for funding<"))
+        .await;
+    confirmed(browser, "Campaign created: Winter lamps is waiting for funding").await;
     let campaign = browser.script("return document.querySelector('#campaigns code').textContent", json!([])).await;
     // The operator funds it with `svc admin campaign fund`.
     let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"))
@@ -331,7 +337,7 @@ async fn campaign_flows(
     assert_eq!(only["rows"].as_array().unwrap().len(), 1, "only the paid row: {only}");
     browser.open(&format!("{site}/portal/campaigns")).await;
     browser.click("form.campaign-state button[value=paused]").await;
-    browser.wait_for("the pause", |_, page| page.contains("<td>paused</td>")).await;
+    browser.wait_for("the pause", |_, page| page.contains(">paused</td>")).await;
     assert!(browser.source().await.contains("spent 0.00, left 20.00"), "the lesser of budget and funds is left");
     browser.shot("24-campaign-paused").await;
     for _ in 0..400 {
@@ -351,7 +357,8 @@ async fn campaign_flows(
     submit_editor(browser, AD).await;
     seal(browser, "25-ad", "/portal/records/ad_").await;
     browser.wait_for("the ad", |_, page| page.contains("winter-lamps") && page.contains("<code>live</code>")).await;
-    let ad_id = browser.url().await.rsplit('/').next().unwrap().to_owned();
+    let url = browser.url().await;
+    let ad_id = url.rsplit('/').next().unwrap().split('?').next().unwrap().to_owned();
     assert!(ad_id.starts_with("ad_"), "{ad_id}");
     browser.open(&format!("{site}/portal/campaigns")).await;
     let terms = [("name", "Lamp ads"), ("placement", "ad"), ("budget", "10"), ("net_price", "0.50"), ("basis", "cpc")];
@@ -378,6 +385,13 @@ async fn submit_editor(browser: &Browser, fields: &[(&str, &str)]) {
 /// Seals what the review page shows and waits for the page after it.
 async fn seal(browser: &Browser, shot: &str, after: &str) {
     seal_to(browser, "publish", shot, after).await;
+}
+
+/// The page a finished action led to says `what` in its confirmation.
+async fn confirmed(browser: &Browser, what: &str) {
+    let text = browser.script("return document.getElementById('confirmation')?.textContent ?? ''", json!([])).await;
+    let text = text.as_str().unwrap_or_default().to_owned();
+    assert!(text.contains(what), "the confirmation says {what:?}: {text:?}");
 }
 
 async fn seal_to(browser: &Browser, verb: &str, shot: &str, after: &str) {
@@ -526,11 +540,29 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     browser.shot("05-event-editor").await;
     submit_editor(&browser, EVENT).await;
     browser.wait_for("the review page", |_, page| page.contains("Seal and publish")).await;
+    // The review page sums the record up above its bytes, which are cut
+    // between members only; back to the editor, nothing typed is lost.
+    let review = browser.source().await;
+    assert!(review.contains("id=\"summary\"") && review.contains("<dd>Lyon</dd>"), "{review}");
+    assert!(review.contains("the event Soirée de lancement des lampes"), "{review}");
+    let pieces = browser.script("return document.querySelectorAll('#bytes .piece').length", json!([])).await;
+    assert_eq!(pieces.as_u64(), Some(EVENT.len() as u64 + 1), "a piece a member, with schema");
+    browser.click("#back-to-edit button").await;
+    browser.wait_for("the editor again", |_, page| page.contains("Review and seal")).await;
+    let title = browser.script("return document.getElementById('f-title').value", json!([])).await;
+    assert_eq!(title, "Soirée de lancement des lampes");
+    browser.click("form.editor button[type=submit]").await;
+    browser.wait_for("the review page", |_, page| page.contains("Seal and publish")).await;
     intercept(&browser, "keep").await;
     seal(&browser, "06-event", "/portal/records/").await;
     let kept = browser.script("return JSON.parse(sessionStorage.getItem('sealed'))", json!([])).await;
     let page = browser.source().await;
     assert!(page.contains("soiree-2026") && page.contains("live"), "{page}");
+    // The record's page names it, says what was published and links its
+    // public verify page; its content is shown member by member.
+    confirmed(&browser, "Published Soirée de lancement des lampes (version 1)").await;
+    assert!(page.contains("id=\"verify\"") && page.contains("id=\"edit\""), "{page}");
+    assert!(page.contains("<dt>city</dt><dd>Lyon</dd>"), "{page}");
 
     browser.open(&format!("{site}/portal/records/new/jobs")).await;
     submit_editor(&browser, JOB).await;
@@ -546,6 +578,7 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     browser.click("form.policy button[type=submit]").await;
     seal(&browser, "09-ai-policy", "/portal/ai-policy").await;
     browser.wait_for("version 1", |_, page| page.contains("Version in force: <strong>1</strong>")).await;
+    confirmed(&browser, "AI policy version 1 sealed").await;
 
     // An integration key and a mandate sealed with the passkey: the
     // business's system then publishes a product under it.
@@ -565,6 +598,7 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     browser.click("form.mandate button[type=submit]").await;
     seal_to(&browser, "authorise", "09b-mandate", "/portal/keys").await;
     browser.wait_for("the mandate", |_, page| page.contains("mdt_") && page.contains("<td>products</td>")).await;
+    confirmed(&browser, "Mandate sealed until").await;
     let context = svc_client::sealing::SealContext {
         cert_id: created["cert_id"].as_str().unwrap().to_owned(),
         ai_policy_version: 1,
@@ -688,6 +722,8 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
         browser.click(&format!("form[action=\"/portal/records/{record_id}/end\"] button[value={verb}]")).await;
         seal_to(&browser, verb, &format!("14-{verb}"), &format!("/portal/records/{record_id}")).await;
         browser.wait_for("the record's new state", |_, page| page.contains(&format!("<code>{state}</code>"))).await;
+        let said = if verb == "delete" { "Deleted " } else { "Withdrawn " };
+        confirmed(&browser, said).await;
         gone_at(&eu.public_url, &ai_key, collection, sort).await;
     }
 

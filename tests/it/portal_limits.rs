@@ -172,3 +172,22 @@ async fn an_ai_companys_roles_and_its_own_groups_bound_what_its_people_do() {
     let wrong_role = company::add_group(&home.state, &business, "x").await.unwrap_err();
     assert_eq!(wrong_role.code(), Code::Forbidden, "a developer is a business's role: {wrong_role}");
 }
+
+// A portal path that names no page answers the portal's own HTML page (a
+// person followed a link, not an API client), not the API's JSON problem;
+// the portal has an icon, and an unknown path elsewhere stays JSON.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_portal_path_answers_an_html_page_and_the_portal_has_an_icon() {
+    let home = Home::start().await;
+    let unknown = home.get("/portal/no/such/page").await;
+    assert_eq!(unknown.status, 404);
+    assert!(unknown.headers["content-type"].to_str().unwrap().starts_with("text/html"), "{:?}", unknown.headers);
+    let page = String::from_utf8_lossy(&unknown.bytes);
+    assert!(page.contains("The portal has no page at /portal/no/such/page."), "{page}");
+    assert!(page.contains("href=\"/portal/\""), "a way back: {page}");
+    let icon = home.get("/portal/assets/favicon.svg").await;
+    assert_eq!((icon.status, icon.headers["content-type"].to_str().unwrap()), (200, "image/svg+xml"));
+    assert!(icon.bytes.starts_with(b"<svg"));
+    let api = home.get("/v1/no-such-route").await;
+    assert_eq!((api.status, api.body["code"].as_str()), (404, Some("not_found")));
+}

@@ -71,6 +71,17 @@ impl UnixMs {
         }
     }
 
+    /// `1 Mar 2027`: the day in UTC, as a person reads a date.
+    pub fn to_day_month_year(self) -> String {
+        match self.to_datetime() {
+            Some(dt) => {
+                let month = dt.month().to_string();
+                format!("{} {} {}", dt.day(), &month[..3], dt.year())
+            }
+            None => String::from("invalid"),
+        }
+    }
+
     /// Any RFC 3339 date-time (offsets allowed), rounded down to the millisecond.
     pub fn parse_rfc3339(text: &str) -> Option<Self> {
         let dt = OffsetDateTime::parse(text, &Rfc3339).ok()?;
@@ -104,6 +115,12 @@ impl UnixMs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_date_reads_as_day_month_year() {
+        assert_eq!(UnixMs::parse_rfc3339("2027-03-01T23:59:59Z").unwrap().to_day_month_year(), "1 Mar 2027");
+        assert_eq!(UnixMs::parse_rfc3339("2026-12-25T00:00:00Z").unwrap().to_day_month_year(), "25 Dec 2026");
+    }
 
     #[test]
     fn millis_round_trip() {

@@ -72,10 +72,11 @@ pub async fn sign_out(
 }
 
 pub async fn invitation_page(State(state): State<Region>, Path(token): Path<String>) -> PageResult {
-    let (invitation, business) = people::invitation(&state, &token)?;
+    let (invitation, account) = people::invitation(&state, &token)?;
     Ok(html(&pages::Invitation {
         nav: None::<Nav>,
-        business,
+        business: account.name,
+        company: account.company,
         role: invitation.role.as_str(),
         email: invitation.email,
         expires_at: invitation.expires_at.to_rfc3339_secs(),

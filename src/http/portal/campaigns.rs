@@ -2,7 +2,7 @@
 //! passkey seals the terms), and pause, resume and end.
 
 use axum::Form;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect};
 use serde::Deserialize;
 use svc_core::ads::campaign::{CampaignTerms, Repeats};
@@ -10,19 +10,29 @@ use svc_core::ads::{Basis, Format, Placement};
 use svc_core::ids::RecordType;
 use svc_core::problem::Code;
 
-use super::pages::{self, CampaignRow, Nav};
+use super::pages::{self, CampaignRow, Confirmation, Nav};
 use super::records::review_page;
 use super::session::Person;
-use super::{PageResult, html};
+use super::{Done, PageResult, html};
 use svc_node::region::Region;
 use svc_node::service::Error;
 use svc_node::service::portal::saves::PasskeyDocument;
 use svc_node::service::portal::{SEALERS, campaigns, records, saves};
 use svc_store::model::{CampaignState, Named};
 
-pub async fn list(State(state): State<Region>, person: Person) -> PageResult {
+pub async fn list(State(state): State<Region>, person: Person, Query(done): Query<Done>) -> PageResult {
     let me = &person.0;
-    let rows = campaigns::list(&state, me)?
+    let listed = campaigns::list(&state, me)?;
+    let made =
+        listed.iter().map(|(c, ..)| c).find(|c| done.is("created") && done.id.as_deref() == Some(&c.campaign_id));
+    let confirmation = made.map(|c| match c.funded.0 {
+        0 => Confirmation::new(format!(
+            "Campaign created: {} is waiting for funding and places nothing until then",
+            c.terms.name
+        )),
+        _ => Confirmation::new(format!("Campaign created: {}", c.terms.name)),
+    });
+    let rows = listed
         .into_iter()
         .map(|(c, spent, left)| CampaignRow {
             spent: spent.to_decimal(),
@@ -38,6 +48,11 @@ pub async fn list(State(state): State<Region>, person: Person) -> PageResult {
             keywords: c.terms.keywords.join(", "),
             countries: c.terms.countries.join(", "),
             items: c.items.len(),
+            // Active but funded with nothing: it places nothing yet.
+            shown: match c.state {
+                CampaignState::Active if c.funded.0 == 0 => "waiting for funding",
+                _ => c.state.name(),
+            },
             state: c.state.name(),
             name: c.terms.name,
             campaign_id: c.campaign_id,
@@ -51,7 +66,7 @@ pub async fn list(State(state): State<Region>, person: Person) -> PageResult {
         }
     }
     Ok(html(&pages::Campaigns {
-        nav: Nav::of(&state, me)?,
+        nav: Nav::confirming(&state, me, confirmation)?,
         csrf: me.csrf.clone(),
         campaigns: rows,
         placeable,
@@ -104,7 +119,7 @@ pub async fn review(
     let (payload, payload_type) = campaigns::document(&state, &person.0, terms, chosen)?;
     let prepared =
         saves::prepare_document(&state, &person.0, PasskeyDocument::Campaign, payload.clone(), payload_type).await?;
-    review_page(&state, &person, "a campaign", "start", &payload, prepared)
+    review_page(&state, &person, "a campaign", "start", &payload, prepared, None)
 }
 
 #[derive(Deserialize)]

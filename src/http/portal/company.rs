@@ -158,9 +158,15 @@ pub async fn revoke_key(
 
 async fn terms_page(state: &Region, me: &Signed, notice: Option<String>) -> PageResult {
     let status = company::terms(state, me)?;
+    // The version in force, accepted already: nothing left to accept.
+    let current = match (&status.in_force, &status.accepted) {
+        (Some(t), Some(a)) => t.version == a.version && t.sha256 == a.sha256,
+        _ => false,
+    };
     Ok(html(&pages::Terms {
         nav: Nav::of(state, me)?,
         csrf: me.csrf.clone(),
+        current,
         in_force: status.in_force.map(|t| (t.version, t.sha256, t.effective_from.to_rfc3339_secs(), t.text)),
         accepted: status.accepted.map(|a| (a.version, a.sha256, a.accepted_at.to_rfc3339_secs())),
         acceptor: DECIDERS.contains(&me.role),

@@ -1,25 +1,38 @@
 //! The keys page: integration keys and their mandates.
 
 use axum::Form;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use axum::response::Redirect;
 use serde::Deserialize;
 use svc_core::ids::RecordType;
 use svc_core::problem::Code;
 
-use super::pages::{self, KeyRow, MandateRow, Nav};
+use super::pages::{self, Confirmation, KeyRow, MandateRow, Nav};
 use super::session::{CsrfForm, Person};
-use super::{PageResult, html};
+use super::{Done, PageResult, html};
 use svc_node::region::Region;
 use svc_node::service::Error;
 use svc_node::service::portal::keys::{self, KEY_KEEPERS, MandateForm};
 use svc_node::service::portal::saves::PasskeyDocument;
 use svc_node::service::portal::{SEALERS, saves};
 
-async fn page(state: &Region, person: &Person, notice: Option<String>) -> PageResult {
+async fn page(state: &Region, person: &Person, notice: Option<String>, done: &Done) -> PageResult {
     let me = &person.0;
-    let rows = keys::list(state, me)?
+    let views = keys::list(state, me)?;
+    let sealed = views
+        .iter()
+        .flat_map(|view| &view.mandates)
+        .find(|m| done.is("mandate") && done.id.as_deref() == Some(&m.mandate_id));
+    let confirmation = sealed.map(|m| {
+        Confirmation::new(format!(
+            "Mandate sealed until {}: the key may publish {} in {}",
+            m.valid_until.to_day_month_year(),
+            m.record_types.join(", "),
+            countries_said(&m.countries)
+        ))
+    });
+    let rows = views
         .into_iter()
         .map(|view| KeyRow {
             key_id: view.key.key_id.clone(),
@@ -30,18 +43,19 @@ async fn page(state: &Region, person: &Person, notice: Option<String>) -> PageRe
                 .mandates
                 .into_iter()
                 .map(|m| MandateRow {
+                    sandbox: m.mandate_id == svc_node::service::publishing::SANDBOX_GRANT,
                     caps: format!("{} records/h, {} bytes/day", m.records_per_hour, m.bytes_per_day),
                     mandate_id: m.mandate_id,
                     record_types: m.record_types.join(", "),
-                    countries: m.countries.join(", "),
-                    valid_until: m.valid_until.to_rfc3339_secs(),
+                    countries: countries_said(&m.countries),
+                    valid_until: m.valid_until.to_day_month_year(),
                     revoked: m.revoked_at.map(|t| t.to_rfc3339_secs()),
                 })
                 .collect(),
         })
         .collect();
     Ok(html(&pages::Keys {
-        nav: Nav::of(state, me)?,
+        nav: Nav::confirming(state, me, confirmation)?,
         csrf: me.csrf.clone(),
         keys: rows,
         types: RecordType::COLLECTIONS.iter().map(|t| (t.name(), *t == RecordType::Products)).collect(),
@@ -51,8 +65,13 @@ async fn page(state: &Region, person: &Person, notice: Option<String>) -> PageRe
     }))
 }
 
-pub async fn list(State(state): State<Region>, person: Person) -> PageResult {
-    page(&state, &person, None).await
+pub async fn list(State(state): State<Region>, person: Person, Query(done): Query<Done>) -> PageResult {
+    page(&state, &person, None, &done).await
+}
+
+/// A mandate's countries as a person reads them: every country, or the list.
+pub(super) fn countries_said(countries: &[String]) -> String {
+    if countries.len() >= svc_core::ids::countries().count() { "every country".into() } else { countries.join(", ") }
 }
 
 #[derive(Deserialize)]
@@ -71,7 +90,7 @@ pub async fn add(State(state): State<Region>, person: Person, Form(form): Form<A
             sandbox.grant
         ));
     }
-    page(&state, &person, Some(notice)).await
+    page(&state, &person, Some(notice), &Done::default()).await
 }
 
 pub async fn revoke(
@@ -127,5 +146,5 @@ pub async fn review_mandate(
     let (payload, payload_type) = keys::mandate(&state, &person.0, request)?;
     let prepared =
         saves::prepare_document(&state, &person.0, PasskeyDocument::Mandate, payload.clone(), payload_type).await?;
-    super::records::review_page(&state, &person, "a mandate", "authorise", &payload, prepared)
+    super::records::review_page(&state, &person, "a mandate", "authorise", &payload, prepared, None)
 }

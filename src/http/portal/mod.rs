@@ -42,6 +42,8 @@ pub fn routes() -> Router<Region> {
         .route("/portal/", get(landing))
         .route("/portal/assets/portal.js", get(pages::script))
         .route("/portal/assets/portal.css", get(pages::style))
+        .route("/portal/assets/favicon.svg", get(pages::favicon))
+        .route("/favicon.ico", get(|| async { Redirect::permanent("/portal/assets/favicon.svg") }))
         .route("/portal/sign-in", get(access::sign_in_page))
         .route("/portal/sign-in/begin", post(access::begin_sign_in))
         .route("/portal/sign-in/finish", post(access::finish_sign_in))
@@ -81,6 +83,7 @@ pub fn routes() -> Router<Region> {
         .route("/portal/company/terms", get(company::terms).post(company::accept_terms))
         .route("/portal/company/receipts", get(company::receipts))
         .route("/portal/company/receipts/download", get(company::download))
+        .route("/portal/{*unknown}", axum::routing::any(unknown_page))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(axum::middleware::map_response(secure_headers))
 }
@@ -93,6 +96,12 @@ async fn landing(state: axum::extract::State<Region>, member: session::Member) -
     } else {
         records::catalogue(&state, &session::Person(signed))
     }
+}
+
+/// A portal path that names no page: the portal's own 404 page, not the
+/// API's JSON problem.
+async fn unknown_page(uri: axum::http::Uri) -> PageError {
+    PageError(Error::detail(Code::NotFound, format!("The portal has no page at {}.", uri.path())))
 }
 
 /// Every portal answer: a content policy that loads only the portal's own
@@ -151,3 +160,18 @@ impl IntoResponse for PageError {
 }
 
 type PageResult = Result<Response, PageError>;
+
+/// What a finished action's page was asked to confirm: `?done=<what>`,
+/// and for some the thing's id (`&id=`). The words a page says are read
+/// from the store, never from the query.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct Done {
+    done: Option<String>,
+    id: Option<String>,
+}
+
+impl Done {
+    fn is(&self, what: &str) -> bool {
+        self.done.as_deref() == Some(what)
+    }
+}

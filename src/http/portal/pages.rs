@@ -21,6 +21,26 @@ pub struct Nav {
     pub notices: Vec<(String, String)>,
     /// The AI-company portal's pages, not the business portal's.
     pub company: bool,
+    /// What the person just did, said once on the page it led to.
+    pub confirmation: Option<Confirmation>,
+}
+
+/// A finished action, as its page says it: the words, and a link to follow.
+pub struct Confirmation {
+    pub text: String,
+    /// `(href, label)`.
+    pub link: Option<(String, String)>,
+}
+
+impl Confirmation {
+    pub fn new(text: impl Into<String>) -> Confirmation {
+        Confirmation { text: text.into(), link: None }
+    }
+
+    pub fn with_link(mut self, href: impl Into<String>, label: impl Into<String>) -> Confirmation {
+        self.link = Some((href.into(), label.into()));
+        self
+    }
 }
 
 impl Nav {
@@ -50,7 +70,17 @@ impl Nav {
             csrf: signed.csrf.clone(),
             notices,
             company: signed.company,
+            confirmation: None,
         }))
+    }
+
+    /// The page's nav, saying `confirmation` above the page.
+    pub fn confirming(state: &Region, signed: &Signed, confirmation: Option<Confirmation>) -> Result<Option<Nav>> {
+        let mut nav = Nav::of(state, signed)?;
+        if let Some(nav) = &mut nav {
+            nav.confirmation = confirmation;
+        }
+        Ok(nav)
     }
 }
 
@@ -80,7 +110,10 @@ pub struct SignIn {
 #[template(path = "portal/invitation.html")]
 pub struct Invitation {
     pub nav: Option<Nav>,
+    /// The account's name: a business, or an AI company.
     pub business: String,
+    /// An AI company's invitation: its passkey signs in and seals nothing.
+    pub company: bool,
     pub role: &'static str,
     pub email: String,
     pub expires_at: String,
@@ -174,16 +207,32 @@ pub struct AiPolicy {
     pub sealer: bool,
 }
 
+/// A record as its review page sums it up.
+pub struct Summary {
+    pub name: String,
+    /// Each member as the editor shows it.
+    pub rows: Vec<(String, String)>,
+    /// On an edit of a live record: `(member, live now, after sealing)`.
+    pub changes: Option<Vec<(&'static str, String, String)>>,
+    /// Where *Back to edit* posts, and what it posts.
+    pub back_action: String,
+    pub back_values: Vec<(String, String)>,
+}
+
 #[derive(Template)]
 #[template(path = "portal/seal.html")]
 pub struct Seal {
     pub nav: Option<Nav>,
     /// What sealing does: `publish`, `withdraw` or `delete`.
     pub verb: &'static str,
-    pub record_type: &'static str,
+    /// What is sealed, named for the person ("the product Lampe Aurore").
+    pub record_type: String,
     pub size: usize,
     pub hash: String,
-    pub text: String,
+    /// The exact bytes, cut between top-level members for display.
+    pub pieces: Vec<String>,
+    /// A record's members above its bytes.
+    pub summary: Option<Summary>,
     pub payload: String,
     pub ceremony_id: String,
     pub csrf: String,
@@ -210,12 +259,20 @@ pub struct Signing {
 }
 
 #[derive(Template)]
-#[template(path = "portal/saved.html")]
-pub struct Saved {
+#[template(path = "portal/record.html")]
+pub struct RecordPage {
     pub nav: Option<Nav>,
+    /// The record's name (its own id when it has none).
     pub heading: String,
+    /// `product`, `event`, …
+    pub kind: &'static str,
+    pub record_id: String,
     pub facts: Vec<(&'static str, String)>,
-    pub errors: Vec<Reason>,
+    /// The live version's members, as the editor shows them.
+    pub content: Vec<(String, String)>,
+    /// The public verify page of the live version.
+    pub verify: Option<String>,
+    pub editable: bool,
 }
 
 pub struct PersonRow {
@@ -251,8 +308,17 @@ pub async fn style() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("assets/portal.css"))
 }
 
+pub async fn favicon() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "image/svg+xml"), (header::CACHE_CONTROL, "public, max-age=86400")],
+        include_str!("assets/favicon.svg"),
+    )
+}
+
 pub struct MandateRow {
     pub mandate_id: String,
+    /// Granted by the sandbox to a sandbox key, not sealed by the business.
+    pub sandbox: bool,
     pub record_types: String,
     pub countries: String,
     pub caps: String,
@@ -392,6 +458,8 @@ pub struct Terms {
     pub in_force: Option<(u64, String, String, String)>,
     /// `(version, sha256, accepted_at)`.
     pub accepted: Option<(u64, String, String)>,
+    /// The company accepted the version in force.
+    pub current: bool,
     pub acceptor: bool,
     pub verified: bool,
     pub sandbox: bool,
@@ -434,6 +502,9 @@ pub struct CampaignRow {
     pub countries: String,
     pub items: usize,
     pub state: &'static str,
+    /// The state as the person reads it ("waiting for funding" while an
+    /// active campaign is funded with nothing).
+    pub shown: &'static str,
 }
 
 #[derive(Template)]

@@ -6,9 +6,9 @@ use axum::response::{IntoResponse, Redirect};
 use serde::Deserialize;
 use svc_core::problem::Code;
 
-use super::pages::{self, AttemptRow, Nav, PushRow};
+use super::pages::{self, AttemptRow, Confirmation, Nav, PushRow};
 use super::session::{CsrfForm, Person};
-use super::{PageResult, html};
+use super::{Done, PageResult, html};
 use svc_core::publish::outcome::PushState;
 use svc_node::region::Region;
 use svc_node::service::Error;
@@ -16,11 +16,21 @@ use svc_node::service::portal::saves::PasskeyDocument;
 use svc_node::service::portal::{SEALERS, pushes, saves};
 use svc_store::model::{Named, PushRecord};
 
-pub async fn list(State(state): State<Region>, person: Person) -> PageResult {
+pub async fn list(State(state): State<Region>, person: Person, Query(done): Query<Done>) -> PageResult {
     let me = &person.0;
-    let rows = pushes::recent(&state, me)?.iter().map(row).collect();
+    let recent = pushes::recent(&state, me)?;
+    let decided = recent.iter().find(|p| done.is("decided") && done.id.as_deref() == Some(&p.push_id));
+    let confirmation = decided.map(|p| {
+        Confirmation::new(format!(
+            "Your decision is sealed: the {} push of {} records is {}",
+            p.record_type.name(),
+            p.records,
+            p.state.name()
+        ))
+    });
+    let rows = recent.iter().map(row).collect();
     Ok(html(&pages::Pushes {
-        nav: Nav::of(&state, me)?,
+        nav: Nav::confirming(&state, me, confirmation)?,
         csrf: me.csrf.clone(),
         pushes: rows,
         sealer: SEALERS.contains(&me.role),
@@ -108,5 +118,5 @@ pub async fn review_release(
         saves::prepare_document(&state, &person.0, PasskeyDocument::Release { push_id }, payload.clone(), payload_type)
             .await?;
     let verb = if publish { "release" } else { "discard" };
-    super::records::review_page(&state, &person, "a decision on a held push", verb, &payload, prepared)
+    super::records::review_page(&state, &person, "a decision on a held push", verb, &payload, prepared, None)
 }

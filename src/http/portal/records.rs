@@ -3,7 +3,7 @@
 //! review page shows the exact bytes and the passkey signs them.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -13,9 +13,9 @@ use svc_core::problem::Code;
 use svc_core::records::RecordError;
 use svc_core::records::editor::{self, InputKind};
 
-use super::pages::{self, Field, Flag, FlagGroup, Nav, Reason, RecordGroup, RecordRow};
+use super::pages::{self, Confirmation, Field, Flag, FlagGroup, Nav, Reason, RecordGroup, RecordRow};
 use super::session::Person;
-use super::{PageResult, html};
+use super::{Done, PageResult, html};
 use crate::api::body::JsonBody;
 use svc_node::region::Region;
 use svc_node::service::portal::saves::{self, Assertion, Finished};
@@ -152,6 +152,10 @@ pub async fn review(
     person.check_csrf(csrf_of(&form))?;
     person.0.require(SEALERS, "saving a record")?;
     let kind = collection(&kind)?;
+    // Back from the review page: the editor again, with what was typed.
+    if form.iter().any(|(name, _)| name == BACK) {
+        return editor_page(&state, &person, kind, &form, &[]);
+    }
     let bytes = match editor::record_from_form(kind, &form) {
         Ok(bytes) => bytes,
         Err(errors) => return editor_page(&state, &person, kind, &form, &errors),
@@ -160,13 +164,52 @@ pub async fn review(
     if !errors.is_empty() {
         return editor_page(&state, &person, kind, &form, &errors);
     }
-    seal_page(&state, &person, kind, bytes).await
+    let summary = summary_of(&state, &person, kind, &bytes, &form);
+    seal_page(&state, &person, kind, bytes, summary).await
 }
 
-async fn seal_page(state: &Region, person: &Person, kind: RecordType, bytes: Vec<u8>) -> PageResult {
+/// What a record's review page says above its bytes: each member as the
+/// editor shows it, what changed from the live version on an edit, and the
+/// form to go back to the editor with.
+fn summary_of(
+    state: &Region,
+    person: &Person,
+    kind: RecordType,
+    bytes: &[u8],
+    form: &[(String, String)],
+) -> Option<pages::Summary> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let live = editor::own_id_member(kind)
+        .and_then(|member| value.get(member)?.as_str())
+        .map(|own| svc_core::ids::record_id(kind, &person.0.account_uuid, own))
+        .and_then(|record_id| records::live_bytes(state, &person.0, &record_id).ok())
+        .and_then(|(_, live)| serde_json::from_slice::<serde_json::Value>(&live).ok());
+    Some(pages::Summary {
+        name: editor::record_name(kind, &value).unwrap_or_default(),
+        rows: editor::form_values(kind, &value),
+        changes: live.map(|live| editor::changes(kind, &live, &value)),
+        back_action: format!("/portal/records/new/{}", kind.name()),
+        back_values: form.iter().filter(|(name, _)| name != "csrf" && name != BACK).cloned().collect(),
+    })
+}
+
+/// The field of a review page's form that asks for the editor again.
+const BACK: &str = "back";
+
+async fn seal_page(
+    state: &Region,
+    person: &Person,
+    kind: RecordType,
+    bytes: Vec<u8>,
+    summary: Option<pages::Summary>,
+) -> PageResult {
     let shown = bytes.clone();
     let prepared = saves::prepare(state, &person.0, kind, bytes).await?;
-    review_page(state, person, kind.name(), "publish", &shown, prepared)
+    let what = match &summary {
+        Some(summary) if !summary.name.is_empty() => format!("the {} {}", titles(kind).1, summary.name),
+        _ => kind.name().to_owned(),
+    };
+    review_page(state, person, &what, "publish", &shown, prepared, summary)
 }
 
 /// The review page: the exact bytes the passkey is about to seal.
@@ -194,24 +237,25 @@ pub(super) const HOSTED_OFF: &str = "turn off hosted signing";
 pub(super) fn review_page(
     state: &Region,
     person: &Person,
-    what: &'static str,
+    what: &str,
     verb: &'static str,
     bytes: &[u8],
     prepared: saves::Prepared,
+    summary: Option<pages::Summary>,
 ) -> PageResult {
     // A withdrawal or deletion is always the passkey's (a step-up, never
     // the session alone).
     let hosted = verb == "publish" && svc_node::service::portal::hosted::held(state, &person.0.account_uuid)?.is_some();
     let hash = svc_core::digest::sha256_prefixed(bytes);
-    let text = String::from_utf8_lossy(bytes).into_owned();
     let size = bytes.len();
     Ok(html(&pages::Seal {
         nav: Nav::of(state, &person.0)?,
         verb,
-        record_type: what,
+        record_type: what.to_owned(),
         size,
         hash,
-        text,
+        pieces: editor::member_pieces(bytes),
+        summary,
         payload: String::from_utf8_lossy(&prepared.payload).into_owned(),
         ceremony_id: prepared.ceremony_id,
         csrf: person.0.csrf.clone(),
@@ -225,9 +269,11 @@ const USE_PREFIX: &str = "use.";
 const ACTION_PREFIX: &str = "action.";
 const BLOCKED_PREFIX: &str = "blocked.";
 
-pub async fn ai_policy(State(state): State<Region>, person: Person) -> PageResult {
+pub async fn ai_policy(State(state): State<Region>, person: Person, Query(done): Query<Done>) -> PageResult {
     let signed = &person.0;
     let (current, next) = ai_policy_versions(&state, &signed.account_uuid, state.clock.now())?;
+    let confirmation = (done.is("sealed") && current > 0)
+        .then(|| Confirmation::new(format!("AI policy version {current} sealed: AI companies read it from now on")));
     let in_force = svc_node::service::portal::saves::ai_policy_in_force(&state, signed)?;
     let bit = |mask: Option<u64>, i: usize| mask.is_some_and(|m| m & (1 << i) != 0);
     let group = |title, prefix, flags: Vec<(&'static str, &'static str)>, mask: Option<u64>| FlagGroup {
@@ -255,7 +301,7 @@ pub async fn ai_policy(State(state): State<Region>, person: Person) -> PageResul
         ),
     ];
     Ok(html(&pages::AiPolicy {
-        nav: Nav::of(&state, signed)?,
+        nav: Nav::confirming(&state, signed, confirmation)?,
         csrf: signed.csrf.clone(),
         current,
         next,
@@ -275,7 +321,7 @@ pub async fn review_ai_policy(
         form.iter().filter(|(_, v)| v == "on").filter_map(|(n, _)| n.strip_prefix(prefix)).collect()
     };
     let bytes = svc_core::ai_policy::record_bytes(&chosen(USE_PREFIX), &chosen(ACTION_PREFIX), &chosen(BLOCKED_PREFIX));
-    seal_page(&state, &person, RecordType::AiPolicy, bytes).await
+    seal_page(&state, &person, RecordType::AiPolicy, bytes, None).await
 }
 
 /// The passkey's answer to a review page: the save is published, or refused
@@ -309,40 +355,75 @@ pub async fn confirm(
 /// reason.
 fn next_page(finished: Finished) -> Result<String> {
     Ok(match finished {
-        Finished::Record(Saved::Published { record_id, .. }) => format!("/portal/records/{record_id}"),
+        Finished::Record(Saved::Published { record_id, .. }) => format!("/portal/records/{record_id}?done=published"),
         Finished::Record(Saved::Rejected(errors)) => {
             let reasons: Vec<String> =
                 errors.iter().map(|e| format!("{} {} {}", e.code, e.pointer, e.detail)).collect();
             return Err(Error::detail(Code::RequestInvalid, format!("not published: {}", reasons.join("; "))));
         }
-        Finished::AiPolicy(_) => "/portal/ai-policy".into(),
-        Finished::Mandate(_) => "/portal/keys".into(),
-        Finished::Released(_) => "/portal/pushes".into(),
-        Finished::Custody(_) => "/portal/signing".into(),
-        Finished::Campaign(_) => "/portal/campaigns".into(),
-        Finished::Ended(ended) => format!("/portal/records/{}", ended["record_id"].as_str().unwrap_or_default()),
+        Finished::AiPolicy(_) => "/portal/ai-policy?done=sealed".into(),
+        Finished::Mandate(mandate) => format!("/portal/keys?done=mandate&id={}", mandate.mandate_id),
+        Finished::Released(push) => format!("/portal/pushes?done=decided&id={}", push.push_id),
+        Finished::Custody(on) => format!("/portal/signing?done={}", if on { "hosted-on" } else { "hosted-off" }),
+        Finished::Campaign(campaign) => format!("/portal/campaigns?done=created&id={}", campaign.campaign_id),
+        Finished::Ended(ended) => {
+            let done = if ended["action"] == "delete" { "deleted" } else { "withdrawn" };
+            format!("/portal/records/{}?done={done}", ended["record_id"].as_str().unwrap_or_default())
+        }
     })
 }
 
-pub async fn show(State(state): State<Region>, person: Person, Path(record_id): Path<String>) -> PageResult {
+/// A record's page: its name, its facts, its content member by member, and
+/// what may be done with it; after a save, what the save did.
+pub async fn show(
+    State(state): State<Region>,
+    person: Person,
+    Path(record_id): Path<String>,
+    Query(done): Query<Done>,
+) -> PageResult {
     let shown = records::show(&state, &person.0, &record_id)?;
+    let kind = shown.record_type;
+    let record: Option<serde_json::Value> = shown.bytes.as_deref().and_then(|b| serde_json::from_slice(b).ok());
+    let name = record.as_ref().and_then(|r| editor::record_name(kind, r)).unwrap_or_else(|| shown.own_id.clone());
+    let verify = shown.sha256.as_ref().map(|sha| format!("/v1/verify/{}?origin={sha}&format=html", shown.record_id));
+    let state_name = format!("{:?}", shown.state).to_lowercase();
+    // Said only when the record is as the action left it.
+    let confirmation = match (done.done.as_deref(), shown.state) {
+        (Some("published"), RecordState::Live) => {
+            let said = Confirmation::new(format!("Published {name} (version {})", shown.version));
+            Some(match &verify {
+                Some(href) => said.with_link(href, "Check it as anyone would"),
+                None => said,
+            })
+        }
+        (Some("withdrawn"), RecordState::Withdrawn) => {
+            Some(Confirmation::new(format!("Withdrawn {name}: no region serves it")))
+        }
+        (Some("deleted"), RecordState::Deleted) => {
+            Some(Confirmation::new(format!("Deleted {name}: no region serves it, and its bytes are purged")))
+        }
+        _ => None,
+    };
     let mut facts = vec![
-        ("record_id", shown.record_id.clone()),
-        ("type", shown.record_type.name().to_owned()),
-        ("id", shown.own_id),
-        ("state", format!("{:?}", shown.state).to_lowercase()),
-        ("version", shown.version.to_string()),
-        ("last_updated", shown.last_updated),
+        ("Record id", shown.record_id.clone()),
+        ("Your id", shown.own_id.clone()),
+        ("State", state_name),
+        ("Version", shown.version.to_string()),
+        ("Last updated", shown.last_updated),
     ];
     if let Some(sha256) = &shown.sha256 {
-        facts.push(("sha256", sha256.clone()));
-        facts.push(("verify", format!("/v1/verify/{}?origin={sha256}&format=html", shown.record_id)));
+        facts.push(("SHA-256", sha256.clone()));
     }
-    Ok(html(&pages::Saved {
-        nav: Nav::of(&state, &person.0)?,
-        heading: format!("{} {}", titles(shown.record_type).1, shown.record_id),
+    let live = shown.state == RecordState::Live;
+    Ok(html(&pages::RecordPage {
+        nav: Nav::confirming(&state, &person.0, confirmation)?,
+        heading: name,
+        kind: titles(kind).1,
+        record_id: shown.record_id,
         facts,
-        errors: Vec::new(),
+        content: record.map(|r| editor::form_values(kind, &r)).unwrap_or_default(),
+        verify,
+        editable: live && EDITED.contains(&kind) && SEALERS.contains(&person.0.role),
     }))
 }
 
@@ -365,9 +446,17 @@ pub async fn end(
         "delete" => true,
         _ => return Err(Error::detail(Code::RequestInvalid, "the action is withdraw or delete").into()),
     };
+    let shown = records::show(&state, &person.0, &record_id)?;
+    let name = shown
+        .bytes
+        .as_deref()
+        .and_then(|b| serde_json::from_slice(b).ok())
+        .and_then(|r| editor::record_name(shown.record_type, &r))
+        .unwrap_or(shown.own_id);
     let (prepared, document) = saves::prepare_end(&state, &person.0, &record_id, delete).await?;
-    let (what, verb) = if delete { ("a delete document", "delete") } else { ("a withdraw document", "withdraw") };
-    review_page(&state, &person, what, verb, &document, prepared)
+    let verb = if delete { "delete" } else { "withdraw" };
+    let what = format!("a {verb} document for the {} {name} ({record_id})", titles(shown.record_type).1);
+    review_page(&state, &person, &what, verb, &document, prepared, None)
 }
 
 /// The analytics page: the 30 days to `as_at` as bars (a day without

@@ -3,25 +3,35 @@
 //! statements the public can read.
 
 use axum::Form;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use serde::Deserialize;
 use svc_core::custody::Custody;
 use svc_core::problem::Code;
 
-use super::pages::{self, Nav};
+use super::pages::{self, Confirmation, Nav};
 use super::records::{HOSTED_OFF, HOSTED_ON, review_page};
 use super::session::Person;
-use super::{PageResult, html};
+use super::{Done, PageResult, html};
 use svc_node::region::Region;
 use svc_node::service::Error;
 use svc_node::service::portal::hosted::{self, SWITCHERS};
 use svc_node::service::portal::saves::{self, PasskeyDocument};
 
-pub async fn page(State(state): State<Region>, person: Person) -> PageResult {
+pub async fn page(State(state): State<Region>, person: Person, Query(done): Query<Done>) -> PageResult {
     let me = &person.0;
     let held = hosted::held(&state, &me.account_uuid)?;
+    // Said only when the switch is as the person left it.
+    let confirmation = match (done.done.as_deref(), held.is_some()) {
+        (Some("hosted-on"), true) => {
+            Some(Confirmation::new("Hosted signing turned on: the service signs each save a person confirms"))
+        }
+        (Some("hosted-off"), false) => {
+            Some(Confirmation::new("Hosted signing turned off: the service's key for your business is revoked"))
+        }
+        _ => None,
+    };
     Ok(html(&pages::Signing {
-        nav: Nav::of(&state, me)?,
+        nav: Nav::confirming(&state, me, confirmation)?,
         csrf: me.csrf.clone(),
         hosted: held.map(|h| (h.key_id, h.enabled_at.to_rfc3339_secs())),
         owner: SWITCHERS.contains(&me.role),
@@ -48,5 +58,5 @@ pub async fn review(State(state): State<Region>, person: Person, Form(form): For
     let prepared =
         saves::prepare_document(&state, &person.0, PasskeyDocument::Custody, payload.clone(), payload_type).await?;
     let verb = if custody == Custody::Hosted { HOSTED_ON } else { HOSTED_OFF };
-    review_page(&state, &person, "a custody request", verb, &payload, prepared)
+    review_page(&state, &person, "a custody request", verb, &payload, prepared, None)
 }

@@ -185,6 +185,76 @@ pub fn form_values(kind: RecordType, record: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The member that names a record of `kind` for a person (a product's
+/// `product_name`, an event's `title`, …); `None` for a business file
+/// (the business's own, named by its id) and the AI policy.
+pub fn name_member(kind: RecordType) -> Option<&'static str> {
+    match kind {
+        RecordType::Products => Some("product_name"),
+        RecordType::BusinessFiles => None,
+        RecordType::Events | RecordType::Jobs => Some("title"),
+        RecordType::Updates | RecordType::Ads => Some("headline"),
+        RecordType::AiPolicy => None,
+    }
+}
+
+/// The member holding the business's own id of a record of `kind`
+/// (`business_product_id`, `event_id`, …).
+pub fn own_id_member(kind: RecordType) -> Option<&'static str> {
+    super::OWN_ID_FIELDS.iter().find(|(t, _)| *t == kind).map(|(_, member)| *member)
+}
+
+/// A record's name, as a person knows it (see [`name_member`]).
+pub fn record_name(kind: RecordType, record: &Value) -> Option<String> {
+    record.get(name_member(kind)?)?.as_str().map(str::to_owned)
+}
+
+/// The members whose shown values differ between `before` and `after`
+/// (each a record's [`form_values`]): `(member, before, after)`, a member
+/// added or left out with an empty side, in the editor's order.
+pub fn changes(kind: RecordType, before: &Value, after: &Value) -> Vec<(&'static str, String, String)> {
+    let (old, new) = (form_values(kind, before), form_values(kind, after));
+    let value = |values: &[(String, String)], name: &str| {
+        values.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).unwrap_or_default()
+    };
+    inputs(kind)
+        .into_iter()
+        .map(|input| (input.name, value(&old, input.name), value(&new, input.name)))
+        .filter(|(_, was, is)| was != is)
+        .collect()
+}
+
+/// Canonical JSON bytes cut after each comma between two members of the
+/// top-level object, for display: joined, the pieces are the bytes, and a
+/// line ends only where a member does, never inside a value.
+pub fn member_pieces(bytes: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let (mut pieces, mut start, mut depth, mut in_string, mut escaped) = (Vec::new(), 0, 0usize, false, false);
+    for (i, c) in text.char_indices() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth = depth.saturating_sub(1),
+            ',' if depth == 1 => {
+                pieces.push(text[start..=i].to_owned());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    pieces.push(text[start..].to_owned());
+    pieces
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +292,39 @@ mod tests {
             assert_eq!(bytes, canonicalize(&example), "{kind:?}");
             assert!(validate(&bytes, kind, &ctx()).is_ok(), "{kind:?}");
         }
+    }
+
+    #[test]
+    fn a_record_is_named_by_its_name_member_and_an_edit_lists_what_changed() {
+        for kind in RecordType::COLLECTIONS {
+            let example = examples::example(kind);
+            if kind != RecordType::BusinessFiles {
+                let name = record_name(kind, &example).unwrap_or_else(|| panic!("{kind:?} names its records"));
+                assert!(!name.is_empty());
+                assert!(inputs(kind).iter().any(|i| Some(i.name) == name_member(kind) && i.required), "{kind:?}");
+            }
+            let own = own_id_member(kind).unwrap_or_else(|| panic!("{kind:?} has an own id"));
+            assert!(example.get(own).and_then(Value::as_str).is_some(), "{kind:?}: {own}");
+        }
+        let before = examples::example(RecordType::Events);
+        let mut after = before.clone();
+        after["title"] = Value::String("A new title".into());
+        after.as_object_mut().unwrap().remove("geo");
+        let changed = changes(RecordType::Events, &before, &after);
+        let names: Vec<&str> = changed.iter().map(|c| c.0).collect();
+        assert_eq!(names.len(), 1 + usize::from(before.get("geo").is_some()), "{changed:?}");
+        assert!(changed.iter().any(|(n, _, is)| *n == "title" && is == "A new title"));
+        assert!(changes(RecordType::Events, &before, &before).is_empty());
+    }
+
+    #[test]
+    fn the_bytes_are_cut_between_top_level_members_only_and_join_back_whole() {
+        let bytes = br#"{"a":"x, \"y\"","b":[1,2],"c":{"d":1,"e":"f"}}"#;
+        let pieces = member_pieces(bytes);
+        assert_eq!(pieces, [r#"{"a":"x, \"y\"","#, r#""b":[1,2],"#, r#""c":{"d":1,"e":"f"}}"#]);
+        assert_eq!(pieces.concat().as_bytes(), bytes);
+        let example = canonicalize(&examples::example(RecordType::Products));
+        assert_eq!(member_pieces(&example).concat().as_bytes(), example.as_slice());
     }
 
     #[test]

@@ -42,6 +42,7 @@ pub const BUSINESS_ROLES: &[PasskeyRole] = &[PasskeyRole::Owner, PasskeyRole::Ad
 pub const COMPANY_ROLES: &[PasskeyRole] = &[PasskeyRole::Owner, PasskeyRole::Admin, PasskeyRole::IntegrationManager];
 
 /// An account people join: a business, or an AI company.
+#[derive(Debug, Clone)]
 pub struct Account {
     pub name: String,
     pub company: bool,
@@ -118,7 +119,7 @@ where
 }
 
 /// An open invitation, with its account's name for the page.
-pub fn invitation<R>(state: &R, token: &str) -> Result<(Invitation, String)>
+pub fn invitation<R>(state: &R, token: &str) -> Result<(Invitation, Account)>
 where
     R: HasStore + HasRegistry + HasClock,
 {
@@ -128,7 +129,7 @@ where
         .filter(|i: &Invitation| i.expires_at > state.clock().now())
         .ok_or_else(|| Error::detail(Code::NotFound, "this invitation is unknown, used or expired"))?;
     let account = Account::of(state, &invitation.account_uuid)?;
-    Ok((invitation, account.name))
+    Ok((invitation, account))
 }
 
 /// The person an invitation will make, kept with the ceremony.

@@ -71,6 +71,8 @@ pub struct Shown {
     pub version: u64,
     pub sha256: Option<String>,
     pub last_updated: String,
+    /// The live version's bytes (`None` once deleted or never live).
+    pub bytes: Option<Vec<u8>>,
 }
 
 pub fn show(state: &impl HasRegistry, signed: &Signed, record_id: &str) -> Result<Shown> {
@@ -80,7 +82,8 @@ pub fn show(state: &impl HasRegistry, signed: &Signed, record_id: &str) -> Resul
         .filter(|h| h.business_uuid == signed.account_uuid)
         .ok_or_else(|| Error::new(Code::NotFound))?;
     let version = state.registry().record_version(record_id, head.live_generation)?;
-    let sha256 = version.filter(|v| !v.bytes.is_empty()).map(|v| svc_core::digest::sha256_prefixed(&v.bytes));
+    let bytes = version.map(|v| v.bytes).filter(|bytes| !bytes.is_empty());
+    let sha256 = bytes.as_deref().map(svc_core::digest::sha256_prefixed);
     Ok(Shown {
         record_id: head.record_id,
         record_type: head.record_type,
@@ -89,6 +92,7 @@ pub fn show(state: &impl HasRegistry, signed: &Signed, record_id: &str) -> Resul
         version: head.live_generation,
         sha256,
         last_updated: head.last_updated.to_rfc3339_secs(),
+        bytes,
     })
 }
 

@@ -175,13 +175,17 @@ where
     Some((key, public))
 }
 
+/// The id of the mandate the sandbox grants a sandbox key: no passkey
+/// sealed it (its envelope is empty).
+pub const SANDBOX_GRANT: &str = "sandbox-grant";
+
 /// The first request of a sandbox key registers it, with a sandbox mandate
 /// for every collection and country. Later requests pass through.
 async fn introduce(state: &impl HasHome, mut key: BusinessKey, now: UnixMs) -> Result<BusinessKey> {
     let Some(credentials) = key.sandbox.as_mut().filter(|c| !c.introduced) else { return Ok(key) };
     credentials.introduced = true;
     let mandate = MandateRecord {
-        mandate_id: "sandbox-grant".into(),
+        mandate_id: SANDBOX_GRANT.into(),
         business_uuid: key.business_uuid.clone(),
         key_id: key.key_id.clone(),
         envelope: Vec::new(),
