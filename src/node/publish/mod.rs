@@ -33,6 +33,10 @@ use svc_store::{StoreError, StoreResult, cf, keys};
 
 pub use svc_core::publish::outcome::CHUNK;
 
+/// How many of a bulk file's leaves one write takes (a leaf holds its
+/// record's bytes: about a megabyte a write).
+const LEAVES_PER_WRITE: usize = 1_000;
+
 mod release;
 
 /// What the handler checked and hands over to be accepted.
@@ -557,6 +561,14 @@ impl Engine {
         }
         let mut change = Change::new();
         self.stage(&mut change, &mut push, &records)?;
+        // A file's leaves go to the store a part at a time before the push
+        // is marked staged: a large import's leaves in one write would be
+        // one entry of home's group larger than a member takes within a
+        // heartbeat, sent again and again. A stop before the last part
+        // leaves the push unstaged, and staging again writes every leaf again.
+        for part in change.split_local(cf::PUSH_LEAVES, LEAVES_PER_WRITE) {
+            self.log.commit(part, now)?;
+        }
         push.updated_at = now;
         push.last_step_at = now;
         change.put(cf::PUSHES, &keys::push(push_id), &push);

@@ -158,6 +158,23 @@ impl Change {
         self.ops.is_empty() && self.local.is_empty()
     }
 
+    /// Takes this change's home-only writes to `cf` out of it, `per` to a
+    /// change of their own: writes that may go to the store ahead of the
+    /// rest, in several batches rather than one too large.
+    pub fn split_local(&mut self, cf: impl Family, per: usize) -> Vec<Change> {
+        let name = cf.name();
+        let (taken, kept): (Vec<Op>, Vec<Op>) = std::mem::take(&mut self.local)
+            .into_iter()
+            .partition(|op| matches!(op, Op::Put { cf, .. } | Op::Delete { cf, .. } if cf == name));
+        self.local = kept;
+        let mut parts = Vec::new();
+        let mut taken = taken.into_iter().peekable();
+        while taken.peek().is_some() {
+            parts.push(Change { local: taken.by_ref().take(per.max(1)).collect(), ..Change::default() });
+        }
+        parts
+    }
+
     pub fn replicated_len(&self) -> usize {
         self.ops.len()
     }
@@ -551,6 +568,23 @@ pub fn apply_frames(store: &Store, bytes: &[u8]) -> StoreResult<Applied> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // A bulk file's leaves leave the change a part at a time; the rest of
+    // the change (replicated and home-only) stays for its own write.
+    #[test]
+    fn a_change_s_home_only_writes_to_one_table_split_into_parts_of_a_size() {
+        let mut change = Change::new();
+        for i in 0..2_500u64 {
+            change.delete(cf::PUSH_LEAVES, &i.to_be_bytes());
+        }
+        change.delete(cf::PUSHES, b"push");
+        change.delete(cf::BUSINESSES, b"b");
+        let parts = change.split_local(cf::PUSH_LEAVES, 1_000);
+        assert_eq!(parts.iter().map(|p| p.local.len()).collect::<Vec<_>>(), [1_000, 1_000, 500]);
+        assert!(parts.iter().all(|p| p.ops.is_empty()));
+        assert_eq!((change.local.len(), change.ops.len()), (1, 1), "the push and the replicated write stay");
+        assert!(change.split_local(cf::PUSH_LEAVES, 1_000).is_empty());
+    }
 
     #[test]
     fn a_change_that_requires_a_key_absent_writes_nothing_once_the_key_holds_a_value() {
