@@ -31,6 +31,12 @@ openraft::declare_raft_types!(
         SnapshotData = tokio::fs::File,
 );
 
+/// About the most bytes of entries one message to a member carries (one
+/// entry, however large, always goes): a message must arrive and be
+/// written within a heartbeat, which is also how long openraft waits for
+/// it, or it is sent again and again.
+pub const MAX_APPEND_BYTES: usize = 1 << 20;
+
 /// What one entry of the group's log proposes: one batch's writes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Proposal {

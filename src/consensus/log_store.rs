@@ -83,7 +83,7 @@ impl RaftLogReader<Group> for LogStore {
     /// to `MAX_ENTRIES` batches of megabytes each) to send only the first
     /// few would read and decode the same entries again for every message.
     async fn limited_get_log_entries(&mut self, start: u64, end: u64) -> Result<Vec<Entry<Group>>, StorageError<u64>> {
-        self.entries(start..end, crate::member::MAX_APPEND_BYTES).map_err(io(ErrorSubject::Logs, ErrorVerb::Read))
+        self.entries(start..end, crate::MAX_APPEND_BYTES).map_err(io(ErrorSubject::Logs, ErrorVerb::Read))
     }
 }
 

@@ -22,12 +22,6 @@ use crate::{Group, Proposal};
 /// and a batch of a push is megabytes.
 pub const MAX_ENTRIES: u64 = 16;
 
-/// About the most bytes of entries one message to a member carries (one
-/// entry, however large, always goes): a message must arrive and be
-/// written within a heartbeat, which is also how long openraft waits for
-/// it, or it is sent again and again.
-pub const MAX_APPEND_BYTES: usize = 1 << 20;
-
 /// How a member starts.
 #[derive(Debug, Clone)]
 pub struct Settings {

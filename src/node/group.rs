@@ -24,7 +24,8 @@ use serde::de::DeserializeOwned;
 use svc_client::transport::Transport;
 use svc_client::trust::Trust;
 use svc_consensus::Group;
-use svc_consensus::member::{MAX_APPEND_BYTES, Member};
+use svc_consensus::MAX_APPEND_BYTES;
+use svc_consensus::member::Member;
 use svc_core::link;
 
 /// The largest message a member takes: a page of entries

@@ -404,10 +404,10 @@ fn the_compose_example_s_target_file_names_its_services_and_fits_its_scenarios()
         Scenario::parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap()
     };
     for fits in ["home-kill", "region-stall", "stall-then-kill", "rolling-restarts"] {
-        target.fits(&scenario(fits)).unwrap_or_else(|e| panic!("{fits}: {e}"));
+        scenario(fits).fits(&target).unwrap_or_else(|e| panic!("{fits}: {e}"));
     }
-    let cut = target.fits(&scenario("partition-region-from-home")).unwrap_err();
+    let cut = scenario("partition-region-from-home").fits(&target).unwrap_err();
     assert!(cut.contains("needs `partition`"), "{cut}");
-    let group = target.fits(&scenario("home-leader-kill")).unwrap_err();
+    let group = scenario("home-leader-kill").fits(&target).unwrap_err();
     assert!(group.contains("home has 3 node(s); the deployment's 1"), "{group}");
 }

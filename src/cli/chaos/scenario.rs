@@ -342,6 +342,61 @@ impl RandomFaults {
 }
 
 impl Scenario {
+    /// Whether this scenario can run on `target`, an operator's deployment:
+    /// the same regions, home's nodes as many, no fault that needs a
+    /// process the runner started, and each fault's commands given.
+    pub fn fits(&self, target: &super::target::TargetFile) -> Result<(), String> {
+        let scenario = self;
+        let mut wanted: Vec<&str> = scenario.regions().iter().map(String::as_str).collect();
+        let mut have = target.regions();
+        wanted.sort();
+        have.sort();
+        if wanted != have {
+            return Err(format!("the scenario's regions are {wanted:?}; the deployment's are {have:?}"));
+        }
+        let home_nodes = usize::from(*scenario.deployment.home_nodes.get_ref());
+        if home_nodes != target.members().max(1) {
+            return Err(format!(
+                "the scenario's home has {home_nodes} node(s); the deployment's {}",
+                target.members().max(1)
+            ));
+        }
+        for fault in &scenario.faults {
+            let needs: &[(&str, super::target::Pick)] = match fault.kind() {
+                FaultKind::Kill => &[("kill", |c| &c.kill), ("start", |c| &c.start)],
+                FaultKind::Stop => &[("pause", |c| &c.pause), ("resume", |c| &c.resume)],
+                FaultKind::Partition => &[("partition", |c| &c.partition), ("heal", |c| &c.heal)],
+                FaultKind::Clock => &[],
+                FaultKind::Crash => {
+                    return Err(
+                        "a crash fault is seen as the runner's own process ending: it runs only on nodes it starts"
+                            .into(),
+                    );
+                }
+                FaultKind::DiskFull => {
+                    return Err(
+                        "a disk-full fault fills a small disk the runner mounts: it runs only on nodes it starts"
+                            .into(),
+                    );
+                }
+            };
+            // `home` in a group is whichever member leads when it strikes.
+            let aimed = fault.target.get_ref().as_str();
+            let struck: Vec<&super::target::TargetNode> = match (aimed, target.members()) {
+                ("home" | "home-follower", 1..) => {
+                    target.nodes.iter().filter(|n| n.name.starts_with("home-")).collect()
+                }
+                _ => target.nodes.iter().filter(|n| n.name == aimed).collect(),
+            };
+            for node in struck {
+                if let Some((what, _)) = needs.iter().find(|(_, command)| command(&node.commands).is_none()) {
+                    return Err(format!("a {} fault on {aimed} needs `{what}` for {}", fault.kind().name(), node.name));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Parses and checks a scenario; `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         let refuse = |offset: usize, reason: String| ScenarioError {

@@ -127,62 +127,6 @@ impl TargetFile {
     pub fn regions(&self) -> Vec<&str> {
         self.nodes.iter().map(|n| n.name.as_str()).filter(|n| *n != "home" && !n.starts_with("home-")).collect()
     }
-
-    /// Whether `scenario` can run here: the same regions, home's nodes as
-    /// many, and no fault that needs a process the runner started.
-    pub fn fits(&self, scenario: &super::scenario::Scenario) -> Result<(), String> {
-        let mut wanted: Vec<&str> = scenario.regions().iter().map(String::as_str).collect();
-        let mut have = self.regions();
-        wanted.sort();
-        have.sort();
-        if wanted != have {
-            return Err(format!("the scenario's regions are {wanted:?}; the deployment's are {have:?}"));
-        }
-        let home_nodes = usize::from(*scenario.deployment.home_nodes.get_ref());
-        if home_nodes != self.members().max(1) {
-            return Err(format!(
-                "the scenario's home has {home_nodes} node(s); the deployment's {}",
-                self.members().max(1)
-            ));
-        }
-        use super::scenario::FaultKind;
-        for fault in &scenario.faults {
-            let needs: &[(&str, Pick)] = match fault.kind() {
-                FaultKind::Kill => &[("kill", |c| &c.kill), ("start", |c| &c.start)],
-                FaultKind::Stop => &[("pause", |c| &c.pause), ("resume", |c| &c.resume)],
-                FaultKind::Partition => &[("partition", |c| &c.partition), ("heal", |c| &c.heal)],
-                FaultKind::Clock => &[],
-                FaultKind::Crash => {
-                    return Err(
-                        "a crash fault is seen as the runner's own process ending: it runs only on nodes it starts"
-                            .into(),
-                    );
-                }
-                FaultKind::DiskFull => {
-                    return Err(
-                        "a disk-full fault fills a small disk the runner mounts: it runs only on nodes it starts"
-                            .into(),
-                    );
-                }
-            };
-            // `home` in a group is whichever member leads when it strikes.
-            let target = fault.target.get_ref().as_str();
-            let struck: Vec<&TargetNode> = match (target, self.members()) {
-                ("home" | "home-follower", 1..) => self.nodes.iter().filter(|n| n.name.starts_with("home-")).collect(),
-                _ => self.nodes.iter().filter(|n| n.name == target).collect(),
-            };
-            for node in struck {
-                if let Some((what, _)) = needs.iter().find(|(_, command)| command(&node.commands).is_none()) {
-                    return Err(format!(
-                        "a {} fault on {target} needs `{what}` for {}",
-                        fault.kind().name(),
-                        node.name
-                    ));
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 /// Runs `command` with `sh -c`, its placeholders filled; fails with what it

@@ -11,8 +11,8 @@ use serde::Deserialize;
 use svc_core::problem::Code;
 
 use super::cacheable::{cached, html_answer, json_document, query, wants_html};
+use super::own_copy::FromOwnCopy;
 use super::pages;
-use super::public::FromOwnCopy;
 use svc_node::region::Region;
 use svc_node::service::Error;
 use svc_node::service::public::certificates::{self, DOCUMENT_MAX_AGE, FORMAT_MAX_AGE};

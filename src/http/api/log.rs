@@ -14,7 +14,7 @@ use serde::Deserialize;
 use svc_core::problem::Code;
 
 use super::cacheable::{cached, json_document, query};
-use super::public::FromOwnCopy;
+use super::own_copy::FromOwnCopy;
 use svc_node::region::parts::HasLog;
 use svc_node::service::public::PublicDocument;
 use svc_node::service::public::log::{self, ProofQuery, max_age};

@@ -15,6 +15,7 @@ pub mod internal;
 pub mod listener;
 pub mod log;
 pub mod openapi;
+pub mod own_copy;
 pub mod pages;
 pub mod public;
 pub mod raw_json;

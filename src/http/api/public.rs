@@ -9,15 +9,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::cacheable::cached;
+use super::own_copy::FromOwnCopy;
 use svc_node::region::Region;
-use svc_node::region::parts::{HasClock, HasConfig, HasLog, HasRegistry, HasStore};
-
-/// What the routes served from a node's own copy read: a region has it,
-/// and so does a standby member's `OwnCopy`, which runs no actor.
-pub trait FromOwnCopy: HasConfig + HasStore + HasRegistry + HasClock + HasLog + Clone + Send + Sync + 'static {}
-
-impl<S> FromOwnCopy for S where S: HasConfig + HasStore + HasRegistry + HasClock + HasLog + Clone + Send + Sync + 'static
-{}
 
 /// The public routes. Answers the statement key signs on demand (business
 /// keys, verify statements, verify pages) come from home, which holds that
