@@ -130,8 +130,9 @@ pub enum Command {
     /// outside. Prints the report's path last; exits 0 when the verdict is
     /// the one the scenario expects. With `--target`, against your own
     /// deployment instead, its faults run by the file's commands.
-    #[command(after_help = "Examples:\n  svc chaos chaos/scenarios/clock-skew.toml --out chaos-runs\n  \
-                            SVC_ADMIN_TOKEN=… svc chaos chaos/scenarios/home-leader-kill.toml \
+    #[command(after_help = "Example:\n  svc chaos chaos/scenarios/clock-skew.toml --out chaos-runs\n\
+                            Against your own deployment:\n  \
+                            SVC_ADMIN_TOKEN=… svc chaos chaos/scenarios/home-kill.toml \
                             --target deploy/compose/deployment.toml")]
     Chaos {
         scenario: std::path::PathBuf,
