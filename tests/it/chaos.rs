@@ -382,7 +382,7 @@ fn the_compose_example_s_target_file_names_its_services_and_fits_its_scenarios()
     use svc::chaos::scenario::Scenario;
     use svc::chaos::target::TargetFile;
     let root = env!("CARGO_MANIFEST_DIR");
-    let target = TargetFile::read(std::path::Path::new(&format!("{root}/deploy/compose/deployment.toml"))).unwrap();
+    let target = TargetFile::read(std::path::Path::new(&format!("{root}/deploy/compose-chaos.toml"))).unwrap();
     let compose = std::fs::read_to_string(format!("{root}/deploy/compose.yaml")).unwrap();
     let mut names: Vec<&str> = target.nodes.iter().map(|n| n.name.as_str()).collect();
     names.sort();
@@ -406,8 +406,8 @@ fn the_compose_example_s_target_file_names_its_services_and_fits_its_scenarios()
     for fits in ["home-kill", "region-stall", "stall-then-kill", "rolling-restarts"] {
         scenario(fits).fits(&target).unwrap_or_else(|e| panic!("{fits}: {e}"));
     }
-    let cut = scenario("partition-region-from-home").fits(&target).unwrap_err();
+    let cut = scenario("partition-region-from-home").fits(&target).unwrap_err().to_string();
     assert!(cut.contains("needs `partition`"), "{cut}");
-    let group = scenario("home-leader-kill").fits(&target).unwrap_err();
+    let group = scenario("home-leader-kill").fits(&target).unwrap_err().to_string();
     assert!(group.contains("home has 3 node(s); the deployment's 1"), "{group}");
 }

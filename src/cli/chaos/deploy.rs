@@ -86,7 +86,7 @@ impl Node {
         let command = which(commands).as_ref().ok_or_else(|| failed(format!("the target file gives no `{what}`")))?;
         let mut all = vec![("node", self.name.as_str())];
         all.extend_from_slice(fills);
-        target::run(command, &all).map_err(failed)
+        target::run(command, &all).map_err(|e| failed(e.to_string()))
     }
 
     fn signal(&self, signal: &'static str) -> Result<(), DeployError> {

@@ -45,7 +45,7 @@ pub enum ChaosError {
     #[error("the products were not published: {0}")]
     NotPublished(String),
     #[error("the scenario does not fit the target deployment: {0}")]
-    Unfit(String),
+    Unfit(#[from] target::Unfit),
     #[error(transparent)]
     Target(#[from] target::TargetError),
 }
@@ -104,7 +104,7 @@ pub async fn run(scenario: &Scenario, binary: &Path, out: &Path, keep_data: bool
 /// same load, faults (by the file's commands) and invariants; nothing of
 /// it is started or deleted.
 pub async fn run_against(scenario: &Scenario, target: &target::TargetFile, out: &Path) -> Result<Report, ChaosError> {
-    scenario.fits(target).map_err(ChaosError::Unfit)?;
+    scenario.fits(target)?;
     let deployment = Deployment::attach(target, &out.join("deployment")).await?;
     run_on(deployment, scenario, out, true).await
 }

@@ -345,40 +345,28 @@ impl Scenario {
     /// Whether this scenario can run on `target`, an operator's deployment:
     /// the same regions, home's nodes as many, no fault that needs a
     /// process the runner started, and each fault's commands given.
-    pub fn fits(&self, target: &super::target::TargetFile) -> Result<(), String> {
-        let scenario = self;
-        let mut wanted: Vec<&str> = scenario.regions().iter().map(String::as_str).collect();
-        let mut have = target.regions();
+    pub fn fits(&self, target: &super::target::TargetFile) -> Result<(), super::target::Unfit> {
+        use super::target::Unfit;
+        let mut wanted: Vec<String> = self.regions().to_vec();
+        let mut have: Vec<String> = target.regions().into_iter().map(str::to_owned).collect();
         wanted.sort();
         have.sort();
         if wanted != have {
-            return Err(format!("the scenario's regions are {wanted:?}; the deployment's are {have:?}"));
+            return Err(Unfit::Regions { wanted, have });
         }
-        let home_nodes = usize::from(*scenario.deployment.home_nodes.get_ref());
-        if home_nodes != target.members().max(1) {
-            return Err(format!(
-                "the scenario's home has {home_nodes} node(s); the deployment's {}",
-                target.members().max(1)
-            ));
+        let (scenario, deployment) = (usize::from(*self.deployment.home_nodes.get_ref()), target.members().max(1));
+        if scenario != deployment {
+            return Err(Unfit::HomeSize { scenario, deployment });
         }
-        for fault in &scenario.faults {
-            let needs: &[(&str, super::target::Pick)] = match fault.kind() {
+        for fault in &self.faults {
+            let needs: &[(&'static str, super::target::Pick)] = match fault.kind() {
                 FaultKind::Kill => &[("kill", |c| &c.kill), ("start", |c| &c.start)],
                 FaultKind::Stop => &[("pause", |c| &c.pause), ("resume", |c| &c.resume)],
                 FaultKind::Partition => &[("partition", |c| &c.partition), ("heal", |c| &c.heal)],
                 FaultKind::Clock => &[],
-                FaultKind::Crash => {
-                    return Err(
-                        "a crash fault is seen as the runner's own process ending: it runs only on nodes it starts"
-                            .into(),
-                    );
-                }
-                FaultKind::DiskFull => {
-                    return Err(
-                        "a disk-full fault fills a small disk the runner mounts: it runs only on nodes it starts"
-                            .into(),
-                    );
-                }
+                // A crash is seen as the runner's own process ending; a full
+                // disk is a small disk the runner mounts.
+                kind @ (FaultKind::Crash | FaultKind::DiskFull) => return Err(Unfit::NeedsOwnProcess(kind.name())),
             };
             // `home` in a group is whichever member leads when it strikes.
             let aimed = fault.target.get_ref().as_str();
@@ -389,8 +377,9 @@ impl Scenario {
                 _ => target.nodes.iter().filter(|n| n.name == aimed).collect(),
             };
             for node in struck {
-                if let Some((what, _)) = needs.iter().find(|(_, command)| command(&node.commands).is_none()) {
-                    return Err(format!("a {} fault on {aimed} needs `{what}` for {}", fault.kind().name(), node.name));
+                if let Some((command, _)) = needs.iter().find(|(_, pick)| pick(&node.commands).is_none()) {
+                    let (kind, aimed, node) = (fault.kind().name(), aimed.to_owned(), node.name.clone());
+                    return Err(Unfit::NoCommand { kind, aimed, command, node });
                 }
             }
         }

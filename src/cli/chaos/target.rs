@@ -8,7 +8,7 @@
 //! Each node's commands are its `[nodes.commands]` table. A command may
 //! name `{node}` (the node's name), and a partition's or a heal's `{peer}`
 //! and `{peer_host}` (the other side's name and the host of its public
-//! URL). `deploy/compose/deployment.toml` is the one for the compose
+//! URL). `deploy/compose-chaos.toml` is the one for the compose
 //! example.
 
 use std::path::{Path, PathBuf};
@@ -79,6 +79,27 @@ pub struct Commands {
 /// One of a node's commands, picked from its `Commands`.
 pub type Pick = fn(&Commands) -> &Option<String>;
 
+/// Why a scenario cannot run on a target deployment.
+#[derive(Debug, thiserror::Error)]
+pub enum Unfit {
+    #[error("the scenario's regions are {wanted:?}; the deployment's are {have:?}")]
+    Regions { wanted: Vec<String>, have: Vec<String> },
+    #[error("the scenario's home has {scenario} node(s); the deployment's {deployment}")]
+    HomeSize { scenario: usize, deployment: usize },
+    #[error("a {0} fault needs a process the runner started: it runs only on nodes the runner starts")]
+    NeedsOwnProcess(&'static str),
+    #[error("a {kind} fault on {aimed} needs `{command}` for {node}")]
+    NoCommand { kind: &'static str, aimed: String, command: &'static str, node: String },
+}
+
+/// A command that failed: the line run, and what went wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{line}: {why}")]
+pub struct CommandFailed {
+    pub line: String,
+    pub why: String,
+}
+
 /// Why a target file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
@@ -131,11 +152,12 @@ impl TargetFile {
 
 /// Runs `command` with `sh -c`, its placeholders filled; fails with what it
 /// printed when it exits with an error or runs past its time.
-pub fn run(command: &str, fills: &[(&str, &str)]) -> Result<(), String> {
+pub fn run(command: &str, fills: &[(&str, &str)]) -> Result<(), CommandFailed> {
     let mut line = command.to_owned();
     for (name, value) in fills {
         line = line.replace(&format!("{{{name}}}"), value);
     }
+    let failed = |line: &str, why: String| CommandFailed { line: line.to_owned(), why };
     let mut child = std::process::Command::new("sh")
         .arg("-c")
         .arg(&line)
@@ -143,7 +165,7 @@ pub fn run(command: &str, fills: &[(&str, &str)]) -> Result<(), String> {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .map_err(|e| format!("{line}: {e}"))?;
+        .map_err(|e| failed(&line, e.to_string()))?;
     let started = std::time::Instant::now();
     loop {
         match child.try_wait() {
@@ -153,15 +175,15 @@ pub fn run(command: &str, fills: &[(&str, &str)]) -> Result<(), String> {
                 if let Some(mut stderr) = child.stderr.take() {
                     let _ = std::io::Read::read_to_string(&mut stderr, &mut said);
                 }
-                return Err(format!("{line}: {status}: {}", said.trim()));
+                return Err(failed(&line, format!("{status}: {}", said.trim())));
             }
             Ok(None) if started.elapsed() > COMMAND_WITHIN => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("{line}: still running after {} s", COMMAND_WITHIN.as_secs()));
+                return Err(failed(&line, format!("still running after {} s", COMMAND_WITHIN.as_secs())));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(format!("{line}: {e}")),
+            Err(e) => return Err(failed(&line, e.to_string())),
         }
     }
 }
@@ -187,7 +209,7 @@ mod tests {
         let command = format!("echo {{node}} {{peer}} > {}", out.display());
         run(&command, &[("node", "eu"), ("peer", "home")]).unwrap();
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "eu home\n");
-        let failed = run("echo no such unit >&2; exit 3", &[]).unwrap_err();
+        let failed = run("echo no such unit >&2; exit 3", &[]).unwrap_err().to_string();
         assert!(failed.contains("no such unit") && failed.contains('3'), "{failed}");
     }
 

@@ -133,10 +133,10 @@ pub enum Command {
     #[command(after_help = "Example:\n  svc chaos chaos/scenarios/clock-skew.toml --out chaos-runs\n\
                             Against your own deployment:\n  \
                             SVC_ADMIN_TOKEN=… svc chaos chaos/scenarios/home-kill.toml \
-                            --target deploy/compose/deployment.toml")]
+                            --target deploy/compose-chaos.toml")]
     Chaos {
         scenario: std::path::PathBuf,
-        /// An operator's deployment (`deploy/compose/deployment.toml` shows
+        /// An operator's deployment (`deploy/compose-chaos.toml` shows
         /// one): each node's addresses and the commands that kill, start,
         /// pause, resume and cut it off. Nothing of it is started or deleted.
         #[arg(long)]
