@@ -295,11 +295,7 @@ async fn a_home_of_three_members_fails_over_to_a_member_holding_every_acknowledg
     let round = Transport::new(&standby_admin).unwrap().send(request).await.unwrap();
     assert_eq!(round.status, 503, "{}", String::from_utf8_lossy(&round.bytes));
     // Its public listener sends on too: the leader's key set, through a standby.
-    let keys = Transport::new(&public)
-        .unwrap()
-        .send(axum::http::Request::get("/.well-known/keys").body(axum::body::Body::empty()).unwrap())
-        .await
-        .unwrap();
+    let keys = public_answer(&public, "/.well-known/keys").await;
     assert_eq!(keys.status, 200, "{}", String::from_utf8_lossy(&keys.bytes));
 
     // A business's key (a leaf of the transparency log), and the first
@@ -357,10 +353,15 @@ async fn a_home_of_three_members_fails_over_to_a_member_holding_every_acknowledg
 }
 
 async fn public_get(base: &str, path: &str) -> serde_json::Value {
-    let request = axum::http::Request::get(path).body(axum::body::Body::empty()).unwrap();
-    let answer = Transport::new(base).unwrap().send(request).await.unwrap();
+    let answer = public_answer(base, path).await;
     assert_eq!(answer.status, 200, "{path}: {}", String::from_utf8_lossy(&answer.bytes));
     answer.json()
+}
+
+/// What `base` answers a `GET` of `path`, whatever its status.
+async fn public_answer(base: &str, path: &str) -> svc_client::transport::Answer {
+    let request = axum::http::Request::get(path).body(axum::body::Body::empty()).unwrap();
+    Transport::new(base).unwrap().send(request).await.unwrap()
 }
 
 /// Creates a business and its integration key at the leader, has it
@@ -408,12 +409,10 @@ async fn a_standby_answers_the_log_and_certificates_from_its_own_copy_with_no_le
     let from_leader = public_get(&leader_public, &format!("/v1/certificates/{business}")).await;
     let standby = nodes.keys().copied().find(|id| *id != first).unwrap();
     let target = nodes[&first].member.raft().metrics().borrow().last_applied;
-    for _ in 0..800 {
-        if nodes[&standby].member.raft().metrics().borrow().last_applied >= target {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    crate::common::eventually("the standby applies what the leader did", async || {
+        nodes[&standby].member.raft().metrics().borrow().last_applied >= target
+    })
+    .await;
     let others: Vec<u64> = nodes.keys().copied().filter(|id| *id != standby).collect();
     for id in others {
         nodes.remove(&id).unwrap().stop().await;
@@ -430,17 +429,9 @@ async fn a_standby_answers_the_log_and_certificates_from_its_own_copy_with_no_le
     assert_eq!((checkpoint.size, checkpoint.root), (signed.size, signed.root), "the one the leader signed");
     let certificate = public_get(&public, &format!("/v1/certificates/{business}")).await;
     assert_eq!(certificate, from_leader, "the certificate the leader served");
-    let tiled = Transport::new(&public)
-        .unwrap()
-        .send(axum::http::Request::get("/log/checkpoint").body(axum::body::Body::empty()).unwrap())
-        .await
-        .unwrap();
+    let tiled = public_answer(&public, "/log/checkpoint").await;
     assert_eq!(tiled.status, 200, "{}", String::from_utf8_lossy(&tiled.bytes));
-    let keys = Transport::new(&public)
-        .unwrap()
-        .send(axum::http::Request::get("/.well-known/keys").body(axum::body::Body::empty()).unwrap())
-        .await
-        .unwrap();
+    let keys = public_answer(&public, "/.well-known/keys").await;
     assert_eq!(keys.status, 503, "the key set needs the leader: {}", String::from_utf8_lossy(&keys.bytes));
     for (_, node) in nodes {
         node.stop().await;

@@ -267,12 +267,7 @@ impl Deployment {
             let config = deployment.write_config((region, region), "read", None, "", &link)?;
             deployment.launch(config).await?;
         }
-        if deployment.home_door.is_some() {
-            deployment.wait_leader(Duration::from_secs(60)).await?;
-        }
-        for node in deployment.serving() {
-            wait_ready(node, Duration::from_secs(60)).await?;
-        }
+        deployment.wait_serving().await?;
         Ok(deployment)
     }
 
@@ -315,12 +310,7 @@ impl Deployment {
             authority: file.authority.clone(),
             attached: true,
         };
-        if deployment.home_door.is_some() {
-            deployment.wait_leader(Duration::from_secs(60)).await?;
-        }
-        for node in deployment.serving() {
-            wait_ready(node, Duration::from_secs(60)).await?;
-        }
+        deployment.wait_serving().await?;
         Ok(deployment)
     }
 
@@ -458,6 +448,18 @@ impl Deployment {
             }
         }
         None
+    }
+
+    /// Waits until home (its group's leader, if a group) and every read
+    /// region answer ready.
+    async fn wait_serving(&self) -> Result<(), DeployError> {
+        if self.home_door.is_some() {
+            self.wait_leader(Duration::from_secs(60)).await?;
+        }
+        for node in self.serving() {
+            wait_ready(node, Duration::from_secs(60)).await?;
+        }
+        Ok(())
     }
 
     /// Waits until a member of home's group leads with its region up.

@@ -373,6 +373,14 @@ fn next_page(finished: Finished) -> Result<String> {
     })
 }
 
+/// A record's live version as JSON, and the name a person knows it by
+/// (its own id when it has none, or no live version).
+fn named(shown: &records::Shown) -> (Option<serde_json::Value>, String) {
+    let record: Option<serde_json::Value> = shown.bytes.as_deref().and_then(|b| serde_json::from_slice(b).ok());
+    let name = record.as_ref().and_then(|r| editor::record_name(shown.record_type, r));
+    (record, name.unwrap_or_else(|| shown.own_id.clone()))
+}
+
 /// A record's page: its name, its facts, its content member by member, and
 /// what may be done with it; after a save, what the save did.
 pub async fn show(
@@ -383,8 +391,7 @@ pub async fn show(
 ) -> PageResult {
     let shown = records::show(&state, &person.0, &record_id)?;
     let kind = shown.record_type;
-    let record: Option<serde_json::Value> = shown.bytes.as_deref().and_then(|b| serde_json::from_slice(b).ok());
-    let name = record.as_ref().and_then(|r| editor::record_name(kind, r)).unwrap_or_else(|| shown.own_id.clone());
+    let (record, name) = named(&shown);
     let verify = shown.sha256.as_ref().map(|sha| format!("/v1/verify/{}?origin={sha}&format=html", shown.record_id));
     let state_name = format!("{:?}", shown.state).to_lowercase();
     // Said only when the record is as the action left it.
@@ -447,12 +454,7 @@ pub async fn end(
         _ => return Err(Error::detail(Code::RequestInvalid, "the action is withdraw or delete").into()),
     };
     let shown = records::show(&state, &person.0, &record_id)?;
-    let name = shown
-        .bytes
-        .as_deref()
-        .and_then(|b| serde_json::from_slice(b).ok())
-        .and_then(|r| editor::record_name(shown.record_type, &r))
-        .unwrap_or(shown.own_id);
+    let (_, name) = named(&shown);
     let (prepared, document) = saves::prepare_end(&state, &person.0, &record_id, delete).await?;
     let verb = if delete { "delete" } else { "withdraw" };
     let what = format!("a {verb} document for the {} {name} ({record_id})", titles(shown.record_type).1);

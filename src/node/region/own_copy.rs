@@ -8,7 +8,6 @@ use std::sync::Arc;
 use svc_clock::SharedClock;
 use svc_store::{Store, StoreResult};
 
-use super::parts::{HasClock, HasConfig, HasLog, HasRegistry, HasStore};
 use crate::config::NodeConfig;
 use crate::registry::Registry;
 use crate::transparency::LogView;
@@ -32,32 +31,11 @@ impl OwnCopy {
     }
 }
 
-impl HasConfig for OwnCopy {
-    fn config(&self) -> &Arc<NodeConfig> {
-        &self.config
-    }
-}
-
-impl HasStore for OwnCopy {
-    fn store(&self) -> &Store {
-        &self.store
-    }
-}
-
-impl HasRegistry for OwnCopy {
-    fn registry(&self) -> &Registry {
-        &self.registry
-    }
-}
-
-impl HasClock for OwnCopy {
-    fn clock(&self) -> &SharedClock {
-        &self.clock
-    }
-}
-
-impl HasLog for OwnCopy {
-    fn log(&self) -> &LogView {
-        &self.log
-    }
+super::parts::held_parts! {
+    OwnCopy:
+    HasConfig: config -> Arc<NodeConfig>;
+    HasStore: store -> Store;
+    HasRegistry: registry -> Registry;
+    HasClock: clock -> SharedClock;
+    HasLog: log -> LogView;
 }

@@ -44,6 +44,21 @@ macro_rules! parts {
     };
 }
 
+/// The parts a value other than `Region` holds as fields of the same names
+/// (`OwnCopy`): each `Has` trait read from its field.
+macro_rules! held_parts {
+    ($holder:ty: $($has:ident: $field:ident -> $ty:ty;)*) => {
+        $(
+            impl $crate::region::parts::$has for $holder {
+                fn $field(&self) -> &$ty {
+                    &self.$field
+                }
+            }
+        )*
+    };
+}
+pub(crate) use held_parts;
+
 parts! {
     HasSupervisor: supervisor -> ActorRef<super::supervisor::SupervisorMsg>;
     HasFailures: failures -> super::failures::Failures;
