@@ -23,39 +23,90 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// An event as a person gives it: typed, picked from lists, a second
+/// country added with its button, a time in its zone.
 const EVENT: &[(&str, &str)] = &[
-    ("language", "fr"),
-    ("event_id", "soiree-2026"),
-    ("countries", "FR"),
-    ("title", "Soirée de lancement des lampes"),
-    ("start_at", "2026-12-10T18:00:00Z"),
-    ("end_at", "2026-12-10T21:00:00Z"),
-    ("event_type", "exhibition"),
-    ("attendance_mode", "in_person"),
-    ("city", "Lyon"),
-    ("geo", r#"{"lat": 45.76, "lng": 4.84}"#),
+    ("/language", "fr"),
+    ("/event_id", "soiree-2026"),
+    ("/countries/0", "FR"),
+    ("/countries/1", "BE"),
+    ("/title", "Soirée de lancement des lampes"),
+    ("/start_at", "2026-12-10T19:00"),
+    ("/start_at#zone", "Europe/Paris"),
+    ("/end_at", "2026-12-10T22:00"),
+    ("/end_at#zone", "Europe/Paris"),
+    ("/event_type", "exhibition"),
+    ("/attendance_mode", "in_person"),
+    ("/city", "Lyon"),
+    ("/geo/lat", "45.76"),
+    ("/geo/lng", "4.84"),
 ];
 
+/// The event's top-level members, with `schema`: a line each in its bytes.
+const EVENT_MEMBERS: u64 = 11;
+
 const JOB: &[(&str, &str)] = &[
-    ("language", "fr"),
-    ("job_id", "J-12"),
-    ("countries", "FR"),
-    ("title", "Monteur de lampes"),
-    ("description", "Nous cherchons un monteur.\nAtelier à Lyon."),
-    ("employment_type", "full_time"),
-    ("salary_disclosed", "false"),
-    ("work_arrangement", "on_site"),
-    ("city", "Lyon"),
+    ("/language", "fr"),
+    ("/job_id", "J-12"),
+    ("/countries/0", "FR"),
+    ("/title", "Monteur de lampes"),
+    ("/description", "Nous cherchons un monteur.\nAtelier à Lyon."),
+    ("/employment_type", "full_time"),
+    ("/salary_disclosed", "false"),
+    ("/work_arrangement", "on_site"),
+    ("/city", "Lyon"),
+];
+
+/// A product priced in two countries: the second country and its price
+/// row are each asked for with *Add another*.
+const PRODUCT: &[(&str, &str)] = &[
+    ("/language", "fr"),
+    ("/business_product_id", "SKU-1042"),
+    ("/product_name", "Lampe Aurore"),
+    ("/countries/0", "FR"),
+    ("/countries/1", "BE"),
+    ("/prices/0/country", "FR"),
+    ("/prices/0/currency", "EUR"),
+    ("/prices/0/amount", "39.90"),
+    ("/prices/1/country", "BE"),
+    ("/prices/1/currency", "EUR"),
+    ("/prices/1/amount", "41.50"),
+    ("/on_sale", "false"),
+    ("/availability", "in_stock"),
+    ("/product_url", "https://lumio.example/aurore"),
+    ("/tags/0", "lampe"),
+    ("/tags/1", "laiton"),
+];
+
+/// The business's own file: a location with its map position, ticked
+/// delivery options and payment methods.
+const BUSINESS_FILE: &[(&str, &str)] = &[
+    ("/language", "fr"),
+    ("/business_file_id", "lumio"),
+    ("/countries/0", "FR"),
+    ("/description", "Luminaires dessinés et montés à Lyon."),
+    ("/brands_owned/0/name", "Lumio"),
+    ("/delivery/options", "shipping"),
+    ("/delivery/options", "pickup"),
+    ("/payment/methods", "card"),
+    ("/locations/0/name", "Atelier Lumio"),
+    ("/locations/0/address", "12 rue des Lampes"),
+    ("/locations/0/city", "Lyon"),
+    ("/locations/0/country", "FR"),
+    ("/locations/0/geo/lat", "45.76"),
+    ("/locations/0/geo/lng", "4.84"),
+    ("/year_established", "2019"),
 ];
 
 const UPDATE: &[(&str, &str)] = &[
-    ("language", "fr"),
-    ("update_id", "u-portal"),
-    ("countries", "FR"),
-    ("headline", "Horaires de fêtes"),
-    ("body", "Fermeture à 16 h le 24 décembre."),
-    ("update_type", "announcement"),
-    ("relevant_until", "2026-12-26T00:00:00Z"),
+    ("/language", "fr"),
+    ("/update_id", "u-portal"),
+    ("/countries/0", "FR"),
+    ("/headline", "Horaires de fêtes"),
+    ("/body", "Fermeture à 16 h le 24 décembre."),
+    ("/update_type", "announcement"),
+    ("/relevant_until", "2026-12-26T00:00"),
+    ("/relevant_until#zone", "UTC"),
 ];
 
 /// Wraps the page's `fetch` so the seal's answer is kept in the tab's
@@ -85,13 +136,13 @@ async fn intercept(browser: &Browser, mode: &str) {
 }
 
 const AD: &[(&str, &str)] = &[
-    ("language", "fr"),
-    ("ad_id", "winter-lamps"),
-    ("countries", "FR"),
-    ("headline", "Lampes Lumio"),
-    ("description", "Une lumière chaude pour les longues soirées."),
-    ("cta_text", "Voir les lampes"),
-    ("destination_url", "https://shop.example.com/lampes"),
+    ("/language", "fr"),
+    ("/ad_id", "winter-lamps"),
+    ("/countries/0", "FR"),
+    ("/headline", "Lampes Lumio"),
+    ("/description", "Une lumière chaude pour les longues soirées."),
+    ("/cta_text", "Voir les lampes"),
+    ("/destination_url", "https://shop.example.com/lampes"),
 ];
 
 /// An owner invites a developer, who signs up in another browser and may
@@ -219,7 +270,7 @@ async fn hosted_flows(
 
     // An update confirmed by the person and signed by the service.
     let update: Vec<(&str, &str)> =
-        UPDATE.iter().map(|&(k, v)| if k == "update_id" { (k, "u-hosted") } else { (k, v) }).collect();
+        UPDATE.iter().map(|&(k, v)| if k == "/update_id" { (k, "u-hosted") } else { (k, v) }).collect();
     browser.open(&format!("{site}/portal/records/new/updates")).await;
     submit_editor(browser, &update).await;
     browser.wait_for("the review page", |_, page| page.contains("signed by the service")).await;
@@ -369,17 +420,40 @@ async fn campaign_flows(
 }
 
 /// Sets each form field by name, then submits the editor.
+/// Fills the editor as a person would, never with JSON: text typed into
+/// each input, a picker's option clicked, a row the form lacks asked for
+/// with its list's *Add another* button. A date and time is set through
+/// the picker's value (its keys depend on the browser's locale).
 async fn submit_editor(browser: &Browser, fields: &[(&str, &str)]) {
-    let values: serde_json::Map<String, Value> = fields.iter().map(|(k, v)| ((*k).into(), json!(v))).collect();
-    browser
-        .script(
-            "for (const [name, value] of Object.entries(arguments[0])) {
-               document.querySelector(`[name=\"${name}\"]`).value = value;
-             }",
-            json!([values]),
-        )
-        .await;
-    browser.click("form.editor button[type=submit]").await;
+    for (name, value) in fields {
+        let css = format!("form.editor [name=\"{name}\"]");
+        let probe = "const e = document.querySelector(arguments[0]); return e ? `${e.tagName}:${e.type}` : null;";
+        let mut kind = browser.script(probe, json!([css])).await;
+        if kind.is_null() {
+            // The list is the pointer up to its last row number.
+            let tokens: Vec<&str> = name.split('/').collect();
+            let row = tokens.iter().rposition(|t| t.parse::<usize>().is_ok()).expect("a row of a list");
+            let list = tokens[..row].join("/");
+            browser.click(&format!("button[name=_add][value=\"{list}\"]")).await;
+            for _ in 0..200 {
+                kind = browser.script(probe, json!([css])).await;
+                if !kind.is_null() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        }
+        match kind.as_str() {
+            Some("SELECT:select-one") => browser.click(&format!("{css} option[value=\"{value}\"]")).await,
+            Some("INPUT:datetime-local") => {
+                browser.script("document.querySelector(arguments[0]).value = arguments[1]", json!([css, value])).await;
+            }
+            Some("INPUT:checkbox") => browser.click(&format!("{css}[value=\"{value}\"]")).await,
+            Some(_) => browser.fill(&css, value).await,
+            None => panic!("the editor has no input {name}"),
+        }
+    }
+    browser.click("#review").await;
 }
 
 /// Seals what the review page shows and waits for the page after it.
@@ -528,7 +602,7 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     // An event with its title left out is refused with the API's reason,
     // next to the member; nothing is sealed.
     browser.open(&format!("{site}/portal/records/new/events")).await;
-    let untitled: Vec<(&str, &str)> = EVENT.iter().copied().filter(|(k, _)| *k != "title").collect();
+    let untitled: Vec<(&str, &str)> = EVENT.iter().copied().filter(|(k, _)| *k != "/title").collect();
     submit_editor(&browser, &untitled).await;
     browser.wait_for("the reasons", |_, page| page.contains("field_missing")).await;
     let page = browser.source().await;
@@ -546,12 +620,12 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     assert!(review.contains("id=\"summary\"") && review.contains("<dd>Lyon</dd>"), "{review}");
     assert!(review.contains("the event Soirée de lancement des lampes"), "{review}");
     let pieces = browser.script("return document.querySelectorAll('#bytes .piece').length", json!([])).await;
-    assert_eq!(pieces.as_u64(), Some(EVENT.len() as u64 + 1), "a piece a member, with schema");
+    assert_eq!(pieces.as_u64(), Some(EVENT_MEMBERS), "a piece a member, with schema");
     browser.click("#back-to-edit button").await;
     browser.wait_for("the editor again", |_, page| page.contains("Review and seal")).await;
     let title = browser.script("return document.getElementById('f-title').value", json!([])).await;
     assert_eq!(title, "Soirée de lancement des lampes");
-    browser.click("form.editor button[type=submit]").await;
+    browser.click("#review").await;
     browser.wait_for("the review page", |_, page| page.contains("Seal and publish")).await;
     intercept(&browser, "keep").await;
     seal(&browser, "06-event", "/portal/records/").await;
@@ -562,11 +636,39 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     // public verify page; its content is shown member by member.
     confirmed(&browser, "Published Soirée de lancement des lampes (version 1)").await;
     assert!(page.contains("id=\"verify\"") && page.contains("id=\"edit\""), "{page}");
-    assert!(page.contains("<dt>city</dt><dd>Lyon</dd>"), "{page}");
+    assert!(page.contains("<dt>Town or city</dt><dd>Lyon</dd>"), "{page}");
+
+    // A browser asking for French gets the editor's words, pickers and
+    // buttons in French.
+    let french = browser
+        .script(
+            "return fetch('/portal/records/new/products', {headers: {'accept-language': 'fr-FR,fr;q=0.9,en;q=0.5'}})
+               .then((r) => r.text());",
+            json!([]),
+        )
+        .await;
+    let french = french.as_str().unwrap_or_default();
+    for words in ["lang=\"fr\"", "Nom du produit", ">Allemagne</option>", ">Français</option>", "Relire et sceller"] {
+        assert!(french.contains(words), "{words}: {french}");
+    }
 
     browser.open(&format!("{site}/portal/records/new/jobs")).await;
     submit_editor(&browser, JOB).await;
     seal(&browser, "07-job", "/portal/records/").await;
+
+    // A product and the business file, each filled input by input.
+    browser.open(&format!("{site}/portal/records/new/products")).await;
+    submit_editor(&browser, PRODUCT).await;
+    browser.wait_for("the product's review", |_, page| page.contains("Seal and publish")).await;
+    let review = browser.source().await;
+    assert!(review.contains("39.90") && review.contains("41.50") && review.contains("Belgi"), "{review}");
+    seal(&browser, "07b-product", "/portal/records/").await;
+    confirmed(&browser, "Published Lampe Aurore (version 1)").await;
+    browser.open(&format!("{site}/portal/records/new/business_files")).await;
+    submit_editor(&browser, BUSINESS_FILE).await;
+    seal(&browser, "07c-business-file", "/portal/records/").await;
+    let page = browser.source().await;
+    assert!(page.contains("Shipping") || page.contains("shipping"), "{page}");
 
     // The AI policy: the flags chosen become version 1.
     browser.open(&format!("{site}/portal/ai-policy")).await;
@@ -753,7 +855,8 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     assert_eq!(listed(event_id)["versions"][0]["purged"], true, "{manifest}");
     assert_eq!(listed(job_id)["state"], "withdrawn", "{manifest}");
     assert!(files.contains_key("ai_policy/1.json") && files.contains_key("ai_policy/1.seal.json"));
-    assert_eq!(manifest["records"].as_array().unwrap().len(), 22, "an event, a job and twenty products: {manifest}");
+    let count = manifest["records"].as_array().unwrap().len();
+    assert_eq!(count, 24, "an event, a job, the business file and twenty-one products: {manifest}");
 
     // The withdrawn job is still listed, to delete; deleted, it is not.
     browser.open(&format!("{site}/portal/")).await;

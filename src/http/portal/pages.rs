@@ -4,6 +4,8 @@
 use askama::Template;
 use axum::http::header;
 use axum::response::IntoResponse;
+use svc_core::records::editor;
+use svc_core::records::labels::Lang;
 
 use svc_node::region::Region;
 use svc_node::service::Result;
@@ -146,30 +148,63 @@ pub struct Records {
     pub sealer: bool,
 }
 
-pub struct Field {
-    pub name: &'static str,
-    pub required: bool,
-    pub widget: &'static str,
-    /// Each value a choice offers, and whether it is the one chosen.
-    pub options: Vec<(&'static str, bool)>,
-    pub max: Option<usize>,
-    pub rows: usize,
-    pub value: String,
-    pub error: Option<String>,
+/// One piece of the editor (a control, or a group's start or end) and
+/// the reason, if any, its value was refused.
+pub struct EditorPiece {
+    pub piece: editor::Piece,
+    pub error: Option<FieldError>,
 }
 
-pub struct Reason {
+/// A refusal in plain words, with the spec's code in small type.
+pub struct FieldError {
+    pub message: String,
+    pub code: &'static str,
+}
+
+/// A reason listed above the form, linking to its input.
+pub struct ErrorLink {
+    pub id: String,
+    pub label: String,
+    pub message: String,
     pub code: &'static str,
     pub pointer: String,
-    pub detail: String,
 }
 
-impl Reason {
-    pub fn of(errors: &[svc_core::records::RecordError]) -> Vec<Reason> {
-        errors
-            .iter()
-            .map(|e| Reason { code: e.code.as_str(), pointer: e.pointer.clone(), detail: e.detail.clone() })
-            .collect()
+/// The editor's own words, in the person's language.
+pub struct EditorWords {
+    pub intro: &'static str,
+    pub problem: &'static str,
+    pub review: &'static str,
+    pub add: &'static str,
+    pub remove: &'static str,
+    pub zone: &'static str,
+    pub error: &'static str,
+}
+
+impl EditorWords {
+    pub fn of(lang: Lang) -> Self {
+        match lang {
+            Lang::En => EditorWords {
+                intro: "Fill in what you know; fields marked * are needed. Nothing is published until you seal it on \
+                        the next page.",
+                problem: "The record cannot be published yet",
+                review: "Review and seal",
+                add: "Add another",
+                remove: "Remove",
+                zone: "Time zone",
+                error: "Error:",
+            },
+            Lang::Fr => EditorWords {
+                intro: "Remplissez ce que vous savez ; les champs marqués * sont requis. Rien n'est publié avant que \
+                        vous ne le scelliez à la page suivante.",
+                problem: "La fiche ne peut pas encore être publiée",
+                review: "Relire et sceller",
+                add: "Ajouter",
+                remove: "Retirer",
+                zone: "Fuseau horaire",
+                error: "Erreur :",
+            },
+        }
     }
 }
 
@@ -180,8 +215,12 @@ pub struct Editor {
     pub heading: String,
     pub action: String,
     pub csrf: String,
-    pub fields: Vec<Field>,
-    pub errors: Vec<Reason>,
+    pub lang: &'static str,
+    pub words: EditorWords,
+    pub pieces: Vec<EditorPiece>,
+    pub errors: Vec<ErrorLink>,
+    /// Time zone names the zone inputs suggest (none if no input asks).
+    pub zones: Vec<String>,
 }
 
 pub struct Flag {
@@ -210,10 +249,10 @@ pub struct AiPolicy {
 /// A record as its review page sums it up.
 pub struct Summary {
     pub name: String,
-    /// Each member as the editor shows it.
+    /// Each member in words: `(label, value)`.
     pub rows: Vec<(String, String)>,
-    /// On an edit of a live record: `(member, live now, after sealing)`.
-    pub changes: Option<Vec<(&'static str, String, String)>>,
+    /// On an edit of a live record: `(label, live now, after sealing)`.
+    pub changes: Option<Vec<(String, String, String)>>,
     /// Where *Back to edit* posts, and what it posts.
     pub back_action: String,
     pub back_values: Vec<(String, String)>,

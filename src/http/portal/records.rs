@@ -11,10 +11,14 @@ use svc_core::ai_policy::{ACTION_FLAGS, BLOCKED_CONTEXTS, USE_FLAGS};
 use svc_core::ids::RecordType;
 use svc_core::problem::Code;
 use svc_core::records::RecordError;
-use svc_core::records::editor::{self, InputKind};
+use svc_core::records::editor;
+use svc_core::records::labels::Lang;
 
-use super::pages::{self, Confirmation, Field, Flag, FlagGroup, Nav, Reason, RecordGroup, RecordRow};
+use super::pages::{
+    self, Confirmation, EditorPiece, EditorWords, ErrorLink, FieldError, Flag, FlagGroup, Nav, RecordGroup, RecordRow,
+};
 use super::session::Person;
+use super::session::Speaks;
 use super::{Done, PageResult, html};
 use crate::api::body::JsonBody;
 use svc_node::region::Region;
@@ -82,36 +86,47 @@ pub fn catalogue(state: &Region, person: &Person) -> PageResult {
     }))
 }
 
-/// The editor of `kind` with `values`, and each reason next to its member
-/// (a reason on the whole record, or on a nested member, is listed above).
+/// The editor of `kind` with `values`, each reason beside the input its
+/// pointer names and all of them listed above the form, linked.
 fn editor_page(
     state: &Region,
     person: &Person,
     kind: RecordType,
     values: &[(String, String)],
     errors: &[RecordError],
+    lang: Lang,
 ) -> PageResult {
     let signed = &person.0;
-    let fields = editor::inputs(kind)
-        .into_iter()
-        .map(|input| {
-            let value = values.iter().find(|(n, _)| n == input.name).map(|(_, v)| v.clone()).unwrap_or_default();
-            let own = format!("/{}", input.name);
-            let error = errors.iter().find(|e| e.pointer == own).map(|e| format!("{}: {}", e.code.as_str(), e.detail));
-            let rows = match input.kind {
-                InputKind::Paragraph { .. } | InputKind::Json => 5,
-                _ => 3,
-            };
-            Field {
-                name: input.name,
-                required: input.required,
-                widget: input.widget(),
-                options: input.options().iter().map(|o| (*o, *o == value)).collect(),
-                max: input.max_chars(),
-                rows,
-                value,
-                error,
+    let pieces = editor::layout(kind, values, lang);
+    let asks_zone = pieces.iter().any(|p| matches!(p.widget, "moment" | "zone"));
+    let reason = |e: &RecordError| FieldError { message: editor::plain_reason(kind, e, lang), code: e.code.as_str() };
+    let links = errors
+        .iter()
+        .map(|e| {
+            // The nearest input or group the pointer falls in.
+            let owner = pieces
+                .iter()
+                .filter(|p| {
+                    p.widget != "close" && (e.pointer == p.pointer || e.pointer.starts_with(&format!("{}/", p.pointer)))
+                })
+                .max_by_key(|p| p.pointer.len());
+            ErrorLink {
+                id: owner.map_or_else(|| "f-top".to_owned(), |p| p.id.clone()),
+                label: editor::pointer_label(kind, &e.pointer, lang),
+                message: editor::plain_reason(kind, e, lang),
+                code: e.code.as_str(),
+                pointer: e.pointer.clone(),
             }
+        })
+        .collect();
+    let pieces = pieces
+        .into_iter()
+        .map(|piece| {
+            let error = (piece.widget != "close")
+                .then(|| errors.iter().find(|e| e.pointer == piece.pointer))
+                .flatten()
+                .map(reason);
+            EditorPiece { piece, error }
         })
         .collect();
     let (_, singular) = titles(kind);
@@ -120,21 +135,34 @@ fn editor_page(
         heading: format!("Save {singular}"),
         action: format!("/portal/records/new/{}", kind.name()),
         csrf: signed.csrf.clone(),
-        fields,
-        errors: Reason::of(errors),
+        lang: lang.code(),
+        words: EditorWords::of(lang),
+        pieces,
+        errors: links,
+        zones: if asks_zone { editor::time_zones() } else { Vec::new() },
     }))
 }
 
-pub async fn new_record(State(state): State<Region>, person: Person, Path(kind): Path<String>) -> PageResult {
+pub async fn new_record(
+    State(state): State<Region>,
+    person: Person,
+    Speaks(lang): Speaks,
+    Path(kind): Path<String>,
+) -> PageResult {
     person.0.require(SEALERS, "saving a record")?;
-    editor_page(&state, &person, collection(&kind)?, &[], &[])
+    editor_page(&state, &person, collection(&kind)?, &[], &[], lang)
 }
 
-pub async fn edit(State(state): State<Region>, person: Person, Path(record_id): Path<String>) -> PageResult {
+pub async fn edit(
+    State(state): State<Region>,
+    person: Person,
+    Speaks(lang): Speaks,
+    Path(record_id): Path<String>,
+) -> PageResult {
     person.0.require(SEALERS, "saving a record")?;
     let (kind, bytes) = records::live_bytes(&state, &person.0, &record_id)?;
     let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(Error::internal)?;
-    editor_page(&state, &person, kind, &editor::form_values(kind, &value), &[])
+    editor_page(&state, &person, kind, &editor::form_values(kind, &value), &[], lang)
 }
 
 fn csrf_of(form: &[(String, String)]) -> Option<&str> {
@@ -146,25 +174,31 @@ fn csrf_of(form: &[(String, String)]) -> Option<&str> {
 pub async fn review(
     State(state): State<Region>,
     person: Person,
+    Speaks(lang): Speaks,
     Path(kind): Path<String>,
     axum::Form(form): axum::Form<Vec<(String, String)>>,
 ) -> PageResult {
     person.check_csrf(csrf_of(&form))?;
     person.0.require(SEALERS, "saving a record")?;
     let kind = collection(&kind)?;
-    // Back from the review page: the editor again, with what was typed.
-    if form.iter().any(|(name, _)| name == BACK) {
-        return editor_page(&state, &person, kind, &form, &[]);
+    // A row added or taken out, or back from the review page: the editor
+    // again, with what was typed.
+    if let Some(change) = editor::RowChange::of(&form) {
+        return editor_page(&state, &person, kind, &change.apply(kind, &form), &[], lang);
     }
+    if form.iter().any(|(name, _)| name == BACK) {
+        return editor_page(&state, &person, kind, &form, &[], lang);
+    }
+    let form = editor::tidy(kind, &form);
     let bytes = match editor::record_from_form(kind, &form) {
         Ok(bytes) => bytes,
-        Err(errors) => return editor_page(&state, &person, kind, &form, &errors),
+        Err(errors) => return editor_page(&state, &person, kind, &form, &errors, lang),
     };
     let errors = judge_record(&state, &person.0.account_uuid, kind, &bytes)?;
     if !errors.is_empty() {
-        return editor_page(&state, &person, kind, &form, &errors);
+        return editor_page(&state, &person, kind, &form, &errors, lang);
     }
-    let summary = summary_of(&state, &person, kind, &bytes, &form);
+    let summary = summary_of(&state, &person, kind, &bytes, &form, lang);
     seal_page(&state, &person, kind, bytes, summary).await
 }
 
@@ -177,6 +211,7 @@ fn summary_of(
     kind: RecordType,
     bytes: &[u8],
     form: &[(String, String)],
+    lang: Lang,
 ) -> Option<pages::Summary> {
     let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
     let live = editor::own_id_member(kind)
@@ -186,8 +221,8 @@ fn summary_of(
         .and_then(|(_, live)| serde_json::from_slice::<serde_json::Value>(&live).ok());
     Some(pages::Summary {
         name: editor::record_name(kind, &value).unwrap_or_default(),
-        rows: editor::form_values(kind, &value),
-        changes: live.map(|live| editor::changes(kind, &live, &value)),
+        rows: editor::shown(kind, &value, lang).into_iter().map(|(_, label, text)| (label, text)).collect(),
+        changes: live.map(|live| editor::changes(kind, &live, &value, lang)),
         back_action: format!("/portal/records/new/{}", kind.name()),
         back_values: form.iter().filter(|(name, _)| name != "csrf" && name != BACK).cloned().collect(),
     })
@@ -386,6 +421,7 @@ fn named(shown: &records::Shown) -> (Option<serde_json::Value>, String) {
 pub async fn show(
     State(state): State<Region>,
     person: Person,
+    Speaks(lang): Speaks,
     Path(record_id): Path<String>,
     Query(done): Query<Done>,
 ) -> PageResult {
@@ -428,7 +464,9 @@ pub async fn show(
         kind: titles(kind).1,
         record_id: shown.record_id,
         facts,
-        content: record.map(|r| editor::form_values(kind, &r)).unwrap_or_default(),
+        content: record
+            .map(|r| editor::shown(kind, &r, lang).into_iter().map(|(_, label, text)| (label, text)).collect())
+            .unwrap_or_default(),
         verify,
         editable: live && EDITED.contains(&kind) && SEALERS.contains(&person.0.role),
     }))

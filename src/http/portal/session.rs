@@ -60,6 +60,19 @@ impl FromRequestParts<Region> for ClientAddress {
     }
 }
 
+/// The language a person's browser asks for (`Accept-Language`): the
+/// editor's labels, hints and pickers speak it.
+pub struct Speaks(pub svc_core::records::labels::Lang);
+
+impl<S: Send + Sync> FromRequestParts<S> for Speaks {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let header = parts.headers.get(axum::http::header::ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok());
+        Ok(Speaks(header.map(svc_core::records::labels::Lang::from_accept_language).unwrap_or_default()))
+    }
+}
+
 /// Why a request was not let in: a page navigation is shown a page (a
 /// missing or ended session is sent to sign in); the portal script's JSON
 /// calls get the problem itself (`401 sign_in_required`), which they show.

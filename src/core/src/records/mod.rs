@@ -44,6 +44,8 @@ mod events;
 pub mod examples;
 mod form;
 mod jobs;
+pub mod labels;
+pub mod names;
 mod parse;
 mod products;
 pub mod scope;
