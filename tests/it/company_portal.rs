@@ -160,6 +160,12 @@ async fn an_ai_company_registers_a_key_after_accepting_the_terms_and_reads_its_r
         .await;
     let lines = download(&browser, &home, query.as_str().unwrap()).await;
     let search = lines.iter().find(|l| l["retrieval_id"] == retrieval_id).expect("the search's receipt is downloaded");
+    // A day picked is the whole day; a filter refused is said on the page,
+    // which keeps the rest of it.
+    browser.open(&format!("{site}/portal/company/receipts?from=2020-01-01&to=2099-12-31")).await;
+    browser.wait_for("the filtered receipts", |_, page| page.contains("id=\"receipts\"")).await;
+    browser.open(&format!("{site}/portal/company/receipts?from=2026-13-45")).await;
+    browser.wait_for("the refusal", |_, page| page.contains("id=\"refusal\"") && page.contains("id=\"group\"")).await;
     assert_eq!((search["kind"].as_str(), search["caller_key_id"].as_str()), (Some("search"), Some(key_id.as_str())));
     let envelope = svc_core::dsse::Envelope::from_value(&search["receipt"]).expect("a signed receipt envelope");
     assert!(envelope.payload_type.ends_with("receipt.v3+json"), "{}", envelope.payload_type);

@@ -150,6 +150,17 @@ const AD: &[(&str, &str)] = &[
 /// once and their passkey is revoked.
 async fn people_flows(owner: &Browser, site: &str, home: &process::Process, uuid: &str) {
     owner.open(&format!("{site}/portal/people")).await;
+    owner.fill("#invite-email", "dev at lumio").await;
+    owner.script("document.getElementById('invite-role').value = 'admin'", json!([])).await;
+    owner.click("form.invite button").await;
+    owner.wait_for("the refusal", |_, page| page.contains("id=\"refusal\"")).await;
+    let kept = owner
+        .script(
+            "return [document.getElementById('invite-email').value, document.getElementById('invite-role').value]",
+            json!([]),
+        )
+        .await;
+    assert_eq!(kept, json!(["dev at lumio", "admin"]), "the refused invitation keeps what was typed");
     owner.fill("#invite-email", "dev@lumio.example").await;
     owner.script("document.getElementById('invite-role').value = 'developer'", json!([])).await;
     owner.click("form.invite button").await;
@@ -335,6 +346,24 @@ async fn campaign_flows(
     browser.wait_for("the campaigns page", |_, page| page.contains("Start a campaign")).await;
     let item = browser.script("return document.querySelector('input[name=item]').value", json!([])).await;
     let item = item.as_str().unwrap().to_owned();
+    // The form offers only what a sponsorship places (products), by name.
+    let offered = browser
+        .script(
+            "return [...document.querySelectorAll('input[name=item]')].map((i) => i.parentElement.textContent.trim())",
+            json!([]),
+        )
+        .await;
+    let offered: Vec<String> = serde_json::from_value(offered).unwrap();
+    assert!(offered.contains(&"Lampe Aurore (SKU-1042)".to_owned()), "{offered:?}");
+    assert!(offered.iter().all(|o| o.contains("SKU-")), "{offered:?}");
+    // Refused (no budget), the form comes back as it was typed.
+    let terms = [("name", "Winter lamps"), ("budget", ""), ("net_price", "4.00")];
+    fill_campaign(browser, &terms, &item).await;
+    browser.click("form.campaign button[type=submit]").await;
+    browser.wait_for("the refusal", |_, page| page.contains("id=\"refusal\"")).await;
+    let kept = browser.script("return [document.getElementById('c-name').value, document.querySelector(`input[name=item][value=\"${arguments[0]}\"]`).checked]", json!([item])).await;
+    assert_eq!(kept, json!(["Winter lamps", true]));
+    browser.shot("22-campaign-refused").await;
     let terms = [("name", "Winter lamps"), ("budget", "50"), ("net_price", "4.00"), ("keywords", "lamp, lighting")];
     fill_campaign(browser, &terms, &item).await;
     browser.shot("22-campaign-form").await;
@@ -411,8 +440,8 @@ async fn campaign_flows(
     let url = browser.url().await;
     let ad_id = url.rsplit('/').next().unwrap().split('?').next().unwrap().to_owned();
     assert!(ad_id.starts_with("ad_"), "{ad_id}");
-    browser.open(&format!("{site}/portal/campaigns")).await;
-    let terms = [("name", "Lamp ads"), ("placement", "ad"), ("budget", "10"), ("net_price", "0.50"), ("basis", "cpc")];
+    browser.open(&format!("{site}/portal/campaigns?placement=ad")).await;
+    let terms = [("name", "Lamp ads"), ("budget", "10"), ("net_price", "0.50"), ("basis", "cpc")];
     fill_campaign(browser, &terms, &ad_id).await;
     browser.click("form.campaign button[type=submit]").await;
     seal_to(browser, "start", "26-ad-campaign", "/portal/campaigns").await;
@@ -686,9 +715,30 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     // business's system then publishes a product under it.
     let key = svc_core::keys::SigningKey::from_seed(svc_core::keys::Alg::Ed25519, &[71; 32]).unwrap();
     browser.open(&format!("{site}/portal/keys")).await;
+    // A refused form is shown again with its reason and what was typed.
+    browser.fill("#jwk", "{\"kty\": \"not a key\"}").await;
+    browser.click("form.add-key button").await;
+    browser.wait_for("the refusal", |_, page| page.contains("id=\"refusal\"")).await;
+    assert_eq!(
+        browser.script("return document.getElementById('jwk').value", json!([])).await,
+        "{\"kty\": \"not a key\"}"
+    );
     browser.fill("form.add-key textarea", &serde_json::to_string(&key.verifying_key().to_jwk()).unwrap()).await;
     browser.click("form.add-key button").await;
     browser.wait_for("the registered key", |_, page| page.contains("Registered integration key")).await;
+    browser
+        .script(
+            "const form = document.querySelector('form.mandate');
+             form.closest('details').open = true;
+             form.querySelector('[name=countries]').value = 'FR, XX';",
+            json!([]),
+        )
+        .await;
+    browser.click("form.mandate button[type=submit]").await;
+    browser.wait_for("the mandate's refusal", |_, page| page.contains("id=\"refusal\"")).await;
+    let typed = browser.script("const f = document.querySelector('form.mandate'); return [f.closest('details').open, f.querySelector('[name=countries]').value]", json!([])).await;
+    assert_eq!(typed, json!([true, "FR, XX"]));
+    browser.shot("09a-mandate-refused").await;
     browser
         .script(
             "const form = document.querySelector('form.mandate');

@@ -9,20 +9,62 @@ use svc_core::ads::campaign::{CampaignTerms, Repeats};
 use svc_core::ads::{Basis, Format, Placement};
 use svc_core::ids::RecordType;
 use svc_core::problem::Code;
+use svc_core::records::editor;
 
-use super::pages::{self, CampaignRow, Confirmation, Nav};
+use super::pages::{self, CampaignRow, Confirmation, Nav, Refusal};
 use super::records::review_page;
 use super::session::Person;
-use super::{Done, PageResult, html};
+use super::{Done, PageResult, html_refused};
 use svc_node::region::Region;
 use svc_node::service::Error;
 use svc_node::service::portal::saves::PasskeyDocument;
 use svc_node::service::portal::{SEALERS, campaigns, records, saves};
 use svc_store::model::{CampaignState, Named};
 
-pub async fn list(State(state): State<Region>, person: Person, Query(done): Query<Done>) -> PageResult {
+/// Which placement the form starts a campaign for (`?placement=`).
+#[derive(Default, Deserialize)]
+pub struct Chosen {
+    placement: Option<String>,
+}
+
+pub async fn list(
+    State(state): State<Region>,
+    person: Person,
+    Query(done): Query<Done>,
+    Query(chosen): Query<Chosen>,
+) -> PageResult {
+    let placement = chosen.placement.as_deref().and_then(placement_of).unwrap_or(Placement::Sponsorship);
+    page(&state, &person, &done, placement, None).await
+}
+
+/// The placement a form value names.
+fn placement_of(name: &str) -> Option<Placement> {
+    match name {
+        "sponsorship" => Some(Placement::Sponsorship),
+        "promotion" => Some(Placement::Promotion),
+        "ad" => Some(Placement::Ad),
+        _ => None,
+    }
+}
+
+/// The collections whose records a placement places.
+fn placed_kinds(placement: Placement) -> &'static [RecordType] {
+    match placement {
+        Placement::Sponsorship => &[RecordType::Products],
+        Placement::Promotion => &[RecordType::Events, RecordType::Jobs, RecordType::Updates],
+        Placement::Ad => &[RecordType::Ads],
+    }
+}
+
+async fn page(
+    state: &Region,
+    person: &Person,
+    done: &Done,
+    placement: Placement,
+    refusal: Option<Refusal>,
+) -> PageResult {
     let me = &person.0;
-    let listed = campaigns::list(&state, me)?;
+    let listed = campaigns::list(state, me)?;
     let made =
         listed.iter().map(|(c, ..)| c).find(|c| done.is("created") && done.id.as_deref() == Some(&c.campaign_id));
     let confirmation = made.map(|c| match c.funded.0 {
@@ -58,27 +100,48 @@ pub async fn list(State(state): State<Region>, person: Person, Query(done): Quer
             campaign_id: c.campaign_id,
         })
         .collect();
+    // Only what this placement can place, each by its name.
     let mut placeable = Vec::new();
-    for kind in [RecordType::Products, RecordType::Events, RecordType::Jobs, RecordType::Updates, RecordType::Ads] {
-        for r in records::list(&state, me, kind)?.into_iter().filter(|r| r.state == svc_store::model::RecordState::Live)
+    for &kind in placed_kinds(placement) {
+        for r in records::list(state, me, kind)?.into_iter().filter(|r| r.state == svc_store::model::RecordState::Live)
         {
-            placeable.push((r.record_id, format!("{} {}", kind.name(), r.own_id)));
+            let name = records::live_bytes(state, me, &r.record_id)
+                .ok()
+                .and_then(|(_, bytes)| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+                .and_then(|record| editor::record_name(kind, &record));
+            let what = match name {
+                Some(name) => format!("{name} ({})", r.own_id),
+                None => r.own_id.clone(),
+            };
+            placeable.push((r.record_id, what));
         }
     }
-    Ok(html(&pages::Campaigns {
-        nav: Nav::confirming(&state, me, confirmation)?,
+    let page = pages::Campaigns {
+        nav: Nav::confirming(state, me, confirmation)?,
         csrf: me.csrf.clone(),
         campaigns: rows,
+        placement: placement_name(placement),
         placeable,
         sealer: SEALERS.contains(&me.role),
-    }))
+        refusal,
+    };
+    Ok(html_refused(&page, page.refusal.as_ref()))
+}
+
+fn placement_name(placement: Placement) -> &'static str {
+    match placement {
+        Placement::Sponsorship => "sponsorship",
+        Placement::Promotion => "promotion",
+        Placement::Ad => "ad",
+    }
 }
 
 fn items(text: &str) -> Vec<String> {
     text.split(['\n', ',']).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
 }
 
-/// The campaign a person asks for, shown for their passkey to seal.
+/// The campaign a person asks for, shown for their passkey to seal; a
+/// refused one is shown again with what was typed.
 pub async fn review(
     State(state): State<Region>,
     person: Person,
@@ -86,40 +149,48 @@ pub async fn review(
 ) -> PageResult {
     let field = |name: &str| form.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).unwrap_or_default();
     person.check_csrf(Some(field("csrf")))?;
-    let refuse = |what: &str| Error::detail(Code::RequestInvalid, what.to_owned());
-    let placement = match field("placement") {
-        "sponsorship" => Placement::Sponsorship,
-        "promotion" => Placement::Promotion,
-        "ad" => Placement::Ad,
-        _ => return Err(refuse("the placement is sponsorship, promotion or ad").into()),
-    };
-    let basis = Basis::parse(field("basis")).ok_or_else(|| refuse("the basis is cpm or cpc"))?;
-    let allowed = field("repeats_allowed") == "on";
-    let max = field("max_per_conversation").trim();
-    let terms = CampaignTerms {
-        name: field("name").to_owned(),
-        placement,
-        budget: field("budget").trim().to_owned(),
-        net_price: field("net_price").trim().to_owned(),
-        basis,
-        keywords: items(field("keywords")),
-        countries: items(field("countries")),
-        subdivisions: items(field("subdivisions")),
-        formats: form.iter().filter(|(n, _)| n == "format").filter_map(|(_, v)| Format::parse(v)).collect(),
-        repeats: Repeats {
-            allowed,
-            max_per_conversation: if allowed {
-                max.parse().map_err(|_| refuse("renders a conversation is a whole number"))?
-            } else {
-                1
+    let placement = placement_of(field("placement"));
+    let prepared = async {
+        let refuse = |what: &str| Error::detail(Code::RequestInvalid, what.to_owned());
+        let placement = placement.ok_or_else(|| refuse("the placement is sponsorship, promotion or ad"))?;
+        let basis = Basis::parse(field("basis")).ok_or_else(|| refuse("the basis is cpm or cpc"))?;
+        let allowed = field("repeats_allowed") == "on";
+        let max = field("max_per_conversation").trim();
+        let terms = CampaignTerms {
+            name: field("name").to_owned(),
+            placement,
+            budget: field("budget").trim().to_owned(),
+            net_price: field("net_price").trim().to_owned(),
+            basis,
+            keywords: items(field("keywords")),
+            countries: items(field("countries")),
+            subdivisions: items(field("subdivisions")),
+            formats: form.iter().filter(|(n, _)| n == "format").filter_map(|(_, v)| Format::parse(v)).collect(),
+            repeats: Repeats {
+                allowed,
+                max_per_conversation: if allowed {
+                    max.parse().map_err(|_| refuse("renders a conversation is a whole number"))?
+                } else {
+                    1
+                },
             },
-        },
-    };
-    let chosen: Vec<String> = form.iter().filter(|(n, _)| n == "item").map(|(_, v)| v.clone()).collect();
-    let (payload, payload_type) = campaigns::document(&state, &person.0, terms, chosen)?;
-    let prepared =
-        saves::prepare_document(&state, &person.0, PasskeyDocument::Campaign, payload.clone(), payload_type).await?;
-    review_page(&state, &person, "a campaign", "start", &payload, prepared, None)
+        };
+        let chosen: Vec<String> = form.iter().filter(|(n, _)| n == "item").map(|(_, v)| v.clone()).collect();
+        let (payload, payload_type) = campaigns::document(&state, &person.0, terms, chosen)?;
+        let prepared =
+            saves::prepare_document(&state, &person.0, PasskeyDocument::Campaign, payload.clone(), payload_type)
+                .await?;
+        Ok::<_, Error>((payload, prepared))
+    }
+    .await;
+    match prepared {
+        Ok((payload, prepared)) => review_page(&state, &person, "a campaign", "start", &payload, prepared, None),
+        Err(e) => {
+            let placement = placement.unwrap_or(Placement::Sponsorship);
+            let refusal = Refusal::of("campaign", e, form)?;
+            page(&state, &person, &Done::default(), placement, Some(refusal)).await
+        }
+    }
 }
 
 #[derive(Deserialize)]

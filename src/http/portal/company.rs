@@ -11,9 +11,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use svc_core::time::{DAY, UnixMs};
 
-use super::pages::{self, Nav};
+use super::pages::{self, Nav, Refusal};
 use super::session::{CompanyPerson, CsrfForm};
-use super::{PageResult, html};
+use super::{PageResult, html, html_refused};
 use svc_node::region::Region;
 use svc_node::service::portal::Signed;
 use svc_node::service::portal::company::{self, DECIDERS, KEY_MANAGERS};
@@ -197,7 +197,7 @@ pub async fn accept_terms(
     terms_page(&state, &person.0, Some(format!("The company accepted Terms version {}.", form.version))).await
 }
 
-/// Which group's receipts, from when to when (RFC 3339), from where.
+/// Which group's receipts, from when to when (a day, or RFC 3339), from where.
 #[derive(Deserialize)]
 pub struct ReceiptsForm {
     group: Option<String>,
@@ -208,10 +208,17 @@ pub struct ReceiptsForm {
 
 impl ReceiptsForm {
     fn query(&self) -> ReceiptsQuery {
-        let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+        let given = |v: &Option<String>| v.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
+        // A day the date picker gave is the whole of that day, in UTC.
+        let day = |v: Option<String>, time: &str| {
+            v.map(|text| match format!("{text}T{time}Z") {
+                whole if text.len() == 10 && svc_core::time::UnixMs::parse_rfc3339(&whole).is_some() => whole,
+                _ => text,
+            })
+        };
         ReceiptsQuery {
-            from: given(&self.from),
-            to: given(&self.to),
+            from: day(given(&self.from), "00:00:00"),
+            to: day(given(&self.to), "23:59:59"),
             key_id: None,
             ai_company_uuid: None,
             cursor: given(&self.cursor),
@@ -227,9 +234,14 @@ pub async fn receipts(
     let me = &person.0;
     let groups = company::groups(&state, me)?;
     let group = form.group.clone().or_else(|| groups.first().map(|g| g.group.group_id.clone()));
-    let page = match &group {
-        Some(g) => company::receipts(&state, me, g, form.query())?,
-        None => serde_json::json!({"receipts": [], "next_cursor": null}),
+    let none = || serde_json::json!({"receipts": [], "next_cursor": null});
+    // A refused filter is shown again as typed, with the reason above it.
+    let (page, refusal) = match &group {
+        Some(g) => match company::receipts(&state, me, g, form.query()) {
+            Ok(page) => (page, None),
+            Err(e) => (none(), Some(Refusal::of("receipts", e, Vec::new())?)),
+        },
+        None => (none(), None),
     };
     let rows = page["receipts"].as_array().into_iter().flatten().map(receipt_row).collect();
     let link = |cursor: &str| {
@@ -238,7 +250,7 @@ pub async fn receipts(
         query.extend(form.to.clone().map(|t| ("to", t)));
         serde_urlencoded::to_string(query).unwrap_or_default()
     };
-    Ok(html(&pages::Receipts {
+    let page = pages::Receipts {
         nav: Nav::of(&state, me)?,
         groups: groups
             .iter()
@@ -248,8 +260,10 @@ pub async fn receipts(
         to: form.to.clone().unwrap_or_default(),
         rows,
         next: page["next_cursor"].as_str().map(link),
-        download: group.as_ref().map(|_| link("")),
-    }))
+        download: group.as_ref().filter(|_| refusal.is_none()).map(|_| link("")),
+        refusal,
+    };
+    Ok(html_refused(&page, page.refusal.as_ref()))
 }
 
 fn receipt_row(entry: &Value) -> pages::ReceiptRow {

@@ -8,16 +8,22 @@ use serde::Deserialize;
 use svc_core::ids::RecordType;
 use svc_core::problem::Code;
 
-use super::pages::{self, Confirmation, KeyRow, MandateRow, Nav};
+use super::pages::{self, Confirmation, KeyRow, MandateRow, Nav, Refusal};
 use super::session::{CsrfForm, Person};
-use super::{Done, PageResult, html};
+use super::{Done, PageResult, html_refused};
 use svc_node::region::Region;
 use svc_node::service::Error;
 use svc_node::service::portal::keys::{self, KEY_KEEPERS, MandateForm};
 use svc_node::service::portal::saves::PasskeyDocument;
 use svc_node::service::portal::{SEALERS, saves};
 
-async fn page(state: &Region, person: &Person, notice: Option<String>, done: &Done) -> PageResult {
+async fn page(
+    state: &Region,
+    person: &Person,
+    notice: Option<String>,
+    done: &Done,
+    refusal: Option<Refusal>,
+) -> PageResult {
     let me = &person.0;
     let views = keys::list(state, me)?;
     let sealed = views
@@ -54,7 +60,7 @@ async fn page(state: &Region, person: &Person, notice: Option<String>, done: &Do
                 .collect(),
         })
         .collect();
-    Ok(html(&pages::Keys {
+    let page = pages::Keys {
         nav: Nav::confirming(state, me, confirmation)?,
         csrf: me.csrf.clone(),
         keys: rows,
@@ -62,11 +68,13 @@ async fn page(state: &Region, person: &Person, notice: Option<String>, done: &Do
         keeper: KEY_KEEPERS.contains(&me.role),
         sealer: SEALERS.contains(&me.role),
         notice,
-    }))
+        refusal,
+    };
+    Ok(html_refused(&page, page.refusal.as_ref()))
 }
 
 pub async fn list(State(state): State<Region>, person: Person, Query(done): Query<Done>) -> PageResult {
-    page(&state, &person, None, &done).await
+    page(&state, &person, None, &done, None).await
 }
 
 /// A mandate's countries as a person reads them: every country, or the list.
@@ -82,7 +90,13 @@ pub struct AddForm {
 
 pub async fn add(State(state): State<Region>, person: Person, Form(form): Form<AddForm>) -> PageResult {
     person.check_csrf(form.csrf.as_deref())?;
-    let added = keys::add(&state, &person.0, &form.jwk).await?;
+    let added = match keys::add(&state, &person.0, &form.jwk).await {
+        Ok(added) => added,
+        Err(e) => {
+            let refusal = Refusal::of("add-key", e, vec![("jwk".into(), form.jwk)])?;
+            return page(&state, &person, None, &Done::default(), Some(refusal)).await;
+        }
+    };
     let mut notice = format!("Registered integration key {}.", added.key.key_id);
     if let (Some(sandbox), Some(token)) = (&added.key.sandbox, &added.sandbox_token) {
         notice.push_str(&format!(
@@ -90,7 +104,7 @@ pub async fn add(State(state): State<Region>, person: Person, Form(form): Form<A
             sandbox.grant
         ));
     }
-    page(&state, &person, Some(notice), &Done::default()).await
+    page(&state, &person, Some(notice), &Done::default(), None).await
 }
 
 pub async fn revoke(
@@ -124,7 +138,8 @@ fn number(form: &[(String, String)], name: &str) -> Result<u64, Error> {
     text.parse().map_err(|_| Error::detail(Code::RequestInvalid, format!("{name} is a whole number")))
 }
 
-/// The mandate a person asks for, shown for their passkey to seal.
+/// The mandate a person asks for, shown for their passkey to seal; a
+/// refused one is shown again on the keys page as it was typed.
 pub async fn review_mandate(
     State(state): State<Region>,
     person: Person,
@@ -133,18 +148,30 @@ pub async fn review_mandate(
 ) -> PageResult {
     let field = |name: &str| form.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).unwrap_or_default();
     person.check_csrf(Some(field("csrf")))?;
-    let allow = items(field("source_ip_allow_list"));
-    let request = MandateForm {
-        key_id,
-        record_types: form.iter().filter(|(n, _)| n == "record_type").map(|(_, v)| v.clone()).collect(),
-        countries: items(field("countries")),
-        records_per_hour: number(&form, "records_per_hour")?,
-        bytes_per_day: number(&form, "bytes_per_day")?,
-        source_ip_allow_list: (!allow.is_empty()).then_some(allow),
-        days: number(&form, "days")?,
-    };
-    let (payload, payload_type) = keys::mandate(&state, &person.0, request)?;
-    let prepared =
-        saves::prepare_document(&state, &person.0, PasskeyDocument::Mandate, payload.clone(), payload_type).await?;
-    super::records::review_page(&state, &person, "a mandate", "authorise", &payload, prepared, None)
+    let prepared = async {
+        let allow = items(field("source_ip_allow_list"));
+        let request = MandateForm {
+            key_id: key_id.clone(),
+            record_types: form.iter().filter(|(n, _)| n == "record_type").map(|(_, v)| v.clone()).collect(),
+            countries: items(field("countries")),
+            records_per_hour: number(&form, "records_per_hour")?,
+            bytes_per_day: number(&form, "bytes_per_day")?,
+            source_ip_allow_list: (!allow.is_empty()).then_some(allow),
+            days: number(&form, "days")?,
+        };
+        let (payload, payload_type) = keys::mandate(&state, &person.0, request)?;
+        let prepared =
+            saves::prepare_document(&state, &person.0, PasskeyDocument::Mandate, payload.clone(), payload_type).await?;
+        Ok::<_, Error>((payload, prepared))
+    }
+    .await;
+    match prepared {
+        Ok((payload, prepared)) => {
+            super::records::review_page(&state, &person, "a mandate", "authorise", &payload, prepared, None)
+        }
+        Err(e) => {
+            let refusal = Refusal::of(format!("mandate:{key_id}"), e, form)?;
+            page(&state, &person, None, &Done::default(), Some(refusal)).await
+        }
+    }
 }

@@ -126,6 +126,17 @@ fn html(template: &impl Template) -> Response {
 
 /// A refusal shown as a page: sign-in for a missing session, else the
 /// problem's title and detail with its status.
+/// A page showing a refused form again, answered with the refusal's status.
+fn html_refused(template: &impl Template, refusal: Option<&pages::Refusal>) -> Response {
+    let mut response = html(template);
+    if let Some(status) = refusal.and_then(|r| StatusCode::from_u16(r.status).ok())
+        && response.status().is_success()
+    {
+        *response.status_mut() = status;
+    }
+    response
+}
+
 #[derive(Debug)]
 pub struct PageError(pub Error);
 

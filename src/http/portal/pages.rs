@@ -8,8 +8,8 @@ use svc_core::records::editor;
 use svc_core::records::labels::Lang;
 
 use svc_node::region::Region;
-use svc_node::service::Result;
 use svc_node::service::portal::Signed;
+use svc_node::service::{Error, Result};
 
 /// The header of a signed-in page.
 pub struct Nav {
@@ -146,6 +146,57 @@ pub struct Records {
     pub csrf: String,
     pub groups: Vec<RecordGroup>,
     pub sealer: bool,
+}
+
+/// A form the person sent and the service refused: its page is shown
+/// again with the reason beside the form and everything typed still in it.
+pub struct Refusal {
+    /// Which form of the page (`add-key`, `mandate:<key id>`, `invite`, `campaign`).
+    pub form: String,
+    pub message: String,
+    pub code: &'static str,
+    pub status: u16,
+    values: Vec<(String, String)>,
+}
+
+impl Refusal {
+    /// The refusal of `form`, or the error itself when the fault is the
+    /// service's (a `5xx`), which its problem page reports.
+    pub fn of(form: impl Into<String>, error: Error, values: Vec<(String, String)>) -> Result<Refusal> {
+        if error.code().status() >= 500 {
+            return Err(error);
+        }
+        let problem = error.into_problem();
+        Ok(Refusal {
+            form: form.into(),
+            message: problem.detail.unwrap_or_else(|| problem.title.clone()),
+            code: problem.code.as_str(),
+            status: problem.status,
+            values: values.into_iter().filter(|(name, _)| name != "csrf").collect(),
+        })
+    }
+
+    pub fn is(&self, form: &str) -> bool {
+        self.form == form
+    }
+}
+
+/// What a form's input shows: what the person typed into it when `form`
+/// was refused, else `default`.
+pub fn typed<'a>(refusal: &'a Option<Refusal>, form: &str, name: &str, default: &'a str) -> &'a str {
+    match refusal {
+        Some(r) if r.is(form) => r.values.iter().find(|(n, _)| n == name).map_or("", |(_, v)| v.as_str()),
+        _ => default,
+    }
+}
+
+/// Whether a tick box of `form` is ticked: as the person left it when the
+/// form was refused, else `default`.
+pub fn ticked(refusal: &Option<Refusal>, form: &str, name: &str, value: &str, default: bool) -> bool {
+    match refusal {
+        Some(r) if r.is(form) => r.values.iter().any(|(n, v)| n == name && v == value),
+        _ => default,
+    }
 }
 
 /// One piece of the editor (a control, or a group's start or end) and
@@ -337,6 +388,13 @@ pub struct People {
     /// An AI company's people (the page says what their roles may do).
     pub company: bool,
     pub invited: Option<String>,
+    pub refusal: Option<Refusal>,
+}
+
+impl People {
+    fn typed<'a>(&'a self, name: &str, default: &'a str) -> &'a str {
+        typed(&self.refusal, "invite", name, default)
+    }
 }
 
 pub async fn script() -> impl IntoResponse {
@@ -384,6 +442,32 @@ pub struct Keys {
     pub keeper: bool,
     pub sealer: bool,
     pub notice: Option<String>,
+    pub refusal: Option<Refusal>,
+}
+
+impl Keys {
+    fn mandate_form(&self, key_id: &str) -> String {
+        format!("mandate:{key_id}")
+    }
+
+    fn refused(&self, form: &str) -> bool {
+        self.refusal.as_ref().is_some_and(|r| r.is(form))
+    }
+
+    /// Whether the refused form is on the page to say its reason beside
+    /// (a person without the role is not offered it).
+    fn refusal_shown_by_its_form(&self) -> bool {
+        let live = |form: &str| self.keys.iter().any(|k| k.revoked.is_none() && self.mandate_form(&k.key_id) == form);
+        self.refusal.as_ref().is_some_and(|r| (r.is("add-key") && self.keeper) || (self.sealer && live(&r.form)))
+    }
+
+    fn typed<'a>(&'a self, form: &str, name: &str, default: &'a str) -> &'a str {
+        typed(&self.refusal, form, name, default)
+    }
+
+    fn ticked(&self, form: &str, name: &str, value: &str, default: &bool) -> bool {
+        ticked(&self.refusal, form, name, value, *default)
+    }
 }
 
 pub struct PushRow {
@@ -526,6 +610,7 @@ pub struct Receipts {
     pub next: Option<String>,
     /// The query of the download, when a group is chosen.
     pub download: Option<String>,
+    pub refusal: Option<Refusal>,
 }
 
 pub struct CampaignRow {
@@ -552,7 +637,20 @@ pub struct Campaigns {
     pub nav: Option<Nav>,
     pub csrf: String,
     pub campaigns: Vec<CampaignRow>,
-    /// Live records a campaign may place: `(record_id, type and own id)`.
+    /// The placement the form starts a campaign for (`sponsorship`, `promotion`, `ad`).
+    pub placement: &'static str,
+    /// Live records that placement may place: `(record_id, name and own id)`.
     pub placeable: Vec<(String, String)>,
     pub sealer: bool,
+    pub refusal: Option<Refusal>,
+}
+
+impl Campaigns {
+    fn typed<'a>(&'a self, name: &str, default: &'a str) -> &'a str {
+        typed(&self.refusal, "campaign", name, default)
+    }
+
+    fn ticked(&self, name: &str, value: &str, default: bool) -> bool {
+        ticked(&self.refusal, "campaign", name, value, default)
+    }
 }

@@ -5,9 +5,9 @@ use axum::Form;
 use axum::extract::{Path, State};
 use serde::Deserialize;
 
-use super::pages::{self, Nav, PersonRow};
+use super::pages::{self, Nav, PersonRow, Refusal};
 use super::session::{CsrfForm, Member};
-use super::{PageResult, html};
+use super::{PageResult, html_refused};
 use svc_node::region::Region;
 use svc_node::service::Error;
 use svc_node::service::portal::people;
@@ -17,7 +17,7 @@ fn role(name: &str) -> Result<PasskeyRole, Error> {
     PasskeyRole::from_name(name).ok_or_else(|| Error::detail(svc_core::problem::Code::RequestInvalid, "no such role"))
 }
 
-async fn page(state: &Region, person: &Member, invited: Option<String>) -> PageResult {
+async fn page(state: &Region, person: &Member, invited: Option<String>, refusal: Option<Refusal>) -> PageResult {
     let me = &person.0;
     let roles: Vec<&'static str> =
         people::Account::of(state, &me.account_uuid)?.roles().iter().map(|r| r.as_str()).collect();
@@ -34,7 +34,7 @@ async fn page(state: &Region, person: &Member, invited: Option<String>) -> PageR
             removed: p.removed_at.is_some(),
         })
         .collect();
-    Ok(html(&pages::People {
+    let page = pages::People {
         nav: Nav::of(state, me)?,
         csrf: me.csrf.clone(),
         people: rows,
@@ -42,11 +42,13 @@ async fn page(state: &Region, person: &Member, invited: Option<String>) -> PageR
         roles,
         company: me.company,
         invited,
-    }))
+        refusal,
+    };
+    Ok(html_refused(&page, page.refusal.as_ref()))
 }
 
 pub async fn list(State(state): State<Region>, person: Member) -> PageResult {
-    page(&state, &person, None).await
+    page(&state, &person, None, None).await
 }
 
 #[derive(Deserialize)]
@@ -58,9 +60,20 @@ pub struct InviteForm {
 
 pub async fn invite(State(state): State<Region>, person: Member, Form(form): Form<InviteForm>) -> PageResult {
     person.check_csrf(form.csrf.as_deref())?;
-    let made = people::invite(&state, Some(&person.0), &person.0.account_uuid, &form.email, role(&form.role)?).await?;
-    let link = format!("{}{}", state.config.passkey_origin, made.path);
-    page(&state, &person, Some(link)).await
+    let invited = match role(&form.role) {
+        Ok(role) => people::invite(&state, Some(&person.0), &person.0.account_uuid, &form.email, role).await,
+        Err(e) => Err(e),
+    };
+    match invited {
+        Ok(made) => {
+            let link = format!("{}{}", state.config.passkey_origin, made.path);
+            page(&state, &person, Some(link), None).await
+        }
+        Err(e) => {
+            let refusal = Refusal::of("invite", e, vec![("email".into(), form.email), ("role".into(), form.role)])?;
+            page(&state, &person, None, Some(refusal)).await
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -77,7 +90,7 @@ pub async fn set_role(
 ) -> PageResult {
     person.check_csrf(form.csrf.as_deref())?;
     people::set_role(&state, &person.0, &person_id, role(&form.role)?).await?;
-    page(&state, &person, None).await
+    page(&state, &person, None, None).await
 }
 
 pub async fn remove(
@@ -88,5 +101,5 @@ pub async fn remove(
 ) -> PageResult {
     person.check_csrf(form.csrf.as_deref())?;
     people::remove(&state, &person.0, &person_id).await?;
-    page(&state, &person, None).await
+    page(&state, &person, None, None).await
 }
