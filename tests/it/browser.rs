@@ -44,6 +44,21 @@ impl Drop for Browser {
     }
 }
 
+/// A desk's width, in CSS pixels: the screenshots' and the tests' own.
+const WIDE: u32 = 1280;
+
+/// axe-core's script, from where `.ci/setup` installs it (`SVC_AXE_DIR`,
+/// else `~/.cache/svc-axe`).
+fn axe_source() -> &'static str {
+    static SOURCE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SOURCE.get_or_init(|| {
+        let dir = std::env::var("SVC_AXE_DIR")
+            .unwrap_or_else(|_| format!("{}/.cache/svc-axe", std::env::var("HOME").unwrap_or_default()));
+        let path = std::path::Path::new(&dir).join("node_modules/axe-core/axe.min.js");
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("axe-core at {} ({e}): run .ci/setup", path.display()))
+    })
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -67,7 +82,7 @@ impl Browser {
                 "binary": "/usr/bin/chromium",
                 "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                     "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                    "--disable-sync", "--window-size=1100,1300",
+                    "--disable-sync", format!("--window-size={WIDE},1300"),
                     format!("--user-data-dir={}", profile.path().display())],
             },
         }}});
@@ -134,6 +149,13 @@ impl Browser {
         self.command("POST", &format!("element/{id}/value"), json!({"text": text})).await;
     }
 
+    /// Presses Enter in the field `css` names, as a person submitting a
+    /// form from the keyboard.
+    pub async fn press_enter(&self, css: &str) {
+        let id = self.element(css).await;
+        self.command("POST", &format!("element/{id}/value"), json!({"text": "\u{E007}"})).await;
+    }
+
     pub async fn click(&self, css: &str) {
         let id = self.element(css).await;
         self.command("POST", &format!("element/{id}/click"), json!({})).await;
@@ -170,8 +192,23 @@ impl Browser {
         panic!("{what} never happened; at {url}:\n{source}");
     }
 
-    /// Saves a screenshot of the page as `<name>.png` among the artefacts.
+    /// Saves the page as `<name>.png` at a desk's 1280 px wide and
+    /// `<name>-390.png` at a phone's 390, among the artefacts, and checks it
+    /// with axe-core: no serious or critical violation.
     pub async fn shot(&self, name: &str) -> std::path::PathBuf {
+        self.resize(390).await;
+        self.save(&format!("{name}-390")).await;
+        self.resize(WIDE).await;
+        let path = self.save(name).await;
+        self.audit(name).await;
+        path
+    }
+
+    async fn resize(&self, width: u32) {
+        self.command("POST", "window/rect", json!({"width": width, "height": 1300})).await;
+    }
+
+    async fn save(&self, name: &str) -> std::path::PathBuf {
         let png = self.command("GET", "screenshot", Value::Null).await;
         let bytes = svc_core::b64::std_decode(png.as_str().unwrap()).unwrap();
         assert!(bytes.starts_with(b"\x89PNG"), "a PNG");
@@ -180,6 +217,18 @@ impl Browser {
         path
     }
 
+    /// Runs axe-core (installed by `.ci/setup`) on the page and fails on a
+    /// serious or critical violation, naming the rule and the elements.
+    pub async fn audit(&self, name: &str) {
+        let axe = axe_source();
+        let script = format!(
+            "{axe}\nreturn axe.run(document, {{resultTypes: ['violations']}}).then((r) => r.violations
+               .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+               .map((v) => ({{rule: v.id, impact: v.impact, help: v.help, at: v.nodes.slice(0, 5).map((n) => n.target.join(' '))}})));"
+        );
+        let violations = self.script(&script, json!([])).await;
+        assert_eq!(violations, json!([]), "axe-core on {name} at {}", self.url().await);
+    }
     /// The browser's cookies for the page's site (HttpOnly ones included).
     pub async fn cookie(&self, name: &str) -> Option<Value> {
         let all = self.command("GET", "cookie", Value::Null).await;

@@ -654,7 +654,8 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     browser.wait_for("the editor again", |_, page| page.contains("Review and seal")).await;
     let title = browser.script("return document.getElementById('f-title').value", json!([])).await;
     assert_eq!(title, "Soirée de lancement des lampes");
-    browser.click("#review").await;
+    // Enter in a field reviews the record (not the first row button).
+    browser.press_enter("#f-title").await;
     browser.wait_for("the review page", |_, page| page.contains("Seal and publish")).await;
     intercept(&browser, "keep").await;
     seal(&browser, "06-event", "/portal/records/").await;
