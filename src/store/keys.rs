@@ -39,6 +39,13 @@ pub fn prefix(parts: &[&str]) -> Vec<u8> {
     k
 }
 
+/// An invitation's key in its account's index (`account_invitations`).
+pub fn account_invitation(account_uuid: &str, token_digest: &[u8]) -> Vec<u8> {
+    let mut key = prefix(&[account_uuid]);
+    key.extend_from_slice(token_digest);
+    key
+}
+
 /// Fixed names in `meta`.
 pub mod meta {
     /// The store's own: each column family's schema version.

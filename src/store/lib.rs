@@ -383,6 +383,9 @@ pub mod cf {
     /// Home: portal invitations, sessions and WebAuthn ceremonies, each by
     /// the SHA-256 of its secret (ceremonies by their random id).
     pub const INVITATIONS: Table<model::Invitation> = Table::new("invitations", "SHA-256 of the token");
+    /// Home: each account's open invitations, by account uuid ‖ SHA-256 of
+    /// the token (its owners list, renew and cancel them).
+    pub const ACCOUNT_INVITATIONS: Table<()> = Table::new("account_invitations", "account uuid ‖ SHA-256 of the token");
     pub const PORTAL_SESSIONS: Table<model::PortalSession> = Table::new("portal_sessions", "SHA-256 of the token");
     pub const CEREMONIES: Table<model::Ceremony> = Table::new("ceremonies", "the ceremony's random id");
     /// Home: the sealing key the service holds for a business with hosted
@@ -499,6 +502,7 @@ pub mod cf {
         PEOPLE.name(),
         PEOPLE_EMAILS.name(),
         INVITATIONS.name(),
+        ACCOUNT_INVITATIONS.name(),
         PORTAL_SESSIONS.name(),
         CEREMONIES.name(),
         HOSTED_KEYS.name(),

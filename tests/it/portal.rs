@@ -167,6 +167,14 @@ async fn people_flows(owner: &Browser, site: &str, home: &process::Process, uuid
     owner.wait_for("the invitation link", |_, page| page.contains("invitation-link")).await;
     owner.shot("12-people-invited").await;
     let link = owner.script("return document.getElementById('invitation-link').textContent", json!([])).await;
+    assert!(owner.source().await.contains("<td>dev@lumio.example</td>"), "the waiting invitation is listed");
+    // A second invitation, cancelled from the page: no longer listed.
+    owner.fill("#invite-email", "temp@lumio.example").await;
+    owner.click("form.invite button").await;
+    owner.wait_for("the second invitation", |_, page| page.contains("<td>temp@lumio.example</td>")).await;
+    owner.click("#invitations tbody tr:nth-child(2) form.cancel button").await;
+    owner.wait_for("the cancellation", |_, page| !page.contains("temp@lumio.example")).await;
+    assert!(owner.source().await.contains("<td>dev@lumio.example</td>"), "the other invitation stays");
 
     let developer = Browser::start("portal-pages-developer").await;
     developer.open(link.as_str().unwrap()).await;

@@ -86,6 +86,70 @@ async fn invitations_and_passkey_requests_are_bounded_and_swept_when_they_lapse(
     home.clock.advance(people::INVITATION_MS);
     eventually("the sweep of lapsed invitations", || async { count::<Invitation>(&home, cf::INVITATIONS) == 0 }).await;
     assert_eq!(people::invitation(&home.state, &made.token).unwrap_err().code(), Code::NotFound);
+    assert_eq!(count::<()>(&home, cf::ACCOUNT_INVITATIONS), 0, "the accounts' index is swept with them");
+}
+
+/// An owner sees the invitations waiting, gives one a new link (the old
+/// one then opens nothing) or cancels it; an admin cannot, another
+/// business's owner cannot even see it, and an account holds a bounded
+/// number of them.
+// rule: P1.1
+#[tokio::test(flavor = "multi_thread")]
+async fn an_owner_renews_or_cancels_an_invitation_and_no_one_else_can() {
+    use svc_node::service::portal::Signed;
+    let home = Home::start().await;
+    let (lumio, other) = (business(&home).await, business(&home).await);
+    let person = |uuid: &str, role| Signed {
+        account_uuid: uuid.to_owned(),
+        company: false,
+        person_id: "p".into(),
+        name: "Ana".into(),
+        role,
+        key_id: "k".into(),
+        csrf: "c".into(),
+    };
+    let (owner, admin, stranger) =
+        (person(&lumio, PasskeyRole::Owner), person(&lumio, PasskeyRole::Admin), person(&other, PasskeyRole::Owner));
+    let first = people::invite(&home.state, Some(&owner), &lumio, "dev@lumio.example", PasskeyRole::Developer);
+    let first = first.await.unwrap();
+    let open = people::open_invitations(&home.state, &lumio).unwrap();
+    assert_eq!(
+        open.iter().map(|i| (i.email.as_str(), i.role)).collect::<Vec<_>>(),
+        [("dev@lumio.example", "developer")]
+    );
+    let id = open[0].invitation_id.clone();
+    assert!(!id.contains(&first.token), "the list never shows the secret");
+    assert!(people::open_invitations(&home.state, &other).unwrap().is_empty());
+
+    // The attackers: an admin of the business, and another business's owner.
+    let refused = people::cancel_invitation(&home.state, &admin, &id).await.unwrap_err();
+    assert_eq!(refused.code(), Code::Forbidden, "{refused}");
+    let unknown = people::renew_invitation(&home.state, &stranger, &id).await.unwrap_err();
+    assert_eq!(unknown.code(), Code::NotFound, "{unknown}");
+    assert_eq!(people::cancel_invitation(&home.state, &stranger, &id).await.unwrap_err().code(), Code::NotFound);
+    assert!(people::invitation(&home.state, &first.token).is_ok(), "the invitation is untouched");
+
+    // A new link: the old one opens nothing, the new one does.
+    let renewed = people::renew_invitation(&home.state, &owner, &id).await.unwrap();
+    assert_eq!(people::invitation(&home.state, &first.token).unwrap_err().code(), Code::NotFound);
+    assert_eq!(people::invitation(&home.state, &renewed.token).unwrap().0.email, "dev@lumio.example");
+    let open = people::open_invitations(&home.state, &lumio).unwrap();
+    assert_eq!(open.len(), 1);
+    // Cancelled: its link opens nothing and it is no longer listed.
+    people::cancel_invitation(&home.state, &owner, &open[0].invitation_id).await.unwrap();
+    assert_eq!(people::invitation(&home.state, &renewed.token).unwrap_err().code(), Code::NotFound);
+    assert!(people::open_invitations(&home.state, &lumio).unwrap().is_empty());
+    assert_eq!(count::<()>(&home, cf::ACCOUNT_INVITATIONS), 0);
+
+    // A bounded number wait at once.
+    for n in 0..people::MAX_OPEN_INVITATIONS {
+        let email = format!("p{n}@lumio.example");
+        people::invite(&home.state, Some(&owner), &lumio, &email, PasskeyRole::Developer).await.unwrap();
+    }
+    let full = people::invite(&home.state, Some(&owner), &lumio, "more@lumio.example", PasskeyRole::Developer);
+    let full = full.await.unwrap_err();
+    assert_eq!(full.code(), Code::RequestInvalid, "{full}");
+    assert!(full.to_string().contains("cancel one"), "{full}");
 }
 
 // rule: P1.8

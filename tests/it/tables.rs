@@ -262,6 +262,7 @@ fn all() -> Vec<Listed> {
         svc_store::cf::PEOPLE,
         svc_store::cf::PEOPLE_EMAILS,
         svc_store::cf::INVITATIONS,
+        svc_store::cf::ACCOUNT_INVITATIONS,
         svc_store::cf::PORTAL_SESSIONS,
         svc_store::cf::CEREMONIES,
         svc_store::cf::HOSTED_KEYS,

@@ -53,6 +53,8 @@ pub fn routes() -> Router<Region> {
         .route("/portal/invitations/{token}/finish", post(access::finish_registration))
         .route("/portal/people", get(people::list))
         .route("/portal/people/invite", post(people::invite))
+        .route("/portal/people/invitations/{invitation_id}/renew", post(people::renew_invitation))
+        .route("/portal/people/invitations/{invitation_id}/cancel", post(people::cancel_invitation))
         .route("/portal/people/{person_id}/role", post(people::set_role))
         .route("/portal/people/{person_id}/remove", post(people::remove))
         .route("/portal/records/new/{kind}", get(records::new_record).post(records::review))

@@ -388,6 +388,8 @@ pub struct People {
     /// An AI company's people (the page says what their roles may do).
     pub company: bool,
     pub invited: Option<String>,
+    /// Invitations waiting for their person: `(id, e-mail, role, open until)`.
+    pub invitations: Vec<(String, String, &'static str, String)>,
     pub refusal: Option<Refusal>,
 }
 

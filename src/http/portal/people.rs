@@ -34,6 +34,14 @@ async fn page(state: &Region, person: &Member, invited: Option<String>, refusal:
             removed: p.removed_at.is_some(),
         })
         .collect();
+    let invitations = if me.role == PasskeyRole::Owner {
+        people::open_invitations(state, &me.account_uuid)?
+            .into_iter()
+            .map(|i| (i.invitation_id, i.email, i.role, i.expires_at.to_day_month_year()))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let page = pages::People {
         nav: Nav::of(state, me)?,
         csrf: me.csrf.clone(),
@@ -42,6 +50,7 @@ async fn page(state: &Region, person: &Member, invited: Option<String>, refusal:
         roles,
         company: me.company,
         invited,
+        invitations,
         refusal,
     };
     Ok(html_refused(&page, page.refusal.as_ref()))
@@ -101,5 +110,29 @@ pub async fn remove(
 ) -> PageResult {
     person.check_csrf(form.csrf.as_deref())?;
     people::remove(&state, &person.0, &person_id).await?;
+    page(&state, &person, None, None).await
+}
+
+/// A new link for a waiting invitation (the old one stops working), shown once.
+pub async fn renew_invitation(
+    State(state): State<Region>,
+    person: Member,
+    Path(invitation_id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> PageResult {
+    person.check_csrf(form.csrf.as_deref())?;
+    let made = people::renew_invitation(&state, &person.0, &invitation_id).await?;
+    let link = format!("{}{}", state.config.passkey_origin, made.path);
+    page(&state, &person, Some(link), None).await
+}
+
+pub async fn cancel_invitation(
+    State(state): State<Region>,
+    person: Member,
+    Path(invitation_id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> PageResult {
+    person.check_csrf(form.csrf.as_deref())?;
+    people::cancel_invitation(&state, &person.0, &invitation_id).await?;
     page(&state, &person, None, None).await
 }

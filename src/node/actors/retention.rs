@@ -224,6 +224,7 @@ impl RetentionState {
         for (key, invitation) in store.scan::<Invitation>(cf::INVITATIONS, &[], None, PORTAL_PER_PASS)? {
             if invitation.expires_at <= now {
                 change.delete(cf::INVITATIONS, &key);
+                change.delete(cf::ACCOUNT_INVITATIONS, &keys::account_invitation(&invitation.account_uuid, &key));
             }
         }
         if !change.is_empty() {

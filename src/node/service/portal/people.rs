@@ -25,6 +25,10 @@ pub const INVITATION_MS: i64 = 7 * 24 * 60 * 60_000;
 pub const MAX_NAME: usize = 120;
 /// The most people a business's portal holds (removed ones included).
 pub const MAX_PEOPLE: usize = 200;
+/// At most this many invitations of one account wait at once (until used,
+/// cancelled or lapsed), so an owner's mistake or a stolen session cannot
+/// fill the store.
+pub const MAX_OPEN_INVITATIONS: usize = 50;
 
 /// A new invitation: the token its link carries, shown once.
 #[derive(Debug, Clone, Serialize)]
@@ -96,26 +100,131 @@ where
     if people(state, account_uuid)?.len() >= MAX_PEOPLE {
         return Err(invalid(format!("a portal holds at most {MAX_PEOPLE} people per account")));
     }
+    let waiting = state.store().scan::<()>(
+        cf::ACCOUNT_INVITATIONS,
+        &keys::prefix(&[account_uuid]),
+        None,
+        MAX_OPEN_INVITATIONS,
+    )?;
+    if waiting.len() >= MAX_OPEN_INVITATIONS {
+        return Err(invalid(format!("at most {MAX_OPEN_INVITATIONS} invitations wait at once: cancel one first")));
+    }
     let now = state.clock().now();
-    let (token, token_digest) = secret();
     let invitation = Invitation {
         account_uuid: account_uuid.to_owned(),
-        email: email.clone(),
+        email,
         role,
         invited_by: by.map(|b| b.person_id.clone()),
         invited_at: now,
         expires_at: now.plus(INVITATION_MS),
     };
     let mut change = Change::new();
-    change.put(cf::INVITATIONS, &token_digest, &invitation);
+    let made = put_invitation(&mut change, invitation);
     apply(state, change).await?;
-    Ok(NewInvitation {
+    Ok(made)
+}
+
+/// An invitation under a new secret, written with its account's index entry.
+fn put_invitation(change: &mut Change, invitation: Invitation) -> NewInvitation {
+    let (token, token_digest) = secret();
+    change.put(cf::INVITATIONS, &token_digest, &invitation);
+    change.put(cf::ACCOUNT_INVITATIONS, &keys::account_invitation(&invitation.account_uuid, &token_digest), &());
+    NewInvitation {
         path: format!("/portal/invitations/{token}"),
         token,
-        email,
-        role: role.as_str(),
+        email: invitation.email,
+        role: invitation.role.as_str(),
         expires_at: invitation.expires_at.to_rfc3339_secs(),
+    }
+}
+
+/// An invitation waiting for its person, as its account's owners see it:
+/// named by the digest of its secret, never by the secret.
+#[derive(Debug, Serialize)]
+pub struct OpenInvitation {
+    pub invitation_id: String,
+    pub email: String,
+    pub role: &'static str,
+    pub invited_at: svc_core::time::UnixMs,
+    pub expires_at: svc_core::time::UnixMs,
+}
+
+/// The account's invitations still open, oldest first.
+pub fn open_invitations<R>(state: &R, account_uuid: &str) -> Result<Vec<OpenInvitation>>
+where
+    R: HasStore + HasClock,
+{
+    let prefix = keys::prefix(&[account_uuid]);
+    let now = state.clock().now();
+    let mut open = Vec::new();
+    for (key, ()) in state.store().scan::<()>(cf::ACCOUNT_INVITATIONS, &prefix, None, MAX_OPEN_INVITATIONS)? {
+        let token_digest = &key[prefix.len()..];
+        let Some(invitation) = state.store().get::<Invitation>(cf::INVITATIONS, token_digest)? else { continue };
+        if invitation.expires_at > now {
+            open.push(OpenInvitation {
+                invitation_id: hex::encode(token_digest),
+                email: invitation.email,
+                role: invitation.role.as_str(),
+                invited_at: invitation.invited_at,
+                expires_at: invitation.expires_at,
+            });
+        }
+    }
+    open.sort_by_key(|i| i.invited_at);
+    Ok(open)
+}
+
+/// One of the owner's account's open invitations, by its id; another
+/// account's, or one used or lapsed, is unknown.
+fn owned_invitation<R>(state: &R, by: &Signed, invitation_id: &str) -> Result<(Vec<u8>, Invitation)>
+where
+    R: HasStore + HasClock,
+{
+    by.require(&[PasskeyRole::Owner], "managing invitations")?;
+    let unknown = || Error::detail(Code::NotFound, "no such open invitation");
+    let token_digest = hex::decode(invitation_id).ok().filter(|d| d.len() == 32).ok_or_else(unknown)?;
+    let invitation = state
+        .store()
+        .get::<Invitation>(cf::INVITATIONS, &token_digest)?
+        .filter(|i| i.account_uuid == by.account_uuid && i.expires_at > state.clock().now())
+        .ok_or_else(unknown)?;
+    Ok((token_digest, invitation))
+}
+
+/// Cancels an open invitation: its link no longer lets anyone in.
+pub async fn cancel_invitation<R>(state: &R, by: &Signed, invitation_id: &str) -> Result<OpenInvitation>
+where
+    R: HasStore + HasRegistry + HasClock + HasHome,
+{
+    let (token_digest, invitation) = owned_invitation(state, by, invitation_id)?;
+    let mut change = Change::new();
+    change.delete(cf::INVITATIONS, &token_digest);
+    change.delete(cf::ACCOUNT_INVITATIONS, &keys::account_invitation(&invitation.account_uuid, &token_digest));
+    apply(state, change).await?;
+    Ok(OpenInvitation {
+        invitation_id: invitation_id.to_owned(),
+        email: invitation.email,
+        role: invitation.role.as_str(),
+        invited_at: invitation.invited_at,
+        expires_at: invitation.expires_at,
     })
+}
+
+/// A new link for an open invitation, open for another [`INVITATION_MS`]:
+/// the old link stops working (it may have been lost or seen by another).
+pub async fn renew_invitation<R>(state: &R, by: &Signed, invitation_id: &str) -> Result<NewInvitation>
+where
+    R: HasStore + HasRegistry + HasClock + HasHome,
+{
+    let (token_digest, invitation) = owned_invitation(state, by, invitation_id)?;
+    let now = state.clock().now();
+    let mut change = Change::new();
+    change.delete(cf::INVITATIONS, &token_digest);
+    change.delete(cf::ACCOUNT_INVITATIONS, &keys::account_invitation(&invitation.account_uuid, &token_digest));
+    let made =
+        put_invitation(&mut change, Invitation { invited_at: now, expires_at: now.plus(INVITATION_MS), ..invitation });
+    apply(state, change).await?;
+    Ok(made)
 }
 
 /// An open invitation, with its account's name for the page.
@@ -209,6 +318,7 @@ where
         removed_at: None,
     };
     change.delete(cf::INVITATIONS, &token_digest);
+    change.delete(cf::ACCOUNT_INVITATIONS, &keys::account_invitation(&invitation.account_uuid, &token_digest));
     change.require_absent(cf::PEOPLE_EMAILS, person.email.as_bytes());
     change.put(
         cf::PEOPLE_EMAILS,
