@@ -759,6 +759,14 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     browser.click("form.mandate button[type=submit]").await;
     seal_to(&browser, "authorise", "09b-mandate", "/portal/keys").await;
     browser.wait_for("the mandate", |_, page| page.contains("mdt_") && page.contains("<td>products</td>")).await;
+    // Sizes in units; each moment in the browser's own time zone, its UTC
+    // form kept as the title.
+    assert!(browser.source().await.contains("10000 records an hour, 1 GiB a day"));
+    let local = browser
+        .script("const t = document.querySelector('time[datetime]'); return [t.dataset.local, t.title]", json!([]))
+        .await;
+    assert_eq!(local[0], "1", "{local}");
+    assert!(local[1].as_str().unwrap().ends_with(" UTC"), "{local}");
     confirmed(&browser, "Mandate sealed until").await;
     let context = svc_client::sealing::SealContext {
         cert_id: created["cert_id"].as_str().unwrap().to_owned(),

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use svc_core::time::{DAY, UnixMs};
 
-use super::pages::{self, Nav, Refusal};
+use super::pages::{self, Nav, Refusal, When};
 use super::session::{CompanyPerson, CsrfForm};
 use super::{PageResult, html, html_refused};
 use svc_node::region::Region;
@@ -50,7 +50,7 @@ pub async fn home(state: &Region, me: &Signed) -> PageResult {
         ),
         daily: super::chart::daily_bars(&days),
         monthly: super::chart::daily_bars(&months),
-        bills: bills.into_iter().map(|b| (b.month, b.searches, b.fetches, b.billed)).collect(),
+        bills: bills.into_iter().map(|b| (pages::month(&b.month), b.searches, b.fetches, b.billed)).collect(),
         invoiced,
         allowance,
         verified: terms.verified,
@@ -70,8 +70,8 @@ async fn keys_page(state: &Region, me: &Signed, notice: Option<String>) -> PageR
                 .map(|k| pages::RetrievalKeyRow {
                     key_id: k.key_id,
                     environment: if k.environment.is_sandbox() { "sandbox" } else { "production" },
-                    registered_at: k.registered_at.to_rfc3339_secs(),
-                    revoked: k.revoked_at.map(|t| t.to_rfc3339_secs()),
+                    registered_at: When::at(k.registered_at),
+                    revoked: k.revoked_at.map(When::at),
                 })
                 .collect(),
         })
@@ -167,8 +167,8 @@ async fn terms_page(state: &Region, me: &Signed, notice: Option<String>) -> Page
         nav: Nav::of(state, me)?,
         csrf: me.csrf.clone(),
         current,
-        in_force: status.in_force.map(|t| (t.version, t.sha256, t.effective_from.to_rfc3339_secs(), t.text)),
-        accepted: status.accepted.map(|a| (a.version, a.sha256, a.accepted_at.to_rfc3339_secs())),
+        in_force: status.in_force.map(|t| (t.version, t.sha256, When::at(t.effective_from), t.text)),
+        accepted: status.accepted.map(|a| (a.version, a.sha256, When::at(a.accepted_at))),
         acceptor: DECIDERS.contains(&me.role),
         verified: status.verified,
         sandbox: status.sandbox,
@@ -273,7 +273,7 @@ fn receipt_row(entry: &Value) -> pages::ReceiptRow {
         .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
         .unwrap_or(Value::Null);
     pages::ReceiptRow {
-        served_at: entry["served_at"].as_str().unwrap_or_default().to_owned(),
+        served_at: entry["served_at"].as_str().and_then(When::parse),
         kind: entry["kind"].as_str().unwrap_or_default().to_owned(),
         retrieval_id: entry["retrieval_id"].as_str().unwrap_or_default().to_owned(),
         key_id: entry["caller_key_id"].as_str().unwrap_or_default().to_owned(),

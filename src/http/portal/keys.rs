@@ -8,7 +8,7 @@ use serde::Deserialize;
 use svc_core::ids::RecordType;
 use svc_core::problem::Code;
 
-use super::pages::{self, Confirmation, KeyRow, MandateRow, Nav, Refusal};
+use super::pages::{self, Confirmation, KeyRow, MandateRow, Nav, Refusal, When};
 use super::session::{CsrfForm, Person};
 use super::{Done, PageResult, html_refused};
 use svc_node::region::Region;
@@ -43,19 +43,19 @@ async fn page(
         .map(|view| KeyRow {
             key_id: view.key.key_id.clone(),
             kind: view.key.kind.as_str(),
-            registered_at: view.key.registered_at.to_rfc3339_secs(),
-            revoked: view.key.revocation_effective_from.map(|t| t.to_rfc3339_secs()),
+            registered_at: When::at(view.key.registered_at),
+            revoked: view.key.revocation_effective_from.map(When::at),
             mandates: view
                 .mandates
                 .into_iter()
                 .map(|m| MandateRow {
                     sandbox: m.mandate_id == svc_node::service::publishing::SANDBOX_GRANT,
-                    caps: format!("{} records/h, {} bytes/day", m.records_per_hour, m.bytes_per_day),
+                    caps: format!("{} records an hour, {} a day", m.records_per_hour, pages::size(m.bytes_per_day)),
                     mandate_id: m.mandate_id,
                     record_types: m.record_types.join(", "),
                     countries: countries_said(&m.countries),
                     valid_until: m.valid_until.to_day_month_year(),
-                    revoked: m.revoked_at.map(|t| t.to_rfc3339_secs()),
+                    revoked: m.revoked_at.map(When::at),
                 })
                 .collect(),
         })

@@ -6,6 +6,7 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use svc_core::records::editor;
 use svc_core::records::labels::Lang;
+use svc_core::time::UnixMs;
 
 use svc_node::region::Region;
 use svc_node::service::portal::Signed;
@@ -127,7 +128,7 @@ pub struct RecordRow {
     pub own_id: String,
     pub state: String,
     pub source: &'static str,
-    pub last_updated: String,
+    pub last_updated: Option<When>,
     pub live: bool,
     pub withdrawn: bool,
 }
@@ -146,6 +147,71 @@ pub struct Records {
     pub csrf: String,
     pub groups: Vec<RecordGroup>,
     pub sealer: bool,
+}
+
+/// A moment shown to a person: the server writes it in UTC
+/// (`30 Nov 2026, 14:05 UTC`) inside `<time datetime>`, and the portal's
+/// script rewrites it in the browser's own time zone.
+#[derive(Debug, Clone)]
+pub struct When(UnixMs);
+
+impl When {
+    pub fn at(at: UnixMs) -> Self {
+        When(at)
+    }
+
+    /// An RFC 3339 text from a use case; `None` if it is not one.
+    pub fn parse(text: &str) -> Option<Self> {
+        UnixMs::parse_rfc3339(text).map(When)
+    }
+}
+
+impl std::fmt::Display for When {
+    /// Markup (a template writes it with `|safe`): digits, month names and
+    /// the ISO form only, nothing a person typed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let iso = self.0.to_rfc3339_secs();
+        let clock = iso.get(11..16).unwrap_or_default();
+        write!(f, "<time datetime=\"{iso}\">{}, {clock} UTC</time>", self.0.to_day_month_year())
+    }
+}
+
+/// A size as a person reads it: `1 GiB`, `512 KiB`, `300 bytes`.
+pub fn size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    let (mut value, mut unit) = (bytes as f64 / 1024.0, 0);
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    let shown = format!("{value:.1}");
+    format!("{} {}", shown.strip_suffix(".0").unwrap_or(&shown), UNITS[unit])
+}
+
+/// A month `2026-11` as `November 2026`.
+pub fn month(year_month: &str) -> String {
+    const NAMES: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let named = year_month.split_once('-').and_then(|(year, m)| {
+        let index = m.parse::<usize>().ok().filter(|m| (1..=12).contains(m))?;
+        Some(format!("{} {year}", NAMES[index - 1]))
+    });
+    named.unwrap_or_else(|| year_month.to_owned())
 }
 
 /// A form the person sent and the service refused: its page is shown
@@ -340,11 +406,11 @@ pub struct Signing {
     pub nav: Option<Nav>,
     pub csrf: String,
     /// The hosted key and since when, while hosted signing is on.
-    pub hosted: Option<(String, String)>,
+    pub hosted: Option<(String, When)>,
     pub owner: bool,
     /// The business's custody statements, newest first:
     /// `(key_id, custody, effective_from)`.
-    pub statements: Vec<(String, &'static str, String)>,
+    pub statements: Vec<(String, &'static str, When)>,
     pub notice: Option<String>,
 }
 
@@ -370,7 +436,7 @@ pub struct PersonRow {
     pub name: String,
     pub email: String,
     pub role: &'static str,
-    pub since: String,
+    pub since: When,
     pub removed: bool,
     pub me: bool,
     /// Each role, and whether it is the person's.
@@ -422,14 +488,14 @@ pub struct MandateRow {
     pub countries: String,
     pub caps: String,
     pub valid_until: String,
-    pub revoked: Option<String>,
+    pub revoked: Option<When>,
 }
 
 pub struct KeyRow {
     pub key_id: String,
     pub kind: &'static str,
-    pub registered_at: String,
-    pub revoked: Option<String>,
+    pub registered_at: When,
+    pub revoked: Option<When>,
     pub mandates: Vec<MandateRow>,
 }
 
@@ -481,7 +547,7 @@ pub struct PushRow {
     pub held_reasons: String,
     pub records: u64,
     pub counts: String,
-    pub received_at: String,
+    pub received_at: When,
 }
 
 #[derive(Template)]
@@ -557,8 +623,8 @@ pub struct GroupRow {
 pub struct RetrievalKeyRow {
     pub key_id: String,
     pub environment: &'static str,
-    pub registered_at: String,
-    pub revoked: Option<String>,
+    pub registered_at: When,
+    pub revoked: Option<When>,
 }
 
 #[derive(Template)]
@@ -580,9 +646,9 @@ pub struct Terms {
     pub nav: Option<Nav>,
     pub csrf: String,
     /// `(version, sha256, effective_from, text)`.
-    pub in_force: Option<(u64, String, String, String)>,
+    pub in_force: Option<(u64, String, When, String)>,
     /// `(version, sha256, accepted_at)`.
-    pub accepted: Option<(u64, String, String)>,
+    pub accepted: Option<(u64, String, When)>,
     /// The company accepted the version in force.
     pub current: bool,
     pub acceptor: bool,
@@ -592,7 +658,7 @@ pub struct Terms {
 }
 
 pub struct ReceiptRow {
-    pub served_at: String,
+    pub served_at: Option<When>,
     pub kind: String,
     pub retrieval_id: String,
     pub key_id: String,
@@ -654,5 +720,21 @@ impl Campaigns {
 
     fn ticked(&self, name: &str, value: &str, default: bool) -> bool {
         ticked(&self.refusal, "campaign", name, value, default)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_months_and_moments_read_as_a_person_reads_them() {
+        let sizes: Vec<String> = [300, 1024, 1536, 1_073_741_824, 5 * 1024 * 1024].into_iter().map(size).collect();
+        assert_eq!(sizes, ["300 bytes", "1 KiB", "1.5 KiB", "1 GiB", "5 MiB"]);
+        assert_eq!((month("2026-11"), month("2027-01")), ("November 2026".into(), "January 2027".into()));
+        assert_eq!(month("2026-13"), "2026-13", "what is not a month is shown as it is");
+        let at = When::parse("2026-11-30T14:05:09Z").unwrap().to_string();
+        assert_eq!(at, r#"<time datetime="2026-11-30T14:05:09Z">30 Nov 2026, 14:05 UTC</time>"#);
+        assert!(When::parse("yesterday").is_none());
     }
 }

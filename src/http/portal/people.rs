@@ -5,7 +5,7 @@ use axum::Form;
 use axum::extract::{Path, State};
 use serde::Deserialize;
 
-use super::pages::{self, Nav, PersonRow, Refusal};
+use super::pages::{self, Nav, PersonRow, Refusal, When};
 use super::session::{CsrfForm, Member};
 use super::{PageResult, html_refused};
 use svc_node::region::Region;
@@ -30,7 +30,7 @@ async fn page(state: &Region, person: &Member, invited: Option<String>, refusal:
             email: p.email,
             role: p.role.as_str(),
             roles: roles.iter().map(|r| (*r, *r == p.role.as_str())).collect(),
-            since: p.added_at.to_rfc3339_secs(),
+            since: When::at(p.added_at),
             removed: p.removed_at.is_some(),
         })
         .collect();

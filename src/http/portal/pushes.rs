@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Redirect};
 use serde::Deserialize;
 use svc_core::problem::Code;
 
-use super::pages::{self, AttemptRow, Confirmation, Nav, PushRow};
+use super::pages::{self, AttemptRow, Confirmation, Nav, PushRow, When};
 use super::session::{CsrfForm, Person};
 use super::{Done, PageResult, html};
 use svc_core::publish::outcome::PushState;
@@ -47,7 +47,7 @@ fn row(p: &PushRecord) -> PushRow {
         held: p.state == PushState::Held,
         held_reasons: p.held_reasons.join(", "),
         records: p.records,
-        received_at: p.received_at.to_rfc3339_secs(),
+        received_at: When::at(p.received_at),
     }
 }
 

@@ -16,6 +16,7 @@ use svc_core::records::labels::Lang;
 
 use super::pages::{
     self, Confirmation, EditorPiece, EditorWords, ErrorLink, FieldError, Flag, FlagGroup, Nav, RecordGroup, RecordRow,
+    When,
 };
 use super::session::Person;
 use super::session::Speaks;
@@ -73,7 +74,7 @@ pub fn catalogue(state: &Region, person: &Person) -> PageResult {
                 record_id: r.record_id,
                 own_id: r.own_id,
                 source: r.source.as_str(),
-                last_updated: r.last_updated,
+                last_updated: When::parse(&r.last_updated),
             })
             .collect();
         groups.push(RecordGroup { kind: kind.name(), title, singular, rows });

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use svc_core::custody::Custody;
 use svc_core::problem::Code;
 
-use super::pages::{self, Confirmation, Nav};
+use super::pages::{self, Confirmation, Nav, When};
 use super::records::{HOSTED_OFF, HOSTED_ON, review_page};
 use super::session::Person;
 use super::{Done, PageResult, html};
@@ -33,11 +33,11 @@ pub async fn page(State(state): State<Region>, person: Person, Query(done): Quer
     Ok(html(&pages::Signing {
         nav: Nav::confirming(&state, me, confirmation)?,
         csrf: me.csrf.clone(),
-        hosted: held.map(|h| (h.key_id, h.enabled_at.to_rfc3339_secs())),
+        hosted: held.map(|h| (h.key_id, When::at(h.enabled_at))),
         owner: SWITCHERS.contains(&me.role),
         statements: hosted::statements(&state, me)?
             .into_iter()
-            .map(|s| (s.key_id, s.custody.as_str(), s.effective_from.to_rfc3339_secs()))
+            .map(|s| (s.key_id, s.custody.as_str(), When::at(s.effective_from)))
             .collect(),
         notice: None,
     }))

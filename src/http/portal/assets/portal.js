@@ -121,3 +121,18 @@ attach("seal", async (form) => {
   );
   window.location.assign(done.next);
 });
+
+// Each moment the server wrote in UTC, in the browser's own time zone (the
+// UTC form stays as the element's title).
+const localTimes = () => {
+  const format = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+  for (const time of document.querySelectorAll("time[datetime]")) {
+    const at = new Date(time.dateTime);
+    if (Number.isNaN(at.getTime()) || time.dataset.local) continue;
+    time.title = time.textContent;
+    time.textContent = format.format(at);
+    time.dataset.local = "1";
+  }
+};
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", localTimes);
+else localTimes();
