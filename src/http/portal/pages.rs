@@ -737,4 +737,41 @@ mod tests {
         assert_eq!(at, r#"<time datetime="2026-11-30T14:05:09Z">30 Nov 2026, 14:05 UTC</time>"#);
         assert!(When::parse("yesterday").is_none());
     }
+
+    /// The mandate the sandbox grants a sandbox key is said to be the
+    /// sandbox's, over every country, and offers no revoke of the
+    /// business's own; a sealed one shows its id.
+    #[test]
+    fn the_sandbox_s_grant_is_labelled_as_the_sandbox_s_not_the_business_s() {
+        let mandate = |sandbox: bool, id: &str| MandateRow {
+            mandate_id: id.into(),
+            sandbox,
+            record_types: "products, events".into(),
+            countries: if sandbox { "every country".into() } else { "FR".into() },
+            caps: "100000 records an hour, 1 GiB a day".into(),
+            valid_until: "1 Mar 2027".into(),
+            revoked: None,
+        };
+        let page = Keys {
+            nav: None,
+            csrf: "c".into(),
+            keys: vec![KeyRow {
+                key_id: "k1".into(),
+                kind: "Ed25519",
+                registered_at: When::at(UnixMs(0)),
+                revoked: None,
+                mandates: vec![mandate(true, "sandbox-grant"), mandate(false, "mdt_1")],
+            }],
+            types: vec![("products", true)],
+            keeper: true,
+            sealer: true,
+            notice: None,
+            refusal: None,
+        }
+        .render()
+        .unwrap();
+        assert!(page.contains("Granted by the sandbox") && page.contains("not sealed by your business"), "{page}");
+        assert!(page.contains("<td>every country</td>"), "{page}");
+        assert!(!page.contains("<code>sandbox-grant</code>") && page.contains("<code>mdt_1</code>"), "{page}");
+    }
 }
