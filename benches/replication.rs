@@ -227,11 +227,27 @@ async fn run(members: u64, (rate, batch, seconds): (u64, u64, u64), replays: usi
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
     let started = Instant::now();
     let mut sends = tokio::task::JoinSet::new();
+    let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for chunk in spec.products.chunks(batch as usize) {
         tick.tick().await;
-        let request = publish_request(&home.state, &key, &context, chunk, SystemClock.now()).unwrap();
-        let (state, records) = (home.state.clone(), chunk.len());
-        sends.spawn(async move { send_publish(&state, request).await.map(|_| records) });
+        let (state, key, context, chunk) = (home.state.clone(), key.clone(), context.clone(), chunk.to_vec());
+        let busy = busy.clone();
+        // Home takes a few publishes at a time (`429` with a retry hint
+        // past them): the batch waits as a client would, then is sealed
+        // afresh (a new seq) and sent again.
+        sends.spawn(async move {
+            loop {
+                let request = publish_request(&state, &key, &context, &chunk, SystemClock.now()).unwrap();
+                match send_publish(&state, request).await {
+                    Err(svc_http::sandbox::seed::SeedError::PublishRefused { status: 429, answer }) => {
+                        busy.fetch_add(1, Ordering::Relaxed);
+                        let wait = answer["retry_after_ms"].as_u64().unwrap_or(50).clamp(5, 1_000);
+                        tokio::time::sleep(Duration::from_millis(wait)).await;
+                    }
+                    sent => return sent.map(|_| chunk.len()),
+                }
+            }
+        });
     }
     let (mut published, mut overtaken) = (0usize, 0usize);
     while let Some(sent) = sends.join_next().await {
@@ -268,6 +284,7 @@ async fn run(members: u64, (rate, batch, seconds): (u64, u64, u64), replays: usi
             "batch": batch,
             "records": published,
             "batches_overtaken": overtaken,
+            "batches_waited_busy": busy.load(Ordering::Relaxed),
             "records_per_s": (published as f64 / publishing.as_secs_f64()).round(),
             "entries": entries.len(),
             "lag_ms_from_home_commit": lags_to(&at_region, &|e| at_home.get(&e.seq).copied()),

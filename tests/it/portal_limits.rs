@@ -21,6 +21,20 @@ fn count<T: serde::de::DeserializeOwned>(home: &Home, family: impl svc_store::Ho
     home.state.store.scan::<T>(family, &[], None, usize::MAX).unwrap().len()
 }
 
+/// A person of `account_uuid` signed in with `role`, as the portal's
+/// session hands them to the use cases.
+fn signed(account_uuid: &str, company: bool, role: PasskeyRole) -> svc_node::service::portal::Signed {
+    svc_node::service::portal::Signed {
+        account_uuid: account_uuid.to_owned(),
+        company,
+        person_id: "p".into(),
+        name: "Ana".into(),
+        role,
+        key_id: "k".into(),
+        csrf: "c".into(),
+    }
+}
+
 // rule: P1.1
 #[tokio::test(flavor = "multi_thread")]
 async fn invitations_and_passkey_requests_are_bounded_and_swept_when_they_lapse() {
@@ -96,18 +110,9 @@ async fn invitations_and_passkey_requests_are_bounded_and_swept_when_they_lapse(
 // rule: P1.1
 #[tokio::test(flavor = "multi_thread")]
 async fn an_owner_renews_or_cancels_an_invitation_and_no_one_else_can() {
-    use svc_node::service::portal::Signed;
     let home = Home::start().await;
     let (lumio, other) = (business(&home).await, business(&home).await);
-    let person = |uuid: &str, role| Signed {
-        account_uuid: uuid.to_owned(),
-        company: false,
-        person_id: "p".into(),
-        name: "Ana".into(),
-        role,
-        key_id: "k".into(),
-        csrf: "c".into(),
-    };
+    let person = |uuid: &str, role| signed(uuid, false, role);
     let (owner, admin, stranger) =
         (person(&lumio, PasskeyRole::Owner), person(&lumio, PasskeyRole::Admin), person(&other, PasskeyRole::Owner));
     let first = people::invite(&home.state, Some(&owner), &lumio, "dev@lumio.example", PasskeyRole::Developer);
@@ -156,18 +161,10 @@ async fn an_owner_renews_or_cancels_an_invitation_and_no_one_else_can() {
 #[tokio::test(flavor = "multi_thread")]
 async fn only_an_owners_passkey_switches_to_hosted_signing() {
     use svc_core::custody::{CUSTODY_REQUEST_V1, Custody, CustodyRequest};
-    use svc_node::service::portal::{Signed, hosted};
+    use svc_node::service::portal::hosted;
     let home = Home::start().await;
     let uuid = business(&home).await;
-    let person = |role| Signed {
-        account_uuid: uuid.clone(),
-        company: false,
-        person_id: "p".into(),
-        name: "Ana".into(),
-        role,
-        key_id: "k".into(),
-        csrf: "c".into(),
-    };
+    let person = |role| signed(&uuid, false, role);
     let admin = hosted::request(&home.state, &person(PasskeyRole::Admin), Custody::Hosted).unwrap_err();
     assert_eq!(admin.code(), Code::Forbidden, "{admin}");
     let off = hosted::request(&home.state, &person(PasskeyRole::Owner), Custody::OwnKey).unwrap_err();
@@ -198,15 +195,7 @@ async fn an_ai_companys_roles_and_its_own_groups_bound_what_its_people_do() {
         }
     };
     let (far, near) = (made("Far AI").await, made("Near AI").await);
-    let person = |uuid: &str, role| Signed {
-        account_uuid: uuid.to_owned(),
-        company: true,
-        person_id: "p".into(),
-        name: "Inès".into(),
-        role,
-        key_id: "k".into(),
-        csrf: "c".into(),
-    };
+    let person = |uuid: &str, role| signed(uuid, true, role);
     let manager = person(&far, PasskeyRole::IntegrationManager);
     let group = company::add_group(&home.state, &manager, "bots").await.unwrap();
     // An integration manager neither accepts the Terms nor lists the keys.

@@ -13,6 +13,11 @@ use svc_node::service::Error;
 use svc_node::service::portal::people;
 use svc_store::model::{Named, PasskeyRole};
 
+/// The link an invitation is opened by, shown once to the owner who made it.
+fn link(state: &Region, made: &people::NewInvitation) -> String {
+    format!("{}{}", state.config.passkey_origin, made.path)
+}
+
 fn role(name: &str) -> Result<PasskeyRole, Error> {
     PasskeyRole::from_name(name).ok_or_else(|| Error::detail(svc_core::problem::Code::RequestInvalid, "no such role"))
 }
@@ -74,10 +79,7 @@ pub async fn invite(State(state): State<Region>, person: Member, Form(form): For
         Err(e) => Err(e),
     };
     match invited {
-        Ok(made) => {
-            let link = format!("{}{}", state.config.passkey_origin, made.path);
-            page(&state, &person, Some(link), None).await
-        }
+        Ok(made) => page(&state, &person, Some(link(&state, &made)), None).await,
         Err(e) => {
             let refusal = Refusal::of("invite", e, vec![("email".into(), form.email), ("role".into(), form.role)])?;
             page(&state, &person, None, Some(refusal)).await
@@ -122,8 +124,7 @@ pub async fn renew_invitation(
 ) -> PageResult {
     person.check_csrf(form.csrf.as_deref())?;
     let made = people::renew_invitation(&state, &person.0, &invitation_id).await?;
-    let link = format!("{}{}", state.config.passkey_origin, made.path);
-    page(&state, &person, Some(link), None).await
+    page(&state, &person, Some(link(&state, &made)), None).await
 }
 
 pub async fn cancel_invitation(
