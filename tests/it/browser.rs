@@ -156,6 +156,47 @@ impl Browser {
         self.command("POST", &format!("element/{id}/value"), json!({"text": "\u{E007}"})).await;
     }
 
+    /// Walks the page with the Tab key alone, from its top, and fails
+    /// unless every control a person can see (links, buttons, inputs,
+    /// pickers, folds) takes the focus in turn: the page works from the
+    /// keyboard. Answers how many controls it reached.
+    pub async fn tab_walk(&self, name: &str) -> usize {
+        let controls = "[...document.querySelectorAll('a[href], button, input:not([type=hidden]), select, textarea, \
+            summary, [tabindex]')].filter((e) => e.tabIndex >= 0 && !e.disabled && e.checkVisibility())";
+        let marked = self
+            .script(
+                &format!(
+                    "const all = {controls}; all.forEach((e, i) => e.dataset.walk = i);
+                     document.activeElement?.blur(); window.scrollTo(0, 0); return all.length;"
+                ),
+                json!([]),
+            )
+            .await;
+        let count = marked.as_u64().unwrap() as usize;
+        let tab = json!({"actions": [{"type": "key", "id": "keyboard",
+            "actions": [{"type": "keyDown", "value": "\u{E004}"}, {"type": "keyUp", "value": "\u{E004}"}]}]});
+        let mut reached = std::collections::BTreeSet::new();
+        // A date and time input takes a Tab per part: room for those.
+        for _ in 0..3 * count + 8 {
+            self.command("POST", "actions", tab.clone()).await;
+            let at = self.script("return document.activeElement?.dataset.walk ?? null", json!([])).await;
+            if let Some(i) = at.as_str().and_then(|i| i.parse::<usize>().ok()) {
+                reached.insert(i);
+            }
+            if reached.len() == count {
+                break;
+            }
+        }
+        let missed = self
+            .script(
+                &format!("return {controls}.filter((e) => !arguments[0].includes(Number(e.dataset.walk))).map((e) => e.outerHTML.slice(0, 120))"),
+                json!([reached.iter().collect::<Vec<_>>()]),
+            )
+            .await;
+        assert_eq!(missed, json!([]), "{name}: controls the Tab key never reached");
+        count
+    }
+
     pub async fn click(&self, css: &str) {
         let id = self.element(css).await;
         self.command("POST", &format!("element/{id}/click"), json!({})).await;
