@@ -239,6 +239,18 @@ impl Browser {
     pub async fn shot(&self, name: &str) -> std::path::PathBuf {
         self.resize(390).await;
         self.save(&format!("{name}-390")).await;
+        // The narrowest phone the portal is made for: nothing wider than
+        // the screen (a table scrolls inside its own box).
+        self.resize(360).await;
+        let overflow = self
+            .script(
+                "return [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > \
+                 document.documentElement.clientWidth + 1 && !e.closest('.scroll, pre, table')).slice(0, 5)\
+                 .map((e) => e.outerHTML.slice(0, 100))",
+                json!([]),
+            )
+            .await;
+        assert_eq!(overflow, json!([]), "{name}: wider than a 360 px screen");
         self.resize(WIDE).await;
         let path = self.save(name).await;
         self.audit(name).await;

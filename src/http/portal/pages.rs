@@ -149,6 +149,36 @@ pub struct Records {
     pub sealer: bool,
 }
 
+/// A sealed document's members in words, for a review page without an
+/// editor's summary (a mandate, a campaign, the AI policy, a withdrawal):
+/// each top-level member labelled from its name (`record_types` is
+/// "Record types"), a list on one line, an object as `name: value` pairs.
+pub fn document_said(bytes: &[u8]) -> Vec<(String, String)> {
+    fn label(name: &str) -> String {
+        let words = name.replace('_', " ");
+        let mut chars = words.chars();
+        chars.next().map_or_else(String::new, |first| first.to_uppercase().chain(chars).collect())
+    }
+    fn text(value: &serde_json::Value) -> String {
+        use serde_json::Value;
+        match value {
+            Value::String(s) => s.clone(),
+            Value::Bool(true) => "Yes".into(),
+            Value::Bool(false) => "No".into(),
+            Value::Null => "none".into(),
+            Value::Array(items) if items.is_empty() => "none".into(),
+            Value::Array(items) => items.iter().map(text).collect::<Vec<_>>().join(", "),
+            Value::Object(members) => {
+                members.iter().map(|(name, v)| format!("{}: {}", label(name), text(v))).collect::<Vec<_>>().join("; ")
+            }
+            number => number.to_string(),
+        }
+    }
+    let Ok(serde_json::Value::Object(members)) = serde_json::from_slice(bytes) else { return Vec::new() };
+    // `v`, the format's version, tells a person nothing.
+    members.iter().filter(|(name, _)| *name != "v").map(|(name, value)| (label(name), text(value))).collect()
+}
+
 /// A moment shown to a person: the server writes it in UTC
 /// (`30 Nov 2026, 14:05 UTC`) inside `<time datetime>`, and the portal's
 /// script rewrites it in the browser's own time zone.
@@ -387,7 +417,10 @@ pub struct Seal {
     pub hash: String,
     /// The exact bytes, cut between top-level members for display.
     pub pieces: Vec<String>,
-    /// A record's members above its bytes.
+    /// What the bytes say, member by member, above them: a record's as
+    /// the editor words it, any other document's from its members' names.
+    pub said: Vec<(String, String)>,
+    /// A record's edit: what changed, and the way back to the editor.
     pub summary: Option<Summary>,
     pub payload: String,
     pub ceremony_id: String,
@@ -736,6 +769,22 @@ mod tests {
         let at = When::parse("2026-11-30T14:05:09Z").unwrap().to_string();
         assert_eq!(at, r#"<time datetime="2026-11-30T14:05:09Z">30 Nov 2026, 14:05 UTC</time>"#);
         assert!(When::parse("yesterday").is_none());
+    }
+
+    #[test]
+    fn a_document_is_said_member_by_member_in_words() {
+        let said = document_said(
+            br#"{"countries":["FR","BE"],"flags":{"answer":true,"cite":false},"v":1,"valid_until":null}"#,
+        );
+        assert_eq!(
+            said,
+            [
+                ("Countries".to_owned(), "FR, BE".to_owned()),
+                ("Flags".to_owned(), "Answer: Yes; Cite: No".to_owned()),
+                ("Valid until".to_owned(), "none".to_owned()),
+            ]
+        );
+        assert!(document_said(b"not json").is_empty());
     }
 
     /// The mandate the sandbox grants a sandbox key is said to be the

@@ -291,6 +291,7 @@ pub(super) fn review_page(
         size,
         hash,
         pieces: editor::member_pieces(bytes),
+        said: summary.as_ref().map_or_else(|| pages::document_said(bytes), |s| s.rows.clone()),
         summary,
         payload: String::from_utf8_lossy(&prepared.payload).into_owned(),
         ceremony_id: prepared.ceremony_id,
