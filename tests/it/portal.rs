@@ -763,6 +763,22 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
         )
         .await;
     browser.click("form.mandate button[type=submit]").await;
+    // The review says what the mandate grants; back from it, the form is
+    // as it was typed.
+    browser.wait_for("the mandate's review", |_, page| page.contains("Seal and authorise")).await;
+    assert!(browser.source().await.contains("<dt>Scope</dt>"), "the mandate is said member by member");
+    browser.click("#back-to-edit button").await;
+    browser.wait_for("the keys page again", |_, page| page.contains("Seal a mandate for this key")).await;
+    let typed = browser
+        .script(
+            "const f = document.querySelector('form.mandate'); \
+             return [f.closest('details').open, f.querySelector('[name=countries]').value]",
+            json!([]),
+        )
+        .await;
+    assert_eq!(typed, json!([true, "FR"]));
+    assert!(!browser.source().await.contains("id=\"refusal\""), "nothing was refused");
+    browser.click("form.mandate button[type=submit]").await;
     seal_to(&browser, "authorise", "09b-mandate", "/portal/keys").await;
     browser.wait_for("the mandate", |_, page| page.contains("mdt_") && page.contains("<td>products</td>")).await;
     // Sizes in units; each moment in the browser's own time zone, its UTC

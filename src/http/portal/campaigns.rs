@@ -12,7 +12,7 @@ use svc_core::problem::Code;
 use svc_core::records::editor;
 
 use super::pages::{self, CampaignRow, Confirmation, Nav, Refusal};
-use super::records::review_page;
+use super::records::{Back, review_page};
 use super::session::Person;
 use super::{Done, PageResult, html_refused};
 use svc_node::region::Region;
@@ -150,6 +150,12 @@ pub async fn review(
     let field = |name: &str| form.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).unwrap_or_default();
     person.check_csrf(Some(field("csrf")))?;
     let placement = placement_of(field("placement"));
+    // Back from the review page: the form as it was typed.
+    if form.iter().any(|(name, _)| name == "back") {
+        let refusal = Refusal::back("campaign", form);
+        return page(&state, &person, &Done::default(), placement.unwrap_or(Placement::Sponsorship), Some(refusal))
+            .await;
+    }
     let prepared = async {
         let refuse = |what: &str| Error::detail(Code::RequestInvalid, what.to_owned());
         let placement = placement.ok_or_else(|| refuse("the placement is sponsorship, promotion or ad"))?;
@@ -184,7 +190,10 @@ pub async fn review(
     }
     .await;
     match prepared {
-        Ok((payload, prepared)) => review_page(&state, &person, "a campaign", "start", &payload, prepared, None),
+        Ok((payload, prepared)) => {
+            let back = Back::form("/portal/campaigns", &form);
+            review_page(&state, &person, "a campaign", "start", &payload, prepared, None, back)
+        }
         Err(e) => {
             let placement = placement.unwrap_or(Placement::Sponsorship);
             let refusal = Refusal::of("campaign", e, form)?;

@@ -9,6 +9,7 @@ use svc_core::ids::RecordType;
 use svc_core::problem::Code;
 
 use super::pages::{self, Confirmation, KeyRow, MandateRow, Nav, Refusal, When};
+use super::records::Back;
 use super::session::{CsrfForm, Person};
 use super::{Done, PageResult, html_refused};
 use svc_node::region::Region;
@@ -148,6 +149,11 @@ pub async fn review_mandate(
 ) -> PageResult {
     let field = |name: &str| form.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).unwrap_or_default();
     person.check_csrf(Some(field("csrf")))?;
+    // Back from the review page: the form as it was typed.
+    if form.iter().any(|(name, _)| name == "back") {
+        let again = Refusal::back(format!("mandate:{key_id}"), form);
+        return page(&state, &person, None, &Done::default(), Some(again)).await;
+    }
     let prepared = async {
         let allow = items(field("source_ip_allow_list"));
         let request = MandateForm {
@@ -167,7 +173,8 @@ pub async fn review_mandate(
     .await;
     match prepared {
         Ok((payload, prepared)) => {
-            super::records::review_page(&state, &person, "a mandate", "authorise", &payload, prepared, None)
+            let back = Back::form(format!("/portal/keys/{key_id}/mandates"), &form);
+            super::records::review_page(&state, &person, "a mandate", "authorise", &payload, prepared, None, back)
         }
         Err(e) => {
             let refusal = Refusal::of(format!("mandate:{key_id}"), e, form)?;

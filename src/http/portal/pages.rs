@@ -244,8 +244,9 @@ pub fn month(year_month: &str) -> String {
     named.unwrap_or_else(|| year_month.to_owned())
 }
 
-/// A form the person sent and the service refused: its page is shown
-/// again with the reason beside the form and everything typed still in it.
+/// A form the person sent and the service refused, or brought back from
+/// its review page: its page is shown again with everything typed still in
+/// it, and the reason beside the form if it was refused.
 pub struct Refusal {
     /// Which form of the page (`add-key`, `mandate:<key id>`, `invite`, `campaign`).
     pub form: String,
@@ -272,8 +273,20 @@ impl Refusal {
         })
     }
 
+    /// `form` shown again as it was typed, back from its review page: no
+    /// reason to give.
+    pub fn back(form: impl Into<String>, values: Vec<(String, String)>) -> Refusal {
+        let values = values.into_iter().filter(|(name, _)| name != "csrf" && name != "back").collect();
+        Refusal { form: form.into(), message: String::new(), code: "", status: 200, values }
+    }
+
     pub fn is(&self, form: &str) -> bool {
         self.form == form
+    }
+
+    /// Whether it was refused (rather than brought back to be changed).
+    pub fn says(&self, form: &str) -> bool {
+        self.is(form) && !self.message.is_empty()
     }
 }
 
@@ -400,9 +413,6 @@ pub struct Summary {
     pub rows: Vec<(String, String)>,
     /// On an edit of a live record: `(label, live now, after sealing)`.
     pub changes: Option<Vec<(String, String, String)>>,
-    /// Where *Back to edit* posts, and what it posts.
-    pub back_action: String,
-    pub back_values: Vec<(String, String)>,
 }
 
 #[derive(Template)]
@@ -420,8 +430,12 @@ pub struct Seal {
     /// What the bytes say, member by member, above them: a record's as
     /// the editor words it, any other document's from its members' names.
     pub said: Vec<(String, String)>,
-    /// A record's edit: what changed, and the way back to the editor.
+    /// A record's edit: what changed from the live version.
     pub summary: Option<Summary>,
+    /// Where *Back* leads: the form as it was typed (posted again with
+    /// `back=1`: where, and what), or a page.
+    pub back_form: Option<(String, Vec<(String, String)>)>,
+    pub back_page: Option<String>,
     pub payload: String,
     pub ceremony_id: String,
     pub csrf: String,

@@ -114,9 +114,10 @@ pub async fn review_release(
         _ => return Err(Error::detail(Code::RequestInvalid, "the decision is publish or discard").into()),
     };
     let (payload, payload_type) = pushes::release(&state, &person.0, &push_id, publish)?;
+    let back = super::records::Back::Page(format!("/portal/pushes/{push_id}"));
     let prepared =
         saves::prepare_document(&state, &person.0, PasskeyDocument::Release { push_id }, payload.clone(), payload_type)
             .await?;
     let verb = if publish { "release" } else { "discard" };
-    super::records::review_page(&state, &person, "a decision on a held push", verb, &payload, prepared, None)
+    super::records::review_page(&state, &person, "a decision on a held push", verb, &payload, prepared, None, back)
 }

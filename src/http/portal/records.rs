@@ -199,21 +199,14 @@ pub async fn review(
     if !errors.is_empty() {
         return editor_page(&state, &person, kind, &form, &errors, lang);
     }
-    let summary = summary_of(&state, &person, kind, &bytes, &form, lang);
-    seal_page(&state, &person, kind, bytes, summary).await
+    let summary = summary_of(&state, &person, kind, &bytes, lang);
+    let back = Back::form(format!("/portal/records/new/{}", kind.name()), &form);
+    seal_page(&state, &person, kind, bytes, summary, back).await
 }
 
 /// What a record's review page says above its bytes: each member as the
-/// editor shows it, what changed from the live version on an edit, and the
-/// form to go back to the editor with.
-fn summary_of(
-    state: &Region,
-    person: &Person,
-    kind: RecordType,
-    bytes: &[u8],
-    form: &[(String, String)],
-    lang: Lang,
-) -> Option<pages::Summary> {
+/// editor shows it, and what changed from the live version on an edit.
+fn summary_of(state: &Region, person: &Person, kind: RecordType, bytes: &[u8], lang: Lang) -> Option<pages::Summary> {
     let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
     let live = editor::own_id_member(kind)
         .and_then(|member| value.get(member)?.as_str())
@@ -224,8 +217,6 @@ fn summary_of(
         name: editor::record_name(kind, &value).unwrap_or_default(),
         rows: editor::shown(kind, &value, lang).into_iter().map(|(_, label, text)| (label, text)).collect(),
         changes: live.map(|live| editor::changes(kind, &live, &value, lang)),
-        back_action: format!("/portal/records/new/{}", kind.name()),
-        back_values: form.iter().filter(|(name, _)| name != "csrf" && name != BACK).cloned().collect(),
     })
 }
 
@@ -238,6 +229,7 @@ async fn seal_page(
     kind: RecordType,
     bytes: Vec<u8>,
     summary: Option<pages::Summary>,
+    back: Back,
 ) -> PageResult {
     let shown = bytes.clone();
     let prepared = saves::prepare(state, &person.0, kind, bytes).await?;
@@ -245,7 +237,7 @@ async fn seal_page(
         Some(summary) if !summary.name.is_empty() => format!("the {} {}", titles(kind).1, summary.name),
         _ => kind.name().to_owned(),
     };
-    review_page(state, person, &what, "publish", &shown, prepared, summary)
+    review_page(state, person, &what, "publish", &shown, prepared, summary, back)
 }
 
 /// The review page: the exact bytes the passkey is about to seal.
@@ -270,6 +262,21 @@ pub(super) const HOSTED_OFF: &str = "turn off hosted signing";
 /// The review page: the exact bytes and the passkey's ceremony. A record's
 /// save may instead be confirmed for the service to sign, while hosted
 /// signing is on.
+/// Where a review page's *Back* leads: the form as it was typed (its
+/// address and values, posted again with `back=1`), or a page.
+pub(super) enum Back {
+    Form(String, Vec<(String, String)>),
+    Page(String),
+}
+
+impl Back {
+    /// The form at `action` as typed (without its CSRF token).
+    pub(super) fn form(action: impl Into<String>, values: &[(String, String)]) -> Back {
+        Back::Form(action.into(), values.iter().filter(|(name, _)| name != "csrf" && name != BACK).cloned().collect())
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 pub(super) fn review_page(
     state: &Region,
     person: &Person,
@@ -278,6 +285,7 @@ pub(super) fn review_page(
     bytes: &[u8],
     prepared: saves::Prepared,
     summary: Option<pages::Summary>,
+    back: Back,
 ) -> PageResult {
     // A withdrawal or deletion is always the passkey's (a step-up, never
     // the session alone).
@@ -293,6 +301,14 @@ pub(super) fn review_page(
         pieces: editor::member_pieces(bytes),
         said: summary.as_ref().map_or_else(|| pages::document_said(bytes), |s| s.rows.clone()),
         summary,
+        back_form: match &back {
+            Back::Form(action, values) => Some((action.clone(), values.clone())),
+            Back::Page(_) => None,
+        },
+        back_page: match back {
+            Back::Page(href) => Some(href),
+            Back::Form(..) => None,
+        },
         payload: String::from_utf8_lossy(&prepared.payload).into_owned(),
         ceremony_id: prepared.ceremony_id,
         csrf: person.0.csrf.clone(),
@@ -307,11 +323,17 @@ const ACTION_PREFIX: &str = "action.";
 const BLOCKED_PREFIX: &str = "blocked.";
 
 pub async fn ai_policy(State(state): State<Region>, person: Person, Query(done): Query<Done>) -> PageResult {
+    ai_policy_page(&state, &person, &done, None)
+}
+
+/// The AI policy's flags: as in force, or as the person ticked them
+/// (`typed`, back from the review page).
+fn ai_policy_page(state: &Region, person: &Person, done: &Done, typed: Option<&[(String, String)]>) -> PageResult {
     let signed = &person.0;
-    let (current, next) = ai_policy_versions(&state, &signed.account_uuid, state.clock.now())?;
+    let (current, next) = ai_policy_versions(state, &signed.account_uuid, state.clock.now())?;
     let confirmation = (done.is("sealed") && current > 0)
         .then(|| Confirmation::new(format!("AI policy version {current} sealed: AI companies read it from now on")));
-    let in_force = svc_node::service::portal::saves::ai_policy_in_force(&state, signed)?;
+    let in_force = svc_node::service::portal::saves::ai_policy_in_force(state, signed)?;
     let bit = |mask: Option<u64>, i: usize| mask.is_some_and(|m| m & (1 << i) != 0);
     let group = |title, prefix, flags: Vec<(&'static str, &'static str)>, mask: Option<u64>| FlagGroup {
         title,
@@ -319,7 +341,14 @@ pub async fn ai_policy(State(state): State<Region>, person: Person, Query(done):
         flags: flags
             .into_iter()
             .enumerate()
-            .map(|(i, (name, meaning))| Flag { name, meaning, checked: bit(mask, i) })
+            .map(|(i, (name, meaning))| Flag {
+                name,
+                meaning,
+                checked: match typed {
+                    Some(values) => values.iter().any(|(n, v)| n.strip_prefix(prefix) == Some(name) && v == "on"),
+                    None => bit(mask, i),
+                },
+            })
             .collect(),
     };
     let groups = vec![
@@ -338,7 +367,7 @@ pub async fn ai_policy(State(state): State<Region>, person: Person, Query(done):
         ),
     ];
     Ok(html(&pages::AiPolicy {
-        nav: Nav::confirming(&state, signed, confirmation)?,
+        nav: Nav::confirming(state, signed, confirmation)?,
         csrf: signed.csrf.clone(),
         current,
         next,
@@ -357,8 +386,13 @@ pub async fn review_ai_policy(
     let chosen = |prefix: &str| -> Vec<&str> {
         form.iter().filter(|(_, v)| v == "on").filter_map(|(n, _)| n.strip_prefix(prefix)).collect()
     };
+    // Back from the review page: the flags as they were ticked.
+    if form.iter().any(|(name, _)| name == BACK) {
+        return ai_policy_page(&state, &person, &Done::default(), Some(&form));
+    }
     let bytes = svc_core::ai_policy::record_bytes(&chosen(USE_PREFIX), &chosen(ACTION_PREFIX), &chosen(BLOCKED_PREFIX));
-    seal_page(&state, &person, RecordType::AiPolicy, bytes, None).await
+    let back = Back::form("/portal/ai-policy", &form);
+    seal_page(&state, &person, RecordType::AiPolicy, bytes, None, back).await
 }
 
 /// The passkey's answer to a review page: the save is published, or refused
@@ -498,7 +532,8 @@ pub async fn end(
     let (prepared, document) = saves::prepare_end(&state, &person.0, &record_id, delete).await?;
     let verb = if delete { "delete" } else { "withdraw" };
     let what = format!("a {verb} document for the {} {name} ({record_id})", titles(shown.record_type).1);
-    review_page(&state, &person, &what, verb, &document, prepared, None)
+    let back = Back::Page(format!("/portal/records/{record_id}"));
+    review_page(&state, &person, &what, verb, &document, prepared, None, back)
 }
 
 /// The analytics page: the 30 days to `as_at` as bars (a day without

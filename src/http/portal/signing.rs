@@ -58,5 +58,6 @@ pub async fn review(State(state): State<Region>, person: Person, Form(form): For
     let prepared =
         saves::prepare_document(&state, &person.0, PasskeyDocument::Custody, payload.clone(), payload_type).await?;
     let verb = if custody == Custody::Hosted { HOSTED_ON } else { HOSTED_OFF };
-    review_page(&state, &person, "a custody request", verb, &payload, prepared, None)
+    let back = super::records::Back::Page("/portal/signing".into());
+    review_page(&state, &person, "a custody request", verb, &payload, prepared, None, back)
 }
