@@ -192,7 +192,7 @@ pub async fn review(
     match prepared {
         Ok((payload, prepared)) => {
             let back = Back::form("/portal/campaigns", &form);
-            review_page(&state, &person, "a campaign", "start", &payload, prepared, None, back)
+            review_page(&state, &person, ("a campaign", "start"), &payload, prepared, None, back)
         }
         Err(e) => {
             let placement = placement.unwrap_or(Placement::Sponsorship);

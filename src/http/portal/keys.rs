@@ -174,7 +174,7 @@ pub async fn review_mandate(
     match prepared {
         Ok((payload, prepared)) => {
             let back = Back::form(format!("/portal/keys/{key_id}/mandates"), &form);
-            super::records::review_page(&state, &person, "a mandate", "authorise", &payload, prepared, None, back)
+            super::records::review_page(&state, &person, ("a mandate", "authorise"), &payload, prepared, None, back)
         }
         Err(e) => {
             let refusal = Refusal::of(format!("mandate:{key_id}"), e, form)?;

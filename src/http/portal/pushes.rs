@@ -119,5 +119,5 @@ pub async fn review_release(
         saves::prepare_document(&state, &person.0, PasskeyDocument::Release { push_id }, payload.clone(), payload_type)
             .await?;
     let verb = if publish { "release" } else { "discard" };
-    super::records::review_page(&state, &person, "a decision on a held push", verb, &payload, prepared, None, back)
+    super::records::review_page(&state, &person, ("a decision on a held push", verb), &payload, prepared, None, back)
 }

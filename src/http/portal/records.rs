@@ -237,7 +237,7 @@ async fn seal_page(
         Some(summary) if !summary.name.is_empty() => format!("the {} {}", titles(kind).1, summary.name),
         _ => kind.name().to_owned(),
     };
-    review_page(state, person, &what, "publish", &shown, prepared, summary, back)
+    review_page(state, person, (&what, "publish"), &shown, prepared, summary, back)
 }
 
 /// The review page: the exact bytes the passkey is about to seal.
@@ -276,12 +276,12 @@ impl Back {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The page where a person reviews what their passkey will seal: `what`
+/// is sealed, and sealing does `verb` (`publish`, `authorise`, …).
 pub(super) fn review_page(
     state: &Region,
     person: &Person,
-    what: &str,
-    verb: &'static str,
+    (what, verb): (&str, &'static str),
     bytes: &[u8],
     prepared: saves::Prepared,
     summary: Option<pages::Summary>,
@@ -533,7 +533,7 @@ pub async fn end(
     let verb = if delete { "delete" } else { "withdraw" };
     let what = format!("a {verb} document for the {} {name} ({record_id})", titles(shown.record_type).1);
     let back = Back::Page(format!("/portal/records/{record_id}"));
-    review_page(&state, &person, &what, verb, &document, prepared, None, back)
+    review_page(&state, &person, (&what, verb), &document, prepared, None, back)
 }
 
 /// The analytics page: the 30 days to `as_at` as bars (a day without

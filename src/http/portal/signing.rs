@@ -59,5 +59,5 @@ pub async fn review(State(state): State<Region>, person: Person, Form(form): For
         saves::prepare_document(&state, &person.0, PasskeyDocument::Custody, payload.clone(), payload_type).await?;
     let verb = if custody == Custody::Hosted { HOSTED_ON } else { HOSTED_OFF };
     let back = super::records::Back::Page("/portal/signing".into());
-    review_page(&state, &person, "a custody request", verb, &payload, prepared, None, back)
+    review_page(&state, &person, ("a custody request", verb), &payload, prepared, None, back)
 }
