@@ -699,14 +699,43 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     submit_editor(&browser, JOB).await;
     seal(&browser, "07-job", "/portal/records/").await;
 
-    // A product and the business file, each filled input by input.
+    // A product and the business file, each filled input by input. A
+    // price written wrongly is refused beside its own input, in words, and
+    // nothing typed is lost.
     browser.open(&format!("{site}/portal/records/new/products")).await;
-    submit_editor(&browser, PRODUCT).await;
+    let wrong: Vec<(&str, &str)> =
+        PRODUCT.iter().map(|&(k, v)| if k == "/prices/1/amount" { (k, "41.5.0") } else { (k, v) }).collect();
+    submit_editor(&browser, &wrong).await;
+    browser.wait_for("the price's reason", |_, page| page.contains("id=\"f-prices-1-amount-error\"")).await;
+    let typed = browser
+        .script(
+            "return ['f-prices-0-amount', 'f-prices-1-amount', 'f-product_name'].map((id) => \
+             document.getElementById(id).value)",
+            json!([]),
+        )
+        .await;
+    assert_eq!(typed, json!(["39.90", "41.5.0", "Lampe Aurore"]));
+    let reason =
+        browser.script("return document.getElementById('f-prices-1-amount-error').textContent", json!([])).await;
+    assert!(reason.as_str().unwrap().contains("such as 39.90"), "{reason}");
+    browser.shot("07a-product-refused").await;
+    browser.fill("#f-prices-1-amount", "41.50").await;
+    browser.click("#review").await;
     browser.wait_for("the product's review", |_, page| page.contains("Seal and publish")).await;
     let review = browser.source().await;
     assert!(review.contains("39.90") && review.contains("41.50") && review.contains("Belgi"), "{review}");
     seal(&browser, "07b-product", "/portal/records/").await;
     confirmed(&browser, "Published Lampe Aurore (version 1)").await;
+    // An edit's review says what changes from the live version.
+    let product = browser.url().await.split('?').next().unwrap().to_owned();
+    browser.open(&format!("{product}/edit")).await;
+    browser.fill("#f-prices-0-amount", "38.00").await;
+    browser.click("#review").await;
+    browser.wait_for("the edit's review", |_, page| page.contains("id=\"changes\"")).await;
+    let changes = browser.script("return document.getElementById('changes').textContent", json!([])).await;
+    let changes = changes.as_str().unwrap();
+    assert!(changes.contains("39.90") && changes.contains("38.00") && !changes.contains("Product name"), "{changes}");
+    browser.shot("07b-product-edit-review").await;
     browser.open(&format!("{site}/portal/records/new/business_files")).await;
     submit_editor(&browser, BUSINESS_FILE).await;
     seal(&browser, "07c-business-file", "/portal/records/").await;
