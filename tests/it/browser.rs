@@ -234,8 +234,9 @@ impl Browser {
     }
 
     /// Saves the page as `<name>.png` at a desk's 1280 px wide and
-    /// `<name>-390.png` at a phone's 390, among the artefacts, and checks it
-    /// with axe-core: no serious or critical violation.
+    /// `<name>-390.png` at a phone's 390, among the artefacts, and checks
+    /// it: nothing wider than a 360 px screen, no serious or critical
+    /// axe-core violation, every control reached by the Tab key.
     pub async fn shot(&self, name: &str) -> std::path::PathBuf {
         self.resize(390).await;
         self.save(&format!("{name}-390")).await;
@@ -254,6 +255,7 @@ impl Browser {
         self.resize(WIDE).await;
         let path = self.save(name).await;
         self.audit(name).await;
+        self.tab_walk(name).await;
         path
     }
 

@@ -148,7 +148,6 @@ async fn an_ai_company_registers_a_key_after_accepting_the_terms_and_reads_its_r
     browser.open(&format!("{site}/portal/company/receipts")).await;
     browser.wait_for("the receipts", |_, page| page.contains("id=\"receipts\"")).await;
     browser.shot("05-receipts").await;
-    browser.tab_walk("the receipts page").await;
     let kinds = browser
         .script(
             "return [...document.querySelectorAll('#receipts tbody tr td:nth-child(2)')].map(t => t.textContent)",

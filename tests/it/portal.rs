@@ -166,7 +166,6 @@ async fn people_flows(owner: &Browser, site: &str, home: &process::Process, uuid
     owner.click("form.invite button").await;
     owner.wait_for("the invitation link", |_, page| page.contains("invitation-link")).await;
     owner.shot("12-people-invited").await;
-    owner.tab_walk("the people page").await;
     let link = owner.script("return document.getElementById('invitation-link').textContent", json!([])).await;
     assert!(owner.source().await.contains("<td>dev@lumio.example</td>"), "the waiting invitation is listed");
     // A second invitation, cancelled from the page: no longer listed.
@@ -376,7 +375,6 @@ async fn campaign_flows(
     let terms = [("name", "Winter lamps"), ("budget", "50"), ("net_price", "4.00"), ("keywords", "lamp, lighting")];
     fill_campaign(browser, &terms, &item).await;
     browser.shot("22-campaign-form").await;
-    browser.tab_walk("the campaigns page").await;
     browser.click("form.campaign button[type=submit]").await;
     seal_to(browser, "start", "23-campaign", "/portal/campaigns").await;
     // Active, but funded with nothing: it says so, and places nothing yet.
@@ -662,7 +660,6 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     assert!(review.contains("the event Soirée de lancement des lampes"), "{review}");
     let pieces = browser.script("return document.querySelectorAll('#bytes .piece').length", json!([])).await;
     assert_eq!(pieces.as_u64(), Some(EVENT_MEMBERS), "a piece a member, with schema");
-    browser.tab_walk("the review page").await;
     browser.click("#back-to-edit button").await;
     browser.wait_for("the editor again", |_, page| page.contains("Review and seal")).await;
     let title = browser.script("return document.getElementById('f-title').value", json!([])).await;
@@ -782,7 +779,6 @@ async fn a_person_publishes_an_event_a_job_and_an_ai_policy_from_the_portal() {
     let typed = browser.script("const f = document.querySelector('form.mandate'); return [f.closest('details').open, f.querySelector('[name=countries]').value]", json!([])).await;
     assert_eq!(typed, json!([true, "FR, XX"]));
     browser.shot("09a-mandate-refused").await;
-    browser.tab_walk("the keys page").await;
     browser
         .script(
             "const form = document.querySelector('form.mandate');

@@ -206,15 +206,18 @@ const MEMBERS: &[(&str, [Words; 2])] = &[
     (
         "body",
         [
-            w("Details", "What people need to know, in plain words. Up to 5,000 characters."),
-            w("Détails", "Ce qu’il faut savoir, en mots simples. 5 000 caractères au plus."),
+            w("Details", "What people need to know, such as Closed on 24 December from 4 pm. Up to 5,000 characters."),
+            w("Détails", "Ce qu’il faut savoir, par exemple Fermé le 24 décembre dès 16 h. 5 000 caractères au plus."),
         ],
     ),
     (
         "booking_url",
         [
-            w("Booking address", "The page where people book, starting https://, on one of the domains listed here."),
-            w("Adresse de réservation", "La page où l’on réserve, en https://, sur l’un des domaines indiqués ici."),
+            w("Booking address", "Where people book, on one of your domains, such as https://lumio.example/book."),
+            w(
+                "Adresse de réservation",
+                "Où l’on réserve, sur l’un de vos domaines, par exemple https://lumio.example/reserver.",
+            ),
         ],
     ),
     (
@@ -293,8 +296,11 @@ const MEMBERS: &[(&str, [Words; 2])] = &[
     (
         "checkout_url",
         [
-            w("Checkout address", "The page where people pay, starting https://, on one of the domains listed here."),
-            w("Adresse de paiement", "La page où l’on paie, en https://, sur l’un des domaines indiqués ici."),
+            w("Checkout address", "Where people pay, on one of your domains, such as https://lumio.example/checkout."),
+            w(
+                "Adresse de paiement",
+                "Où l’on paie, sur l’un de vos domaines, par exemple https://lumio.example/paiement.",
+            ),
         ],
     ),
     (
@@ -314,8 +320,11 @@ const MEMBERS: &[(&str, [Words; 2])] = &[
     (
         "closing_date",
         [
-            w("Closing date", "The last day and time people can apply."),
-            w("Date limite de candidature", "Le dernier jour et l’heure où l’on peut encore postuler."),
+            w("Closing date", "The last moment people can apply, such as 31 Jan 2027, 23:59, Europe/Paris."),
+            w(
+                "Date limite de candidature",
+                "Le dernier moment pour postuler, par exemple 31/01/2027 23:59, Europe/Paris.",
+            ),
         ],
     ),
     (
@@ -356,17 +365,17 @@ const MEMBERS: &[(&str, [Words; 2])] = &[
     (
         "description",
         [
-            w("Description", "What people should know about it, in plain words."),
-            w("Description", "Ce qu’il faut en savoir, en mots simples."),
+            w("Description", "What people should know, in plain words, such as Brass lamps made in Lyon since 2019."),
+            w("Description", "Ce qu’il faut savoir, en mots simples, par exemple Lampes en laiton faites à Lyon."),
         ],
     ),
     (
         "destination_url",
         [
-            w("Ad link", "The page the ad opens, starting https://. It is used exactly as you type it."),
+            w("Ad link", "The page the ad opens, such as https://lumio.example/lamps, used exactly as typed."),
             w(
                 "Lien de l’annonce",
-                "La page qu’ouvre l’annonce, en https://. Elle est utilisée telle que vous la saisissez.",
+                "La page qu’ouvre l’annonce, par exemple https://lumio.example/lampes, telle que saisie.",
             ),
         ],
     ),
@@ -393,8 +402,8 @@ const MEMBERS: &[(&str, [Words; 2])] = &[
     (
         "end_at",
         [
-            w("End date and time", "When the event ends. It cannot end before it starts."),
-            w("Date et heure de fin", "Quand l’événement se termine. Il ne peut pas finir avant de commencer."),
+            w("End date and time", "When it ends, such as 12 Dec 2026, 22:00. It cannot end before it starts."),
+            w("Date et heure de fin", "Quand il se termine, par exemple 12/12/2026 22:00. Pas avant le début."),
         ],
     ),
     (
@@ -579,8 +588,11 @@ const MEMBERS: &[(&str, [Words; 2])] = &[
     (
         "order_url",
         [
-            w("Order address", "The page where people order, starting https://, on one of the domains listed here."),
-            w("Adresse de commande", "La page où l’on commande, en https://, sur l’un des domaines indiqués ici."),
+            w("Order address", "Where people order, on one of your domains, such as https://lumio.example/order."),
+            w(
+                "Adresse de commande",
+                "Où l’on commande, sur l’un de vos domaines, par exemple https://lumio.example/commande.",
+            ),
         ],
     ),
     ("payment", [w("Payment", "How customers can pay you."), w("Paiement", "Comment vos clients peuvent vous payer.")]),
@@ -722,15 +734,24 @@ const MEMBERS: &[(&str, [Words; 2])] = &[
     (
         "short_description",
         [
-            w("Short description", "A few plain sentences about the product, up to 1,000 characters."),
-            w("Description courte", "Quelques phrases simples sur le produit, 1 000 caractères au plus."),
+            w(
+                "Short description",
+                "A few plain sentences, such as A brass desk lamp with a linen shade. Up to 1,000 characters.",
+            ),
+            w(
+                "Description courte",
+                "Quelques phrases simples, par exemple Lampe de bureau en laiton, abat-jour en lin. 1 000 caractères au plus.",
+            ),
         ],
     ),
     (
         "start_at",
         [
-            w("Start date and time", "When the event starts, in the time zone where it happens."),
-            w("Date et heure de début", "Quand l’événement commence, dans le fuseau horaire du lieu."),
+            w("Start date and time", "When it starts where it happens, such as 12 Dec 2026, 18:00, Europe/Paris."),
+            w(
+                "Date et heure de début",
+                "Quand il commence, à l’heure du lieu, par exemple 12/12/2026 18:00, Europe/Paris.",
+            ),
         ],
     ),
     (
