@@ -33,27 +33,8 @@ pub async fn list(
     Query(done): Query<Done>,
     Query(chosen): Query<Chosen>,
 ) -> PageResult {
-    let placement = chosen.placement.as_deref().and_then(placement_of).unwrap_or(Placement::Sponsorship);
+    let placement = chosen.placement.as_deref().and_then(Placement::parse).unwrap_or(Placement::Sponsorship);
     page(&state, &person, &done, placement, None).await
-}
-
-/// The placement a form value names.
-fn placement_of(name: &str) -> Option<Placement> {
-    match name {
-        "sponsorship" => Some(Placement::Sponsorship),
-        "promotion" => Some(Placement::Promotion),
-        "ad" => Some(Placement::Ad),
-        _ => None,
-    }
-}
-
-/// The collections whose records a placement places.
-fn placed_kinds(placement: Placement) -> &'static [RecordType] {
-    match placement {
-        Placement::Sponsorship => &[RecordType::Products],
-        Placement::Promotion => &[RecordType::Events, RecordType::Jobs, RecordType::Updates],
-        Placement::Ad => &[RecordType::Ads],
-    }
 }
 
 async fn page(
@@ -102,7 +83,7 @@ async fn page(
         .collect();
     // Only what this placement can place, each by its name.
     let mut placeable = Vec::new();
-    for &kind in placed_kinds(placement) {
+    for kind in RecordType::ALL.into_iter().filter(|&kind| Placement::of(kind) == Some(placement)) {
         for r in records::list(state, me, kind)?.into_iter().filter(|r| r.state == svc_store::model::RecordState::Live)
         {
             let name = records::live_bytes(state, me, &r.record_id)
@@ -120,20 +101,12 @@ async fn page(
         nav: Nav::confirming(state, me, confirmation)?,
         csrf: me.csrf.clone(),
         campaigns: rows,
-        placement: placement_name(placement),
+        placement: placement.as_str(),
         placeable,
         sealer: SEALERS.contains(&me.role),
         refusal,
     };
     Ok(html_refused(&page, page.refusal.as_ref()))
-}
-
-fn placement_name(placement: Placement) -> &'static str {
-    match placement {
-        Placement::Sponsorship => "sponsorship",
-        Placement::Promotion => "promotion",
-        Placement::Ad => "ad",
-    }
 }
 
 fn items(text: &str) -> Vec<String> {
@@ -149,9 +122,9 @@ pub async fn review(
 ) -> PageResult {
     let field = |name: &str| form.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).unwrap_or_default();
     person.check_csrf(Some(field("csrf")))?;
-    let placement = placement_of(field("placement"));
+    let placement = Placement::parse(field("placement"));
     // Back from the review page: the form as it was typed.
-    if form.iter().any(|(name, _)| name == "back") {
+    if pages::is_back(&form) {
         let refusal = Refusal::back("campaign", form);
         return page(&state, &person, &Done::default(), placement.unwrap_or(Placement::Sponsorship), Some(refusal))
             .await;

@@ -150,7 +150,7 @@ pub async fn review_mandate(
     let field = |name: &str| form.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).unwrap_or_default();
     person.check_csrf(Some(field("csrf")))?;
     // Back from the review page: the form as it was typed.
-    if form.iter().any(|(name, _)| name == "back") {
+    if pages::is_back(&form) {
         let again = Refusal::back(format!("mandate:{key_id}"), form);
         return page(&state, &person, None, &Done::default(), Some(again)).await;
     }

@@ -269,15 +269,14 @@ impl Refusal {
             message: problem.detail.unwrap_or_else(|| problem.title.clone()),
             code: problem.code.as_str(),
             status: problem.status,
-            values: values.into_iter().filter(|(name, _)| name != "csrf").collect(),
+            values: typed_values(values),
         })
     }
 
     /// `form` shown again as it was typed, back from its review page: no
     /// reason to give.
     pub fn back(form: impl Into<String>, values: Vec<(String, String)>) -> Refusal {
-        let values = values.into_iter().filter(|(name, _)| name != "csrf" && name != "back").collect();
-        Refusal { form: form.into(), message: String::new(), code: "", status: 200, values }
+        Refusal { form: form.into(), message: String::new(), code: "", status: 200, values: typed_values(values) }
     }
 
     pub fn is(&self, form: &str) -> bool {
@@ -288,6 +287,20 @@ impl Refusal {
     pub fn says(&self, form: &str) -> bool {
         self.is(form) && !self.message.is_empty()
     }
+}
+
+/// The field of a review page's form that asks for the form again, as typed.
+pub const BACK: &str = "back";
+
+/// Whether a form was posted back from its review page.
+pub fn is_back(values: &[(String, String)]) -> bool {
+    values.iter().any(|(name, _)| name == BACK)
+}
+
+/// What a person typed into a form: its values without the CSRF token and
+/// the review page's [`BACK`] flag.
+pub fn typed_values(values: Vec<(String, String)>) -> Vec<(String, String)> {
+    values.into_iter().filter(|(name, _)| name != "csrf" && name != BACK).collect()
 }
 
 /// What a form's input shows: what the person typed into it when `form`

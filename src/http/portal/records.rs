@@ -187,17 +187,17 @@ pub async fn review(
     if let Some(change) = editor::RowChange::of(&form) {
         return editor_page(&state, &person, kind, &change.apply(kind, &form), &[], lang);
     }
-    if form.iter().any(|(name, _)| name == BACK) {
+    if pages::is_back(&form) {
         return editor_page(&state, &person, kind, &form, &[], lang);
     }
-    let form = editor::tidy(kind, &form);
+    // A refusal's pointers name the rows the form shows again, tidied.
     let bytes = match editor::record_from_form(kind, &form) {
         Ok(bytes) => bytes,
-        Err(errors) => return editor_page(&state, &person, kind, &form, &errors, lang),
+        Err(errors) => return editor_page(&state, &person, kind, &editor::tidy(kind, &form), &errors, lang),
     };
     let errors = judge_record(&state, &person.0.account_uuid, kind, &bytes)?;
     if !errors.is_empty() {
-        return editor_page(&state, &person, kind, &form, &errors, lang);
+        return editor_page(&state, &person, kind, &editor::tidy(kind, &form), &errors, lang);
     }
     let summary = summary_of(&state, &person, kind, &bytes, lang);
     let back = Back::form(format!("/portal/records/new/{}", kind.name()), &form);
@@ -219,9 +219,6 @@ fn summary_of(state: &Region, person: &Person, kind: RecordType, bytes: &[u8], l
         changes: live.map(|live| editor::changes(kind, &live, &value, lang)),
     })
 }
-
-/// The field of a review page's form that asks for the editor again.
-const BACK: &str = "back";
 
 async fn seal_page(
     state: &Region,
@@ -272,7 +269,7 @@ pub(super) enum Back {
 impl Back {
     /// The form at `action` as typed (without its CSRF token).
     pub(super) fn form(action: impl Into<String>, values: &[(String, String)]) -> Back {
-        Back::Form(action.into(), values.iter().filter(|(name, _)| name != "csrf" && name != BACK).cloned().collect())
+        Back::Form(action.into(), pages::typed_values(values.to_vec()))
     }
 }
 
@@ -387,7 +384,7 @@ pub async fn review_ai_policy(
         form.iter().filter(|(_, v)| v == "on").filter_map(|(n, _)| n.strip_prefix(prefix)).collect()
     };
     // Back from the review page: the flags as they were ticked.
-    if form.iter().any(|(name, _)| name == BACK) {
+    if pages::is_back(&form) {
         return ai_policy_page(&state, &person, &Done::default(), Some(&form));
     }
     let bytes = svc_core::ai_policy::record_bytes(&chosen(USE_PREFIX), &chosen(ACTION_PREFIX), &chosen(BLOCKED_PREFIX));

@@ -104,6 +104,18 @@ pub enum Placement {
 }
 
 impl Placement {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Placement::Ad => "ad",
+            Placement::Sponsorship => "sponsorship",
+            Placement::Promotion => "promotion",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Placement> {
+        [Placement::Ad, Placement::Sponsorship, Placement::Promotion].into_iter().find(|p| p.as_str() == text)
+    }
+
     /// The placement a paid record of `kind` is: ads in pools, products
     /// sponsored, events, jobs and updates promoted; business files none.
     pub fn of(kind: RecordType) -> Option<Placement> {

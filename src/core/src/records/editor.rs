@@ -130,11 +130,7 @@ fn value_of<'a>(values: &'a Values, name: &str) -> Option<&'a str> {
 fn rows_in(values: &Values, pointer: &str) -> usize {
     let counted = value_of(values, &format!("{pointer}{ROWS}")).and_then(|n| n.trim().parse::<usize>().ok());
     let prefix = format!("{pointer}/");
-    let named = values
-        .iter()
-        .filter_map(|(name, _)| name.strip_prefix(&prefix)?.split(['/', '#']).next()?.parse::<usize>().ok())
-        .map(|i| i + 1)
-        .max();
+    let named = values.iter().filter_map(|(name, _)| row_of(name, &prefix)).map(|i| i + 1).max();
     counted.unwrap_or(0).max(named.unwrap_or(0))
 }
 
@@ -538,20 +534,11 @@ fn lay_out(input: &Input, pointer: &str, row: Option<usize>, values: &Values, la
             for i in 0..rows {
                 let at = format!("{pointer}/{i}");
                 let row_input = Input { name: input.name, required: input.required && i == 0, kind: (**item).clone() };
-                let remove = (rows > 1).then(|| at.clone());
-                match item.as_ref() {
-                    InputKind::Group(_) => {
-                        let start = out.len();
-                        lay_out(&row_input, &at, Some(i), values, lang, out);
-                        out[start].remove = remove;
-                    }
-                    _ => {
-                        lay_out(&row_input, &at, Some(i), values, lang, out);
-                        if let Some(last) = out.last_mut() {
-                            last.remove = remove;
-                        }
-                    }
-                }
+                // A row's first piece (its group's start, or its one
+                // control) carries its Remove button.
+                let start = out.len();
+                lay_out(&row_input, &at, Some(i), values, lang, out);
+                out[start].remove = (rows > 1).then(|| at.clone());
             }
             let add = (rows < *max).then(|| pointer.to_owned());
             out.push(Piece { widget: "close", pointer: pointer.to_owned(), add, rows, ..Piece::default() });
@@ -600,6 +587,11 @@ fn lay_out(input: &Input, pointer: &str, row: Option<usize>, values: &Values, la
     }
 }
 
+/// A member's label in `lang` (its name, for a member with no words).
+fn label_of(member: &'static str, lang: Lang) -> &'static str {
+    labels::member(member, lang).map_or(member, |w| w.label)
+}
+
 fn option_words(value: &str, lang: Lang) -> String {
     labels::option(value, lang).map_or_else(|| value.replace('_', " "), str::to_owned)
 }
@@ -618,7 +610,7 @@ fn trail(kind: RecordType, pointer: &str, lang: Lang) -> (Vec<String>, Option<In
     let mut tokens = pointer.split('/').skip(1).peekable();
     while let Some(token) = tokens.next() {
         let Some(input) = inputs.iter().find(|i| i.name == token).cloned() else { break };
-        let label = labels::member(input.name, lang).map_or(input.name, |w| w.label);
+        let label = label_of(input.name, lang);
         let mut kind = input.kind;
         match (kind, tokens.peek().and_then(|t| t.parse::<usize>().ok())) {
             (InputKind::Rows { item, .. }, Some(i)) => {
@@ -703,7 +695,7 @@ pub fn shown(kind: RecordType, record: &Value, lang: Lang) -> Vec<(&'static str,
         .into_iter()
         .filter_map(|input| {
             let value = object.get(input.name)?;
-            let label = labels::member(input.name, lang).map_or(input.name, |w| w.label);
+            let label = label_of(input.name, lang);
             Some((input.name, label.to_owned(), say(&input.kind, value, lang)))
         })
         .collect()
@@ -714,7 +706,7 @@ fn say(kind: &InputKind, value: &Value, lang: Lang) -> String {
         (InputKind::Group(inputs), Value::Object(object)) => inputs
             .iter()
             .filter_map(|input| {
-                let label = labels::member(input.name, lang).map_or(input.name, |w| w.label);
+                let label = label_of(input.name, lang);
                 Some(format!("{label}: {}", say(&input.kind, object.get(input.name)?, lang)))
             })
             .collect::<Vec<_>>()
@@ -749,7 +741,7 @@ pub fn changes(kind: RecordType, before: &Value, after: &Value, lang: Lang) -> V
     inputs(kind)
         .into_iter()
         .map(|input| {
-            let label = labels::member(input.name, lang).map_or(input.name, |w| w.label).to_owned();
+            let label = label_of(input.name, lang).to_owned();
             (label, text(&old, input.name), text(&new, input.name))
         })
         .filter(|(_, was, is)| was != is)
