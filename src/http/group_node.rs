@@ -4,10 +4,12 @@
 //!
 //! A member that does not lead keeps its public and admin addresses as a
 //! standby: `/healthz` answers, `/readyz` is `503` naming the leader (so a
-//! load balancer prefers the leader), the public reads that need no actor
-//! (the transparency log, certificates, the formats: `OwnCopy`) are
-//! answered from the member's own copy of the group's state, leader or
-//! none, and every other request is sent on to the leader's matching
+//! load balancer prefers the leader), home's public reads (the
+//! transparency log, certificates, the key set, verification and verify
+//! pages, the formats: `OwnCopy`) are answered from the member's own copy
+//! of the group's state, leader or none, signed with home's keys, and
+//! every other request (signed retrieval, which bills, included) is sent
+//! on to the leader's matching
 //! listener when the config names it, or is `503 unavailable` with
 //! `Retry-After` while there is none (an election, or a leader without
 //! `public_url`/`admin_url`). When leadership moves, the member
@@ -34,7 +36,7 @@ use svc_clock::SharedClock;
 use svc_consensus::member::{Member, Settings};
 use svc_core::problem::Code;
 use svc_node::config::NodeConfig;
-use svc_node::region::own_copy::OwnCopy;
+use svc_node::region::own_copy::{OwnCopy, OwnCopyError};
 use svc_store::Store;
 use tokio::sync::{Mutex, watch};
 
@@ -266,15 +268,6 @@ struct Standby {
 impl Standby {
     fn start(config: &NodeConfig, store: &Store, clock: &SharedClock, leader: Option<u64>) -> Standby {
         let (leader, seen) = watch::channel(leader);
-        // The public reads this member answers from its own copy, leader
-        // or none; without it every request goes on to the leader.
-        let copy = match OwnCopy::open(config, store.clone(), clock.clone()) {
-            Ok(copy) => Some(copy),
-            Err(e) => {
-                tracing::error!(error = %e, "the standby cannot read its own copy: it sends every request on");
-                None
-            }
-        };
         let (shutdown, _) = watch::channel(false);
         let tls = match config.tls.as_ref().map(crate::tls::Certificates::load) {
             Some(Ok(certificates)) => crate::tls::acceptor(certificates).ok(),
@@ -287,8 +280,8 @@ impl Standby {
                 Ok(bound) => {
                     let relay = Relay::to_leaders(config, listener, seen.clone(), shutdown.subscribe());
                     let mut router = standby_router(config.region.clone(), relay);
-                    if let (Listener::Public, Some(copy)) = (listener, &copy) {
-                        router = router.merge(crate::api::public::own_copy_router(copy.clone()));
+                    if let Listener::Public = listener {
+                        router = OwnCopyOpening::router(config, store, clock, router);
                     }
                     servers.push(serve(bound, router, config.listener, tls.clone(), shutdown.subscribe()));
                 }
@@ -303,6 +296,75 @@ impl Standby {
         for server in self.servers {
             let _ = server.await;
         }
+    }
+}
+
+/// A standby's public listener: the public reads it answers from its own
+/// copy of the group's state, leader or none, and everything else sent on.
+/// Home's keys reach a member's copy only once the group's first leader
+/// drew them, so until its copy opens the listener tries again (at most
+/// once a second, when asked) and sends every request on meanwhile.
+#[derive(Clone)]
+struct OwnCopyOpening {
+    config: Arc<NodeConfig>,
+    store: Store,
+    clock: SharedClock,
+    /// The standby's router alone: what answers until the copy opens.
+    relaying: Router,
+    /// The same with the copy's routes, once it opened.
+    opened: Arc<std::sync::OnceLock<Router>>,
+    last_try: Arc<std::sync::Mutex<Option<tokio::time::Instant>>>,
+}
+
+/// How long a standby waits before it opens its own copy again.
+const OWN_COPY_RETRY: Duration = Duration::from_secs(1);
+
+impl OwnCopyOpening {
+    fn router(config: &NodeConfig, store: &Store, clock: &SharedClock, relaying: Router) -> Router {
+        let opening = OwnCopyOpening {
+            config: Arc::new(config.clone()),
+            store: store.clone(),
+            clock: clock.clone(),
+            relaying,
+            opened: Arc::default(),
+            last_try: Arc::default(),
+        };
+        // Opened now when it can be, so the first request finds it.
+        let _ = opening.current();
+        Router::new().fallback(answer_from_own_copy).with_state(opening)
+    }
+
+    /// The router that answers now.
+    fn current(&self) -> Router {
+        if let Some(opened) = self.opened.get() {
+            return opened.clone();
+        }
+        // One request opens it; the others meanwhile are sent on.
+        let Ok(mut last_try) = self.last_try.try_lock() else { return self.relaying.clone() };
+        let now = tokio::time::Instant::now();
+        if last_try.is_some_and(|at| now < at + OWN_COPY_RETRY) {
+            return self.relaying.clone();
+        }
+        *last_try = Some(now);
+        match OwnCopy::open(&self.config, self.store.clone(), self.clock.clone()) {
+            Ok(copy) => self
+                .opened
+                .get_or_init(|| self.relaying.clone().merge(crate::api::public::own_copy_router(copy)))
+                .clone(),
+            Err(OwnCopyError::NoKeysYet) => self.relaying.clone(),
+            Err(e) => {
+                tracing::error!(error = %e, "the standby cannot read its own copy: it sends requests on");
+                self.relaying.clone()
+            }
+        }
+    }
+}
+
+async fn answer_from_own_copy(State(opening): State<OwnCopyOpening>, request: Request) -> Response {
+    use tower::ServiceExt;
+    match opening.current().oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
     }
 }
 

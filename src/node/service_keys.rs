@@ -164,16 +164,8 @@ impl ServiceKeys {
     /// wrapped now, and the clear ones deleted in the same write); seeds
     /// stored wrapped cannot be read without it.
     pub fn load_or_create(store: &Store, kek: Option<&KeyEncryptionKey>) -> Result<ServiceKeys, KeysError> {
-        let wrapped = store.get::<Vec<u8>>(cf::meta::SERVICE_KEY_SEEDS_WRAPPED, WRAPPED_SEEDS_KEY)?;
         let clear = store.get::<Seeds>(SEEDS, META_KEY)?;
-        let seeds = match (wrapped, kek) {
-            (Some(wrapped), Some(kek)) => {
-                let bytes = kek.unwrap(SEEDS_PURPOSE, &wrapped).ok_or(KeysError::WrongKey)?;
-                postcard::from_bytes::<Seeds>(&bytes).map_err(|_| KeysError::WrongKey)?
-            }
-            (Some(_), None) => return Err(KeysError::KeyNeeded),
-            (None, _) => clear.clone().unwrap_or_else(Seeds::draw),
-        };
+        let seeds = Self::stored_seeds(store, kek)?.unwrap_or_else(Seeds::draw);
         let mut batch = store.batch();
         match kek {
             Some(kek) => {
@@ -201,6 +193,40 @@ impl ServiceKeys {
             keys.install(rotation);
         }
         Ok(keys)
+    }
+
+    /// The keys `store` holds with every rotation stored, writing nothing:
+    /// what a member of home's group that does not lead signs with. `None`
+    /// until the group's first leader drew them.
+    pub fn load(store: &Store, kek: Option<&KeyEncryptionKey>) -> Result<Option<ServiceKeys>, KeysError> {
+        let Some(seeds) = Self::stored_seeds(store, kek)? else { return Ok(None) };
+        let keys = Self::from_seeds(&seeds, kek.cloned());
+        keys.catch_up(store)?;
+        Ok(Some(keys))
+    }
+
+    /// The seeds stored, wrapped (unwrapped with `kek`) or in clear.
+    fn stored_seeds(store: &Store, kek: Option<&KeyEncryptionKey>) -> Result<Option<Seeds>, KeysError> {
+        let wrapped = store.get::<Vec<u8>>(cf::meta::SERVICE_KEY_SEEDS_WRAPPED, WRAPPED_SEEDS_KEY)?;
+        match (wrapped, kek) {
+            (Some(wrapped), Some(kek)) => {
+                let bytes = kek.unwrap(SEEDS_PURPOSE, &wrapped).ok_or(KeysError::WrongKey)?;
+                postcard::from_bytes::<Seeds>(&bytes).map(Some).map_err(|_| KeysError::WrongKey)
+            }
+            (Some(_), None) => Err(KeysError::KeyNeeded),
+            (None, _) => Ok(store.get::<Seeds>(SEEDS, META_KEY)?),
+        }
+    }
+
+    /// Installs the rotations `store` holds that these keys have not: a
+    /// member that does not lead follows the leader's rotations this way.
+    pub fn catch_up(&self, store: &Store) -> Result<(), KeysError> {
+        let stored = self.rotations(store)?;
+        let installed = self.installed.read().unwrap_or_else(|p| p.into_inner()).len();
+        for rotation in stored.iter().skip(installed) {
+            self.install(rotation);
+        }
+        Ok(())
     }
 
     /// The rotations stored, wrapped or in clear.

@@ -36,18 +36,23 @@ async fn held(home: &Home, caller: &Caller) -> Held {
     let path = format!("/v1/records/{}", row["record_id"].as_str().unwrap());
     let fetched = home.signed(&caller.key, "GET", &path, b"", "svc-retrieval", &[]).await;
     assert_eq!(fetched.status, 200, "{:?}", fetched.body);
+    Held {
+        record: record_of(&fetched),
+        seal: fetched.body["seal"].clone(),
+        sidecar: fetched.body["sidecar"].clone(),
+        row,
+    }
+}
+
+/// A fetch answer's record, byte for byte as it was sealed.
+pub(crate) fn record_of(fetched: &Answer) -> Vec<u8> {
     #[derive(serde::Deserialize)]
     struct Raw<'a> {
         #[serde(borrow)]
         record: &'a serde_json::value::RawValue,
     }
     let raw: Raw<'_> = serde_json::from_slice(&fetched.bytes).unwrap();
-    Held {
-        record: raw.record.get().as_bytes().to_vec(),
-        seal: fetched.body["seal"].clone(),
-        sidecar: fetched.body["sidecar"].clone(),
-        row,
-    }
+    raw.record.get().as_bytes().to_vec()
 }
 
 fn body_of(held: &Held) -> Value {

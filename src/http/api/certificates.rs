@@ -13,7 +13,6 @@ use svc_core::problem::Code;
 use super::cacheable::{cached, html_answer, json_document, query, wants_html};
 use super::own_copy::FromOwnCopy;
 use super::pages;
-use svc_node::region::Region;
 use svc_node::service::Error;
 use svc_node::service::public::certificates::{self, DOCUMENT_MAX_AGE, FORMAT_MAX_AGE};
 
@@ -33,8 +32,8 @@ pub fn routes<S: FromOwnCopy>() -> Router<S> {
 
 /// What only home answers, because the statement key signs it fresh: a read
 /// region forwards these.
-pub fn statement_routes() -> Router<Region> {
-    Router::new().route("/v1/certificates/{uuid}/keys", get(business_keys))
+pub fn statement_routes<S: FromOwnCopy>() -> Router<S> {
+    Router::new().route("/v1/certificates/{uuid}/keys", get(business_keys::<S>))
 }
 
 #[derive(Deserialize)]
@@ -74,7 +73,11 @@ async fn certificate<S: FromOwnCopy>(
 }
 
 /// `GET /v1/certificates/{uuid}/keys`.
-async fn business_keys(State(state): State<Region>, Path(uuid): Path<String>, headers: HeaderMap) -> Response {
+async fn business_keys<S: FromOwnCopy>(
+    State(state): State<S>,
+    Path(uuid): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     match certificates::business_keys(&state, &uuid) {
         Ok(document) => json_document(&document, &headers, DOCUMENT_MAX_AGE),
         Err(e) => e.into_response(),

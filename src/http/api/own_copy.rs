@@ -2,9 +2,45 @@
 //! region has it, and so does a standby member's `OwnCopy`, which runs no
 //! actor (`public::own_copy_router`).
 
-use svc_node::region::parts::{HasClock, HasConfig, HasLog, HasRegistry, HasStore};
+use svc_node::region::parts::{
+    HasClock, HasConfig, HasJwkKeys, HasKeySet, HasKeys, HasLimits, HasLog, HasRegistry, HasSignedStatements, HasStore,
+    HasVerifyPages,
+};
 
-pub trait FromOwnCopy: HasConfig + HasStore + HasRegistry + HasClock + HasLog + Clone + Send + Sync + 'static {}
+pub trait FromOwnCopy:
+    HasConfig
+    + HasStore
+    + HasRegistry
+    + HasClock
+    + HasLog
+    + HasKeys
+    + HasKeySet
+    + HasJwkKeys
+    + HasSignedStatements
+    + HasLimits
+    + HasVerifyPages
+    + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
 
-impl<S> FromOwnCopy for S where S: HasConfig + HasStore + HasRegistry + HasClock + HasLog + Clone + Send + Sync + 'static
-{}
+impl<S> FromOwnCopy for S where
+    S: HasConfig
+        + HasStore
+        + HasRegistry
+        + HasClock
+        + HasLog
+        + HasKeys
+        + HasKeySet
+        + HasJwkKeys
+        + HasSignedStatements
+        + HasLimits
+        + HasVerifyPages
+        + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}

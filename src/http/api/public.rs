@@ -12,37 +12,43 @@ use super::cacheable::cached;
 use super::own_copy::FromOwnCopy;
 use svc_node::region::Region;
 
-/// The public routes. Answers the statement key signs on demand (business
-/// keys, verify statements, verify pages) come from home, which holds that
-/// key; a read region forwards them (its fallback), and serves the rest
-/// from its replicated copy.
+/// The public routes. Answers home's keys sign on demand (business keys,
+/// verify statements, verify pages, the bot directory) come from home,
+/// which holds those keys; a read region forwards them (its fallback), and
+/// serves the rest from its replicated copy.
 pub fn routes(home: bool) -> Router<Region> {
-    let mut routes = from_own_copy().route("/.well-known/keys", get(keys));
+    let mut routes = from_own_copy();
     if home {
-        routes = routes
-            .merge(super::certificates::statement_routes())
-            .merge(super::verify::routes())
-            .merge(super::verify_page::routes())
-            .route(svc_core::web_bot_auth::DIRECTORY_PATH, get(bot_directory));
+        routes = routes.merge(signed_by_home());
     }
     routes.layer(axum::middleware::from_fn(any_origin))
 }
 
 /// The public routes a node answers from its own copy of the store, with
-/// no actor: the transparency log, certificates, the formats and the API's
-/// description.
+/// no actor: the transparency log, certificates, the key set, the formats
+/// and the API's description.
 fn from_own_copy<S: FromOwnCopy>() -> Router<S> {
     Router::new()
         .route("/openapi.json", get(openapi::<S>))
+        .route("/.well-known/keys", get(keys::<S>))
         .merge(super::log::routes())
         .merge(super::certificates::routes())
 }
 
-/// [`from_own_copy`]'s routes over `copy`, as the public routes answer
-/// (any origin, preflights): what a standby member of home's group serves
-/// itself rather than sending on to the leader.
+/// The public routes home's keys sign on demand, from its own copy too.
+fn signed_by_home<S: FromOwnCopy>() -> Router<S> {
+    Router::new()
+        .merge(super::certificates::statement_routes())
+        .merge(super::verify::routes())
+        .merge(super::verify_page::routes())
+        .route(svc_core::web_bot_auth::DIRECTORY_PATH, get(bot_directory::<S>))
+}
+
+/// Every public route home answers, over `copy`, as the public routes
+/// answer (any origin, preflights): what a standby member of home's group
+/// serves itself rather than sending on to the leader.
 pub fn own_copy_router<S: FromOwnCopy>(copy: S) -> Router {
-    from_own_copy().layer(axum::middleware::from_fn(any_origin)).with_state(copy)
+    from_own_copy().merge(signed_by_home()).layer(axum::middleware::from_fn(any_origin)).with_state(copy)
 }
 
 /// `GET /openapi.json`: the public API's description, the same at every region.
@@ -53,7 +59,7 @@ async fn openapi<S: FromOwnCopy>(State(state): State<S>, headers: HeaderMap) -> 
 
 /// `GET /.well-known/http-message-signatures-directory` (home; a read
 /// region forwards it): the key home's outbound fetches are signed with.
-async fn bot_directory(State(state): State<Region>, request: axum::extract::Request) -> Response {
+async fn bot_directory<S: FromOwnCopy>(State(state): State<S>, request: axum::extract::Request) -> Response {
     let (parts, _) = request.into_parts();
     let authority = super::auth::authority(&parts);
     match svc_node::service::public::bot_directory(&state, &authority) {
@@ -103,7 +109,7 @@ pub(super) async fn preflight() -> Response {
 }
 
 /// `GET /.well-known/keys`: the dual-signed `jwks.v1` key set.
-async fn keys(State(state): State<Region>, method: Method, headers: HeaderMap) -> Response {
+async fn keys<S: FromOwnCopy>(State(state): State<S>, method: Method, headers: HeaderMap) -> Response {
     let document = match svc_node::service::public::key_set(&state) {
         Ok(document) => document,
         Err(e) => return e.into_response(),

@@ -7,21 +7,21 @@ use axum::routing::post;
 use axum::{Json, Router};
 
 use super::body::{VERIFY_LIMIT, read_limited};
-use svc_node::region::Region;
+use super::own_copy::FromOwnCopy;
 use svc_node::service::Result;
 use svc_node::service::public::verify;
 
-pub fn routes() -> Router<Region> {
-    Router::new().route("/v1/verify", post(verify_route))
+pub fn routes<S: FromOwnCopy>() -> Router<S> {
+    Router::new().route("/v1/verify", post(verify_route::<S>))
 }
 
-async fn verify_route(State(state): State<Region>, request: Request) -> Response {
+async fn verify_route<S: FromOwnCopy>(State(state): State<S>, request: Request) -> Response {
     judge(&state, request).await.map(Json).into_response()
 }
 
-async fn judge(state: &Region, request: Request) -> Result<serde_json::Value> {
+async fn judge<S: FromOwnCopy>(state: &S, request: Request) -> Result<serde_json::Value> {
     let (parts, body) = request.into_parts();
-    let client = crate::forwarded::client_ip(&parts.extensions, &parts.headers, &state.config.trusted_proxies);
-    let bytes = read_limited(&parts.headers, body, VERIFY_LIMIT, state.clock.now()).await?;
+    let client = crate::forwarded::client_ip(&parts.extensions, &parts.headers, &state.config().trusted_proxies);
+    let bytes = read_limited(&parts.headers, body, VERIFY_LIMIT, state.clock().now()).await?;
     verify::judge(state, client, &bytes).await
 }

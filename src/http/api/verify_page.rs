@@ -9,23 +9,23 @@ use axum::routing::get;
 use svc_core::problem::Code;
 
 use super::cacheable::{html_answer, query, wants_html};
+use super::own_copy::FromOwnCopy;
 use super::pages;
-use svc_node::region::Region;
 use svc_node::service::Error;
 use svc_node::service::public::verify_page::{self, PageQuery};
 
-pub fn routes() -> Router<Region> {
-    Router::new().route("/v1/verify/{record_id}", get(verify_page))
+pub fn routes<S: FromOwnCopy>() -> Router<S> {
+    Router::new().route("/v1/verify/{record_id}", get(verify_page::<S>))
 }
 
-async fn verify_page(
-    State(state): State<Region>,
+async fn verify_page<S: FromOwnCopy>(
+    State(state): State<S>,
     Path(record_id): Path<String>,
     request: axum::extract::Request,
 ) -> Response {
     let (parts, _) = request.into_parts();
     let (uri, headers) = (&parts.uri, &parts.headers);
-    let client = crate::forwarded::client_ip(&parts.extensions, headers, &state.config.trusted_proxies);
+    let client = crate::forwarded::client_ip(&parts.extensions, headers, &state.config().trusted_proxies);
     let asked = query::<PageQuery>(uri);
     let html = asked.as_ref().ok().and_then(|q| wants_html(q.format.as_deref(), headers).ok());
     let found = asked.and_then(|q| verify_page::page_for(&state, client, &record_id, q));

@@ -51,6 +51,9 @@ pub enum Certifier {
     Publisher(crate::actors::mailbox::Mailbox<PublisherMsg>),
     /// A read region reports them with its nonces and usage.
     Outbox(Sequence),
+    /// A member of home's group that does not lead signs no receipt: it
+    /// serves the key set and asks nothing (the leader certifies its own).
+    Nobody,
 }
 
 /// A region's view of the key set: the document it serves and the receipt
@@ -191,6 +194,7 @@ impl KeyView {
                 }
                 batch.commit()?;
             }
+            Certifier::Nobody => return Ok(()),
         }
         self.refresh_at(now, true);
         Ok(())
