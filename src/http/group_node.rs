@@ -36,6 +36,7 @@ use svc_clock::SharedClock;
 use svc_consensus::member::{Member, Settings};
 use svc_core::problem::Code;
 use svc_node::config::NodeConfig;
+use svc_node::region::StandbyIndex;
 use svc_node::region::own_copy::{OwnCopy, OwnCopyError};
 use svc_store::Store;
 use tokio::sync::{Mutex, watch};
@@ -216,7 +217,7 @@ impl Roles {
                     Some(running) => {
                         running.leader.send_replace(leader);
                     }
-                    None => standby = Some(Standby::start(&self.config, &self.store, &self.clock, leader)),
+                    None => standby = Some(Standby::start(&self.config, &self.store, &self.clock, leader).await),
                 }
             }
             tokio::select! {
@@ -258,15 +259,26 @@ impl Roles {
 /// How long a leader whose region did not start waits to try again.
 const LEAD_RETRY: Duration = Duration::from_secs(1);
 
-/// A member's public and admin addresses while it does not lead.
+/// A member's public and admin addresses while it does not lead, and the
+/// search index it keeps meanwhile.
 struct Standby {
     leader: watch::Sender<Option<u64>>,
     shutdown: watch::Sender<bool>,
     servers: Vec<tokio::task::JoinHandle<()>>,
+    index: Option<StandbyIndex>,
 }
 
 impl Standby {
-    fn start(config: &NodeConfig, store: &Store, clock: &SharedClock, leader: Option<u64>) -> Standby {
+    async fn start(config: &NodeConfig, store: &Store, clock: &SharedClock, leader: Option<u64>) -> Standby {
+        // Without it the member still stands by; once elected, its region
+        // indexes what it lacks.
+        let index = match StandbyIndex::start(config, store, clock).await {
+            Ok(index) => Some(index),
+            Err(e) => {
+                tracing::error!(error = %e, "the standby could not open its search index");
+                None
+            }
+        };
         let (leader, seen) = watch::channel(leader);
         let (shutdown, _) = watch::channel(false);
         let tls = match config.tls.as_ref().map(crate::tls::Certificates::load) {
@@ -279,7 +291,7 @@ impl Standby {
             match bind(address) {
                 Ok(bound) => {
                     let relay = Relay::to_leaders(config, listener, seen.clone(), shutdown.subscribe());
-                    let mut router = standby_router(config.region.clone(), relay);
+                    let mut router = standby_router(config.region.clone(), store.clone(), relay);
                     if let Listener::Public = listener {
                         router = OwnCopyOpening::router(config, store, clock, router);
                     }
@@ -288,13 +300,18 @@ impl Standby {
                 Err(e) => tracing::error!(%address, error = %e, "the standby could not listen"),
             }
         }
-        Standby { leader, shutdown, servers }
+        Standby { leader, shutdown, servers, index }
     }
 
+    /// Stops the listeners, then the index's actors, which let go of the
+    /// index for the region to open.
     async fn stop(self) {
         let _ = self.shutdown.send(true);
         for server in self.servers {
             let _ = server.await;
+        }
+        if let Some(index) = self.index {
+            index.stop().await;
         }
     }
 }
@@ -431,7 +448,7 @@ impl Relay {
     }
 }
 
-fn standby_router(region: String, relay: Relay) -> Router {
+fn standby_router(region: String, store: Store, relay: Relay) -> Router {
     let ready_region = region.clone();
     let ready_leader = relay.leader.clone();
     Router::new()
@@ -444,9 +461,11 @@ fn standby_router(region: String, relay: Relay) -> Router {
             get(move || {
                 let leader = *ready_leader.borrow();
                 let region = ready_region.clone();
+                // How far the member's own search index got.
+                let indexed = svc_node::actors::indexer::indexed_seq(&store).ok();
                 async move {
-                    let body =
-                        json!({"ready": false, "region": region, "role": "home-standby", "group_leader": leader});
+                    let body = json!({"ready": false, "region": region, "role": "home-standby",
+                        "group_leader": leader, "indexed_seq": indexed});
                     (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
                 }
             }),

@@ -413,20 +413,9 @@ async fn checkpoint_after_business(
 // rule: P4.2.8, P4.2.18
 #[tokio::test(flavor = "multi_thread")]
 async fn a_standby_answers_home_s_public_reads_from_its_own_copy_with_no_leader() {
-    // A production home, as `common::Home`'s helpers expect (a sandbox
-    // would want their keys introduced).
-    let production = |c: &mut svc_node::config::NodeConfig| c.environment = svc_store::model::Environment::Production;
     let Group { dir: _dir, configs, token, mut nodes, first, admin, .. } =
         Group::configured("Before", production).await;
-    let home = {
-        let region = nodes[&first].leading.lock().await;
-        let now = SystemClock.now();
-        crate::common::Home {
-            state: region.as_ref().unwrap().state.clone(),
-            clock: svc_clock::ManualClock::at(now),
-            dir: tempfile::tempdir().unwrap(),
-        }
-    };
+    let home = helpers_at(&nodes[&first]).await;
     let key = home.state.keys.checkpoint.verifying_key();
     let leader_public = format!("http://{}", configs[first as usize - 1].listen);
     let business = home.business("Lumen", crate::common::products_scope(1_000)).await;
@@ -507,6 +496,65 @@ async fn a_standby_answers_home_s_public_reads_from_its_own_copy_with_no_leader(
         home.signed_request(&caller.key, "POST", "/v1/search", br#"{"collection":"products"}"#, "svc-retrieval", &[]);
     let searched = Transport::new(&public).unwrap().send(search).await.unwrap();
     assert_eq!(searched.status, 503, "a signed search bills: it needs the leader");
+    for (_, node) in nodes {
+        node.stop().await;
+    }
+}
+
+/// A production home, as `common::Home`'s helpers expect (a sandbox would
+/// want their keys introduced), whose searches wait for every row.
+fn production(config: &mut svc_node::config::NodeConfig) {
+    config.environment = svc_store::model::Environment::Production;
+    config.search_budget_ms = 10_000;
+}
+
+/// `common::Home`'s helpers over the region of `leader`, signing at the
+/// machine's time (`clock.set` again after a key is registered).
+async fn helpers_at(leader: &svc_http::group_node::GroupNode) -> crate::common::Home {
+    let region = leader.leading.lock().await;
+    crate::common::Home {
+        state: region.as_ref().expect("it leads").state.clone(),
+        clock: svc_clock::ManualClock::at(SystemClock.now()),
+        dir: tempfile::tempdir().unwrap(),
+    }
+}
+
+// A member that does not lead keeps a search index of its own from the
+// log it applies: what the leader published is searchable there before it
+// is elected (its `/readyz` says how far it got), and once the leader is
+// gone and it leads, its region answers a search with every product at
+// once, having nothing left to index.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_standby_keeps_its_own_search_index_and_leads_with_it_current() {
+    let Group { dir: _dir, configs, mut nodes, first, .. } = Group::configured("Before", production).await;
+    let home = helpers_at(&nodes[&first]).await;
+    let business = home.business("Lumen", crate::common::products_scope(1_000)).await;
+    home.clock.set(SystemClock.now());
+    let products: Vec<Vec<u8>> = (1..=3).map(|n| crate::common::product("Lumen", &format!("l-{n}"), "19.90")).collect();
+    let published = home.publish(&business, &products, "a").await;
+    assert_eq!(published.status, 200, "{:?}", published.body);
+    let caller = home.caller("Reader").await;
+    let head = svc_node::replication::last_seq(&home.state.store).unwrap();
+    let standbys: Vec<u64> = nodes.keys().copied().filter(|id| *id != first).collect();
+    for id in &standbys {
+        crate::common::eventually("each standby indexes what the leader published", async || {
+            svc_node::actors::indexer::indexed_seq(&nodes[id].store).unwrap() >= head
+        })
+        .await;
+    }
+    let ready = public_answer(&format!("http://{}", configs[standbys[0] as usize - 1].listen), "/readyz").await;
+    assert_eq!((ready.status, ready.json()["role"].as_str()), (503, Some("home-standby")));
+    assert!(ready.json()["indexed_seq"].as_u64() >= Some(head), "{}", ready.json());
+
+    nodes.remove(&first).unwrap().stop().await;
+    let second = leading(&nodes).await;
+    let home = helpers_at(&nodes[&second]).await;
+    home.clock.set(SystemClock.now());
+    let indexed = home.state.indexer.call(svc_node::actors::indexer::IndexerMsg::Observe).await.unwrap();
+    assert!(indexed.applied_seq >= head, "the new leader's index was current when its region started");
+    let found = home.search(&caller, "/v1/search", json!({"collection": "products", "q": "lampe", "filter": {"all": [{"country": "FR"}]}, "sort_by": "_text_match:desc"})).await;
+    assert_eq!(found.status, 200, "{:?}", found.body);
+    assert_eq!(found.body["rows"].as_array().map(Vec::len), Some(3), "{:?}", found.body);
     for (_, node) in nodes {
         node.stop().await;
     }

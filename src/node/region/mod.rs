@@ -24,7 +24,7 @@ use crate::actors::mailbox::Mailbox;
 
 pub use positions::RegionPositions;
 pub use serve_times::ServeTimes;
-pub use start::{StartError, open_store, start, start_over};
+pub use start::{StandbyIndex, StartError, open_store, start, start_over};
 
 use crate::actors::nonce_store::NonceMsg;
 use crate::actors::publisher::PublisherMsg;

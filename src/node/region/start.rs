@@ -259,37 +259,7 @@ pub async fn start_over(config: NodeConfig, clock: SharedClock, store: Store) ->
             .map_err(|e| StartError::Config(format!("peer {}: {e}", peer.name)))?;
         peers.insert(peer.name.clone(), transport);
     }
-    let index_dir = config.data_dir.join("index");
-    if svc_search::prepare_layout(&index_dir, config.shards_per_collection)? {
-        crate::actors::indexer::forget_applied(&store)?;
-    }
-    let (index, openers) = svc_search::open_all(&index_dir, config.shards_per_collection)?;
-    let mut shards = std::collections::HashMap::new();
-    let mut index_shards = Vec::new();
-    for (collection, n, opener) in openers {
-        let name = format!("index_shard/{}/{n}", collection.name());
-        // A failed shard is reopened from its directory, like any actor.
-        let writer = move || {
-            opener.writer().map_err(|e| super::supervisor::SpawnError(format!("opening the index writer: {e}")))
-        };
-        let shard = supervise(&sup, Spec::new(name, Stage::IndexShards, IndexShard, writer).period(LONG_WORK)).await?;
-        index_shards.push(shard.clone());
-        shards.insert((collection, n), shard);
-    }
-    let indexer_args = {
-        let (store, per_collection, clock) = (store.clone(), config.shards_per_collection.max(1), clock.clone());
-        move || {
-            let (store, shards, clock) = (store.clone(), shards.clone(), clock.clone());
-            Ok(IndexerArgs { store, clock, shards, shards_per_collection: per_collection })
-        }
-    };
-    let indexer = supervise(
-        &sup,
-        Spec::new("indexer", Stage::Indexer, Indexer, indexer_args)
-            .period(LONG_WORK)
-            .tick(Duration::from_millis(5), || IndexerMsg::Tick),
-    )
-    .await?;
+    let Indexing { index, indexer, shards: index_shards } = start_indexing(&sup, &config, &store, &clock).await?;
     let retention_args = RetentionArgs {
         store: store.clone(),
         clock: clock.clone(),
@@ -371,6 +341,88 @@ pub async fn start_over(config: NodeConfig, clock: SharedClock, store: Store) ->
         lease_asks: Arc::default(),
         ad_versions: Arc::default(),
     })
+}
+
+/// A node's search index and the actors that keep it: a writer per shard,
+/// and the indexer that applies the store's log to them.
+struct Indexing {
+    index: svc_search::SearchIndex,
+    indexer: Mailbox<IndexerMsg>,
+    shards: Vec<Mailbox<crate::actors::index_shard::IndexShardMsg>>,
+}
+
+/// Opens the index under `data_dir/index` and starts its actors under
+/// `sup`; the indexer goes on from where the store says it got.
+async fn start_indexing(
+    sup: &Supervised,
+    config: &NodeConfig,
+    store: &Store,
+    clock: &SharedClock,
+) -> Result<Indexing, StartError> {
+    let index_dir = config.data_dir.join("index");
+    if svc_search::prepare_layout(&index_dir, config.shards_per_collection)? {
+        crate::actors::indexer::forget_applied(store)?;
+    }
+    let (index, openers) = svc_search::open_all(&index_dir, config.shards_per_collection)?;
+    let mut by_shard = std::collections::HashMap::new();
+    let mut shards = Vec::new();
+    for (collection, n, opener) in openers {
+        let name = format!("index_shard/{}/{n}", collection.name());
+        // A failed shard is reopened from its directory, like any actor.
+        let writer = move || {
+            opener.writer().map_err(|e| super::supervisor::SpawnError(format!("opening the index writer: {e}")))
+        };
+        let shard = supervise(sup, Spec::new(name, Stage::IndexShards, IndexShard, writer).period(LONG_WORK)).await?;
+        shards.push(shard.clone());
+        by_shard.insert((collection, n), shard);
+    }
+    let indexer_args = {
+        let (store, per_collection, clock) = (store.clone(), config.shards_per_collection.max(1), clock.clone());
+        move || {
+            let (store, shards, clock) = (store.clone(), by_shard.clone(), clock.clone());
+            Ok(IndexerArgs { store, clock, shards, shards_per_collection: per_collection })
+        }
+    };
+    let indexer = supervise(
+        sup,
+        Spec::new("indexer", Stage::Indexer, Indexer, indexer_args)
+            .period(LONG_WORK)
+            .tick(Duration::from_millis(5), || IndexerMsg::Tick),
+    )
+    .await?;
+    Ok(Indexing { index, indexer, shards })
+}
+
+/// The search index of a member of home's group that does not lead, kept
+/// by its own indexer from the log the member applies, under a supervisor
+/// of its own: once elected, the member's region finds it current rather
+/// than indexing everything since it last led.
+pub struct StandbyIndex {
+    supervisor: ractor::ActorRef<super::supervisor::SupervisorMsg>,
+    roster: Roster,
+}
+
+impl StandbyIndex {
+    pub async fn start(config: &NodeConfig, store: &Store, clock: &SharedClock) -> Result<StandbyIndex, StartError> {
+        let (supervisor, _) = Actor::spawn(None, Supervisor, Failures::default()).await?;
+        let sup = Supervised { actor: supervisor.clone(), roster: Roster::default() };
+        match start_indexing(&sup, config, store, clock).await {
+            Ok(_) => Ok(StandbyIndex { supervisor, roster: sup.roster }),
+            Err(e) => {
+                supervisor.stop(None);
+                Err(e)
+            }
+        }
+    }
+
+    /// Stops the indexer, then the shards' writers, and waits until they
+    /// let go of the index (the region opens it next).
+    pub async fn stop(self) {
+        let wait = std::time::Duration::from_secs(10);
+        let _ = ractor::call!(self.supervisor, super::supervisor::SupervisorMsg::Stopping);
+        self.roster.stop(wait).await;
+        let _ = self.supervisor.stop_and_wait(None, Some(wait)).await;
+    }
 }
 
 /// The writers only home runs: the publisher, the push worker and the
