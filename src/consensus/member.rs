@@ -6,7 +6,7 @@
 //! group answered; the Raft node runs on its own threads, so a caller that
 //! blocks never holds up the consensus it waits for.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -65,6 +65,17 @@ fn wait_on<T: Send + 'static>(
         let _ = answer.send(work.await);
     });
     answered.recv().map_err(|_| StoreError::Group("the member stopped".into()))
+}
+
+/// Whether `store` was ever a member's: a vote, a log entry, a purge or an
+/// applied entry is recorded in it. Read from the store, not the Raft
+/// node's metrics, which a member just started may not have published yet.
+pub fn was_a_member(store: &Store) -> StoreResult<bool> {
+    use svc_store::{cf, keys};
+    Ok(store.contains(cf::meta::RAFT_VOTE, keys::meta::RAFT_VOTE)?
+        || store.contains(cf::meta::RAFT_PURGED, keys::meta::RAFT_PURGED)?
+        || store.contains(cf::meta::RAFT_APPLIED, keys::meta::RAFT_APPLIED)?
+        || store.last_key(cf::RAFT_LOG)?.is_some())
 }
 
 impl Member {
@@ -135,6 +146,51 @@ impl Member {
             Ok(()) | Err(RaftError::APIError(openraft::error::InitializeError::NotAllowed(_))) => Ok(()),
             Err(e) => Err(StoreError::Group(e.to_string())),
         }
+    }
+
+    /// The voting members of the group as this member last saw it.
+    pub fn voters(&self) -> BTreeSet<u64> {
+        self.raft.metrics().borrow().membership_config.membership().voter_ids().collect()
+    }
+
+    /// Grows the group this member leads to `members`. It first makes a
+    /// snapshot and purges the log it covers, so each new member takes the
+    /// whole state from that snapshot (a store that held data before its
+    /// group was made has no log of it); then each new member learns until
+    /// it caught up (at most `wait_each`); then all of `members` vote. A
+    /// member already there is left as it is. It blocks: call it off the
+    /// async threads, and again after an error (each step is idempotent).
+    pub fn grow(&self, members: BTreeMap<u64, BasicNode>, wait_each: Duration) -> StoreResult<()> {
+        let raft = self.raft.clone();
+        let group = |e: &dyn std::fmt::Display| StoreError::Group(e.to_string());
+        self.wait(async move {
+            let voters: BTreeSet<u64> = raft.metrics().borrow().membership_config.membership().voter_ids().collect();
+            let Some(applied) = raft.metrics().borrow().last_applied else {
+                return Err(StoreError::Group("the group's first entry is not applied yet".into()));
+            };
+            if members.keys().all(|id| voters.contains(id)) {
+                return Ok(());
+            }
+            raft.trigger().snapshot().await.map_err(|e| group(&e))?;
+            let covered = |m: &openraft::RaftMetrics<u64, BasicNode>| m.snapshot.is_some_and(|s| s >= applied);
+            let made = raft.wait(Some(wait_each)).metrics(covered, "a snapshot of the whole state").await;
+            let snapshot = made.map_err(|e| group(&e))?.snapshot.unwrap_or(applied);
+            raft.trigger().purge_log(snapshot.index).await.map_err(|e| group(&e))?;
+            let purged = |m: &openraft::RaftMetrics<u64, BasicNode>| m.purged.is_some_and(|p| p >= snapshot);
+            raft.wait(Some(wait_each))
+                .metrics(purged, "the log the snapshot covers purged")
+                .await
+                .map_err(|e| group(&e))?;
+            for (id, node) in members.iter().filter(|(id, _)| !voters.contains(id)) {
+                let learnt = tokio::time::timeout(wait_each, raft.add_learner(*id, node.clone(), true)).await;
+                learnt
+                    .map_err(|_| StoreError::Group(format!("member {id} did not catch up in time")))?
+                    .map_err(|e| group(&e))?;
+            }
+            let all: BTreeSet<u64> = members.keys().copied().collect();
+            raft.change_membership(all, false).await.map_err(|e| group(&e))?;
+            Ok(())
+        })?
     }
 
     /// Waits until this member, as leader, applied every write the group

@@ -66,6 +66,22 @@ impl GroupNode {
         let group = config.home_group.clone().ok_or_else(|| start_error("no [home_group] section"))?;
         group.check(config.allow_plain_http).map_err(svc_node::region::StartError::from)?;
         let store = svc_node::region::open_store(&config)?;
+        let joining = || -> svc_store::StoreResult<bool> {
+            Ok(store.holds_group_state()? && !svc_consensus::member::was_a_member(&store)?)
+        };
+        // A store that held data before its group was made (a lone home's)
+        // has no log of it: only the member that makes the group may take
+        // it, and sends the others a snapshot of it (`Roles::grow`); any
+        // other member would have it replaced by the group's state.
+        let lone_data = joining().map_err(|e| start_error(&e.to_string()))?;
+        let lowest = group.members.iter().map(|m| m.id).min().unwrap_or(group.id);
+        if lone_data && group.id != lowest {
+            return Err(start_error(&format!(
+                "this store holds data and was never in a group: give it to member {lowest}, which makes the \
+                 group and sends it to the others, and start member {} over an empty data_dir",
+                group.id
+            )));
+        }
         let trust = match &config.tls {
             Some(tls) => {
                 let ca = tls.ca.as_deref().ok_or_else(|| start_error("[home_group] over TLS needs tls.ca"))?;
@@ -113,9 +129,17 @@ impl GroupNode {
             (serve(listener, router(state), config.listener, tls, shutdown.subscribe()), group_addr)
         };
         let mut tasks = vec![listener_task];
-        if group.id == group.members.iter().map(|m| m.id).min().unwrap_or(group.id) {
-            let members: BTreeMap<u64, BasicNode> =
+        if group.id == lowest {
+            let mut members: BTreeMap<u64, BasicNode> =
                 group.members.iter().map(|m| (m.id, BasicNode::new(&m.url))).collect();
+            // A lone home's store: a group of this member, which as its
+            // leader adds the others.
+            if lone_data {
+                tracing::info!(
+                    "this store holds data and no group yet: a group of this member, which then adds the others"
+                );
+                members.retain(|id, _| *id == group.id);
+            }
             let initializing = member.clone();
             let made = tokio::task::spawn_blocking(move || initializing.initialize(members)).await;
             let failed = match made {
@@ -246,6 +270,7 @@ impl Roles {
             Ok(node) => {
                 tracing::info!("this member leads home's group: its region is up");
                 *self.leading.lock().await = Some(node);
+                self.grow();
                 true
             }
             Err(e) => {
@@ -258,6 +283,44 @@ impl Roles {
 
 /// How long a leader whose region did not start waits to try again.
 const LEAD_RETRY: Duration = Duration::from_secs(1);
+
+/// How long a leader growing its group waits for each step (a snapshot, a
+/// new member catching up), and then before it tries again.
+const GROW_WAIT: Duration = Duration::from_secs(120);
+const GROW_RETRY: Duration = Duration::from_secs(5);
+
+impl Roles {
+    /// While this member leads a group short of the members its config
+    /// names (a lone home made a group of itself), adds them, trying again
+    /// until every one votes or it no longer leads.
+    fn grow(&self) {
+        let Some(group) = &self.config.home_group else { return };
+        let members: BTreeMap<u64, BasicNode> = group.members.iter().map(|m| (m.id, BasicNode::new(&m.url))).collect();
+        if members.keys().all(|id| self.member.voters().contains(id)) {
+            return;
+        }
+        let member = self.member.clone();
+        tokio::spawn(async move {
+            loop {
+                let (growing, want) = (member.clone(), members.clone());
+                match tokio::task::spawn_blocking(move || growing.grow(want, GROW_WAIT)).await {
+                    Ok(Ok(())) => {
+                        tracing::info!("home's group has every member its config names");
+                        return;
+                    }
+                    Ok(Err(e)) => {
+                        tracing::warn!(error = %e, "home's group could not add the members its config names yet")
+                    }
+                    Err(e) => tracing::warn!(error = %e, "growing home's group stopped"),
+                }
+                tokio::time::sleep(GROW_RETRY).await;
+                if member.raft().metrics().borrow().state != ServerState::Leader {
+                    return;
+                }
+            }
+        });
+    }
+}
 
 /// A member's public and admin addresses while it does not lead, and the
 /// search index it keeps meanwhile.

@@ -1020,6 +1020,21 @@ impl Store {
         Ok(())
     }
 
+    /// Whether this store holds any of the group's state (a value but its
+    /// own): a lone home's store does, a new member's does not. It reads at
+    /// most the node's own few `meta` keys before the answer.
+    pub fn holds_group_state(&self) -> StoreResult<bool> {
+        for &name in cf::ALL.iter().filter(|name| **name != cf::RAFT_LOG.name()) {
+            for item in self.db.iterator_cf(self.handle(name)?, IteratorMode::Start) {
+                let (key, _) = item?;
+                if !(name == cf::meta::FAMILY && Self::own_meta(&key)) {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
     fn own_meta(key: &[u8]) -> bool {
         cf::meta::OWN.iter().any(|schema| schema.keys.admit(key))
     }

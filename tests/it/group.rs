@@ -842,3 +842,55 @@ async fn the_whole_group_starts_again_from_one_member_s_backup() {
         node.stop().await;
     }
 }
+
+// A lone home that holds data becomes a group of three: its data
+// directory is member 1's (given to member 2 it is refused), and members 2
+// and 3 start empty. Member 1 makes
+// a group of itself (its store has no log of what it holds), snapshots
+// that, and adds the others, which take the snapshot: each holds what the
+// lone home held, then all three vote. With member 1 stopped the other two
+// elect a leader that holds it and takes writes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lone_home_holding_data_becomes_a_group_of_three() {
+    let dir = tempfile::tempdir().unwrap();
+    let configs = group_configs(dir.path());
+    let token = configs[0].admin_token.clone();
+    let clock: SharedClock = Arc::new(SystemClock);
+    let mut lone = configs[0].clone();
+    lone.home_group = None;
+    let alone = svc_http::node::Node::start(lone, clock.clone()).await.unwrap();
+    let before = company_at(&format!("http://{}", alone.admin_addr), &token, "Before the group").await;
+    alone.stop().await;
+    // Given to any other member, the lone home's data would be replaced
+    // by the group's state: refused, by name.
+    crate::common::copy_tree(&configs[0].data_dir, &configs[1].data_dir, &[]);
+    let refused = svc_http::group_node::GroupNode::start(configs[1].clone(), clock.clone()).await.err().unwrap();
+    assert!(refused.to_string().contains("give it to member 1"), "{refused}");
+    std::fs::remove_dir_all(&configs[1].data_dir).unwrap();
+
+    let mut nodes = start_members(&configs, &clock).await;
+    assert_eq!(leading(&nodes).await, 1, "only the member holding the data can lead at first");
+    let all: std::collections::BTreeSet<u64> = [1, 2, 3].into();
+    for node in nodes.values() {
+        crate::common::eventually("each member holds the lone home's data, and all three vote", async || {
+            node.member.voters() == all && node.store.contains(cf::COMPANIES, before.as_bytes()).unwrap()
+        })
+        .await;
+    }
+    assert!(nodes[&2].member.raft().metrics().borrow().snapshot.is_some(), "from member 1's snapshot");
+
+    nodes.remove(&1).unwrap().stop().await;
+    let second = leading(&nodes).await;
+    let admin = format!("http://{}", configs[second as usize - 1].admin_listen);
+    let after = company_at(&admin, &token, "After the group").await;
+    for (id, node) in &nodes {
+        crate::common::eventually("both members hold the new write", async || {
+            node.store.contains(cf::COMPANIES, after.as_bytes()).unwrap()
+        })
+        .await;
+        assert!(node.store.contains(cf::COMPANIES, before.as_bytes()).unwrap(), "member {id}");
+    }
+    for (_, node) in nodes {
+        node.stop().await;
+    }
+}
