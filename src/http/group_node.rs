@@ -21,6 +21,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use axum::Router;
@@ -158,7 +159,14 @@ impl GroupNode {
             }
         }
         let leading = Arc::new(Mutex::new(None));
-        let roles = Roles { config, clock, store: store.clone(), member: member.clone(), leading: leading.clone() };
+        let roles = Roles {
+            config,
+            clock,
+            store: store.clone(),
+            member: member.clone(),
+            leading: leading.clone(),
+            growing: Arc::default(),
+        };
         tasks.push(tokio::spawn(roles.run(shutdown.subscribe())));
         Ok(GroupNode { member, store, group_addr, leading, shutdown, tasks })
     }
@@ -199,6 +207,8 @@ struct Roles {
     store: Store,
     member: Arc<Member>,
     leading: Arc<Mutex<Option<Node>>>,
+    /// Set while a task adds the members the group lacks (one at a time).
+    growing: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Roles {
@@ -296,29 +306,35 @@ impl Roles {
     fn grow(&self) {
         let Some(group) = &self.config.home_group else { return };
         let members: BTreeMap<u64, BasicNode> = group.members.iter().map(|m| (m.id, BasicNode::new(&m.url))).collect();
-        if members.keys().all(|id| self.member.voters().contains(id)) {
+        let growing = self.growing.clone();
+        if members.keys().all(|id| self.member.voters().contains(id)) || growing.swap(true, Relaxed) {
             return;
         }
         let member = self.member.clone();
         tokio::spawn(async move {
-            loop {
-                let (growing, want) = (member.clone(), members.clone());
-                match tokio::task::spawn_blocking(move || growing.grow(want, GROW_WAIT)).await {
-                    Ok(Ok(())) => {
-                        tracing::info!("home's group has every member its config names");
-                        return;
-                    }
-                    Ok(Err(e)) => {
-                        tracing::warn!(error = %e, "home's group could not add the members its config names yet")
-                    }
-                    Err(e) => tracing::warn!(error = %e, "growing home's group stopped"),
-                }
-                tokio::time::sleep(GROW_RETRY).await;
-                if member.raft().metrics().borrow().state != ServerState::Leader {
-                    return;
-                }
-            }
+            grow_while_leading(member, members).await;
+            growing.store(false, Relaxed);
         });
+    }
+}
+
+/// Adds `members` to the group `member` leads, trying again every few
+/// seconds until every one votes or it no longer leads.
+async fn grow_while_leading(member: Arc<Member>, members: BTreeMap<u64, BasicNode>) {
+    loop {
+        let (growing, want) = (member.clone(), members.clone());
+        match tokio::task::spawn_blocking(move || growing.grow(want, GROW_WAIT)).await {
+            Ok(Ok(())) => {
+                tracing::info!("home's group has every member its config names");
+                return;
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "home's group could not add the members its config names yet"),
+            Err(e) => tracing::warn!(error = %e, "growing home's group stopped"),
+        }
+        tokio::time::sleep(GROW_RETRY).await;
+        if member.raft().metrics().borrow().state != ServerState::Leader {
+            return;
+        }
     }
 }
 
@@ -348,15 +364,16 @@ impl Standby {
             Some(Ok(certificates)) => crate::tls::acceptor(certificates).ok(),
             _ => None,
         };
-        let mut servers = Vec::new();
+        let copy: Arc<std::sync::OnceLock<OwnCopy>> = Arc::default();
+        let mut servers = vec![open_own_copy(config, store, clock, copy.clone(), shutdown.subscribe())];
         let listeners = [(config.listen, Listener::Public), (config.admin_listen, Listener::Admin)];
         for (address, listener) in listeners {
             match bind(address) {
                 Ok(bound) => {
                     let relay = Relay::to_leaders(config, listener, seen.clone(), shutdown.subscribe());
-                    let mut router = standby_router(config.region.clone(), store.clone(), relay);
+                    let mut router = standby_router(config.region.clone(), store.clone(), copy.clone(), relay);
                     if let Listener::Public = listener {
-                        router = OwnCopyOpening::router(config, store, clock, router);
+                        router = OwnCopyOpening::router(copy.clone(), router);
                     }
                     servers.push(serve(bound, router, config.listener, tls.clone(), shutdown.subscribe()));
                 }
@@ -379,63 +396,67 @@ impl Standby {
     }
 }
 
-/// A standby's public listener: the public reads it answers from its own
-/// copy of the group's state, leader or none, and everything else sent on.
-/// Home's keys reach a member's copy only once the group's first leader
-/// drew them, so until its copy opens the listener tries again (at most
-/// once a second, when asked) and sends every request on meanwhile.
-#[derive(Clone)]
-struct OwnCopyOpening {
-    config: Arc<NodeConfig>,
-    store: Store,
-    clock: SharedClock,
-    /// The standby's router alone: what answers until the copy opens.
-    relaying: Router,
-    /// The same with the copy's routes, once it opened.
-    opened: Arc<std::sync::OnceLock<Router>>,
-    last_try: Arc<std::sync::Mutex<Option<tokio::time::Instant>>>,
+/// Opens the member's own copy of the group's state into `copy`, off the
+/// async threads. Home's keys reach a member's copy only once the group's
+/// first leader drew them, so it tries again every second until then (or
+/// until the standby stops).
+fn open_own_copy(
+    config: &NodeConfig,
+    store: &Store,
+    clock: &SharedClock,
+    copy: Arc<std::sync::OnceLock<OwnCopy>>,
+    mut shutdown: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let (config, store, clock) = (config.clone(), store.clone(), clock.clone());
+    tokio::spawn(async move {
+        loop {
+            let (config, store, clock) = (config.clone(), store.clone(), clock.clone());
+            match tokio::task::spawn_blocking(move || OwnCopy::open(&config, store, clock)).await {
+                Ok(Ok(opened)) => {
+                    let _ = copy.set(opened);
+                    return;
+                }
+                Ok(Err(OwnCopyError::NoKeysYet)) => {}
+                Ok(Err(e)) => tracing::error!(error = %e, "the standby cannot read its own copy: it sends requests on"),
+                Err(e) => tracing::error!(error = %e, "opening the standby's own copy stopped"),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(OWN_COPY_RETRY) => {}
+                _ = shutdown.wait_for(|stop| *stop) => return,
+            }
+        }
+    })
 }
 
 /// How long a standby waits before it opens its own copy again.
 const OWN_COPY_RETRY: Duration = Duration::from_secs(1);
 
+/// A standby's public listener: the public reads it answers from its own
+/// copy of the group's state, leader or none, once that opened, and
+/// everything else (everything, until then) sent on.
+#[derive(Clone)]
+struct OwnCopyOpening {
+    copy: Arc<std::sync::OnceLock<OwnCopy>>,
+    /// The standby's router alone.
+    relaying: Router,
+    /// The same with the copy's routes, made once the copy opened.
+    with_copy: Arc<std::sync::OnceLock<Router>>,
+}
+
 impl OwnCopyOpening {
-    fn router(config: &NodeConfig, store: &Store, clock: &SharedClock, relaying: Router) -> Router {
-        let opening = OwnCopyOpening {
-            config: Arc::new(config.clone()),
-            store: store.clone(),
-            clock: clock.clone(),
-            relaying,
-            opened: Arc::default(),
-            last_try: Arc::default(),
-        };
-        // Opened now when it can be, so the first request finds it.
-        let _ = opening.current();
+    fn router(copy: Arc<std::sync::OnceLock<OwnCopy>>, relaying: Router) -> Router {
+        let opening = OwnCopyOpening { copy, relaying, with_copy: Arc::default() };
         Router::new().fallback(answer_from_own_copy).with_state(opening)
     }
 
     /// The router that answers now.
     fn current(&self) -> Router {
-        if let Some(opened) = self.opened.get() {
-            return opened.clone();
-        }
-        // One request opens it; the others meanwhile are sent on.
-        let Ok(mut last_try) = self.last_try.try_lock() else { return self.relaying.clone() };
-        let now = tokio::time::Instant::now();
-        if last_try.is_some_and(|at| now < at + OWN_COPY_RETRY) {
-            return self.relaying.clone();
-        }
-        *last_try = Some(now);
-        match OwnCopy::open(&self.config, self.store.clone(), self.clock.clone()) {
-            Ok(copy) => self
-                .opened
-                .get_or_init(|| self.relaying.clone().merge(crate::api::public::own_copy_router(copy)))
+        match self.copy.get() {
+            Some(copy) => self
+                .with_copy
+                .get_or_init(|| self.relaying.clone().merge(crate::api::public::own_copy_router(copy.clone())))
                 .clone(),
-            Err(OwnCopyError::NoKeysYet) => self.relaying.clone(),
-            Err(e) => {
-                tracing::error!(error = %e, "the standby cannot read its own copy: it sends requests on");
-                self.relaying.clone()
-            }
+            None => self.relaying.clone(),
         }
     }
 }
@@ -511,7 +532,7 @@ impl Relay {
     }
 }
 
-fn standby_router(region: String, store: Store, relay: Relay) -> Router {
+fn standby_router(region: String, store: Store, copy: Arc<std::sync::OnceLock<OwnCopy>>, relay: Relay) -> Router {
     let ready_region = region.clone();
     let ready_leader = relay.leader.clone();
     Router::new()
@@ -524,11 +545,13 @@ fn standby_router(region: String, store: Store, relay: Relay) -> Router {
             get(move || {
                 let leader = *ready_leader.borrow();
                 let region = ready_region.clone();
-                // How far the member's own search index got.
+                // How far the member's own search index got, and whether it
+                // answers home's public reads itself yet.
                 let indexed = svc_node::actors::indexer::indexed_seq(&store).ok();
+                let own_copy = copy.get().is_some();
                 async move {
                     let body = json!({"ready": false, "region": region, "role": "home-standby",
-                        "group_leader": leader, "indexed_seq": indexed});
+                        "group_leader": leader, "indexed_seq": indexed, "own_copy": own_copy});
                     (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
                 }
             }),

@@ -434,7 +434,7 @@ async fn a_standby_answers_home_s_public_reads_from_its_own_copy_with_no_leader(
     let standby = nodes.keys().copied().find(|id| *id != first).unwrap();
     let public = format!("http://{}", configs[standby as usize - 1].listen);
     // The standby opened its copy; the leader rotates its statement key since.
-    assert_eq!(public_answer(&public, "/v1/log/checkpoint").await.status, 200);
+    readiness_until(&public, "the standby opens its own copy", |r| r["own_copy"] == true).await;
     let rotated = json!({"purpose": "statement"});
     admin_until(&admin, &token, "POST", "/admin/service-keys/rotate", rotated, 200).await;
     let statement_key = home.state.keys.statement_key();
