@@ -157,9 +157,10 @@ impl Member {
     /// snapshot and purges the log it covers, so each new member takes the
     /// whole state from that snapshot (a store that held data before its
     /// group was made has no log of it); then each new member learns until
-    /// it caught up (at most `wait_each`); then all of `members` vote. A
-    /// member already there is left as it is. It blocks: call it off the
-    /// async threads, and again after an error (each step is idempotent).
+    /// it caught up (at most `wait_each`); then they vote too. It only adds:
+    /// a member already there is left as it is, and one `members` does not
+    /// name is not removed. It blocks: call it off the async threads, and
+    /// again after an error (each step is idempotent).
     pub fn grow(&self, members: BTreeMap<u64, BasicNode>, wait_each: Duration) -> StoreResult<()> {
         let raft = self.raft.clone();
         let group = |e: &dyn std::fmt::Display| StoreError::Group(e.to_string());
@@ -181,14 +182,15 @@ impl Member {
                 .metrics(purged, "the log the snapshot covers purged")
                 .await
                 .map_err(|e| group(&e))?;
-            for (id, node) in members.iter().filter(|(id, _)| !voters.contains(id)) {
+            let new: BTreeMap<u64, BasicNode> = members.into_iter().filter(|(id, _)| !voters.contains(id)).collect();
+            for (id, node) in &new {
                 let learnt = tokio::time::timeout(wait_each, raft.add_learner(*id, node.clone(), true)).await;
                 learnt
                     .map_err(|_| StoreError::Group(format!("member {id} did not catch up in time")))?
                     .map_err(|e| group(&e))?;
             }
-            let all: BTreeSet<u64> = members.keys().copied().collect();
-            raft.change_membership(all, false).await.map_err(|e| group(&e))?;
+            let voting = openraft::ChangeMembers::AddVoterIds(new.into_keys().collect());
+            raft.change_membership(voting, false).await.map_err(|e| group(&e))?;
             Ok(())
         })?
     }

@@ -289,17 +289,7 @@ impl Roles {
             }
         }
     }
-}
 
-/// How long a leader whose region did not start waits to try again.
-const LEAD_RETRY: Duration = Duration::from_secs(1);
-
-/// How long a leader growing its group waits for each step (a snapshot, a
-/// new member catching up), and then before it tries again.
-const GROW_WAIT: Duration = Duration::from_secs(120);
-const GROW_RETRY: Duration = Duration::from_secs(5);
-
-impl Roles {
     /// While this member leads a group short of the members its config
     /// names (a lone home made a group of itself), adds them, trying again
     /// until every one votes or it no longer leads.
@@ -317,6 +307,14 @@ impl Roles {
         });
     }
 }
+
+/// How long a leader whose region did not start waits to try again.
+const LEAD_RETRY: Duration = Duration::from_secs(1);
+
+/// How long a leader growing its group waits for each step (a snapshot, a
+/// new member catching up), and then before it tries again.
+const GROW_WAIT: Duration = Duration::from_secs(120);
+const GROW_RETRY: Duration = Duration::from_secs(5);
 
 /// Adds `members` to the group `member` leads, trying again every few
 /// seconds until every one votes or it no longer leads.
