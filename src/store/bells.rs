@@ -42,6 +42,12 @@ impl Bells {
         }
     }
 
+    /// How many writes touched `cf` since the store opened, from memory;
+    /// `None` for a family without a bell.
+    pub(super) fn count(&self, cf: &str) -> Option<u64> {
+        bell_of(cf).map(|i| *self.0[i].borrow())
+    }
+
     /// A receiver that sees each later write to `cf`; `None` for a family
     /// without a bell.
     pub(super) fn listen(&self, cf: &'static str) -> Option<watch::Receiver<u64>> {
@@ -69,5 +75,22 @@ mod tests {
         bells.ring(Rings::default());
         assert!(!log.has_changed().unwrap());
         ads.mark_unchanged();
+    }
+
+    // The count a cache keyed by the log's head compares moves with each
+    // write to the log, and with no other.
+    #[test]
+    fn the_count_of_writes_moves_with_its_own_family_only() {
+        let bells = Bells::new();
+        let before = bells.count(cf::families::REPLOG).unwrap();
+        let mut records = Rings::default();
+        records.note(cf::RECORDS.name());
+        bells.ring(records);
+        assert_eq!(bells.count(cf::families::REPLOG), Some(before));
+        let mut log = Rings::default();
+        log.note(cf::families::REPLOG);
+        bells.ring(log);
+        assert_eq!(bells.count(cf::families::REPLOG), Some(before + 1));
+        assert_eq!(bells.count(cf::RECORDS.name()), None, "a family without a bell has no count");
     }
 }

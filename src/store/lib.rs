@@ -1253,6 +1253,15 @@ impl Store {
         self.bells.listen(family.name())
     }
 
+    /// A token that changes with every write to `family`, one of the feeds
+    /// with a bell, read from memory (what a cache keyed by the replication
+    /// log's head compares, without a seek to the log's last key); `None`
+    /// for any other family. It counts from the store's opening, and moves
+    /// once the write is in the store.
+    pub fn writes_to(&self, family: impl Family) -> Option<u64> {
+        self.bells.count(family.name())
+    }
+
     /// Writes one small synced value, as a probe of the disk: a full disk
     /// or a store in a background error fails it.
     pub fn probe_write(&self, now_ms: i64) -> StoreResult<()> {
