@@ -853,14 +853,18 @@ async fn the_whole_group_starts_again_from_one_member_s_backup() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lone_home_holding_data_becomes_a_group_of_three() {
     let dir = tempfile::tempdir().unwrap();
-    let configs = group_configs(dir.path());
-    let token = configs[0].admin_token.clone();
     let clock: SharedClock = Arc::new(SystemClock);
-    let mut lone = configs[0].clone();
-    lone.home_group = None;
+    // On ports the system picks: the members' ports are chosen just before
+    // they start, as in the other tests, so no other test takes one meanwhile.
+    let loopback = "127.0.0.1:0".parse().unwrap();
+    let mut lone = svc_node::config::NodeConfig::local_home(dir.path().join("home-1"), loopback, loopback);
+    let token = "operator-token-of-thirty-two-characters".to_owned();
+    lone.admin_token = token.clone();
     let alone = svc_http::node::Node::start(lone, clock.clone()).await.unwrap();
     let before = company_at(&format!("http://{}", alone.admin_addr), &token, "Before the group").await;
     alone.stop().await;
+    let configs = group_configs(dir.path());
+    assert_eq!(configs[0].data_dir, dir.path().join("home-1"), "member 1 takes the lone home's data");
     // Given to any other member, the lone home's data would be replaced
     // by the group's state: refused, by name.
     crate::common::copy_tree(&configs[0].data_dir, &configs[1].data_dir, &[]);
