@@ -78,6 +78,11 @@ pub fn was_a_member(store: &Store) -> StoreResult<bool> {
         || store.last_key(cf::RAFT_LOG)?.is_some())
 }
 
+/// The voting members of `raft`'s group as it last saw it.
+fn voters_of(raft: &Raft<Group>) -> BTreeSet<u64> {
+    raft.metrics().borrow().membership_config.membership().voter_ids().collect()
+}
+
 impl Member {
     /// Starts a member over `store` (its log, its state) and makes the
     /// store commit through the group. `network` reaches the others.
@@ -150,7 +155,7 @@ impl Member {
 
     /// The voting members of the group as this member last saw it.
     pub fn voters(&self) -> BTreeSet<u64> {
-        self.raft.metrics().borrow().membership_config.membership().voter_ids().collect()
+        voters_of(&self.raft)
     }
 
     /// Grows the group this member leads to `members`. It first makes a
@@ -165,7 +170,7 @@ impl Member {
         let raft = self.raft.clone();
         let group = |e: &dyn std::fmt::Display| StoreError::Group(e.to_string());
         self.wait(async move {
-            let voters: BTreeSet<u64> = raft.metrics().borrow().membership_config.membership().voter_ids().collect();
+            let voters = voters_of(&raft);
             let Some(applied) = raft.metrics().borrow().last_applied else {
                 return Err(StoreError::Group("the group's first entry is not applied yet".into()));
             };

@@ -131,8 +131,7 @@ impl GroupNode {
         };
         let mut tasks = vec![listener_task];
         if group.id == lowest {
-            let mut members: BTreeMap<u64, BasicNode> =
-                group.members.iter().map(|m| (m.id, BasicNode::new(&m.url))).collect();
+            let mut members = raft_nodes(&group);
             // A lone home's store: a group of this member, which as its
             // leader adds the others.
             if lone_data {
@@ -295,7 +294,7 @@ impl Roles {
     /// until every one votes or it no longer leads.
     fn grow(&self) {
         let Some(group) = &self.config.home_group else { return };
-        let members: BTreeMap<u64, BasicNode> = group.members.iter().map(|m| (m.id, BasicNode::new(&m.url))).collect();
+        let members = raft_nodes(group);
         let growing = self.growing.clone();
         if members.keys().all(|id| self.member.voters().contains(id)) || growing.swap(true, Relaxed) {
             return;
@@ -306,6 +305,12 @@ impl Roles {
             growing.store(false, Relaxed);
         });
     }
+}
+
+/// Every member the config names, as Raft knows them: by number, at the
+/// URL of its group listener.
+fn raft_nodes(group: &svc_node::config::HomeGroupConfig) -> BTreeMap<u64, BasicNode> {
+    group.members.iter().map(|m| (m.id, BasicNode::new(&m.url))).collect()
 }
 
 /// How long a leader whose region did not start waits to try again.
@@ -371,7 +376,7 @@ impl Standby {
                     let relay = Relay::to_leaders(config, listener, seen.clone(), shutdown.subscribe());
                     let mut router = standby_router(config.region.clone(), store.clone(), copy.clone(), relay);
                     if let Listener::Public = listener {
-                        router = OwnCopyOpening::router(copy.clone(), router);
+                        router = PublicStandby::router(copy.clone(), router);
                     }
                     servers.push(serve(bound, router, config.listener, tls.clone(), shutdown.subscribe()));
                 }
@@ -433,7 +438,7 @@ const OWN_COPY_RETRY: Duration = Duration::from_secs(1);
 /// copy of the group's state, leader or none, once that opened, and
 /// everything else (everything, until then) sent on.
 #[derive(Clone)]
-struct OwnCopyOpening {
+struct PublicStandby {
     copy: Arc<std::sync::OnceLock<OwnCopy>>,
     /// The standby's router alone.
     relaying: Router,
@@ -441,10 +446,10 @@ struct OwnCopyOpening {
     with_copy: Arc<std::sync::OnceLock<Router>>,
 }
 
-impl OwnCopyOpening {
+impl PublicStandby {
     fn router(copy: Arc<std::sync::OnceLock<OwnCopy>>, relaying: Router) -> Router {
-        let opening = OwnCopyOpening { copy, relaying, with_copy: Arc::default() };
-        Router::new().fallback(answer_from_own_copy).with_state(opening)
+        let public = PublicStandby { copy, relaying, with_copy: Arc::default() };
+        Router::new().fallback(answer_from_own_copy).with_state(public)
     }
 
     /// The router that answers now.
@@ -459,9 +464,9 @@ impl OwnCopyOpening {
     }
 }
 
-async fn answer_from_own_copy(State(opening): State<OwnCopyOpening>, request: Request) -> Response {
+async fn answer_from_own_copy(State(public): State<PublicStandby>, request: Request) -> Response {
     use tower::ServiceExt;
-    match opening.current().oneshot(request).await {
+    match public.current().oneshot(request).await {
         Ok(response) => response,
         Err(never) => match never {},
     }

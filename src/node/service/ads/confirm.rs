@@ -263,7 +263,7 @@ where
     let country = receipt.country.clone().unwrap_or_default();
     let since = UnixMs::parse_rfc3339(&receipt.served_at).ok_or_else(|| token_invalid("served_at"))?;
     // The campaign placing the row now, or failing that any that listed it.
-    let placed = state.sponsorships().at(state, ServeTimes::seq(state.store())?)?;
+    let placed = state.sponsorships().at(state, ServeTimes::seq(state.store()))?;
     let campaigns = placed.rows.get(&record_id).cloned().unwrap_or_default();
     let campaign = campaigns
         .iter()

@@ -55,7 +55,7 @@ where
     let asked = pool::parse(&caller.body).map_err(|(code, detail)| Error::from(Problem::new(code).detail(detail)))?;
     let digest = svc_core::ads::conversation(&conversation_secret(state)?, &asked.session_ref);
     // One replicated sequence for the whole answer: candidates and items.
-    let seq = ServeTimes::seq(state.store())?;
+    let seq = ServeTimes::seq(state.store());
     let found = candidates(state, &asked, seq)?;
     let retrieval_id = svc_core::ids::retrieval_id(&random());
     let admission = Admission {

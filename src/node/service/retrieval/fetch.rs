@@ -36,7 +36,7 @@ where
     let held = admit(state, caller, now).await?;
     let Some((head, version)) = served_version(state, caller, record_id)? else { return Ok(None) };
     let retrieval_id = svc_core::ids::retrieval_id(&random());
-    let seq = ServeTimes::seq(state.store())?;
+    let seq = ServeTimes::seq(state.store());
     let at = state.serve_times().of(state.registry(), seq, &head.business_uuid, head.record_type, now)?;
     let receipt = Receipt {
         retrieval_id: retrieval_id.clone(),

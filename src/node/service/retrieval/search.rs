@@ -31,7 +31,7 @@ where
         .map_err(|refusal| Error::from(Problem::new(refusal.code).detail(refusal.detail)))?;
     let held = admit(state, caller, now).await?;
     let deadline = arrived + Duration::from_millis(state.config().search_budget_ms);
-    let seq = ServeTimes::seq(state.store())?;
+    let seq = ServeTimes::seq(state.store());
     let placed = state.sponsorships().at(state, seq)?;
     // `sponsored` is answered from the campaigns that mark rows, so the
     // filter and the marker cannot disagree.
