@@ -295,7 +295,8 @@ async fn hosted_flows(
     browser.wait_for("the review page", |_, page| page.contains("signed by the service")).await;
     browser.shot("19-hosted-review").await;
     browser.click("#confirm-button").await;
-    browser.wait_for("the saved update", |url, _| url.contains("/portal/records/")).await;
+    // The review sat at /portal/records/new/updates: wait for the record's own page.
+    browser.wait_for("the saved update", |url, _| url.contains("/portal/records/") && !url.contains("/new/")).await;
     browser.wait_for("the update's page", |_, page| page.contains("u-hosted")).await;
     browser.shot("20-hosted-saved").await;
     let row = found_at(&eu.public_url, ai_key, "updates", "published_at:desc").await;
@@ -510,7 +511,9 @@ async fn seal_to(browser: &Browser, verb: &str, shot: &str, after: &str) {
     browser.wait_for("the review page", |_, page| page.contains(&heading)).await;
     browser.shot(&format!("{shot}-review")).await;
     browser.click("#seal-button").await;
-    browser.wait_for(after, |url, _| url.contains(after)).await;
+    // The review page may sit at the address it leads to (the signing
+    // page posts to itself): wait until it is gone too.
+    browser.wait_for(after, |url, page| url.contains(after) && !page.contains(&heading)).await;
     browser.shot(&format!("{shot}-saved")).await;
 }
 
