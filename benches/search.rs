@@ -25,6 +25,12 @@
 //! `cargo bench --bench search -- --products 100000 --connections 32 --seconds 20`
 //! (also `--rate R`, `--warmup S`, `--queries N`, `--seed N`, `--shards K` per
 //! collection, default the node's).
+//!
+//! With `--write-rounds R` it runs only the closed loop, `R` times over with
+//! each answer's claim, receipt and usage written on its own
+//! (`answers_per_write` 1) and as many times with the node's group commit,
+//! alternated on the same index, and prints the store writes per answer of
+//! each run (issue 51).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -163,6 +169,76 @@ fn line(label: &str, rps: f64, latency: &Latency) -> String {
     )
 }
 
+/// The closed loop's load, as the alternated runs replay it.
+struct Load {
+    keys: Vec<svc_core::keys::SigningKey>,
+    queries: Vec<Query>,
+    connections: usize,
+    warmup: Duration,
+    window: Duration,
+}
+
+/// Issue 51, group commit: the closed loop with every answer written on its
+/// own against the node's gathering, alternated `rounds` times on the same
+/// directory (the node started again for each run), each run warmed up
+/// first; prints every run, then the medians.
+async fn compare_answers_per_write(mut node: Node, config: &NodeConfig, load: &Load, rounds: usize) {
+    let gathered = config.answers_per_write;
+    let mut runs: std::collections::BTreeMap<usize, Vec<(f64, f64, f64)>> = Default::default();
+    for round in 1..=rounds {
+        for per_write in [1, gathered] {
+            node.stop().await;
+            let mut config = config.clone();
+            config.answers_per_write = per_write;
+            node = Node::start(config.clone(), Arc::new(SystemClock)).await.expect("node starts again");
+            wait_indexed(&node.state).await;
+            let plan = |duration: Duration| Plan {
+                base_url: format!("http://{}", node.addr),
+                authority: config.public_authority.clone(),
+                keys: load.keys.clone(),
+                connections: load.connections,
+                rate: None,
+                warmup: Duration::ZERO,
+                duration,
+                queries: load.queries.clone(),
+                trust: svc_client::trust::Trust::system(),
+                connection_per_request: false,
+                sandbox_grant: true,
+            };
+            loadgen::run(plan(load.warmup)).await.expect("load generator");
+            let writes = node.state.store.writes();
+            let report = loadgen::run(plan(load.window)).await.expect("load generator");
+            let per_answer = (node.state.store.writes() - writes) as f64 / report.requests.max(1) as f64;
+            eprintln!(
+                "round {round}, {per_write:>3} answers per write: {:>7.0}/s  p50 {:>6.2} ms  p99 {:>6.2} ms  \
+                 {per_answer:.3} store writes per answer  statuses {:?}",
+                report.requests_per_second, report.latency.p50_ms, report.latency.p99_ms, report.statuses
+            );
+            runs.entry(per_write).or_default().push((report.requests_per_second, report.latency.p99_ms, per_answer));
+        }
+    }
+    let median = |mut xs: Vec<f64>| {
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    let medians: Vec<(usize, f64, f64, f64)> = runs
+        .into_iter()
+        .map(|(per_write, runs)| {
+            let column = |f: fn(&(f64, f64, f64)) -> f64| median(runs.iter().map(f).collect());
+            (per_write, column(|r| r.0), column(|r| r.1), column(|r| r.2))
+        })
+        .collect();
+    for (per_write, rps, p99, per_answer) in &medians {
+        println!(
+            "search/answers_per_write_{per_write:<3}  req/s {rps:>8.0}   p99 {p99:>7.3} ms   {per_answer:.3} writes per answer   (medians of {rounds})"
+        );
+    }
+    if let [(_, one, _, _), (_, many, _, _)] = medians[..] {
+        println!("search/ratio gathered:one-per-answer   req/s {:.3}", many / one);
+    }
+    node.stop().await;
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing
     // and expects a quick run, so the bench runs only when asked.
@@ -258,6 +334,13 @@ fn main() {
                 runs / 20,
                 took.as_secs_f64() * 1e6 / f64::from(*runs)
             );
+        }
+        let write_rounds = arg("--write-rounds", 0) as usize;
+        if write_rounds > 0 {
+            drop(state);
+            let load = Load { keys: keys.clone(), queries: queries.clone(), connections, warmup, window };
+            compare_answers_per_write(node, &config, &load, write_rounds).await;
+            return;
         }
         let plan = |rate: Option<f64>| Plan {
             base_url: format!("http://{}", node.addr),

@@ -78,6 +78,12 @@ pub struct NodeConfig {
     /// (`partial: true`), counted from the request's arrival.
     #[serde(default = "default_search_budget_ms")]
     pub search_budget_ms: u64,
+    /// Most answers whose nonce claims, receipts or usage one store write
+    /// holds: requests that queue while the write before is made are
+    /// written together (group commit). 1 (or 0) writes each answer on its
+    /// own.
+    #[serde(default = "default_answers_per_write")]
+    pub answers_per_write: usize,
     /// How often home sequences the transparency log's waiting leaves and
     /// signs a checkpoint: hourly, as the spec says; shorter for tests.
     #[serde(default = "default_log_sequence_every_ms")]
@@ -613,6 +619,10 @@ fn default_search_budget_ms() -> u64 {
     250
 }
 
+fn default_answers_per_write() -> usize {
+    256
+}
+
 /// The request rate and the per-minute query-cost budget of one retrieval
 /// key (retrieval 8: "numeric values not shown").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -706,6 +716,7 @@ impl NodeConfig {
             shards_per_collection: default_shards(),
             retrieval_limits: RetrievalLimits::default(),
             search_budget_ms: default_search_budget_ms(),
+            answers_per_write: default_answers_per_write(),
             log_sequence_every_ms: default_log_sequence_every_ms(),
             retention_every_ms: default_retention_every_ms(),
             sandbox_republish_at: default_sandbox_republish_at(),

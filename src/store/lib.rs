@@ -666,6 +666,8 @@ pub struct Store {
     bells: Arc<bells::Bells>,
     /// Home's group, once this store joined it: where its batches go.
     group: Arc<std::sync::OnceLock<Arc<dyn Consensus>>>,
+    /// Writes to the database since it opened (`writes`).
+    writes: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Store {
@@ -702,7 +704,12 @@ impl Store {
         opts.set_db_write_buffer_size(MEMTABLES_BYTES);
         let cfs = cf::ALL.iter().map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name)));
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
-        let store = Store { db: Arc::new(db), bells: Arc::new(bells::Bells::new()), group: Default::default() };
+        let store = Store {
+            db: Arc::new(db),
+            bells: Arc::new(bells::Bells::new()),
+            group: Default::default(),
+            writes: Default::default(),
+        };
         store.check_schema(legacy_log_entry)?;
         Ok(store)
     }
@@ -1106,6 +1113,7 @@ impl Store {
         let mut opts = WriteOptions::default();
         opts.set_sync(true);
         self.db.write_opt(batch, &opts)?;
+        self.count_write();
         self.bells.ring(rings);
         Ok(())
     }
@@ -1241,9 +1249,21 @@ impl Store {
             let mut opts = WriteOptions::default();
             opts.set_sync(sync);
             self.db.write_opt(own, &opts)?;
+            self.count_write();
         }
         self.bells.ring(rings);
         Ok(())
+    }
+
+    /// How many writes this node made to its database since it opened (a
+    /// write batch counts once, however many values it holds): what the
+    /// search bench divides by its answers.
+    pub fn writes(&self) -> u64 {
+        self.writes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn count_write(&self) {
+        self.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Sees each later write that puts into `cf`, one of the feeds home

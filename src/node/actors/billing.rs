@@ -16,6 +16,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use svc_core::time::UnixMs;
 
 use crate::actors::error::ActorError;
+use crate::actors::gather::{Gather, answer_each};
 use crate::replication::exchange::{LeaseAsk, LeaseGrant, Outgoing, Report, ReportTaken, Sequence};
 use svc_store::model::{Allowance, BillingPlan, DayUsage, GrantedLease, HeldLease, UsageEvent, UsageKind};
 use svc_store::{Batch, Store, be, cf, keys};
@@ -73,6 +74,8 @@ pub enum BillingMsg {
         event: Option<UsageEvent>,
         reply: RpcReplyPort<Result<Settled, ActorError>>,
     },
+    /// Settles the answers gathered meanwhile, in one write, and answers them.
+    Flush,
     /// Gives back a unit whose request ended without a bill.
     Release {
         reservation: Reservation,
@@ -131,6 +134,8 @@ pub struct BillingSnapshot {
 pub struct BillingArgs {
     pub store: Store,
     pub role: BillingRole,
+    /// Most settlements one write holds (`Config::answers_per_write`).
+    pub per_write: usize,
 }
 
 #[derive(Clone)]
@@ -143,7 +148,12 @@ pub struct BillingState {
     reserved: HashMap<(String, u64), i64>,
     /// A read region's leases, by company (also stored).
     leases: HashMap<String, HeldLease>,
+    /// Settlements waiting for the next write.
+    settlings: Gather<Settling>,
 }
+
+/// An answer's settlement waiting for the next write, and whom to answer.
+type Settling = (Reservation, Option<UsageEvent>, RpcReplyPort<Result<Settled, ActorError>>);
 
 /// The UTC day of a moment, `YYYY-MM-DD`.
 pub fn day_of(at: UnixMs) -> String {
@@ -320,34 +330,60 @@ impl BillingState {
         }
     }
 
-    fn settle(&mut self, reservation: Reservation, event: Option<UsageEvent>) -> Result<Settled, ActorError> {
-        self.release(&reservation);
-        let Some(event) = event else { return Ok(Settled::Released) };
-        let mut batch = self.store.batch();
-        let mut tally = Tally::new(&self.store);
-        if !tally.count(&mut batch, &event)? {
-            return Ok(Settled::AlreadyBilled);
+    /// Settles the answers gathered, their usage in one write, and answers
+    /// each. Their units stay reserved until now, so an allowance read
+    /// meanwhile still counts them spent.
+    fn settle(&mut self, gathered: Vec<Settling>) {
+        let (settlings, replies): (Vec<_>, Vec<_>) =
+            gathered.into_iter().map(|(reservation, event, reply)| ((reservation, event), reply)).unzip();
+        let settled = self.settle_all(settlings);
+        answer_each(replies, settled);
+    }
+
+    fn settle_all(&mut self, settlings: Vec<(Reservation, Option<UsageEvent>)>) -> Result<Vec<Settled>, ActorError> {
+        // A handle of its own: the batch borrows it while units are released.
+        let store = self.store.clone();
+        let mut batch = store.batch();
+        let mut tally = Tally::new(&store);
+        let mut settled = Vec::with_capacity(settlings.len());
+        for (reservation, event) in settlings {
+            self.release(&reservation);
+            let Some(event) = event else {
+                settled.push(Settled::Released);
+                continue;
+            };
+            if !tally.count(&mut batch, &event)? {
+                settled.push(Settled::AlreadyBilled);
+                continue;
+            }
+            match &self.role {
+                BillingRole::Home { .. } if reservation.prepay => {
+                    tally.charge(&event.region, &event.company_uuid, 0)?
+                }
+                BillingRole::Home { .. } => {}
+                BillingRole::Region { outbox } => {
+                    let lease_id = reservation.prepay.then_some(reservation.lease_id);
+                    outbox.append(&mut batch, &Outgoing::Usage { event: event.clone(), lease_id });
+                    if let Some(lease) =
+                        self.leases.get_mut(&event.company_uuid).filter(|l| Some(l.lease_id) == lease_id)
+                    {
+                        lease.left -= 1;
+                        batch.put(cf::LEASES_HELD, event.company_uuid.as_bytes(), &*lease);
+                    }
+                }
+            }
+            settled.push(Settled::Billed);
         }
-        match &self.role {
-            BillingRole::Home { .. } => {
-                if reservation.prepay {
-                    tally.charge(&event.region, &event.company_uuid, 0)?;
-                }
-                tally.write(&mut batch);
-            }
-            BillingRole::Region { outbox } => {
-                let lease_id = reservation.prepay.then_some(reservation.lease_id);
-                outbox.append(&mut batch, &Outgoing::Usage { event: event.clone(), lease_id });
-                if let Some(lease) = self.leases.get_mut(&event.company_uuid).filter(|l| Some(l.lease_id) == lease_id) {
-                    lease.left -= 1;
-                    batch.put(cf::LEASES_HELD, event.company_uuid.as_bytes(), &*lease);
-                }
-            }
+        if let BillingRole::Home { .. } = self.role {
+            tally.write(&mut batch);
+        }
+        if batch.is_empty() {
+            return Ok(settled);
         }
         // Not synced: a crash of the process keeps it (the WAL is written);
-        // the request is answered only after this returns.
+        // the requests are answered only after this returns.
         batch.commit_unsynced().map_err(ActorError::from)?;
-        Ok(Settled::Billed)
+        Ok(settled)
     }
 
     fn usage(&self, company_uuid: &str, from_day: &str, to_day: &str) -> Result<UsageReport, ActorError> {
@@ -515,12 +551,18 @@ impl Actor for Billing {
             .into_iter()
             .map(|(k, lease)| (String::from_utf8_lossy(&k).into_owned(), lease))
             .collect();
-        Ok(BillingState { store: args.store, role: args.role, reserved: HashMap::new(), leases })
+        Ok(BillingState {
+            store: args.store,
+            role: args.role,
+            reserved: HashMap::new(),
+            leases,
+            settlings: Gather::new(args.per_write),
+        })
     }
 
     async fn handle(
         &self,
-        _me: ActorRef<BillingMsg>,
+        me: ActorRef<BillingMsg>,
         msg: BillingMsg,
         state: &mut BillingState,
     ) -> Result<(), ActorProcessingErr> {
@@ -529,7 +571,12 @@ impl Actor for Billing {
                 let _ = reply.send(state.reserve(company_uuid, now));
             }
             BillingMsg::Settle { reservation, event, reply } => {
-                let _ = reply.send(state.settle(reservation, event));
+                let gathered = state.settlings.gather((reservation, event, reply), &me, BillingMsg::Flush);
+                state.settle(gathered);
+            }
+            BillingMsg::Flush => {
+                let gathered = state.settlings.flushed();
+                state.settle(gathered);
             }
             BillingMsg::Release { reservation } => state.release(&reservation),
             BillingMsg::Observe(reply) => {
@@ -587,7 +634,14 @@ mod tests {
             "home" => BillingRole::Home { lease_ms: 60_000 },
             _ => BillingRole::Region { outbox: exchange::outbox(&store).unwrap() },
         };
-        (BillingState { store, role, reserved: HashMap::new(), leases: HashMap::new() }, dir)
+        let settlings = Gather::new(1);
+        (BillingState { store, role, reserved: HashMap::new(), leases: HashMap::new(), settlings }, dir)
+    }
+
+    impl BillingState {
+        fn settle_one(&mut self, reservation: Reservation, event: Option<UsageEvent>) -> Result<Settled, ActorError> {
+            Ok(self.settle_all(vec![(reservation, event)])?.remove(0))
+        }
     }
 
     fn event(nonce: &str, at: UnixMs) -> UsageEvent {
@@ -642,11 +696,36 @@ mod tests {
     fn a_key_and_nonce_is_counted_once() {
         let (mut billing, _dir) = state("home");
         let first = unit(billing.reserve("c".into(), AT));
-        assert_eq!(billing.settle(first, Some(event("n1", AT))).unwrap(), Settled::Billed);
+        assert_eq!(billing.settle_one(first, Some(event("n1", AT))).unwrap(), Settled::Billed);
         let again = unit(billing.reserve("c".into(), AT));
-        assert_eq!(billing.settle(again, Some(event("n1", AT.plus(5)))).unwrap(), Settled::AlreadyBilled);
+        assert_eq!(billing.settle_one(again, Some(event("n1", AT.plus(5)))).unwrap(), Settled::AlreadyBilled);
         let report = billing.usage("c", "2000-01-01", "2999-12-31").unwrap();
         assert_eq!(report.days, vec![(day_of(AT), DayUsage { searches: 1, fetches: 0 })]);
+    }
+
+    // rule: R1.26, R1.27
+    #[test]
+    fn answers_settled_in_one_write_add_up_and_a_repeat_among_them_is_billed_once() {
+        let (mut billing, _dir) = state("home");
+        prepay(&billing, 5);
+        let units: Vec<Reservation> = (0..4).map(|_| unit(billing.reserve("c".into(), AT))).collect();
+        let mut units = units.into_iter();
+        let mut next = || units.next().unwrap();
+        let writes = billing.store.writes();
+        let settled = billing
+            .settle_all(vec![
+                (next(), Some(event("n1", AT))),
+                (next(), Some(event("n2", AT))),
+                (next(), Some(event("n1", AT.plus(5)))),
+                (next(), None),
+            ])
+            .unwrap();
+        assert_eq!(settled, [Settled::Billed, Settled::Billed, Settled::AlreadyBilled, Settled::Released]);
+        assert_eq!(billing.store.writes(), writes + 1, "one write for the four");
+        let report = billing.usage("c", "2000-01-01", "2999-12-31").unwrap();
+        assert_eq!(report.days, vec![(day_of(AT), DayUsage { searches: 2, fetches: 0 })]);
+        assert_eq!(billing.allowance("c").unwrap().unwrap().remaining, 3, "two units spent");
+        assert_eq!(billing.reserved.values().sum::<i64>(), 0, "every unit released");
     }
 
     // rule: R1.27
@@ -657,10 +736,10 @@ mod tests {
         let a = unit(billing.reserve("c".into(), AT));
         let b = unit(billing.reserve("c".into(), AT));
         assert_eq!(billing.reserve("c".into(), AT).unwrap(), Reserved::Exhausted, "two units, both held");
-        assert_eq!(billing.settle(a, None).unwrap(), Settled::Released);
+        assert_eq!(billing.settle_one(a, None).unwrap(), Settled::Released);
         let c = unit(billing.reserve("c".into(), AT));
-        billing.settle(b, Some(event("n1", AT))).unwrap();
-        billing.settle(c, Some(event("n2", AT))).unwrap();
+        billing.settle_one(b, Some(event("n1", AT))).unwrap();
+        billing.settle_one(c, Some(event("n2", AT))).unwrap();
         assert_eq!(billing.reserve("c".into(), AT).unwrap(), Reserved::Exhausted, "spent");
         assert_eq!(billing.allowance("c").unwrap().unwrap().remaining, 0);
     }
@@ -686,12 +765,12 @@ mod tests {
         // eu bills n1 and n2 and releases one unit; ap serves a replay of n1.
         for nonce in ["n1", "n2"] {
             let r = unit(eu.reserve("c".into(), AT));
-            assert_eq!(eu.settle(r, Some(event(nonce, AT))).unwrap(), Settled::Billed);
+            assert_eq!(eu.settle_one(r, Some(event(nonce, AT))).unwrap(), Settled::Billed);
         }
         let r = unit(eu.reserve("c".into(), AT));
-        eu.settle(r, None).unwrap();
+        eu.settle_one(r, None).unwrap();
         let r = unit(ap.reserve("c".into(), AT));
-        assert_eq!(ap.settle(r, Some(event("n1", AT))).unwrap(), Settled::Billed, "ap had not learned n1");
+        assert_eq!(ap.settle_one(r, Some(event("n1", AT))).unwrap(), Settled::Billed, "ap had not learned n1");
 
         assert_eq!(ship(&eu, "eu", &mut home), ReportTaken { billed: 2, already_billed: 0 });
         assert_eq!(ship(&ap, "ap", &mut home), ReportTaken { billed: 0, already_billed: 1 }, "n1 is billed once");
@@ -722,7 +801,7 @@ mod tests {
         let ask = LeaseAsk { region: "eu".into(), company_uuid: "c".into(), units: 5 };
         eu.hold(home.grant(ask.clone(), AT).unwrap(), AT).unwrap();
         let r = unit(eu.reserve("c".into(), AT));
-        eu.settle(r, Some(event("n1", AT))).unwrap();
+        eu.settle_one(r, Some(event("n1", AT))).unwrap();
         assert_eq!(eu.reserve("c".into(), AT).unwrap(), Reserved::NeedLease, "the one unit is spent");
         eu.hold(home.grant(ask.clone(), AT).unwrap(), AT).unwrap();
         assert_eq!(eu.reserve("c".into(), AT).unwrap(), Reserved::Exhausted, "home had nothing left to grant");
@@ -748,7 +827,7 @@ mod tests {
         let ask = LeaseAsk { region: "eu".into(), company_uuid: "c".into(), units: 4 };
         eu.hold(home.grant(ask, AT).unwrap(), AT).unwrap();
         let r = unit(eu.reserve("c".into(), AT));
-        eu.settle(r, Some(event("n1", AT))).unwrap();
+        eu.settle_one(r, Some(event("n1", AT))).unwrap();
         assert_eq!(home.allowance("c").unwrap().unwrap().remaining, 6, "4 set aside");
         // Expired, but within the grace for late reports: kept.
         assert_eq!(home.reclaim(AT.plus(60_000)).unwrap(), 0);

@@ -8,6 +8,7 @@ pub mod billing;
 pub mod claim_uplink;
 pub mod domain_assurance;
 pub mod error;
+pub mod gather;
 pub mod index_shard;
 pub mod indexer;
 pub mod mailbox;

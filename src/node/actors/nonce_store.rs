@@ -15,6 +15,7 @@ use svc_core::time::UnixMs;
 use tokio::sync::Notify;
 
 use crate::actors::error::ActorError;
+use crate::actors::gather::{Gather, answer_each};
 use crate::replication::exchange::{Claimed, FeedEntry, Sequence};
 use svc_store::{Store, StoreResult, be, cf, from_be, keys};
 
@@ -36,6 +37,8 @@ pub enum NonceMsg {
         /// be recorded (the caller is asked to come back, not refused).
         reply: RpcReplyPort<Result<bool, ActorError>>,
     },
+    /// Writes the claims gathered meanwhile, in one write, and answers them.
+    Flush,
     /// Home: claims a region reported. Each new one joins the feed.
     Learn {
         claims: Vec<Claimed>,
@@ -76,6 +79,8 @@ pub enum NonceRole {
 pub struct NonceArgs {
     pub store: Store,
     pub role: NonceRole,
+    /// Most claims one write holds (`Config::answers_per_write`).
+    pub per_write: usize,
 }
 
 #[derive(Clone)]
@@ -90,7 +95,13 @@ pub struct NonceState {
     /// Home: the feed is dropped up to here. The next purge step reads on
     /// from it, not over the deletions of the steps before.
     feed_dropped: u64,
+    /// Claims waiting for the next write.
+    claims: Gather<Gathered>,
 }
+
+/// A claim waiting for the next write: what it claims, when it was asked
+/// (Unix seconds), and whom to answer.
+type Gathered = (Claimed, i64, RpcReplyPort<Result<bool, ActorError>>);
 
 type Claim = Arc<(String, String)>;
 
@@ -187,13 +198,18 @@ impl NonceState {
         self.held.get(k).is_some_and(|expires| expires >= now_secs)
     }
 
-    /// Holds the claims not held yet, in one write; answers how many were new.
-    fn hold(&mut self, claims: Vec<Claimed>, from_feed: Option<u64>, now_secs: i64) -> Result<usize, ActorError> {
+    /// Holds the claims not held yet, in one write; answers which were new,
+    /// claim by claim (a claim twice in `claims` is new once).
+    fn hold(&mut self, claims: Vec<Claimed>, from_feed: Option<u64>, now_secs: i64) -> Result<Vec<bool>, ActorError> {
         let mut batch = self.store.batch();
         let mut fresh = Vec::new();
+        let mut new = Vec::with_capacity(claims.len());
+        let mut seen = std::collections::HashSet::new();
         for claimed in claims {
             let k = (claimed.key_id.clone(), claimed.nonce.clone());
-            if self.is_held(&k, now_secs) || fresh.iter().any(|(f, _)| *f == k) {
+            let is_new = !self.is_held(&k, now_secs) && seen.insert(k.clone());
+            new.push(is_new);
+            if !is_new {
                 continue;
             }
             batch.put(cf::NONCES, &keys::nonce(claimed.expires_secs, &k.0, &k.1), &());
@@ -212,21 +228,33 @@ impl NonceState {
             batch.put(cf::meta::NONCE_FEED_CURSOR, FEED_CURSOR, &cursor);
         }
         if batch.is_empty() {
-            return Ok(0);
+            return Ok(new);
         }
         // Not synced: a crash of the process keeps it (the WAL is written).
         batch.commit_unsynced().map_err(ActorError::from)?;
         if let Some(cursor) = from_feed {
             self.feed_cursor = cursor;
         }
-        let n = fresh.len();
-        if let (NonceRole::Region { wake, .. }, None, true) = (&self.role, from_feed, n > 0) {
+        if let (NonceRole::Region { wake, .. }, None, false) = (&self.role, from_feed, fresh.is_empty()) {
             wake.notify_one();
         }
         for (k, expires) in fresh {
             self.held.insert(k, expires);
         }
-        Ok(n)
+        Ok(new)
+    }
+
+    /// Holds the claims gathered, in one write, and answers each.
+    fn write_claims(&mut self, gathered: Vec<Gathered>) {
+        // A claim held until a moment between the earliest ask and a later
+        // one still counts as held: the gathering never admits a replay a
+        // claim written on its own would refuse.
+        let Some(now_secs) = gathered.iter().map(|(_, at, _)| *at).min() else { return };
+        let (claims, replies): (Vec<_>, Vec<_>) = gathered.into_iter().map(|(c, _, reply)| (c, reply)).unzip();
+        // A nonce store that cannot persist must not accept; the callers
+        // hear that, not that their nonces were used.
+        let written = self.hold(claims, None, now_secs);
+        answer_each(replies, written);
     }
 
     /// Forgets every nonce whose signature expired before `now`, in one
@@ -294,7 +322,14 @@ impl Actor for NonceStore {
     async fn pre_start(&self, _me: ActorRef<NonceMsg>, args: NonceArgs) -> Result<NonceState, ActorProcessingErr> {
         let held = load_claims(&args.store)?;
         let feed_cursor = args.store.get::<u64>(cf::meta::NONCE_FEED_CURSOR, FEED_CURSOR)?.unwrap_or(0);
-        Ok(NonceState { store: args.store, role: args.role, held, feed_cursor, feed_dropped: 0 })
+        Ok(NonceState {
+            store: args.store,
+            role: args.role,
+            held,
+            feed_cursor,
+            feed_dropped: 0,
+            claims: Gather::new(args.per_write),
+        })
     }
 
     async fn handle(
@@ -306,9 +341,12 @@ impl Actor for NonceStore {
         match msg {
             NonceMsg::Claim { key_id, nonce, expires_secs, now, reply } => {
                 let claimed = Claimed { key_id, nonce, expires_secs };
-                // A nonce store that cannot persist must not accept; the
-                // caller hears that, not that the nonce was used.
-                let _ = reply.send(state.hold(vec![claimed], None, now.as_secs()).map(|n| n == 1));
+                let gathered = state.claims.gather((claimed, now.as_secs(), reply), &me, NonceMsg::Flush);
+                state.write_claims(gathered);
+            }
+            NonceMsg::Flush => {
+                let gathered = state.claims.flushed();
+                state.write_claims(gathered);
             }
             NonceMsg::Learn { claims, reply } => {
                 // Expired claims are held too: an expired signature is
@@ -379,7 +417,14 @@ mod tests {
         } else {
             NonceRole::Region { claims_out: exchange::claims_out(store).unwrap(), wake: Default::default() }
         };
-        NonceState { store: store.clone(), role, held: Held::default(), feed_cursor: 0, feed_dropped: 0 }
+        NonceState {
+            store: store.clone(),
+            role,
+            held: Held::default(),
+            feed_cursor: 0,
+            feed_dropped: 0,
+            claims: Gather::new(1),
+        }
     }
 
     #[test]
@@ -419,7 +464,7 @@ mod tests {
         region.hold(old.clone(), None, i64::MIN).unwrap();
         region.hold(live.clone(), None, i64::MIN).unwrap();
         // Claimed again once expired, a claim is kept until its new expiry.
-        assert_eq!(region.hold(vec![expiring(3, 4_500)], None, 4_000).unwrap(), 1);
+        assert_eq!(region.hold(vec![expiring(3, 4_500)], None, 4_000).unwrap(), [true]);
         assert_eq!(stored(&store).len(), old.len() + live.len() + 1);
         let now = UnixMs(4_000_000);
         assert!(!region.purge_step(now).unwrap(), "a region's purge is one step");
@@ -429,7 +474,7 @@ mod tests {
         let kept: Vec<i64> = stored(&store).iter().map(|(expires, _, _)| *expires).collect();
         assert_eq!(kept, [vec![4_500], vec![5_000; 10]].concat(), "the store forgot the same claims");
         // Still refused while valid, and after a restart.
-        assert_eq!(region.hold(vec![live[0].clone()], None, 4_000).unwrap(), 0);
+        assert_eq!(region.hold(vec![live[0].clone()], None, 4_000).unwrap(), [false]);
         let reloaded = load_claims(&store).unwrap();
         assert_eq!(reloaded.len(), live.len() + 1);
         assert_eq!(reloaded.get(&("k".into(), "n3".into())), Some(4_500));
@@ -470,7 +515,7 @@ mod tests {
             region
                 .hold(vec![Claimed { key_id: "k".into(), nonce: "n1".into(), expires_secs: 5_000 }], None, 4_000)
                 .unwrap(),
-            0
+            [false]
         );
     }
 
@@ -487,8 +532,8 @@ mod tests {
         let (mut eu, mut home, mut ap) = (state(&eu_store, false), state(&home_store, true), state(&ap_store, false));
         let now = 1_795_000_000;
 
-        assert_eq!(eu.hold(vec![claimed("n1")], None, now).unwrap(), 1, "eu serves n1");
-        assert_eq!(eu.hold(vec![claimed("n1")], None, now).unwrap(), 0, "a replay at eu is refused");
+        assert_eq!(eu.hold(vec![claimed("n1")], None, now).unwrap(), [true], "eu serves n1");
+        assert_eq!(eu.hold(vec![claimed("n1")], None, now).unwrap(), [false], "a replay at eu is refused");
         let outbox = exchange::claims_pending(&eu_store, 10).unwrap();
         assert_eq!(outbox.len(), 1, "the claim waits in eu's claims outbox");
         assert!(exchange::pending(&eu_store, 10).unwrap().is_empty(), "not in the report's outbox");
@@ -501,7 +546,65 @@ mod tests {
 
         ap.hold(page.iter().map(|e| e.claimed.clone()).collect(), Some(page[0].seq), i64::MIN).unwrap();
         assert_eq!(ap.feed_cursor, 1);
-        assert_eq!(ap.hold(vec![claimed("n1")], None, now).unwrap(), 0, "once learned, a replay at ap is refused");
+        assert_eq!(
+            ap.hold(vec![claimed("n1")], None, now).unwrap(),
+            [false],
+            "once learned, a replay at ap is refused"
+        );
         assert!(exchange::claims_pending(&ap_store, 10).unwrap().is_empty(), "what ap learned is not reported back");
+    }
+
+    /// Claims sent to the actor all at once, as concurrent requests do,
+    /// answered when the actor's queue is drained: `per_write` at most per
+    /// write. Answers each claim's answer and the writes the store made.
+    async fn claim_at_once(nonces: &[&str], per_write: usize) -> (Vec<bool>, u64) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let role = NonceRole::Home { feed: exchange::nonce_feed(&store).unwrap() };
+        let (actor, handle) =
+            Actor::spawn(None, NonceStore, NonceArgs { store: store.clone(), role, per_write }).await.unwrap();
+        let writes = store.writes();
+        // On this test's one thread, every claim is queued before the actor
+        // handles the first.
+        let answers: Vec<_> = nonces
+            .iter()
+            .map(|nonce| {
+                let (reply, answer) = ractor::concurrency::oneshot();
+                let claim = NonceMsg::Claim {
+                    key_id: "k".into(),
+                    nonce: (*nonce).into(),
+                    expires_secs: 2_000_000_000,
+                    now: UnixMs(1_795_000_000_000),
+                    reply: reply.into(),
+                };
+                actor.send_message(claim).unwrap();
+                answer
+            })
+            .collect();
+        let mut fresh = Vec::new();
+        for answer in answers {
+            fresh.push(answer.await.unwrap().unwrap());
+        }
+        let writes = store.writes() - writes;
+        actor.stop(None);
+        handle.await.unwrap();
+        (fresh, writes)
+    }
+
+    // rule: R5.36
+    #[tokio::test]
+    async fn claims_that_queue_together_are_written_together_and_a_replay_among_them_is_refused() {
+        let nonces: Vec<String> = (0..40).map(|n| format!("n{n}")).collect();
+        let mut asked: Vec<&str> = nonces.iter().map(String::as_str).collect();
+        asked.insert(20, "n3");
+        let (fresh, writes) = claim_at_once(&asked, 256).await;
+        assert_eq!(writes, 1, "forty-one claims, one write");
+        let refused: Vec<usize> = fresh.iter().enumerate().filter(|(_, f)| !**f).map(|(i, _)| i).collect();
+        assert_eq!(refused, [20], "the replayed n3 is refused, every other claim is new");
+        let (fresh, writes) = claim_at_once(&asked, 16).await;
+        assert_eq!(writes, 3, "at most sixteen a write");
+        assert_eq!(fresh.iter().filter(|f| !**f).count(), 1);
+        let (_, writes) = claim_at_once(&asked, 1).await;
+        assert_eq!(writes, 40, "one a write: the replay writes nothing");
     }
 }

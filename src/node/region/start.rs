@@ -23,7 +23,7 @@ use crate::actors::nonce_store::{NonceArgs, NonceMsg, NonceRole, NonceStore};
 use crate::actors::publisher::{Publisher, PublisherArgs, PublisherMsg};
 use crate::actors::push_worker::{PushWorker, PushWorkerArgs};
 use crate::actors::receipt_folder::{ReceiptFolder, ReceiptFolderArgs, ReceiptFolderMsg};
-use crate::actors::receipt_log::ReceiptLog;
+use crate::actors::receipt_log::{ReceiptLog, ReceiptLogArgs};
 use crate::actors::replicator::{ReplicationStatus, Replicator, ReplicatorArgs, ReplicatorMsg};
 use crate::actors::retention::{AtHome, Retention, RetentionArgs, RetentionMsg};
 use crate::actors::transparency_log::{TransparencyLog, TransparencyLogArgs, TransparencyLogMsg};
@@ -165,20 +165,21 @@ pub async fn start_over(config: NodeConfig, clock: SharedClock, store: Store) ->
         ),
     };
     let s = store.clone();
+    let per_write = config.answers_per_write;
     // Every second: a busy region expires a few thousand claims a second,
     // and forgetting a minute of them at once held every claim behind it.
     let purge_clock = clock.clone();
     let nonces = supervise(
         &sup,
         Spec::new("nonce_store", Stage::Ledgers, NonceStore, move || {
-            Ok(NonceArgs { store: s.clone(), role: nonce_role.clone() })
+            Ok(NonceArgs { store: s.clone(), role: nonce_role.clone(), per_write })
         })
         .tick(Duration::from_secs(1), move || NonceMsg::Purge { now: purge_clock.now() }),
     )
     .await?;
     let s = store.clone();
     let mut billing_spec = Spec::new("billing", Stage::Ledgers, Billing, move || {
-        Ok(BillingArgs { store: s.clone(), role: billing_role.clone() })
+        Ok(BillingArgs { store: s.clone(), role: billing_role.clone(), per_write })
     });
     if outbox.is_none() {
         let reclaim_clock = clock.clone();
@@ -187,8 +188,13 @@ pub async fn start_over(config: NodeConfig, clock: SharedClock, store: Store) ->
     }
     let billing = supervise(&sup, billing_spec).await?;
     let s = store.clone();
-    let receipts =
-        supervise(&sup, Spec::new("receipt_log", Stage::Receipts, ReceiptLog, move || Ok(s.clone()))).await?;
+    let receipts = supervise(
+        &sup,
+        Spec::new("receipt_log", Stage::Receipts, ReceiptLog, move || {
+            Ok(ReceiptLogArgs { store: s.clone(), per_write })
+        }),
+    )
+    .await?;
     let folder_args = {
         let (store, region, clock, outbox) = (store.clone(), config.region.clone(), clock.clone(), outbox.clone());
         move || {
