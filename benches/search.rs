@@ -30,7 +30,12 @@
 //! each answer's claim, receipt and usage written on its own
 //! (`answers_per_write` 1) and as many times with the node's group commit,
 //! alternated on the same index, and prints the store writes per answer of
-//! each run (issue 51).
+//! each run (issue 51). With `--apart-rounds R` it runs only the closed loop,
+//! `R` times over both ways: the load generator in the node's process sharing
+//! every core, against `svc loadgen` in a process of its own on half the
+//! cores with the node pinned to the other half, each beside its anchor (the
+//! same searches straight on the index, from as many threads as the node has
+//! cores).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -239,6 +244,142 @@ async fn compare_answers_per_write(mut node: Node, config: &NodeConfig, load: &L
     node.stop().await;
 }
 
+/// The judged searches straight on a node's index, as phase (d) runs them.
+struct Searches<'a> {
+    state: &'a Region,
+    group: &'a str,
+    judged: &'a [SearchQuery],
+}
+
+/// Sets which cores every thread of this process (the node, and the load
+/// generator when it runs here) may run on, such as `0` or `0-1`.
+fn pin_this_process(cores: &str) {
+    let pid = std::process::id().to_string();
+    let pinned = std::process::Command::new("taskset")
+        .args(["-a", "-p", "-c", cores, pid.as_str()])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(pinned, "taskset could not pin this process to cores {cores}");
+}
+
+/// Issue 51: the load generator's cost counted against the node, and not.
+/// Each round runs the closed loop from inside the node's process on every
+/// core, then from `svc loadgen` on the upper half of the cores with this
+/// process pinned to the lower half, each followed by its anchor: the same
+/// searches straight on the index from one thread per core the node had.
+async fn compare_loadgen_apart(
+    node: &Node,
+    searches: &Searches<'_>,
+    load: &Load,
+    (seed, mix): (u64, usize),
+    dir: &std::path::Path,
+    rounds: usize,
+) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(cores >= 2, "the load generator apart needs two cores or more");
+    let (all, node_cores, loadgen_cores) =
+        (format!("0-{}", cores - 1), format!("0-{}", cores / 2 - 1), format!("{}-{}", cores / 2, cores - 1));
+    let key_files: Vec<String> = load
+        .keys
+        .iter()
+        .enumerate()
+        .map(|(n, key)| {
+            let path = dir.join(format!("loadgen-key-{n}.json"));
+            svc_client::keyfile::write(&path, key).expect("a key file");
+            path.display().to_string()
+        })
+        .collect();
+    let svc = env!("CARGO_BIN_EXE_svc");
+    let mut runs: Vec<[f64; 6]> = Vec::new();
+    for round in 1..=rounds {
+        pin_this_process(&all);
+        let plan = Plan {
+            base_url: format!("http://{}", node.addr),
+            authority: searches.state.config.public_authority.clone(),
+            keys: load.keys.clone(),
+            connections: load.connections,
+            rate: None,
+            warmup: load.warmup,
+            duration: load.window,
+            queries: load.queries.clone(),
+            trust: svc_client::trust::Trust::system(),
+            connection_per_request: false,
+            sandbox_grant: true,
+        };
+        let inside = loadgen::run(plan).await.expect("load generator");
+        let (inside_direct, _) =
+            direct(searches.state, searches.group, searches.judged, cores, load.warmup, load.window);
+
+        pin_this_process(&node_cores);
+        let mut command = std::process::Command::new("taskset");
+        let numbers = [load.connections as u64, load.window.as_secs(), load.warmup.as_secs(), mix as u64, seed];
+        let [connections, seconds, warmup, queries, mix_seed] = numbers.map(|n| n.to_string());
+        command.args(["-c", loadgen_cores.as_str(), svc, "loadgen", "--sandbox-grant"]);
+        command.args(["--base-url".to_owned(), format!("http://{}", node.addr)]);
+        command.args(["--authority", searches.state.config.public_authority.as_str()]);
+        command.args(["--connections", connections.as_str(), "--seconds", seconds.as_str()]);
+        command.args(["--warmup", warmup.as_str(), "--queries", queries.as_str(), "--seed", mix_seed.as_str()]);
+        for file in &key_files {
+            command.args(["--key", file.as_str()]);
+        }
+        // Waited for off the node's workers, which serve it meanwhile.
+        let output = tokio::task::spawn_blocking(move || command.output()).await.unwrap().expect("svc loadgen runs");
+        assert!(output.status.success(), "svc loadgen: {}", String::from_utf8_lossy(&output.stderr));
+        let apart: Value = serde_json::from_slice(&output.stdout).expect("the load generator's report");
+        let (apart_direct, _) =
+            direct(searches.state, searches.group, searches.judged, cores / 2, load.warmup, load.window);
+        pin_this_process(&all);
+
+        let apart_rps = apart["requests_per_second"].as_f64().unwrap_or(f64::NAN);
+        let apart_p99 = apart["latency"]["p99_ms"].as_f64().unwrap_or(f64::NAN);
+        eprintln!(
+            "round {round}: inside {:>6.0}/s p99 {:>6.2} ms, direct on {cores} cores {inside_direct:>6.0}/s ({:.3}); \
+             apart {apart_rps:>6.0}/s p99 {apart_p99:>6.2} ms, direct on {} cores {apart_direct:>6.0}/s ({:.3}); statuses {} / {}",
+            inside.requests_per_second,
+            inside.latency.p99_ms,
+            inside.requests_per_second / inside_direct,
+            cores / 2,
+            apart_rps / apart_direct,
+            serde_json::to_string(&inside.statuses).unwrap_or_default(),
+            apart["statuses"],
+        );
+        runs.push([
+            inside.requests_per_second,
+            inside.latency.p99_ms,
+            inside_direct,
+            apart_rps,
+            apart_p99,
+            apart_direct,
+        ]);
+    }
+    let median = |column: usize| {
+        let mut xs: Vec<f64> = runs.iter().map(|r| r[column]).collect();
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    let ratio = |column: usize, anchor: usize| {
+        let mut xs: Vec<f64> = runs.iter().map(|r| r[column] / r[anchor]).collect();
+        xs.sort_by(f64::total_cmp);
+        xs[xs.len() / 2]
+    };
+    println!(
+        "search/loadgen_inside  req/s {:>7.0}   p99 {:>7.3} ms   direct {:>7.0}/s on {cores} cores   ratio {:.3}   (medians of {rounds})",
+        median(0),
+        median(1),
+        median(2),
+        ratio(0, 2)
+    );
+    println!(
+        "search/loadgen_apart   req/s {:>7.0}   p99 {:>7.3} ms   direct {:>7.0}/s on {} cores   ratio {:.3}   (medians of {rounds})",
+        median(3),
+        median(4),
+        median(5),
+        cores / 2,
+        ratio(3, 5)
+    );
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing
     // and expects a quick run, so the bench runs only when asked.
@@ -335,11 +476,19 @@ fn main() {
                 took.as_secs_f64() * 1e6 / f64::from(*runs)
             );
         }
+        let load = Load { keys: keys.clone(), queries: queries.clone(), connections, warmup, window };
         let write_rounds = arg("--write-rounds", 0) as usize;
         if write_rounds > 0 {
             drop(state);
-            let load = Load { keys: keys.clone(), queries: queries.clone(), connections, warmup, window };
             compare_answers_per_write(node, &config, &load, write_rounds).await;
+            return;
+        }
+        let apart_rounds = arg("--apart-rounds", 0) as usize;
+        if apart_rounds > 0 {
+            let searches = Searches { state: &state, group: &group, judged: &judged };
+            compare_loadgen_apart(&node, &searches, &load, (seed, mix), dir.path(), apart_rounds).await;
+            drop(state);
+            node.stop().await;
             return;
         }
         let plan = |rate: Option<f64>| Plan {
