@@ -595,11 +595,13 @@ fn cf_options(name: &str) -> Options {
         // Every answer writes a receipt of a few kilobytes: the bulk of what
         // a serving region writes. Its envelope is mostly base64, which LZ4
         // shrinks by a tenth at most, and compressing it was most of a
-        // flush's CPU. A smaller memtable makes each flush short: a flush
-        // takes a core from the workers for its length, and a long one
-        // stalled answers for tens of milliseconds.
+        // flush's CPU. A small memtable makes each flush short: a flush
+        // takes a core from the workers for its length, and each 16 MiB one
+        // (every 1.7 s at 2,000 answers a second) lined up with a slow
+        // quarter second; 4 MiB ones, four times as often, mostly do not
+        // (benches/README, issue 51).
         opts.set_compression_type(rocksdb::DBCompressionType::None);
-        opts.set_write_buffer_size(16 << 20);
+        opts.set_write_buffer_size(4 << 20);
         // Room for a flush that falls behind, before writes wait for it.
         opts.set_max_write_buffer_number(4);
     } else {
