@@ -346,8 +346,12 @@ impl BillingState {
         let mut batch = store.batch();
         let mut tally = Tally::new(&store);
         let mut settled = Vec::with_capacity(settlings.len());
+        // Every unit goes back first: a settlement that fails below fails
+        // them all, and none may stay held.
+        for (reservation, _) in &settlings {
+            self.release(reservation);
+        }
         for (reservation, event) in settlings {
-            self.release(&reservation);
             let Some(event) = event else {
                 settled.push(Settled::Released);
                 continue;
