@@ -183,6 +183,32 @@ struct Load {
     window: Duration,
 }
 
+impl Load {
+    /// The closed loop against `base_url` for `duration`, after `warmup`.
+    fn plan(&self, base_url: String, authority: &str, warmup: Duration, duration: Duration) -> Plan {
+        Plan {
+            base_url,
+            authority: authority.to_owned(),
+            keys: self.keys.clone(),
+            connections: self.connections,
+            rate: None,
+            warmup,
+            duration,
+            queries: self.queries.clone(),
+            trust: svc_client::trust::Trust::system(),
+            connection_per_request: false,
+            sandbox_grant: true,
+        }
+    }
+}
+
+/// The middle of `values` (the upper of the two middles of an even count).
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut values: Vec<f64> = values.collect();
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
 /// Issue 51, group commit: the closed loop with every answer written on its
 /// own against the node's gathering, alternated `rounds` times on the same
 /// directory (the node started again for each run), each run warmed up
@@ -197,18 +223,8 @@ async fn compare_answers_per_write(mut node: Node, config: &NodeConfig, load: &L
             config.answers_per_write = per_write;
             node = Node::start(config.clone(), Arc::new(SystemClock)).await.expect("node starts again");
             wait_indexed(&node.state).await;
-            let plan = |duration: Duration| Plan {
-                base_url: format!("http://{}", node.addr),
-                authority: config.public_authority.clone(),
-                keys: load.keys.clone(),
-                connections: load.connections,
-                rate: None,
-                warmup: Duration::ZERO,
-                duration,
-                queries: load.queries.clone(),
-                trust: svc_client::trust::Trust::system(),
-                connection_per_request: false,
-                sandbox_grant: true,
+            let plan = |duration| {
+                load.plan(format!("http://{}", node.addr), &config.public_authority, Duration::ZERO, duration)
             };
             loadgen::run(plan(load.warmup)).await.expect("load generator");
             let writes = node.state.store.writes();
@@ -222,14 +238,10 @@ async fn compare_answers_per_write(mut node: Node, config: &NodeConfig, load: &L
             runs.entry(per_write).or_default().push((report.requests_per_second, report.latency.p99_ms, per_answer));
         }
     }
-    let median = |mut xs: Vec<f64>| {
-        xs.sort_by(f64::total_cmp);
-        xs[xs.len() / 2]
-    };
     let medians: Vec<(usize, f64, f64, f64)> = runs
         .into_iter()
         .map(|(per_write, runs)| {
-            let column = |f: fn(&(f64, f64, f64)) -> f64| median(runs.iter().map(f).collect());
+            let column = |f: fn(&(f64, f64, f64)) -> f64| median(runs.iter().map(f));
             (per_write, column(|r| r.0), column(|r| r.1), column(|r| r.2))
         })
         .collect();
@@ -294,19 +306,8 @@ async fn compare_loadgen_apart(
     let mut runs: Vec<[f64; 6]> = Vec::new();
     for round in 1..=rounds {
         pin_this_process(&all);
-        let plan = Plan {
-            base_url: format!("http://{}", node.addr),
-            authority: searches.state.config.public_authority.clone(),
-            keys: load.keys.clone(),
-            connections: load.connections,
-            rate: None,
-            warmup: load.warmup,
-            duration: load.window,
-            queries: load.queries.clone(),
-            trust: svc_client::trust::Trust::system(),
-            connection_per_request: false,
-            sandbox_grant: true,
-        };
+        let authority = &searches.state.config.public_authority;
+        let plan = load.plan(format!("http://{}", node.addr), authority, load.warmup, load.window);
         let inside = loadgen::run(plan).await.expect("load generator");
         let (inside_direct, _) =
             direct(searches.state, searches.group, searches.judged, cores, load.warmup, load.window);
@@ -353,28 +354,20 @@ async fn compare_loadgen_apart(
             apart_direct,
         ]);
     }
-    let median = |column: usize| {
-        let mut xs: Vec<f64> = runs.iter().map(|r| r[column]).collect();
-        xs.sort_by(f64::total_cmp);
-        xs[xs.len() / 2]
-    };
-    let ratio = |column: usize, anchor: usize| {
-        let mut xs: Vec<f64> = runs.iter().map(|r| r[column] / r[anchor]).collect();
-        xs.sort_by(f64::total_cmp);
-        xs[xs.len() / 2]
-    };
+    let column = |n: usize| median(runs.iter().map(|r| r[n]));
+    let ratio = |n: usize, anchor: usize| median(runs.iter().map(|r| r[n] / r[anchor]));
     println!(
         "search/loadgen_inside  req/s {:>7.0}   p99 {:>7.3} ms   direct {:>7.0}/s on {cores} cores   ratio {:.3}   (medians of {rounds})",
-        median(0),
-        median(1),
-        median(2),
+        column(0),
+        column(1),
+        column(2),
         ratio(0, 2)
     );
     println!(
         "search/loadgen_apart   req/s {:>7.0}   p99 {:>7.3} ms   direct {:>7.0}/s on {} cores   ratio {:.3}   (medians of {rounds})",
-        median(3),
-        median(4),
-        median(5),
+        column(3),
+        column(4),
+        column(5),
         cores / 2,
         ratio(3, 5)
     );
