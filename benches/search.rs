@@ -202,6 +202,47 @@ impl Load {
     }
 }
 
+impl Load {
+    /// The keys written to files under `dir`, for `svc loadgen --key`.
+    fn key_files(&self, dir: &std::path::Path) -> Vec<String> {
+        let files = self.keys.iter().enumerate().map(|(n, key)| {
+            let path = dir.join(format!("loadgen-key-{n}.json"));
+            svc_client::keyfile::write(&path, key).expect("a key file");
+            path.display().to_string()
+        });
+        files.collect()
+    }
+
+    /// `svc loadgen` in a process of its own on `cores` against
+    /// `(base_url, authority)`, closed loop or at `rate`; its report.
+    async fn apart(
+        &self,
+        cores: &str,
+        (base_url, authority): (String, &str),
+        (seed, mix): (u64, usize),
+        key_files: &[String],
+        rate: Option<f64>,
+    ) -> Value {
+        let mut command = std::process::Command::new("taskset");
+        let numbers = [self.connections as u64, self.window.as_secs(), self.warmup.as_secs(), mix as u64, seed];
+        let [connections, seconds, warmup, queries, mix_seed] = numbers.map(|n| n.to_string());
+        command.args(["-c", cores, env!("CARGO_BIN_EXE_svc"), "loadgen", "--sandbox-grant"]);
+        command.args(["--base-url", base_url.as_str(), "--authority", authority]);
+        command.args(["--connections", connections.as_str(), "--seconds", seconds.as_str()]);
+        command.args(["--warmup", warmup.as_str(), "--queries", queries.as_str(), "--seed", mix_seed.as_str()]);
+        if let Some(rate) = rate {
+            command.args(["--rate".to_owned(), rate.to_string()]);
+        }
+        for file in key_files {
+            command.args(["--key", file.as_str()]);
+        }
+        // Waited for off the runtime's workers, which may be serving it.
+        let output = tokio::task::spawn_blocking(move || command.output()).await.unwrap().expect("svc loadgen runs");
+        assert!(output.status.success(), "svc loadgen: {}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice(&output.stdout).expect("the load generator's report")
+    }
+}
+
 /// The middle of `values` (the upper of the two middles of an even count).
 fn median(values: impl Iterator<Item = f64>) -> f64 {
     let mut values: Vec<f64> = values.collect();
@@ -292,42 +333,19 @@ async fn compare_loadgen_apart(
     assert!(cores >= 2, "the load generator apart needs two cores or more");
     let (all, node_cores, loadgen_cores) =
         (format!("0-{}", cores - 1), format!("0-{}", cores / 2 - 1), format!("{}-{}", cores / 2, cores - 1));
-    let key_files: Vec<String> = load
-        .keys
-        .iter()
-        .enumerate()
-        .map(|(n, key)| {
-            let path = dir.join(format!("loadgen-key-{n}.json"));
-            svc_client::keyfile::write(&path, key).expect("a key file");
-            path.display().to_string()
-        })
-        .collect();
-    let svc = env!("CARGO_BIN_EXE_svc");
+    let key_files = load.key_files(dir);
     let mut runs: Vec<[f64; 6]> = Vec::new();
+    let authority = &searches.state.config.public_authority;
     for round in 1..=rounds {
         pin_this_process(&all);
-        let authority = &searches.state.config.public_authority;
         let plan = load.plan(format!("http://{}", node.addr), authority, load.warmup, load.window);
         let inside = loadgen::run(plan).await.expect("load generator");
         let (inside_direct, _) =
             direct(searches.state, searches.group, searches.judged, cores, load.warmup, load.window);
 
         pin_this_process(&node_cores);
-        let mut command = std::process::Command::new("taskset");
-        let numbers = [load.connections as u64, load.window.as_secs(), load.warmup.as_secs(), mix as u64, seed];
-        let [connections, seconds, warmup, queries, mix_seed] = numbers.map(|n| n.to_string());
-        command.args(["-c", loadgen_cores.as_str(), svc, "loadgen", "--sandbox-grant"]);
-        command.args(["--base-url".to_owned(), format!("http://{}", node.addr)]);
-        command.args(["--authority", searches.state.config.public_authority.as_str()]);
-        command.args(["--connections", connections.as_str(), "--seconds", seconds.as_str()]);
-        command.args(["--warmup", warmup.as_str(), "--queries", queries.as_str(), "--seed", mix_seed.as_str()]);
-        for file in &key_files {
-            command.args(["--key", file.as_str()]);
-        }
-        // Waited for off the node's workers, which serve it meanwhile.
-        let output = tokio::task::spawn_blocking(move || command.output()).await.unwrap().expect("svc loadgen runs");
-        assert!(output.status.success(), "svc loadgen: {}", String::from_utf8_lossy(&output.stderr));
-        let apart: Value = serde_json::from_slice(&output.stdout).expect("the load generator's report");
+        let target = (format!("http://{}", node.addr), authority.as_str());
+        let apart = load.apart(&loadgen_cores, target, (seed, mix), &key_files, None).await;
         let (apart_direct, _) =
             direct(searches.state, searches.group, searches.judged, cores / 2, load.warmup, load.window);
         pin_this_process(&all);
@@ -371,6 +389,148 @@ async fn compare_loadgen_apart(
         cores / 2,
         ratio(3, 5)
     );
+}
+
+/// `VmRSS` of process `pid`, in MiB.
+fn resident_mib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// Whether `GET /readyz` at `addr` answers `200`.
+fn ready(addr: std::net::SocketAddr) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else { return false };
+    let asked = stream.write_all(b"GET /readyz HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n");
+    let mut head = [0u8; 12];
+    asked.is_ok() && stream.read_exact(&mut head).is_ok() && head.ends_with(b" 200")
+}
+
+/// A build of the node to run as a process: `--node LABEL=PATH` (this
+/// bench's own `svc` when none is named), with the environment given by
+/// each `--node-env LABEL=KEY=VALUE` (such as mimalloc's options).
+struct NodeBuild {
+    label: String,
+    binary: String,
+    env: Vec<(String, String)>,
+}
+
+fn node_builds() -> Vec<NodeBuild> {
+    let args: Vec<String> = std::env::args().collect();
+    let named = |flag: &str| {
+        let pairs = args.windows(2).filter(|w| w[0] == flag).filter_map(|w| w[1].split_once('='));
+        pairs.map(|(a, b)| (a.to_owned(), b.to_owned())).collect::<Vec<_>>()
+    };
+    let mut builds: Vec<NodeBuild> =
+        named("--node").into_iter().map(|(label, binary)| NodeBuild { label, binary, env: Vec::new() }).collect();
+    if builds.is_empty() {
+        let binary = env!("CARGO_BIN_EXE_svc").to_owned();
+        builds.push(NodeBuild { label: "this build".into(), binary, env: Vec::new() });
+    }
+    for (label, setting) in named("--node-env") {
+        let build = builds.iter_mut().find(|b| b.label == label).expect("--node-env names a --node label");
+        let (key, value) = setting.split_once('=').expect("--node-env LABEL=KEY=VALUE");
+        build.env.push((key.to_owned(), value.to_owned()));
+    }
+    builds
+}
+
+/// Issue 51, section 4: the node's own resident memory under load, the load
+/// generator in a process of its own. Each round starts each build as `svc
+/// node` on the seeded directory, pinned to the lower half of the cores,
+/// waits until it is ready, then runs the closed loop and `rate`/s from
+/// `svc loadgen` on the upper half, sampling the node's `VmRSS` every 100 ms.
+async fn compare_memory(
+    config: &NodeConfig,
+    load: &Load,
+    mix: (u64, usize),
+    rate: f64,
+    dir: &std::path::Path,
+    rounds: usize,
+) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(cores >= 2, "the node and the load generator apart need two cores or more");
+    let (node_cores, loadgen_cores) = (format!("0-{}", cores / 2 - 1), format!("{}-{}", cores / 2, cores - 1));
+    let key_files = load.key_files(dir);
+    let builds = node_builds();
+    // label → (at rest, most under load, closed-loop req/s, p99 at rate)
+    let mut runs: std::collections::BTreeMap<&str, Vec<[f64; 4]>> = Default::default();
+    for round in 1..=rounds {
+        for build in &builds {
+            let mut config = config.clone();
+            let free = || svc_node::config::port_to_keep(std::net::Ipv4Addr::LOCALHOST.into()).expect("a free port");
+            (config.listen, config.admin_listen, config.allow_plain_http) = (free(), free(), true);
+            let file = dir.join("memory-node.toml");
+            let mut written = toml::Table::try_from(&config).expect("the config as TOML");
+            // Left out at its default, so a build from before it was a
+            // setting (whose config refuses unknown fields) reads the file.
+            if config.store_memory_mib == svc_store::MemoryBudget::DEFAULT.total_bytes >> 20 {
+                written.remove("store_memory_mib");
+            }
+            std::fs::write(&file, written.to_string()).expect("config written");
+            let log_path = dir.join(format!("memory-node-{round}.log"));
+            let log = std::fs::File::create(&log_path).expect("a log file");
+            let mut child = std::process::Command::new("taskset")
+                .args(["-c", node_cores.as_str(), build.binary.as_str(), "node", "--config"])
+                .arg(&file)
+                .envs(build.env.iter().map(|(k, v)| (k, v)))
+                .stdout(std::process::Stdio::null())
+                .stderr(log)
+                .spawn()
+                .expect("svc node starts");
+            let started = Instant::now();
+            while !ready(config.listen) {
+                assert!(started.elapsed() < Duration::from_secs(180), "the node was not ready in 3 minutes");
+                if child.try_wait().expect("the node's status").is_some() {
+                    panic!("the node exited: {}", std::fs::read_to_string(&log_path).unwrap_or_default());
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let pid = child.id();
+            let at_rest = resident_mib(pid).unwrap_or(f64::NAN);
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let watcher = std::thread::spawn({
+                let stop = stop.clone();
+                move || {
+                    let mut most = 0f64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        most = most.max(resident_mib(pid).unwrap_or(0.0));
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    most
+                }
+            });
+            let target = || (format!("http://{}", config.listen), config.public_authority.as_str());
+            let closed = load.apart(&loadgen_cores, target(), mix, &key_files, None).await;
+            let at_rate = load.apart(&loadgen_cores, target(), mix, &key_files, Some(rate)).await;
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            let most = watcher.join().unwrap_or(f64::NAN);
+            let stopped = std::process::Command::new("kill").arg(pid.to_string()).status();
+            assert!(stopped.is_ok_and(|s| s.success()), "the node could not be stopped");
+            child.wait().expect("the node stops");
+            let closed_rps = closed["requests_per_second"].as_f64().unwrap_or(f64::NAN);
+            let rate_p99 = at_rate["latency"]["p99_ms"].as_f64().unwrap_or(f64::NAN);
+            eprintln!(
+                "round {round}, {}: resident {at_rest:.0} MiB at rest, {most:.0} MiB most under load; \
+                 closed loop {closed_rps:.0}/s, p99 at {rate}/s {rate_p99:.2} ms; statuses {} / {}",
+                build.label, closed["statuses"], at_rate["statuses"]
+            );
+            runs.entry(build.label.as_str()).or_default().push([at_rest, most, closed_rps, rate_p99]);
+        }
+    }
+    for (label, runs) in &runs {
+        let column = |n: usize| median(runs.iter().map(|r| r[n]));
+        println!(
+            "search/memory {label:<16} resident {:>5.0} MiB at rest  {:>5.0} MiB most under load   closed loop {:>6.0}/s   p99 at {rate}/s {:>6.2} ms   (medians of {rounds})",
+            column(0),
+            column(1),
+            column(2),
+            column(3)
+        );
+    }
 }
 
 fn main() {
@@ -474,6 +634,13 @@ fn main() {
         if write_rounds > 0 {
             drop(state);
             compare_answers_per_write(node, &config, &load, write_rounds).await;
+            return;
+        }
+        let memory_rounds = arg("--memory-rounds", 0) as usize;
+        if memory_rounds > 0 {
+            drop(state);
+            node.stop().await;
+            compare_memory(&config, &load, (seed, mix), rate, dir.path(), memory_rounds).await;
             return;
         }
         let apart_rounds = arg("--apart-rounds", 0) as usize;

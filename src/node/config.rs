@@ -84,6 +84,10 @@ pub struct NodeConfig {
     /// own.
     #[serde(default = "default_answers_per_write")]
     pub answers_per_write: usize,
+    /// The store's memory, in MiB: one cache for every table's blocks, with
+    /// the memtables (at most half of it) charged to it.
+    #[serde(default = "default_store_memory_mib")]
+    pub store_memory_mib: usize,
     /// How often home sequences the transparency log's waiting leaves and
     /// signs a checkpoint: hourly, as the spec says; shorter for tests.
     #[serde(default = "default_log_sequence_every_ms")]
@@ -623,6 +627,10 @@ fn default_answers_per_write() -> usize {
     256
 }
 
+fn default_store_memory_mib() -> usize {
+    svc_store::MemoryBudget::DEFAULT.total_bytes >> 20
+}
+
 /// The request rate and the per-minute query-cost budget of one retrieval
 /// key (retrieval 8: "numeric values not shown").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -717,6 +725,7 @@ impl NodeConfig {
             retrieval_limits: RetrievalLimits::default(),
             search_budget_ms: default_search_budget_ms(),
             answers_per_write: default_answers_per_write(),
+            store_memory_mib: default_store_memory_mib(),
             log_sequence_every_ms: default_log_sequence_every_ms(),
             retention_every_ms: default_retention_every_ms(),
             sandbox_republish_at: default_sandbox_republish_at(),

@@ -585,12 +585,40 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// build stores it (the entry, and each value it carries, versioned).
 pub type LegacyLogEntry = fn(&[u8]) -> StoreResult<Vec<u8>>;
 
-/// The memory all memtables share (RocksDB's write buffer manager).
-const MEMTABLES_BYTES: usize = 128 << 20;
+/// What the store may keep in memory: one LRU cache for the blocks of
+/// every column family, their indexes and filters included, with the
+/// memtables charged to it as they grow. Without it each of the
+/// seventy-odd families had its own 32 MiB block cache and index blocks
+/// held outside any cache, so the store's memory grew with the families
+/// read and the data on disk rather than with a figure an operator sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryBudget {
+    /// The cache's capacity: blocks and memtables together.
+    pub total_bytes: usize,
+}
 
-/// A column family's options.
-fn cf_options(name: &str) -> Options {
+impl MemoryBudget {
+    /// The default: 128 MiB.
+    pub const DEFAULT: MemoryBudget = MemoryBudget { total_bytes: 128 << 20 };
+
+    /// The memtables' share: half, so a write burst flushes before it
+    /// pushes every cached block out.
+    fn memtables_bytes(self) -> usize {
+        self.total_bytes / 2
+    }
+}
+
+/// A column family's options; its blocks go to the shared `cache`.
+fn cf_options(name: &str, cache: &rocksdb::Cache) -> Options {
     let mut opts = Options::default();
+    let mut table = rocksdb::BlockBasedOptions::default();
+    table.set_block_cache(cache);
+    // Index and filter blocks in the cache too (ahead of data blocks), so
+    // they count against the budget; level 0's stay pinned, being read by
+    // every lookup.
+    table.set_cache_index_and_filter_blocks(true);
+    table.set_cache_index_and_filter_blocks_with_high_priority(true);
+    table.set_pin_l0_filter_and_index_blocks_in_cache(true);
     if name == cf::RECEIPTS.name() {
         // Every answer writes a receipt of a few kilobytes: the bulk of what
         // a serving region writes. Its envelope is mostly base64, which LZ4
@@ -611,10 +639,9 @@ fn cf_options(name: &str) -> Options {
         // Every billed answer asks whether its (key id, nonce) was counted,
         // and a new answer's never was: a bloom filter answers that miss
         // from memory instead of reading a block of every level's file.
-        let mut table = rocksdb::BlockBasedOptions::default();
         table.set_bloom_filter(10.0, false);
-        opts.set_block_based_table_factory(&table);
     }
+    opts.set_block_based_table_factory(&table);
     opts
 }
 
@@ -678,6 +705,22 @@ pub struct Store {
     group: Arc<std::sync::OnceLock<Arc<dyn Consensus>>>,
     /// Writes to the database since it opened (`writes`).
     writes: Arc<std::sync::atomic::AtomicU64>,
+    /// The budget, the one block cache, and the memtables charged to it
+    /// (`memory`).
+    budget: MemoryBudget,
+    cache: rocksdb::Cache,
+    memtables: rocksdb::WriteBufferManager,
+}
+
+/// What the store holds in memory now (`Store::memory`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryUse {
+    /// The budget: the cache's capacity.
+    pub capacity_bytes: usize,
+    /// The cache's use: blocks, and the memtables charged to it.
+    pub cache_bytes: usize,
+    /// The memtables alone.
+    pub memtables_bytes: usize,
 }
 
 impl Store {
@@ -687,13 +730,13 @@ impl Store {
     /// version bytes is refused (`LegacyLog`): only `open_migrating`, with
     /// the replication module's rewrite (a node's start), migrates it.
     pub fn open(path: &Path) -> StoreResult<Store> {
-        Self::open_migrating(path, |_| Err(StoreError::LegacyLog))
+        Self::open_migrating(path, MemoryBudget::DEFAULT, |_| Err(StoreError::LegacyLog))
     }
 
     /// Opens a store; a replication log entry written before version bytes
     /// is rewritten by `legacy_log_entry`, which the replication module
     /// provides (only it knows an entry's shape).
-    pub fn open_migrating(path: &Path, legacy_log_entry: LegacyLogEntry) -> StoreResult<Store> {
+    pub fn open_migrating(path: &Path, memory: MemoryBudget, legacy_log_entry: LegacyLogEntry) -> StoreResult<Store> {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
@@ -707,18 +750,28 @@ impl Store {
         // point new writes reach, and a deleted record's bytes must leave
         // every file (`retention`).
         opts.set_avoid_unnecessary_blocking_io(true);
-        // Every memtable together at most this much, the largest flushed
-        // first: each of the seventy-odd column families may otherwise hold
-        // its own 64 MiB unflushed, and after seeding 100,000 products a node
-        // kept a gigabyte of WAL on disk and replayed it at each start.
-        opts.set_db_write_buffer_size(MEMTABLES_BYTES);
-        let cfs = cf::ALL.iter().map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name)));
+        // Every memtable together at most their share of the budget, the
+        // largest flushed first, and charged to the block cache: each of the
+        // seventy-odd column families may otherwise hold its own 64 MiB
+        // unflushed, and after seeding 100,000 products a node kept a
+        // gigabyte of WAL on disk and replayed it at each start.
+        let cache = rocksdb::Cache::new_lru_cache(memory.total_bytes);
+        let memtables = rocksdb::WriteBufferManager::new_write_buffer_manager_with_cache(
+            memory.memtables_bytes(),
+            false,
+            cache.clone(),
+        );
+        opts.set_write_buffer_manager(&memtables);
+        let cfs = cf::ALL.iter().map(|name| ColumnFamilyDescriptor::new(*name, cf_options(name, &cache)));
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
         let store = Store {
             db: Arc::new(db),
             bells: Arc::new(bells::Bells::new()),
             group: Default::default(),
             writes: Default::default(),
+            budget: memory,
+            cache,
+            memtables,
         };
         store.check_schema(legacy_log_entry)?;
         Ok(store)
@@ -1272,6 +1325,15 @@ impl Store {
         self.writes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// What the store holds in memory against its budget.
+    pub fn memory(&self) -> MemoryUse {
+        MemoryUse {
+            capacity_bytes: self.budget.total_bytes,
+            cache_bytes: self.cache.get_usage(),
+            memtables_bytes: self.memtables.get_usage(),
+        }
+    }
+
     fn count_write(&self) {
         self.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
@@ -1321,6 +1383,32 @@ mod tests {
         drop(store);
         let reopened = Store::open(dir.path()).unwrap();
         assert_eq!(reopened.get::<String>(cf::FRESHNESS, &be(2)).unwrap().as_deref(), Some("entry 2"));
+    }
+
+    #[test]
+    fn every_table_shares_one_cache_of_the_budget_and_the_memtables_count_against_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let budget = MemoryBudget { total_bytes: 16 << 20 };
+        let store = Store::open_migrating(dir.path(), budget, |_| Err(StoreError::LegacyLog)).unwrap();
+        // RocksDB's own view: each family's cache is the budget's (each had
+        // a 32 MiB cache of its own before).
+        for &name in cf::ALL {
+            let handle = store.db.cf_handle(name).unwrap();
+            let capacity = store.db.property_int_value_cf(&handle, "rocksdb.block-cache-capacity").unwrap();
+            assert_eq!(capacity, Some(16 << 20), "{name}");
+        }
+        let before = store.memory();
+        assert_eq!(before.capacity_bytes, 16 << 20);
+        let mut batch = store.batch();
+        for n in 0..1_000u64 {
+            batch.put(cf::FRESHNESS, &be(n), &"x".repeat(1_000));
+        }
+        batch.commit().unwrap();
+        let after = store.memory();
+        assert!(after.memtables_bytes >= 1_000_000, "{after:?}");
+        // Charged to the cache, in whole reservations.
+        assert!(after.cache_bytes >= after.memtables_bytes, "{after:?}");
+        assert!(after.memtables_bytes <= budget.total_bytes / 2, "{after:?}");
     }
 
     /// A group of one in a unit test: takes each batch's group writes, and

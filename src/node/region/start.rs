@@ -97,7 +97,8 @@ pub fn open_store(config: &NodeConfig) -> Result<Store, StartError> {
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|source| StartError::Io { path: config.data_dir.clone(), source })?;
     let db = config.data_dir.join("db");
-    Store::open_migrating(&db, crate::replication::legacy_log_entry)
+    let memory = svc_store::MemoryBudget { total_bytes: config.store_memory_mib.max(8) << 20 };
+    Store::open_migrating(&db, memory, crate::replication::legacy_log_entry)
         .map_err(|source| StartError::Store { path: db, source })
 }
 

@@ -892,7 +892,7 @@ mod tests {
             &[(crate::replication::REPLOG.name(), &be(1)[..], old(&entry(1)))],
         );
         assert!(matches!(Store::open(bare.path()), Err(svc_store::StoreError::LegacyLog)));
-        let store = Store::open_migrating(dir.path(), legacy_log_entry).unwrap();
+        let store = Store::open_migrating(dir.path(), svc_store::MemoryBudget::DEFAULT, legacy_log_entry).unwrap();
         let check = |store: &Store| {
             assert_eq!(
                 store.get::<svc_store::model::Block>(cf::BLOCKS, &svc_store::keys::block("b1", "g1")).unwrap(),

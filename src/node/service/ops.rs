@@ -109,6 +109,11 @@ where
         m.gauge("svc_nonce_store_size", none, nonces.held as f64);
         m.gauge("svc_nonce_feed_seq", none, nonces.feed_seq as f64);
     }
+    // The store's memory against its budget (`store_memory_mib`).
+    let memory = state.store().memory();
+    m.gauge("svc_store_memory_bytes", &[("part", "budget".to_owned())], memory.capacity_bytes as f64);
+    m.gauge("svc_store_memory_bytes", &[("part", "cache".to_owned())], memory.cache_bytes as f64);
+    m.gauge("svc_store_memory_bytes", &[("part", "memtables".to_owned())], memory.memtables_bytes as f64);
     let logged = crate::replication::last_seq(state.store()).unwrap_or(0);
     m.gauge("svc_replication_applied_seq", none, logged as f64);
     match state.replica() {
