@@ -26,6 +26,16 @@
 //! leader, whose every commit waits for a quorum); `--alone` runs the first
 //! only.
 //!
+//! With `--apart-rounds R` it runs only the lone home's lag, `R` times over
+//! both ways, alternated: the region in this process beside home, both on
+//! every core; then the region as `svc node` in a process of its own on the
+//! upper half of the cores, with this process (home, the publishing load,
+//! the sampler) pinned to the lower half. Apart, the region's times are the
+//! ones it logs as it applies a page and commits an index step (`at_ms`,
+//! the same wall clock as home's stamps), read from its log afterwards.
+//! Each `--eu LABEL=PATH` runs the apart region from that build of `svc`
+//! instead (several side by side; this bench's own by default).
+//!
 //! `cargo bench --bench replication -- --rate 1000 --batch 100 --seconds 30 --replays 500`
 
 use std::collections::BTreeMap;
@@ -44,6 +54,11 @@ use svc_http::sandbox::seed::{admin, ai_caller, keys_of, publish_request, regist
 use svc_node::actors::indexer::{IndexerMsg, indexed_seq};
 use svc_node::config::{NodeConfig, RegionCredential, ReplicationConfig, RetrievalLimits, Role};
 use svc_node::region::Region;
+
+#[path = "common/process.rs"]
+mod process;
+
+use process::{pin_this_process, readyz};
 
 const TOKEN: &str = "replication-bench-token-of-32-characters";
 
@@ -160,6 +175,12 @@ fn percentile(sorted: &[i64], p: f64) -> i64 {
 fn main() {
     let (rate, batch, seconds) = (arg("--rate", 1000), arg("--batch", 100).max(1), arg("--seconds", 30));
     let replays = arg("--replays", 500) as usize;
+    let apart_rounds = arg("--apart-rounds", 0) as usize;
+    if apart_rounds > 0 {
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        runtime.block_on(compare_apart((rate, batch, seconds), apart_rounds));
+        return;
+    }
     // A lone home, then (unless `--alone`) a group of three, in one run.
     let homes: &[u64] = if std::env::args().any(|a| a == "--alone") { &[1] } else { &[1, 3] };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
@@ -169,12 +190,131 @@ fn main() {
     }
 }
 
+/// The read region of a run: in this process, or `svc node` in its own.
+enum Eu {
+    Inside(Box<Node>),
+    Apart { child: std::process::Child, listen: std::net::SocketAddr, log: std::path::PathBuf },
+}
+
+impl Eu {
+    /// The region's applied and indexed sequences, as it answers them.
+    async fn sequences(&self) -> (u64, u64) {
+        match self {
+            Eu::Inside(eu) => {
+                let status = &eu.state.replica.as_ref().unwrap().status;
+                (status.applied.load(Ordering::Relaxed), indexed_seq(&eu.state.store).unwrap_or(0))
+            }
+            Eu::Apart { listen, .. } => {
+                let listen = *listen;
+                let body = tokio::task::spawn_blocking(move || readyz(listen)).await.unwrap().unwrap_or_default().1;
+                (body["applied_seq"].as_u64().unwrap_or(0), body["indexed_seq"].as_u64().unwrap_or(0))
+            }
+        }
+    }
+}
+
+/// When an apart region first held each entry and first answered with
+/// it, from the `at_ms` of the events it logged (`replicated page
+/// applied`, `index step committed`), counting from `first`.
+fn logged_times(log: &std::path::Path, first: u64) -> (BTreeMap<u64, i64>, BTreeMap<u64, i64>, u64) {
+    let (mut region, mut index, mut steps) = (FirstSeen::from(first), FirstSeen::from(first), 0);
+    for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
+        let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let fields = &event["fields"];
+        let (Some(seq), Some(at)) = (fields["applied_seq"].as_u64(), fields["at_ms"].as_i64()) else { continue };
+        match fields["message"].as_str() {
+            Some("replicated page applied") => region.saw(seq, at),
+            Some("index step committed") => {
+                index.saw(seq, at);
+                steps += 1;
+            }
+            _ => {}
+        }
+    }
+    (region.at, index.at, steps)
+}
+
+/// Issue 51, section 3: the lone home's lag with the region in this
+/// process and in its own on its own cores, alternated `rounds` times;
+/// prints each run, then the medians of stamp → searchable at the region.
+async fn compare_apart(load: (u64, u64, u64), rounds: usize) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(cores >= 2, "a region apart needs two cores or more");
+    let (all, home_cores, eu_cores) =
+        (format!("0-{}", cores - 1), format!("0-{}", cores / 2 - 1), format!("{}-{}", cores / 2, cores - 1));
+    let builds = process::node_builds("--eu");
+    let mut runs: BTreeMap<String, Vec<[i64; 5]>> = BTreeMap::new();
+    for round in 1..=rounds {
+        pin_this_process(&all);
+        println!("{}", json!({"round": round, "region": "inside"}));
+        runs.entry("inside".into()).or_default().push(run_with(1, load, 0, None).await);
+        for build in &builds {
+            pin_this_process(&home_cores);
+            let way = format!("apart, {}", build.label);
+            println!("{}", json!({"round": round, "region": way}));
+            runs.entry(way).or_default().push(run_with(1, load, 0, Some((&eu_cores, build))).await);
+        }
+    }
+    pin_this_process(&all);
+    for (way, runs) in &runs {
+        let median = |n: usize| {
+            let mut column: Vec<i64> = runs.iter().map(|r| r[n]).collect();
+            column.sort_unstable();
+            column[column.len() / 2]
+        };
+        println!(
+            "replication/region {way:<14} stamp → searchable at the region p50 {} ms  p99 {} ms   stamp → home's commit p99 {} ms   \
+             held at the region → searchable p50 {} ms  p99 {} ms   (medians of {rounds})",
+            median(0),
+            median(1),
+            median(2),
+            median(3),
+            median(4)
+        );
+    }
+}
+
 /// One run against a home of `members`: sustained publishing, then the
 /// replay windows; prints its figures.
-async fn run(members: u64, (rate, batch, seconds): (u64, u64, u64), replays: usize) {
+async fn run(members: u64, load: (u64, u64, u64), replays: usize) {
+    run_with(members, load, replays, None).await;
+}
+
+/// A run with the region in this process, or (`apart`: its cores) as `svc
+/// node` in its own, without the replay windows; answers stamp →
+/// searchable at the region p50 and p99, stamp → home's commit p99, and
+/// held at the region → searchable p50 and p99.
+async fn run_with(
+    members: u64,
+    (rate, batch, seconds): (u64, u64, u64),
+    replays: usize,
+    apart: Option<(&str, &process::NodeBuild)>,
+) -> [i64; 5] {
     let dir = tempfile::tempdir().unwrap();
     let home = Home::start(&dir.path().join("home"), members).await;
-    let eu = Node::start(config(dir.path(), "eu", Role::Read, Some(&home)), Arc::new(SystemClock)).await.unwrap();
+    let eu_config = config(dir.path(), "eu", Role::Read, Some(&home));
+    let eu = match apart {
+        None => Eu::Inside(Box::new(Node::start(eu_config, Arc::new(SystemClock)).await.unwrap())),
+        Some((cores, build)) => {
+            let mut eu_config = eu_config;
+            let free = || svc_node::config::port_to_keep(std::net::Ipv4Addr::LOCALHOST.into()).unwrap();
+            (eu_config.listen, eu_config.admin_listen, eu_config.allow_plain_http) = (free(), free(), true);
+            let file = dir.path().join("eu.toml");
+            std::fs::write(&file, toml::to_string(&eu_config).unwrap()).unwrap();
+            let log = dir.path().join("eu.log");
+            let child = std::process::Command::new("taskset")
+                .args(["-c", cores, build.binary.as_str(), "node", "--config"])
+                .arg(&file)
+                .envs(build.env.iter().map(|(k, v)| (k, v)))
+                .env("SVC_LOG", "info,svc_node::actors::replicator=debug,svc_node::actors::indexer=debug")
+                .env("SVC_LOG_FORMAT", "json")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .expect("svc node starts");
+            Eu::Apart { child, listen: eu_config.listen, log }
+        }
+    };
 
     let total = (rate * seconds) as usize;
     let sizes = Sizes::products_only(1, total);
@@ -187,9 +327,8 @@ async fn run(members: u64, (rate, batch, seconds): (u64, u64, u64), replays: usi
         ai_policy_version: shown["ai_policy_version"].as_u64().unwrap(),
     };
     let (key, _) = keys_of(&spec).unwrap();
-    let status = eu.state.replica.as_ref().unwrap().status.clone();
     let first = svc_node::replication::last_seq(&home.state.store).unwrap();
-    while status.applied.load(Ordering::Relaxed) < first {
+    while eu.sequences().await.1 < first {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 
@@ -199,24 +338,30 @@ async fn run(members: u64, (rate, batch, seconds): (u64, u64, u64), replays: usi
     // once every shard has committed and reloaded its readers). Its own
     // thread, so a busy runtime does not make it late.
     let stopped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Apart, only home is sampled here; the region's times are in its log.
     let sampler = {
-        let status = status.clone();
+        let region = match &eu {
+            Eu::Inside(eu) => Some((eu.state.replica.as_ref().unwrap().status.clone(), eu.state.store.clone())),
+            Eu::Apart { .. } => None,
+        };
         let home_store = home.state.store.clone();
-        let region_store = eu.state.store.clone();
-        let indexed = move || indexed_seq(&region_store).unwrap_or(0);
         let stopped = stopped.clone();
         std::thread::spawn(move || {
+            let sequences =
+                || region.as_ref().map(|(s, store)| (s.applied.load(Ordering::Relaxed), indexed_seq(store)));
             let mut home = FirstSeen::from(first);
-            let mut region = FirstSeen::from(status.applied.load(Ordering::Relaxed));
-            let mut index = FirstSeen::from(indexed().max(first));
+            let mut held = FirstSeen::from(sequences().map_or(first, |s| s.0));
+            let mut index = FirstSeen::from(sequences().map_or(first, |s| s.1.unwrap_or(0).max(first)));
             while !stopped.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(1));
                 let now = SystemClock.now().0;
                 home.saw(svc_node::replication::last_seq(&home_store).unwrap_or(0), now);
-                region.saw(status.applied.load(Ordering::Relaxed), now);
-                index.saw(indexed(), now);
+                if let Some((applied, indexed)) = sequences() {
+                    held.saw(applied, now);
+                    index.saw(indexed.unwrap_or(0), now);
+                }
             }
-            (home.at, region.at, index.at)
+            (home.at, held.at, index.at)
         })
     };
 
@@ -261,12 +406,22 @@ async fn run(members: u64, (rate, batch, seconds): (u64, u64, u64), replays: usi
     }
     let publishing = started.elapsed();
     let last = svc_node::replication::last_seq(&home.state.store).unwrap();
-    while status.applied.load(Ordering::Relaxed) < last || indexed_seq(&eu.state.store).unwrap_or(0) < last {
+    while eu.sequences().await < (last, last) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     tokio::time::sleep(Duration::from_millis(5)).await;
     stopped.store(true, Ordering::Relaxed);
-    let (at_home, at_region, at_index) = sampler.join().unwrap();
+    let (at_home, mut at_region, mut at_index) = sampler.join().unwrap();
+    let eu = match eu {
+        Eu::Apart { child, log, .. } => {
+            process::stop(child);
+            let steps;
+            (at_region, at_index, steps) = logged_times(&log, first);
+            println!("{}", json!({"region_indexer": {"steps": steps}}));
+            None
+        }
+        Eu::Inside(eu) => Some(eu),
+    };
 
     let entries = svc_node::replication::entries_after(&home.state.store, first, usize::MAX).unwrap();
     // Each lag from a stamp or from home's commit to when home, the
@@ -277,6 +432,12 @@ async fn run(members: u64, (rate, batch, seconds): (u64, u64, u64), replays: usi
         json!({"measured": lags.len(), "p50": percentile(&lags, 0.50), "p99": percentile(&lags, 0.99),
             "max": lags.last().copied().unwrap_or(0)})
     };
+    let searchable = lags_to(&at_index, &|e| Some(e.at.0));
+    let home_commit = lags_to(&at_home, &|e| Some(e.at.0));
+    // The region's own part: from holding an entry to answering with it.
+    let indexing = lags_to(&at_index, &|e| at_region.get(&e.seq).copied());
+    let figures = [&searchable["p50"], &searchable["p99"], &home_commit["p99"], &indexing["p50"], &indexing["p99"]]
+        .map(|v| v.as_i64().unwrap_or(0));
     println!(
         "{}",
         json!({
@@ -289,10 +450,15 @@ async fn run(members: u64, (rate, batch, seconds): (u64, u64, u64), replays: usi
             "entries": entries.len(),
             "lag_ms_from_home_commit": lags_to(&at_region, &|e| at_home.get(&e.seq).copied()),
             "lag_ms_from_entry_stamp": lags_to(&at_region, &|e| Some(e.at.0)),
-            "home_commit_ms_from_entry_stamp": lags_to(&at_home, &|e| Some(e.at.0)),
-            "searchable_at_region_ms_from_entry_stamp": lags_to(&at_index, &|e| Some(e.at.0)),
+            "home_commit_ms_from_entry_stamp": home_commit,
+            "searchable_at_region_ms_from_entry_stamp": searchable,
+            "searchable_at_region_ms_from_held_there": indexing,
         })
     );
+    let Some(eu) = eu else {
+        home.stop().await;
+        return figures;
+    };
     // Where the region's indexer spent its time: steps in all, and
     // waiting on the shards (documents added, committed, readers reloaded).
     if let Ok(indexer) = eu.state.indexer.call(IndexerMsg::Observe).await {
@@ -302,13 +468,16 @@ async fn run(members: u64, (rate, batch, seconds): (u64, u64, u64), replays: usi
                 "shard_ms_mean": indexer.shard_micros / indexer.steps.max(1) / 1000}})
         );
     }
-    let (eu_to_home, home_to_eu) = replay_windows(&home, &eu, replays).await;
-    println!(
-        "{}",
-        json!({"replay_window": {"served_at_eu_replayed_at_home": eu_to_home, "served_at_home_replayed_at_eu": home_to_eu}})
-    );
+    if replays > 0 {
+        let (eu_to_home, home_to_eu) = replay_windows(&home, &eu, replays).await;
+        println!(
+            "{}",
+            json!({"replay_window": {"served_at_eu_replayed_at_home": eu_to_home, "served_at_home_replayed_at_eu": home_to_eu}})
+        );
+    }
     eu.stop().await;
     home.stop().await;
+    figures
 }
 
 /// Where home's nonce feed holds each nonce it has seen, read on from the

@@ -52,8 +52,11 @@ use svc_node::config::{NodeConfig, RetrievalLimits};
 use svc_node::region::Region;
 
 mod common;
+#[path = "common/process.rs"]
+mod process;
 
 use common::{retrieval_keys, wait_indexed};
+use process::{node_builds, pin_this_process, readyz};
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
@@ -304,18 +307,6 @@ struct Searches<'a> {
     judged: &'a [SearchQuery],
 }
 
-/// Sets which cores every thread of this process (the node, and the load
-/// generator when it runs here) may run on, such as `0` or `0-1`.
-fn pin_this_process(cores: &str) {
-    let pid = std::process::id().to_string();
-    let pinned = std::process::Command::new("taskset")
-        .args(["-a", "-p", "-c", cores, pid.as_str()])
-        .stdout(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(pinned, "taskset could not pin this process to cores {cores}");
-}
-
 /// Issue 51: the load generator's cost counted against the node, and not.
 /// Each round runs the closed loop from inside the node's process on every
 /// core, then from `svc loadgen` on the upper half of the cores with this
@@ -399,44 +390,6 @@ fn resident_mib(pid: u32) -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-/// Whether `GET /readyz` at `addr` answers `200`.
-fn ready(addr: std::net::SocketAddr) -> bool {
-    use std::io::{Read, Write};
-    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else { return false };
-    let asked = stream.write_all(b"GET /readyz HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n");
-    let mut head = [0u8; 12];
-    asked.is_ok() && stream.read_exact(&mut head).is_ok() && head.ends_with(b" 200")
-}
-
-/// A build of the node to run as a process: `--node LABEL=PATH` (this
-/// bench's own `svc` when none is named), with the environment given by
-/// each `--node-env LABEL=KEY=VALUE` (such as mimalloc's options).
-struct NodeBuild {
-    label: String,
-    binary: String,
-    env: Vec<(String, String)>,
-}
-
-fn node_builds() -> Vec<NodeBuild> {
-    let args: Vec<String> = std::env::args().collect();
-    let named = |flag: &str| {
-        let pairs = args.windows(2).filter(|w| w[0] == flag).filter_map(|w| w[1].split_once('='));
-        pairs.map(|(a, b)| (a.to_owned(), b.to_owned())).collect::<Vec<_>>()
-    };
-    let mut builds: Vec<NodeBuild> =
-        named("--node").into_iter().map(|(label, binary)| NodeBuild { label, binary, env: Vec::new() }).collect();
-    if builds.is_empty() {
-        let binary = env!("CARGO_BIN_EXE_svc").to_owned();
-        builds.push(NodeBuild { label: "this build".into(), binary, env: Vec::new() });
-    }
-    for (label, setting) in named("--node-env") {
-        let build = builds.iter_mut().find(|b| b.label == label).expect("--node-env names a --node label");
-        let (key, value) = setting.split_once('=').expect("--node-env LABEL=KEY=VALUE");
-        build.env.push((key.to_owned(), value.to_owned()));
-    }
-    builds
-}
-
 /// Issue 51, section 4: the node's own resident memory under load, the load
 /// generator in a process of its own. Each round starts each build as `svc
 /// node` on the seeded directory, pinned to the lower half of the cores,
@@ -454,7 +407,7 @@ async fn compare_memory(
     assert!(cores >= 2, "the node and the load generator apart need two cores or more");
     let (node_cores, loadgen_cores) = (format!("0-{}", cores / 2 - 1), format!("{}-{}", cores / 2, cores - 1));
     let key_files = load.key_files(dir);
-    let builds = node_builds();
+    let builds = node_builds("--node");
     // label → (at rest, most under load, closed-loop req/s, p99 at rate)
     let mut runs: std::collections::BTreeMap<&str, Vec<[f64; 4]>> = Default::default();
     for round in 1..=rounds {
@@ -481,7 +434,7 @@ async fn compare_memory(
                 .spawn()
                 .expect("svc node starts");
             let started = Instant::now();
-            while !ready(config.listen) {
+            while !readyz(config.listen).is_some_and(|(ready, _)| ready) {
                 assert!(started.elapsed() < Duration::from_secs(180), "the node was not ready in 3 minutes");
                 if child.try_wait().expect("the node's status").is_some() {
                     panic!("the node exited: {}", std::fs::read_to_string(&log_path).unwrap_or_default());
@@ -508,9 +461,7 @@ async fn compare_memory(
             let at_rate = load.apart(&loadgen_cores, target(), mix, &key_files, Some(rate)).await;
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             let most = watcher.join().unwrap_or(f64::NAN);
-            let stopped = std::process::Command::new("kill").arg(pid.to_string()).status();
-            assert!(stopped.is_ok_and(|s| s.success()), "the node could not be stopped");
-            child.wait().expect("the node stops");
+            process::stop(child);
             let closed_rps = closed["requests_per_second"].as_f64().unwrap_or(f64::NAN);
             let rate_p99 = at_rate["latency"]["p99_ms"].as_f64().unwrap_or(f64::NAN);
             eprintln!(

@@ -133,6 +133,10 @@ impl Replicator {
             .map_err(ActorError::from)?;
         args.status.applied.store(applied.last, Ordering::Relaxed);
         args.status.head.store(head.max(applied.last), Ordering::Relaxed);
+        if applied.last > after {
+            // When each page is held here (the replication bench reads these).
+            tracing::debug!(applied_seq = applied.last, at_ms = args.clock.now().0, "replicated page applied");
+        }
         if let Some(reason) = applied.refused {
             args.status.refused.fetch_add(1, Ordering::Relaxed);
             return Err(ActorError::Failed(format!("refused from {}: {reason}", applied.last + 1)));

@@ -394,7 +394,10 @@ async fn start_indexing(
         sup,
         Spec::new("indexer", Stage::Indexer, Indexer, indexer_args)
             .period(LONG_WORK)
-            .tick(Duration::from_millis(5), || IndexerMsg::Tick),
+            // Woken by each write to the log (`indexer::ring_on_log_writes`);
+            // the tick only backs that up, and applies a certificate status
+            // that takes effect later.
+            .tick(Duration::from_millis(100), || IndexerMsg::Tick),
     )
     .await?;
     Ok(Indexing { index, indexer, shards })
