@@ -171,19 +171,29 @@ impl GroupNode {
     }
 
     /// Stops the region (when leading), the standby, the group listener
-    /// and the member.
+    /// and the member. Each part has `STOP_WAIT` to stop; one that has
+    /// not is named in the log and left behind, so a stop always ends.
     pub async fn stop(self) {
         let _ = self.shutdown.send(true);
         for task in self.tasks {
-            let _ = task.await;
+            if tokio::time::timeout(STOP_WAIT, task).await.is_err() {
+                tracing::error!("a task of this member (its roles or its group listener) did not stop in time");
+            }
         }
-        if let Some(node) = self.leading.lock().await.take() {
-            node.stop().await;
+        if let Some(node) = self.leading.lock().await.take()
+            && tokio::time::timeout(STOP_WAIT, node.stop()).await.is_err()
+        {
+            tracing::error!("this member's region did not stop in time");
         }
         let member = self.member.clone();
-        let _ = tokio::task::spawn_blocking(move || member.stop()).await;
+        if tokio::time::timeout(STOP_WAIT, tokio::task::spawn_blocking(move || member.stop())).await.is_err() {
+            tracing::error!("this member's Raft did not stop in time");
+        }
     }
 }
+
+/// How long a stop waits for each part of a member.
+const STOP_WAIT: Duration = Duration::from_secs(30);
 
 fn start_error(why: &str) -> NodeError {
     NodeError::Start(svc_node::region::StartError::Config(why.to_owned()))
