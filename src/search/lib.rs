@@ -1,6 +1,7 @@
 //! Search over what the replication log delivered: `doc` turns a signed row
 //! into an index document, `schema` lays it out in tantivy, `shard` holds
-//! one shard's writer and reader and translates a judged query, `plan` and
+//! one shard's writer and reader and translates a judged query (`merges`:
+//! the writer's merge policy, which leaves fresh segments alone), `plan` and
 //! `collect` answer it segment by segment, and `index` runs a search over
 //! every shard of a collection. `text` folds and stems words the same way
 //! for records and queries; `held` is the record ids a search is held to
@@ -13,6 +14,7 @@ mod error;
 mod filter;
 mod held;
 pub mod index;
+mod merges;
 mod orders;
 mod plan;
 mod schema;

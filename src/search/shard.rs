@@ -51,6 +51,7 @@ impl ShardOpener {
                 .memory_budget_per_thread(32_000_000)
                 .build(),
         )?;
+        writer.set_merge_policy(Box::new(super::merges::SettledFirst::default()));
         let (reader, fields, ledger) = (self.reader.clone(), self.fields.clone(), self.ledger.clone());
         Ok(ShardWriter { writer, reader, fields, ledger })
     }
