@@ -105,23 +105,24 @@ fn direct(
     (latencies.len() as f64 / window.as_secs_f64(), summarize(latencies))
 }
 
-/// A `kB` field of `/proc/self/status` (`VmRSS`), in MiB.
-fn status_mib(field: &str) -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
+/// The resident memory (`VmRSS`) of `process` (a pid, or `self`), in MiB.
+fn resident_mib(process: &str) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{process}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)
 }
 
-/// The highest resident memory seen every 100 ms until the answer is dropped.
-fn watch_resident() -> impl FnOnce() -> f64 {
+/// The highest resident memory of `process` seen every 100 ms until the
+/// answer is called.
+fn watch_resident(process: String) -> impl FnOnce() -> f64 {
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watcher = std::thread::spawn({
         let stop = stop.clone();
         move || {
             let mut most = 0f64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                most = most.max(status_mib("VmRSS:").unwrap_or(0.0));
+                most = most.max(resident_mib(&process).unwrap_or(0.0));
                 std::thread::sleep(Duration::from_millis(100));
             }
             most
@@ -382,14 +383,6 @@ async fn compare_loadgen_apart(
     );
 }
 
-/// `VmRSS` of process `pid`, in MiB.
-fn resident_mib(pid: u32) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
-}
-
 /// Issue 51, section 4: the node's own resident memory under load, the load
 /// generator in a process of its own. Each round starts each build as `svc
 /// node` on the seeded directory, pinned to the lower half of the cores,
@@ -442,25 +435,13 @@ async fn compare_memory(
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             tokio::time::sleep(Duration::from_secs(2)).await;
-            let pid = child.id();
-            let at_rest = resident_mib(pid).unwrap_or(f64::NAN);
-            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let watcher = std::thread::spawn({
-                let stop = stop.clone();
-                move || {
-                    let mut most = 0f64;
-                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        most = most.max(resident_mib(pid).unwrap_or(0.0));
-                        std::thread::sleep(Duration::from_millis(100));
-                    }
-                    most
-                }
-            });
+            let pid = child.id().to_string();
+            let at_rest = resident_mib(&pid).unwrap_or(f64::NAN);
+            let resident = watch_resident(pid);
             let target = || (format!("http://{}", config.listen), config.public_authority.as_str());
             let closed = load.apart(&loadgen_cores, target(), mix, &key_files, None).await;
             let at_rate = load.apart(&loadgen_cores, target(), mix, &key_files, Some(rate)).await;
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            let most = watcher.join().unwrap_or(f64::NAN);
+            let most = resident();
             process::stop(child);
             let closed_rps = closed["requests_per_second"].as_f64().unwrap_or(f64::NAN);
             let rate_p99 = at_rate["latency"]["p99_ms"].as_f64().unwrap_or(f64::NAN);
@@ -542,7 +523,7 @@ fn main() {
         }
         eprintln!("index: {segments} product segments over {shards} shard(s)");
         drop(corpus);
-        let resident_at_rest = status_mib("VmRSS:");
+        let resident_at_rest = resident_mib("self");
 
         let queries: Vec<Query> = loadgen::product_mix(seed, mix);
         let judged: Vec<SearchQuery> = queries
@@ -616,7 +597,7 @@ fn main() {
             sandbox_grant: true,
         };
         eprintln!("(a) HTTP: {connections} connections, {} s warm-up, {} s", warmup.as_secs(), window.as_secs());
-        let resident = watch_resident();
+        let resident = watch_resident("self".into());
         let started = (cpu_seconds(), Instant::now());
         let http = loadgen::run(plan(None)).await.expect("load generator");
         let http_cores = cores_since(started);
