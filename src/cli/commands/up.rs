@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::CliError;
 use svc_clock::SystemClock;
-use svc_http::front_door::{FrontDoor, FrontDoorConfig, Route};
+use svc_http::front_door::{FrontDoor, FrontDoorConfig, Health, Route};
 use svc_http::group_node::GroupNode;
 use svc_http::node::Node;
 use svc_node::config::{
@@ -325,6 +325,8 @@ pub struct Addresses {
 /// How long `svc up` waits for home's group to elect a leader that brought
 /// its region up.
 const LEADER_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long `svc up` waits, after seeding, for every region to catch up.
+const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Up {
     /// Starts home (its members, when a group), then the read regions
@@ -424,6 +426,27 @@ impl Up {
         Err(CliError::Usage(format!("no member of home's group led within {} s", LEADER_WAIT.as_secs())))
     }
 
+    /// Waits until the door sees every region ready (home's leader among a
+    /// group's members), so the tour's first request finds each region
+    /// caught up with the seeded corpus rather than whichever answered
+    /// first. False when `wait` passes first.
+    pub async fn ready(&self, wait: std::time::Duration) -> bool {
+        let started = svc_clock::monotonic();
+        loop {
+            let table = self.door.table();
+            let every = table.iter().all(|row| {
+                table.iter().any(|other| other.route.region == row.route.region && other.health == Health::Ready)
+            });
+            if every {
+                return true;
+            }
+            if started.elapsed() >= wait {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// Stops the door first, so no new request reaches a stopping region,
     /// then the read regions, then home.
     pub async fn stop(self) {
@@ -468,6 +491,12 @@ pub fn run(plan: Plan) -> Result<(), CliError> {
             })
             .collect();
         drop(home);
+        if !up.ready(READY_WAIT).await {
+            println!(
+                "  (not every region was ready within {} s: the door sends requests to those that are)",
+                READY_WAIT.as_secs()
+            );
+        }
         print_tour(&plan, &up, seeded.businesses.first().map(|b| b.0.as_str()), &campaigns);
         stopped.await;
         up.stop().await;
