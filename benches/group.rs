@@ -9,9 +9,11 @@
 //!
 //! `cargo bench --bench group -- --writes 400 --bytes 65536`
 
+// Linked for its allocator: the bench allocates with mimalloc, as `svc node` does.
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use svc as _;
 
 use openraft::{BasicNode, ServerState};
 use svc_client::trust::Trust;

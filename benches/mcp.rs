@@ -13,8 +13,10 @@
 //!
 //! `cargo bench --bench mcp -- --connections 8 --seconds 5 --rounds 3`
 
+// Linked for its allocator: the bench allocates with mimalloc, as `svc node` does.
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use svc as _;
 
 use serde_json::{Value, json};
 use svc_client::retrieval::RetrievalClient;

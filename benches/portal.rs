@@ -18,9 +18,11 @@
 //!
 //! `cargo bench --bench portal -- --connections 8 --seconds 5 --rounds 3`
 
+// Linked for its allocator: the bench allocates with mimalloc, as `svc node` does.
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use svc as _;
 
 use axum::body::Body;
 use axum::http::Request;

@@ -38,10 +38,12 @@
 //!
 //! `cargo bench --bench replication -- --rate 1000 --batch 100 --seconds 30 --replays 500`
 
+// Linked for its allocator: the bench allocates with mimalloc, as `svc node` does.
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+use svc as _;
 
 use serde_json::json;
 use svc_client::retrieval::RetrievalClient;

@@ -267,6 +267,27 @@ pub struct Engine {
     /// validated again: 100,000 parsed records would not be kept in memory),
     /// and forgotten when the registry changes, since validation reads it.
     staged: Option<(String, Vec<Option<ValidRecord>>)>,
+    /// The chunk prepared last, its records being signed on rayon while
+    /// the publisher prepares the next one; written by the next chunk's
+    /// commit, or by whatever step comes first.
+    signing: Option<Signing>,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // A stop is not a crash: the chunk being signed is written first.
+        if let Err(e) = self.settle_writes() {
+            tracing::warn!(error = %e, "the last chunk was not written; its push resumes from the one before");
+        }
+    }
+}
+
+/// A chunk whose every write is built but its versions, which rayon signs.
+struct Signing {
+    push_id: String,
+    change: Change,
+    now: UnixMs,
+    versions: std::sync::mpsc::Receiver<Vec<Result<RecordVersion, EngineError>>>,
 }
 
 #[derive(Default)]
@@ -278,15 +299,47 @@ struct InFlight {
 impl Engine {
     pub fn new(log: LogWriter, keys: Arc<ServiceKeys>, directory: crate::key_set::directory::Scope) -> Self {
         let registry = Registry::new(log.store().clone());
-        Engine { log, registry, keys, directory, trees: HashMap::new(), in_flight: InFlight::default(), staged: None }
+        Engine {
+            log,
+            registry,
+            keys,
+            directory,
+            trees: HashMap::new(),
+            in_flight: InFlight::default(),
+            staged: None,
+            signing: None,
+        }
     }
 
-    /// Waits until every chunk commit is on disk. Every step but a chunk
-    /// commit starts here, so it reads the store as the last chunk left it.
-    pub fn settle_writes(&mut self) -> StoreResult<()> {
+    /// Writes the chunk being signed, then waits until every chunk commit is
+    /// on disk. Every step but a chunk commit starts here, so it reads the
+    /// store as the last chunk left it.
+    pub fn settle_writes(&mut self) -> Result<(), EngineError> {
+        let signing = self.signing.take();
+        let written = self.write_signed(signing);
         let drained = self.log.drain();
         self.in_flight = InFlight::default();
-        drained
+        written?;
+        Ok(drained?)
+    }
+
+    /// Hands a signed chunk's write to the log (pipelined: its disk wait
+    /// overlaps what comes next), once rayon has signed its versions.
+    fn write_signed(&mut self, signing: Option<Signing>) -> Result<(), EngineError> {
+        let Some(Signing { push_id, mut change, now, versions }) = signing else { return Ok(()) };
+        let signed = versions
+            .recv()
+            .map_err(|_| EngineError::Invalid(format!("the signing of a chunk of {push_id} stopped")))?;
+        for version in signed {
+            let version = version?;
+            if crate::sabotage::on(crate::sabotage::Sabotage::LostVersions) && lost_version() {
+                continue;
+            }
+            change.put(cf::VERSIONS, &keys::version(&version.record_id, version.generation), &version);
+        }
+        self.log.commit_pipelined(change, now)?;
+        crate::faults::crash_point(crate::faults::CrashPoint::ChunkWritten);
+        Ok(())
     }
 
     pub fn registry(&self) -> &Registry {
@@ -298,10 +351,10 @@ impl Engine {
     }
 
     /// Commits an operator's change to the registry (it replicates).
-    pub fn apply(&mut self, change: Change, now: UnixMs) -> StoreResult<Option<u64>> {
+    pub fn apply(&mut self, change: Change, now: UnixMs) -> Result<Option<u64>, EngineError> {
         self.settle_writes()?;
         self.staged = None;
-        self.log.commit(change, now)
+        Ok(self.log.commit(change, now)?)
     }
 
     /// Applies `edit` to the key set's register and commits it, signed
@@ -312,7 +365,7 @@ impl Engine {
         now: UnixMs,
         edit: impl FnOnce(&mut Vec<svc_core::keyset::KeyEntry>) -> Result<bool, svc_core::Reason>,
         also: impl FnOnce(&mut Change),
-    ) -> StoreResult<Result<(), svc_core::Reason>> {
+    ) -> Result<Result<(), svc_core::Reason>, EngineError> {
         self.settle_writes()?;
         self.staged = None;
         match crate::key_set::register::amend(self.log.store(), &self.keys, now, edit)? {
@@ -327,18 +380,18 @@ impl Engine {
     }
 
     /// Signs the key directory again when the companies it lists changed.
-    pub fn renew_key_directory(&mut self, now: UnixMs) -> StoreResult<bool> {
+    pub fn renew_key_directory(&mut self, now: UnixMs) -> Result<bool, EngineError> {
         self.settle_writes()?;
         let companies = crate::key_set::directory::companies(&self.registry, &self.directory, now)?;
         match crate::key_set::directory::renewal(self.log.store(), &self.keys, companies, now)? {
-            Some(change) => self.log.commit(change, now).map(|_| true),
+            Some(change) => Ok(self.log.commit(change, now).map(|_| true)?),
             None => Ok(false),
         }
     }
 
     /// Registers home's own keys (all but receipt keys, which are certified
     /// like any region's) in the key set, the first time.
-    pub fn found_key_set(&mut self, valid_from: UnixMs, now: UnixMs) -> StoreResult<()> {
+    pub fn found_key_set(&mut self, valid_from: UnixMs, now: UnixMs) -> Result<(), EngineError> {
         let own = self.keys.entries(valid_from);
         let founding = |entries: &mut Vec<svc_core::keyset::KeyEntry>| {
             let missing: Vec<_> = own.into_iter().filter(|e| !entries.iter().any(|k| k.kid == e.kid)).collect();
@@ -355,7 +408,7 @@ impl Engine {
         region: &str,
         key: &svc_core::keys::VerifyingKey,
         now: UnixMs,
-    ) -> StoreResult<()> {
+    ) -> Result<(), EngineError> {
         let certify = |entries: &mut Vec<_>| Ok(svc_core::keyset::certify_receipt_key(entries, key, region, now));
         self.amend_key_set(now, certify, |_| {}).map(|_| ())
     }
@@ -367,7 +420,7 @@ impl Engine {
         &mut self,
         purpose: svc_core::keyset::Purpose,
         now: UnixMs,
-    ) -> StoreResult<Option<Vec<String>>> {
+    ) -> Result<Option<Vec<String>>, EngineError> {
         let Some(successor) = self.keys.draw_successor(purpose, now) else {
             return Ok(None);
         };
@@ -399,7 +452,7 @@ impl Engine {
         valid_until: Option<UnixMs>,
         compromised_at: Option<UnixMs>,
         now: UnixMs,
-    ) -> StoreResult<Result<(), svc_core::Reason>> {
+    ) -> Result<Result<(), svc_core::Reason>, EngineError> {
         self.amend_key_set(now, |entries| svc_core::keyset::end_key(entries, kid, valid_until, compromised_at), |_| {})
     }
 
@@ -672,8 +725,19 @@ impl Engine {
         flagged: &BTreeMap<u64, Vec<(String, String, String)>>,
         now: UnixMs,
     ) -> Result<PushRecord, EngineError> {
+        // Another push's chunk still being signed is written first.
+        if self.signing.as_ref().is_some_and(|s| s.push_id != push_id) {
+            self.settle_writes()?;
+        }
+        // The chunk two back is on disk before this one reads the store;
+        // the one before, still being signed, is read from `in_flight`.
+        if let Err(e) = self.log.drain() {
+            self.signing = None;
+            self.in_flight = InFlight::default();
+            return Err(e.into());
+        }
         let store = self.log.store().clone();
-        // The chunk before may still be on its way to disk: read what it wrote.
+        // The chunk before may still be being signed: read what it will write.
         let in_flight = self.in_flight.pushes.remove(push_id);
         let mut push = match in_flight {
             Some(push) => push,
@@ -802,28 +866,34 @@ impl Engine {
             push.counts[count_index(outcome)] += 1;
             change.put(cf::PUSH_LEAVES, &k, &leaf);
         }
-        let signed: Vec<Result<RecordVersion, EngineError>> = to_sign
-            .into_par_iter()
-            .map(|(record, seal_json, sidecar)| {
-                sign_version(&self.keys, &record, &ctx.business, seal_json, &sidecar, push_id, None, now)
-            })
-            .collect();
-        for version in signed {
-            let version = version?;
-            if crate::sabotage::on(crate::sabotage::Sabotage::LostVersions) && lost_version() {
-                continue;
-            }
-            change.put(cf::VERSIONS, &keys::version(&version.record_id, version.generation), &version);
-        }
         push.chunks_done = push.chunks_done.max(chunk + 1);
         push.state = PushState::Processing;
         push.updated_at = now;
         push.last_step_at = now;
         change.put(cf::PUSHES, &keys::push(push_id), &push);
-        // The disk wait of this chunk overlaps the work of the next one.
-        self.log.commit_pipelined(change, now)?;
-        crate::faults::crash_point(crate::faults::CrashPoint::ChunkWritten);
+        // A pipeline: rayon signs this chunk while the publisher writes the
+        // chunk before (signed meanwhile) and prepares the next; each
+        // chunk's disk wait overlaps the work after it.
+        let (sent, versions) = std::sync::mpsc::sync_channel(1);
+        let (keys, business, owner) = (self.keys.clone(), ctx.business.clone(), push_id.to_owned());
+        rayon::spawn(move || {
+            let signed = to_sign
+                .into_par_iter()
+                .map(|(record, seal_json, sidecar)| {
+                    sign_version(&keys, &record, &business, seal_json, &sidecar, &owner, None, now)
+                })
+                .collect();
+            let _ = sent.send(signed);
+        });
+        let this = Signing { push_id: push_id.to_owned(), change, now, versions };
+        let before = self.signing.replace(this);
         self.in_flight = InFlight { heads, pushes: HashMap::from([(push_id.to_owned(), push.clone())]) };
+        if let Err(e) = self.write_signed(before) {
+            // This chunk was prepared on the one before, which is not written.
+            self.signing = None;
+            self.in_flight = InFlight::default();
+            return Err(e);
+        }
         Ok(push)
     }
 
@@ -946,11 +1016,12 @@ impl Engine {
     }
 
     /// Stores the first answer given for an `Idempotency-Key`.
-    pub fn remember_answer(&mut self, key_id: &str, idem: &str, answer: IdempotentAnswer) -> StoreResult<()> {
+    pub fn remember_answer(&mut self, key_id: &str, idem: &str, answer: IdempotentAnswer) -> Result<(), EngineError> {
         self.settle_writes()?;
         let mut change = Change::new();
         change.put(cf::IDEMPOTENCY, &keys::idempotency(key_id, idem), &answer);
-        self.log.commit(change, answer.at).map(|_| ())
+        self.log.commit(change, answer.at)?;
+        Ok(())
     }
 
     /// Takes a live record out of serving (`withdraw`) or clears its bytes
