@@ -94,23 +94,24 @@ async fn settled(state: &Region, push_id: &str, records: usize) {
 }
 
 /// Arrival to committed for one 10,000-record batch at a home of `members`.
-async fn batch_run(seed: u64, members: u64) -> Duration {
+async fn batch_run(seed: u64, members: u64) -> (Duration, f64) {
     let home = Home::start(members).await;
     let (spec, context) = business(&home.state, 10_000, seed).await;
     let (key, _) = keys_of(&spec).unwrap();
     // The business system's sealing and signing happen before arrival.
     let request = publish_request(&home.state, &key, &context, &spec.products, SystemClock.now()).unwrap();
-    let started = Instant::now();
+    let (started, cpu) = (Instant::now(), cpu_seconds());
     let push_id = send_publish(&home.state, request).await.unwrap();
     settled(&home.state, &push_id, spec.products.len()).await;
     let took = started.elapsed();
+    let cpu = cpu_seconds() - cpu;
     home.stop().await;
-    took
+    (took, cpu)
 }
 
 /// Import request to committed for one 100,000-record bulk file at a home
 /// of `members` (the upload itself is timed apart).
-async fn bulk_run(seed: u64, members: u64) -> (Duration, Duration) {
+async fn bulk_run(seed: u64, members: u64) -> (Duration, Duration, f64) {
     let home = Home::start(members).await;
     let state = &home.state;
     let (spec, context) = business(state, 100_000, seed).await;
@@ -142,14 +143,27 @@ async fn bulk_run(seed: u64, members: u64) -> (Duration, Duration) {
 
     let seal = sealing::batch_seal(&key, &context, "products", &spec.products, now().0 as u64, now()).unwrap();
     let body = serde_json::to_vec(&json!({"upload_id": upload["upload_id"], "batch_seal": seal})).unwrap();
-    let started = Instant::now();
+    let (started, cpu) = (Instant::now(), cpu_seconds());
     let request = signer.sign_now(Unsigned::new("POST", "/v1/bulk-imports", body), now().as_secs()).unwrap();
     let (status, accepted) = call(public_router(state.clone()), request).await.unwrap();
     assert_eq!(status, 202, "{accepted}");
     settled(state, accepted["push_id"].as_str().unwrap(), spec.products.len()).await;
     let took = started.elapsed();
+    let cpu = cpu_seconds() - cpu;
     home.stop().await;
-    (took, upload_time)
+    (took, upload_time, cpu)
+}
+
+/// This process's CPU time so far (user and system, every thread), from
+/// `/proc/self/stat` in USER_HZ ticks (100 a second on Linux): a run's CPU
+/// over its wall time is how many cores it kept busy.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command's closing parenthesis; utime and stime
+    // are the 14th and 15th of the line, the 12th and 13th of these.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: Vec<f64> = after.split_whitespace().skip(11).take(2).filter_map(|t| t.parse().ok()).collect();
+    ticks.iter().sum::<f64>() / 100.0
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -177,11 +191,12 @@ fn main() {
         let mut batch: BTreeMap<u64, Vec<Duration>> = BTreeMap::new();
         for run in 0..runs {
             for &members in &homes {
-                let took = batch_run(run as u64, members).await;
+                let (took, cpu) = batch_run(run as u64, members).await;
                 eprintln!(
-                    "publish 10,000-record batch, home of {members}, run {}: {:.3} s",
+                    "publish 10,000-record batch, home of {members}, run {}: {:.3} s (CPU {cpu:.2} s, {:.2} cores)",
                     run + 1,
-                    took.as_secs_f64()
+                    took.as_secs_f64(),
+                    cpu / took.as_secs_f64()
                 );
                 batch.entry(members).or_default().push(took);
             }
@@ -189,12 +204,14 @@ fn main() {
         let (mut bulk, mut upload): (BTreeMap<u64, Vec<Duration>>, BTreeMap<u64, Vec<Duration>>) = Default::default();
         for run in 0..bulk_runs {
             for &members in &homes {
-                let (took, upload_took) = bulk_run(100 + run as u64, members).await;
+                let (took, upload_took, cpu) = bulk_run(100 + run as u64, members).await;
                 eprintln!(
-                    "bulk import 100,000 records, home of {members}, run {}: {:.3} s (upload {:.3} s)",
+                    "bulk import 100,000 records, home of {members}, run {}: {:.3} s (upload {:.3} s; CPU {cpu:.1} s, \
+                     {:.2} cores)",
                     run + 1,
                     took.as_secs_f64(),
-                    upload_took.as_secs_f64()
+                    upload_took.as_secs_f64(),
+                    cpu / took.as_secs_f64()
                 );
                 bulk.entry(members).or_default().push(took);
                 upload.entry(members).or_default().push(upload_took);
