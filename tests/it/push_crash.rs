@@ -77,3 +77,55 @@ async fn a_crash_mid_push_resumes_and_publishes_nothing_twice() {
     let head = restarted.state.registry.record_head(&svc_core::ids::product_id(&b.uuid, "SKU-599")).unwrap().unwrap();
     assert_eq!(head.generation, 1);
 }
+
+// A push's chunks are a pipeline: a chunk is prepared while the one before
+// is still being signed, and before that one is written. A record repeated
+// in the next chunk (whose head only the chunk being signed holds) and in a
+// chunk further on (whose head may be on its way to disk) still gets one
+// new version each time, in order, and every later one is `updated`.
+// rule: P2.5.4
+#[tokio::test(flavor = "multi_thread")]
+async fn a_record_repeated_across_pipelined_chunks_gets_a_version_each_time() {
+    let home = Home::start().await;
+    let b = home.business("Lumio", products_scope(100_000)).await;
+    // Chunks of 200: the repeated SKU sits in chunks 0, 1 and 2.
+    let repeated = [150usize, 250, 450];
+    let records: Vec<Vec<u8>> = (0..600)
+        .map(|i| match repeated.iter().position(|r| *r == i) {
+            Some(n) => product("Lumio", "SKU-AGAIN", &format!("{}.00", n + 3)),
+            None => product("Lumio", &format!("SKU-{i}"), "3.00"),
+        })
+        .collect();
+    assert!(home.state.retire("push_worker").await);
+    let push_id = "bat_00000000000000000000000b".to_owned();
+    home.accept_push(&b, records, &push_id).await;
+    let publisher = home.state.home.as_ref().unwrap().publisher.clone();
+    for chunk in 0..3 {
+        let now = home.clock.now();
+        publisher
+            .call(|reply| PublisherMsg::CommitChunk {
+                push_id: push_id.clone(),
+                chunk,
+                flagged: Default::default(),
+                now,
+                reply,
+            })
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let now = home.clock.now();
+    let push =
+        publisher.call(|reply| PublisherMsg::Finish { push_id: push_id.clone(), now, reply }).await.unwrap().unwrap();
+    // 598 distinct records: each accepted once, the repeated one updated twice.
+    assert_eq!(push.counts, [598, 2, 0, 0, 0], "accepted, updated, rejected, held, pending");
+    let id = svc_core::ids::product_id(&b.uuid, "SKU-AGAIN");
+    let head = home.state.registry.record_head(&id).unwrap().unwrap();
+    assert_eq!((head.generation, head.live_generation), (3, 3));
+    for generation in 1..=3u64 {
+        let version = home.state.registry.record_version(&id, generation).unwrap();
+        let version = version.unwrap_or_else(|| panic!("version {generation} stored"));
+        let record: serde_json::Value = serde_json::from_slice(&version.bytes).unwrap();
+        assert_eq!(record["prices"][0]["amount"], format!("{}.00", generation + 2), "version {generation}");
+    }
+}
