@@ -292,8 +292,16 @@ struct Signing {
 
 #[derive(Default)]
 struct InFlight {
-    heads: HashMap<String, RecordHead>,
+    /// The heads of the chunk being signed, then of the chunk on its way to
+    /// disk: a chunk is prepared before either is in the store.
+    heads: [HashMap<String, RecordHead>; 2],
     pushes: HashMap<String, PushRecord>,
+}
+
+impl InFlight {
+    fn head(&self, record_id: &str) -> Option<RecordHead> {
+        self.heads.iter().find_map(|heads| heads.get(record_id)).cloned()
+    }
 }
 
 impl Engine {
@@ -729,13 +737,6 @@ impl Engine {
         if self.signing.as_ref().is_some_and(|s| s.push_id != push_id) {
             self.settle_writes()?;
         }
-        // The chunk two back is on disk before this one reads the store;
-        // the one before, still being signed, is read from `in_flight`.
-        if let Err(e) = self.log.drain() {
-            self.signing = None;
-            self.in_flight = InFlight::default();
-            return Err(e.into());
-        }
         let store = self.log.store().clone();
         // The chunk before may still be being signed: read what it will write.
         let in_flight = self.in_flight.pushes.remove(push_id);
@@ -799,7 +800,7 @@ impl Engine {
                 }
             };
             let record_id = record.record_id(&push.business_uuid);
-            let head = match heads.remove(&record_id).or_else(|| self.in_flight.heads.get(&record_id).cloned()) {
+            let head = match heads.remove(&record_id).or_else(|| self.in_flight.head(&record_id)) {
                 Some(h) => Some(h),
                 None => self.registry.record_head(&record_id)?,
             };
@@ -887,7 +888,11 @@ impl Engine {
         });
         let this = Signing { push_id: push_id.to_owned(), change, now, versions };
         let before = self.signing.replace(this);
-        self.in_flight = InFlight { heads, pushes: HashMap::from([(push_id.to_owned(), push.clone())]) };
+        // The chunk before goes to disk next; the one before it is there
+        // once that write starts (the log drains it first).
+        let [signing, _] = std::mem::take(&mut self.in_flight.heads);
+        self.in_flight =
+            InFlight { heads: [heads, signing], pushes: HashMap::from([(push_id.to_owned(), push.clone())]) };
         if let Err(e) = self.write_signed(before) {
             // This chunk was prepared on the one before, which is not written.
             self.signing = None;
