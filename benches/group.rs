@@ -9,11 +9,9 @@
 //!
 //! `cargo bench --bench group -- --writes 400 --bytes 65536`
 
-// Linked for its allocator: the bench allocates with mimalloc, as `svc node` does.
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use svc as _;
 
 use openraft::{BasicNode, ServerState};
 use svc_client::trust::Trust;
@@ -21,6 +19,9 @@ use svc_clock::{SharedClock, SystemClock};
 use svc_consensus::member::{Member, Settings};
 use svc_http::api::group::{GroupState, router};
 use svc_store::{Store, be, cf};
+
+// Linked for its allocator: the bench allocates with mimalloc, as `svc node` does.
+use svc as _;
 
 const TOKEN: &str = "group-bench-token-of-32-characters!";
 

@@ -13,10 +13,8 @@
 //!
 //! `cargo bench --bench mcp -- --connections 8 --seconds 5 --rounds 3`
 
-// Linked for its allocator: the bench allocates with mimalloc, as `svc node` does.
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use svc as _;
 
 use serde_json::{Value, json};
 use svc_client::retrieval::RetrievalClient;
@@ -30,6 +28,9 @@ use svc_http::sandbox::seed::{admin, ensure_seeded};
 use svc_node::config::NodeConfig;
 use svc_store::cf;
 use svc_store::model::RecordHead;
+
+// Linked for its allocator: the bench allocates with mimalloc, as `svc node` does.
+use svc as _;
 
 #[path = "common/turns.rs"]
 mod turns;

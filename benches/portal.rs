@@ -18,11 +18,9 @@
 //!
 //! `cargo bench --bench portal -- --connections 8 --seconds 5 --rounds 3`
 
-// Linked for its allocator: the bench allocates with mimalloc, as `svc node` does.
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use svc as _;
 
 use axum::body::Body;
 use axum::http::Request;
@@ -38,6 +36,9 @@ use svc_http::sandbox::seed::{admin, ensure_seeded};
 use svc_node::config::NodeConfig;
 use svc_node::service::portal::{people, sessions};
 use svc_store::model::PasskeyRole;
+
+// Linked for its allocator: the bench allocates with mimalloc, as `svc node` does.
+use svc as _;
 
 #[path = "common/passkey.rs"]
 mod passkey;

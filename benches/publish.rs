@@ -10,11 +10,9 @@
 //! `cargo bench --bench publish` (`-- --runs N --bulk-runs M` to change the
 //! counts, `--alone` for the lone node only).
 
-// Linked for its allocator: the bench allocates with mimalloc, as `svc node` does.
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use svc as _;
 
 use axum::body::Body;
 use axum::http::Request;
@@ -28,6 +26,9 @@ use svc_http::sandbox::seed::{admin, call, keys_of, publish_request, register_bu
 use svc_http::surfaces::public_router;
 use svc_node::config::NodeConfig;
 use svc_node::region::Region;
+
+// Linked for its allocator: the bench allocates with mimalloc, as `svc node` does.
+use svc as _;
 
 /// A fresh home: one node, or a group whose leader runs the region.
 struct Home {

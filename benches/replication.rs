@@ -38,12 +38,10 @@
 //!
 //! `cargo bench --bench replication -- --rate 1000 --batch 100 --seconds 30 --replays 500`
 
-// Linked for its allocator: the bench allocates with mimalloc, as `svc node` does.
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use svc as _;
 
 use serde_json::json;
 use svc_client::retrieval::RetrievalClient;
@@ -56,6 +54,9 @@ use svc_http::sandbox::seed::{admin, ai_caller, keys_of, publish_request, regist
 use svc_node::actors::indexer::{IndexerMsg, indexed_seq};
 use svc_node::config::{NodeConfig, RegionCredential, ReplicationConfig, RetrievalLimits, Role};
 use svc_node::region::Region;
+
+// Linked for its allocator: the bench allocates with mimalloc, as `svc node` does.
+use svc as _;
 
 #[path = "common/process.rs"]
 mod process;

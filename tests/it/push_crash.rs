@@ -12,6 +12,22 @@ use svc_node::actors::publisher::PublisherMsg;
 use svc_node::replication::{Op, entries_after};
 use svc_store::cf;
 
+/// Commits one chunk of a push through home's publisher, as the push
+/// worker would (the tests retire it to drive the push themselves).
+async fn commit_chunk(home: &Home, push_id: &str, chunk: u64) {
+    let now = home.clock.now();
+    let push_id = push_id.to_owned();
+    home.state
+        .home
+        .as_ref()
+        .unwrap()
+        .publisher
+        .call(|reply| PublisherMsg::CommitChunk { push_id, chunk, flagged: Default::default(), now, reply })
+        .await
+        .unwrap()
+        .unwrap();
+}
+
 // rule: P4.1.33, P3.16, P3.17, P3.27, P4.1.29
 #[tokio::test(flavor = "multi_thread")]
 async fn a_crash_mid_push_resumes_and_publishes_nothing_twice() {
@@ -23,22 +39,7 @@ async fn a_crash_mid_push_resumes_and_publishes_nothing_twice() {
     let push_id = "bat_00000000000000000000000a".to_owned();
     home.accept_push(&b, records, &push_id).await;
     for chunk in 0..2 {
-        let now = home.clock.now();
-        home.state
-            .home
-            .as_ref()
-            .unwrap()
-            .publisher
-            .call(|reply| PublisherMsg::CommitChunk {
-                push_id: push_id.clone(),
-                chunk,
-                flagged: Default::default(),
-                now,
-                reply,
-            })
-            .await
-            .unwrap()
-            .unwrap();
+        commit_chunk(&home, &push_id, chunk).await;
     }
     // Crash: every actor stops where it is; the third chunk never ran.
     home.state.stop_actors().await;
@@ -99,21 +100,10 @@ async fn a_record_repeated_across_pipelined_chunks_gets_a_version_each_time() {
     assert!(home.state.retire("push_worker").await);
     let push_id = "bat_00000000000000000000000b".to_owned();
     home.accept_push(&b, records, &push_id).await;
-    let publisher = home.state.home.as_ref().unwrap().publisher.clone();
     for chunk in 0..3 {
-        let now = home.clock.now();
-        publisher
-            .call(|reply| PublisherMsg::CommitChunk {
-                push_id: push_id.clone(),
-                chunk,
-                flagged: Default::default(),
-                now,
-                reply,
-            })
-            .await
-            .unwrap()
-            .unwrap();
+        commit_chunk(&home, &push_id, chunk).await;
     }
+    let publisher = home.state.home.as_ref().unwrap().publisher.clone();
     let now = home.clock.now();
     let push =
         publisher.call(|reply| PublisherMsg::Finish { push_id: push_id.clone(), now, reply }).await.unwrap().unwrap();

@@ -392,7 +392,10 @@ impl Engine {
         self.settle_writes()?;
         let companies = crate::key_set::directory::companies(&self.registry, &self.directory, now)?;
         match crate::key_set::directory::renewal(self.log.store(), &self.keys, companies, now)? {
-            Some(change) => Ok(self.log.commit(change, now).map(|_| true)?),
+            Some(change) => {
+                self.log.commit(change, now)?;
+                Ok(true)
+            }
             None => Ok(false),
         }
     }
@@ -733,12 +736,9 @@ impl Engine {
         flagged: &BTreeMap<u64, Vec<(String, String, String)>>,
         now: UnixMs,
     ) -> Result<PushRecord, EngineError> {
-        // Another push's chunk still being signed is written first.
-        if self.signing.as_ref().is_some_and(|s| s.push_id != push_id) {
-            self.settle_writes()?;
-        }
         let store = self.log.store().clone();
         // The chunk before may still be being signed: read what it will write.
+        // Another push's (or none) settles first, writing any chunk being signed.
         let in_flight = self.in_flight.pushes.remove(push_id);
         let mut push = match in_flight {
             Some(push) => push,
