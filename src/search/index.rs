@@ -28,12 +28,13 @@ pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedOpen
     let ledger = Ledger::new(dir);
     for collection in RecordType::COLLECTIONS {
         for n in 0..shards.max(1) {
-            let (index, reader, fields) =
+            let (index, reader, fields, rows) =
                 open(&dir.join(collection.name()).join(n.to_string()), collection, ledger.clone())?;
             readers.entry(collection).or_default().push(Arc::new(ShardReader {
                 reader: reader.clone(),
                 fields: fields.clone(),
                 orders: SortOrders::default(),
+                rows,
             }));
             writers.push((collection, n, ShardOpener { index, reader, fields, ledger: ledger.clone() }));
         }
@@ -89,6 +90,12 @@ impl SearchIndex {
             .collect();
         counts.sort_by_key(|(c, _, _)| c.name());
         counts
+    }
+
+    /// The rows held in memory: segments, bytes, and rows searches read
+    /// from the doc store instead, over every shard.
+    pub fn rows_held(&self) -> (usize, u64, u64) {
+        self.shards.values().flatten().map(|s| s.rows.held()).fold((0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2))
     }
 
     /// How many segments searches answered by a walk, and by the whole query.
@@ -166,9 +173,15 @@ impl SearchIndex {
         }
         let mut rows = Vec::with_capacity(found.len());
         for (_, n, address) in found {
+            let shard = &shards[n];
+            if let Some((row, ids)) = shard.rows.get(searchers[n].segment_reader(address.segment_ord), address.doc_id) {
+                rows.push(Hit { row, ids });
+                continue;
+            }
+            shard.rows.read_from_store();
             let doc: TantivyDocument = searchers[n].doc(address)?;
             let text = |field: Field| doc.get_first(field).and_then(|v| v.as_str()).map(|t| t.as_bytes().to_vec());
-            if let (Some(row), Some(ids)) = (text(shards[n].fields.row), text(shards[n].fields.ids)) {
+            if let (Some(row), Some(ids)) = (text(shard.fields.row), text(shard.fields.ids)) {
                 rows.push(Hit { row, ids });
             }
         }
@@ -282,6 +295,55 @@ mod tests {
             assert_eq!(one_segment, expected, "{sort}");
             assert_eq!(other_order, expected, "{sort}: another history, the same rows in the same order");
         }
+    }
+
+    /// A products search of `FR` by price, ten rows at most: each row's text.
+    fn rows_by_price(index: &SearchIndex) -> Vec<String> {
+        let query = SearchQuery {
+            collection: RecordType::Products,
+            country: "FR".into(),
+            text: None,
+            query_by: vec![],
+            clauses: vec![],
+            sort: vec![svc_core::search::SortKey { field: "price_FR".into(), direction: Direction::Desc }],
+            limit: 10,
+            client_query_id: None,
+            session_ref: None,
+            topic_keywords: vec![],
+        };
+        let hits = index.search(&query, "g", svc_clock::monotonic() + std::time::Duration::from_secs(5)).unwrap();
+        let mut rows: Vec<String> = hits.rows.into_iter().map(|r| String::from_utf8(r.row).unwrap()).collect();
+        rows.sort();
+        rows
+    }
+
+    // Issue 51, section 1: rows served from memory, not the doc store.
+    #[test]
+    fn hits_are_copied_from_rows_held_in_memory_and_a_merged_away_segment_lets_go_of_them() {
+        let root = tempfile::tempdir().unwrap();
+        let (index, writers) = open_all(root.path(), 1).unwrap();
+        let mut writer = writers.into_iter().find(|(c, _, _)| *c == RecordType::Products).unwrap().2.writer().unwrap();
+        writer.apply(vec![tied("p1"), tied("p2")], vec![]).unwrap();
+        let mut changed = tied("p2");
+        changed.0.row = b"p2, second version".to_vec();
+        writer.apply(vec![changed, tied("p3")], vec![]).unwrap();
+        let expected = ["p1", "p2, second version", "p3"];
+        assert_eq!(rows_by_price(&index), expected);
+        let (segments, bytes, from_store) = index.rows_held();
+        assert_eq!(segments, 2, "each segment's rows were read as the reader reloaded");
+        assert!(bytes > 0);
+        assert_eq!(from_store, 0, "no hit's row was read from the doc store");
+
+        assert!(writer.compact().unwrap());
+        assert_eq!(rows_by_price(&index), expected, "the merged segment's rows, held before a search saw it");
+        // tantivy's collector lets go of a generation once no searcher holds it.
+        let since = std::time::Instant::now();
+        while index.rows_held().0 != 1 {
+            assert!(since.elapsed() < std::time::Duration::from_secs(20), "merged-away rows are still held");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert_eq!(rows_by_price(&index), expected);
+        assert_eq!(index.rows_held().2, 0, "still none from the doc store");
     }
 
     /// A product with a random price in some of its countries (not all:

@@ -3,7 +3,8 @@
 //! one shard's writer and reader and translates a judged query (`merges`:
 //! the writer's merge policy, which leaves fresh segments alone), `plan` and
 //! `collect` answer it segment by segment, and `index` runs a search over
-//! every shard of a collection. `text` folds and stems words the same way
+//! every shard of a collection, copying each hit's row from `rows` (each
+//! segment's rows held in memory). `text` folds and stems words the same way
 //! for records and queries; `held` is the record ids a search is held to
 //! beside its filter (its `sponsored` clauses).
 
@@ -17,6 +18,7 @@ pub mod index;
 mod merges;
 mod orders;
 mod plan;
+mod rows;
 mod schema;
 mod shard;
 mod text;

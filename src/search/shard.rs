@@ -20,6 +20,7 @@ use super::collect::Near;
 use super::deferred_sync::{DeferredSyncDirectory, Ledger, torn};
 use super::doc::Blocked;
 use super::orders::SortOrders;
+use super::rows::ShardRows;
 use super::schema::*;
 
 /// One shard's writer: owned by its actor.
@@ -62,13 +63,15 @@ pub struct ShardReader {
     pub(super) reader: IndexReader,
     pub(super) fields: Fields,
     pub(super) orders: SortOrders,
+    /// Its segments' rows, kept by its reader's warmer.
+    pub(super) rows: Arc<ShardRows>,
 }
 
 pub(super) fn open(
     dir: &Path,
     collection: RecordType,
     ledger: Arc<Ledger>,
-) -> Result<(Index, IndexReader, Fields), SearchError> {
+) -> Result<(Index, IndexReader, Fields, Arc<ShardRows>), SearchError> {
     std::fs::create_dir_all(dir).map_err(|source| SearchError::Io { path: dir.to_owned(), source })?;
     let (schema, fields) = schema(collection);
     let directory = DeferredSyncDirectory::open(dir, ledger)
@@ -84,9 +87,13 @@ pub(super) fn open(
     };
     let index = Index::builder().schema(schema).settings(settings).open_or_create(directory)?;
     // Reloaded by the writer after each commit, so a search sees a commit
-    // as soon as the shard acknowledged it.
-    let reader: IndexReader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-    Ok((index, reader, fields))
+    // as soon as the shard acknowledged it; each reload first reads its new
+    // segments' rows into memory.
+    let rows = Arc::new(ShardRows::new(dir.to_owned(), (fields.row, fields.ids)));
+    let warmer: Arc<dyn tantivy::Warmer> = rows.clone();
+    let reader: IndexReader =
+        index.reader_builder().reload_policy(ReloadPolicy::Manual).warmers(vec![Arc::downgrade(&warmer)]).try_into()?;
+    Ok((index, reader, fields, rows))
 }
 
 impl ShardWriter {

@@ -1,0 +1,138 @@
+//! Each segment's rows held in memory by document, so a search copies its
+//! hits' rows rather than reading tantivy's doc store back per hit (a
+//! block copied and a document decoded each; issue 51, section 1).
+//!
+//! Filled by tantivy's warmer while a reader reloads, before the new
+//! searcher is handed out, so no search waits on a segment's rows; dropped
+//! once no searcher holds the segment. A segment's store is read with plain
+//! reads, not through the index's mapping, so its pages are not held twice
+//! (once as rows, once as mapped file). A segment whose store did not read
+//! is served from the doc store as before.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use tantivy::directory::FileSlice;
+use tantivy::directory::footer::Footer;
+use tantivy::index::{SegmentComponent, SegmentId};
+use tantivy::schema::{Field, Value};
+use tantivy::store::StoreReader;
+use tantivy::{DocId, Searcher, SearcherGeneration, SegmentReader, TantivyDocument, Warmer};
+use tantivy_common::file_slice::WrapFile;
+
+/// One segment's rows and ids texts, back to back in document order.
+struct SegmentRows {
+    bytes: Vec<u8>,
+    /// Where each text ends: document `d`'s row ends at `ends[2d]`, its
+    /// ids at `ends[2d + 1]`; each starts where the one before ended.
+    ends: Vec<usize>,
+}
+
+impl SegmentRows {
+    fn read(store: &StoreReader, max_doc: DocId, (row, ids): (Field, Field)) -> tantivy::Result<SegmentRows> {
+        let mut rows = SegmentRows {
+            bytes: Vec::with_capacity(store.space_usage().data_usage().get_bytes() as usize),
+            ends: Vec::with_capacity(2 * max_doc as usize),
+        };
+        // Deleted documents too: a document's place is its id.
+        for doc in store.iter::<TantivyDocument>(None) {
+            let doc = doc?;
+            for field in [row, ids] {
+                rows.bytes.extend_from_slice(doc.get_first(field).and_then(|v| v.as_str()).unwrap_or("").as_bytes());
+                rows.ends.push(rows.bytes.len());
+            }
+        }
+        rows.bytes.shrink_to_fit();
+        Ok(rows)
+    }
+
+    /// Document `doc`'s row and ids; `None` for a document it lacks or one
+    /// stored without them.
+    fn get(&self, doc: DocId) -> Option<(&[u8], &[u8])> {
+        let at = 2 * doc as usize;
+        let start = if at == 0 { 0 } else { *self.ends.get(at - 1)? };
+        let (middle, end) = (*self.ends.get(at)?, *self.ends.get(at + 1)?);
+        Some((&self.bytes[start..middle], &self.bytes[middle..end])).filter(|(r, i)| !r.is_empty() && !i.is_empty())
+    }
+
+    fn size(&self) -> usize {
+        self.bytes.len() + self.ends.len() * size_of::<usize>()
+    }
+}
+
+/// One shard's rows by segment: the warmer its reader calls on reload.
+pub struct ShardRows {
+    dir: PathBuf,
+    fields: (Field, Field),
+    segments: RwLock<HashMap<SegmentId, SegmentRows>>,
+    /// Rows a search read from the doc store instead (a segment whose
+    /// store did not read into memory).
+    from_store: AtomicU64,
+}
+
+impl ShardRows {
+    /// For the shard in `dir`, holding the `row` and `ids` stored fields.
+    pub fn new(dir: PathBuf, fields: (Field, Field)) -> ShardRows {
+        ShardRows { dir, fields, segments: RwLock::default(), from_store: AtomicU64::new(0) }
+    }
+
+    /// A document's row and ids, copied out of memory.
+    pub fn get(&self, segment: &SegmentReader, doc: DocId) -> Option<(Vec<u8>, Vec<u8>)> {
+        let segments = self.segments.read().ok()?;
+        let (row, ids) = segments.get(&segment.segment_id())?.get(doc)?;
+        Some((row.to_vec(), ids.to_vec()))
+    }
+
+    /// Counts a row read from the doc store.
+    pub fn read_from_store(&self) {
+        self.from_store.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Segments held, the bytes they take, and rows read from the doc store.
+    pub fn held(&self) -> (usize, u64, u64) {
+        let segments = self.segments.read().map(|s| (s.len(), s.values().map(|r| r.size() as u64).sum()));
+        let (count, bytes) = segments.unwrap_or_default();
+        (count, bytes, self.from_store.load(Ordering::Relaxed))
+    }
+
+    fn load(&self, searcher: &Searcher, segment: &SegmentReader) -> tantivy::Result<SegmentRows> {
+        let meta = searcher.index().new_segment_meta(segment.segment_id(), segment.max_doc());
+        let file = std::fs::File::open(self.dir.join(meta.relative_path(SegmentComponent::Store)))?;
+        // The directory's footer (its checksum) follows the store's bytes.
+        let (_, store) = Footer::extract_footer(FileSlice::new(Arc::new(WrapFile::new(file)?)))?;
+        let store = StoreReader::open(store, 0)?;
+        SegmentRows::read(&store, segment.max_doc(), self.fields)
+    }
+}
+
+impl Warmer for ShardRows {
+    fn warm(&self, searcher: &Searcher) -> tantivy::Result<()> {
+        for segment in searcher.segment_readers() {
+            let id = segment.segment_id();
+            if self.segments.read().is_ok_and(|held| held.contains_key(&id)) {
+                continue;
+            }
+            // Never fails the reload: a segment left out is read from its
+            // doc store, as before rows were held.
+            match self.load(searcher, segment) {
+                Ok(rows) => {
+                    if let Ok(mut held) = self.segments.write() {
+                        held.insert(id, rows);
+                    }
+                }
+                Err(e) => tracing::warn!(dir = %self.dir.display(), segment = %id.short_uuid_string(), error = %e,
+                    "a segment's rows did not read into memory; its searches read them from the doc store"),
+            }
+        }
+        Ok(())
+    }
+
+    fn garbage_collect(&self, live_generations: &[&SearcherGeneration]) {
+        let live: HashSet<&SegmentId> = live_generations.iter().flat_map(|g| g.segments().keys()).collect();
+        if let Ok(mut held) = self.segments.write() {
+            held.retain(|id, _| live.contains(id));
+        }
+    }
+}
