@@ -415,6 +415,9 @@ async fn compare_memory(
             if config.store_memory_mib == svc_store::MemoryBudget::DEFAULT.total_bytes >> 20 {
                 written.remove("store_memory_mib");
             }
+            if config.index_rows_memory_mib == svc_node::config::DEFAULT_INDEX_ROWS_MEMORY_MIB {
+                written.remove("index_rows_memory_mib");
+            }
             std::fs::write(&file, written.to_string()).expect("config written");
             let log_path = dir.join(format!("memory-node-{round}.log"));
             let log = std::fs::File::create(&log_path).expect("a log file");

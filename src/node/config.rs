@@ -88,6 +88,11 @@ pub struct NodeConfig {
     /// the memtables (at most half of it) charged to it.
     #[serde(default = "default_store_memory_mib")]
     pub store_memory_mib: usize,
+    /// The search index's rows held in memory, in MiB, every shard's
+    /// together: a search copies its hits' rows from there; a segment that
+    /// does not fit is read from tantivy's doc store per hit.
+    #[serde(default = "default_index_rows_memory_mib")]
+    pub index_rows_memory_mib: usize,
     /// How often home sequences the transparency log's waiting leaves and
     /// signs a checkpoint: hourly, as the spec says; shorter for tests.
     #[serde(default = "default_log_sequence_every_ms")]
@@ -631,6 +636,13 @@ fn default_store_memory_mib() -> usize {
     svc_store::MemoryBudget::DEFAULT.total_bytes >> 20
 }
 
+/// 100,000 products' rows take about 130 MiB.
+pub const DEFAULT_INDEX_ROWS_MEMORY_MIB: usize = 1024;
+
+fn default_index_rows_memory_mib() -> usize {
+    DEFAULT_INDEX_ROWS_MEMORY_MIB
+}
+
 /// The request rate and the per-minute query-cost budget of one retrieval
 /// key (retrieval 8: "numeric values not shown").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -726,6 +738,7 @@ impl NodeConfig {
             search_budget_ms: default_search_budget_ms(),
             answers_per_write: default_answers_per_write(),
             store_memory_mib: default_store_memory_mib(),
+            index_rows_memory_mib: default_index_rows_memory_mib(),
             log_sequence_every_ms: default_log_sequence_every_ms(),
             retention_every_ms: default_retention_every_ms(),
             sandbox_republish_at: default_sandbox_republish_at(),

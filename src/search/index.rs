@@ -20,16 +20,20 @@ use super::deferred_sync::Ledger;
 use super::held::RecordIds;
 use super::orders::SortOrders;
 use super::plan::ShardPlan;
+use super::rows::RowsBudget;
 use super::shard::*;
 
-pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedOpener>), SearchError> {
+/// Opens every shard under `dir`, their rows held in memory within
+/// `rows_budget` bytes together.
+pub fn open_all(dir: &Path, shards: usize, rows_budget: usize) -> Result<(SearchIndex, Vec<NamedOpener>), SearchError> {
     let mut readers: HashMap<RecordType, Vec<Arc<ShardReader>>> = HashMap::new();
     let mut writers = Vec::new();
     let ledger = Ledger::new(dir);
+    let budget = RowsBudget::new(rows_budget);
     for collection in RecordType::COLLECTIONS {
         for n in 0..shards.max(1) {
             let (index, reader, fields, rows) =
-                open(&dir.join(collection.name()).join(n.to_string()), collection, ledger.clone())?;
+                open(&dir.join(collection.name()).join(n.to_string()), collection, ledger.clone(), budget.clone())?;
             readers.entry(collection).or_default().push(Arc::new(ShardReader {
                 reader: reader.clone(),
                 fields: fields.clone(),
@@ -40,7 +44,13 @@ pub fn open_all(dir: &Path, shards: usize) -> Result<(SearchIndex, Vec<NamedOpen
         }
     }
     Ok((
-        SearchIndex { shards: readers, count: shards.max(1), walked: AtomicU64::new(0), whole: AtomicU64::new(0) },
+        SearchIndex {
+            shards: readers,
+            count: shards.max(1),
+            rows_budget: budget,
+            walked: AtomicU64::new(0),
+            whole: AtomicU64::new(0),
+        },
         writers,
     ))
 }
@@ -60,10 +70,21 @@ pub struct Hit {
     pub ids: Vec<u8>,
 }
 
+/// The rows held in memory, as `/metrics` shows them.
+#[derive(Debug, Default)]
+pub struct RowsHeld {
+    pub segments: usize,
+    pub bytes: u64,
+    pub budget_bytes: u64,
+    /// Rows searches read from the doc store: a segment not held.
+    pub from_store: u64,
+}
+
 /// Every shard's reader, by collection.
 pub struct SearchIndex {
     shards: HashMap<RecordType, Vec<Arc<ShardReader>>>,
     count: usize,
+    rows_budget: Arc<RowsBudget>,
     /// Segments answered by a walk, and by the whole query.
     walked: AtomicU64,
     whole: AtomicU64,
@@ -92,10 +113,16 @@ impl SearchIndex {
         counts
     }
 
-    /// The rows held in memory: segments, bytes, and rows searches read
-    /// from the doc store instead, over every shard.
-    pub fn rows_held(&self) -> (usize, u64, u64) {
-        self.shards.values().flatten().map(|s| s.rows.held()).fold((0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2))
+    /// The rows held in memory over every shard: segments, bytes, rows
+    /// searches read from the doc store instead, and the budget.
+    pub fn rows_held(&self) -> RowsHeld {
+        let mut held = RowsHeld { budget_bytes: self.rows_budget.capacity() as u64, ..Default::default() };
+        for (segments, bytes, from_store) in self.shards.values().flatten().map(|s| s.rows.held()) {
+            held.segments += segments;
+            held.bytes += bytes;
+            held.from_store += from_store;
+        }
+        held
     }
 
     /// How many segments searches answered by a walk, and by the whole query.
@@ -217,11 +244,11 @@ mod tests {
         let dir = root.path().join("index");
         assert!(prepare_layout(&dir, 1).unwrap());
         let count = |dir: &Path| {
-            let (index, _writers) = open_all(dir, 1).unwrap();
+            let (index, _writers) = open_all(dir, 1, 64 << 20).unwrap();
             index.documents().iter().map(|(_, docs, _)| docs).sum::<u64>()
         };
         {
-            let (_index, openers) = open_all(&dir, 1).unwrap();
+            let (_index, openers) = open_all(&dir, 1, 64 << 20).unwrap();
             let (_, _, opener) = openers.iter().find(|(c, _, _)| *c == RecordType::Products).unwrap();
             let writer = &mut opener.writer().unwrap();
             writer.apply(vec![tied("p1")], vec![]).unwrap();
@@ -256,7 +283,7 @@ mod tests {
     /// Searches a fresh one-shard index fed `batches` in order, one commit each.
     fn ranked(batches: &[&[&str]], sort: &str, text: Option<&str>, limit: usize) -> Vec<String> {
         let root = tempfile::tempdir().unwrap();
-        let (index, writers) = open_all(root.path(), 1).unwrap();
+        let (index, writers) = open_all(root.path(), 1, 64 << 20).unwrap();
         let mut writer = writers.into_iter().find(|(c, _, _)| *c == RecordType::Products).unwrap().2.writer().unwrap();
         for batch in batches {
             writer.apply(batch.iter().map(|id| tied(id)).collect(), vec![]).unwrap();
@@ -321,7 +348,7 @@ mod tests {
     #[test]
     fn hits_are_copied_from_rows_held_in_memory_and_a_merged_away_segment_lets_go_of_them() {
         let root = tempfile::tempdir().unwrap();
-        let (index, writers) = open_all(root.path(), 1).unwrap();
+        let (index, writers) = open_all(root.path(), 1, 64 << 20).unwrap();
         let mut writer = writers.into_iter().find(|(c, _, _)| *c == RecordType::Products).unwrap().2.writer().unwrap();
         writer.apply(vec![tied("p1"), tied("p2")], vec![]).unwrap();
         let mut changed = tied("p2");
@@ -329,21 +356,36 @@ mod tests {
         writer.apply(vec![changed, tied("p3")], vec![]).unwrap();
         let expected = ["p1", "p2, second version", "p3"];
         assert_eq!(rows_by_price(&index), expected);
-        let (segments, bytes, from_store) = index.rows_held();
-        assert_eq!(segments, 2, "each segment's rows were read as the reader reloaded");
-        assert!(bytes > 0);
-        assert_eq!(from_store, 0, "no hit's row was read from the doc store");
+        let held = index.rows_held();
+        assert_eq!(held.segments, 2, "each segment's rows were read as the reader reloaded");
+        assert!(held.bytes > 0);
+        assert_eq!(held.from_store, 0, "no hit's row was read from the doc store");
 
         assert!(writer.compact().unwrap());
+        let held = index.rows_held();
+        assert_eq!(held.segments, 1, "the merged-away segments' rows went with the reload");
         assert_eq!(rows_by_price(&index), expected, "the merged segment's rows, held before a search saw it");
-        // tantivy's collector lets go of a generation once no searcher holds it.
-        let since = std::time::Instant::now();
-        while index.rows_held().0 != 1 {
-            assert!(since.elapsed() < std::time::Duration::from_secs(20), "merged-away rows are still held");
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        assert_eq!(rows_by_price(&index), expected);
-        assert_eq!(index.rows_held().2, 0, "still none from the doc store");
+        assert_eq!(index.rows_held().from_store, 0, "still none from the doc store");
+    }
+
+    // Issue 51, section 1: the rows' memory is bounded; what does not fit
+    // is served from the doc store, the same rows.
+    #[test]
+    fn rows_beyond_the_budget_are_read_from_the_doc_store() {
+        let root = tempfile::tempdir().unwrap();
+        let (index, writers) = open_all(root.path(), 1, 1_000).unwrap();
+        let mut writer = writers.into_iter().find(|(c, _, _)| *c == RecordType::Products).unwrap().2.writer().unwrap();
+        writer.apply(vec![tied("p1"), tied("p2")], vec![]).unwrap();
+        let mut big = tied("p3");
+        big.0.row = vec![b'x'; 2_000];
+        writer.apply(vec![big], vec![]).unwrap();
+        let rows = rows_by_price(&index);
+        assert_eq!(rows[..2], ["p1", "p2"]);
+        assert_eq!(rows[2].len(), 2_000);
+        let held = index.rows_held();
+        assert_eq!(held.segments, 1, "the first segment fits, the second does not");
+        assert!(held.bytes <= 1_000);
+        assert_eq!(held.from_store, 1, "the row of the segment left out came from the doc store");
     }
 
     /// A product with a random price in some of its countries (not all:
@@ -445,7 +487,7 @@ mod tests {
     #[test]
     fn planned_searches_answer_what_the_whole_query_answers() {
         let root = tempfile::tempdir().unwrap();
-        let (index, writers) = open_all(root.path(), 1).unwrap();
+        let (index, writers) = open_all(root.path(), 1, 64 << 20).unwrap();
         let mut writer = writers.into_iter().find(|(c, _, _)| *c == RecordType::Products).unwrap().2.writer().unwrap();
         let mut rng = svc_core::rng::Rng::new(7);
         // Several segments, rewritten and deleted rows among them.

@@ -25,6 +25,6 @@ mod text;
 
 pub use error::SearchError;
 pub use held::RecordIds;
-pub use index::{Hits, SearchIndex, open_all};
+pub use index::{Hits, RowsHeld, SearchIndex, open_all};
 pub use schema::shard_of;
 pub use shard::{NamedOpener, ShardOpener, ShardWriter, prepare_layout};

@@ -2,16 +2,18 @@
 //! hits' rows rather than reading tantivy's doc store back per hit (a
 //! block copied and a document decoded each; issue 51, section 1).
 //!
-//! Filled by tantivy's warmer while a reader reloads, before the new
-//! searcher is handed out, so no search waits on a segment's rows; dropped
-//! once no searcher holds the segment. A segment's store is read with plain
-//! reads, not through the index's mapping, so its pages are not held twice
-//! (once as rows, once as mapped file). A segment whose store did not read
-//! is served from the doc store as before.
+//! Read by tantivy's warmer while a reader reloads, before the new searcher
+//! is handed out, so no search waits on a segment's rows; a reload also
+//! lets go of the rows of segments its searcher no longer holds (a search
+//! still on an older searcher reads those from the doc store). A segment's
+//! store is read with plain reads, not through the index's mapping, so its
+//! pages are not held twice. Every shard's rows together stay within one
+//! budget (`index_rows_memory_mib`); a segment that does not fit, or whose
+//! store did not read, is served from the doc store as before.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use tantivy::directory::FileSlice;
@@ -62,20 +64,47 @@ impl SegmentRows {
     }
 }
 
+/// The memory every shard's rows may take together.
+pub struct RowsBudget {
+    capacity: usize,
+    used: AtomicUsize,
+}
+
+impl RowsBudget {
+    pub fn new(capacity: usize) -> Arc<RowsBudget> {
+        Arc::new(RowsBudget { capacity, used: AtomicUsize::new(0) })
+    }
+
+    /// Takes `bytes` if they fit.
+    fn take(&self, bytes: usize) -> bool {
+        let fits = |used: usize| used.checked_add(bytes).filter(|total| *total <= self.capacity);
+        self.used.fetch_update(Ordering::AcqRel, Ordering::Acquire, fits).is_ok()
+    }
+
+    fn give(&self, bytes: usize) {
+        self.used.fetch_sub(bytes, Ordering::AcqRel);
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
 /// One shard's rows by segment: the warmer its reader calls on reload.
 pub struct ShardRows {
     dir: PathBuf,
     fields: (Field, Field),
+    budget: Arc<RowsBudget>,
     segments: RwLock<HashMap<SegmentId, SegmentRows>>,
-    /// Rows a search read from the doc store instead (a segment whose
-    /// store did not read into memory).
+    /// Rows a search read from the doc store instead (a segment not held).
     from_store: AtomicU64,
 }
 
 impl ShardRows {
-    /// For the shard in `dir`, holding the `row` and `ids` stored fields.
-    pub fn new(dir: PathBuf, fields: (Field, Field)) -> ShardRows {
-        ShardRows { dir, fields, segments: RwLock::default(), from_store: AtomicU64::new(0) }
+    /// For the shard in `dir`, holding the `row` and `ids` stored fields,
+    /// within `budget`.
+    pub fn new(dir: PathBuf, fields: (Field, Field), budget: Arc<RowsBudget>) -> ShardRows {
+        ShardRows { dir, fields, budget, segments: RwLock::default(), from_store: AtomicU64::new(0) }
     }
 
     /// A document's row and ids, copied out of memory.
@@ -97,31 +126,54 @@ impl ShardRows {
         (count, bytes, self.from_store.load(Ordering::Relaxed))
     }
 
-    fn load(&self, searcher: &Searcher, segment: &SegmentReader) -> tantivy::Result<SegmentRows> {
+    /// Reads a segment's rows if they fit the budget; `None` if not.
+    fn load(&self, searcher: &Searcher, segment: &SegmentReader) -> tantivy::Result<Option<SegmentRows>> {
         let meta = searcher.index().new_segment_meta(segment.segment_id(), segment.max_doc());
         let file = std::fs::File::open(self.dir.join(meta.relative_path(SegmentComponent::Store)))?;
         // The directory's footer (its checksum) follows the store's bytes.
         let (_, store) = Footer::extract_footer(FileSlice::new(Arc::new(WrapFile::new(file)?)))?;
         let store = StoreReader::open(store, 0)?;
-        SegmentRows::read(&store, segment.max_doc(), self.fields)
+        // At most the store's bytes (the documents' other fields too) and
+        // the ends; what the rows did not take goes back.
+        let most =
+            store.space_usage().data_usage().get_bytes() as usize + 2 * segment.max_doc() as usize * size_of::<usize>();
+        if !self.budget.take(most) {
+            return Ok(None);
+        }
+        let rows = SegmentRows::read(&store, segment.max_doc(), self.fields);
+        self.budget.give(most - rows.as_ref().map_or(0, SegmentRows::size));
+        rows.map(Some)
     }
 }
 
 impl Warmer for ShardRows {
+    /// Never fails the reload: a segment left out is read from its doc
+    /// store, as before rows were held.
     fn warm(&self, searcher: &Searcher) -> tantivy::Result<()> {
+        let live: HashSet<SegmentId> = searcher.segment_readers().iter().map(SegmentReader::segment_id).collect();
+        if let Ok(mut held) = self.segments.write() {
+            held.retain(|id, rows| {
+                let keep = live.contains(id);
+                if !keep {
+                    self.budget.give(rows.size());
+                }
+                keep
+            });
+        }
         for segment in searcher.segment_readers() {
             let id = segment.segment_id();
             if self.segments.read().is_ok_and(|held| held.contains_key(&id)) {
                 continue;
             }
-            // Never fails the reload: a segment left out is read from its
-            // doc store, as before rows were held.
             match self.load(searcher, segment) {
-                Ok(rows) => {
-                    if let Ok(mut held) = self.segments.write() {
+                Ok(Some(rows)) => match self.segments.write() {
+                    Ok(mut held) => {
                         held.insert(id, rows);
                     }
-                }
+                    Err(_) => self.budget.give(rows.size()),
+                },
+                Ok(None) => tracing::info!(dir = %self.dir.display(), segment = %id.short_uuid_string(),
+                    "a segment's rows do not fit index_rows_memory_mib; its searches read them from the doc store"),
                 Err(e) => tracing::warn!(dir = %self.dir.display(), segment = %id.short_uuid_string(), error = %e,
                     "a segment's rows did not read into memory; its searches read them from the doc store"),
             }
@@ -129,10 +181,14 @@ impl Warmer for ShardRows {
         Ok(())
     }
 
-    fn garbage_collect(&self, live_generations: &[&SearcherGeneration]) {
-        let live: HashSet<&SegmentId> = live_generations.iter().flat_map(|g| g.segments().keys()).collect();
-        if let Ok(mut held) = self.segments.write() {
-            held.retain(|id, _| live.contains(id));
-        }
+    /// Nothing to collect: each reload already let go of the segments its
+    /// searcher no longer holds.
+    fn garbage_collect(&self, _live_generations: &[&SearcherGeneration]) {}
+}
+
+impl Drop for ShardRows {
+    fn drop(&mut self) {
+        let held = self.segments.get_mut().map(|held| held.values().map(SegmentRows::size).sum()).unwrap_or(0);
+        self.budget.give(held);
     }
 }

@@ -20,7 +20,7 @@ use super::collect::Near;
 use super::deferred_sync::{DeferredSyncDirectory, Ledger, torn};
 use super::doc::Blocked;
 use super::orders::SortOrders;
-use super::rows::ShardRows;
+use super::rows::{RowsBudget, ShardRows};
 use super::schema::*;
 
 /// One shard's writer: owned by its actor.
@@ -71,6 +71,7 @@ pub(super) fn open(
     dir: &Path,
     collection: RecordType,
     ledger: Arc<Ledger>,
+    budget: Arc<RowsBudget>,
 ) -> Result<(Index, IndexReader, Fields, Arc<ShardRows>), SearchError> {
     std::fs::create_dir_all(dir).map_err(|source| SearchError::Io { path: dir.to_owned(), source })?;
     let (schema, fields) = schema(collection);
@@ -89,7 +90,7 @@ pub(super) fn open(
     // Reloaded by the writer after each commit, so a search sees a commit
     // as soon as the shard acknowledged it; each reload first reads its new
     // segments' rows into memory.
-    let rows = Arc::new(ShardRows::new(dir.to_owned(), (fields.row, fields.ids)));
+    let rows = Arc::new(ShardRows::new(dir.to_owned(), (fields.row, fields.ids), budget));
     let warmer: Arc<dyn tantivy::Warmer> = rows.clone();
     let reader: IndexReader =
         index.reader_builder().reload_policy(ReloadPolicy::Manual).warmers(vec![Arc::downgrade(&warmer)]).try_into()?;

@@ -239,7 +239,7 @@ mod tests {
     fn recall_at_10(plain: bool) -> f64 {
         PLAIN.set(plain);
         let root = tempfile::tempdir().unwrap();
-        let (index, writers) = open_all(root.path(), 1).unwrap();
+        let (index, writers) = open_all(root.path(), 1, 64 << 20).unwrap();
         let mut writer = writers.into_iter().find(|(c, _, _)| *c == RecordType::Products).unwrap().2.writer().unwrap();
         let docs = JUDGED
             .iter()

@@ -191,6 +191,9 @@ async fn a_read_region_serves_what_home_published_and_forwards_writes() {
         assert!(!text.contains("FOOBAR7"), "{role}: a caller's method is no label");
         assert!(value("svc_replication_applied_seq", &[]) >= Some(home_head as f64), "{role}: {text}");
         assert!(value("svc_index_documents", &[("collection", "products")]) >= Some(30.0), "{role}: {text}");
+        // Issue 51: the searches above copied their rows from memory.
+        assert!(value("svc_index_rows_bytes", &[("part", "held")]) > Some(0.0), "{role}: {text}");
+        assert_eq!(value("svc_search_rows_from_store_total", &[]), Some(0.0), "{role}: {text}");
         assert!(value("svc_nonce_store_size", &[]) >= Some(1.0), "{role}: {text}");
         assert!(parsed.samples.iter().any(|s| s.metric.starts_with("svc_http_request_duration_seconds")), "{role}");
         // Each actor of the roster: what waits on it, and whether the

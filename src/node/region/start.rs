@@ -370,7 +370,8 @@ async fn start_indexing(
     if svc_search::prepare_layout(&index_dir, config.shards_per_collection)? {
         crate::actors::indexer::forget_applied(store)?;
     }
-    let (index, openers) = svc_search::open_all(&index_dir, config.shards_per_collection)?;
+    let (index, openers) =
+        svc_search::open_all(&index_dir, config.shards_per_collection, config.index_rows_memory_mib << 20)?;
     let mut by_shard = std::collections::HashMap::new();
     let mut shards = Vec::new();
     for (collection, n, opener) in openers {

@@ -100,11 +100,12 @@ where
         m.gauge("svc_index_documents", &label, docs as f64);
         m.gauge("svc_index_segments", &label, segments as f64);
     }
-    // The rows searches copy their hits from, and those read from the doc
-    // store instead (a segment whose rows did not read into memory).
-    let (_, row_bytes, from_store) = state.index().rows_held();
-    m.gauge("svc_index_rows_bytes", none, row_bytes as f64);
-    m.total("svc_search_rows_from_store_total", none, from_store);
+    // The rows searches copy their hits from, against their budget
+    // (`index_rows_memory_mib`), and those read from the doc store instead.
+    let rows = state.index().rows_held();
+    m.gauge("svc_index_rows_bytes", &[("part", "held".to_owned())], rows.bytes as f64);
+    m.gauge("svc_index_rows_bytes", &[("part", "budget".to_owned())], rows.budget_bytes as f64);
+    m.total("svc_search_rows_from_store_total", none, rows.from_store);
     // Segments a search answered by walking a sort order, or by the whole
     // query (a text, or a filter too narrow to walk).
     let (walked, whole) = state.index().plans();
