@@ -16,7 +16,7 @@ use sfv::{BareItem, BareItemFromInput, Dictionary, InnerList, Item, KeyRef, List
 
 use crate::b64;
 use crate::digest;
-use crate::keys::{Alg, SigningKey, VerifyingKey};
+use crate::keys::{Alg, Signed, SigningKey, VerifyingKey};
 
 /// The only label the profile accepts.
 pub const LABEL: &str = "sig1";
@@ -186,8 +186,25 @@ pub fn verify(
     lookup_key: impl FnOnce(&str) -> Option<VerifyingKey>,
     claim_nonce: impl FnOnce(&str, &str, i64) -> bool,
 ) -> Result<Verified, SigError> {
+    let unverified = prepare(req, policy, lookup_key)?;
+    let holds = signature_holds(&unverified.checked, &unverified.key).is_ok();
+    let verified = unverified.judged(holds)?;
+    // Step 7: the nonce, claimed only now.
+    if !claim_nonce(&verified.keyid, &verified.nonce, verified.expires) {
+        return Err(SigError::NonceReused);
+    }
+    Ok(verified)
+}
+
+/// Steps 1 to 5 of section 5, leaving step 6 (the signature) to the caller,
+/// who may check it in a batch with other requests' (`keys::verify_all`),
+/// then step 7 (the nonce). Same arguments as [`verify`].
+pub fn prepare(
+    req: &Request<'_>,
+    policy: &Policy<'_>,
+    lookup_key: impl FnOnce(&str) -> Option<VerifyingKey>,
+) -> Result<Unverified, SigError> {
     let (checked, key) = head_steps(req, policy, !req.body.is_empty(), lookup_key)?;
-    let Checked { created, expires, .. } = checked;
 
     // Step 5: the body is the one the digest names. A digest sent over an
     // empty body is judged too, since it is what the signer vouched for.
@@ -200,23 +217,36 @@ pub fn verify(
         // present), kept so this step stands on its own.
         return Err(SigError::DigestMismatch);
     }
+    Ok(Unverified { checked, key })
+}
 
-    // Step 6: the signature, with the algorithm of the registered key only.
-    signature_holds(&checked, &key)?;
+/// A request that passed steps 1 to 5: its signature is still to check.
+pub struct Unverified {
+    checked: Checked,
+    key: VerifyingKey,
+}
 
-    // Step 7: the nonce, claimed only now.
-    if !claim_nonce(&checked.keyid, &checked.nonce, expires) {
-        return Err(SigError::NonceReused);
+impl Unverified {
+    /// What step 6 checks: the registered key, the signature base and the
+    /// signature. `None` when the key's algorithm is not one a request may
+    /// be signed with (step 6 refuses it whatever the signature).
+    pub fn signed(&self) -> Option<Signed> {
+        signs_requests(self.key.alg()).then(|| Signed {
+            key: self.key.clone(),
+            message: self.checked.base.as_bytes().to_vec(),
+            signature: self.checked.signature.clone(),
+        })
     }
 
-    Ok(Verified {
-        keyid: checked.keyid,
-        nonce: checked.nonce,
-        created,
-        expires,
-        alg: key.alg(),
-        signature_base: checked.base,
-    })
+    /// Step 6 given its verdict (`holds`, for what [`Unverified::signed`]
+    /// answered): the request, its nonce still to claim (step 7).
+    pub fn judged(self, holds: bool) -> Result<Verified, SigError> {
+        if !holds || !signs_requests(self.key.alg()) {
+            return Err(SigError::SignatureInvalid);
+        }
+        let Checked { created, expires, nonce, keyid, base, .. } = self.checked;
+        Ok(Verified { keyid, nonce, created, expires, alg: self.key.alg(), signature_base: base })
+    }
 }
 
 /// Every step a request's head decides, on a request whose body has not
@@ -240,9 +270,14 @@ pub fn judge_head(
     Ok(checked.keyid)
 }
 
+/// Whether a request may be signed with keys of `alg`.
+fn signs_requests(alg: Alg) -> bool {
+    matches!(alg, Alg::Ed25519 | Alg::Es256)
+}
+
 /// Step 6: the signature, with the algorithm of the registered key only.
 fn signature_holds(checked: &Checked, key: &VerifyingKey) -> Result<(), SigError> {
-    if !matches!(key.alg(), Alg::Ed25519 | Alg::Es256) || !key.verify(checked.base.as_bytes(), &checked.signature) {
+    if !signs_requests(key.alg()) || !key.verify(checked.base.as_bytes(), &checked.signature) {
         return Err(SigError::SignatureInvalid);
     }
     Ok(())

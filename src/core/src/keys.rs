@@ -278,6 +278,45 @@ impl Jwk {
     }
 }
 
+/// A signature to check: the key, the bytes signed, the signature.
+#[derive(Debug, Clone)]
+pub struct Signed {
+    pub key: VerifyingKey,
+    pub message: Vec<u8>,
+    pub signature: Vec<u8>,
+}
+
+/// Checks many signatures, each answering what [`VerifyingKey::verify`]
+/// answers for it. The Ed25519 ones are checked in one batch
+/// (ed25519-dalek's batch verification, about half the work of checking
+/// each alone at a few dozen); when the batch fails, each is checked alone,
+/// to name the ones that do not hold. A weak key (of small order, under
+/// which anyone could sign) never joins a batch.
+///
+/// One difference from checking alone, which only a key's holder can
+/// bring about: a signature its holder made with a small-order component in
+/// `R` fails strict verification, and may pass a batch (RFC 8032 allows
+/// either equation). Nobody else can make a signature either way accepts.
+pub fn verify_all(items: &[Signed]) -> Vec<bool> {
+    let mut holds = vec![false; items.len()];
+    let mut batch: Vec<(usize, &ed25519_dalek::VerifyingKey, ed25519_dalek::Signature)> = Vec::new();
+    for (n, item) in items.iter().enumerate() {
+        let signature = ed25519_dalek::Signature::from_slice(&item.signature);
+        match (&item.key, signature) {
+            (VerifyingKey::Ed25519(key), Ok(signature)) if !key.is_weak() => batch.push((n, key, signature)),
+            _ => holds[n] = item.key.verify(&item.message, &item.signature),
+        }
+    }
+    let messages: Vec<&[u8]> = batch.iter().map(|(n, _, _)| items[*n].message.as_slice()).collect();
+    let signatures: Vec<ed25519_dalek::Signature> = batch.iter().map(|(_, _, s)| *s).collect();
+    let keys: Vec<ed25519_dalek::VerifyingKey> = batch.iter().map(|(_, k, _)| **k).collect();
+    let all_hold = batch.len() > 1 && ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok();
+    for (n, _, _) in &batch {
+        holds[*n] = all_hold || items[*n].key.verify(&items[*n].message, &items[*n].signature);
+    }
+    holds
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,5 +372,53 @@ mod tests {
             let key = SigningKey::from_seed(alg, &seed(5)).unwrap();
             assert_eq!(key.seed(), seed(5));
         }
+    }
+
+    fn signed(key: &SigningKey, message: &[u8]) -> Signed {
+        Signed { key: key.verifying_key(), message: message.to_vec(), signature: key.sign(message) }
+    }
+
+    // Issue 51: signatures checked in a batch answer as each alone would.
+    #[test]
+    fn a_batch_names_the_signatures_that_do_not_hold() {
+        let keys: Vec<SigningKey> = (0..9).map(|n| SigningKey::from_seed(Alg::Ed25519, &seed(n)).unwrap()).collect();
+        let mut items: Vec<Signed> = keys.iter().map(|k| signed(k, b"GET /v1/search")).collect();
+        assert_eq!(verify_all(&items), vec![true; 9], "a batch of good signatures");
+        // A forged signature, another's, and an ES256 signature among them.
+        items[2].signature[5] ^= 1;
+        items[4].key = keys[5].verifying_key();
+        items.push(signed(&SigningKey::from_seed(Alg::Es256, &seed(3)).unwrap(), b"x"));
+        let mut es = signed(&SigningKey::from_seed(Alg::Es256, &seed(4)).unwrap(), b"x");
+        es.message = b"y".to_vec();
+        items.push(es);
+        let expected: Vec<bool> = items.iter().map(|i| i.key.verify(&i.message, &i.signature)).collect();
+        assert_eq!(verify_all(&items), expected);
+        assert_eq!(expected.iter().filter(|h| !**h).count(), 3);
+        assert_eq!(verify_all(&[]), Vec::<bool>::new());
+    }
+
+    // Issue 51, attack: under a key of small order (here the identity),
+    // anyone can make R = sB, which satisfies the batch's equation for any
+    // message; strict verification refuses the key, and so must the batch.
+    #[test]
+    fn a_forgery_under_a_weak_key_is_refused_in_a_batch() {
+        let weak = ed25519_dalek::VerifyingKey::from_bytes(&{
+            let mut identity = [0u8; 32];
+            identity[0] = 1;
+            identity
+        })
+        .unwrap();
+        assert!(weak.is_weak());
+        let s = ed25519_dalek::SigningKey::from_bytes(&[42; 32]);
+        let mut forged = s.verifying_key().to_bytes().to_vec();
+        forged.extend_from_slice(&s.to_scalar().to_bytes());
+        let forgery = Signed { key: VerifyingKey::Ed25519(weak), message: b"anything".to_vec(), signature: forged };
+        let mut items: Vec<Signed> =
+            (0..4).map(|n| signed(&SigningKey::from_seed(Alg::Ed25519, &seed(n)).unwrap(), b"m")).collect();
+        items.push(forgery.clone());
+        assert_eq!(verify_all(&items), vec![true, true, true, true, false]);
+        // What the batch equation alone would say of it.
+        let (sig, key) = (ed25519_dalek::Signature::from_slice(&forgery.signature).unwrap(), weak);
+        assert!(ed25519_dalek::verify_batch(&[b"anything", b"other"], &[sig, sig], &[key, key]).is_ok());
     }
 }

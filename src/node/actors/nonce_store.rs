@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use svc_core::keys::{Signed, verify_all};
 use svc_core::time::UnixMs;
 use tokio::sync::Notify;
 
@@ -27,15 +28,18 @@ const FEED_CURSOR: &[u8] = keys::meta::NONCE_FEED_CURSOR;
 const FEED_STEP: usize = 1_000;
 
 pub enum NonceMsg {
-    /// Claims a nonce; answers true when it was not seen before.
+    /// Claims a nonce once the request's signature holds (`signed`, checked
+    /// in one batch with the claims gathered beside it; `None` when the
+    /// caller checked it).
     Claim {
         key_id: String,
         nonce: String,
         expires_secs: i64,
         now: UnixMs,
-        /// Whether the nonce was fresh; an error when the claim could not
-        /// be recorded (the caller is asked to come back, not refused).
-        reply: RpcReplyPort<Result<bool, ActorError>>,
+        signed: Option<Box<Signed>>,
+        /// The claim's answer; an error when it could not be recorded (the
+        /// caller is asked to come back, not refused).
+        reply: RpcReplyPort<Result<ClaimAnswer, ActorError>>,
     },
     /// Writes the claims gathered meanwhile, in one write, and answers them.
     Flush,
@@ -59,9 +63,23 @@ pub enum NonceMsg {
     Observe(RpcReplyPort<NonceSnapshot>),
 }
 
+/// What a claim answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimAnswer {
+    /// Not seen before: held from now on.
+    Fresh,
+    /// Seen before: a replay.
+    Reused,
+    /// The request's signature does not hold; nothing was claimed.
+    SignatureInvalid,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NonceSnapshot {
     pub held: usize,
+    /// Signatures checked, and the batches of two or more they went in.
+    pub signatures: u64,
+    pub signature_batches: u64,
     /// Home: the feed's newest sequence number. A region: the last one it learned.
     pub feed_seq: u64,
 }
@@ -97,11 +115,13 @@ pub struct NonceState {
     feed_dropped: u64,
     /// Claims waiting for the next write.
     claims: Gather<Gathered>,
+    signatures: u64,
+    signature_batches: u64,
 }
 
 /// A claim waiting for the next write: what it claims, when it was asked
-/// (Unix seconds), and whom to answer.
-type Gathered = (Claimed, i64, RpcReplyPort<Result<bool, ActorError>>);
+/// (Unix seconds), the signature still to check, and whom to answer.
+type Gathered = (Claimed, i64, Option<Box<Signed>>, RpcReplyPort<Result<ClaimAnswer, ActorError>>);
 
 type Claim = Arc<(String, String)>;
 
@@ -249,12 +269,36 @@ impl NonceState {
         // A claim held until a moment between the earliest ask and a later
         // one still counts as held: the gathering never admits a replay a
         // claim written on its own would refuse.
-        let Some(now_secs) = gathered.iter().map(|(_, at, _)| *at).min() else { return };
-        let (claims, replies): (Vec<_>, Vec<_>) = gathered.into_iter().map(|(c, _, reply)| (c, reply)).unzip();
+        let Some(now_secs) = gathered.iter().map(|(_, at, _, _)| *at).min() else { return };
+        // Step 6 for the whole gathering at once, before any nonce is
+        // claimed: a forged request never burns one.
+        let mut gathered = gathered;
+        let (places, checks): (Vec<usize>, Vec<Signed>) =
+            gathered.iter_mut().enumerate().filter_map(|(n, g)| g.2.take().map(|s| (n, *s))).unzip();
+        let mut holds = vec![true; gathered.len()];
+        for (n, verdict) in places.into_iter().zip(verify_all(&checks)) {
+            holds[n] = verdict;
+        }
+        self.signatures += checks.len() as u64;
+        self.signature_batches += u64::from(checks.len() > 1);
+        let (mut claims, mut replies) = (Vec::new(), Vec::new());
+        for ((claimed, _, _, reply), holds) in gathered.into_iter().zip(holds) {
+            if holds {
+                claims.push(claimed);
+                replies.push(reply);
+            } else {
+                let _ = reply.send(Ok(ClaimAnswer::SignatureInvalid));
+            }
+        }
+        if claims.is_empty() {
+            return;
+        }
         // A nonce store that cannot persist must not accept; the callers
         // hear that, not that their nonces were used.
         let written = self.hold(claims, None, now_secs);
-        answer_each(replies, written);
+        let answers = written
+            .map(|fresh| fresh.into_iter().map(|f| if f { ClaimAnswer::Fresh } else { ClaimAnswer::Reused }).collect());
+        answer_each(replies, answers);
     }
 
     /// Forgets every nonce whose signature expired before `now`, in one
@@ -329,6 +373,8 @@ impl Actor for NonceStore {
             feed_cursor,
             feed_dropped: 0,
             claims: Gather::new(args.per_write),
+            signatures: 0,
+            signature_batches: 0,
         })
     }
 
@@ -339,9 +385,9 @@ impl Actor for NonceStore {
         state: &mut NonceState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            NonceMsg::Claim { key_id, nonce, expires_secs, now, reply } => {
+            NonceMsg::Claim { key_id, nonce, expires_secs, now, signed, reply } => {
                 let claimed = Claimed { key_id, nonce, expires_secs };
-                let gathered = state.claims.gather((claimed, now.as_secs(), reply), &me, NonceMsg::Flush);
+                let gathered = state.claims.gather((claimed, now.as_secs(), signed, reply), &me, NonceMsg::Flush);
                 state.write_claims(gathered);
             }
             NonceMsg::Flush => {
@@ -383,7 +429,12 @@ impl Actor for NonceStore {
                 }
             }
             NonceMsg::Observe(reply) => {
-                let _ = reply.send(NonceSnapshot { held: state.held.len(), feed_seq: state.feed_seq() });
+                let _ = reply.send(NonceSnapshot {
+                    held: state.held.len(),
+                    feed_seq: state.feed_seq(),
+                    signatures: state.signatures,
+                    signature_batches: state.signature_batches,
+                });
             }
         }
         Ok(())
@@ -424,6 +475,8 @@ mod tests {
             feed_cursor: 0,
             feed_dropped: 0,
             claims: Gather::new(1),
+            signatures: 0,
+            signature_batches: 0,
         }
     }
 
@@ -554,6 +607,55 @@ mod tests {
         assert!(exchange::claims_pending(&ap_store, 10).unwrap().is_empty(), "what ap learned is not reported back");
     }
 
+    // Issue 51, as an attacker: a forged request among requests that queue
+    // together is refused, and the nonce it carried is not burned; the
+    // others' signatures are checked in the same batch.
+    #[tokio::test]
+    async fn a_forged_signature_in_a_gathering_is_refused_without_claiming_its_nonce() {
+        use svc_core::keys::{Alg, SigningKey};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let role = NonceRole::Home { feed: exchange::nonce_feed(&store).unwrap() };
+        let (actor, handle) =
+            Actor::spawn(None, NonceStore, NonceArgs { store: store.clone(), role, per_write: 256 }).await.unwrap();
+        let key = SigningKey::from_seed(Alg::Ed25519, &[7; 32]).unwrap();
+        let claim = |nonce: &str, forged: bool| {
+            let message = format!("signature base of {nonce}").into_bytes();
+            let mut signature = key.sign(&message);
+            if forged {
+                signature[0] ^= 1;
+            }
+            let signed = Signed { key: key.verifying_key(), message, signature };
+            let (reply, answer) = ractor::concurrency::oneshot();
+            let claim = NonceMsg::Claim {
+                key_id: "k".into(),
+                nonce: nonce.into(),
+                expires_secs: 2_000_000_000,
+                now: UnixMs(1_795_000_000_000),
+                signed: Some(Box::new(signed)),
+                reply: reply.into(),
+            };
+            actor.send_message(claim).unwrap();
+            answer
+        };
+        // Sent before the actor runs: one gathering.
+        let answers: Vec<_> = (0..8).map(|n| claim(&format!("n{n}"), n == 5)).collect();
+        let mut got = Vec::new();
+        for answer in answers {
+            got.push(answer.await.unwrap().unwrap());
+        }
+        let mut expected = vec![ClaimAnswer::Fresh; 8];
+        expected[5] = ClaimAnswer::SignatureInvalid;
+        assert_eq!(got, expected);
+        let seen = actor.call(NonceMsg::Observe, None).await.unwrap().unwrap();
+        assert_eq!((seen.held, seen.signatures, seen.signature_batches), (7, 8, 1));
+        // The nonce the forgery carried is still the signer's to use.
+        assert_eq!(claim("n5", false).await.unwrap().unwrap(), ClaimAnswer::Fresh);
+        assert_eq!(claim("n5", false).await.unwrap().unwrap(), ClaimAnswer::Reused);
+        actor.stop(None);
+        handle.await.unwrap();
+    }
+
     /// Claims sent to the actor all at once, as concurrent requests do,
     /// answered when the actor's queue is drained: `per_write` at most per
     /// write. Answers each claim's answer and the writes the store made.
@@ -575,6 +677,7 @@ mod tests {
                     nonce: (*nonce).into(),
                     expires_secs: 2_000_000_000,
                     now: UnixMs(1_795_000_000_000),
+                    signed: None,
                     reply: reply.into(),
                 };
                 actor.send_message(claim).unwrap();
@@ -583,7 +686,7 @@ mod tests {
             .collect();
         let mut fresh = Vec::new();
         for answer in answers {
-            fresh.push(answer.await.unwrap().unwrap());
+            fresh.push(answer.await.unwrap().unwrap() == ClaimAnswer::Fresh);
         }
         let writes = store.writes() - writes;
         actor.stop(None);

@@ -8,7 +8,7 @@ use svc_core::keys::VerifyingKey;
 use svc_core::problem::Code;
 use svc_core::time::UnixMs;
 
-use crate::actors::nonce_store::NonceMsg;
+use crate::actors::nonce_store::{ClaimAnswer, NonceMsg};
 use crate::service::Error;
 
 pub fn sig_error(e: SigError) -> Error {
@@ -65,14 +65,20 @@ pub async fn verify_signed<K>(
         record = Some(found);
         Some(public)
     };
-    let verified = http_sig::verify(req, &policy, lookup, |_, _, _| true).map_err(sig_error)?;
+    let unverified = http_sig::prepare(req, &policy, lookup).map_err(sig_error)?;
     let record = record.ok_or_else(|| sig_error(SigError::KeyUnknown))?;
+    // Step 6 in the nonce store, in one batch with the requests that queue
+    // beside this one, then step 7 there: the nonce is claimed only if the
+    // signature holds.
+    let signed = unverified.signed().ok_or_else(|| sig_error(SigError::SignatureInvalid))?;
+    let verified = unverified.judged(true).map_err(sig_error)?;
     let claimed = nonces
         .call(|reply| NonceMsg::Claim {
             key_id: verified.keyid.clone(),
             nonce: verified.nonce.clone(),
             expires_secs: verified.expires,
             now,
+            signed: Some(Box::new(signed)),
             reply,
         })
         .await?
@@ -80,8 +86,10 @@ pub async fn verify_signed<K>(
             tracing::error!(error = %e, "a nonce claim was not recorded");
             Error::retry_after(Code::Unavailable, 1_000, "the nonce store cannot record claims; ask again")
         })?;
-    if !claimed {
-        return Err(sig_error(SigError::NonceReused));
+    match claimed {
+        ClaimAnswer::Fresh => {}
+        ClaimAnswer::Reused => return Err(sig_error(SigError::NonceReused)),
+        ClaimAnswer::SignatureInvalid => return Err(sig_error(SigError::SignatureInvalid)),
     }
     Ok((verified, record))
 }
