@@ -443,6 +443,9 @@ async fn compare_memory(
             let resident = watch_resident(pid);
             let target = || (format!("http://{}", config.listen), config.public_authority.as_str());
             let closed = load.apart(&loadgen_cores, target(), mix, &key_files, None).await;
+            // How many request signatures each batch checked, in the nonce store.
+            let counter = |name| process::metric(config.admin_listen, &config.admin_token, name).unwrap_or(f64::NAN);
+            let per_batch = counter("svc_request_signatures_total") / counter("svc_request_signature_batches_total");
             let at_rate = load.apart(&loadgen_cores, target(), mix, &key_files, Some(rate)).await;
             let most = resident();
             process::stop(child);
@@ -450,7 +453,8 @@ async fn compare_memory(
             let rate_p99 = at_rate["latency"]["p99_ms"].as_f64().unwrap_or(f64::NAN);
             eprintln!(
                 "round {round}, {}: resident {at_rest:.0} MiB at rest, {most:.0} MiB most under load; \
-                 closed loop {closed_rps:.0}/s, p99 at {rate}/s {rate_p99:.2} ms; statuses {} / {}",
+                 closed loop {closed_rps:.0}/s, p99 at {rate}/s {rate_p99:.2} ms; \
+                 {per_batch:.1} signatures a batch; statuses {} / {}",
                 build.label, closed["statuses"], at_rate["statuses"]
             );
             runs.entry(build.label.as_str()).or_default().push([at_rest, most, closed_rps, rate_p99]);

@@ -77,7 +77,8 @@ pub enum ClaimAnswer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NonceSnapshot {
     pub held: usize,
-    /// Signatures checked, and the batches of two or more they went in.
+    /// Signatures checked, and the batches they were checked in (a batch
+    /// of one checked alone).
     pub signatures: u64,
     pub signature_batches: u64,
     /// Home: the feed's newest sequence number. A region: the last one it learned.
@@ -280,7 +281,7 @@ impl NonceState {
             holds[n] = verdict;
         }
         self.signatures += checks.len() as u64;
-        self.signature_batches += u64::from(checks.len() > 1);
+        self.signature_batches += u64::from(!checks.is_empty());
         let (mut claims, mut replies) = (Vec::new(), Vec::new());
         for ((claimed, _, _, reply), holds) in gathered.into_iter().zip(holds) {
             if holds {

@@ -115,7 +115,7 @@ where
         m.gauge("svc_nonce_store_size", none, nonces.held as f64);
         m.gauge("svc_nonce_feed_seq", none, nonces.feed_seq as f64);
         // Request signatures checked with their nonce claims, and the
-        // batches of two or more they were checked in.
+        // batches they were checked in.
         m.total("svc_request_signatures_total", none, nonces.signatures);
         m.total("svc_request_signature_batches_total", none, nonces.signature_batches);
     }
