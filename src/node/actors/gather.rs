@@ -47,6 +47,11 @@ impl<T> Gather<T> {
         }
     }
 
+    /// Whether a gathering is open (a flush is on its way).
+    pub fn is_open(&self) -> bool {
+        self.flush_sent
+    }
+
     fn add(&mut self, request: T) -> Next {
         self.pending.push(request);
         if self.pending.len() >= self.most {

@@ -387,6 +387,13 @@ impl Actor for NonceStore {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             NonceMsg::Claim { key_id, nonce, expires_secs, now, signed, reply } => {
+                // The first claim of a gathering lets the requests running
+                // beside it reach their claims first, so their signatures
+                // join its batch (else the store is rarely busy enough for
+                // a second to queue, and every batch is of one).
+                if signed.is_some() && !state.claims.is_open() {
+                    tokio::task::yield_now().await;
+                }
                 let claimed = Claimed { key_id, nonce, expires_secs };
                 let gathered = state.claims.gather((claimed, now.as_secs(), signed, reply), &me, NonceMsg::Flush);
                 state.write_claims(gathered);
