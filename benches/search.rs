@@ -383,6 +383,20 @@ async fn compare_loadgen_apart(
     );
 }
 
+/// A counter or gauge without labels from a node's `/metrics` on its admin
+/// listener; `None` when the node does not report it.
+fn metric(admin: std::net::SocketAddr, token: &str, name: &str) -> Option<f64> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect_timeout(&admin, Duration::from_secs(1)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let request =
+        format!("GET /metrics HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    answer.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
 /// Issue 51, section 4: the node's own resident memory under load, the load
 /// generator in a process of its own. Each round starts each build as `svc
 /// node` on the seeded directory, pinned to the lower half of the cores,
@@ -444,7 +458,7 @@ async fn compare_memory(
             let target = || (format!("http://{}", config.listen), config.public_authority.as_str());
             let closed = load.apart(&loadgen_cores, target(), mix, &key_files, None).await;
             // How many request signatures each batch checked, in the nonce store.
-            let counter = |name| process::metric(config.admin_listen, &config.admin_token, name).unwrap_or(f64::NAN);
+            let counter = |name| metric(config.admin_listen, &config.admin_token, name).unwrap_or(f64::NAN);
             let per_batch = counter("svc_request_signatures_total") / counter("svc_request_signature_batches_total");
             let at_rate = load.apart(&loadgen_cores, target(), mix, &key_files, Some(rate)).await;
             let most = resident();

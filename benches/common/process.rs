@@ -29,19 +29,6 @@ pub fn readyz(addr: SocketAddr) -> Option<(bool, serde_json::Value)> {
     Some((ready, serde_json::from_slice(&answer[split + 4..]).unwrap_or_default()))
 }
 
-/// A counter or gauge without labels from a node's `/metrics` on its admin
-/// listener; `None` when the node does not report it.
-pub fn metric(admin: SocketAddr, token: &str, name: &str) -> Option<f64> {
-    let mut stream = std::net::TcpStream::connect_timeout(&admin, Duration::from_secs(1)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let request =
-        format!("GET /metrics HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).ok()?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).ok()?;
-    answer.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
-}
-
 /// Stops the node (SIGTERM) and waits for it.
 pub fn stop(mut child: std::process::Child) {
     let stopped = std::process::Command::new("kill").arg(child.id().to_string()).status();
