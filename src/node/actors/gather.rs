@@ -11,6 +11,7 @@
 use ractor::RpcReplyPort;
 
 use crate::actors::error::ActorError;
+use svc_store::StoreError;
 
 /// The requests gathered for the next write, at most `most` of them.
 pub struct Gather<T> {
@@ -78,22 +79,52 @@ impl<T> Gather<T> {
 }
 
 /// Answers each request of a gathering, in order: its own answer when the
-/// write went in, or the write's error (the first request gets it whole,
-/// the others its text).
+/// write went in, or the write's error. The first request gets it whole;
+/// each other one a copy that the surfaces map the same way (a store that
+/// cannot write, as on a full disk, is `503` for every request of the
+/// write, not only the first), or its text.
 pub fn answer_each<R>(replies: Vec<RpcReplyPort<Result<R, ActorError>>>, written: Result<Vec<R>, ActorError>) {
     match written {
         Ok(answers) => replies.into_iter().zip(answers).for_each(|(reply, answer)| drop(reply.send(Ok(answer)))),
         Err(error) => {
-            let text = error.to_string();
-            let errors = std::iter::once(error).chain(std::iter::repeat_with(|| ActorError::Failed(text.clone())));
+            let copies: Vec<ActorError> = (1..replies.len()).map(|_| copy(&error)).collect();
+            let errors = std::iter::once(error).chain(copies);
             replies.into_iter().zip(errors).for_each(|(reply, error)| drop(reply.send(Err(error))));
         }
+    }
+}
+
+/// The same failure for another request of a write.
+fn copy(error: &ActorError) -> ActorError {
+    match error {
+        ActorError::Store(StoreError::Rocks(e)) => ActorError::Store(StoreError::Rocks(e.clone())),
+        other => ActorError::Failed(other.to_string()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // A full disk refuses one write for a whole gathering: every request
+    // in it hears a store failure (a 503), none a bare text (a 500).
+    #[tokio::test]
+    async fn every_request_of_a_failed_write_hears_the_store_failure() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let Err(StoreError::Rocks(refused)) = svc_store::Store::open(&file.path().join("store")) else {
+            panic!("a store under a file opens");
+        };
+        let (replies, answers): (Vec<_>, Vec<_>) = (0..3)
+            .map(|_| {
+                let (reply, answer) = ractor::concurrency::oneshot::<Result<(), ActorError>>();
+                (RpcReplyPort::from(reply), answer)
+            })
+            .unzip();
+        answer_each(replies, Err(ActorError::Store(StoreError::Rocks(refused))));
+        for answer in answers {
+            assert!(matches!(answer.await.unwrap(), Err(ActorError::Store(StoreError::Rocks(_)))));
+        }
+    }
 
     #[test]
     fn the_first_request_sends_the_flush_and_the_rest_wait_for_it() {
