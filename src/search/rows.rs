@@ -95,7 +95,9 @@ pub struct ShardRows {
     dir: PathBuf,
     fields: (Field, Field),
     budget: Arc<RowsBudget>,
-    segments: RwLock<HashMap<SegmentId, SegmentRows>>,
+    /// By segment: its rows, or `None` for one left out (it did not fit,
+    /// or did not read), which is not tried again while it lives.
+    segments: RwLock<HashMap<SegmentId, Option<SegmentRows>>>,
     /// Rows a search read from the doc store instead (a segment not held).
     from_store: AtomicU64,
 }
@@ -110,7 +112,7 @@ impl ShardRows {
     /// A document's row and ids, copied out of memory.
     pub fn get(&self, segment: &SegmentReader, doc: DocId) -> Option<(Vec<u8>, Vec<u8>)> {
         let segments = self.segments.read().ok()?;
-        let (row, ids) = segments.get(&segment.segment_id())?.get(doc)?;
+        let (row, ids) = segments.get(&segment.segment_id())?.as_ref()?.get(doc)?;
         Some((row.to_vec(), ids.to_vec()))
     }
 
@@ -121,7 +123,10 @@ impl ShardRows {
 
     /// Segments held, the bytes they take, and rows read from the doc store.
     pub fn held(&self) -> (usize, u64, u64) {
-        let segments = self.segments.read().map(|s| (s.len(), s.values().map(|r| r.size() as u64).sum()));
+        let segments = self.segments.read().map(|s| {
+            let held: Vec<&SegmentRows> = s.values().flatten().collect();
+            (held.len(), held.iter().map(|r| r.size() as u64).sum())
+        });
         let (count, bytes) = segments.unwrap_or_default();
         (count, bytes, self.from_store.load(Ordering::Relaxed))
     }
@@ -140,9 +145,22 @@ impl ShardRows {
         if !self.budget.take(most) {
             return Ok(None);
         }
-        let rows = SegmentRows::read(&store, segment.max_doc(), self.fields);
-        self.budget.give(most - rows.as_ref().map_or(0, SegmentRows::size));
-        rows.map(Some)
+        match SegmentRows::read(&store, segment.max_doc(), self.fields) {
+            Ok(rows) if rows.size() <= most => {
+                self.budget.give(most - rows.size());
+                Ok(Some(rows))
+            }
+            // Larger than the bound it was charged (a store compressed by
+            // other settings): not held.
+            Ok(_) => {
+                self.budget.give(most);
+                Ok(None)
+            }
+            Err(e) => {
+                self.budget.give(most);
+                Err(e)
+            }
+        }
     }
 }
 
@@ -154,7 +172,7 @@ impl Warmer for ShardRows {
         if let Ok(mut held) = self.segments.write() {
             held.retain(|id, rows| {
                 let keep = live.contains(id);
-                if !keep {
+                if let (false, Some(rows)) = (keep, rows) {
                     self.budget.give(rows.size());
                 }
                 keep
@@ -165,17 +183,25 @@ impl Warmer for ShardRows {
             if self.segments.read().is_ok_and(|held| held.contains_key(&id)) {
                 continue;
             }
-            match self.load(searcher, segment) {
-                Ok(Some(rows)) => match self.segments.write() {
-                    Ok(mut held) => {
-                        held.insert(id, rows);
-                    }
-                    Err(_) => self.budget.give(rows.size()),
-                },
-                Ok(None) => tracing::info!(dir = %self.dir.display(), segment = %id.short_uuid_string(),
-                    "a segment's rows do not fit index_rows_memory_mib; its searches read them from the doc store"),
-                Err(e) => tracing::warn!(dir = %self.dir.display(), segment = %id.short_uuid_string(), error = %e,
-                    "a segment's rows did not read into memory; its searches read them from the doc store"),
+            // A segment left out is not tried again while it lives.
+            let rows = match self.load(searcher, segment) {
+                Ok(Some(rows)) => Some(rows),
+                Ok(None) => {
+                    tracing::info!(dir = %self.dir.display(), segment = %id.short_uuid_string(),
+                        "a segment's rows do not fit index_rows_memory_mib; its searches read them from the doc store");
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!(dir = %self.dir.display(), segment = %id.short_uuid_string(), error = %e,
+                        "a segment's rows did not read into memory; its searches read them from the doc store");
+                    None
+                }
+            };
+            match self.segments.write() {
+                Ok(mut held) => {
+                    held.insert(id, rows);
+                }
+                Err(_) => self.budget.give(rows.map_or(0, |r| r.size())),
             }
         }
         Ok(())
@@ -188,7 +214,8 @@ impl Warmer for ShardRows {
 
 impl Drop for ShardRows {
     fn drop(&mut self) {
-        let held = self.segments.get_mut().map(|held| held.values().map(SegmentRows::size).sum()).unwrap_or(0);
+        let held =
+            self.segments.get_mut().map(|held| held.values().flatten().map(SegmentRows::size).sum()).unwrap_or(0);
         self.budget.give(held);
     }
 }
